@@ -1,0 +1,515 @@
+/*
+ * UForm 4 — multimodal perception engine. The whole public C interface.
+ *
+ * This header is the specification: every function below documents its arguments, who owns
+ * what, how long a pointer must live, its thread contract and the statuses it returns.
+ * Licensed under the Apache License, Version 2.0.
+ *
+ * Quickstart (compiled and run as the `readme_quickstart` test, so it cannot go stale):
+ *
+ *     #include <uform/uform.h>
+ *     #include <stdio.h>
+ *
+ *     int main(void) {
+ *         uform_outcome_t outcome = {0};
+ *         uform_executor_t executor = NULL;
+ *         // Two worker threads; 0 would take 7/8 of the cores. NULL options: every NUMA node,
+ *         // the best CPU class this machine runs.
+ *         if (uform_executor_for_ram(NULL, 2, 0, &executor, &outcome) != UFORM_OK) {
+ *             char line[512];
+ *             uform_outcome_format(&outcome, line, sizeof line);
+ *             fprintf(stderr, "%s\n", line);
+ *             return 1;
+ *         }
+ *         int major, minor, patch;
+ *         uform_version(&major, &minor, &patch);
+ *         printf("UForm %d.%d.%d on %s\n", major, minor, patch,
+ *                uform_cpu_class_name(uform_cpu_class_detect()));
+ *         uform_executor_free(executor); // waits for calls in flight; NULL is a no-op
+ *         return 0;
+ *     }
+ *
+ * Conventions that hold for the whole interface:
+ *
+ * - A zeroed struct means "the defaults" everywhere, and wherever a function takes a pointer to
+ *   options or a config, NULL means the same as a zeroed one.
+ * - Handles are opaque pointers. Constructors write the handle through an out-pointer and set it
+ *   to NULL on failure; every `_free` accepts NULL.
+ * - Every fallible function returns a `uform_status_t` and, where it takes one, fills a
+ *   caller-owned `uform_outcome_t` with the status, the function's name and a specific message.
+ *   An `outcome` argument may always be NULL (the status is still returned).
+ * - The library never aborts, exits or prints because of anything a caller passed or a file held.
+ * - Numbers of enums are fixed forever: values are only ever appended.
+ */
+#ifndef UFORM_UFORM_H
+#define UFORM_UFORM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Version of this header. `uform_version` answers the library's, which may differ when a
+ * program runs against a newer shared library of the same major version (the soname). */
+#define UFORM_VERSION_MAJOR 4
+#define UFORM_VERSION_MINOR 0
+#define UFORM_VERSION_PATCH 0
+
+/* UFORM_API marks the exported symbols; everything else in libuform has hidden visibility. */
+#if defined(_WIN32)
+#if defined(UFORM_BUILDING_LIBRARY)
+#define UFORM_API __declspec(dllexport)
+#else
+#define UFORM_API
+#endif
+#elif defined(__GNUC__) || defined(__clang__)
+#define UFORM_API __attribute__((visibility("default")))
+#else
+#define UFORM_API
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ------------------------------------------------------------------------------------------ */
+/* Statuses and outcomes                                                                       */
+/* ------------------------------------------------------------------------------------------ */
+
+/* What a call came to. The numbers are fixed by the reference documents. */
+typedef enum uform_status_t {
+    UFORM_OK = 0,                /* success */
+    UFORM_DEFERRED = 1,          /* submitted, not final yet (only ever read from an outcome) */
+    UFORM_CANCELLED = 2,         /* a progress handler answered UFORM_CANCEL */
+    UFORM_CONTENDED = 3,         /* the executor (or arena) is held by another call; nothing was done */
+    UFORM_INVALID_ARGUMENT = 4,  /* the caller broke a documented rule (bad tape, stale view, ...) */
+    UFORM_IO = 5,                /* the operating system refused a file or socket operation */
+    UFORM_FORMAT = 6,            /* bytes that should be a checkpoint, image, recording, video or program are malformed */
+    UFORM_UNSUPPORTED = 7,       /* valid, but this build or machine cannot do it */
+    UFORM_OUT_OF_MEMORY = 8,     /* an allocation failed */
+    UFORM_DEVICE = 9,            /* a device fault, or host access to device memory */
+    UFORM_CONFIG_MISMATCH = 10,  /* peers of a mesh, or a checkpoint and its use, disagree */
+    UFORM_TIMEOUT = 11,          /* a peer did not arrive or answer in time */
+    UFORM_PEER_LOST = 12,        /* a peer of a mesh failed during a collective */
+    UFORM_INTERNAL = 13          /* a bug in the engine; the message says where */
+} uform_status_t;
+
+/* Sizes of the inline text buffers of an outcome. */
+#define UFORM_OUTCOME_FUNCTION_CAPACITY 48
+#define UFORM_OUTCOME_MESSAGE_CAPACITY 400
+
+/*
+ * The caller-owned record of how a call ended: a status word, the name of the public function
+ * that failed and a specific message, all inline (no allocation, nothing to free).
+ *
+ * `status` is a 32-bit word that the library reads and writes atomically (it is also the futex
+ * a waiter sleeps on); read it with `uform_outcome_status`, not directly, while a deferred call
+ * may still be running. `function` and `message` are NUL-terminated and fully initialised (no
+ * uninitialised bytes) once the status is final; on success `message` is empty. A zeroed outcome
+ * reads UFORM_OK. For a deferred call the outcome lives inside the request, which must stay alive
+ * and unmoved until the status is final.
+ */
+typedef struct uform_outcome_t {
+    uint32_t status;                                 /* a uform_status_t, accessed atomically */
+    uint32_t reserved;                               /* zero; kept for alignment and future use */
+    char function[UFORM_OUTCOME_FUNCTION_CAPACITY];  /* e.g. "uform_model_load_ram" */
+    char message[UFORM_OUTCOME_MESSAGE_CAPACITY];    /* e.g. "cannot open 'x': No such file or directory" */
+} uform_outcome_t;
+
+/* The lower-case name of a status ("ok", "io", "invalid_argument" ...); "unknown" for a number
+ * outside the table. The string is static. Thread-safe. */
+UFORM_API const char *uform_status_name(uform_status_t status);
+
+/* Reads the outcome's status without blocking (an acquire load). While a deferred call runs it
+ * answers UFORM_DEFERRED; once final, every field of the outcome is readable. NULL answers
+ * UFORM_INVALID_ARGUMENT. Thread-safe: any thread may poll. */
+UFORM_API uform_status_t uform_outcome_status(const uform_outcome_t *outcome);
+
+/* Blocks (on a futex, not spinning) until the outcome's status is final and answers it; answers
+ * the same final status as often as it is asked, and at once for an outcome that is already
+ * final (including a zeroed one, which reads UFORM_OK). Any number of threads may wait on one
+ * outcome. NULL answers UFORM_INVALID_ARGUMENT. */
+UFORM_API uform_status_t uform_outcome_wait(const uform_outcome_t *outcome);
+
+/* Writes the one-line form of an outcome into `buffer` (always NUL-terminated when capacity > 0):
+ *     UForm: io [uform_model_load_ram]: cannot open 'missing.safetensors': No such file or directory
+ * An OK outcome reads "UForm: ok". Answers the length the full line needs, without the NUL, as
+ * snprintf does, so a truncated line can be detected. `buffer` may be NULL when capacity is 0.
+ * The outcome must be final. */
+UFORM_API size_t uform_outcome_format(const uform_outcome_t *outcome, char *buffer, size_t capacity);
+
+/* ------------------------------------------------------------------------------------------ */
+/* Enums fixed by the reference documents                                                      */
+/* ------------------------------------------------------------------------------------------ */
+
+/* How a verb returns. */
+typedef enum uform_completion_t {
+    UFORM_COMPLETION_BLOCKING = 0, /* return with the final status stored and every output readable */
+    UFORM_COMPLETION_DEFERRED = 1  /* return once submitted; the status reads UFORM_DEFERRED until final */
+} uform_completion_t;
+
+/* What an executor's idle threads do. */
+typedef enum uform_mood_t {
+    UFORM_MOOD_PARKED = 0,  /* sleep on futexes: no CPU while idle, a few microseconds to wake */
+    UFORM_MOOD_SPINNING = 1 /* poll: a core each while idle, a fraction of a microsecond to wake */
+} uform_mood_t;
+
+/* What a progress handler answers. */
+typedef enum uform_continuation_t {
+    UFORM_CONTINUE = 0,
+    UFORM_CANCEL = 1
+} uform_continuation_t;
+
+/* How GPUs of one multimem domain share memory (used by the mesh). */
+typedef enum uform_multimem_tier_t {
+    UFORM_MULTIMEM_TIER_SWITCH_REDUCED = 0,
+    UFORM_MULTIMEM_TIER_PEER_READ = 1
+} uform_multimem_tier_t;
+
+typedef enum uform_gpu_vendor_t {
+    UFORM_GPU_VENDOR_UNKNOWN = 0,
+    UFORM_GPU_VENDOR_NVIDIA = 1,
+    UFORM_GPU_VENDOR_AMD = 2,
+    UFORM_GPU_VENDOR_APPLE = 3
+} uform_gpu_vendor_t;
+
+/*
+ * The instruction-set class kernels dispatch on. Each x86 class assumes everything of the one
+ * before it:
+ *   SERIAL          portable C, runs everywhere (the reference)
+ *   INTEL_HASWELL   AVX2, FMA, F16C
+ *   INTEL_SIERRA    Haswell + AVX-VNNI (Sierra Forest: no AVX-512)
+ *   INTEL_SKYLAKE   AVX-512 F, CD, BW, DQ, VL
+ *   INTEL_ICELAKE   Skylake + AVX-512 VNNI, VPOPCNTDQ, VBMI, VBMI2, BITALG
+ *   AMD_GENOA       Icelake + AVX-512 BF16
+ *   INTEL_SAPPHIRE  Genoa + AVX-512 FP16 + AMX (BF16, INT8 tiles)
+ *   INTEL_GRANITE   Sapphire + AMX-FP16
+ *   INTEL_DIAMOND   Granite + AVX10.2 and AMX-FP8 (recognised, not yet detected)
+ * The Arm, RISC-V and WebAssembly classes name the reference documents' targets; this x86 build
+ * reports them unsupported. MONOVERSIONED is a build without dispatch (the baseline only) and is
+ * treated like SERIAL.
+ */
+typedef enum uform_cpu_class_t {
+    UFORM_CPU_CLASS_UNKNOWN = 0,
+    UFORM_CPU_CLASS_SERIAL = 1,
+    UFORM_CPU_CLASS_INTEL_HASWELL = 2,
+    UFORM_CPU_CLASS_INTEL_SIERRA = 3,
+    UFORM_CPU_CLASS_INTEL_SKYLAKE = 4,
+    UFORM_CPU_CLASS_INTEL_ICELAKE = 5,
+    UFORM_CPU_CLASS_AMD_GENOA = 6,
+    UFORM_CPU_CLASS_INTEL_SAPPHIRE = 7,
+    UFORM_CPU_CLASS_INTEL_GRANITE = 8,
+    UFORM_CPU_CLASS_INTEL_DIAMOND = 9,
+    UFORM_CPU_CLASS_AWS_G2 = 10,
+    UFORM_CPU_CLASS_APPLE_M2 = 11,
+    UFORM_CPU_CLASS_APPLE_M4 = 12,
+    UFORM_CPU_CLASS_AWS_G5 = 13,
+    UFORM_CPU_CLASS_NVIDIA_VERA = 14,
+    UFORM_CPU_CLASS_ALIBABA_C930 = 15,
+    UFORM_CPU_CLASS_WASM32_V128 = 16,
+    UFORM_CPU_CLASS_WASM64_EXTENDED = 17,
+    UFORM_CPU_CLASS_MONOVERSIONED = 18
+} uform_cpu_class_t;
+
+typedef enum uform_gpu_class_t {
+    UFORM_GPU_CLASS_UNKNOWN = 0,
+    UFORM_GPU_CLASS_NVIDIA_AMPERE = 1,
+    UFORM_GPU_CLASS_NVIDIA_ADA = 2,
+    UFORM_GPU_CLASS_NVIDIA_HOPPER = 3,
+    UFORM_GPU_CLASS_NVIDIA_BLACKWELL = 4,
+    UFORM_GPU_CLASS_NVIDIA_BLACKWELLRTX = 5,
+    UFORM_GPU_CLASS_NVIDIA_RUBIN = 6,
+    UFORM_GPU_CLASS_AMD_CDNA3 = 7,
+    UFORM_GPU_CLASS_AMD_CDNA4 = 8,
+    UFORM_GPU_CLASS_AMD_CDNA5 = 9,
+    UFORM_GPU_CLASS_APPLE_METAL7 = 10,
+    UFORM_GPU_CLASS_APPLE_METAL9 = 11,
+    UFORM_GPU_CLASS_APPLE_METAL10 = 12
+} uform_gpu_class_t;
+
+/* ------------------------------------------------------------------------------------------ */
+/* Enums this project assigns (fixed from the day they landed)                                 */
+/* ------------------------------------------------------------------------------------------ */
+
+typedef enum uform_modality_t {
+    UFORM_MODALITY_TEXT = 0,
+    UFORM_MODALITY_IMAGE = 1,
+    UFORM_MODALITY_VIDEO = 2,
+    UFORM_MODALITY_AUDIO = 3
+} uform_modality_t;
+
+/*
+ * The scalar type of an output matrix.
+ *   F32, F16, BF16  IEEE binary32, binary16 and bfloat16, converted with round-to-nearest-even.
+ *   I8              the L2-normalised value times 127, rounded to nearest and clamped to [-127, 127].
+ *   B1              the sign bits, eight dimensions a byte, most significant bit first: bit 7 of
+ *                   byte 0 is dimension 0; a bit is 1 where the value is > 0. A row of C columns
+ *                   takes ceil(C / 8) bytes, the last byte's unused low bits are 0.
+ */
+typedef enum uform_scalar_kind_t {
+    UFORM_SCALAR_F32 = 0,
+    UFORM_SCALAR_F16 = 1,
+    UFORM_SCALAR_BF16 = 2,
+    UFORM_SCALAR_I8 = 3,
+    UFORM_SCALAR_B1 = 4
+} uform_scalar_kind_t;
+
+/* Which outputs an encode keeps; flags, combined with `|`. */
+typedef enum uform_outputs_t {
+    UFORM_OUTPUTS_EMBEDDINGS = 1,    /* one row per item */
+    UFORM_OUTPUTS_TOKEN_VECTORS = 2, /* ragged: one row per token, width E */
+    UFORM_OUTPUTS_STATES = 4         /* ragged: one row per token, width d */
+} uform_outputs_t;
+
+/* ------------------------------------------------------------------------------------------ */
+/* Library                                                                                     */
+/* ------------------------------------------------------------------------------------------ */
+
+/* Writes the library's version (4.x.y for UForm 4); any pointer may be NULL. Thread-safe. */
+UFORM_API void uform_version(int *major, int *minor, int *patch);
+
+/* The best CPU class this machine runs, decided with CPUID and XGETBV (the operating system must
+ * also save the wider registers). The environment variable UFORM_CPU_CLASS (a class name such as
+ * "haswell" or "intel_haswell", or its number) lowers the answer for tests and bug reports; a value
+ * the machine cannot run, or cannot parse, is ignored here and makes executors refuse to start
+ * with UFORM_UNSUPPORTED. Computed once; thread-safe. */
+UFORM_API uform_cpu_class_t uform_cpu_class_detect(void);
+
+/* Non-zero when this machine can run kernels of `cpu_class` (independent of UFORM_CPU_CLASS). */
+UFORM_API int uform_cpu_class_supported(uform_cpu_class_t cpu_class);
+
+/* The lower-case name of a class ("serial", "intel_haswell", "amd_genoa" ...), "unknown" outside
+ * the table. The string is static. */
+UFORM_API const char *uform_cpu_class_name(uform_cpu_class_t cpu_class);
+
+/* One GPU as `uform_gpu_devices` lists it. */
+typedef struct uform_gpu_device_t {
+    uform_gpu_vendor_t vendor;
+    size_t vendor_ordinal;      /* the device's index in its vendor's runtime */
+    uform_gpu_class_t gpu_class;
+    size_t compute_units;       /* streaming multiprocessors or compute units */
+    uint64_t memory_bytes;
+    char name[64];              /* NUL-terminated */
+} uform_gpu_device_t;
+
+/* Lists up to `capacity` GPUs into `devices` and the number present into `count`. A build
+ * without GPU support answers UFORM_OK with count 0. `devices` may be NULL when capacity is 0. */
+UFORM_API uform_status_t uform_gpu_devices(uform_gpu_device_t *devices, size_t capacity, size_t *count);
+
+/* ------------------------------------------------------------------------------------------ */
+/* Progress                                                                                    */
+/* ------------------------------------------------------------------------------------------ */
+
+/* Called with the units of work done and the total. Answer UFORM_CANCEL to stop the call at its
+ * next unit of work: it then finishes with UFORM_CANCELLED, its outputs are not readable, and the
+ * model, executor and arena stay usable. */
+typedef uform_continuation_t (*uform_progress_callback_t)(size_t completed, size_t total, void *state);
+
+/*
+ * A progress handler. A call reports at most `steps` times (0 derives 10), the last report at
+ * completion (completed == total) unless it was cancelled or failed first. The handler is never
+ * invoked concurrently, nor after the call's status is final; for a deferred call it runs on one of
+ * the executor's threads. `state` is passed through untouched. A NULL callback reports nothing.
+ */
+typedef struct uform_progress_t {
+    uform_progress_callback_t callback;
+    void *state;
+    size_t steps;
+} uform_progress_t;
+
+/* ------------------------------------------------------------------------------------------ */
+/* Executors — where a call runs                                                               */
+/* ------------------------------------------------------------------------------------------ */
+
+/* An executor. NULL is the calling-thread executor: it owns nothing and runs every call inline,
+ * including deferred ones (they are final when the verb returns). */
+typedef struct uform_executor_s *uform_executor_t;
+
+/*
+ * Where a host executor places its threads and memory, and which kernels it dispatches.
+ * `memory_domains` lists NUMA node numbers (`memory_domains_count` of them, borrowed for the call);
+ * none means every node the process may use. `cpu_class` UNKNOWN (0) means `uform_cpu_class_detect()`;
+ * naming a class forces its kernels (tests, bug reports), and one this CPU cannot run is
+ * UFORM_UNSUPPORTED.
+ */
+typedef struct uform_ram_options_t {
+    const size_t *memory_domains;
+    size_t memory_domains_count;
+    uform_cpu_class_t cpu_class;
+} uform_ram_options_t;
+
+/* GPU devices for a VRAM executor: `devices` lists ordinals as `uform_gpu_devices` answers them. */
+typedef struct uform_vram_options_t {
+    const size_t *devices;
+    size_t devices_count;
+} uform_vram_options_t;
+
+/* One unit of work of a borrowed pool: `thread` is in [0, threads(context)), `prong` in [0, n). */
+typedef void (*uform_prong_t)(void *fn_context, size_t thread, size_t prong);
+
+/*
+ * A borrowed thread pool. `threads(context)` answers how many threads `for_n` may use; `for_n`
+ * runs `fn(fn_context, thread, prong)` for every prong in [0, n), each exactly once, no two prongs
+ * with the same `thread` at once, and returns when all are done. A ForkUnion pool, an OpenMP team
+ * or any other pool adapts to this in a few lines. The pool must outlive the executor.
+ */
+typedef struct uform_pool_t {
+    void *context;
+    size_t (*threads)(void *context);
+    void (*for_n)(void *context, size_t n, uform_prong_t fn, void *fn_context);
+} uform_pool_t;
+
+/*
+ * Makes an executor with its own host threads.
+ *
+ * `threads` compute threads (0 takes 7/8 of the cores of the memory domains, at least 1) are pinned
+ * to the CPUs of `ram_options->memory_domains` (every node when none are named) and idle parked
+ * (UFORM_MOOD_PARKED) until `uform_executor_drain` says otherwise. A blocking call runs on the
+ * calling thread, which takes the place of the first compute thread for its duration; a deferred
+ * call runs on the executor's own first thread. `deferred_limit` bounds the deferred calls queued
+ * and not yet started (0 takes 64).
+ *
+ * Statuses: UFORM_OK; UFORM_UNSUPPORTED (a CPU class this machine cannot run); UFORM_INVALID_ARGUMENT
+ * (a memory domain that does not exist, or a NULL `executor`); UFORM_OUT_OF_MEMORY; UFORM_INTERNAL
+ * (the system refused to start a thread). On failure `*executor` is NULL.
+ */
+UFORM_API uform_status_t uform_executor_for_ram(const uform_ram_options_t *ram_options, size_t threads,
+                                                size_t deferred_limit, uform_executor_t *executor,
+                                                uform_outcome_t *outcome);
+
+/*
+ * Makes an executor over a borrowed pool: every parallel loop of a call goes through `pool->for_n`.
+ * The struct is copied; the pool it describes must outlive the executor. Blocking calls run on the
+ * calling thread; deferred calls run on one internal thread the executor starts, which then drives
+ * the pool. `ram_options` chooses the CPU class (its memory domains are ignored: the pool's threads
+ * stay where their owner placed them). Statuses as `uform_executor_for_ram`, plus
+ * UFORM_INVALID_ARGUMENT for a pool without `threads` or `for_n`, or one that answers 0 threads.
+ */
+UFORM_API uform_status_t uform_executor_on_pool(const uform_pool_t *pool, const uform_ram_options_t *ram_options,
+                                                size_t deferred_limit, uform_executor_t *executor,
+                                                uform_outcome_t *outcome);
+
+/*
+ * Makes an executor over GPU streams. This build has no GPU support, so it answers
+ * UFORM_UNSUPPORTED (and sets `*executor` to NULL).
+ */
+UFORM_API uform_status_t uform_executor_for_vram(const uform_vram_options_t *vram_options,
+                                                 const uform_ram_options_t *ram_options, size_t streams,
+                                                 size_t scratch_limit, size_t deferred_limit,
+                                                 uform_executor_t *executor, uform_outcome_t *outcome);
+
+/*
+ * Waits until every call submitted to the executor before this one is final, then makes its idle
+ * threads adopt `mood` (parked threads sleep; spinning threads poll and answer a new call faster
+ * at the price of a core each). NULL (the calling-thread executor) answers UFORM_OK at once.
+ * Must not be called from inside a progress handler of a call on the same executor (it would
+ * wait for itself): that is UFORM_INVALID_ARGUMENT. Thread-safe.
+ */
+UFORM_API uform_status_t uform_executor_drain(uform_executor_t executor, uform_mood_t mood, uform_outcome_t *outcome);
+
+/* The number of compute threads a call on this executor uses (1 for NULL). Thread-safe. */
+UFORM_API size_t uform_executor_threads(uform_executor_t executor);
+
+/* The CPU class whose kernels calls on this executor dispatch to (the detected one for NULL). */
+UFORM_API uform_cpu_class_t uform_executor_cpu_class(uform_executor_t executor);
+
+/*
+ * Frees an executor: waits for its calls in flight and queued, then stops its threads. Arenas made
+ * for it keep its memory description alive; the executor itself must not be used afterwards.
+ * NULL is a no-op. Must not be called from one of the executor's own calls.
+ */
+UFORM_API void uform_executor_free(uform_executor_t executor);
+
+/* ------------------------------------------------------------------------------------------ */
+/* Arenas and views — where outputs land                                                       */
+/* ------------------------------------------------------------------------------------------ */
+
+/* Memory that a call's outputs are written into. Not thread-safe for concurrent calls: one call
+ * holds an arena at a time (others get UFORM_CONTENDED). */
+typedef struct uform_arena_s *uform_arena_t;
+
+/*
+ * Makes an arena whose pages live where `executor` computes (its NUMA nodes; host memory for NULL).
+ * Every call that writes outputs rewinds the arena first and bumps its generation, so older views
+ * become stale; the arena keeps its largest footprint, so a steady loop allocates once.
+ * Statuses: UFORM_OK, UFORM_INVALID_ARGUMENT (NULL `arena`), UFORM_OUT_OF_MEMORY.
+ */
+UFORM_API uform_status_t uform_arena_for_executor(uform_executor_t executor, uform_arena_t *arena,
+                                                  uform_outcome_t *outcome);
+
+/* Makes an arena of ordinary host pages for the calling thread. Statuses as above. */
+UFORM_API uform_status_t uform_arena_for_host(uform_arena_t *arena, uform_outcome_t *outcome);
+
+/* The arena's generation: it starts at 1 and grows by one with every call that writes into it. */
+UFORM_API uint64_t uform_arena_generation(uform_arena_t arena);
+
+/* Bytes the arena holds from the system now (its capacity, not what the last call used). */
+UFORM_API size_t uform_arena_capacity(uform_arena_t arena);
+
+/* Frees an arena and its pages. An arena held by an unfinished deferred call is freed once that
+ * call is final (this waits for it). Views into it must not be used afterwards. NULL is a no-op. */
+UFORM_API void uform_arena_free(uform_arena_t arena);
+
+/*
+ * A view of a matrix in an arena: `rows` rows of `columns` scalars, row `r` at
+ * `data + r * stride_bytes`. For UFORM_SCALAR_B1, `columns` counts dimensions (bits) and a row takes
+ * ceil(columns / 8) bytes. A view is valid while its arena's generation equals `generation`: the
+ * next call that writes into the arena, and freeing it, make it stale. The accessors below refuse
+ * stale views; reading `data` directly skips that check.
+ */
+typedef struct uform_matrix_t {
+    void *data;
+    size_t rows;
+    size_t columns;
+    size_t stride_bytes;
+    uform_scalar_kind_t scalar;
+    uform_arena_t arena;
+    uint64_t generation;
+} uform_matrix_t;
+
+/* Ragged rows: item `i` owns rows `offsets[i] .. offsets[i + 1]` of `matrix` (`count + 1` offsets,
+ * in the same arena, stale together with the matrix). */
+typedef struct uform_rows_t {
+    uform_matrix_t matrix;
+    const size_t *offsets;
+    size_t count;
+} uform_rows_t;
+
+/* Bytes one row of `columns` scalars of `scalar` takes (B1 rounds up to whole bytes); 0 for an
+ * unknown scalar kind. */
+UFORM_API size_t uform_scalar_row_bytes(uform_scalar_kind_t scalar, size_t columns);
+
+/* UFORM_OK when the view is current; UFORM_INVALID_ARGUMENT (stale, NULL, or no arena) otherwise. */
+UFORM_API uform_status_t uform_matrix_check(const uform_matrix_t *view);
+
+/* Points `*pointer` at row `row` of a current view. UFORM_INVALID_ARGUMENT for a stale view, a NULL
+ * argument or a row out of range (and `*pointer` is set to NULL). */
+UFORM_API uform_status_t uform_matrix_row(const uform_matrix_t *view, size_t row, const void **pointer);
+
+/* Fills `*item_view` with the rows of item `item` of a current ragged view (a matrix whose `rows`
+ * may be 0). UFORM_INVALID_ARGUMENT for a stale view, NULL arguments or an item out of range. */
+UFORM_API uform_status_t uform_rows_item(const uform_rows_t *view, size_t item, uform_matrix_t *item_view);
+
+/* ------------------------------------------------------------------------------------------ */
+/* Tapes — how inputs cross                                                                    */
+/* ------------------------------------------------------------------------------------------ */
+
+/*
+ * `count` items laid end to end in `data`, with `count + 1` byte offsets: item `i` is
+ * `data[offsets[i] .. offsets[i + 1])`. Offsets must not decrease; the first need not be 0. What an
+ * item holds depends on the verb (UTF-8 text, a whole file, RGB8 pixels, float32 samples). Both
+ * arrays are borrowed for the call (for a deferred call, until it is final).
+ */
+typedef struct uform_tape_t {
+    const void *data;
+    const size_t *offsets;
+    size_t count;
+} uform_tape_t;
+
+/* Checks a tape's structure: NULL arrays where items exist, decreasing offsets. UFORM_OK or
+ * UFORM_INVALID_ARGUMENT with a message naming the item ("offsets[17] < offsets[16] (12 < 40)"). */
+UFORM_API uform_status_t uform_tape_validate(const uform_tape_t *tape, uform_outcome_t *outcome);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* UFORM_UFORM_H */
