@@ -508,6 +508,12 @@ typedef struct uform_tape_t {
  * UFORM_INVALID_ARGUMENT with a message naming the item ("offsets[17] < offsets[16] (12 < 40)"). */
 UFORM_API uform_status_t uform_tape_validate(const uform_tape_t *tape, uform_outcome_t *outcome);
 
+/* ------------------------------------------------------------------------------------------ */
+/* Tensor-program session (session.md)                                                         */
+/* ------------------------------------------------------------------------------------------ */
+/* BEGIN SESSION SECTION */
+/* END SESSION SECTION */
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif
