@@ -1,0 +1,130 @@
+/* Dtype names and sizes, UTF-8 validation and message quoting for the safetensors reader and
+ * writer. The names are those of the reference implementation (huggingface/safetensors, Dtype). */
+#include "io/safetensors.h"
+#include "io/safetensors_text.h"
+
+#include <stdint.h>
+#include <string.h>
+
+static const struct {
+    const char *name;
+    size_t size;
+} dtype_table[UFORM__SAFETENSORS_DTYPE_COUNT] = {
+    [UFORM__SAFETENSORS_BF16] = {"BF16", 2}, [UFORM__SAFETENSORS_F16] = {"F16", 2},
+    [UFORM__SAFETENSORS_F32] = {"F32", 4},   [UFORM__SAFETENSORS_F64] = {"F64", 8},
+    [UFORM__SAFETENSORS_I8] = {"I8", 1},     [UFORM__SAFETENSORS_U8] = {"U8", 1},
+    [UFORM__SAFETENSORS_I32] = {"I32", 4},   [UFORM__SAFETENSORS_I64] = {"I64", 8},
+    [UFORM__SAFETENSORS_BOOL] = {"BOOL", 1},
+};
+
+const char *uform__safetensors_dtype_name(uform__safetensors_dtype_t dtype) {
+    if ((unsigned)dtype >= UFORM__SAFETENSORS_DTYPE_COUNT) return NULL;
+    return dtype_table[dtype].name;
+}
+
+size_t uform__safetensors_dtype_size(uform__safetensors_dtype_t dtype) {
+    if ((unsigned)dtype >= UFORM__SAFETENSORS_DTYPE_COUNT) return 0;
+    return dtype_table[dtype].size;
+}
+
+int uform__safetensors_dtype_parse(const char *name, uform__safetensors_dtype_t *dtype) {
+    if (!name) return 0;
+    for (unsigned index = 0; index < UFORM__SAFETENSORS_DTYPE_COUNT; ++index) {
+        if (strcmp(name, dtype_table[index].name) == 0) {
+            if (dtype) *dtype = (uform__safetensors_dtype_t)index;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* Follows the well-formed byte sequences of Unicode 15, table 3-7. */
+int uform__safetensors_utf8_valid(const char *text, size_t length, size_t *bad_at) {
+    const unsigned char *bytes = (const unsigned char *)text;
+    size_t at = 0;
+    while (at < length) {
+        unsigned char lead = bytes[at];
+        if (lead < 0x80) {
+            ++at;
+            continue;
+        }
+        size_t extra;
+        unsigned char low = 0x80, high = 0xBF; /* the range of the second byte */
+        if (lead >= 0xC2 && lead <= 0xDF) extra = 1;
+        else if (lead >= 0xE0 && lead <= 0xEF) {
+            extra = 2;
+            if (lead == 0xE0) low = 0xA0;       /* no overlong three-byte forms */
+            else if (lead == 0xED) high = 0x9F; /* no UTF-16 surrogates */
+        } else if (lead >= 0xF0 && lead <= 0xF4) {
+            extra = 3;
+            if (lead == 0xF0) low = 0x90;       /* no overlong four-byte forms */
+            else if (lead == 0xF4) high = 0x8F; /* nothing above U+10FFFF */
+        } else {
+            if (bad_at) *bad_at = at;
+            return 0;
+        }
+        if (length - at <= extra) {
+            if (bad_at) *bad_at = at;
+            return 0;
+        }
+        if (bytes[at + 1] < low || bytes[at + 1] > high) {
+            if (bad_at) *bad_at = at;
+            return 0;
+        }
+        for (size_t next = 2; next <= extra; ++next) {
+            if (bytes[at + next] < 0x80 || bytes[at + next] > 0xBF) {
+                if (bad_at) *bad_at = at;
+                return 0;
+            }
+        }
+        at += extra + 1;
+    }
+    return 1;
+}
+
+const char *uform__safetensors_quote(char buffer[UFORM__SAFETENSORS_QUOTE_CAPACITY], const char *text) {
+    static const char hex[] = "0123456789abcdef";
+    if (!text) {
+        memcpy(buffer, "(null)", 7);
+        return buffer;
+    }
+    const size_t limit = 80;
+    size_t length = strlen(text), out = 0, shown = length;
+    if (shown > limit) {
+        shown = limit;
+        /* Step back to the start of a character so the message stays valid UTF-8. */
+        while (shown > 0 && ((unsigned char)text[shown] & 0xC0) == 0x80) --shown;
+    }
+    buffer[out++] = '\'';
+    int cut = shown < length;
+    for (size_t at = 0; at < shown; ++at) {
+        unsigned char byte = (unsigned char)text[at];
+        /* A character takes at most 4 output bytes; keep room for the quote, "..." and NUL, and
+         * stop at the start of a character so valid UTF-8 stays valid. The second test bounds
+         * stray continuation bytes of invalid text (the writer quotes names it refuses). */
+        int starts_character = (byte & 0xC0) != 0x80;
+        if ((starts_character && out + 4 + 5 > UFORM__SAFETENSORS_QUOTE_CAPACITY) ||
+            out + 1 + 5 > UFORM__SAFETENSORS_QUOTE_CAPACITY) {
+            cut = 1;
+            break;
+        }
+        if (byte < 0x20 || byte == 0x7F) {
+            buffer[out++] = '\\';
+            buffer[out++] = 'x';
+            buffer[out++] = hex[byte >> 4];
+            buffer[out++] = hex[byte & 15];
+        } else if (byte == '\'' || byte == '\\') {
+            buffer[out++] = '\\';
+            buffer[out++] = (char)byte;
+        } else {
+            buffer[out++] = (char)byte;
+        }
+    }
+    buffer[out++] = '\'';
+    if (cut) {
+        memcpy(buffer + out, "...", 3);
+        out += 3;
+    }
+    buffer[out] = 0;
+    return buffer;
+}
