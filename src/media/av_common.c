@@ -126,12 +126,12 @@ uform_status_t uform__media_av_open_decoder(const AVCodecParameters *parameters,
     return UFORM_OK;
 }
 
-int uform__media_av_frame_to_packed(const AVFrame *frame, int channels, uint8_t *out, struct SwsContext **scaler) {
+int uform__media_av_frame_to_packed(const AVFrame *frame, int channels, int width, int height, uint8_t *out,
+                                    struct SwsContext **scaler) {
     enum AVPixelFormat target = channels == 4 ? AV_PIX_FMT_RGBA : AV_PIX_FMT_RGB24;
     /* Same size in and out: a pure format conversion. Full chroma interpolation and accurate
      * rounding, as a careful converter does. */
-    *scaler = sws_getCachedContext(*scaler, frame->width, frame->height, (enum AVPixelFormat)frame->format, frame->width,
-                                   frame->height, target, SWS_BICUBIC | SWS_ACCURATE_RND | SWS_FULL_CHR_H_INT, NULL, NULL, NULL);
+    *scaler = sws_getCachedContext(*scaler, frame->width, frame->height, (enum AVPixelFormat)frame->format, width, height, target, SWS_BICUBIC | SWS_ACCURATE_RND | SWS_FULL_CHR_H_INT, NULL, NULL, NULL);
     if (!*scaler) return AVERROR(EINVAL);
     /* YUV matrix and range from the frame: BT.709 for HD video, BT.601 otherwise, full range for JPEG-style. */
     int colorspace = frame->colorspace == AVCOL_SPC_UNSPECIFIED ? SWS_CS_DEFAULT : (int)frame->colorspace;
@@ -144,8 +144,8 @@ int uform__media_av_frame_to_packed(const AVFrame *frame, int channels, uint8_t 
         sws_setColorspaceDetails(*scaler, coefficients, full_range, sws_getCoefficients(SWS_CS_DEFAULT), 1, brightness,
                                  contrast, saturation);
     uint8_t *planes[4] = {out, NULL, NULL, NULL};
-    int strides[4] = {frame->width * channels, 0, 0, 0};
+    int strides[4] = {width * channels, 0, 0, 0};
     int rows = sws_scale(*scaler, (const uint8_t *const *)frame->data, frame->linesize, 0, frame->height, planes, strides);
-    return rows == frame->height ? 0 : AVERROR(EINVAL);
+    return rows == height ? 0 : AVERROR(EINVAL);
 }
 #endif

@@ -31,9 +31,11 @@ uform_status_t uform__media_av_open_decoder(const AVCodecParameters *parameters,
                                             AVCodecContext **decoder, const char *what, const char *function,
                                             uform_outcome_t *outcome);
 
-/* Converts a decoded frame to packed RGB24 (`channels` 3) or RGBA (`channels` 4) at its own size,
- * through `*scaler` (created or reused; free with sws_freeContext). Answers an AVERROR or 0. */
-int uform__media_av_frame_to_packed(const AVFrame *frame, int channels, uint8_t *out, struct SwsContext **scaler);
+/* Converts a decoded frame to packed RGB24 (`channels` 3) or RGBA (`channels` 4) of `width` × `height`
+ * (the frame's own size, or another when a stream changes size mid-way) through `*scaler` (created or
+ * reused; free with sws_freeContext). Answers an AVERROR or 0. */
+int uform__media_av_frame_to_packed(const AVFrame *frame, int channels, int width, int height, uint8_t *out,
+                                    struct SwsContext **scaler);
 
 /* Lowers FFmpeg's process-wide log level to quiet once, unless the host already chose one. */
 void uform__media_av_quiet(void);

@@ -91,7 +91,7 @@ uform_status_t uform__media_av_image_decode(uform__media_kind_t kind, const uint
         status = uform__fail(outcome, UFORM_OUT_OF_MEMORY, __func__, "%s: cannot allocate %d x %d pixels", name, frame->width, frame->height);
         goto done;
     }
-    error = uform__media_av_frame_to_packed(frame, 4, rgba, &scaler);
+    error = uform__media_av_frame_to_packed(frame, 4, frame->width, frame->height, rgba, &scaler);
     if (error < 0) {
         status = uform__fail(outcome, UFORM_FORMAT, __func__, "%s: pixel format '%s' does not convert to RGBA (%s)", name,
                              av_get_pix_fmt_name((enum AVPixelFormat)frame->format), uform__media_av_error(error, message));

@@ -131,16 +131,19 @@ uform_status_t uform__media_av_audio_decode(const uint8_t *bytes, size_t size, d
 
 /* ---- Video ----------------------------------------------------------------------------------- */
 
-/* Decoded video frames: `pixels` is [frames, height, width, 3] RGB8, allocated with malloc and owned
- * by the caller until uform__media_video_free. `indices[f]` is the 0-based position, in presentation
- * order, of the stream frame chosen for output frame f (for tests and diagnostics); `duration` is the
- * stream's duration in seconds; width and height are after rotation. */
+/* Decoded video frames: `pixels` is [frames, height, width, 3] RGB8 and `times` [frames] holds the
+ * presentation time, in seconds after the stream's first frame, of the stream frame chosen for each
+ * output frame (for tests and diagnostics); both are allocated with malloc and owned by the caller
+ * until uform__media_video_free. Width and height are after rotation; a stream that changes size
+ * mid-way is scaled to its first chosen frame's size. */
 typedef struct uform__media_video_t {
     uint32_t width, height, frames;
     uint8_t *pixels;
-    int64_t *indices;
-    double duration;
-    int rotation; /* clockwise degrees applied: 0, 90, 180 or 270 */
+    double *times;
+    double duration;    /* the stream's duration in seconds (header, or measured when absent) */
+    int rotation;       /* clockwise degrees applied from the display matrix: 0, 90, 180 or 270 */
+    uint32_t seeks;     /* seeks made (diagnostics: seeking only pays past an unread keyframe) */
+    uint32_t decoded;   /* frames decoded */
 } uform__media_video_t;
 
 /*
