@@ -1,0 +1,61 @@
+/*
+ * The portable inner loops of the signal kernels and the per-class dispatch table.
+ *
+ * Summation orders follow the references (ATen's interpolate_aa_single_dim sums taps from the
+ * first; a dot product sums in index order), so the serial loops are the ones every other class
+ * is tested against. Every class points here until a specialised loop pays for itself.
+ */
+#include "kernels/signal.h"
+
+/* target [columns->count, 3] from one RGB8 row: each output pixel's taps summed from the first. */
+static void resize_row_rgb8_serial(const uform__signal_taps_t *columns, const uint8_t *source, float *target) {
+    for (size_t x = 0; x < columns->count; ++x) {
+        const uint8_t *pixel = source + 3 * columns->first[x];
+        const float *weight = columns->weights + x * columns->taps;
+        size_t size = columns->size[x];
+        float red = (float)pixel[0] * weight[0], green = (float)pixel[1] * weight[0],
+              blue = (float)pixel[2] * weight[0];
+        for (size_t j = 1; j < size; ++j) {
+            red += (float)pixel[3 * j + 0] * weight[j];
+            green += (float)pixel[3 * j + 1] * weight[j];
+            blue += (float)pixel[3 * j + 2] * weight[j];
+        }
+        target[3 * x + 0] = red;
+        target[3 * x + 1] = green;
+        target[3 * x + 2] = blue;
+    }
+}
+
+/* target [width] = sum over j of weights[j] · rows[j][·], accumulated row by row so the inner loop
+ * runs over contiguous floats (vectorisable) while each element still sums in j order. */
+static void resize_column_f32_serial(const float *const *rows, const float *weights, size_t size, size_t width,
+                                     float *target) {
+    const float *row = rows[0];
+    float weight = weights[0];
+    for (size_t k = 0; k < width; ++k) target[k] = row[k] * weight;
+    for (size_t j = 1; j < size; ++j) {
+        row = rows[j];
+        weight = weights[j];
+        for (size_t k = 0; k < width; ++k) target[k] += row[k] * weight;
+    }
+}
+
+static float dot_f32_serial(const float *a, const float *b, size_t count) {
+    float sum = 0.0f;
+    for (size_t i = 0; i < count; ++i) sum += a[i] * b[i];
+    return sum;
+}
+
+static const uform__signal_kernels_t signal_kernels_serial = {
+    .cpu_class = UFORM_CPU_CLASS_SERIAL,
+    .resize_row_rgb8 = resize_row_rgb8_serial,
+    .resize_column_f32 = resize_column_f32_serial,
+    .dot_f32 = dot_f32_serial,
+};
+
+const uform__signal_kernels_t *uform__signal_kernels(uform_cpu_class_t cpu_class) {
+    /* No class has specialised signal loops yet: the serial loops serve every class, which keeps
+     * the contract (never NULL, every slot filled) for callers that dispatch uniformly. */
+    (void)cpu_class;
+    return &signal_kernels_serial;
+}
