@@ -20,7 +20,7 @@ Ops:
   stft       NAME L N HOP     |torch.stft(x, N, HOP, hann_window(N), center=True, reflect)|^2
                               -> NAME.f32 [frames, N/2+1].
   logmel     NAME L M         Whisper's log_mel_spectrogram (n_fft 400, hop 160, 16 kHz, M mels)
-                              -> NAME.f32 [frames - 1, M].
+                              -> NAME.f32 [frames - 1, M]; the same in float64 -> NAME.f64.
   melfilters NAME SR N M      librosa-formula Slaney mel filters in numpy -> NAME.f32 [M, N/2+1].
   resample   NAME L FROM TO   torchaudio.functional.resample(x, FROM, TO) -> NAME.f32.
 """
@@ -96,11 +96,12 @@ def check_mel_by_hand():
 
 
 def log_mel(audio, n_mels):
-    """whisper/audio.py log_mel_spectrogram for 16 kHz audio, with the filters above."""
-    window = torch.hann_window(400)
+    """whisper/audio.py log_mel_spectrogram for 16 kHz audio, with the filters above. A float64 `audio`
+    gives the same computation in double, which measures the float32 reference's own error."""
+    window = torch.hann_window(400, dtype=audio.dtype)
     stft = torch.stft(audio, 400, 160, window=window, return_complex=True)
     magnitudes = stft[..., :-1].abs() ** 2
-    filters = torch.from_numpy(mel_filters(16000, 400, n_mels))
+    filters = torch.from_numpy(mel_filters(16000, 400, n_mels)).to(audio.dtype)
     mel_spec = filters @ magnitudes
     log_spec = torch.clamp(mel_spec, min=1e-10).log10()
     log_spec = torch.maximum(log_spec, log_spec.max() - 8.0)
@@ -146,6 +147,7 @@ def main():
                     save(directory, name, "f32", power.T.contiguous().numpy().astype(np.float32))
                 elif op == "logmel":
                     save(directory, name, "f32", log_mel(x, args[1]).T.contiguous().numpy().astype(np.float32))
+                    save(directory, name, "f64", log_mel(x.double(), args[1]).T.contiguous().numpy())
                 else:
                     y = torchaudio.functional.resample(x, args[1], args[2])
                     save(directory, name, "f32", y.numpy().astype(np.float32))

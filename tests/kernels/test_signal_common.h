@@ -21,7 +21,7 @@
 static char signal_directory[256];
 
 /* Creates the scratch directory; answers 0 on failure (reported as a failed CHECK). */
-static int signal_directory_make(void) {
+static inline int signal_directory_make(void) {
     const char *base = getenv("TMPDIR");
     snprintf(signal_directory, sizeof(signal_directory), "%s/uform-signal-XXXXXX", base && *base ? base : "/tmp");
     int made = mkdtemp(signal_directory) != NULL;
@@ -29,11 +29,11 @@ static int signal_directory_make(void) {
     return made;
 }
 
-static void signal_path(char *path, size_t capacity, const char *name, const char *suffix) {
+static inline void signal_path(char *path, size_t capacity, const char *name, const char *suffix) {
     snprintf(path, capacity, "%s/%s.%s", signal_directory, name, suffix);
 }
 
-static int signal_write(const char *name, const char *suffix, const void *data, size_t bytes) {
+static inline int signal_write(const char *name, const char *suffix, const void *data, size_t bytes) {
     char path[512];
     signal_path(path, sizeof(path), name, suffix);
     FILE *file = fopen(path, "wb");
@@ -44,7 +44,7 @@ static int signal_write(const char *name, const char *suffix, const void *data, 
 }
 
 /* Reads exactly `bytes` bytes; a missing or differently sized file fails a CHECK and answers 0. */
-static int signal_read(const char *name, const char *suffix, void *data, size_t bytes) {
+static inline int signal_read(const char *name, const char *suffix, void *data, size_t bytes) {
     char path[512];
     signal_path(path, sizeof(path), name, suffix);
     FILE *file = fopen(path, "rb");
@@ -63,7 +63,7 @@ static int signal_read(const char *name, const char *suffix, void *data, size_t 
 
 static FILE *signal_manifest;
 
-static void signal_case(const char *format, ...) {
+static inline void signal_case(const char *format, ...) {
     if (!signal_manifest) {
         char path[512];
         snprintf(path, sizeof(path), "%s/manifest.txt", signal_directory);
@@ -78,7 +78,7 @@ static void signal_case(const char *format, ...) {
 }
 
 /* Runs the reference script over the manifest; a non-zero exit fails a CHECK and answers 0. */
-static int signal_run_reference(const char *python, const char *script) {
+static inline int signal_run_reference(const char *python, const char *script) {
     if (signal_manifest) fclose(signal_manifest);
     signal_manifest = NULL;
     char command[2048];
@@ -88,7 +88,7 @@ static int signal_run_reference(const char *python, const char *script) {
     return status == 0;
 }
 
-static void signal_directory_remove(void) {
+static inline void signal_directory_remove(void) {
     char command[512];
     snprintf(command, sizeof(command), "rm -rf '%s'", signal_directory);
     if (strstr(signal_directory, "uform-signal-")) {
@@ -97,7 +97,7 @@ static void signal_directory_remove(void) {
     }
 }
 
-static uint64_t signal_seed(int argc, char **argv, int index) {
+static inline uint64_t signal_seed(int argc, char **argv, int index) {
     uint64_t seed = argc > index ? strtoull(argv[index], NULL, 0) : 20261129u;
     printf("seed %llu\n", (unsigned long long)seed);
     return seed;
@@ -111,14 +111,14 @@ typedef struct signal_pool_job_t {
     void *context;
 } signal_pool_job_t;
 
-static void *signal_pool_worker(void *opaque) {
+static inline void *signal_pool_worker(void *opaque) {
     signal_pool_job_t *job = opaque;
     for (size_t prong = job->n; prong-- > 0;)
         if (prong % job->threads == job->thread) job->fn(job->context, job->thread, prong);
     return NULL;
 }
 
-static void signal_pool_for_n(void *self, size_t n, uform__prong_fn fn, void *context) {
+static inline void signal_pool_for_n(void *self, size_t n, uform__prong_fn fn, void *context) {
     const size_t threads = *(const size_t *)self;
     pthread_t handles[16];
     signal_pool_job_t jobs[16];
