@@ -1,0 +1,250 @@
+/*
+ * Neural-network kernels other than GEMM: packed variable-length attention, LayerNorm, GELU,
+ * softmax + cross-entropy, L2 normalisation, mean pooling, embedding gather / scatter-add,
+ * scalar conversions, AdamW and the sum of squares — each forward with its backward below it.
+ *
+ * Dispatch: one `uform__nn_kernels_t` table per CPU class, chosen once (by the executor) with
+ * `uform__nn_kernels(cpu_class)`. Every slot of every table is filled: a class without a
+ * specialised kernel points at the best lower class's kernel, down to SERIAL. SERIAL is the
+ * portable reference; HASWELL (AVX2, FMA, F16C), SKYLAKE (AVX-512 F/BW/DQ/VL; ICELAKE shares it)
+ * and GENOA (adds AVX-512 BF16; SAPPHIRE, GRANITE and DIAMOND share it) specialise the hot loops.
+ * SIERRA uses HASWELL's table; every other class (Arm, RISC-V, WebAssembly, MONOVERSIONED,
+ * UNKNOWN) gets SERIAL.
+ *
+ * Conventions shared by every kernel:
+ *   - F32 storage and compute unless a signature says otherwise; matrices are row-major with a
+ *     row stride counted in elements (not bytes); shapes are written [rows, columns].
+ *   - Kernels trust their arguments (the checks below, `uform__nn_check_*`, validate what a
+ *     caller got from outside) and never allocate, print or abort.
+ *   - `parallel` may be NULL (serial). Work splits depend only on the shapes and, where no
+ *     reduction crosses prongs, on the thread count; every reduction uses a split that depends on
+ *     the shapes alone and combines in a fixed order, so every output is bit-identical whatever
+ *     the thread count and timing.
+ *   - Backward kernels overwrite the input gradients they produce (dx, dqkv, dlogits ...) unless
+ *     the slot says "accumulates" (parameter gradients: dweight, dbias, dtable).
+ */
+#ifndef UFORM_KERNELS_NN_H
+#define UFORM_KERNELS_NN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/parallel.h"
+#include "uform/uform.h"
+
+/* Attention tiles are UFORM__NN_ATTENTION_BLOCK queries by UFORM__NN_ATTENTION_BLOCK keys; the
+ * tile buffers live on the stack, so a head width above UFORM__NN_ATTENTION_MAX_HEAD_WIDTH is
+ * refused by `uform__nn_check_attention` (a prong uses up to ~200 KiB of stack). */
+#define UFORM__NN_ATTENTION_BLOCK 64
+#define UFORM__NN_ATTENTION_MAX_HEAD_WIDTH 128
+
+/*
+ * Packed variable-length attention geometry. Item i owns tokens offsets[i] .. offsets[i+1] of
+ * the packed batch and attends only within itself (bidirectional, no mask, no padding).
+ * d = heads · head_width; the score scale is 1/sqrt(head_width).
+ */
+typedef struct uform__attention_shape_t {
+    size_t tokens;          /* T = offsets[count] */
+    size_t heads;           /* H */
+    size_t head_width;      /* dh, 1 ..= UFORM__NN_ATTENTION_MAX_HEAD_WIDTH */
+    const size_t *offsets;  /* [count + 1], offsets[0] = 0, non-decreasing */
+    size_t count;           /* items */
+} uform__attention_shape_t;
+
+typedef struct uform__nn_kernels_t {
+    /*
+     * Attention forward, tiled with an online softmax (FlashAttention-2, Dao 2023) so no item
+     * ever materialises its [len, len] score matrix.
+     *   qkv  [T, 3d]  per token: q of all heads, then k, then v; head h uses columns
+     *                 h·dh .. (h+1)·dh of each third (the layout of the QKV projection).
+     *   out  [T, d]   softmax(q·kᵀ/√dh)·v per head, heads side by side.
+     *   lse  [H, T]   saved for the backward: the natural log of Σ_j exp(q·k_j/√dh) per row.
+     * Matches torch.nn.functional.scaled_dot_product_attention per item.
+     */
+    void (*attention_forward)(const uform__attention_shape_t *shape, const float *qkv, float *out,
+                              float *lse, const uform__parallel_t *parallel);
+    /*
+     * Attention backward. dout [T, d] → dqkv [T, 3d] (overwritten), recomputing the
+     * probabilities from qkv and lse. Two deterministic passes without atomics: one over query
+     * blocks writes dq, one over key blocks writes dk and dv, each summing in a fixed order.
+     */
+    void (*attention_backward)(const uform__attention_shape_t *shape, const float *qkv, const float *out,
+                               const float *lse, const float *dout, float *dqkv,
+                               const uform__parallel_t *parallel);
+
+    /*
+     * LayerNorm over each row of x [rows, width] (torch.nn.functional.layer_norm: biased
+     * variance, y = (x − mean)·rstd·weight + bias, rstd = 1/√(var + eps)).
+     * weight, bias [width]; y [rows, width]; mean, rstd [rows] saved for the backward.
+     */
+    void (*layernorm_forward)(size_t rows, size_t width, const float *x, size_t x_stride, const float *weight,
+                              const float *bias, float eps, float *y, size_t y_stride, float *mean, float *rstd,
+                              const uform__parallel_t *parallel);
+    /* dy [rows, width] → dx [rows, width] (overwritten; may not alias dy); dweight and dbias
+     * [width] accumulate Σ_rows dy·x̂ and Σ_rows dy, each column summed over rows in row order
+     * by the one prong that owns the column (so no partials and no thread-count dependence). */
+    void (*layernorm_backward)(size_t rows, size_t width, const float *x, size_t x_stride, const float *weight,
+                               const float *mean, const float *rstd, const float *dy, size_t dy_stride,
+                               float *dx, size_t dx_stride, float *dweight, float *dbias,
+                               const uform__parallel_t *parallel);
+
+    /* GELU, exact erf form: y = ½·x·(1 + erf(x/√2)) over n contiguous values (torch's
+     * approximate='none'). y may alias x. */
+    void (*gelu_forward)(size_t n, const float *x, float *y, const uform__parallel_t *parallel);
+    /* dx = dy·(Φ(x) + x·φ(x)) over n values; dx may alias dy. */
+    void (*gelu_backward)(size_t n, const float *x, const float *dy, float *dx, const uform__parallel_t *parallel);
+
+    /*
+     * Softmax + cross-entropy per row of logits [rows, width]: z = scale[r]·logits[r] (scale
+     * NULL means 1), probs[r] = softmax(z) [rows, width] (stride width, saved for the backward),
+     * loss[r] = logsumexp(z) − z[target[r]]. A negative target marks a row without a loss:
+     * its loss is 0 and its gradients are 0 (torch's ignore_index); its probs are still written.
+     */
+    void (*softmax_xent_forward)(size_t rows, size_t width, const float *logits, size_t logits_stride,
+                                 const int32_t *targets, const float *scale, float *probs, float *loss,
+                                 const uform__parallel_t *parallel);
+    /* dloss [rows] → dlogits [rows, width] = dloss·scale·(probs − onehot) (overwritten) and, when
+     * scale is not NULL, dscale [rows] = dloss·Σ_c (probs_c − onehot_c)·logits_c (overwritten). */
+    void (*softmax_xent_backward)(size_t rows, size_t width, const float *logits, size_t logits_stride,
+                                  const int32_t *targets, const float *scale, const float *probs,
+                                  const float *dloss, float *dlogits, size_t dlogits_stride, float *dscale,
+                                  const uform__parallel_t *parallel);
+
+    /* y[r] = x[r] / max(‖x[r]‖₂, eps) (torch.nn.functional.normalize); x, y [rows, width];
+     * norm [rows] saves the clamped norm for the backward. y may alias x. */
+    void (*l2norm_forward)(size_t rows, size_t width, const float *x, size_t x_stride, float eps, float *y,
+                           size_t y_stride, float *norm, const uform__parallel_t *parallel);
+    /* dx = (dy − y·⟨y, dy⟩) / norm (the gradient where the norm is not clamped; where it is,
+     * dx = dy / eps as torch computes it). dx may alias dy. */
+    void (*l2norm_backward)(size_t rows, size_t width, const float *y, size_t y_stride, const float *norm,
+                            float eps, const float *dy, size_t dy_stride, float *dx, size_t dx_stride,
+                            const uform__parallel_t *parallel);
+
+    /* Mean of ragged groups of rows: y[g] = mean of x rows offsets[g] .. offsets[g+1] (an empty
+     * group gives a zero row). x [offsets[groups], width]; y [groups, width]. */
+    void (*mean_pool_forward)(size_t groups, const size_t *offsets, size_t width, const float *x, size_t x_stride,
+                              float *y, size_t y_stride, const uform__parallel_t *parallel);
+    /* dx[r] = dy[g] / len(g) for every row r of group g (overwritten). */
+    void (*mean_pool_backward)(size_t groups, const size_t *offsets, size_t width, const float *dy,
+                               size_t dy_stride, float *dx, size_t dx_stride, const uform__parallel_t *parallel);
+
+    /* out[i] += table[ids[i]] for n ids; table [vocabulary, width], out [n, width]. */
+    void (*embedding_forward)(size_t n, const uint32_t *ids, size_t width, const float *table, size_t table_stride,
+                              float *out, size_t out_stride, const uform__parallel_t *parallel);
+    /* dtable[ids[i]] accumulates dout[i] for every i, in increasing i: each prong owns a range of
+     * table rows and scans all ids, so repeated ids never race. dtable [vocabulary, width]. */
+    void (*embedding_backward)(size_t n, const uint32_t *ids, size_t width, const float *dout, size_t dout_stride,
+                               size_t vocabulary, float *dtable, size_t dtable_stride,
+                               const uform__parallel_t *parallel);
+
+    /* Conversions of n contiguous values (uform_scalar_kind_t defines them): F32→BF16 and
+     * F32→F16 round to nearest even, keep NaN a NaN (quiet), keep subnormals exact where
+     * representable; F16 overflows to ±inf. BF16/F16→F32 are exact. */
+    void (*f32_to_bf16)(size_t n, const float *x, uint16_t *y);
+    void (*bf16_to_f32)(size_t n, const uint16_t *x, float *y);
+    void (*f32_to_f16)(size_t n, const float *x, uint16_t *y);
+    void (*f16_to_f32)(size_t n, const uint16_t *x, float *y);
+    /* y = clamp(round_half_even(x·127), −127, 127); NaN gives 0. */
+    void (*f32_to_i8)(size_t n, const float *x, int8_t *y);
+    /* Sign bits of n values into ceil(n/8) bytes, most significant bit first (bit 7 of byte 0 is
+     * x[0]); a bit is 1 where x > 0; unused low bits of the last byte are 0. */
+    void (*f32_to_b1)(size_t n, const float *x, uint8_t *y);
+
+    /*
+     * AdamW step (torch.optim.AdamW, decoupled decay), elementwise over n parameters:
+     *   p −= lr·weight_decay·p;  m = β1·m + (1−β1)·g;  v = β2·v + (1−β2)·g²;
+     *   p −= (lr / (1 − β1^step)) · m / (√v / √(1 − β2^step) + eps).
+     * step counts from 1. Pass weight_decay 0 for biases, norms, positions and temperatures.
+     */
+    void (*adamw)(size_t n, float *params, const float *grads, float *m, float *v, float lr, float beta1,
+                  float beta2, float eps, float weight_decay, uint64_t step, const uform__parallel_t *parallel);
+
+    /* Σ x² over n values, for the gradient norm. Accumulated in double within fixed blocks of
+     * UFORM__NN_SUM_BLOCK values (prongs own whole blocks; the number of prongs depends on n only)
+     * and the block sums added in block order, so the result depends on n and x only. */
+    double (*sum_squares)(size_t n, const float *x, const uform__parallel_t *parallel);
+} uform__nn_kernels_t;
+
+#define UFORM__NN_SUM_BLOCK 4096
+
+/* The table of a class (never NULL; unknown values give SERIAL's). */
+const uform__nn_kernels_t *uform__nn_kernels(uform_cpu_class_t cpu_class);
+
+/* Validation for callers that got shapes from outside. Each answers UFORM_OK or writes a
+ * specific message (which item, which field, what was expected) into `outcome` (may be NULL). */
+uform_status_t uform__nn_check_attention(const uform__attention_shape_t *shape, uform_outcome_t *outcome);
+uform_status_t uform__nn_check_targets(size_t rows, size_t width, const int32_t *targets, uform_outcome_t *outcome);
+uform_status_t uform__nn_check_ids(size_t n, const uint32_t *ids, size_t vocabulary, uform_outcome_t *outcome);
+uform_status_t uform__nn_check_offsets(size_t groups, const size_t *offsets, size_t rows, uform_outcome_t *outcome);
+
+/*
+ * The tiled attention drivers are shared by every class; a class supplies these block
+ * primitives (all F32, all small: rows, cols ≤ UFORM__NN_ATTENTION_BLOCK, width ≤ max head width).
+ */
+typedef struct uform__nn_attention_ops_t {
+    /* dst[c·dst_stride + r] = src[r·src_stride + c] for r < rows, c < cols. */
+    void (*transpose)(const float *src, size_t src_stride, size_t rows, size_t cols, float *dst, size_t dst_stride);
+    /* s[r·s_stride + c] = scale · Σ_e a[r·a_stride + e] · bt[e·bt_stride + c]  (a [rows, width],
+     * bt [width, cols]: the second operand already transposed). */
+    void (*scores)(const float *a, size_t a_stride, const float *bt, size_t bt_stride, size_t rows, size_t cols,
+                   size_t width, float scale, float *s, size_t s_stride);
+    /* acc[r·acc_stride + e] += Σ_c p[r·p_stride + c] · x[c·x_stride + e]  (p [rows, cols], x [cols, width]). */
+    void (*accumulate)(float *acc, size_t acc_stride, const float *p, size_t p_stride, const float *x,
+                       size_t x_stride, size_t rows, size_t cols, size_t width);
+    /* x[i] = exp(x[i] − shift) for i < n; answers Σ x[i] (after) summed in float in a fixed order. */
+    float (*exp_shift_sum)(float *x, size_t n, float shift);
+    /* x[i] = exp(x[i] − shift[i]) for i < n. */
+    void (*exp_sub)(float *x, const float *shift, size_t n);
+} uform__nn_attention_ops_t;
+
+void uform__nn_attention_forward_with(const uform__nn_attention_ops_t *ops, const uform__attention_shape_t *shape,
+                                      const float *qkv, float *out, float *lse, const uform__parallel_t *parallel);
+void uform__nn_attention_backward_with(const uform__nn_attention_ops_t *ops, const uform__attention_shape_t *shape,
+                                       const float *qkv, const float *out, const float *lse, const float *dout,
+                                       float *dqkv, const uform__parallel_t *parallel);
+
+/* Runs fn(context, begin, end) over contiguous ranges that cover [0, n): one range per prong, as
+ * many prongs as threads (at most ceil(n / grain)). Only for work whose result does not depend
+ * on where the ranges split (no reduction across ranges). */
+typedef void (*uform__nn_range_fn)(void *context, size_t begin, size_t end);
+void uform__nn_parallel_ranges(const uform__parallel_t *parallel, size_t n, size_t grain, uform__nn_range_fn fn,
+                               void *context);
+
+/* The per-class tables (defined in nn_serial.c, nn_haswell.c, nn_skylake.c, nn_genoa.c). */
+extern const uform__nn_kernels_t uform__nn_kernels_serial;
+extern const uform__nn_kernels_t uform__nn_kernels_haswell;
+extern const uform__nn_kernels_t uform__nn_kernels_skylake;
+extern const uform__nn_kernels_t uform__nn_kernels_genoa;
+extern const uform__nn_attention_ops_t uform__nn_attention_ops_serial;
+
+/* The SERIAL kernels by name, so the other classes' tables can reuse the ones they do not specialise. */
+void uform__nn_attention_forward_f32_serial(const uform__attention_shape_t *shape, const float *qkv, float *out, float *lse, const uform__parallel_t *parallel);
+void uform__nn_attention_backward_f32_serial(const uform__attention_shape_t *shape, const float *qkv, const float *out, const float *lse, const float *dout, float *dqkv, const uform__parallel_t *parallel);
+void uform__nn_layernorm_forward_f32_serial(size_t rows, size_t width, const float *x, size_t x_stride, const float *weight, const float *bias, float eps, float *y, size_t y_stride, float *mean, float *rstd, const uform__parallel_t *parallel);
+void uform__nn_layernorm_backward_f32_serial(size_t rows, size_t width, const float *x, size_t x_stride, const float *weight, const float *mean, const float *rstd, const float *dy, size_t dy_stride, float *dx, size_t dx_stride, float *dweight, float *dbias, const uform__parallel_t *parallel);
+void uform__nn_gelu_forward_f32_serial(size_t n, const float *x, float *y, const uform__parallel_t *parallel);
+void uform__nn_gelu_backward_f32_serial(size_t n, const float *x, const float *dy, float *dx, const uform__parallel_t *parallel);
+void uform__nn_softmax_xent_forward_f32_serial(size_t rows, size_t width, const float *logits, size_t logits_stride, const int32_t *targets, const float *scale, float *probs, float *loss, const uform__parallel_t *parallel);
+void uform__nn_softmax_xent_backward_f32_serial(size_t rows, size_t width, const float *logits, size_t logits_stride, const int32_t *targets, const float *scale, const float *probs, const float *dloss, float *dlogits, size_t dlogits_stride, float *dscale, const uform__parallel_t *parallel);
+void uform__nn_l2norm_forward_f32_serial(size_t rows, size_t width, const float *x, size_t x_stride, float eps, float *y, size_t y_stride, float *norm, const uform__parallel_t *parallel);
+void uform__nn_l2norm_backward_f32_serial(size_t rows, size_t width, const float *y, size_t y_stride, const float *norm, float eps, const float *dy, size_t dy_stride, float *dx, size_t dx_stride, const uform__parallel_t *parallel);
+void uform__nn_mean_pool_forward_f32_serial(size_t groups, const size_t *offsets, size_t width, const float *x, size_t x_stride, float *y, size_t y_stride, const uform__parallel_t *parallel);
+void uform__nn_mean_pool_backward_f32_serial(size_t groups, const size_t *offsets, size_t width, const float *dy, size_t dy_stride, float *dx, size_t dx_stride, const uform__parallel_t *parallel);
+void uform__nn_embedding_forward_f32_serial(size_t n, const uint32_t *ids, size_t width, const float *table, size_t table_stride, float *out, size_t out_stride, const uform__parallel_t *parallel);
+void uform__nn_embedding_backward_f32_serial(size_t n, const uint32_t *ids, size_t width, const float *dout, size_t dout_stride, size_t vocabulary, float *dtable, size_t dtable_stride, const uform__parallel_t *parallel);
+void uform__nn_f32_to_bf16_serial(size_t n, const float *x, uint16_t *y);
+void uform__nn_bf16_to_f32_serial(size_t n, const uint16_t *x, float *y);
+void uform__nn_f32_to_f16_serial(size_t n, const float *x, uint16_t *y);
+void uform__nn_f16_to_f32_serial(size_t n, const uint16_t *x, float *y);
+void uform__nn_f32_to_i8_serial(size_t n, const float *x, int8_t *y);
+void uform__nn_f32_to_b1_serial(size_t n, const float *x, uint8_t *y);
+void uform__nn_adamw_f32_serial(size_t n, float *params, const float *grads, float *m, float *v, float lr, float beta1, float beta2, float eps, float weight_decay, uint64_t step, const uform__parallel_t *parallel);
+double uform__nn_sum_squares_f32_serial(size_t n, const float *x, const uform__parallel_t *parallel);
+
+/* Portable scalar conversions, shared by the serial table and the SIMD kernels' tails. */
+uint16_t uform__nn_f32_to_bf16_one(float x);
+float uform__nn_bf16_to_f32_one(uint16_t x);
+uint16_t uform__nn_f32_to_f16_one(float x);
+float uform__nn_f16_to_f32_one(uint16_t x);
+
+#endif

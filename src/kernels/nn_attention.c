@@ -1,0 +1,274 @@
+/*
+ * Tiled attention over packed variable-length items, forward and backward, shared by every CPU
+ * class: the loops over items, heads and blocks live here (baseline code), the block products
+ * and exponentials come from the class's `uform__nn_attention_ops_t`.
+ *
+ * Forward: FlashAttention-2's online softmax (Dao, "FlashAttention-2", 2023, algorithm 1). A
+ * unit of work is one (item, query block, head); it streams the item's key blocks through a
+ * [B, B] score tile, keeps a running max m, running sum l and an unnormalised [B, dh]
+ * accumulator, and writes out = acc / l and lse = m + ln l at the end.
+ *
+ * Backward (algorithm 2 of the same paper, split in two passes so nothing is reduced across
+ * prongs): with P = exp(S − lse), D_i = ⟨dO_i, O_i⟩, dP = dO·Vᵀ, dS = P ⊙ (dP − D):
+ *   pass 1, units (item, query block, head):  dQ = scale · dS · K
+ *   pass 2, units (item, key block, head):    dV = Pᵀ · dO,  dK = scale · dSᵀ · Q
+ * Each unit owns its output rows and sums over the other side's blocks in increasing order, so
+ * the result never depends on the thread count. Pass 2 works on transposed tiles (keys as rows)
+ * so its products need no transposed accumulate.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "kernels/nn.h"
+
+enum { block = UFORM__NN_ATTENTION_BLOCK, max_width = UFORM__NN_ATTENTION_MAX_HEAD_WIDTH };
+
+/* Units are ordered by item, then block, then head; a prong takes a contiguous range. */
+typedef struct unit_cursor_t {
+    size_t item, block, head;
+} unit_cursor_t;
+
+static size_t blocks_of(const uform__attention_shape_t *shape, size_t item) {
+    size_t length = shape->offsets[item + 1] - shape->offsets[item];
+    return (length + block - 1) / block;
+}
+
+static size_t units_total(const uform__attention_shape_t *shape) {
+    size_t units = 0;
+    for (size_t item = 0; item < shape->count; ++item) units += blocks_of(shape, item) * shape->heads;
+    return units;
+}
+
+static unit_cursor_t unit_locate(const uform__attention_shape_t *shape, size_t unit) {
+    unit_cursor_t cursor = {0, 0, 0};
+    for (; cursor.item < shape->count; ++cursor.item) {
+        size_t units = blocks_of(shape, cursor.item) * shape->heads;
+        if (unit < units) break;
+        unit -= units;
+    }
+    cursor.block = unit / shape->heads;
+    cursor.head = unit % shape->heads;
+    return cursor;
+}
+
+static void unit_advance(const uform__attention_shape_t *shape, unit_cursor_t *cursor) {
+    if (++cursor->head < shape->heads) return;
+    cursor->head = 0;
+    if (++cursor->block < blocks_of(shape, cursor->item)) return;
+    cursor->block = 0;
+    do ++cursor->item;
+    while (cursor->item < shape->count && blocks_of(shape, cursor->item) == 0);
+}
+
+static size_t prongs_for(const uform__parallel_t *parallel, size_t units) {
+    size_t threads = uform__parallel_threads(parallel);
+    if (threads <= 1) return units ? 1 : 0;
+    size_t prongs = threads * 8;
+    return prongs < units ? prongs : units;
+}
+
+typedef struct attention_context_t {
+    const uform__nn_attention_ops_t *ops;
+    const uform__attention_shape_t *shape;
+    const float *qkv, *out, *lse, *dout;
+    float *out_mutable, *lse_mutable, *dqkv;
+    size_t units, prongs;
+} attention_context_t;
+
+/* One forward unit: query rows q0 .. q0+rows of `item`, head `head`. */
+static void forward_unit(const attention_context_t *context, unit_cursor_t cursor) {
+    const uform__attention_shape_t *shape = context->shape;
+    const uform__nn_attention_ops_t *ops = context->ops;
+    size_t dh = shape->head_width, d = shape->heads * dh, qkv_stride = 3 * d;
+    size_t begin = shape->offsets[cursor.item], length = shape->offsets[cursor.item + 1] - begin;
+    size_t q0 = begin + cursor.block * block;
+    size_t rows = length - cursor.block * block < block ? length - cursor.block * block : block;
+    float scale = 1.0f / sqrtf((float)dh);
+
+    const float *q = context->qkv + q0 * qkv_stride + cursor.head * dh;              /* [rows, dh] */
+    const float *k = context->qkv + begin * qkv_stride + d + cursor.head * dh;       /* [length, dh] */
+    const float *v = context->qkv + begin * qkv_stride + 2 * d + cursor.head * dh;   /* [length, dh] */
+
+    float running_max[block], running_sum[block];
+    float accumulator[block * max_width]; /* [rows, dh] */
+    float scores[block * block];          /* [rows, cols] with stride block */
+    float keys_transposed[max_width * block]; /* [dh, cols] with stride block */
+    for (size_t r = 0; r < rows; ++r) running_max[r] = -INFINITY, running_sum[r] = 0.0f;
+    memset(accumulator, 0, rows * dh * sizeof(float));
+
+    for (size_t k0 = 0; k0 < length; k0 += block) {
+        size_t cols = length - k0 < block ? length - k0 : block;
+        ops->transpose(k + k0 * qkv_stride, qkv_stride, cols, dh, keys_transposed, block);
+        ops->scores(q, qkv_stride, keys_transposed, block, rows, cols, dh, scale, scores, block);
+        for (size_t r = 0; r < rows; ++r) {
+            float *row = scores + r * block;
+            float tile_max = row[0];
+            for (size_t c = 1; c < cols; ++c) tile_max = row[c] > tile_max ? row[c] : tile_max;
+            float new_max = tile_max > running_max[r] ? tile_max : running_max[r];
+            /* The first tile (running max −inf) has nothing to rescale. */
+            float rescale = running_max[r] == -INFINITY ? 0.0f : expf(running_max[r] - new_max);
+            float tile_sum = ops->exp_shift_sum(row, cols, new_max);
+            running_sum[r] = running_sum[r] * rescale + tile_sum;
+            if (rescale != 1.0f) {
+                float *acc = accumulator + r * dh;
+                for (size_t e = 0; e < dh; ++e) acc[e] *= rescale;
+            }
+            running_max[r] = new_max;
+        }
+        ops->accumulate(accumulator, dh, scores, block, v + k0 * qkv_stride, qkv_stride, rows, cols, dh);
+    }
+
+    size_t tokens = shape->tokens;
+    for (size_t r = 0; r < rows; ++r) {
+        float inverse = 1.0f / running_sum[r];
+        float *o = context->out_mutable + (q0 + r) * d + cursor.head * dh;
+        for (size_t e = 0; e < dh; ++e) o[e] = accumulator[r * dh + e] * inverse;
+        context->lse_mutable[cursor.head * tokens + q0 + r] = running_max[r] + logf(running_sum[r]);
+    }
+}
+
+static void forward_prong(void *opaque, size_t thread, size_t prong) {
+    const attention_context_t *context = opaque;
+    size_t begin, end;
+    uform__split_range(context->units, context->prongs, prong, &begin, &end);
+    if (begin == end) return;
+    unit_cursor_t cursor = unit_locate(context->shape, begin);
+    for (size_t unit = begin; unit < end; ++unit, unit_advance(context->shape, &cursor)) forward_unit(context, cursor);
+}
+
+void uform__nn_attention_forward_with(const uform__nn_attention_ops_t *ops, const uform__attention_shape_t *shape,
+                                      const float *qkv, float *out, float *lse, const uform__parallel_t *parallel) {
+    attention_context_t context = {.ops = ops, .shape = shape, .qkv = qkv, .out_mutable = out, .lse_mutable = lse};
+    context.units = units_total(shape);
+    context.prongs = prongs_for(parallel, context.units);
+    uform__parallel_for(parallel, context.prongs, forward_prong, &context);
+}
+
+/* D_r = ⟨dO_r, O_r⟩ for rows q0 .. q0+rows of head `head` (summed in index order). */
+static void row_deltas(const attention_context_t *context, size_t q0, size_t rows, size_t head, float *deltas) {
+    size_t dh = context->shape->head_width, d = context->shape->heads * dh;
+    for (size_t r = 0; r < rows; ++r) {
+        const float *o = context->out + (q0 + r) * d + head * dh, *g = context->dout + (q0 + r) * d + head * dh;
+        float sum = 0.0f;
+        for (size_t e = 0; e < dh; ++e) sum += o[e] * g[e];
+        deltas[r] = sum;
+    }
+}
+
+/* Pass 1: dQ for query rows of one unit. */
+static void backward_query_unit(const attention_context_t *context, unit_cursor_t cursor) {
+    const uform__attention_shape_t *shape = context->shape;
+    const uform__nn_attention_ops_t *ops = context->ops;
+    size_t dh = shape->head_width, d = shape->heads * dh, qkv_stride = 3 * d, tokens = shape->tokens;
+    size_t begin = shape->offsets[cursor.item], length = shape->offsets[cursor.item + 1] - begin;
+    size_t q0 = begin + cursor.block * block;
+    size_t rows = length - cursor.block * block < block ? length - cursor.block * block : block;
+    float scale = 1.0f / sqrtf((float)dh);
+
+    const float *q = context->qkv + q0 * qkv_stride + cursor.head * dh;
+    const float *k = context->qkv + begin * qkv_stride + d + cursor.head * dh;
+    const float *v = context->qkv + begin * qkv_stride + 2 * d + cursor.head * dh;
+    const float *g = context->dout + q0 * d + cursor.head * dh; /* [rows, dh] with stride d */
+    const float *lse = context->lse + cursor.head * tokens + q0;
+
+    float deltas[block];
+    float probabilities[block * block], dprobabilities[block * block];
+    float keys_transposed[max_width * block], values_transposed[max_width * block];
+    float dq[block * max_width];
+    row_deltas(context, q0, rows, cursor.head, deltas);
+    memset(dq, 0, rows * dh * sizeof(float));
+
+    for (size_t k0 = 0; k0 < length; k0 += block) {
+        size_t cols = length - k0 < block ? length - k0 : block;
+        ops->transpose(k + k0 * qkv_stride, qkv_stride, cols, dh, keys_transposed, block);
+        ops->transpose(v + k0 * qkv_stride, qkv_stride, cols, dh, values_transposed, block);
+        ops->scores(q, qkv_stride, keys_transposed, block, rows, cols, dh, scale, probabilities, block);
+        ops->scores(g, d, values_transposed, block, rows, cols, dh, 1.0f, dprobabilities, block);
+        for (size_t r = 0; r < rows; ++r) {
+            float *p = probabilities + r * block, *dp = dprobabilities + r * block;
+            ops->exp_shift_sum(p, cols, lse[r]);
+            for (size_t c = 0; c < cols; ++c) dp[c] = p[c] * (dp[c] - deltas[r]); /* dS */
+        }
+        ops->accumulate(dq, dh, dprobabilities, block, k + k0 * qkv_stride, qkv_stride, rows, cols, dh);
+    }
+    for (size_t r = 0; r < rows; ++r) {
+        float *target = context->dqkv + (q0 + r) * qkv_stride + cursor.head * dh;
+        for (size_t e = 0; e < dh; ++e) target[e] = dq[r * dh + e] * scale;
+    }
+}
+
+/* Pass 2: dK and dV for key rows of one unit, on transposed tiles: rows are keys, columns queries. */
+static void backward_key_unit(const attention_context_t *context, unit_cursor_t cursor) {
+    const uform__attention_shape_t *shape = context->shape;
+    const uform__nn_attention_ops_t *ops = context->ops;
+    size_t dh = shape->head_width, d = shape->heads * dh, qkv_stride = 3 * d, tokens = shape->tokens;
+    size_t begin = shape->offsets[cursor.item], length = shape->offsets[cursor.item + 1] - begin;
+    size_t k0 = begin + cursor.block * block;
+    size_t keys = length - cursor.block * block < block ? length - cursor.block * block : block;
+    float scale = 1.0f / sqrtf((float)dh);
+
+    const float *q = context->qkv + begin * qkv_stride + cursor.head * dh;           /* [length, dh] */
+    const float *k = context->qkv + k0 * qkv_stride + d + cursor.head * dh;          /* [keys, dh] */
+    const float *v = context->qkv + k0 * qkv_stride + 2 * d + cursor.head * dh;      /* [keys, dh] */
+    const float *g = context->dout + begin * d + cursor.head * dh;                    /* [length, dh] */
+    const float *lse = context->lse + cursor.head * tokens + begin;
+
+    float deltas[block];
+    float probabilities_t[block * block], dscores_t[block * block]; /* [keys, queries] */
+    float queries_transposed[max_width * block], dout_transposed[max_width * block];
+    float dk[block * max_width], dv[block * max_width];
+    memset(dk, 0, keys * dh * sizeof(float));
+    memset(dv, 0, keys * dh * sizeof(float));
+
+    for (size_t q0 = 0; q0 < length; q0 += block) {
+        size_t rows = length - q0 < block ? length - q0 : block;
+        row_deltas(context, begin + q0, rows, cursor.head, deltas);
+        ops->transpose(q + q0 * qkv_stride, qkv_stride, rows, dh, queries_transposed, block);
+        ops->transpose(g + q0 * d, d, rows, dh, dout_transposed, block);
+        ops->scores(k, qkv_stride, queries_transposed, block, keys, rows, dh, scale, probabilities_t, block);
+        ops->scores(v, qkv_stride, dout_transposed, block, keys, rows, dh, 1.0f, dscores_t, block);
+        for (size_t c = 0; c < keys; ++c) {
+            float *p = probabilities_t + c * block, *ds = dscores_t + c * block;
+            ops->exp_sub(p, lse + q0, rows);
+            for (size_t r = 0; r < rows; ++r) ds[r] = p[r] * (ds[r] - deltas[r]);
+        }
+        ops->accumulate(dv, dh, probabilities_t, block, g + q0 * d, d, keys, rows, dh);
+        ops->accumulate(dk, dh, dscores_t, block, q + q0 * qkv_stride, qkv_stride, keys, rows, dh);
+    }
+    for (size_t c = 0; c < keys; ++c) {
+        float *target_k = context->dqkv + (k0 + c) * qkv_stride + d + cursor.head * dh;
+        float *target_v = target_k + d;
+        for (size_t e = 0; e < dh; ++e) target_k[e] = dk[c * dh + e] * scale, target_v[e] = dv[c * dh + e];
+    }
+}
+
+static void backward_query_prong(void *opaque, size_t thread, size_t prong) {
+    const attention_context_t *context = opaque;
+    size_t begin, end;
+    uform__split_range(context->units, context->prongs, prong, &begin, &end);
+    if (begin == end) return;
+    unit_cursor_t cursor = unit_locate(context->shape, begin);
+    for (size_t unit = begin; unit < end; ++unit, unit_advance(context->shape, &cursor))
+        backward_query_unit(context, cursor);
+}
+
+static void backward_key_prong(void *opaque, size_t thread, size_t prong) {
+    const attention_context_t *context = opaque;
+    size_t begin, end;
+    uform__split_range(context->units, context->prongs, prong, &begin, &end);
+    if (begin == end) return;
+    unit_cursor_t cursor = unit_locate(context->shape, begin);
+    for (size_t unit = begin; unit < end; ++unit, unit_advance(context->shape, &cursor))
+        backward_key_unit(context, cursor);
+}
+
+void uform__nn_attention_backward_with(const uform__nn_attention_ops_t *ops, const uform__attention_shape_t *shape,
+                                       const float *qkv, const float *out, const float *lse, const float *dout,
+                                       float *dqkv, const uform__parallel_t *parallel) {
+    attention_context_t context = {.ops = ops, .shape = shape, .qkv = qkv, .out = out, .lse = lse, .dout = dout,
+                                   .dqkv = dqkv};
+    context.units = units_total(shape);
+    context.prongs = prongs_for(parallel, context.units);
+    uform__parallel_for(parallel, context.prongs, backward_query_prong, &context);
+    uform__parallel_for(parallel, context.prongs, backward_key_prong, &context);
+}

@@ -1,0 +1,349 @@
+/*
+ * HASWELL NN kernels (AVX2, FMA, F16C), also used by SIERRA. Specialised: the attention block
+ * primitives (a register-blocked 4×16 micro-product and a vectorised exp), GELU forward and
+ * backward, and the F32↔BF16/F16 conversions. The other slots reuse the SERIAL kernels.
+ *
+ * Vector exp: Cephes' expf (range reduction by ln 2 split in two constants, a degree-6
+ * polynomial), ~2 ulp; arguments below −87.3 give exactly 0 and NaN stays NaN.
+ * Vector erfc for GELU: Numerical Recipes' erfcc (Chebyshev fit, fractional error < 1.2e-7 for
+ * every argument), so 1 + erf(x/√2) keeps ~1e-7 relative accuracy even deep in the negative tail.
+ */
+#include <immintrin.h>
+#include <math.h>
+#include <string.h>
+
+#include "kernels/nn.h"
+
+#define UFORM_HASWELL __attribute__((target("avx2,fma,f16c")))
+
+/* Lane i of the answer is all ones for i < count (count ≤ 8). */
+UFORM_HASWELL static inline __m256i tail_mask_i32x8(size_t count) {
+    const __m256i lanes_i32x8 = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)count), lanes_i32x8);
+}
+
+UFORM_HASWELL static inline __m256 exp_f32x8(__m256 x_f32x8) {
+    const __m256 low_f32x8 = _mm256_set1_ps(-87.33654f), high_f32x8 = _mm256_set1_ps(88.72283f);
+    __m256 underflow_f32x8 = _mm256_cmp_ps(x_f32x8, low_f32x8, _CMP_LT_OQ);
+    /* max/min answer their second operand when one is NaN, so NaN flows through. */
+    __m256 clamped_f32x8 = _mm256_min_ps(high_f32x8, _mm256_max_ps(low_f32x8, x_f32x8));
+    __m256 n_f32x8 = _mm256_round_ps(_mm256_mul_ps(clamped_f32x8, _mm256_set1_ps(1.44269504088896341f)),
+                                     _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m256 r_f32x8 = _mm256_fnmadd_ps(n_f32x8, _mm256_set1_ps(0.693359375f), clamped_f32x8);
+    r_f32x8 = _mm256_fnmadd_ps(n_f32x8, _mm256_set1_ps(-2.12194440e-4f), r_f32x8);
+    __m256 p_f32x8 = _mm256_set1_ps(1.9875691500e-4f);
+    p_f32x8 = _mm256_fmadd_ps(p_f32x8, r_f32x8, _mm256_set1_ps(1.3981999507e-3f));
+    p_f32x8 = _mm256_fmadd_ps(p_f32x8, r_f32x8, _mm256_set1_ps(8.3334519073e-3f));
+    p_f32x8 = _mm256_fmadd_ps(p_f32x8, r_f32x8, _mm256_set1_ps(4.1665795894e-2f));
+    p_f32x8 = _mm256_fmadd_ps(p_f32x8, r_f32x8, _mm256_set1_ps(1.6666665459e-1f));
+    p_f32x8 = _mm256_fmadd_ps(p_f32x8, r_f32x8, _mm256_set1_ps(5.0000001201e-1f));
+    __m256 r2_f32x8 = _mm256_mul_ps(r_f32x8, r_f32x8);
+    p_f32x8 = _mm256_fmadd_ps(p_f32x8, r2_f32x8, _mm256_add_ps(r_f32x8, _mm256_set1_ps(1.0f)));
+    /* 2^n built in the exponent field; n ∈ [−126, 128] after the clamp (128 only at the top, where
+     * the polynomial is < 1, handled by splitting 2^n into 2^(n−1)·2). */
+    __m256i n_i32x8 = _mm256_cvtps_epi32(n_f32x8);
+    __m256 scale_f32x8 =
+        _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n_i32x8, _mm256_set1_epi32(126)), 23));
+    __m256 result_f32x8 = _mm256_mul_ps(_mm256_mul_ps(p_f32x8, scale_f32x8), _mm256_set1_ps(2.0f));
+    return _mm256_andnot_ps(underflow_f32x8, result_f32x8);
+}
+
+/* erfc(z) for z ≥ 0 (Numerical Recipes erfcc). */
+UFORM_HASWELL static inline __m256 erfc_nonnegative_f32x8(__m256 z_f32x8) {
+    __m256 t_f32x8 = _mm256_div_ps(_mm256_set1_ps(1.0f), _mm256_fmadd_ps(_mm256_set1_ps(0.5f), z_f32x8,
+                                                                         _mm256_set1_ps(1.0f)));
+    __m256 p_f32x8 = _mm256_set1_ps(0.17087277f);
+    p_f32x8 = _mm256_fmadd_ps(p_f32x8, t_f32x8, _mm256_set1_ps(-0.82215223f));
+    p_f32x8 = _mm256_fmadd_ps(p_f32x8, t_f32x8, _mm256_set1_ps(1.48851587f));
+    p_f32x8 = _mm256_fmadd_ps(p_f32x8, t_f32x8, _mm256_set1_ps(-1.13520398f));
+    p_f32x8 = _mm256_fmadd_ps(p_f32x8, t_f32x8, _mm256_set1_ps(0.27886807f));
+    p_f32x8 = _mm256_fmadd_ps(p_f32x8, t_f32x8, _mm256_set1_ps(-0.18628806f));
+    p_f32x8 = _mm256_fmadd_ps(p_f32x8, t_f32x8, _mm256_set1_ps(0.09678418f));
+    p_f32x8 = _mm256_fmadd_ps(p_f32x8, t_f32x8, _mm256_set1_ps(0.37409196f));
+    p_f32x8 = _mm256_fmadd_ps(p_f32x8, t_f32x8, _mm256_set1_ps(1.00002368f));
+    p_f32x8 = _mm256_fmadd_ps(p_f32x8, t_f32x8, _mm256_set1_ps(-1.26551223f));
+    __m256 exponent_f32x8 = _mm256_fnmadd_ps(z_f32x8, z_f32x8, p_f32x8);
+    return _mm256_mul_ps(t_f32x8, exp_f32x8(exponent_f32x8));
+}
+
+/* Φ(x) = ½·(1 + erf(x/√2)) = ½·erfc(−x/√2): ½·erfc(|z|) for x < 0, 1 − ½·erfc(|z|) otherwise. */
+UFORM_HASWELL static inline __m256 normal_cdf_f32x8(__m256 x_f32x8) {
+    __m256 z_f32x8 = _mm256_mul_ps(x_f32x8, _mm256_set1_ps(0.70710678118654752f));
+    __m256 magnitude_f32x8 = _mm256_andnot_ps(_mm256_set1_ps(-0.0f), z_f32x8);
+    __m256 half_tail_f32x8 = _mm256_mul_ps(_mm256_set1_ps(0.5f), erfc_nonnegative_f32x8(magnitude_f32x8));
+    __m256 negative_f32x8 = _mm256_cmp_ps(x_f32x8, _mm256_setzero_ps(), _CMP_LT_OQ);
+    return _mm256_blendv_ps(_mm256_sub_ps(_mm256_set1_ps(1.0f), half_tail_f32x8), half_tail_f32x8, negative_f32x8);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Attention block primitives.
+ */
+
+/* out[r, j] (=, or += when `add`) scale · Σ_k a[r, k]·b[k, j] for r < ROWS (a compile-time 1..4)
+ * and j in one 16-wide column chunk (`count` ≤ 16 valid). */
+UFORM_HASWELL static inline __attribute__((always_inline)) void
+product_rows_f32_haswell(const float *a, size_t a_stride, const float *b, size_t b_stride, size_t depth, float scale,
+                         float *out, size_t out_stride, size_t count, int add, const size_t rows) {
+    __m256 acc_f32x8[4][2];
+    for (size_t r = 0; r < rows; ++r) acc_f32x8[r][0] = acc_f32x8[r][1] = _mm256_setzero_ps();
+    __m256i mask0_i32x8 = tail_mask_i32x8(count < 8 ? count : 8);
+    __m256i mask1_i32x8 = tail_mask_i32x8(count > 8 ? count - 8 : 0);
+    if (count == 16) {
+        for (size_t k = 0; k < depth; ++k) {
+            __m256 b0_f32x8 = _mm256_loadu_ps(b + k * b_stride), b1_f32x8 = _mm256_loadu_ps(b + k * b_stride + 8);
+            for (size_t r = 0; r < rows; ++r) {
+                __m256 a_f32x8 = _mm256_broadcast_ss(a + r * a_stride + k);
+                acc_f32x8[r][0] = _mm256_fmadd_ps(a_f32x8, b0_f32x8, acc_f32x8[r][0]);
+                acc_f32x8[r][1] = _mm256_fmadd_ps(a_f32x8, b1_f32x8, acc_f32x8[r][1]);
+            }
+        }
+    } else {
+        for (size_t k = 0; k < depth; ++k) {
+            __m256 b0_f32x8 = _mm256_maskload_ps(b + k * b_stride, mask0_i32x8);
+            __m256 b1_f32x8 = _mm256_maskload_ps(b + k * b_stride + 8, mask1_i32x8);
+            for (size_t r = 0; r < rows; ++r) {
+                __m256 a_f32x8 = _mm256_broadcast_ss(a + r * a_stride + k);
+                acc_f32x8[r][0] = _mm256_fmadd_ps(a_f32x8, b0_f32x8, acc_f32x8[r][0]);
+                acc_f32x8[r][1] = _mm256_fmadd_ps(a_f32x8, b1_f32x8, acc_f32x8[r][1]);
+            }
+        }
+    }
+    __m256 scale_f32x8 = _mm256_set1_ps(scale);
+    for (size_t r = 0; r < rows; ++r) {
+        float *o = out + r * out_stride;
+        __m256 v0_f32x8 = _mm256_mul_ps(acc_f32x8[r][0], scale_f32x8);
+        __m256 v1_f32x8 = _mm256_mul_ps(acc_f32x8[r][1], scale_f32x8);
+        if (add) {
+            v0_f32x8 = _mm256_add_ps(v0_f32x8, _mm256_maskload_ps(o, mask0_i32x8));
+            v1_f32x8 = _mm256_add_ps(v1_f32x8, _mm256_maskload_ps(o + 8, mask1_i32x8));
+        }
+        _mm256_maskstore_ps(o, mask0_i32x8, v0_f32x8);
+        _mm256_maskstore_ps(o + 8, mask1_i32x8, v1_f32x8);
+    }
+}
+
+/* out [m, n] (=, or +=) scale · a [m, k] · b [k, n]; all row-major with strides. */
+UFORM_HASWELL static void product_f32_haswell(const float *a, size_t a_stride, const float *b, size_t b_stride,
+                                              size_t m, size_t n, size_t k, float scale, float *out,
+                                              size_t out_stride, int add) {
+    for (size_t j = 0; j < n; j += 16) {
+        size_t count = n - j < 16 ? n - j : 16;
+        size_t r = 0;
+        for (; r + 4 <= m; r += 4)
+            product_rows_f32_haswell(a + r * a_stride, a_stride, b + j, b_stride, k, scale, out + r * out_stride + j,
+                                     out_stride, count, add, 4);
+        switch (m - r) {
+        case 3:
+            product_rows_f32_haswell(a + r * a_stride, a_stride, b + j, b_stride, k, scale, out + r * out_stride + j,
+                                     out_stride, count, add, 3);
+            break;
+        case 2:
+            product_rows_f32_haswell(a + r * a_stride, a_stride, b + j, b_stride, k, scale, out + r * out_stride + j,
+                                     out_stride, count, add, 2);
+            break;
+        case 1:
+            product_rows_f32_haswell(a + r * a_stride, a_stride, b + j, b_stride, k, scale, out + r * out_stride + j,
+                                     out_stride, count, add, 1);
+            break;
+        default: break;
+        }
+    }
+}
+
+UFORM_HASWELL static void scores_f32_haswell(const float *a, size_t a_stride, const float *bt, size_t bt_stride,
+                                             size_t rows, size_t cols, size_t width, float scale, float *s,
+                                             size_t s_stride) {
+    product_f32_haswell(a, a_stride, bt, bt_stride, rows, cols, width, scale, s, s_stride, 0);
+}
+
+UFORM_HASWELL static void accumulate_f32_haswell(float *acc, size_t acc_stride, const float *p, size_t p_stride,
+                                                 const float *x, size_t x_stride, size_t rows, size_t cols,
+                                                 size_t width) {
+    product_f32_haswell(p, p_stride, x, x_stride, rows, width, cols, 1.0f, acc, acc_stride, 1);
+}
+
+/* 8×8 blocks through registers (unpack, shuffle, permute), scalar edges. */
+UFORM_HASWELL static void transpose_f32_haswell(const float *src, size_t src_stride, size_t rows, size_t cols,
+                                                float *dst, size_t dst_stride) {
+    size_t r = 0;
+    for (; r + 8 <= rows; r += 8) {
+        size_t c = 0;
+        for (; c + 8 <= cols; c += 8) {
+            __m256 row_f32x8[8];
+            for (size_t i = 0; i < 8; ++i) row_f32x8[i] = _mm256_loadu_ps(src + (r + i) * src_stride + c);
+            __m256 t0 = _mm256_unpacklo_ps(row_f32x8[0], row_f32x8[1]), t1 = _mm256_unpackhi_ps(row_f32x8[0], row_f32x8[1]);
+            __m256 t2 = _mm256_unpacklo_ps(row_f32x8[2], row_f32x8[3]), t3 = _mm256_unpackhi_ps(row_f32x8[2], row_f32x8[3]);
+            __m256 t4 = _mm256_unpacklo_ps(row_f32x8[4], row_f32x8[5]), t5 = _mm256_unpackhi_ps(row_f32x8[4], row_f32x8[5]);
+            __m256 t6 = _mm256_unpacklo_ps(row_f32x8[6], row_f32x8[7]), t7 = _mm256_unpackhi_ps(row_f32x8[6], row_f32x8[7]);
+            __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xEE);
+            __m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xEE);
+            __m256 u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xEE);
+            __m256 u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xEE);
+            float *d = dst + c * dst_stride + r;
+            _mm256_storeu_ps(d + 0 * dst_stride, _mm256_permute2f128_ps(u0, u4, 0x20));
+            _mm256_storeu_ps(d + 1 * dst_stride, _mm256_permute2f128_ps(u1, u5, 0x20));
+            _mm256_storeu_ps(d + 2 * dst_stride, _mm256_permute2f128_ps(u2, u6, 0x20));
+            _mm256_storeu_ps(d + 3 * dst_stride, _mm256_permute2f128_ps(u3, u7, 0x20));
+            _mm256_storeu_ps(d + 4 * dst_stride, _mm256_permute2f128_ps(u0, u4, 0x31));
+            _mm256_storeu_ps(d + 5 * dst_stride, _mm256_permute2f128_ps(u1, u5, 0x31));
+            _mm256_storeu_ps(d + 6 * dst_stride, _mm256_permute2f128_ps(u2, u6, 0x31));
+            _mm256_storeu_ps(d + 7 * dst_stride, _mm256_permute2f128_ps(u3, u7, 0x31));
+        }
+        for (; c < cols; ++c)
+            for (size_t i = 0; i < 8; ++i) dst[c * dst_stride + r + i] = src[(r + i) * src_stride + c];
+    }
+    for (; r < rows; ++r)
+        for (size_t c = 0; c < cols; ++c) dst[c * dst_stride + r] = src[r * src_stride + c];
+}
+
+UFORM_HASWELL static float exp_shift_sum_f32_haswell(float *x, size_t n, float shift) {
+    __m256 shift_f32x8 = _mm256_set1_ps(shift), sum_f32x8 = _mm256_setzero_ps();
+    for (size_t i = 0; i < n; i += 8) {
+        __m256i mask_i32x8 = tail_mask_i32x8(n - i < 8 ? n - i : 8);
+        __m256 value_f32x8 = exp_f32x8(_mm256_sub_ps(_mm256_maskload_ps(x + i, mask_i32x8), shift_f32x8));
+        value_f32x8 = _mm256_and_ps(value_f32x8, _mm256_castsi256_ps(mask_i32x8));
+        _mm256_maskstore_ps(x + i, mask_i32x8, value_f32x8);
+        sum_f32x8 = _mm256_add_ps(sum_f32x8, value_f32x8);
+    }
+    __m128 half_f32x4 = _mm_add_ps(_mm256_castps256_ps128(sum_f32x8), _mm256_extractf128_ps(sum_f32x8, 1));
+    half_f32x4 = _mm_add_ps(half_f32x4, _mm_movehl_ps(half_f32x4, half_f32x4));
+    half_f32x4 = _mm_add_ss(half_f32x4, _mm_movehdup_ps(half_f32x4));
+    return _mm_cvtss_f32(half_f32x4);
+}
+
+UFORM_HASWELL static void exp_sub_f32_haswell(float *x, const float *shift, size_t n) {
+    for (size_t i = 0; i < n; i += 8) {
+        __m256i mask_i32x8 = tail_mask_i32x8(n - i < 8 ? n - i : 8);
+        __m256 value_f32x8 = _mm256_sub_ps(_mm256_maskload_ps(x + i, mask_i32x8), _mm256_maskload_ps(shift + i, mask_i32x8));
+        _mm256_maskstore_ps(x + i, mask_i32x8, exp_f32x8(value_f32x8));
+    }
+}
+
+static const uform__nn_attention_ops_t attention_ops_haswell = {
+    transpose_f32_haswell, scores_f32_haswell, accumulate_f32_haswell, exp_shift_sum_f32_haswell, exp_sub_f32_haswell,
+};
+
+static void attention_forward_f32_haswell(const uform__attention_shape_t *shape, const float *qkv, float *out,
+                                          float *lse, const uform__parallel_t *parallel) {
+    uform__nn_attention_forward_with(&attention_ops_haswell, shape, qkv, out, lse, parallel);
+}
+
+static void attention_backward_f32_haswell(const uform__attention_shape_t *shape, const float *qkv, const float *out,
+                                           const float *lse, const float *dout, float *dqkv,
+                                           const uform__parallel_t *parallel) {
+    uform__nn_attention_backward_with(&attention_ops_haswell, shape, qkv, out, lse, dout, dqkv, parallel);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * GELU.
+ */
+
+typedef struct elementwise_context_t {
+    const float *x, *dy;
+    float *y;
+} elementwise_context_t;
+
+UFORM_HASWELL static void gelu_forward_range_haswell(void *opaque, size_t begin, size_t end) {
+    const elementwise_context_t *c = opaque;
+    for (size_t i = begin; i < end; i += 8) {
+        __m256i mask_i32x8 = tail_mask_i32x8(end - i < 8 ? end - i : 8);
+        __m256 x_f32x8 = _mm256_maskload_ps(c->x + i, mask_i32x8);
+        _mm256_maskstore_ps(c->y + i, mask_i32x8, _mm256_mul_ps(x_f32x8, normal_cdf_f32x8(x_f32x8)));
+    }
+}
+
+static void gelu_forward_f32_haswell(size_t n, const float *x, float *y, const uform__parallel_t *parallel) {
+    elementwise_context_t context = {.x = x, .y = y};
+    uform__nn_parallel_ranges(parallel, n, 4096, gelu_forward_range_haswell, &context);
+}
+
+UFORM_HASWELL static void gelu_backward_range_haswell(void *opaque, size_t begin, size_t end) {
+    const elementwise_context_t *c = opaque;
+    for (size_t i = begin; i < end; i += 8) {
+        __m256i mask_i32x8 = tail_mask_i32x8(end - i < 8 ? end - i : 8);
+        __m256 x_f32x8 = _mm256_maskload_ps(c->x + i, mask_i32x8);
+        __m256 pdf_f32x8 = _mm256_mul_ps(
+            exp_f32x8(_mm256_mul_ps(_mm256_set1_ps(-0.5f), _mm256_mul_ps(x_f32x8, x_f32x8))),
+            _mm256_set1_ps(0.39894228040143268f));
+        __m256 derivative_f32x8 = _mm256_fmadd_ps(x_f32x8, pdf_f32x8, normal_cdf_f32x8(x_f32x8));
+        _mm256_maskstore_ps(c->y + i, mask_i32x8,
+                            _mm256_mul_ps(_mm256_maskload_ps(c->dy + i, mask_i32x8), derivative_f32x8));
+    }
+}
+
+static void gelu_backward_f32_haswell(size_t n, const float *x, const float *dy, float *dx,
+                                      const uform__parallel_t *parallel) {
+    elementwise_context_t context = {.x = x, .dy = dy, .y = dx};
+    uform__nn_parallel_ranges(parallel, n, 4096, gelu_backward_range_haswell, &context);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Conversions: F16 through F16C (IEEE round to nearest even, subnormals and overflow handled by
+ * the hardware); BF16 with the integer rounding of the serial kernel, eight lanes at a time.
+ */
+
+UFORM_HASWELL static void f32_to_f16_haswell(size_t n, const float *x, uint16_t *y) {
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm_storeu_si128((__m128i *)(y + i), _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT));
+    for (; i < n; ++i) y[i] = uform__nn_f32_to_f16_one(x[i]);
+}
+
+UFORM_HASWELL static void f16_to_f32_haswell(size_t n, const uint16_t *x, float *y) {
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(x + i))));
+    for (; i < n; ++i) y[i] = uform__nn_f16_to_f32_one(x[i]);
+}
+
+UFORM_HASWELL static void f32_to_bf16_haswell(size_t n, const float *x, uint16_t *y) {
+    size_t i = 0;
+    const __m256i abs_mask_i32x8 = _mm256_set1_epi32(0x7FFFFFFF), infinity_i32x8 = _mm256_set1_epi32(0x7F800000);
+    for (; i + 8 <= n; i += 8) {
+        __m256i bits_i32x8 = _mm256_castps_si256(_mm256_loadu_ps(x + i));
+        __m256i odd_i32x8 = _mm256_and_si256(_mm256_srli_epi32(bits_i32x8, 16), _mm256_set1_epi32(1));
+        __m256i rounded_i32x8 =
+            _mm256_add_epi32(bits_i32x8, _mm256_add_epi32(_mm256_set1_epi32(0x7FFF), odd_i32x8));
+        __m256i quiet_i32x8 = _mm256_or_si256(bits_i32x8, _mm256_set1_epi32(0x00400000));
+        __m256i nan_i32x8 = _mm256_cmpgt_epi32(_mm256_and_si256(bits_i32x8, abs_mask_i32x8), infinity_i32x8);
+        __m256i result_i32x8 = _mm256_srli_epi32(_mm256_blendv_epi8(rounded_i32x8, quiet_i32x8, nan_i32x8), 16);
+        /* Pack the low halves of the 32-bit lanes (values < 2^16, so unsigned saturation is exact). */
+        __m256i packed_i16x16 = _mm256_packus_epi32(result_i32x8, result_i32x8);
+        packed_i16x16 = _mm256_permute4x64_epi64(packed_i16x16, 0x08);
+        _mm_storeu_si128((__m128i *)(y + i), _mm256_castsi256_si128(packed_i16x16));
+    }
+    for (; i < n; ++i) y[i] = uform__nn_f32_to_bf16_one(x[i]);
+}
+
+UFORM_HASWELL static void bf16_to_f32_haswell(size_t n, const uint16_t *x, float *y) {
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256i wide_i32x8 = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(x + i)));
+        _mm256_storeu_ps(y + i, _mm256_castsi256_ps(_mm256_slli_epi32(wide_i32x8, 16)));
+    }
+    for (; i < n; ++i) y[i] = uform__nn_bf16_to_f32_one(x[i]);
+}
+
+const uform__nn_kernels_t uform__nn_kernels_haswell = {
+    .attention_forward = attention_forward_f32_haswell,
+    .attention_backward = attention_backward_f32_haswell,
+    .layernorm_forward = uform__nn_layernorm_forward_f32_serial,
+    .layernorm_backward = uform__nn_layernorm_backward_f32_serial,
+    .gelu_forward = gelu_forward_f32_haswell,
+    .gelu_backward = gelu_backward_f32_haswell,
+    .softmax_xent_forward = uform__nn_softmax_xent_forward_f32_serial,
+    .softmax_xent_backward = uform__nn_softmax_xent_backward_f32_serial,
+    .l2norm_forward = uform__nn_l2norm_forward_f32_serial,
+    .l2norm_backward = uform__nn_l2norm_backward_f32_serial,
+    .mean_pool_forward = uform__nn_mean_pool_forward_f32_serial,
+    .mean_pool_backward = uform__nn_mean_pool_backward_f32_serial,
+    .embedding_forward = uform__nn_embedding_forward_f32_serial,
+    .embedding_backward = uform__nn_embedding_backward_f32_serial,
+    .f32_to_bf16 = f32_to_bf16_haswell,
+    .bf16_to_f32 = bf16_to_f32_haswell,
+    .f32_to_f16 = f32_to_f16_haswell,
+    .f16_to_f32 = f16_to_f32_haswell,
+    .f32_to_i8 = uform__nn_f32_to_i8_serial,
+    .f32_to_b1 = uform__nn_f32_to_b1_serial,
+    .adamw = uform__nn_adamw_f32_serial,
+    .sum_squares = uform__nn_sum_squares_f32_serial,
+};

@@ -1,0 +1,392 @@
+/*
+ * SKYLAKE NN kernels (AVX-512 F, BW, DQ, VL), also the tables of ICELAKE and GENOA (and through
+ * GENOA, SAPPHIRE, GRANITE and DIAMOND). Every NN kernel computes in F32, so the later classes'
+ * extensions (VNNI, BF16 dot products) have nothing to add here; and VCVTNEPS2BF16 treats
+ * subnormal inputs as zero, so the F32→BF16 conversion keeps the exact integer rounding.
+ *
+ * Specialised: the attention block primitives (a 4×64 register-blocked micro-product with
+ * masked tails, vectorised exp), GELU forward and backward, LayerNorm forward, and the
+ * F32↔BF16/F16 conversions. The vector exp and erfc are the Haswell ones widened to 16 lanes
+ * (Cephes expf, Numerical Recipes erfcc); see nn_haswell.c.
+ */
+#include <immintrin.h>
+#include <math.h>
+#include <string.h>
+
+#include "kernels/nn.h"
+
+#define UFORM_SKYLAKE __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,fma,f16c")))
+
+UFORM_SKYLAKE static inline __mmask16 tail_mask16(size_t count) {
+    return count >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << count) - 1u);
+}
+
+UFORM_SKYLAKE static inline __m512 exp_f32x16(__m512 x_f32x16) {
+    const __m512 low_f32x16 = _mm512_set1_ps(-87.33654f), high_f32x16 = _mm512_set1_ps(88.72283f);
+    __mmask16 underflow = _mm512_cmp_ps_mask(x_f32x16, low_f32x16, _CMP_LT_OQ);
+    __m512 clamped_f32x16 = _mm512_min_ps(high_f32x16, _mm512_max_ps(low_f32x16, x_f32x16));
+    __m512 n_f32x16 = _mm512_roundscale_ps(_mm512_mul_ps(clamped_f32x16, _mm512_set1_ps(1.44269504088896341f)),
+                                           _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 r_f32x16 = _mm512_fnmadd_ps(n_f32x16, _mm512_set1_ps(0.693359375f), clamped_f32x16);
+    r_f32x16 = _mm512_fnmadd_ps(n_f32x16, _mm512_set1_ps(-2.12194440e-4f), r_f32x16);
+    __m512 p_f32x16 = _mm512_set1_ps(1.9875691500e-4f);
+    p_f32x16 = _mm512_fmadd_ps(p_f32x16, r_f32x16, _mm512_set1_ps(1.3981999507e-3f));
+    p_f32x16 = _mm512_fmadd_ps(p_f32x16, r_f32x16, _mm512_set1_ps(8.3334519073e-3f));
+    p_f32x16 = _mm512_fmadd_ps(p_f32x16, r_f32x16, _mm512_set1_ps(4.1665795894e-2f));
+    p_f32x16 = _mm512_fmadd_ps(p_f32x16, r_f32x16, _mm512_set1_ps(1.6666665459e-1f));
+    p_f32x16 = _mm512_fmadd_ps(p_f32x16, r_f32x16, _mm512_set1_ps(5.0000001201e-1f));
+    __m512 r2_f32x16 = _mm512_mul_ps(r_f32x16, r_f32x16);
+    p_f32x16 = _mm512_fmadd_ps(p_f32x16, r2_f32x16, _mm512_add_ps(r_f32x16, _mm512_set1_ps(1.0f)));
+    /* p · 2^n exactly, whatever n (scalef handles the exponent range); NaN stays NaN. */
+    __m512 result_f32x16 = _mm512_scalef_ps(p_f32x16, n_f32x16);
+    return _mm512_maskz_mov_ps((__mmask16)~underflow, result_f32x16);
+}
+
+UFORM_SKYLAKE static inline __m512 erfc_nonnegative_f32x16(__m512 z_f32x16) {
+    __m512 t_f32x16 = _mm512_div_ps(_mm512_set1_ps(1.0f),
+                                    _mm512_fmadd_ps(_mm512_set1_ps(0.5f), z_f32x16, _mm512_set1_ps(1.0f)));
+    __m512 p_f32x16 = _mm512_set1_ps(0.17087277f);
+    p_f32x16 = _mm512_fmadd_ps(p_f32x16, t_f32x16, _mm512_set1_ps(-0.82215223f));
+    p_f32x16 = _mm512_fmadd_ps(p_f32x16, t_f32x16, _mm512_set1_ps(1.48851587f));
+    p_f32x16 = _mm512_fmadd_ps(p_f32x16, t_f32x16, _mm512_set1_ps(-1.13520398f));
+    p_f32x16 = _mm512_fmadd_ps(p_f32x16, t_f32x16, _mm512_set1_ps(0.27886807f));
+    p_f32x16 = _mm512_fmadd_ps(p_f32x16, t_f32x16, _mm512_set1_ps(-0.18628806f));
+    p_f32x16 = _mm512_fmadd_ps(p_f32x16, t_f32x16, _mm512_set1_ps(0.09678418f));
+    p_f32x16 = _mm512_fmadd_ps(p_f32x16, t_f32x16, _mm512_set1_ps(0.37409196f));
+    p_f32x16 = _mm512_fmadd_ps(p_f32x16, t_f32x16, _mm512_set1_ps(1.00002368f));
+    p_f32x16 = _mm512_fmadd_ps(p_f32x16, t_f32x16, _mm512_set1_ps(-1.26551223f));
+    return _mm512_mul_ps(t_f32x16, exp_f32x16(_mm512_fnmadd_ps(z_f32x16, z_f32x16, p_f32x16)));
+}
+
+/* Φ(x) = ½·erfc(−x/√2). */
+UFORM_SKYLAKE static inline __m512 normal_cdf_f32x16(__m512 x_f32x16) {
+    __m512 z_f32x16 = _mm512_mul_ps(x_f32x16, _mm512_set1_ps(0.70710678118654752f));
+    __m512 half_tail_f32x16 = _mm512_mul_ps(_mm512_set1_ps(0.5f), erfc_nonnegative_f32x16(_mm512_abs_ps(z_f32x16)));
+    __mmask16 negative = _mm512_cmp_ps_mask(x_f32x16, _mm512_setzero_ps(), _CMP_LT_OQ);
+    return _mm512_mask_mov_ps(_mm512_sub_ps(_mm512_set1_ps(1.0f), half_tail_f32x16), negative, half_tail_f32x16);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Attention block primitives.
+ */
+
+/* out[r, j] (=, or += when `add`) scale · Σ_k a[r, k]·b[k, j] for r < rows (compile-time 1..4)
+ * and j in one 64-wide column chunk of which `count` are valid. */
+UFORM_SKYLAKE static inline __attribute__((always_inline)) void
+product_rows_f32_skylake(const float *a, size_t a_stride, const float *b, size_t b_stride, size_t depth, float scale,
+                         float *out, size_t out_stride, size_t count, int add, const size_t rows) {
+    __m512 acc_f32x16[4][4];
+    for (size_t r = 0; r < rows; ++r)
+        for (size_t v = 0; v < 4; ++v) acc_f32x16[r][v] = _mm512_setzero_ps();
+    __mmask16 mask[4];
+    for (size_t v = 0; v < 4; ++v) mask[v] = tail_mask16(count > v * 16 ? count - v * 16 : 0);
+    size_t vectors = (count + 15) / 16;
+    if (vectors == 4) {
+        for (size_t k = 0; k < depth; ++k) {
+            const float *row = b + k * b_stride;
+            __m512 b0 = _mm512_loadu_ps(row), b1 = _mm512_loadu_ps(row + 16), b2 = _mm512_loadu_ps(row + 32),
+                   b3 = _mm512_maskz_loadu_ps(mask[3], row + 48);
+            for (size_t r = 0; r < rows; ++r) {
+                __m512 a_f32x16 = _mm512_set1_ps(a[r * a_stride + k]);
+                acc_f32x16[r][0] = _mm512_fmadd_ps(a_f32x16, b0, acc_f32x16[r][0]);
+                acc_f32x16[r][1] = _mm512_fmadd_ps(a_f32x16, b1, acc_f32x16[r][1]);
+                acc_f32x16[r][2] = _mm512_fmadd_ps(a_f32x16, b2, acc_f32x16[r][2]);
+                acc_f32x16[r][3] = _mm512_fmadd_ps(a_f32x16, b3, acc_f32x16[r][3]);
+            }
+        }
+    } else {
+        for (size_t k = 0; k < depth; ++k) {
+            const float *row = b + k * b_stride;
+            __m512 b_f32x16[4];
+            for (size_t v = 0; v < vectors; ++v) b_f32x16[v] = _mm512_maskz_loadu_ps(mask[v], row + v * 16);
+            for (size_t r = 0; r < rows; ++r) {
+                __m512 a_f32x16 = _mm512_set1_ps(a[r * a_stride + k]);
+                for (size_t v = 0; v < vectors; ++v)
+                    acc_f32x16[r][v] = _mm512_fmadd_ps(a_f32x16, b_f32x16[v], acc_f32x16[r][v]);
+            }
+        }
+    }
+    __m512 scale_f32x16 = _mm512_set1_ps(scale);
+    for (size_t r = 0; r < rows; ++r) {
+        float *o = out + r * out_stride;
+        for (size_t v = 0; v < vectors; ++v) {
+            __m512 value_f32x16 = _mm512_mul_ps(acc_f32x16[r][v], scale_f32x16);
+            if (add) value_f32x16 = _mm512_add_ps(value_f32x16, _mm512_maskz_loadu_ps(mask[v], o + v * 16));
+            _mm512_mask_storeu_ps(o + v * 16, mask[v], value_f32x16);
+        }
+    }
+}
+
+UFORM_SKYLAKE static void product_f32_skylake(const float *a, size_t a_stride, const float *b, size_t b_stride,
+                                              size_t m, size_t n, size_t k, float scale, float *out,
+                                              size_t out_stride, int add) {
+    for (size_t j = 0; j < n; j += 64) {
+        size_t count = n - j < 64 ? n - j : 64;
+        size_t r = 0;
+        for (; r + 4 <= m; r += 4)
+            product_rows_f32_skylake(a + r * a_stride, a_stride, b + j, b_stride, k, scale, out + r * out_stride + j,
+                                     out_stride, count, add, 4);
+        switch (m - r) {
+        case 3:
+            product_rows_f32_skylake(a + r * a_stride, a_stride, b + j, b_stride, k, scale, out + r * out_stride + j,
+                                     out_stride, count, add, 3);
+            break;
+        case 2:
+            product_rows_f32_skylake(a + r * a_stride, a_stride, b + j, b_stride, k, scale, out + r * out_stride + j,
+                                     out_stride, count, add, 2);
+            break;
+        case 1:
+            product_rows_f32_skylake(a + r * a_stride, a_stride, b + j, b_stride, k, scale, out + r * out_stride + j,
+                                     out_stride, count, add, 1);
+            break;
+        default: break;
+        }
+    }
+}
+
+UFORM_SKYLAKE static void scores_f32_skylake(const float *a, size_t a_stride, const float *bt, size_t bt_stride,
+                                             size_t rows, size_t cols, size_t width, float scale, float *s,
+                                             size_t s_stride) {
+    product_f32_skylake(a, a_stride, bt, bt_stride, rows, cols, width, scale, s, s_stride, 0);
+}
+
+UFORM_SKYLAKE static void accumulate_f32_skylake(float *acc, size_t acc_stride, const float *p, size_t p_stride,
+                                                 const float *x, size_t x_stride, size_t rows, size_t cols,
+                                                 size_t width) {
+    product_f32_skylake(p, p_stride, x, x_stride, rows, width, cols, 1.0f, acc, acc_stride, 1);
+}
+
+/* Gathers one 16-row column slice per store: dst row c takes src[r .. r+16][c]. */
+UFORM_SKYLAKE static void transpose_f32_skylake(const float *src, size_t src_stride, size_t rows, size_t cols,
+                                                float *dst, size_t dst_stride) {
+    __m512i index_i32x16 = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                              _mm512_set1_epi32((int)src_stride));
+    for (size_t r = 0; r < rows; r += 16) {
+        __mmask16 mask = tail_mask16(rows - r);
+        for (size_t c = 0; c < cols; ++c) {
+            __m512 column_f32x16 =
+                _mm512_mask_i32gather_ps(_mm512_setzero_ps(), mask, index_i32x16, src + r * src_stride + c, 4);
+            _mm512_mask_storeu_ps(dst + c * dst_stride + r, mask, column_f32x16);
+        }
+    }
+}
+
+UFORM_SKYLAKE static float exp_shift_sum_f32_skylake(float *x, size_t n, float shift) {
+    __m512 shift_f32x16 = _mm512_set1_ps(shift), sum_f32x16 = _mm512_setzero_ps();
+    for (size_t i = 0; i < n; i += 16) {
+        __mmask16 mask = tail_mask16(n - i);
+        __m512 value_f32x16 = exp_f32x16(_mm512_sub_ps(_mm512_maskz_loadu_ps(mask, x + i), shift_f32x16));
+        value_f32x16 = _mm512_maskz_mov_ps(mask, value_f32x16);
+        _mm512_mask_storeu_ps(x + i, mask, value_f32x16);
+        sum_f32x16 = _mm512_add_ps(sum_f32x16, value_f32x16);
+    }
+    return _mm512_reduce_add_ps(sum_f32x16);
+}
+
+UFORM_SKYLAKE static void exp_sub_f32_skylake(float *x, const float *shift, size_t n) {
+    for (size_t i = 0; i < n; i += 16) {
+        __mmask16 mask = tail_mask16(n - i);
+        __m512 value_f32x16 = _mm512_sub_ps(_mm512_maskz_loadu_ps(mask, x + i), _mm512_maskz_loadu_ps(mask, shift + i));
+        _mm512_mask_storeu_ps(x + i, mask, exp_f32x16(value_f32x16));
+    }
+}
+
+static const uform__nn_attention_ops_t attention_ops_skylake = {
+    transpose_f32_skylake, scores_f32_skylake, accumulate_f32_skylake, exp_shift_sum_f32_skylake, exp_sub_f32_skylake,
+};
+
+static void attention_forward_f32_skylake(const uform__attention_shape_t *shape, const float *qkv, float *out,
+                                          float *lse, const uform__parallel_t *parallel) {
+    uform__nn_attention_forward_with(&attention_ops_skylake, shape, qkv, out, lse, parallel);
+}
+
+static void attention_backward_f32_skylake(const uform__attention_shape_t *shape, const float *qkv, const float *out,
+                                           const float *lse, const float *dout, float *dqkv,
+                                           const uform__parallel_t *parallel) {
+    uform__nn_attention_backward_with(&attention_ops_skylake, shape, qkv, out, lse, dout, dqkv, parallel);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * GELU.
+ */
+
+typedef struct elementwise_context_t {
+    const float *x, *dy;
+    float *y;
+} elementwise_context_t;
+
+UFORM_SKYLAKE static void gelu_forward_range_skylake(void *opaque, size_t begin, size_t end) {
+    const elementwise_context_t *c = opaque;
+    for (size_t i = begin; i < end; i += 16) {
+        __mmask16 mask = tail_mask16(end - i);
+        __m512 x_f32x16 = _mm512_maskz_loadu_ps(mask, c->x + i);
+        _mm512_mask_storeu_ps(c->y + i, mask, _mm512_mul_ps(x_f32x16, normal_cdf_f32x16(x_f32x16)));
+    }
+}
+
+static void gelu_forward_f32_skylake(size_t n, const float *x, float *y, const uform__parallel_t *parallel) {
+    elementwise_context_t context = {.x = x, .y = y};
+    uform__nn_parallel_ranges(parallel, n, 4096, gelu_forward_range_skylake, &context);
+}
+
+UFORM_SKYLAKE static void gelu_backward_range_skylake(void *opaque, size_t begin, size_t end) {
+    const elementwise_context_t *c = opaque;
+    for (size_t i = begin; i < end; i += 16) {
+        __mmask16 mask = tail_mask16(end - i);
+        __m512 x_f32x16 = _mm512_maskz_loadu_ps(mask, c->x + i);
+        __m512 pdf_f32x16 =
+            _mm512_mul_ps(exp_f32x16(_mm512_mul_ps(_mm512_set1_ps(-0.5f), _mm512_mul_ps(x_f32x16, x_f32x16))),
+                          _mm512_set1_ps(0.39894228040143268f));
+        __m512 derivative_f32x16 = _mm512_fmadd_ps(x_f32x16, pdf_f32x16, normal_cdf_f32x16(x_f32x16));
+        _mm512_mask_storeu_ps(c->y + i, mask, _mm512_mul_ps(_mm512_maskz_loadu_ps(mask, c->dy + i), derivative_f32x16));
+    }
+}
+
+static void gelu_backward_f32_skylake(size_t n, const float *x, const float *dy, float *dx,
+                                      const uform__parallel_t *parallel) {
+    elementwise_context_t context = {.x = x, .dy = dy, .y = dx};
+    uform__nn_parallel_ranges(parallel, n, 4096, gelu_backward_range_skylake, &context);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * LayerNorm forward: two passes over the row in F32 lanes (sum, then squared deviations), so the
+ * variance never suffers the cancellation of E[x²] − E[x]².
+ */
+
+typedef struct layernorm_context_t {
+    size_t width, x_stride, y_stride;
+    const float *x, *weight, *bias;
+    float eps;
+    float *y, *mean, *rstd;
+} layernorm_context_t;
+
+UFORM_SKYLAKE static void layernorm_forward_rows_skylake(void *opaque, size_t begin, size_t end) {
+    const layernorm_context_t *c = opaque;
+    size_t width = c->width;
+    for (size_t r = begin; r < end; ++r) {
+        const float *x = c->x + r * c->x_stride;
+        float *y = c->y + r * c->y_stride;
+        __m512 sum_f32x16 = _mm512_setzero_ps();
+        for (size_t i = 0; i < width; i += 16)
+            sum_f32x16 = _mm512_add_ps(sum_f32x16, _mm512_maskz_loadu_ps(tail_mask16(width - i), x + i));
+        float mean = _mm512_reduce_add_ps(sum_f32x16) / (float)width;
+        __m512 mean_f32x16 = _mm512_set1_ps(mean), squares_f32x16 = _mm512_setzero_ps();
+        for (size_t i = 0; i < width; i += 16) {
+            __mmask16 mask = tail_mask16(width - i);
+            __m512 deviation_f32x16 = _mm512_maskz_sub_ps(mask, _mm512_maskz_loadu_ps(mask, x + i), mean_f32x16);
+            squares_f32x16 = _mm512_fmadd_ps(deviation_f32x16, deviation_f32x16, squares_f32x16);
+        }
+        float rstd = 1.0f / sqrtf(_mm512_reduce_add_ps(squares_f32x16) / (float)width + c->eps);
+        __m512 rstd_f32x16 = _mm512_set1_ps(rstd);
+        for (size_t i = 0; i < width; i += 16) {
+            __mmask16 mask = tail_mask16(width - i);
+            __m512 xhat_f32x16 = _mm512_mul_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(mask, x + i), mean_f32x16), rstd_f32x16);
+            __m512 value_f32x16 = _mm512_fmadd_ps(xhat_f32x16, _mm512_maskz_loadu_ps(mask, c->weight + i),
+                                                  _mm512_maskz_loadu_ps(mask, c->bias + i));
+            _mm512_mask_storeu_ps(y + i, mask, value_f32x16);
+        }
+        c->mean[r] = mean;
+        c->rstd[r] = rstd;
+    }
+}
+
+static void layernorm_forward_f32_skylake(size_t rows, size_t width, const float *x, size_t x_stride,
+                                          const float *weight, const float *bias, float eps, float *y, size_t y_stride,
+                                          float *mean, float *rstd, const uform__parallel_t *parallel) {
+    layernorm_context_t context = {width, x_stride, y_stride, x, weight, bias, eps, y, mean, rstd};
+    uform__nn_parallel_ranges(parallel, rows, 16, layernorm_forward_rows_skylake, &context);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Conversions: F16 through the AVX-512 form of F16C; BF16 with the serial kernel's integer
+ * rounding (exact for subnormals, unlike VCVTNEPS2BF16).
+ */
+
+UFORM_SKYLAKE static void f32_to_f16_skylake(size_t n, const float *x, uint16_t *y) {
+    for (size_t i = 0; i < n; i += 16) {
+        __mmask16 mask = tail_mask16(n - i);
+        __m256i half_i16x16 = _mm512_cvtps_ph(_mm512_maskz_loadu_ps(mask, x + i), _MM_FROUND_TO_NEAREST_INT);
+        _mm256_mask_storeu_epi16(y + i, mask, half_i16x16);
+    }
+}
+
+UFORM_SKYLAKE static void f16_to_f32_skylake(size_t n, const uint16_t *x, float *y) {
+    for (size_t i = 0; i < n; i += 16) {
+        __mmask16 mask = tail_mask16(n - i);
+        _mm512_mask_storeu_ps(y + i, mask, _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(mask, x + i)));
+    }
+}
+
+UFORM_SKYLAKE static void f32_to_bf16_skylake(size_t n, const float *x, uint16_t *y) {
+    for (size_t i = 0; i < n; i += 16) {
+        __mmask16 mask = tail_mask16(n - i);
+        __m512i bits_i32x16 = _mm512_castps_si512(_mm512_maskz_loadu_ps(mask, x + i));
+        __m512i odd_i32x16 = _mm512_and_si512(_mm512_srli_epi32(bits_i32x16, 16), _mm512_set1_epi32(1));
+        __m512i rounded_i32x16 =
+            _mm512_add_epi32(bits_i32x16, _mm512_add_epi32(_mm512_set1_epi32(0x7FFF), odd_i32x16));
+        __mmask16 nan = _mm512_cmpgt_epi32_mask(_mm512_and_si512(bits_i32x16, _mm512_set1_epi32(0x7FFFFFFF)),
+                                                _mm512_set1_epi32(0x7F800000));
+        rounded_i32x16 = _mm512_mask_or_epi32(rounded_i32x16, nan, bits_i32x16, _mm512_set1_epi32(0x00400000));
+        _mm256_mask_storeu_epi16(y + i, mask, _mm512_cvtepi32_epi16(_mm512_srli_epi32(rounded_i32x16, 16)));
+    }
+}
+
+UFORM_SKYLAKE static void bf16_to_f32_skylake(size_t n, const uint16_t *x, float *y) {
+    for (size_t i = 0; i < n; i += 16) {
+        __mmask16 mask = tail_mask16(n - i);
+        __m512i wide_i32x16 = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(mask, x + i));
+        _mm512_mask_storeu_ps(y + i, mask, _mm512_castsi512_ps(_mm512_slli_epi32(wide_i32x16, 16)));
+    }
+}
+
+/* SKYLAKE and ICELAKE. */
+const uform__nn_kernels_t uform__nn_kernels_skylake = {
+    .attention_forward = attention_forward_f32_skylake,
+    .attention_backward = attention_backward_f32_skylake,
+    .layernorm_forward = layernorm_forward_f32_skylake,
+    .layernorm_backward = uform__nn_layernorm_backward_f32_serial,
+    .gelu_forward = gelu_forward_f32_skylake,
+    .gelu_backward = gelu_backward_f32_skylake,
+    .softmax_xent_forward = uform__nn_softmax_xent_forward_f32_serial,
+    .softmax_xent_backward = uform__nn_softmax_xent_backward_f32_serial,
+    .l2norm_forward = uform__nn_l2norm_forward_f32_serial,
+    .l2norm_backward = uform__nn_l2norm_backward_f32_serial,
+    .mean_pool_forward = uform__nn_mean_pool_forward_f32_serial,
+    .mean_pool_backward = uform__nn_mean_pool_backward_f32_serial,
+    .embedding_forward = uform__nn_embedding_forward_f32_serial,
+    .embedding_backward = uform__nn_embedding_backward_f32_serial,
+    .f32_to_bf16 = f32_to_bf16_skylake,
+    .bf16_to_f32 = bf16_to_f32_skylake,
+    .f32_to_f16 = f32_to_f16_skylake,
+    .f16_to_f32 = f16_to_f32_skylake,
+    .f32_to_i8 = uform__nn_f32_to_i8_serial,
+    .f32_to_b1 = uform__nn_f32_to_b1_serial,
+    .adamw = uform__nn_adamw_f32_serial,
+    .sum_squares = uform__nn_sum_squares_f32_serial,
+};
+
+/* GENOA (and SAPPHIRE, GRANITE, DIAMOND): the same kernels, as the header comment explains. */
+const uform__nn_kernels_t uform__nn_kernels_genoa = {
+    .attention_forward = attention_forward_f32_skylake,
+    .attention_backward = attention_backward_f32_skylake,
+    .layernorm_forward = layernorm_forward_f32_skylake,
+    .layernorm_backward = uform__nn_layernorm_backward_f32_serial,
+    .gelu_forward = gelu_forward_f32_skylake,
+    .gelu_backward = gelu_backward_f32_skylake,
+    .softmax_xent_forward = uform__nn_softmax_xent_forward_f32_serial,
+    .softmax_xent_backward = uform__nn_softmax_xent_backward_f32_serial,
+    .l2norm_forward = uform__nn_l2norm_forward_f32_serial,
+    .l2norm_backward = uform__nn_l2norm_backward_f32_serial,
+    .mean_pool_forward = uform__nn_mean_pool_forward_f32_serial,
+    .mean_pool_backward = uform__nn_mean_pool_backward_f32_serial,
+    .embedding_forward = uform__nn_embedding_forward_f32_serial,
+    .embedding_backward = uform__nn_embedding_backward_f32_serial,
+    .f32_to_bf16 = f32_to_bf16_skylake,
+    .bf16_to_f32 = bf16_to_f32_skylake,
+    .f32_to_f16 = f32_to_f16_skylake,
+    .f16_to_f32 = f16_to_f32_skylake,
+    .f32_to_i8 = uform__nn_f32_to_i8_serial,
+    .f32_to_b1 = uform__nn_f32_to_b1_serial,
+    .adamw = uform__nn_adamw_f32_serial,
+    .sum_squares = uform__nn_sum_squares_f32_serial,
+};

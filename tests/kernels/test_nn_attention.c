@@ -1,0 +1,271 @@
+/*
+ * Packed variable-length attention: SERIAL against a naive double-precision reference (forward
+ * and analytic backward), the backward against central finite differences of the double forward,
+ * every SIMD class this machine runs against SERIAL, bit-identical results with 1, 2 and 3
+ * threads, and the argument checks.
+ */
+#include "kernels/nn_test_support.h"
+
+/* Naive attention in double. qkv [T, 3d] → out [T, d], lse [H, T]. */
+static void reference_forward(const uform__attention_shape_t *shape, const double *qkv, double *out, double *lse) {
+    size_t H = shape->heads, dh = shape->head_width, d = H * dh, T = shape->tokens;
+    double scale = 1.0 / sqrt((double)dh);
+    double *scores = malloc((T ? T : 1) * sizeof(double));
+    for (size_t item = 0; item < shape->count; ++item) {
+        size_t begin = shape->offsets[item], end = shape->offsets[item + 1];
+        for (size_t h = 0; h < H; ++h)
+            for (size_t i = begin; i < end; ++i) {
+                double max = -INFINITY;
+                for (size_t j = begin; j < end; ++j) {
+                    double s = 0.0;
+                    for (size_t e = 0; e < dh; ++e) s += qkv[i * 3 * d + h * dh + e] * qkv[j * 3 * d + d + h * dh + e];
+                    scores[j - begin] = s * scale;
+                    max = scores[j - begin] > max ? scores[j - begin] : max;
+                }
+                double sum = 0.0;
+                for (size_t j = begin; j < end; ++j) sum += exp(scores[j - begin] - max);
+                for (size_t e = 0; e < dh; ++e) {
+                    double o = 0.0;
+                    for (size_t j = begin; j < end; ++j)
+                        o += exp(scores[j - begin] - max) / sum * qkv[j * 3 * d + 2 * d + h * dh + e];
+                    out[i * d + h * dh + e] = o;
+                }
+                lse[h * T + i] = max + log(sum);
+            }
+    }
+    free(scores);
+}
+
+/* The analytic backward in double (softmax Jacobian written out), dout [T, d] → dqkv [T, 3d]. */
+static void reference_backward(const uform__attention_shape_t *shape, const double *qkv, const double *dout,
+                               double *dqkv) {
+    size_t H = shape->heads, dh = shape->head_width, d = H * dh, T = shape->tokens;
+    double scale = 1.0 / sqrt((double)dh);
+    memset(dqkv, 0, T * 3 * d * sizeof(double));
+    for (size_t item = 0; item < shape->count; ++item) {
+        size_t begin = shape->offsets[item], end = shape->offsets[item + 1], n = end - begin;
+        if (!n) continue;
+        double *p = malloc(n * sizeof(double)), *dp = malloc(n * sizeof(double));
+        for (size_t h = 0; h < H; ++h)
+            for (size_t i = begin; i < end; ++i) {
+                const double *q = qkv + i * 3 * d + h * dh, *g = dout + i * d + h * dh;
+                double max = -INFINITY, sum = 0.0, delta = 0.0;
+                for (size_t j = begin; j < end; ++j) {
+                    double s = 0.0;
+                    for (size_t e = 0; e < dh; ++e) s += q[e] * qkv[j * 3 * d + d + h * dh + e];
+                    p[j - begin] = s * scale;
+                    max = p[j - begin] > max ? p[j - begin] : max;
+                }
+                for (size_t j = 0; j < n; ++j) sum += (p[j] = exp(p[j] - max));
+                for (size_t j = 0; j < n; ++j) p[j] /= sum;
+                for (size_t j = begin; j < end; ++j) {
+                    double s = 0.0;
+                    for (size_t e = 0; e < dh; ++e) s += g[e] * qkv[j * 3 * d + 2 * d + h * dh + e];
+                    dp[j - begin] = s;
+                    delta += p[j - begin] * s;
+                }
+                for (size_t j = begin; j < end; ++j) {
+                    double ds = p[j - begin] * (dp[j - begin] - delta) * scale;
+                    for (size_t e = 0; e < dh; ++e) {
+                        dqkv[i * 3 * d + h * dh + e] += ds * qkv[j * 3 * d + d + h * dh + e];
+                        dqkv[j * 3 * d + d + h * dh + e] += ds * q[e];
+                        dqkv[j * 3 * d + 2 * d + h * dh + e] += p[j - begin] * g[e];
+                    }
+                }
+            }
+        free(p);
+        free(dp);
+    }
+}
+
+typedef struct case_t {
+    size_t heads, head_width, count;
+    size_t lengths[8];
+} case_t;
+
+typedef struct buffers_t {
+    uform__attention_shape_t shape;
+    size_t offsets[9];
+    size_t d, T;
+    float *qkv, *dout, *out, *lse, *dqkv;
+} buffers_t;
+
+static void buffers_init(buffers_t *b, const case_t *c, uint64_t *state) {
+    b->offsets[0] = 0;
+    for (size_t i = 0; i < c->count; ++i) b->offsets[i + 1] = b->offsets[i] + c->lengths[i];
+    b->T = b->offsets[c->count];
+    b->d = c->heads * c->head_width;
+    b->shape = (uform__attention_shape_t){b->T, c->heads, c->head_width, b->offsets, c->count};
+    b->qkv = malloc(b->T * 3 * b->d * sizeof(float) + 4);
+    b->dout = malloc(b->T * b->d * sizeof(float) + 4);
+    b->out = malloc(b->T * b->d * sizeof(float) + 4);
+    b->lse = malloc(c->heads * b->T * sizeof(float) + 4);
+    b->dqkv = malloc(b->T * 3 * b->d * sizeof(float) + 4);
+    test_fill(b->qkv, b->T * 3 * b->d, state, 2.0f);
+    test_fill(b->dout, b->T * b->d, state, 1.0f);
+}
+
+static void buffers_free(buffers_t *b) {
+    free(b->qkv), free(b->dout), free(b->out), free(b->lse), free(b->dqkv);
+}
+
+static void run(const uform__nn_kernels_t *kernels, buffers_t *b, const uform__parallel_t *parallel) {
+    kernels->attention_forward(&b->shape, b->qkv, b->out, b->lse, parallel);
+    kernels->attention_backward(&b->shape, b->qkv, b->out, b->lse, b->dout, b->dqkv, parallel);
+}
+
+static void check_against_reference(const case_t *c, uint64_t seed) {
+    uint64_t state = seed;
+    buffers_t b;
+    buffers_init(&b, c, &state);
+    size_t T = b.T, d = b.d;
+    double *qkv = malloc(T * 3 * d * sizeof(double) + 8), *dout = malloc(T * d * sizeof(double) + 8);
+    double *out = malloc(T * d * sizeof(double) + 8), *lse = malloc(c->heads * T * sizeof(double) + 8);
+    double *dqkv = malloc(T * 3 * d * sizeof(double) + 8);
+    for (size_t i = 0; i < T * 3 * d; ++i) qkv[i] = b.qkv[i];
+    for (size_t i = 0; i < T * d; ++i) dout[i] = b.dout[i];
+    reference_forward(&b.shape, qkv, out, lse);
+    reference_backward(&b.shape, qkv, dout, dqkv);
+
+    const uform__nn_kernels_t *serial = uform__nn_kernels(UFORM_CPU_CLASS_SERIAL);
+    run(serial, &b, NULL);
+    char label[96];
+    snprintf(label, sizeof label, "serial out H=%zu dh=%zu", c->heads, c->head_width);
+    test_compare_f32(label, b.out, out, T * d, 2e-6, 2e-5);
+    snprintf(label, sizeof label, "serial lse H=%zu dh=%zu", c->heads, c->head_width);
+    test_compare_f32(label, b.lse, lse, c->heads * T, 2e-6, 2e-6);
+    snprintf(label, sizeof label, "serial dqkv H=%zu dh=%zu", c->heads, c->head_width);
+    test_compare_f32(label, b.dqkv, dqkv, T * 3 * d, 1e-5, 1e-4);
+
+    float *out_serial = malloc(T * d * sizeof(float) + 4), *dqkv_serial = malloc(T * 3 * d * sizeof(float) + 4);
+    memcpy(out_serial, b.out, T * d * sizeof(float));
+    memcpy(dqkv_serial, b.dqkv, T * 3 * d * sizeof(float));
+
+    for (size_t k = 0; k < test_simd_class_count; ++k) {
+        uform_cpu_class_t cpu_class = test_simd_classes[k];
+        if (!uform_cpu_class_supported(cpu_class)) {
+            printf("skipping %s: not supported here\n", uform_cpu_class_name(cpu_class));
+            continue;
+        }
+        const uform__nn_kernels_t *kernels = uform__nn_kernels(cpu_class);
+        run(kernels, &b, NULL);
+        snprintf(label, sizeof label, "%s out H=%zu dh=%zu", uform_cpu_class_name(cpu_class), c->heads, c->head_width);
+        test_compare_f32(label, b.out, out, T * d, 2e-6, 2e-5);
+        test_compare_f32_f32(label, b.out, out_serial, T * d, 2e-6, 2e-5);
+        snprintf(label, sizeof label, "%s dqkv H=%zu dh=%zu", uform_cpu_class_name(cpu_class), c->heads, c->head_width);
+        test_compare_f32(label, b.dqkv, dqkv, T * 3 * d, 1e-5, 1e-4);
+        test_compare_f32_f32(label, b.dqkv, dqkv_serial, T * 3 * d, 1e-5, 1e-4);
+
+        /* Bit-identical whatever the thread count. */
+        float *out_one = malloc(T * d * sizeof(float) + 4), *dqkv_one = malloc(T * 3 * d * sizeof(float) + 4);
+        memcpy(out_one, b.out, T * d * sizeof(float));
+        memcpy(dqkv_one, b.dqkv, T * 3 * d * sizeof(float));
+        for (size_t threads = 2; threads <= 3; ++threads) {
+            test_pool_t pool;
+            uform__parallel_t parallel;
+            test_parallel_init(&parallel, &pool, threads);
+            memset(b.out, 0xFF, T * d * sizeof(float));
+            memset(b.dqkv, 0xFF, T * 3 * d * sizeof(float));
+            run(kernels, &b, &parallel);
+            snprintf(label, sizeof label, "%s out, %zu threads vs 1", uform_cpu_class_name(cpu_class), threads);
+            test_compare_bits(label, b.out, out_one, T * d * sizeof(float));
+            snprintf(label, sizeof label, "%s dqkv, %zu threads vs 1", uform_cpu_class_name(cpu_class), threads);
+            test_compare_bits(label, b.dqkv, dqkv_one, T * 3 * d * sizeof(float));
+        }
+        free(out_one), free(dqkv_one);
+    }
+    free(out_serial), free(dqkv_serial);
+    free(qkv), free(dout), free(out), free(lse), free(dqkv);
+    buffers_free(&b);
+}
+
+/* Central differences of L(qkv) = Σ dout ⊙ attention(qkv) computed in double, against every
+ * class's backward. */
+static void check_finite_differences(uint64_t seed) {
+    const case_t c = {2, 5, 3, {3, 1, 6}};
+    uint64_t state = seed;
+    buffers_t b;
+    buffers_init(&b, &c, &state);
+    size_t T = b.T, d = b.d, n = T * 3 * d;
+    double *qkv = malloc(n * sizeof(double)), *out = malloc(T * d * sizeof(double));
+    double *lse = malloc(c.heads * T * sizeof(double)), *numeric = malloc(n * sizeof(double));
+    for (size_t i = 0; i < n; ++i) qkv[i] = b.qkv[i];
+    const double step = 1e-6;
+    for (size_t i = 0; i < n; ++i) {
+        double saved = qkv[i], plus = 0.0, minus = 0.0;
+        qkv[i] = saved + step;
+        reference_forward(&b.shape, qkv, out, lse);
+        for (size_t j = 0; j < T * d; ++j) plus += b.dout[j] * out[j];
+        qkv[i] = saved - step;
+        reference_forward(&b.shape, qkv, out, lse);
+        for (size_t j = 0; j < T * d; ++j) minus += b.dout[j] * out[j];
+        qkv[i] = saved;
+        numeric[i] = (plus - minus) / (2 * step);
+    }
+    const uform_cpu_class_t classes[] = {UFORM_CPU_CLASS_SERIAL, UFORM_CPU_CLASS_INTEL_HASWELL,
+                                         UFORM_CPU_CLASS_INTEL_SKYLAKE, UFORM_CPU_CLASS_AMD_GENOA};
+    for (size_t k = 0; k < sizeof classes / sizeof classes[0]; ++k) {
+        if (!uform_cpu_class_supported(classes[k])) continue;
+        run(uform__nn_kernels(classes[k]), &b, NULL);
+        char label[96];
+        snprintf(label, sizeof label, "%s dqkv vs finite differences", uform_cpu_class_name(classes[k]));
+        test_compare_f32(label, b.dqkv, numeric, n, 2e-5, 1e-4);
+    }
+    free(qkv), free(out), free(lse), free(numeric);
+    buffers_free(&b);
+}
+
+/* A NaN in one item's input must show in that item's output, not vanish (or leak elsewhere). */
+static void check_nan_propagates(void) {
+    const case_t c = {1, 8, 2, {5, 4}};
+    uint64_t state = 7;
+    buffers_t b;
+    buffers_init(&b, &c, &state);
+    b.qkv[1 * 3 * b.d + b.d + 2] = NAN; /* a key of item 0 */
+    const uform_cpu_class_t classes[] = {UFORM_CPU_CLASS_SERIAL, UFORM_CPU_CLASS_INTEL_HASWELL,
+                                         UFORM_CPU_CLASS_INTEL_SKYLAKE};
+    for (size_t k = 0; k < 3; ++k) {
+        if (!uform_cpu_class_supported(classes[k])) continue;
+        uform__nn_kernels(classes[k])->attention_forward(&b.shape, b.qkv, b.out, b.lse, NULL);
+        CHECK_MSG(isnan(b.out[0]), "%s: a NaN key gave out[0] = %g", uform_cpu_class_name(classes[k]), b.out[0]);
+        CHECK_MSG(!isnan(b.out[5 * b.d]), "%s: a NaN in item 0 leaked into item 1", uform_cpu_class_name(classes[k]));
+    }
+    buffers_free(&b);
+}
+
+static void check_validation(void) {
+    size_t offsets[] = {0, 4, 3};
+    uform__attention_shape_t shape = {3, 2, 8, offsets, 2};
+    uform_outcome_t outcome;
+    memset(&outcome, 0, sizeof outcome);
+    CHECK_STATUS(uform__nn_check_attention(&shape, &outcome), UFORM_INVALID_ARGUMENT);
+    CHECK_CONTAINS(outcome.message, "offsets[2] < offsets[1] (3 < 4)");
+    size_t good[] = {0, 4, 9};
+    shape.offsets = good;
+    shape.tokens = 9;
+    CHECK_STATUS(uform__nn_check_attention(&shape, &outcome), UFORM_OK);
+    shape.head_width = UFORM__NN_ATTENTION_MAX_HEAD_WIDTH + 1;
+    CHECK_STATUS(uform__nn_check_attention(&shape, &outcome), UFORM_UNSUPPORTED);
+    CHECK_CONTAINS(outcome.message, "head width 129");
+    shape.head_width = 8;
+    shape.tokens = 10;
+    CHECK_STATUS(uform__nn_check_attention(&shape, &outcome), UFORM_INVALID_ARGUMENT);
+    CHECK_CONTAINS(outcome.message, "10 tokens");
+}
+
+int main(int argc, char **argv) {
+    uint64_t seed = argc > 1 ? strtoull(argv[1], NULL, 0) : 0x5EEDA77Eull;
+    printf("seed 0x%llx\n", (unsigned long long)seed);
+    /* Lengths 1, primes, exact blocks, ragged tails past one and two blocks, an empty item. */
+    const case_t cases[] = {
+        {2, 13, 6, {1, 5, 64, 67, 0, 131}},
+        {6, 64, 3, {197, 64, 1}},
+        {1, 1, 2, {2, 3}},
+        {3, 128, 2, {70, 9}},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) check_against_reference(&cases[i], seed + i);
+    check_finite_differences(seed);
+    check_nan_propagates();
+    check_validation();
+    return check_finish();
+}
