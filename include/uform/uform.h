@@ -512,6 +512,290 @@ UFORM_API uform_status_t uform_tape_validate(const uform_tape_t *tape, uform_out
 /* Tensor-program session (session.md)                                                         */
 /* ------------------------------------------------------------------------------------------ */
 /* BEGIN SESSION SECTION */
+/*
+ * A session compiles small tensor programs (dataflow graphs sent as versioned wire bytes, see
+ * src/session/WIRE.md) for this CPU and runs them on buffers the caller supplies. Forward only.
+ *
+ *     uform_session_t session = NULL;
+ *     uform_program_t program;
+ *     if (uform_session_init(&session) != UFORM_SESSION_OK) return 1;
+ *     if (uform_session_compile(session, bytes, length, &program) != UFORM_SESSION_OK)
+ *         fprintf(stderr, "%s\n", uform_session_last_cause(session));
+ *     const void *inputs[1] = {x};      size_t input_sizes[1] = {sizeof x};
+ *     void *outputs[1] = {y};           size_t output_sizes[1] = {sizeof y};
+ *     uform_session_invoke(session, program, inputs, input_sizes, 1, outputs, output_sizes, 1, NULL, 0);
+ *     uform_session_release(session, program);
+ *     uform_session_free(session);
+ *
+ * Thread contract: a session is not thread-safe; use one per thread (programs are not shared
+ * between sessions). A program builder is not thread-safe either. Different sessions and builders
+ * may be used from different threads at once.
+ */
+
+/* What a session call came to. The numbers are fixed by the reference documents, and each failure
+ * maps to exactly one of them. */
+typedef enum uform_session_status_t {
+    UFORM_SESSION_OK = 0,
+    UFORM_SESSION_INVALID_PROGRAM = 1,     /* malformed wire bytes: truncated, bad magic, id out of range,
+                                              forward reference (cycle), a type or shape that does not check,
+                                              a payload of the wrong size, an unknown dtype or opcode;
+                                              also a NULL argument to compile or to the builder */
+    UFORM_SESSION_UNSUPPORTED_VERSION = 2, /* wire bytes of a version newer than UFORM_SESSION_WIRE_VERSION */
+    UFORM_SESSION_INVALID_HANDLE = 3,      /* a NULL session, or a program handle that was released or never issued */
+    UFORM_SESSION_INVALID_BUFFER = 4,      /* invoke: wrong count, size or alignment, NULL, outputs sharing a byte
+                                              with an input or each other, or too small a scratch */
+    UFORM_SESSION_TOO_MANY_PROGRAMS = 5,   /* compile: all UFORM_SESSION_MAX_PROGRAMS slots hold programs */
+    UFORM_SESSION_OUT_OF_MEMORY = 6,       /* an allocation failed; nothing was loaded or written */
+    UFORM_SESSION_COMPILE_FAILED = 7,      /* a valid program this build cannot plan: a value or the scratch area
+                                              exceeds UFORM_SESSION_BYTE_LIMIT */
+    UFORM_SESSION_LAUNCH_FAILED = 8        /* invoke: a kernel refused to run (reserved; the CPU kernels bound at
+                                              compile time do not fail) */
+} uform_session_status_t;
+
+/* The lower-case name of a session status ("ok", "invalid_program" ...), "unknown" outside the
+ * table. The string is static. Thread-safe. */
+UFORM_API const char *uform_session_status_name(uform_session_status_t status);
+
+/* How many programs one session holds at once. */
+#define UFORM_SESSION_MAX_PROGRAMS 64
+/* The newest wire format version this build reads (and the one the builder writes). */
+#define UFORM_SESSION_WIRE_VERSION 1
+/* The largest value, and the largest scratch area, a compiled program may need: 2^40 bytes. */
+#define UFORM_SESSION_BYTE_LIMIT ((uint64_t)1 << 40)
+/* The most dimensions a value may have. */
+#define UFORM_SESSION_MAX_RANK 8
+/* Passed as `rank` to `uform_program_builder_operation`: let the builder infer the result type. */
+#define UFORM_SESSION_INFER ((size_t)-1)
+
+/*
+ * Scalar types of program values; the numbers are the wire format's dtype bytes.
+ *   F32, F64     IEEE binary32 and binary64, computed in their own precision.
+ *   F16, BF16    IEEE binary16 and bfloat16, stored as 16 bits, computed in binary32; every
+ *                operation's result is rounded to nearest-even on store (also inside fused chains).
+ *   I8, I32, I64 two's-complement integers; U8 an unsigned byte. Integer add, sub, mul, neg and abs
+ *                wrap modulo 2^bits; div truncates toward zero, x / 0 is 0 and MIN / -1 is MIN.
+ *   BOOL         one byte, 0 or 1 (comparisons produce it; any non-zero byte reads as 1).
+ */
+typedef enum uform_session_dtype_t {
+    UFORM_SESSION_DTYPE_F32 = 0,
+    UFORM_SESSION_DTYPE_F64 = 1,
+    UFORM_SESSION_DTYPE_F16 = 2,
+    UFORM_SESSION_DTYPE_BF16 = 3,
+    UFORM_SESSION_DTYPE_I8 = 4,
+    UFORM_SESSION_DTYPE_I32 = 5,
+    UFORM_SESSION_DTYPE_I64 = 6,
+    UFORM_SESSION_DTYPE_U8 = 7,
+    UFORM_SESSION_DTYPE_BOOL = 8
+} uform_session_dtype_t;
+
+/*
+ * Operations; the numbers are the wire format's opcodes, fixed forever. Operand counts and
+ * attributes (a list of signed 64-bit integers) per opcode; "float" means F32, F64, F16 or BF16;
+ * "numeric" means every dtype but BOOL; axes are in [0, rank). Full rules in src/session/WIRE.md.
+ *   NEG ABS RELU (numeric), EXP LOG SQRT RSQRT TANH ERF SIGMOID GELU (float): 1 operand, result of
+ *     the same type. GELU is the exact form 0.5·x·(1 + erf(x/√2)) (torch.nn.functional.gelu).
+ *   ADD SUB MUL DIV MAX MIN (numeric), POW (float): 2 operands of one dtype, NumPy broadcasting.
+ *     MAX and MIN propagate NaN (torch.maximum).
+ *   EQ NE LT LE GT GE: 2 operands of one dtype (any), broadcast, result BOOL.
+ *   SELECT: (condition BOOL, a, b) broadcast together; a and b share a dtype, which the result has.
+ *   CONVERT: 1 operand, the result dtype is the result value's. Float to integer truncates toward
+ *     zero and saturates, NaN gives 0; integer to integer wraps; to BOOL is "!= 0"; conversions
+ *     to F16/BF16 from F64 or I64 pass through F32.
+ *   REDUCE_SUM REDUCE_MAX REDUCE_MIN (numeric), REDUCE_MEAN (float): attributes
+ *     [keepdims (0 or 1), axis, axis, ...] with distinct axes; float sums accumulate in binary64.
+ *   MATMUL (float): (a [..., M, K], b [..., K, N]) -> [..., M, N], attributes [transpose_a,
+ *     transpose_b] (0 or 1 each; a transposed operand is stored [..., K, M] or [..., N, K]);
+ *     both ranks >= 2, batch dimensions broadcast.
+ *   RESHAPE: the result dims are the result value's; element counts must agree.
+ *   TRANSPOSE: attributes are a permutation p of the axes: result dims[i] = operand dims[p[i]].
+ *   BROADCAST: the operand broadcasts (NumPy rules) to the result value's dims.
+ *   SLICE: attributes [start, stop, step] per axis with 0 <= start < stop <= dim, step >= 1.
+ *   CONCAT: 1 to 255 operands of one dtype and rank, attributes [axis].
+ *   SOFTMAX (float): attributes [axis]. LAYER_NORM (float): operands (x [, weight [, bias]]),
+ *     attributes [axis, eps as the bit pattern of a binary64]; normalises over axes axis..rank-1
+ *     (torch.nn.functional.layer_norm with normalized_shape = dims[axis:]); weight and bias have
+ *     dims[axis:] and x's dtype.
+ */
+typedef enum uform_session_opcode_t {
+    UFORM_SESSION_OP_NEG = 1,
+    UFORM_SESSION_OP_ABS = 2,
+    UFORM_SESSION_OP_EXP = 3,
+    UFORM_SESSION_OP_LOG = 4,
+    UFORM_SESSION_OP_SQRT = 5,
+    UFORM_SESSION_OP_RSQRT = 6,
+    UFORM_SESSION_OP_TANH = 7,
+    UFORM_SESSION_OP_ERF = 8,
+    UFORM_SESSION_OP_SIGMOID = 9,
+    UFORM_SESSION_OP_RELU = 10,
+    UFORM_SESSION_OP_GELU = 11,
+    UFORM_SESSION_OP_ADD = 20,
+    UFORM_SESSION_OP_SUB = 21,
+    UFORM_SESSION_OP_MUL = 22,
+    UFORM_SESSION_OP_DIV = 23,
+    UFORM_SESSION_OP_MAX = 24,
+    UFORM_SESSION_OP_MIN = 25,
+    UFORM_SESSION_OP_POW = 26,
+    UFORM_SESSION_OP_EQ = 30,
+    UFORM_SESSION_OP_NE = 31,
+    UFORM_SESSION_OP_LT = 32,
+    UFORM_SESSION_OP_LE = 33,
+    UFORM_SESSION_OP_GT = 34,
+    UFORM_SESSION_OP_GE = 35,
+    UFORM_SESSION_OP_SELECT = 36,
+    UFORM_SESSION_OP_CONVERT = 40,
+    UFORM_SESSION_OP_REDUCE_SUM = 50,
+    UFORM_SESSION_OP_REDUCE_MAX = 51,
+    UFORM_SESSION_OP_REDUCE_MIN = 52,
+    UFORM_SESSION_OP_REDUCE_MEAN = 53,
+    UFORM_SESSION_OP_MATMUL = 60,
+    UFORM_SESSION_OP_RESHAPE = 70,
+    UFORM_SESSION_OP_TRANSPOSE = 71,
+    UFORM_SESSION_OP_BROADCAST = 72,
+    UFORM_SESSION_OP_SLICE = 73,
+    UFORM_SESSION_OP_CONCAT = 74,
+    UFORM_SESSION_OP_SOFTMAX = 80,
+    UFORM_SESSION_OP_LAYER_NORM = 81
+} uform_session_opcode_t;
+
+/* A session: up to UFORM_SESSION_MAX_PROGRAMS compiled programs and the scratch it allocates. */
+typedef struct uform_session_s *uform_session_t;
+
+/* A program handle, passed by value. `index` is the slot, `generation` changes whenever the slot is
+ * released, so a copy of a released handle is refused (UFORM_SESSION_INVALID_HANDLE) even after
+ * the slot holds another program. A zeroed handle is never valid. */
+typedef struct uform_program_t {
+    uint32_t index;
+    uint32_t generation;
+} uform_program_t;
+
+/* One parameter or output of a compiled program. `dims` (rank entries) belongs to the program and
+ * stays valid until it is released. `byte_size` is the exact size the buffer must have (dense,
+ * row-major), `alignment` the byte alignment its address must have (the dtype's size). */
+typedef struct uform_descriptor_t {
+    uform_session_dtype_t dtype;
+    size_t rank;
+    const size_t *dims;
+    size_t byte_size;
+    size_t alignment;
+} uform_descriptor_t;
+
+/* Makes an empty session and writes it to `*session` (NULL on failure). Statuses: OK,
+ * INVALID_HANDLE (NULL `session`), OUT_OF_MEMORY. */
+UFORM_API uform_session_status_t uform_session_init(uform_session_t *session);
+
+/* Releases every program and the session's scratch, then the session. NULL is a no-op. */
+UFORM_API void uform_session_free(uform_session_t session);
+
+/*
+ * Decodes, validates and compiles `length` wire bytes and loads the program into a free slot,
+ * writing its handle to `*program` (zeroed on failure). The bytes are borrowed for the call only:
+ * names and constant payloads are copied. Statuses: OK; INVALID_HANDLE (NULL session);
+ * INVALID_PROGRAM (NULL bytes or `program`, or malformed bytes); UNSUPPORTED_VERSION;
+ * TOO_MANY_PROGRAMS; OUT_OF_MEMORY; COMPILE_FAILED. Decode and compile failures set the last cause.
+ */
+UFORM_API uform_session_status_t uform_session_compile(uform_session_t session, const void *bytes, size_t length,
+                                                       uform_program_t *program);
+
+/* Points `*descriptors` at the program's parameter descriptors (in wire order) and writes their
+ * count. Both stay valid until the program is released. Statuses: OK, INVALID_HANDLE (also for
+ * NULL out-pointers). */
+UFORM_API uform_session_status_t uform_session_inputs(uform_session_t session, uform_program_t program,
+                                                      const uform_descriptor_t **descriptors, size_t *count);
+
+/* As `uform_session_inputs`, for the outputs. */
+UFORM_API uform_session_status_t uform_session_outputs(uform_session_t session, uform_program_t program,
+                                                       const uform_descriptor_t **descriptors, size_t *count);
+
+/* The size of the `scratch` area `uform_session_invoke` needs for this program (any alignment
+ * will do: the size includes the slack to align it); 0 for an invalid handle. */
+UFORM_API size_t uform_session_scratch_size(uform_session_t session, uform_program_t program);
+
+/*
+ * Runs a program on caller buffers: `inputs[i]` holds parameter i (`input_sizes[i]` bytes), the
+ * results land in `outputs[i]`. Buffers are used in place where the plan allows: parameters are
+ * read where they lie and results are computed straight into the outputs; the plan never writes a
+ * parameter's buffer (a value an output must hold twice is copied), so the inputs never change.
+ * `scratch` (at least `uform_session_scratch_size` bytes) may be NULL: the session then uses its
+ * own, kept for later calls. Every buffer is borrowed for the call only.
+ * Statuses: OK; INVALID_HANDLE; INVALID_BUFFER (counts, sizes or alignments other than the
+ * descriptors say, a NULL buffer or array, an output sharing a byte with an input or another
+ * output, too small a scratch); OUT_OF_MEMORY (the session's own scratch); LAUNCH_FAILED. On a
+ * failure before running, no output is written.
+ */
+UFORM_API uform_session_status_t uform_session_invoke(uform_session_t session, uform_program_t program,
+                                                      const void *const *inputs, const size_t *input_sizes,
+                                                      size_t input_count, void *const *outputs,
+                                                      const size_t *output_sizes, size_t output_count,
+                                                      void *scratch, size_t scratch_size);
+
+/* Frees a program. Its slot's generation changes, so every copy of the handle is refused from now
+ * on. Statuses: OK, INVALID_HANDLE (a stale or never-issued handle, or a NULL session). */
+UFORM_API uform_session_status_t uform_session_release(uform_session_t session, uform_program_t program);
+
+/* For logs only: the inner reason behind the latest failure that went through the error mapping
+ * (decode, validation or compile details such as "operation 3 (matmul): ..."); "" when none.
+ * Failures returned directly (full table, stale handle, buffer mismatch) leave it unchanged. The
+ * string belongs to the session and changes with its next failing compile. NULL session: "". */
+UFORM_API const char *uform_session_last_cause(uform_session_t session);
+
+/*
+ * A program builder writes the wire format, so hosts and tests never assemble bytes by hand.
+ * Values are numbered 0, 1, 2 ... in the order they are added. The builder checks only what it
+ * needs to write (and, when asked to infer a type, the operation's rule); everything else is left
+ * to `uform_session_compile`, so a builder can also write invalid programs on purpose.
+ * Every function answers OK, INVALID_PROGRAM (a NULL builder or array where one is needed, a rank
+ * above UFORM_SESSION_MAX_RANK, a type the builder cannot infer; `uform_program_builder_cause`
+ * says which) or OUT_OF_MEMORY.
+ */
+typedef struct uform_program_builder_s *uform_program_builder_t;
+
+/* Makes an empty builder (`*builder` is NULL on failure). */
+UFORM_API uform_session_status_t uform_program_builder_init(uform_program_builder_t *builder);
+
+/* Frees a builder and the bytes it finished. NULL is a no-op. */
+UFORM_API void uform_program_builder_free(uform_program_builder_t builder);
+
+/* Adds parameter (input) number `parameter count so far`; `name` may be NULL (copied). Writes its
+ * value id to `*value` (may be NULL). */
+UFORM_API uform_session_status_t uform_program_builder_parameter(uform_program_builder_t builder, const char *name,
+                                                                 uform_session_dtype_t dtype, size_t rank,
+                                                                 const size_t *dims, uint32_t *value);
+
+/* Adds a constant whose `payload_size` bytes (copied; dense, row-major, little-endian) hold its
+ * elements. */
+UFORM_API uform_session_status_t uform_program_builder_constant(uform_program_builder_t builder,
+                                                                uform_session_dtype_t dtype, size_t rank,
+                                                                const size_t *dims, const void *payload,
+                                                                size_t payload_size, uint32_t *value);
+
+/* Adds an operation and its result value. `operands` (value ids) and `attributes` are copied.
+ * With `rank` UFORM_SESSION_INFER the builder infers the result dtype and dims by the same rules
+ * compile checks (`dtype` and `dims` are then ignored; RESHAPE and BROADCAST cannot be inferred,
+ * and CONVERT takes `dtype`); otherwise the given type is written unchecked. */
+UFORM_API uform_session_status_t uform_program_builder_operation(uform_program_builder_t builder,
+                                                                 uform_session_opcode_t opcode,
+                                                                 const uint32_t *operands, size_t operand_count,
+                                                                 const int64_t *attributes, size_t attribute_count,
+                                                                 uform_session_dtype_t dtype, size_t rank,
+                                                                 const size_t *dims, uint32_t *value);
+
+/* Marks value `value` as the next output; `name` may be NULL (copied). */
+UFORM_API uform_session_status_t uform_program_builder_output(uform_program_builder_t builder, const char *name,
+                                                              uint32_t value);
+
+/* Writes the wire bytes. `*bytes` belongs to the builder and stays valid until the builder is
+ * freed or finishes again; the builder may go on adding after finishing. */
+UFORM_API uform_session_status_t uform_program_builder_finish(uform_program_builder_t builder, const void **bytes,
+                                                              size_t *length);
+
+/* The dtype and dims of value `value` as the builder recorded or inferred them (rank written to
+ * `*rank`, up to UFORM_SESSION_MAX_RANK dims to `dims`). INVALID_PROGRAM for an unknown value. */
+UFORM_API uform_session_status_t uform_program_builder_type(uform_program_builder_t builder, uint32_t value,
+                                                            uform_session_dtype_t *dtype, size_t *rank,
+                                                            size_t *dims);
+
+/* Why the builder's latest call failed ("" when none). Owned by the builder. */
+UFORM_API const char *uform_program_builder_cause(uform_program_builder_t builder);
 /* END SESSION SECTION */
 
 #ifdef __cplusplus

@@ -1,0 +1,86 @@
+/*
+ * The kernels a plan binds. The session's own portable loops live here (they are what every slot
+ * falls back to); `uform__session_kernels_bind` is the one place that points slots at the
+ * engine's per-class kernels (src/kernels/) once they are available, so binding stays a small
+ * change that touches nothing else.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "session/session.h"
+
+/* Y[m, n] = X[m, k] · W[n, k]ᵀ: four rows of W at a time so each X row is read once per four
+ * outputs; sums in F32 in k order (torch.nn.functional.linear without bias). */
+static int matmul_f32_portable(size_t m, size_t n, size_t k, const float *x, size_t ldx, const float *w, size_t ldw,
+                               float *y, size_t ldy) {
+    for (size_t i = 0; i < m; ++i) {
+        const float *xi = x + i * ldx;
+        float *yi = y + i * ldy;
+        size_t j = 0;
+        for (; j + 4 <= n; j += 4) {
+            const float *w0 = w + j * ldw, *w1 = w0 + ldw, *w2 = w1 + ldw, *w3 = w2 + ldw;
+            float s0 = 0.0f, s1 = 0.0f, s2 = 0.0f, s3 = 0.0f;
+            for (size_t p = 0; p < k; ++p) {
+                float xv = xi[p];
+                s0 += xv * w0[p];
+                s1 += xv * w1[p];
+                s2 += xv * w2[p];
+                s3 += xv * w3[p];
+            }
+            yi[j] = s0, yi[j + 1] = s1, yi[j + 2] = s2, yi[j + 3] = s3;
+        }
+        for (; j < n; ++j) {
+            const float *wj = w + j * ldw;
+            float s = 0.0f;
+            for (size_t p = 0; p < k; ++p) s += xi[p] * wj[p];
+            yi[j] = s;
+        }
+    }
+    return 0;
+}
+
+/* torch.softmax along rows: exponentials of x − max, divided by their sum (accumulated in F64). */
+static void softmax_f32_portable(size_t rows, size_t n, const float *x, float *y) {
+    for (size_t r = 0; r < rows; ++r) {
+        const float *xr = x + r * n;
+        float *yr = y + r * n, high = -INFINITY;
+        for (size_t j = 0; j < n; ++j)
+            if (xr[j] > high || xr[j] != xr[j]) high = xr[j];
+        double sum = 0.0;
+        for (size_t j = 0; j < n; ++j) sum += yr[j] = expf(xr[j] - high);
+        float scale = (float)(1.0 / sum);
+        for (size_t j = 0; j < n; ++j) yr[j] *= scale;
+    }
+}
+
+/* torch.nn.functional.layer_norm over rows: biased variance, statistics in F64. */
+static void layer_norm_f32_portable(size_t rows, size_t n, const float *x, const float *weight, const float *bias,
+                                    float eps, float *y, float *mean, float *rstd) {
+    for (size_t r = 0; r < rows; ++r) {
+        const float *xr = x + r * n;
+        float *yr = y + r * n;
+        double sum = 0.0, squares = 0.0;
+        for (size_t j = 0; j < n; ++j) sum += xr[j];
+        double mu = sum / (double)n;
+        for (size_t j = 0; j < n; ++j) squares += ((double)xr[j] - mu) * ((double)xr[j] - mu);
+        float m = (float)mu, s = (float)(1.0 / sqrt(squares / (double)n + (double)eps));
+        mean[r] = m, rstd[r] = s;
+        for (size_t j = 0; j < n; ++j) yr[j] = (xr[j] - m) * s * weight[j] + bias[j];
+    }
+}
+
+/* Exact GELU, 0.5·x·(1 + erf(x/√2)) (torch.nn.functional.gelu, approximate='none'). */
+static void gelu_f32_portable(size_t n, const float *x, float *y) {
+    for (size_t i = 0; i < n; ++i) y[i] = 0.5f * x[i] * (1.0f + erff(x[i] * 0.70710678118654752440f));
+}
+
+void uform__session_kernels_bind(uform__session_kernels_t *kernels, uform_cpu_class_t cpu_class) {
+    memset(kernels, 0, sizeof *kernels);
+    kernels->cpu_class = cpu_class;
+    kernels->matmul_f32 = matmul_f32_portable;
+    kernels->softmax_f32 = softmax_f32_portable;
+    kernels->layer_norm_f32 = layer_norm_f32_portable;
+    kernels->gelu_f32 = gelu_f32_portable;
+    kernels->matmul_name = "session portable";
+    kernels->norm_name = "session portable";
+}
