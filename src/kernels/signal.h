@@ -238,8 +238,11 @@ uform_status_t uform__signal_log_mel_f32(const uform__signal_mel_plan_t *plan, c
  * ceil(n · L / o) outputs. Equal rates copy. Each phase keeps only its non-zero taps (the clamp
  * makes the rest exactly zero), which changes nothing but speed.
  *
- * Quality (measured by test_signal_resample): passband to 0.99 · min(rate)/2 with the Hann-sinc's
- * gentle roll-off; see the test's printout for the ripple and stop-band numbers.
+ * Quality (measured by test_signal_resample with unit sines, 48 kHz -> 16 kHz): gain within 0.02 dB
+ * up to 4 kHz, −0.13 dB at 6 kHz, −1.8 dB at 7 kHz (the Hann-sinc of 6 zero crossings rolls off
+ * well before the 7.92 kHz cutoff); tones above the new Nyquist alias at −11 dB (8.5 kHz),
+ * −17 dB (9 kHz), below −45 dB from 10 kHz on (−55 dB at 12 kHz, −84 dB at 20 kHz). 44.1 kHz ->
+ * 16 kHz behaves the same (12 kHz at −55 dB). That is torchaudio's design, kept for parity.
  */
 typedef struct uform__signal_resample_plan_t {
     size_t source_rate, target_rate;   /* as given */
