@@ -1,0 +1,66 @@
+# The two commands a newcomer runs: `make demo` and `make test`. Everything else is for developers.
+# Each target installs what is missing (scripts/install-deps.sh), configures and builds first.
+
+BUILD ?= build
+JOBS ?= 2
+PREFIX ?= /usr/local
+CMAKE_FLAGS ?=
+
+.PHONY: all deps configure build test demo install asan tsan fuzz fuzz-long bench clean
+
+all: build
+
+deps:
+	@scripts/install-deps.sh
+
+configure: deps
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_INSTALL_PREFIX=$(PREFIX) $(CMAKE_FLAGS)
+
+build: configure
+	cmake --build $(BUILD) -j$(JOBS)
+
+# Every test through CTest.
+test: build
+	ctest --test-dir $(BUILD) --output-on-failure -j$(JOBS)
+
+# The main job on an embedded default.
+demo: build
+	$(BUILD)/tools/uform_demo
+
+install: build
+	cmake --install $(BUILD)
+
+# The whole suite under AddressSanitizer and UndefinedBehaviorSanitizer (CI runs it).
+asan: deps
+	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DUFORM_SANITIZE=address,undefined -DUFORM_BUILD_BENCH=OFF $(CMAKE_FLAGS)
+	cmake --build build-asan -j$(JOBS)
+	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	  ctest --test-dir build-asan --output-on-failure -j$(JOBS) -LE "noasan"
+
+# The executor, outcome and arena tests under ThreadSanitizer.
+tsan: deps
+	cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=Debug -DUFORM_SANITIZE=thread -DUFORM_BUILD_BENCH=OFF $(CMAKE_FLAGS)
+	cmake --build build-tsan -j$(JOBS)
+	TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 ctest --test-dir build-tsan --output-on-failure -L tsan
+
+# libFuzzer targets (clang): the short runs CTest knows, then `make fuzz-long` for an hour-scale run.
+fuzz: deps
+	cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DUFORM_FUZZ=ON -DUFORM_BUILD_BENCH=OFF
+	cmake --build build-fuzz -j$(JOBS)
+	ctest --test-dir build-fuzz --output-on-failure -L fuzz
+
+FUZZ_SECONDS ?= 3600
+fuzz-long: fuzz
+	for target in build-fuzz/tests/*/fuzz_*; do \
+	  [ -x "$$target" ] || continue; \
+	  mkdir -p build-fuzz/corpus/$$(basename $$target); \
+	  $$target -max_total_time=$(FUZZ_SECONDS) build-fuzz/corpus/$$(basename $$target) || exit 1; \
+	done
+
+# Benchmarks print tables and write JSON under bench/results/; they never fail the build.
+bench: build
+	mkdir -p bench/results
+	for program in $(BUILD)/bench/bench_*; do [ -x "$$program" ] && "$$program" || true; done
+
+clean:
+	rm -rf $(BUILD) build-asan build-tsan build-fuzz

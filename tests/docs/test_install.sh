@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Installs the build into a temporary prefix and builds an outside program against it, twice:
+# with pkg-config (shared library) and with CMake's find_package (the uform::uform target).
+# Usage: test_install.sh SOURCE_DIR BUILD_DIR C_COMPILER
+set -u
+source_dir=$1 build_dir=$2 compiler=${3:-cc}
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+prefix="$work/prefix"
+passed=0 failed=0
+check() { if "$@"; then passed=$((passed + 1)); else echo "failed: $*" >&2; failed=$((failed + 1)); fi; }
+
+cmake --install "$build_dir" --prefix "$prefix" > "$work/install.log" 2>&1 || { cat "$work/install.log" >&2; echo "0 passed, 1 failed"; exit 1; }
+libdir=$(ls -d "$prefix"/lib* | head -n 1)
+check test -f "$prefix/include/uform/uform.h"
+check test -f "$libdir/libuform.a"
+check test -L "$libdir/libuform.so.4"
+
+cat > "$work/outside.c" <<'PROGRAM'
+#include <uform/uform.h>
+#include <stdio.h>
+int main(void) {
+    int major = 0;
+    uform_version(&major, NULL, NULL);
+    uform_executor_t executor = NULL;
+    if (uform_executor_for_ram(NULL, 1, 0, &executor, NULL) != UFORM_OK) return 1;
+    uform_executor_free(executor);
+    printf("outside program sees UForm %d\n", major);
+    return major == 4 ? 0 : 1;
+}
+PROGRAM
+
+# pkg-config, shared library.
+export PKG_CONFIG_PATH="$libdir/pkgconfig"
+flags=$(pkg-config --cflags --libs uform)
+check "$compiler" "$work/outside.c" -o "$work/outside_pkgconfig" $flags
+check env LD_LIBRARY_PATH="$libdir" "$work/outside_pkgconfig"
+# pkg-config, static library.
+static_flags=$(pkg-config --static --cflags --libs uform)
+check "$compiler" "$work/outside.c" -o "$work/outside_static" $(pkg-config --cflags uform) "$libdir/libuform.a" $(echo "$static_flags" | sed 's/-luform\b//g')
+check "$work/outside_static"
+
+# CMake package.
+mkdir -p "$work/consumer"
+cp "$work/outside.c" "$work/consumer/outside.c"
+cat > "$work/consumer/CMakeLists.txt" <<'LISTS'
+cmake_minimum_required(VERSION 3.20)
+project(consumer C)
+find_package(uform 4 REQUIRED)
+add_executable(outside outside.c)
+target_link_libraries(outside PRIVATE uform::uform)
+LISTS
+check cmake -S "$work/consumer" -B "$work/consumer/build" -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_C_COMPILER="$compiler" -DCMAKE_BUILD_WITH_INSTALL_RPATH=ON -DCMAKE_INSTALL_RPATH="$libdir" > "$work/consumer.log" 2>&1
+check cmake --build "$work/consumer/build" > "$work/consumer_build.log" 2>&1
+check env LD_LIBRARY_PATH="$libdir" "$work/consumer/build/outside"
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
