@@ -1,0 +1,220 @@
+/*
+ * Matrix products (GEMM) per CPU class: the forward product of a linear layer and the three
+ * products its training needs. Private to libuform.
+ *
+ *   forward      Y[M,N]  = X[M,K] · W[N,K]ᵀ (+ bias[N]) (then GELU)     torch.nn.functional.linear
+ *   backward_x   dX[M,K] = dY[M,N] · W[N,K]
+ *   backward_w   dW[N,K] += dY[M,N]ᵀ · X[M,K]
+ *   backward_b   db[N]   += Σ_m dY[m,:]
+ *
+ * W is row-major [out, in] as checkpoints store it (K-contiguous). Every matrix has a leading
+ * dimension (row stride, in elements) so callers can pass sub-matrices. All accumulation is F32.
+ *
+ * Element types. F32×F32 → F32, and BF16 weights × (F32 or BF16) activations → F32. BF16 is the
+ * upper half of an IEEE binary32 (stored as uint16_t); F32 → BF16 rounds to nearest even (NaN
+ * stays NaN). What "F32 activations × BF16 weights" means depends on the class:
+ *   - SERIAL, HASWELL, SKYLAKE, ICELAKE widen the BF16 weights to F32 (exact) and multiply in F32,
+ *     so F32 activations keep all their bits.
+ *   - GENOA multiplies with vdpbf16ps: F32 activations (and F32 upstream gradients in backward_x)
+ *     are rounded to BF16 (nearest even) once, while their panel is packed, exactly as PyTorch's
+ *     BF16 autocast and oneDNN's BF16 matmul do. Each product then carries a relative error of at
+ *     most 2^-9 from that rounding; the sum is accumulated in F32. Decision: the dot-product
+ *     instruction runs at twice the F32 FMA rate here (≈1,082 vs ≈540 GFLOP/s peak on 2 cores),
+ *     and BF16 compute (training.md) already means BF16 operands with F32 accumulation.
+ *   - backward_w always multiplies in F32 on every class (dW is the master gradient; dY is F32).
+ *
+ * Blocking (GotoBLAS/BLIS loop order). The output is cut into NC-column chunks; within a chunk the
+ * weight operand is packed into NR-column panels ([K][NR] F32, or [K/2][NR][2] BF16 pairs for
+ * vdpbf16ps), then MC-row blocks of the other operand are packed into MR-row panels per KC slice
+ * and an MR×NR register tile is accumulated over the slice. Every class keeps its register tile
+ * and cache blocks in its own file (uform__gemm_micro_t below).
+ *
+ * Packed weights. `packed_size` / `pack` lay a whole [N,K] weight out once (at model load) in
+ * exactly the panel format the class's micro-kernel streams, so the forward product skips the
+ * per-call packing of W. A packed weight belongs to the micro-kernel family that packed it (its
+ * `layout` field); handing it to another class is UFORM_INVALID_ARGUMENT.
+ * Plain vs packed, measured with bench_gemm (M=4096, 2 threads, GFLOP/s): see the table at
+ * the end of this comment.
+ *
+ * Determinism. Work is split into prongs over (MC rows × NR-aligned column ranges) of the output;
+ * each output element is computed by exactly one prong, summing K in a fixed order (KC slices in
+ * order, each slice in order), so results are bit-identical whatever the thread count or timing.
+ * backward_w splits over tiles of dW and sums all of M inside one prong; backward_b splits over
+ * columns and sums rows in order.
+ *
+ * GELU is the exact-erf form 0.5·x·(1 + erf(x/√2)) (torch.nn.GELU(approximate='none')), computed
+ * as x − 0.5·x·erfc(x/√2) for x ≥ 0 and 0.5·x·erfc(|x|/√2) for x < 0 with a vectorised erfc of
+ * the form t·exp(−z² + P(t)), t = 1/(1 + z/2), P a degree-9 polynomial fitted for this project:
+ * relative error of erfc below ≈2e-7 on [0, 10], so GELU keeps a relative error of a few F32 ulps
+ * on both sides (tested against double erf in test_gemm).
+ *
+ * Scratch memory: each call allocates its packing buffers (a few MiB at most) and frees them;
+ * allocation failure answers UFORM_OUT_OF_MEMORY.
+ *
+ * Measured here (AMD EPYC Zen 4, 2 cores): filled in from bench/results/gemm.json, see the
+ * report in bench/bench_gemm.c.
+ */
+#ifndef UFORM_KERNELS_GEMM_H
+#define UFORM_KERNELS_GEMM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/parallel.h"
+#include "uform/uform.h"
+
+typedef uint16_t uform__bf16_t;
+
+typedef enum uform__gemm_dtype_t {
+    UFORM__GEMM_F32 = 0,
+    UFORM__GEMM_BF16 = 1
+} uform__gemm_dtype_t;
+
+/* A weight laid out once in a class's panel format. `data` points into caller-owned memory of
+ * `packed_size` bytes (64-byte aligned); the descriptor is small and held by value. */
+typedef struct uform__gemm_packed_t {
+    const void *data;
+    size_t n, k;                     /* the logical weight W[N,K] */
+    uform__gemm_dtype_t w_dtype;     /* what was packed */
+    uform__gemm_dtype_t panel_dtype; /* what the panels hold (F32, or BF16 pairs) */
+    size_t nr;                       /* columns per panel */
+    size_t k_padded;                 /* K rounded up to the panel's K granularity (1 or 2) */
+    uint32_t layout;                 /* the micro-kernel family's tag; checked on use */
+} uform__gemm_packed_t;
+
+/* Y[M,N] = X[M,K] · W[N,K]ᵀ (+ bias) (then GELU). `w` with `ldw`, or `packed` (then `w` is
+ * ignored). `x_dtype`: F32 or BF16 (BF16 only with BF16 weights). Y must not alias X or W. */
+typedef struct uform__gemm_forward_t {
+    size_t m, n, k;
+    const void *x; size_t ldx; uform__gemm_dtype_t x_dtype;
+    const void *w; size_t ldw; uform__gemm_dtype_t w_dtype;
+    const uform__gemm_packed_t *packed;
+    const float *bias; /* [N] or NULL */
+    int gelu;          /* non-zero: apply GELU after the bias */
+    float *y; size_t ldy;
+} uform__gemm_forward_t;
+
+/* dX[M,K] = dY[M,N] · W[N,K] (overwrites dX). dY is F32; W is F32 or BF16 (row-major). */
+typedef struct uform__gemm_backward_x_t {
+    size_t m, n, k;
+    const float *dy; size_t lddy;
+    const void *w; size_t ldw; uform__gemm_dtype_t w_dtype;
+    float *dx; size_t lddx;
+} uform__gemm_backward_x_t;
+
+/* dW[N,K] += dY[M,N]ᵀ · X[M,K] (accumulates into dW). dY is F32, X is F32 or BF16. */
+typedef struct uform__gemm_backward_w_t {
+    size_t m, n, k;
+    const float *dy; size_t lddy;
+    const void *x; size_t ldx; uform__gemm_dtype_t x_dtype;
+    float *dw; size_t lddw;
+} uform__gemm_backward_w_t;
+
+/* db[N] += Σ_m dY[m, :] (accumulates, rows in order). */
+typedef struct uform__gemm_backward_b_t {
+    size_t m, n;
+    const float *dy; size_t lddy;
+    float *db;
+} uform__gemm_backward_b_t;
+
+typedef uform_status_t (*uform__gemm_forward_fn)(const uform__gemm_forward_t *args, const uform__parallel_t *parallel,
+                                                 uform_outcome_t *outcome);
+typedef uform_status_t (*uform__gemm_backward_x_fn)(const uform__gemm_backward_x_t *args,
+                                                    const uform__parallel_t *parallel, uform_outcome_t *outcome);
+typedef uform_status_t (*uform__gemm_backward_w_fn)(const uform__gemm_backward_w_t *args,
+                                                    const uform__parallel_t *parallel, uform_outcome_t *outcome);
+typedef uform_status_t (*uform__gemm_backward_b_fn)(const uform__gemm_backward_b_t *args,
+                                                    const uform__parallel_t *parallel, uform_outcome_t *outcome);
+/* Bytes a packed [N,K] weight of `w_dtype` takes in this class's layout. */
+typedef size_t (*uform__gemm_packed_size_fn)(size_t n, size_t k, uform__gemm_dtype_t w_dtype);
+/* Packs W[N,K] (row stride `ldw`) into `memory` (`capacity` bytes, 64-byte aligned) and fills
+ * `*packed`. UFORM_INVALID_ARGUMENT for a short or misaligned buffer. */
+typedef uform_status_t (*uform__gemm_pack_fn)(const void *w, size_t ldw, uform__gemm_dtype_t w_dtype, size_t n,
+                                              size_t k, void *memory, size_t capacity, uform__gemm_packed_t *packed,
+                                              uform_outcome_t *outcome);
+
+/* One table per CPU class; every slot is filled. `*_f32` slots take F32 weights, `*_bf16` slots
+ * BF16 weights (and F32 or BF16 activations). */
+typedef struct uform__gemm_kernels_t {
+    uform_cpu_class_t cpu_class; /* the class whose instructions these kernels use */
+    uform__gemm_forward_fn forward_f32;
+    uform__gemm_forward_fn forward_bf16;
+    uform__gemm_backward_x_fn backward_x_f32;
+    uform__gemm_backward_x_fn backward_x_bf16;
+    uform__gemm_backward_w_fn backward_w;
+    uform__gemm_backward_b_fn backward_b;
+    uform__gemm_packed_size_fn packed_size_f32, packed_size_bf16;
+    uform__gemm_pack_fn pack_f32, pack_bf16;
+} uform__gemm_kernels_t;
+
+/* The table for `cpu_class`: SERIAL, HASWELL, SKYLAKE, ICELAKE and GENOA have their own;
+ * SAPPHIRE, GRANITE and DIAMOND use GENOA's; SIERRA uses HASWELL's; everything else (UNKNOWN,
+ * MONOVERSIONED, the non-x86 classes) SERIAL's. Never NULL. The caller checks that the machine
+ * runs the class (uform_cpu_class_supported) before calling through the table. */
+const uform__gemm_kernels_t *uform__gemm_kernels(uform_cpu_class_t cpu_class);
+
+/* ---- Below: the shared driver and the per-class micro-kernel contract (gemm.c). ---- */
+
+/*
+ * An MR×NR register tile: C[rows, cols] (+)= Σ_p A[0..MR)[p] ⊗ B[p][0..NR) over `kc` steps.
+ * A is a row-major block of MR rows with row stride `lda` elements (rows beyond `rows` are zero
+ * filled by the driver); B is an NR-column panel, [kc][NR] for F32 panels or K pairs
+ * [kc/2][NR][2] for BF16 panels (kc and lda even, so A's pair (p, p+1) is one 32-bit word).
+ * Lanes beyond `cols` are computed on zero padding and not stored. `accumulate` 0 overwrites C,
+ * 1 adds to it.
+ */
+typedef void (*uform__gemm_tile_fn)(size_t kc, const void *a, size_t lda, const void *b, float *c, size_t ldc,
+                                    size_t rows, size_t cols, int accumulate);
+/* Converts `count` F32 values to BF16 with round-to-nearest-even (a class's vector form). */
+typedef void (*uform__gemm_convert_fn)(const float *source, uform__bf16_t *target, size_t count);
+typedef void (*uform__gemm_epilogue_fn)(float *c, size_t ldc, size_t rows, size_t cols, const float *bias, int gelu);
+
+typedef struct uform__gemm_micro_t {
+    uform__gemm_dtype_t panel_dtype; /* F32, or BF16 pairs */
+    size_t mr, nr;                   /* register tile */
+    size_t kc, mc, nc;               /* cache blocks: K slice, rows per prong, columns per chunk */
+    uint32_t layout;                 /* tag of the packed-weight format (distinct per mr/nr/dtype) */
+    uform__gemm_tile_fn tile;
+    uform__gemm_epilogue_fn epilogue;
+    uform__gemm_convert_fn convert; /* used by BF16 panels to round F32 rows; NULL: scalar */
+} uform__gemm_micro_t;
+
+/* The products through a class's micro-kernel: validate, pack, split, run. */
+uform_status_t uform__gemm_forward_drive(const uform__gemm_micro_t *micro, const uform__gemm_forward_t *args,
+                                         const uform__parallel_t *parallel, uform_outcome_t *outcome);
+uform_status_t uform__gemm_backward_x_drive(const uform__gemm_micro_t *micro, const uform__gemm_backward_x_t *args,
+                                            const uform__parallel_t *parallel, uform_outcome_t *outcome);
+uform_status_t uform__gemm_backward_w_drive(const uform__gemm_micro_t *micro, const uform__gemm_backward_w_t *args,
+                                            const uform__parallel_t *parallel, uform_outcome_t *outcome);
+size_t uform__gemm_packed_size_for(const uform__gemm_micro_t *micro, size_t n, size_t k);
+uform_status_t uform__gemm_pack_for(const uform__gemm_micro_t *micro, const void *w, size_t ldw,
+                                    uform__gemm_dtype_t w_dtype, size_t n, size_t k, void *memory, size_t capacity,
+                                    uform__gemm_packed_t *packed, uform_outcome_t *outcome);
+
+/* The serial (reference) pieces other classes reuse. */
+uform_status_t uform__gemm_backward_b_serial(const uform__gemm_backward_b_t *args, const uform__parallel_t *parallel,
+                                             uform_outcome_t *outcome);
+/* Scalar GELU through libm's double erfc (the reference the vector epilogues are tested against). */
+float uform__gemm_gelu_f32(float x);
+/* P(t) of the vector erfc(z) = t·exp(−z² + P(t)), t = 1/(1 + z/2): coefficients of t^0..t^9. */
+extern const float uform__gemm_erfc_coefficients[10];
+/* F32 → BF16, round to nearest even, NaN kept (quietened); and back (exact). */
+static inline uform__bf16_t uform__gemm_bf16_from_f32(float value) {
+    union { float f; uint32_t u; } bits = {.f = value};
+    if ((bits.u & 0x7FFFFFFFu) > 0x7F800000u) return (uform__bf16_t)((bits.u >> 16) | 0x0040u);
+    bits.u += 0x7FFFu + ((bits.u >> 16) & 1u);
+    return (uform__bf16_t)(bits.u >> 16);
+}
+static inline float uform__gemm_f32_from_bf16(uform__bf16_t value) {
+    union { uint32_t u; float f; } bits = {.u = (uint32_t)value << 16};
+    return bits.f;
+}
+
+extern const uform__gemm_kernels_t uform__gemm_kernels_serial, uform__gemm_kernels_haswell,
+    uform__gemm_kernels_skylake, uform__gemm_kernels_icelake, uform__gemm_kernels_genoa;
+/* Skylake's micro-kernel family, reused by Icelake and by Genoa's F32 products. */
+extern const uform__gemm_micro_t uform__gemm_micro_f32_skylake;
+/* Skylake's AVX-512 F bias + GELU epilogue, which Genoa's BF16 tile shares. */
+void uform__gemm_epilogue_skylake(float *c, size_t ldc, size_t rows, size_t cols, const float *bias, int gelu);
+
+#endif

@@ -1,0 +1,413 @@
+/*
+ * The GEMM driver every class shares: argument checks, packing into the class's panel format,
+ * the deterministic parallel split and the blocked loops around the class's register tile.
+ * Compiled for the baseline CPU; only the tile and epilogue functions it calls use wider
+ * instructions (they live in gemm_<class>.c).
+ *
+ * Canonical form: C[M,N] (+)= A[M,K] · B[K,N], where A(i, p) = a.data[i·a.row + p·a.col] and
+ * B(p, j) = b.data[p·b.row + j·b.col]. The three products map onto it as
+ *   forward     A = X (row ldx, col 1)      B = Wᵀ (row 1, col ldw)     C = Y
+ *   backward_x  A = dY (row lddy, col 1)    B = W (row ldw, col 1)      C = dX, M=m N=k K=n
+ *   backward_w  A = dYᵀ (row 1, col lddy)   B = X (row ldx, col 1)      C = dW, M=n N=k K=m
+ *
+ * Loops: for each NC-column chunk, for each KC slice of K (in order): pack the B slice into
+ * NR-column panels (in parallel over panels, unless W came pre-packed), then run prongs over
+ * (MC-row block × group of panels); a prong packs its A block into MR-row panels and runs the
+ * tile over every (panel, row panel) pair, B micro-panel outer so it stays in L1 while the A
+ * block streams from L2. The first slice overwrites C (unless accumulating), later slices add,
+ * and the last one applies the epilogue, so every element of C sees the same sequence of
+ * operations whichever prong computes it: results do not depend on the thread count.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/outcome.h"
+#include "kernels/gemm.h"
+
+typedef struct gemm_operand_t {
+    const void *data;
+    uform__gemm_dtype_t dtype;
+    size_t row, col; /* strides in elements */
+} gemm_operand_t;
+
+typedef struct gemm_problem_t {
+    const uform__gemm_micro_t *micro;
+    size_t m, n, k;
+    gemm_operand_t a, b;
+    const uform__gemm_packed_t *packed; /* B pre-packed (whole K), or NULL */
+    float *c;
+    size_t ldc;
+    int accumulate;
+    const float *bias;
+    int gelu;
+} gemm_problem_t;
+
+/* Fitted for this project with /usr/bin/python3 + numpy: P(t) = log(erfc(z)/t) + z² on
+ * t ∈ [1/6, 1] (z ∈ [0, 10]), 4,000 Chebyshev nodes, Lawson-reweighted least squares towards
+ * minimax; max |error| 4.5e-8 in double, erfc relative error ≤ 2.7e-7 with F32 Horner. */
+const float uform__gemm_erfc_coefficients[10] = {-1.265441418e+00f, 9.984925389e-01f,  3.878994286e-01f,
+                                                 2.835856192e-02f,  2.019153535e-02f,  -1.167788729e-01f,
+                                                 -6.512591839e-01f, 1.122409225e+00f,  -6.660666466e-01f,
+                                                 1.421949118e-01f};
+
+static size_t round_up(size_t value, size_t step) { return (value + step - 1) / step * step; }
+static size_t dtype_bytes(uform__gemm_dtype_t dtype) { return dtype == UFORM__GEMM_BF16 ? 2 : 4; }
+
+static inline float operand_load(const gemm_operand_t *operand, size_t index) {
+    if (operand->dtype == UFORM__GEMM_BF16) return uform__gemm_f32_from_bf16(((const uform__bf16_t *)operand->data)[index]);
+    return ((const float *)operand->data)[index];
+}
+
+/*
+ * Copies rows [i0, i0 + rows) × K [p0, p0 + kc) of A into a row-major block with row stride
+ * `kc_padded` (K rounded up to even for BF16 pairs), zero-filling the padding columns and the rows
+ * up to a multiple of MR, converting to the panel type on the way (F32 → BF16 rounds to nearest
+ * even). Row copies are contiguous in every product but backward_w, whose A is dYᵀ.
+ */
+static void pack_a(const gemm_problem_t *problem, size_t i0, size_t rows, size_t p0, size_t kc, size_t kc_padded,
+                   void *out) {
+    const uform__gemm_micro_t *micro = problem->micro;
+    const gemm_operand_t *a = &problem->a;
+    size_t rows_padded = round_up(rows, micro->mr);
+    if (micro->panel_dtype == UFORM__GEMM_F32) {
+        float *block = out;
+        if (a->col == 1) {
+            for (size_t r = 0; r < rows; ++r) {
+                size_t base = (i0 + r) * a->row + p0;
+                if (a->dtype == UFORM__GEMM_F32) memcpy(block + r * kc_padded, (const float *)a->data + base, kc * sizeof(float));
+                else
+                    for (size_t p = 0; p < kc; ++p)
+                        block[r * kc_padded + p] = uform__gemm_f32_from_bf16(((const uform__bf16_t *)a->data)[base + p]);
+            }
+        } else { /* Transposed source: walk it row by row (p), scattering into the block's columns. */
+            for (size_t p = 0; p < kc; ++p) {
+                size_t base = (p0 + p) * a->col + i0 * a->row;
+                for (size_t r = 0; r < rows; ++r) block[r * kc_padded + p] = operand_load(a, base + r * a->row);
+            }
+        }
+        for (size_t r = 0; r < rows_padded; ++r)
+            for (size_t p = r < rows ? kc : 0; p < kc_padded; ++p) block[r * kc_padded + p] = 0.0f;
+        return;
+    }
+    uform__bf16_t *block = out;
+    for (size_t r = 0; r < rows_padded; ++r) {
+        uform__bf16_t *target = block + r * kc_padded;
+        size_t done = 0;
+        if (r < rows) {
+            size_t base = (i0 + r) * a->row + p0 * a->col;
+            if (a->col == 1 && a->dtype == UFORM__GEMM_BF16) {
+                memcpy(target, (const uform__bf16_t *)a->data + base, kc * sizeof(uform__bf16_t));
+            } else if (a->col == 1 && micro->convert) {
+                micro->convert((const float *)a->data + base, target, kc);
+            } else {
+                for (size_t p = 0; p < kc; ++p)
+                    target[p] = a->dtype == UFORM__GEMM_BF16 ? ((const uform__bf16_t *)a->data)[base + p * a->col]
+                                                             : uform__gemm_bf16_from_f32(((const float *)a->data)[base + p * a->col]);
+            }
+            done = kc;
+        }
+        for (size_t p = done; p < kc_padded; ++p) target[p] = 0;
+    }
+}
+
+/*
+ * Writes K [p0, p0 + kc) × columns [j0, j0 + cols) of B (cols ≤ NR) as one NR-column panel,
+ * zero-padding columns to NR and, for BF16 pairs, K to even. F32: out[p][j]; BF16: out[p/2][j][p%2].
+ */
+static void pack_b_panel(const uform__gemm_micro_t *micro, const gemm_operand_t *b, size_t p0, size_t kc, size_t j0,
+                         size_t cols, void *out) {
+    size_t nr = micro->nr;
+    if (micro->panel_dtype == UFORM__GEMM_F32) {
+        float *panel_out = out;
+        if (b->col == 1 && b->dtype == UFORM__GEMM_F32) { /* columns contiguous: row copies */
+            for (size_t p = 0; p < kc; ++p) {
+                const float *source = (const float *)b->data + (p0 + p) * b->row + j0;
+                memcpy(panel_out + p * nr, source, cols * sizeof(float));
+                for (size_t j = cols; j < nr; ++j) panel_out[p * nr + j] = 0.0f;
+            }
+            return;
+        }
+        for (size_t j = 0; j < nr; ++j) {
+            if (j >= cols) {
+                for (size_t p = 0; p < kc; ++p) panel_out[p * nr + j] = 0.0f;
+                continue;
+            }
+            size_t base = p0 * b->row + (j0 + j) * b->col;
+            if (b->row == 1 && b->dtype == UFORM__GEMM_F32) {
+                const float *source = (const float *)b->data + base;
+                for (size_t p = 0; p < kc; ++p) panel_out[p * nr + j] = source[p];
+            } else {
+                for (size_t p = 0; p < kc; ++p) panel_out[p * nr + j] = operand_load(b, base + p * b->row);
+            }
+        }
+        return;
+    }
+    size_t kc_pairs = (kc + 1) / 2;
+    uform__bf16_t *panel_out = out;
+    for (size_t j = 0; j < nr; ++j) {
+        for (size_t p = 0; p < kc_pairs * 2; ++p) {
+            uform__bf16_t value = 0;
+            if (j < cols && p < kc) {
+                size_t index = (p0 + p) * b->row + (j0 + j) * b->col;
+                value = b->dtype == UFORM__GEMM_BF16 ? ((const uform__bf16_t *)b->data)[index]
+                                                     : uform__gemm_bf16_from_f32(((const float *)b->data)[index]);
+            }
+            panel_out[(p / 2) * nr * 2 + j * 2 + (p & 1)] = value;
+        }
+    }
+}
+
+/* ---- The parallel phases of one (chunk, slice) step ---- */
+
+typedef struct gemm_step_t {
+    const gemm_problem_t *problem;
+    size_t j0, chunk_cols, panels; /* the chunk */
+    size_t p0, kc, kc_padded;      /* the slice */
+    const unsigned char *b_panels; /* first panel of this chunk at this slice */
+    size_t b_panel_stride;         /* bytes between consecutive panels */
+    unsigned char *b_scratch;      /* where pack_b writes (plain weights) */
+    unsigned char *a_scratch;      /* per-thread A blocks */
+    size_t a_scratch_stride;
+    size_t groups;                 /* panel groups per row block */
+    size_t pack_prongs;
+} gemm_step_t;
+
+static void pack_b_prong(void *context, size_t thread, size_t prong) {
+    const gemm_step_t *step = context;
+    const gemm_problem_t *problem = step->problem;
+    size_t begin, end, nr = problem->micro->nr;
+    uform__split_range(step->panels, step->pack_prongs, prong, &begin, &end);
+    for (size_t q = begin; q < end; ++q) {
+        size_t j = q * nr, cols = step->chunk_cols - j < nr ? step->chunk_cols - j : nr;
+        pack_b_panel(problem->micro, &problem->b, step->p0, step->kc, step->j0 + j, cols,
+                     step->b_scratch + q * step->b_panel_stride);
+    }
+}
+
+static void compute_prong(void *context, size_t thread, size_t prong) {
+    const gemm_step_t *step = context;
+    const gemm_problem_t *problem = step->problem;
+    const uform__gemm_micro_t *micro = problem->micro;
+    size_t mr = micro->mr, nr = micro->nr, elem = dtype_bytes(micro->panel_dtype);
+    size_t block = prong / step->groups, group = prong % step->groups;
+    size_t i0 = block * micro->mc, rows = problem->m - i0 < micro->mc ? problem->m - i0 : micro->mc;
+    size_t q_begin, q_end;
+    uform__split_range(step->panels, step->groups, group, &q_begin, &q_end);
+    if (q_begin == q_end) return;
+    unsigned char *a_block = step->a_scratch + thread * step->a_scratch_stride;
+    pack_a(problem, i0, rows, step->p0, step->kc, step->kc_padded, a_block);
+    size_t a_panel_bytes = step->kc_padded * mr * elem; /* MR rows of the block */
+    int accumulate = problem->accumulate || step->p0 > 0;
+    int last = step->p0 + step->kc == problem->k;
+    int epilogue = last && (problem->bias || problem->gelu);
+    for (size_t q = q_begin; q < q_end; ++q) {
+        size_t j = q * nr, cols = step->chunk_cols - j < nr ? step->chunk_cols - j : nr;
+        const unsigned char *b_panel = step->b_panels + q * step->b_panel_stride;
+        for (size_t r = 0; r < rows; r += mr) {
+            size_t tile_rows = rows - r < mr ? rows - r : mr;
+            float *c = problem->c + (i0 + r) * problem->ldc + step->j0 + j;
+            micro->tile(step->kc_padded, a_block + (r / mr) * a_panel_bytes, step->kc_padded, b_panel, c, problem->ldc,
+                        tile_rows, cols, accumulate);
+            if (epilogue)
+                micro->epilogue(c, problem->ldc, tile_rows, cols, problem->bias ? problem->bias + step->j0 + j : NULL,
+                                problem->gelu);
+        }
+    }
+}
+
+static void *aligned_scratch(size_t bytes) {
+    if (bytes == 0) bytes = 64;
+    return aligned_alloc(64, round_up(bytes, 64));
+}
+
+static uform_status_t gemm_run(const gemm_problem_t *problem, const uform__parallel_t *parallel,
+                               uform_outcome_t *outcome, const char *function) {
+    const uform__gemm_micro_t *micro = problem->micro;
+    size_t m = problem->m, n = problem->n, k = problem->k;
+    if (m == 0 || n == 0) return UFORM_OK;
+    if (k == 0) { /* An empty sum: C is 0 (or unchanged), then the epilogue. */
+        for (size_t i = 0; i < m; ++i) {
+            float *row = problem->c + i * problem->ldc;
+            if (!problem->accumulate) memset(row, 0, n * sizeof(float));
+            if (problem->bias || problem->gelu) micro->epilogue(row, problem->ldc, 1, n, problem->bias, problem->gelu);
+        }
+        return UFORM_OK;
+    }
+    size_t threads = uform__parallel_threads(parallel);
+    size_t mr = micro->mr, nr = micro->nr, elem = dtype_bytes(micro->panel_dtype);
+    size_t pair = micro->panel_dtype == UFORM__GEMM_BF16 ? 2 : 1;
+    size_t kc_max = micro->kc < k ? micro->kc : round_up(k, pair);
+    size_t nc = micro->nc;
+    size_t a_stride = round_up(round_up(micro->mc, mr) * kc_max * elem, 64);
+    size_t chunk_panels_max = (nc < n ? nc : round_up(n, nr)) / nr;
+    size_t b_panel_stride_plain = kc_max * nr * elem;
+    unsigned char *a_scratch = aligned_scratch(a_stride * threads);
+    unsigned char *b_scratch = problem->packed ? NULL : aligned_scratch(b_panel_stride_plain * chunk_panels_max);
+    if (!a_scratch || (!problem->packed && !b_scratch)) {
+        free(a_scratch);
+        free(b_scratch);
+        return uform__fail(outcome, UFORM_OUT_OF_MEMORY, function, "cannot allocate %zu bytes of packing scratch",
+                           a_stride * threads + b_panel_stride_plain * chunk_panels_max);
+    }
+    size_t row_blocks = (m + micro->mc - 1) / micro->mc;
+    for (size_t j0 = 0; j0 < n; j0 += nc) {
+        gemm_step_t step = {.problem = problem, .j0 = j0, .a_scratch = a_scratch, .a_scratch_stride = a_stride};
+        step.chunk_cols = n - j0 < nc ? n - j0 : nc;
+        step.panels = (step.chunk_cols + nr - 1) / nr;
+        /* Enough prongs to keep every thread busy: split columns too when rows are few. */
+        step.groups = 1;
+        if (threads > 1 && row_blocks < 4 * threads) {
+            step.groups = (4 * threads + row_blocks - 1) / row_blocks;
+            if (step.groups > step.panels) step.groups = step.panels;
+        }
+        step.pack_prongs = step.panels < 4 * threads ? step.panels : 4 * threads;
+        for (size_t p0 = 0; p0 < k; p0 += kc_max) {
+            step.p0 = p0;
+            step.kc = k - p0 < kc_max ? k - p0 : kc_max;
+            step.kc_padded = round_up(step.kc, pair);
+            if (problem->packed) {
+                size_t stride = problem->packed->k_padded * nr * elem;
+                step.b_panels = (const unsigned char *)problem->packed->data + (j0 / nr) * stride + p0 * nr * elem;
+                step.b_panel_stride = stride;
+            } else {
+                step.b_scratch = b_scratch;
+                step.b_panels = b_scratch;
+                step.b_panel_stride = step.kc_padded * nr * elem;
+                uform__parallel_for(parallel, step.pack_prongs, pack_b_prong, &step);
+            }
+            uform__parallel_for(parallel, row_blocks * step.groups, compute_prong, &step);
+        }
+    }
+    free(a_scratch);
+    free(b_scratch);
+    return UFORM_OK;
+}
+
+/* ---- Argument checks and the three products ---- */
+
+static uform_status_t check_matrix(uform_outcome_t *outcome, const char *function, const char *name, const void *data,
+                                   size_t rows, size_t cols, size_t stride) {
+    if (rows && cols && !data)
+        return uform__fail(outcome, UFORM_INVALID_ARGUMENT, function, "matrix '%s' [%zu, %zu] is NULL", name, rows, cols);
+    if (rows > 1 && stride < cols)
+        return uform__fail(outcome, UFORM_INVALID_ARGUMENT, function,
+                           "matrix '%s' [%zu, %zu]: leading dimension %zu is smaller than its %zu columns", name, rows,
+                           cols, stride, cols);
+    return UFORM_OK;
+}
+
+static uform_status_t check_dtype(uform_outcome_t *outcome, const char *function, const char *name,
+                                  uform__gemm_dtype_t dtype) {
+    if (dtype != UFORM__GEMM_F32 && dtype != UFORM__GEMM_BF16)
+        return uform__fail(outcome, UFORM_INVALID_ARGUMENT, function, "matrix '%s': element type %d is neither F32 (0) nor BF16 (1)",
+                           name, (int)dtype);
+    return UFORM_OK;
+}
+
+#define GEMM_TRY(expression)                       \
+    do {                                           \
+        uform_status_t gemm_status_ = (expression); \
+        if (gemm_status_ != UFORM_OK) return gemm_status_; \
+    } while (0)
+
+uform_status_t uform__gemm_forward_drive(const uform__gemm_micro_t *micro, const uform__gemm_forward_t *args,
+                                         const uform__parallel_t *parallel, uform_outcome_t *outcome) {
+    static const char function[] = "uform__gemm_forward";
+    if (!args) return uform__fail(outcome, UFORM_INVALID_ARGUMENT, function, "the arguments are NULL");
+    GEMM_TRY(check_dtype(outcome, function, "x", args->x_dtype));
+    GEMM_TRY(check_matrix(outcome, function, "x", args->x, args->m, args->k, args->ldx));
+    GEMM_TRY(check_matrix(outcome, function, "y", args->y, args->m, args->n, args->ldy));
+    gemm_problem_t problem = {.micro = micro, .m = args->m, .n = args->n, .k = args->k, .c = args->y, .ldc = args->ldy,
+                              .bias = args->bias, .gelu = args->gelu};
+    problem.a = (gemm_operand_t){.data = args->x, .dtype = args->x_dtype, .row = args->ldx, .col = 1};
+    if (args->packed) {
+        const uform__gemm_packed_t *packed = args->packed;
+        if (packed->layout != micro->layout || packed->nr != micro->nr || packed->panel_dtype != micro->panel_dtype)
+            return uform__fail(outcome, UFORM_INVALID_ARGUMENT, function,
+                               "packed weight has layout %u (NR %zu), but this class's kernel expects layout %u (NR %zu)",
+                               packed->layout, packed->nr, micro->layout, micro->nr);
+        if (packed->n != args->n || packed->k != args->k)
+            return uform__fail(outcome, UFORM_INVALID_ARGUMENT, function,
+                               "packed weight is [%zu, %zu], but the product needs W[%zu, %zu]", packed->n, packed->k,
+                               args->n, args->k);
+        if (packed->w_dtype != args->w_dtype)
+            return uform__fail(outcome, UFORM_INVALID_ARGUMENT, function,
+                               "packed weight was packed from element type %d, but the call says %d", (int)packed->w_dtype,
+                               (int)args->w_dtype);
+        if (args->n && args->k && !packed->data)
+            return uform__fail(outcome, UFORM_INVALID_ARGUMENT, function, "packed weight has no data");
+        problem.packed = packed;
+    } else {
+        GEMM_TRY(check_dtype(outcome, function, "w", args->w_dtype));
+        GEMM_TRY(check_matrix(outcome, function, "w", args->w, args->n, args->k, args->ldw));
+        problem.b = (gemm_operand_t){.data = args->w, .dtype = args->w_dtype, .row = 1, .col = args->ldw};
+    }
+    if (args->x_dtype == UFORM__GEMM_BF16 && args->w_dtype != UFORM__GEMM_BF16)
+        return uform__fail(outcome, UFORM_INVALID_ARGUMENT, function,
+                           "BF16 activations 'x' need BF16 weights; 'w' is F32");
+    return gemm_run(&problem, parallel, outcome, function);
+}
+
+uform_status_t uform__gemm_backward_x_drive(const uform__gemm_micro_t *micro, const uform__gemm_backward_x_t *args,
+                                            const uform__parallel_t *parallel, uform_outcome_t *outcome) {
+    static const char function[] = "uform__gemm_backward_x";
+    if (!args) return uform__fail(outcome, UFORM_INVALID_ARGUMENT, function, "the arguments are NULL");
+    GEMM_TRY(check_dtype(outcome, function, "w", args->w_dtype));
+    GEMM_TRY(check_matrix(outcome, function, "dy", args->dy, args->m, args->n, args->lddy));
+    GEMM_TRY(check_matrix(outcome, function, "w", args->w, args->n, args->k, args->ldw));
+    GEMM_TRY(check_matrix(outcome, function, "dx", args->dx, args->m, args->k, args->lddx));
+    gemm_problem_t problem = {.micro = micro, .m = args->m, .n = args->k, .k = args->n, .c = args->dx, .ldc = args->lddx};
+    problem.a = (gemm_operand_t){.data = args->dy, .dtype = UFORM__GEMM_F32, .row = args->lddy, .col = 1};
+    problem.b = (gemm_operand_t){.data = args->w, .dtype = args->w_dtype, .row = args->ldw, .col = 1};
+    return gemm_run(&problem, parallel, outcome, function);
+}
+
+uform_status_t uform__gemm_backward_w_drive(const uform__gemm_micro_t *micro, const uform__gemm_backward_w_t *args,
+                                            const uform__parallel_t *parallel, uform_outcome_t *outcome) {
+    static const char function[] = "uform__gemm_backward_w";
+    if (!args) return uform__fail(outcome, UFORM_INVALID_ARGUMENT, function, "the arguments are NULL");
+    GEMM_TRY(check_dtype(outcome, function, "x", args->x_dtype));
+    GEMM_TRY(check_matrix(outcome, function, "dy", args->dy, args->m, args->n, args->lddy));
+    GEMM_TRY(check_matrix(outcome, function, "x", args->x, args->m, args->k, args->ldx));
+    GEMM_TRY(check_matrix(outcome, function, "dw", args->dw, args->n, args->k, args->lddw));
+    gemm_problem_t problem = {.micro = micro, .m = args->n, .n = args->k, .k = args->m, .c = args->dw, .ldc = args->lddw,
+                              .accumulate = 1};
+    problem.a = (gemm_operand_t){.data = args->dy, .dtype = UFORM__GEMM_F32, .row = 1, .col = args->lddy};
+    problem.b = (gemm_operand_t){.data = args->x, .dtype = args->x_dtype, .row = args->ldx, .col = 1};
+    return gemm_run(&problem, parallel, outcome, function);
+}
+
+/* ---- Packed weights ---- */
+
+size_t uform__gemm_packed_size_for(const uform__gemm_micro_t *micro, size_t n, size_t k) {
+    size_t pair = micro->panel_dtype == UFORM__GEMM_BF16 ? 2 : 1;
+    return round_up(n, micro->nr) * round_up(k, pair) * dtype_bytes(micro->panel_dtype);
+}
+
+uform_status_t uform__gemm_pack_for(const uform__gemm_micro_t *micro, const void *w, size_t ldw,
+                                    uform__gemm_dtype_t w_dtype, size_t n, size_t k, void *memory, size_t capacity,
+                                    uform__gemm_packed_t *packed, uform_outcome_t *outcome) {
+    static const char function[] = "uform__gemm_pack";
+    if (!packed) return uform__fail(outcome, UFORM_INVALID_ARGUMENT, function, "'packed' is NULL");
+    memset(packed, 0, sizeof *packed);
+    GEMM_TRY(check_dtype(outcome, function, "w", w_dtype));
+    GEMM_TRY(check_matrix(outcome, function, "w", w, n, k, ldw));
+    size_t size = uform__gemm_packed_size_for(micro, n, k);
+    if (capacity < size || (size && !memory))
+        return uform__fail(outcome, UFORM_INVALID_ARGUMENT, function,
+                           "packing W[%zu, %zu] needs %zu bytes, the buffer has %zu", n, k, size, memory ? capacity : 0);
+    if ((uintptr_t)memory % 64)
+        return uform__fail(outcome, UFORM_INVALID_ARGUMENT, function, "the packing buffer %p is not 64-byte aligned",
+                           memory);
+    size_t pair = micro->panel_dtype == UFORM__GEMM_BF16 ? 2 : 1;
+    size_t k_padded = round_up(k, pair), panel_bytes = k_padded * micro->nr * dtype_bytes(micro->panel_dtype);
+    gemm_operand_t b = {.data = w, .dtype = w_dtype, .row = 1, .col = ldw}; /* B(p, j) = W[j, p] */
+    for (size_t j = 0, q = 0; j < n; j += micro->nr, ++q) {
+        size_t cols = n - j < micro->nr ? n - j : micro->nr;
+        pack_b_panel(micro, &b, 0, k, j, cols, (unsigned char *)memory + q * panel_bytes);
+    }
+    *packed = (uform__gemm_packed_t){.data = memory, .n = n, .k = k, .w_dtype = w_dtype,
+                                     .panel_dtype = micro->panel_dtype, .nr = micro->nr, .k_padded = k_padded,
+                                     .layout = micro->layout};
+    return UFORM_OK;
+}

@@ -1,0 +1,127 @@
+/*
+ * AMD_GENOA GEMM: AVX-512 BF16. Products with BF16 weights run on vdpbf16ps, which multiplies
+ * pairs of BF16 values and adds both products into an F32 lane: a 14×32 register tile (28 zmm
+ * accumulators) consumes two K steps per instruction, twice the F32 FMA rate. Weight panels hold
+ * K pairs, [K/2][32][2] BF16; the A block is row-major BF16, each row's pair broadcast as one
+ * 32-bit word ({1to16}). F32 activations (and F32 upstream gradients of backward_x) are rounded
+ * to BF16 (nearest even, vcvtne2ps2bf16) once while their block is packed: see gemm.h for why.
+ * F32 × F32 products and backward_w use Skylake's AVX-512 F tile. Also used by SAPPHIRE,
+ * GRANITE and DIAMOND until they get AMX kernels.
+ */
+#include <immintrin.h>
+
+#include "kernels/gemm.h"
+
+#define GENOA_TARGET __attribute__((target("avx512f,avx512dq,avx512bw,avx512vl,avx512bf16,fma")))
+
+enum { GENOA_MR = 14, GENOA_NR = 32 };
+
+static inline __mmask16 columns_mask(size_t cols) { return cols >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << cols) - 1u); }
+
+/* C[rows, cols] (+)= A[14][kc] · B[kc][32], A row-major BF16, B as K pairs [kc/2][32][2]. */
+GENOA_TARGET static void tile_bf16_genoa(size_t kc, const void *a_block, size_t lda, const void *b_panel, float *c,
+                                         size_t ldc, size_t rows, size_t cols, int accumulate) {
+    const uform__bf16_t *a = a_block, *b = b_panel;
+    __m512 sum_f32x16[GENOA_MR][2];
+#pragma GCC unroll 14
+    for (int r = 0; r < GENOA_MR; ++r) sum_f32x16[r][0] = sum_f32x16[r][1] = _mm512_setzero_ps();
+    for (size_t p = 0; p < kc; p += 2) {
+        __m512i b0_bf16x32 = _mm512_loadu_si512(b + p * GENOA_NR), b1_bf16x32 = _mm512_loadu_si512(b + p * GENOA_NR + 32);
+#pragma GCC unroll 14
+        for (int r = 0; r < GENOA_MR; ++r) {
+            int pair;
+            __builtin_memcpy(&pair, a + r * lda + p, sizeof pair);
+            __m512i a_bf16x32 = _mm512_set1_epi32(pair);
+            sum_f32x16[r][0] = _mm512_dpbf16_ps(sum_f32x16[r][0], (__m512bh)a_bf16x32, (__m512bh)b0_bf16x32);
+            sum_f32x16[r][1] = _mm512_dpbf16_ps(sum_f32x16[r][1], (__m512bh)a_bf16x32, (__m512bh)b1_bf16x32);
+        }
+    }
+    __mmask16 mask0 = columns_mask(cols), mask1 = cols > 16 ? columns_mask(cols - 16) : 0;
+#pragma GCC unroll 14
+    for (int r = 0; r < GENOA_MR; ++r) {
+        if ((size_t)r >= rows) break;
+        float *row = c + r * ldc;
+        __m512 c0_f32x16 = sum_f32x16[r][0], c1_f32x16 = sum_f32x16[r][1];
+        if (accumulate) {
+            c0_f32x16 = _mm512_add_ps(_mm512_maskz_loadu_ps(mask0, row), c0_f32x16);
+            c1_f32x16 = _mm512_add_ps(_mm512_maskz_loadu_ps(mask1, row + 16), c1_f32x16);
+        }
+        _mm512_mask_storeu_ps(row, mask0, c0_f32x16);
+        _mm512_mask_storeu_ps(row + 16, mask1, c1_f32x16);
+    }
+}
+
+/* F32 → BF16 with round-to-nearest-even, 32 at a time (vcvtne2ps2bf16 rounds that way and keeps
+ * NaN a NaN). */
+GENOA_TARGET static void convert_bf16_genoa(const float *source, uform__bf16_t *target, size_t count) {
+    size_t i = 0;
+    for (; i + 32 <= count; i += 32) {
+        __m512bh packed_bf16x32 = _mm512_cvtne2ps_pbh(_mm512_loadu_ps(source + i + 16), _mm512_loadu_ps(source + i));
+        _mm512_storeu_si512(target + i, (__m512i)packed_bf16x32);
+    }
+    for (; i < count; ++i) target[i] = uform__gemm_bf16_from_f32(source[i]);
+}
+
+static const uform__gemm_micro_t micro_bf16_genoa = {
+    .panel_dtype = UFORM__GEMM_BF16, .mr = GENOA_MR, .nr = GENOA_NR, .kc = 512, .mc = 168, .nc = 1536,
+    .layout = 4, .tile = tile_bf16_genoa, .epilogue = uform__gemm_epilogue_skylake, .convert = convert_bf16_genoa};
+
+static uform_status_t gemm_bf16_genoa(const uform__gemm_forward_t *args, const uform__parallel_t *parallel,
+                                      uform_outcome_t *outcome) {
+    return uform__gemm_forward_drive(&micro_bf16_genoa, args, parallel, outcome);
+}
+
+static uform_status_t gemm_backward_x_bf16_genoa(const uform__gemm_backward_x_t *args, const uform__parallel_t *parallel,
+                                                 uform_outcome_t *outcome) {
+    return uform__gemm_backward_x_drive(&micro_bf16_genoa, args, parallel, outcome);
+}
+
+static uform_status_t gemm_f32_genoa(const uform__gemm_forward_t *args, const uform__parallel_t *parallel,
+                                     uform_outcome_t *outcome) {
+    return uform__gemm_forward_drive(&uform__gemm_micro_f32_skylake, args, parallel, outcome);
+}
+
+static uform_status_t gemm_backward_x_f32_genoa(const uform__gemm_backward_x_t *args, const uform__parallel_t *parallel,
+                                                uform_outcome_t *outcome) {
+    return uform__gemm_backward_x_drive(&uform__gemm_micro_f32_skylake, args, parallel, outcome);
+}
+
+static uform_status_t gemm_backward_w_f32_genoa(const uform__gemm_backward_w_t *args, const uform__parallel_t *parallel,
+                                                uform_outcome_t *outcome) {
+    return uform__gemm_backward_w_drive(&uform__gemm_micro_f32_skylake, args, parallel, outcome);
+}
+
+static size_t packed_size_f32_genoa(size_t n, size_t k, uform__gemm_dtype_t w_dtype) {
+    return uform__gemm_packed_size_for(&uform__gemm_micro_f32_skylake, n, k);
+}
+
+static uform_status_t pack_f32_genoa(const void *w, size_t ldw, uform__gemm_dtype_t w_dtype, size_t n, size_t k,
+                                     void *memory, size_t capacity, uform__gemm_packed_t *packed,
+                                     uform_outcome_t *outcome) {
+    return uform__gemm_pack_for(&uform__gemm_micro_f32_skylake, w, ldw, w_dtype, n, k, memory, capacity, packed,
+                                outcome);
+}
+
+static size_t packed_size_bf16_genoa(size_t n, size_t k, uform__gemm_dtype_t w_dtype) {
+    return uform__gemm_packed_size_for(&micro_bf16_genoa, n, k);
+}
+
+static uform_status_t pack_bf16_genoa(const void *w, size_t ldw, uform__gemm_dtype_t w_dtype, size_t n, size_t k,
+                                      void *memory, size_t capacity, uform__gemm_packed_t *packed,
+                                      uform_outcome_t *outcome) {
+    return uform__gemm_pack_for(&micro_bf16_genoa, w, ldw, w_dtype, n, k, memory, capacity, packed, outcome);
+}
+
+const uform__gemm_kernels_t uform__gemm_kernels_genoa = {
+    .cpu_class = UFORM_CPU_CLASS_AMD_GENOA,
+    .forward_f32 = gemm_f32_genoa,
+    .forward_bf16 = gemm_bf16_genoa,
+    .backward_x_f32 = gemm_backward_x_f32_genoa,
+    .backward_x_bf16 = gemm_backward_x_bf16_genoa,
+    .backward_w = gemm_backward_w_f32_genoa,
+    .backward_b = uform__gemm_backward_b_serial,
+    .packed_size_f32 = packed_size_f32_genoa,
+    .packed_size_bf16 = packed_size_bf16_genoa,
+    .pack_f32 = pack_f32_genoa,
+    .pack_bf16 = pack_bf16_genoa,
+};

@@ -1,0 +1,165 @@
+/*
+ * INTEL_HASWELL GEMM: AVX2 + FMA. A 6×16 register tile (12 ymm accumulators, two ymm of B and
+ * one broadcast of A per K step: 15 of the 16 registers), the shape that keeps both FMA ports
+ * busy on Haswell-class cores. BF16 weights are widened to F32 while packing (a 16-bit shift,
+ * exact), so every product is F32. Also used by INTEL_SIERRA.
+ */
+#include <immintrin.h>
+#include <string.h>
+
+#include "kernels/gemm.h"
+
+#define HASWELL_TARGET __attribute__((target("avx2,fma,f16c")))
+
+enum { HASWELL_MR = 6, HASWELL_NR = 16 };
+
+/* C[rows, cols] (+)= A[6][kc] · B[kc][16]. */
+HASWELL_TARGET static void tile_f32_haswell(size_t kc, const void *a_block, size_t lda, const void *b_panel, float *c,
+                                            size_t ldc, size_t rows, size_t cols, int accumulate) {
+    const float *a = a_block, *b = b_panel;
+    __m256 sum_f32x8[HASWELL_MR][2];
+#pragma GCC unroll 6
+    for (int r = 0; r < HASWELL_MR; ++r) sum_f32x8[r][0] = sum_f32x8[r][1] = _mm256_setzero_ps();
+    for (size_t p = 0; p < kc; ++p) {
+        __m256 b0_f32x8 = _mm256_loadu_ps(b + p * HASWELL_NR), b1_f32x8 = _mm256_loadu_ps(b + p * HASWELL_NR + 8);
+#pragma GCC unroll 6
+        for (int r = 0; r < HASWELL_MR; ++r) {
+            __m256 a_f32x8 = _mm256_broadcast_ss(a + r * lda + p);
+            sum_f32x8[r][0] = _mm256_fmadd_ps(a_f32x8, b0_f32x8, sum_f32x8[r][0]);
+            sum_f32x8[r][1] = _mm256_fmadd_ps(a_f32x8, b1_f32x8, sum_f32x8[r][1]);
+        }
+    }
+    if (rows == HASWELL_MR && cols == HASWELL_NR) {
+#pragma GCC unroll 6
+        for (int r = 0; r < HASWELL_MR; ++r) {
+            float *row = c + r * ldc;
+            __m256 c0_f32x8 = sum_f32x8[r][0], c1_f32x8 = sum_f32x8[r][1];
+            if (accumulate) {
+                c0_f32x8 = _mm256_add_ps(_mm256_loadu_ps(row), c0_f32x8);
+                c1_f32x8 = _mm256_add_ps(_mm256_loadu_ps(row + 8), c1_f32x8);
+            }
+            _mm256_storeu_ps(row, c0_f32x8);
+            _mm256_storeu_ps(row + 8, c1_f32x8);
+        }
+        return;
+    }
+    float partial[HASWELL_MR][HASWELL_NR];
+#pragma GCC unroll 6
+    for (int r = 0; r < HASWELL_MR; ++r) {
+        _mm256_storeu_ps(partial[r], sum_f32x8[r][0]);
+        _mm256_storeu_ps(partial[r] + 8, sum_f32x8[r][1]);
+    }
+    for (size_t r = 0; r < rows; ++r)
+        for (size_t j = 0; j < cols; ++j) c[r * ldc + j] = accumulate ? c[r * ldc + j] + partial[r][j] : partial[r][j];
+}
+
+/*
+ * GELU on 8 lanes, 0.5·x·(1 + erf(x/√2)), through erfc(z) = t·exp(−z² + P(t)), t = 1/(1 + z/2),
+ * z = |x|/√2 clamped to 10.5 (0.5·x·erfc(z) underflows F32 beyond). P is a degree-9 polynomial fitted for this
+ * project (weighted least squares towards minimax on t ∈ [1/6, 1]); erfc's relative error stays
+ * below ≈3e-7 in F32. z² is split into hi + lo (FMA) and exp takes the pair, so the large
+ * exponents lose nothing to rounding. x ≥ 0: x − 0.5·x·erfc(z); x < 0: 0.5·x·erfc(z).
+ * The coefficients are in gemm_driver.c.
+ */
+HASWELL_TARGET static inline __m256 gelu_f32x8(__m256 x_f32x8) {
+    __m256 one_f32x8 = _mm256_set1_ps(1.0f), half_f32x8 = _mm256_set1_ps(0.5f);
+    __m256 abs_f32x8 = _mm256_and_ps(x_f32x8, _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF)));
+    __m256 z_f32x8 = _mm256_min_ps(_mm256_mul_ps(abs_f32x8, _mm256_set1_ps(0.70710678118654752f)), _mm256_set1_ps(10.5f));
+    __m256 t_f32x8 = _mm256_div_ps(one_f32x8, _mm256_fmadd_ps(z_f32x8, half_f32x8, one_f32x8));
+    __m256 poly_f32x8 = _mm256_set1_ps(uform__gemm_erfc_coefficients[9]);
+    for (int i = 8; i >= 0; --i) poly_f32x8 = _mm256_fmadd_ps(poly_f32x8, t_f32x8, _mm256_set1_ps(uform__gemm_erfc_coefficients[i]));
+    /* z² = x²/2 from x itself (0.5·x is exact), so the rounding of z does not reach the exponent. */
+    __m256 half_abs_f32x8 = _mm256_min_ps(_mm256_mul_ps(abs_f32x8, half_f32x8), _mm256_set1_ps(7.5f));
+    __m256 clamped_abs_f32x8 = _mm256_add_ps(half_abs_f32x8, half_abs_f32x8);
+    __m256 hi_f32x8 = _mm256_mul_ps(half_abs_f32x8, clamped_abs_f32x8);
+    __m256 lo_f32x8 = _mm256_fmsub_ps(half_abs_f32x8, clamped_abs_f32x8, hi_f32x8);
+    __m256 tail_f32x8 = _mm256_sub_ps(poly_f32x8, lo_f32x8); /* exp(−hi + tail) */
+    __m256 n_f32x8 = _mm256_round_ps(_mm256_mul_ps(_mm256_sub_ps(tail_f32x8, hi_f32x8), _mm256_set1_ps(1.44269504088896341f)),
+                                     _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    /* −hi − n·ln2_hi is exact (ln2_hi has 15 significant bits); the rest is small. */
+    __m256 r_f32x8 = _mm256_fnmadd_ps(n_f32x8, _mm256_set1_ps(0.693145751953125f), _mm256_sub_ps(_mm256_setzero_ps(), hi_f32x8));
+    r_f32x8 = _mm256_fnmadd_ps(n_f32x8, _mm256_set1_ps(1.428606765330187e-06f), r_f32x8);
+    r_f32x8 = _mm256_add_ps(r_f32x8, tail_f32x8);
+    /* e^r on |r| ≤ ≈0.35: Taylor to degree 7 (truncation ≈5e-9). */
+    __m256 e_f32x8 = _mm256_set1_ps(1.0f / 5040.0f);
+    e_f32x8 = _mm256_fmadd_ps(e_f32x8, r_f32x8, _mm256_set1_ps(1.0f / 720.0f));
+    e_f32x8 = _mm256_fmadd_ps(e_f32x8, r_f32x8, _mm256_set1_ps(1.0f / 120.0f));
+    e_f32x8 = _mm256_fmadd_ps(e_f32x8, r_f32x8, _mm256_set1_ps(1.0f / 24.0f));
+    e_f32x8 = _mm256_fmadd_ps(e_f32x8, r_f32x8, _mm256_set1_ps(1.0f / 6.0f));
+    e_f32x8 = _mm256_fmadd_ps(e_f32x8, r_f32x8, half_f32x8);
+    e_f32x8 = _mm256_fmadd_ps(e_f32x8, r_f32x8, one_f32x8);
+    e_f32x8 = _mm256_fmadd_ps(e_f32x8, r_f32x8, one_f32x8);
+    /* Scale by 2^n, n ∈ [−147, 1], in two normal steps so subnormal results stay right. */
+    __m256i n_i32x8 = _mm256_cvtps_epi32(n_f32x8);
+    __m256i n1_i32x8 = _mm256_max_epi32(n_i32x8, _mm256_set1_epi32(-100));
+    __m256i n2_i32x8 = _mm256_sub_epi32(n_i32x8, n1_i32x8);
+    __m256 scale1_f32x8 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n1_i32x8, _mm256_set1_epi32(127)), 23));
+    __m256 scale2_f32x8 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n2_i32x8, _mm256_set1_epi32(127)), 23));
+    /* 0.5·x·t·e first, the power of two last: a subnormal result is rounded once. */
+    __m256 half_x_erfc_f32x8 = _mm256_mul_ps(_mm256_mul_ps(half_f32x8, x_f32x8), _mm256_mul_ps(e_f32x8, t_f32x8));
+    half_x_erfc_f32x8 = _mm256_mul_ps(_mm256_mul_ps(half_x_erfc_f32x8, scale1_f32x8), scale2_f32x8);
+    __m256 positive_f32x8 = _mm256_cmp_ps(x_f32x8, _mm256_setzero_ps(), _CMP_GE_OQ);
+    __m256 result_f32x8 = _mm256_blendv_ps(half_x_erfc_f32x8, _mm256_sub_ps(x_f32x8, half_x_erfc_f32x8), positive_f32x8);
+    /* |x| ≥ 10.5·√2: GELU is x (x > 0) or ±0 (x < 0; NaN for −∞, as the formula gives). */
+    __m256 large_f32x8 = _mm256_cmp_ps(z_f32x8, _mm256_set1_ps(10.5f), _CMP_GE_OQ);
+    __m256 saturated_f32x8 = _mm256_blendv_ps(_mm256_mul_ps(x_f32x8, _mm256_setzero_ps()), x_f32x8, positive_f32x8);
+    return _mm256_blendv_ps(result_f32x8, saturated_f32x8, large_f32x8);
+}
+
+HASWELL_TARGET static void epilogue_haswell(float *c, size_t ldc, size_t rows, size_t cols, const float *bias, int gelu) {
+    for (size_t r = 0; r < rows; ++r) {
+        float *row = c + r * ldc;
+        for (size_t j = 0; j < cols; j += 8) {
+            size_t count = cols - j < 8 ? cols - j : 8;
+            float lanes[8] = {0}, bias_lanes[8] = {0};
+            memcpy(lanes, row + j, count * sizeof(float));
+            if (bias) memcpy(bias_lanes, bias + j, count * sizeof(float));
+            __m256 value_f32x8 = _mm256_add_ps(_mm256_loadu_ps(lanes), _mm256_loadu_ps(bias_lanes));
+            if (gelu) value_f32x8 = gelu_f32x8(value_f32x8);
+            _mm256_storeu_ps(lanes, value_f32x8);
+            memcpy(row + j, lanes, count * sizeof(float));
+        }
+    }
+}
+
+static const uform__gemm_micro_t micro_f32_haswell = {
+    .panel_dtype = UFORM__GEMM_F32, .mr = HASWELL_MR, .nr = HASWELL_NR, .kc = 256, .mc = 144, .nc = 1536,
+    .layout = 2, .tile = tile_f32_haswell, .epilogue = epilogue_haswell};
+
+static uform_status_t gemm_f32_haswell(const uform__gemm_forward_t *args, const uform__parallel_t *parallel,
+                                       uform_outcome_t *outcome) {
+    return uform__gemm_forward_drive(&micro_f32_haswell, args, parallel, outcome);
+}
+
+static uform_status_t gemm_backward_x_f32_haswell(const uform__gemm_backward_x_t *args,
+                                                  const uform__parallel_t *parallel, uform_outcome_t *outcome) {
+    return uform__gemm_backward_x_drive(&micro_f32_haswell, args, parallel, outcome);
+}
+
+static uform_status_t gemm_backward_w_f32_haswell(const uform__gemm_backward_w_t *args,
+                                                  const uform__parallel_t *parallel, uform_outcome_t *outcome) {
+    return uform__gemm_backward_w_drive(&micro_f32_haswell, args, parallel, outcome);
+}
+
+static size_t packed_size_haswell(size_t n, size_t k, uform__gemm_dtype_t w_dtype) {
+    return uform__gemm_packed_size_for(&micro_f32_haswell, n, k);
+}
+
+static uform_status_t pack_haswell(const void *w, size_t ldw, uform__gemm_dtype_t w_dtype, size_t n, size_t k,
+                                   void *memory, size_t capacity, uform__gemm_packed_t *packed, uform_outcome_t *outcome) {
+    return uform__gemm_pack_for(&micro_f32_haswell, w, ldw, w_dtype, n, k, memory, capacity, packed, outcome);
+}
+
+const uform__gemm_kernels_t uform__gemm_kernels_haswell = {
+    .cpu_class = UFORM_CPU_CLASS_INTEL_HASWELL,
+    .forward_f32 = gemm_f32_haswell,
+    .forward_bf16 = gemm_f32_haswell, /* BF16 widened to F32 while packing */
+    .backward_x_f32 = gemm_backward_x_f32_haswell,
+    .backward_x_bf16 = gemm_backward_x_f32_haswell,
+    .backward_w = gemm_backward_w_f32_haswell,
+    .backward_b = uform__gemm_backward_b_serial,
+    .packed_size_f32 = packed_size_haswell,
+    .packed_size_bf16 = packed_size_haswell,
+    .pack_f32 = pack_haswell,
+    .pack_bf16 = pack_haswell,
+};

@@ -1,0 +1,5 @@
+# GEMM kernels: every class this CPU runs against SERIAL and double precision, determinism
+# across thread counts, and the training products against PyTorch autograd.
+uform_add_test(NAME test_gemm SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_gemm.c LABELS kernels TIMEOUT 120)
+uform_add_test(NAME test_gemm_torch SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_gemm_torch.c LABELS kernels TIMEOUT 120
+               ARGS ${UFORM_TORCH_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/test_gemm_torch.py)
