@@ -177,7 +177,9 @@ static void gelu_forward_range(void *opaque, size_t begin, size_t end) {
     const elementwise_context_t *c = opaque;
     for (size_t i = begin; i < end; ++i) {
         float x = c->x[i];
-        c->y[i] = 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
+        /* Φ(x) through erfc keeps full relative accuracy in the negative tail, where
+         * 1 + erf(x/√2) would cancel. */
+        c->y[i] = x * (0.5f * erfcf(x * -0.70710678118654752f));
     }
 }
 
@@ -191,7 +193,7 @@ static void gelu_backward_range(void *opaque, size_t begin, size_t end) {
     const elementwise_context_t *c = opaque;
     for (size_t i = begin; i < end; ++i) {
         float x = c->x[i];
-        float cdf = 0.5f * (1.0f + erff(x * 0.70710678118654752f));
+        float cdf = 0.5f * erfcf(x * -0.70710678118654752f);
         float pdf = expf(-0.5f * x * x) * 0.39894228040143268f;
         c->y[i] = c->dy[i] * (cdf + x * pdf);
     }
