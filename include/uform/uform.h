@@ -109,7 +109,7 @@ typedef enum uform_status_t {
  */
 typedef struct uform_outcome_t {
     uint32_t status;                                 /* a uform_status_t, accessed atomically */
-    uint32_t reserved;                               /* zero; kept for alignment and future use */
+    uint32_t reserved;                               /* internal: raised while a thread waits; zero it with the rest */
     char function[UFORM_OUTCOME_FUNCTION_CAPACITY];  /* e.g. "uform_model_load_ram" */
     char message[UFORM_OUTCOME_MESSAGE_CAPACITY];    /* e.g. "cannot open 'x': No such file or directory" */
 } uform_outcome_t;

@@ -26,10 +26,16 @@ static void copy_bounded(char *to, size_t capacity, const char *from) {
     memset(to + length, 0, capacity - length);
 }
 
+/* `reserved` doubles as the "someone may be waiting" flag: a waiter raises it before sleeping and
+ * the publisher wakes only when it is raised, so the common case (nobody waits) costs no syscall.
+ * Both sides use sequentially consistent operations, so one of them always sees the other. */
 void uform__outcome_publish(uform_outcome_t *outcome, uform_status_t status) {
     if (!outcome) return;
-    __atomic_store_n(&outcome->status, (uint32_t)status, __ATOMIC_RELEASE);
-    uform__futex_wake_all(&outcome->status);
+    __atomic_store_n(&outcome->status, (uint32_t)status, __ATOMIC_SEQ_CST);
+    if (__atomic_load_n(&outcome->reserved, __ATOMIC_SEQ_CST)) {
+        __atomic_store_n(&outcome->reserved, 0, __ATOMIC_RELAXED);
+        uform__futex_wake_all(&outcome->status);
+    }
 }
 
 uform_status_t uform__fail_v(uform_outcome_t *outcome, uform_status_t status, const char *function,
@@ -40,7 +46,6 @@ uform_status_t uform__fail_v(uform_outcome_t *outcome, uform_status_t status, co
     int written = vsnprintf(message, sizeof message, format ? format : "", arguments);
     if (written < 0) message[0] = 0;
     copy_bounded(outcome->message, sizeof outcome->message, message);
-    outcome->reserved = 0;
     uform__outcome_publish(outcome, status);
     return status;
 }
@@ -58,7 +63,6 @@ uform_status_t uform__succeed(uform_outcome_t *outcome, const char *function) {
     if (!outcome) return UFORM_OK;
     copy_bounded(outcome->function, sizeof outcome->function, function);
     memset(outcome->message, 0, sizeof outcome->message);
-    outcome->reserved = 0;
     uform__outcome_publish(outcome, UFORM_OK);
     return UFORM_OK;
 }
@@ -77,10 +81,17 @@ UFORM_API uform_status_t uform_outcome_status(const uform_outcome_t *outcome) {
 
 UFORM_API uform_status_t uform_outcome_wait(const uform_outcome_t *outcome) {
     if (!outcome) return UFORM_INVALID_ARGUMENT;
-    for (;;) {
+    uform_outcome_t *mutable_outcome = (uform_outcome_t *)outcome;
+    for (int spins = 0;; ++spins) {
         uint32_t status = __atomic_load_n(&outcome->status, __ATOMIC_ACQUIRE);
         if (status != UFORM_DEFERRED) return (uform_status_t)status;
-        uform__futex_wait((uint32_t *)&outcome->status, UFORM_DEFERRED);
+        if (spins < 256) { /* short calls finish within a few microseconds: poll briefly first */
+            uform__spin_pause();
+            continue;
+        }
+        __atomic_store_n(&mutable_outcome->reserved, 1, __ATOMIC_SEQ_CST);
+        if (__atomic_load_n(&outcome->status, __ATOMIC_SEQ_CST) != UFORM_DEFERRED) continue;
+        uform__futex_wait(&mutable_outcome->status, UFORM_DEFERRED);
     }
 }
 

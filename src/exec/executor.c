@@ -73,11 +73,26 @@ static void finish(uform_executor_t executor, const uform__call_t *call, uform_s
     executor->running = 0;
     uform__outcome_publish(call->outcome, status);
     executor->finished += 1;
-    __atomic_add_fetch(&executor->finished_word, 1, __ATOMIC_RELEASE);
-    __atomic_add_fetch(&executor->lead_word, 1, __ATOMIC_RELEASE);
+    __atomic_add_fetch(&executor->finished_word, 1, __ATOMIC_SEQ_CST);
+    __atomic_add_fetch(&executor->lead_word, 1, __ATOMIC_SEQ_CST);
     pthread_mutex_unlock(&executor->lock);
-    uform__futex_wake_all(&executor->finished_word);
-    uform__futex_wake_all(&executor->lead_word);
+    /* Syscalls only for threads that announced they sleep (see wait_word). */
+    if (__atomic_load_n(&executor->drain_waiters, __ATOMIC_SEQ_CST)) uform__futex_wake_all(&executor->finished_word);
+    if (__atomic_load_n(&executor->lead_sleeping, __ATOMIC_SEQ_CST)) uform__futex_wake_all(&executor->lead_word);
+}
+
+/* Sleeps on `word` while it still reads `seen`, having raised `*sleepers` first, so a publisher that
+ * bumps the word and then reads `*sleepers` (both sequentially consistent) never misses us. */
+static void wait_word(uint32_t *word, uint32_t seen, uint32_t *sleepers) {
+    __atomic_add_fetch(sleepers, 1, __ATOMIC_SEQ_CST);
+    if (__atomic_load_n(word, __ATOMIC_SEQ_CST) == seen) uform__futex_wait(word, seen);
+    __atomic_sub_fetch(sleepers, 1, __ATOMIC_SEQ_CST);
+}
+
+/* Wakes the lead after bumping its word. */
+static void poke_lead(uform_executor_t executor) {
+    __atomic_add_fetch(&executor->lead_word, 1, __ATOMIC_SEQ_CST);
+    if (__atomic_load_n(&executor->lead_sleeping, __ATOMIC_SEQ_CST)) uform__futex_wake_all(&executor->lead_word);
 }
 
 static void *lead_main(void *argument) {
@@ -99,13 +114,16 @@ static void *lead_main(void *argument) {
             finish(executor, &call, status);
             continue;
         }
+        /* While a blocking call runs on its caller's thread, the lead sleeps even when spinning:
+         * it would only take a core from that call. */
+        int busy = executor->running;
         pthread_mutex_unlock(&executor->lock);
-        if (__atomic_load_n(&executor->mood, __ATOMIC_RELAXED) == UFORM_MOOD_SPINNING) {
+        if (!busy && __atomic_load_n(&executor->mood, __ATOMIC_RELAXED) == UFORM_MOOD_SPINNING) {
             while (__atomic_load_n(&executor->lead_word, __ATOMIC_ACQUIRE) == word &&
                    __atomic_load_n(&executor->mood, __ATOMIC_RELAXED) == UFORM_MOOD_SPINNING)
                 uform__spin_pause();
         } else {
-            uform__futex_wait(&executor->lead_word, word);
+            wait_word(&executor->lead_word, word, &executor->lead_sleeping);
         }
     }
     return NULL;
@@ -184,9 +202,8 @@ uform_status_t uform__executor_call(uform_executor_t executor, const uform__call
     size_t tail = (executor->queue_head + executor->queue_count) % executor->queue_limit;
     executor->queue[tail] = *call;
     executor->queue_count += 1;
-    __atomic_add_fetch(&executor->lead_word, 1, __ATOMIC_RELEASE);
     pthread_mutex_unlock(&executor->lock);
-    uform__futex_wake_all(&executor->lead_word);
+    poke_lead(executor);
     return UFORM_DEFERRED;
 }
 
@@ -367,12 +384,10 @@ UFORM_API uform_status_t uform_executor_drain(uform_executor_t executor, uform_m
         uint64_t finished = executor->finished;
         pthread_mutex_unlock(&executor->lock);
         if (finished >= target) break;
-        uform__futex_wait(&executor->finished_word, word);
+        wait_word(&executor->finished_word, word, &executor->drain_waiters);
     }
     __atomic_store_n(&executor->mood, (uint32_t)mood, __ATOMIC_RELEASE);
-    /* Wake parked threads so they notice a switch to spinning (and spinning ones notice parking). */
-    __atomic_add_fetch(&executor->lead_word, 1, __ATOMIC_RELEASE);
-    uform__futex_wake_all(&executor->lead_word);
+    poke_lead(executor); /* so a sleeping lead notices a switch to spinning */
     return uform__succeed(outcome, function);
 }
 
@@ -388,9 +403,8 @@ UFORM_API void uform_executor_free(uform_executor_t executor) {
     uform_executor_drain(executor, UFORM_MOOD_PARKED, NULL);
     pthread_mutex_lock(&executor->lock);
     executor->stopping = 1;
-    __atomic_add_fetch(&executor->lead_word, 1, __ATOMIC_RELEASE);
     pthread_mutex_unlock(&executor->lock);
-    uform__futex_wake_all(&executor->lead_word);
+    poke_lead(executor);
     if (executor->lead_started) pthread_join(executor->lead, NULL);
     if (executor->kind == uform__executor_own_threads) uform__team_stop(&executor->team);
     uform__executor_release(executor);

@@ -27,6 +27,8 @@ struct uform_executor_s {
     uint32_t lead_word;           /* futex: bumped when the lead may have work */
     uint32_t finished_word;       /* futex: bumped when a call becomes final */
     uint32_t mood;                /* uform_mood_t, read atomically by idle threads */
+    uint32_t lead_sleeping;       /* the lead is (about to be) in futex_wait on lead_word */
+    uint32_t drain_waiters;       /* threads (about to be) in futex_wait on finished_word */
 
     pthread_t lead;               /* runs deferred calls */
     int lead_started;
