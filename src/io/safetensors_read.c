@@ -121,8 +121,15 @@ static const char *json_kind(const cJSON *item) {
 
 /* Describes a value that should have been a non-negative integer: the number, or its kind. */
 static const char *describe_value(char buffer[64], const cJSON *item) {
-    if (cJSON_IsNumber(item)) snprintf(buffer, 64, "%.17g", item->valuedouble);
-    else snprintf(buffer, 64, "%s", json_kind(item));
+    if (!cJSON_IsNumber(item)) {
+        snprintf(buffer, 64, "%s", json_kind(item));
+        return buffer;
+    }
+    /* The shortest form that reads back as the same double, as the file most likely spelled it. */
+    for (int digits = 15; digits <= 17; ++digits) {
+        snprintf(buffer, 64, "%.*g", digits, item->valuedouble);
+        if (strtod(buffer, NULL) == item->valuedouble) break;
+    }
     return buffer;
 }
 
@@ -457,10 +464,10 @@ uform_status_t uform__safetensors_open_memory(const void *bytes, size_t size, uf
 /* Puts the file's path in front of a message parse_file wrote. */
 static uform_status_t prefix_path(uform_outcome_t *outcome, uform_status_t status, const char *path) {
     if (!outcome) return status;
-    char quoted[UFORM__SAFETENSORS_QUOTE_CAPACITY], message[UFORM_OUTCOME_MESSAGE_CAPACITY];
+    char quoted[UFORM__SAFETENSORS_PATH_CAPACITY], message[UFORM_OUTCOME_MESSAGE_CAPACITY];
     memcpy(message, outcome->message, sizeof message);
     message[sizeof message - 1] = 0;
-    return uform__fail(outcome, status, "uform__safetensors_open", "%s: %s", uform__safetensors_quote(quoted, path),
+    return uform__fail(outcome, status, "uform__safetensors_open", "%s: %s", uform__safetensors_quote_path(quoted, path),
                        message);
 }
 
@@ -468,8 +475,8 @@ uform_status_t uform__safetensors_open(const char *path, uform__safetensors_t **
     if (!file) return uform__fail(outcome, UFORM_INVALID_ARGUMENT, __func__, "`file` is NULL");
     *file = NULL;
     if (!path) return uform__fail(outcome, UFORM_INVALID_ARGUMENT, __func__, "`path` is NULL");
-    char quoted[UFORM__SAFETENSORS_QUOTE_CAPACITY];
-    uform__safetensors_quote(quoted, path);
+    char quoted[UFORM__SAFETENSORS_PATH_CAPACITY];
+    uform__safetensors_quote_path(quoted, path);
     int descriptor = open(path, O_RDONLY | O_CLOEXEC);
     if (descriptor < 0)
         return uform__fail(outcome, UFORM_IO, __func__, "cannot open %s: %s", quoted, strerror(errno));

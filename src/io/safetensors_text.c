@@ -82,30 +82,43 @@ int uform__safetensors_utf8_valid(const char *text, size_t length, size_t *bad_a
     return 1;
 }
 
-const char *uform__safetensors_quote(char buffer[UFORM__SAFETENSORS_QUOTE_CAPACITY], const char *text) {
+/*
+ * Quotes at most `limit` bytes of `text` into `buffer[capacity]`: the head (a name) or, with
+ * `keep_tail`, the end (a path, whose file name matters most), with "..." where it was cut.
+ */
+static const char *quote(char *buffer, size_t capacity, const char *text, size_t limit, int keep_tail) {
     static const char hex[] = "0123456789abcdef";
     if (!text) {
         memcpy(buffer, "(null)", 7);
         return buffer;
     }
-    const size_t limit = 80;
-    size_t length = strlen(text), out = 0, shown = length;
-    if (shown > limit) {
-        shown = limit;
-        /* Step back to the start of a character so the message stays valid UTF-8. */
-        while (shown > 0 && ((unsigned char)text[shown] & 0xC0) == 0x80) --shown;
+    size_t length = strlen(text), out = 0, begin = 0, end = length;
+    int cut_head = 0, cut_tail = 0;
+    if (length > limit) {
+        /* Move the cut to the start of a character so the message stays valid UTF-8. */
+        if (keep_tail) {
+            begin = length - limit;
+            while (begin < length && ((unsigned char)text[begin] & 0xC0) == 0x80) ++begin;
+            cut_head = 1;
+        } else {
+            end = limit;
+            while (end > 0 && ((unsigned char)text[end] & 0xC0) == 0x80) --end;
+            cut_tail = 1;
+        }
     }
     buffer[out++] = '\'';
-    int cut = shown < length;
-    for (size_t at = 0; at < shown; ++at) {
+    if (cut_head) {
+        memcpy(buffer + out, "...", 3);
+        out += 3;
+    }
+    for (size_t at = begin; at < end; ++at) {
         unsigned char byte = (unsigned char)text[at];
         /* A character takes at most 4 output bytes; keep room for the quote, "..." and NUL, and
          * stop at the start of a character so valid UTF-8 stays valid. The second test bounds
          * stray continuation bytes of invalid text (the writer quotes names it refuses). */
         int starts_character = (byte & 0xC0) != 0x80;
-        if ((starts_character && out + 4 + 5 > UFORM__SAFETENSORS_QUOTE_CAPACITY) ||
-            out + 1 + 5 > UFORM__SAFETENSORS_QUOTE_CAPACITY) {
-            cut = 1;
+        if ((starts_character && out + 4 + 5 > capacity) || out + 1 + 5 > capacity) {
+            cut_tail = 1;
             break;
         }
         if (byte < 0x20 || byte == 0x7F) {
@@ -121,10 +134,18 @@ const char *uform__safetensors_quote(char buffer[UFORM__SAFETENSORS_QUOTE_CAPACI
         }
     }
     buffer[out++] = '\'';
-    if (cut) {
+    if (cut_tail) {
         memcpy(buffer + out, "...", 3);
         out += 3;
     }
     buffer[out] = 0;
     return buffer;
+}
+
+const char *uform__safetensors_quote(char buffer[UFORM__SAFETENSORS_QUOTE_CAPACITY], const char *text) {
+    return quote(buffer, UFORM__SAFETENSORS_QUOTE_CAPACITY, text, 80, 0);
+}
+
+const char *uform__safetensors_quote_path(char buffer[UFORM__SAFETENSORS_PATH_CAPACITY], const char *path) {
+    return quote(buffer, UFORM__SAFETENSORS_PATH_CAPACITY, path, 180, 1);
 }

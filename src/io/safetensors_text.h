@@ -17,4 +17,10 @@ int uform__safetensors_utf8_valid(const char *bytes, size_t length, size_t *bad_
  * character boundary and ends in "...". Answers `buffer`. NULL `text` reads (null). */
 const char *uform__safetensors_quote(char buffer[UFORM__SAFETENSORS_QUOTE_CAPACITY], const char *text);
 
+/* Room for a quoted path: its last 180 bytes, escapes and an ellipsis. */
+#define UFORM__SAFETENSORS_PATH_CAPACITY 256
+
+/* The same for a path, which keeps its end (the file name) and starts with "..." when cut. */
+const char *uform__safetensors_quote_path(char buffer[UFORM__SAFETENSORS_PATH_CAPACITY], const char *path);
+
 #endif

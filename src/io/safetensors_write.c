@@ -311,7 +311,7 @@ typedef struct writing_t {
     char *temporary;   /* "<dir>/.<name>.XXXXXX" */
     char *directory;   /* "<dir>" */
     int descriptor;    /* -1 once closed */
-    char quoted[UFORM__SAFETENSORS_QUOTE_CAPACITY];
+    char quoted[UFORM__SAFETENSORS_PATH_CAPACITY];
 } writing_t;
 
 /* Removes the temporary file and fails with `status`; the target was never touched. */
@@ -380,7 +380,7 @@ uform_status_t uform__safetensors_write(const char *path, const uform__safetenso
     static const char function[] = "uform__safetensors_write";
     if (!path) return uform__fail(outcome, UFORM_INVALID_ARGUMENT, function, "`path` is NULL");
     writing_t writing = {.path = path, .descriptor = -1};
-    uform__safetensors_quote(writing.quoted, path);
+    uform__safetensors_quote_path(writing.quoted, path);
     plan_t plan;
     uform_status_t status = plan_build(request, &plan, function, outcome);
     if (status == UFORM_OK) status = name_temporary(&writing, outcome);
@@ -421,10 +421,10 @@ uform_status_t uform__safetensors_write(const char *path, const uform__safetenso
     int error = directory < 0 ? errno : (fsync(directory) != 0 ? errno : 0);
     if (directory >= 0) close(directory);
     if (error && error != EINVAL) {
-        char where[UFORM__SAFETENSORS_QUOTE_CAPACITY];
+        char where[UFORM__SAFETENSORS_PATH_CAPACITY];
         status = uform__fail(outcome, UFORM_IO, function,
                              "%s is written, but flushing its directory %s failed: %s", writing.quoted,
-                             uform__safetensors_quote(where, writing.directory), strerror(error));
+                             uform__safetensors_quote_path(where, writing.directory), strerror(error));
         goto done;
     }
     status = uform__succeed(outcome, function);

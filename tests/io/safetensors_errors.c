@@ -95,6 +95,9 @@ static void test_entries(void) {
                   "tensor 'w': unexpected key 'extra'", NULL);
     /* names in messages are quoted with control bytes escaped */
     EXPECT_FORMAT("{\"a\\nb\\u00e9's\":" W("F33", "[2]", "[0,8]") "}", 8, "tensor 'a\\x0ab\xc3\xa9\\'s': dtype", NULL);
+    /* a long name is cut after 80 bytes, at a character boundary */
+    EXPECT_FORMAT("{\"" "0123456789012345678901234567890123456789012345678901234567890123456789012345678\xc3\xa9tail\":"
+                  W("F33", "[2]", "[0,8]") "}", 8, "tensor '0123456789012345678901234567890123456789012345678901234567890123456789012345678'...: dtype", NULL);
 }
 
 static void test_between_entries(void) {

@@ -208,6 +208,13 @@ static void test_open_errors(void) {
     CHECK(file == NULL);
     CHECK_CONTAINS(outcome.message, "absent.safetensors");
     CHECK_CONTAINS(outcome.message, strerror(ENOENT));
+    /* A long path keeps its end, the file name, in the message. */
+    char long_path[1024];
+    snprintf(long_path, sizeof long_path, "%s/%0100d/%0100d/%0100d/absent-long.safetensors", directory, 0, 0, 0);
+    CHECK_STATUS(uform__safetensors_open(long_path, &file, &outcome), UFORM_IO);
+    CHECK_CONTAINS(outcome.message, "cannot open '...000");
+    CHECK_CONTAINS(outcome.message, "000/absent-long.safetensors': ");
+    CHECK_CONTAINS(outcome.message, strerror(ENOENT));
     CHECK_STATUS(uform__safetensors_open(directory, &file, &outcome), UFORM_IO);
     CHECK_CONTAINS(outcome.message, "not a regular file");
     CHECK_STATUS(uform__safetensors_open(NULL, &file, &outcome), UFORM_INVALID_ARGUMENT);
