@@ -235,8 +235,9 @@ uform_status_t uform__signal_log_mel_f32(const uform__signal_mel_plan_t *plan, c
  * j in [0, 2·width + o) at t = clamp((−i/n + (j − width)/o) · b, −6, 6),
  * k = sinc(π t) · cos²(π t / 12) · b / o, computed in float as torchaudio does for a float
  * waveform; output m = q·n + i is Σ_j k_i[j] · x[q·o + j − width] (zeros outside x), and there are
- * ceil(n · L / o) outputs. Equal rates copy. Each phase keeps only its non-zero taps (the clamp
- * makes the rest exactly zero), which changes nothing but speed.
+ * ceil(n · L / o) outputs. Equal rates copy. Each phase applies only its taps inside the window
+ * (|t| < 6); outside it torchaudio's float taps are ~1e-22 (cos(π/2)² in float is not 0), so
+ * dropping them moves results by < 1e-20 of the signal and makes 44.1 kHz -> 16 kHz 14× cheaper.
  *
  * Quality (measured by test_signal_resample with unit sines, 48 kHz -> 16 kHz): gain within 0.02 dB
  * up to 4 kHz, −0.13 dB at 6 kHz, −1.8 dB at 7 kHz (the Hann-sinc of 6 zero crossings rolls off

@@ -18,7 +18,7 @@ typedef struct shorter_case_t {
 static const resize_case_t resize_cases[] = {
     {37, 53, 19, 101}, {1, 1, 5, 3}, {480, 640, 224, 298}, {7, 300, 3, 31}, {300, 7, 224, 5},
     {2, 1000, 1, 224}, {100, 100, 100, 100}, {13, 17, 13, 40}, {64, 48, 8, 6}, {5, 9, 211, 3},
-    {255, 3, 17, 2}, {31, 31, 30, 32},
+    {255, 3, 17, 2}, {31, 31, 30, 32}, {1500, 40, 7, 5}, /* 215 vertical taps: the chunked path */
 };
 
 static const shorter_case_t shorter_cases[] = {
