@@ -144,7 +144,7 @@ typedef struct uform__nn_kernels_t {
     void (*bf16_to_f32)(size_t n, const uint16_t *x, float *y);
     void (*f32_to_f16)(size_t n, const float *x, uint16_t *y);
     void (*f16_to_f32)(size_t n, const uint16_t *x, float *y);
-    /* y = clamp(round_half_even(x·127), −127, 127); NaN gives 0. */
+    /* y = clamp(round_half_even(x·127), −127, 127), the product taken exactly (one rounding); NaN gives 0. */
     void (*f32_to_i8)(size_t n, const float *x, int8_t *y);
     /* Sign bits of n values into ceil(n/8) bytes, most significant bit first (bit 7 of byte 0 is
      * x[0]); a bit is 1 where x > 0; unused low bits of the last byte are 0. */

@@ -451,11 +451,11 @@ void uform__nn_f16_to_f32_serial(size_t n, const uint16_t *x, float *y) {
 
 void uform__nn_f32_to_i8_serial(size_t n, const float *x, int8_t *y) {
     for (size_t i = 0; i < n; ++i) {
-        float scaled = x[i] * 127.0f;
+        double scaled = (double)x[i] * 127.0; /* exact in double, so only one rounding happens */
         if (isnan(scaled)) y[i] = 0;
-        else if (scaled >= 127.0f) y[i] = 127;
-        else if (scaled <= -127.0f) y[i] = -127;
-        else y[i] = (int8_t)nearbyintf(scaled); /* the default rounding mode: nearest, ties to even */
+        else if (scaled >= 127.0) y[i] = 127;
+        else if (scaled <= -127.0) y[i] = -127;
+        else y[i] = (int8_t)nearbyint(scaled); /* the default rounding mode: nearest, ties to even */
     }
 }
 
