@@ -74,7 +74,7 @@ static void *duel_main(void *pointer) {
     request.gate = duel->gate;
     request.started = &duel->started;
     pthread_barrier_wait(duel->barrier);
-    duel->status = test_verb(&request);
+    __atomic_store_n(&duel->status, test_verb(&request), __ATOMIC_RELEASE);
     return NULL;
 }
 
@@ -84,13 +84,15 @@ static void test_blocking_duel(void) {
         pthread_barrier_t barrier;
         pthread_barrier_init(&barrier, NULL, 2);
         volatile uint32_t gate = 0;
-        duel_t duels[2] = {{executor, &barrier, &gate, UFORM_OK, 0}, {executor, &barrier, &gate, UFORM_OK, 0}};
+        duel_t duels[2] = {{executor, &barrier, &gate, UFORM_DEFERRED, 0}, {executor, &barrier, &gate, UFORM_DEFERRED, 0}};
         pthread_t threads[2];
         for (int i = 0; i < 2; ++i) pthread_create(&threads[i], NULL, duel_main, &duels[i]);
         /* Hold the winner until the loser has answered. */
         for (;;) {
-            int one_started = duels[0].started || duels[1].started;
-            int loser_done = (duels[0].status == UFORM_CONTENDED) || (duels[1].status == UFORM_CONTENDED);
+            int one_started = __atomic_load_n(&duels[0].started, __ATOMIC_ACQUIRE) ||
+                              __atomic_load_n(&duels[1].started, __ATOMIC_ACQUIRE);
+            int loser_done = __atomic_load_n(&duels[0].status, __ATOMIC_ACQUIRE) == UFORM_CONTENDED ||
+                             __atomic_load_n(&duels[1].status, __ATOMIC_ACQUIRE) == UFORM_CONTENDED;
             if (one_started && loser_done) break;
             sched_yield();
         }
