@@ -261,6 +261,8 @@ static int muxer_header(muxer_t *muxer, const char *name) {
 static void muxer_send(muxer_t *muxer, AVFrame *frame) {
     if (!muxer->ok || avcodec_send_frame(muxer->encoder, frame) < 0) { muxer->ok = 0; return; }
     while (avcodec_receive_packet(muxer->encoder, muxer->packet) >= 0) {
+        /* Video encoders leave durations at 0; without them the muxer counts the stream one frame short. */
+        if (muxer->packet->duration == 0 && muxer->encoder->codec_type == AVMEDIA_TYPE_VIDEO) muxer->packet->duration = 1;
         av_packet_rescale_ts(muxer->packet, muxer->encoder->time_base, muxer->stream->time_base);
         muxer->packet->stream_index = muxer->stream->index;
         if (av_interleaved_write_frame(muxer->format, muxer->packet) < 0) muxer->ok = 0;
@@ -400,7 +402,9 @@ static void write_video(const char *name, const char *container, const char *cod
     }
     if (rotation) {
         uint8_t *matrix = av_stream_new_side_data(muxer.stream, AV_PKT_DATA_DISPLAYMATRIX, 9 * sizeof(int32_t));
-        if (matrix) av_display_rotation_set((int32_t *)matrix, -rotation); /* the argument is counter-clockwise */
+        /* FFmpeg 5.1's av_display_rotation_set takes a clockwise angle (av_display_rotation_get answers a
+         * counter-clockwise one): an iPhone portrait clip reads back as -90, to be turned 90° clockwise. */
+        if (matrix) av_display_rotation_set((int32_t *)matrix, rotation);
     }
     if (!muxer_header(&muxer, name)) {
         muxer_close(&muxer, name);

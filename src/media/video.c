@@ -190,7 +190,9 @@ static uform_status_t decode_frames(video_state_t *state, const uint8_t *bytes, 
     int start_known = start != AV_NOPTS_VALUE;
     state->start_pts = start_known ? start : 0;
     uint32_t next = 0, frames = video->frames;
-    int64_t last_read = INT64_MIN, checked = -1, previous_pts = AV_NOPTS_VALUE;
+    /* The first keyframe counts as read: reading from the start is what happens anyway. */
+    const AVIndexEntry *first_entry = avformat_index_get_entries_count(state->stream) > 0 ? avformat_index_get_entry(state->stream, 0) : NULL;
+    int64_t last_read = first_entry ? first_entry->timestamp : INT64_MIN, checked = -1, previous_pts = AV_NOPTS_VALUE;
     int draining = 0, last_error = 0, have_held = 0;
     state->held_slot = -1;
     while (next < frames) {
