@@ -7,9 +7,33 @@
  */
 #include "kernels/signal.h"
 
-/* target [columns->count, 3] from one RGB8 row: each output pixel's taps summed from the first. */
+/* target [columns->count, 3] from one RGB8 row: each output pixel's taps summed from the first.
+ * Four output pixels run side by side (twelve independent sums) over the taps they all have, so
+ * the adds overlap instead of waiting on one another; each sum still runs in tap order, so the
+ * result is bit-identical to one pixel at a time. */
 static void resize_row_rgb8_serial(const uform__signal_taps_t *columns, const uint8_t *source, float *target) {
-    for (size_t x = 0; x < columns->count; ++x) {
+    size_t x = 0;
+    for (; x + 4 <= columns->count; x += 4) {
+        const uint8_t *pixel[4];
+        const float *weight[4];
+        float sum[4][3];
+        size_t common = columns->size[x];
+        for (size_t l = 0; l < 4; ++l) {
+            pixel[l] = source + 3 * columns->first[x + l];
+            weight[l] = columns->weights + (x + l) * columns->taps;
+            if (columns->size[x + l] < common) common = columns->size[x + l];
+            for (size_t c = 0; c < 3; ++c) sum[l][c] = (float)pixel[l][c] * weight[l][0];
+        }
+        for (size_t j = 1; j < common; ++j)
+            for (size_t l = 0; l < 4; ++l)
+                for (size_t c = 0; c < 3; ++c) sum[l][c] += (float)pixel[l][3 * j + c] * weight[l][j];
+        for (size_t l = 0; l < 4; ++l) {
+            for (size_t j = common > 1 ? common : 1; j < columns->size[x + l]; ++j)
+                for (size_t c = 0; c < 3; ++c) sum[l][c] += (float)pixel[l][3 * j + c] * weight[l][j];
+            for (size_t c = 0; c < 3; ++c) target[3 * (x + l) + c] = sum[l][c];
+        }
+    }
+    for (; x < columns->count; ++x) {
         const uint8_t *pixel = source + 3 * columns->first[x];
         const float *weight = columns->weights + x * columns->taps;
         size_t size = columns->size[x];
