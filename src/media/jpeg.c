@@ -122,10 +122,11 @@ uform_status_t uform__media_jpeg_decode(const uint8_t *bytes, size_t size, const
     flags |= TJFLAG_LIMITSCANS; /* refuses progressive files with an absurd number of scans (a CPU bomb) */
 #endif
     if (tjDecompress2(handle, bytes, (unsigned long)size, decoded, width, 0, height, cmyk ? TJPF_CMYK : TJPF_RGB, flags) != 0) {
-        /* Warnings (e.g. extraneous bytes before a marker) leave a complete image, as PIL accepts them;
-         * a premature end of data leaves grey rows, so truncation is an error. */
+        /* TurboJPEG calls most damage a warning: truncation, bad progressive scan parameters, bogus
+         * tables, each leaving grey or garbled rows. Only stray bytes before a marker (common in files
+         * from old cameras, and accepted by PIL) leave a complete image, so every other warning fails. */
         const char *message = tjGetErrorStr2(handle);
-        if (tjGetErrorCode(handle) != TJERR_WARNING || (message && strstr(message, "Premature end"))) {
+        if (tjGetErrorCode(handle) != TJERR_WARNING || !message || !strstr(message, "extraneous bytes before marker")) {
             status = uform__fail(outcome, UFORM_FORMAT, __func__, "JPEG: %d x %d image does not decode (%zu bytes): %s",
                                  width, height, size, message ? message : "unknown error");
             goto done;
