@@ -323,6 +323,12 @@ typedef struct uform_progress_t {
  * including deferred ones (they are final when the verb returns). */
 typedef struct uform_executor_s *uform_executor_t;
 
+/* The scalar type of activations in matrix products; accumulation is always F32. */
+typedef enum uform_compute_t {
+    UFORM_COMPUTE_F32 = 0, /* F32 activations (the default) */
+    UFORM_COMPUTE_BF16 = 1 /* activations rounded to BF16 (nearest even) before each matrix product */
+} uform_compute_t;
+
 /*
  * Where a host executor places its threads and memory, and which kernels it dispatches.
  * `memory_domains` lists NUMA node numbers (`memory_domains_count` of them, borrowed for the call);
@@ -334,6 +340,7 @@ typedef struct uform_ram_options_t {
     const size_t *memory_domains;
     size_t memory_domains_count;
     uform_cpu_class_t cpu_class;
+    uform_compute_t compute; /* model loads only: F32 (0) or BF16 activations; executors ignore it */
 } uform_ram_options_t;
 
 /* GPU devices for a VRAM executor: `devices` lists ordinals as `uform_gpu_devices` answers them. */
@@ -507,6 +514,254 @@ typedef struct uform_tape_t {
 /* Checks a tape's structure: NULL arrays where items exist, decreasing offsets. UFORM_OK or
  * UFORM_INVALID_ARGUMENT with a message naming the item ("offsets[17] < offsets[16] (12 < 40)"). */
 UFORM_API uform_status_t uform_tape_validate(const uform_tape_t *tape, uform_outcome_t *outcome);
+
+/* ------------------------------------------------------------------------------------------ */
+/* Models — loading a checkpoint                                                               */
+/* ------------------------------------------------------------------------------------------ */
+
+/* A loaded perception model (model.md). Immutable after load: several executors may use one model
+ * at once, each running its own calls. */
+typedef struct uform_model_s *uform_model_t;
+
+/* Where a model's weights live. */
+typedef enum uform_residency_t {
+    UFORM_RESIDENCY_RAM = 0,
+    UFORM_RESIDENCY_VRAM = 1
+} uform_residency_t;
+
+/*
+ * Maps the checkpoint at `path` (a safetensors file whose `__metadata__` holds "uform.format": "4"
+ * and "uform.config"; model.md), checks every tensor against the config and prepares the weights
+ * (BF16 matrices are used in place from the mapping, or repacked once for the kernels of the
+ * executor's CPU class; norms and embedding tables are widened to F32). The load runs on
+ * `executor` (NULL: the calling thread); `ram_options` chooses the CPU class as for executors
+ * (UNKNOWN: the executor's) and the activations' type (`compute`, F32 by default). The file must not change
+ * while the model lives. Calls on executors of other CPU classes are allowed and use unpacked weights.
+ *
+ * Statuses: UFORM_OK; UFORM_IO (cannot open or map, with the path and the system's reason);
+ * UFORM_FORMAT (not a safetensors file, a missing or malformed config key, a missing, extra or
+ * misshapen tensor — the message names the tensor and what was expected); UFORM_UNSUPPORTED (a
+ * CPU class this machine cannot run, a newer checkpoint format); UFORM_INVALID_ARGUMENT (NULL
+ * `path` or `model`); UFORM_OUT_OF_MEMORY. On failure `*model` is NULL.
+ */
+UFORM_API uform_status_t uform_model_load_ram(uform_executor_t executor, const char *path,
+                                              const uform_ram_options_t *ram_options, uform_model_t *model,
+                                              uform_outcome_t *outcome);
+
+/* Frees a model and unmaps its checkpoint. Calls using it must be final. NULL is a no-op. */
+UFORM_API void uform_model_free(uform_model_t model);
+
+/* Everything `uform_model_describe` answers about a model. */
+typedef struct uform_model_description_t {
+    char size[16];                 /* the config's informative "size" ("tiny", "small" ...) */
+    size_t hidden, depth, heads, mlp, embedding;
+    size_t matryoshka[8];          /* embedding prefixes the model was trained for */
+    size_t matryoshka_count;
+    size_t temperature_groups;
+    unsigned modalities;           /* bit (1 << uform_modality_t) for every modality present */
+    size_t text_bytes;             /* T: bytes per text item (longer texts are truncated) */
+    size_t image_size, image_patch;
+    size_t video_size, video_patch, video_frames, video_tubelet;
+    size_t audio_rate, audio_seconds, audio_mels;
+    uint64_t parameters;           /* scalars in the weights */
+    uint64_t weight_bytes;         /* bytes of the weights as stored in the checkpoint */
+    uform_residency_t residency;
+    uform_cpu_class_t cpu_class;   /* the class its weights were prepared for */
+    uform_compute_t compute;
+} uform_model_description_t;
+
+/* A request to describe a model. Answers at once on the calling thread. */
+typedef struct uform_model_describe_t {
+    uform_model_t model;                   /* in */
+    uform_outcome_t outcome;               /* out */
+    uform_model_description_t description; /* out */
+} uform_model_describe_t;
+
+/* Fills `request->description`. UFORM_INVALID_ARGUMENT for a NULL request or model. */
+UFORM_API uform_status_t uform_model_describe(uform_model_describe_t *request);
+
+/* ------------------------------------------------------------------------------------------ */
+/* Encoding — the verbs                                                                        */
+/* ------------------------------------------------------------------------------------------ */
+
+/* What a call measured, written when it is final (including on failure, as far as it got). */
+typedef struct uform_encode_stats_t {
+    size_t items;            /* items encoded */
+    size_t tokens;           /* tokens through the trunk */
+    uint64_t input_bytes;    /* bytes read from the tape */
+    double decode_seconds;   /* decoding and preprocessing media */
+    double compute_seconds;  /* stems, trunk and heads */
+    double flops;            /* floating-point operations of the matrix products and attention */
+    size_t arena_bytes;      /* bytes the call used in its arena (outputs and scratch) */
+} uform_encode_stats_t;
+
+/*
+ * Options of an encode. Zeroed: F32 outputs, no progress, no stats, the full embedding.
+ *   outputs_scalar  the scalar of EMBEDDINGS and TOKEN_VECTORS (STATES are always F32);
+ *   progress        reports per unit of work (decoding, each trunk layer, the heads);
+ *   stats           optional, written when the call is final (must live as long as the request);
+ *   dimensions      0 keeps the whole embedding, otherwise a Matryoshka prefix of that many columns,
+ *                   taken before L2-normalisation (so the prefix is renormalised); at most E.
+ */
+typedef struct uform_encode_config_t {
+    uform_scalar_kind_t outputs_scalar;
+    uform_progress_t progress;
+    uform_encode_stats_t *stats;
+    size_t dimensions;
+} uform_encode_config_t;
+
+/*
+ * Where an encode's outputs land, as views into the request's arena (readable once the call is
+ * final with UFORM_OK, stale after the arena's next call). Outputs not asked for are zeroed views.
+ *   embeddings     [items, E or dimensions] of outputs_scalar: the L2-normalised CLS projection;
+ *   token_vectors  ragged, item i owns rows offsets[i]..offsets[i+1]: one row per token (CLS first),
+ *                  [tokens, E or dimensions] of outputs_scalar;
+ *   states         ragged like token_vectors: [tokens, d] F32, the final normalised token states.
+ */
+typedef struct uform_encoded_t {
+    uform_matrix_t embeddings;
+    uform_rows_t token_vectors;
+    uform_rows_t states;
+} uform_encoded_t;
+
+/*
+ * The request structs of the encode verbs share one shape: what runs where, one input tape, which
+ * outputs to keep, the arena they land in, options, and what comes back. One struct per call (on
+ * the stack for a blocking call; for a deferred call it must stay alive and unmoved until
+ * `uform_outcome_status(&request.outcome)` is final, and so must the tape and any arrays it points to).
+ *
+ *   model, executor, completion   in: which model, where it runs (NULL: the calling thread), how it returns
+ *   <inputs>                      in: the items (named per verb: texts, images, pixels, videos, recordings, samples)
+ *   outputs                       in: UFORM_OUTPUTS_* flags; 0 means EMBEDDINGS
+ *   arena                         in: where outputs (and the call's scratch) go; required
+ *   config                        in: zeroed = defaults
+ *   outcome, encoded              out
+ *
+ * Items of a batch are packed end to end without padding; an item's outputs never depend on the
+ * other items of its batch beyond float rounding. Statuses of every verb: UFORM_OK; UFORM_DEFERRED
+ * (a deferred call was queued); UFORM_CONTENDED (executor or arena held; nothing done);
+ * UFORM_CANCELLED; UFORM_INVALID_ARGUMENT (bad tape, a NULL model or arena, a modality the model
+ * lacks, dimensions above E, an unknown scalar, mismatched pixel sizes — the message names the item);
+ * UFORM_FORMAT (an item that is not decodable media of the verb's modality, naming the item);
+ * UFORM_UNSUPPORTED (a format this build cannot decode); UFORM_OUT_OF_MEMORY.
+ */
+
+/* Texts: each item is UTF-8 bytes (not validated; bytes are the tokens), truncated to the model's
+ * `text_bytes`. An empty text is allowed (its only token is [CLS]). */
+typedef struct uform_text_encode_t {
+    uform_model_t model;
+    uform_executor_t executor;
+    uform_completion_t completion;
+    uform_tape_t texts;
+    uform_outputs_t outputs;
+    uform_arena_t arena;
+    uform_encode_config_t config;
+    uform_outcome_t outcome;
+    uform_encoded_t encoded;
+} uform_text_encode_t;
+UFORM_API uform_status_t uform_text_encode(uform_text_encode_t *request);
+
+/* Images: each item is a whole file (JPEG, PNG, WebP; GIF, BMP and others with FFmpeg), decoded in
+ * memory, EXIF-rotated, alpha composited over white, resized (shorter side, antialiased) and
+ * centre-cropped to the model's size. Items decode in parallel on the executor's threads. */
+typedef struct uform_image_encode_t {
+    uform_model_t model;
+    uform_executor_t executor;
+    uform_completion_t completion;
+    uform_tape_t images;
+    uform_outputs_t outputs;
+    uform_arena_t arena;
+    uform_encode_config_t config;
+    uform_outcome_t outcome;
+    uform_encoded_t encoded;
+} uform_image_encode_t;
+UFORM_API uform_status_t uform_image_encode(uform_image_encode_t *request);
+
+/* Images as RGB8 pixels: item i holds heights[i] * widths[i] * 3 bytes, rows packed. */
+typedef struct uform_image_encode_pixels_t {
+    uform_model_t model;
+    uform_executor_t executor;
+    uform_completion_t completion;
+    uform_tape_t pixels;
+    const size_t *heights; /* [pixels.count] */
+    const size_t *widths;  /* [pixels.count] */
+    uform_outputs_t outputs;
+    uform_arena_t arena;
+    uform_encode_config_t config;
+    uform_outcome_t outcome;
+    uform_encoded_t encoded;
+} uform_image_encode_pixels_t;
+UFORM_API uform_status_t uform_image_encode_pixels(uform_image_encode_pixels_t *request);
+
+/* Videos: each item is a whole file (MP4, WebM, MKV ... through FFmpeg); F frames at the centres of
+ * F equal segments of the stream. UFORM_UNSUPPORTED in a build without FFmpeg. */
+typedef struct uform_video_encode_t {
+    uform_model_t model;
+    uform_executor_t executor;
+    uform_completion_t completion;
+    uform_tape_t videos;
+    uform_outputs_t outputs;
+    uform_arena_t arena;
+    uform_encode_config_t config;
+    uform_outcome_t outcome;
+    uform_encoded_t encoded;
+} uform_video_encode_t;
+UFORM_API uform_status_t uform_video_encode(uform_video_encode_t *request);
+
+/* Recordings: each item is a whole file (WAV always; FLAC, Ogg, MP3, AAC ... with FFmpeg), mixed to
+ * mono by averaging, resampled to the model's rate, cropped or zero-padded to its seconds. */
+typedef struct uform_audio_encode_t {
+    uform_model_t model;
+    uform_executor_t executor;
+    uform_completion_t completion;
+    uform_tape_t recordings;
+    uform_outputs_t outputs;
+    uform_arena_t arena;
+    uform_encode_config_t config;
+    uform_outcome_t outcome;
+    uform_encoded_t encoded;
+} uform_audio_encode_t;
+UFORM_API uform_status_t uform_audio_encode(uform_audio_encode_t *request);
+
+/* Recordings as float32 mono samples (the tape's offsets count bytes, 4 per sample) at
+ * `sample_rate` Hz, any rate, resampled like files. */
+typedef struct uform_audio_encode_samples_t {
+    uform_model_t model;
+    uform_executor_t executor;
+    uform_completion_t completion;
+    uform_tape_t samples;
+    size_t sample_rate;
+    uform_outputs_t outputs;
+    uform_arena_t arena;
+    uform_encode_config_t config;
+    uform_outcome_t outcome;
+    uform_encoded_t encoded;
+} uform_audio_encode_samples_t;
+UFORM_API uform_status_t uform_audio_encode_samples(uform_audio_encode_samples_t *request);
+
+/*
+ * Constrained next-byte choice (model.md, text_choose). `texts` are prefixes; `choices` holds one
+ * entry per text listing its legal next bytes (distinct; an empty or duplicated list is
+ * UFORM_INVALID_ARGUMENT naming the text); `groups` optionally gives each text's temperature group
+ * (NULL: group 0; a group at or above the model's `temperature_groups` is UFORM_INVALID_ARGUMENT).
+ * The answer, `probabilities`, is ragged F32: text i owns rows offsets[i]..offsets[i+1] of a
+ * [total legal bytes, 1] matrix, in the order its choices listed them, summing to 1.
+ * `config.outputs_scalar` and `config.dimensions` are ignored. Other fields as for the encode verbs.
+ */
+typedef struct uform_text_choose_t {
+    uform_model_t model;
+    uform_executor_t executor;
+    uform_completion_t completion;
+    uform_tape_t texts;
+    uform_tape_t choices;
+    const size_t *groups;
+    uform_arena_t arena;
+    uform_encode_config_t config;
+    uform_outcome_t outcome;
+    uform_rows_t probabilities;
+} uform_text_choose_t;
+
+UFORM_API uform_status_t uform_text_choose(uform_text_choose_t *request);
 
 /* ------------------------------------------------------------------------------------------ */
 /* Tensor-program session (session.md)                                                         */
