@@ -25,6 +25,10 @@ static void strides_of(const uform__session_type_t *type, size_t *strides) {
 /* dst (dense, dims `dims`) = src[base + Σ index[d] · strides[d]], element by element of `size` bytes. */
 static void gather(unsigned char *dst, const unsigned char *src, size_t size, const uform__session_type_t *dims,
                    const size_t *strides, size_t base) {
+    if (dims->rank == 0) { // a scalar
+        memcpy(dst, src + base * size, size);
+        return;
+    }
     size_t index[UFORM_SESSION_MAX_RANK] = {0};
     unsigned rank = dims->rank, last = rank - 1u;
     size_t run = dims->dims[last], done = 0;
