@@ -28,9 +28,11 @@
  * so results are bit-identical for any thread count.
  *
  * Dispatch. `uform__signal_kernels(cpu_class)` answers the inner loops for a CPU class; every slot
- * is filled (today every class points at the portable serial loops, which the compiler
- * vectorises well enough: these kernels are a small share of an encode). The apply functions take
- * the table, NULL meaning the serial one.
+ * is filled. HASWELL and the AVX-512 classes have their own horizontal resize pass (gathers,
+ * 8 or 16 output pixels at a time, each still summed in tap order without FMA, so every class is
+ * bit-identical to SERIAL); the other slots are the serial loops, which the compiler vectorises
+ * well enough. The apply functions take the table, NULL meaning the serial one; the caller checks
+ * that the machine runs the class (uform_cpu_class_supported) before passing its table.
  */
 #ifndef UFORM_KERNELS_SIGNAL_H
 #define UFORM_KERNELS_SIGNAL_H
@@ -47,6 +49,7 @@
 /* One axis of a separable resize: output `i` reads `size[i]` consecutive source samples from
  * `first[i]`, weighted by `weights[i * taps .. + size[i]]`. */
 typedef struct uform__signal_taps_t {
+    size_t input;      /* source samples along the axis (every first[i] + size[i] <= input) */
     size_t count;      /* output samples along the axis */
     size_t taps;       /* weights reserved per output sample (>= every size[i]) */
     size_t *first;     /* [count] */
@@ -68,9 +71,9 @@ typedef struct uform__signal_kernels_t {
     float (*dot_f32)(const float *a, const float *b, size_t count);
 } uform__signal_kernels_t;
 
-/* The table for `cpu_class`; any class, including UNKNOWN and classes this build does not
- * specialise, answers a table whose slots are all non-NULL (the serial loops where there is no
- * specialised one). Never NULL. */
+/* The table for `cpu_class`: HASWELL and SIERRA get the AVX2 table, SKYLAKE, ICELAKE, GENOA,
+ * SAPPHIRE, GRANITE and DIAMOND the AVX-512 one, every other class (UNKNOWN, MONOVERSIONED, the
+ * non-x86 classes) SERIAL's. All slots are non-NULL. Never NULL. */
 const uform__signal_kernels_t *uform__signal_kernels(uform_cpu_class_t cpu_class);
 
 /* ------------------------------------------------------------------------------------------ */

@@ -40,6 +40,7 @@ static int taps_init(uform__signal_taps_t *taps, size_t input, size_t output, si
     const float support = (scale >= 1.0f) ? (float)((2 * 0.5) * scale) : (float)(2 * 0.5);
     const float invscale = (scale >= 1.0f) ? (float)(1.0 / scale) : 1.0f;
     const size_t reserved = (size_t)ceilf(support) * 2 + 1;
+    taps->input = input;
     taps->count = count;
     taps->taps = reserved;
     taps->first = malloc(count * sizeof(size_t));

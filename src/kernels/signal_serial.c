@@ -1,11 +1,12 @@
 /*
- * The portable inner loops of the signal kernels and the per-class dispatch table.
+ * The portable inner loops of the signal kernels and the per-class dispatch tables.
  *
  * Summation orders follow the references (ATen's interpolate_aa_single_dim sums taps from the
  * first; a dot product sums in index order), so the serial loops are the ones every other class
- * is tested against. Every class points here until a specialised loop pays for itself.
+ * is tested against. A slot without a specialised loop points at the serial one.
  */
 #include "kernels/signal.h"
+#include "kernels/signal_x86.h"
 
 /* target [columns->count, 3] from one RGB8 row: each output pixel's taps summed from the first.
  * Four output pixels run side by side (twelve independent sums) over the taps they all have, so
@@ -77,9 +78,44 @@ static const uform__signal_kernels_t signal_kernels_serial = {
     .dot_f32 = dot_f32_serial,
 };
 
+/* The vectorised classes finish the rows they cannot gather safely with the serial loop. */
+void uform__signal_resize_row_rgb8_serial(const uform__signal_taps_t *columns, size_t begin, const uint8_t *source,
+                                          float *target) {
+    uform__signal_taps_t rest = *columns;
+    rest.count = columns->count - begin;
+    rest.first = columns->first + begin;
+    rest.size = columns->size + begin;
+    rest.weights = columns->weights + begin * columns->taps;
+    resize_row_rgb8_serial(&rest, source, target + 3 * begin);
+}
+
+static const uform__signal_kernels_t signal_kernels_haswell = {
+    .cpu_class = UFORM_CPU_CLASS_INTEL_HASWELL,
+    .resize_row_rgb8 = uform__signal_resize_row_rgb8_haswell,
+    .resize_column_f32 = resize_column_f32_serial,
+    .dot_f32 = dot_f32_serial,
+};
+
+static const uform__signal_kernels_t signal_kernels_skylake = {
+    .cpu_class = UFORM_CPU_CLASS_INTEL_SKYLAKE,
+    .resize_row_rgb8 = uform__signal_resize_row_rgb8_skylake,
+    .resize_column_f32 = resize_column_f32_serial,
+    .dot_f32 = dot_f32_serial,
+};
+
 const uform__signal_kernels_t *uform__signal_kernels(uform_cpu_class_t cpu_class) {
-    /* No class has specialised signal loops yet: the serial loops serve every class, which keeps
-     * the contract (never NULL, every slot filled) for callers that dispatch uniformly. */
-    (void)cpu_class;
-    return &signal_kernels_serial;
+    switch (cpu_class) {
+    case UFORM_CPU_CLASS_INTEL_HASWELL:
+    case UFORM_CPU_CLASS_INTEL_SIERRA:
+        return &signal_kernels_haswell;
+    case UFORM_CPU_CLASS_INTEL_SKYLAKE:
+    case UFORM_CPU_CLASS_INTEL_ICELAKE: /* VNNI, BF16 and AMX do nothing for float filters */
+    case UFORM_CPU_CLASS_AMD_GENOA:
+    case UFORM_CPU_CLASS_INTEL_SAPPHIRE:
+    case UFORM_CPU_CLASS_INTEL_GRANITE:
+    case UFORM_CPU_CLASS_INTEL_DIAMOND:
+        return &signal_kernels_skylake;
+    default: /* SERIAL, UNKNOWN, MONOVERSIONED and the non-x86 classes */
+        return &signal_kernels_serial;
+    }
 }

@@ -210,6 +210,40 @@ static void test_errors(void) {
     CHECK_STATUS(uform__signal_resize_plan_init_shorter_side(&plan, 10, 10, 0, &outcome), UFORM_INVALID_ARGUMENT);
 }
 
+/* Every class this machine runs produces the serial bits, over shapes that exercise the vector
+ * blocks, their serial tails and the right-edge fallback (1- and 2-pixel-wide sources). */
+static void test_classes(uint64_t *state) {
+    static const size_t shapes[][4] = {{1, 1, 3, 7},   {4, 2, 3, 33},    {9, 3, 17, 40},  {31, 100, 7, 37},
+                                       {50, 640, 9, 224}, {20, 1920, 5, 61}, {7, 17, 11, 16}, {3, 300, 2, 300}};
+    const uform__signal_kernels_t *serial = uform__signal_kernels(UFORM_CPU_CLASS_SERIAL);
+    for (size_t s = 0; s < sizeof(shapes) / sizeof(shapes[0]); ++s) {
+        const size_t h = shapes[s][0], w = shapes[s][1], oh = shapes[s][2], ow = shapes[s][3], n = oh * ow * 3;
+        uint8_t *image = random_image(state, h, w);
+        uform__signal_resize_plan_t plan;
+        CHECK_STATUS(uform__signal_resize_plan_init(&plan, h, w, oh, ow, 0, 0, oh, ow, NULL), UFORM_OK);
+        float *expected = malloc(n * sizeof(float)), *actual = malloc(n * sizeof(float));
+        CHECK_STATUS(uform__signal_resize_rgb8(&plan, image, w * 3, UFORM__SIGNAL_PIXELS_F32_HWC, NULL, NULL, 0,
+                                               expected, serial, NULL, NULL),
+                     UFORM_OK);
+        for (int cls = UFORM_CPU_CLASS_SERIAL; cls <= UFORM_CPU_CLASS_MONOVERSIONED; ++cls) {
+            if (!uform_cpu_class_supported((uform_cpu_class_t)cls)) continue;
+            const uform__signal_kernels_t *kernels = uform__signal_kernels((uform_cpu_class_t)cls);
+            memset(actual, 0xFF, n * sizeof(float));
+            CHECK_STATUS(uform__signal_resize_rgb8(&plan, image, w * 3, UFORM__SIGNAL_PIXELS_F32_HWC, NULL, NULL, 0,
+                                                   actual, kernels, &signal_pool, NULL),
+                         UFORM_OK);
+            size_t at = n;
+            for (size_t i = 0; i < n && at == n; ++i)
+                if (memcmp(&actual[i], &expected[i], sizeof(float)) != 0) at = i;
+            CHECK_MSG(at == n, "class %s, %zux%zu -> %zux%zu: element %zu is %.9g, serial %.9g",
+                      uform_cpu_class_name((uform_cpu_class_t)cls), h, w, oh, ow, at, (double)actual[at % n],
+                      (double)expected[at % n]);
+        }
+        free(image), free(expected), free(actual);
+        uform__signal_resize_plan_free(&plan);
+    }
+}
+
 int main(int argc, char **argv) {
     if (argc < 3) {
         fprintf(stderr, "usage: %s PYTHON SCRIPT [SEED]\n", argv[0]);
@@ -222,6 +256,7 @@ int main(int argc, char **argv) {
         const uform__signal_kernels_t *kernels = uform__signal_kernels((uform_cpu_class_t)cls);
         CHECK(kernels && kernels->resize_row_rgb8 && kernels->resize_column_f32 && kernels->dot_f32);
     }
+    test_classes(&state);
     if (!signal_directory_make()) return check_finish();
     uint8_t *resize_images[RESIZE_CASES], *shorter_images[SHORTER_CASES];
     char name[64];
