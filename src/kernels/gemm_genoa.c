@@ -25,6 +25,11 @@ GENOA_TARGET static void tile_bf16_genoa(size_t kc, const void *a_block, size_t 
     __m512 sum_f32x16[GENOA_MR][2];
 #pragma GCC unroll 14
     for (int r = 0; r < GENOA_MR; ++r) sum_f32x16[r][0] = sum_f32x16[r][1] = _mm512_setzero_ps();
+    /* The C tile is read (or written) after the K loop: start fetching its lines now. */
+    for (size_t r = 0; r < rows; ++r) {
+        _mm_prefetch((const char *)(c + r * ldc), _MM_HINT_T0);
+        _mm_prefetch((const char *)(c + r * ldc + 31), _MM_HINT_T0);
+    }
     for (size_t p = 0; p < kc; p += 2) {
         __m512i b0_bf16x32 = _mm512_loadu_si512(b + p * GENOA_NR), b1_bf16x32 = _mm512_loadu_si512(b + p * GENOA_NR + 32);
 #pragma GCC unroll 14
@@ -63,7 +68,7 @@ GENOA_TARGET static void convert_bf16_genoa(const float *source, uform__bf16_t *
 }
 
 static const uform__gemm_micro_t micro_bf16_genoa = {
-    .panel_dtype = UFORM__GEMM_BF16, .mr = GENOA_MR, .nr = GENOA_NR, .kc = 512, .mc = 168, .nc = 1536,
+    .panel_dtype = UFORM__GEMM_BF16, .mr = GENOA_MR, .nr = GENOA_NR, .kc = 1024, .mc = 168, .nc = 1536,
     .layout = 4, .tile = tile_bf16_genoa, .epilogue = uform__gemm_epilogue_skylake, .convert = convert_bf16_genoa};
 
 static uform_status_t gemm_bf16_genoa(const uform__gemm_forward_t *args, const uform__parallel_t *parallel,

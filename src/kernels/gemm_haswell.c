@@ -20,6 +20,11 @@ HASWELL_TARGET static void tile_f32_haswell(size_t kc, const void *a_block, size
     __m256 sum_f32x8[HASWELL_MR][2];
 #pragma GCC unroll 6
     for (int r = 0; r < HASWELL_MR; ++r) sum_f32x8[r][0] = sum_f32x8[r][1] = _mm256_setzero_ps();
+    /* The C tile is read (or written) after the K loop: start fetching its lines now. */
+    for (size_t r = 0; r < rows; ++r) {
+        _mm_prefetch((const char *)(c + r * ldc), _MM_HINT_T0);
+        _mm_prefetch((const char *)(c + r * ldc + 15), _MM_HINT_T0);
+    }
     for (size_t p = 0; p < kc; ++p) {
         __m256 b0_f32x8 = _mm256_loadu_ps(b + p * HASWELL_NR), b1_f32x8 = _mm256_loadu_ps(b + p * HASWELL_NR + 8);
 #pragma GCC unroll 6
@@ -123,7 +128,7 @@ HASWELL_TARGET static void epilogue_haswell(float *c, size_t ldc, size_t rows, s
 }
 
 static const uform__gemm_micro_t micro_f32_haswell = {
-    .panel_dtype = UFORM__GEMM_F32, .mr = HASWELL_MR, .nr = HASWELL_NR, .kc = 256, .mc = 144, .nc = 1536,
+    .panel_dtype = UFORM__GEMM_F32, .mr = HASWELL_MR, .nr = HASWELL_NR, .kc = 512, .mc = 144, .nc = 1536,
     .layout = 2, .tile = tile_f32_haswell, .epilogue = epilogue_haswell};
 
 static uform_status_t gemm_f32_haswell(const uform__gemm_forward_t *args, const uform__parallel_t *parallel,

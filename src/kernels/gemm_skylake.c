@@ -22,6 +22,11 @@ SKYLAKE_TARGET static void tile_f32_skylake(size_t kc, const void *a_block, size
     __m512 sum_f32x16[SKYLAKE_MR][2];
 #pragma GCC unroll 14
     for (int r = 0; r < SKYLAKE_MR; ++r) sum_f32x16[r][0] = sum_f32x16[r][1] = _mm512_setzero_ps();
+    /* The C tile is read (or written) after the K loop: start fetching its lines now. */
+    for (size_t r = 0; r < rows; ++r) {
+        _mm_prefetch((const char *)(c + r * ldc), _MM_HINT_T0);
+        _mm_prefetch((const char *)(c + r * ldc + 31), _MM_HINT_T0);
+    }
     for (size_t p = 0; p < kc; ++p) {
         __m512 b0_f32x16 = _mm512_loadu_ps(b + p * SKYLAKE_NR), b1_f32x16 = _mm512_loadu_ps(b + p * SKYLAKE_NR + 16);
 #pragma GCC unroll 14
@@ -101,7 +106,7 @@ SKYLAKE_TARGET void uform__gemm_epilogue_skylake(float *c, size_t ldc, size_t ro
 }
 
 const uform__gemm_micro_t uform__gemm_micro_f32_skylake = {
-    .panel_dtype = UFORM__GEMM_F32, .mr = SKYLAKE_MR, .nr = SKYLAKE_NR, .kc = 256, .mc = 168, .nc = 1536,
+    .panel_dtype = UFORM__GEMM_F32, .mr = SKYLAKE_MR, .nr = SKYLAKE_NR, .kc = 512, .mc = 168, .nc = 1536,
     .layout = 3, .tile = tile_f32_skylake, .epilogue = uform__gemm_epilogue_skylake};
 
 static uform_status_t gemm_f32_skylake(const uform__gemm_forward_t *args, const uform__parallel_t *parallel,
