@@ -110,12 +110,12 @@ static uform_session_status_t decode(cursor_t cursor, uform__session_ir_t *ir, u
         return TRUNCATED("%s", "the counts");
     // The smallest entries: value 2 bytes, parameter 8, constant 12, operation 14, output 8.
     if (ir->value_count > UFORM__SESSION_MAX_VALUES || ir->value_count > left(&cursor) / 2)
-        return FAIL("%u values cannot fit in %zu bytes", ir->value_count, left(&cursor));
+        return FAIL("truncated: %u values cannot fit in the %zu bytes left", ir->value_count, left(&cursor));
     if ((uint64_t)ir->parameter_count + ir->constant_count + ir->operation_count != ir->value_count)
         return FAIL("%u parameters + %u constants + %u operations do not define %u values", ir->parameter_count,
                     ir->constant_count, ir->operation_count, ir->value_count);
     if (ir->output_count == 0) return FAIL("a program needs at least one output");
-    if (ir->output_count > left(&cursor) / 8) return FAIL("%u outputs cannot fit in %zu bytes", ir->output_count, left(&cursor));
+    if (ir->output_count > left(&cursor) / 8) return FAIL("truncated: %u outputs cannot fit in the %zu bytes left", ir->output_count, left(&cursor));
 
     size_t n = ir->value_count ? ir->value_count : 1;
     ir->types = (uform__session_type_t *)calloc(n, sizeof *ir->types);

@@ -16,7 +16,7 @@
 #define PROGRAM_TEMPLATES 6
 
 /* Builds template `which` (mod PROGRAM_TEMPLATES) into `builder` with shapes drawn from `rng`. */
-static int program_template(uform_program_builder_t builder, unsigned which, uint64_t *rng) {
+static inline int program_template(uform_program_builder_t builder, unsigned which, uint64_t *rng) {
     size_t m = 1 + check_random_next(rng) % 5, n = 1 + check_random_next(rng) % 6, k = 1 + check_random_next(rng) % 4;
     static const uform_session_dtype_t floats[] = {UFORM_SESSION_DTYPE_F32, UFORM_SESSION_DTYPE_F64, UFORM_SESSION_DTYPE_F16,
                                                    UFORM_SESSION_DTYPE_BF16};
