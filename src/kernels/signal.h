@@ -101,9 +101,20 @@ typedef enum uform__signal_pixels_t {
     UFORM__SIGNAL_PIXELS_F32_HWC = 0,         /* float [crop_height, crop_width, 3], values 0..255 */
     UFORM__SIGNAL_PIXELS_U8_HWC = 1,          /* uint8 [crop_height, crop_width, 3], round half to even */
     UFORM__SIGNAL_PIXELS_F32_CHW_NORMALISED = 2, /* float [3, crop_height, crop_width], (v/255 - mean[c]) / std[c] */
-    UFORM__SIGNAL_PIXELS_F32_PATCHES_NORMALISED = 3 /* float [(crop_height/p)·(crop_width/p), 3, p, p],
-                                                      patches row-major, each channel-major (c, y, x) */
+    UFORM__SIGNAL_PIXELS_F32_PATCHES_NORMALISED = 3 /* float [(crop_height/p)·(crop_width/p), 3, t, p, p]: patches
+                                                      row-major, each (c, frame, y, x); this image fills frame
+                                                      slot `frame` of t (t = 1, frame = 0 for the image stem; the
+                                                      video stem's tubelets use t = tubelet) */
 } uform__signal_pixels_t;
+
+/* Where and how a resize writes. */
+typedef struct uform__signal_image_target_t {
+    uform__signal_pixels_t pixels;
+    void *data;                 /* the output, laid out as `pixels` says */
+    const float *mean, *std;    /* [3] each, std non-zero: read by the normalised layouts only */
+    size_t patch;               /* p, dividing both crop sides: read by the patch layout only */
+    size_t frames, frame;       /* t >= 1 and the slot in [0, t): patch layout only */
+} uform__signal_image_target_t;
 
 typedef struct uform__signal_resize_plan_t {
     size_t source_height, source_width;   /* the image read */
@@ -135,13 +146,10 @@ uform_status_t uform__signal_resize_plan_init_shorter_side(uform__signal_resize_
 void uform__signal_resize_plan_free(uform__signal_resize_plan_t *plan);
 
 /* Resizes `source` (RGB8 interleaved, row r at source + r * source_stride bytes, stride >=
- * 3 · source_width) through `plan` into `target` laid out as `pixels` says. `mean` and `std`
- * ([3], std non-zero) are read only by the normalised layouts; `patch` only by the patch layout,
- * where it must divide both crop sides. `kernels` NULL means serial. UFORM_INVALID_ARGUMENT names a
- * bad argument. */
+ * 3 · source_width) through `plan` into `target`. `kernels` NULL means serial. UFORM_INVALID_ARGUMENT
+ * names a bad argument; UFORM_OUT_OF_MEMORY if the per-thread output rows cannot be had. */
 uform_status_t uform__signal_resize_rgb8(uform__signal_resize_plan_t *plan, const uint8_t *source,
-                                         size_t source_stride, uform__signal_pixels_t pixels, const float *mean,
-                                         const float *std, size_t patch, void *target,
+                                         size_t source_stride, const uform__signal_image_target_t *target,
                                          const uform__signal_kernels_t *kernels, const uform__parallel_t *parallel,
                                          uform_outcome_t *outcome);
 

@@ -168,10 +168,7 @@ typedef struct resize_context_t {
     const uform__signal_kernels_t *kernels;
     const uint8_t *source;
     size_t source_stride;
-    uform__signal_pixels_t pixels;
-    const float *mean, *std;
-    size_t patch;
-    void *target;
+    const uform__signal_image_target_t *target;
     float *rows;              /* [threads, crop_width · 3] per-thread output rows */
     size_t prongs;
 } resize_context_t;
@@ -190,14 +187,15 @@ static void horizontal_prong(void *opaque, size_t thread, size_t prong) {
 /* Stores output row `y` ([crop_width, 3] floats, values 0..255) in the target layout. */
 static void store_row(const resize_context_t *context, size_t y, const float *row) {
     const uform__signal_resize_plan_t *plan = context->plan;
+    const uform__signal_image_target_t *target = context->target;
     const size_t width = plan->crop_width;
-    switch (context->pixels) {
+    switch (target->pixels) {
     case UFORM__SIGNAL_PIXELS_F32_HWC:
-        memcpy((float *)context->target + y * width * 3, row, width * 3 * sizeof(float));
+        memcpy((float *)target->data + y * width * 3, row, width * 3 * sizeof(float));
         break;
     case UFORM__SIGNAL_PIXELS_U8_HWC: {
         /* torchvision rounds a uint8 image's float result half to even before the cast. */
-        uint8_t *out = (uint8_t *)context->target + y * width * 3;
+        uint8_t *out = (uint8_t *)target->data + y * width * 3;
         for (size_t k = 0; k < width * 3; ++k) {
             float v = nearbyintf(row[k]);
             out[k] = (uint8_t)(v < 0.0f ? 0.0f : v > 255.0f ? 255.0f : v);
@@ -206,21 +204,21 @@ static void store_row(const resize_context_t *context, size_t y, const float *ro
     }
     case UFORM__SIGNAL_PIXELS_F32_CHW_NORMALISED: {
         /* [3, crop_height, crop_width]: (v / 255 - mean) / std, in float, in that order. */
-        float *out = context->target;
+        float *out = target->data;
         for (size_t c = 0; c < 3; ++c) {
             float *plane = out + (c * plan->crop_height + y) * width;
-            for (size_t x = 0; x < width; ++x) plane[x] = (row[3 * x + c] / 255.0f - context->mean[c]) / context->std[c];
+            for (size_t x = 0; x < width; ++x) plane[x] = (row[3 * x + c] / 255.0f - target->mean[c]) / target->std[c];
         }
         break;
     }
     case UFORM__SIGNAL_PIXELS_F32_PATCHES_NORMALISED: {
-        /* [(H/p)·(W/p), 3, p, p]: patch (y/p, x/p) row-major, inside it (c, y % p, x % p). */
-        const size_t p = context->patch, across = width / p;
-        float *out = (float *)context->target + (y / p) * across * 3 * p * p + (y % p) * p;
+        /* [(H/p)·(W/p), 3, t, p, p]: patch (y/p, x/p) row-major, inside it (c, frame, y % p, x % p). */
+        const size_t p = target->patch, t = target->frames, across = width / p, area = p * p;
+        float *out = (float *)target->data + (y / p) * across * 3 * t * area + target->frame * area + (y % p) * p;
         for (size_t x = 0; x < width; ++x) {
-            float *patch = out + (x / p) * 3 * p * p + x % p;
+            float *patch = out + (x / p) * 3 * t * area + x % p;
             for (size_t c = 0; c < 3; ++c)
-                patch[c * p * p] = (row[3 * x + c] / 255.0f - context->mean[c]) / context->std[c];
+                patch[c * t * area] = (row[3 * x + c] / 255.0f - target->mean[c]) / target->std[c];
         }
         break;
     }
@@ -252,42 +250,43 @@ static void vertical_prong(void *opaque, size_t thread, size_t prong) {
 }
 
 uform_status_t uform__signal_resize_rgb8(uform__signal_resize_plan_t *plan, const uint8_t *source,
-                                         size_t source_stride, uform__signal_pixels_t pixels, const float *mean,
-                                         const float *std, size_t patch, void *target,
+                                         size_t source_stride, const uform__signal_image_target_t *target,
                                          const uform__signal_kernels_t *kernels, const uform__parallel_t *parallel,
                                          uform_outcome_t *outcome) {
     if (!plan || !plan->scratch)
         return uform__fail(outcome, UFORM_INVALID_ARGUMENT, __func__, "plan is NULL or not initialised");
-    if (!source || !target)
-        return uform__fail(outcome, UFORM_INVALID_ARGUMENT, __func__, "%s is NULL", source ? "target" : "source");
+    if (!source || !target || !target->data)
+        return uform__fail(outcome, UFORM_INVALID_ARGUMENT, __func__, "%s is NULL",
+                           !source ? "source" : !target ? "target" : "target data");
     if (source_stride < plan->source_width * 3)
         return uform__fail(outcome, UFORM_INVALID_ARGUMENT, __func__,
                            "source stride %zu bytes is shorter than a row of %zu RGB8 pixels", source_stride,
                            plan->source_width);
+    const uform__signal_pixels_t pixels = target->pixels;
     if ((unsigned)pixels > (unsigned)UFORM__SIGNAL_PIXELS_F32_PATCHES_NORMALISED)
         return uform__fail(outcome, UFORM_INVALID_ARGUMENT, __func__, "unknown pixel layout %d", (int)pixels);
     if (pixels == UFORM__SIGNAL_PIXELS_F32_CHW_NORMALISED || pixels == UFORM__SIGNAL_PIXELS_F32_PATCHES_NORMALISED) {
-        if (!mean || !std)
+        if (!target->mean || !target->std)
             return uform__fail(outcome, UFORM_INVALID_ARGUMENT, __func__, "normalised layouts need mean and std");
         for (size_t c = 0; c < 3; ++c)
-            if (!(std[c] != 0.0f) || !isfinite(std[c]) || !isfinite(mean[c]))
+            if (!(target->std[c] != 0.0f) || !isfinite(target->std[c]) || !isfinite(target->mean[c]))
                 return uform__fail(outcome, UFORM_INVALID_ARGUMENT, __func__,
                                    "channel %zu: mean %g and std %g must be finite and std non-zero", c,
-                                   (double)mean[c], (double)std[c]);
+                                   (double)target->mean[c], (double)target->std[c]);
     }
-    if (pixels == UFORM__SIGNAL_PIXELS_F32_PATCHES_NORMALISED &&
-        (patch == 0 || plan->crop_height % patch || plan->crop_width % patch))
-        return uform__fail(outcome, UFORM_INVALID_ARGUMENT, __func__, "patch %zu does not divide the %zux%zu crop",
-                           patch, plan->crop_height, plan->crop_width);
+    if (pixels == UFORM__SIGNAL_PIXELS_F32_PATCHES_NORMALISED) {
+        if (target->patch == 0 || plan->crop_height % target->patch || plan->crop_width % target->patch)
+            return uform__fail(outcome, UFORM_INVALID_ARGUMENT, __func__, "patch %zu does not divide the %zux%zu crop",
+                               target->patch, plan->crop_height, plan->crop_width);
+        if (target->frames == 0 || target->frame >= target->frames)
+            return uform__fail(outcome, UFORM_INVALID_ARGUMENT, __func__,
+                               "frame slot %zu is outside a tubelet of %zu frames", target->frame, target->frames);
+    }
     resize_context_t context = {
         .plan = plan,
         .kernels = kernels ? kernels : uform__signal_kernels(UFORM_CPU_CLASS_SERIAL),
         .source = source,
         .source_stride = source_stride,
-        .pixels = pixels,
-        .mean = mean,
-        .std = std,
-        .patch = patch,
         .target = target,
     };
     const size_t threads = uform__parallel_threads(parallel);

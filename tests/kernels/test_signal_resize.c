@@ -32,6 +32,15 @@ static const shorter_case_t shorter_cases[] = {
 static const float clip_mean[3] = {0.48145466f, 0.4578275f, 0.40821073f};
 static const float clip_std[3] = {0.26862954f, 0.26130258f, 0.27577711f};
 
+/* The call with the target spelled out: layout, mean/std, patch; one frame per tubelet. */
+static uform_status_t resize(uform__signal_resize_plan_t *plan, const uint8_t *source, size_t stride,
+                             uform__signal_pixels_t pixels, const float *mean, const float *std, size_t patch,
+                             void *data, const uform__signal_kernels_t *kernels, const uform__parallel_t *parallel,
+                             uform_outcome_t *outcome) {
+    const uform__signal_image_target_t target = {pixels, data, mean, std, patch, 1, 0};
+    return uform__signal_resize_rgb8(plan, source, stride, &target, kernels, parallel, outcome);
+}
+
 static uint8_t *random_image(uint64_t *state, size_t height, size_t width) {
     uint8_t *pixels = malloc(height * width * 3);
     /* Half the images are smooth gradients with noise, half pure noise: both stress the filter. */
@@ -70,7 +79,7 @@ static void test_resize_to(const resize_case_t *c, const char *name, const uint8
           *threaded = malloc(n * sizeof(float));
     uint8_t *expected8 = malloc(n), *actual8 = malloc(n);
     if (signal_read(name, "f32", expected, n * sizeof(float)) && signal_read(name, "u8", expected8, n)) {
-        CHECK_STATUS(uform__signal_resize_rgb8(&plan, image, c->width * 3, UFORM__SIGNAL_PIXELS_F32_HWC, NULL, NULL, 0,
+        CHECK_STATUS(resize(&plan, image, c->width * 3, UFORM__SIGNAL_PIXELS_F32_HWC, NULL, NULL, 0,
                                                actual, NULL, NULL, &outcome),
                      UFORM_OK);
         size_t at;
@@ -81,13 +90,13 @@ static void test_resize_to(const resize_case_t *c, const char *name, const uint8
                   (double)expected[at]);
         printf("%-10s %4zux%-4zu -> %4zux%-4zu float max |diff| %.3g\n", name, c->height, c->width, c->out_height,
                c->out_width, worst);
-        CHECK_STATUS(uform__signal_resize_rgb8(&plan, image, c->width * 3, UFORM__SIGNAL_PIXELS_F32_HWC, NULL, NULL, 0,
+        CHECK_STATUS(resize(&plan, image, c->width * 3, UFORM__SIGNAL_PIXELS_F32_HWC, NULL, NULL, 0,
                                                threaded, uform__signal_kernels(UFORM_CPU_CLASS_AMD_GENOA),
                                                &signal_pool, &outcome),
                      UFORM_OK);
         CHECK_MSG(memcmp(threaded, actual, n * sizeof(float)) == 0, "%s: 3 threads differ from serial", name);
 
-        CHECK_STATUS(uform__signal_resize_rgb8(&plan, image, c->width * 3, UFORM__SIGNAL_PIXELS_U8_HWC, NULL, NULL, 0,
+        CHECK_STATUS(resize(&plan, image, c->width * 3, UFORM__SIGNAL_PIXELS_U8_HWC, NULL, NULL, 0,
                                                actual8, NULL, NULL, &outcome),
                      UFORM_OK);
         /* uint8: exact, except a value within float rounding of .5 may round either way. */
@@ -133,7 +142,7 @@ static void test_shorter(const shorter_case_t *c, const char *name, const uint8_
         float *window = malloc(crop * sizeof(float));
         for (size_t y = 0; y < s; ++y)
             memcpy(window + y * s * 3, resized + ((plan.crop_top + y) * width + plan.crop_left) * 3, s * 3 * sizeof(float));
-        CHECK_STATUS(uform__signal_resize_rgb8(&plan, image, c->width * 3, UFORM__SIGNAL_PIXELS_F32_HWC, NULL, NULL, 0,
+        CHECK_STATUS(resize(&plan, image, c->width * 3, UFORM__SIGNAL_PIXELS_F32_HWC, NULL, NULL, 0,
                                                actual, NULL, NULL, &outcome),
                      UFORM_OK);
         size_t at;
@@ -143,7 +152,7 @@ static void test_shorter(const shorter_case_t *c, const char *name, const uint8_
         free(window);
 
         /* The stem's layout: normalised, channel-major, against center_crop + Normalize. */
-        CHECK_STATUS(uform__signal_resize_rgb8(&plan, image, c->width * 3, UFORM__SIGNAL_PIXELS_F32_CHW_NORMALISED,
+        CHECK_STATUS(resize(&plan, image, c->width * 3, UFORM__SIGNAL_PIXELS_F32_CHW_NORMALISED,
                                                clip_mean, clip_std, 0, actual, NULL, NULL, &outcome),
                      UFORM_OK);
         worst = max_difference(actual, expected, crop, &at);
@@ -151,14 +160,14 @@ static void test_shorter(const shorter_case_t *c, const char *name, const uint8_
                   (double)actual[at], (double)expected[at]);
         printf("%-10s %4zux%-4zu side %zu -> %zux%zu crop (%zu, %zu): normalised max |diff| %.3g\n", name, c->height,
                c->width, s, height, width, plan.crop_top, plan.crop_left, worst);
-        CHECK_STATUS(uform__signal_resize_rgb8(&plan, image, c->width * 3, UFORM__SIGNAL_PIXELS_F32_CHW_NORMALISED,
+        CHECK_STATUS(resize(&plan, image, c->width * 3, UFORM__SIGNAL_PIXELS_F32_CHW_NORMALISED,
                                                clip_mean, clip_std, 0, threaded, NULL, &signal_pool, &outcome),
                      UFORM_OK);
         CHECK_MSG(memcmp(threaded, actual, crop * sizeof(float)) == 0, "%s: 3 threads differ from serial", name);
 
         /* Patch-major layout: the reference's [3, S, S] cut into p×p patches, each (c, y, x). */
         const size_t p = s % 16 == 0 ? 16 : s % 8 == 0 ? 8 : 1;
-        CHECK_STATUS(uform__signal_resize_rgb8(&plan, image, c->width * 3,
+        CHECK_STATUS(resize(&plan, image, c->width * 3,
                                                UFORM__SIGNAL_PIXELS_F32_PATCHES_NORMALISED, clip_mean, clip_std, p,
                                                patches, NULL, NULL, &outcome),
                      UFORM_OK);
@@ -174,6 +183,33 @@ static void test_shorter(const shorter_case_t *c, const char *name, const uint8_
                                     x, (double)got, (double)want);
                     }
         CHECK_EQ_INT(wrong, 0);
+
+        /* The video stem's tubelets: this image as frame slot 1 of 2, [(S/p)², 3, 2, p, p]. */
+        float *tubelets = malloc(2 * crop * sizeof(float));
+        memset(tubelets, 0xFF, 2 * crop * sizeof(float)); /* NaN: the other slot must stay untouched */
+        const uform__signal_image_target_t target = {UFORM__SIGNAL_PIXELS_F32_PATCHES_NORMALISED, tubelets, clip_mean,
+                                                     clip_std, p, 2, 1};
+        CHECK_STATUS(uform__signal_resize_rgb8(&plan, image, c->width * 3, &target, NULL, NULL, &outcome), UFORM_OK);
+        wrong = 0;
+        size_t touched = 0;
+        for (size_t k = 0; k < across * across; ++k)
+            for (size_t ch = 0; ch < 3; ++ch)
+                for (size_t slot = 0; slot < 2; ++slot)
+                    for (size_t y = 0; y < p; ++y)
+                        for (size_t x = 0; x < p; ++x) {
+                            const float got = tubelets[(((k * 3 + ch) * 2 + slot) * p + y) * p + x];
+                            if (slot == 0) {
+                                touched += !isnan(got);
+                                continue;
+                            }
+                            const float want = expected[(ch * s + (k / across) * p + y) * s + (k % across) * p + x];
+                            if (!(fabsf(got - want) <= 2e-6f) && wrong++ < 3)
+                                fprintf(stderr, "%s tubelet %zu c%zu (%zu, %zu): got %.9g, expected %.9g\n", name, k,
+                                        ch, y, x, (double)got, (double)want);
+                        }
+        CHECK_EQ_INT(wrong, 0);
+        CHECK_EQ_INT(touched, 0);
+        free(tubelets);
     }
     free(resized), free(expected), free(actual), free(patches), free(threaded);
     uform__signal_resize_plan_free(&plan);
@@ -189,22 +225,26 @@ static void test_errors(void) {
     CHECK_STATUS(uform__signal_resize_plan_init(&plan, 4, 4, 2, 2, 0, 0, 2, 2, &outcome), UFORM_OK);
     uint8_t image[4 * 4 * 3] = {0};
     float out[2 * 2 * 3];
-    CHECK_STATUS(uform__signal_resize_rgb8(&plan, image, 11, UFORM__SIGNAL_PIXELS_F32_HWC, NULL, NULL, 0, out, NULL,
+    CHECK_STATUS(resize(&plan, image, 11, UFORM__SIGNAL_PIXELS_F32_HWC, NULL, NULL, 0, out, NULL,
                                            NULL, &outcome),
                  UFORM_INVALID_ARGUMENT);
     CHECK_CONTAINS(outcome.message, "stride 11");
-    CHECK_STATUS(uform__signal_resize_rgb8(&plan, image, 12, UFORM__SIGNAL_PIXELS_F32_CHW_NORMALISED, NULL, NULL, 0,
+    CHECK_STATUS(resize(&plan, image, 12, UFORM__SIGNAL_PIXELS_F32_CHW_NORMALISED, NULL, NULL, 0,
                                            out, NULL, NULL, &outcome),
                  UFORM_INVALID_ARGUMENT);
     const float zero_std[3] = {1, 0, 1};
-    CHECK_STATUS(uform__signal_resize_rgb8(&plan, image, 12, UFORM__SIGNAL_PIXELS_F32_CHW_NORMALISED, clip_mean,
+    CHECK_STATUS(resize(&plan, image, 12, UFORM__SIGNAL_PIXELS_F32_CHW_NORMALISED, clip_mean,
                                            zero_std, 0, out, NULL, NULL, &outcome),
                  UFORM_INVALID_ARGUMENT);
     CHECK_CONTAINS(outcome.message, "channel 1");
-    CHECK_STATUS(uform__signal_resize_rgb8(&plan, image, 12, UFORM__SIGNAL_PIXELS_F32_PATCHES_NORMALISED, clip_mean,
+    CHECK_STATUS(resize(&plan, image, 12, UFORM__SIGNAL_PIXELS_F32_PATCHES_NORMALISED, clip_mean,
                                            clip_std, 3, out, NULL, NULL, &outcome),
                  UFORM_INVALID_ARGUMENT);
     CHECK_CONTAINS(outcome.message, "patch 3");
+    const uform__signal_image_target_t bad_slot = {UFORM__SIGNAL_PIXELS_F32_PATCHES_NORMALISED, out, clip_mean,
+                                                   clip_std, 2, 2, 2};
+    CHECK_STATUS(uform__signal_resize_rgb8(&plan, image, 12, &bad_slot, NULL, NULL, &outcome), UFORM_INVALID_ARGUMENT);
+    CHECK_CONTAINS(outcome.message, "frame slot 2");
     uform__signal_resize_plan_free(&plan);
     uform__signal_resize_plan_free(&plan); /* freeing twice is a no-op */
     CHECK_STATUS(uform__signal_resize_plan_init_shorter_side(&plan, 10, 10, 0, &outcome), UFORM_INVALID_ARGUMENT);
@@ -222,14 +262,14 @@ static void test_classes(uint64_t *state) {
         uform__signal_resize_plan_t plan;
         CHECK_STATUS(uform__signal_resize_plan_init(&plan, h, w, oh, ow, 0, 0, oh, ow, NULL), UFORM_OK);
         float *expected = malloc(n * sizeof(float)), *actual = malloc(n * sizeof(float));
-        CHECK_STATUS(uform__signal_resize_rgb8(&plan, image, w * 3, UFORM__SIGNAL_PIXELS_F32_HWC, NULL, NULL, 0,
+        CHECK_STATUS(resize(&plan, image, w * 3, UFORM__SIGNAL_PIXELS_F32_HWC, NULL, NULL, 0,
                                                expected, serial, NULL, NULL),
                      UFORM_OK);
         for (int cls = UFORM_CPU_CLASS_SERIAL; cls <= UFORM_CPU_CLASS_MONOVERSIONED; ++cls) {
             if (!uform_cpu_class_supported((uform_cpu_class_t)cls)) continue;
             const uform__signal_kernels_t *kernels = uform__signal_kernels((uform_cpu_class_t)cls);
             memset(actual, 0xFF, n * sizeof(float));
-            CHECK_STATUS(uform__signal_resize_rgb8(&plan, image, w * 3, UFORM__SIGNAL_PIXELS_F32_HWC, NULL, NULL, 0,
+            CHECK_STATUS(resize(&plan, image, w * 3, UFORM__SIGNAL_PIXELS_F32_HWC, NULL, NULL, 0,
                                                    actual, kernels, &signal_pool, NULL),
                          UFORM_OK);
             size_t at = n;
