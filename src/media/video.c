@@ -171,7 +171,10 @@ static uform_status_t decode_frames(video_state_t *state, const uint8_t *bytes, 
         status = uform__media_av_open(&state->input, bytes, size, "video", "uform__media_video_decode", outcome);
         if (status != UFORM_OK) return status;
         format = state->input.format;
+        if ((unsigned)state->index >= format->nb_streams)
+            return uform__fail(outcome, UFORM_INTERNAL, "uform__media_video_decode", "video: stream %d vanished on reopening", state->index);
         state->stream = format->streams[state->index];
+        parameters = state->stream->codecpar, container = format->iformat->name; /* the old ones were freed */
         for (unsigned s = 0; s < format->nb_streams; ++s)
             if ((int)s != state->index) format->streams[s]->discard = AVDISCARD_ALL;
     }
@@ -201,11 +204,13 @@ static uform_status_t decode_frames(video_state_t *state, const uint8_t *bytes, 
             checked = next;
             int entry = av_index_search_timestamp(state->stream, target, AVSEEK_FLAG_BACKWARD);
             const AVIndexEntry *keyframe = entry >= 0 ? avformat_index_get_entry(state->stream, entry) : NULL;
-            if (keyframe && (keyframe->flags & AVINDEX_KEYFRAME) && keyframe->timestamp > (last_read > state->start_pts ? last_read : state->start_pts) &&
-                av_seek_frame(format, state->index, keyframe->timestamp, AVSEEK_FLAG_BACKWARD) >= 0) {
+            /* Copy the entry: seeking may grow the index and move it. */
+            int64_t keyframe_time = keyframe && (keyframe->flags & AVINDEX_KEYFRAME) ? keyframe->timestamp : INT64_MIN;
+            if (keyframe_time != INT64_MIN && keyframe_time > (last_read > state->start_pts ? last_read : state->start_pts) &&
+                av_seek_frame(format, state->index, keyframe_time, AVSEEK_FLAG_BACKWARD) >= 0) {
                 avcodec_flush_buffers(state->decoder);
                 ++video->seeks;
-                last_read = keyframe->timestamp;
+                last_read = keyframe_time;
                 /* The held frame precedes the keyframe; the keyframe itself (≤ target) will replace it. */
             }
         }

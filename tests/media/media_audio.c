@@ -58,6 +58,7 @@ static void check_wav(const wav_case_t *c) {
         }
         CHECK_MSG(worst <= c->tolerance, "%s: sample %zu differs from the sine by %.3g (tolerance %.3g)", c->name, worst_at, worst, c->tolerance);
     }
+    uform__media_audio_free(&audio);
     /* Cropping decodes only the first half second. */
     status = uform__media_audio_decode(bytes, size, 0.5, NULL, &audio, &outcome);
     CHECK_STATUS(status, UFORM_OK);
