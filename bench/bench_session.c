@@ -1,0 +1,272 @@
+/*
+ * A pre-norm transformer block, F32, expressed twice and timed side by side in one run:
+ *   1. as a tensor program (built with uform_program_builder_*, compiled and invoked by the session);
+ *   2. written directly in C over the very kernels the session binds (uform__session_kernels_bind:
+ *      the same matmul, layer norm, softmax and GELU), with strided views instead of copies where
+ *      C allows it.
+ * Block (T tokens, width D, H heads of width D/H, MLP 4D), weights in torch.nn.Linear layout [out, in]:
+ *   h = layer_norm(x); qkv = h·Wqkvᵀ + bqkv; per head p = softmax(q·kᵀ/√(D/H)); o = p·v;
+ *   x1 = x + o·Woᵀ + bo; y = x1 + gelu(layer_norm(x1)·W1ᵀ + b1)·W2ᵀ + b2.
+ * Prints the median time of each, the ratio (direct / program: 1.0 means the program runs as fast
+ * as hand-written C; the target is >= 0.8), the compile time, and writes bench_session.json.
+ * Usage: bench_session [T] [D] [H] [repeats] [json path]
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "session/session.h"
+#include "uform/uform.h"
+
+static double now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static int compare_doubles(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+typedef struct block_t {
+    size_t T, D, H, F;
+    float *x, *ln1_w, *ln1_b, *w_qkv, *b_qkv, *w_o, *b_o, *ln2_w, *ln2_b, *w_1, *b_1, *w_2, *b_2;
+} block_t;
+
+static float *random_floats(size_t n, float scale, uint64_t *state) {
+    float *p = (float *)aligned_alloc(64, (n * sizeof(float) + 63) & ~(size_t)63);
+    for (size_t i = 0; i < n; ++i) {
+        *state = *state * 6364136223846793005ull + 1442695040888963407ull;
+        p[i] = scale * ((float)(*state >> 40) / 8388608.0f - 1.0f);
+    }
+    return p;
+}
+
+/* ---- the program ---------------------------------------------------------------------- */
+
+#define OP(opcode, operands, count, attributes, attribute_count, result)                                    \
+    uform_program_builder_operation(builder, opcode, operands, count, attributes, attribute_count, 0,      \
+                                     UFORM_SESSION_INFER, NULL, result)
+
+static int build_program(const block_t *b, uform_program_builder_t builder) {
+    size_t T = b->T, D = b->D, H = b->H, F = b->F, hd = D / H;
+    const uform_session_dtype_t f = UFORM_SESSION_DTYPE_F32;
+    uint32_t x, ln1_w, ln1_b, w_qkv, b_qkv, w_o, b_o, ln2_w, ln2_b, w_1, b_1, w_2, b_2, scale;
+    size_t td[2] = {T, D}, d[1] = {D}, qkv_w[2] = {3 * D, D}, qkv_b[1] = {3 * D}, dd[2] = {D, D}, fd[2] = {F, D},
+           fb[1] = {F}, df[2] = {D, F};
+    uform_program_builder_parameter(builder, "x", f, 2, td, &x);
+    uform_program_builder_parameter(builder, "ln1.weight", f, 1, d, &ln1_w);
+    uform_program_builder_parameter(builder, "ln1.bias", f, 1, d, &ln1_b);
+    uform_program_builder_parameter(builder, "qkv.weight", f, 2, qkv_w, &w_qkv);
+    uform_program_builder_parameter(builder, "qkv.bias", f, 1, qkv_b, &b_qkv);
+    uform_program_builder_parameter(builder, "proj.weight", f, 2, dd, &w_o);
+    uform_program_builder_parameter(builder, "proj.bias", f, 1, d, &b_o);
+    uform_program_builder_parameter(builder, "ln2.weight", f, 1, d, &ln2_w);
+    uform_program_builder_parameter(builder, "ln2.bias", f, 1, d, &ln2_b);
+    uform_program_builder_parameter(builder, "fc1.weight", f, 2, fd, &w_1);
+    uform_program_builder_parameter(builder, "fc1.bias", f, 1, fb, &b_1);
+    uform_program_builder_parameter(builder, "fc2.weight", f, 2, df, &w_2);
+    uform_program_builder_parameter(builder, "fc2.bias", f, 1, d, &b_2);
+    float inverse_sqrt = 1.0f / sqrtf((float)hd);
+    uform_program_builder_constant(builder, f, 0, NULL, &inverse_sqrt, 4, &scale);
+
+    double eps = 1e-5;
+    int64_t norm[2] = {1, 0}, linear[2] = {0, 1}, plain[2] = {0, 0}, heads_first[3] = {1, 0, 2}, last = 2;
+    memcpy(&norm[1], &eps, 8);
+    uint32_t h, qkv, parts[3], s, p, o, v2, ops[3];
+    ops[0] = x, ops[1] = ln1_w, ops[2] = ln1_b;
+    OP(UFORM_SESSION_OP_LAYER_NORM, ops, 3, norm, 2, &h);
+    ops[0] = h, ops[1] = w_qkv;
+    OP(UFORM_SESSION_OP_MATMUL, ops, 2, linear, 2, &qkv);
+    ops[0] = qkv, ops[1] = b_qkv;
+    OP(UFORM_SESSION_OP_ADD, ops, 2, NULL, 0, &qkv);
+    for (int part = 0; part < 3; ++part) { // q, k, v: [T, D] slices -> [T, H, hd] -> [H, T, hd]
+        int64_t slice[6] = {0, (int64_t)T, 1, (int64_t)(part * D), (int64_t)((part + 1) * D), 1};
+        size_t thd[3] = {T, H, hd};
+        OP(UFORM_SESSION_OP_SLICE, &qkv, 1, slice, 6, &v2);
+        uform_program_builder_operation(builder, UFORM_SESSION_OP_RESHAPE, &v2, 1, NULL, 0, f, 3, thd, &v2);
+        OP(UFORM_SESSION_OP_TRANSPOSE, &v2, 1, heads_first, 3, &parts[part]);
+    }
+    ops[0] = parts[0], ops[1] = parts[1];
+    OP(UFORM_SESSION_OP_MATMUL, ops, 2, linear, 2, &s); // [H, T, T]
+    ops[0] = s, ops[1] = scale;
+    OP(UFORM_SESSION_OP_MUL, ops, 2, NULL, 0, &s);
+    OP(UFORM_SESSION_OP_SOFTMAX, &s, 1, &last, 1, &p);
+    ops[0] = p, ops[1] = parts[2];
+    OP(UFORM_SESSION_OP_MATMUL, ops, 2, plain, 2, &o); // [H, T, hd]
+    OP(UFORM_SESSION_OP_TRANSPOSE, &o, 1, heads_first, 3, &o); // [T, H, hd]
+    uform_program_builder_operation(builder, UFORM_SESSION_OP_RESHAPE, &o, 1, NULL, 0, f, 2, td, &o);
+    ops[0] = o, ops[1] = w_o;
+    OP(UFORM_SESSION_OP_MATMUL, ops, 2, linear, 2, &o);
+    ops[0] = o, ops[1] = b_o;
+    OP(UFORM_SESSION_OP_ADD, ops, 2, NULL, 0, &o);
+    uint32_t x1, m, y;
+    ops[0] = x, ops[1] = o;
+    OP(UFORM_SESSION_OP_ADD, ops, 2, NULL, 0, &x1);
+    ops[0] = x1, ops[1] = ln2_w, ops[2] = ln2_b;
+    OP(UFORM_SESSION_OP_LAYER_NORM, ops, 3, norm, 2, &h);
+    ops[0] = h, ops[1] = w_1;
+    OP(UFORM_SESSION_OP_MATMUL, ops, 2, linear, 2, &m);
+    ops[0] = m, ops[1] = b_1;
+    OP(UFORM_SESSION_OP_ADD, ops, 2, NULL, 0, &m);
+    OP(UFORM_SESSION_OP_GELU, &m, 1, NULL, 0, &m);
+    ops[0] = m, ops[1] = w_2;
+    OP(UFORM_SESSION_OP_MATMUL, ops, 2, linear, 2, &y);
+    ops[0] = y, ops[1] = b_2;
+    OP(UFORM_SESSION_OP_ADD, ops, 2, NULL, 0, &y);
+    ops[0] = x1, ops[1] = y;
+    uform_session_status_t status = OP(UFORM_SESSION_OP_ADD, ops, 2, NULL, 0, &y);
+    uform_program_builder_output(builder, "y", y);
+    if (status != UFORM_SESSION_OK) fprintf(stderr, "builder: %s\n", uform_program_builder_cause(builder));
+    return status == UFORM_SESSION_OK;
+}
+
+/* ---- the same block in C -------------------------------------------------------------- */
+
+typedef struct direct_t {
+    float *h, *qkv, *q, *k, *vt, *s, *o, *attn, *x1, *m, *mean, *rstd;
+} direct_t;
+
+static void direct_block(const uform__session_kernels_t *kr, const block_t *b, direct_t *w, float *y) {
+    size_t T = b->T, D = b->D, H = b->H, F = b->F, hd = D / H;
+    kr->layer_norm_f32(T, D, b->x, b->ln1_w, b->ln1_b, 1e-5f, w->h, w->mean, w->rstd);
+    kr->matmul_f32(T, 3 * D, D, w->h, D, b->w_qkv, D, w->qkv, 3 * D);
+    for (size_t t = 0; t < T; ++t)
+        for (size_t j = 0; j < 3 * D; ++j) w->qkv[t * 3 * D + j] += b->b_qkv[j];
+    float scale = 1.0f / sqrtf((float)hd);
+    for (size_t head = 0; head < H; ++head) {
+        const float *q = w->qkv + head * hd, *k = w->qkv + D + head * hd, *v = w->qkv + 2 * D + head * hd;
+        kr->matmul_f32(T, T, hd, q, 3 * D, k, 3 * D, w->s, T); // q·kᵀ straight from the qkv rows
+        for (size_t i = 0; i < T * T; ++i) w->s[i] *= scale;
+        kr->softmax_f32(T, T, w->s, w->s);
+        for (size_t t = 0; t < T; ++t) // vᵀ [hd, T]: the kernel takes its second operand as [n, k]
+            for (size_t e = 0; e < hd; ++e) w->vt[e * T + t] = v[t * 3 * D + e];
+        kr->matmul_f32(T, hd, T, w->s, T, w->vt, T, w->o + head * hd, D);
+    }
+    kr->matmul_f32(T, D, D, w->o, D, b->w_o, D, w->attn, D);
+    for (size_t t = 0; t < T; ++t)
+        for (size_t j = 0; j < D; ++j) w->x1[t * D + j] = b->x[t * D + j] + w->attn[t * D + j] + b->b_o[j];
+    kr->layer_norm_f32(T, D, w->x1, b->ln2_w, b->ln2_b, 1e-5f, w->h, w->mean, w->rstd);
+    kr->matmul_f32(T, F, D, w->h, D, b->w_1, D, w->m, F);
+    for (size_t t = 0; t < T; ++t)
+        for (size_t j = 0; j < F; ++j) w->m[t * F + j] += b->b_1[j];
+    kr->gelu_f32(T * F, w->m, w->m);
+    kr->matmul_f32(T, D, F, w->m, F, b->w_2, F, y, D);
+    for (size_t t = 0; t < T; ++t)
+        for (size_t j = 0; j < D; ++j) y[t * D + j] += b->b_2[j] + w->x1[t * D + j];
+}
+
+int main(int argc, char **argv) {
+    block_t b;
+    memset(&b, 0, sizeof b);
+    b.T = argc > 1 ? (size_t)atoi(argv[1]) : 128;
+    b.D = argc > 2 ? (size_t)atoi(argv[2]) : 384;
+    b.H = argc > 3 ? (size_t)atoi(argv[3]) : 6;
+    int repeats = argc > 4 ? atoi(argv[4]) : 15;
+    const char *json_path = argc > 5 ? argv[5] : "bench_session.json";
+    b.F = 4 * b.D;
+    size_t T = b.T, D = b.D, F = b.F;
+    uint64_t state = 42;
+    float ws = 1.0f / sqrtf((float)D);
+    b.x = random_floats(T * D, 1.0f, &state);
+    b.ln1_w = random_floats(D, 0.1f, &state), b.ln1_b = random_floats(D, 0.1f, &state);
+    for (size_t i = 0; i < D; ++i) b.ln1_w[i] += 1.0f;
+    b.w_qkv = random_floats(3 * D * D, ws, &state), b.b_qkv = random_floats(3 * D, 0.1f, &state);
+    b.w_o = random_floats(D * D, ws, &state), b.b_o = random_floats(D, 0.1f, &state);
+    b.ln2_w = random_floats(D, 0.1f, &state), b.ln2_b = random_floats(D, 0.1f, &state);
+    for (size_t i = 0; i < D; ++i) b.ln2_w[i] += 1.0f;
+    b.w_1 = random_floats(F * D, ws, &state), b.b_1 = random_floats(F, 0.1f, &state);
+    b.w_2 = random_floats(D * F, 1.0f / sqrtf((float)F), &state), b.b_2 = random_floats(D, 0.1f, &state);
+
+    // Compile (timed over several compiles of the same bytes).
+    uform_program_builder_t builder = NULL;
+    uform_program_builder_init(&builder);
+    if (!build_program(&b, builder)) return 1;
+    const void *bytes;
+    size_t length;
+    uform_program_builder_finish(builder, &bytes, &length);
+    uform_session_t session = NULL;
+    uform_session_init(&session);
+    uform_program_t program;
+    double compile_best = 1e9;
+    for (int i = 0; i < 20; ++i) {
+        double start = now();
+        uform_session_status_t status = uform_session_compile(session, bytes, length, &program);
+        double took = now() - start;
+        if (status != UFORM_SESSION_OK) {
+            fprintf(stderr, "compile: %s: %s\n", uform_session_status_name(status), uform_session_last_cause(session));
+            return 1;
+        }
+        compile_best = took < compile_best ? took : compile_best;
+        if (i < 19) uform_session_release(session, program);
+    }
+    size_t scratch_size = uform_session_scratch_size(session, program);
+    unsigned char *scratch = (unsigned char *)malloc(scratch_size);
+    const void *inputs[13] = {b.x, b.ln1_w, b.ln1_b, b.w_qkv, b.b_qkv, b.w_o, b.b_o, b.ln2_w, b.ln2_b, b.w_1, b.b_1, b.w_2, b.b_2};
+    size_t input_sizes[13] = {T * D * 4, D * 4, D * 4, 3 * D * D * 4, 3 * D * 4, D * D * 4, D * 4,
+                              D * 4, D * 4, F * D * 4, F * 4, D * F * 4, D * 4};
+    float *y_program = (float *)aligned_alloc(64, T * D * 4), *y_direct = (float *)aligned_alloc(64, T * D * 4);
+    void *outputs[1] = {y_program};
+    size_t output_sizes[1] = {T * D * 4};
+
+    uform__session_kernels_t kernels;
+    uform__session_kernels_bind(&kernels, uform_cpu_class_detect());
+    direct_t w;
+    w.h = (float *)malloc(T * D * 4), w.qkv = (float *)malloc(T * 3 * D * 4), w.s = (float *)malloc(T * T * 4);
+    w.vt = (float *)malloc(T * D * 4), w.o = (float *)malloc(T * D * 4), w.attn = (float *)malloc(T * D * 4);
+    w.x1 = (float *)malloc(T * D * 4), w.m = (float *)malloc(T * F * 4), w.mean = (float *)malloc(T * 4);
+    w.rstd = (float *)malloc(T * 4), w.q = w.k = NULL;
+
+    double *t_program = (double *)malloc(sizeof(double) * (size_t)repeats);
+    double *t_direct = (double *)malloc(sizeof(double) * (size_t)repeats);
+    for (int r = -1; r < repeats; ++r) { // r = -1 warms both up; then they alternate
+        double start = now();
+        uform_session_status_t status =
+            uform_session_invoke(session, program, inputs, input_sizes, 13, outputs, output_sizes, 1, scratch, scratch_size);
+        double middle = now();
+        direct_block(&kernels, &b, &w, y_direct);
+        double end = now();
+        if (status != UFORM_SESSION_OK) {
+            fprintf(stderr, "invoke: %s\n", uform_session_status_name(status));
+            return 1;
+        }
+        if (r >= 0) t_program[r] = middle - start, t_direct[r] = end - middle;
+    }
+    qsort(t_program, (size_t)repeats, sizeof(double), compare_doubles);
+    qsort(t_direct, (size_t)repeats, sizeof(double), compare_doubles);
+    double program_median = t_program[repeats / 2], direct_median = t_direct[repeats / 2];
+    double max_difference = 0.0;
+    for (size_t i = 0; i < T * D; ++i) {
+        double d = fabs((double)y_program[i] - (double)y_direct[i]);
+        max_difference = d > max_difference ? d : max_difference;
+    }
+    double flops = 2.0 * (double)T * (double)D * (3.0 * D + D + 2.0 * F) + 4.0 * (double)T * (double)T * (double)D;
+    printf("bench_session: pre-norm transformer block, F32, T=%zu D=%zu heads=%zu MLP=%zu, 1 thread, CPU class %s\n", T, D,
+           b.H, F, uform_cpu_class_name(uform_cpu_class_detect()));
+    printf("kernels bound: matmul %s, norms %s; %d repeats, medians\n", kernels.matmul_name, kernels.norm_name, repeats);
+    printf("%-28s %12s %12s\n", "", "ms", "GFLOP/s");
+    printf("%-28s %12.3f %12.2f\n", "program (session invoke)", program_median * 1e3, flops / program_median * 1e-9);
+    printf("%-28s %12.3f %12.2f\n", "direct C, same kernels", direct_median * 1e3, flops / direct_median * 1e-9);
+    printf("ratio direct/program: %.3f (target >= 0.8)\n", direct_median / program_median);
+    printf("compile: %.1f us for %zu wire bytes; scratch %zu bytes; max |program - direct| = %.3g\n", compile_best * 1e6,
+           length, scratch_size, max_difference);
+    FILE *json = fopen(json_path, "w");
+    if (json) {
+        fprintf(json,
+                "{\"benchmark\": \"session_transformer_block\", \"dtype\": \"f32\", \"T\": %zu, \"D\": %zu, \"heads\": %zu, "
+                "\"mlp\": %zu, \"threads\": 1, \"cpu_class\": \"%s\", \"matmul_kernel\": \"%s\", \"repeats\": %d, "
+                "\"program_ms\": %.4f, \"direct_ms\": %.4f, \"ratio\": %.4f, \"compile_us\": %.2f, \"wire_bytes\": %zu, "
+                "\"scratch_bytes\": %zu, \"max_abs_difference\": %.3g}\n",
+                T, D, b.H, F, uform_cpu_class_name(uform_cpu_class_detect()), kernels.matmul_name, repeats,
+                program_median * 1e3, direct_median * 1e3, direct_median / program_median, compile_best * 1e6, length,
+                scratch_size, max_difference);
+        fclose(json);
+    }
+    uform_session_release(session, program);
+    uform_session_free(session);
+    uform_program_builder_free(builder);
+    return 0;
+}
