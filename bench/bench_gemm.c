@@ -10,17 +10,22 @@
  * "bf16 packed". Ratios: F32 against OpenBLAS, BF16 against oneDNN blocked.
  *
  * Usage: bench_gemm [--json PATH] [--threads 1,2] [--classes serial,haswell,skylake,icelake,genoa]
- *                   [--seconds S] [--quick]
+ *                   [--rounds R] [--quick]
  * The JSON path defaults to bench/results/gemm.json (relative to the working directory).
- * Each measurement repeats the call until S seconds (default 0.4) and at least 2 calls have
- * passed and keeps the fastest; one warm-up call precedes it.
  *
- * Run it with OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset (this environment may set them and
- * they would pin OpenBLAS to another core's kernels):
- *     env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE ./bench_gemm --json ../bench/results/gemm.json
+ * This machine is shared (2 cores, other builds running), so the engines are measured
+ * interleaved: each round calls every engine once, in the same order, and each keeps its fastest
+ * call over R rounds (default 5; one warm-up call first). SERIAL is timed in the first round only.
+ * The F32 FMA and BF16 dot-product peaks are measured the same way (one 24-accumulator loop per
+ * thread) and printed, so every number can be read as a fraction of what the cores gave.
+ *
+ * OpenBLAS: OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE may be set in this environment and would pin
+ * OpenBLAS to another core's kernels; OpenBLAS reads them when it loads, so the benchmark re-runs
+ * itself once without them (the same as `env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE`).
  * OpenBLAS threads are set with openblas_set_num_threads, oneDNN's (Debian builds it with
- * OpenMP) with omp_set_num_threads; ours use the pool in bench_gemm_pool.h. Between libraries
- * the benchmark sleeps 50 ms so idle spinning threads of one do not steal cores from the next.
+ * OpenMP) with omp_set_num_threads; ours use the pool in bench_gemm_pool.h. Idle OpenBLAS
+ * threads spin for up to ≈0.1 s after a call and OpenMP's for a few ms, so each round sleeps
+ * after them before the next engine runs.
  */
 #include <cblas.h>
 #include <math.h>
@@ -50,23 +55,12 @@ static double now_seconds(void) {
     return (double)time.tv_sec + 1e-9 * (double)time.tv_nsec;
 }
 
-static double seconds_per_measurement = 0.4;
-
 typedef void (*bench_call_fn)(void *state);
 
-/* Fastest of repeated calls, in seconds. */
-static double best_time(bench_call_fn call, void *state) {
-    call(state); /* warm-up: page faults, oneDNN's JIT, thread start */
-    double best = 1e30, start = now_seconds();
-    int calls = 0;
-    while (calls < 2 || now_seconds() - start < seconds_per_measurement) {
-        double begin = now_seconds();
-        call(state);
-        double elapsed = now_seconds() - begin;
-        if (elapsed < best) best = elapsed;
-        ++calls;
-    }
-    return best;
+static double time_call(bench_call_fn call, void *state) {
+    double begin = now_seconds();
+    call(state);
+    return now_seconds() - begin;
 }
 
 /* ---- Ours ---- */
@@ -106,6 +100,8 @@ static void openblas_call(void *state_pointer) {
 /* ---- oneDNN ---- */
 
 typedef struct onednn_state_t {
+    dnnl_primitive_desc_t matmul_pd;
+    dnnl_memory_t weights_plain;
     dnnl_primitive_t matmul;
     dnnl_stream_t stream;
     dnnl_memory_t src, weights, dst;
@@ -126,15 +122,16 @@ static void onednn_call(void *state_pointer) {
         dnnl_status_t dnnl_status_ = (expression);                                         \
         if (dnnl_status_ != dnnl_success) {                                                \
             fprintf(stderr, "oneDNN: %s failed with status %d\n", #expression, (int)dnnl_status_); \
-            return -1.0;                                                                   \
+            return -1;                                                                     \
         }                                                                                  \
     } while (0)
 
-/* Seconds per call of oneDNN's BF16 matmul: src [M,K] bf16, weights [K,N] bf16 given as our
- * [N,K] rows (tag "ba"), dst [M,N] f32; `blocked` lets oneDNN choose the weight layout
- * (format_tag_any) and reorders once before timing. */
-static double onednn_time(dnnl_engine_t engine, dnnl_stream_t stream, size_t m, size_t n, size_t k,
-                          const uform__bf16_t *x, const uform__bf16_t *w, float *y, int blocked) {
+/* oneDNN's BF16 matmul: src [M,K] bf16, weights [K,N] bf16 given as our [N,K] rows (tag "ba"),
+ * dst [M,N] f32; `blocked` lets oneDNN choose the weight layout (format_tag_any) and reorders the
+ * weights into it once, before any timing. Answers 0 on success. */
+static int onednn_prepare(onednn_state_t *state, dnnl_engine_t engine, dnnl_stream_t stream, size_t m, size_t n,
+                          size_t k, const uform__bf16_t *x, const uform__bf16_t *w, float *y, int blocked) {
+    *state = (onednn_state_t){.stream = stream};
     dnnl_memory_desc_t src_md, weights_plain_md, weights_md, dst_md;
     dnnl_dims_t src_dims = {(dnnl_dim_t)m, (dnnl_dim_t)k}, weights_dims = {(dnnl_dim_t)k, (dnnl_dim_t)n},
                 dst_dims = {(dnnl_dim_t)m, (dnnl_dim_t)n};
@@ -144,38 +141,81 @@ static double onednn_time(dnnl_engine_t engine, dnnl_stream_t stream, size_t m, 
     DNNL_TRY(dnnl_memory_desc_init_by_tag(&dst_md, 2, dst_dims, dnnl_f32, dnnl_ab));
     dnnl_matmul_desc_t matmul_desc;
     DNNL_TRY(dnnl_matmul_desc_init(&matmul_desc, &src_md, &weights_md, NULL, &dst_md));
-    dnnl_primitive_desc_t matmul_pd;
-    DNNL_TRY(dnnl_primitive_desc_create(&matmul_pd, &matmul_desc, NULL, engine, NULL));
-    const dnnl_memory_desc_t *chosen_md = dnnl_primitive_desc_query_md(matmul_pd, dnnl_query_weights_md, 0);
-    onednn_state_t state = {.stream = stream};
-    DNNL_TRY(dnnl_primitive_create(&state.matmul, matmul_pd));
-    DNNL_TRY(dnnl_memory_create(&state.src, &src_md, engine, (void *)x));
-    DNNL_TRY(dnnl_memory_create(&state.dst, &dst_md, engine, y));
-    dnnl_memory_t weights_plain;
-    DNNL_TRY(dnnl_memory_create(&weights_plain, &weights_plain_md, engine, (void *)w));
+    DNNL_TRY(dnnl_primitive_desc_create(&state->matmul_pd, &matmul_desc, NULL, engine, NULL));
+    const dnnl_memory_desc_t *chosen_md = dnnl_primitive_desc_query_md(state->matmul_pd, dnnl_query_weights_md, 0);
+    DNNL_TRY(dnnl_primitive_create(&state->matmul, state->matmul_pd));
+    DNNL_TRY(dnnl_memory_create(&state->src, &src_md, engine, (void *)x));
+    DNNL_TRY(dnnl_memory_create(&state->dst, &dst_md, engine, y));
+    DNNL_TRY(dnnl_memory_create(&state->weights_plain, &weights_plain_md, engine, (void *)w));
     if (blocked) {
-        DNNL_TRY(dnnl_memory_create(&state.weights, chosen_md, engine, DNNL_MEMORY_ALLOCATE));
+        DNNL_TRY(dnnl_memory_create(&state->weights, chosen_md, engine, DNNL_MEMORY_ALLOCATE));
         dnnl_primitive_desc_t reorder_pd;
         DNNL_TRY(dnnl_reorder_primitive_desc_create(&reorder_pd, &weights_plain_md, engine, chosen_md, engine, NULL));
         dnnl_primitive_t reorder;
         DNNL_TRY(dnnl_primitive_create(&reorder, reorder_pd));
-        dnnl_exec_arg_t arguments[2] = {{DNNL_ARG_FROM, weights_plain}, {DNNL_ARG_TO, state.weights}};
+        dnnl_exec_arg_t arguments[2] = {{DNNL_ARG_FROM, state->weights_plain}, {DNNL_ARG_TO, state->weights}};
         DNNL_TRY(dnnl_primitive_execute(reorder, stream, 2, arguments));
         DNNL_TRY(dnnl_stream_wait(stream));
         dnnl_primitive_destroy(reorder);
         dnnl_primitive_desc_destroy(reorder_pd);
     } else {
-        state.weights = weights_plain;
+        state->weights = state->weights_plain;
     }
-    double seconds = best_time(onednn_call, &state);
-    if (state.failed) seconds = -1.0;
-    if (blocked) dnnl_memory_destroy(state.weights);
-    dnnl_memory_destroy(weights_plain);
-    dnnl_memory_destroy(state.src);
-    dnnl_memory_destroy(state.dst);
-    dnnl_primitive_destroy(state.matmul);
-    dnnl_primitive_desc_destroy(matmul_pd);
-    return seconds;
+    return 0;
+}
+
+static void onednn_release(onednn_state_t *state) {
+    if (state->weights && state->weights != state->weights_plain) dnnl_memory_destroy(state->weights);
+    if (state->weights_plain) dnnl_memory_destroy(state->weights_plain);
+    if (state->src) dnnl_memory_destroy(state->src);
+    if (state->dst) dnnl_memory_destroy(state->dst);
+    if (state->matmul) dnnl_primitive_destroy(state->matmul);
+    if (state->matmul_pd) dnnl_primitive_desc_destroy(state->matmul_pd);
+}
+
+/* ---- Peaks: 24 independent accumulators per thread, as many prongs as threads ---- */
+
+typedef struct peak_job_t {
+    int bf16;
+    long iterations;
+    float sink[64];
+} peak_job_t;
+
+__attribute__((target("avx512f,avx512bf16"))) static void peak_prong(void *context, size_t thread, size_t prong) {
+    peak_job_t *job = context;
+    __m512 sum_f32x16[24];
+    for (int i = 0; i < 24; ++i) sum_f32x16[i] = _mm512_set1_ps((float)i * 1e-9f);
+    __m512 a_f32x16 = _mm512_set1_ps(1.0000001f);
+    __m512i a_bf16x32 = _mm512_set1_epi32(0x3F803F80);
+    if (!job->bf16) {
+        for (long it = 0; it < job->iterations; ++it) {
+#pragma GCC unroll 24
+            for (int i = 0; i < 24; ++i) sum_f32x16[i] = _mm512_fmadd_ps(a_f32x16, a_f32x16, sum_f32x16[i]);
+            __asm__ volatile("" : "+v"(a_f32x16));
+        }
+    } else {
+        for (long it = 0; it < job->iterations; ++it) {
+#pragma GCC unroll 24
+            for (int i = 0; i < 24; ++i) sum_f32x16[i] = _mm512_dpbf16_ps(sum_f32x16[i], (__m512bh)a_bf16x32, (__m512bh)a_bf16x32);
+            __asm__ volatile("" : "+v"(a_bf16x32));
+        }
+    }
+    __m512 total_f32x16 = _mm512_setzero_ps();
+    for (int i = 0; i < 24; ++i) total_f32x16 = _mm512_add_ps(total_f32x16, sum_f32x16[i]);
+    float lanes[16];
+    _mm512_storeu_ps(lanes, total_f32x16);
+    job->sink[prong % 64] = lanes[0];
+}
+
+typedef struct peak_state_t {
+    peak_job_t job;
+    const uform__parallel_t *parallel;
+    size_t threads;
+} peak_state_t;
+
+static void peak_call(void *state_pointer) {
+    peak_state_t *state = state_pointer;
+    uform__parallel_for(state->parallel, state->threads, peak_prong, &state->job);
 }
 
 /* ---- The run ---- */
@@ -198,23 +238,53 @@ static double relative_difference(const float *a, const float *b, size_t count) 
     return scale > 0 ? worst / scale : worst;
 }
 
+/* One engine and variant measured on one shape: its call, its fastest time, where it goes. */
+typedef struct candidate_t {
+    char label[48];
+    const char *engine, *class_name;
+    char variant[24];
+    bench_call_fn call;
+    void *state;
+    int bf16, serial;
+    unsigned sleep_after_us;
+    double best;
+    int failed;
+    double difference;
+} candidate_t;
+
+enum { MAX_CANDIDATES = 32 };
+
+static int parse_arguments(int argc, char **argv, const char **json_path, char *threads_list, size_t threads_capacity,
+                           char *classes_list, size_t classes_capacity, int *rounds, int *quick) {
+    for (int i = 1; i < argc; ++i) {
+        if (!strcmp(argv[i], "--json") && i + 1 < argc) *json_path = argv[++i];
+        else if (!strcmp(argv[i], "--threads") && i + 1 < argc) snprintf(threads_list, threads_capacity, "%s", argv[++i]);
+        else if (!strcmp(argv[i], "--classes") && i + 1 < argc) snprintf(classes_list, classes_capacity, "%s", argv[++i]);
+        else if (!strcmp(argv[i], "--rounds") && i + 1 < argc) *rounds = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--quick")) *quick = 1;
+        else return -1;
+    }
+    if (*rounds < 1) *rounds = 1;
+    return 0;
+}
+
 int main(int argc, char **argv) {
+    /* OpenBLAS reads these when it loads, before main: run again without them. */
+    if (getenv("OPENBLAS_CORETYPE") || getenv("OPENBLAS_L2_SIZE")) {
+        unsetenv("OPENBLAS_CORETYPE");
+        unsetenv("OPENBLAS_L2_SIZE");
+        execv("/proc/self/exe", argv);
+        fprintf(stderr, "warning: could not re-run without OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE\n");
+    }
     const char *json_path = "bench/results/gemm.json";
     char threads_list[64] = "1,2", classes_list[256] = "serial,haswell,skylake,icelake,genoa";
-    int quick = 0;
-    for (int i = 1; i < argc; ++i) {
-        if (!strcmp(argv[i], "--json") && i + 1 < argc) json_path = argv[++i];
-        else if (!strcmp(argv[i], "--threads") && i + 1 < argc) snprintf(threads_list, sizeof threads_list, "%s", argv[++i]);
-        else if (!strcmp(argv[i], "--classes") && i + 1 < argc) snprintf(classes_list, sizeof classes_list, "%s", argv[++i]);
-        else if (!strcmp(argv[i], "--seconds") && i + 1 < argc) seconds_per_measurement = atof(argv[++i]);
-        else if (!strcmp(argv[i], "--quick")) quick = 1;
-        else {
-            fprintf(stderr, "usage: %s [--json PATH] [--threads 1,2] [--classes serial,...,genoa] [--seconds S] [--quick]\n", argv[0]);
-            return 2;
-        }
+    int rounds = 5, quick = 0;
+    if (parse_arguments(argc, argv, &json_path, threads_list, sizeof threads_list, classes_list, sizeof classes_list,
+                        &rounds, &quick) != 0) {
+        fprintf(stderr, "usage: %s [--json PATH] [--threads 1,2] [--classes serial,...,genoa] [--rounds R] [--quick]\n",
+                argv[0]);
+        return 2;
     }
-    if (getenv("OPENBLAS_CORETYPE") || getenv("OPENBLAS_L2_SIZE"))
-        fprintf(stderr, "warning: OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE are set; run under env -u to measure OpenBLAS as shipped\n");
     FILE *json = fopen(json_path, "w");
     if (!json) {
         fprintf(stderr, "cannot write %s\n", json_path);
@@ -227,8 +297,8 @@ int main(int argc, char **argv) {
         fprintf(stderr, "oneDNN: no CPU engine\n");
         return 1;
     }
-    fprintf(json, "{\n  \"benchmark\": \"gemm\",\n  \"cpu_class_detected\": \"%s\",\n  \"results\": [\n",
-            uform_cpu_class_name(uform_cpu_class_detect()));
+    fprintf(json, "{\n  \"benchmark\": \"gemm\",\n  \"cpu_class_detected\": \"%s\",\n  \"rounds\": %d,\n  \"results\": [",
+            uform_cpu_class_name(uform_cpu_class_detect()), rounds);
     int first_record = 1;
     size_t shape_count = quick ? 2 : sizeof bench_shapes / sizeof bench_shapes[0];
     for (const char *threads_text = threads_list; *threads_text;) {
@@ -238,8 +308,26 @@ int main(int argc, char **argv) {
         if (threads == 0) continue;
         bench_pool_t pool;
         if (bench_pool_start(&pool, threads) != 0) return 1;
+        const uform__parallel_t *parallel = threads > 1 ? &pool.parallel : NULL;
         openblas_set_num_threads((int)threads);
         omp_set_num_threads((int)threads);
+
+        /* The peaks, best of `rounds` runs of ≈0.1 s. */
+        double peaks[2] = {0, 0};
+        int avx512_bf16 = uform_cpu_class_supported(UFORM_CPU_CLASS_AMD_GENOA);
+        for (int bf16 = 0; bf16 < 2 && avx512_bf16; ++bf16) {
+            peak_state_t peak = {.job = {.bf16 = bf16, .iterations = 2000000}, .parallel = parallel, .threads = threads};
+            double best = 1e30;
+            for (int round = 0; round < rounds; ++round) best = fmin(best, time_call(peak_call, &peak));
+            peaks[bf16] = (double)threads * 2000000.0 * 24.0 * (bf16 ? 64.0 : 32.0) / best * 1e-9;
+        }
+        printf("\n%zu thread%s: measured peak %.1f GFLOP/s F32 FMA (zmm), %.1f GFLOP/s BF16 vdpbf16ps\n", threads,
+               threads > 1 ? "s" : "", peaks[0], peaks[1]);
+        fprintf(json, "%s\n    {\"threads\": %zu, \"engine\": \"peak\", \"variant\": \"f32 fma\", \"gflops\": %.1f},"
+                      "\n    {\"threads\": %zu, \"engine\": \"peak\", \"variant\": \"bf16 vdpbf16ps\", \"gflops\": %.1f}",
+                first_record ? "" : ",", threads, peaks[0], threads, peaks[1]);
+        first_record = 0;
+
         for (size_t s = 0; s < shape_count; ++s) {
             size_t m = bench_shapes[s].m, k = bench_shapes[s].k, n = bench_shapes[s].n;
             double flops = 2.0 * (double)m * (double)n * (double)k;
@@ -257,79 +345,117 @@ int main(int argc, char **argv) {
                 w[i] = (float)((double)(state >> 40) / 16777216.0 - 0.5);
                 w16[i] = uform__gemm_bf16_from_f32(w[i]);
             }
-            printf("\nM=%zu K=%zu N=%zu, %zu thread%s (%.2f GFLOP per call)\n", m, k, n, threads, threads > 1 ? "s" : "",
-                   flops * 1e-9);
+
+            candidate_t candidates[MAX_CANDIDATES];
+            size_t count = 0;
             openblas_state_t openblas = {.m = m, .n = n, .k = k, .x = x, .w = w, .y = y_reference};
-            double openblas_seconds = best_time(openblas_call, &openblas);
-            usleep(50000);
-            double onednn_plain = onednn_time(engine, stream, m, n, k, x16, w16, y, 0);
-            double onednn_blocked = onednn_time(engine, stream, m, n, k, x16, w16, y, 1);
-            usleep(50000);
-            double openblas_gflops = flops / openblas_seconds * 1e-9;
-            double blocked_gflops = onednn_blocked > 0 ? flops / onednn_blocked * 1e-9 : 0;
-            double plain_gflops = onednn_plain > 0 ? flops / onednn_plain * 1e-9 : 0;
-            printf("  %-22s %9.1f GFLOP/s\n", "openblas f32", openblas_gflops);
-            printf("  %-22s %9.1f GFLOP/s\n", "onednn bf16 plain", plain_gflops);
-            printf("  %-22s %9.1f GFLOP/s\n", "onednn bf16 blocked", blocked_gflops);
-            fprintf(json,
-                    "%s    {\"m\": %zu, \"k\": %zu, \"n\": %zu, \"threads\": %zu, \"engine\": \"openblas\", \"variant\": "
-                    "\"f32\", \"gflops\": %.1f},\n"
-                    "    {\"m\": %zu, \"k\": %zu, \"n\": %zu, \"threads\": %zu, \"engine\": \"onednn\", \"variant\": "
-                    "\"bf16 plain\", \"gflops\": %.1f},\n"
-                    "    {\"m\": %zu, \"k\": %zu, \"n\": %zu, \"threads\": %zu, \"engine\": \"onednn\", \"variant\": "
-                    "\"bf16 blocked\", \"gflops\": %.1f}",
-                    first_record ? "" : ",\n", m, k, n, threads, openblas_gflops, m, k, n, threads, plain_gflops, m, k,
-                    n, threads, blocked_gflops);
-            first_record = 0;
+            onednn_state_t onednn[2];
+            ours_state_t ours[MAX_CANDIDATES];
+            uform__gemm_packed_t packed_weights[MAX_CANDIDATES];
+            void *packed_memory[MAX_CANDIDATES] = {0};
             for (size_t c = 0; c < sizeof bench_classes / sizeof bench_classes[0]; ++c) {
-                if (!strstr(classes_list, bench_classes[c].name)) continue;
-                if (!uform_cpu_class_supported(bench_classes[c].cpu_class)) continue;
+                if (!strstr(classes_list, bench_classes[c].name) || !uform_cpu_class_supported(bench_classes[c].cpu_class))
+                    continue;
                 const uform__gemm_kernels_t *table = uform__gemm_kernels(bench_classes[c].cpu_class);
-                /* SERIAL is slow: only its plain variants, one timed call each. */
                 int serial = bench_classes[c].cpu_class == UFORM_CPU_CLASS_SERIAL;
                 for (int variant = 0; variant < 4; ++variant) {
                     int bf16 = variant >= 2, packed = variant & 1;
-                    if (serial && packed) continue;
-                    ours_state_t ours = {.table = table, .parallel = threads > 1 ? &pool.parallel : NULL, .bf16 = bf16};
-                    ours.args = (uform__gemm_forward_t){.m = m, .n = n, .k = k, .x = bf16 ? (void *)x16 : (void *)x,
-                                                        .ldx = k, .x_dtype = bf16 ? UFORM__GEMM_BF16 : UFORM__GEMM_F32,
-                                                        .w = bf16 ? (void *)w16 : (void *)w, .ldw = k,
-                                                        .w_dtype = bf16 ? UFORM__GEMM_BF16 : UFORM__GEMM_F32, .y = y,
-                                                        .ldy = n};
-                    uform__gemm_packed_t packed_weight;
-                    void *memory = NULL;
+                    if (serial && packed) continue; /* SERIAL is slow: its plain variants only */
+                    ours_state_t *o = &ours[count];
+                    *o = (ours_state_t){.table = table, .parallel = parallel, .bf16 = bf16};
+                    o->args = (uform__gemm_forward_t){.m = m, .n = n, .k = k, .x = bf16 ? (void *)x16 : (void *)x, .ldx = k,
+                                                      .x_dtype = bf16 ? UFORM__GEMM_BF16 : UFORM__GEMM_F32,
+                                                      .w = bf16 ? (void *)w16 : (void *)w, .ldw = k,
+                                                      .w_dtype = bf16 ? UFORM__GEMM_BF16 : UFORM__GEMM_F32, .y = y,
+                                                      .ldy = n};
                     if (packed) {
                         size_t size = bf16 ? table->packed_size_bf16(n, k, UFORM__GEMM_BF16)
                                            : table->packed_size_f32(n, k, UFORM__GEMM_F32);
-                        memory = aligned_alloc(64, (size + 63) / 64 * 64);
+                        packed_memory[count] = aligned_alloc(64, (size + 63) / 64 * 64);
                         uform__gemm_pack_fn pack = bf16 ? table->pack_bf16 : table->pack_f32;
-                        if (!memory || pack(ours.args.w, k, ours.args.w_dtype, n, k, memory, size, &packed_weight, NULL) != UFORM_OK) {
+                        if (!packed_memory[count] || pack(o->args.w, k, o->args.w_dtype, n, k, packed_memory[count], size,
+                                                          &packed_weights[count], NULL) != UFORM_OK) {
                             fprintf(stderr, "packing failed\n");
                             return 1;
                         }
-                        ours.args.packed = &packed_weight;
+                        o->args.packed = &packed_weights[count];
                     }
-                    double saved = seconds_per_measurement;
-                    if (serial) seconds_per_measurement = 0;
-                    double seconds = best_time(ours_call, &ours);
-                    seconds_per_measurement = saved;
-                    double gflops = ours.failed ? 0 : flops / seconds * 1e-9;
-                    double ratio = bf16 ? (blocked_gflops > 0 ? gflops / blocked_gflops : 0) : gflops / openblas_gflops;
-                    double difference = relative_difference(y, y_reference, m * n);
-                    char label[64];
-                    snprintf(label, sizeof label, "%s %s%s", bench_classes[c].name, bf16 ? "bf16" : "f32", packed ? " packed" : "");
-                    printf("  %-22s %9.1f GFLOP/s  %5.2fx %s  (max |diff| vs openblas %.1e of max |y|)\n", label, gflops,
-                           ratio, bf16 ? "onednn blocked" : "openblas", difference);
-                    fprintf(json,
-                            ",\n    {\"m\": %zu, \"k\": %zu, \"n\": %zu, \"threads\": %zu, \"engine\": \"uform\", \"class\": "
-                            "\"%s\", \"variant\": \"%s%s\", \"gflops\": %.1f, \"ratio\": %.3f, \"ratio_to\": \"%s\"}",
-                            m, k, n, threads, bench_classes[c].name, bf16 ? "bf16" : "f32", packed ? " packed" : "", gflops,
-                            ratio, bf16 ? "onednn bf16 blocked" : "openblas f32");
-                    free(memory);
-                    fflush(stdout);
+                    candidate_t *candidate = &candidates[count++];
+                    *candidate = (candidate_t){.engine = "uform", .class_name = bench_classes[c].name, .call = ours_call,
+                                               .state = o, .bf16 = bf16, .serial = serial, .best = 1e30};
+                    snprintf(candidate->variant, sizeof candidate->variant, "%s%s", bf16 ? "bf16" : "f32", packed ? " packed" : "");
+                    snprintf(candidate->label, sizeof candidate->label, "%s %s%s", bench_classes[c].name, bf16 ? "bf16" : "f32",
+                             packed ? " packed" : "");
                 }
             }
-            usleep(50000);
+            size_t peers = count;
+            for (int blocked = 0; blocked < 2; ++blocked) {
+                if (onednn_prepare(&onednn[blocked], engine, stream, m, n, k, x16, w16, y, blocked) != 0) {
+                    onednn_release(&onednn[blocked]);
+                    continue;
+                }
+                candidate_t *candidate = &candidates[count++];
+                *candidate = (candidate_t){.engine = "onednn", .call = onednn_call, .state = &onednn[blocked], .bf16 = 1,
+                                           .sleep_after_us = 10000, .best = 1e30};
+                const char *variant = blocked ? "bf16 blocked" : "bf16 plain";
+                snprintf(candidate->variant, sizeof candidate->variant, "%s", variant);
+                snprintf(candidate->label, sizeof candidate->label, "onednn %s", variant);
+            }
+            candidates[count++] = (candidate_t){.engine = "openblas", .variant = "f32", .label = "openblas f32",
+                                                .call = openblas_call, .state = &openblas, .sleep_after_us = 150000,
+                                                .best = 1e30};
+            /* Warm-up (page faults, oneDNN's JIT, thread start), then the interleaved rounds. */
+            for (size_t i = 0; i < count; ++i) {
+                if (!candidates[i].serial) candidates[i].call(candidates[i].state);
+                if (candidates[i].sleep_after_us) usleep(candidates[i].sleep_after_us);
+            }
+            for (int round = 0; round < rounds; ++round)
+                for (size_t i = 0; i < count; ++i) {
+                    if (candidates[i].serial && round > 0) continue;
+                    candidates[i].best = fmin(candidates[i].best, time_call(candidates[i].call, candidates[i].state));
+                    if (candidates[i].sleep_after_us) usleep(candidates[i].sleep_after_us);
+                }
+            /* Our results against OpenBLAS's (y_reference), once more each, untimed. */
+            for (size_t i = 0; i < peers; ++i) {
+                ours_state_t *o = candidates[i].state;
+                o->args.y = y;
+                candidates[i].call(o);
+                candidates[i].failed = o->failed;
+                candidates[i].difference = relative_difference(y, y_reference, m * n);
+            }
+            double openblas_gflops = flops / candidates[count - 1].best * 1e-9, blocked_gflops = 0;
+            for (size_t i = peers; i < count; ++i)
+                if (!strcmp(candidates[i].variant, "bf16 blocked")) blocked_gflops = flops / candidates[i].best * 1e-9;
+            printf("\nM=%zu K=%zu N=%zu, %zu thread%s (%.2f GFLOP per call)\n", m, k, n, threads, threads > 1 ? "s" : "",
+                   flops * 1e-9);
+            for (size_t order = 0; order < count; ++order) {
+                size_t i = order < count - peers ? peers + order : order - (count - peers); /* peers first */
+                candidate_t *candidate = &candidates[i];
+                double gflops = candidate->failed ? 0 : flops / candidate->best * 1e-9;
+                double peak = peaks[candidate->bf16 && strcmp(candidate->engine, "openblas") ? 1 : 0];
+                int ours_row = !strcmp(candidate->engine, "uform");
+                double ratio = candidate->bf16 ? (blocked_gflops > 0 ? gflops / blocked_gflops : 0) : gflops / openblas_gflops;
+                /* BF16 products on classes without vdpbf16ps run at the F32 rate. */
+                int bf16_rate = candidate->bf16 && (!ours_row || !strcmp(candidate->class_name, "genoa"));
+                peak = peaks[bf16_rate];
+                printf("  %-22s %8.1f GFLOP/s  %5.1f%% of peak", candidate->label, gflops, peak > 0 ? 100.0 * gflops / peak : 0);
+                if (ours_row)
+                    printf("  %5.2fx %-14s  max|diff| %.1e", ratio, candidate->bf16 ? "onednn blocked" : "openblas",
+                           candidate->difference);
+                printf("\n");
+                fprintf(json, ",\n    {\"m\": %zu, \"k\": %zu, \"n\": %zu, \"threads\": %zu, \"engine\": \"%s\", ", m, k, n,
+                        threads, candidate->engine);
+                if (ours_row) fprintf(json, "\"class\": \"%s\", ", candidate->class_name);
+                fprintf(json, "\"variant\": \"%s\", \"gflops\": %.1f, \"fraction_of_peak\": %.3f", candidate->variant, gflops,
+                        peak > 0 ? gflops / peak : 0);
+                if (ours_row)
+                    fprintf(json, ", \"ratio\": %.3f, \"ratio_to\": \"%s\", \"max_relative_difference_to_openblas\": %.2e", ratio,
+                            candidate->bf16 ? "onednn bf16 blocked" : "openblas f32", candidate->difference);
+                fprintf(json, "}");
+            }
+            fflush(stdout);
+            for (size_t i = 0; i < peers; ++i) free(packed_memory[i]);
+            for (size_t i = peers; i + 1 < count; ++i) onednn_release(candidates[i].state);
             free(x), free(w), free(x16), free(w16), free(y), free(y_reference);
         }
         bench_pool_stop(&pool);
