@@ -158,9 +158,10 @@ uform_status_t uform__signal_resize_rgb8(uform__signal_resize_plan_t *plan, cons
 
 /*
  * Mixed-radix Stockham (self-sorting) complex FFT with radix 4, 2, 3, 5 butterflies and a generic
- * O(p²) butterfly for any other prime factor p (so any length works; a length with a large prime
- * factor costs O(N·p)). Real input of even length N runs as a complex FFT of N/2 plus a split
- * step; odd lengths run as a complex FFT of N. Twiddles are computed in double, stored as float,
+ * O(p²) butterfly for other prime factors up to 64; a length with a larger prime factor runs as
+ * Bluestein's chirp-z convolution over a 2·3·5-smooth length L >= 2M − 1, so every length costs
+ * O(N log N). Real input of even length N runs as a complex FFT of M = N/2 plus a split step; odd
+ * lengths run as a complex FFT of M = N. Twiddles are computed in double, stored as float,
  * arithmetic is float. Matches numpy.fft.rfft: X[k] = sum_n x[n] exp(-2πi k n / N), k <= N/2.
  */
 #define UFORM__SIGNAL_FFT_MAX_FACTORS 64
@@ -168,20 +169,23 @@ uform_status_t uform__signal_resize_rgb8(uform__signal_resize_plan_t *plan, cons
 typedef struct uform__signal_fft_plan_t {
     size_t length;                                   /* N, real samples in */
     size_t complex_length;                           /* M: N/2 for even N, N for odd N */
+    size_t stage_length;                             /* the stages' length: M, or Bluestein's L */
     size_t factor_count;
-    size_t factors[UFORM__SIGNAL_FFT_MAX_FACTORS];   /* radices, product M */
+    size_t factors[UFORM__SIGNAL_FFT_MAX_FACTORS];   /* radices, product stage_length */
     size_t twiddle_offsets[UFORM__SIGNAL_FFT_MAX_FACTORS];
-    float *twiddles;        /* per stage, [stride, radix - 1] complex (re, im) */
     size_t root_offsets[UFORM__SIGNAL_FFT_MAX_FACTORS];
+    float *twiddles;        /* per stage, [stride, radix - 1] complex (re, im) */
     float *roots;           /* per stage of radix p > 5: [p] complex exp(-2πi t / p) */
     float *split;           /* [N/2 + 1] complex exp(-2πi k / N), the even-length split step */
+    float *chirp;           /* Bluestein only: [M] complex exp(-πi t² / M), else NULL */
+    float *chirp_spectrum;  /* Bluestein only: [L] complex FFT_L(conj chirp, cyclic) / L, else NULL */
 } uform__signal_fft_plan_t;
 
-/* Plans a real FFT of `length` >= 1 samples. */
+/* Plans a real FFT of 1 <= `length` <= 2^28 samples. */
 uform_status_t uform__signal_fft_plan_init(uform__signal_fft_plan_t *plan, size_t length, uform_outcome_t *outcome);
 void uform__signal_fft_plan_free(uform__signal_fft_plan_t *plan);
 
-/* Floats of scratch `uform__signal_rfft_f32` needs: 4 · complex_length. */
+/* Floats of scratch `uform__signal_rfft_f32` needs: 4 · stage_length. */
 size_t uform__signal_fft_scratch_floats(const uform__signal_fft_plan_t *plan);
 
 /* output [N/2 + 1, 2] (re, im) = rfft(input [N]). `scratch` holds scratch_floats floats; input and

@@ -7,7 +7,13 @@
  * k = j mod stride, takes the p-point DFT b_m, and writes b_m to
  * y[(j / stride)·stride·p + k + m·stride]. After the last stage y is the DFT in natural order.
  *
- * Shapes: complex data are interleaved float pairs (re, im); scratch is two buffers of M complex.
+ * When M has a prime factor above 64, the M-point DFT runs as Bluestein's chirp-z convolution
+ * instead: with c[n] = exp(−πi·n²/M), X[k] = c[k] · Σ_n (x[n]·c[n]) · conj(c[k − n]), a cyclic
+ * convolution of length L >= 2M − 1 (L of radices 2, 3, 5) done with two Stockham FFTs of L and
+ * the precomputed spectrum of conj(c) (the inverse FFT by conjugation). O(N log N) for any N.
+ *
+ * Shapes: complex data are interleaved float pairs (re, im); scratch is two buffers of the stage
+ * length (M, or L under Bluestein).
  */
 #include <math.h>
 #include <stdlib.h>
@@ -23,19 +29,16 @@ void uform__signal_fft_plan_free(uform__signal_fft_plan_t *plan) {
     free(plan->twiddles);
     free(plan->roots);
     free(plan->split);
+    free(plan->chirp);
+    free(plan->chirp_spectrum);
     memset(plan, 0, sizeof(*plan));
 }
 
-uform_status_t uform__signal_fft_plan_init(uform__signal_fft_plan_t *plan, size_t length, uform_outcome_t *outcome) {
-    if (!plan) return uform__fail(outcome, UFORM_INVALID_ARGUMENT, __func__, "plan is NULL");
-    memset(plan, 0, sizeof(*plan));
-    if (length == 0 || length > ((size_t)1 << 30))
-        return uform__fail(outcome, UFORM_INVALID_ARGUMENT, __func__, "FFT length %zu is outside [1, 2^30]", length);
-    plan->length = length;
-    plan->complex_length = (length % 2 == 0) ? length / 2 : length;
-
-    /* Factor M: radix 4 first (fewest operations), then 2, 3, 5, then any other prime. */
-    size_t rest = plan->complex_length;
+/* Factors n into radices (4 first, then 2, 3, 5, then other primes) and answers the largest prime
+ * factor other than 2, 3, 5 (1 if none). */
+static size_t factor(uform__signal_fft_plan_t *plan, size_t n) {
+    size_t rest = n, largest = 1;
+    plan->factor_count = 0;
     while (rest % 4 == 0) plan->factors[plan->factor_count++] = 4, rest /= 4;
     static const size_t small[] = {2, 3, 5};
     for (size_t i = 0; i < 3; ++i)
@@ -45,8 +48,34 @@ uform_status_t uform__signal_fft_plan_init(uform__signal_fft_plan_t *plan, size_
         while (rest % p == 0) {
             plan->factors[plan->factor_count++] = p;
             rest /= p;
+            largest = p;
         }
     }
+    return largest;
+}
+
+static void stockham(const uform__signal_fft_plan_t *plan, float **x, float **y);
+
+uform_status_t uform__signal_fft_plan_init(uform__signal_fft_plan_t *plan, size_t length, uform_outcome_t *outcome) {
+    if (!plan) return uform__fail(outcome, UFORM_INVALID_ARGUMENT, __func__, "plan is NULL");
+    memset(plan, 0, sizeof(*plan));
+    if (length == 0 || length > ((size_t)1 << 28))
+        return uform__fail(outcome, UFORM_INVALID_ARGUMENT, __func__, "FFT length %zu is outside [1, 2^28]", length);
+    plan->length = length;
+    plan->complex_length = (length % 2 == 0) ? length / 2 : length;
+    plan->stage_length = plan->complex_length;
+    const size_t m = plan->complex_length;
+    if (factor(plan, m) > 64) {
+        /* Bluestein: the smallest L >= 2M − 1 whose factors are 2, 3 and 5. */
+        size_t best = (size_t)-1;
+        for (size_t two = 1; two < 4 * m; two *= 2)
+            for (size_t three = two; three < 4 * m; three *= 3)
+                for (size_t five = three; five < 4 * m; five *= 5)
+                    if (five >= 2 * m - 1 && five < best) best = five;
+        plan->stage_length = best;
+        factor(plan, best);
+    }
+    const size_t n = plan->stage_length;
 
     /* Twiddles: stage s holds [stride, p - 1] complex exp(−2πi·r·k / (stride·p)), r = 1..p-1.
      * Stages of a radix without a hand-written butterfly also get its p roots exp(−2πi·t / p). */
@@ -62,7 +91,11 @@ uform_status_t uform__signal_fft_plan_init(uform__signal_fft_plan_t *plan, size_
     plan->twiddles = malloc((total ? total : 1) * sizeof(float));
     plan->roots = malloc((roots ? roots : 1) * sizeof(float));
     plan->split = malloc((length / 2 + 1) * 2 * sizeof(float));
-    if (!plan->twiddles || !plan->roots || !plan->split) {
+    if (n != m) {
+        plan->chirp = malloc(2 * m * sizeof(float));
+        plan->chirp_spectrum = malloc(2 * n * sizeof(float));
+    }
+    if (!plan->twiddles || !plan->roots || !plan->split || (n != m && (!plan->chirp || !plan->chirp_spectrum))) {
         uform__signal_fft_plan_free(plan);
         return uform__fail(outcome, UFORM_OUT_OF_MEMORY, __func__, "FFT plan tables for length %zu", length);
     }
@@ -89,38 +122,43 @@ uform_status_t uform__signal_fft_plan_init(uform__signal_fft_plan_t *plan, size_
         plan->split[2 * k + 0] = (float)cos(angle);
         plan->split[2 * k + 1] = (float)sin(angle);
     }
+    if (n != m) {
+        /* chirp[t] = exp(−πi·t²/M), with t² reduced mod 2M so the angle stays exact; the kernel
+         * conj(chirp) is laid out cyclically (t and L − t) and transformed once, with 1/L folded in. */
+        float *buffer = calloc(4 * n, sizeof(float));
+        if (!buffer) {
+            uform__signal_fft_plan_free(plan);
+            return uform__fail(outcome, UFORM_OUT_OF_MEMORY, __func__, "Bluestein kernel for length %zu", length);
+        }
+        float *x = buffer, *y = buffer + 2 * n;
+        for (size_t t = 0; t < m; ++t) {
+            const unsigned long long square = (unsigned long long)t * t % (2ull * m);
+            const double angle = -SIGNAL_PI * (double)square / (double)m;
+            plan->chirp[2 * t] = (float)cos(angle);
+            plan->chirp[2 * t + 1] = (float)sin(angle);
+            x[2 * t] = (float)cos(angle), x[2 * t + 1] = (float)-sin(angle);
+            if (t) x[2 * (n - t)] = x[2 * t], x[2 * (n - t) + 1] = x[2 * t + 1];
+        }
+        stockham(plan, &x, &y);
+        for (size_t k = 0; k < 2 * n; ++k) plan->chirp_spectrum[k] = x[k] / (float)n;
+        free(buffer);
+    }
     return UFORM_OK;
 }
 
-size_t uform__signal_fft_scratch_floats(const uform__signal_fft_plan_t *plan) { return 4 * plan->complex_length; }
+size_t uform__signal_fft_scratch_floats(const uform__signal_fft_plan_t *plan) { return 4 * plan->stage_length; }
 
 /* One Stockham stage of radix p: x [n] complex → y [n] complex (see the file comment). */
 static void stage(const uform__signal_fft_plan_t *plan, size_t s, size_t stride, const float *x, float *y) {
-    const size_t n = plan->complex_length, p = plan->factors[s], quarter = n / p;
+    const size_t n = plan->stage_length, p = plan->factors[s], quarter = n / p;
     const float *twiddles = plan->twiddles + plan->twiddle_offsets[s];
     const float *roots = plan->roots + plan->root_offsets[s];
     float a[2 * 64], b[2 * 64];
-    /* Radices above 64 would overflow a and b; such prime factors use the slow path below. */
+    /* Radices are at most 64: larger prime factors go through Bluestein (plan init). */
     for (size_t j = 0; j < quarter; ++j) {
         const size_t k = j % stride;
         const float *twiddle = twiddles + k * (p - 1) * 2;
         float *out = y + 2 * ((j - k) * p + k);
-        if (p > 64) {
-            /* Direct p-point DFT of the twiddled inputs, one output at a time. */
-            for (size_t m = 0; m < p; ++m) {
-                float re = x[2 * j], im = x[2 * j + 1];
-                for (size_t r = 1; r < p; ++r) {
-                    const float *in = x + 2 * (j + r * quarter), *w = twiddle + 2 * (r - 1);
-                    const float tr = in[0] * w[0] - in[1] * w[1], ti = in[0] * w[1] + in[1] * w[0];
-                    const float *root = roots + 2 * ((r * m) % p);
-                    re += tr * root[0] - ti * root[1];
-                    im += tr * root[1] + ti * root[0];
-                }
-                out[2 * m * stride] = re;
-                out[2 * m * stride + 1] = im;
-            }
-            continue;
-        }
         a[0] = x[2 * j];
         a[1] = x[2 * j + 1];
         for (size_t r = 1; r < p; ++r) {
@@ -186,28 +224,55 @@ static void stage(const uform__signal_fft_plan_t *plan, size_t s, size_t stride,
     }
 }
 
-void uform__signal_rfft_f32(const uform__signal_fft_plan_t *plan, const float *input, float *output, float *scratch) {
-    const size_t n = plan->complex_length, length = plan->length;
-    float *x = scratch, *y = scratch + 2 * n;
-    /* Even N: z[t] = x[2t] + i·x[2t+1] is exactly the interleaved input. Odd N: imaginary zero. */
-    if (n != length) memcpy(x, input, length * sizeof(float));
-    else
-        for (size_t t = 0; t < n; ++t) x[2 * t] = input[t], x[2 * t + 1] = 0.0f;
+/* Runs every stage over *x, ping-ponging with *y; on return *x holds the DFT. */
+static void stockham(const uform__signal_fft_plan_t *plan, float **x, float **y) {
     size_t stride = 1;
     for (size_t s = 0; s < plan->factor_count; ++s) {
-        stage(plan, s, stride, x, y);
+        stage(plan, s, stride, *x, *y);
         stride *= plan->factors[s];
-        float *swap = x;
-        x = y, y = swap;
+        float *swap = *x;
+        *x = *y, *y = swap;
     }
-    if (n == length) {
+}
+
+void uform__signal_rfft_f32(const uform__signal_fft_plan_t *plan, const float *input, float *output, float *scratch) {
+    const size_t m = plan->complex_length, n = plan->stage_length, length = plan->length;
+    float *x = scratch, *y = scratch + 2 * n;
+    /* Even N: z[t] = x[2t] + i·x[2t+1] is exactly the interleaved input. Odd N: imaginary zero. */
+    if (m != length) memcpy(x, input, length * sizeof(float));
+    else
+        for (size_t t = 0; t < m; ++t) x[2 * t] = input[t], x[2 * t + 1] = 0.0f;
+    if (n != m) {
+        /* Bluestein: x·chirp zero-padded to L, times the kernel's spectrum, inverse FFT by
+         * conjugation (conj(FFT(conj(.))), 1/L already in the spectrum), times chirp. */
+        for (size_t t = 0; t < m; ++t) {
+            const float re = x[2 * t], im = x[2 * t + 1], *c = plan->chirp + 2 * t;
+            x[2 * t] = re * c[0] - im * c[1];
+            x[2 * t + 1] = re * c[1] + im * c[0];
+        }
+        memset(x + 2 * m, 0, 2 * (n - m) * sizeof(float));
+        stockham(plan, &x, &y);
+        for (size_t k = 0; k < n; ++k) {
+            const float re = x[2 * k], im = x[2 * k + 1], *b = plan->chirp_spectrum + 2 * k;
+            x[2 * k] = re * b[0] - im * b[1];
+            x[2 * k + 1] = -(re * b[1] + im * b[0]);
+        }
+        stockham(plan, &x, &y);
+        for (size_t k = 0; k < m; ++k) {
+            const float re = x[2 * k], im = -x[2 * k + 1], *c = plan->chirp + 2 * k;
+            x[2 * k] = re * c[0] - im * c[1];
+            x[2 * k + 1] = re * c[1] + im * c[0];
+        }
+    } else
+        stockham(plan, &x, &y);
+    if (m == length) {
         memcpy(output, x, (length / 2 + 1) * 2 * sizeof(float));
         return;
     }
     /* Split step (N = 2M): E = (Z[k] + conj Z[M−k]) / 2, O = −i (Z[k] − conj Z[M−k]) / 2,
      * X[k] = E + exp(−2πi k/N)·O for k = 0..M, indices of Z taken mod M. */
-    for (size_t k = 0; k <= n; ++k) {
-        const float *zk = x + 2 * (k % n), *zc = x + 2 * ((n - k) % n);
+    for (size_t k = 0; k <= m; ++k) {
+        const float *zk = x + 2 * (k % m), *zc = x + 2 * ((m - k) % m);
         const float er = 0.5f * (zk[0] + zc[0]), ei = 0.5f * (zk[1] - zc[1]);
         const float or_ = 0.5f * (zk[1] + zc[1]), oi = -0.5f * (zk[0] - zc[0]);
         const float *w = plan->split + 2 * k;
