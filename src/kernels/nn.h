@@ -195,6 +195,8 @@ typedef struct uform__nn_attention_ops_t {
     float (*exp_shift_sum)(float *x, size_t n, float shift);
     /* x[i] = exp(x[i] − shift[i]) for i < n. */
     void (*exp_sub)(float *x, const float *shift, size_t n);
+    /* max_i x[i] over n ≥ 1 values (a NaN may or may not win: it reaches the output through exp anyway). */
+    float (*row_max)(const float *x, size_t n);
 } uform__nn_attention_ops_t;
 
 void uform__nn_attention_forward_with(const uform__nn_attention_ops_t *ops, const uform__attention_shape_t *shape,

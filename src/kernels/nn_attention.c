@@ -23,7 +23,8 @@
 
 enum { block = UFORM__NN_ATTENTION_BLOCK, max_width = UFORM__NN_ATTENTION_MAX_HEAD_WIDTH };
 
-/* Units are ordered by item, then block, then head; a prong takes a contiguous range. */
+/* Units are ordered by item, then head, then block, so consecutive units of a prong reuse one
+ * head's keys and values from cache; a prong takes a contiguous range. */
 typedef struct unit_cursor_t {
     size_t item, block, head;
 } unit_cursor_t;
@@ -46,16 +47,17 @@ static unit_cursor_t unit_locate(const uform__attention_shape_t *shape, size_t u
         if (unit < units) break;
         unit -= units;
     }
-    cursor.block = unit / shape->heads;
-    cursor.head = unit % shape->heads;
+    size_t blocks = cursor.item < shape->count ? blocks_of(shape, cursor.item) : 1;
+    cursor.head = unit / blocks;
+    cursor.block = unit % blocks;
     return cursor;
 }
 
 static void unit_advance(const uform__attention_shape_t *shape, unit_cursor_t *cursor) {
-    if (++cursor->head < shape->heads) return;
-    cursor->head = 0;
     if (++cursor->block < blocks_of(shape, cursor->item)) return;
     cursor->block = 0;
+    if (++cursor->head < shape->heads) return;
+    cursor->head = 0;
     do ++cursor->item;
     while (cursor->item < shape->count && blocks_of(shape, cursor->item) == 0);
 }
@@ -102,8 +104,7 @@ static void forward_unit(const attention_context_t *context, unit_cursor_t curso
         ops->scores(q, qkv_stride, keys_transposed, block, rows, cols, dh, scale, scores, block);
         for (size_t r = 0; r < rows; ++r) {
             float *row = scores + r * block;
-            float tile_max = row[0];
-            for (size_t c = 1; c < cols; ++c) tile_max = row[c] > tile_max ? row[c] : tile_max;
+            float tile_max = ops->row_max(row, cols);
             float new_max = tile_max > running_max[r] ? tile_max : running_max[r];
             /* The first tile (running max −inf) has nothing to rescale. */
             float rescale = running_max[r] == -INFINITY ? 0.0f : expf(running_max[r] - new_max);

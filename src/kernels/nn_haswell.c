@@ -85,12 +85,14 @@ UFORM_HASWELL static inline __attribute__((always_inline)) void
 product_rows_f32_haswell(const float *a, size_t a_stride, const float *b, size_t b_stride, size_t depth, float scale,
                          float *out, size_t out_stride, size_t count, int add, const size_t rows) {
     __m256 acc_f32x8[4][2];
+#pragma GCC unroll 4
     for (size_t r = 0; r < rows; ++r) acc_f32x8[r][0] = acc_f32x8[r][1] = _mm256_setzero_ps();
     __m256i mask0_i32x8 = tail_mask_i32x8(count < 8 ? count : 8);
     __m256i mask1_i32x8 = tail_mask_i32x8(count > 8 ? count - 8 : 0);
     if (count == 16) {
         for (size_t k = 0; k < depth; ++k) {
             __m256 b0_f32x8 = _mm256_loadu_ps(b + k * b_stride), b1_f32x8 = _mm256_loadu_ps(b + k * b_stride + 8);
+#pragma GCC unroll 4
             for (size_t r = 0; r < rows; ++r) {
                 __m256 a_f32x8 = _mm256_broadcast_ss(a + r * a_stride + k);
                 acc_f32x8[r][0] = _mm256_fmadd_ps(a_f32x8, b0_f32x8, acc_f32x8[r][0]);
@@ -101,6 +103,7 @@ product_rows_f32_haswell(const float *a, size_t a_stride, const float *b, size_t
         for (size_t k = 0; k < depth; ++k) {
             __m256 b0_f32x8 = _mm256_maskload_ps(b + k * b_stride, mask0_i32x8);
             __m256 b1_f32x8 = _mm256_maskload_ps(b + k * b_stride + 8, mask1_i32x8);
+#pragma GCC unroll 4
             for (size_t r = 0; r < rows; ++r) {
                 __m256 a_f32x8 = _mm256_broadcast_ss(a + r * a_stride + k);
                 acc_f32x8[r][0] = _mm256_fmadd_ps(a_f32x8, b0_f32x8, acc_f32x8[r][0]);
@@ -109,6 +112,7 @@ product_rows_f32_haswell(const float *a, size_t a_stride, const float *b, size_t
         }
     }
     __m256 scale_f32x8 = _mm256_set1_ps(scale);
+#pragma GCC unroll 4
     for (size_t r = 0; r < rows; ++r) {
         float *o = out + r * out_stride;
         __m256 v0_f32x8 = _mm256_mul_ps(acc_f32x8[r][0], scale_f32x8);
@@ -219,8 +223,21 @@ UFORM_HASWELL static void exp_sub_f32_haswell(float *x, const float *shift, size
     }
 }
 
+UFORM_HASWELL static float row_max_f32_haswell(const float *x, size_t n) {
+    __m256 max_f32x8 = _mm256_set1_ps(-INFINITY);
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) max_f32x8 = _mm256_max_ps(max_f32x8, _mm256_loadu_ps(x + i));
+    __m128 max_f32x4 = _mm_max_ps(_mm256_castps256_ps128(max_f32x8), _mm256_extractf128_ps(max_f32x8, 1));
+    max_f32x4 = _mm_max_ps(max_f32x4, _mm_movehl_ps(max_f32x4, max_f32x4));
+    max_f32x4 = _mm_max_ss(max_f32x4, _mm_movehdup_ps(max_f32x4));
+    float max = _mm_cvtss_f32(max_f32x4);
+    for (; i < n; ++i) max = x[i] > max ? x[i] : max;
+    return max;
+}
+
 static const uform__nn_attention_ops_t attention_ops_haswell = {
-    transpose_f32_haswell, scores_f32_haswell, accumulate_f32_haswell, exp_shift_sum_f32_haswell, exp_sub_f32_haswell,
+    transpose_f32_haswell, scores_f32_haswell,  accumulate_f32_haswell,
+    exp_shift_sum_f32_haswell, exp_sub_f32_haswell, row_max_f32_haswell,
 };
 
 static void attention_forward_f32_haswell(const uform__attention_shape_t *shape, const float *qkv, float *out,

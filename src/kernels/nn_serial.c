@@ -55,8 +55,14 @@ static void exp_sub_serial(float *x, const float *shift, size_t n) {
     for (size_t i = 0; i < n; ++i) x[i] = expf(x[i] - shift[i]);
 }
 
+static float row_max_serial(const float *x, size_t n) {
+    float max = -INFINITY;
+    for (size_t i = 0; i < n; ++i) max = x[i] > max ? x[i] : max;
+    return max;
+}
+
 const uform__nn_attention_ops_t uform__nn_attention_ops_serial = {
-    transpose_serial, scores_serial, accumulate_serial, exp_shift_sum_serial, exp_sub_serial,
+    transpose_serial, scores_serial, accumulate_serial, exp_shift_sum_serial, exp_sub_serial, row_max_serial,
 };
 
 void uform__nn_attention_forward_f32_serial(const uform__attention_shape_t *shape, const float *qkv, float *out,

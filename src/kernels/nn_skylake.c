@@ -71,45 +71,38 @@ UFORM_SKYLAKE static inline __m512 normal_cdf_f32x16(__m512 x_f32x16) {
  */
 
 /* out[r, j] (=, or += when `add`) scale · Σ_k a[r, k]·b[k, j] for r < rows (compile-time 1..4)
- * and j in one 64-wide column chunk of which `count` are valid. */
+ * and j in one 64-wide column chunk of which `count` are valid. Every loop has a constant trip
+ * count and is unrolled, so the 16 accumulators stay in registers; absent columns load as zeros
+ * through their masks and are never stored. */
 UFORM_SKYLAKE static inline __attribute__((always_inline)) void
 product_rows_f32_skylake(const float *a, size_t a_stride, const float *b, size_t b_stride, size_t depth, float scale,
                          float *out, size_t out_stride, size_t count, int add, const size_t rows) {
     __m512 acc_f32x16[4][4];
-    for (size_t r = 0; r < rows; ++r)
+#pragma GCC unroll 4
+    for (size_t r = 0; r < 4; ++r)
+#pragma GCC unroll 4
         for (size_t v = 0; v < 4; ++v) acc_f32x16[r][v] = _mm512_setzero_ps();
     __mmask16 mask[4];
+#pragma GCC unroll 4
     for (size_t v = 0; v < 4; ++v) mask[v] = tail_mask16(count > v * 16 ? count - v * 16 : 0);
-    size_t vectors = (count + 15) / 16;
-    if (vectors == 4) {
-        for (size_t k = 0; k < depth; ++k) {
-            const float *row = b + k * b_stride;
-            __m512 b0 = _mm512_loadu_ps(row), b1 = _mm512_loadu_ps(row + 16), b2 = _mm512_loadu_ps(row + 32),
-                   b3 = _mm512_maskz_loadu_ps(mask[3], row + 48);
-            for (size_t r = 0; r < rows; ++r) {
-                __m512 a_f32x16 = _mm512_set1_ps(a[r * a_stride + k]);
-                acc_f32x16[r][0] = _mm512_fmadd_ps(a_f32x16, b0, acc_f32x16[r][0]);
-                acc_f32x16[r][1] = _mm512_fmadd_ps(a_f32x16, b1, acc_f32x16[r][1]);
-                acc_f32x16[r][2] = _mm512_fmadd_ps(a_f32x16, b2, acc_f32x16[r][2]);
-                acc_f32x16[r][3] = _mm512_fmadd_ps(a_f32x16, b3, acc_f32x16[r][3]);
-            }
-        }
-    } else {
-        for (size_t k = 0; k < depth; ++k) {
-            const float *row = b + k * b_stride;
-            __m512 b_f32x16[4];
-            for (size_t v = 0; v < vectors; ++v) b_f32x16[v] = _mm512_maskz_loadu_ps(mask[v], row + v * 16);
-            for (size_t r = 0; r < rows; ++r) {
-                __m512 a_f32x16 = _mm512_set1_ps(a[r * a_stride + k]);
-                for (size_t v = 0; v < vectors; ++v)
-                    acc_f32x16[r][v] = _mm512_fmadd_ps(a_f32x16, b_f32x16[v], acc_f32x16[r][v]);
-            }
+    for (size_t k = 0; k < depth; ++k) {
+        const float *row = b + k * b_stride;
+        __m512 b_f32x16[4];
+#pragma GCC unroll 4
+        for (size_t v = 0; v < 4; ++v) b_f32x16[v] = _mm512_maskz_loadu_ps(mask[v], row + v * 16);
+#pragma GCC unroll 4
+        for (size_t r = 0; r < rows; ++r) {
+            __m512 a_f32x16 = _mm512_set1_ps(a[r * a_stride + k]);
+#pragma GCC unroll 4
+            for (size_t v = 0; v < 4; ++v) acc_f32x16[r][v] = _mm512_fmadd_ps(a_f32x16, b_f32x16[v], acc_f32x16[r][v]);
         }
     }
     __m512 scale_f32x16 = _mm512_set1_ps(scale);
+#pragma GCC unroll 4
     for (size_t r = 0; r < rows; ++r) {
         float *o = out + r * out_stride;
-        for (size_t v = 0; v < vectors; ++v) {
+#pragma GCC unroll 4
+        for (size_t v = 0; v < 4; ++v) {
             __m512 value_f32x16 = _mm512_mul_ps(acc_f32x16[r][v], scale_f32x16);
             if (add) value_f32x16 = _mm512_add_ps(value_f32x16, _mm512_maskz_loadu_ps(mask[v], o + v * 16));
             _mm512_mask_storeu_ps(o + v * 16, mask[v], value_f32x16);
@@ -156,19 +149,58 @@ UFORM_SKYLAKE static void accumulate_f32_skylake(float *acc, size_t acc_stride, 
     product_f32_skylake(p, p_stride, x, x_stride, rows, width, cols, 1.0f, acc, acc_stride, 1);
 }
 
-/* Gathers one 16-row column slice per store: dst row c takes src[r .. r+16][c]. */
+/* 16×16 blocks through registers: unpack pairs of rows, shuffle quads, then transpose the
+ * 128-bit lanes of four vectors at a time. Rows past `rows` load as zeros; columns past `cols`
+ * are masked off the loads, and the stores are masked to the valid rows. */
 UFORM_SKYLAKE static void transpose_f32_skylake(const float *src, size_t src_stride, size_t rows, size_t cols,
                                                 float *dst, size_t dst_stride) {
-    __m512i index_i32x16 = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
-                                              _mm512_set1_epi32((int)src_stride));
-    for (size_t r = 0; r < rows; r += 16) {
-        __mmask16 mask = tail_mask16(rows - r);
-        for (size_t c = 0; c < cols; ++c) {
-            __m512 column_f32x16 =
-                _mm512_mask_i32gather_ps(_mm512_setzero_ps(), mask, index_i32x16, src + r * src_stride + c, 4);
-            _mm512_mask_storeu_ps(dst + c * dst_stride + r, mask, column_f32x16);
+    for (size_t r0 = 0; r0 < rows; r0 += 16) {
+        size_t block_rows = rows - r0 < 16 ? rows - r0 : 16;
+        __mmask16 store_mask = tail_mask16(block_rows);
+        for (size_t c0 = 0; c0 < cols; c0 += 16) {
+            size_t block_cols = cols - c0 < 16 ? cols - c0 : 16;
+            __mmask16 load_mask = tail_mask16(block_cols);
+            __m512 row[16], t[16], u[16];
+#pragma GCC unroll 16
+            for (size_t i = 0; i < 16; ++i)
+                row[i] = i < block_rows ? _mm512_maskz_loadu_ps(load_mask, src + (r0 + i) * src_stride + c0)
+                                        : _mm512_setzero_ps();
+#pragma GCC unroll 8
+            for (size_t i = 0; i < 8; ++i) {
+                t[2 * i] = _mm512_unpacklo_ps(row[2 * i], row[2 * i + 1]);
+                t[2 * i + 1] = _mm512_unpackhi_ps(row[2 * i], row[2 * i + 1]);
+            }
+            /* u[4g + j], 128-bit lane L: rows 4g .. 4g+3 at column 4L + j. */
+#pragma GCC unroll 4
+            for (size_t g = 0; g < 4; ++g) {
+                u[4 * g + 0] = _mm512_shuffle_ps(t[4 * g], t[4 * g + 2], 0x44);
+                u[4 * g + 1] = _mm512_shuffle_ps(t[4 * g], t[4 * g + 2], 0xEE);
+                u[4 * g + 2] = _mm512_shuffle_ps(t[4 * g + 1], t[4 * g + 3], 0x44);
+                u[4 * g + 3] = _mm512_shuffle_ps(t[4 * g + 1], t[4 * g + 3], 0xEE);
+            }
+            /* Output row 4L + j gathers lane L of u[j], u[4 + j], u[8 + j], u[12 + j]. */
+#pragma GCC unroll 4
+            for (size_t j = 0; j < 4; ++j) {
+                __m512 x0 = _mm512_shuffle_f32x4(u[j], u[4 + j], 0x44), x1 = _mm512_shuffle_f32x4(u[j], u[4 + j], 0xEE);
+                __m512 y0 = _mm512_shuffle_f32x4(u[8 + j], u[12 + j], 0x44);
+                __m512 y1 = _mm512_shuffle_f32x4(u[8 + j], u[12 + j], 0xEE);
+                __m512 out[4] = {_mm512_shuffle_f32x4(x0, y0, 0x88), _mm512_shuffle_f32x4(x0, y0, 0xDD),
+                                 _mm512_shuffle_f32x4(x1, y1, 0x88), _mm512_shuffle_f32x4(x1, y1, 0xDD)};
+#pragma GCC unroll 4
+                for (size_t lane = 0; lane < 4; ++lane) {
+                    size_t c = 4 * lane + j;
+                    if (c < block_cols) _mm512_mask_storeu_ps(dst + (c0 + c) * dst_stride + r0, store_mask, out[lane]);
+                }
+            }
         }
     }
+}
+
+UFORM_SKYLAKE static float row_max_f32_skylake(const float *x, size_t n) {
+    __m512 max_f32x16 = _mm512_set1_ps(-INFINITY);
+    for (size_t i = 0; i < n; i += 16)
+        max_f32x16 = _mm512_max_ps(max_f32x16, _mm512_mask_loadu_ps(_mm512_set1_ps(-INFINITY), tail_mask16(n - i), x + i));
+    return _mm512_reduce_max_ps(max_f32x16);
 }
 
 UFORM_SKYLAKE static float exp_shift_sum_f32_skylake(float *x, size_t n, float shift) {
@@ -192,7 +224,8 @@ UFORM_SKYLAKE static void exp_sub_f32_skylake(float *x, const float *shift, size
 }
 
 static const uform__nn_attention_ops_t attention_ops_skylake = {
-    transpose_f32_skylake, scores_f32_skylake, accumulate_f32_skylake, exp_shift_sum_f32_skylake, exp_sub_f32_skylake,
+    transpose_f32_skylake, scores_f32_skylake,  accumulate_f32_skylake,
+    exp_shift_sum_f32_skylake, exp_sub_f32_skylake, row_max_f32_skylake,
 };
 
 static void attention_forward_f32_skylake(const uform__attention_shape_t *shape, const float *qkv, float *out,
