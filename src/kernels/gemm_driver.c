@@ -79,7 +79,16 @@ static void pack_a(const gemm_problem_t *problem, size_t i0, size_t rows, size_t
                     for (size_t p = 0; p < kc; ++p)
                         block[r * kc_padded + p] = uform__gemm_f32_from_bf16(((const uform__bf16_t *)a->data)[base + p]);
             }
-        } else { /* Transposed source: walk it row by row (p), scattering into the block's columns. */
+        } else if (a->row == 1 && a->dtype == UFORM__GEMM_F32) {
+            /* Transposed source (backward_w's dYᵀ): 16 source rows at a time, so each source line
+             * is reused for 16 consecutive r while its block row is written contiguously. */
+            const float *source = (const float *)a->data + i0;
+            for (size_t p_begin = 0; p_begin < kc; p_begin += 16) {
+                size_t p_end = kc - p_begin < 16 ? kc : p_begin + 16;
+                for (size_t r = 0; r < rows; ++r)
+                    for (size_t p = p_begin; p < p_end; ++p) block[r * kc_padded + p] = source[(p0 + p) * a->col + r];
+            }
+        } else {
             for (size_t p = 0; p < kc; ++p) {
                 size_t base = (p0 + p) * a->col + i0 * a->row;
                 for (size_t r = 0; r < rows; ++r) block[r * kc_padded + p] = operand_load(a, base + r * a->row);
@@ -144,6 +153,18 @@ static void pack_b_panel(const uform__gemm_micro_t *micro, const gemm_operand_t 
     }
     size_t kc_pairs = (kc + 1) / 2;
     uform__bf16_t *panel_out = out;
+    if (b->row == 1 && b->dtype == UFORM__GEMM_BF16 && kc % 2 == 0) {
+        /* The forward's W rows: each K pair is one 32-bit word of the source row. */
+        for (size_t j = 0; j < nr; ++j) {
+            const uform__bf16_t *source = (const uform__bf16_t *)b->data + p0 + (j0 + j) * b->col;
+            for (size_t t = 0; t < kc_pairs; ++t) {
+                uint32_t pair = 0;
+                if (j < cols) memcpy(&pair, source + 2 * t, sizeof pair);
+                memcpy(panel_out + t * nr * 2 + j * 2, &pair, sizeof pair);
+            }
+        }
+        return;
+    }
     for (size_t j = 0; j < nr; ++j) {
         for (size_t p = 0; p < kc_pairs * 2; ++p) {
             uform__bf16_t value = 0;
