@@ -81,7 +81,8 @@ const uform__signal_kernels_t *uform__signal_kernels(uform_cpu_class_t cpu_class
 
 /*
  * The filter is ATen's `_upsample_bilinear2d_aa` (what torchvision 0.14's
- * `resize(..., antialias=True)` calls on a tensor, and what PIL's `Image.resize(BILINEAR)` does):
+ * `resize(..., antialias=True)` calls on a tensor; PIL's `Image.resize(BILINEAR)` uses the same
+ * triangle filter but rounds through 8-bit fixed point, so it differs by up to a few levels):
  * per axis with scale = in / out (in float), output i is centred at scale * (i + 0.5); the
  * triangle filter has support max(scale, 1) on each side, is evaluated at
  * (source index - centre + 0.5) / max(scale, 1), and its weights are normalised to sum 1 per
@@ -278,7 +279,8 @@ void uform__signal_resample_plan_free(uform__signal_resample_plan_t *plan);
 /* Output samples for `count` input samples: ceil(next · count / orig) (count for equal rates). */
 size_t uform__signal_resample_length(const uform__signal_resample_plan_t *plan, size_t count);
 
-/* target [resample_length(count)] = resample(source [count]). */
+/* target [resample_length(count)] = resample(source [count]) through an initialised plan; target
+ * may equal source only for equal rates. Cannot fail. */
 void uform__signal_resample_f32(const uform__signal_resample_plan_t *plan, const float *source, size_t count,
                                 float *target, const uform__signal_kernels_t *kernels,
                                 const uform__parallel_t *parallel);
