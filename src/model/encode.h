@@ -1,0 +1,88 @@
+/*
+ * The encode pipeline shared by every verb: items are cut into chunks of at most a few thousand
+ * tokens; each chunk goes through its modality's stem (decoding media in parallel), the trunk and
+ * the heads, and lands in output views allocated up front in the request's arena, where the chunk's
+ * scratch lives too (so a steady loop allocates once). Private to libuform.
+ */
+#ifndef UFORM_MODEL_ENCODE_H
+#define UFORM_MODEL_ENCODE_H
+
+#include "exec/call.h"
+#include "kernels/gemm.h"
+#include "kernels/nn.h"
+#include "kernels/signal.h"
+#include "model/model.h"
+
+/* Where an item's bytes come from. */
+typedef enum uform__source_t {
+    UFORM__SOURCE_TEXT = 0,
+    UFORM__SOURCE_IMAGE_FILES = 1,
+    UFORM__SOURCE_IMAGE_PIXELS = 2,
+    UFORM__SOURCE_VIDEO_FILES = 3,
+    UFORM__SOURCE_AUDIO_FILES = 4,
+    UFORM__SOURCE_AUDIO_SAMPLES = 5,
+    UFORM__SOURCE_CHOOSE = 6
+} uform__source_t;
+
+/* One call's arguments, gathered from whichever public request struct carried them. */
+typedef struct uform__encode_job_t {
+    uform_model_t model;
+    uform_modality_t modality;
+    uform__source_t source;
+    const uform_tape_t *inputs;
+    const size_t *heights, *widths; /* pixels */
+    size_t sample_rate;             /* samples */
+    uform_outputs_t outputs;
+    const uform_encode_config_t *config;
+    uform_encoded_t *encoded;       /* out (encode verbs) */
+    const uform_tape_t *choices;    /* choose */
+    const size_t *groups;           /* choose, may be NULL */
+    uform_rows_t *probabilities;    /* out (choose) */
+    const char *inputs_name;        /* "texts", "images" ... for messages */
+} uform__encode_job_t;
+
+/* The kernels and threads a call computes with. */
+typedef struct uform__compute_t {
+    const uform__gemm_kernels_t *gemm;
+    const uform__nn_kernels_t *nn;
+    const uform__signal_kernels_t *signal;
+    const uform__parallel_t *parallel;
+    int packed;                 /* the model's packed weights match this call's class */
+    uform_compute_t compute;
+    double flops;
+} uform__compute_t;
+
+/* Checks what can be checked before submission (writes the request's outcome on failure). */
+uform_status_t uform__encode_validate(const uform__encode_job_t *job, uform_outcome_t *outcome, const char *function);
+
+/* Runs a validated job on the executor's thread (the body of every verb's call). */
+uform_status_t uform__encode_run(const uform__encode_job_t *job, uform__call_context_t *context);
+
+/* y[m, :] = x[m, :]·Wᵀ + b for a layer (packed weights when `compute->packed`); `gelu` fuses GELU. */
+uform_status_t uform__linear_forward(uform__compute_t *compute, const uform__linear_t *layer, size_t rows,
+                                     const float *x, size_t ldx, float *y, size_t ldy, size_t out_rows, int gelu,
+                                     uform_outcome_t *outcome);
+
+/* ---- the trunk (trunk.c) ---- */
+
+typedef struct uform__trunk_scratch_t {
+    float *a;      /* [T, d] normalised rows */
+    float *qkv;    /* [T, 3d] */
+    float *att;    /* [T, d] attention out, then any [T, d] temporary */
+    float *hidden; /* [T, mlp] */
+    float *lse;    /* [H, T] */
+    float *mean, *rstd; /* [T] */
+} uform__trunk_scratch_t;
+
+/* Floats the trunk's scratch needs for `tokens` tokens. */
+size_t uform__trunk_scratch_floats(const uform__model_config_t *config, size_t tokens);
+void uform__trunk_scratch_carve(const uform__model_config_t *config, size_t tokens, float *memory,
+                                uform__trunk_scratch_t *scratch);
+
+/* x [T, d] (the stems' rows; items at token `offsets`) through every block, in place. Reports one
+ * progress unit per block (`done` counts units so far) and stops on cancellation. */
+uform_status_t uform__trunk_forward(const uform_model_t model, uform__compute_t *compute, float *x, size_t tokens,
+                                    const size_t *offsets, size_t items, const uform__trunk_scratch_t *scratch,
+                                    uform__call_context_t *context, size_t *done);
+
+#endif

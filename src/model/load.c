@@ -1,0 +1,385 @@
+/*
+ * Loading a checkpoint: map it, check every tensor against the config (model.md), widen the small
+ * tables to F32 and pack the large matrices once for the kernels of the load's CPU class.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/cpu.h"
+#include "core/outcome.h"
+#include "exec/call.h"
+#include "exec/executor.h"
+#include "kernels/nn.h"
+#include "model/model.h"
+
+static const char *const modality_names[4] = {"text", "image", "video", "audio"};
+
+const char *uform__modality_name(uform_modality_t modality) {
+    return (unsigned)modality < 4 ? modality_names[modality] : "unknown";
+}
+
+/* ---- owned allocations ---- */
+
+static void *own(uform_model_t model, size_t bytes) {
+    if (model->owned_count == model->owned_capacity) {
+        size_t capacity = model->owned_capacity ? model->owned_capacity * 2 : 64;
+        void **grown = realloc(model->owned, capacity * sizeof *grown);
+        if (!grown) return NULL;
+        model->owned = grown, model->owned_capacity = capacity;
+    }
+    void *memory = aligned_alloc(64, (bytes + 63) / 64 * 64);
+    if (memory) model->owned[model->owned_count++] = memory;
+    return memory;
+}
+
+UFORM_API void uform_model_free(uform_model_t model) {
+    if (!model) return;
+    for (size_t i = 0; i < model->owned_count; ++i) free(model->owned[i]);
+    free(model->owned);
+    free(model->blocks);
+    if (model->mel_ready) uform__signal_mel_plan_free(&model->mel);
+    uform__safetensors_close(model->file);
+    free(model);
+}
+
+/* ---- the tensor checks ---- */
+
+typedef struct loader_t {
+    uform_model_t model;
+    const char *function;
+    uform_outcome_t *outcome;
+    uform_status_t status;
+    size_t expected;      /* tensors the config asks for */
+    unsigned char *seen;  /* [tensor count] by the file's (name-sorted) index */
+} loader_t;
+
+/* The index of a tensor the file answered (tensors are one name-sorted array). */
+static void mark_seen(loader_t *loader, const uform__safetensors_tensor_t *tensor) {
+    size_t count = uform__safetensors_count(loader->model->file);
+    const uform__safetensors_tensor_t *first = count ? uform__safetensors_at(loader->model->file, 0) : NULL;
+    if (first && tensor >= first && tensor < first + count && uform__safetensors_at(loader->model->file, (size_t)(tensor - first)) == tensor)
+        loader->seen[tensor - first] = 1;
+}
+
+static const char *shape_text(const uint64_t *shape, uint32_t rank, char *buffer, size_t capacity) {
+    size_t used = (size_t)snprintf(buffer, capacity, "[");
+    for (uint32_t i = 0; i < rank && used < capacity; ++i)
+        used += (size_t)snprintf(buffer + used, capacity - used, "%s%llu", i ? ", " : "", (unsigned long long)shape[i]);
+    if (used < capacity) snprintf(buffer + used, capacity - used, "]");
+    return buffer;
+}
+
+/* Finds `name` with exactly `rank` dimensions `rows` (and `columns` when rank is 2) in a float dtype. */
+static const uform__safetensors_tensor_t *expect(loader_t *loader, const char *name, uint32_t rank, size_t rows,
+                                                 size_t columns) {
+    if (loader->status != UFORM_OK) return NULL;
+    loader->expected += 1;
+    const uform__safetensors_tensor_t *tensor = uform__safetensors_find(loader->model->file, name);
+    uint64_t wanted[2] = {rows, columns};
+    char want[64], got[128];
+    shape_text(wanted, rank, want, sizeof want);
+    if (!tensor) {
+        loader->status = uform__fail(loader->outcome, UFORM_FORMAT, loader->function,
+                                     "tensor '%s' %s is missing from the checkpoint", name, want);
+        return NULL;
+    }
+    int shape_ok = tensor->rank == rank && tensor->shape[0] == rows && (rank < 2 || tensor->shape[1] == columns);
+    if (!shape_ok) {
+        loader->status = uform__fail(loader->outcome, UFORM_FORMAT, loader->function,
+                                     "tensor '%s' has shape %s, expected %s", name,
+                                     shape_text(tensor->shape, tensor->rank, got, sizeof got), want);
+        return NULL;
+    }
+    if (tensor->dtype != UFORM__SAFETENSORS_BF16 && tensor->dtype != UFORM__SAFETENSORS_F32 &&
+        tensor->dtype != UFORM__SAFETENSORS_F16) {
+        loader->status = uform__fail(loader->outcome, UFORM_FORMAT, loader->function,
+                                     "tensor '%s' is %s, expected BF16, F16 or F32", name,
+                                     uform__safetensors_dtype_name(tensor->dtype));
+        return NULL;
+    }
+    loader->model->parameters += tensor->element_count;
+    loader->model->weight_bytes += tensor->length;
+    mark_seen(loader, tensor);
+    return tensor;
+}
+
+/* A vector or table, widened to F32 in memory the model owns. */
+static const float *widen(loader_t *loader, const char *name, uint32_t rank, size_t rows, size_t columns) {
+    const uform__safetensors_tensor_t *tensor = expect(loader, name, rank, rows, columns);
+    if (!tensor) return NULL;
+    size_t count = (size_t)tensor->element_count;
+    float *values = own(loader->model, count * sizeof(float));
+    if (!values) {
+        loader->status = uform__fail(loader->outcome, UFORM_OUT_OF_MEMORY, loader->function,
+                                     "cannot allocate %zu floats for '%s'", count, name);
+        return NULL;
+    }
+    const unsigned char *bytes = tensor->data;
+    for (size_t i = 0; i < count; ++i) {
+        if (tensor->dtype == UFORM__SAFETENSORS_F32) {
+            memcpy(&values[i], bytes + 4 * i, 4);
+        } else {
+            uint16_t half;
+            memcpy(&half, bytes + 2 * i, 2);
+            values[i] = tensor->dtype == UFORM__SAFETENSORS_BF16 ? uform__nn_bf16_to_f32_one(half) : uform__nn_f16_to_f32_one(half);
+        }
+    }
+    return values;
+}
+
+/* A matrix [rows, columns], used in place when its dtype and alignment allow (F16 is widened). */
+static void linear(loader_t *loader, uform__linear_t *layer, const char *name, size_t rows, size_t columns,
+                   const char *bias_name) {
+    memset(layer, 0, sizeof *layer);
+    const uform__safetensors_tensor_t *tensor = expect(loader, name, 2, rows, columns);
+    if (!tensor) return;
+    layer->rows = rows, layer->columns = columns;
+    size_t element = tensor->dtype == UFORM__SAFETENSORS_F32 ? 4 : 2;
+    if (tensor->dtype == UFORM__SAFETENSORS_F16 || ((uintptr_t)tensor->data % element) != 0) {
+        /* Widen F16 (no kernel takes it) and copy misaligned data into owned memory. */
+        loader->expected -= 1, loader->model->parameters -= tensor->element_count;
+        loader->model->weight_bytes -= tensor->length;
+        layer->weight = widen(loader, name, 2, rows, columns);
+        layer->dtype = UFORM__GEMM_F32;
+    } else {
+        layer->weight = tensor->data;
+        layer->dtype = tensor->dtype == UFORM__SAFETENSORS_F32 ? UFORM__GEMM_F32 : UFORM__GEMM_BF16;
+    }
+    if (bias_name) layer->bias = widen(loader, bias_name, 1, rows, 0);
+}
+
+static void norm(loader_t *loader, uform__norm_t *target, const char *prefix, size_t width) {
+    char name[96];
+    snprintf(name, sizeof name, "%s.weight", prefix);
+    target->weight = widen(loader, name, 1, width, 0);
+    snprintf(name, sizeof name, "%s.bias", prefix);
+    target->bias = widen(loader, name, 1, width, 0);
+}
+
+static void load_stem(loader_t *loader, uform_modality_t modality) {
+    uform_model_t model = loader->model;
+    const uform__model_config_t *config = &model->config;
+    uform__stem_t *stem = &model->stems[modality];
+    const char *m = modality_names[modality];
+    size_t d = config->hidden;
+    char name[96], bias[96];
+    stem->present = 1;
+    snprintf(name, sizeof name, "modality.%s", m);
+    stem->modality = widen(loader, name, 1, d, 0);
+    snprintf(name, sizeof name, "%s.norm", m);
+    norm(loader, &stem->norm, name, d);
+    snprintf(name, sizeof name, "%s.projection", m);
+    linear(loader, &stem->projection, name, config->embedding, d, NULL);
+    size_t patch_width = 0;
+    switch (modality) {
+    case UFORM_MODALITY_TEXT:
+        stem->table = widen(loader, "text.bytes", 2, UFORM__TEXT_VOCABULARY, d);
+        stem->position_rows = config->text_bytes + 2;
+        stem->positions = widen(loader, "text.positions", 2, stem->position_rows, d);
+        norm(loader, &model->choose_norm, "choose.norm", d);
+        linear(loader, &model->choose_head, "choose.head.weight", 256, d, "choose.head.bias");
+        return;
+    case UFORM_MODALITY_IMAGE:
+        patch_width = 3 * config->image_patch * config->image_patch;
+        stem->position_rows = uform__model_image_tokens(config);
+        stem->positions = widen(loader, "image.positions", 2, stem->position_rows, d);
+        break;
+    case UFORM_MODALITY_VIDEO:
+        patch_width = 3 * config->video_tubelet * config->video_patch * config->video_patch;
+        stem->position_rows = (config->video_size / config->video_patch) * (config->video_size / config->video_patch) + 1;
+        stem->positions = widen(loader, "video.space", 2, stem->position_rows, d);
+        stem->time = widen(loader, "video.time", 2, config->video_frames / config->video_tubelet, d);
+        break;
+    case UFORM_MODALITY_AUDIO:
+        patch_width = UFORM__AUDIO_FRAMES_PER_TOKEN * config->audio_mels;
+        stem->position_rows = uform__model_audio_tokens(config);
+        stem->positions = widen(loader, "audio.positions", 2, stem->position_rows, d);
+        break;
+    }
+    snprintf(name, sizeof name, "%s.cls", m);
+    stem->cls = widen(loader, name, 1, d, 0);
+    snprintf(name, sizeof name, "%s.patch.weight", m);
+    snprintf(bias, sizeof bias, "%s.patch.bias", m);
+    linear(loader, &stem->patch, name, d, patch_width, bias);
+}
+
+/* Packs a layer for the model's class (once, at load), so forward products skip packing W. */
+static void pack(loader_t *loader, const uform__gemm_kernels_t *gemm, uform__linear_t *layer, const char *name) {
+    if (loader->status != UFORM_OK || !layer->weight) return;
+    int bf16 = layer->dtype == UFORM__GEMM_BF16;
+    size_t bytes = bf16 ? gemm->packed_size_bf16(layer->rows, layer->columns, layer->dtype)
+                        : gemm->packed_size_f32(layer->rows, layer->columns, layer->dtype);
+    void *memory = own(loader->model, bytes);
+    if (!memory) {
+        loader->status = uform__fail(loader->outcome, UFORM_OUT_OF_MEMORY, loader->function,
+                                     "cannot allocate %zu bytes to pack '%s'", bytes, name);
+        return;
+    }
+    uform_status_t status = (bf16 ? gemm->pack_bf16 : gemm->pack_f32)(
+        layer->weight, layer->columns, layer->dtype, layer->rows, layer->columns, memory, bytes, &layer->packed,
+        loader->outcome);
+    if (status != UFORM_OK) loader->status = status;
+}
+
+typedef struct load_request_t {
+    const char *path;
+    uform_cpu_class_t cpu_class; /* UNKNOWN: the executor's */
+    uform_compute_t compute;
+    uform_model_t model;         /* out */
+    uform_outcome_t outcome;
+} load_request_t;
+
+static uform_status_t load_run(void *pointer, uform__call_context_t *context) {
+    load_request_t *request = pointer;
+    const char *function = context->function;
+    uform_outcome_t *outcome = context->outcome;
+    uform_cpu_class_t cpu_class = request->cpu_class ? request->cpu_class : context->cpu_class;
+    uform_model_t model = calloc(1, sizeof *model);
+    if (!model) return uform__fail(outcome, UFORM_OUT_OF_MEMORY, function, "cannot allocate a model");
+    model->cpu_class = cpu_class;
+    model->compute = request->compute;
+    uform_status_t status = uform__safetensors_open(request->path, &model->file, outcome);
+    if (status != UFORM_OK) {
+        /* The reader names its own function; the caller's name is the public one. */
+        snprintf(outcome->function, sizeof outcome->function, "%s", function);
+        uform_model_free(model);
+        return status;
+    }
+    const char *format = uform__safetensors_metadata_find(model->file, "uform.format");
+    const char *config_json = uform__safetensors_metadata_find(model->file, "uform.config");
+    if (!format || !config_json) {
+        uform_model_free(model);
+        return uform__fail(outcome, UFORM_FORMAT, function,
+                           "'%s' is a safetensors file but not a UForm checkpoint: __metadata__ lacks '%s'",
+                           request->path, !format ? "uform.format" : "uform.config");
+    }
+    if (strcmp(format, "4") != 0) {
+        int newer = atoi(format) > 4;
+        uform_model_free(model);
+        return uform__fail(outcome, newer ? UFORM_UNSUPPORTED : UFORM_FORMAT, function,
+                           "'%s' has uform.format '%.16s'; this library reads format 4", request->path, format);
+    }
+    status = uform__model_config_parse(config_json, &model->config, outcome, function);
+    if (status != UFORM_OK) {
+        uform_model_free(model);
+        return status;
+    }
+    const uform__model_config_t *config = &model->config;
+    if (config->hidden / config->heads > UFORM__NN_ATTENTION_MAX_HEAD_WIDTH) {
+        uform_model_free(model);
+        return uform__fail(outcome, UFORM_UNSUPPORTED, function, "a head width of %zu exceeds the kernels' %d",
+                           config->hidden / config->heads, UFORM__NN_ATTENTION_MAX_HEAD_WIDTH);
+    }
+    loader_t loader = {model, function, outcome, UFORM_OK, 0, NULL};
+    loader.seen = calloc(uform__safetensors_count(model->file) + 1, 1);
+    if (!loader.seen) {
+        uform_model_free(model);
+        return uform__fail(outcome, UFORM_OUT_OF_MEMORY, function, "cannot allocate the tensor checklist");
+    }
+    size_t d = config->hidden;
+    model->blocks = calloc(config->depth, sizeof *model->blocks);
+    if (!model->blocks) loader.status = uform__fail(outcome, UFORM_OUT_OF_MEMORY, function, "cannot allocate blocks");
+    for (size_t i = 0; i < config->depth && loader.status == UFORM_OK; ++i) {
+        uform__block_t *block = &model->blocks[i];
+        char name[96], bias[96];
+        snprintf(name, sizeof name, "trunk.%zu.norm1", i);
+        norm(&loader, &block->norm1, name, d);
+        snprintf(name, sizeof name, "trunk.%zu.norm2", i);
+        norm(&loader, &block->norm2, name, d);
+        snprintf(name, sizeof name, "trunk.%zu.attn.qkv.weight", i), snprintf(bias, sizeof bias, "trunk.%zu.attn.qkv.bias", i);
+        linear(&loader, &block->qkv, name, 3 * d, d, bias);
+        snprintf(name, sizeof name, "trunk.%zu.attn.out.weight", i), snprintf(bias, sizeof bias, "trunk.%zu.attn.out.bias", i);
+        linear(&loader, &block->out, name, d, d, bias);
+        snprintf(name, sizeof name, "trunk.%zu.mlp.up.weight", i), snprintf(bias, sizeof bias, "trunk.%zu.mlp.up.bias", i);
+        linear(&loader, &block->up, name, config->mlp, d, bias);
+        snprintf(name, sizeof name, "trunk.%zu.mlp.down.weight", i), snprintf(bias, sizeof bias, "trunk.%zu.mlp.down.bias", i);
+        linear(&loader, &block->down, name, d, config->mlp, bias);
+    }
+    model->temperatures = widen(&loader, "temperatures", 1, config->temperature_groups, 0);
+    for (int m = 0; m < 4; ++m)
+        if (config->modalities & (1u << m)) load_stem(&loader, (uform_modality_t)m);
+    /* Everything else must be an optimizer tensor (training.md), which inference ignores. */
+    for (size_t i = 0; loader.status == UFORM_OK && i < uform__safetensors_count(model->file); ++i) {
+        const char *name = uform__safetensors_at(model->file, i)->name;
+        if (!loader.seen[i] && strncmp(name, "optimizer.", 10) != 0)
+            loader.status = uform__fail(outcome, UFORM_FORMAT, function,
+                                        "tensor '%s' is not part of the model its config describes", name);
+    }
+    const uform__gemm_kernels_t *gemm = uform__gemm_kernels(cpu_class);
+    for (size_t i = 0; i < config->depth && loader.status == UFORM_OK; ++i) {
+        pack(&loader, gemm, &model->blocks[i].qkv, "attn.qkv.weight");
+        pack(&loader, gemm, &model->blocks[i].out, "attn.out.weight");
+        pack(&loader, gemm, &model->blocks[i].up, "mlp.up.weight");
+        pack(&loader, gemm, &model->blocks[i].down, "mlp.down.weight");
+    }
+    for (int m = 1; m < 4 && loader.status == UFORM_OK; ++m)
+        if (model->stems[m].present) pack(&loader, gemm, &model->stems[m].patch, "patch.weight");
+    if (loader.status == UFORM_OK && model->stems[UFORM_MODALITY_AUDIO].present) {
+        loader.status = uform__signal_mel_plan_init(&model->mel, config->audio_rate, UFORM__AUDIO_N_FFT,
+                                                    UFORM__AUDIO_HOP, config->audio_mels, 0.0, 0.0, outcome);
+        model->mel_ready = loader.status == UFORM_OK;
+    }
+    free(loader.seen);
+    if (loader.status != UFORM_OK) {
+        uform_model_free(model);
+        return loader.status;
+    }
+    request->model = model;
+    return UFORM_OK;
+}
+
+UFORM_API uform_status_t uform_model_load_ram(uform_executor_t executor, const char *path,
+                                              const uform_ram_options_t *ram_options, uform_model_t *model,
+                                              uform_outcome_t *outcome) {
+    const char *function = __func__;
+    if (model) *model = NULL;
+    if (!model || !path)
+        return uform__fail(outcome, UFORM_INVALID_ARGUMENT, function, "%s is NULL", !model ? "model" : "path");
+    load_request_t request;
+    memset(&request, 0, sizeof request);
+    request.path = path;
+    request.compute = ram_options ? ram_options->compute : UFORM_COMPUTE_F32;
+    if (request.compute != UFORM_COMPUTE_F32 && request.compute != UFORM_COMPUTE_BF16)
+        return uform__fail(outcome, UFORM_INVALID_ARGUMENT, function, "ram_options.compute %d is neither F32 (0) nor BF16 (1)",
+                           (int)request.compute);
+    if (ram_options && ram_options->cpu_class) {
+        uform_status_t status = uform__cpu_class_resolve(ram_options->cpu_class, &request.cpu_class, outcome, function);
+        if (status != UFORM_OK) return status;
+    }
+    uform_outcome_t local;
+    memset(&local, 0, sizeof local);
+    uform__call_t call = {load_run, &request, outcome ? outcome : &local, UFORM_COMPLETION_BLOCKING, NULL, NULL, function};
+    uform_status_t status = uform__executor_call(executor, &call);
+    if (status == UFORM_OK) *model = request.model;
+    return status;
+}
+
+UFORM_API uform_status_t uform_model_describe(uform_model_describe_t *request) {
+    const char *function = __func__;
+    if (!request) return UFORM_INVALID_ARGUMENT;
+    memset(&request->description, 0, sizeof request->description);
+    if (!request->model) return uform__fail(&request->outcome, UFORM_INVALID_ARGUMENT, function, "model is NULL");
+    const uform_model_t model = request->model;
+    const uform__model_config_t *config = &model->config;
+    uform_model_description_t *description = &request->description;
+    snprintf(description->size, sizeof description->size, "%s", config->size);
+    description->hidden = config->hidden, description->depth = config->depth, description->heads = config->heads;
+    description->mlp = config->mlp, description->embedding = config->embedding;
+    memcpy(description->matryoshka, config->matryoshka, sizeof description->matryoshka);
+    description->matryoshka_count = config->matryoshka_count;
+    description->temperature_groups = config->temperature_groups;
+    description->modalities = config->modalities;
+    description->text_bytes = config->text_bytes;
+    description->image_size = config->image_size, description->image_patch = config->image_patch;
+    description->video_size = config->video_size, description->video_patch = config->video_patch;
+    description->video_frames = config->video_frames, description->video_tubelet = config->video_tubelet;
+    description->audio_rate = config->audio_rate, description->audio_seconds = config->audio_seconds;
+    description->audio_mels = config->audio_mels;
+    description->parameters = model->parameters;
+    description->weight_bytes = model->weight_bytes;
+    description->residency = UFORM_RESIDENCY_RAM;
+    description->cpu_class = model->cpu_class;
+    description->compute = model->compute;
+    return uform__succeed(&request->outcome, function);
+}

@@ -1,0 +1,67 @@
+/*
+ * The loaded model: its config, its weights (mapped from the checkpoint, or widened/packed once at
+ * load) and the plans its preprocessing reuses. Immutable after load, so any number of calls on any
+ * executors may read it at once. Private to libuform.
+ */
+#ifndef UFORM_MODEL_MODEL_H
+#define UFORM_MODEL_MODEL_H
+
+#include "io/safetensors.h"
+#include "kernels/gemm.h"
+#include "kernels/signal.h"
+#include "model/config.h"
+
+/* A linear layer y = x·Wᵀ + b with W [rows = out, columns = in] as the checkpoint stores it. */
+typedef struct uform__linear_t {
+    const void *weight;         /* [rows, columns] in `dtype`, row-major (into the mapping, or owned) */
+    uform__gemm_dtype_t dtype;  /* F32 or BF16 */
+    size_t rows, columns;
+    uform__gemm_packed_t packed; /* for the model's CPU class; `packed.data` NULL when not packed */
+    const float *bias;          /* [rows] or NULL */
+} uform__linear_t;
+
+/* LayerNorm parameters, widened to F32. */
+typedef struct uform__norm_t {
+    const float *weight, *bias; /* [d] each */
+} uform__norm_t;
+
+typedef struct uform__block_t {
+    uform__norm_t norm1, norm2;
+    uform__linear_t qkv, out, up, down;
+} uform__block_t;
+
+/* A modality's stem and head. Tables are F32 [rows, d]. */
+typedef struct uform__stem_t {
+    int present;
+    const float *modality;   /* modality.{name} [d] */
+    const float *table;      /* text.bytes [260, d] */
+    const float *positions;  /* text/image/audio positions, video.space */
+    size_t position_rows;
+    const float *time;       /* video.time [F/t, d] */
+    const float *cls;        /* image/video/audio cls [d] */
+    uform__linear_t patch;   /* image/video/audio patch projection */
+    uform__norm_t norm;      /* {modality}.norm: the states */
+    uform__linear_t projection; /* {modality}.projection [E, d], no bias */
+} uform__stem_t;
+
+struct uform_model_s {
+    uform__model_config_t config;
+    uform__safetensors_t *file;
+    uform_cpu_class_t cpu_class;   /* the class weights were packed for */
+    uform_compute_t compute;
+    uform__block_t *blocks;        /* [depth] */
+    uform__stem_t stems[4];        /* by uform_modality_t */
+    uform__norm_t choose_norm;
+    uform__linear_t choose_head;   /* [256, d] + bias */
+    const float *temperatures;     /* [G] learned log-scales */
+    uform__signal_mel_plan_t mel;  /* audio: STFT and mel filters at the model's rate */
+    int mel_ready;
+    void **owned;                  /* allocations made at load (widened tables, packed weights) */
+    size_t owned_count, owned_capacity;
+    uint64_t parameters, weight_bytes;
+};
+
+/* Names a modality ("text" ...). */
+const char *uform__modality_name(uform_modality_t modality);
+
+#endif

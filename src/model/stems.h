@@ -1,0 +1,22 @@
+/* The stems: items to token rows (stems.c). Private to libuform. */
+#ifndef UFORM_MODEL_STEMS_H
+#define UFORM_MODEL_STEMS_H
+
+#include "model/encode.h"
+
+/* Tokens of item `item` of the job, [CLS] (and [NEXT] for text_choose) included. */
+size_t uform__stem_item_tokens(const uform__encode_job_t *job, size_t item);
+
+/* Values per patch row of a media modality (3·p·p, 3·t·p·p, 4·M); 0 for text. */
+size_t uform__stem_patch_width(const uform__model_config_t *config, uform_modality_t modality);
+
+/*
+ * Fills x [T, d] with the stem rows of items first .. first+count, item i at chunk-relative token
+ * offsets[i]. `patches` holds [T − count, patch_width] floats of scratch and `projected`
+ * [T − count, d] (media only). Media failures name the item ("images[3]: ...").
+ */
+uform_status_t uform__stems_forward(const uform__encode_job_t *job, uform__compute_t *compute, size_t first,
+                                    size_t count, const size_t *offsets, float *x, float *patches, float *projected,
+                                    uform__call_context_t *context, double *decode_seconds);
+
+#endif
