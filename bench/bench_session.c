@@ -132,29 +132,29 @@ typedef struct direct_t {
 
 static void direct_block(const uform__session_kernels_t *kr, const block_t *b, direct_t *w, float *y) {
     size_t T = b->T, D = b->D, H = b->H, F = b->F, hd = D / H;
-    kr->layer_norm_f32(T, D, b->x, b->ln1_w, b->ln1_b, 1e-5f, w->h, w->mean, w->rstd);
-    kr->matmul_f32(T, 3 * D, D, w->h, D, b->w_qkv, D, w->qkv, 3 * D);
+    kr->layer_norm_f32(kr, T, D, b->x, b->ln1_w, b->ln1_b, 1e-5f, w->h, w->mean, w->rstd);
+    kr->matmul_f32(kr, T, 3 * D, D, w->h, D, b->w_qkv, D, w->qkv, 3 * D);
     for (size_t t = 0; t < T; ++t)
         for (size_t j = 0; j < 3 * D; ++j) w->qkv[t * 3 * D + j] += b->b_qkv[j];
     float scale = 1.0f / sqrtf((float)hd);
     for (size_t head = 0; head < H; ++head) {
         const float *q = w->qkv + head * hd, *k = w->qkv + D + head * hd, *v = w->qkv + 2 * D + head * hd;
-        kr->matmul_f32(T, T, hd, q, 3 * D, k, 3 * D, w->s, T); // q·kᵀ straight from the qkv rows
+        kr->matmul_f32(kr, T, T, hd, q, 3 * D, k, 3 * D, w->s, T); // q·kᵀ straight from the qkv rows
         for (size_t i = 0; i < T * T; ++i) w->s[i] *= scale;
-        kr->softmax_f32(T, T, w->s, w->s);
+        kr->softmax_f32(kr, T, T, w->s, w->s);
         for (size_t t = 0; t < T; ++t) // vᵀ [hd, T]: the kernel takes its second operand as [n, k]
             for (size_t e = 0; e < hd; ++e) w->vt[e * T + t] = v[t * 3 * D + e];
-        kr->matmul_f32(T, hd, T, w->s, T, w->vt, T, w->o + head * hd, D);
+        kr->matmul_f32(kr, T, hd, T, w->s, T, w->vt, T, w->o + head * hd, D);
     }
-    kr->matmul_f32(T, D, D, w->o, D, b->w_o, D, w->attn, D);
+    kr->matmul_f32(kr, T, D, D, w->o, D, b->w_o, D, w->attn, D);
     for (size_t t = 0; t < T; ++t)
         for (size_t j = 0; j < D; ++j) w->x1[t * D + j] = b->x[t * D + j] + w->attn[t * D + j] + b->b_o[j];
-    kr->layer_norm_f32(T, D, w->x1, b->ln2_w, b->ln2_b, 1e-5f, w->h, w->mean, w->rstd);
-    kr->matmul_f32(T, F, D, w->h, D, b->w_1, D, w->m, F);
+    kr->layer_norm_f32(kr, T, D, w->x1, b->ln2_w, b->ln2_b, 1e-5f, w->h, w->mean, w->rstd);
+    kr->matmul_f32(kr, T, F, D, w->h, D, b->w_1, D, w->m, F);
     for (size_t t = 0; t < T; ++t)
         for (size_t j = 0; j < F; ++j) w->m[t * F + j] += b->b_1[j];
-    kr->gelu_f32(T * F, w->m, w->m);
-    kr->matmul_f32(T, D, F, w->m, F, b->w_2, F, y, D);
+    kr->gelu_f32(kr, T * F, w->m, w->m);
+    kr->matmul_f32(kr, T, D, F, w->m, F, b->w_2, F, y, D);
     for (size_t t = 0; t < T; ++t)
         for (size_t j = 0; j < D; ++j) y[t * D + j] += b->b_2[j] + w->x1[t * D + j];
 }
@@ -213,7 +213,7 @@ int main(int argc, char **argv) {
     size_t output_sizes[1] = {T * D * 4};
 
     uform__session_kernels_t kernels;
-    uform__session_kernels_bind(&kernels, uform_cpu_class_detect());
+    uform__session_kernels_bind(&kernels, uform_cpu_class_detect(), 0);
     direct_t w;
     w.h = (float *)malloc(T * D * 4), w.qkv = (float *)malloc(T * 3 * D * 4), w.s = (float *)malloc(T * T * 4);
     w.vt = (float *)malloc(T * D * 4), w.o = (float *)malloc(T * D * 4), w.attn = (float *)malloc(T * D * 4);

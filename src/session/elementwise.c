@@ -78,7 +78,7 @@ static void unary_f32(const uform__session_kernels_t *kernels, unsigned opcode, 
     case UFORM_SESSION_OP_ERF: for (size_t i = 0; i < n; ++i) y[i] = erff(x[i]); break;
     case UFORM_SESSION_OP_SIGMOID: for (size_t i = 0; i < n; ++i) y[i] = 1.0f / (1.0f + expf(-x[i])); break;
     case UFORM_SESSION_OP_RELU: for (size_t i = 0; i < n; ++i) y[i] = x[i] < 0.0f ? 0.0f : x[i]; break;
-    case UFORM_SESSION_OP_GELU: kernels->gelu_f32(n, x, y); break;
+    case UFORM_SESSION_OP_GELU: kernels->gelu_f32(kernels, n, x, y); break;
     default: break;
     }
 }

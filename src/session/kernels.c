@@ -1,18 +1,22 @@
 /*
- * The kernels a plan binds. The session's own portable loops live here (they are what every slot
- * falls back to); `uform__session_kernels_bind` is the one place that points slots at the
- * engine's per-class kernels (src/kernels/) once they are available, so binding stays a small
- * change that touches nothing else.
+ * The kernels a plan binds. `uform__session_kernels_bind` is the one place that chooses them:
+ * the engine's per-class GEMM (src/kernels/gemm.h, forward_f32: Y = X·Wᵀ) for matmul, its NN
+ * kernels (src/kernels/nn.h) for LayerNorm and GELU, so programs run on the kernels the model
+ * uses; softmax has no plain-softmax slot in the NN table, so it runs the session's own loop.
+ * The portable loops below back every slot when asked (`portable`, for tests and comparisons).
+ * The session is single-threaded: every kernel gets a NULL (serial) parallel contract.
  */
 #include <math.h>
 #include <string.h>
 
+#include "kernels/gemm.h"
+#include "kernels/nn.h"
 #include "session/session.h"
 
 /* Y[m, n] = X[m, k] · W[n, k]ᵀ: four rows of W at a time so each X row is read once per four
  * outputs; sums in F32 in k order (torch.nn.functional.linear without bias). */
-static int matmul_f32_portable(size_t m, size_t n, size_t k, const float *x, size_t ldx, const float *w, size_t ldw,
-                               float *y, size_t ldy) {
+static int matmul_f32_portable(const uform__session_kernels_t *self, size_t m, size_t n, size_t k, const float *x,
+                               size_t ldx, const float *w, size_t ldw, float *y, size_t ldy) {
     for (size_t i = 0; i < m; ++i) {
         const float *xi = x + i * ldx;
         float *yi = y + i * ldy;
@@ -39,8 +43,20 @@ static int matmul_f32_portable(size_t m, size_t n, size_t k, const float *x, siz
     return 0;
 }
 
+static int matmul_f32_engine(const uform__session_kernels_t *self, size_t m, size_t n, size_t k, const float *x,
+                             size_t ldx, const float *w, size_t ldw, float *y, size_t ldy) {
+    const uform__gemm_kernels_t *gemm = (const uform__gemm_kernels_t *)self->gemm;
+    uform__gemm_forward_t args;
+    memset(&args, 0, sizeof args);
+    args.m = m, args.n = n, args.k = k;
+    args.x = x, args.ldx = ldx, args.x_dtype = UFORM__GEMM_F32;
+    args.w = w, args.ldw = ldw, args.w_dtype = UFORM__GEMM_F32;
+    args.y = y, args.ldy = ldy;
+    return gemm->forward_f32(&args, NULL, NULL) == UFORM_OK ? 0 : -1;
+}
+
 /* torch.softmax along rows: exponentials of x − max, divided by their sum (accumulated in F64). */
-static void softmax_f32_portable(size_t rows, size_t n, const float *x, float *y) {
+static void softmax_f32_portable(const uform__session_kernels_t *self, size_t rows, size_t n, const float *x, float *y) {
     for (size_t r = 0; r < rows; ++r) {
         const float *xr = x + r * n;
         float *yr = y + r * n, high = -INFINITY;
@@ -54,8 +70,9 @@ static void softmax_f32_portable(size_t rows, size_t n, const float *x, float *y
 }
 
 /* torch.nn.functional.layer_norm over rows: biased variance, statistics in F64. */
-static void layer_norm_f32_portable(size_t rows, size_t n, const float *x, const float *weight, const float *bias,
-                                    float eps, float *y, float *mean, float *rstd) {
+static void layer_norm_f32_portable(const uform__session_kernels_t *self, size_t rows, size_t n, const float *x,
+                                    const float *weight, const float *bias, float eps, float *y, float *mean,
+                                    float *rstd) {
     for (size_t r = 0; r < rows; ++r) {
         const float *xr = x + r * n;
         float *yr = y + r * n;
@@ -69,18 +86,37 @@ static void layer_norm_f32_portable(size_t rows, size_t n, const float *x, const
     }
 }
 
+static void layer_norm_f32_engine(const uform__session_kernels_t *self, size_t rows, size_t n, const float *x,
+                                  const float *weight, const float *bias, float eps, float *y, float *mean, float *rstd) {
+    const uform__nn_kernels_t *nn = (const uform__nn_kernels_t *)self->nn;
+    nn->layernorm_forward(rows, n, x, n, weight, bias, eps, y, n, mean, rstd, NULL);
+}
+
 /* Exact GELU, 0.5·x·(1 + erf(x/√2)) (torch.nn.functional.gelu, approximate='none'). */
-static void gelu_f32_portable(size_t n, const float *x, float *y) {
+static void gelu_f32_portable(const uform__session_kernels_t *self, size_t n, const float *x, float *y) {
     for (size_t i = 0; i < n; ++i) y[i] = 0.5f * x[i] * (1.0f + erff(x[i] * 0.70710678118654752440f));
 }
 
-void uform__session_kernels_bind(uform__session_kernels_t *kernels, uform_cpu_class_t cpu_class) {
+static void gelu_f32_engine(const uform__session_kernels_t *self, size_t n, const float *x, float *y) {
+    ((const uform__nn_kernels_t *)self->nn)->gelu_forward(n, x, y, NULL);
+}
+
+void uform__session_kernels_bind(uform__session_kernels_t *kernels, uform_cpu_class_t cpu_class, int portable) {
     memset(kernels, 0, sizeof *kernels);
     kernels->cpu_class = cpu_class;
-    kernels->matmul_f32 = matmul_f32_portable;
     kernels->softmax_f32 = softmax_f32_portable;
-    kernels->layer_norm_f32 = layer_norm_f32_portable;
-    kernels->gelu_f32 = gelu_f32_portable;
-    kernels->matmul_name = "session portable";
-    kernels->norm_name = "session portable";
+    if (portable || !uform_cpu_class_supported(cpu_class)) {
+        kernels->matmul_f32 = matmul_f32_portable;
+        kernels->layer_norm_f32 = layer_norm_f32_portable;
+        kernels->gelu_f32 = gelu_f32_portable;
+        kernels->matmul_name = kernels->norm_name = "session portable";
+        return;
+    }
+    kernels->gemm = uform__gemm_kernels(cpu_class);
+    kernels->nn = uform__nn_kernels(cpu_class);
+    kernels->matmul_f32 = matmul_f32_engine;
+    kernels->layer_norm_f32 = layer_norm_f32_engine;
+    kernels->gelu_f32 = gelu_f32_engine;
+    kernels->matmul_name = uform_cpu_class_name(((const uform__gemm_kernels_t *)kernels->gemm)->cpu_class);
+    kernels->norm_name = uform_cpu_class_name(cpu_class); /* the NN table of this class (it falls back internally) */
 }

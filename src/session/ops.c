@@ -135,7 +135,7 @@ static uform_session_status_t matmul_run(const uform__session_plan_t *plan, cons
         if (dtype == UFORM_SESSION_DTYPE_F32 && s.transpose_b) wk = (const float *)pb + ob;
         else matrix_f32(dtype, pb, ob, s.n, s.k, !s.transpose_b, w, row);
         float *yk = dtype == UFORM_SESSION_DTYPE_F32 ? (float *)pc + oc : y;
-        if (plan->kernels.matmul_f32(s.m, s.n, s.k, xk, s.k, wk, s.k, yk, s.n) != 0) return UFORM_SESSION_LAUNCH_FAILED;
+        if (plan->kernels.matmul_f32(&plan->kernels, s.m, s.n, s.k, xk, s.k, wk, s.k, yk, s.n) != 0) return UFORM_SESSION_LAUNCH_FAILED;
         if (dtype != UFORM_SESSION_DTYPE_F32) uform__session_store(dtype, y, mn, pc, oc);
     }
     return UFORM_SESSION_OK;
@@ -244,7 +244,7 @@ static void softmax_run(const uform__session_plan_t *plan, const uform__session_
     const void *src = plan->addresses[op->operands[0]];
     void *dst = plan->addresses[op->result];
     if (x->dtype == UFORM_SESSION_DTYPE_F32 && inner == 1) {
-        plan->kernels.softmax_f32(outer, n, (const float *)src, (float *)dst);
+        plan->kernels.softmax_f32(&plan->kernels, outer, n, (const float *)src, (float *)dst);
         return;
     }
     int wide = x->dtype == UFORM_SESSION_DTYPE_F64;
@@ -293,7 +293,7 @@ static void layer_norm_run(const uform__session_plan_t *plan, const uform__sessi
         if (!weight)
             for (size_t i = 0; i < n; ++i) ones[i] = 1.0f;
         if (!bias) memset(zeros, 0, n * sizeof(float));
-        plan->kernels.layer_norm_f32(rows, n, (const float *)src, weight ? (const float *)weight : ones,
+        plan->kernels.layer_norm_f32(&plan->kernels, rows, n, (const float *)src, weight ? (const float *)weight : ones,
                                      bias ? (const float *)bias : zeros, (float)eps, (float *)dst, mean, rstd);
         return;
     }

@@ -269,7 +269,7 @@ static uform_session_status_t plan_program(uform__session_plan_t *plan, uform__s
         d->byte_size = type->bytes;
         d->alignment = uform__session_dtype_size(type->dtype);
     }
-    uform__session_kernels_bind(&plan->kernels, uform_cpu_class_detect());
+    uform__session_kernels_bind(&plan->kernels, uform_cpu_class_detect(), 0);
 
 done:
     free(root);

@@ -174,25 +174,30 @@ typedef struct uform__session_step_t {
 
 /* Kernels a plan binds, chosen once per program from the CPU class (kernels.c). Every slot is
  * filled: the session's own portable loops unless the engine's kernels for the class exist. */
-typedef struct uform__session_kernels_t {
+typedef struct uform__session_kernels_t uform__session_kernels_t;
+struct uform__session_kernels_t {
     uform_cpu_class_t cpu_class;
+    const void *gemm; /* the engine's uform__gemm_kernels_t of the class, NULL when portable loops are bound */
+    const void *nn;   /* the engine's uform__nn_kernels_t of the class, likewise */
     /* Y[m, n] = X[m, k] · W[n, k]ᵀ, row-major with leading dimensions in elements (the layout of
      * torch.nn.functional.linear). Y does not alias X or W. Answers 0, or non-zero when the kernel
      * could not run (its own allocation failed). */
-    int (*matmul_f32)(size_t m, size_t n, size_t k, const float *x, size_t ldx, const float *w, size_t ldw, float *y,
-                      size_t ldy);
+    int (*matmul_f32)(const uform__session_kernels_t *self, size_t m, size_t n, size_t k, const float *x, size_t ldx,
+                      const float *w, size_t ldw, float *y, size_t ldy);
     /* Softmax of each of `rows` contiguous rows of `n` floats; y may alias x. */
-    void (*softmax_f32)(size_t rows, size_t n, const float *x, float *y);
+    void (*softmax_f32)(const uform__session_kernels_t *self, size_t rows, size_t n, const float *x, float *y);
     /* torch.nn.functional.layer_norm of each of `rows` rows of `n` floats (biased variance);
      * weight and bias [n] are never NULL; mean and rstd [rows] are scratch. */
-    void (*layer_norm_f32)(size_t rows, size_t n, const float *x, const float *weight, const float *bias, float eps,
-                           float *y, float *mean, float *rstd);
+    void (*layer_norm_f32)(const uform__session_kernels_t *self, size_t rows, size_t n, const float *x,
+                           const float *weight, const float *bias, float eps, float *y, float *mean, float *rstd);
     /* Exact GELU of `n` floats; y may alias x. */
-    void (*gelu_f32)(size_t n, const float *x, float *y);
+    void (*gelu_f32)(const uform__session_kernels_t *self, size_t n, const float *x, float *y);
     const char *matmul_name, *norm_name; /* which implementation is bound, for logs and the benchmark */
-} uform__session_kernels_t;
+};
 
-void uform__session_kernels_bind(uform__session_kernels_t *kernels, uform_cpu_class_t cpu_class);
+/* Fills every slot for `cpu_class`: the engine's GEMM (forward_f32) and NN kernels (LayerNorm,
+ * GELU) of that class, the session's portable loops for softmax and wherever `portable` is set. */
+void uform__session_kernels_bind(uform__session_kernels_t *kernels, uform_cpu_class_t cpu_class, int portable);
 
 /* A compiled program: its IR, where every value lives, the steps, the sizes. */
 typedef struct uform__session_plan_t {
