@@ -189,6 +189,7 @@ typedef struct gemm_step_t {
     unsigned char *b_scratch;      /* where pack_b writes (plain weights) */
     unsigned char *a_scratch;      /* per-thread A blocks */
     size_t a_scratch_stride;
+    size_t row_panels, row_blocks; /* MR-row panels of C, and the blocks they are split into */
     size_t groups;                 /* panel groups per row block */
     size_t pack_prongs;
 } gemm_step_t;
@@ -211,7 +212,9 @@ static void compute_prong(void *context, size_t thread, size_t prong) {
     const uform__gemm_micro_t *micro = problem->micro;
     size_t mr = micro->mr, nr = micro->nr, elem = dtype_bytes(micro->panel_dtype);
     size_t block = prong / step->groups, group = prong % step->groups;
-    size_t i0 = block * micro->mc, rows = problem->m - i0 < micro->mc ? problem->m - i0 : micro->mc;
+    size_t panel_begin, panel_end; /* row blocks are near-equal runs of MR-row panels */
+    uform__split_range(step->row_panels, step->row_blocks, block, &panel_begin, &panel_end);
+    size_t i0 = panel_begin * mr, rows = (panel_end * mr < problem->m ? panel_end * mr : problem->m) - i0;
     size_t q_begin, q_end;
     uform__split_range(step->panels, step->groups, group, &q_begin, &q_end);
     if (q_begin == q_end) return;
@@ -259,7 +262,7 @@ static uform_status_t gemm_run(const gemm_problem_t *problem, const uform__paral
     size_t pair = micro->panel_dtype == UFORM__GEMM_BF16 ? 2 : 1;
     size_t kc_max = micro->kc < k ? micro->kc : round_up(k, pair);
     size_t nc = micro->nc;
-    size_t a_stride = round_up(round_up(micro->mc, mr) * kc_max * elem, 64);
+    size_t a_stride = round_up(micro->mc / mr * mr * kc_max * elem, 64);
     size_t chunk_panels_max = (nc < n ? nc : round_up(n, nr)) / nr;
     size_t b_panel_stride_plain = kc_max * nr * elem;
     unsigned char *a_scratch = aligned_scratch(a_stride * threads);
@@ -270,9 +273,14 @@ static uform_status_t gemm_run(const gemm_problem_t *problem, const uform__paral
         return uform__fail(outcome, UFORM_OUT_OF_MEMORY, function, "cannot allocate %zu bytes of packing scratch",
                            a_stride * threads + b_panel_stride_plain * chunk_panels_max);
     }
-    size_t row_blocks = (m + micro->mc - 1) / micro->mc;
+    /* Row blocks of at most MC rows, as many as a multiple of the thread count, so threads get
+     * equal work; how rows are grouped never changes the arithmetic of an element. */
+    size_t row_panels = (m + mr - 1) / mr, mc_panels = micro->mc / mr;
+    size_t row_blocks = (row_panels + mc_panels - 1) / mc_panels;
+    row_blocks = round_up(row_blocks, threads) < row_panels ? round_up(row_blocks, threads) : row_panels;
     for (size_t j0 = 0; j0 < n; j0 += nc) {
-        gemm_step_t step = {.problem = problem, .j0 = j0, .a_scratch = a_scratch, .a_scratch_stride = a_stride};
+        gemm_step_t step = {.problem = problem, .j0 = j0, .a_scratch = a_scratch, .a_scratch_stride = a_stride,
+                            .row_panels = row_panels, .row_blocks = row_blocks};
         step.chunk_cols = n - j0 < nc ? n - j0 : nc;
         step.panels = (step.chunk_cols + nr - 1) / nr;
         /* Enough prongs to keep every thread busy: split columns too when rows are few. */
