@@ -279,6 +279,11 @@ void uform__signal_resample_plan_free(uform__signal_resample_plan_t *plan);
 /* Output samples for `count` input samples: ceil(next · count / orig) (count for equal rates). */
 size_t uform__signal_resample_length(const uform__signal_resample_plan_t *plan, size_t count);
 
+/* How many leading source samples outputs [0, outputs) read: resampling just
+ * min(count, source_needed(outputs)) samples gives those outputs bit for bit (a stem that crops to
+ * 10 s need not resample a whole long recording). `outputs` for equal rates. */
+size_t uform__signal_resample_source_needed(const uform__signal_resample_plan_t *plan, size_t outputs);
+
 /* target [resample_length(count)] = resample(source [count]) through an initialised plan; target
  * may equal source only for equal rates. Cannot fail. */
 void uform__signal_resample_f32(const uform__signal_resample_plan_t *plan, const float *source, size_t count,

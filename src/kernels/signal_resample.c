@@ -106,6 +106,28 @@ size_t uform__signal_resample_length(const uform__signal_resample_plan_t *plan, 
     return (plan->next * count + plan->orig - 1) / plan->orig;
 }
 
+size_t uform__signal_resample_source_needed(const uform__signal_resample_plan_t *plan, size_t outputs) {
+    if (plan->orig == plan->next || outputs == 0) return outputs;
+    /* Output m = q·next + i reads source [q·orig + first[i] − width, + size[i]); take the furthest. */
+    size_t needed = 0;
+    const size_t last_block = (outputs - 1) / plan->next;
+    for (size_t m = last_block * plan->next; m < outputs; ++m) {
+        const size_t i = m % plan->next;
+        const size_t end = last_block * plan->orig + plan->first[i] + plan->size[i];
+        const size_t reach = end > plan->width ? end - plan->width : 0;
+        if (reach > needed) needed = reach;
+    }
+    /* Earlier blocks end at most orig samples earlier per block, so the last block decides, except
+     * for phases the last block does not reach: check the block before it too. */
+    if (last_block > 0)
+        for (size_t i = 0; i < plan->next; ++i) {
+            const size_t end = (last_block - 1) * plan->orig + plan->first[i] + plan->size[i];
+            const size_t reach = end > plan->width ? end - plan->width : 0;
+            if (reach > needed) needed = reach;
+        }
+    return needed;
+}
+
 typedef struct resample_context_t {
     const uform__signal_resample_plan_t *plan;
     const uform__signal_kernels_t *kernels;

@@ -47,6 +47,41 @@ static void compare(const resample_case_t *c, const char *name, const float *x) 
     uform__signal_resample_plan_free(&plan);
 }
 
+/* Resampling only the samples source_needed names gives the first outputs bit for bit. */
+static void test_prefix(uint64_t *state) {
+    static const size_t rates[][2] = {{44100, 16000}, {48000, 16000}, {8000, 16000}, {22050, 16000}, {16000, 44100},
+                                      {16000, 16000}};
+    const size_t count = 50000;
+    float *x = malloc(count * sizeof(float)), *full = malloc(3 * count * sizeof(float)),
+          *part = malloc(3 * count * sizeof(float));
+    for (size_t t = 0; t < count; ++t) x[t] = check_random_float(state);
+    for (size_t r = 0; r < sizeof(rates) / sizeof(rates[0]); ++r) {
+        uform__signal_resample_plan_t plan;
+        CHECK_STATUS(uform__signal_resample_plan_init(&plan, rates[r][0], rates[r][1], NULL), UFORM_OK);
+        uform__signal_resample_f32(&plan, x, count, full, NULL, NULL);
+        static const size_t wanted[] = {1, 2, 159, 160, 161, 1000, 4097};
+        for (size_t w = 0; w < sizeof(wanted) / sizeof(wanted[0]); ++w) {
+            size_t needed = uform__signal_resample_source_needed(&plan, wanted[w]);
+            if (needed > count) needed = count;
+            CHECK(uform__signal_resample_length(&plan, needed) >= wanted[w]);
+            uform__signal_resample_f32(&plan, x, needed, part, NULL, NULL);
+            CHECK_MSG(memcmp(part, full, wanted[w] * sizeof(float)) == 0,
+                      "%zu -> %zu: the first %zu outputs from %zu samples differ from the full signal's", rates[r][0],
+                      rates[r][1], wanted[w], needed);
+            /* And it is tight: one sample fewer changes some output (or leaves too few). */
+            if (needed > 1 && rates[r][0] != rates[r][1]) {
+                uform__signal_resample_f32(&plan, x, needed - 1, part, NULL, NULL);
+                CHECK_MSG(uform__signal_resample_length(&plan, needed - 1) < wanted[w] ||
+                              memcmp(part, full, wanted[w] * sizeof(float)) != 0,
+                          "%zu -> %zu: %zu outputs need fewer than %zu samples", rates[r][0], rates[r][1], wanted[w],
+                          needed);
+            }
+        }
+        uform__signal_resample_plan_free(&plan);
+    }
+    free(x), free(full), free(part);
+}
+
 /* Gain in dB of a unit sine at `hz` through from -> to, measured as output RMS over the middle half
  * (away from the zero-padded edges) against the input's 1/sqrt(2). */
 static double gain_db(size_t from, size_t to, double hz) {
@@ -137,6 +172,7 @@ int main(int argc, char **argv) {
         }
     for (size_t i = 0; i < CASES; ++i) free(inputs[i]);
     signal_directory_remove();
+    test_prefix(&state);
     quality();
     return check_finish();
 }
