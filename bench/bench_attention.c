@@ -102,7 +102,7 @@ int main(int argc, char **argv) {
         size_t *offsets = malloc((items + 1) * sizeof(size_t));
         for (size_t i = 0; i <= items; ++i) offsets[i] = i * length;
         float *qkv = malloc(tokens * 3 * d * 4), *out = malloc(tokens * d * 4), *lse = malloc(heads * tokens * 4);
-        float *dout = malloc(tokens * d * 4), *dqkv = malloc(tokens * 3 * d * 4);
+        float *dout = malloc(tokens * d * 4), *dqkv = malloc(tokens * 3 * d * 4), *deltas = malloc(heads * tokens * 4);
         uint64_t state = 42;
         for (size_t i = 0; i < tokens * 3 * d; ++i) qkv[i] = check_random_float(&state);
         for (size_t i = 0; i < tokens * d; ++i) dout[i] = check_random_float(&state);
@@ -125,7 +125,7 @@ int main(int argc, char **argv) {
                     double t0 = now_seconds();
                     kernels->attention_forward(&shape, qkv, out, lse, used);
                     double t1 = now_seconds();
-                    kernels->attention_backward(&shape, qkv, out, lse, dout, dqkv, used);
+                    kernels->attention_backward(&shape, qkv, out, lse, dout, deltas, dqkv, used);
                     double t2 = now_seconds();
                     if (t1 - t0 < best_forward) best_forward = t1 - t0;
                     if (t2 - t1 < best_backward) best_backward = t2 - t1;
@@ -140,7 +140,7 @@ int main(int argc, char **argv) {
                 fflush(stdout);
             }
         }
-        free(offsets), free(qkv), free(out), free(lse), free(dout), free(dqkv);
+        free(offsets), free(qkv), free(out), free(lse), free(dout), free(dqkv), free(deltas);
     }
 
     /* PyTorch in the same run: the same packed shapes, float32, eager ops, 1 and 2 threads. */

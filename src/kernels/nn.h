@@ -65,11 +65,13 @@ typedef struct uform__nn_kernels_t {
                               float *lse, const uform__parallel_t *parallel);
     /*
      * Attention backward. dout [T, d] → dqkv [T, 3d] (overwritten), recomputing the
-     * probabilities from qkv and lse. Two deterministic passes without atomics: one over query
-     * blocks writes dq, one over key blocks writes dk and dv, each summing in a fixed order.
+     * probabilities from qkv, out and lse of the forward. deltas [H, T] is caller scratch (it
+     * receives D = rowsum(dout ⊙ out) per head). Two deterministic passes without atomics: one
+     * over query blocks writes dq, one over key blocks writes dk and dv, each summing in a fixed
+     * order.
      */
     void (*attention_backward)(const uform__attention_shape_t *shape, const float *qkv, const float *out,
-                               const float *lse, const float *dout, float *dqkv,
+                               const float *lse, const float *dout, float *deltas, float *dqkv,
                                const uform__parallel_t *parallel);
 
     /*
@@ -203,7 +205,7 @@ void uform__nn_attention_forward_with(const uform__nn_attention_ops_t *ops, cons
                                       const float *qkv, float *out, float *lse, const uform__parallel_t *parallel);
 void uform__nn_attention_backward_with(const uform__nn_attention_ops_t *ops, const uform__attention_shape_t *shape,
                                        const float *qkv, const float *out, const float *lse, const float *dout,
-                                       float *dqkv, const uform__parallel_t *parallel);
+                                       float *deltas, float *dqkv, const uform__parallel_t *parallel);
 
 /* Runs fn(context, begin, end) over contiguous ranges that cover [0, n): one range per prong, as
  * many prongs as threads (at most ceil(n / grain)). Only for work whose result does not depend
@@ -221,7 +223,7 @@ extern const uform__nn_attention_ops_t uform__nn_attention_ops_serial;
 
 /* The SERIAL kernels by name, so the other classes' tables can reuse the ones they do not specialise. */
 void uform__nn_attention_forward_f32_serial(const uform__attention_shape_t *shape, const float *qkv, float *out, float *lse, const uform__parallel_t *parallel);
-void uform__nn_attention_backward_f32_serial(const uform__attention_shape_t *shape, const float *qkv, const float *out, const float *lse, const float *dout, float *dqkv, const uform__parallel_t *parallel);
+void uform__nn_attention_backward_f32_serial(const uform__attention_shape_t *shape, const float *qkv, const float *out, const float *lse, const float *dout, float *deltas, float *dqkv, const uform__parallel_t *parallel);
 void uform__nn_layernorm_forward_f32_serial(size_t rows, size_t width, const float *x, size_t x_stride, const float *weight, const float *bias, float eps, float *y, size_t y_stride, float *mean, float *rstd, const uform__parallel_t *parallel);
 void uform__nn_layernorm_backward_f32_serial(size_t rows, size_t width, const float *x, size_t x_stride, const float *weight, const float *mean, const float *rstd, const float *dy, size_t dy_stride, float *dx, size_t dx_stride, float *dweight, float *dbias, const uform__parallel_t *parallel);
 void uform__nn_gelu_forward_f32_serial(size_t n, const float *x, float *y, const uform__parallel_t *parallel);

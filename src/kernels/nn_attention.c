@@ -13,7 +13,8 @@
  *   pass 1, units (item, query block, head):  dQ = scale · dS · K
  *   pass 2, units (item, key block, head):    dV = Pᵀ · dO,  dK = scale · dSᵀ · Q
  * Each unit owns its output rows and sums over the other side's blocks in increasing order, so
- * the result never depends on the thread count. Pass 2 works on transposed tiles (keys as rows)
+ * the result never depends on the thread count. Pass 1 also stores D in the caller's `deltas`
+ * [H, T] for pass 2, which starts only after pass 1 has finished. Pass 2 works on transposed tiles (keys as rows)
  * so its products need no transposed accumulate.
  */
 #include <math.h>
@@ -73,7 +74,7 @@ typedef struct attention_context_t {
     const uform__nn_attention_ops_t *ops;
     const uform__attention_shape_t *shape;
     const float *qkv, *out, *lse, *dout;
-    float *out_mutable, *lse_mutable, *dqkv;
+    float *out_mutable, *lse_mutable, *dqkv, *deltas;
     size_t units, prongs;
 } attention_context_t;
 
@@ -145,14 +146,18 @@ void uform__nn_attention_forward_with(const uform__nn_attention_ops_t *ops, cons
     uform__parallel_for(parallel, context.prongs, forward_prong, &context);
 }
 
-/* D_r = ⟨dO_r, O_r⟩ for rows q0 .. q0+rows of head `head` (summed in index order). */
+/* D_r = ⟨dO_r, O_r⟩ for rows q0 .. q0+rows of head `head`: four interleaved partial sums (to
+ * break the add latency chain) combined in a fixed order. */
 static void row_deltas(const attention_context_t *context, size_t q0, size_t rows, size_t head, float *deltas) {
     size_t dh = context->shape->head_width, d = context->shape->heads * dh;
     for (size_t r = 0; r < rows; ++r) {
         const float *o = context->out + (q0 + r) * d + head * dh, *g = context->dout + (q0 + r) * d + head * dh;
-        float sum = 0.0f;
-        for (size_t e = 0; e < dh; ++e) sum += o[e] * g[e];
-        deltas[r] = sum;
+        float sum[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+        size_t e = 0;
+        for (; e + 4 <= dh; e += 4)
+            for (size_t lane = 0; lane < 4; ++lane) sum[lane] += o[e + lane] * g[e + lane];
+        for (; e < dh; ++e) sum[0] += o[e] * g[e];
+        deltas[r] = (sum[0] + sum[1]) + (sum[2] + sum[3]);
     }
 }
 
@@ -172,7 +177,7 @@ static void backward_query_unit(const attention_context_t *context, unit_cursor_
     const float *g = context->dout + q0 * d + cursor.head * dh; /* [rows, dh] with stride d */
     const float *lse = context->lse + cursor.head * tokens + q0;
 
-    float deltas[block];
+    float *deltas = context->deltas + cursor.head * tokens + q0; /* written here, read again by pass 2 */
     float probabilities[block * block], dprobabilities[block * block];
     float keys_transposed[max_width * block], values_transposed[max_width * block];
     float dq[block * max_width];
@@ -214,7 +219,7 @@ static void backward_key_unit(const attention_context_t *context, unit_cursor_t 
     const float *g = context->dout + begin * d + cursor.head * dh;                    /* [length, dh] */
     const float *lse = context->lse + cursor.head * tokens + begin;
 
-    float deltas[block];
+    const float *deltas_item = context->deltas + cursor.head * tokens + begin; /* from pass 1 */
     float probabilities_t[block * block], dscores_t[block * block]; /* [keys, queries] */
     float queries_transposed[max_width * block], dout_transposed[max_width * block];
     float dk[block * max_width], dv[block * max_width];
@@ -223,7 +228,7 @@ static void backward_key_unit(const attention_context_t *context, unit_cursor_t 
 
     for (size_t q0 = 0; q0 < length; q0 += block) {
         size_t rows = length - q0 < block ? length - q0 : block;
-        row_deltas(context, begin + q0, rows, cursor.head, deltas);
+        const float *deltas = deltas_item + q0;
         ops->transpose(q + q0 * qkv_stride, qkv_stride, rows, dh, queries_transposed, block);
         ops->transpose(g + q0 * d, d, rows, dh, dout_transposed, block);
         ops->scores(k, qkv_stride, queries_transposed, block, keys, rows, dh, scale, probabilities_t, block);
@@ -265,9 +270,9 @@ static void backward_key_prong(void *opaque, size_t thread, size_t prong) {
 
 void uform__nn_attention_backward_with(const uform__nn_attention_ops_t *ops, const uform__attention_shape_t *shape,
                                        const float *qkv, const float *out, const float *lse, const float *dout,
-                                       float *dqkv, const uform__parallel_t *parallel) {
+                                       float *deltas, float *dqkv, const uform__parallel_t *parallel) {
     attention_context_t context = {.ops = ops, .shape = shape, .qkv = qkv, .out = out, .lse = lse, .dout = dout,
-                                   .dqkv = dqkv};
+                                   .dqkv = dqkv, .deltas = deltas};
     context.units = units_total(shape);
     context.prongs = prongs_for(parallel, context.units);
     uform__parallel_for(parallel, context.prongs, backward_query_prong, &context);

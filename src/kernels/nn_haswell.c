@@ -246,9 +246,9 @@ static void attention_forward_f32_haswell(const uform__attention_shape_t *shape,
 }
 
 static void attention_backward_f32_haswell(const uform__attention_shape_t *shape, const float *qkv, const float *out,
-                                           const float *lse, const float *dout, float *dqkv,
-                                           const uform__parallel_t *parallel) {
-    uform__nn_attention_backward_with(&attention_ops_haswell, shape, qkv, out, lse, dout, dqkv, parallel);
+                                           const float *lse, const float *dout, float *deltas,
+                                           float *dqkv, const uform__parallel_t *parallel) {
+    uform__nn_attention_backward_with(&attention_ops_haswell, shape, qkv, out, lse, dout, deltas, dqkv, parallel);
 }
 
 /* ---------------------------------------------------------------------------------------------

@@ -71,9 +71,9 @@ void uform__nn_attention_forward_f32_serial(const uform__attention_shape_t *shap
 }
 
 void uform__nn_attention_backward_f32_serial(const uform__attention_shape_t *shape, const float *qkv, const float *out,
-                                          const float *lse, const float *dout, float *dqkv,
-                                          const uform__parallel_t *parallel) {
-    uform__nn_attention_backward_with(&uform__nn_attention_ops_serial, shape, qkv, out, lse, dout, dqkv, parallel);
+                                          const float *lse, const float *dout, float *deltas,
+                                          float *dqkv, const uform__parallel_t *parallel) {
+    uform__nn_attention_backward_with(&uform__nn_attention_ops_serial, shape, qkv, out, lse, dout, deltas, dqkv, parallel);
 }
 
 /* ---------------------------------------------------------------------------------------------

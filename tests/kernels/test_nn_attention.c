@@ -87,7 +87,7 @@ typedef struct buffers_t {
     uform__attention_shape_t shape;
     size_t offsets[9];
     size_t d, T;
-    float *qkv, *dout, *out, *lse, *dqkv;
+    float *qkv, *dout, *out, *lse, *dqkv, *deltas;
 } buffers_t;
 
 static void buffers_init(buffers_t *b, const case_t *c, uint64_t *state) {
@@ -101,17 +101,18 @@ static void buffers_init(buffers_t *b, const case_t *c, uint64_t *state) {
     b->out = malloc(b->T * b->d * sizeof(float) + 4);
     b->lse = malloc(c->heads * b->T * sizeof(float) + 4);
     b->dqkv = malloc(b->T * 3 * b->d * sizeof(float) + 4);
+    b->deltas = malloc(c->heads * b->T * sizeof(float) + 4);
     test_fill(b->qkv, b->T * 3 * b->d, state, 2.0f);
     test_fill(b->dout, b->T * b->d, state, 1.0f);
 }
 
 static void buffers_free(buffers_t *b) {
-    free(b->qkv), free(b->dout), free(b->out), free(b->lse), free(b->dqkv);
+    free(b->qkv), free(b->dout), free(b->out), free(b->lse), free(b->dqkv), free(b->deltas);
 }
 
 static void run(const uform__nn_kernels_t *kernels, buffers_t *b, const uform__parallel_t *parallel) {
     kernels->attention_forward(&b->shape, b->qkv, b->out, b->lse, parallel);
-    kernels->attention_backward(&b->shape, b->qkv, b->out, b->lse, b->dout, b->dqkv, parallel);
+    kernels->attention_backward(&b->shape, b->qkv, b->out, b->lse, b->dout, b->deltas, b->dqkv, parallel);
 }
 
 static void check_against_reference(const case_t *c, uint64_t seed) {

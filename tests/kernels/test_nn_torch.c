@@ -78,7 +78,7 @@ int main(int argc, char **argv) {
     /* Attention: items of 1, 70 (a ragged second block), 5 and 0 tokens, 3 heads of width 7. */
     const size_t att_offsets[] = {0, 1, 71, 76, 76}, att_count = 4, H = 3, dh = 7, d = H * dh, T = 76;
     float *qkv = malloc(T * 3 * d * 4), *att_dout = malloc(T * d * 4), *att_out = malloc(T * d * 4);
-    float *att_lse = malloc(H * T * 4), *att_dqkv = malloc(T * 3 * d * 4);
+    float *att_lse = malloc(H * T * 4), *att_dqkv = malloc(T * 3 * d * 4), *att_deltas = malloc(H * T * 4);
     test_fill(qkv, T * 3 * d, &state, 2.0f), test_fill(att_dout, T * d, &state, 1.0f);
     fprintf(meta, "attention %zu %zu %zu\nattention_offsets", T, H, dh);
     for (size_t i = 0; i <= att_count; ++i) fprintf(meta, " %zu", att_offsets[i]);
@@ -179,7 +179,7 @@ int main(int argc, char **argv) {
         uform_cpu_class_t c = classes[k];
         uform__attention_shape_t shape = {T, H, dh, att_offsets, att_count};
         kernels->attention_forward(&shape, qkv, att_out, att_lse, NULL);
-        kernels->attention_backward(&shape, qkv, att_out, att_lse, att_dout, att_dqkv, NULL);
+        kernels->attention_backward(&shape, qkv, att_out, att_lse, att_dout, att_deltas, att_dqkv, NULL);
         compare(c, "attention out", att_out, "attention_out.f64", T * d, 2e-6, 2e-5);
         compare(c, "attention dqkv", att_dqkv, "attention_dqkv.f64", T * 3 * d, 1e-5, 1e-4);
 
@@ -235,7 +235,7 @@ int main(int argc, char **argv) {
 
     snprintf(command, sizeof command, "rm -rf '%s'", directory);
     if (system(command) != 0) fprintf(stderr, "could not remove %s\n", directory);
-    free(qkv), free(att_dout), free(att_out), free(att_lse), free(att_dqkv);
+    free(qkv), free(att_dout), free(att_out), free(att_lse), free(att_dqkv), free(att_deltas);
     free(ln_x), free(ln_w), free(ln_b), free(ln_dy), free(ln_y), free(ln_dx), free(ln_dw), free(ln_db);
     free(ln_mean), free(ln_rstd), free(g_x), free(g_dy), free(g_y), free(g_dx);
     free(xe_z), free(xe_scale), free(xe_dloss), free(xe_probs), free(xe_loss), free(xe_dz), free(xe_dscale);
