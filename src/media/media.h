@@ -44,6 +44,7 @@
 #define UFORM__MEDIA_MAX_PIXELS (1ull << 28)  /* per image or video frame: 16384 × 16384 */
 #define UFORM__MEDIA_MAX_SECONDS 3600.0       /* audio or video stream duration: one hour */
 #define UFORM__MEDIA_MAX_FRAMES 1024u         /* video frames per item */
+#define UFORM__MEDIA_MAX_VIDEO_PIXELS (1ull << 30) /* frames × width × height of one decoded video: 3 GiB */
 #define UFORM__MEDIA_MAX_RATE 768000u         /* audio samples per second */
 #define UFORM__MEDIA_MAX_CHANNELS 1024u       /* audio channels */
 

@@ -156,6 +156,11 @@ static uform_status_t decode_frames(video_state_t *state, const uint8_t *bytes, 
                                        (uint64_t)(parameters->height > 0 ? parameters->height : 0), limits, "video frame",
                                        "uform__media_video_decode", outcome);
     if (status != UFORM_OK) return status;
+    uint64_t total = (uint64_t)video->frames * (uint64_t)parameters->width * (uint64_t)parameters->height;
+    if (total > UFORM__MEDIA_MAX_VIDEO_PIXELS)
+        return uform__fail(outcome, UFORM_FORMAT, "uform__media_video_decode",
+                           "video: %u frames of %d x %d exceed the limit of %llu pixels per decoded video", video->frames,
+                           parameters->width, parameters->height, (unsigned long long)UFORM__MEDIA_MAX_VIDEO_PIXELS);
     state->time_base = av_q2d(state->stream->time_base);
     if (!(state->time_base > 0))
         return uform__fail(outcome, UFORM_FORMAT, "uform__media_video_decode", "video: stream time base %d/%d",
@@ -312,7 +317,8 @@ uform_status_t uform__media_video_decode(const void *bytes, size_t size, uint32_
 
 uform_status_t uform__media_video_decode(const void *bytes, size_t size, uint32_t frames, const uform__media_limits_t *limits,
                                          uform__media_video_t *video, uform_outcome_t *outcome) {
-    if (video) memset(video, 0, sizeof *video);
+    if (!video) return uform__fail(outcome, UFORM_INVALID_ARGUMENT, __func__, "video: NULL output");
+    memset(video, 0, sizeof *video);
     return uform__fail(outcome, UFORM_UNSUPPORTED, __func__,
                        "video: decoded through FFmpeg, and this build has none (configure with UFORM_WITH_FFMPEG=ON)");
 }

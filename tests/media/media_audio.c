@@ -11,6 +11,7 @@
 #include "media/common.h"
 #include "media_fixtures.h"
 
+#if UFORM_WITH_FFMPEG
 /* Frequency from positive-going zero crossings, linearly interpolated, over samples [from, to). */
 static double crossing_frequency(const float *x, size_t from, size_t to, uint32_t rate) {
     double first = -1, last = -1;
@@ -30,6 +31,8 @@ static double rms(const float *x, size_t from, size_t to) {
     for (size_t i = from; i < to; ++i) sum += (double)x[i] * x[i];
     return to > from ? sqrt(sum / (double)(to - from)) : 0;
 }
+
+#endif
 
 typedef struct wav_case_t {
     const char *name;
@@ -82,6 +85,7 @@ typedef struct coded_case_t {
 } coded_case_t;
 
 static void check_coded(const coded_case_t *c) {
+#if UFORM_WITH_FFMPEG
     size_t size = 0;
     uint8_t *bytes = media_read(c->name, &size);
     CHECK(bytes != NULL);
@@ -89,7 +93,6 @@ static void check_coded(const coded_case_t *c) {
     uform__media_audio_t audio;
     uform_outcome_t outcome = {0};
     uform_status_t status = uform__media_audio_decode(bytes, size, 0, NULL, &audio, &outcome);
-#if UFORM_WITH_FFMPEG
     CHECK_MSG(status == UFORM_OK, "%s: %s: %s", c->name, uform_status_name(status), outcome.message);
     if (status == UFORM_OK) {
         double mono = (MEDIA_FIXTURE_LEFT + MEDIA_FIXTURE_RIGHT) / 2;
@@ -117,11 +120,21 @@ static void check_coded(const coded_case_t *c) {
         CHECK_STATUS(uform__media_audio_decode(bytes, size, 0.9, &limits, &audio, &outcome), UFORM_OK);
         uform__media_audio_free(&audio);
     }
-#else
-    CHECK_STATUS(status, UFORM_UNSUPPORTED);
-    CHECK_CONTAINS(outcome.message, "without FFmpeg");
-#endif
     free(bytes);
+#else
+    /* Without FFmpeg there are no such fixtures; the format's first bytes are enough to be refused. */
+    static const struct { const char *suffix, *magic; size_t size; } magics[] = {
+        {".flac", "fLaC\0\0\0\x22", 8}, {".ogg", "OggS\0\x02\0\0", 8}, {".opus", "OggS\0\x02\0\0", 8},
+        {".mp3", "ID3\x04\0\0\0\0", 8}, {".m4a", "\0\0\0\x20" "ftypM4A ", 12},
+    };
+    for (size_t i = 0; i < sizeof magics / sizeof magics[0]; ++i) {
+        if (!strstr(c->name, magics[i].suffix)) continue;
+        uform__media_audio_t audio;
+        uform_outcome_t outcome = {0};
+        CHECK_STATUS(uform__media_audio_decode(magics[i].magic, magics[i].size, 0, NULL, &audio, &outcome), UFORM_UNSUPPORTED);
+        CHECK_CONTAINS(outcome.message, "only WAV is parsed without FFmpeg");
+    }
+#endif
 }
 
 int main(int argc, char **argv) {

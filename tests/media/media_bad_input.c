@@ -45,12 +45,12 @@ static void check_empty_and_null(void) {
     uform_outcome_t outcome = {0};
     uform__media_image_t image;
     uform__media_audio_t audio;
-    uform__media_video_t video;
     static const uint8_t one = 0;
     expect_image_failure(&one, 0, NULL, UFORM_FORMAT, "not an image: the item is empty (0 bytes)");
     CHECK_STATUS(uform__media_audio_decode(&one, 0, 0, NULL, &audio, &outcome), UFORM_FORMAT);
     CHECK_CONTAINS(outcome.message, "not a recording: the item is empty");
 #if UFORM_WITH_FFMPEG
+    uform__media_video_t video;
     CHECK_STATUS(uform__media_video_decode(&one, 0, 4, NULL, &video, &outcome), UFORM_FORMAT);
     CHECK_CONTAINS(outcome.message, "not a video: the item is empty");
 #endif

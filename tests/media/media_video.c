@@ -12,6 +12,7 @@
 #include "media/common.h"
 #include "media_fixtures.h"
 
+#if UFORM_WITH_FFMPEG
 static void check_counter(const char *name, uint32_t frames, int total_frames, int expect_seeks) {
     size_t size = 0;
     uint8_t *bytes = media_read(name, &size);
@@ -107,6 +108,8 @@ static void check_refusals(void) {
         free(bytes);
     }
 }
+
+#endif
 
 int main(int argc, char **argv) {
     if (argc > 1) media_dir = argv[1];
