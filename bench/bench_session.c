@@ -7,7 +7,7 @@
  * Block (T tokens, width D, H heads of width D/H, MLP 4D), weights in torch.nn.Linear layout [out, in]:
  *   h = layer_norm(x); qkv = h·Wqkvᵀ + bqkv; per head p = softmax(q·kᵀ/√(D/H)); o = p·v;
  *   x1 = x + o·Woᵀ + bo; y = x1 + gelu(layer_norm(x1)·W1ᵀ + b1)·W2ᵀ + b2.
- * Prints the median time of each, the ratio (direct / program: 1.0 means the program runs as fast
+ * Prints the median and fastest time of each, the ratios (direct / program: 1.0 means the program runs as fast
  * as hand-written C; the target is >= 0.8), the compile time, and writes bench_session.json.
  * Usage: bench_session [T] [D] [H] [repeats] [json path]
  */
@@ -165,7 +165,7 @@ int main(int argc, char **argv) {
     b.T = argc > 1 ? (size_t)atoi(argv[1]) : 128;
     b.D = argc > 2 ? (size_t)atoi(argv[2]) : 384;
     b.H = argc > 3 ? (size_t)atoi(argv[3]) : 6;
-    int repeats = argc > 4 ? atoi(argv[4]) : 15;
+    int repeats = argc > 4 ? atoi(argv[4]) : 31;
     const char *json_path = argc > 5 ? argv[5] : "bench_session.json";
     b.F = 4 * b.D;
     size_t T = b.T, D = b.D, F = b.F;
@@ -237,7 +237,10 @@ int main(int argc, char **argv) {
     }
     qsort(t_program, (size_t)repeats, sizeof(double), compare_doubles);
     qsort(t_direct, (size_t)repeats, sizeof(double), compare_doubles);
+    // Medians describe a typical call; minimums are the least disturbed by other load on a shared
+    // machine, so the ratio is reported for both.
     double program_median = t_program[repeats / 2], direct_median = t_direct[repeats / 2];
+    double program_best = t_program[0], direct_best = t_direct[0];
     double max_difference = 0.0;
     for (size_t i = 0; i < T * D; ++i) {
         double d = fabs((double)y_program[i] - (double)y_direct[i]);
@@ -250,7 +253,10 @@ int main(int argc, char **argv) {
     printf("%-28s %12s %12s\n", "", "ms", "GFLOP/s");
     printf("%-28s %12.3f %12.2f\n", "program (session invoke)", program_median * 1e3, flops / program_median * 1e-9);
     printf("%-28s %12.3f %12.2f\n", "direct C, same kernels", direct_median * 1e3, flops / direct_median * 1e-9);
-    printf("ratio direct/program: %.3f (target >= 0.8)\n", direct_median / program_median);
+    printf("%-28s %12.3f %12.2f\n", "program, fastest call", program_best * 1e3, flops / program_best * 1e-9);
+    printf("%-28s %12.3f %12.2f\n", "direct C, fastest call", direct_best * 1e3, flops / direct_best * 1e-9);
+    printf("ratio direct/program: %.3f of medians, %.3f of fastest calls (target >= 0.8)\n", direct_median / program_median,
+           direct_best / program_best);
     printf("compile: %.1f us for %zu wire bytes; scratch %zu bytes; max |program - direct| = %.3g\n", compile_best * 1e6,
            length, scratch_size, max_difference);
     FILE *json = fopen(json_path, "w");
@@ -258,10 +264,11 @@ int main(int argc, char **argv) {
         fprintf(json,
                 "{\"benchmark\": \"session_transformer_block\", \"dtype\": \"f32\", \"T\": %zu, \"D\": %zu, \"heads\": %zu, "
                 "\"mlp\": %zu, \"threads\": 1, \"cpu_class\": \"%s\", \"matmul_kernel\": \"%s\", \"repeats\": %d, "
-                "\"program_ms\": %.4f, \"direct_ms\": %.4f, \"ratio\": %.4f, \"compile_us\": %.2f, \"wire_bytes\": %zu, "
+                "\"program_ms\": %.4f, \"direct_ms\": %.4f, \"ratio\": %.4f, \"program_best_ms\": %.4f, \"direct_best_ms\": %.4f, \"ratio_best\": %.4f, \"compile_us\": %.2f, \"wire_bytes\": %zu, "
                 "\"scratch_bytes\": %zu, \"max_abs_difference\": %.3g}\n",
                 T, D, b.H, F, uform_cpu_class_name(uform_cpu_class_detect()), kernels.matmul_name, repeats,
-                program_median * 1e3, direct_median * 1e3, direct_median / program_median, compile_best * 1e6, length,
+                program_median * 1e3, direct_median * 1e3, direct_median / program_median, program_best * 1e3, direct_best * 1e3,
+                direct_best / program_best, compile_best * 1e6, length,
                 scratch_size, max_difference);
         fclose(json);
     }

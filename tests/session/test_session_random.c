@@ -21,7 +21,17 @@
 typedef struct bound_t {
     double lo, mag; /* every element lies in [lo, mag] and |x| <= mag */
     int exact;      /* a parameter or constant: identical bits in engine and reference */
+    double tol;     /* relative tolerance: the loosest of its own dtype's and its operands' */
 } bound_t;
+
+static double tolerance(int dtype) {
+    switch (dtype) {
+    case UFORM_SESSION_DTYPE_F64: return 1e-10;
+    case UFORM_SESSION_DTYPE_F32: return 1e-4;
+    case UFORM_SESSION_DTYPE_F16: return 2e-2;
+    default: return 8e-2;
+    }
+}
 
 typedef struct generator_t {
     uint64_t rng;
@@ -117,6 +127,9 @@ static int add_op(generator_t *g, int opcode, const int *operands, int operand_c
     n->dtype = (int)builder_dtype, n->rank = (int)builder_rank;
     n->count = count_dims(n->rank, n->dims);
     g->bounds[id] = bound;
+    g->bounds[id].tol = tolerance(n->dtype);
+    for (int i = 0; i < operand_count; ++i)
+        if (g->bounds[operands[i]].tol > g->bounds[id].tol) g->bounds[id].tol = g->bounds[operands[i]].tol;
     return id;
 }
 
@@ -427,14 +440,6 @@ static int64_t decode_integer(int dtype, const unsigned char *bytes) {
     }
 }
 
-static double tolerance(int dtype) {
-    switch (dtype) {
-    case UFORM_SESSION_DTYPE_F64: return 1e-10;
-    case UFORM_SESSION_DTYPE_F32: return 1e-4;
-    case UFORM_SESSION_DTYPE_F16: return 2e-2;
-    default: return 8e-2;
-    }
-}
 
 static void run_program(uform_session_t session, uint64_t seed, int index) {
     generator_t g;
@@ -469,6 +474,15 @@ static void run_program(uform_session_t session, uint64_t seed, int index) {
     for (int k = 0; k < g.ref.output_count; ++k)
         CHECK_STATUS(uform_program_builder_output(g.builder, "y", (uint32_t)g.ref.outputs[k]), UFORM_SESSION_OK);
 
+    if (getenv("DUMP"))
+        for (int i = 0; i < g.ref.count; ++i) {
+            const ref_node_t *n = &g.ref.nodes[i];
+            fprintf(stderr, "value %d: kind %d opcode %d dtype %d rank %d operands", i, n->kind, n->opcode, n->dtype, n->rank);
+            for (int j = 0; j < n->operand_count; ++j) fprintf(stderr, " %d", n->operands[j]);
+            fprintf(stderr, " attributes");
+            for (int j = 0; j < n->attribute_count; ++j) fprintf(stderr, " %lld", (long long)n->attributes[j]);
+            fprintf(stderr, "\n");
+        }
     char why[256] = "";
     int reference_ok = !g.failed && ref_evaluate(&g.ref, why, sizeof why) == 0;
     CHECK_MSG(reference_ok, "program %d (seed %llu): reference refused: %s", index, (unsigned long long)seed, why);
@@ -529,7 +543,7 @@ static void run_program(uform_session_t session, uint64_t seed, int index) {
                 if (ref_is_float(n->dtype)) {
                     double got = decode_real(n->dtype, at), want = n->real[e];
                     int same = (isnan(got) && isnan(want)) || got == want ||
-                               fabs(got - want) <= tolerance(n->dtype) * (fabs(want) + b->mag + 1e-3);
+                               fabs(got - want) <= fmax(b->tol, tolerance(n->dtype)) * (fabs(want) + b->mag + 1e-3);
                     if (!same) {
                         ++bad;
                         CHECK_MSG(0, "program %d (seed %llu) output %d (%s) element %zu: got %.9g, expected %.9g", index,
@@ -564,8 +578,8 @@ static void run_program(uform_session_t session, uint64_t seed, int index) {
 int main(int argc, char **argv) {
     uint64_t seed = argc > 1 ? strtoull(argv[1], NULL, 0) : 20261129u;
     int programs = argc > 2 ? atoi(argv[2]) : 1500;
-    printf("test_session_random: seed %llu, %d programs (replay one with: test_session_random SEED 1)\n",
-           (unsigned long long)seed, programs);
+    printf("test_session_random: seed %llu, %d programs, CPU class %s (replay one with: test_session_random SEED 1)\n",
+           (unsigned long long)seed, programs, uform_cpu_class_name(uform_cpu_class_detect()));
     uform_session_t session = NULL;
     CHECK_STATUS(uform_session_init(&session), UFORM_SESSION_OK);
     uint64_t state = seed;
@@ -573,7 +587,7 @@ int main(int argc, char **argv) {
         uint64_t program_seed = i == 0 ? seed : check_random_next(&state);
         size_t failed_before = check_failed_count;
         run_program(session, program_seed, i);
-        if (check_failed_count != failed_before) fprintf(stderr, "  (replay: test_session_random %llu 1)\n", (unsigned long long)program_seed);
+        if (check_failed_count != failed_before) fprintf(stderr, "  (replay: test_session_random %llu 1; DUMP=1 prints the program)\n", (unsigned long long)program_seed);
     }
     uform_session_free(session);
     return check_finish();
