@@ -328,6 +328,37 @@ static void test_gelu(const uform__gemm_kernels_t *table) {
     printf("%s GELU: worst relative error %.3g over [-20, 20]\n", class_name(table->cpu_class), worst);
 }
 
+/* F32 → BF16 against an independent rounding: scale to 8 significant bits, rint (ties to even
+ * in the default mode), scale back; ties, overflow to infinity, subnormals and NaN included. */
+static void test_bf16_rounding(void) {
+    size_t failures = 0;
+    for (int i = 0; i < 200000; ++i) {
+        uint32_t bits = (uint32_t)check_random_next(&seed_state);
+        if (i % 4 == 1) bits = (bits & 0xFFFF0000u) | 0x8000u; /* an exact tie */
+        if (i % 4 == 2) bits &= 0x807FFFFFu;                   /* subnormal */
+        float value;
+        memcpy(&value, &bits, sizeof value);
+        float got = uform__gemm_f32_from_bf16(uform__gemm_bf16_from_f32(value));
+        double want;
+        if (isnan(value)) want = NAN;
+        else if (value == 0.0f || isinf(value)) want = value;
+        else {
+            int exponent;
+            frexp(value, &exponent);
+            if (exponent < -125) exponent = -125; /* subnormals: BF16 keeps F32's absolute grid */
+            double scaled = ldexp((double)value, 8 - exponent);
+            want = ldexp(rint(scaled), exponent - 8);
+            if (fabs(want) > 3.3895313892515355e38) want = copysign(INFINITY, value); /* beyond BF16's max */
+        }
+        int same = isnan(want) ? isnan(got) : (double)got == want;
+        if (!same && failures++ == 0) {
+            fprintf(stderr, "bf16 rounding of %.9g (0x%08x): got %.9g, expected %.9g\n", value, bits, got, want);
+            CHECK(same);
+        }
+    }
+    CHECK_MSG(failures == 0, "bf16 rounding: %zu of 200000 values wrong", failures);
+}
+
 static void test_tables(void) {
     for (int c = 0; c <= 18; ++c) {
         const uform__gemm_kernels_t *table = uform__gemm_kernels((uform_cpu_class_t)c);
@@ -379,6 +410,7 @@ int main(int argc, char **argv) {
     seed_state = seed;
     test_tables();
     test_errors();
+    test_bf16_rounding();
     static const uform_cpu_class_t classes[] = {UFORM_CPU_CLASS_SERIAL, UFORM_CPU_CLASS_INTEL_HASWELL,
                                                 UFORM_CPU_CLASS_INTEL_SKYLAKE, UFORM_CPU_CLASS_INTEL_ICELAKE,
                                                 UFORM_CPU_CLASS_AMD_GENOA};
