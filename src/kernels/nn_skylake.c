@@ -5,8 +5,11 @@
  * subnormal inputs as zero, so the F32→BF16 conversion keeps the exact integer rounding.
  *
  * Specialised: the attention block primitives (a 4×64 register-blocked micro-product with
- * masked tails, vectorised exp), GELU forward and backward, LayerNorm forward, and the
- * F32↔BF16/F16 conversions. The vector exp and erfc are the Haswell ones widened to 16 lanes
+ * masked tails, a 16×16 in-register transpose, vectorised exp), GELU, LayerNorm, softmax +
+ * cross-entropy, L2 normalisation, AdamW, the sum of squares and the F32↔BF16/F16 conversions.
+ * Row sums accumulate in F32 lanes (the serial reference uses double); the sum of squares keeps
+ * double lanes. Mean pooling, embeddings and the I8/B1 packings are memory-bound or tiny and use
+ * the serial kernels. The vector exp and erfc are the Haswell ones widened to 16 lanes
  * (Cephes expf, Numerical Recipes erfcc); see nn_haswell.c.
  */
 #include <immintrin.h>
@@ -372,18 +375,329 @@ UFORM_SKYLAKE static void bf16_to_f32_skylake(size_t n, const uint16_t *x, float
     }
 }
 
+/* ---------------------------------------------------------------------------------------------
+ * LayerNorm backward: rows (dx) with F32-lane sums, then columns (dweight, dbias) each summed
+ * over rows in row order inside one lane, so the split of columns between prongs cannot change
+ * a bit.
+ */
+
+typedef struct layernorm_backward_context_t {
+    size_t rows, width, x_stride, dy_stride, dx_stride;
+    const float *x, *weight, *mean, *rstd, *dy;
+    float *dx, *dweight, *dbias;
+} layernorm_backward_context_t;
+
+UFORM_SKYLAKE static void layernorm_backward_rows_skylake(void *opaque, size_t begin, size_t end) {
+    const layernorm_backward_context_t *c = opaque;
+    size_t width = c->width;
+    for (size_t r = begin; r < end; ++r) {
+        const float *x = c->x + r * c->x_stride, *dy = c->dy + r * c->dy_stride;
+        float *dx = c->dx + r * c->dx_stride;
+        __m512 mean_f32x16 = _mm512_set1_ps(c->mean[r]), rstd_f32x16 = _mm512_set1_ps(c->rstd[r]);
+        __m512 sum_g_f32x16 = _mm512_setzero_ps(), sum_gx_f32x16 = _mm512_setzero_ps();
+        for (size_t i = 0; i < width; i += 16) {
+            __mmask16 mask = tail_mask16(width - i);
+            __m512 xhat_f32x16 = _mm512_mul_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(mask, x + i), mean_f32x16), rstd_f32x16);
+            __m512 g_f32x16 = _mm512_mul_ps(_mm512_maskz_loadu_ps(mask, dy + i), _mm512_maskz_loadu_ps(mask, c->weight + i));
+            sum_g_f32x16 = _mm512_add_ps(sum_g_f32x16, g_f32x16);
+            sum_gx_f32x16 = _mm512_fmadd_ps(g_f32x16, xhat_f32x16, sum_gx_f32x16);
+        }
+        __m512 mean_g_f32x16 = _mm512_set1_ps(_mm512_reduce_add_ps(sum_g_f32x16) / (float)width);
+        __m512 mean_gx_f32x16 = _mm512_set1_ps(_mm512_reduce_add_ps(sum_gx_f32x16) / (float)width);
+        for (size_t i = 0; i < width; i += 16) {
+            __mmask16 mask = tail_mask16(width - i);
+            __m512 xhat_f32x16 = _mm512_mul_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(mask, x + i), mean_f32x16), rstd_f32x16);
+            __m512 g_f32x16 = _mm512_mul_ps(_mm512_maskz_loadu_ps(mask, dy + i), _mm512_maskz_loadu_ps(mask, c->weight + i));
+            __m512 value_f32x16 = _mm512_fnmadd_ps(xhat_f32x16, mean_gx_f32x16, _mm512_sub_ps(g_f32x16, mean_g_f32x16));
+            _mm512_mask_storeu_ps(dx + i, mask, _mm512_mul_ps(value_f32x16, rstd_f32x16));
+        }
+    }
+}
+
+UFORM_SKYLAKE static void layernorm_backward_columns_skylake(void *opaque, size_t begin, size_t end) {
+    const layernorm_backward_context_t *c = opaque;
+    for (size_t i = begin; i < end; i += 16) {
+        __mmask16 mask = tail_mask16(end - i);
+        __m512 dweight_f32x16 = _mm512_maskz_loadu_ps(mask, c->dweight + i);
+        __m512 dbias_f32x16 = _mm512_maskz_loadu_ps(mask, c->dbias + i);
+        for (size_t r = 0; r < c->rows; ++r) {
+            const float *x = c->x + r * c->x_stride, *dy = c->dy + r * c->dy_stride;
+            __m512 dy_f32x16 = _mm512_maskz_loadu_ps(mask, dy + i);
+            __m512 xhat_f32x16 = _mm512_mul_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(mask, x + i), _mm512_set1_ps(c->mean[r])),
+                                               _mm512_set1_ps(c->rstd[r]));
+            dweight_f32x16 = _mm512_fmadd_ps(dy_f32x16, xhat_f32x16, dweight_f32x16);
+            dbias_f32x16 = _mm512_add_ps(dbias_f32x16, dy_f32x16);
+        }
+        _mm512_mask_storeu_ps(c->dweight + i, mask, dweight_f32x16);
+        _mm512_mask_storeu_ps(c->dbias + i, mask, dbias_f32x16);
+    }
+}
+
+static void layernorm_backward_f32_skylake(size_t rows, size_t width, const float *x, size_t x_stride,
+                                           const float *weight, const float *mean, const float *rstd, const float *dy,
+                                           size_t dy_stride, float *dx, size_t dx_stride, float *dweight, float *dbias,
+                                           const uform__parallel_t *parallel) {
+    layernorm_backward_context_t context = {rows, width, x_stride, dy_stride, dx_stride, x, weight, mean, rstd, dy,
+                                            dx, dweight, dbias};
+    uform__nn_parallel_ranges(parallel, rows, 16, layernorm_backward_rows_skylake, &context);
+    uform__nn_parallel_ranges(parallel, width, 64, layernorm_backward_columns_skylake, &context);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Softmax + cross-entropy (sums in F32 lanes; the serial kernel sums in double).
+ */
+
+typedef struct xent_context_t {
+    size_t width, logits_stride, dlogits_stride;
+    const float *logits, *scale, *probs_in, *dloss;
+    const int32_t *targets;
+    float *probs, *loss, *dlogits, *dscale;
+} xent_context_t;
+
+UFORM_SKYLAKE static void xent_forward_rows_skylake(void *opaque, size_t begin, size_t end) {
+    const xent_context_t *c = opaque;
+    size_t width = c->width;
+    for (size_t r = begin; r < end; ++r) {
+        const float *z = c->logits + r * c->logits_stride;
+        float *p = c->probs + r * width;
+        float scale = c->scale ? c->scale[r] : 1.0f;
+        __m512 scale_f32x16 = _mm512_set1_ps(scale), max_f32x16 = _mm512_set1_ps(-INFINITY);
+        for (size_t i = 0; i < width; i += 16) {
+            __mmask16 mask = tail_mask16(width - i);
+            __m512 value_f32x16 = _mm512_mul_ps(_mm512_maskz_loadu_ps(mask, z + i), scale_f32x16);
+            max_f32x16 = _mm512_mask_max_ps(max_f32x16, mask, max_f32x16, value_f32x16);
+        }
+        float max = _mm512_reduce_max_ps(max_f32x16);
+                __m512 shift_f32x16 = _mm512_set1_ps(max), sum_f32x16 = _mm512_setzero_ps();
+        for (size_t i = 0; i < width; i += 16) {
+            __mmask16 mask = tail_mask16(width - i);
+            __m512 value_f32x16 = exp_f32x16(_mm512_fmsub_ps(_mm512_maskz_loadu_ps(mask, z + i), scale_f32x16, shift_f32x16));
+            value_f32x16 = _mm512_maskz_mov_ps(mask, value_f32x16);
+            _mm512_mask_storeu_ps(p + i, mask, value_f32x16);
+            sum_f32x16 = _mm512_add_ps(sum_f32x16, value_f32x16);
+        }
+        float sum = _mm512_reduce_add_ps(sum_f32x16);
+        __m512 inverse_f32x16 = _mm512_set1_ps(1.0f / sum);
+        for (size_t i = 0; i < width; i += 16) {
+            __mmask16 mask = tail_mask16(width - i);
+            _mm512_mask_storeu_ps(p + i, mask, _mm512_mul_ps(_mm512_maskz_loadu_ps(mask, p + i), inverse_f32x16));
+        }
+        int32_t target = c->targets[r];
+        c->loss[r] = target < 0 ? 0.0f : logf(sum) + max - scale * z[target];
+    }
+}
+
+static void softmax_xent_forward_f32_skylake(size_t rows, size_t width, const float *logits, size_t logits_stride,
+                                             const int32_t *targets, const float *scale, float *probs, float *loss,
+                                             const uform__parallel_t *parallel) {
+    xent_context_t context = {.width = width, .logits_stride = logits_stride, .logits = logits, .scale = scale,
+                              .targets = targets, .probs = probs, .loss = loss};
+    uform__nn_parallel_ranges(parallel, rows, 8, xent_forward_rows_skylake, &context);
+}
+
+UFORM_SKYLAKE static void xent_backward_rows_skylake(void *opaque, size_t begin, size_t end) {
+    const xent_context_t *c = opaque;
+    size_t width = c->width;
+    for (size_t r = begin; r < end; ++r) {
+        const float *z = c->logits + r * c->logits_stride, *p = c->probs_in + r * width;
+        float *dz = c->dlogits + r * c->dlogits_stride;
+        int32_t target = c->targets[r];
+        if (target < 0) {
+            memset(dz, 0, width * sizeof(float));
+            if (c->dscale) c->dscale[r] = 0.0f;
+            continue;
+        }
+        float scale = c->scale ? c->scale[r] : 1.0f, g = c->dloss[r];
+        __m512 factor_f32x16 = _mm512_set1_ps(g * scale), dscale_f32x16 = _mm512_setzero_ps();
+        __m512i target_i32x16 = _mm512_set1_epi32(target);
+        for (size_t i = 0; i < width; i += 16) {
+            __mmask16 mask = tail_mask16(width - i);
+            __mmask16 hit = _mm512_cmpeq_epi32_mask(
+                _mm512_add_epi32(_mm512_set1_epi32((int)i), _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15)),
+                target_i32x16);
+            __m512 delta_f32x16 = _mm512_mask_sub_ps(_mm512_maskz_loadu_ps(mask, p + i), hit,
+                                                     _mm512_maskz_loadu_ps(mask, p + i), _mm512_set1_ps(1.0f));
+            _mm512_mask_storeu_ps(dz + i, mask, _mm512_mul_ps(delta_f32x16, factor_f32x16));
+            dscale_f32x16 = _mm512_fmadd_ps(delta_f32x16, _mm512_maskz_loadu_ps(mask, z + i), dscale_f32x16);
+        }
+        if (c->dscale) c->dscale[r] = g * _mm512_reduce_add_ps(dscale_f32x16);
+    }
+}
+
+static void softmax_xent_backward_f32_skylake(size_t rows, size_t width, const float *logits, size_t logits_stride,
+                                              const int32_t *targets, const float *scale, const float *probs,
+                                              const float *dloss, float *dlogits, size_t dlogits_stride, float *dscale,
+                                              const uform__parallel_t *parallel) {
+    xent_context_t context = {.width = width, .logits_stride = logits_stride, .dlogits_stride = dlogits_stride,
+                              .logits = logits, .scale = scale, .probs_in = probs, .dloss = dloss,
+                              .targets = targets, .dlogits = dlogits, .dscale = scale ? dscale : NULL};
+    uform__nn_parallel_ranges(parallel, rows, 8, xent_backward_rows_skylake, &context);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * L2 normalisation (sums of squares in F32 lanes).
+ */
+
+typedef struct l2_context_t {
+    size_t width, x_stride, y_stride, dy_stride, dx_stride;
+    float eps;
+    const float *x, *norm_in, *dy;
+    float *y, *norm, *dx;
+} l2_context_t;
+
+UFORM_SKYLAKE static void l2norm_forward_rows_skylake(void *opaque, size_t begin, size_t end) {
+    const l2_context_t *c = opaque;
+    for (size_t r = begin; r < end; ++r) {
+        const float *x = c->x + r * c->x_stride;
+        float *y = c->y + r * c->y_stride;
+        __m512 squares_f32x16 = _mm512_setzero_ps();
+        for (size_t i = 0; i < c->width; i += 16) {
+            __m512 value_f32x16 = _mm512_maskz_loadu_ps(tail_mask16(c->width - i), x + i);
+            squares_f32x16 = _mm512_fmadd_ps(value_f32x16, value_f32x16, squares_f32x16);
+        }
+        float norm = sqrtf(_mm512_reduce_add_ps(squares_f32x16));
+        norm = norm > c->eps ? norm : c->eps; /* a NaN norm stays NaN */
+        __m512 norm_f32x16 = _mm512_set1_ps(norm);
+        for (size_t i = 0; i < c->width; i += 16) {
+            __mmask16 mask = tail_mask16(c->width - i);
+            _mm512_mask_storeu_ps(y + i, mask, _mm512_div_ps(_mm512_maskz_loadu_ps(mask, x + i), norm_f32x16));
+        }
+        c->norm[r] = norm;
+    }
+}
+
+static void l2norm_forward_f32_skylake(size_t rows, size_t width, const float *x, size_t x_stride, float eps, float *y,
+                                       size_t y_stride, float *norm, const uform__parallel_t *parallel) {
+    l2_context_t context = {.width = width, .x_stride = x_stride, .y_stride = y_stride, .eps = eps, .x = x, .y = y,
+                            .norm = norm};
+    uform__nn_parallel_ranges(parallel, rows, 16, l2norm_forward_rows_skylake, &context);
+}
+
+UFORM_SKYLAKE static void l2norm_backward_rows_skylake(void *opaque, size_t begin, size_t end) {
+    const l2_context_t *c = opaque;
+    for (size_t r = begin; r < end; ++r) {
+        const float *y = c->x + r * c->y_stride, *dy = c->dy + r * c->dy_stride;
+        float *dx = c->dx + r * c->dx_stride;
+        float norm = c->norm_in[r];
+        if (norm <= c->eps) {
+            for (size_t i = 0; i < c->width; ++i) dx[i] = dy[i] / c->eps;
+            continue;
+        }
+        __m512 dot_f32x16 = _mm512_setzero_ps();
+        for (size_t i = 0; i < c->width; i += 16) {
+            __mmask16 mask = tail_mask16(c->width - i);
+            dot_f32x16 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(mask, y + i), _mm512_maskz_loadu_ps(mask, dy + i), dot_f32x16);
+        }
+        __m512 dot_all_f32x16 = _mm512_set1_ps(_mm512_reduce_add_ps(dot_f32x16)), norm_f32x16 = _mm512_set1_ps(norm);
+        for (size_t i = 0; i < c->width; i += 16) {
+            __mmask16 mask = tail_mask16(c->width - i);
+            __m512 value_f32x16 = _mm512_fnmadd_ps(_mm512_maskz_loadu_ps(mask, y + i), dot_all_f32x16,
+                                                   _mm512_maskz_loadu_ps(mask, dy + i));
+            _mm512_mask_storeu_ps(dx + i, mask, _mm512_div_ps(value_f32x16, norm_f32x16));
+        }
+    }
+}
+
+static void l2norm_backward_f32_skylake(size_t rows, size_t width, const float *y, size_t y_stride, const float *norm,
+                                        float eps, const float *dy, size_t dy_stride, float *dx, size_t dx_stride,
+                                        const uform__parallel_t *parallel) {
+    l2_context_t context = {.width = width, .y_stride = y_stride, .dy_stride = dy_stride, .dx_stride = dx_stride,
+                            .eps = eps, .x = y, .norm_in = norm, .dy = dy, .dx = dx};
+    uform__nn_parallel_ranges(parallel, rows, 16, l2norm_backward_rows_skylake, &context);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * AdamW (the serial kernel's formula, sixteen lanes at a time) and the sum of squares (double
+ * lanes inside the same fixed blocks as the serial kernel).
+ */
+
+typedef struct adamw_context_t {
+    float *params, *m, *v;
+    const float *grads;
+    float beta1, beta2, eps, decay_factor, step_size, correction2_sqrt;
+} adamw_context_t;
+
+UFORM_SKYLAKE static void adamw_range_skylake(void *opaque, size_t begin, size_t end) {
+    const adamw_context_t *c = opaque;
+    __m512 beta1_f32x16 = _mm512_set1_ps(c->beta1), beta2_f32x16 = _mm512_set1_ps(c->beta2);
+    __m512 one_minus_beta1_f32x16 = _mm512_set1_ps(1.0f - c->beta1), one_minus_beta2_f32x16 = _mm512_set1_ps(1.0f - c->beta2);
+    __m512 eps_f32x16 = _mm512_set1_ps(c->eps), decay_f32x16 = _mm512_set1_ps(c->decay_factor);
+    __m512 step_f32x16 = _mm512_set1_ps(c->step_size), correction_f32x16 = _mm512_set1_ps(c->correction2_sqrt);
+    for (size_t i = begin; i < end; i += 16) {
+        __mmask16 mask = tail_mask16(end - i);
+        __m512 g_f32x16 = _mm512_maskz_loadu_ps(mask, c->grads + i);
+        __m512 p_f32x16 = _mm512_mul_ps(_mm512_maskz_loadu_ps(mask, c->params + i), decay_f32x16);
+        __m512 m_f32x16 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(mask, c->m + i), beta1_f32x16,
+                                          _mm512_mul_ps(one_minus_beta1_f32x16, g_f32x16));
+        __m512 v_f32x16 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(mask, c->v + i), beta2_f32x16,
+                                          _mm512_mul_ps(_mm512_mul_ps(one_minus_beta2_f32x16, g_f32x16), g_f32x16));
+        __m512 denominator_f32x16 = _mm512_add_ps(_mm512_div_ps(_mm512_sqrt_ps(v_f32x16), correction_f32x16), eps_f32x16);
+        p_f32x16 = _mm512_fnmadd_ps(step_f32x16, _mm512_div_ps(m_f32x16, denominator_f32x16), p_f32x16);
+        _mm512_mask_storeu_ps(c->params + i, mask, p_f32x16);
+        _mm512_mask_storeu_ps(c->m + i, mask, m_f32x16);
+        _mm512_mask_storeu_ps(c->v + i, mask, v_f32x16);
+    }
+}
+
+static void adamw_f32_skylake(size_t n, float *params, const float *grads, float *m, float *v, float lr, float beta1,
+                              float beta2, float eps, float weight_decay, uint64_t step,
+                              const uform__parallel_t *parallel) {
+    double correction1 = 1.0 - pow((double)beta1, (double)step), correction2 = 1.0 - pow((double)beta2, (double)step);
+    adamw_context_t context = {params, m, v, grads, beta1, beta2, eps, 1.0f - lr * weight_decay,
+                               (float)(lr / correction1), (float)sqrt(correction2)};
+    uform__nn_parallel_ranges(parallel, n, 4096, adamw_range_skylake, &context);
+}
+
+enum { sum_block = UFORM__NN_SUM_BLOCK, sum_prongs_most = 64 };
+
+typedef struct sum_context_t {
+    const float *x;
+    size_t n, blocks, prongs;
+    double partial[sum_prongs_most];
+} sum_context_t;
+
+UFORM_SKYLAKE static void sum_squares_prong_skylake(void *opaque, size_t thread, size_t prong) {
+    sum_context_t *c = opaque;
+    size_t first, last;
+    uform__split_range(c->blocks, c->prongs, prong, &first, &last);
+    double total = 0.0;
+    for (size_t b = first; b < last; ++b) {
+        size_t begin = b * sum_block, end = begin + sum_block < c->n ? begin + sum_block : c->n;
+        __m512d low_f64x8 = _mm512_setzero_pd(), high_f64x8 = _mm512_setzero_pd();
+        for (size_t i = begin; i < end; i += 16) {
+            __m512 value_f32x16 = _mm512_maskz_loadu_ps(tail_mask16(end - i), c->x + i);
+            __m512d low_value_f64x8 = _mm512_cvtps_pd(_mm512_castps512_ps256(value_f32x16));
+            __m512d high_value_f64x8 = _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(value_f32x16), 1)));
+            low_f64x8 = _mm512_fmadd_pd(low_value_f64x8, low_value_f64x8, low_f64x8);
+            high_f64x8 = _mm512_fmadd_pd(high_value_f64x8, high_value_f64x8, high_f64x8);
+        }
+        total += _mm512_reduce_add_pd(_mm512_add_pd(low_f64x8, high_f64x8));
+    }
+    c->partial[prong] = total;
+}
+
+static double sum_squares_f32_skylake(size_t n, const float *x, const uform__parallel_t *parallel) {
+    sum_context_t context = {.x = x, .n = n, .blocks = (n + sum_block - 1) / sum_block};
+    if (context.blocks == 0) return 0.0;
+    context.prongs = context.blocks < sum_prongs_most ? context.blocks : sum_prongs_most;
+    uform__parallel_for(parallel, context.prongs, sum_squares_prong_skylake, &context);
+    double total = 0.0;
+    for (size_t p = 0; p < context.prongs; ++p) total += context.partial[p];
+    return total;
+}
+
 /* SKYLAKE and ICELAKE. */
 const uform__nn_kernels_t uform__nn_kernels_skylake = {
     .attention_forward = attention_forward_f32_skylake,
     .attention_backward = attention_backward_f32_skylake,
     .layernorm_forward = layernorm_forward_f32_skylake,
-    .layernorm_backward = uform__nn_layernorm_backward_f32_serial,
+    .layernorm_backward = layernorm_backward_f32_skylake,
     .gelu_forward = gelu_forward_f32_skylake,
     .gelu_backward = gelu_backward_f32_skylake,
-    .softmax_xent_forward = uform__nn_softmax_xent_forward_f32_serial,
-    .softmax_xent_backward = uform__nn_softmax_xent_backward_f32_serial,
-    .l2norm_forward = uform__nn_l2norm_forward_f32_serial,
-    .l2norm_backward = uform__nn_l2norm_backward_f32_serial,
+    .softmax_xent_forward = softmax_xent_forward_f32_skylake,
+    .softmax_xent_backward = softmax_xent_backward_f32_skylake,
+    .l2norm_forward = l2norm_forward_f32_skylake,
+    .l2norm_backward = l2norm_backward_f32_skylake,
     .mean_pool_forward = uform__nn_mean_pool_forward_f32_serial,
     .mean_pool_backward = uform__nn_mean_pool_backward_f32_serial,
     .embedding_forward = uform__nn_embedding_forward_f32_serial,
@@ -394,8 +708,8 @@ const uform__nn_kernels_t uform__nn_kernels_skylake = {
     .f16_to_f32 = f16_to_f32_skylake,
     .f32_to_i8 = uform__nn_f32_to_i8_serial,
     .f32_to_b1 = uform__nn_f32_to_b1_serial,
-    .adamw = uform__nn_adamw_f32_serial,
-    .sum_squares = uform__nn_sum_squares_f32_serial,
+    .adamw = adamw_f32_skylake,
+    .sum_squares = sum_squares_f32_skylake,
 };
 
 /* GENOA (and SAPPHIRE, GRANITE, DIAMOND): the same kernels, as the header comment explains. */
@@ -403,13 +717,13 @@ const uform__nn_kernels_t uform__nn_kernels_genoa = {
     .attention_forward = attention_forward_f32_skylake,
     .attention_backward = attention_backward_f32_skylake,
     .layernorm_forward = layernorm_forward_f32_skylake,
-    .layernorm_backward = uform__nn_layernorm_backward_f32_serial,
+    .layernorm_backward = layernorm_backward_f32_skylake,
     .gelu_forward = gelu_forward_f32_skylake,
     .gelu_backward = gelu_backward_f32_skylake,
-    .softmax_xent_forward = uform__nn_softmax_xent_forward_f32_serial,
-    .softmax_xent_backward = uform__nn_softmax_xent_backward_f32_serial,
-    .l2norm_forward = uform__nn_l2norm_forward_f32_serial,
-    .l2norm_backward = uform__nn_l2norm_backward_f32_serial,
+    .softmax_xent_forward = softmax_xent_forward_f32_skylake,
+    .softmax_xent_backward = softmax_xent_backward_f32_skylake,
+    .l2norm_forward = l2norm_forward_f32_skylake,
+    .l2norm_backward = l2norm_backward_f32_skylake,
     .mean_pool_forward = uform__nn_mean_pool_forward_f32_serial,
     .mean_pool_backward = uform__nn_mean_pool_backward_f32_serial,
     .embedding_forward = uform__nn_embedding_forward_f32_serial,
@@ -420,6 +734,6 @@ const uform__nn_kernels_t uform__nn_kernels_genoa = {
     .f16_to_f32 = f16_to_f32_skylake,
     .f32_to_i8 = uform__nn_f32_to_i8_serial,
     .f32_to_b1 = uform__nn_f32_to_b1_serial,
-    .adamw = uform__nn_adamw_f32_serial,
-    .sum_squares = uform__nn_sum_squares_f32_serial,
+    .adamw = adamw_f32_skylake,
+    .sum_squares = sum_squares_f32_skylake,
 };

@@ -273,10 +273,17 @@ static void check_xent(void) {
     check_xent_shape(13, 7, 1);
     check_xent_shape(4, 257, 1);
     /* A NaN logit makes that row's loss NaN. */
-    float z[3] = {1.0f, NAN, 2.0f}, probs[3], loss;
-    int32_t target = 0;
-    uform__nn_kernels(UFORM_CPU_CLASS_SERIAL)->softmax_xent_forward(1, 3, z, 3, &target, NULL, probs, &loss, NULL);
-    CHECK_MSG(isnan(loss), "xent with a NaN logit gave loss %g", loss);
+    uform_cpu_class_t classes[8];
+    size_t count = classes_here(classes);
+    for (size_t k = 0; k < count; ++k)
+        for (size_t where = 0; where < 3; ++where) {
+            float z[3] = {1.0f, -2.0f, 2.0f}, probs[3], loss;
+            z[where] = NAN;
+            int32_t target = 0;
+            uform__nn_kernels(classes[k])->softmax_xent_forward(1, 3, z, 3, &target, NULL, probs, &loss, NULL);
+            CHECK_MSG(isnan(loss), "%s xent with a NaN logit at %zu gave loss %g", uform_cpu_class_name(classes[k]),
+                      where, loss);
+        }
 }
 
 /* ---------------------------------------------------------------------------------------------
