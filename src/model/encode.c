@@ -47,13 +47,14 @@ uform_status_t uform__encode_validate(const uform__encode_job_t *job, uform_outc
                                config->embedding);
     }
     size_t count = job->inputs->count;
-    if (job->source == UFORM__SOURCE_IMAGE_PIXELS) {
+    if (job->source == UFORM__SOURCE_IMAGE_PIXELS || job->source == UFORM__SOURCE_VIDEO_FRAMES) {
         if (count && (!job->heights || !job->widths))
             return uform__fail(outcome, UFORM_INVALID_ARGUMENT, function, "%s is NULL", !job->heights ? "heights" : "widths");
+        size_t frames = job->source == UFORM__SOURCE_VIDEO_FRAMES ? config->video_frames : 1;
         for (size_t i = 0; i < count; ++i) {
             size_t bytes = job->inputs->offsets[i + 1] - job->inputs->offsets[i];
             size_t height = job->heights[i], width = job->widths[i];
-            if (!height || !width || height > (1u << 16) || width > (1u << 16) || height * width * 3 != bytes)
+            if (!height || !width || height > (1u << 16) || width > (1u << 16) || frames * height * width * 3 != bytes)
                 return uform__fail(outcome, UFORM_INVALID_ARGUMENT, function,
                                    "pixels[%zu] holds %zu bytes, but heights[%zu] x widths[%zu] x 3 = %zu x %zu x 3"
                                    " (each side 1..65536)",

@@ -21,7 +21,8 @@ typedef enum uform__source_t {
     UFORM__SOURCE_VIDEO_FILES = 3,
     UFORM__SOURCE_AUDIO_FILES = 4,
     UFORM__SOURCE_AUDIO_SAMPLES = 5,
-    UFORM__SOURCE_CHOOSE = 6
+    UFORM__SOURCE_CHOOSE = 6,
+    UFORM__SOURCE_VIDEO_FRAMES = 7 /* internal (tests): decoded RGB8 frames [F, H, W, 3] per item, H and W per item */
 } uform__source_t;
 
 /* One call's arguments, gathered from whichever public request struct carried them. */
@@ -30,7 +31,7 @@ typedef struct uform__encode_job_t {
     uform_modality_t modality;
     uform__source_t source;
     const uform_tape_t *inputs;
-    const size_t *heights, *widths; /* pixels */
+    const size_t *heights, *widths; /* pixels, video frames */
     size_t sample_rate;             /* samples */
     uform_outputs_t outputs;
     const uform_encode_config_t *config;

@@ -42,7 +42,8 @@ size_t uform__stem_item_tokens(const uform__encode_job_t *job, size_t item) {
     }
     case UFORM__SOURCE_IMAGE_FILES:
     case UFORM__SOURCE_IMAGE_PIXELS: return uform__model_image_tokens(config);
-    case UFORM__SOURCE_VIDEO_FILES: return uform__model_video_tokens(config);
+    case UFORM__SOURCE_VIDEO_FILES:
+    case UFORM__SOURCE_VIDEO_FRAMES: return uform__model_video_tokens(config);
     default: return uform__model_audio_tokens(config);
     }
 }
@@ -116,6 +117,11 @@ static uform_status_t audio_patches(const media_loop_t *loop, const float *sampl
     uform__signal_resample_plan_t plan;
     memset(&plan, 0, sizeof plan);
     uform_status_t status = uform__signal_resample_plan_init(&plan, rate, config->audio_rate, outcome);
+    /* Resample only the source the kept samples depend on (identical results, less work). */
+    if (status == UFORM_OK) {
+        size_t needed = uform__signal_resample_source_needed(&plan, wanted);
+        if (needed < count) count = needed;
+    }
     size_t length = status == UFORM_OK ? uform__signal_resample_length(&plan, count) : 0;
     float *padded = calloc(wanted, sizeof(float));
     if (status == UFORM_OK && (!padded || !(resampled = malloc((length ? length : 1) * sizeof(float)))))
@@ -169,6 +175,14 @@ static void media_prong(void *context, size_t thread, size_t prong) {
         status = uform__media_video_decode(bytes, length, (uint32_t)config->video_frames, NULL, &video, outcome);
         if (status == UFORM_OK) status = video_patches(loop, &video, target, outcome);
         uform__media_video_free(&video);
+        break;
+    }
+    case UFORM__SOURCE_VIDEO_FRAMES: {
+        uform__media_video_t video = {0};
+        video.width = (uint32_t)job->widths[item], video.height = (uint32_t)job->heights[item];
+        video.frames = (uint32_t)config->video_frames;
+        video.pixels = (uint8_t *)bytes;
+        status = video_patches(loop, &video, target, outcome);
         break;
     }
     case UFORM__SOURCE_AUDIO_FILES: {
