@@ -7,7 +7,7 @@
  * Shapes: M = 4096 tokens with (K, N) ∈ {(384, 1152), (384, 1536), (1536, 384), (768, 2304),
  * (768, 3072), (3072, 768)}, and square 1024 and 2048; 1 and 2 threads.
  * Ours, per class: "f32" (F32 X and W, W plain), "f32 packed", "bf16" (BF16 X and W, W plain),
- * "bf16 packed". Ratios: F32 against OpenBLAS, BF16 against oneDNN blocked.
+ * "bf16 packed"; packing scratch is passed in (allocated once, as an arena would). Ratios: F32 against OpenBLAS, BF16 against oneDNN blocked.
  *
  * Usage: bench_gemm [--json PATH] [--threads 1,2] [--classes serial,haswell,skylake,icelake,genoa]
  *                   [--rounds R] [--quick]
@@ -319,6 +319,13 @@ int main(int argc, char **argv) {
         bench_pool_t pool;
         if (bench_pool_start(&pool, threads) != 0) return 1;
         const uform__parallel_t *parallel = threads > 1 ? &pool.parallel : NULL;
+        /* One scratch buffer for our calls (one runs at a time), as an arena would hold it. */
+        size_t scratch_size = 0;
+        for (size_t c = 0; c < sizeof bench_classes / sizeof bench_classes[0]; ++c) {
+            size_t size = uform__gemm_kernels(bench_classes[c].cpu_class)->scratch_bytes(threads);
+            if (size > scratch_size) scratch_size = size;
+        }
+        void *scratch = aligned_alloc(64, (scratch_size + 63) / 64 * 64);
         bench_clock = threads > 1 ? CLOCK_MONOTONIC : CLOCK_THREAD_CPUTIME_ID;
         openblas_set_num_threads((int)threads);
         omp_set_num_threads((int)threads);
@@ -378,7 +385,7 @@ int main(int argc, char **argv) {
                                                       .x_dtype = bf16 ? UFORM__GEMM_BF16 : UFORM__GEMM_F32,
                                                       .w = bf16 ? (void *)w16 : (void *)w, .ldw = k,
                                                       .w_dtype = bf16 ? UFORM__GEMM_BF16 : UFORM__GEMM_F32, .y = y,
-                                                      .ldy = n};
+                                                      .ldy = n, .scratch = scratch, .scratch_capacity = scratch_size};
                     if (packed) {
                         size_t size = bf16 ? table->packed_size_bf16(n, k, UFORM__GEMM_BF16)
                                            : table->packed_size_f32(n, k, UFORM__GEMM_F32);
@@ -470,6 +477,7 @@ int main(int argc, char **argv) {
             free(x), free(w), free(x16), free(w16), free(y), free(y_reference);
         }
         bench_pool_stop(&pool);
+        free(scratch);
     }
     fprintf(json, "\n  ]\n}\n");
     fclose(json);

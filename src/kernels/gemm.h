@@ -48,8 +48,10 @@
  * relative error of erfc below ≈2e-7 on [0, 10], so GELU keeps a relative error of a few F32 ulps
  * on both sides (tested against double erf in test_gemm).
  *
- * Scratch memory: each call allocates its packing buffers (a few MiB at most) and frees them;
- * allocation failure answers UFORM_OUT_OF_MEMORY.
+ * Scratch memory: the packing buffers (a few MiB: one A block per thread and one KC×NC slice of
+ * W) come from the caller when `scratch` holds at least the table's `scratch_bytes(threads)`
+ * (64-byte aligned), so a steady loop allocates nothing; otherwise each call allocates and frees
+ * its own, and failing to answers UFORM_OUT_OF_MEMORY. A scratch buffer serves one call at a time.
  *
  * Measured here (AMD EPYC Zen 4, 2 cores): filled in from bench/results/gemm.json, see the
  * report in bench/bench_gemm.c.
@@ -92,6 +94,7 @@ typedef struct uform__gemm_forward_t {
     const float *bias; /* [N] or NULL */
     int gelu;          /* non-zero: apply GELU after the bias */
     float *y; size_t ldy;
+    void *scratch; size_t scratch_capacity; /* optional, see scratch_bytes */
 } uform__gemm_forward_t;
 
 /* dX[M,K] = dY[M,N] · W[N,K] (overwrites dX). dY is F32; W is F32 or BF16 (row-major). */
@@ -100,6 +103,7 @@ typedef struct uform__gemm_backward_x_t {
     const float *dy; size_t lddy;
     const void *w; size_t ldw; uform__gemm_dtype_t w_dtype;
     float *dx; size_t lddx;
+    void *scratch; size_t scratch_capacity; /* optional, see scratch_bytes */
 } uform__gemm_backward_x_t;
 
 /* dW[N,K] += dY[M,N]ᵀ · X[M,K] (accumulates into dW). dY is F32, X is F32 or BF16. */
@@ -108,6 +112,7 @@ typedef struct uform__gemm_backward_w_t {
     const float *dy; size_t lddy;
     const void *x; size_t ldx; uform__gemm_dtype_t x_dtype;
     float *dw; size_t lddw;
+    void *scratch; size_t scratch_capacity; /* optional, see scratch_bytes */
 } uform__gemm_backward_w_t;
 
 /* db[N] += Σ_m dY[m, :] (accumulates, rows in order). */
@@ -145,6 +150,8 @@ typedef struct uform__gemm_kernels_t {
     uform__gemm_backward_b_fn backward_b;
     uform__gemm_packed_size_fn packed_size_f32, packed_size_bf16;
     uform__gemm_pack_fn pack_f32, pack_bf16;
+    /* Scratch bytes that suffice for every product of this table with `threads` threads. */
+    size_t (*scratch_bytes)(size_t threads);
 } uform__gemm_kernels_t;
 
 /* The table for `cpu_class`: SERIAL, HASWELL, SKYLAKE, ICELAKE and GENOA have their own;
@@ -186,6 +193,7 @@ uform_status_t uform__gemm_backward_x_drive(const uform__gemm_micro_t *micro, co
                                             const uform__parallel_t *parallel, uform_outcome_t *outcome);
 uform_status_t uform__gemm_backward_w_drive(const uform__gemm_micro_t *micro, const uform__gemm_backward_w_t *args,
                                             const uform__parallel_t *parallel, uform_outcome_t *outcome);
+size_t uform__gemm_scratch_bytes_for(const uform__gemm_micro_t *micro, size_t threads);
 size_t uform__gemm_packed_size_for(const uform__gemm_micro_t *micro, size_t n, size_t k);
 uform_status_t uform__gemm_pack_for(const uform__gemm_micro_t *micro, const void *w, size_t ldw,
                                     uform__gemm_dtype_t w_dtype, size_t n, size_t k, void *memory, size_t capacity,

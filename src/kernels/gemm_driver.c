@@ -40,6 +40,8 @@ typedef struct gemm_problem_t {
     int accumulate;
     const float *bias;
     int gelu;
+    void *scratch; /* caller's, or NULL */
+    size_t scratch_capacity;
 } gemm_problem_t;
 
 /* Fitted for this project with /usr/bin/python3 + numpy: P(t) = log(erfc(z)/t) + z² on
@@ -265,14 +267,15 @@ static uform_status_t gemm_run(const gemm_problem_t *problem, const uform__paral
     size_t a_stride = round_up(micro->mc / mr * mr * kc_max * elem, 64);
     size_t chunk_panels_max = (nc < n ? nc : round_up(n, nr)) / nr;
     size_t b_panel_stride_plain = kc_max * nr * elem;
-    unsigned char *a_scratch = aligned_scratch(a_stride * threads);
-    unsigned char *b_scratch = problem->packed ? NULL : aligned_scratch(b_panel_stride_plain * chunk_panels_max);
-    if (!a_scratch || (!problem->packed && !b_scratch)) {
-        free(a_scratch);
-        free(b_scratch);
-        return uform__fail(outcome, UFORM_OUT_OF_MEMORY, function, "cannot allocate %zu bytes of packing scratch",
-                           a_stride * threads + b_panel_stride_plain * chunk_panels_max);
+    size_t a_bytes = a_stride * threads, b_bytes = problem->packed ? 0 : round_up(b_panel_stride_plain * chunk_panels_max, 64);
+    unsigned char *owned = NULL, *scratch = problem->scratch;
+    if (!scratch || problem->scratch_capacity < a_bytes + b_bytes || (uintptr_t)scratch % 64) {
+        scratch = owned = aligned_scratch(a_bytes + b_bytes);
+        if (!owned)
+            return uform__fail(outcome, UFORM_OUT_OF_MEMORY, function, "cannot allocate %zu bytes of packing scratch",
+                               a_bytes + b_bytes);
     }
+    unsigned char *a_scratch = scratch, *b_scratch = scratch + a_bytes;
     /* Row blocks of at most MC rows, as many as a multiple of the thread count, so threads get
      * equal work; how rows are grouped never changes the arithmetic of an element. */
     size_t row_panels = (m + mr - 1) / mr, mc_panels = micro->mc / mr;
@@ -307,8 +310,7 @@ static uform_status_t gemm_run(const gemm_problem_t *problem, const uform__paral
             uform__parallel_for(parallel, row_blocks * step.groups, compute_prong, &step);
         }
     }
-    free(a_scratch);
-    free(b_scratch);
+    free(owned);
     return UFORM_OK;
 }
 
@@ -347,7 +349,8 @@ uform_status_t uform__gemm_forward_drive(const uform__gemm_micro_t *micro, const
     GEMM_TRY(check_matrix(outcome, function, "x", args->x, args->m, args->k, args->ldx));
     GEMM_TRY(check_matrix(outcome, function, "y", args->y, args->m, args->n, args->ldy));
     gemm_problem_t problem = {.micro = micro, .m = args->m, .n = args->n, .k = args->k, .c = args->y, .ldc = args->ldy,
-                              .bias = args->bias, .gelu = args->gelu};
+                              .bias = args->bias, .gelu = args->gelu, .scratch = args->scratch,
+                              .scratch_capacity = args->scratch_capacity};
     problem.a = (gemm_operand_t){.data = args->x, .dtype = args->x_dtype, .row = args->ldx, .col = 1};
     if (args->packed) {
         const uform__gemm_packed_t *packed = args->packed;
@@ -385,7 +388,8 @@ uform_status_t uform__gemm_backward_x_drive(const uform__gemm_micro_t *micro, co
     GEMM_TRY(check_matrix(outcome, function, "dy", args->dy, args->m, args->n, args->lddy));
     GEMM_TRY(check_matrix(outcome, function, "w", args->w, args->n, args->k, args->ldw));
     GEMM_TRY(check_matrix(outcome, function, "dx", args->dx, args->m, args->k, args->lddx));
-    gemm_problem_t problem = {.micro = micro, .m = args->m, .n = args->k, .k = args->n, .c = args->dx, .ldc = args->lddx};
+    gemm_problem_t problem = {.micro = micro, .m = args->m, .n = args->k, .k = args->n, .c = args->dx, .ldc = args->lddx,
+                              .scratch = args->scratch, .scratch_capacity = args->scratch_capacity};
     problem.a = (gemm_operand_t){.data = args->dy, .dtype = UFORM__GEMM_F32, .row = args->lddy, .col = 1};
     problem.b = (gemm_operand_t){.data = args->w, .dtype = args->w_dtype, .row = args->ldw, .col = 1};
     return gemm_run(&problem, parallel, outcome, function);
@@ -400,10 +404,16 @@ uform_status_t uform__gemm_backward_w_drive(const uform__gemm_micro_t *micro, co
     GEMM_TRY(check_matrix(outcome, function, "x", args->x, args->m, args->k, args->ldx));
     GEMM_TRY(check_matrix(outcome, function, "dw", args->dw, args->n, args->k, args->lddw));
     gemm_problem_t problem = {.micro = micro, .m = args->n, .n = args->k, .k = args->m, .c = args->dw, .ldc = args->lddw,
-                              .accumulate = 1};
+                              .accumulate = 1, .scratch = args->scratch, .scratch_capacity = args->scratch_capacity};
     problem.a = (gemm_operand_t){.data = args->dy, .dtype = UFORM__GEMM_F32, .row = 1, .col = args->lddy};
     problem.b = (gemm_operand_t){.data = args->x, .dtype = args->x_dtype, .row = args->ldx, .col = 1};
     return gemm_run(&problem, parallel, outcome, function);
+}
+
+size_t uform__gemm_scratch_bytes_for(const uform__gemm_micro_t *micro, size_t threads) {
+    size_t elem = dtype_bytes(micro->panel_dtype), threads_at_least_one = threads ? threads : 1;
+    size_t a_stride = round_up(micro->mc / micro->mr * micro->mr * micro->kc * elem, 64);
+    return a_stride * threads_at_least_one + round_up(micro->kc * micro->nc * elem, 64);
 }
 
 /* ---- Packed weights ---- */

@@ -117,6 +117,13 @@ static uform_status_t pack_bf16_genoa(const void *w, size_t ldw, uform__gemm_dty
     return uform__gemm_pack_for(&micro_bf16_genoa, w, ldw, w_dtype, n, k, memory, capacity, packed, outcome);
 }
 
+static size_t scratch_bytes_genoa(size_t threads) {
+    size_t bytes = 0, candidate;
+    if ((candidate = uform__gemm_scratch_bytes_for(&uform__gemm_micro_f32_skylake, threads)) > bytes) bytes = candidate;
+    if ((candidate = uform__gemm_scratch_bytes_for(&micro_bf16_genoa, threads)) > bytes) bytes = candidate;
+    return bytes;
+}
+
 const uform__gemm_kernels_t uform__gemm_kernels_genoa = {
     .cpu_class = UFORM_CPU_CLASS_AMD_GENOA,
     .forward_f32 = gemm_f32_genoa,
@@ -129,4 +136,5 @@ const uform__gemm_kernels_t uform__gemm_kernels_genoa = {
     .packed_size_bf16 = packed_size_bf16_genoa,
     .pack_f32 = pack_f32_genoa,
     .pack_bf16 = pack_bf16_genoa,
+    .scratch_bytes = scratch_bytes_genoa,
 };

@@ -155,6 +155,8 @@ static uform_status_t pack_haswell(const void *w, size_t ldw, uform__gemm_dtype_
     return uform__gemm_pack_for(&micro_f32_haswell, w, ldw, w_dtype, n, k, memory, capacity, packed, outcome);
 }
 
+static size_t scratch_bytes_haswell(size_t threads) { return uform__gemm_scratch_bytes_for(&micro_f32_haswell, threads); }
+
 const uform__gemm_kernels_t uform__gemm_kernels_haswell = {
     .cpu_class = UFORM_CPU_CLASS_INTEL_HASWELL,
     .forward_f32 = gemm_f32_haswell,
@@ -167,4 +169,5 @@ const uform__gemm_kernels_t uform__gemm_kernels_haswell = {
     .packed_size_bf16 = packed_size_haswell,
     .pack_f32 = pack_haswell,
     .pack_bf16 = pack_haswell,
+    .scratch_bytes = scratch_bytes_haswell,
 };

@@ -104,6 +104,8 @@ static uform_status_t pack_serial(const void *w, size_t ldw, uform__gemm_dtype_t
     return uform__gemm_pack_for(&micro_f32_serial, w, ldw, w_dtype, n, k, memory, capacity, packed, outcome);
 }
 
+static size_t scratch_bytes_serial(size_t threads) { return uform__gemm_scratch_bytes_for(&micro_f32_serial, threads); }
+
 const uform__gemm_kernels_t uform__gemm_kernels_serial = {
     .cpu_class = UFORM_CPU_CLASS_SERIAL,
     .forward_f32 = gemm_f32_serial,
@@ -116,4 +118,5 @@ const uform__gemm_kernels_t uform__gemm_kernels_serial = {
     .packed_size_bf16 = packed_size_serial,
     .pack_f32 = pack_serial,
     .pack_bf16 = pack_serial,
+    .scratch_bytes = scratch_bytes_serial,
 };

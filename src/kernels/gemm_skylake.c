@@ -134,6 +134,8 @@ static uform_status_t pack_skylake(const void *w, size_t ldw, uform__gemm_dtype_
                                 outcome);
 }
 
+static size_t scratch_bytes_skylake(size_t threads) { return uform__gemm_scratch_bytes_for(&uform__gemm_micro_f32_skylake, threads); }
+
 const uform__gemm_kernels_t uform__gemm_kernels_skylake = {
     .cpu_class = UFORM_CPU_CLASS_INTEL_SKYLAKE,
     .forward_f32 = gemm_f32_skylake,
@@ -146,6 +148,7 @@ const uform__gemm_kernels_t uform__gemm_kernels_skylake = {
     .packed_size_bf16 = packed_size_skylake,
     .pack_f32 = pack_skylake,
     .pack_bf16 = pack_skylake,
+    .scratch_bytes = scratch_bytes_skylake,
 };
 
 /* ICELAKE: the same kernels. Its additions (VNNI, VBMI2, VPOPCNTDQ) accelerate integer and bit
@@ -162,4 +165,5 @@ const uform__gemm_kernels_t uform__gemm_kernels_icelake = {
     .packed_size_bf16 = packed_size_skylake,
     .pack_f32 = pack_skylake,
     .pack_bf16 = pack_skylake,
+    .scratch_bytes = scratch_bytes_skylake,
 };

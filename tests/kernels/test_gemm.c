@@ -271,32 +271,42 @@ static void test_determinism(const uform__gemm_kernels_t *table, test_pool_t poo
     float *x = random_matrix(m, k, k, UFORM__GEMM_F32, scratch), *dy = random_matrix(m, n, n, UFORM__GEMM_F32, scratch);
     void *w16 = random_matrix(n, k, k, UFORM__GEMM_BF16, scratch);
     float *w32 = random_matrix(n, k, k, UFORM__GEMM_F32, scratch), *bias = random_floats(n);
-    float *results[3][5];
-    for (int t = 0; t < 3; ++t) {
-        const uform__parallel_t *parallel = t == 0 ? NULL : &pools[t].parallel;
+    /* Runs: 1, 2, 3 threads with scratch the kernels allocate, then 2 threads with the caller's. */
+    float *results[4][5];
+    size_t scratch_size = table->scratch_bytes(2);
+    void *scratch = aligned_alloc(64, (scratch_size + 63) / 64 * 64);
+    for (int t = 0; t < 4; ++t) {
+        const uform__parallel_t *parallel = t == 0 ? NULL : &pools[t == 3 ? 1 : t].parallel;
+        void *run_scratch = t == 3 ? scratch : NULL;
+        size_t run_capacity = t == 3 ? scratch_size : 0;
         for (int product = 0; product < 5; ++product) results[t][product] = calloc((size_t)m * k + n * k, sizeof(float));
         uform__gemm_forward_t forward = {.m = m, .n = n, .k = k, .x = x, .ldx = k, .x_dtype = UFORM__GEMM_F32, .w = w16,
                                          .ldw = k, .w_dtype = UFORM__GEMM_BF16, .bias = bias, .gelu = 1,
-                                         .y = results[t][0], .ldy = n};
+                                         .y = results[t][0], .ldy = n, .scratch = run_scratch,
+                                         .scratch_capacity = run_capacity};
         CHECK_STATUS(table->forward_bf16(&forward, parallel, NULL), UFORM_OK);
         forward.w = w32, forward.w_dtype = UFORM__GEMM_F32, forward.y = results[t][1];
         CHECK_STATUS(table->forward_f32(&forward, parallel, NULL), UFORM_OK);
         uform__gemm_backward_x_t backward_x = {.m = m, .n = n, .k = k, .dy = dy, .lddy = n, .w = w16, .ldw = k,
-                                               .w_dtype = UFORM__GEMM_BF16, .dx = results[t][2], .lddx = k};
+                                               .w_dtype = UFORM__GEMM_BF16, .dx = results[t][2], .lddx = k,
+                                               .scratch = run_scratch, .scratch_capacity = run_capacity};
         CHECK_STATUS(table->backward_x_bf16(&backward_x, parallel, NULL), UFORM_OK);
         uform__gemm_backward_w_t backward_w = {.m = m, .n = n, .k = k, .dy = dy, .lddy = n, .x = x, .ldx = k,
-                                               .x_dtype = UFORM__GEMM_F32, .dw = results[t][3], .lddw = k};
+                                               .x_dtype = UFORM__GEMM_F32, .dw = results[t][3], .lddw = k,
+                                               .scratch = run_scratch, .scratch_capacity = run_capacity};
         CHECK_STATUS(table->backward_w(&backward_w, parallel, NULL), UFORM_OK);
         uform__gemm_backward_b_t backward_b = {.m = m, .n = n, .dy = dy, .lddy = n, .db = results[t][4]};
         CHECK_STATUS(table->backward_b(&backward_b, parallel, NULL), UFORM_OK);
     }
     static const char *names[5] = {"forward_bf16", "forward_f32", "backward_x_bf16", "backward_w", "backward_b"};
     for (int product = 0; product < 5; ++product)
-        for (int t = 1; t < 3; ++t)
+        for (int t = 1; t < 4; ++t)
             CHECK_MSG(memcmp(results[0][product], results[t][product], ((size_t)m * k + n * k) * sizeof(float)) == 0,
-                      "%s %s: %d threads differ from 1 thread", class_name(table->cpu_class), names[product], t + 1);
-    for (int t = 0; t < 3; ++t)
+                      "%s %s: run %d (%d threads%s) differs from 1 thread", class_name(table->cpu_class), names[product],
+                      t, t == 3 ? 2 : t + 1, t == 3 ? ", caller's scratch" : "");
+    for (int t = 0; t < 4; ++t)
         for (int product = 0; product < 5; ++product) free(results[t][product]);
+    free(scratch);
     free(scratch), free(x), free(dy), free(w16), free(w32), free(bias);
 }
 
@@ -366,7 +376,7 @@ static void test_tables(void) {
         if (!table) continue;
         CHECK_MSG(table->forward_f32 && table->forward_bf16 && table->backward_x_f32 && table->backward_x_bf16 &&
                       table->backward_w && table->backward_b && table->packed_size_f32 && table->packed_size_bf16 &&
-                      table->pack_f32 && table->pack_bf16,
+                      table->pack_f32 && table->pack_bf16 && table->scratch_bytes,
                   "class %d (%s) has a NULL slot", c, class_name((uform_cpu_class_t)c));
     }
     CHECK(uform__gemm_kernels(UFORM_CPU_CLASS_INTEL_SAPPHIRE) == uform__gemm_kernels(UFORM_CPU_CLASS_AMD_GENOA));
