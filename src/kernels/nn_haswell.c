@@ -1,7 +1,9 @@
 /*
  * HASWELL NN kernels (AVX2, FMA, F16C), also used by SIERRA. Specialised: the attention block
- * primitives (a register-blocked 4×16 micro-product and a vectorised exp), GELU forward and
- * backward, and the F32↔BF16/F16 conversions. The other slots reuse the SERIAL kernels.
+ * primitives (a register-blocked 4×16 micro-product, an 8×8 in-register transpose, a vectorised
+ * exp), GELU, LayerNorm, softmax + cross-entropy, L2 normalisation, AdamW, the sum of squares and
+ * the F32↔BF16/F16 conversions. Mean pooling, embeddings and the I8/B1 packings are
+ * memory-bound or tiny and reuse the SERIAL kernels.
  *
  * Vector exp: Cephes' expf (range reduction by ln 2 split in two constants, a degree-6
  * polynomial), ~2 ulp; arguments below −87.3 give exactly 0 and NaN stays NaN.
@@ -340,17 +342,367 @@ UFORM_HASWELL static void bf16_to_f32_haswell(size_t n, const uint16_t *x, float
     for (; i < n; ++i) y[i] = uform__nn_bf16_to_f32_one(x[i]);
 }
 
+/* ---------------------------------------------------------------------------------------------
+ * Row kernels: LayerNorm, softmax + cross-entropy, L2 normalisation, AdamW and the sum of
+ * squares, eight lanes at a time with masked tails. Row sums accumulate in F32 lanes (the
+ * serial reference uses double); the sum of squares keeps double lanes inside the serial
+ * kernel's fixed blocks. Column sums of the LayerNorm backward run down each column in row
+ * order inside one lane, so the split of columns between prongs cannot change a bit.
+ */
+
+UFORM_HASWELL static inline float reduce_add_f32x8(__m256 x_f32x8) {
+    __m128 half_f32x4 = _mm_add_ps(_mm256_castps256_ps128(x_f32x8), _mm256_extractf128_ps(x_f32x8, 1));
+    half_f32x4 = _mm_add_ps(half_f32x4, _mm_movehl_ps(half_f32x4, half_f32x4));
+    half_f32x4 = _mm_add_ss(half_f32x4, _mm_movehdup_ps(half_f32x4));
+    return _mm_cvtss_f32(half_f32x4);
+}
+
+UFORM_HASWELL static inline __m256 load_f32x8(const float *x, __m256i mask_i32x8) {
+    return _mm256_maskload_ps(x, mask_i32x8);
+}
+
+typedef struct layernorm_context_t {
+    size_t rows, width, x_stride, y_stride, dy_stride, dx_stride;
+    const float *x, *weight, *bias, *mean_in, *rstd_in, *dy;
+    float eps;
+    float *y, *mean, *rstd, *dx, *dweight, *dbias;
+} layernorm_context_t;
+
+UFORM_HASWELL static void layernorm_forward_rows_haswell(void *opaque, size_t begin, size_t end) {
+    const layernorm_context_t *c = opaque;
+    size_t width = c->width;
+    for (size_t r = begin; r < end; ++r) {
+        const float *x = c->x + r * c->x_stride;
+        float *y = c->y + r * c->y_stride;
+        __m256 sum_f32x8 = _mm256_setzero_ps();
+        for (size_t i = 0; i < width; i += 8)
+            sum_f32x8 = _mm256_add_ps(sum_f32x8, load_f32x8(x + i, tail_mask_i32x8(width - i < 8 ? width - i : 8)));
+        float mean = reduce_add_f32x8(sum_f32x8) / (float)width;
+        __m256 mean_f32x8 = _mm256_set1_ps(mean), squares_f32x8 = _mm256_setzero_ps();
+        for (size_t i = 0; i < width; i += 8) {
+            __m256i mask_i32x8 = tail_mask_i32x8(width - i < 8 ? width - i : 8);
+            __m256 deviation_f32x8 = _mm256_and_ps(_mm256_sub_ps(load_f32x8(x + i, mask_i32x8), mean_f32x8),
+                                                   _mm256_castsi256_ps(mask_i32x8));
+            squares_f32x8 = _mm256_fmadd_ps(deviation_f32x8, deviation_f32x8, squares_f32x8);
+        }
+        float rstd = 1.0f / sqrtf(reduce_add_f32x8(squares_f32x8) / (float)width + c->eps);
+        __m256 rstd_f32x8 = _mm256_set1_ps(rstd);
+        for (size_t i = 0; i < width; i += 8) {
+            __m256i mask_i32x8 = tail_mask_i32x8(width - i < 8 ? width - i : 8);
+            __m256 xhat_f32x8 = _mm256_mul_ps(_mm256_sub_ps(load_f32x8(x + i, mask_i32x8), mean_f32x8), rstd_f32x8);
+            _mm256_maskstore_ps(y + i, mask_i32x8,
+                                _mm256_fmadd_ps(xhat_f32x8, load_f32x8(c->weight + i, mask_i32x8),
+                                                load_f32x8(c->bias + i, mask_i32x8)));
+        }
+        c->mean[r] = mean;
+        c->rstd[r] = rstd;
+    }
+}
+
+static void layernorm_forward_f32_haswell(size_t rows, size_t width, const float *x, size_t x_stride,
+                                          const float *weight, const float *bias, float eps, float *y, size_t y_stride,
+                                          float *mean, float *rstd, const uform__parallel_t *parallel) {
+    layernorm_context_t context = {.rows = rows, .width = width, .x_stride = x_stride, .y_stride = y_stride, .x = x,
+                                   .weight = weight, .bias = bias, .eps = eps, .y = y, .mean = mean, .rstd = rstd};
+    uform__nn_parallel_ranges(parallel, rows, 16, layernorm_forward_rows_haswell, &context);
+}
+
+UFORM_HASWELL static void layernorm_backward_rows_haswell(void *opaque, size_t begin, size_t end) {
+    const layernorm_context_t *c = opaque;
+    size_t width = c->width;
+    for (size_t r = begin; r < end; ++r) {
+        const float *x = c->x + r * c->x_stride, *dy = c->dy + r * c->dy_stride;
+        float *dx = c->dx + r * c->dx_stride;
+        __m256 mean_f32x8 = _mm256_set1_ps(c->mean_in[r]), rstd_f32x8 = _mm256_set1_ps(c->rstd_in[r]);
+        __m256 sum_g_f32x8 = _mm256_setzero_ps(), sum_gx_f32x8 = _mm256_setzero_ps();
+        for (size_t i = 0; i < width; i += 8) {
+            __m256i mask_i32x8 = tail_mask_i32x8(width - i < 8 ? width - i : 8);
+            __m256 xhat_f32x8 = _mm256_mul_ps(_mm256_sub_ps(load_f32x8(x + i, mask_i32x8), mean_f32x8), rstd_f32x8);
+            __m256 g_f32x8 = _mm256_mul_ps(load_f32x8(dy + i, mask_i32x8), load_f32x8(c->weight + i, mask_i32x8));
+            sum_g_f32x8 = _mm256_add_ps(sum_g_f32x8, g_f32x8);
+            sum_gx_f32x8 = _mm256_fmadd_ps(g_f32x8, xhat_f32x8, sum_gx_f32x8);
+        }
+        __m256 mean_g_f32x8 = _mm256_set1_ps(reduce_add_f32x8(sum_g_f32x8) / (float)width);
+        __m256 mean_gx_f32x8 = _mm256_set1_ps(reduce_add_f32x8(sum_gx_f32x8) / (float)width);
+        for (size_t i = 0; i < width; i += 8) {
+            __m256i mask_i32x8 = tail_mask_i32x8(width - i < 8 ? width - i : 8);
+            __m256 xhat_f32x8 = _mm256_mul_ps(_mm256_sub_ps(load_f32x8(x + i, mask_i32x8), mean_f32x8), rstd_f32x8);
+            __m256 g_f32x8 = _mm256_mul_ps(load_f32x8(dy + i, mask_i32x8), load_f32x8(c->weight + i, mask_i32x8));
+            __m256 value_f32x8 = _mm256_fnmadd_ps(xhat_f32x8, mean_gx_f32x8, _mm256_sub_ps(g_f32x8, mean_g_f32x8));
+            _mm256_maskstore_ps(dx + i, mask_i32x8, _mm256_mul_ps(value_f32x8, rstd_f32x8));
+        }
+    }
+}
+
+UFORM_HASWELL static void layernorm_backward_columns_haswell(void *opaque, size_t begin, size_t end) {
+    const layernorm_context_t *c = opaque;
+    for (size_t i = begin; i < end; i += 8) {
+        __m256i mask_i32x8 = tail_mask_i32x8(end - i < 8 ? end - i : 8);
+        __m256 dweight_f32x8 = load_f32x8(c->dweight + i, mask_i32x8), dbias_f32x8 = load_f32x8(c->dbias + i, mask_i32x8);
+        for (size_t r = 0; r < c->rows; ++r) {
+            __m256 dy_f32x8 = load_f32x8(c->dy + r * c->dy_stride + i, mask_i32x8);
+            __m256 xhat_f32x8 = _mm256_mul_ps(
+                _mm256_sub_ps(load_f32x8(c->x + r * c->x_stride + i, mask_i32x8), _mm256_set1_ps(c->mean_in[r])),
+                _mm256_set1_ps(c->rstd_in[r]));
+            dweight_f32x8 = _mm256_fmadd_ps(dy_f32x8, xhat_f32x8, dweight_f32x8);
+            dbias_f32x8 = _mm256_add_ps(dbias_f32x8, dy_f32x8);
+        }
+        _mm256_maskstore_ps(c->dweight + i, mask_i32x8, dweight_f32x8);
+        _mm256_maskstore_ps(c->dbias + i, mask_i32x8, dbias_f32x8);
+    }
+}
+
+static void layernorm_backward_f32_haswell(size_t rows, size_t width, const float *x, size_t x_stride,
+                                           const float *weight, const float *mean, const float *rstd, const float *dy,
+                                           size_t dy_stride, float *dx, size_t dx_stride, float *dweight, float *dbias,
+                                           const uform__parallel_t *parallel) {
+    layernorm_context_t context = {.rows = rows, .width = width, .x_stride = x_stride, .dy_stride = dy_stride,
+                                   .dx_stride = dx_stride, .x = x, .weight = weight, .mean_in = mean, .rstd_in = rstd,
+                                   .dy = dy, .dx = dx, .dweight = dweight, .dbias = dbias};
+    uform__nn_parallel_ranges(parallel, rows, 16, layernorm_backward_rows_haswell, &context);
+    uform__nn_parallel_ranges(parallel, width, 64, layernorm_backward_columns_haswell, &context);
+}
+
+typedef struct xent_context_t {
+    size_t width, logits_stride, dlogits_stride;
+    const float *logits, *scale, *probs_in, *dloss;
+    const int32_t *targets;
+    float *probs, *loss, *dlogits, *dscale;
+} xent_context_t;
+
+UFORM_HASWELL static void xent_forward_rows_haswell(void *opaque, size_t begin, size_t end) {
+    const xent_context_t *c = opaque;
+    size_t width = c->width;
+    for (size_t r = begin; r < end; ++r) {
+        const float *z = c->logits + r * c->logits_stride;
+        float *p = c->probs + r * width;
+        float scale = c->scale ? c->scale[r] : 1.0f, max = -INFINITY;
+        __m256 scale_f32x8 = _mm256_set1_ps(scale), max_f32x8 = _mm256_set1_ps(-INFINITY);
+        size_t i = 0;
+        for (; i + 8 <= width; i += 8) max_f32x8 = _mm256_max_ps(max_f32x8, _mm256_mul_ps(_mm256_loadu_ps(z + i), scale_f32x8));
+        __m128 max_f32x4 = _mm_max_ps(_mm256_castps256_ps128(max_f32x8), _mm256_extractf128_ps(max_f32x8, 1));
+        max_f32x4 = _mm_max_ps(max_f32x4, _mm_movehl_ps(max_f32x4, max_f32x4));
+        max = _mm_cvtss_f32(_mm_max_ss(max_f32x4, _mm_movehdup_ps(max_f32x4)));
+        for (; i < width; ++i) max = scale * z[i] > max ? scale * z[i] : max;
+        __m256 shift_f32x8 = _mm256_set1_ps(max), sum_f32x8 = _mm256_setzero_ps();
+        for (i = 0; i < width; i += 8) {
+            __m256i mask_i32x8 = tail_mask_i32x8(width - i < 8 ? width - i : 8);
+            __m256 value_f32x8 = exp_f32x8(_mm256_fmsub_ps(load_f32x8(z + i, mask_i32x8), scale_f32x8, shift_f32x8));
+            value_f32x8 = _mm256_and_ps(value_f32x8, _mm256_castsi256_ps(mask_i32x8));
+            _mm256_maskstore_ps(p + i, mask_i32x8, value_f32x8);
+            sum_f32x8 = _mm256_add_ps(sum_f32x8, value_f32x8);
+        }
+        float sum = reduce_add_f32x8(sum_f32x8);
+        __m256 inverse_f32x8 = _mm256_set1_ps(1.0f / sum);
+        for (i = 0; i < width; i += 8) {
+            __m256i mask_i32x8 = tail_mask_i32x8(width - i < 8 ? width - i : 8);
+            _mm256_maskstore_ps(p + i, mask_i32x8, _mm256_mul_ps(load_f32x8(p + i, mask_i32x8), inverse_f32x8));
+        }
+        int32_t target = c->targets[r];
+        c->loss[r] = target < 0 ? 0.0f : logf(sum) + max - scale * z[target];
+    }
+}
+
+static void softmax_xent_forward_f32_haswell(size_t rows, size_t width, const float *logits, size_t logits_stride,
+                                             const int32_t *targets, const float *scale, float *probs, float *loss,
+                                             const uform__parallel_t *parallel) {
+    xent_context_t context = {.width = width, .logits_stride = logits_stride, .logits = logits, .scale = scale,
+                              .targets = targets, .probs = probs, .loss = loss};
+    uform__nn_parallel_ranges(parallel, rows, 8, xent_forward_rows_haswell, &context);
+}
+
+UFORM_HASWELL static void xent_backward_rows_haswell(void *opaque, size_t begin, size_t end) {
+    const xent_context_t *c = opaque;
+    size_t width = c->width;
+    for (size_t r = begin; r < end; ++r) {
+        const float *z = c->logits + r * c->logits_stride, *p = c->probs_in + r * width;
+        float *dz = c->dlogits + r * c->dlogits_stride;
+        int32_t target = c->targets[r];
+        if (target < 0) {
+            memset(dz, 0, width * sizeof(float));
+            if (c->dscale) c->dscale[r] = 0.0f;
+            continue;
+        }
+        float scale = c->scale ? c->scale[r] : 1.0f, g = c->dloss[r];
+        __m256 factor_f32x8 = _mm256_set1_ps(g * scale), dscale_f32x8 = _mm256_setzero_ps();
+        const __m256i lanes_i32x8 = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+        for (size_t i = 0; i < width; i += 8) {
+            __m256i mask_i32x8 = tail_mask_i32x8(width - i < 8 ? width - i : 8);
+            __m256 hit_f32x8 = _mm256_castsi256_ps(
+                _mm256_cmpeq_epi32(_mm256_add_epi32(_mm256_set1_epi32((int)i), lanes_i32x8), _mm256_set1_epi32(target)));
+            __m256 delta_f32x8 = _mm256_sub_ps(load_f32x8(p + i, mask_i32x8), _mm256_and_ps(hit_f32x8, _mm256_set1_ps(1.0f)));
+            _mm256_maskstore_ps(dz + i, mask_i32x8, _mm256_mul_ps(delta_f32x8, factor_f32x8));
+            dscale_f32x8 = _mm256_fmadd_ps(_mm256_and_ps(delta_f32x8, _mm256_castsi256_ps(mask_i32x8)),
+                                           load_f32x8(z + i, mask_i32x8), dscale_f32x8);
+        }
+        if (c->dscale) c->dscale[r] = g * reduce_add_f32x8(dscale_f32x8);
+    }
+}
+
+static void softmax_xent_backward_f32_haswell(size_t rows, size_t width, const float *logits, size_t logits_stride,
+                                              const int32_t *targets, const float *scale, const float *probs,
+                                              const float *dloss, float *dlogits, size_t dlogits_stride, float *dscale,
+                                              const uform__parallel_t *parallel) {
+    xent_context_t context = {.width = width, .logits_stride = logits_stride, .dlogits_stride = dlogits_stride,
+                              .logits = logits, .scale = scale, .probs_in = probs, .dloss = dloss,
+                              .targets = targets, .dlogits = dlogits, .dscale = scale ? dscale : NULL};
+    uform__nn_parallel_ranges(parallel, rows, 8, xent_backward_rows_haswell, &context);
+}
+
+typedef struct l2_context_t {
+    size_t width, x_stride, y_stride, dy_stride, dx_stride;
+    float eps;
+    const float *x, *norm_in, *dy;
+    float *y, *norm, *dx;
+} l2_context_t;
+
+UFORM_HASWELL static void l2norm_forward_rows_haswell(void *opaque, size_t begin, size_t end) {
+    const l2_context_t *c = opaque;
+    for (size_t r = begin; r < end; ++r) {
+        const float *x = c->x + r * c->x_stride;
+        float *y = c->y + r * c->y_stride;
+        __m256 squares_f32x8 = _mm256_setzero_ps();
+        for (size_t i = 0; i < c->width; i += 8) {
+            __m256 value_f32x8 = load_f32x8(x + i, tail_mask_i32x8(c->width - i < 8 ? c->width - i : 8));
+            squares_f32x8 = _mm256_fmadd_ps(value_f32x8, value_f32x8, squares_f32x8);
+        }
+        float norm = sqrtf(reduce_add_f32x8(squares_f32x8));
+        norm = norm > c->eps ? norm : c->eps;
+        __m256 norm_f32x8 = _mm256_set1_ps(norm);
+        for (size_t i = 0; i < c->width; i += 8) {
+            __m256i mask_i32x8 = tail_mask_i32x8(c->width - i < 8 ? c->width - i : 8);
+            _mm256_maskstore_ps(y + i, mask_i32x8, _mm256_div_ps(load_f32x8(x + i, mask_i32x8), norm_f32x8));
+        }
+        c->norm[r] = norm;
+    }
+}
+
+static void l2norm_forward_f32_haswell(size_t rows, size_t width, const float *x, size_t x_stride, float eps, float *y,
+                                       size_t y_stride, float *norm, const uform__parallel_t *parallel) {
+    l2_context_t context = {.width = width, .x_stride = x_stride, .y_stride = y_stride, .eps = eps, .x = x, .y = y,
+                            .norm = norm};
+    uform__nn_parallel_ranges(parallel, rows, 16, l2norm_forward_rows_haswell, &context);
+}
+
+UFORM_HASWELL static void l2norm_backward_rows_haswell(void *opaque, size_t begin, size_t end) {
+    const l2_context_t *c = opaque;
+    for (size_t r = begin; r < end; ++r) {
+        const float *y = c->x + r * c->y_stride, *dy = c->dy + r * c->dy_stride;
+        float *dx = c->dx + r * c->dx_stride;
+        float norm = c->norm_in[r];
+        if (norm <= c->eps) {
+            for (size_t i = 0; i < c->width; ++i) dx[i] = dy[i] / c->eps;
+            continue;
+        }
+        __m256 dot_f32x8 = _mm256_setzero_ps();
+        for (size_t i = 0; i < c->width; i += 8) {
+            __m256i mask_i32x8 = tail_mask_i32x8(c->width - i < 8 ? c->width - i : 8);
+            dot_f32x8 = _mm256_fmadd_ps(load_f32x8(y + i, mask_i32x8), load_f32x8(dy + i, mask_i32x8), dot_f32x8);
+        }
+        __m256 dot_all_f32x8 = _mm256_set1_ps(reduce_add_f32x8(dot_f32x8)), norm_f32x8 = _mm256_set1_ps(norm);
+        for (size_t i = 0; i < c->width; i += 8) {
+            __m256i mask_i32x8 = tail_mask_i32x8(c->width - i < 8 ? c->width - i : 8);
+            __m256 value_f32x8 = _mm256_fnmadd_ps(load_f32x8(y + i, mask_i32x8), dot_all_f32x8, load_f32x8(dy + i, mask_i32x8));
+            _mm256_maskstore_ps(dx + i, mask_i32x8, _mm256_div_ps(value_f32x8, norm_f32x8));
+        }
+    }
+}
+
+static void l2norm_backward_f32_haswell(size_t rows, size_t width, const float *y, size_t y_stride, const float *norm,
+                                        float eps, const float *dy, size_t dy_stride, float *dx, size_t dx_stride,
+                                        const uform__parallel_t *parallel) {
+    l2_context_t context = {.width = width, .y_stride = y_stride, .dy_stride = dy_stride, .dx_stride = dx_stride,
+                            .eps = eps, .x = y, .norm_in = norm, .dy = dy, .dx = dx};
+    uform__nn_parallel_ranges(parallel, rows, 16, l2norm_backward_rows_haswell, &context);
+}
+
+typedef struct adamw_context_t {
+    float *params, *m, *v;
+    const float *grads;
+    float beta1, beta2, eps, decay_factor, step_size, correction2_sqrt;
+} adamw_context_t;
+
+UFORM_HASWELL static void adamw_range_haswell(void *opaque, size_t begin, size_t end) {
+    const adamw_context_t *c = opaque;
+    __m256 beta1_f32x8 = _mm256_set1_ps(c->beta1), beta2_f32x8 = _mm256_set1_ps(c->beta2);
+    __m256 one_minus_beta1_f32x8 = _mm256_set1_ps(1.0f - c->beta1), one_minus_beta2_f32x8 = _mm256_set1_ps(1.0f - c->beta2);
+    __m256 eps_f32x8 = _mm256_set1_ps(c->eps), decay_f32x8 = _mm256_set1_ps(c->decay_factor);
+    __m256 step_f32x8 = _mm256_set1_ps(c->step_size), correction_f32x8 = _mm256_set1_ps(c->correction2_sqrt);
+    for (size_t i = begin; i < end; i += 8) {
+        __m256i mask_i32x8 = tail_mask_i32x8(end - i < 8 ? end - i : 8);
+        __m256 g_f32x8 = load_f32x8(c->grads + i, mask_i32x8);
+        __m256 p_f32x8 = _mm256_mul_ps(load_f32x8(c->params + i, mask_i32x8), decay_f32x8);
+        __m256 m_f32x8 = _mm256_fmadd_ps(load_f32x8(c->m + i, mask_i32x8), beta1_f32x8, _mm256_mul_ps(one_minus_beta1_f32x8, g_f32x8));
+        __m256 v_f32x8 = _mm256_fmadd_ps(load_f32x8(c->v + i, mask_i32x8), beta2_f32x8,
+                                         _mm256_mul_ps(_mm256_mul_ps(one_minus_beta2_f32x8, g_f32x8), g_f32x8));
+        __m256 denominator_f32x8 = _mm256_add_ps(_mm256_div_ps(_mm256_sqrt_ps(v_f32x8), correction_f32x8), eps_f32x8);
+        p_f32x8 = _mm256_fnmadd_ps(step_f32x8, _mm256_div_ps(m_f32x8, denominator_f32x8), p_f32x8);
+        _mm256_maskstore_ps(c->params + i, mask_i32x8, p_f32x8);
+        _mm256_maskstore_ps(c->m + i, mask_i32x8, m_f32x8);
+        _mm256_maskstore_ps(c->v + i, mask_i32x8, v_f32x8);
+    }
+}
+
+static void adamw_f32_haswell(size_t n, float *params, const float *grads, float *m, float *v, float lr, float beta1,
+                              float beta2, float eps, float weight_decay, uint64_t step,
+                              const uform__parallel_t *parallel) {
+    double correction1 = 1.0 - pow((double)beta1, (double)step), correction2 = 1.0 - pow((double)beta2, (double)step);
+    adamw_context_t context = {params, m, v, grads, beta1, beta2, eps, 1.0f - lr * weight_decay,
+                               (float)(lr / correction1), (float)sqrt(correction2)};
+    uform__nn_parallel_ranges(parallel, n, 4096, adamw_range_haswell, &context);
+}
+
+enum { sum_block = UFORM__NN_SUM_BLOCK, sum_prongs_most = 64 };
+
+typedef struct sum_context_t {
+    const float *x;
+    size_t n, blocks, prongs;
+    double partial[sum_prongs_most];
+} sum_context_t;
+
+UFORM_HASWELL static void sum_squares_prong_haswell(void *opaque, size_t thread, size_t prong) {
+    sum_context_t *c = opaque;
+    size_t first, last;
+    uform__split_range(c->blocks, c->prongs, prong, &first, &last);
+    double total = 0.0;
+    for (size_t b = first; b < last; ++b) {
+        size_t begin = b * sum_block, end = begin + sum_block < c->n ? begin + sum_block : c->n;
+        __m256d low_f64x4 = _mm256_setzero_pd(), high_f64x4 = _mm256_setzero_pd();
+        for (size_t i = begin; i < end; i += 8) {
+            __m256 value_f32x8 = load_f32x8(c->x + i, tail_mask_i32x8(end - i < 8 ? end - i : 8));
+            __m256d low_value_f64x4 = _mm256_cvtps_pd(_mm256_castps256_ps128(value_f32x8));
+            __m256d high_value_f64x4 = _mm256_cvtps_pd(_mm256_extractf128_ps(value_f32x8, 1));
+            low_f64x4 = _mm256_fmadd_pd(low_value_f64x4, low_value_f64x4, low_f64x4);
+            high_f64x4 = _mm256_fmadd_pd(high_value_f64x4, high_value_f64x4, high_f64x4);
+        }
+        __m256d sum_f64x4 = _mm256_add_pd(low_f64x4, high_f64x4);
+        __m128d half_f64x2 = _mm_add_pd(_mm256_castpd256_pd128(sum_f64x4), _mm256_extractf128_pd(sum_f64x4, 1));
+        total += _mm_cvtsd_f64(_mm_add_sd(half_f64x2, _mm_unpackhi_pd(half_f64x2, half_f64x2)));
+    }
+    c->partial[prong] = total;
+}
+
+static double sum_squares_f32_haswell(size_t n, const float *x, const uform__parallel_t *parallel) {
+    sum_context_t context = {.x = x, .n = n, .blocks = (n + sum_block - 1) / sum_block};
+    if (context.blocks == 0) return 0.0;
+    context.prongs = context.blocks < sum_prongs_most ? context.blocks : sum_prongs_most;
+    uform__parallel_for(parallel, context.prongs, sum_squares_prong_haswell, &context);
+    double total = 0.0;
+    for (size_t p = 0; p < context.prongs; ++p) total += context.partial[p];
+    return total;
+}
+
 const uform__nn_kernels_t uform__nn_kernels_haswell = {
     .attention_forward = attention_forward_f32_haswell,
     .attention_backward = attention_backward_f32_haswell,
-    .layernorm_forward = uform__nn_layernorm_forward_f32_serial,
-    .layernorm_backward = uform__nn_layernorm_backward_f32_serial,
+    .layernorm_forward = layernorm_forward_f32_haswell,
+    .layernorm_backward = layernorm_backward_f32_haswell,
     .gelu_forward = gelu_forward_f32_haswell,
     .gelu_backward = gelu_backward_f32_haswell,
-    .softmax_xent_forward = uform__nn_softmax_xent_forward_f32_serial,
-    .softmax_xent_backward = uform__nn_softmax_xent_backward_f32_serial,
-    .l2norm_forward = uform__nn_l2norm_forward_f32_serial,
-    .l2norm_backward = uform__nn_l2norm_backward_f32_serial,
+    .softmax_xent_forward = softmax_xent_forward_f32_haswell,
+    .softmax_xent_backward = softmax_xent_backward_f32_haswell,
+    .l2norm_forward = l2norm_forward_f32_haswell,
+    .l2norm_backward = l2norm_backward_f32_haswell,
     .mean_pool_forward = uform__nn_mean_pool_forward_f32_serial,
     .mean_pool_backward = uform__nn_mean_pool_backward_f32_serial,
     .embedding_forward = uform__nn_embedding_forward_f32_serial,
@@ -361,6 +713,6 @@ const uform__nn_kernels_t uform__nn_kernels_haswell = {
     .f16_to_f32 = f16_to_f32_haswell,
     .f32_to_i8 = uform__nn_f32_to_i8_serial,
     .f32_to_b1 = uform__nn_f32_to_b1_serial,
-    .adamw = uform__nn_adamw_f32_serial,
-    .sum_squares = uform__nn_sum_squares_f32_serial,
+    .adamw = adamw_f32_haswell,
+    .sum_squares = sum_squares_f32_haswell,
 };
