@@ -50,7 +50,7 @@ static uform_session_status_t fail(uform_program_builder_t builder, uform_sessio
 static int reserve(void **array, size_t *capacity, size_t count, size_t size) {
     if (count < *capacity) return 1;
     size_t grown = *capacity ? *capacity * 2 : 8;
-    void *larger = realloc(*array, grown * size);
+    void *larger = uform__session_realloc(*array, grown * size);
     if (!larger) return 0;
     *array = larger;
     *capacity = grown;
@@ -59,7 +59,7 @@ static int reserve(void **array, size_t *capacity, size_t count, size_t size) {
 
 uform_session_status_t uform_program_builder_init(uform_program_builder_t *builder) {
     if (!builder) return UFORM_SESSION_INVALID_PROGRAM;
-    *builder = (uform_program_builder_t)calloc(1, sizeof **builder);
+    *builder = (uform_program_builder_t)uform__session_calloc(1, sizeof **builder);
     return *builder ? UFORM_SESSION_OK : UFORM_SESSION_OUT_OF_MEMORY;
 }
 
@@ -114,7 +114,7 @@ static uform_session_status_t make_type(uform_program_builder_t builder, uform_s
 static char *copy_name(const char *name) {
     if (!name || !*name) return NULL;
     size_t length = strlen(name);
-    char *copy = (char *)malloc(length + 1);
+    char *copy = (char *)uform__session_malloc(length + 1);
     if (copy) memcpy(copy, name, length + 1);
     return copy;
 }
@@ -156,7 +156,7 @@ uform_session_status_t uform_program_builder_constant(uform_program_builder_t bu
         return fail(builder, UFORM_SESSION_OUT_OF_MEMORY, "no memory for a constant");
     record_t *record = &builder->constants[builder->constant_count];
     memset(record, 0, sizeof *record);
-    record->payload = malloc(payload_size ? payload_size : 1);
+    record->payload = uform__session_malloc(payload_size ? payload_size : 1);
     if (!record->payload) return fail(builder, UFORM_SESSION_OUT_OF_MEMORY, "no memory for a payload");
     if (payload_size) memcpy(record->payload, payload, payload_size);
     record->payload_size = payload_size;
@@ -206,8 +206,8 @@ uform_session_status_t uform_program_builder_operation(uform_program_builder_t b
     op->opcode = (uint16_t)opcode;
     op->operand_count = (uint32_t)operand_count;
     op->attribute_count = (uint32_t)attribute_count;
-    op->operands = (uint32_t *)malloc(operand_count * 4u + 4u);
-    op->attributes = (int64_t *)malloc(attribute_count * 8u + 8u);
+    op->operands = (uint32_t *)uform__session_malloc(operand_count * 4u + 4u);
+    op->attributes = (int64_t *)uform__session_malloc(attribute_count * 8u + 8u);
     if (!op->operands || !op->attributes) {
         free(op->operands);
         free(op->attributes);
@@ -243,7 +243,7 @@ static int put(uform_program_builder_t builder, const void *data, size_t size) {
     if (builder->capacity - builder->length < size) {
         size_t grown = builder->capacity ? builder->capacity : 256;
         while (grown - builder->length < size) grown *= 2;
-        unsigned char *larger = (unsigned char *)realloc(builder->bytes, grown);
+        unsigned char *larger = (unsigned char *)uform__session_realloc(builder->bytes, grown);
         if (!larger) return 0;
         builder->bytes = larger;
         builder->capacity = grown;

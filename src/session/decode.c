@@ -71,7 +71,7 @@ static int take_string(cursor_t *cursor, char **out, uform__session_error_t *err
         return 0;
     }
     if (length) {
-        *out = (char *)malloc(length + 1u);
+        *out = (char *)uform__session_malloc(length + 1u);
         if (!*out) {
             *status = uform__session_error(error, UFORM_SESSION_OUT_OF_MEMORY, "%s %u: no memory for its name", table, entry);
             return 0;
@@ -118,13 +118,13 @@ static uform_session_status_t decode(cursor_t cursor, uform__session_ir_t *ir, u
     if (ir->output_count > left(&cursor) / 8) return FAIL("truncated: %u outputs cannot fit in the %zu bytes left", ir->output_count, left(&cursor));
 
     size_t n = ir->value_count ? ir->value_count : 1;
-    ir->types = (uform__session_type_t *)calloc(n, sizeof *ir->types);
-    ir->origins = (uint8_t *)calloc(n, 1);
-    ir->definers = (uint32_t *)calloc(n, sizeof *ir->definers);
-    ir->parameters = (uform__session_named_t *)calloc(ir->parameter_count + 1u, sizeof *ir->parameters);
-    ir->constants = (uform__session_constant_t *)calloc(ir->constant_count + 1u, sizeof *ir->constants);
-    ir->operations = (uform__session_operation_t *)calloc(ir->operation_count + 1u, sizeof *ir->operations);
-    ir->outputs = (uform__session_named_t *)calloc(ir->output_count, sizeof *ir->outputs);
+    ir->types = (uform__session_type_t *)uform__session_calloc(n, sizeof *ir->types);
+    ir->origins = (uint8_t *)uform__session_calloc(n, 1);
+    ir->definers = (uint32_t *)uform__session_calloc(n, sizeof *ir->definers);
+    ir->parameters = (uform__session_named_t *)uform__session_calloc(ir->parameter_count + 1u, sizeof *ir->parameters);
+    ir->constants = (uform__session_constant_t *)uform__session_calloc(ir->constant_count + 1u, sizeof *ir->constants);
+    ir->operations = (uform__session_operation_t *)uform__session_calloc(ir->operation_count + 1u, sizeof *ir->operations);
+    ir->outputs = (uform__session_named_t *)uform__session_calloc(ir->output_count, sizeof *ir->outputs);
     if (!ir->types || !ir->origins || !ir->definers || !ir->parameters || !ir->constants || !ir->operations || !ir->outputs)
         return NOMEM("the program tables");
 
@@ -158,7 +158,7 @@ static uform_session_status_t decode(cursor_t cursor, uform__session_ir_t *ir, u
             return FAIL("constant %u (value %u): payload of %llu bytes, its type needs %zu", i, constant->value,
                         (unsigned long long)size, type->bytes);
         if (left(&cursor) < size) return TRUNCATED("the payload of constant %u", i);
-        constant->payload = aligned_alloc(64, (type->bytes + 63u) & ~(size_t)63u);
+        constant->payload = uform__session_aligned(64, (type->bytes + 63u) & ~(size_t)63u);
         if (!constant->payload) return NOMEM("a constant payload");
         memcpy(constant->payload, cursor.bytes + cursor.offset, type->bytes);
         cursor.offset += type->bytes;
@@ -175,8 +175,8 @@ static uform_session_status_t decode(cursor_t cursor, uform__session_ir_t *ir, u
                         op->attribute_count, UFORM__SESSION_MAX_OPERANDS, UFORM__SESSION_MAX_ATTRIBUTES);
         if (left(&cursor) < (size_t)op->operand_count * 4u + (size_t)op->attribute_count * 8u)
             return TRUNCATED("the operands of operation %u", i);
-        op->operands = (uint32_t *)malloc((size_t)op->operand_count * 4u + 4u);
-        op->attributes = (int64_t *)malloc((size_t)op->attribute_count * 8u + 8u);
+        op->operands = (uint32_t *)uform__session_malloc((size_t)op->operand_count * 4u + 4u);
+        op->attributes = (int64_t *)uform__session_malloc((size_t)op->attribute_count * 8u + 8u);
         if (!op->operands || !op->attributes) return NOMEM("operation operands");
         for (uint32_t j = 0; j < op->operand_count; ++j) {
             take_u32(&cursor, &op->operands[j]);

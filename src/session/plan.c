@@ -54,9 +54,9 @@ typedef struct interval_t {
 static uform_session_status_t build_fused(uform__session_plan_t *plan, uform__session_step_t *step, uint32_t first,
                                           uint32_t count, uint32_t *register_of, uform__session_error_t *error) {
     const uform__session_ir_t *ir = &plan->ir;
-    step->fused = (uform__session_fused_op_t *)calloc(count, sizeof *step->fused);
-    step->loads = (uform__session_fused_load_t *)calloc((size_t)count * 3u, sizeof *step->loads);
-    step->register_dtypes = (uint8_t *)calloc((size_t)count * 4u, 1);
+    step->fused = (uform__session_fused_op_t *)uform__session_calloc(count, sizeof *step->fused);
+    step->loads = (uform__session_fused_load_t *)uform__session_calloc((size_t)count * 3u, sizeof *step->loads);
+    step->register_dtypes = (uint8_t *)uform__session_calloc((size_t)count * 4u, 1);
     if (!step->fused || !step->loads || !step->register_dtypes)
         return uform__session_error(error, UFORM_SESSION_OUT_OF_MEMORY, "no memory for a fused step");
     step->fused_count = count;
@@ -96,19 +96,19 @@ static uform_session_status_t plan_program(uform__session_plan_t *plan, uform__s
                                         v, ir->types[v].bytes);
 
     size_t n = V ? V : 1;
-    uint32_t *root = (uint32_t *)malloc(n * sizeof *root);
-    uint32_t *op_step = (uint32_t *)malloc(((size_t)O + 1u) * sizeof *op_step);
-    uint32_t *last_use = (uint32_t *)malloc(n * sizeof *last_use);
-    uint8_t *outside = (uint8_t *)calloc(n, 1);
-    uint8_t *served = (uint8_t *)calloc(Q, 1);
-    uint32_t *register_of = (uint32_t *)malloc(n * sizeof *register_of);
-    interval_t *live = (interval_t *)malloc(n * sizeof *live);
-    uint32_t *group_first = (uint32_t *)malloc(((size_t)O + Q + 1u) * sizeof *group_first);
-    plan->storage = (uform__session_storage_t *)calloc(n, sizeof *plan->storage);
-    plan->steps = (uform__session_step_t *)calloc((size_t)O + Q + 1u, sizeof *plan->steps);
-    plan->addresses = (void **)calloc(n, sizeof *plan->addresses);
-    plan->input_descriptors = (uform_descriptor_t *)calloc(P + 1u, sizeof *plan->input_descriptors);
-    plan->output_descriptors = (uform_descriptor_t *)calloc(Q, sizeof *plan->output_descriptors);
+    uint32_t *root = (uint32_t *)uform__session_malloc(n * sizeof *root);
+    uint32_t *op_step = (uint32_t *)uform__session_malloc(((size_t)O + 1u) * sizeof *op_step);
+    uint32_t *last_use = (uint32_t *)uform__session_malloc(n * sizeof *last_use);
+    uint8_t *outside = (uint8_t *)uform__session_calloc(n, 1);
+    uint8_t *served = (uint8_t *)uform__session_calloc(Q, 1);
+    uint32_t *register_of = (uint32_t *)uform__session_malloc(n * sizeof *register_of);
+    interval_t *live = (interval_t *)uform__session_malloc(n * sizeof *live);
+    uint32_t *group_first = (uint32_t *)uform__session_malloc(((size_t)O + Q + 1u) * sizeof *group_first);
+    plan->storage = (uform__session_storage_t *)uform__session_calloc(n, sizeof *plan->storage);
+    plan->steps = (uform__session_step_t *)uform__session_calloc((size_t)O + Q + 1u, sizeof *plan->steps);
+    plan->addresses = (void **)uform__session_calloc(n, sizeof *plan->addresses);
+    plan->input_descriptors = (uform_descriptor_t *)uform__session_calloc(P + 1u, sizeof *plan->input_descriptors);
+    plan->output_descriptors = (uform_descriptor_t *)uform__session_calloc(Q, sizeof *plan->output_descriptors);
     if (!root || !op_step || !last_use || !outside || !served || !register_of || !live || !group_first || !plan->storage ||
         !plan->steps || !plan->addresses || !plan->input_descriptors || !plan->output_descriptors) {
         status = uform__session_error(error, UFORM_SESSION_OUT_OF_MEMORY, "no memory for the plan");

@@ -37,7 +37,7 @@ const char *uform_session_status_name(uform_session_status_t status) {
 
 uform_session_status_t uform_session_init(uform_session_t *session) {
     if (!session) return UFORM_SESSION_INVALID_HANDLE;
-    *session = (uform_session_t)calloc(1, sizeof **session);
+    *session = (uform_session_t)uform__session_calloc(1, sizeof **session);
     if (!*session) return UFORM_SESSION_OUT_OF_MEMORY;
     for (unsigned i = 0; i < UFORM_SESSION_MAX_PROGRAMS; ++i) (*session)->slots[i].generation = 1;
     return UFORM_SESSION_OK;
@@ -86,7 +86,7 @@ uform_session_status_t uform_session_compile(uform_session_t session, const void
         uform__session_ir_free(&ir);
         return remember(session, &error);
     }
-    uform__session_plan_t *plan = (uform__session_plan_t *)calloc(1, sizeof *plan);
+    uform__session_plan_t *plan = (uform__session_plan_t *)uform__session_calloc(1, sizeof *plan);
     if (!plan) {
         uform__session_ir_free(&ir);
         uform__session_error(&error, UFORM_SESSION_OUT_OF_MEMORY, "no memory for a plan");
@@ -161,7 +161,7 @@ uform_session_status_t uform_session_invoke(uform_session_t session, uform_progr
             if (overlap(scratch, scratch_size, outputs[k], output_sizes[k])) return UFORM_SESSION_INVALID_BUFFER;
     } else {
         if (session->scratch_capacity < plan->scratch_size) {
-            unsigned char *grown = (unsigned char *)malloc(plan->scratch_size);
+            unsigned char *grown = (unsigned char *)uform__session_malloc(plan->scratch_size);
             if (!grown) {
                 uform__session_error_t error;
                 uform__session_error(&error, UFORM_SESSION_OUT_OF_MEMORY, "no memory for %zu bytes of scratch",

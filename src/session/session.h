@@ -32,6 +32,16 @@ typedef struct uform__session_error_t {
 uform_session_status_t uform__session_error(uform__session_error_t *error, uform_session_status_t status,
                                             const char *format, ...) __attribute__((format(printf, 3, 4)));
 
+/* Every allocation of the session and the builder goes through these, so tests can make the
+ * allocator fail on purpose: after uform__session_fail_allocations_after(n) the next n allocations
+ * succeed and every later one answers NULL, until it is called again with a negative n (the
+ * default: never fail). The countdown is process-wide and meant for single-threaded tests only. */
+void *uform__session_malloc(size_t size);
+void *uform__session_calloc(size_t count, size_t size);
+void *uform__session_realloc(void *pointer, size_t size);
+void *uform__session_aligned(size_t alignment, size_t size); /* size is rounded up to the alignment */
+void uform__session_fail_allocations_after(long count);
+
 /* A value's static type: dtype, rank and dims; `count` elements, `bytes` bytes (dense). */
 typedef struct uform__session_type_t {
     uint8_t dtype;

@@ -6,6 +6,7 @@
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "session/session.h"
@@ -20,6 +21,24 @@ uform_session_status_t uform__session_error(uform__session_error_t *error, uform
         error->status = status;
     }
     return status;
+}
+
+static long allocations_left = -1; /* negative: never fail */
+
+static int allocation_allowed(void) {
+    long left = __atomic_load_n(&allocations_left, __ATOMIC_RELAXED);
+    if (left < 0) return 1;
+    if (left == 0) return 0;
+    __atomic_store_n(&allocations_left, left - 1, __ATOMIC_RELAXED);
+    return 1;
+}
+
+void uform__session_fail_allocations_after(long count) { __atomic_store_n(&allocations_left, count, __ATOMIC_RELAXED); }
+void *uform__session_malloc(size_t size) { return allocation_allowed() ? malloc(size) : NULL; }
+void *uform__session_calloc(size_t count, size_t size) { return allocation_allowed() ? calloc(count, size) : NULL; }
+void *uform__session_realloc(void *pointer, size_t size) { return allocation_allowed() ? realloc(pointer, size) : NULL; }
+void *uform__session_aligned(size_t alignment, size_t size) {
+    return allocation_allowed() ? aligned_alloc(alignment, (size + alignment - 1) / alignment * alignment) : NULL;
 }
 
 static const size_t dtype_sizes[UFORM__SESSION_DTYPE_COUNT] = {4, 8, 2, 2, 1, 4, 8, 1, 1};

@@ -4,13 +4,15 @@
  * byte, bad magic, ids out of range, forward references and cycles, shapes that do not check,
  * payloads of the wrong size, unknown dtypes and opcodes), a plan above the byte limit; plus
  * descriptors, outputs that are parameters (copied, inputs unchanged), and the planner's scratch
- * reuse and fusion as seen through scratch_size. The last cause is checked to change only for
+ * reuse and fusion as seen through scratch_size, and OUT_OF_MEMORY at every allocation of the
+ * builder, compile and invoke (through the session's allocation hook). The last cause is checked to change only for
  * failures that go through the error mapping.
  */
 #include <stdint.h>
 #include <stdio.h>
 
 #include "session/programs.h"
+#include "session/session.h" /* uform__session_fail_allocations_after */
 
 static const size_t dims_23[2] = {2, 3}, dims_3[1] = {3}, dims_4[1] = {4};
 
@@ -422,6 +424,91 @@ static void test_plan_sizes(uform_session_t session) {
     CHECK_STATUS(uform_session_release(session, program), UFORM_SESSION_OK);
 }
 
+/* Fails the n-th allocation for every n until the call succeeds: each failure must be
+ * OUT_OF_MEMORY and leave nothing behind (the ASan build checks for leaks). */
+static void test_out_of_memory(void) {
+    uint64_t rng = 99;
+    uform_program_builder_t builder = NULL;
+    CHECK_STATUS(uform_program_builder_init(&builder), UFORM_SESSION_OK);
+    CHECK(program_template(builder, 1, &rng)); // matmul + softmax, two outputs
+    size_t length;
+    unsigned char *bytes = finish(builder, &length);
+    uform_program_builder_free(builder);
+
+    long failures = 0;
+    for (long n = 0; n < 10000; ++n) { // the builder
+        uform__session_fail_allocations_after(n);
+        uform_session_status_t statuses[6];
+        uint32_t x = 0, c = 0, y = 0;
+        float payload[3] = {1, 2, 3};
+        const void *wire;
+        size_t wire_length;
+        builder = NULL;
+        statuses[0] = uform_program_builder_init(&builder);
+        statuses[1] = uform_program_builder_parameter(builder, "x", UFORM_SESSION_DTYPE_F32, 2, dims_23, &x);
+        statuses[2] = uform_program_builder_constant(builder, UFORM_SESSION_DTYPE_F32, 1, dims_3, payload, 12, &c);
+        uint32_t ops[2] = {x, c};
+        statuses[3] = uform_program_builder_operation(builder, UFORM_SESSION_OP_ADD, ops, 2, NULL, 0, 0, UFORM_SESSION_INFER, NULL, &y);
+        statuses[4] = uform_program_builder_output(builder, "y", y);
+        statuses[5] = uform_program_builder_finish(builder, &wire, &wire_length);
+        uform__session_fail_allocations_after(-1);
+        uform_program_builder_free(builder);
+        int all_ok = 1;
+        for (int i = 0; i < 6; ++i) {
+            // A call after an earlier failure may also see a NULL builder or an unknown operand.
+            if (statuses[i] != UFORM_SESSION_OK) all_ok = 0;
+            CHECK(statuses[i] == UFORM_SESSION_OK || statuses[i] == UFORM_SESSION_OUT_OF_MEMORY ||
+                  (statuses[i] == UFORM_SESSION_INVALID_PROGRAM && i > 0 && statuses[0] != UFORM_SESSION_OK) ||
+                  (statuses[i] == UFORM_SESSION_INVALID_PROGRAM && i == 3));
+        }
+        if (all_ok) break;
+        ++failures;
+    }
+    CHECK(failures >= 5);
+
+    uform_session_t session = NULL;
+    uform__session_fail_allocations_after(0);
+    CHECK_STATUS(uform_session_init(&session), UFORM_SESSION_OUT_OF_MEMORY);
+    CHECK(session == NULL);
+    uform__session_fail_allocations_after(-1);
+    CHECK_STATUS(uform_session_init(&session), UFORM_SESSION_OK);
+    uform_program_t program;
+    failures = 0;
+    for (long n = 0; n < 10000; ++n) { // compile
+        uform__session_fail_allocations_after(n);
+        uform_session_status_t status = uform_session_compile(session, bytes, length, &program);
+        uform__session_fail_allocations_after(-1);
+        if (status == UFORM_SESSION_OK) break;
+        ++failures;
+        CHECK_STATUS(status, UFORM_SESSION_OUT_OF_MEMORY);
+        CHECK_CONTAINS(uform_session_last_cause(session), "memory");
+    }
+    CHECK_MSG(failures >= 10, "compile made only %ld allocations", failures);
+    // invoke with the session's own scratch, whose allocation fails
+    const uform_descriptor_t *ins, *outs;
+    size_t in_count, out_count;
+    uform_session_inputs(session, program, &ins, &in_count);
+    uform_session_outputs(session, program, &outs, &out_count);
+    CHECK_EQ_INT(in_count, 2);
+    CHECK_EQ_INT(out_count, 2);
+    void *buffers[4];
+    const void *in[2];
+    void *out[2];
+    size_t in_sizes[2], out_sizes[2];
+    for (int i = 0; i < 2; ++i) {
+        buffers[i] = calloc(1, ins[i].byte_size), in[i] = buffers[i], in_sizes[i] = ins[i].byte_size;
+        buffers[2 + i] = calloc(1, outs[i].byte_size), out[i] = buffers[2 + i], out_sizes[i] = outs[i].byte_size;
+    }
+    uform__session_fail_allocations_after(0);
+    CHECK_STATUS(uform_session_invoke(session, program, in, in_sizes, 2, out, out_sizes, 2, NULL, 0), UFORM_SESSION_OUT_OF_MEMORY);
+    CHECK_CONTAINS(uform_session_last_cause(session), "scratch");
+    uform__session_fail_allocations_after(-1);
+    CHECK_STATUS(uform_session_invoke(session, program, in, in_sizes, 2, out, out_sizes, 2, NULL, 0), UFORM_SESSION_OK);
+    for (int i = 0; i < 4; ++i) free(buffers[i]);
+    uform_session_free(session);
+    free(bytes);
+}
+
 int main(void) {
     uform_session_t session = NULL;
     CHECK_STATUS(uform_session_init(&session), UFORM_SESSION_OK);
@@ -432,6 +519,7 @@ int main(void) {
     test_malformed(session);
     test_outputs_of_inputs(session);
     test_plan_sizes(session);
+    test_out_of_memory();
     uform_session_free(session);
     uform_session_free(NULL);
     uform_program_builder_free(NULL);
