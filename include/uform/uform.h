@@ -803,8 +803,8 @@ typedef enum uform_session_status_t {
     UFORM_SESSION_OUT_OF_MEMORY = 6,       /* an allocation failed; nothing was loaded or written */
     UFORM_SESSION_COMPILE_FAILED = 7,      /* a valid program this build cannot plan: a value or the scratch area
                                               exceeds UFORM_SESSION_BYTE_LIMIT */
-    UFORM_SESSION_LAUNCH_FAILED = 8        /* invoke: a kernel refused to run (reserved; the CPU kernels bound at
-                                              compile time do not fail) */
+    UFORM_SESSION_LAUNCH_FAILED = 8        /* invoke: a bound kernel could not run (the engine's GEMM allocates its
+                                              packing buffers per call; that allocation failed) */
 } uform_session_status_t;
 
 /* The lower-case name of a session status ("ok", "invalid_program" ...), "unknown" outside the
@@ -946,7 +946,10 @@ UFORM_API void uform_session_free(uform_session_t session);
  * writing its handle to `*program` (zeroed on failure). The bytes are borrowed for the call only:
  * names and constant payloads are copied. Statuses: OK; INVALID_HANDLE (NULL session);
  * INVALID_PROGRAM (NULL bytes or `program`, or malformed bytes); UNSUPPORTED_VERSION;
- * TOO_MANY_PROGRAMS; OUT_OF_MEMORY; COMPILE_FAILED. Decode and compile failures set the last cause.
+ * TOO_MANY_PROGRAMS (checked first, before the bytes are read); OUT_OF_MEMORY; COMPILE_FAILED.
+ * Every failure but INVALID_HANDLE and TOO_MANY_PROGRAMS sets the last cause. Matmul, layer norm
+ * and GELU run on the engine's kernels for `uform_cpu_class_detect()`; every call runs on the
+ * calling thread.
  */
 UFORM_API uform_session_status_t uform_session_compile(uform_session_t session, const void *bytes, size_t length,
                                                        uform_program_t *program);
