@@ -214,7 +214,8 @@ class Case:
         label = f"{self.name}/choose/{self.compute}"
         if "probabilities" in self.outputs:
             compare_float(tally, f"{label}.probabilities", self.npy(self.outputs["probabilities"]),
-                          torch.cat(probabilities).numpy(), TOLERANCE[self.compute])
+                          torch.cat(probabilities).numpy() if probabilities else np.zeros(0),
+                          TOLERANCE[self.compute])
         if "choice_offsets" in self.outputs:
             offsets = np.cumsum([0] + [len(c) for c in choices])
             compare_offsets(tally, f"{label}.choice_offsets", self.npy(self.outputs["choice_offsets"]), offsets)

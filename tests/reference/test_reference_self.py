@@ -319,14 +319,17 @@ def test_image_preprocessing(config):
     # The antialiased bilinear filter against PIL's (torchvision ported it), per channel in float mode.
     from PIL import Image
     rng = np.random.default_rng(SEED)
-    pixels = rng.integers(0, 256, (75, 101, 3), dtype=np.uint8)
-    ours = R.preprocess_image(pixels, {"size": s, "mean": [0, 0, 0], "std": [1, 1, 1]}) * 255.0   # [3, S, S]
-    width = int(s * 101 / 75)
-    for channel in range(3):
-        resized = np.asarray(Image.fromarray(pixels[:, :, channel].astype(np.float32), mode="F")
-                             .resize((width, s), Image.BILINEAR), dtype=np.float64)
-        left = int(round((width - s) / 2.0))
-        check_close(f"resize vs PIL bilinear (channel {channel})", ours[channel], resized[:, left:left + s], 2e-3)
+    for height, width in ((75, 101), (20, 27), (300, 200)):          # down, up, portrait
+        pixels = rng.integers(0, 256, (height, width, 3), dtype=np.uint8)
+        ours = R.preprocess_image(pixels, {"size": s, "mean": [0, 0, 0], "std": [1, 1, 1]}) * 255.0  # [3, S, S]
+        # torchvision: the shorter side becomes S, the longer int(S * long / short); crop offsets round().
+        new_w, new_h = (int(s * width / height), s) if height <= width else (s, int(s * height / width))
+        top, left = int(round((new_h - s) / 2.0)), int(round((new_w - s) / 2.0))
+        for channel in range(3):
+            resized = np.asarray(Image.fromarray(pixels[:, :, channel].astype(np.float32), mode="F")
+                                 .resize((new_w, new_h), Image.BILINEAR), dtype=np.float64)
+            check_close(f"resize {height}x{width} vs PIL bilinear (channel {channel})", ours[channel],
+                        resized[top:top + s, left:left + s], 1e-4)
     frames = rng.integers(0, 256, (3, 40, 40, 3), dtype=np.uint8)
     video = R.preprocess_video(frames, config)
     check(video.shape == (config["video"]["frames"], 3, s, s), "video frames padded to F", str(video.shape))

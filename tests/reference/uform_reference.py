@@ -489,6 +489,8 @@ class Model:
         """list of [n_i, d] -> list of [n_i, d]; padded to the longest item, padded keys masked,
         so each item attends over its own tokens only."""
         lengths = [item.shape[0] for item in items]
+        if not items:
+            return []
         longest = max(lengths)
         x = torch.zeros(len(items), longest, self.d, dtype=self.dtype)
         mask = torch.zeros(len(items), longest, dtype=torch.bool)
@@ -513,6 +515,11 @@ class Model:
         embeddings [items, E'], token_vectors [tokens, E'], token offsets [items+1] (int64)."""
         w, b = self.w[f"{modality}.norm.weight"], self.w[f"{modality}.norm.bias"]
         states = [layer_norm(item, w, b, self.eps) for item in finals]
+        if not states:
+            columns = dimensions or self.config["embedding"]
+            empty = torch.zeros(0, columns, dtype=self.dtype)
+            return {"states": torch.zeros(0, self.d, dtype=self.dtype), "state_offsets": np.zeros(1, np.int64),
+                    "embeddings": empty, "token_vectors": empty, "token_offsets": np.zeros(1, np.int64)}
         offsets = np.cumsum([0] + [s.shape[0] for s in states]).astype(np.int64)
         tokens = self.project(modality, torch.cat(states), dimensions)
         embeddings = self.project(modality, torch.stack([s[0] for s in states]), dimensions)
