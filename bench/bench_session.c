@@ -2,8 +2,8 @@
  * A pre-norm transformer block, F32, expressed twice and timed side by side in one run:
  *   1. as a tensor program (built with uform_program_builder_*, compiled and invoked by the session);
  *   2. written directly in C over the very kernels the session binds (uform__session_kernels_bind:
- *      the same matmul, layer norm, softmax and GELU), with strided views instead of copies where
- *      C allows it.
+ *      the same matmul with its bias/GELU epilogue, layer norm and softmax), with strided views
+ *      instead of copies where C allows it (q, k and v read in place from the qkv rows).
  * Block (T tokens, width D, H heads of width D/H, MLP 4D), weights in torch.nn.Linear layout [out, in]:
  *   h = layer_norm(x); qkv = h·Wqkvᵀ + bqkv; per head p = softmax(q·kᵀ/√(D/H)); o = p·v;
  *   x1 = x + o·Woᵀ + bo; y = x1 + gelu(layer_norm(x1)·W1ᵀ + b1)·W2ᵀ + b2.
@@ -133,30 +133,23 @@ typedef struct direct_t {
 static void direct_block(const uform__session_kernels_t *kr, const block_t *b, direct_t *w, float *y) {
     size_t T = b->T, D = b->D, H = b->H, F = b->F, hd = D / H;
     kr->layer_norm_f32(kr, T, D, b->x, b->ln1_w, b->ln1_b, 1e-5f, w->h, w->mean, w->rstd);
-    kr->matmul_f32(kr, T, 3 * D, D, w->h, D, b->w_qkv, D, w->qkv, 3 * D);
-    for (size_t t = 0; t < T; ++t)
-        for (size_t j = 0; j < 3 * D; ++j) w->qkv[t * 3 * D + j] += b->b_qkv[j];
+    kr->matmul_f32(kr, T, 3 * D, D, w->h, D, b->w_qkv, D, w->qkv, 3 * D, b->b_qkv, 0);
     float scale = 1.0f / sqrtf((float)hd);
     for (size_t head = 0; head < H; ++head) {
         const float *q = w->qkv + head * hd, *k = w->qkv + D + head * hd, *v = w->qkv + 2 * D + head * hd;
-        kr->matmul_f32(kr, T, T, hd, q, 3 * D, k, 3 * D, w->s, T); // q·kᵀ straight from the qkv rows
+        kr->matmul_f32(kr, T, T, hd, q, 3 * D, k, 3 * D, w->s, T, NULL, 0); // q·kᵀ straight from the qkv rows
         for (size_t i = 0; i < T * T; ++i) w->s[i] *= scale;
         kr->softmax_f32(kr, T, T, w->s, w->s);
         for (size_t t = 0; t < T; ++t) // vᵀ [hd, T]: the kernel takes its second operand as [n, k]
             for (size_t e = 0; e < hd; ++e) w->vt[e * T + t] = v[t * 3 * D + e];
-        kr->matmul_f32(kr, T, hd, T, w->s, T, w->vt, T, w->o + head * hd, D);
+        kr->matmul_f32(kr, T, hd, T, w->s, T, w->vt, T, w->o + head * hd, D, NULL, 0);
     }
-    kr->matmul_f32(kr, T, D, D, w->o, D, b->w_o, D, w->attn, D);
-    for (size_t t = 0; t < T; ++t)
-        for (size_t j = 0; j < D; ++j) w->x1[t * D + j] = b->x[t * D + j] + w->attn[t * D + j] + b->b_o[j];
+    kr->matmul_f32(kr, T, D, D, w->o, D, b->w_o, D, w->attn, D, b->b_o, 0);
+    for (size_t i = 0; i < T * D; ++i) w->x1[i] = b->x[i] + w->attn[i];
     kr->layer_norm_f32(kr, T, D, w->x1, b->ln2_w, b->ln2_b, 1e-5f, w->h, w->mean, w->rstd);
-    kr->matmul_f32(kr, T, F, D, w->h, D, b->w_1, D, w->m, F);
-    for (size_t t = 0; t < T; ++t)
-        for (size_t j = 0; j < F; ++j) w->m[t * F + j] += b->b_1[j];
-    kr->gelu_f32(kr, T * F, w->m, w->m);
-    kr->matmul_f32(kr, T, D, F, w->m, F, b->w_2, F, y, D);
-    for (size_t t = 0; t < T; ++t)
-        for (size_t j = 0; j < D; ++j) y[t * D + j] += b->b_2[j] + w->x1[t * D + j];
+    kr->matmul_f32(kr, T, F, D, w->h, D, b->w_1, D, w->m, F, b->b_1, 1); // bias and GELU in the GEMM epilogue
+    kr->matmul_f32(kr, T, D, F, w->m, F, b->w_2, F, y, D, b->b_2, 0);
+    for (size_t i = 0; i < T * D; ++i) y[i] += w->x1[i];
 }
 
 int main(int argc, char **argv) {

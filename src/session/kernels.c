@@ -16,7 +16,7 @@
 /* Y[m, n] = X[m, k] · W[n, k]ᵀ: four rows of W at a time so each X row is read once per four
  * outputs; sums in F32 in k order (torch.nn.functional.linear without bias). */
 static int matmul_f32_portable(const uform__session_kernels_t *self, size_t m, size_t n, size_t k, const float *x,
-                               size_t ldx, const float *w, size_t ldw, float *y, size_t ldy) {
+                               size_t ldx, const float *w, size_t ldw, float *y, size_t ldy, const float *bias, int gelu) {
     for (size_t i = 0; i < m; ++i) {
         const float *xi = x + i * ldx;
         float *yi = y + i * ldy;
@@ -39,12 +39,16 @@ static int matmul_f32_portable(const uform__session_kernels_t *self, size_t m, s
             for (size_t p = 0; p < k; ++p) s += xi[p] * wj[p];
             yi[j] = s;
         }
+        if (bias)
+            for (j = 0; j < n; ++j) yi[j] += bias[j];
+        if (gelu)
+            for (j = 0; j < n; ++j) yi[j] = 0.5f * yi[j] * (1.0f + erff(yi[j] * 0.70710678118654752440f));
     }
     return 0;
 }
 
 static int matmul_f32_engine(const uform__session_kernels_t *self, size_t m, size_t n, size_t k, const float *x,
-                             size_t ldx, const float *w, size_t ldw, float *y, size_t ldy) {
+                             size_t ldx, const float *w, size_t ldw, float *y, size_t ldy, const float *bias, int gelu) {
     const uform__gemm_kernels_t *gemm = (const uform__gemm_kernels_t *)self->gemm;
     uform__gemm_forward_t args;
     memset(&args, 0, sizeof args);
@@ -52,6 +56,7 @@ static int matmul_f32_engine(const uform__session_kernels_t *self, size_t m, siz
     args.x = x, args.ldx = ldx, args.x_dtype = UFORM__GEMM_F32;
     args.w = w, args.ldw = ldw, args.w_dtype = UFORM__GEMM_F32;
     args.y = y, args.ldy = ldy;
+    args.bias = bias, args.gelu = gelu;
     return gemm->forward_f32(&args, NULL, NULL) == UFORM_OK ? 0 : -1;
 }
 

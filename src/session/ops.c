@@ -103,13 +103,15 @@ static size_t matmul_workspace(const uform__session_plan_t *plan, const uform__s
     return (s.m * s.k + s.n * s.k + s.m * s.n + longest) * sizeof(float) + 256u;
 }
 
-static uform_session_status_t matmul_run(const uform__session_plan_t *plan, const uform__session_operation_t *op,
-                                         unsigned char *workspace) {
+static uform_session_status_t matmul_run(const uform__session_plan_t *plan, const uform__session_step_t *step,
+                                         const uform__session_operation_t *op, unsigned char *workspace) {
     const uform__session_type_t *a = type_of(plan, op->operands[0]), *b = type_of(plan, op->operands[1]);
     const uform__session_type_t *c = type_of(plan, op->result);
     matmul_shape_t s = matmul_shape(plan, op);
     const void *pa = plan->addresses[op->operands[0]], *pb = plan->addresses[op->operands[1]];
-    void *pc = plan->addresses[op->result];
+    int fused = step->epilogue_result != UINT32_MAX;
+    void *pc = plan->addresses[fused ? step->epilogue_result : op->result];
+    const float *bias = fused ? (const float *)plan->addresses[step->epilogue_bias] : NULL;
     unsigned dtype = c->dtype;
     size_t mk = s.m * s.k, nk = s.n * s.k, mn = s.m * s.n;
     for (size_t batch = 0; batch < s.batch; ++batch) {
@@ -135,7 +137,8 @@ static uform_session_status_t matmul_run(const uform__session_plan_t *plan, cons
         if (dtype == UFORM_SESSION_DTYPE_F32 && s.transpose_b) wk = (const float *)pb + ob;
         else matrix_f32(dtype, pb, ob, s.n, s.k, !s.transpose_b, w, row);
         float *yk = dtype == UFORM_SESSION_DTYPE_F32 ? (float *)pc + oc : y;
-        if (plan->kernels.matmul_f32(&plan->kernels, s.m, s.n, s.k, xk, s.k, wk, s.k, yk, s.n) != 0) return UFORM_SESSION_LAUNCH_FAILED;
+        if (plan->kernels.matmul_f32(&plan->kernels, s.m, s.n, s.k, xk, s.k, wk, s.k, yk, s.n, bias, step->epilogue_gelu) != 0)
+            return UFORM_SESSION_LAUNCH_FAILED;
         if (dtype != UFORM_SESSION_DTYPE_F32) uform__session_store(dtype, y, mn, pc, oc);
     }
     return UFORM_SESSION_OK;
@@ -386,10 +389,11 @@ size_t uform__session_single_workspace(const uform__session_plan_t *plan, const 
     }
 }
 
-uform_session_status_t uform__session_single_run(const uform__session_plan_t *plan,
-                                                 const uform__session_operation_t *op, unsigned char *workspace) {
+uform_session_status_t uform__session_single_run(const uform__session_plan_t *plan, const uform__session_step_t *step,
+                                                 unsigned char *workspace) {
+    const uform__session_operation_t *op = &plan->ir.operations[step->operation];
     switch (op->opcode) {
-    case UFORM_SESSION_OP_MATMUL: return matmul_run(plan, op, workspace);
+    case UFORM_SESSION_OP_MATMUL: return matmul_run(plan, step, op, workspace);
     case UFORM_SESSION_OP_REDUCE_SUM:
     case UFORM_SESSION_OP_REDUCE_MAX:
     case UFORM_SESSION_OP_REDUCE_MIN:

@@ -86,6 +86,45 @@ static uform_session_status_t build_fused(uform__session_plan_t *plan, uform__se
     return UFORM_SESSION_OK;
 }
 
+/*
+ * Recognises `y = matmul(a, b)` (F32) whose only reader is `add(y, bias)` with a bias of dims
+ * [..., 1, N] defined before the matmul, optionally followed by `gelu` as the sum's only reader:
+ * the GEMM's epilogue then adds the bias and applies GELU while the tile is in registers (the
+ * engine's forward_f32 with bias and gelu), and neither the product nor the sum is materialised.
+ * Marks the absorbed operations and hidden values and fills the step's epilogue. Answers 1 when
+ * it matched.
+ */
+static int epilogue(uform__session_plan_t *plan, uint32_t i, const uint32_t *uses, const uint32_t *consumer,
+                    uint32_t *absorbed, uint8_t *hidden, uint32_t step) {
+    const uform__session_ir_t *ir = &plan->ir;
+    uint32_t product = ir->operations[i].result;
+    const uform__session_type_t *type = &ir->types[product];
+    if (type->dtype != UFORM_SESSION_DTYPE_F32 || uses[product] != 1 || consumer[product] == NONE) return 0;
+    uint32_t j = consumer[product];
+    const uform__session_operation_t *add = &ir->operations[j];
+    if (add->opcode != UFORM_SESSION_OP_ADD) return 0;
+    uint32_t bias = add->operands[0] == product ? add->operands[1] : add->operands[0];
+    const uform__session_type_t *b = &ir->types[bias];
+    if (bias == product || b->dtype != UFORM_SESSION_DTYPE_F32 || b->rank == 0 || b->rank > type->rank ||
+        b->dims[b->rank - 1] != type->dims[type->rank - 1] || b->count != b->dims[b->rank - 1])
+        return 0;
+    if (ir->origins[bias] == UFORM__SESSION_ORIGIN_OPERATION && ir->definers[bias] >= i) return 0;
+    uint32_t sum = add->result, result = sum;
+    absorbed[j] = step;
+    hidden[product] = 1;
+    uint8_t gelu = 0;
+    if (uses[sum] == 1 && consumer[sum] != NONE && ir->operations[consumer[sum]].opcode == UFORM_SESSION_OP_GELU) {
+        absorbed[consumer[sum]] = step;
+        hidden[sum] = 1;
+        result = ir->operations[consumer[sum]].result;
+        gelu = 1;
+    }
+    plan->steps[step].epilogue_bias = bias;
+    plan->steps[step].epilogue_result = result;
+    plan->steps[step].epilogue_gelu = gelu;
+    return 1;
+}
+
 static uform_session_status_t plan_program(uform__session_plan_t *plan, uform__session_error_t *error) {
     const uform__session_ir_t *ir = &plan->ir;
     uint32_t V = ir->value_count, O = ir->operation_count, P = ir->parameter_count, Q = ir->output_count;
@@ -103,23 +142,48 @@ static uform_session_status_t plan_program(uform__session_plan_t *plan, uform__s
     uint8_t *served = (uint8_t *)uform__session_calloc(Q, 1);
     uint32_t *register_of = (uint32_t *)uform__session_malloc(n * sizeof *register_of);
     interval_t *live = (interval_t *)uform__session_malloc(n * sizeof *live);
+    uint32_t *uses = (uint32_t *)uform__session_calloc(n, sizeof *uses);
+    uint32_t *consumer = (uint32_t *)uform__session_malloc(n * sizeof *consumer);
+    uint32_t *absorbed = (uint32_t *)uform__session_malloc(((size_t)O + 1u) * sizeof *absorbed);
+    uint8_t *hidden = (uint8_t *)uform__session_calloc(n, 1);
     uint32_t *group_first = (uint32_t *)uform__session_malloc(((size_t)O + Q + 1u) * sizeof *group_first);
     plan->storage = (uform__session_storage_t *)uform__session_calloc(n, sizeof *plan->storage);
     plan->steps = (uform__session_step_t *)uform__session_calloc((size_t)O + Q + 1u, sizeof *plan->steps);
     plan->addresses = (void **)uform__session_calloc(n, sizeof *plan->addresses);
     plan->input_descriptors = (uform_descriptor_t *)uform__session_calloc(P + 1u, sizeof *plan->input_descriptors);
     plan->output_descriptors = (uform_descriptor_t *)uform__session_calloc(Q, sizeof *plan->output_descriptors);
-    if (!root || !op_step || !last_use || !outside || !served || !register_of || !live || !group_first || !plan->storage ||
+    if (!root || !op_step || !last_use || !outside || !served || !register_of || !live || !uses || !consumer || !absorbed ||
+        !hidden || !group_first || !plan->storage ||
         !plan->steps || !plan->addresses || !plan->input_descriptors || !plan->output_descriptors) {
         status = uform__session_error(error, UFORM_SESSION_OUT_OF_MEMORY, "no memory for the plan");
         goto done;
     }
-    for (uint32_t v = 0; v < V; ++v) root[v] = v, last_use[v] = NONE, register_of[v] = NONE;
+    for (uint32_t v = 0; v < V; ++v) root[v] = v, last_use[v] = NONE, register_of[v] = NONE, consumer[v] = NONE;
+    for (uint32_t i = 0; i < O; ++i) absorbed[i] = NONE;
+
+    // Readers of each value (operations and outputs), and the one operation that reads it.
+    for (uint32_t i = 0; i < O; ++i) {
+        const uform__session_operation_t *op = &ir->operations[i];
+        for (uint32_t j = 0; j < op->operand_count; ++j) ++uses[op->operands[j]], consumer[op->operands[j]] = i;
+    }
+    for (uint32_t k = 0; k < Q; ++k) ++uses[ir->outputs[k].value];
 
     // 1. Steps, in program order.
     uint32_t steps = 0, open = NONE;
     for (uint32_t i = 0; i < O; ++i) {
         const uform__session_operation_t *op = &ir->operations[i];
+        if (absorbed[i] != NONE) { // part of an earlier matmul's epilogue: no step of its own
+            op_step[i] = absorbed[i];
+            continue;
+        }
+        plan->steps[steps].epilogue_bias = plan->steps[steps].epilogue_result = NONE;
+        if (op->opcode == UFORM_SESSION_OP_MATMUL && epilogue(plan, i, uses, consumer, absorbed, hidden, steps)) {
+            open = NONE;
+            plan->steps[steps].kind = UFORM__SESSION_STEP_SINGLE;
+            plan->steps[steps].operation = i;
+            op_step[i] = steps++;
+            continue;
+        }
         if (op->opcode == UFORM_SESSION_OP_RESHAPE) {
             root[op->result] = root[op->operands[0]];
             op_step[i] = NONE;
@@ -171,7 +235,7 @@ static uform_session_status_t plan_program(uform__session_plan_t *plan, uform__s
     }
     for (uint32_t i = 0; i < O; ++i) {
         uint32_t v = ir->operations[i].result;
-        if (root[v] != v) continue;
+        if (root[v] != v || hidden[v]) continue;
         uform__session_storage_t *home = &plan->storage[v];
         for (uint32_t k = 0; k < Q; ++k)
             if (!served[k] && root[ir->outputs[k].value] == v) {
@@ -181,13 +245,14 @@ static uform_session_status_t plan_program(uform__session_plan_t *plan, uform__s
                 break;
             }
         if (home->home != UFORM__SESSION_HOME_NONE) continue;
-        int in_chain = plan->steps[op_step[i]].kind == UFORM__SESSION_STEP_FUSED;
+        int in_chain = plan->steps[op_step[i]].kind == UFORM__SESSION_STEP_FUSED && absorbed[i] == NONE;
         if (!in_chain || outside[v]) home->home = UFORM__SESSION_HOME_SCRATCH;
     }
     for (uint32_t k = 0; k < Q; ++k) {
         if (served[k]) continue;
         uform__session_step_t *step = &plan->steps[steps];
         step->kind = UFORM__SESSION_STEP_COPY;
+        step->epilogue_bias = step->epilogue_result = NONE;
         step->source = ir->outputs[k].value;
         step->output = k;
         uint32_t r = root[step->source];
@@ -279,6 +344,10 @@ done:
     free(served);
     free(register_of);
     free(live);
+    free(uses);
+    free(consumer);
+    free(absorbed);
+    free(hidden);
     free(group_first);
     return status;
 }
@@ -315,7 +384,7 @@ uform_session_status_t uform__session_run(uform__session_plan_t *plan, const voi
         const uform__session_step_t *step = &plan->steps[s];
         if (step->kind == UFORM__SESSION_STEP_FUSED) uform__session_fused_run(plan, step, workspace);
         else if (step->kind == UFORM__SESSION_STEP_SINGLE) {
-            uform_session_status_t status = uform__session_single_run(plan, &ir->operations[step->operation], workspace);
+            uform_session_status_t status = uform__session_single_run(plan, step, workspace);
             if (status != UFORM_SESSION_OK) return status;
         } else {
             memcpy(outputs[step->output], plan->addresses[step->source], ir->types[step->source].bytes);

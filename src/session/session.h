@@ -174,6 +174,10 @@ typedef struct uform__session_fused_load_t {
 typedef struct uform__session_step_t {
     uint8_t kind;
     uint32_t operation;   /* SINGLE: index into ir.operations */
+    /* SINGLE F32 matmul with an epilogue: the ADD of a [N] bias (and the GELU after it) that
+     * read only the product are absorbed; the step writes `epilogue_result` directly. */
+    uint32_t epilogue_bias, epilogue_result; /* value ids; UINT32_MAX when none */
+    uint8_t epilogue_gelu;
     uint32_t source, output; /* COPY */
     /* FUSED */
     uint32_t fused_count, load_count, register_count;
@@ -190,10 +194,11 @@ struct uform__session_kernels_t {
     const void *gemm; /* the engine's uform__gemm_kernels_t of the class, NULL when portable loops are bound */
     const void *nn;   /* the engine's uform__nn_kernels_t of the class, likewise */
     /* Y[m, n] = X[m, k] · W[n, k]ᵀ, row-major with leading dimensions in elements (the layout of
-     * torch.nn.functional.linear). Y does not alias X or W. Answers 0, or non-zero when the kernel
-     * could not run (its own allocation failed). */
+     * torch.nn.functional.linear), then + bias[n] when `bias` is not NULL, then exact GELU when
+     * `gelu` (the GEMM's epilogue). Y does not alias X or W. Answers 0, or non-zero when the
+     * kernel could not run (its own allocation failed). */
     int (*matmul_f32)(const uform__session_kernels_t *self, size_t m, size_t n, size_t k, const float *x, size_t ldx,
-                      const float *w, size_t ldw, float *y, size_t ldy);
+                      const float *w, size_t ldw, float *y, size_t ldy, const float *bias, int gelu);
     /* Softmax of each of `rows` contiguous rows of `n` floats; y may alias x. */
     void (*softmax_f32)(const uform__session_kernels_t *self, size_t rows, size_t n, const float *x, float *y);
     /* torch.nn.functional.layer_norm of each of `rows` rows of `n` floats (biased variance);
@@ -240,8 +245,8 @@ void uform__session_fused_run(const uform__session_plan_t *plan, const uform__se
                               unsigned char *workspace);
 size_t uform__session_single_workspace(const uform__session_plan_t *plan, const uform__session_operation_t *op);
 /* Answers OK, or LAUNCH_FAILED when a bound kernel refused to run. */
-uform_session_status_t uform__session_single_run(const uform__session_plan_t *plan,
-                                                 const uform__session_operation_t *op, unsigned char *workspace);
+uform_session_status_t uform__session_single_run(const uform__session_plan_t *plan, const uform__session_step_t *step,
+                                                 unsigned char *workspace);
 
 /* Converting between storage dtypes and compute registers. A register holds `float` for F32,
  * F16 and BF16, `double` for F64 and `int64_t` for the integers and BOOL. */

@@ -322,8 +322,21 @@ static int grow(generator_t *g, int x) {
         if (y < 0) return -1;
         operands[1] = y;
         attributes[0] = ta, attributes[1] = tb;
-        return add_op(g, UFORM_SESSION_OP_MATMUL, operands, 2, attributes, 2, g->ref.nodes[x].dtype, 0, NULL,
-                      make_bound(-(double)k * mag, (double)k * mag));
+        int dtype = g->ref.nodes[x].dtype;
+        int product = add_op(g, UFORM_SESSION_OP_MATMUL, operands, 2, attributes, 2, dtype, 0, NULL,
+                             make_bound(-(double)k * mag, (double)k * mag));
+        if (product < 0 || pick(g, 2)) return product;
+        // The linear-layer pattern the planner folds into the GEMM epilogue: + bias [N] (or [1, N]), then GELU.
+        size_t bias_dims[2] = {1, n};
+        int bias_rank = 1 + (int)pick(g, 2);
+        int bias = add_leaf(g, (int)pick(g, 2), dtype, bias_rank, bias_dims + (2 - bias_rank), 0);
+        if (bias < 0) return product;
+        int sum_operands[2] = {product, bias};
+        if (pick(g, 2)) sum_operands[0] = bias, sum_operands[1] = product;
+        double bound = (double)k * mag + 1.0;
+        int sum = add_op(g, UFORM_SESSION_OP_ADD, sum_operands, 2, NULL, 0, dtype, 0, NULL, make_bound(-bound, bound));
+        if (sum < 0 || pick(g, 2)) return sum;
+        return add_op(g, UFORM_SESSION_OP_GELU, &sum, 1, NULL, 0, dtype, 0, NULL, make_bound(-0.2 * bound, bound));
     }
     case 8: { // reshape: flatten, or split the count into two factors
         size_t dims[3], count = a->count;
