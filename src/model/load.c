@@ -207,7 +207,8 @@ static void load_stem(loader_t *loader, uform_modality_t modality) {
 /* Packs a layer for the model's class (once, at load), so forward products skip packing W. */
 static void pack(loader_t *loader, const uform__gemm_kernels_t *gemm, uform__linear_t *layer, const char *name) {
     if (loader->status != UFORM_OK || !layer->weight) return;
-    int bf16 = layer->dtype == UFORM__GEMM_BF16;
+    /* The panel format follows the compute: F32 panels (BF16 widened) for F32 compute. */
+    int bf16 = layer->dtype == UFORM__GEMM_BF16 && loader->model->compute == UFORM_COMPUTE_BF16;
     size_t bytes = bf16 ? gemm->packed_size_bf16(layer->rows, layer->columns, layer->dtype)
                         : gemm->packed_size_f32(layer->rows, layer->columns, layer->dtype);
     void *memory = own(loader->model, bytes);

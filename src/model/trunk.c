@@ -75,7 +75,10 @@ uform_status_t uform__linear_forward(uform__compute_t *compute, const uform__lin
     args.gelu = gelu;
     args.y = y, args.ldy = ldy;
     compute->flops += 2.0 * (double)rows * (double)out_rows * (double)layer->columns;
-    if (layer->dtype == UFORM__GEMM_BF16) return compute->gemm->forward_bf16(&args, compute->parallel, outcome);
+    /* F32 compute keeps F32 activations: the F32 kernels widen BF16 weights exactly while packing.
+     * BF16 compute takes the BF16 kernels (vdpbf16ps on Genoa), which round activations to BF16. */
+    if (layer->dtype == UFORM__GEMM_BF16 && compute->compute == UFORM_COMPUTE_BF16)
+        return compute->gemm->forward_bf16(&args, compute->parallel, outcome);
     return compute->gemm->forward_f32(&args, compute->parallel, outcome);
 }
 
