@@ -25,6 +25,7 @@ import base64
 import json
 import os
 import sys
+import time
 import traceback
 
 import numpy as np
@@ -124,10 +125,10 @@ class Case:
     def __init__(self, directory, entry, model):
         self.directory, self.entry, self.model = directory, entry, model
         self.name = entry.get("name", "?")
-        self.modality = entry["modality"]
-        self.compute = entry.get("compute", "f32")
+        self.modality = str(entry["modality"]).lower()
+        self.compute = str(entry.get("compute", "f32")).lower()
         self.dimensions = int(entry.get("dimensions", 0) or 0)
-        self.scalar = entry.get("scalar", "f32")
+        self.scalar = str(entry.get("scalar", "f32")).lower()
         self.inputs = entry.get("inputs", {})
         self.outputs = entry.get("outputs", {}) or {}
         self.preprocessed = entry.get("preprocessed", {}) or {}
@@ -226,6 +227,7 @@ def main(argv):
     parser = argparse.ArgumentParser(description="Compare an engine parity dump with the PyTorch reference.")
     parser.add_argument("dump_dir")
     parser.add_argument("--case", action="append", help="only the named case(s)")
+    parser.add_argument("--threads", type=int, default=2, help="torch threads for the float64 reference")
     args = parser.parse_args(argv)
     tally = Tally()
     manifest_path = os.path.join(args.dump_dir, "manifest.json")
@@ -240,15 +242,17 @@ def main(argv):
         tally.record(False, manifest_path, f"{type(error).__name__}: {error}")
         print(f"{tally.passed} passed, {tally.failed} failed")
         return 1
-    torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
+    torch.set_num_threads(max(1, args.threads))
     cases = manifest.get("cases", [])
     if not cases:
         tally.record(False, manifest_path, "no cases")
     for entry in cases:
         if args.case and entry.get("name") not in args.case:
             continue
+        started = time.perf_counter()
         try:
             Case(args.dump_dir, entry, model).run(tally)
+            print(f"# case {entry.get('name')}: {time.perf_counter() - started:.2f} s", flush=True)
         except Exception as error:
             traceback.print_exc()
             tally.record(False, f"{entry.get('name', '?')}", f"{type(error).__name__}: {error}")
