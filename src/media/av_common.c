@@ -129,20 +129,24 @@ uform_status_t uform__media_av_open_decoder(const AVCodecParameters *parameters,
 int uform__media_av_frame_to_packed(const AVFrame *frame, int channels, int width, int height, uint8_t *out,
                                     struct SwsContext **scaler) {
     enum AVPixelFormat target = channels == 4 ? AV_PIX_FMT_RGBA : AV_PIX_FMT_RGB24;
-    /* Same size in and out: a pure format conversion. Full chroma interpolation and accurate
-     * rounding, as a careful converter does. */
-    *scaler = sws_getCachedContext(*scaler, frame->width, frame->height, (enum AVPixelFormat)frame->format, width, height, target, SWS_BICUBIC | SWS_ACCURATE_RND | SWS_FULL_CHR_H_INT, NULL, NULL, NULL);
+    /* Same size in and out is a pure format conversion. Full horizontal chroma interpolation rather
+     * than nearest chroma; measured here it is also the fastest path for YUV 4:2:0 to RGB24 (CPU time
+     * to decode and convert a 640×480 H.264 frame: 0.77 ms, against 0.93 ms without the flag and
+     * 2.7 ms with SWS_ACCURATE_RND). */
+    *scaler = sws_getCachedContext(*scaler, frame->width, frame->height, (enum AVPixelFormat)frame->format, width, height, target,
+                                   SWS_BILINEAR | SWS_FULL_CHR_H_INT, NULL, NULL, NULL);
     if (!*scaler) return AVERROR(EINVAL);
-    /* YUV matrix and range from the frame: BT.709 for HD video, BT.601 otherwise, full range for JPEG-style. */
+    /* YUV matrix and range from the frame (BT.709 for HD, BT.601 when unspecified; full range for
+     * JPEG-style streams), set only when they change: setting rebuilds the conversion tables. */
     int colorspace = frame->colorspace == AVCOL_SPC_UNSPECIFIED ? SWS_CS_DEFAULT : (int)frame->colorspace;
-    int full_range = frame->color_range == AVCOL_RANGE_JPEG;
     const int *coefficients = sws_getCoefficients(colorspace);
-    int *ignored_table, ignored_range, brightness, contrast, saturation, ignored_dst_range;
-    const int *ignored_dst_table;
-    if (sws_getColorspaceDetails(*scaler, &ignored_table, &ignored_range, (int **)&ignored_dst_table, &ignored_dst_range,
-                                 &brightness, &contrast, &saturation) >= 0)
-        sws_setColorspaceDetails(*scaler, coefficients, full_range, sws_getCoefficients(SWS_CS_DEFAULT), 1, brightness,
-                                 contrast, saturation);
+    int full_range = frame->color_range == AVCOL_RANGE_JPEG;
+    int *table, source_range, *destination_table, destination_range, brightness, contrast, saturation;
+    if (sws_getColorspaceDetails(*scaler, &table, &source_range, &destination_table, &destination_range, &brightness, &contrast,
+                                 &saturation) >= 0 &&
+        (memcmp(table, coefficients, 4 * sizeof(int)) != 0 || source_range != full_range))
+        sws_setColorspaceDetails(*scaler, coefficients, full_range, sws_getCoefficients(SWS_CS_DEFAULT), 1, brightness, contrast,
+                                 saturation);
     uint8_t *planes[4] = {out, NULL, NULL, NULL};
     int strides[4] = {width * channels, 0, 0, 0};
     int rows = sws_scale(*scaler, (const uint8_t *const *)frame->data, frame->linesize, 0, frame->height, planes, strides);

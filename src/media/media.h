@@ -151,8 +151,9 @@ typedef struct uform__media_video_t {
  * Decodes `frames` frames (FFmpeg only) at the centres of `frames` equal segments of the stream's
  * duration: output f shows the frame whose presentation interval covers (f + ½)·duration/frames
  * after the first frame's time, i.e. the last frame starting at or before it (the first frame when
- * none does). Targets after the stream's last frame — a stream with fewer frames than asked, or a
- * duration in the header longer than the frames — repeat the last frame. Rotation metadata (the
+ * none does). So a stream with fewer frames than asked repeats frames in time order, each as long as
+ * it is shown (3 frames, 8 asked: 0 0 0 1 1 1 2 2), and targets after the last decodable frame (a
+ * header duration longer than the frames, a truncated file) repeat the last frame. Rotation metadata (the
  * display matrix, 90/180/270 degrees) is applied. The decoder seeks only when the next target lies
  * past a keyframe not decoded yet; otherwise it decodes forward. Limits: pixels per frame, duration,
  * and `frames` ≤ max_frames (above it UFORM_INVALID_ARGUMENT).

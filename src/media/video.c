@@ -198,7 +198,8 @@ static uform_status_t decode_frames(video_state_t *state, const uint8_t *bytes, 
     int start_known = start != AV_NOPTS_VALUE;
     state->start_pts = start_known ? start : 0;
     uint32_t next = 0, frames = video->frames;
-    /* The first keyframe counts as read: reading from the start is what happens anyway. */
+    /* `last_read`: the latest decoding timestamp read. The first keyframe counts as read: reading
+     * from the start is what happens anyway. */
     const AVIndexEntry *first_entry = avformat_index_get_entries_count(state->stream) > 0 ? avformat_index_get_entry(state->stream, 0) : NULL;
     int64_t last_read = first_entry ? first_entry->timestamp : INT64_MIN, checked = -1, previous_pts = AV_NOPTS_VALUE;
     int draining = 0, last_error = 0, have_held = 0;
@@ -211,8 +212,10 @@ static uform_status_t decode_frames(video_state_t *state, const uint8_t *bytes, 
             const AVIndexEntry *keyframe = entry >= 0 ? avformat_index_get_entry(state->stream, entry) : NULL;
             /* Copy the entry: seeking may grow the index and move it. */
             int64_t keyframe_time = keyframe && (keyframe->flags & AVINDEX_KEYFRAME) ? keyframe->timestamp : INT64_MIN;
-            if (keyframe_time != INT64_MIN && keyframe_time > (last_read > state->start_pts ? last_read : state->start_pts) &&
-                av_seek_frame(format, state->index, keyframe_time, AVSEEK_FLAG_BACKWARD) >= 0) {
+            /* Index entries carry decoding timestamps, compared with those of the packets read; the
+             * seek itself takes the target's presentation time and lands on the keyframe before it. */
+            if (keyframe_time != INT64_MIN && keyframe_time > last_read &&
+                av_seek_frame(format, state->index, target, AVSEEK_FLAG_BACKWARD) >= 0) {
                 avcodec_flush_buffers(state->decoder);
                 ++video->seeks;
                 last_read = keyframe_time;
@@ -229,7 +232,7 @@ static uform_status_t decode_frames(video_state_t *state, const uint8_t *bytes, 
                 continue;
             }
             if (state->packet->stream_index == state->index) {
-                int64_t stamp = state->packet->pts != AV_NOPTS_VALUE ? state->packet->pts : state->packet->dts;
+                int64_t stamp = state->packet->dts != AV_NOPTS_VALUE ? state->packet->dts : state->packet->pts;
                 if (stamp != AV_NOPTS_VALUE && stamp > last_read) last_read = stamp;
                 error = avcodec_send_packet(state->decoder, state->packet);
                 if (error < 0 && error != AVERROR(EAGAIN)) last_error = error; /* a corrupt packet: skip it, as players do */
