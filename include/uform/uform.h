@@ -850,12 +850,12 @@ typedef enum uform_session_dtype_t {
  *   NEG ABS RELU (numeric), EXP LOG SQRT RSQRT TANH ERF SIGMOID GELU (float): 1 operand, result of
  *     the same type. GELU is the exact form 0.5·x·(1 + erf(x/√2)) (torch.nn.functional.gelu).
  *   ADD SUB MUL DIV MAX MIN (numeric), POW (float): 2 operands of one dtype, NumPy broadcasting.
- *     MAX and MIN propagate NaN (torch.maximum).
+ *     MAX and MIN propagate NaN and keep the first operand between equal values (torch.maximum).
  *   EQ NE LT LE GT GE: 2 operands of one dtype (any), broadcast, result BOOL.
  *   SELECT: (condition BOOL, a, b) broadcast together; a and b share a dtype, which the result has.
  *   CONVERT: 1 operand, the result dtype is the result value's. Float to integer truncates toward
- *     zero and saturates, NaN gives 0; integer to integer wraps; to BOOL is "!= 0"; conversions
- *     to F16/BF16 from F64 or I64 pass through F32.
+ *     zero and saturates, NaN gives 0; integer to integer wraps; to BOOL is "!= 0"; to a float
+ *     dtype rounds once to nearest even (I64 beyond ±2^53 excepted).
  *   REDUCE_SUM REDUCE_MAX REDUCE_MIN (numeric), REDUCE_MEAN (float): attributes
  *     [keepdims (0 or 1), axis, axis, ...] with distinct axes; float sums accumulate in binary64.
  *   MATMUL (float): (a [..., M, K], b [..., K, N]) -> [..., M, N], attributes [transpose_a,

@@ -61,10 +61,12 @@ static void load_block(const uform__session_type_t *type, const void *source, co
     }
 }
 
-static float max_f32(float a, float b) { return a != a ? a : b != b ? b : a > b ? a : b; }
-static float min_f32(float a, float b) { return a != a ? a : b != b ? b : a < b ? a : b; }
-static double max_f64(double a, double b) { return a != a ? a : b != b ? b : a > b ? a : b; }
-static double min_f64(double a, double b) { return a != a ? a : b != b ? b : a < b ? a : b; }
+/* torch.maximum / torch.minimum: NaN propagates, and between equal values (0 and −0) the first
+ * operand is kept. */
+static float max_f32(float a, float b) { return a != a ? a : b != b ? b : a < b ? b : a; }
+static float min_f32(float a, float b) { return a != a ? a : b != b ? b : b < a ? b : a; }
+static double max_f64(double a, double b) { return a != a ? a : b != b ? b : a < b ? b : a; }
+static double min_f64(double a, double b) { return a != a ? a : b != b ? b : b < a ? b : a; }
 
 static void unary_f32(const uform__session_kernels_t *kernels, unsigned opcode, const float *x, float *y, size_t n) {
     switch (opcode) {
@@ -156,21 +158,42 @@ static void binary_int(unsigned opcode, const int64_t *a, const int64_t *b, int6
 }
 
 /* Comparisons follow IEEE: every comparison with NaN is false except NE. */
-#define COMPARE_LOOP(type)                                                                          \
-    static void compare_##type(unsigned opcode, const type *a, const type *b, int64_t *y, size_t n) { \
-        switch (opcode) {                                                                           \
-        case UFORM_SESSION_OP_EQ: for (size_t i = 0; i < n; ++i) y[i] = a[i] == b[i]; break;         \
-        case UFORM_SESSION_OP_NE: for (size_t i = 0; i < n; ++i) y[i] = a[i] != b[i]; break;         \
-        case UFORM_SESSION_OP_LT: for (size_t i = 0; i < n; ++i) y[i] = a[i] < b[i]; break;          \
-        case UFORM_SESSION_OP_LE: for (size_t i = 0; i < n; ++i) y[i] = a[i] <= b[i]; break;         \
-        case UFORM_SESSION_OP_GT: for (size_t i = 0; i < n; ++i) y[i] = a[i] > b[i]; break;          \
-        case UFORM_SESSION_OP_GE: for (size_t i = 0; i < n; ++i) y[i] = a[i] >= b[i]; break;         \
-        default: break;                                                                             \
-        }                                                                                           \
+static void compare_float(unsigned opcode, const float *a, const float *b, int64_t *y, size_t n) {
+    switch (opcode) {
+    case UFORM_SESSION_OP_EQ: for (size_t i = 0; i < n; ++i) y[i] = a[i] == b[i]; break;
+    case UFORM_SESSION_OP_NE: for (size_t i = 0; i < n; ++i) y[i] = a[i] != b[i]; break;
+    case UFORM_SESSION_OP_LT: for (size_t i = 0; i < n; ++i) y[i] = a[i] < b[i]; break;
+    case UFORM_SESSION_OP_LE: for (size_t i = 0; i < n; ++i) y[i] = a[i] <= b[i]; break;
+    case UFORM_SESSION_OP_GT: for (size_t i = 0; i < n; ++i) y[i] = a[i] > b[i]; break;
+    case UFORM_SESSION_OP_GE: for (size_t i = 0; i < n; ++i) y[i] = a[i] >= b[i]; break;
+    default: break;
     }
-COMPARE_LOOP(float)
-COMPARE_LOOP(double)
-COMPARE_LOOP(int64_t)
+}
+
+static void compare_double(unsigned opcode, const double *a, const double *b, int64_t *y, size_t n) {
+    switch (opcode) {
+    case UFORM_SESSION_OP_EQ: for (size_t i = 0; i < n; ++i) y[i] = a[i] == b[i]; break;
+    case UFORM_SESSION_OP_NE: for (size_t i = 0; i < n; ++i) y[i] = a[i] != b[i]; break;
+    case UFORM_SESSION_OP_LT: for (size_t i = 0; i < n; ++i) y[i] = a[i] < b[i]; break;
+    case UFORM_SESSION_OP_LE: for (size_t i = 0; i < n; ++i) y[i] = a[i] <= b[i]; break;
+    case UFORM_SESSION_OP_GT: for (size_t i = 0; i < n; ++i) y[i] = a[i] > b[i]; break;
+    case UFORM_SESSION_OP_GE: for (size_t i = 0; i < n; ++i) y[i] = a[i] >= b[i]; break;
+    default: break;
+    }
+}
+
+static void compare_int64_t(unsigned opcode, const int64_t *a, const int64_t *b, int64_t *y, size_t n) {
+    switch (opcode) {
+    case UFORM_SESSION_OP_EQ: for (size_t i = 0; i < n; ++i) y[i] = a[i] == b[i]; break;
+    case UFORM_SESSION_OP_NE: for (size_t i = 0; i < n; ++i) y[i] = a[i] != b[i]; break;
+    case UFORM_SESSION_OP_LT: for (size_t i = 0; i < n; ++i) y[i] = a[i] < b[i]; break;
+    case UFORM_SESSION_OP_LE: for (size_t i = 0; i < n; ++i) y[i] = a[i] <= b[i]; break;
+    case UFORM_SESSION_OP_GT: for (size_t i = 0; i < n; ++i) y[i] = a[i] > b[i]; break;
+    case UFORM_SESSION_OP_GE: for (size_t i = 0; i < n; ++i) y[i] = a[i] >= b[i]; break;
+    default: break;
+    }
+}
+
 
 /* Float to integer: NaN gives 0, otherwise truncation toward zero saturated to the dtype. */
 static int64_t float_to_integer(double value, unsigned dtype) {
@@ -202,10 +225,10 @@ static void convert(unsigned from, unsigned to, const void *x, void *y, size_t n
         case UFORM__SESSION_CLASS_F32 * 3u + UFORM__SESSION_CLASS_F32: yf[i] = xf[i]; break;
         case UFORM__SESSION_CLASS_F32 * 3u + UFORM__SESSION_CLASS_F64: yd[i] = xf[i]; break;
         case UFORM__SESSION_CLASS_F32 * 3u + UFORM__SESSION_CLASS_INT: yq[i] = float_to_integer(xf[i], to); break;
-        case UFORM__SESSION_CLASS_F64 * 3u + UFORM__SESSION_CLASS_F32: yf[i] = (float)xd[i]; break;
+        case UFORM__SESSION_CLASS_F64 * 3u + UFORM__SESSION_CLASS_F32: yf[i] = uform__session_narrow(xd[i], to); break;
         case UFORM__SESSION_CLASS_F64 * 3u + UFORM__SESSION_CLASS_F64: yd[i] = xd[i]; break;
         case UFORM__SESSION_CLASS_F64 * 3u + UFORM__SESSION_CLASS_INT: yq[i] = float_to_integer(xd[i], to); break;
-        case UFORM__SESSION_CLASS_INT * 3u + UFORM__SESSION_CLASS_F32: yf[i] = (float)xq[i]; break;
+        case UFORM__SESSION_CLASS_INT * 3u + UFORM__SESSION_CLASS_F32: yf[i] = uform__session_narrow((double)xq[i], to); break;
         case UFORM__SESSION_CLASS_INT * 3u + UFORM__SESSION_CLASS_F64: yd[i] = (double)xq[i]; break;
         default: yq[i] = to == UFORM_SESSION_DTYPE_BOOL ? xq[i] != 0 : xq[i]; break;
         }

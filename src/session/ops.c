@@ -217,7 +217,7 @@ static void reduce_run(const uform__session_plan_t *plan, const uform__session_o
     for (size_t i = 0; i < y->count; ++i) {
         double v = opcode == UFORM_SESSION_OP_REDUCE_MEAN ? acc_f[i] / (double)reduced_count : acc_f[i];
         if (klass == UFORM__SESSION_CLASS_F32) {
-            float f = (float)v;
+            float f = uform__session_narrow(v, dtype);
             uform__session_store(dtype, &f, 1, out, i);
         } else {
             ((double *)out)[i] = v;
@@ -265,7 +265,7 @@ static void softmax_run(const uform__session_plan_t *plan, const uform__session_
             for (size_t j = 0; j < n; ++j) {
                 double v = row[j] / sum;
                 if (wide) *(double *)reg = v;
-                else *(float *)reg = (float)v;
+                else *(float *)reg = uform__session_narrow(v, x->dtype);
                 uform__session_store(x->dtype, reg, 1, dst, (o * n + j) * inner + i);
             }
         }
@@ -325,7 +325,7 @@ static void layer_norm_run(const uform__session_plan_t *plan, const uform__sessi
         for (size_t j = 0; j < n; ++j) {
             double v = (row[j] - mean) * rstd * w[j] + b[j];
             if (wide) ((double *)reg)[j] = v;
-            else ((float *)reg)[j] = (float)v;
+            else ((float *)reg)[j] = uform__session_narrow(v, x->dtype);
         }
         uform__session_store(x->dtype, reg, n, dst, r * n);
     }

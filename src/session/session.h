@@ -125,6 +125,11 @@ int uform__session_is_binary(unsigned opcode);
 int uform__session_is_compare(unsigned opcode);
 int uform__session_is_elementwise(unsigned opcode); /* unary, binary, compare, select, convert */
 
+/* A binary64 value narrowed to binary32 for storing as `dtype`: F32 rounds to nearest even;
+ * for F16 and BF16 it rounds to odd, so the later rounding to 16 bits is the correctly rounded
+ * result of the binary64 value (binary32 keeps more than two extra bits), never a double rounding. */
+float uform__session_narrow(double value, unsigned dtype);
+
 /* IEEE half and bfloat16 conversions, round to nearest even. */
 float uform__session_f16_to_f32(uint16_t bits);
 uint16_t uform__session_f32_to_f16(float value);

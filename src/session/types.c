@@ -179,6 +179,18 @@ uint16_t uform__session_f32_to_bf16(float value) {
     return (uint16_t)(bits >> 16);
 }
 
+float uform__session_narrow(double value, unsigned dtype) {
+    float narrow = (float)value;
+    if (dtype != UFORM_SESSION_DTYPE_F16 && dtype != UFORM_SESSION_DTYPE_BF16) return narrow;
+    if ((double)narrow == value || narrow != narrow || isinf(narrow)) return narrow;
+    if (fabs((double)narrow) > fabs(value)) narrow = nextafterf(narrow, 0.0f); // truncate toward zero ...
+    uint32_t bits;
+    memcpy(&bits, &narrow, 4);
+    bits |= 1u; // ... and make it odd: the sticky bit of the dropped part
+    memcpy(&narrow, &bits, 4);
+    return narrow;
+}
+
 void uform__session_load(unsigned dtype, const void *source, size_t first, size_t count, void *reg) {
     float *f = (float *)reg;
     double *d = (double *)reg;

@@ -141,8 +141,9 @@ static int64_t div_wrap(int64_t a, int64_t b) {
     return a / b;
 }
 
-static double nan_max(double a, double b) { return isnan(a) || isnan(b) ? NAN : (a > b ? a : b); }
-static double nan_min(double a, double b) { return isnan(a) || isnan(b) ? NAN : (a < b ? a : b); }
+/* torch.maximum / torch.minimum: NaN wins; between equal values the first operand is kept. */
+static double nan_max(double a, double b) { return isnan(a) || isnan(b) ? NAN : (a < b ? b : a); }
+static double nan_min(double a, double b) { return isnan(a) || isnan(b) ? NAN : (b < a ? b : a); }
 
 static int64_t saturate(double x, int dtype) {
     if (dtype == UFORM_SESSION_DTYPE_BOOL) return x != 0.0;
@@ -235,7 +236,7 @@ static int evaluate_node(ref_program_t *p, ref_node_t *n, char *why, size_t size
                 case UFORM_SESSION_OP_TANH: r = tanh(x); break;
                 case UFORM_SESSION_OP_ERF: r = erf(x); break;
                 case UFORM_SESSION_OP_SIGMOID: r = 1.0 / (1.0 + exp(-x)); break;
-                case UFORM_SESSION_OP_RELU: r = x > 0 ? x : 0.0; break;
+                case UFORM_SESSION_OP_RELU: r = isnan(x) ? x : x < 0 ? 0.0 : x; break; // NaN and −0 kept (torch.relu)
                 default: r = 0.5 * x * (1.0 + erf(x / sqrt(2.0))); break;
                 }
             } else {
