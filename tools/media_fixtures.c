@@ -56,7 +56,10 @@ static void quadrant_rgba(uint8_t *rgba) {
         }
 }
 
-static void write_jpeg(const char *name, const uint8_t *pixels, int format, int subsampling, int flags, int orientation) {
+/* `orientation` > 0 inserts an EXIF segment with that orientation, in little-endian TIFF order or,
+ * with `big_endian`, in Motorola order. */
+static void write_jpeg(const char *name, const uint8_t *pixels, int format, int subsampling, int flags, int orientation,
+                       int big_endian) {
     tjhandle handle = tjInitCompress();
     unsigned char *jpeg = NULL;
     unsigned long size = 0;
@@ -73,6 +76,11 @@ static void write_jpeg(const char *name, const uint8_t *pixels, int format, int 
                           1, 0,                                    /* one entry */
                           0x12, 0x01, 3, 0, 1, 0, 0, 0, (uint8_t)orientation, 0, 0, 0,
                           0, 0, 0, 0};                             /* no next IFD */
+        if (big_endian) { /* the same structure in Motorola byte order */
+            static const uint8_t motorola[] = {'M', 'M', 0, 42, 0, 0, 0, 8, 0, 1, 0x01, 0x12, 0, 3, 0, 0, 0, 1};
+            memcpy(app1 + 10, motorola, sizeof motorola);
+            app1[28] = 0, app1[29] = (uint8_t)orientation;
+        }
         size_t total = size + sizeof app1;
         uint8_t *with = malloc(total);
         memcpy(with, jpeg, 2);
@@ -90,21 +98,22 @@ static void write_jpeg(const char *name, const uint8_t *pixels, int format, int 
 static void write_jpegs(void) {
     uint8_t rgb[W * H * 3], cmyk[W * H * 4];
     quadrant_rgb(rgb);
-    write_jpeg("baseline.jpg", rgb, TJPF_RGB, TJSAMP_420, 0, 0);
-    write_jpeg("progressive.jpg", rgb, TJPF_RGB, TJSAMP_420, TJFLAG_PROGRESSIVE, 0);
-    write_jpeg("grey.jpg", rgb, TJPF_RGB, TJSAMP_GRAY, 0, 0);
+    write_jpeg("baseline.jpg", rgb, TJPF_RGB, TJSAMP_420, 0, 0, 0);
+    write_jpeg("progressive.jpg", rgb, TJPF_RGB, TJSAMP_420, TJFLAG_PROGRESSIVE, 0, 0);
+    write_jpeg("grey.jpg", rgb, TJPF_RGB, TJSAMP_GRAY, 0, 0, 0);
     for (int orientation = 2; orientation <= 8; ++orientation) {
         char name[32];
         snprintf(name, sizeof name, "exif%d.jpg", orientation);
-        write_jpeg(name, rgb, TJPF_RGB, TJSAMP_444, 0, orientation);
+        write_jpeg(name, rgb, TJPF_RGB, TJSAMP_444, 0, orientation, 0);
     }
+    write_jpeg("exif6_motorola.jpg", rgb, TJPF_RGB, TJSAMP_444, 0, 6, 1);
     /* CMYK as Adobe stores it, inverted (255 = no ink): for a pure RGB colour K is no ink and each
      * C/M/Y stored value equals the matching R/G/B. TurboJPEG writes it as YCCK with an Adobe marker. */
     for (int i = 0; i < W * H; ++i) {
         cmyk[4 * i + 0] = rgb[3 * i + 0], cmyk[4 * i + 1] = rgb[3 * i + 1], cmyk[4 * i + 2] = rgb[3 * i + 2];
         cmyk[4 * i + 3] = 255;
     }
-    write_jpeg("cmyk.jpg", cmyk, TJPF_CMYK, TJSAMP_444, 0, 0);
+    write_jpeg("cmyk.jpg", cmyk, TJPF_CMYK, TJSAMP_444, 0, 0, 0);
 }
 
 static void write_png(const char *name, const void *pixels, size_t size, int color_type, int bit_depth,
@@ -175,12 +184,14 @@ static void put32(uint8_t **p, uint32_t v) { put16(p, v & 0xFFFF), put16(p, v >>
 
 static double sine(double amplitude, size_t i, int rate) { return amplitude * sin(2 * M_PI * MEDIA_FIXTURE_HZ * (double)i / rate); }
 
-/* `tag` 1 (integer PCM) or 3 (float); `extensible` wraps it in WAVE_FORMAT_EXTENSIBLE. */
-static void write_wav(const char *name, int channels, int rate, int tag, int bits, int extensible) {
+/* `tag` 1 (integer PCM) or 3 (float); `extensible` wraps it in WAVE_FORMAT_EXTENSIBLE; `list` puts an
+ * odd-sized LIST chunk (padded to even) before 'fmt ', as tagging tools do. */
+static void write_wav_chunks(const char *name, int channels, int rate, int tag, int bits, int extensible, int list) {
     size_t frames = (size_t)(MEDIA_FIXTURE_SECONDS * rate), block = (size_t)channels * (size_t)bits / 8, data = frames * block;
-    size_t header = extensible ? 12 + 8 + 40 + 8 : 12 + 8 + 16 + 8;
+    size_t header = (extensible ? 12 + 8 + 40 + 8 : 12 + 8 + 16 + 8) + (list ? 8 + 6 : 0);
     uint8_t *bytes = calloc(1, header + data), *p = bytes;
     memcpy(p, "RIFF", 4), p += 4, put32(&p, (uint32_t)(header + data - 8)), memcpy(p, "WAVE", 4), p += 4;
+    if (list) memcpy(p, "LIST", 4), p += 4, put32(&p, 5), memcpy(p, "INFOx\0", 6), p += 6;
     memcpy(p, "fmt ", 4), p += 4, put32(&p, extensible ? 40 : 16);
     put16(&p, extensible ? 0xFFFE : (uint32_t)tag), put16(&p, (uint32_t)channels), put32(&p, (uint32_t)rate);
     put32(&p, (uint32_t)(rate * block)), put16(&p, (uint32_t)block), put16(&p, (uint32_t)bits);
@@ -205,7 +216,12 @@ static void write_wav(const char *name, int channels, int rate, int tag, int bit
     free(bytes);
 }
 
+static void write_wav(const char *name, int channels, int rate, int tag, int bits, int extensible) {
+    write_wav_chunks(name, channels, rate, tag, bits, extensible, 0);
+}
+
 static void write_wavs(void) {
+    write_wav_chunks("list16.wav", 1, 16000, 1, 16, 0, 1);
     write_wav("pcm16.wav", 1, 16000, 1, 16, 0);
     write_wav("pcm8.wav", 1, 8000, 1, 8, 0);
     write_wav("pcm24.wav", 1, 22050, 1, 24, 0);
@@ -391,8 +407,8 @@ static void fill_yuv(AVFrame *frame, int index, int quadrants) {
 }
 
 /* `rotation` ≠ 0 stores a display matrix asking players to turn the picture clockwise by it. */
-static void write_video(const char *name, const char *container, const char *codec_name, int frames, int gop, int quadrants,
-                        int rotation) {
+static void write_video_live(const char *name, const char *container, const char *codec_name, int frames, int gop, int quadrants,
+                             int rotation, int live) {
     muxer_t muxer;
     video_setup_t setup = {quadrants ? W : MEDIA_FIXTURE_VIDEO_WIDTH, quadrants ? H : MEDIA_FIXTURE_VIDEO_HEIGHT, MEDIA_FIXTURE_FPS, gop,
                            AV_PIX_FMT_YUV420P};
@@ -406,7 +422,13 @@ static void write_video(const char *name, const char *container, const char *cod
          * counter-clockwise one): an iPhone portrait clip reads back as -90, to be turned 90° clockwise. */
         if (matrix) av_display_rotation_set((int32_t *)matrix, rotation);
     }
-    if (!muxer_header(&muxer, name)) {
+    AVDictionary *options = NULL;
+    if (live) av_dict_set(&options, "live", "1", 0); /* WebM as a live recorder writes it: no duration, no cues */
+    int error = avformat_write_header(muxer.format, &options);
+    av_dict_free(&options);
+    if (error < 0) {
+        fail(name, "avformat_write_header");
+        muxer.ok = 0;
         muxer_close(&muxer, name);
         return;
     }
@@ -456,6 +478,11 @@ static void write_still(const char *name, const char *container, const char *cod
     muxer_close(&muxer, name);
 }
 
+static void write_video(const char *name, const char *container, const char *codec_name, int frames, int gop, int quadrants,
+                        int rotation) {
+    write_video_live(name, container, codec_name, frames, gop, quadrants, rotation, 0);
+}
+
 static void write_ffmpeg_fixtures(void) {
     av_log_set_level(AV_LOG_ERROR);
     write_audio("stereo.flac", "flac", "flac", 44100, 0);
@@ -466,6 +493,7 @@ static void write_ffmpeg_fixtures(void) {
     write_video("counter.mp4", "mp4", "libx264", MEDIA_FIXTURE_FRAMES, 10, 0, 0);
     write_video("counter.webm", "webm", "libvpx-vp9", MEDIA_FIXTURE_FRAMES, 10, 0, 0);
     write_video("counter.mkv", "matroska", "libx264", MEDIA_FIXTURE_FRAMES, 10, 0, 0);
+    write_video_live("live.webm", "webm", "libvpx-vp9", MEDIA_FIXTURE_FRAMES, 10, 0, 0, 1);
     write_video("long.mp4", "mp4", "libx264", MEDIA_FIXTURE_LONG_FRAMES, MEDIA_FIXTURE_FPS, 0, 0);
     write_video("short.mp4", "mp4", "libx264", MEDIA_FIXTURE_SHORT_FRAMES, 10, 0, 0);
     write_video("rotated90.mp4", "mp4", "libx264", 5, 10, 1, 90);

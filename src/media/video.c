@@ -114,12 +114,16 @@ static uform_status_t emit_held(video_state_t *state, uint32_t slot, uform_outco
     return status;
 }
 
-/* Reads packets of the stream without decoding to measure a duration the header lacks. */
+/* Reads packets of the stream without decoding to measure a duration the header lacks: from the
+ * first presentation time to the end of the last frame. Live WebM blocks carry no durations, so a
+ * frame without one lasts one frame period of the stream's rate. */
 static double measure_duration(video_state_t *state) {
+    AVRational rate = state->stream->avg_frame_rate.num > 0 ? state->stream->avg_frame_rate : state->stream->r_frame_rate;
+    int64_t period = rate.num > 0 && rate.den > 0 ? av_rescale_q(1, av_inv_q(rate), state->stream->time_base) : 0;
     int64_t first = INT64_MAX, last = INT64_MIN;
     while (av_read_frame(state->input.format, state->packet) >= 0) {
         if (state->packet->stream_index == state->index && state->packet->pts != AV_NOPTS_VALUE) {
-            int64_t end = state->packet->pts + (state->packet->duration > 0 ? state->packet->duration : 0);
+            int64_t end = state->packet->pts + (state->packet->duration > 0 ? state->packet->duration : period);
             if (state->packet->pts < first) first = state->packet->pts;
             if (end > last) last = end;
         }

@@ -144,6 +144,7 @@ int main(int argc, char **argv) {
     const double a = MEDIA_FIXTURE_MONO, s = (MEDIA_FIXTURE_LEFT + MEDIA_FIXTURE_RIGHT) / 2;
     const wav_case_t wavs[] = {
         {"pcm16.wav", 16000, a, 1.5 / 32768},      {"pcm8.wav", 8000, a, 1.5 / 128},
+        {"list16.wav", 16000, a, 1.5 / 32768},
         {"pcm24.wav", 22050, a, 1.5 / 8388608},    {"pcm32.wav", 48000, a, 1e-7},
         {"float32.wav", 44100, a, 1e-7},           {"float64.wav", 32000, a, 1e-7},
         {"extensible24.wav", 48000, s, 1.5 / 8388608}, {"stereo16.wav", 44100, s, 1.5 / 32768},

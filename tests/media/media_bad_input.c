@@ -14,9 +14,10 @@
 static const char *fixtures[] = {
     "baseline.jpg", "progressive.jpg", "grey.jpg", "cmyk.jpg", "exif6.jpg", "rgb8.png", "rgb16.png", "rgba.png",
     "palette_trns.png", "grey_alpha.png", "lossy.webp", "lossless_alpha.webp", "pcm16.wav", "extensible24.wav", "float64.wav",
+    "list16.wav", "exif6_motorola.jpg",
 #if UFORM_WITH_FFMPEG
     "quadrants.bmp", "quadrants.gif", "stereo.flac", "stereo.ogg", "stereo.opus", "stereo.mp3", "stereo.m4a",
-    "counter.mp4", "counter.webm", "counter.mkv", "rotated90.mp4",
+    "counter.mp4", "counter.webm", "counter.mkv", "rotated90.mp4", "live.webm",
 #endif
 };
 
@@ -166,6 +167,21 @@ static void check_wrong_modality(void) {
 }
 
 /* Truncation at many offsets: never a crash; JPEG, PNG and WebP cut well before their end must fail. */
+/* Containers that reference other resources (an HLS playlist naming a local file) must not reach
+ * them: decoding reads only the caller's bytes. */
+static void check_no_nested_resources(void) {
+#if UFORM_WITH_FFMPEG
+    const char playlist[] = "#EXTM3U\n#EXT-X-TARGETDURATION:10\n#EXTINF:10.0,\n/etc/hostname\n#EXT-X-ENDLIST\n";
+    uform__media_audio_t audio;
+    uform__media_video_t video;
+    uform_outcome_t outcome = {0};
+    CHECK_STATUS(uform__media_audio_decode(playlist, sizeof playlist - 1, 0, NULL, &audio, &outcome), UFORM_FORMAT);
+    CHECK(audio.samples == NULL);
+    CHECK_STATUS(uform__media_video_decode(playlist, sizeof playlist - 1, 4, NULL, &video, &outcome), UFORM_FORMAT);
+    CHECK(video.pixels == NULL);
+#endif
+}
+
 static void check_truncation(const char *name) {
     size_t size = 0;
     uint8_t *bytes = media_read(name, &size);
@@ -209,6 +225,7 @@ int main(int argc, char **argv) {
     check_garbage();
     check_bombs();
     check_wrong_modality();
+    check_no_nested_resources();
     for (size_t i = 0; i < sizeof fixtures / sizeof fixtures[0]; ++i) check_truncation(fixtures[i]);
     for (size_t i = 0; i < sizeof fixtures / sizeof fixtures[0]; ++i) check_flips(fixtures[i], seed + i);
     return check_finish();

@@ -40,6 +40,7 @@ static const image_case_t cases[] = {
     {"exif6.jpg", 6, COLOURS, 6, 0, 0},
     {"exif7.jpg", 7, COLOURS, 6, 0, 0},
     {"exif8.jpg", 8, COLOURS, 6, 0, 0},
+    {"exif6_motorola.jpg", 6, COLOURS, 6, 0, 0},
     {"rgb8.png", 1, COLOURS, 0, 0, 0},
     {"rgb16.png", 1, COLOURS, 0, 0, 0},
     {"rgba.png", 1, OVER_WHITE, 0, 0, 0},

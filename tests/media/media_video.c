@@ -38,7 +38,9 @@ static void check_counter(const char *name, uint32_t frames, int total_frames, i
             CHECK_MSG(shown == from_time, "%s frame %u: shows counter %d but its time %.4f s is frame %d", name, f, shown, time, from_time);
             CHECK_MSG(time <= target + 1e-6 && target < time + 1.0 / MEDIA_FIXTURE_FPS + 1e-6,
                       "%s frame %u: time %.4f s does not cover the centre %.4f s", name, f, time, target);
-            CHECK_MSG(shown == expected, "%s frame %u: counter %d, expected frame %d of %d", name, f, shown, expected, total_frames);
+            /* A measured duration (live WebM) may end at the last frame's start: then only the rule holds. */
+            if (fabs(video.duration - (double)total_frames / MEDIA_FIXTURE_FPS) < 1e-6)
+                CHECK_MSG(shown == expected, "%s frame %u: counter %d, expected frame %d of %d", name, f, shown, expected, total_frames);
         }
         if (expect_seeks) {
             CHECK_MSG(video.seeks >= 1, "%s: %u seeks, expected some", name, video.seeks);
@@ -118,6 +120,7 @@ int main(int argc, char **argv) {
     check_counter("counter.mp4", 4, MEDIA_FIXTURE_FRAMES, 0);
     check_counter("counter.webm", 8, MEDIA_FIXTURE_FRAMES, 0);
     check_counter("counter.mkv", 5, MEDIA_FIXTURE_FRAMES, 0);
+    check_counter("live.webm", 6, MEDIA_FIXTURE_FRAMES, 0); /* no duration in the header: measured */
     check_counter("long.mp4", 4, MEDIA_FIXTURE_LONG_FRAMES, 1);
     check_counter("long.mp4", 16, MEDIA_FIXTURE_LONG_FRAMES, 1);
     check_counter("short.mp4", 8, MEDIA_FIXTURE_SHORT_FRAMES, 0);
