@@ -25,7 +25,7 @@ test: build
 
 # The main job on an embedded default.
 demo: build
-	$(BUILD)/tools/uform_demo
+	$(BUILD)/tools/uform_demo $(BUILD)/demo
 
 install: build
 	cmake --install $(BUILD)

@@ -1,165 +1,176 @@
 /*
- * `make demo` until the perception model lands: a tour of the runtime every verb runs on.
+ * `make demo`: the main job on an embedded default, end to end through the public verbs.
  *
- * The model (issue 4) is not in the library yet, so this program says so and exercises what is:
- * an executor with its own threads, a blocking call, deferred calls queued in order, progress
- * reports with a bar, cancellation, arenas whose views go stale, and contention. Its "verb" fills a
- * matrix of sine features (rows of sin(k·x) for a Fourier-feature embedding of a number) in
- * parallel prongs; it is compiled into this program only, never into libuform.
+ * It writes the tiny checkpoint (random weights from a fixed seed, model.md), makes a few images,
+ * recordings and clips in memory with the codecs' own encoders, encodes texts, images, audio and
+ * video on an executor with a progress bar, and prints the cross-modal cosine-similarity table of
+ * the embeddings plus what each call measured. The weights are random until the trainer lands, so
+ * the similarities show the pipeline working end to end, not meaning.
  */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
+#include <unistd.h>
 
-#include "core/arena.h"
-#include "core/outcome.h"
-#include "exec/call.h"
+#include "demo_media.h"
+#include "model/layout.h"
 #include "uform/uform.h"
 
-typedef struct features_request_t {
-    uform_executor_t executor;
-    uform_completion_t completion;
-    uform_arena_t arena;
-    uform_progress_t progress;
-    size_t rows, columns;
-    uform_outcome_t outcome;
-    uform_matrix_t features; /* out: rows x columns F32 */
-} features_request_t;
+enum { max_items = 16, embedding_width = 64 };
 
-typedef struct features_block_t {
-    uform_matrix_t *features;
-    size_t first_row, rows;
-} features_block_t;
+typedef struct row_t {
+    char label[40];
+    float embedding[embedding_width];
+} row_t;
 
-static void features_prong(void *context, size_t thread, size_t prong) {
-    features_block_t *block = context;
-    size_t row = block->first_row + prong;
-    if (prong >= block->rows) return;
-    float *out = (float *)((char *)block->features->data + row * block->features->stride_bytes);
-    double x = (double)row / 100.0;
-    for (size_t k = 0; k < block->features->columns; ++k) out[k] = (float)sin((double)(k + 1) * x);
+static row_t rows[max_items];
+static size_t row_count;
+
+static int report(const char *what, const uform_outcome_t *outcome) {
+    char line[640];
+    uform_outcome_format(outcome, line, sizeof line);
+    fprintf(stderr, "demo: %s: %s\n", what, line);
+    return 1;
 }
 
-static uform_status_t features_run(void *pointer, uform__call_context_t *context) {
-    features_request_t *request = pointer;
-    uform__progress_begin(&context->progress, context->progress_options, request->rows);
-    uform_status_t status = uform__arena_matrix(context->arena, request->rows, request->columns, UFORM_SCALAR_F32,
-                                                &request->features, context->outcome, context->function);
-    if (status != UFORM_OK) return status;
-    enum { rows_per_unit = 256 };
-    for (size_t first = 0; first < request->rows; first += rows_per_unit) {
-        size_t rows = request->rows - first < rows_per_unit ? request->rows - first : rows_per_unit;
-        features_block_t block = {&request->features, first, rows};
-        uform__parallel_for(context->parallel, rows, features_prong, &block);
-        if (uform__progress_advance(&context->progress, first + rows) == UFORM_CANCEL)
-            return uform__fail(context->outcome, UFORM_CANCELLED, context->function, "cancelled after %zu of %zu rows",
-                               first + rows, request->rows);
-    }
-    return UFORM_OK;
-}
-
-static uform_status_t features_compute(features_request_t *request) {
-    uform__call_t call = {features_run, request, &request->outcome, request->completion,
-                          request->arena, &request->progress, "demo_features"};
-    return uform__executor_call(request->executor, &call);
-}
-
-static uform_continuation_t progress_bar(size_t completed, size_t total, void *state) {
-    int width = 40, filled = total ? (int)(completed * (size_t)width / total) : width;
-    fprintf(stderr, "\r  [%.*s%*s] %zu/%zu", filled, "########################################", width - filled, "",
-            completed, total);
+static uform_continuation_t bar(size_t completed, size_t total, void *state) {
+    int width = 24, filled = total ? (int)(completed * (size_t)width / total) : width;
+    fprintf(stderr, "\r  %-8s [%.*s%*s]", (const char *)state, filled, "########################", width - filled, "");
     if (completed == total) fputc('\n', stderr);
     return UFORM_CONTINUE;
 }
 
-static uform_continuation_t cancel_halfway(size_t completed, size_t total, void *state) {
-    return completed * 2 >= total ? UFORM_CANCEL : UFORM_CONTINUE;
+typedef struct batch_t {
+    unsigned char *data;
+    size_t offsets[max_items + 1];
+    size_t count, used;
+    const char *labels[max_items];
+} batch_t;
+
+static void add(batch_t *batch, const char *label, const void *bytes, size_t size) {
+    batch->data = realloc(batch->data, batch->used + size);
+    memcpy(batch->data + batch->used, bytes, size);
+    batch->offsets[batch->count] = batch->used;
+    batch->used += size;
+    batch->labels[batch->count++] = label;
+    batch->offsets[batch->count] = batch->used;
 }
 
-static double now_seconds(void) {
-    struct timespec time;
-    clock_gettime(CLOCK_MONOTONIC, &time);
-    return (double)time.tv_sec + (double)time.tv_nsec * 1e-9;
+static void keep(const batch_t *batch, const char *prefix, const uform_matrix_t *embeddings) {
+    for (size_t i = 0; i < batch->count && row_count < max_items; ++i) {
+        const void *row = NULL;
+        if (uform_matrix_row(embeddings, i, &row) != UFORM_OK) continue;
+        snprintf(rows[row_count].label, sizeof rows[row_count].label, "%s %s", prefix, batch->labels[i]);
+        memcpy(rows[row_count].embedding, row, sizeof rows[row_count].embedding);
+        row_count += 1;
+    }
 }
 
-static int report(const char *what, const uform_outcome_t *outcome) {
-    char line[512];
-    uform_outcome_format(outcome, line, sizeof line);
-    printf("  %-34s %s\n", what, line);
-    return uform_outcome_status(outcome) == UFORM_OK;
+static void print_stats(const char *what, const uform_encode_stats_t *stats) {
+    printf("  %-6s %zu items, %5zu tokens, decode %6.1f ms, compute %6.1f ms, %.2f GFLOP\n", what, stats->items,
+           stats->tokens, stats->decode_seconds * 1e3, stats->compute_seconds * 1e3, stats->flops * 1e-9);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+    const char *directory = argc > 1 ? argv[1] : "build/demo";
+    char checkpoint[512], command[600];
+    snprintf(command, sizeof command, "mkdir -p '%s'", directory);
+    if (system(command) != 0) return 1;
+    snprintf(checkpoint, sizeof checkpoint, "%s/tiny.safetensors", directory);
     int major, minor, patch;
     uform_version(&major, &minor, &patch);
-    printf("UForm %d.%d.%d runtime demo on %s.\n", major, minor, patch, uform_cpu_class_name(uform_cpu_class_detect()));
-    printf("The perception model is not in the library yet (issue 4): this demo exercises the runtime\n"
-           "it will run on — executors, blocking and deferred calls, progress, cancellation, arenas.\n\n");
+    printf("UForm %d.%d.%d demo on %s\n\n", major, minor, patch, uform_cpu_class_name(uform_cpu_class_detect()));
 
+    /* 1. The embedded default: the tiny checkpoint, every modality, weights from seed 42. */
     uform_outcome_t outcome = {0};
+    uform__model_config_t config;
+    uform__model_config_named("tiny", &config, NULL, "demo");
+    if (uform__model_write_random(checkpoint, &config, 42, &outcome, "demo") != UFORM_OK) return report("checkpoint", &outcome);
+    printf("1. Wrote %s (tiny: d=128, 2 blocks, 4 modalities; random weights, seed 42).\n", checkpoint);
+
     uform_executor_t executor = NULL;
-    if (uform_executor_for_ram(NULL, 0, 16, &executor, &outcome) != UFORM_OK) return !report("executor", &outcome);
-    printf("Executor: %zu compute thread(s), kernels for %s.\n", uform_executor_threads(executor),
-           uform_cpu_class_name(uform_executor_cpu_class(executor)));
-
+    uform_model_t model = NULL;
     uform_arena_t arena = NULL;
-    if (uform_arena_for_executor(executor, &arena, &outcome) != UFORM_OK) return !report("arena", &outcome);
+    if (uform_executor_for_ram(NULL, 0, 0, &executor, &outcome) != UFORM_OK) return report("executor", &outcome);
+    if (uform_model_load_ram(executor, checkpoint, NULL, &model, &outcome) != UFORM_OK) return report("load", &outcome);
+    if (uform_arena_for_executor(executor, &arena, &outcome) != UFORM_OK) return report("arena", &outcome);
+    printf("2. Loaded it on an executor with %zu thread(s).\n", uform_executor_threads(executor));
 
-    printf("\n1. A blocking call with a progress bar (20000 rows x 64 Fourier features):\n");
+    /* 2. Media made in memory. */
+    enum { side = 96 };
+    static uint8_t pixels[side * side * 3];
+    const uint8_t red[3] = {220, 30, 30}, blue[3] = {30, 60, 220}, green[3] = {40, 170, 60};
+    batch_t images = {0}, sounds = {0}, clips = {0}, texts = {0};
+    size_t size = 0;
+    unsigned char *bytes;
+    demo_draw(pixels, side, side, 0, red, side / 2.0, side / 2.0, side / 3.0);
+    if ((bytes = demo_jpeg(pixels, side, side, &size))) add(&images, "red disc (JPEG)", bytes, size), free(bytes);
+    demo_draw(pixels, side, side, 1, blue, side / 2.0, side / 2.0, side / 4.0);
+    if ((bytes = demo_webp(pixels, side, side, &size))) add(&images, "blue square (WebP)", bytes, size), free(bytes);
+    demo_draw(pixels, side, side, 0, green, side / 3.0, side / 3.0, side / 5.0);
+    if ((bytes = demo_jpeg(pixels, side, side, &size))) add(&images, "green dot (JPEG)", bytes, size), free(bytes);
+    if ((bytes = demo_wav(110, 44100, 2, 1.5, &size))) add(&sounds, "low hum (WAV)", bytes, size), free(bytes);
+    if ((bytes = demo_wav(1760, 16000, 1, 1.0, &size))) add(&sounds, "whistle (WAV)", bytes, size), free(bytes);
+    if ((bytes = demo_mp4(red, 64, 48, 12, &size))) add(&clips, "red ball (MP4)", bytes, size), free(bytes);
+    if ((bytes = demo_mp4(blue, 64, 48, 12, &size))) add(&clips, "blue ball (MP4)", bytes, size), free(bytes);
+    const char *phrases[] = {"a red disc", "a blue square", "a low hum", "a high whistle", "a rolling ball"};
+    for (size_t i = 0; i < 5; ++i) add(&texts, phrases[i], phrases[i], strlen(phrases[i]));
+    printf("3. Made %zu images, %zu recordings and %zu clips in memory; encoding them with %zu texts:\n", images.count,
+           sounds.count, clips.count, texts.count);
     fflush(stdout);
-    features_request_t blocking = {executor, UFORM_COMPLETION_BLOCKING, arena, {progress_bar, NULL, 20}, 20000, 64};
-    double start = now_seconds();
-    features_compute(&blocking);
-    double seconds = now_seconds() - start;
-    if (!report("status:", &blocking.outcome)) return 1;
-    const void *row = NULL;
-    uform_matrix_row(&blocking.features, 314, &row);
-    printf("  row 314, feature 1 = %.6f (sin(3.14) = %.6f), %.1f ms\n", ((const float *)row)[0], sin(3.14), seconds * 1e3);
 
-    printf("\n2. Eight deferred calls, each with its own arena, queued in order:\n");
-    features_request_t deferred[8];
-    uform_arena_t arenas[8] = {0};
-    for (int i = 0; i < 8; ++i) {
-        uform_arena_for_executor(executor, &arenas[i], NULL);
-        features_request_t request = {executor, UFORM_COMPLETION_DEFERRED, arenas[i], {0}, 5000 + 1000 * (size_t)i, 32};
-        deferred[i] = request;
-        features_compute(&deferred[i]);
+    uform_encode_stats_t stats[4] = {{0}};
+    int failures = 0;
+    {
+        uform_text_encode_t request = {model, executor, UFORM_COMPLETION_BLOCKING, {texts.data, texts.offsets, texts.count},
+                                       UFORM_OUTPUTS_EMBEDDINGS, arena, {UFORM_SCALAR_F32, {bar, "texts", 0}, &stats[0], 0}};
+        if (uform_text_encode(&request) == UFORM_OK) keep(&texts, "text ", &request.encoded.embeddings);
+        else failures += report("texts", &request.outcome);
     }
-    printf("  right after submission the last one reads: %s\n",
-           uform_status_name(uform_outcome_status(&deferred[7].outcome)));
-    uform_executor_drain(executor, UFORM_MOOD_PARKED, NULL);
-    for (int i = 0; i < 8; ++i) {
-        char what[64];
-        snprintf(what, sizeof what, "deferred call %d (%zu rows):", i, deferred[i].rows);
-        report(what, &deferred[i].outcome);
+    {
+        uform_image_encode_t request = {model, executor, UFORM_COMPLETION_BLOCKING, {images.data, images.offsets, images.count},
+                                        UFORM_OUTPUTS_EMBEDDINGS, arena, {UFORM_SCALAR_F32, {bar, "images", 0}, &stats[1], 0}};
+        if (uform_image_encode(&request) == UFORM_OK) keep(&images, "image", &request.encoded.embeddings);
+        else failures += report("images", &request.outcome);
     }
+    {
+        uform_audio_encode_t request = {model, executor, UFORM_COMPLETION_BLOCKING, {sounds.data, sounds.offsets, sounds.count},
+                                        UFORM_OUTPUTS_EMBEDDINGS, arena, {UFORM_SCALAR_F32, {bar, "audio", 0}, &stats[2], 0}};
+        if (uform_audio_encode(&request) == UFORM_OK) keep(&sounds, "audio", &request.encoded.embeddings);
+        else failures += report("audio", &request.outcome);
+    }
+    if (clips.count) {
+        uform_video_encode_t request = {model, executor, UFORM_COMPLETION_BLOCKING, {clips.data, clips.offsets, clips.count},
+                                        UFORM_OUTPUTS_EMBEDDINGS, arena, {UFORM_SCALAR_F32, {bar, "video", 0}, &stats[3], 0}};
+        if (uform_video_encode(&request) == UFORM_OK) keep(&clips, "video", &request.encoded.embeddings);
+        else failures += report("video", &request.outcome);
+    } else {
+        printf("  (no clips: this build has no FFmpeg)\n");
+    }
+    const char *names[4] = {"texts", "images", "audio", "video"};
+    printf("\n4. What each call measured:\n");
+    for (int m = 0; m < 4; ++m)
+        if (stats[m].items) print_stats(names[m], &stats[m]);
 
-    printf("\n3. Contention: a deferred call holds the arena; another call on it is refused:\n");
-    features_request_t holder = {executor, UFORM_COMPLETION_DEFERRED, arena, {0}, 200000, 16};
-    features_request_t intruder = {NULL, UFORM_COMPLETION_BLOCKING, arena, {0}, 10, 16};
-    features_compute(&holder);
-    features_compute(&intruder);
-    report("second call on the held arena:", &intruder.outcome);
-    uform_outcome_wait(&holder.outcome);
-    report("the holder, once final:", &holder.outcome);
-
-    printf("\n4. Views go stale when the arena is reused:\n");
-    uform_status_t stale = uform_matrix_row(&blocking.features, 314, &row);
-    printf("  reading the first call's view now: %s\n", uform_status_name(stale));
-
-    printf("\n5. Cancelling from the progress handler halfway:\n");
-    features_request_t cancelled = {executor, UFORM_COMPLETION_BLOCKING, arena, {cancel_halfway, NULL, 10}, 100000, 16};
-    features_compute(&cancelled);
-    report("status:", &cancelled.outcome);
-    features_request_t after = {executor, UFORM_COMPLETION_BLOCKING, arena, {0}, 1000, 16};
-    features_compute(&after);
-    report("the same executor and arena after:", &after.outcome);
-
-    for (int i = 0; i < 8; ++i) uform_arena_free(arenas[i]);
+    printf("\n5. Cosine similarity of the embeddings (one shared %d-dimensional space):\n\n%-28s", embedding_width, "");
+    for (size_t j = 0; j < row_count; ++j) printf(" %5zu", j + 1);
+    printf("\n");
+    for (size_t i = 0; i < row_count; ++i) {
+        printf("%2zu %-25.25s", i + 1, rows[i].label);
+        for (size_t j = 0; j < row_count; ++j) {
+            double dot = 0;
+            for (size_t c = 0; c < embedding_width; ++c) dot += (double)rows[i].embedding[c] * rows[j].embedding[c];
+            printf(" %5.2f", dot);
+        }
+        printf("\n");
+    }
+    printf("\nThe weights are random (the trainer is not in the library yet), so these numbers show every\n"
+           "modality travelling the whole pipeline into one space, not what the pictures mean.\n"
+           "Next: `build/tools/uform encode %s --text \"a cat\"`, or `uform describe`.\n", checkpoint);
+    free(images.data), free(sounds.data), free(clips.data), free(texts.data);
     uform_arena_free(arena);
+    uform_model_free(model);
     uform_executor_free(executor);
-    printf("\nDone.\n");
-    return 0;
+    return failures ? 1 : 0;
 }
