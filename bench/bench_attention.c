@@ -73,18 +73,28 @@ static double now_seconds(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+/* CPU seconds of the whole process: on a shared machine wall time also counts the time other
+ * processes held our cores, so the table shows GFLOP/s per CPU-second beside the wall figures. */
+static double cpu_seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
 typedef struct row_t {
     const char *cpu_class;
     size_t length, items, threads;
-    double forward_seconds, backward_seconds;
+    double forward_seconds, backward_seconds, forward_cpu_seconds, backward_cpu_seconds;
 } row_t;
 
 int main(int argc, char **argv) {
     const char *output = BENCH_RESULTS_DIRECTORY "/attention.json";
     int torch = 1;
     for (int i = 1; i < argc; ++i) {
-        if (!strcmp(argv[i], "--no-torch")) torch = 0;
-        else output = argv[i];
+        if (!strcmp(argv[i], "--no-torch"))
+            torch = 0;
+        else
+            output = argv[i];
     }
     const size_t heads = 6, head_width = 64, d = heads * head_width;
     const size_t lengths[] = {64, 197, 256, 1568};
@@ -93,8 +103,8 @@ int main(int argc, char **argv) {
     row_t rows[64];
     size_t row_count = 0;
 
-    printf("%-14s %6s %5s %3s %12s %9s %12s %9s\n", "class", "length", "items", "thr", "fwd tok/s", "fwd GF/s",
-           "bwd tok/s", "bwd GF/s");
+    printf("%-14s %6s %5s %3s %12s %9s %11s %12s %9s %11s\n", "class", "length", "items", "thr", "fwd tok/s",
+           "fwd GF/s", "fwd GF/cpu-s", "bwd tok/s", "bwd GF/s", "bwd GF/cpu-s");
     for (size_t l = 0; l < sizeof lengths / sizeof lengths[0]; ++l) {
         size_t length = lengths[l];
         size_t items = (8192 + length - 1) / length; /* about 8k tokens a batch */
@@ -119,24 +129,35 @@ int main(int argc, char **argv) {
                 const uform__parallel_t *used = threads > 1 ? &parallel : NULL;
                 /* Warm up once, then repeat for at least 0.4 s (serial at 1,568 tokens: once). */
                 double best_forward = 1e30, best_backward = 1e30, start = now_seconds();
+                double best_forward_cpu = 1e30, best_backward_cpu = 1e30;
                 kernels->attention_forward(&shape, qkv, out, lse, used);
                 int reps = 0;
                 do {
-                    double t0 = now_seconds();
+                    double t0 = now_seconds(), c0 = cpu_seconds();
                     kernels->attention_forward(&shape, qkv, out, lse, used);
-                    double t1 = now_seconds();
+                    double t1 = now_seconds(), c1 = cpu_seconds();
                     kernels->attention_backward(&shape, qkv, out, lse, dout, deltas, dqkv, used);
-                    double t2 = now_seconds();
+                    double t2 = now_seconds(), c2 = cpu_seconds();
                     if (t1 - t0 < best_forward) best_forward = t1 - t0;
                     if (t2 - t1 < best_backward) best_backward = t2 - t1;
+                    if (c1 - c0 < best_forward_cpu) best_forward_cpu = c1 - c0;
+                    if (c2 - c1 < best_backward_cpu) best_backward_cpu = c2 - c1;
                     ++reps;
                 } while (now_seconds() - start < 0.4 && reps < 50);
                 pthread_mutex_destroy(&pool.lock);
-                rows[row_count++] = (row_t){uform_cpu_class_name(classes[k]), length, items, threads, best_forward,
-                                            best_backward};
-                printf("%-14s %6zu %5zu %3zu %12.0f %9.1f %12.0f %9.1f\n", uform_cpu_class_name(classes[k]), length,
-                       items, threads, (double)tokens / best_forward, flops_forward / best_forward * 1e-9,
-                       (double)tokens / best_backward, 2.0 * flops_forward / best_backward * 1e-9);
+                rows[row_count++] = (row_t){uform_cpu_class_name(classes[k]),
+                                            length,
+                                            items,
+                                            threads,
+                                            best_forward,
+                                            best_backward,
+                                            best_forward_cpu,
+                                            best_backward_cpu};
+                printf("%-14s %6zu %5zu %3zu %12.0f %9.1f %11.1f %12.0f %9.1f %11.1f\n",
+                       uform_cpu_class_name(classes[k]), length, items, threads, (double)tokens / best_forward,
+                       flops_forward / best_forward * 1e-9, flops_forward / best_forward_cpu * 1e-9,
+                       (double)tokens / best_backward, 2.0 * flops_forward / best_backward * 1e-9,
+                       2.0 * flops_forward / best_backward_cpu * 1e-9);
                 fflush(stdout);
             }
         }
@@ -160,10 +181,12 @@ int main(int argc, char **argv) {
                  "        def run():\n"
                  "            w = torch.softmax(q @ k.transpose(-1, -2) / dh ** 0.5, -1)\n"
                  "            return w @ v\n"
-                 "        run(); best = 1e30; start = time.perf_counter(); reps = 0\n"
+                 "        run(); best = cpu = 1e30; start = time.perf_counter(); reps = 0\n"
                  "        while time.perf_counter() - start < 0.4 and reps < 50:\n"
-                 "            t0 = time.perf_counter(); run(); best = min(best, time.perf_counter() - t0); reps += 1\n"
-                 "        print(L, items, threads, best)\n"
+                 "            t0 = time.perf_counter(); c0 = time.process_time(); run()\n"
+                 "            best = min(best, time.perf_counter() - t0); cpu = min(cpu, time.process_time() - c0)\n"
+                 "            reps += 1\n"
+                 "        print(L, items, threads, best, cpu)\n"
                  "PY",
                  BENCH_TORCH_PYTHON);
         FILE *pipe = popen(command, "r");
@@ -175,18 +198,21 @@ int main(int argc, char **argv) {
     }
     struct {
         size_t length, items, threads;
-        double seconds;
+        double seconds, cpu_seconds;
     } torch_rows[16];
     size_t torch_count = 0;
     for (char *line = strtok(torch_lines, "\n"); line && torch_count < 16; line = strtok(NULL, "\n"))
-        if (sscanf(line, "%zu %zu %zu %lf", &torch_rows[torch_count].length, &torch_rows[torch_count].items,
-                   &torch_rows[torch_count].threads, &torch_rows[torch_count].seconds) == 4)
+        if (sscanf(line, "%zu %zu %zu %lf %lf", &torch_rows[torch_count].length, &torch_rows[torch_count].items,
+                   &torch_rows[torch_count].threads, &torch_rows[torch_count].seconds,
+                   &torch_rows[torch_count].cpu_seconds) == 5)
             ++torch_count;
     for (size_t t = 0; t < torch_count; ++t) {
         double tokens = (double)(torch_rows[t].length * torch_rows[t].items);
-        double flops = 4.0 * (double)torch_rows[t].length * (double)torch_rows[t].length * (double)d * (double)torch_rows[t].items;
-        printf("%-14s %6zu %5zu %3zu %12.0f %9.1f %12s %9s\n", "torch-f32", torch_rows[t].length, torch_rows[t].items,
-               torch_rows[t].threads, tokens / torch_rows[t].seconds, flops / torch_rows[t].seconds * 1e-9, "-", "-");
+        double flops =
+            4.0 * (double)torch_rows[t].length * (double)torch_rows[t].length * (double)d * (double)torch_rows[t].items;
+        printf("%-14s %6zu %5zu %3zu %12.0f %9.1f %11.1f %12s %9s %11s\n", "torch-f32", torch_rows[t].length,
+               torch_rows[t].items, torch_rows[t].threads, tokens / torch_rows[t].seconds,
+               flops / torch_rows[t].seconds * 1e-9, flops / torch_rows[t].cpu_seconds * 1e-9, "-", "-", "-");
     }
 
     mkdir(BENCH_RESULTS_DIRECTORY, 0755);
@@ -195,29 +221,39 @@ int main(int argc, char **argv) {
         fprintf(stderr, "cannot write %s: %s\n", output, strerror(errno));
         return 0;
     }
-    fprintf(json, "{\n  \"benchmark\": \"attention\",\n  \"d\": %zu,\n  \"heads\": %zu,\n  \"tokens_per_batch_about\": 8192,\n",
-            d, heads);
-    fprintf(json, "  \"flops_forward\": \"4*L^2*d per item\",\n  \"flops_backward\": \"8*L^2*d per item\",\n  \"rows\": [\n");
+    fprintf(
+        json,
+        "{\n  \"benchmark\": \"attention\",\n  \"d\": %zu,\n  \"heads\": %zu,\n  \"tokens_per_batch_about\": 8192,\n",
+        d, heads);
+    fprintf(json,
+            "  \"flops_forward\": \"4*L^2*d per item\",\n  \"flops_backward\": \"8*L^2*d per item\",\n  \"rows\": [\n");
     for (size_t r = 0; r < row_count; ++r) {
         double tokens = (double)(rows[r].length * rows[r].items);
         double flops = 4.0 * (double)rows[r].length * (double)rows[r].length * (double)d * (double)rows[r].items;
-        fprintf(json,
-                "    {\"class\": \"%s\", \"length\": %zu, \"items\": %zu, \"threads\": %zu, \"forward_seconds\": %.6g, "
-                "\"forward_tokens_per_second\": %.6g, \"forward_gflops\": %.4g, \"backward_seconds\": %.6g, "
-                "\"backward_tokens_per_second\": %.6g, \"backward_gflops\": %.4g}%s\n",
-                rows[r].cpu_class, rows[r].length, rows[r].items, rows[r].threads, rows[r].forward_seconds,
-                tokens / rows[r].forward_seconds, flops / rows[r].forward_seconds * 1e-9, rows[r].backward_seconds,
-                tokens / rows[r].backward_seconds, 2 * flops / rows[r].backward_seconds * 1e-9,
-                r + 1 < row_count || torch_count ? "," : "");
+        fprintf(
+            json,
+            "    {\"class\": \"%s\", \"length\": %zu, \"items\": %zu, \"threads\": %zu, \"forward_seconds\": %.6g, "
+            "\"forward_tokens_per_second\": %.6g, \"forward_gflops\": %.4g, \"backward_seconds\": %.6g, "
+            "\"backward_tokens_per_second\": %.6g, \"backward_gflops\": %.4g, \"forward_gflops_per_cpu_second\": %.4g, "
+            "\"backward_gflops_per_cpu_second\": %.4g}%s\n",
+            rows[r].cpu_class, rows[r].length, rows[r].items, rows[r].threads, rows[r].forward_seconds,
+            tokens / rows[r].forward_seconds, flops / rows[r].forward_seconds * 1e-9, rows[r].backward_seconds,
+            tokens / rows[r].backward_seconds, 2 * flops / rows[r].backward_seconds * 1e-9,
+            flops / rows[r].forward_cpu_seconds * 1e-9, 2 * flops / rows[r].backward_cpu_seconds * 1e-9,
+            r + 1 < row_count || torch_count ? "," : "");
     }
     for (size_t t = 0; t < torch_count; ++t) {
         double tokens = (double)(torch_rows[t].length * torch_rows[t].items);
-        double flops = 4.0 * (double)torch_rows[t].length * (double)torch_rows[t].length * (double)d * (double)torch_rows[t].items;
-        fprintf(json,
-                "    {\"class\": \"torch-f32\", \"length\": %zu, \"items\": %zu, \"threads\": %zu, \"forward_seconds\": "
-                "%.6g, \"forward_tokens_per_second\": %.6g, \"forward_gflops\": %.4g}%s\n",
-                torch_rows[t].length, torch_rows[t].items, torch_rows[t].threads, torch_rows[t].seconds,
-                tokens / torch_rows[t].seconds, flops / torch_rows[t].seconds * 1e-9, t + 1 < torch_count ? "," : "");
+        double flops =
+            4.0 * (double)torch_rows[t].length * (double)torch_rows[t].length * (double)d * (double)torch_rows[t].items;
+        fprintf(
+            json,
+            "    {\"class\": \"torch-f32\", \"length\": %zu, \"items\": %zu, \"threads\": %zu, \"forward_seconds\": "
+            "%.6g, \"forward_tokens_per_second\": %.6g, \"forward_gflops\": %.4g, \"forward_gflops_per_cpu_second\": "
+            "%.4g}%s\n",
+            torch_rows[t].length, torch_rows[t].items, torch_rows[t].threads, torch_rows[t].seconds,
+            tokens / torch_rows[t].seconds, flops / torch_rows[t].seconds * 1e-9,
+            flops / torch_rows[t].cpu_seconds * 1e-9, t + 1 < torch_count ? "," : "");
     }
     fprintf(json, "  ]\n}\n");
     fclose(json);

@@ -9,14 +9,18 @@
 const uform__nn_kernels_t *uform__nn_kernels(uform_cpu_class_t cpu_class) {
     switch (cpu_class) {
     case UFORM_CPU_CLASS_INTEL_HASWELL:
-    case UFORM_CPU_CLASS_INTEL_SIERRA: return &uform__nn_kernels_haswell;
+    case UFORM_CPU_CLASS_INTEL_SIERRA:
+        return &uform__nn_kernels_haswell;
     case UFORM_CPU_CLASS_INTEL_SKYLAKE:
-    case UFORM_CPU_CLASS_INTEL_ICELAKE: return &uform__nn_kernels_skylake;
+    case UFORM_CPU_CLASS_INTEL_ICELAKE:
+        return &uform__nn_kernels_skylake;
     case UFORM_CPU_CLASS_AMD_GENOA:
     case UFORM_CPU_CLASS_INTEL_SAPPHIRE:
     case UFORM_CPU_CLASS_INTEL_GRANITE:
-    case UFORM_CPU_CLASS_INTEL_DIAMOND: return &uform__nn_kernels_genoa;
-    default: return &uform__nn_kernels_serial;
+    case UFORM_CPU_CLASS_INTEL_DIAMOND:
+        return &uform__nn_kernels_genoa;
+    default:
+        return &uform__nn_kernels_serial;
     }
 }
 

@@ -44,11 +44,11 @@
  * d = heads · head_width; the score scale is 1/sqrt(head_width).
  */
 typedef struct uform__attention_shape_t {
-    size_t tokens;          /* T = offsets[count] */
-    size_t heads;           /* H */
-    size_t head_width;      /* dh, 1 ..= UFORM__NN_ATTENTION_MAX_HEAD_WIDTH */
-    const size_t *offsets;  /* [count + 1], offsets[0] = 0, non-decreasing */
-    size_t count;           /* items */
+    size_t tokens;         /* T = offsets[count] */
+    size_t heads;          /* H */
+    size_t head_width;     /* dh, 1 ..= UFORM__NN_ATTENTION_MAX_HEAD_WIDTH */
+    const size_t *offsets; /* [count + 1], offsets[0] = 0, non-decreasing */
+    size_t count;          /* items */
 } uform__attention_shape_t;
 
 typedef struct uform__nn_kernels_t {
@@ -61,8 +61,8 @@ typedef struct uform__nn_kernels_t {
      *   lse  [H, T]   saved for the backward: the natural log of Σ_j exp(q·k_j/√dh) per row.
      * Matches torch.nn.functional.scaled_dot_product_attention per item.
      */
-    void (*attention_forward)(const uform__attention_shape_t *shape, const float *qkv, float *out,
-                              float *lse, const uform__parallel_t *parallel);
+    void (*attention_forward)(const uform__attention_shape_t *shape, const float *qkv, float *out, float *lse,
+                              const uform__parallel_t *parallel);
     /*
      * Attention backward. dout [T, d] → dqkv [T, 3d] (overwritten), recomputing the
      * probabilities from qkv, out and lse of the forward. deltas [H, T] is caller scratch (it
@@ -86,9 +86,8 @@ typedef struct uform__nn_kernels_t {
      * [width] accumulate Σ_rows dy·x̂ and Σ_rows dy, each column summed over rows in row order
      * by the one prong that owns the column (so no partials and no thread-count dependence). */
     void (*layernorm_backward)(size_t rows, size_t width, const float *x, size_t x_stride, const float *weight,
-                               const float *mean, const float *rstd, const float *dy, size_t dy_stride,
-                               float *dx, size_t dx_stride, float *dweight, float *dbias,
-                               const uform__parallel_t *parallel);
+                               const float *mean, const float *rstd, const float *dy, size_t dy_stride, float *dx,
+                               size_t dx_stride, float *dweight, float *dbias, const uform__parallel_t *parallel);
 
     /* GELU, exact erf form: y = ½·x·(1 + erf(x/√2)) over n contiguous values (torch's
      * approximate='none'). y may alias x. */
@@ -108,8 +107,8 @@ typedef struct uform__nn_kernels_t {
     /* dloss [rows] → dlogits [rows, width] = dloss·scale·(probs − onehot) (overwritten) and, when
      * scale is not NULL, dscale [rows] = dloss·Σ_c (probs_c − onehot_c)·logits_c (overwritten). */
     void (*softmax_xent_backward)(size_t rows, size_t width, const float *logits, size_t logits_stride,
-                                  const int32_t *targets, const float *scale, const float *probs,
-                                  const float *dloss, float *dlogits, size_t dlogits_stride, float *dscale,
+                                  const int32_t *targets, const float *scale, const float *probs, const float *dloss,
+                                  float *dlogits, size_t dlogits_stride, float *dscale,
                                   const uform__parallel_t *parallel);
 
     /* y[r] = x[r] / max(‖x[r]‖₂, eps) (torch.nn.functional.normalize); x, y [rows, width];
@@ -118,8 +117,8 @@ typedef struct uform__nn_kernels_t {
                            size_t y_stride, float *norm, const uform__parallel_t *parallel);
     /* dx = (dy − y·⟨y, dy⟩) / norm (the gradient where the norm is not clamped; where it is,
      * dx = dy / eps as torch computes it). dx may alias dy. */
-    void (*l2norm_backward)(size_t rows, size_t width, const float *y, size_t y_stride, const float *norm,
-                            float eps, const float *dy, size_t dy_stride, float *dx, size_t dx_stride,
+    void (*l2norm_backward)(size_t rows, size_t width, const float *y, size_t y_stride, const float *norm, float eps,
+                            const float *dy, size_t dy_stride, float *dx, size_t dx_stride,
                             const uform__parallel_t *parallel);
 
     /* Mean of ragged groups of rows: y[g] = mean of x rows offsets[g] .. offsets[g+1] (an empty
@@ -127,8 +126,8 @@ typedef struct uform__nn_kernels_t {
     void (*mean_pool_forward)(size_t groups, const size_t *offsets, size_t width, const float *x, size_t x_stride,
                               float *y, size_t y_stride, const uform__parallel_t *parallel);
     /* dx[r] = dy[g] / len(g) for every row r of group g (overwritten). */
-    void (*mean_pool_backward)(size_t groups, const size_t *offsets, size_t width, const float *dy,
-                               size_t dy_stride, float *dx, size_t dx_stride, const uform__parallel_t *parallel);
+    void (*mean_pool_backward)(size_t groups, const size_t *offsets, size_t width, const float *dy, size_t dy_stride,
+                               float *dx, size_t dx_stride, const uform__parallel_t *parallel);
 
     /* out[i] += table[ids[i]] for n ids; table [vocabulary, width], out [n, width]. */
     void (*embedding_forward)(size_t n, const uint32_t *ids, size_t width, const float *table, size_t table_stride,
@@ -158,8 +157,8 @@ typedef struct uform__nn_kernels_t {
      *   p −= (lr / (1 − β1^step)) · m / (√v / √(1 − β2^step) + eps).
      * step counts from 1. Pass weight_decay 0 for biases, norms, positions and temperatures.
      */
-    void (*adamw)(size_t n, float *params, const float *grads, float *m, float *v, float lr, float beta1,
-                  float beta2, float eps, float weight_decay, uint64_t step, const uform__parallel_t *parallel);
+    void (*adamw)(size_t n, float *params, const float *grads, float *m, float *v, float lr, float beta1, float beta2,
+                  float eps, float weight_decay, uint64_t step, const uform__parallel_t *parallel);
 
     /* Σ x² over n values, for the gradient norm. Accumulated in double within fixed blocks of
      * UFORM__NN_SUM_BLOCK values (prongs own whole blocks; the number of prongs depends on n only)
@@ -191,8 +190,8 @@ typedef struct uform__nn_attention_ops_t {
     void (*scores)(const float *a, size_t a_stride, const float *bt, size_t bt_stride, size_t rows, size_t cols,
                    size_t width, float scale, float *s, size_t s_stride);
     /* acc[r·acc_stride + e] += Σ_c p[r·p_stride + c] · x[c·x_stride + e]  (p [rows, cols], x [cols, width]). */
-    void (*accumulate)(float *acc, size_t acc_stride, const float *p, size_t p_stride, const float *x,
-                       size_t x_stride, size_t rows, size_t cols, size_t width);
+    void (*accumulate)(float *acc, size_t acc_stride, const float *p, size_t p_stride, const float *x, size_t x_stride,
+                       size_t rows, size_t cols, size_t width);
     /* x[i] = exp(x[i] − shift) for i < n; answers Σ x[i] (after) summed in float in a fixed order. */
     float (*exp_shift_sum)(float *x, size_t n, float shift);
     /* x[i] = exp(x[i] − shift[i]) for i < n. */
@@ -222,27 +221,55 @@ extern const uform__nn_kernels_t uform__nn_kernels_genoa;
 extern const uform__nn_attention_ops_t uform__nn_attention_ops_serial;
 
 /* The SERIAL kernels by name, so the other classes' tables can reuse the ones they do not specialise. */
-void uform__nn_attention_forward_f32_serial(const uform__attention_shape_t *shape, const float *qkv, float *out, float *lse, const uform__parallel_t *parallel);
-void uform__nn_attention_backward_f32_serial(const uform__attention_shape_t *shape, const float *qkv, const float *out, const float *lse, const float *dout, float *deltas, float *dqkv, const uform__parallel_t *parallel);
-void uform__nn_layernorm_forward_f32_serial(size_t rows, size_t width, const float *x, size_t x_stride, const float *weight, const float *bias, float eps, float *y, size_t y_stride, float *mean, float *rstd, const uform__parallel_t *parallel);
-void uform__nn_layernorm_backward_f32_serial(size_t rows, size_t width, const float *x, size_t x_stride, const float *weight, const float *mean, const float *rstd, const float *dy, size_t dy_stride, float *dx, size_t dx_stride, float *dweight, float *dbias, const uform__parallel_t *parallel);
+void uform__nn_attention_forward_f32_serial(const uform__attention_shape_t *shape, const float *qkv, float *out,
+                                            float *lse, const uform__parallel_t *parallel);
+void uform__nn_attention_backward_f32_serial(const uform__attention_shape_t *shape, const float *qkv, const float *out,
+                                             const float *lse, const float *dout, float *deltas, float *dqkv,
+                                             const uform__parallel_t *parallel);
+void uform__nn_layernorm_forward_f32_serial(size_t rows, size_t width, const float *x, size_t x_stride,
+                                            const float *weight, const float *bias, float eps, float *y,
+                                            size_t y_stride, float *mean, float *rstd,
+                                            const uform__parallel_t *parallel);
+void uform__nn_layernorm_backward_f32_serial(size_t rows, size_t width, const float *x, size_t x_stride,
+                                             const float *weight, const float *mean, const float *rstd, const float *dy,
+                                             size_t dy_stride, float *dx, size_t dx_stride, float *dweight,
+                                             float *dbias, const uform__parallel_t *parallel);
 void uform__nn_gelu_forward_f32_serial(size_t n, const float *x, float *y, const uform__parallel_t *parallel);
-void uform__nn_gelu_backward_f32_serial(size_t n, const float *x, const float *dy, float *dx, const uform__parallel_t *parallel);
-void uform__nn_softmax_xent_forward_f32_serial(size_t rows, size_t width, const float *logits, size_t logits_stride, const int32_t *targets, const float *scale, float *probs, float *loss, const uform__parallel_t *parallel);
-void uform__nn_softmax_xent_backward_f32_serial(size_t rows, size_t width, const float *logits, size_t logits_stride, const int32_t *targets, const float *scale, const float *probs, const float *dloss, float *dlogits, size_t dlogits_stride, float *dscale, const uform__parallel_t *parallel);
-void uform__nn_l2norm_forward_f32_serial(size_t rows, size_t width, const float *x, size_t x_stride, float eps, float *y, size_t y_stride, float *norm, const uform__parallel_t *parallel);
-void uform__nn_l2norm_backward_f32_serial(size_t rows, size_t width, const float *y, size_t y_stride, const float *norm, float eps, const float *dy, size_t dy_stride, float *dx, size_t dx_stride, const uform__parallel_t *parallel);
-void uform__nn_mean_pool_forward_f32_serial(size_t groups, const size_t *offsets, size_t width, const float *x, size_t x_stride, float *y, size_t y_stride, const uform__parallel_t *parallel);
-void uform__nn_mean_pool_backward_f32_serial(size_t groups, const size_t *offsets, size_t width, const float *dy, size_t dy_stride, float *dx, size_t dx_stride, const uform__parallel_t *parallel);
-void uform__nn_embedding_forward_f32_serial(size_t n, const uint32_t *ids, size_t width, const float *table, size_t table_stride, float *out, size_t out_stride, const uform__parallel_t *parallel);
-void uform__nn_embedding_backward_f32_serial(size_t n, const uint32_t *ids, size_t width, const float *dout, size_t dout_stride, size_t vocabulary, float *dtable, size_t dtable_stride, const uform__parallel_t *parallel);
+void uform__nn_gelu_backward_f32_serial(size_t n, const float *x, const float *dy, float *dx,
+                                        const uform__parallel_t *parallel);
+void uform__nn_softmax_xent_forward_f32_serial(size_t rows, size_t width, const float *logits, size_t logits_stride,
+                                               const int32_t *targets, const float *scale, float *probs, float *loss,
+                                               const uform__parallel_t *parallel);
+void uform__nn_softmax_xent_backward_f32_serial(size_t rows, size_t width, const float *logits, size_t logits_stride,
+                                                const int32_t *targets, const float *scale, const float *probs,
+                                                const float *dloss, float *dlogits, size_t dlogits_stride,
+                                                float *dscale, const uform__parallel_t *parallel);
+void uform__nn_l2norm_forward_f32_serial(size_t rows, size_t width, const float *x, size_t x_stride, float eps,
+                                         float *y, size_t y_stride, float *norm, const uform__parallel_t *parallel);
+void uform__nn_l2norm_backward_f32_serial(size_t rows, size_t width, const float *y, size_t y_stride, const float *norm,
+                                          float eps, const float *dy, size_t dy_stride, float *dx, size_t dx_stride,
+                                          const uform__parallel_t *parallel);
+void uform__nn_mean_pool_forward_f32_serial(size_t groups, const size_t *offsets, size_t width, const float *x,
+                                            size_t x_stride, float *y, size_t y_stride,
+                                            const uform__parallel_t *parallel);
+void uform__nn_mean_pool_backward_f32_serial(size_t groups, const size_t *offsets, size_t width, const float *dy,
+                                             size_t dy_stride, float *dx, size_t dx_stride,
+                                             const uform__parallel_t *parallel);
+void uform__nn_embedding_forward_f32_serial(size_t n, const uint32_t *ids, size_t width, const float *table,
+                                            size_t table_stride, float *out, size_t out_stride,
+                                            const uform__parallel_t *parallel);
+void uform__nn_embedding_backward_f32_serial(size_t n, const uint32_t *ids, size_t width, const float *dout,
+                                             size_t dout_stride, size_t vocabulary, float *dtable, size_t dtable_stride,
+                                             const uform__parallel_t *parallel);
 void uform__nn_f32_to_bf16_serial(size_t n, const float *x, uint16_t *y);
 void uform__nn_bf16_to_f32_serial(size_t n, const uint16_t *x, float *y);
 void uform__nn_f32_to_f16_serial(size_t n, const float *x, uint16_t *y);
 void uform__nn_f16_to_f32_serial(size_t n, const uint16_t *x, float *y);
 void uform__nn_f32_to_i8_serial(size_t n, const float *x, int8_t *y);
 void uform__nn_f32_to_b1_serial(size_t n, const float *x, uint8_t *y);
-void uform__nn_adamw_f32_serial(size_t n, float *params, const float *grads, float *m, float *v, float lr, float beta1, float beta2, float eps, float weight_decay, uint64_t step, const uform__parallel_t *parallel);
+void uform__nn_adamw_f32_serial(size_t n, float *params, const float *grads, float *m, float *v, float lr, float beta1,
+                                float beta2, float eps, float weight_decay, uint64_t step,
+                                const uform__parallel_t *parallel);
 double uform__nn_sum_squares_f32_serial(size_t n, const float *x, const uform__parallel_t *parallel);
 
 /* Portable scalar conversions, shared by the serial table and the SIMD kernels' tails. */

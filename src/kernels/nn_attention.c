@@ -88,13 +88,13 @@ static void forward_unit(const attention_context_t *context, unit_cursor_t curso
     size_t rows = length - cursor.block * block < block ? length - cursor.block * block : block;
     float scale = 1.0f / sqrtf((float)dh);
 
-    const float *q = context->qkv + q0 * qkv_stride + cursor.head * dh;              /* [rows, dh] */
-    const float *k = context->qkv + begin * qkv_stride + d + cursor.head * dh;       /* [length, dh] */
-    const float *v = context->qkv + begin * qkv_stride + 2 * d + cursor.head * dh;   /* [length, dh] */
+    const float *q = context->qkv + q0 * qkv_stride + cursor.head * dh;            /* [rows, dh] */
+    const float *k = context->qkv + begin * qkv_stride + d + cursor.head * dh;     /* [length, dh] */
+    const float *v = context->qkv + begin * qkv_stride + 2 * d + cursor.head * dh; /* [length, dh] */
 
     float running_max[block], running_sum[block];
-    float accumulator[block * max_width]; /* [rows, dh] */
-    float scores[block * block];          /* [rows, cols] with stride block */
+    float accumulator[block * max_width];     /* [rows, dh] */
+    float scores[block * block];              /* [rows, cols] with stride block */
     float keys_transposed[max_width * block]; /* [dh, cols] with stride block */
     for (size_t r = 0; r < rows; ++r) running_max[r] = -INFINITY, running_sum[r] = 0.0f;
     memset(accumulator, 0, rows * dh * sizeof(float));
@@ -107,13 +107,15 @@ static void forward_unit(const attention_context_t *context, unit_cursor_t curso
             float *row = scores + r * block;
             float tile_max = ops->row_max(row, cols);
             float new_max = tile_max > running_max[r] ? tile_max : running_max[r];
-            /* The first tile (running max −inf) has nothing to rescale. */
-            float rescale = running_max[r] == -INFINITY ? 0.0f : expf(running_max[r] - new_max);
             float tile_sum = ops->exp_shift_sum(row, cols, new_max);
-            running_sum[r] = running_sum[r] * rescale + tile_sum;
-            if (rescale != 1.0f) {
-                float *acc = accumulator + r * dh;
-                for (size_t e = 0; e < dh; ++e) acc[e] *= rescale;
+            if (k0 == 0) running_sum[r] = tile_sum; /* the first tile: nothing to rescale yet */
+            else {
+                float rescale = expf(running_max[r] - new_max);
+                running_sum[r] = running_sum[r] * rescale + tile_sum;
+                if (rescale != 1.0f) {
+                    float *acc = accumulator + r * dh;
+                    for (size_t e = 0; e < dh; ++e) acc[e] *= rescale;
+                }
             }
             running_max[r] = new_max;
         }
@@ -213,14 +215,14 @@ static void backward_key_unit(const attention_context_t *context, unit_cursor_t 
     size_t keys = length - cursor.block * block < block ? length - cursor.block * block : block;
     float scale = 1.0f / sqrtf((float)dh);
 
-    const float *q = context->qkv + begin * qkv_stride + cursor.head * dh;           /* [length, dh] */
-    const float *k = context->qkv + k0 * qkv_stride + d + cursor.head * dh;          /* [keys, dh] */
-    const float *v = context->qkv + k0 * qkv_stride + 2 * d + cursor.head * dh;      /* [keys, dh] */
-    const float *g = context->dout + begin * d + cursor.head * dh;                    /* [length, dh] */
+    const float *q = context->qkv + begin * qkv_stride + cursor.head * dh;      /* [length, dh] */
+    const float *k = context->qkv + k0 * qkv_stride + d + cursor.head * dh;     /* [keys, dh] */
+    const float *v = context->qkv + k0 * qkv_stride + 2 * d + cursor.head * dh; /* [keys, dh] */
+    const float *g = context->dout + begin * d + cursor.head * dh;              /* [length, dh] */
     const float *lse = context->lse + cursor.head * tokens + begin;
 
     const float *deltas_item = context->deltas + cursor.head * tokens + begin; /* from pass 1 */
-    float probabilities_t[block * block], dscores_t[block * block]; /* [keys, queries] */
+    float probabilities_t[block * block], dscores_t[block * block];            /* [keys, queries] */
     float queries_transposed[max_width * block], dout_transposed[max_width * block];
     float dk[block * max_width], dv[block * max_width];
     memset(dk, 0, keys * dh * sizeof(float));
@@ -271,8 +273,8 @@ static void backward_key_prong(void *opaque, size_t thread, size_t prong) {
 void uform__nn_attention_backward_with(const uform__nn_attention_ops_t *ops, const uform__attention_shape_t *shape,
                                        const float *qkv, const float *out, const float *lse, const float *dout,
                                        float *deltas, float *dqkv, const uform__parallel_t *parallel) {
-    attention_context_t context = {.ops = ops, .shape = shape, .qkv = qkv, .out = out, .lse = lse, .dout = dout,
-                                   .dqkv = dqkv, .deltas = deltas};
+    attention_context_t context = {
+        .ops = ops, .shape = shape, .qkv = qkv, .out = out, .lse = lse, .dout = dout, .dqkv = dqkv, .deltas = deltas};
     context.units = units_total(shape);
     context.prongs = prongs_for(parallel, context.units);
     uform__parallel_for(parallel, context.prongs, backward_query_prong, &context);

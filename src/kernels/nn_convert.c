@@ -28,7 +28,9 @@ uint16_t uform__nn_f32_to_bf16_one(float x) {
     return (uint16_t)((bits + 0x7FFFu + ((bits >> 16) & 1u)) >> 16);
 }
 
-float uform__nn_bf16_to_f32_one(uint16_t x) { return float_of((uint32_t)x << 16); }
+float uform__nn_bf16_to_f32_one(uint16_t x) {
+    return float_of((uint32_t)x << 16);
+}
 
 uint16_t uform__nn_f32_to_f16_one(float x) {
     uint32_t bits = bits_of(x);

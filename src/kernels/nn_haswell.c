@@ -44,16 +44,15 @@ UFORM_HASWELL static inline __m256 exp_f32x8(__m256 x_f32x8) {
     /* 2^n built in the exponent field; n ∈ [−126, 128] after the clamp (128 only at the top, where
      * the polynomial is < 1, handled by splitting 2^n into 2^(n−1)·2). */
     __m256i n_i32x8 = _mm256_cvtps_epi32(n_f32x8);
-    __m256 scale_f32x8 =
-        _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n_i32x8, _mm256_set1_epi32(126)), 23));
+    __m256 scale_f32x8 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n_i32x8, _mm256_set1_epi32(126)), 23));
     __m256 result_f32x8 = _mm256_mul_ps(_mm256_mul_ps(p_f32x8, scale_f32x8), _mm256_set1_ps(2.0f));
     return _mm256_andnot_ps(underflow_f32x8, result_f32x8);
 }
 
 /* erfc(z) for z ≥ 0 (Numerical Recipes erfcc). */
 UFORM_HASWELL static inline __m256 erfc_nonnegative_f32x8(__m256 z_f32x8) {
-    __m256 t_f32x8 = _mm256_div_ps(_mm256_set1_ps(1.0f), _mm256_fmadd_ps(_mm256_set1_ps(0.5f), z_f32x8,
-                                                                         _mm256_set1_ps(1.0f)));
+    __m256 t_f32x8 =
+        _mm256_div_ps(_mm256_set1_ps(1.0f), _mm256_fmadd_ps(_mm256_set1_ps(0.5f), z_f32x8, _mm256_set1_ps(1.0f)));
     __m256 p_f32x8 = _mm256_set1_ps(0.17087277f);
     p_f32x8 = _mm256_fmadd_ps(p_f32x8, t_f32x8, _mm256_set1_ps(-0.82215223f));
     p_f32x8 = _mm256_fmadd_ps(p_f32x8, t_f32x8, _mm256_set1_ps(1.48851587f));
@@ -130,8 +129,8 @@ product_rows_f32_haswell(const float *a, size_t a_stride, const float *b, size_t
 
 /* out [m, n] (=, or +=) scale · a [m, k] · b [k, n]; all row-major with strides. */
 UFORM_HASWELL static void product_f32_haswell(const float *a, size_t a_stride, const float *b, size_t b_stride,
-                                              size_t m, size_t n, size_t k, float scale, float *out,
-                                              size_t out_stride, int add) {
+                                              size_t m, size_t n, size_t k, float scale, float *out, size_t out_stride,
+                                              int add) {
     for (size_t j = 0; j < n; j += 16) {
         size_t count = n - j < 16 ? n - j : 16;
         size_t r = 0;
@@ -151,7 +150,8 @@ UFORM_HASWELL static void product_f32_haswell(const float *a, size_t a_stride, c
             product_rows_f32_haswell(a + r * a_stride, a_stride, b + j, b_stride, k, scale, out + r * out_stride + j,
                                      out_stride, count, add, 1);
             break;
-        default: break;
+        default:
+            break;
         }
     }
 }
@@ -177,10 +177,14 @@ UFORM_HASWELL static void transpose_f32_haswell(const float *src, size_t src_str
         for (; c + 8 <= cols; c += 8) {
             __m256 row_f32x8[8];
             for (size_t i = 0; i < 8; ++i) row_f32x8[i] = _mm256_loadu_ps(src + (r + i) * src_stride + c);
-            __m256 t0 = _mm256_unpacklo_ps(row_f32x8[0], row_f32x8[1]), t1 = _mm256_unpackhi_ps(row_f32x8[0], row_f32x8[1]);
-            __m256 t2 = _mm256_unpacklo_ps(row_f32x8[2], row_f32x8[3]), t3 = _mm256_unpackhi_ps(row_f32x8[2], row_f32x8[3]);
-            __m256 t4 = _mm256_unpacklo_ps(row_f32x8[4], row_f32x8[5]), t5 = _mm256_unpackhi_ps(row_f32x8[4], row_f32x8[5]);
-            __m256 t6 = _mm256_unpacklo_ps(row_f32x8[6], row_f32x8[7]), t7 = _mm256_unpackhi_ps(row_f32x8[6], row_f32x8[7]);
+            __m256 t0 = _mm256_unpacklo_ps(row_f32x8[0], row_f32x8[1]),
+                   t1 = _mm256_unpackhi_ps(row_f32x8[0], row_f32x8[1]);
+            __m256 t2 = _mm256_unpacklo_ps(row_f32x8[2], row_f32x8[3]),
+                   t3 = _mm256_unpackhi_ps(row_f32x8[2], row_f32x8[3]);
+            __m256 t4 = _mm256_unpacklo_ps(row_f32x8[4], row_f32x8[5]),
+                   t5 = _mm256_unpackhi_ps(row_f32x8[4], row_f32x8[5]);
+            __m256 t6 = _mm256_unpacklo_ps(row_f32x8[6], row_f32x8[7]),
+                   t7 = _mm256_unpackhi_ps(row_f32x8[6], row_f32x8[7]);
             __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xEE);
             __m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xEE);
             __m256 u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xEE);
@@ -220,7 +224,8 @@ UFORM_HASWELL static float exp_shift_sum_f32_haswell(float *x, size_t n, float s
 UFORM_HASWELL static void exp_sub_f32_haswell(float *x, const float *shift, size_t n) {
     for (size_t i = 0; i < n; i += 8) {
         __m256i mask_i32x8 = tail_mask_i32x8(n - i < 8 ? n - i : 8);
-        __m256 value_f32x8 = _mm256_sub_ps(_mm256_maskload_ps(x + i, mask_i32x8), _mm256_maskload_ps(shift + i, mask_i32x8));
+        __m256 value_f32x8 =
+            _mm256_sub_ps(_mm256_maskload_ps(x + i, mask_i32x8), _mm256_maskload_ps(shift + i, mask_i32x8));
         _mm256_maskstore_ps(x + i, mask_i32x8, exp_f32x8(value_f32x8));
     }
 }
@@ -238,7 +243,7 @@ UFORM_HASWELL static float row_max_f32_haswell(const float *x, size_t n) {
 }
 
 static const uform__nn_attention_ops_t attention_ops_haswell = {
-    transpose_f32_haswell, scores_f32_haswell,  accumulate_f32_haswell,
+    transpose_f32_haswell,     scores_f32_haswell,  accumulate_f32_haswell,
     exp_shift_sum_f32_haswell, exp_sub_f32_haswell, row_max_f32_haswell,
 };
 
@@ -248,8 +253,8 @@ static void attention_forward_f32_haswell(const uform__attention_shape_t *shape,
 }
 
 static void attention_backward_f32_haswell(const uform__attention_shape_t *shape, const float *qkv, const float *out,
-                                           const float *lse, const float *dout, float *deltas,
-                                           float *dqkv, const uform__parallel_t *parallel) {
+                                           const float *lse, const float *dout, float *deltas, float *dqkv,
+                                           const uform__parallel_t *parallel) {
     uform__nn_attention_backward_with(&attention_ops_haswell, shape, qkv, out, lse, dout, deltas, dqkv, parallel);
 }
 
@@ -281,9 +286,9 @@ UFORM_HASWELL static void gelu_backward_range_haswell(void *opaque, size_t begin
     for (size_t i = begin; i < end; i += 8) {
         __m256i mask_i32x8 = tail_mask_i32x8(end - i < 8 ? end - i : 8);
         __m256 x_f32x8 = _mm256_maskload_ps(c->x + i, mask_i32x8);
-        __m256 pdf_f32x8 = _mm256_mul_ps(
-            exp_f32x8(_mm256_mul_ps(_mm256_set1_ps(-0.5f), _mm256_mul_ps(x_f32x8, x_f32x8))),
-            _mm256_set1_ps(0.39894228040143268f));
+        __m256 pdf_f32x8 =
+            _mm256_mul_ps(exp_f32x8(_mm256_mul_ps(_mm256_set1_ps(-0.5f), _mm256_mul_ps(x_f32x8, x_f32x8))),
+                          _mm256_set1_ps(0.39894228040143268f));
         __m256 derivative_f32x8 = _mm256_fmadd_ps(x_f32x8, pdf_f32x8, normal_cdf_f32x8(x_f32x8));
         _mm256_maskstore_ps(c->y + i, mask_i32x8,
                             _mm256_mul_ps(_mm256_maskload_ps(c->dy + i, mask_i32x8), derivative_f32x8));
@@ -320,8 +325,7 @@ UFORM_HASWELL static void f32_to_bf16_haswell(size_t n, const float *x, uint16_t
     for (; i + 8 <= n; i += 8) {
         __m256i bits_i32x8 = _mm256_castps_si256(_mm256_loadu_ps(x + i));
         __m256i odd_i32x8 = _mm256_and_si256(_mm256_srli_epi32(bits_i32x8, 16), _mm256_set1_epi32(1));
-        __m256i rounded_i32x8 =
-            _mm256_add_epi32(bits_i32x8, _mm256_add_epi32(_mm256_set1_epi32(0x7FFF), odd_i32x8));
+        __m256i rounded_i32x8 = _mm256_add_epi32(bits_i32x8, _mm256_add_epi32(_mm256_set1_epi32(0x7FFF), odd_i32x8));
         __m256i quiet_i32x8 = _mm256_or_si256(bits_i32x8, _mm256_set1_epi32(0x00400000));
         __m256i nan_i32x8 = _mm256_cmpgt_epi32(_mm256_and_si256(bits_i32x8, abs_mask_i32x8), infinity_i32x8);
         __m256i result_i32x8 = _mm256_srli_epi32(_mm256_blendv_epi8(rounded_i32x8, quiet_i32x8, nan_i32x8), 16);
@@ -402,8 +406,17 @@ UFORM_HASWELL static void layernorm_forward_rows_haswell(void *opaque, size_t be
 static void layernorm_forward_f32_haswell(size_t rows, size_t width, const float *x, size_t x_stride,
                                           const float *weight, const float *bias, float eps, float *y, size_t y_stride,
                                           float *mean, float *rstd, const uform__parallel_t *parallel) {
-    layernorm_context_t context = {.rows = rows, .width = width, .x_stride = x_stride, .y_stride = y_stride, .x = x,
-                                   .weight = weight, .bias = bias, .eps = eps, .y = y, .mean = mean, .rstd = rstd};
+    layernorm_context_t context = {.rows = rows,
+                                   .width = width,
+                                   .x_stride = x_stride,
+                                   .y_stride = y_stride,
+                                   .x = x,
+                                   .weight = weight,
+                                   .bias = bias,
+                                   .eps = eps,
+                                   .y = y,
+                                   .mean = mean,
+                                   .rstd = rstd};
     uform__nn_parallel_ranges(parallel, rows, 16, layernorm_forward_rows_haswell, &context);
 }
 
@@ -438,7 +451,8 @@ UFORM_HASWELL static void layernorm_backward_columns_haswell(void *opaque, size_
     const layernorm_context_t *c = opaque;
     for (size_t i = begin; i < end; i += 8) {
         __m256i mask_i32x8 = tail_mask_i32x8(end - i < 8 ? end - i : 8);
-        __m256 dweight_f32x8 = load_f32x8(c->dweight + i, mask_i32x8), dbias_f32x8 = load_f32x8(c->dbias + i, mask_i32x8);
+        __m256 dweight_f32x8 = load_f32x8(c->dweight + i, mask_i32x8),
+               dbias_f32x8 = load_f32x8(c->dbias + i, mask_i32x8);
         for (size_t r = 0; r < c->rows; ++r) {
             __m256 dy_f32x8 = load_f32x8(c->dy + r * c->dy_stride + i, mask_i32x8);
             __m256 xhat_f32x8 = _mm256_mul_ps(
@@ -456,9 +470,19 @@ static void layernorm_backward_f32_haswell(size_t rows, size_t width, const floa
                                            const float *weight, const float *mean, const float *rstd, const float *dy,
                                            size_t dy_stride, float *dx, size_t dx_stride, float *dweight, float *dbias,
                                            const uform__parallel_t *parallel) {
-    layernorm_context_t context = {.rows = rows, .width = width, .x_stride = x_stride, .dy_stride = dy_stride,
-                                   .dx_stride = dx_stride, .x = x, .weight = weight, .mean_in = mean, .rstd_in = rstd,
-                                   .dy = dy, .dx = dx, .dweight = dweight, .dbias = dbias};
+    layernorm_context_t context = {.rows = rows,
+                                   .width = width,
+                                   .x_stride = x_stride,
+                                   .dy_stride = dy_stride,
+                                   .dx_stride = dx_stride,
+                                   .x = x,
+                                   .weight = weight,
+                                   .mean_in = mean,
+                                   .rstd_in = rstd,
+                                   .dy = dy,
+                                   .dx = dx,
+                                   .dweight = dweight,
+                                   .dbias = dbias};
     uform__nn_parallel_ranges(parallel, rows, 16, layernorm_backward_rows_haswell, &context);
     uform__nn_parallel_ranges(parallel, width, 64, layernorm_backward_columns_haswell, &context);
 }
@@ -479,7 +503,8 @@ UFORM_HASWELL static void xent_forward_rows_haswell(void *opaque, size_t begin, 
         float scale = c->scale ? c->scale[r] : 1.0f, max = -INFINITY;
         __m256 scale_f32x8 = _mm256_set1_ps(scale), max_f32x8 = _mm256_set1_ps(-INFINITY);
         size_t i = 0;
-        for (; i + 8 <= width; i += 8) max_f32x8 = _mm256_max_ps(max_f32x8, _mm256_mul_ps(_mm256_loadu_ps(z + i), scale_f32x8));
+        for (; i + 8 <= width; i += 8)
+            max_f32x8 = _mm256_max_ps(max_f32x8, _mm256_mul_ps(_mm256_loadu_ps(z + i), scale_f32x8));
         __m128 max_f32x4 = _mm_max_ps(_mm256_castps256_ps128(max_f32x8), _mm256_extractf128_ps(max_f32x8, 1));
         max_f32x4 = _mm_max_ps(max_f32x4, _mm_movehl_ps(max_f32x4, max_f32x4));
         max = _mm_cvtss_f32(_mm_max_ss(max_f32x4, _mm_movehdup_ps(max_f32x4)));
@@ -506,8 +531,13 @@ UFORM_HASWELL static void xent_forward_rows_haswell(void *opaque, size_t begin, 
 static void softmax_xent_forward_f32_haswell(size_t rows, size_t width, const float *logits, size_t logits_stride,
                                              const int32_t *targets, const float *scale, float *probs, float *loss,
                                              const uform__parallel_t *parallel) {
-    xent_context_t context = {.width = width, .logits_stride = logits_stride, .logits = logits, .scale = scale,
-                              .targets = targets, .probs = probs, .loss = loss};
+    xent_context_t context = {.width = width,
+                              .logits_stride = logits_stride,
+                              .logits = logits,
+                              .scale = scale,
+                              .targets = targets,
+                              .probs = probs,
+                              .loss = loss};
     uform__nn_parallel_ranges(parallel, rows, 8, xent_forward_rows_haswell, &context);
 }
 
@@ -528,9 +558,10 @@ UFORM_HASWELL static void xent_backward_rows_haswell(void *opaque, size_t begin,
         const __m256i lanes_i32x8 = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
         for (size_t i = 0; i < width; i += 8) {
             __m256i mask_i32x8 = tail_mask_i32x8(width - i < 8 ? width - i : 8);
-            __m256 hit_f32x8 = _mm256_castsi256_ps(
-                _mm256_cmpeq_epi32(_mm256_add_epi32(_mm256_set1_epi32((int)i), lanes_i32x8), _mm256_set1_epi32(target)));
-            __m256 delta_f32x8 = _mm256_sub_ps(load_f32x8(p + i, mask_i32x8), _mm256_and_ps(hit_f32x8, _mm256_set1_ps(1.0f)));
+            __m256 hit_f32x8 = _mm256_castsi256_ps(_mm256_cmpeq_epi32(
+                _mm256_add_epi32(_mm256_set1_epi32((int)i), lanes_i32x8), _mm256_set1_epi32(target)));
+            __m256 delta_f32x8 =
+                _mm256_sub_ps(load_f32x8(p + i, mask_i32x8), _mm256_and_ps(hit_f32x8, _mm256_set1_ps(1.0f)));
             _mm256_maskstore_ps(dz + i, mask_i32x8, _mm256_mul_ps(delta_f32x8, factor_f32x8));
             dscale_f32x8 = _mm256_fmadd_ps(_mm256_and_ps(delta_f32x8, _mm256_castsi256_ps(mask_i32x8)),
                                            load_f32x8(z + i, mask_i32x8), dscale_f32x8);
@@ -543,9 +574,16 @@ static void softmax_xent_backward_f32_haswell(size_t rows, size_t width, const f
                                               const int32_t *targets, const float *scale, const float *probs,
                                               const float *dloss, float *dlogits, size_t dlogits_stride, float *dscale,
                                               const uform__parallel_t *parallel) {
-    xent_context_t context = {.width = width, .logits_stride = logits_stride, .dlogits_stride = dlogits_stride,
-                              .logits = logits, .scale = scale, .probs_in = probs, .dloss = dloss,
-                              .targets = targets, .dlogits = dlogits, .dscale = scale ? dscale : NULL};
+    xent_context_t context = {.width = width,
+                              .logits_stride = logits_stride,
+                              .dlogits_stride = dlogits_stride,
+                              .logits = logits,
+                              .scale = scale,
+                              .probs_in = probs,
+                              .dloss = dloss,
+                              .targets = targets,
+                              .dlogits = dlogits,
+                              .dscale = scale ? dscale : NULL};
     uform__nn_parallel_ranges(parallel, rows, 8, xent_backward_rows_haswell, &context);
 }
 
@@ -579,8 +617,8 @@ UFORM_HASWELL static void l2norm_forward_rows_haswell(void *opaque, size_t begin
 
 static void l2norm_forward_f32_haswell(size_t rows, size_t width, const float *x, size_t x_stride, float eps, float *y,
                                        size_t y_stride, float *norm, const uform__parallel_t *parallel) {
-    l2_context_t context = {.width = width, .x_stride = x_stride, .y_stride = y_stride, .eps = eps, .x = x, .y = y,
-                            .norm = norm};
+    l2_context_t context = {
+        .width = width, .x_stride = x_stride, .y_stride = y_stride, .eps = eps, .x = x, .y = y, .norm = norm};
     uform__nn_parallel_ranges(parallel, rows, 16, l2norm_forward_rows_haswell, &context);
 }
 
@@ -602,7 +640,8 @@ UFORM_HASWELL static void l2norm_backward_rows_haswell(void *opaque, size_t begi
         __m256 dot_all_f32x8 = _mm256_set1_ps(reduce_add_f32x8(dot_f32x8)), norm_f32x8 = _mm256_set1_ps(norm);
         for (size_t i = 0; i < c->width; i += 8) {
             __m256i mask_i32x8 = tail_mask_i32x8(c->width - i < 8 ? c->width - i : 8);
-            __m256 value_f32x8 = _mm256_fnmadd_ps(load_f32x8(y + i, mask_i32x8), dot_all_f32x8, load_f32x8(dy + i, mask_i32x8));
+            __m256 value_f32x8 =
+                _mm256_fnmadd_ps(load_f32x8(y + i, mask_i32x8), dot_all_f32x8, load_f32x8(dy + i, mask_i32x8));
             _mm256_maskstore_ps(dx + i, mask_i32x8, _mm256_div_ps(value_f32x8, norm_f32x8));
         }
     }
@@ -611,8 +650,15 @@ UFORM_HASWELL static void l2norm_backward_rows_haswell(void *opaque, size_t begi
 static void l2norm_backward_f32_haswell(size_t rows, size_t width, const float *y, size_t y_stride, const float *norm,
                                         float eps, const float *dy, size_t dy_stride, float *dx, size_t dx_stride,
                                         const uform__parallel_t *parallel) {
-    l2_context_t context = {.width = width, .y_stride = y_stride, .dy_stride = dy_stride, .dx_stride = dx_stride,
-                            .eps = eps, .x = y, .norm_in = norm, .dy = dy, .dx = dx};
+    l2_context_t context = {.width = width,
+                            .y_stride = y_stride,
+                            .dy_stride = dy_stride,
+                            .dx_stride = dx_stride,
+                            .eps = eps,
+                            .x = y,
+                            .norm_in = norm,
+                            .dy = dy,
+                            .dx = dx};
     uform__nn_parallel_ranges(parallel, rows, 16, l2norm_backward_rows_haswell, &context);
 }
 
@@ -625,14 +671,16 @@ typedef struct adamw_context_t {
 UFORM_HASWELL static void adamw_range_haswell(void *opaque, size_t begin, size_t end) {
     const adamw_context_t *c = opaque;
     __m256 beta1_f32x8 = _mm256_set1_ps(c->beta1), beta2_f32x8 = _mm256_set1_ps(c->beta2);
-    __m256 one_minus_beta1_f32x8 = _mm256_set1_ps(1.0f - c->beta1), one_minus_beta2_f32x8 = _mm256_set1_ps(1.0f - c->beta2);
+    __m256 one_minus_beta1_f32x8 = _mm256_set1_ps(1.0f - c->beta1),
+           one_minus_beta2_f32x8 = _mm256_set1_ps(1.0f - c->beta2);
     __m256 eps_f32x8 = _mm256_set1_ps(c->eps), decay_f32x8 = _mm256_set1_ps(c->decay_factor);
     __m256 step_f32x8 = _mm256_set1_ps(c->step_size), correction_f32x8 = _mm256_set1_ps(c->correction2_sqrt);
     for (size_t i = begin; i < end; i += 8) {
         __m256i mask_i32x8 = tail_mask_i32x8(end - i < 8 ? end - i : 8);
         __m256 g_f32x8 = load_f32x8(c->grads + i, mask_i32x8);
         __m256 p_f32x8 = _mm256_mul_ps(load_f32x8(c->params + i, mask_i32x8), decay_f32x8);
-        __m256 m_f32x8 = _mm256_fmadd_ps(load_f32x8(c->m + i, mask_i32x8), beta1_f32x8, _mm256_mul_ps(one_minus_beta1_f32x8, g_f32x8));
+        __m256 m_f32x8 = _mm256_fmadd_ps(load_f32x8(c->m + i, mask_i32x8), beta1_f32x8,
+                                         _mm256_mul_ps(one_minus_beta1_f32x8, g_f32x8));
         __m256 v_f32x8 = _mm256_fmadd_ps(load_f32x8(c->v + i, mask_i32x8), beta2_f32x8,
                                          _mm256_mul_ps(_mm256_mul_ps(one_minus_beta2_f32x8, g_f32x8), g_f32x8));
         __m256 denominator_f32x8 = _mm256_add_ps(_mm256_div_ps(_mm256_sqrt_ps(v_f32x8), correction_f32x8), eps_f32x8);
@@ -647,8 +695,16 @@ static void adamw_f32_haswell(size_t n, float *params, const float *grads, float
                               float beta2, float eps, float weight_decay, uint64_t step,
                               const uform__parallel_t *parallel) {
     double correction1 = 1.0 - pow((double)beta1, (double)step), correction2 = 1.0 - pow((double)beta2, (double)step);
-    adamw_context_t context = {params, m, v, grads, beta1, beta2, eps, 1.0f - lr * weight_decay,
-                               (float)(lr / correction1), (float)sqrt(correction2)};
+    adamw_context_t context = {params,
+                               m,
+                               v,
+                               grads,
+                               beta1,
+                               beta2,
+                               eps,
+                               1.0f - lr * weight_decay,
+                               (float)(lr / correction1),
+                               (float)sqrt(correction2)};
     uform__nn_parallel_ranges(parallel, n, 4096, adamw_range_haswell, &context);
 }
 

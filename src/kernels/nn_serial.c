@@ -19,8 +19,8 @@ static void transpose_serial(const float *src, size_t src_stride, size_t rows, s
         for (size_t c = 0; c < cols; ++c) dst[c * dst_stride + r] = src[r * src_stride + c];
 }
 
-static void scores_serial(const float *a, size_t a_stride, const float *bt, size_t bt_stride, size_t rows,
-                          size_t cols, size_t width, float scale, float *s, size_t s_stride) {
+static void scores_serial(const float *a, size_t a_stride, const float *bt, size_t bt_stride, size_t rows, size_t cols,
+                          size_t width, float scale, float *s, size_t s_stride) {
     for (size_t r = 0; r < rows; ++r) {
         float *out = s + r * s_stride;
         for (size_t c = 0; c < cols; ++c) out[c] = 0.0f;
@@ -66,14 +66,15 @@ const uform__nn_attention_ops_t uform__nn_attention_ops_serial = {
 };
 
 void uform__nn_attention_forward_f32_serial(const uform__attention_shape_t *shape, const float *qkv, float *out,
-                                         float *lse, const uform__parallel_t *parallel) {
+                                            float *lse, const uform__parallel_t *parallel) {
     uform__nn_attention_forward_with(&uform__nn_attention_ops_serial, shape, qkv, out, lse, parallel);
 }
 
 void uform__nn_attention_backward_f32_serial(const uform__attention_shape_t *shape, const float *qkv, const float *out,
-                                          const float *lse, const float *dout, float *deltas,
-                                          float *dqkv, const uform__parallel_t *parallel) {
-    uform__nn_attention_backward_with(&uform__nn_attention_ops_serial, shape, qkv, out, lse, dout, deltas, dqkv, parallel);
+                                             const float *lse, const float *dout, float *deltas, float *dqkv,
+                                             const uform__parallel_t *parallel) {
+    uform__nn_attention_backward_with(&uform__nn_attention_ops_serial, shape, qkv, out, lse, dout, deltas, dqkv,
+                                      parallel);
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -106,10 +107,19 @@ static void layernorm_forward_rows(void *opaque, size_t begin, size_t end) {
 }
 
 void uform__nn_layernorm_forward_f32_serial(size_t rows, size_t width, const float *x, size_t x_stride,
-                                         const float *weight, const float *bias, float eps, float *y, size_t y_stride,
-                                         float *mean, float *rstd, const uform__parallel_t *parallel) {
-    layernorm_context_t context = {.width = width, .x = x, .weight = weight, .bias = bias, .x_stride = x_stride,
-                                   .y_stride = y_stride, .eps = eps, .y = y, .mean_out = mean, .rstd_out = rstd};
+                                            const float *weight, const float *bias, float eps, float *y,
+                                            size_t y_stride, float *mean, float *rstd,
+                                            const uform__parallel_t *parallel) {
+    layernorm_context_t context = {.width = width,
+                                   .x = x,
+                                   .weight = weight,
+                                   .bias = bias,
+                                   .x_stride = x_stride,
+                                   .y_stride = y_stride,
+                                   .eps = eps,
+                                   .y = y,
+                                   .mean_out = mean,
+                                   .rstd_out = rstd};
     uform__nn_parallel_ranges(parallel, rows, 16, layernorm_forward_rows, &context);
 }
 
@@ -159,12 +169,21 @@ static void layernorm_backward_columns_range(void *opaque, size_t begin, size_t 
 }
 
 void uform__nn_layernorm_backward_f32_serial(size_t rows, size_t width, const float *x, size_t x_stride,
-                                          const float *weight, const float *mean, const float *rstd, const float *dy,
-                                          size_t dy_stride, float *dx, size_t dx_stride, float *dweight, float *dbias,
-                                          const uform__parallel_t *parallel) {
-    layernorm_context_t context = {.width = width, .x = x, .weight = weight, .mean = mean, .rstd = rstd, .dy = dy,
-                                   .x_stride = x_stride, .dy_stride = dy_stride, .dx_stride = dx_stride, .dx = dx,
-                                   .dweight = dweight, .dbias = dbias};
+                                             const float *weight, const float *mean, const float *rstd, const float *dy,
+                                             size_t dy_stride, float *dx, size_t dx_stride, float *dweight,
+                                             float *dbias, const uform__parallel_t *parallel) {
+    layernorm_context_t context = {.width = width,
+                                   .x = x,
+                                   .weight = weight,
+                                   .mean = mean,
+                                   .rstd = rstd,
+                                   .dy = dy,
+                                   .x_stride = x_stride,
+                                   .dy_stride = dy_stride,
+                                   .dx_stride = dx_stride,
+                                   .dx = dx,
+                                   .dweight = dweight,
+                                   .dbias = dbias};
     uform__nn_parallel_ranges(parallel, rows, 16, layernorm_backward_rows, &context);
     layernorm_columns_t columns = {&context, rows};
     uform__nn_parallel_ranges(parallel, width, 64, layernorm_backward_columns_range, &columns);
@@ -206,7 +225,7 @@ static void gelu_backward_range(void *opaque, size_t begin, size_t end) {
 }
 
 void uform__nn_gelu_backward_f32_serial(size_t n, const float *x, const float *dy, float *dx,
-                                     const uform__parallel_t *parallel) {
+                                        const uform__parallel_t *parallel) {
     elementwise_context_t context = {.x = x, .dy = dy, .y = dx};
     uform__nn_parallel_ranges(parallel, n, 4096, gelu_backward_range, &context);
 }
@@ -240,10 +259,15 @@ static void xent_forward_rows(void *opaque, size_t begin, size_t end) {
 }
 
 void uform__nn_softmax_xent_forward_f32_serial(size_t rows, size_t width, const float *logits, size_t logits_stride,
-                                            const int32_t *targets, const float *scale, float *probs, float *loss,
-                                            const uform__parallel_t *parallel) {
-    xent_context_t context = {.width = width, .logits_stride = logits_stride, .logits = logits, .scale = scale,
-                              .targets = targets, .probs = probs, .loss = loss};
+                                               const int32_t *targets, const float *scale, float *probs, float *loss,
+                                               const uform__parallel_t *parallel) {
+    xent_context_t context = {.width = width,
+                              .logits_stride = logits_stride,
+                              .logits = logits,
+                              .scale = scale,
+                              .targets = targets,
+                              .probs = probs,
+                              .loss = loss};
     uform__nn_parallel_ranges(parallel, rows, 8, xent_forward_rows, &context);
 }
 
@@ -270,12 +294,19 @@ static void xent_backward_rows(void *opaque, size_t begin, size_t end) {
 }
 
 void uform__nn_softmax_xent_backward_f32_serial(size_t rows, size_t width, const float *logits, size_t logits_stride,
-                                             const int32_t *targets, const float *scale, const float *probs,
-                                             const float *dloss, float *dlogits, size_t dlogits_stride, float *dscale,
-                                             const uform__parallel_t *parallel) {
-    xent_context_t context = {.width = width, .logits_stride = logits_stride, .dlogits_stride = dlogits_stride,
-                              .logits = logits, .scale = scale, .probs_in = probs, .dloss = dloss,
-                              .targets = targets, .dlogits = dlogits, .dscale = scale ? dscale : NULL};
+                                                const int32_t *targets, const float *scale, const float *probs,
+                                                const float *dloss, float *dlogits, size_t dlogits_stride,
+                                                float *dscale, const uform__parallel_t *parallel) {
+    xent_context_t context = {.width = width,
+                              .logits_stride = logits_stride,
+                              .dlogits_stride = dlogits_stride,
+                              .logits = logits,
+                              .scale = scale,
+                              .probs_in = probs,
+                              .dloss = dloss,
+                              .targets = targets,
+                              .dlogits = dlogits,
+                              .dscale = scale ? dscale : NULL};
     uform__nn_parallel_ranges(parallel, rows, 8, xent_backward_rows, &context);
 }
 
@@ -304,10 +335,10 @@ static void l2norm_forward_rows(void *opaque, size_t begin, size_t end) {
     }
 }
 
-void uform__nn_l2norm_forward_f32_serial(size_t rows, size_t width, const float *x, size_t x_stride, float eps, float *y,
-                                      size_t y_stride, float *norm, const uform__parallel_t *parallel) {
-    l2_context_t context = {.width = width, .x_stride = x_stride, .y_stride = y_stride, .eps = eps, .x = x, .y = y,
-                            .norm = norm};
+void uform__nn_l2norm_forward_f32_serial(size_t rows, size_t width, const float *x, size_t x_stride, float eps,
+                                         float *y, size_t y_stride, float *norm, const uform__parallel_t *parallel) {
+    l2_context_t context = {
+        .width = width, .x_stride = x_stride, .y_stride = y_stride, .eps = eps, .x = x, .y = y, .norm = norm};
     uform__nn_parallel_ranges(parallel, rows, 16, l2norm_forward_rows, &context);
 }
 
@@ -329,10 +360,17 @@ static void l2norm_backward_rows(void *opaque, size_t begin, size_t end) {
 }
 
 void uform__nn_l2norm_backward_f32_serial(size_t rows, size_t width, const float *y, size_t y_stride, const float *norm,
-                                       float eps, const float *dy, size_t dy_stride, float *dx, size_t dx_stride,
-                                       const uform__parallel_t *parallel) {
-    l2_context_t context = {.width = width, .y_stride = y_stride, .dy_stride = dy_stride, .dx_stride = dx_stride,
-                            .eps = eps, .x = y, .norm_in = norm, .dy = dy, .dx = dx};
+                                          float eps, const float *dy, size_t dy_stride, float *dx, size_t dx_stride,
+                                          const uform__parallel_t *parallel) {
+    l2_context_t context = {.width = width,
+                            .y_stride = y_stride,
+                            .dy_stride = dy_stride,
+                            .dx_stride = dx_stride,
+                            .eps = eps,
+                            .x = y,
+                            .norm_in = norm,
+                            .dy = dy,
+                            .dx = dx};
     uform__nn_parallel_ranges(parallel, rows, 16, l2norm_backward_rows, &context);
 }
 
@@ -364,7 +402,8 @@ static void mean_pool_forward_groups(void *opaque, size_t begin, size_t end) {
 }
 
 void uform__nn_mean_pool_forward_f32_serial(size_t groups, const size_t *offsets, size_t width, const float *x,
-                                         size_t x_stride, float *y, size_t y_stride, const uform__parallel_t *parallel) {
+                                            size_t x_stride, float *y, size_t y_stride,
+                                            const uform__parallel_t *parallel) {
     pool_context_t context = {offsets, width, x_stride, y_stride, x, y};
     uform__nn_parallel_ranges(parallel, groups, 4, mean_pool_forward_groups, &context);
 }
@@ -383,8 +422,8 @@ static void mean_pool_backward_groups(void *opaque, size_t begin, size_t end) {
 }
 
 void uform__nn_mean_pool_backward_f32_serial(size_t groups, const size_t *offsets, size_t width, const float *dy,
-                                          size_t dy_stride, float *dx, size_t dx_stride,
-                                          const uform__parallel_t *parallel) {
+                                             size_t dy_stride, float *dx, size_t dx_stride,
+                                             const uform__parallel_t *parallel) {
     pool_context_t context = {offsets, width, dy_stride, dx_stride, dy, dx};
     uform__nn_parallel_ranges(parallel, groups, 4, mean_pool_backward_groups, &context);
 }
@@ -410,8 +449,8 @@ static void embedding_forward_rows(void *opaque, size_t begin, size_t end) {
 }
 
 void uform__nn_embedding_forward_f32_serial(size_t n, const uint32_t *ids, size_t width, const float *table,
-                                         size_t table_stride, float *out, size_t out_stride,
-                                         const uform__parallel_t *parallel) {
+                                            size_t table_stride, float *out, size_t out_stride,
+                                            const uform__parallel_t *parallel) {
     embedding_context_t context = {n, width, table_stride, out_stride, ids, table, out};
     uform__nn_parallel_ranges(parallel, n, 16, embedding_forward_rows, &context);
 }
@@ -429,8 +468,8 @@ static void embedding_backward_table_rows(void *opaque, size_t begin, size_t end
 }
 
 void uform__nn_embedding_backward_f32_serial(size_t n, const uint32_t *ids, size_t width, const float *dout,
-                                          size_t dout_stride, size_t vocabulary, float *dtable, size_t dtable_stride,
-                                          const uform__parallel_t *parallel) {
+                                             size_t dout_stride, size_t vocabulary, float *dtable, size_t dtable_stride,
+                                             const uform__parallel_t *parallel) {
     embedding_context_t context = {n, width, dout_stride, dtable_stride, ids, dout, dtable};
     uform__nn_parallel_ranges(parallel, vocabulary, 64, embedding_backward_table_rows, &context);
 }
@@ -458,10 +497,14 @@ void uform__nn_f16_to_f32_serial(size_t n, const uint16_t *x, float *y) {
 void uform__nn_f32_to_i8_serial(size_t n, const float *x, int8_t *y) {
     for (size_t i = 0; i < n; ++i) {
         double scaled = (double)x[i] * 127.0; /* exact in double, so only one rounding happens */
-        if (isnan(scaled)) y[i] = 0;
-        else if (scaled >= 127.0) y[i] = 127;
-        else if (scaled <= -127.0) y[i] = -127;
-        else y[i] = (int8_t)nearbyint(scaled); /* the default rounding mode: nearest, ties to even */
+        if (isnan(scaled))
+            y[i] = 0;
+        else if (scaled >= 127.0)
+            y[i] = 127;
+        else if (scaled <= -127.0)
+            y[i] = -127;
+        else
+            y[i] = (int8_t)nearbyint(scaled); /* the default rounding mode: nearest, ties to even */
     }
 }
 
@@ -500,11 +543,20 @@ static void adamw_range(void *opaque, size_t begin, size_t end) {
 /* torch.optim.AdamW (1.13, single-tensor path): param.mul_(1 − lr·wd); exp_avg, exp_avg_sq;
  * denom = sqrt(exp_avg_sq)/sqrt(bias_correction2) + eps; param −= lr/bias_correction1 · exp_avg/denom. */
 void uform__nn_adamw_f32_serial(size_t n, float *params, const float *grads, float *m, float *v, float lr, float beta1,
-                             float beta2, float eps, float weight_decay, uint64_t step,
-                             const uform__parallel_t *parallel) {
+                                float beta2, float eps, float weight_decay, uint64_t step,
+                                const uform__parallel_t *parallel) {
     double correction1 = 1.0 - pow((double)beta1, (double)step), correction2 = 1.0 - pow((double)beta2, (double)step);
-    adamw_context_t context = {params, m, v, grads, lr, beta1, beta2, eps, 1.0f - lr * weight_decay,
-                               (float)(lr / correction1), (float)sqrt(correction2)};
+    adamw_context_t context = {params,
+                               m,
+                               v,
+                               grads,
+                               lr,
+                               beta1,
+                               beta2,
+                               eps,
+                               1.0f - lr * weight_decay,
+                               (float)(lr / correction1),
+                               (float)sqrt(correction2)};
     uform__nn_parallel_ranges(parallel, n, 4096, adamw_range, &context);
 }
 

@@ -46,8 +46,8 @@ UFORM_SKYLAKE static inline __m512 exp_f32x16(__m512 x_f32x16) {
 }
 
 UFORM_SKYLAKE static inline __m512 erfc_nonnegative_f32x16(__m512 z_f32x16) {
-    __m512 t_f32x16 = _mm512_div_ps(_mm512_set1_ps(1.0f),
-                                    _mm512_fmadd_ps(_mm512_set1_ps(0.5f), z_f32x16, _mm512_set1_ps(1.0f)));
+    __m512 t_f32x16 =
+        _mm512_div_ps(_mm512_set1_ps(1.0f), _mm512_fmadd_ps(_mm512_set1_ps(0.5f), z_f32x16, _mm512_set1_ps(1.0f)));
     __m512 p_f32x16 = _mm512_set1_ps(0.17087277f);
     p_f32x16 = _mm512_fmadd_ps(p_f32x16, t_f32x16, _mm512_set1_ps(-0.82215223f));
     p_f32x16 = _mm512_fmadd_ps(p_f32x16, t_f32x16, _mm512_set1_ps(1.48851587f));
@@ -114,8 +114,8 @@ product_rows_f32_skylake(const float *a, size_t a_stride, const float *b, size_t
 }
 
 UFORM_SKYLAKE static void product_f32_skylake(const float *a, size_t a_stride, const float *b, size_t b_stride,
-                                              size_t m, size_t n, size_t k, float scale, float *out,
-                                              size_t out_stride, int add) {
+                                              size_t m, size_t n, size_t k, float scale, float *out, size_t out_stride,
+                                              int add) {
     for (size_t j = 0; j < n; j += 64) {
         size_t count = n - j < 64 ? n - j : 64;
         size_t r = 0;
@@ -135,7 +135,8 @@ UFORM_SKYLAKE static void product_f32_skylake(const float *a, size_t a_stride, c
             product_rows_f32_skylake(a + r * a_stride, a_stride, b + j, b_stride, k, scale, out + r * out_stride + j,
                                      out_stride, count, add, 1);
             break;
-        default: break;
+        default:
+            break;
         }
     }
 }
@@ -202,7 +203,8 @@ UFORM_SKYLAKE static void transpose_f32_skylake(const float *src, size_t src_str
 UFORM_SKYLAKE static float row_max_f32_skylake(const float *x, size_t n) {
     __m512 max_f32x16 = _mm512_set1_ps(-INFINITY);
     for (size_t i = 0; i < n; i += 16)
-        max_f32x16 = _mm512_max_ps(max_f32x16, _mm512_mask_loadu_ps(_mm512_set1_ps(-INFINITY), tail_mask16(n - i), x + i));
+        max_f32x16 =
+            _mm512_max_ps(max_f32x16, _mm512_mask_loadu_ps(_mm512_set1_ps(-INFINITY), tail_mask16(n - i), x + i));
     return _mm512_reduce_max_ps(max_f32x16);
 }
 
@@ -227,7 +229,7 @@ UFORM_SKYLAKE static void exp_sub_f32_skylake(float *x, const float *shift, size
 }
 
 static const uform__nn_attention_ops_t attention_ops_skylake = {
-    transpose_f32_skylake, scores_f32_skylake,  accumulate_f32_skylake,
+    transpose_f32_skylake,     scores_f32_skylake,  accumulate_f32_skylake,
     exp_shift_sum_f32_skylake, exp_sub_f32_skylake, row_max_f32_skylake,
 };
 
@@ -237,8 +239,8 @@ static void attention_forward_f32_skylake(const uform__attention_shape_t *shape,
 }
 
 static void attention_backward_f32_skylake(const uform__attention_shape_t *shape, const float *qkv, const float *out,
-                                           const float *lse, const float *dout, float *deltas,
-                                           float *dqkv, const uform__parallel_t *parallel) {
+                                           const float *lse, const float *dout, float *deltas, float *dqkv,
+                                           const uform__parallel_t *parallel) {
     uform__nn_attention_backward_with(&attention_ops_skylake, shape, qkv, out, lse, dout, deltas, dqkv, parallel);
 }
 
@@ -316,7 +318,8 @@ UFORM_SKYLAKE static void layernorm_forward_rows_skylake(void *opaque, size_t be
         __m512 rstd_f32x16 = _mm512_set1_ps(rstd);
         for (size_t i = 0; i < width; i += 16) {
             __mmask16 mask = tail_mask16(width - i);
-            __m512 xhat_f32x16 = _mm512_mul_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(mask, x + i), mean_f32x16), rstd_f32x16);
+            __m512 xhat_f32x16 =
+                _mm512_mul_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(mask, x + i), mean_f32x16), rstd_f32x16);
             __m512 value_f32x16 = _mm512_fmadd_ps(xhat_f32x16, _mm512_maskz_loadu_ps(mask, c->weight + i),
                                                   _mm512_maskz_loadu_ps(mask, c->bias + i));
             _mm512_mask_storeu_ps(y + i, mask, value_f32x16);
@@ -358,8 +361,7 @@ UFORM_SKYLAKE static void f32_to_bf16_skylake(size_t n, const float *x, uint16_t
         __mmask16 mask = tail_mask16(n - i);
         __m512i bits_i32x16 = _mm512_castps_si512(_mm512_maskz_loadu_ps(mask, x + i));
         __m512i odd_i32x16 = _mm512_and_si512(_mm512_srli_epi32(bits_i32x16, 16), _mm512_set1_epi32(1));
-        __m512i rounded_i32x16 =
-            _mm512_add_epi32(bits_i32x16, _mm512_add_epi32(_mm512_set1_epi32(0x7FFF), odd_i32x16));
+        __m512i rounded_i32x16 = _mm512_add_epi32(bits_i32x16, _mm512_add_epi32(_mm512_set1_epi32(0x7FFF), odd_i32x16));
         __mmask16 nan = _mm512_cmpgt_epi32_mask(_mm512_and_si512(bits_i32x16, _mm512_set1_epi32(0x7FFFFFFF)),
                                                 _mm512_set1_epi32(0x7F800000));
         rounded_i32x16 = _mm512_mask_or_epi32(rounded_i32x16, nan, bits_i32x16, _mm512_set1_epi32(0x00400000));
@@ -397,8 +399,10 @@ UFORM_SKYLAKE static void layernorm_backward_rows_skylake(void *opaque, size_t b
         __m512 sum_g_f32x16 = _mm512_setzero_ps(), sum_gx_f32x16 = _mm512_setzero_ps();
         for (size_t i = 0; i < width; i += 16) {
             __mmask16 mask = tail_mask16(width - i);
-            __m512 xhat_f32x16 = _mm512_mul_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(mask, x + i), mean_f32x16), rstd_f32x16);
-            __m512 g_f32x16 = _mm512_mul_ps(_mm512_maskz_loadu_ps(mask, dy + i), _mm512_maskz_loadu_ps(mask, c->weight + i));
+            __m512 xhat_f32x16 =
+                _mm512_mul_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(mask, x + i), mean_f32x16), rstd_f32x16);
+            __m512 g_f32x16 =
+                _mm512_mul_ps(_mm512_maskz_loadu_ps(mask, dy + i), _mm512_maskz_loadu_ps(mask, c->weight + i));
             sum_g_f32x16 = _mm512_add_ps(sum_g_f32x16, g_f32x16);
             sum_gx_f32x16 = _mm512_fmadd_ps(g_f32x16, xhat_f32x16, sum_gx_f32x16);
         }
@@ -406,8 +410,10 @@ UFORM_SKYLAKE static void layernorm_backward_rows_skylake(void *opaque, size_t b
         __m512 mean_gx_f32x16 = _mm512_set1_ps(_mm512_reduce_add_ps(sum_gx_f32x16) / (float)width);
         for (size_t i = 0; i < width; i += 16) {
             __mmask16 mask = tail_mask16(width - i);
-            __m512 xhat_f32x16 = _mm512_mul_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(mask, x + i), mean_f32x16), rstd_f32x16);
-            __m512 g_f32x16 = _mm512_mul_ps(_mm512_maskz_loadu_ps(mask, dy + i), _mm512_maskz_loadu_ps(mask, c->weight + i));
+            __m512 xhat_f32x16 =
+                _mm512_mul_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(mask, x + i), mean_f32x16), rstd_f32x16);
+            __m512 g_f32x16 =
+                _mm512_mul_ps(_mm512_maskz_loadu_ps(mask, dy + i), _mm512_maskz_loadu_ps(mask, c->weight + i));
             __m512 value_f32x16 = _mm512_fnmadd_ps(xhat_f32x16, mean_gx_f32x16, _mm512_sub_ps(g_f32x16, mean_g_f32x16));
             _mm512_mask_storeu_ps(dx + i, mask, _mm512_mul_ps(value_f32x16, rstd_f32x16));
         }
@@ -423,8 +429,9 @@ UFORM_SKYLAKE static void layernorm_backward_columns_skylake(void *opaque, size_
         for (size_t r = 0; r < c->rows; ++r) {
             const float *x = c->x + r * c->x_stride, *dy = c->dy + r * c->dy_stride;
             __m512 dy_f32x16 = _mm512_maskz_loadu_ps(mask, dy + i);
-            __m512 xhat_f32x16 = _mm512_mul_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(mask, x + i), _mm512_set1_ps(c->mean[r])),
-                                               _mm512_set1_ps(c->rstd[r]));
+            __m512 xhat_f32x16 =
+                _mm512_mul_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(mask, x + i), _mm512_set1_ps(c->mean[r])),
+                              _mm512_set1_ps(c->rstd[r]));
             dweight_f32x16 = _mm512_fmadd_ps(dy_f32x16, xhat_f32x16, dweight_f32x16);
             dbias_f32x16 = _mm512_add_ps(dbias_f32x16, dy_f32x16);
         }
@@ -437,8 +444,8 @@ static void layernorm_backward_f32_skylake(size_t rows, size_t width, const floa
                                            const float *weight, const float *mean, const float *rstd, const float *dy,
                                            size_t dy_stride, float *dx, size_t dx_stride, float *dweight, float *dbias,
                                            const uform__parallel_t *parallel) {
-    layernorm_backward_context_t context = {rows, width, x_stride, dy_stride, dx_stride, x, weight, mean, rstd, dy,
-                                            dx, dweight, dbias};
+    layernorm_backward_context_t context = {rows, width, x_stride, dy_stride, dx_stride, x,    weight,
+                                            mean, rstd,  dy,       dx,        dweight,   dbias};
     uform__nn_parallel_ranges(parallel, rows, 16, layernorm_backward_rows_skylake, &context);
     uform__nn_parallel_ranges(parallel, width, 64, layernorm_backward_columns_skylake, &context);
 }
@@ -468,10 +475,11 @@ UFORM_SKYLAKE static void xent_forward_rows_skylake(void *opaque, size_t begin, 
             max_f32x16 = _mm512_mask_max_ps(max_f32x16, mask, max_f32x16, value_f32x16);
         }
         float max = _mm512_reduce_max_ps(max_f32x16);
-                __m512 shift_f32x16 = _mm512_set1_ps(max), sum_f32x16 = _mm512_setzero_ps();
+        __m512 shift_f32x16 = _mm512_set1_ps(max), sum_f32x16 = _mm512_setzero_ps();
         for (size_t i = 0; i < width; i += 16) {
             __mmask16 mask = tail_mask16(width - i);
-            __m512 value_f32x16 = exp_f32x16(_mm512_fmsub_ps(_mm512_maskz_loadu_ps(mask, z + i), scale_f32x16, shift_f32x16));
+            __m512 value_f32x16 =
+                exp_f32x16(_mm512_fmsub_ps(_mm512_maskz_loadu_ps(mask, z + i), scale_f32x16, shift_f32x16));
             value_f32x16 = _mm512_maskz_mov_ps(mask, value_f32x16);
             _mm512_mask_storeu_ps(p + i, mask, value_f32x16);
             sum_f32x16 = _mm512_add_ps(sum_f32x16, value_f32x16);
@@ -490,8 +498,13 @@ UFORM_SKYLAKE static void xent_forward_rows_skylake(void *opaque, size_t begin, 
 static void softmax_xent_forward_f32_skylake(size_t rows, size_t width, const float *logits, size_t logits_stride,
                                              const int32_t *targets, const float *scale, float *probs, float *loss,
                                              const uform__parallel_t *parallel) {
-    xent_context_t context = {.width = width, .logits_stride = logits_stride, .logits = logits, .scale = scale,
-                              .targets = targets, .probs = probs, .loss = loss};
+    xent_context_t context = {.width = width,
+                              .logits_stride = logits_stride,
+                              .logits = logits,
+                              .scale = scale,
+                              .targets = targets,
+                              .probs = probs,
+                              .loss = loss};
     uform__nn_parallel_ranges(parallel, rows, 8, xent_forward_rows_skylake, &context);
 }
 
@@ -513,7 +526,8 @@ UFORM_SKYLAKE static void xent_backward_rows_skylake(void *opaque, size_t begin,
         for (size_t i = 0; i < width; i += 16) {
             __mmask16 mask = tail_mask16(width - i);
             __mmask16 hit = _mm512_cmpeq_epi32_mask(
-                _mm512_add_epi32(_mm512_set1_epi32((int)i), _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15)),
+                _mm512_add_epi32(_mm512_set1_epi32((int)i),
+                                 _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15)),
                 target_i32x16);
             __m512 delta_f32x16 = _mm512_mask_sub_ps(_mm512_maskz_loadu_ps(mask, p + i), hit,
                                                      _mm512_maskz_loadu_ps(mask, p + i), _mm512_set1_ps(1.0f));
@@ -528,9 +542,16 @@ static void softmax_xent_backward_f32_skylake(size_t rows, size_t width, const f
                                               const int32_t *targets, const float *scale, const float *probs,
                                               const float *dloss, float *dlogits, size_t dlogits_stride, float *dscale,
                                               const uform__parallel_t *parallel) {
-    xent_context_t context = {.width = width, .logits_stride = logits_stride, .dlogits_stride = dlogits_stride,
-                              .logits = logits, .scale = scale, .probs_in = probs, .dloss = dloss,
-                              .targets = targets, .dlogits = dlogits, .dscale = scale ? dscale : NULL};
+    xent_context_t context = {.width = width,
+                              .logits_stride = logits_stride,
+                              .dlogits_stride = dlogits_stride,
+                              .logits = logits,
+                              .scale = scale,
+                              .probs_in = probs,
+                              .dloss = dloss,
+                              .targets = targets,
+                              .dlogits = dlogits,
+                              .dscale = scale ? dscale : NULL};
     uform__nn_parallel_ranges(parallel, rows, 8, xent_backward_rows_skylake, &context);
 }
 
@@ -568,8 +589,8 @@ UFORM_SKYLAKE static void l2norm_forward_rows_skylake(void *opaque, size_t begin
 
 static void l2norm_forward_f32_skylake(size_t rows, size_t width, const float *x, size_t x_stride, float eps, float *y,
                                        size_t y_stride, float *norm, const uform__parallel_t *parallel) {
-    l2_context_t context = {.width = width, .x_stride = x_stride, .y_stride = y_stride, .eps = eps, .x = x, .y = y,
-                            .norm = norm};
+    l2_context_t context = {
+        .width = width, .x_stride = x_stride, .y_stride = y_stride, .eps = eps, .x = x, .y = y, .norm = norm};
     uform__nn_parallel_ranges(parallel, rows, 16, l2norm_forward_rows_skylake, &context);
 }
 
@@ -586,7 +607,8 @@ UFORM_SKYLAKE static void l2norm_backward_rows_skylake(void *opaque, size_t begi
         __m512 dot_f32x16 = _mm512_setzero_ps();
         for (size_t i = 0; i < c->width; i += 16) {
             __mmask16 mask = tail_mask16(c->width - i);
-            dot_f32x16 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(mask, y + i), _mm512_maskz_loadu_ps(mask, dy + i), dot_f32x16);
+            dot_f32x16 =
+                _mm512_fmadd_ps(_mm512_maskz_loadu_ps(mask, y + i), _mm512_maskz_loadu_ps(mask, dy + i), dot_f32x16);
         }
         __m512 dot_all_f32x16 = _mm512_set1_ps(_mm512_reduce_add_ps(dot_f32x16)), norm_f32x16 = _mm512_set1_ps(norm);
         for (size_t i = 0; i < c->width; i += 16) {
@@ -601,8 +623,15 @@ UFORM_SKYLAKE static void l2norm_backward_rows_skylake(void *opaque, size_t begi
 static void l2norm_backward_f32_skylake(size_t rows, size_t width, const float *y, size_t y_stride, const float *norm,
                                         float eps, const float *dy, size_t dy_stride, float *dx, size_t dx_stride,
                                         const uform__parallel_t *parallel) {
-    l2_context_t context = {.width = width, .y_stride = y_stride, .dy_stride = dy_stride, .dx_stride = dx_stride,
-                            .eps = eps, .x = y, .norm_in = norm, .dy = dy, .dx = dx};
+    l2_context_t context = {.width = width,
+                            .y_stride = y_stride,
+                            .dy_stride = dy_stride,
+                            .dx_stride = dx_stride,
+                            .eps = eps,
+                            .x = y,
+                            .norm_in = norm,
+                            .dy = dy,
+                            .dx = dx};
     uform__nn_parallel_ranges(parallel, rows, 16, l2norm_backward_rows_skylake, &context);
 }
 
@@ -620,7 +649,8 @@ typedef struct adamw_context_t {
 UFORM_SKYLAKE static void adamw_range_skylake(void *opaque, size_t begin, size_t end) {
     const adamw_context_t *c = opaque;
     __m512 beta1_f32x16 = _mm512_set1_ps(c->beta1), beta2_f32x16 = _mm512_set1_ps(c->beta2);
-    __m512 one_minus_beta1_f32x16 = _mm512_set1_ps(1.0f - c->beta1), one_minus_beta2_f32x16 = _mm512_set1_ps(1.0f - c->beta2);
+    __m512 one_minus_beta1_f32x16 = _mm512_set1_ps(1.0f - c->beta1),
+           one_minus_beta2_f32x16 = _mm512_set1_ps(1.0f - c->beta2);
     __m512 eps_f32x16 = _mm512_set1_ps(c->eps), decay_f32x16 = _mm512_set1_ps(c->decay_factor);
     __m512 step_f32x16 = _mm512_set1_ps(c->step_size), correction_f32x16 = _mm512_set1_ps(c->correction2_sqrt);
     for (size_t i = begin; i < end; i += 16) {
@@ -631,7 +661,8 @@ UFORM_SKYLAKE static void adamw_range_skylake(void *opaque, size_t begin, size_t
                                           _mm512_mul_ps(one_minus_beta1_f32x16, g_f32x16));
         __m512 v_f32x16 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(mask, c->v + i), beta2_f32x16,
                                           _mm512_mul_ps(_mm512_mul_ps(one_minus_beta2_f32x16, g_f32x16), g_f32x16));
-        __m512 denominator_f32x16 = _mm512_add_ps(_mm512_div_ps(_mm512_sqrt_ps(v_f32x16), correction_f32x16), eps_f32x16);
+        __m512 denominator_f32x16 =
+            _mm512_add_ps(_mm512_div_ps(_mm512_sqrt_ps(v_f32x16), correction_f32x16), eps_f32x16);
         p_f32x16 = _mm512_fnmadd_ps(step_f32x16, _mm512_div_ps(m_f32x16, denominator_f32x16), p_f32x16);
         _mm512_mask_storeu_ps(c->params + i, mask, p_f32x16);
         _mm512_mask_storeu_ps(c->m + i, mask, m_f32x16);
@@ -643,8 +674,16 @@ static void adamw_f32_skylake(size_t n, float *params, const float *grads, float
                               float beta2, float eps, float weight_decay, uint64_t step,
                               const uform__parallel_t *parallel) {
     double correction1 = 1.0 - pow((double)beta1, (double)step), correction2 = 1.0 - pow((double)beta2, (double)step);
-    adamw_context_t context = {params, m, v, grads, beta1, beta2, eps, 1.0f - lr * weight_decay,
-                               (float)(lr / correction1), (float)sqrt(correction2)};
+    adamw_context_t context = {params,
+                               m,
+                               v,
+                               grads,
+                               beta1,
+                               beta2,
+                               eps,
+                               1.0f - lr * weight_decay,
+                               (float)(lr / correction1),
+                               (float)sqrt(correction2)};
     uform__nn_parallel_ranges(parallel, n, 4096, adamw_range_skylake, &context);
 }
 
@@ -667,7 +706,8 @@ UFORM_SKYLAKE static void sum_squares_prong_skylake(void *opaque, size_t thread,
         for (size_t i = begin; i < end; i += 16) {
             __m512 value_f32x16 = _mm512_maskz_loadu_ps(tail_mask16(end - i), c->x + i);
             __m512d low_value_f64x8 = _mm512_cvtps_pd(_mm512_castps512_ps256(value_f32x16));
-            __m512d high_value_f64x8 = _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(value_f32x16), 1)));
+            __m512d high_value_f64x8 =
+                _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(value_f32x16), 1)));
             low_f64x8 = _mm512_fmadd_pd(low_value_f64x8, low_value_f64x8, low_f64x8);
             high_f64x8 = _mm512_fmadd_pd(high_value_f64x8, high_value_f64x8, high_f64x8);
         }

@@ -105,6 +105,27 @@ static inline void test_compare_bits(const char *what, const void *got, const vo
               first < bytes ? g[first] : 0, first < bytes ? e[first] : 0);
 }
 
+/* Every class against SERIAL: call with k = 0 (SERIAL, whose result is kept in `slot`) first,
+ * then with each other class's result for the same inputs. */
+static float *test_serial_kept[32];
+static size_t test_serial_kept_size[32];
+
+static inline void test_versus_serial(size_t k, size_t slot, const char *what, const float *got, size_t n,
+                                      double absolute, double relative) {
+    if (k == 0) {
+        free(test_serial_kept[slot]);
+        test_serial_kept[slot] = malloc((n ? n : 1) * sizeof(float));
+        memcpy(test_serial_kept[slot], got, n * sizeof(float));
+        test_serial_kept_size[slot] = n;
+        return;
+    }
+    char label[160];
+    snprintf(label, sizeof label, "%s vs serial", what);
+    CHECK_MSG(test_serial_kept_size[slot] == n, "%s: serial kept %zu values, got %zu", label,
+              test_serial_kept_size[slot], n);
+    if (test_serial_kept_size[slot] == n) test_compare_f32_f32(label, got, test_serial_kept[slot], n, absolute, relative);
+}
+
 static inline void test_fill(float *x, size_t n, uint64_t *state, float amplitude) {
     for (size_t i = 0; i < n; ++i) x[i] = amplitude * check_random_float(state);
 }

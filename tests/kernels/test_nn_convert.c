@@ -55,8 +55,10 @@ static int reference_f16(float x, uint16_t *out) {
         return 1;
     }
     double r = round_to_format(fabs((double)x), 11, -14);
-    if (r >= 65536.0) *out = sign | 0x7C00;
-    else if (r < ldexp(1.0, -14)) *out = (uint16_t)(sign | (uint16_t)(r / ldexp(1.0, -24)));
+    if (r >= 65536.0)
+        *out = sign | 0x7C00;
+    else if (r < ldexp(1.0, -14))
+        *out = (uint16_t)(sign | (uint16_t)(r / ldexp(1.0, -24)));
     else {
         int exponent = ilogb(r);
         *out = (uint16_t)(sign | ((exponent + 15) << 10) | (uint16_t)(r / ldexp(1.0, exponent - 10) - 1024.0));
@@ -98,10 +100,35 @@ static size_t build_inputs(float *x) {
         float around[3] = {mid, nextafterf(mid, 0.0f), nextafterf(mid, INFINITY)};
         for (size_t i = 0; i < 3; ++i) x[n++] = around[i], x[n++] = -around[i];
     }
-    const float specials[] = {0.0f, -0.0f, INFINITY, -INFINITY, NAN, -NAN, FLT_MAX, -FLT_MAX, FLT_MIN, FLT_TRUE_MIN,
-                              65504.0f, 65519.996f, 65520.0f, 65536.0f, 0x1p-24f, 0x1p-25f, nextafterf(0x1p-25f, 1.0f),
-                              0x3p-26f, 0x1p-14f, nextafterf(0x1p-14f, 0.0f), 1.0f / 127.0f, 0.5f / 127.0f,
-                              1.5f / 127.0f, 2.5f / 127.0f, -2.5f / 127.0f, 1.0f, -1.0f, 1.0000001f, 0.99999994f};
+    const float specials[] = {0.0f,
+                              -0.0f,
+                              INFINITY,
+                              -INFINITY,
+                              NAN,
+                              -NAN,
+                              FLT_MAX,
+                              -FLT_MAX,
+                              FLT_MIN,
+                              FLT_TRUE_MIN,
+                              65504.0f,
+                              65519.996f,
+                              65520.0f,
+                              65536.0f,
+                              0x1p-24f,
+                              0x1p-25f,
+                              nextafterf(0x1p-25f, 1.0f),
+                              0x3p-26f,
+                              0x1p-14f,
+                              nextafterf(0x1p-14f, 0.0f),
+                              1.0f / 127.0f,
+                              0.5f / 127.0f,
+                              1.5f / 127.0f,
+                              2.5f / 127.0f,
+                              -2.5f / 127.0f,
+                              1.0f,
+                              -1.0f,
+                              1.0000001f,
+                              0.99999994f};
     for (size_t i = 0; i < sizeof specials / sizeof specials[0]; ++i) x[n++] = specials[i];
     const uint32_t nans[] = {0x7F800001u, 0x7FC00000u, 0xFFFFFFFFu, 0x7FBFFFFFu, 0xFF800001u};
     for (size_t i = 0; i < sizeof nans / sizeof nans[0]; ++i) x[n++] = float_of(nans[i]);
@@ -124,7 +151,8 @@ static void check_class(uform_cpu_class_t cpu_class, const float *x, size_t n) {
     kernels->f32_to_bf16(n, x, half);
     for (size_t i = 0; i < n; ++i) {
         uint16_t expected = 0;
-        int ok = reference_bf16(x[i], &expected) ? half[i] == expected : ((half[i] & 0x7F80) == 0x7F80 && (half[i] & 0x7F));
+        int ok =
+            reference_bf16(x[i], &expected) ? half[i] == expected : ((half[i] & 0x7F80) == 0x7F80 && (half[i] & 0x7F));
         if (!ok && bad++ < 5)
             fprintf(stderr, "  %s f32_to_bf16(%a = 0x%08x): got 0x%04x, expected 0x%04x\n", name, x[i], bits_of(x[i]),
                     half[i], expected);
@@ -135,7 +163,8 @@ static void check_class(uform_cpu_class_t cpu_class, const float *x, size_t n) {
     kernels->f32_to_f16(n, x, half);
     for (size_t i = 0; i < n; ++i) {
         uint16_t expected = 0;
-        int ok = reference_f16(x[i], &expected) ? half[i] == expected : ((half[i] & 0x7C00) == 0x7C00 && (half[i] & 0x3FF));
+        int ok =
+            reference_f16(x[i], &expected) ? half[i] == expected : ((half[i] & 0x7C00) == 0x7C00 && (half[i] & 0x3FF));
         if (!ok && bad++ < 5)
             fprintf(stderr, "  %s f32_to_f16(%a = 0x%08x): got 0x%04x, expected 0x%04x\n", name, x[i], bits_of(x[i]),
                     half[i], expected);
@@ -150,13 +179,15 @@ static void check_class(uform_cpu_class_t cpu_class, const float *x, size_t n) {
     for (uint32_t i = 0; i < 65536; ++i) {
         double e = decode_f16((uint16_t)i);
         int ok = isnan(e) ? isnan(back[i]) : (back[i] == e && !signbit(back[i]) == !signbit(e));
-        if (!ok && bad_f16++ < 5) fprintf(stderr, "  %s f16_to_f32(0x%04x): got %a, expected %a\n", name, i, back[i], e);
+        if (!ok && bad_f16++ < 5)
+            fprintf(stderr, "  %s f16_to_f32(0x%04x): got %a, expected %a\n", name, i, back[i], e);
     }
     kernels->bf16_to_f32(65536, all, back);
     for (uint32_t i = 0; i < 65536; ++i) {
         double e = decode_bf16((uint16_t)i);
         int ok = isnan(e) ? isnan(back[i]) : (back[i] == e && !signbit(back[i]) == !signbit(e));
-        if (!ok && bad_bf16++ < 5) fprintf(stderr, "  %s bf16_to_f32(0x%04x): got %a, expected %a\n", name, i, back[i], e);
+        if (!ok && bad_bf16++ < 5)
+            fprintf(stderr, "  %s bf16_to_f32(0x%04x): got %a, expected %a\n", name, i, back[i], e);
     }
     CHECK_MSG(bad_f16 == 0, "%s f16_to_f32: %zu of 65536 wrong", name, bad_f16);
     CHECK_MSG(bad_bf16 == 0, "%s bf16_to_f32: %zu of 65536 wrong", name, bad_bf16);

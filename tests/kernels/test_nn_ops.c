@@ -40,7 +40,8 @@ static void check_threads(const char *what, threaded_fn body, void *context, con
             test_parallel_init(&parallel, &pool, threads);
             body(kernels, &parallel, context);
             char label[128];
-            snprintf(label, sizeof label, "%s %s with %zu threads vs 1", uform_cpu_class_name(classes[k]), what, threads);
+            snprintf(label, sizeof label, "%s %s with %zu threads vs 1", uform_cpu_class_name(classes[k]), what,
+                     threads);
             test_compare_bits(label, output, first, bytes);
         }
     }
@@ -104,14 +105,18 @@ static void check_layernorm_shape(size_t rows, size_t width) {
         kernels->layernorm_forward(rows, width, x, width, w, b, eps, y, width, mean, rstd, NULL);
         snprintf(label, sizeof label, "%s layernorm y [%zu, %zu]", uform_cpu_class_name(classes[k]), rows, width);
         test_compare_f32(label, y, yd, n, 1e-5, 1e-5);
+        test_versus_serial(k, 0, label, y, n, 1e-5, 1e-5);
         for (size_t i = 0; i < width; ++i) dw[i] = db[i] = 0.25f;
         kernels->layernorm_backward(rows, width, x, width, w, mean, rstd, dy, width, dx, width, dw, db, NULL);
         snprintf(label, sizeof label, "%s layernorm dx [%zu, %zu]", uform_cpu_class_name(classes[k]), rows, width);
         test_compare_f32(label, dx, gx, n, 1e-4, 1e-4);
+        test_versus_serial(k, 1, label, dx, n, 1e-5, 1e-5);
         snprintf(label, sizeof label, "%s layernorm dweight [%zu, %zu]", uform_cpu_class_name(classes[k]), rows, width);
         test_compare_f32(label, dw, gw, width, 1e-4, 1e-4);
+        test_versus_serial(k, 2, label, dw, width, 1e-5, 1e-5);
         snprintf(label, sizeof label, "%s layernorm dbias [%zu, %zu]", uform_cpu_class_name(classes[k]), rows, width);
         test_compare_f32(label, db, gb, width, 1e-4, 1e-4);
+        test_versus_serial(k, 3, label, db, width, 1e-5, 1e-5);
     }
     free(x), free(w), free(b), free(y), free(mean), free(rstd), free(dy), free(dx), free(dw), free(db);
     free(xd), free(wd), free(bd), free(yd), free(gx), free(gw), free(gb), free(yp);
@@ -122,7 +127,8 @@ typedef struct layernorm_threads_t {
     float *x, *w, *b, *y, *mean, *rstd, *dy, *out; /* out: [dx | dw | db] */
 } layernorm_threads_t;
 
-static void layernorm_threads_body(const uform__nn_kernels_t *kernels, const uform__parallel_t *parallel, void *opaque) {
+static void layernorm_threads_body(const uform__nn_kernels_t *kernels, const uform__parallel_t *parallel,
+                                   void *opaque) {
     layernorm_threads_t *c = opaque;
     size_t n = c->rows * c->width;
     float *dx = c->out, *dw = c->out + n, *db = dw + c->width;
@@ -155,7 +161,9 @@ static void check_layernorm(void) {
  * GELU.
  */
 
-static double gelu_reference(double x) { return 0.5 * x * erfc(-x / sqrt(2.0)); }
+static double gelu_reference(double x) {
+    return 0.5 * x * erfc(-x / sqrt(2.0));
+}
 
 static void check_gelu(void) {
     enum { n = 3001 };
@@ -181,9 +189,11 @@ static void check_gelu(void) {
         /* Relative 1e-5: rounding x/√2 to F32 alone moves erfc(x/√2) by ~x²·6e-8 relative deep
          * in the negative tail (|x| ≤ 7 here). */
         test_compare_f32(label, y, yd, n, 1e-37, 1e-5);
+        test_versus_serial(k, 4, label, y, n, 1e-37, 1e-5);
         kernels->gelu_backward(n, x, dy, dx, NULL);
         snprintf(label, sizeof label, "%s gelu backward vs finite differences", uform_cpu_class_name(classes[k]));
         test_compare_f32(label, dx, gd, n, 1e-7, 1e-5);
+        test_versus_serial(k, 5, label, dx, n, 1e-7, 1e-5);
         float nan_in[3] = {NAN, INFINITY, -INFINITY}, nan_out[3], ones[3] = {1, 1, 1};
         kernels->gelu_forward(3, nan_in, nan_out, NULL);
         CHECK_MSG(isnan(nan_out[0]) && nan_out[1] == INFINITY && isnan(nan_out[2]),
@@ -252,15 +262,19 @@ static void check_xent_shape(size_t rows, size_t width, int with_scale) {
         kernels->softmax_xent_forward(rows, width, z, width, targets, scale_used, probs, loss, NULL);
         snprintf(label, sizeof label, "%s xent loss [%zu, %zu] scale %d", name, rows, width, with_scale);
         test_compare_f32(label, loss, lossd, rows, 1e-5, 1e-5);
+        test_versus_serial(k, 6, label, loss, rows, 1e-5, 1e-5);
         snprintf(label, sizeof label, "%s xent probs [%zu, %zu] scale %d", name, rows, width, with_scale);
         test_compare_f32(label, probs, probsd, n, 1e-7, 1e-5);
+        test_versus_serial(k, 7, label, probs, n, 1e-7, 1e-5);
         kernels->softmax_xent_backward(rows, width, z, width, targets, scale_used, probs, dloss, dz, width, dscale,
                                        NULL);
         snprintf(label, sizeof label, "%s xent dlogits [%zu, %zu] scale %d", name, rows, width, with_scale);
         test_compare_f32(label, dz, gz, n, 1e-4, 1e-4);
+        test_versus_serial(k, 8, label, dz, n, 1e-5, 1e-5);
         if (with_scale) {
             snprintf(label, sizeof label, "%s xent dscale [%zu, %zu]", name, rows, width);
             test_compare_f32(label, dscale, gs, rows, 1e-4, 1e-4);
+            test_versus_serial(k, 9, label, dscale, rows, 1e-5, 1e-5);
         }
     }
     free(z), free(scale), free(probs), free(loss), free(dloss), free(dz), free(dscale), free(targets);
@@ -327,9 +341,11 @@ static void check_l2(size_t rows, size_t width) {
         kernels->l2norm_forward(rows, width, x, width, eps, y, width, norm, NULL);
         snprintf(label, sizeof label, "%s l2norm [%zu, %zu]", uform_cpu_class_name(classes[k]), rows, width);
         test_compare_f32(label, y, yd, n, 1e-7, 1e-6);
+        test_versus_serial(k, 10, label, y, n, 1e-7, 1e-6);
         kernels->l2norm_backward(rows, width, y, width, norm, eps, dy, width, dx, width, NULL);
         snprintf(label, sizeof label, "%s l2norm dx [%zu, %zu]", uform_cpu_class_name(classes[k]), rows, width);
         test_compare_f32(label, dx, gx, n, 1e-4, 1e-4);
+        test_versus_serial(k, 11, label, dx, n, 1e-5, 1e-5);
     }
     /* A zero row normalises to zeros (the clamped norm), not NaN. */
     float zero[4] = {0, 0, 0, 0}, out[4], zero_norm;
@@ -380,17 +396,21 @@ static void check_pool_and_embeddings(void) {
         kernels->mean_pool_forward(groups, offsets, width, x, width, y, width, NULL);
         snprintf(label, sizeof label, "%s mean pool", name);
         test_compare_f32(label, y, yd, groups * width, 1e-7, 1e-6);
+        test_versus_serial(k, 12, label, y, groups * width, 1e-7, 1e-6);
         kernels->mean_pool_backward(groups, offsets, width, dy, width, dx, width, NULL);
         snprintf(label, sizeof label, "%s mean pool backward", name);
         test_compare_f32(label, dx, dxd, rows * width, 1e-7, 1e-6);
+        test_versus_serial(k, 13, label, dx, rows * width, 1e-7, 1e-6);
         memcpy(out, out_initial, sizeof out);
         kernels->embedding_forward(ids_count, ids, embed, table, embed, out, embed, NULL);
         snprintf(label, sizeof label, "%s embedding gather", name);
         test_compare_f32(label, out, outd, ids_count * embed, 1e-7, 1e-6);
+        test_versus_serial(k, 14, label, out, ids_count * embed, 1e-7, 1e-6);
         for (size_t i = 0; i < vocabulary * embed; ++i) dtable[i] = 0.5f;
         kernels->embedding_backward(ids_count, ids, embed, dout, embed, vocabulary, dtable, embed, NULL);
         snprintf(label, sizeof label, "%s embedding scatter-add", name);
         test_compare_f32(label, dtable, dtabled, vocabulary * embed, 1e-6, 1e-6);
+        test_versus_serial(k, 15, label, dtable, vocabulary * embed, 1e-6, 1e-6);
     }
     uform_outcome_t outcome;
     memset(&outcome, 0, sizeof outcome);
@@ -442,7 +462,7 @@ static void check_adamw(void) {
     const float lr = 1e-3f, beta1 = 0.9f, beta2 = 0.98f, eps = 1e-6f, decay = 0.1f;
     uform_cpu_class_t classes[8];
     size_t count = classes_here(classes);
-    float (*copies)[4][n] = malloc(sizeof(float[8][4][n]));
+    float(*copies)[4][n] = malloc(sizeof(float[8][4][n]));
     for (size_t k = 0; k < count; ++k) {
         memcpy(copies[k][0], p, sizeof p), memset(copies[k][1], 0, sizeof m), memset(copies[k][2], 0, sizeof v);
     }
@@ -456,13 +476,14 @@ static void check_adamw(void) {
             pd[i] -= lr * (md[i] / c1) / (sqrt(vd[i] / c2) + eps);
         }
         for (size_t k = 0; k < count; ++k)
-            uform__nn_kernels(classes[k])->adamw(n, copies[k][0], g, copies[k][1], copies[k][2], lr, beta1, beta2, eps,
-                                                 decay, step, NULL);
+            uform__nn_kernels(classes[k])
+                ->adamw(n, copies[k][0], g, copies[k][1], copies[k][2], lr, beta1, beta2, eps, decay, step, NULL);
     }
     for (size_t k = 0; k < count; ++k) {
         char label[96];
         snprintf(label, sizeof label, "%s adamw params after 3 steps", uform_cpu_class_name(classes[k]));
         test_compare_f32(label, copies[k][0], pd, n, 1e-7, 1e-6);
+        test_versus_serial(k, 30, label, copies[k][0], n, 1e-7, 1e-6);
         snprintf(label, sizeof label, "%s adamw first moment", uform_cpu_class_name(classes[k]));
         test_compare_f32(label, copies[k][1], md, n, 1e-7, 1e-5);
     }

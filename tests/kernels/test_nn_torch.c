@@ -124,7 +124,8 @@ int main(int argc, char **argv) {
     /* L2 normalisation [9, 384]. */
     const size_t l2_rows = 9, l2_width = 384;
     float *l2_x = malloc(l2_rows * l2_width * 4), *l2_dy = malloc(l2_rows * l2_width * 4);
-    float *l2_y = malloc(l2_rows * l2_width * 4), *l2_dx = malloc(l2_rows * l2_width * 4), *l2_norm = malloc(l2_rows * 4);
+    float *l2_y = malloc(l2_rows * l2_width * 4), *l2_dx = malloc(l2_rows * l2_width * 4),
+          *l2_norm = malloc(l2_rows * 4);
     test_fill(l2_x, l2_rows * l2_width, &state, 1.0f), test_fill(l2_dy, l2_rows * l2_width, &state, 1.0f);
     fprintf(meta, "l2 %zu %zu\n", l2_rows, l2_width);
     write_file("l2_x.f32", l2_x, l2_rows * l2_width * 4), write_file("l2_dy.f32", l2_dy, l2_rows * l2_width * 4);
@@ -144,12 +145,15 @@ int main(int argc, char **argv) {
     int32_t emb_ids_i32[emb_n];
     float emb_table[emb_vocabulary * emb_width], emb_out0[emb_n * emb_width], emb_out[emb_n * emb_width];
     float emb_dout[emb_n * emb_width], emb_dtable[emb_vocabulary * emb_width];
-    for (size_t i = 0; i < emb_n; ++i) emb_ids[i] = (uint32_t)(check_random_next(&state) % 7), emb_ids_i32[i] = (int32_t)emb_ids[i];
+    for (size_t i = 0; i < emb_n; ++i)
+        emb_ids[i] = (uint32_t)(check_random_next(&state) % 7), emb_ids_i32[i] = (int32_t)emb_ids[i];
     test_fill(emb_table, sizeof emb_table / 4, &state, 1.0f), test_fill(emb_out0, sizeof emb_out0 / 4, &state, 1.0f);
     test_fill(emb_dout, sizeof emb_dout / 4, &state, 1.0f);
     fprintf(meta, "embedding %d %d %d\n", emb_n, emb_vocabulary, emb_width);
-    write_file("embedding_ids.i32", emb_ids_i32, sizeof emb_ids_i32), write_file("embedding_table.f32", emb_table, sizeof emb_table);
-    write_file("embedding_out.f32", emb_out0, sizeof emb_out0), write_file("embedding_dout.f32", emb_dout, sizeof emb_dout);
+    write_file("embedding_ids.i32", emb_ids_i32, sizeof emb_ids_i32),
+        write_file("embedding_table.f32", emb_table, sizeof emb_table);
+    write_file("embedding_out.f32", emb_out0, sizeof emb_out0),
+        write_file("embedding_dout.f32", emb_dout, sizeof emb_dout);
 
     /* AdamW: 3 steps over 257 parameters with the trainer's hyperparameters. */
     enum { adam_n = 257, adam_steps = 3 };
