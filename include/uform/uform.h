@@ -770,15 +770,41 @@ UFORM_API uform_status_t uform_text_choose(uform_text_choose_t *request);
 /*
  * A session compiles small tensor programs (dataflow graphs sent as versioned wire bytes, see
  * src/session/WIRE.md) for this CPU and runs them on buffers the caller supplies. Forward only.
+ * This example is compiled and run as the `test_session_example` test:
+ *
+ *     // y = softmax(x · wᵀ) over rows: x [2, 3], w [4, 3] (a linear layer's layout), y [2, 4].
+ *     uform_program_builder_t builder = NULL;
+ *     uint32_t x, w, logits, y, operands[2];
+ *     size_t x_dims[2] = {2, 3}, w_dims[2] = {4, 3};
+ *     int64_t transposes[2] = {0, 1}, axis = 1;
+ *     uform_program_builder_init(&builder);
+ *     uform_program_builder_parameter(builder, "x", UFORM_SESSION_DTYPE_F32, 2, x_dims, &x);
+ *     uform_program_builder_parameter(builder, "w", UFORM_SESSION_DTYPE_F32, 2, w_dims, &w);
+ *     operands[0] = x, operands[1] = w;
+ *     uform_program_builder_operation(builder, UFORM_SESSION_OP_MATMUL, operands, 2, transposes, 2,
+ *                                     UFORM_SESSION_DTYPE_F32, UFORM_SESSION_INFER, NULL, &logits);
+ *     uform_program_builder_operation(builder, UFORM_SESSION_OP_SOFTMAX, &logits, 1, &axis, 1,
+ *                                     UFORM_SESSION_DTYPE_F32, UFORM_SESSION_INFER, NULL, &y);
+ *     uform_program_builder_output(builder, "y", y);
+ *     const void *bytes;
+ *     size_t length;
+ *     uform_program_builder_finish(builder, &bytes, &length);
  *
  *     uform_session_t session = NULL;
  *     uform_program_t program;
  *     if (uform_session_init(&session) != UFORM_SESSION_OK) return 1;
- *     if (uform_session_compile(session, bytes, length, &program) != UFORM_SESSION_OK)
+ *     if (uform_session_compile(session, bytes, length, &program) != UFORM_SESSION_OK) {
  *         fprintf(stderr, "%s\n", uform_session_last_cause(session));
- *     const void *inputs[1] = {x};      size_t input_sizes[1] = {sizeof x};
- *     void *outputs[1] = {y};           size_t output_sizes[1] = {sizeof y};
- *     uform_session_invoke(session, program, inputs, input_sizes, 1, outputs, output_sizes, 1, NULL, 0);
+ *         return 1;
+ *     }
+ *     uform_program_builder_free(builder); // the session copied what it needs
+ *     float xs[6] = {1, 2, 3, 4, 5, 6}, ws[12] = {1, 0, 0, 0, 1, 0, 0, 0, 1, 1, 1, 1}, ys[8];
+ *     const void *inputs[2] = {xs, ws};
+ *     size_t input_sizes[2] = {sizeof xs, sizeof ws}, output_sizes[1] = {sizeof ys};
+ *     void *outputs[1] = {ys};
+ *     uform_session_status_t status = uform_session_invoke(session, program, inputs, input_sizes, 2,
+ *                                                          outputs, output_sizes, 1, NULL, 0);
+ *     printf("%s: y[0] = %.4f %.4f %.4f %.4f\n", uform_session_status_name(status), ys[0], ys[1], ys[2], ys[3]);
  *     uform_session_release(session, program);
  *     uform_session_free(session);
  *
