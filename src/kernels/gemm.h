@@ -16,37 +16,53 @@
  *   - SERIAL, HASWELL, SKYLAKE, ICELAKE widen the BF16 weights to F32 (exact) and multiply in F32,
  *     so F32 activations keep all their bits.
  *   - GENOA multiplies with vdpbf16ps: F32 activations (and F32 upstream gradients in backward_x)
- *     are rounded to BF16 (nearest even) once, while their panel is packed, exactly as PyTorch's
- *     BF16 autocast and oneDNN's BF16 matmul do. Each product then carries a relative error of at
- *     most 2^-9 from that rounding; the sum is accumulated in F32. Decision: the dot-product
- *     instruction runs at twice the F32 FMA rate here (≈1,082 vs ≈540 GFLOP/s peak on 2 cores),
- *     and BF16 compute (training.md) already means BF16 operands with F32 accumulation.
+ *     are rounded to BF16 (nearest even, vcvtne2ps2bf16) once, while their block is packed,
+ *     exactly as PyTorch's BF16 autocast and oneDNN's BF16 matmul do. Each product then carries a
+ *     relative error of at most 2^-8 from that rounding; the sum is accumulated in F32. Decision:
+ *     the dot-product instruction runs at twice the F32 FMA rate (measured here on one core:
+ *     ≈230 vs ≈115 GFLOP/s), and BF16 compute (training.md) already means BF16 operands with F32
+ *     accumulation. A caller that needs F32 activations kept exact uses forward_f32 with the
+ *     weights widened (or the Skylake table).
  *   - backward_w always multiplies in F32 on every class (dW is the master gradient; dY is F32).
  *
- * Blocking (GotoBLAS/BLIS loop order). The output is cut into NC-column chunks; within a chunk the
- * weight operand is packed into NR-column panels ([K][NR] F32, or [K/2][NR][2] BF16 pairs for
- * vdpbf16ps), then MC-row blocks of the other operand are packed into MR-row panels per KC slice
- * and an MR×NR register tile is accumulated over the slice. Every class keeps its register tile
- * and cache blocks in its own file (uform__gemm_micro_t below).
+ * Blocking (GotoBLAS/BLIS loop order, gemm_driver.c). The output is cut into column chunks of at
+ * most NC; K into slices of at most KC (both near-equal, derived from the shape and the class
+ * only). Per (chunk, slice): the weight-side operand is packed into NR-column panels ([kc][NR] F32
+ * or [kc/2][NR][2] BF16 pairs for vdpbf16ps) in parallel over panels, unless it came pre-packed;
+ * then each prong copies an MC-row block of the other operand into a row-major [rows][kc] block
+ * (converting to the panel type) and runs the MR×NR register tile over every (panel, row panel)
+ * pair, the B micro-panel outermost so it stays in L1 while the A block streams from L2.
+ *   class     tile (MR×NR)  accumulators     KC    MC    NC
+ *   SERIAL    4×16 plain C  —                256   128   1024
+ *   HASWELL   6×16 AVX2     12 ymm           512   144   1536
+ *   SKYLAKE   14×32 AVX-512 28 zmm           512   168   1536   (also ICELAKE, GENOA's F32)
+ *   GENOA     14×32 BF16    28 zmm, vdpbf16ps 1024  168   1536
+ * The tiles prefetch their C lines before the K loop (C is touched once per slice); that alone
+ * took the AVX-512 tiles from ≈82% to ≈90% of the measured peak.
  *
- * Packed weights. `packed_size` / `pack` lay a whole [N,K] weight out once (at model load) in
- * exactly the panel format the class's micro-kernel streams, so the forward product skips the
- * per-call packing of W. A packed weight belongs to the micro-kernel family that packed it (its
- * `layout` field); handing it to another class is UFORM_INVALID_ARGUMENT.
- * Plain vs packed, measured with bench_gemm (M=4096, 2 threads, GFLOP/s): see the table at
- * the end of this comment.
+ * Packed weights. `packed_size_*` / `pack_*` lay a whole [N,K] weight out once (at model load)
+ * in exactly the panel format the class's tile streams, so the forward product skips the
+ * per-call packing of W. A packed weight belongs to the tile family that packed it (its `layout`
+ * field); handing it to another class is UFORM_INVALID_ARGUMENT. Decision, measured (bench_gemm,
+ * 1 thread, GFLOP/s, plain → packed): at M = 4096 packing W per call costs 1–3% (GENOA BF16
+ * 4096×384×1152: 213.5 → 216.9; SKYLAKE F32 4096×384×1536: 107.7 → 110.0); at M = 1..64 it is
+ * most of the call (GENOA BF16 M=16, K=768, N=3072: 47 → 130; M=1: 4.3 → 16.5, where the product
+ * is a memory-bound GEMV). So the model packs every weight at load; the plain path stays for
+ * gradients, activations × activations and one-off products.
  *
- * Determinism. Work is split into prongs over (MC rows × NR-aligned column ranges) of the output;
- * each output element is computed by exactly one prong, summing K in a fixed order (KC slices in
- * order, each slice in order), so results are bit-identical whatever the thread count or timing.
+ * Determinism. Work is split into prongs over (row block × group of column panels) of the
+ * output; each output element is computed by exactly one prong, summing K in a fixed order (the
+ * slices in order, each slice in order), and neither the split nor the slices depend on timing,
+ * so results are bit-identical whatever the thread count (tested with 1, 2 and 3 threads).
  * backward_w splits over tiles of dW and sums all of M inside one prong; backward_b splits over
  * columns and sums rows in order.
  *
  * GELU is the exact-erf form 0.5·x·(1 + erf(x/√2)) (torch.nn.GELU(approximate='none')), computed
- * as x − 0.5·x·erfc(x/√2) for x ≥ 0 and 0.5·x·erfc(|x|/√2) for x < 0 with a vectorised erfc of
- * the form t·exp(−z² + P(t)), t = 1/(1 + z/2), P a degree-9 polynomial fitted for this project:
- * relative error of erfc below ≈2e-7 on [0, 10], so GELU keeps a relative error of a few F32 ulps
- * on both sides (tested against double erf in test_gemm).
+ * as x − 0.5·x·erfc(z) for x ≥ 0 and 0.5·x·erfc(z) for x < 0, z = |x|/√2, with a vectorised
+ * erfc(z) = t·exp(−z² + P(t)), t = 1/(1 + z/2), P a degree-9 polynomial fitted for this project
+ * (coefficients in gemm_driver.c); z² = x²/2 is carried as hi + lo so large |x| lose nothing to
+ * rounding. Worst relative error of GELU over [−20, 20] against double erfc: 3.0e-7 (test_gemm
+ * prints it); SERIAL uses libm's double erfc.
  *
  * Scratch memory: the packing buffers (a few MiB: one A block per thread and one KC×NC slice of
  * W) come from the caller when `scratch` holds at least the table's `scratch_bytes(threads)`

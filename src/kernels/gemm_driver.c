@@ -60,6 +60,12 @@ static inline float operand_load(const gemm_operand_t *operand, size_t index) {
     return ((const float *)operand->data)[index];
 }
 
+/* BF16 → F32 is a 16-bit shift; written on integers so the compiler vectorises it. */
+static void widen_bf16_row(const uform__bf16_t *source, float *target, size_t count) {
+    uint32_t *bits = (uint32_t *)target;
+    for (size_t i = 0; i < count; ++i) bits[i] = (uint32_t)source[i] << 16;
+}
+
 /*
  * Copies rows [i0, i0 + rows) × K [p0, p0 + kc) of A into a row-major block with row stride
  * `kc_padded` (K rounded up to even for BF16 pairs), zero-filling the padding columns and the rows
@@ -78,8 +84,7 @@ static void pack_a(const gemm_problem_t *problem, size_t i0, size_t rows, size_t
                 size_t base = (i0 + r) * a->row + p0;
                 if (a->dtype == UFORM__GEMM_F32) memcpy(block + r * kc_padded, (const float *)a->data + base, kc * sizeof(float));
                 else
-                    for (size_t p = 0; p < kc; ++p)
-                        block[r * kc_padded + p] = uform__gemm_f32_from_bf16(((const uform__bf16_t *)a->data)[base + p]);
+                    widen_bf16_row((const uform__bf16_t *)a->data + base, block + r * kc_padded, kc);
             }
         } else if (a->row == 1 && a->dtype == UFORM__GEMM_F32) {
             /* Transposed source (backward_w's dYᵀ): 16 source rows at a time, so each source line
@@ -130,10 +135,11 @@ static void pack_b_panel(const uform__gemm_micro_t *micro, const gemm_operand_t 
     size_t nr = micro->nr;
     if (micro->panel_dtype == UFORM__GEMM_F32) {
         float *panel_out = out;
-        if (b->col == 1 && b->dtype == UFORM__GEMM_F32) { /* columns contiguous: row copies */
+        if (b->col == 1) { /* columns contiguous (backward products): row copies */
             for (size_t p = 0; p < kc; ++p) {
-                const float *source = (const float *)b->data + (p0 + p) * b->row + j0;
-                memcpy(panel_out + p * nr, source, cols * sizeof(float));
+                size_t index = (p0 + p) * b->row + j0;
+                if (b->dtype == UFORM__GEMM_F32) memcpy(panel_out + p * nr, (const float *)b->data + index, cols * sizeof(float));
+                else widen_bf16_row((const uform__bf16_t *)b->data + index, panel_out + p * nr, cols);
                 for (size_t j = cols; j < nr; ++j) panel_out[p * nr + j] = 0.0f;
             }
             return;
@@ -262,8 +268,13 @@ static uform_status_t gemm_run(const gemm_problem_t *problem, const uform__paral
     size_t threads = uform__parallel_threads(parallel);
     size_t mr = micro->mr, nr = micro->nr, elem = dtype_bytes(micro->panel_dtype);
     size_t pair = micro->panel_dtype == UFORM__GEMM_BF16 ? 2 : 1;
-    size_t kc_max = micro->kc < k ? micro->kc : round_up(k, pair);
-    size_t nc = micro->nc;
+    /* K slices of near-equal length (at most KC): 1536 with KC 1024 is two slices of 768, not
+     * 1024 + 512. They depend on K and the class only, so the order of every sum stays fixed. */
+    size_t slices = (k + micro->kc - 1) / micro->kc;
+    size_t kc_max = round_up((k + slices - 1) / slices, pair);
+    /* Column chunks of near-equal width (at most NC, a multiple of NR): 2048 is 2 × 1024. */
+    size_t chunks = (n + micro->nc - 1) / micro->nc;
+    size_t nc = round_up((n + chunks - 1) / chunks, nr);
     size_t a_stride = round_up(micro->mc / mr * mr * kc_max * elem, 64);
     size_t chunk_panels_max = (nc < n ? nc : round_up(n, nr)) / nr;
     size_t b_panel_stride_plain = kc_max * nr * elem;

@@ -274,10 +274,10 @@ static void test_determinism(const uform__gemm_kernels_t *table, test_pool_t poo
     /* Runs: 1, 2, 3 threads with scratch the kernels allocate, then 2 threads with the caller's. */
     float *results[4][5];
     size_t scratch_size = table->scratch_bytes(2);
-    void *scratch = aligned_alloc(64, (scratch_size + 63) / 64 * 64);
+    void *caller_scratch = aligned_alloc(64, (scratch_size + 63) / 64 * 64);
     for (int t = 0; t < 4; ++t) {
         const uform__parallel_t *parallel = t == 0 ? NULL : &pools[t == 3 ? 1 : t].parallel;
-        void *run_scratch = t == 3 ? scratch : NULL;
+        void *run_scratch = t == 3 ? caller_scratch : NULL;
         size_t run_capacity = t == 3 ? scratch_size : 0;
         for (int product = 0; product < 5; ++product) results[t][product] = calloc((size_t)m * k + n * k, sizeof(float));
         uform__gemm_forward_t forward = {.m = m, .n = n, .k = k, .x = x, .ldx = k, .x_dtype = UFORM__GEMM_F32, .w = w16,
@@ -306,7 +306,7 @@ static void test_determinism(const uform__gemm_kernels_t *table, test_pool_t poo
                       t, t == 3 ? 2 : t + 1, t == 3 ? ", caller's scratch" : "");
     for (int t = 0; t < 4; ++t)
         for (int product = 0; product < 5; ++product) free(results[t][product]);
-    free(scratch);
+    free(caller_scratch);
     free(scratch), free(x), free(dy), free(w16), free(w32), free(bias);
 }
 
