@@ -41,6 +41,7 @@ typedef struct video_state_t {
     AVFrame *frame, *held;   /* the latest decoded frame, and the one before it still kept */
     int64_t held_pts;
     int held_slot;           /* output slot the held frame was already converted into, or −1 */
+    int last_slot;           /* the last output slot written, or −1 */
     struct SwsContext *scaler;
     uint8_t *converted;      /* [decoded height, decoded width, 3] before rotation */
     size_t converted_size;
@@ -62,12 +63,31 @@ static int stream_rotation(const AVStream *stream) {
     return (int)degrees;
 }
 
+/* Presentation timestamp of target f: start + (f + ½)·duration/frames, in the stream's time base,
+ * computed in double and saturated so hostile timestamps cannot overflow. */
+static int64_t target_pts(const video_state_t *state, uint32_t f, uint32_t frames, double duration) {
+    double t = (double)state->start_pts + (f + 0.5) * duration / frames / state->time_base;
+    if (!(t < 9.0e18)) return INT64_MAX;
+    if (!(t > -9.0e18)) return INT64_MIN;
+    return llround(t);
+}
+
+/* Seconds from the stream's start to `pts`, without integer overflow. */
+static double seconds_since_start(const video_state_t *state, int64_t pts) {
+    return ((double)pts - (double)state->start_pts) * state->time_base;
+}
+
 /* Converts `source` (rotated) into output slot `slot`. The first emitted frame fixes the size. */
 static uform_status_t emit(video_state_t *state, const AVFrame *source, int64_t pts, uint32_t slot, uform_outcome_t *outcome) {
     uform__media_video_t *video = state->video;
     char message[AV_ERROR_MAX_STRING_SIZE];
     if (!video->pixels) {
         int transposed = state->orientation == 6 || state->orientation == 8;
+        /* The header's size was checked; the decoded one may differ and is checked again. */
+        if ((uint64_t)video->frames * (uint64_t)source->width * (uint64_t)source->height > UFORM__MEDIA_MAX_VIDEO_PIXELS)
+            return uform__fail(outcome, UFORM_FORMAT, "uform__media_video_decode",
+                               "video: %u frames of %d x %d exceed the limit of %llu pixels per decoded video", video->frames,
+                               source->width, source->height, (unsigned long long)UFORM__MEDIA_MAX_VIDEO_PIXELS);
         video->width = (uint32_t)(transposed ? source->height : source->width);
         video->height = (uint32_t)(transposed ? source->width : source->height);
         size_t frame_bytes = (size_t)video->width * video->height * 3;
@@ -85,7 +105,7 @@ static uform_status_t emit(video_state_t *state, const AVFrame *source, int64_t 
     int error = uform__media_av_frame_to_packed(source, 3, width, height, state->orientation == 1 ? out : state->converted, &state->scaler);
     if (error < 0)
         return uform__fail(outcome, UFORM_FORMAT, "uform__media_video_decode", "video: frame at %.3f s (%s, %d x %d) does not convert to RGB (%s)",
-                           (pts - state->start_pts) * state->time_base,
+                           seconds_since_start(state, pts),
                            av_get_pix_fmt_name((enum AVPixelFormat)source->format) ? av_get_pix_fmt_name((enum AVPixelFormat)source->format) : "?",
                            source->width, source->height, uform__media_av_error(error, message));
     if (state->orientation != 1) {
@@ -96,17 +116,23 @@ static uform_status_t emit(video_state_t *state, const AVFrame *source, int64_t 
         memcpy(out, rotated, frame_bytes);
         free(rotated);
     }
-    video->times[slot] = (pts - state->start_pts) * state->time_base;
+    video->times[slot] = seconds_since_start(state, pts);
+    state->last_slot = (int)slot;
     return UFORM_OK;
+}
+
+/* Copies output slot `from` into `slot`. */
+static void copy_slot(video_state_t *state, uint32_t slot, int from) {
+    uform__media_video_t *video = state->video;
+    memcpy(video->pixels + state->converted_size * slot, video->pixels + state->converted_size * (size_t)from, state->converted_size);
+    video->times[slot] = video->times[from];
+    state->last_slot = (int)slot;
 }
 
 /* Emits the held frame into `slot`, copying an earlier slot when that frame was converted already. */
 static uform_status_t emit_held(video_state_t *state, uint32_t slot, uform_outcome_t *outcome) {
-    uform__media_video_t *video = state->video;
     if (state->held_slot >= 0) {
-        memcpy(video->pixels + state->converted_size * slot, video->pixels + state->converted_size * (size_t)state->held_slot,
-               state->converted_size);
-        video->times[slot] = video->times[state->held_slot];
+        copy_slot(state, slot, state->held_slot);
         return UFORM_OK;
     }
     uform_status_t status = emit(state, state->held, state->held_pts, slot, outcome);
@@ -123,13 +149,14 @@ static double measure_duration(video_state_t *state) {
     int64_t first = INT64_MAX, last = INT64_MIN;
     while (av_read_frame(state->input.format, state->packet) >= 0) {
         if (state->packet->stream_index == state->index && state->packet->pts != AV_NOPTS_VALUE) {
-            int64_t end = state->packet->pts + (state->packet->duration > 0 ? state->packet->duration : period);
-            if (state->packet->pts < first) first = state->packet->pts;
+            int64_t pts = state->packet->pts, length = state->packet->duration > 0 ? state->packet->duration : period;
+            int64_t end = pts > INT64_MAX - length ? INT64_MAX : pts + length;
+            if (pts < first) first = pts;
             if (end > last) last = end;
         }
         av_packet_unref(state->packet);
     }
-    return last > first ? (last - first) * state->time_base : 0;
+    return last > first ? ((double)last - (double)first) * state->time_base : 0;
 }
 
 static uform_status_t decode_frames(video_state_t *state, const uint8_t *bytes, size_t size, const uform__media_limits_t *limits,
@@ -207,9 +234,9 @@ static uform_status_t decode_frames(video_state_t *state, const uint8_t *bytes, 
     const AVIndexEntry *first_entry = avformat_index_get_entries_count(state->stream) > 0 ? avformat_index_get_entry(state->stream, 0) : NULL;
     int64_t last_read = first_entry ? first_entry->timestamp : INT64_MIN, checked = -1, previous_pts = AV_NOPTS_VALUE;
     int draining = 0, last_error = 0, have_held = 0;
-    state->held_slot = -1;
+    state->held_slot = -1, state->last_slot = -1;
     while (next < frames) {
-        int64_t target = state->start_pts + llround((next + 0.5) * duration / frames / state->time_base);
+        int64_t target = target_pts(state, next, frames, duration);
         if (checked != next && !draining && start_known) {
             checked = next;
             int entry = av_index_search_timestamp(state->stream, target, AVSEEK_FLAG_BACKWARD);
@@ -223,7 +250,9 @@ static uform_status_t decode_frames(video_state_t *state, const uint8_t *bytes, 
                 avcodec_flush_buffers(state->decoder);
                 ++video->seeks;
                 last_read = keyframe_time;
-                /* The held frame precedes the keyframe; the keyframe itself (≤ target) will replace it. */
+                /* The held frame precedes the keyframe and is no longer the nearest to anything ahead. */
+                av_frame_unref(state->held);
+                have_held = 0;
             }
         }
         int error = avcodec_receive_frame(state->decoder, state->frame);
@@ -253,7 +282,9 @@ static uform_status_t decode_frames(video_state_t *state, const uint8_t *bytes, 
         int64_t pts = state->frame->best_effort_timestamp;
         if (pts == AV_NOPTS_VALUE) /* no timestamps at all: assume a constant rate from the previous frame */
             pts = previous_pts == AV_NOPTS_VALUE ? state->start_pts
-                                                 : previous_pts + (state->frame->pkt_duration > 0 ? state->frame->pkt_duration : 1);
+                  : previous_pts >= INT64_MAX - INT32_MAX ? previous_pts
+                                                          : previous_pts + (state->frame->pkt_duration > 0 && state->frame->pkt_duration < INT32_MAX
+                                                                                ? state->frame->pkt_duration : 1);
         previous_pts = pts;
         if (!start_known) state->start_pts = pts, start_known = 1;
         if (!have_held) { /* the first frame is also the nearest one for targets before it */
@@ -261,7 +292,7 @@ static uform_status_t decode_frames(video_state_t *state, const uint8_t *bytes, 
             state->held_pts = pts, state->held_slot = -1, have_held = 1;
         }
         /* Every target before this frame's start is covered by the held frame. */
-        while (next < frames && state->start_pts + llround((next + 0.5) * duration / frames / state->time_base) < pts) {
+        while (next < frames && target_pts(state, next, frames, duration) < pts) {
             status = emit_held(state, next++, outcome);
             if (status != UFORM_OK) return status;
         }
@@ -270,6 +301,10 @@ static uform_status_t decode_frames(video_state_t *state, const uint8_t *bytes, 
             av_frame_move_ref(state->held, state->frame);
             state->held_pts = pts, state->held_slot = -1;
         }
+    }
+    if (!have_held && state->last_slot >= 0) { /* nothing decoded after a seek: repeat the last frame shown */
+        for (; next < frames; ++next) copy_slot(state, next, state->last_slot);
+        return UFORM_OK;
     }
     if (!have_held)
         return uform__fail(outcome, UFORM_FORMAT, "uform__media_video_decode", "video: the %s stream in the %s container decodes to no frame (%s)",
