@@ -3,7 +3,8 @@
  * 6 heads of 64), forward and backward, with 1 and 2 threads; optionally PyTorch (float32, the
  * same packed items, eager matmul + softmax) in the same run. Prints a table and writes JSON.
  *
- * Usage: bench_attention [output.json] [--no-torch]. FLOPs counted: forward 4·L²·d per item
+ * Usage: bench_attention [output.json] [--no-torch] [--no-serial] (SERIAL at 1,568 tokens takes
+ * minutes on a loaded machine). FLOPs counted: forward 4·L²·d per item
  * (Q·Kᵀ and P·V), backward 8·L²·d (recomputed Q·Kᵀ twice, dO·Vᵀ twice, and dV, dK, dQ products:
  * the two-pass backward does 5 products of 2·L²·d, so 10·L²·d are executed; 8·L²·d is the usual
  * convention and what the GFLOP/s column uses).
@@ -121,6 +122,7 @@ int main(int argc, char **argv) {
 
         for (size_t k = 0; k < sizeof classes / sizeof classes[0]; ++k) {
             if (!uform_cpu_class_supported(classes[k])) continue;
+            if (!serial && classes[k] == UFORM_CPU_CLASS_SERIAL) continue;
             const uform__nn_kernels_t *kernels = uform__nn_kernels(classes[k]);
             for (size_t threads = 1; threads <= 2; ++threads) {
                 pool_t pool = {.threads = threads};

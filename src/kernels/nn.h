@@ -6,10 +6,16 @@
  * Dispatch: one `uform__nn_kernels_t` table per CPU class, chosen once (by the executor) with
  * `uform__nn_kernels(cpu_class)`. Every slot of every table is filled: a class without a
  * specialised kernel points at the best lower class's kernel, down to SERIAL. SERIAL is the
- * portable reference; HASWELL (AVX2, FMA, F16C), SKYLAKE (AVX-512 F/BW/DQ/VL; ICELAKE shares it)
- * and GENOA (adds AVX-512 BF16; SAPPHIRE, GRANITE and DIAMOND share it) specialise the hot loops.
- * SIERRA uses HASWELL's table; every other class (Arm, RISC-V, WebAssembly, MONOVERSIONED,
- * UNKNOWN) gets SERIAL.
+ * portable reference; HASWELL (AVX2, FMA, F16C) and SKYLAKE (AVX-512 F/BW/DQ/VL) specialise the
+ * hot loops. ICELAKE and GENOA hold SKYLAKE's kernels (every kernel here computes in F32, so VNNI
+ * and the BF16 dot products have nothing to add, and VCVTNEPS2BF16 flushes subnormals);
+ * SAPPHIRE, GRANITE and DIAMOND use GENOA's table, SIERRA HASWELL's; every other class (Arm,
+ * RISC-V, WebAssembly, MONOVERSIONED, UNKNOWN) gets SERIAL.
+ *
+ * Accuracy: SERIAL accumulates row statistics in double; the SIMD classes accumulate in F32 lanes,
+ * use a Cephes-style vector exp (~2 ulp) and Numerical Recipes' erfc (< 1.2e-7 relative) for
+ * GELU. The tests bound every class against double references: ~1e-5 relative for forwards,
+ * ~1e-4 for gradients (see tests/kernels/test_nn_*.c).
  *
  * Conventions shared by every kernel:
  *   - F32 storage and compute unless a signature says otherwise; matrices are row-major with a

@@ -1,9 +1,11 @@
 # Tests of the NN kernels (src/kernels/nn*.c). The torch test needs Debian's python3 with torch;
-# without it the test reports itself skipped (exit code 77).
-uform_add_test(NAME test_nn_attention SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_nn_attention.c TIMEOUT 120)
-uform_add_test(NAME test_nn_ops SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_nn_ops.c TIMEOUT 120)
-uform_add_test(NAME test_nn_convert SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_nn_convert.c TIMEOUT 120)
-uform_add_test(NAME test_nn_torch SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_nn_torch.c TIMEOUT 120)
+# without it the test reports itself skipped (exit code 77). The attention and ops tests run the
+# kernels on 2 and 3 threads, so `make tsan` runs them too.
+uform_add_test(NAME test_nn_attention SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_nn_attention.c LABELS kernels tsan
+               TIMEOUT 120)
+uform_add_test(NAME test_nn_ops SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_nn_ops.c LABELS kernels tsan TIMEOUT 120)
+uform_add_test(NAME test_nn_convert SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_nn_convert.c LABELS kernels TIMEOUT 120)
+uform_add_test(NAME test_nn_torch SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_nn_torch.c LABELS kernels TIMEOUT 120)
 target_compile_definitions(test_nn_torch PRIVATE NN_TORCH_PYTHON="${UFORM_TORCH_PYTHON}"
                            NN_REFERENCE_SCRIPT="${CMAKE_CURRENT_SOURCE_DIR}/nn_reference.py")
 set_tests_properties(test_nn_torch PROPERTIES SKIP_RETURN_CODE 77)

@@ -169,8 +169,8 @@ int main(int argc, char **argv) {
     snprintf(command, sizeof command, "'%s' '%s' '%s'", NN_TORCH_PYTHON, NN_REFERENCE_SCRIPT, directory);
     int status = system(command);
     int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    if (code == 77) {
-        printf("skipped: %s cannot import torch\n", NN_TORCH_PYTHON);
+    if (code == 77 || code == 127) { /* the script's "no torch", or the shell's "no such interpreter" */
+        printf("skipped: %s cannot run the torch reference\n", NN_TORCH_PYTHON);
         return 77;
     }
     CHECK_MSG(code == 0, "%s exited with %d", command, code);
