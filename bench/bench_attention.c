@@ -90,12 +90,11 @@ typedef struct row_t {
 
 int main(int argc, char **argv) {
     const char *output = BENCH_RESULTS_DIRECTORY "/attention.json";
-    int torch = 1;
+    int torch = 1, serial = 1;
     for (int i = 1; i < argc; ++i) {
-        if (!strcmp(argv[i], "--no-torch"))
-            torch = 0;
-        else
-            output = argv[i];
+        if (!strcmp(argv[i], "--no-torch")) torch = 0;
+        else if (!strcmp(argv[i], "--no-serial")) serial = 0;
+        else output = argv[i];
     }
     const size_t heads = 6, head_width = 64, d = heads * head_width;
     const size_t lengths[] = {64, 197, 256, 1568};
