@@ -68,7 +68,7 @@ GENOA_TARGET static void convert_bf16_genoa(const float *source, uform__bf16_t *
 }
 
 static const uform__gemm_micro_t micro_bf16_genoa = {
-    .panel_dtype = UFORM__GEMM_BF16, .mr = GENOA_MR, .nr = GENOA_NR, .kc = 1024, .mc = 168, .nc = 1536,
+    .panel_dtype = UFORM__GEMM_BF16, .mr = GENOA_MR, .nr = GENOA_NR, .kc = 1536, .mc = 168, .nc = 1536,
     .layout = 4, .tile = tile_bf16_genoa, .epilogue = uform__gemm_epilogue_skylake, .convert = convert_bf16_genoa};
 
 static uform_status_t gemm_bf16_genoa(const uform__gemm_forward_t *args, const uform__parallel_t *parallel,

@@ -106,7 +106,7 @@ SKYLAKE_TARGET void uform__gemm_epilogue_skylake(float *c, size_t ldc, size_t ro
 }
 
 const uform__gemm_micro_t uform__gemm_micro_f32_skylake = {
-    .panel_dtype = UFORM__GEMM_F32, .mr = SKYLAKE_MR, .nr = SKYLAKE_NR, .kc = 512, .mc = 168, .nc = 1536,
+    .panel_dtype = UFORM__GEMM_F32, .mr = SKYLAKE_MR, .nr = SKYLAKE_NR, .kc = 768, .mc = 168, .nc = 1536,
     .layout = 3, .tile = tile_f32_skylake, .epilogue = uform__gemm_epilogue_skylake};
 
 static uform_status_t gemm_f32_skylake(const uform__gemm_forward_t *args, const uform__parallel_t *parallel,

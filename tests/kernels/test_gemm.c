@@ -28,11 +28,12 @@ typedef struct shape_t {
     size_t m, n, k;
 } shape_t;
 
-/* 1, primes, and tails of the tiles (4/6/14 rows, 16/32 columns), of KC (256/512), MC (128..168)
+/* 1, primes, and tails of the tiles (4/6/14 rows, 16/32 columns), of KC (256..1536), MC (128..168)
  * and NC (1024/1536). */
 static const shape_t shapes[] = {
     {1, 1, 1},     {1, 7, 13},    {7, 13, 97},    {13, 97, 257},  {14, 32, 2},   {15, 33, 3},
     {6, 16, 512},  {29, 65, 513}, {97, 31, 300},  {170, 47, 1025}, {3, 1601, 19}, {257, 257, 7},
+    {9, 70, 1601}, /* K beyond GENOA's 1536-long slices: two slices of 801 and 800 */
 };
 
 static float *random_floats(size_t count) {
