@@ -195,7 +195,7 @@ uform_session_status_t uform__session_infer(uint16_t opcode, const uform__sessio
             if (start < 0 || stop <= start || (uint64_t)stop > x->dims[axis] || step < 1)
                 return FAIL("slice axis %u: [%lld:%lld:%lld] of %zu", axis, (long long)start, (long long)stop,
                             (long long)step, x->dims[axis]);
-            result->dims[axis] = (size_t)((stop - start + step - 1) / step);
+            result->dims[axis] = (size_t)((stop - start - 1) / step + 1); // ceil((stop - start) / step) without overflow
         }
     } else if (opcode == UFORM_SESSION_OP_CONCAT) {
         EXPECT_OPERANDS(1, UFORM__SESSION_MAX_OPERANDS);

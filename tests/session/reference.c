@@ -201,7 +201,7 @@ static int evaluate_node(ref_program_t *p, ref_node_t *n, char *why, size_t size
         n->dtype = a->dtype, n->rank = a->rank;
         for (int d = 0; d < a->rank; ++d) {
             int64_t start = n->attributes[3 * d], stop = n->attributes[3 * d + 1], step = n->attributes[3 * d + 2];
-            n->dims[d] = (size_t)((stop - start + step - 1) / step);
+            n->dims[d] = (size_t)((stop - start - 1) / step + 1);
         }
     } else if (op == UFORM_SESSION_OP_CONCAT) {
         n->dtype = a->dtype, n->rank = a->rank;

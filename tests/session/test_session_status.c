@@ -509,6 +509,31 @@ static void test_out_of_memory(void) {
     free(bytes);
 }
 
+/* A slice whose step is INT64_MAX takes one element per axis (and must not overflow computing so). */
+static void test_huge_step(uform_session_t session) {
+    uform_program_builder_t b = NULL;
+    uform_program_builder_init(&b);
+    uint32_t x, y;
+    int64_t s[6] = {1, 2, INT64_MAX, 1, 3, INT64_MAX};
+    uform_program_builder_parameter(b, "x", UFORM_SESSION_DTYPE_F32, 2, dims_23, &x);
+    CHECK_STATUS(uform_program_builder_operation(b, UFORM_SESSION_OP_SLICE, &x, 1, s, 6, 0, UFORM_SESSION_INFER, NULL, &y),
+                 UFORM_SESSION_OK);
+    uform_program_builder_output(b, "y", y);
+    size_t n;
+    unsigned char *wire = finish(b, &n);
+    uform_program_builder_free(b);
+    uform_program_t program;
+    CHECK_STATUS(uform_session_compile(session, wire, n, &program), UFORM_SESSION_OK);
+    free(wire);
+    float in[6] = {0, 1, 2, 3, 4, 5}, out[1] = {-1};
+    const void *ins[1] = {in};
+    void *outs[1] = {out};
+    size_t in_size[1] = {sizeof in}, out_size[1] = {sizeof out};
+    CHECK_STATUS(uform_session_invoke(session, program, ins, in_size, 1, outs, out_size, 1, NULL, 0), UFORM_SESSION_OK);
+    CHECK_NEAR(out[0], 4.0, 0, 0); // x[1][1]
+    CHECK_STATUS(uform_session_release(session, program), UFORM_SESSION_OK);
+}
+
 int main(void) {
     uform_session_t session = NULL;
     CHECK_STATUS(uform_session_init(&session), UFORM_SESSION_OK);
@@ -519,6 +544,7 @@ int main(void) {
     test_malformed(session);
     test_outputs_of_inputs(session);
     test_plan_sizes(session);
+    test_huge_step(session);
     test_out_of_memory();
     uform_session_free(session);
     uform_session_free(NULL);
