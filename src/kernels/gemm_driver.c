@@ -61,6 +61,15 @@ static inline float operand_load(const gemm_operand_t *operand, size_t index) {
 }
 
 /* BF16 → F32 is a 16-bit shift; written on integers so the compiler vectorises it. */
+/* The A block's row stride, in elements: at least `kc_padded`, a whole number of cache lines,
+ * and an odd one, so the MR rows a tile streams at once fall into MR different L1 sets (a
+ * stride of 2 or 4 KiB, K = 1024 or 2048, would pile them into one or two sets). */
+static size_t a_block_stride(size_t kc_padded, size_t elem) {
+    size_t lines = (kc_padded * elem + 63) / 64;
+    if (lines % 2 == 0) ++lines;
+    return lines * 64 / elem;
+}
+
 static void widen_bf16_row(const uform__bf16_t *source, float *target, size_t count) {
     uint32_t *bits = (uint32_t *)target;
     for (size_t i = 0; i < count; ++i) bits[i] = (uint32_t)source[i] << 16;
@@ -68,12 +77,13 @@ static void widen_bf16_row(const uform__bf16_t *source, float *target, size_t co
 
 /*
  * Copies rows [i0, i0 + rows) × K [p0, p0 + kc) of A into a row-major block with row stride
- * `kc_padded` (K rounded up to even for BF16 pairs), zero-filling the padding columns and the rows
+ * `lda` (see a_block_stride), zero-filling columns up to `kc_padded` (K rounded up to even for
+ * BF16 pairs) and the rows
  * up to a multiple of MR, converting to the panel type on the way (F32 → BF16 rounds to nearest
  * even). Row copies are contiguous in every product but backward_w, whose A is dYᵀ.
  */
 static void pack_a(const gemm_problem_t *problem, size_t i0, size_t rows, size_t p0, size_t kc, size_t kc_padded,
-                   void *out) {
+                   size_t lda, void *out) {
     const uform__gemm_micro_t *micro = problem->micro;
     const gemm_operand_t *a = &problem->a;
     size_t rows_padded = round_up(rows, micro->mr);
@@ -82,9 +92,9 @@ static void pack_a(const gemm_problem_t *problem, size_t i0, size_t rows, size_t
         if (a->col == 1) {
             for (size_t r = 0; r < rows; ++r) {
                 size_t base = (i0 + r) * a->row + p0;
-                if (a->dtype == UFORM__GEMM_F32) memcpy(block + r * kc_padded, (const float *)a->data + base, kc * sizeof(float));
+                if (a->dtype == UFORM__GEMM_F32) memcpy(block + r * lda, (const float *)a->data + base, kc * sizeof(float));
                 else
-                    widen_bf16_row((const uform__bf16_t *)a->data + base, block + r * kc_padded, kc);
+                    widen_bf16_row((const uform__bf16_t *)a->data + base, block + r * lda, kc);
             }
         } else if (a->row == 1 && a->dtype == UFORM__GEMM_F32) {
             /* Transposed source (backward_w's dYᵀ): 16 source rows at a time, so each source line
@@ -93,21 +103,21 @@ static void pack_a(const gemm_problem_t *problem, size_t i0, size_t rows, size_t
             for (size_t p_begin = 0; p_begin < kc; p_begin += 16) {
                 size_t p_end = kc - p_begin < 16 ? kc : p_begin + 16;
                 for (size_t r = 0; r < rows; ++r)
-                    for (size_t p = p_begin; p < p_end; ++p) block[r * kc_padded + p] = source[(p0 + p) * a->col + r];
+                    for (size_t p = p_begin; p < p_end; ++p) block[r * lda + p] = source[(p0 + p) * a->col + r];
             }
         } else {
             for (size_t p = 0; p < kc; ++p) {
                 size_t base = (p0 + p) * a->col + i0 * a->row;
-                for (size_t r = 0; r < rows; ++r) block[r * kc_padded + p] = operand_load(a, base + r * a->row);
+                for (size_t r = 0; r < rows; ++r) block[r * lda + p] = operand_load(a, base + r * a->row);
             }
         }
         for (size_t r = 0; r < rows_padded; ++r)
-            for (size_t p = r < rows ? kc : 0; p < kc_padded; ++p) block[r * kc_padded + p] = 0.0f;
+            for (size_t p = r < rows ? kc : 0; p < kc_padded; ++p) block[r * lda + p] = 0.0f;
         return;
     }
     uform__bf16_t *block = out;
     for (size_t r = 0; r < rows_padded; ++r) {
-        uform__bf16_t *target = block + r * kc_padded;
+        uform__bf16_t *target = block + r * lda;
         size_t done = 0;
         if (r < rows) {
             size_t base = (i0 + r) * a->row + p0 * a->col;
@@ -192,6 +202,7 @@ typedef struct gemm_step_t {
     const gemm_problem_t *problem;
     size_t j0, chunk_cols, panels; /* the chunk */
     size_t p0, kc, kc_padded;      /* the slice */
+    size_t a_lda;                  /* row stride of the packed A blocks */
     const unsigned char *b_panels; /* first panel of this chunk at this slice */
     size_t b_panel_stride;         /* bytes between consecutive panels */
     unsigned char *b_scratch;      /* where pack_b writes (plain weights) */
@@ -227,8 +238,8 @@ static void compute_prong(void *context, size_t thread, size_t prong) {
     uform__split_range(step->panels, step->groups, group, &q_begin, &q_end);
     if (q_begin == q_end) return;
     unsigned char *a_block = step->a_scratch + thread * step->a_scratch_stride;
-    pack_a(problem, i0, rows, step->p0, step->kc, step->kc_padded, a_block);
-    size_t a_panel_bytes = step->kc_padded * mr * elem; /* MR rows of the block */
+    pack_a(problem, i0, rows, step->p0, step->kc, step->kc_padded, step->a_lda, a_block);
+    size_t a_panel_bytes = step->a_lda * mr * elem; /* MR rows of the block */
     int accumulate = problem->accumulate || step->p0 > 0;
     int last = step->p0 + step->kc == problem->k;
     int epilogue = last && (problem->bias || problem->gelu);
@@ -238,7 +249,7 @@ static void compute_prong(void *context, size_t thread, size_t prong) {
         for (size_t r = 0; r < rows; r += mr) {
             size_t tile_rows = rows - r < mr ? rows - r : mr;
             float *c = problem->c + (i0 + r) * problem->ldc + step->j0 + j;
-            micro->tile(step->kc_padded, a_block + (r / mr) * a_panel_bytes, step->kc_padded, b_panel, c, problem->ldc,
+            micro->tile(step->kc_padded, a_block + (r / mr) * a_panel_bytes, step->a_lda, b_panel, c, problem->ldc,
                         tile_rows, cols, accumulate);
             if (epilogue)
                 micro->epilogue(c, problem->ldc, tile_rows, cols, problem->bias ? problem->bias + step->j0 + j : NULL,
@@ -275,7 +286,7 @@ static uform_status_t gemm_run(const gemm_problem_t *problem, const uform__paral
     /* Column chunks of near-equal width (at most NC, a multiple of NR): 2048 is 2 × 1024. */
     size_t chunks = (n + micro->nc - 1) / micro->nc;
     size_t nc = round_up((n + chunks - 1) / chunks, nr);
-    size_t a_stride = round_up(micro->mc / mr * mr * kc_max * elem, 64);
+    size_t a_stride = round_up(micro->mc / mr * mr * a_block_stride(kc_max, elem) * elem, 64);
     size_t chunk_panels_max = (nc < n ? nc : round_up(n, nr)) / nr;
     size_t b_panel_stride_plain = kc_max * nr * elem;
     size_t a_bytes = a_stride * threads, b_bytes = problem->packed ? 0 : round_up(b_panel_stride_plain * chunk_panels_max, 64);
@@ -308,6 +319,7 @@ static uform_status_t gemm_run(const gemm_problem_t *problem, const uform__paral
             step.p0 = p0;
             step.kc = k - p0 < kc_max ? k - p0 : kc_max;
             step.kc_padded = round_up(step.kc, pair);
+            step.a_lda = a_block_stride(step.kc_padded, elem);
             if (problem->packed) {
                 size_t stride = problem->packed->k_padded * nr * elem;
                 step.b_panels = (const unsigned char *)problem->packed->data + (j0 / nr) * stride + p0 * nr * elem;
@@ -423,7 +435,7 @@ uform_status_t uform__gemm_backward_w_drive(const uform__gemm_micro_t *micro, co
 
 size_t uform__gemm_scratch_bytes_for(const uform__gemm_micro_t *micro, size_t threads) {
     size_t elem = dtype_bytes(micro->panel_dtype), threads_at_least_one = threads ? threads : 1;
-    size_t a_stride = round_up(micro->mc / micro->mr * micro->mr * micro->kc * elem, 64);
+    size_t a_stride = round_up(micro->mc / micro->mr * micro->mr * a_block_stride(micro->kc, elem) * elem, 64);
     return a_stride * threads_at_least_one + round_up(micro->kc * micro->nc * elem, 64);
 }
 
