@@ -73,13 +73,14 @@ UFORM_SKYLAKE static inline __m512 normal_cdf_f32x16(__m512 x_f32x16) {
  * Attention block primitives.
  */
 
-/* out[r, j] (=, or += when `add`) scale · Σ_k a[r, k]·b[k, j] for r < rows (compile-time 1..4)
- * and j in one 64-wide column chunk of which `count` are valid. Every loop has a constant trip
- * count and is unrolled, so the 16 accumulators stay in registers; absent columns load as zeros
- * through their masks and are never stored. */
+/* out[r, j] (=, or += when `add`) scale · Σ_k a[r, k]·b[k, j] for r < rows and j < count, in
+ * `vectors` 16-wide column vectors (rows and vectors compile-time constants 1..4, count ≤
+ * 16·vectors). Every loop has a constant trip count and is unrolled, so the accumulators stay in
+ * registers; the last vector's absent columns load as zeros and are never stored. */
 UFORM_SKYLAKE static inline __attribute__((always_inline)) void
 product_rows_f32_skylake(const float *a, size_t a_stride, const float *b, size_t b_stride, size_t depth, float scale,
-                         float *out, size_t out_stride, size_t count, int add, const size_t rows) {
+                         float *out, size_t out_stride, size_t count, int add, const size_t rows,
+                         const size_t vectors) {
     __m512 acc_f32x16[4][4];
 #pragma GCC unroll 4
     for (size_t r = 0; r < 4; ++r)
@@ -92,12 +93,13 @@ product_rows_f32_skylake(const float *a, size_t a_stride, const float *b, size_t
         const float *row = b + k * b_stride;
         __m512 b_f32x16[4];
 #pragma GCC unroll 4
-        for (size_t v = 0; v < 4; ++v) b_f32x16[v] = _mm512_maskz_loadu_ps(mask[v], row + v * 16);
+        for (size_t v = 0; v < vectors; ++v) b_f32x16[v] = _mm512_maskz_loadu_ps(mask[v], row + v * 16);
 #pragma GCC unroll 4
         for (size_t r = 0; r < rows; ++r) {
             __m512 a_f32x16 = _mm512_set1_ps(a[r * a_stride + k]);
 #pragma GCC unroll 4
-            for (size_t v = 0; v < 4; ++v) acc_f32x16[r][v] = _mm512_fmadd_ps(a_f32x16, b_f32x16[v], acc_f32x16[r][v]);
+            for (size_t v = 0; v < vectors; ++v)
+                acc_f32x16[r][v] = _mm512_fmadd_ps(a_f32x16, b_f32x16[v], acc_f32x16[r][v]);
         }
     }
     __m512 scale_f32x16 = _mm512_set1_ps(scale);
@@ -105,7 +107,7 @@ product_rows_f32_skylake(const float *a, size_t a_stride, const float *b, size_t
     for (size_t r = 0; r < rows; ++r) {
         float *o = out + r * out_stride;
 #pragma GCC unroll 4
-        for (size_t v = 0; v < 4; ++v) {
+        for (size_t v = 0; v < vectors; ++v) {
             __m512 value_f32x16 = _mm512_mul_ps(acc_f32x16[r][v], scale_f32x16);
             if (add) value_f32x16 = _mm512_add_ps(value_f32x16, _mm512_maskz_loadu_ps(mask[v], o + v * 16));
             _mm512_mask_storeu_ps(o + v * 16, mask[v], value_f32x16);
@@ -113,29 +115,50 @@ product_rows_f32_skylake(const float *a, size_t a_stride, const float *b, size_t
     }
 }
 
+/* All rows of one column chunk of up to 64 columns with `vectors` (a compile-time constant) vectors. */
+UFORM_SKYLAKE static inline __attribute__((always_inline)) void
+product_chunk_f32_skylake(const float *a, size_t a_stride, const float *b, size_t b_stride, size_t m, size_t k,
+                          float scale, float *out, size_t out_stride, size_t count, int add, const size_t vectors) {
+    size_t r = 0;
+    for (; r + 4 <= m; r += 4)
+        product_rows_f32_skylake(a + r * a_stride, a_stride, b, b_stride, k, scale, out + r * out_stride, out_stride,
+                                 count, add, 4, vectors);
+    const float *a_rest = a + r * a_stride;
+    float *out_rest = out + r * out_stride;
+    switch (m - r) {
+    case 3:
+        product_rows_f32_skylake(a_rest, a_stride, b, b_stride, k, scale, out_rest, out_stride, count, add, 3, vectors);
+        break;
+    case 2:
+        product_rows_f32_skylake(a_rest, a_stride, b, b_stride, k, scale, out_rest, out_stride, count, add, 2, vectors);
+        break;
+    case 1:
+        product_rows_f32_skylake(a_rest, a_stride, b, b_stride, k, scale, out_rest, out_stride, count, add, 1, vectors);
+        break;
+    default:
+        break;
+    }
+}
+
+/* out [m, n] (=, or +=) scale · a [m, k] · b [k, n]; all row-major with strides. A ragged last
+ * column chunk (a short key tile, an odd head width) runs with only the vectors it needs. */
 UFORM_SKYLAKE static void product_f32_skylake(const float *a, size_t a_stride, const float *b, size_t b_stride,
                                               size_t m, size_t n, size_t k, float scale, float *out, size_t out_stride,
                                               int add) {
     for (size_t j = 0; j < n; j += 64) {
         size_t count = n - j < 64 ? n - j : 64;
-        size_t r = 0;
-        for (; r + 4 <= m; r += 4)
-            product_rows_f32_skylake(a + r * a_stride, a_stride, b + j, b_stride, k, scale, out + r * out_stride + j,
-                                     out_stride, count, add, 4);
-        switch (m - r) {
-        case 3:
-            product_rows_f32_skylake(a + r * a_stride, a_stride, b + j, b_stride, k, scale, out + r * out_stride + j,
-                                     out_stride, count, add, 3);
+        switch ((count + 15) / 16) {
+        case 1:
+            product_chunk_f32_skylake(a, a_stride, b + j, b_stride, m, k, scale, out + j, out_stride, count, add, 1);
             break;
         case 2:
-            product_rows_f32_skylake(a + r * a_stride, a_stride, b + j, b_stride, k, scale, out + r * out_stride + j,
-                                     out_stride, count, add, 2);
+            product_chunk_f32_skylake(a, a_stride, b + j, b_stride, m, k, scale, out + j, out_stride, count, add, 2);
             break;
-        case 1:
-            product_rows_f32_skylake(a + r * a_stride, a_stride, b + j, b_stride, k, scale, out + r * out_stride + j,
-                                     out_stride, count, add, 1);
+        case 3:
+            product_chunk_f32_skylake(a, a_stride, b + j, b_stride, m, k, scale, out + j, out_stride, count, add, 3);
             break;
         default:
+            product_chunk_f32_skylake(a, a_stride, b + j, b_stride, m, k, scale, out + j, out_stride, count, add, 4);
             break;
         }
     }
