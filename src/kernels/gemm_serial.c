@@ -70,9 +70,20 @@ static void backward_b_prong(void *context, size_t thread, size_t prong) {
     const uform__gemm_backward_b_t *args = job->args;
     size_t begin, end;
     uform__split_range(args->n, job->prongs, prong, &begin, &end);
-    for (size_t m = 0; m < args->m; ++m) {
-        const float *row = args->dy + m * args->lddy;
-        for (size_t j = begin; j < end; ++j) args->db[j] += row[j];
+    /* 64 columns at a time in a local accumulator (which cannot alias dY, so the compiler
+     * vectorises the row loop); each column still adds its rows in order. */
+    for (size_t j0 = begin; j0 < end; j0 += 64) {
+        size_t width = end - j0 < 64 ? end - j0 : 64;
+        float sum[64];
+        for (size_t t = 0; t < width; ++t) sum[t] = args->db[j0 + t];
+        for (size_t m = 0; m < args->m; ++m) {
+            const float *row = args->dy + m * args->lddy + j0;
+            if (width == 64)
+                for (size_t t = 0; t < 64; ++t) sum[t] += row[t];
+            else
+                for (size_t t = 0; t < width; ++t) sum[t] += row[t];
+        }
+        for (size_t t = 0; t < width; ++t) args->db[j0 + t] = sum[t];
     }
 }
 
