@@ -2,7 +2,8 @@
  * Every session status reached on purpose: the full table, stale handles after release, each
  * buffer rule of invoke, a newer wire version, each kind of malformed program (truncated at every
  * byte, bad magic, ids out of range, forward references and cycles, shapes that do not check,
- * payloads of the wrong size, unknown dtypes and opcodes), a plan above the byte limit; plus
+ * payloads of the wrong size, unknown dtypes and opcodes), a plan above the byte limit, a kernel
+ * that refuses (LAUNCH_FAILED, through the internal stages); plus
  * descriptors, outputs that are parameters (copied, inputs unchanged), and the planner's scratch
  * reuse and fusion as seen through scratch_size, and OUT_OF_MEMORY at every allocation of the
  * builder, compile and invoke (through the session's allocation hook). The last cause is checked to change only for
@@ -534,6 +535,45 @@ static void test_huge_step(uform_session_t session) {
     CHECK_STATUS(uform_session_release(session, program), UFORM_SESSION_OK);
 }
 
+static int refusing_matmul(const uform__session_kernels_t *self, size_t m, size_t n, size_t k, const float *x, size_t ldx,
+                           const float *w, size_t ldw, float *y, size_t ldy, const float *bias, int gelu) {
+    return -1; // what the engine's GEMM answers when its packing buffers cannot be allocated
+}
+
+/* LAUNCH_FAILED: a plan whose matmul kernel refuses, run through the internal stages (the public
+ * invoke maps the same status and records a cause). */
+static void test_launch_failed(void) {
+    uint64_t rng = 7;
+    uform_program_builder_t b = NULL;
+    uform_program_builder_init(&b);
+    CHECK(program_template(b, 1, &rng)); // matmul + softmax
+    size_t n;
+    unsigned char *wire = finish(b, &n);
+    uform_program_builder_free(b);
+    uform__session_ir_t ir;
+    uform__session_error_t error;
+    uform__session_plan_t plan;
+    CHECK_STATUS(uform__session_decode(wire, n, &ir, &error), UFORM_SESSION_OK);
+    CHECK_STATUS(uform__session_check(&ir, &error), UFORM_SESSION_OK);
+    CHECK_STATUS(uform__session_plan(&ir, &plan, &error), UFORM_SESSION_OK);
+    free(wire);
+    unsigned char *memory[4];
+    const void *in[2];
+    void *out[2];
+    for (int i = 0; i < 2; ++i) {
+        memory[i] = (unsigned char *)calloc(1, plan.input_descriptors[i].byte_size), in[i] = memory[i];
+        memory[2 + i] = (unsigned char *)calloc(1, plan.output_descriptors[i].byte_size), out[i] = memory[2 + i];
+    }
+    unsigned char *scratch = (unsigned char *)aligned_alloc(64, (plan.scratch_size + 63) & ~(size_t)63);
+    CHECK_STATUS(uform__session_run(&plan, in, out, scratch), UFORM_SESSION_OK);
+    plan.kernels.matmul_f32 = refusing_matmul;
+    CHECK(plan.input_descriptors[0].dtype != UFORM_SESSION_DTYPE_F64); // F64 runs its own loop, not the kernel
+    CHECK_STATUS(uform__session_run(&plan, in, out, scratch), UFORM_SESSION_LAUNCH_FAILED);
+    for (int i = 0; i < 4; ++i) free(memory[i]);
+    free(scratch);
+    uform__session_plan_free(&plan);
+}
+
 int main(void) {
     uform_session_t session = NULL;
     CHECK_STATUS(uform_session_init(&session), UFORM_SESSION_OK);
@@ -545,6 +585,7 @@ int main(void) {
     test_outputs_of_inputs(session);
     test_plan_sizes(session);
     test_huge_step(session);
+    test_launch_failed();
     test_out_of_memory();
     uform_session_free(session);
     uform_session_free(NULL);
