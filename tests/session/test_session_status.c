@@ -2,12 +2,12 @@
  * Every session status reached on purpose: the full table, stale handles after release, each
  * buffer rule of invoke, a newer wire version, each kind of malformed program (truncated at every
  * byte, bad magic, ids out of range, forward references and cycles, shapes that do not check,
- * payloads of the wrong size, unknown dtypes and opcodes), a plan above the byte limit, a kernel
- * that refuses (LAUNCH_FAILED, through the internal stages); plus
- * descriptors, outputs that are parameters (copied, inputs unchanged), and the planner's scratch
- * reuse and fusion as seen through scratch_size, and OUT_OF_MEMORY at every allocation of the
- * builder, compile and invoke (through the session's allocation hook). The last cause is checked to change only for
- * failures that go through the error mapping.
+ * payloads of the wrong size, unknown dtypes and opcodes), a plan above the byte limit
+ * (COMPILE_FAILED), OUT_OF_MEMORY at every allocation of the builder, compile and invoke (through
+ * the session's allocation hook), and a kernel that refuses (LAUNCH_FAILED, through the internal
+ * stages). Also: descriptors, outputs that are parameters (copied, inputs unchanged), the
+ * planner's fusion and buffer reuse as seen through scratch_size, and a slice with a huge step.
+ * The last cause is checked to change only for failures that go through the error mapping.
  */
 #include <stdint.h>
 #include <stdio.h>
