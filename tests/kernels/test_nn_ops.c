@@ -448,6 +448,64 @@ static void check_scatter_threads(void) {
     free(c.ids), free(c.dout), free(c.dtable);
 }
 
+/* The row-wise and elementwise kernels on 1, 2 and 3 threads: GELU, softmax + cross-entropy, L2,
+ * mean pooling, embedding gather and AdamW, all outputs in one buffer compared bitwise. */
+enum { rows_r = 203, rows_w = 97, rows_groups = 37 };
+typedef struct rowwise_threads_t {
+    float *x, *dy, *scale, *params0, *out;
+    int32_t *targets;
+    uint32_t *ids;
+    size_t *offsets;
+} rowwise_threads_t;
+
+static void rowwise_threads_body(const uform__nn_kernels_t *kernels, const uform__parallel_t *parallel, void *opaque) {
+    rowwise_threads_t *c = opaque;
+    size_t n = rows_r * rows_w;
+    float *o = c->out;
+    kernels->gelu_forward(n, c->x, o, parallel), o += n;
+    kernels->gelu_backward(n, c->x, c->dy, o, parallel), o += n;
+    float *probs = o;
+    kernels->softmax_xent_forward(rows_r, rows_w, c->x, rows_w, c->targets, c->scale, probs, o + n, parallel);
+    o += n + rows_r;
+    kernels->softmax_xent_backward(rows_r, rows_w, c->x, rows_w, c->targets, c->scale, probs, c->dy, o, rows_w,
+                                   o + n, parallel);
+    o += n + rows_r;
+    float *y = o, *norm = o + n;
+    kernels->l2norm_forward(rows_r, rows_w, c->x, rows_w, 1e-12f, y, rows_w, norm, parallel);
+    o += n + rows_r;
+    kernels->l2norm_backward(rows_r, rows_w, y, rows_w, norm, 1e-12f, c->dy, rows_w, o, rows_w, parallel), o += n;
+    kernels->mean_pool_forward(rows_groups, c->offsets, rows_w, c->x, rows_w, o, rows_w, parallel), o += n;
+    kernels->mean_pool_backward(rows_groups, c->offsets, rows_w, c->dy, rows_w, o, rows_w, parallel), o += n;
+    memset(o, 0, n * sizeof(float));
+    kernels->embedding_forward(rows_r, c->ids, rows_w, c->x, rows_w, o, rows_w, parallel), o += n;
+    float *p = o, *m = o + n, *v = o + 2 * n;
+    memcpy(p, c->params0, n * sizeof(float)), memset(m, 0, 2 * n * sizeof(float));
+    for (uint64_t step = 1; step <= 2; ++step)
+        kernels->adamw(n, p, c->dy, m, v, 1e-3f, 0.9f, 0.98f, 1e-6f, 0.1f, step, parallel);
+}
+
+static void check_rowwise_threads(void) {
+    size_t n = rows_r * rows_w;
+    rowwise_threads_t c;
+    uint64_t state = seed + 9;
+    c.x = malloc(n * 4), c.dy = malloc(n * 4), c.scale = malloc(rows_r * 4), c.params0 = malloc(n * 4);
+    c.targets = malloc(rows_r * 4), c.ids = malloc(rows_r * 4), c.offsets = malloc((rows_groups + 1) * sizeof(size_t));
+    size_t out_floats = 16 * n + 4 * rows_r;
+    c.out = calloc(out_floats, 4);
+    test_fill(c.x, n, &state, 3.0f), test_fill(c.dy, n, &state, 1.0f), test_fill(c.params0, n, &state, 1.0f);
+    for (size_t r = 0; r < rows_r; ++r) {
+        c.scale[r] = 1.0f + (float)r * 0.1f;
+        c.targets[r] = (int32_t)(check_random_next(&state) % rows_w) - (r % 17 == 0 ? rows_w + 1 : 0);
+        c.ids[r] = (uint32_t)(check_random_next(&state) % rows_r);
+    }
+    /* Ragged groups over the rows, the last covering what is left; some empty. */
+    c.offsets[0] = 0;
+    for (size_t g = 1; g < rows_groups; ++g) c.offsets[g] = c.offsets[g - 1] + (g % 5 == 0 ? 0 : g % 9);
+    c.offsets[rows_groups] = rows_r;
+    check_threads("row-wise kernels", rowwise_threads_body, &c, c.out, out_floats * 4);
+    free(c.x), free(c.dy), free(c.scale), free(c.params0), free(c.targets), free(c.ids), free(c.offsets), free(c.out);
+}
+
 /* ---------------------------------------------------------------------------------------------
  * AdamW and the sum of squares.
  */
@@ -551,6 +609,7 @@ int main(int argc, char **argv) {
     check_l2(4, 131);
     check_pool_and_embeddings();
     check_scatter_threads();
+    check_rowwise_threads();
     check_adamw();
     check_sum_squares();
     return check_finish();
