@@ -21,7 +21,8 @@ static inline __mmask16 columns_mask(size_t cols) { return cols >= 16 ? (__mmask
 /* C[rows, cols] (+)= A[14][kc] · B[kc][32], A row-major BF16, B as K pairs [kc/2][32][2]. */
 GENOA_TARGET static void tile_bf16_genoa(size_t kc, const void *a_block, size_t lda, const void *b_panel, float *c,
                                          size_t ldc, size_t rows, size_t cols, int accumulate) {
-    const uform__bf16_t *a = a_block, *b = b_panel;
+    const uform__bf16_t *a_top = a_block, *a_bottom = a_top + 7 * lda, *b = b_panel;
+    __asm__("" : "+r"(a_bottom)); /* opaque, so the compiler keeps it as a second base */
     __m512 sum_f32x16[GENOA_MR][2];
 #pragma GCC unroll 14
     for (int r = 0; r < GENOA_MR; ++r) sum_f32x16[r][0] = sum_f32x16[r][1] = _mm512_setzero_ps();
@@ -34,8 +35,11 @@ GENOA_TARGET static void tile_bf16_genoa(size_t kc, const void *a_block, size_t 
         __m512i b0_bf16x32 = _mm512_loadu_si512(b + p * GENOA_NR), b1_bf16x32 = _mm512_loadu_si512(b + p * GENOA_NR + 32);
 #pragma GCC unroll 14
         for (int r = 0; r < GENOA_MR; ++r) {
+            /* Rows 7..13 address from a second base with the same 7 offsets as rows 0..6, so the
+             * row offsets fit in registers instead of being reloaded from the stack. */
+            const uform__bf16_t *row = r < 7 ? a_top + r * lda : a_bottom + (r - 7) * lda;
             int pair;
-            __builtin_memcpy(&pair, a + r * lda + p, sizeof pair);
+            __builtin_memcpy(&pair, row + p, sizeof pair);
             __m512i a_bf16x32 = _mm512_set1_epi32(pair);
             sum_f32x16[r][0] = _mm512_dpbf16_ps(sum_f32x16[r][0], (__m512bh)a_bf16x32, (__m512bh)b0_bf16x32);
             sum_f32x16[r][1] = _mm512_dpbf16_ps(sum_f32x16[r][1], (__m512bh)a_bf16x32, (__m512bh)b1_bf16x32);

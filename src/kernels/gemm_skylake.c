@@ -18,7 +18,8 @@ static inline __mmask16 columns_mask(size_t cols) { return cols >= 16 ? (__mmask
 /* C[rows, cols] (+)= A[14][kc] · B[kc][32]. */
 SKYLAKE_TARGET static void tile_f32_skylake(size_t kc, const void *a_block, size_t lda, const void *b_panel, float *c,
                                             size_t ldc, size_t rows, size_t cols, int accumulate) {
-    const float *a = a_block, *b = b_panel;
+    const float *a_top = a_block, *a_bottom = a_top + 7 * lda, *b = b_panel;
+    __asm__("" : "+r"(a_bottom)); /* a second opaque base: rows 7..13 reuse rows 0..6's offsets */
     __m512 sum_f32x16[SKYLAKE_MR][2];
 #pragma GCC unroll 14
     for (int r = 0; r < SKYLAKE_MR; ++r) sum_f32x16[r][0] = sum_f32x16[r][1] = _mm512_setzero_ps();
@@ -31,7 +32,8 @@ SKYLAKE_TARGET static void tile_f32_skylake(size_t kc, const void *a_block, size
         __m512 b0_f32x16 = _mm512_loadu_ps(b + p * SKYLAKE_NR), b1_f32x16 = _mm512_loadu_ps(b + p * SKYLAKE_NR + 16);
 #pragma GCC unroll 14
         for (int r = 0; r < SKYLAKE_MR; ++r) {
-            __m512 a_f32x16 = _mm512_set1_ps(a[r * lda + p]);
+            const float *row = r < 7 ? a_top + r * lda : a_bottom + (r - 7) * lda;
+            __m512 a_f32x16 = _mm512_set1_ps(row[p]);
             sum_f32x16[r][0] = _mm512_fmadd_ps(a_f32x16, b0_f32x16, sum_f32x16[r][0]);
             sum_f32x16[r][1] = _mm512_fmadd_ps(a_f32x16, b1_f32x16, sum_f32x16[r][1]);
         }
