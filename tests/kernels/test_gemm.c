@@ -7,7 +7,8 @@
  *     weights, F32 and BF16 activations, plain and packed weights; shapes with 1, primes and the
  *     ragged tails of every register tile and cache block; strided sub-matrices whose padding
  *     holds NaN (reading it would poison the result) and sentinels (writing it is caught);
- *   - bit-identical results with 1, 2 and 3 threads;
+ *   - dX, dW, db against central finite differences of the class's own forward;
+ *   - bit-identical results with 1, 2 and 3 threads (and with the caller's scratch);
  *   - the vector GELU against double erfc; no NULL slot in any table; argument errors.
  * Tolerances: F32 paths |error| ≤ (4·√K + 16)·2⁻²⁴·Σ|a·b|; BF16-rounded activations add 2⁻⁸·Σ|a·b|.
  * Run with an optional seed argument (printed either way).
@@ -339,6 +340,55 @@ static void test_gelu(const uform__gemm_kernels_t *table) {
     printf("%s GELU: worst relative error %.3g over [-20, 20]\n", class_name(table->cpu_class), worst);
 }
 
+/* L = Σ G ⊙ (X·Wᵀ + b) through the class's own forward, summed in double. */
+static double fd_loss(const uform__gemm_kernels_t *table, size_t m, size_t n, size_t k, const float *x, const float *w,
+                      const float *bias, const float *g, float *y) {
+    uform__gemm_forward_t args = {.m = m, .n = n, .k = k, .x = x, .ldx = k, .w = w, .ldw = k, .bias = bias, .y = y, .ldy = n};
+    if (table->forward_f32(&args, NULL, NULL) != UFORM_OK) return NAN;
+    double loss = 0;
+    for (size_t i = 0; i < m * n; ++i) loss += (double)g[i] * y[i];
+    return loss;
+}
+
+/* dX, dW, db of every class against central finite differences of its own forward: L is linear,
+ * so with h = 1/64 the difference quotient is exact up to the F32 rounding of the forward. */
+static void test_finite_differences(const uform__gemm_kernels_t *table) {
+    enum { M = 5, N = 7, K = 9 };
+    float x[M * K], w[N * K], bias[N], g[M * N], y[M * N], dx[M * K], dw[N * K] = {0}, db[N] = {0};
+    for (int i = 0; i < M * K; ++i) x[i] = check_random_float(&seed_state);
+    for (int i = 0; i < N * K; ++i) w[i] = check_random_float(&seed_state);
+    for (int i = 0; i < N; ++i) bias[i] = check_random_float(&seed_state);
+    for (int i = 0; i < M * N; ++i) g[i] = check_random_float(&seed_state);
+    uform__gemm_backward_x_t backward_x = {.m = M, .n = N, .k = K, .dy = g, .lddy = N, .w = w, .ldw = K, .dx = dx, .lddx = K};
+    uform__gemm_backward_w_t backward_w = {.m = M, .n = N, .k = K, .dy = g, .lddy = N, .x = x, .ldx = K, .dw = dw, .lddw = K};
+    uform__gemm_backward_b_t backward_b = {.m = M, .n = N, .dy = g, .lddy = N, .db = db};
+    CHECK_STATUS(table->backward_x_f32(&backward_x, NULL, NULL), UFORM_OK);
+    CHECK_STATUS(table->backward_w(&backward_w, NULL, NULL), UFORM_OK);
+    CHECK_STATUS(table->backward_b(&backward_b, NULL, NULL), UFORM_OK);
+    const float h = 1.0f / 64.0f;
+    struct { const char *name; float *parameter; const float *gradient; int count; } cases[3] = {
+        {"dX", x, dx, M * K}, {"dW", w, dw, N * K}, {"db", bias, db, N}};
+    for (int c = 0; c < 3; ++c) {
+        size_t failures = 0;
+        for (int i = 0; i < cases[c].count; ++i) {
+            float saved = cases[c].parameter[i];
+            cases[c].parameter[i] = saved + h;
+            double plus = fd_loss(table, M, N, K, x, w, bias, g, y);
+            cases[c].parameter[i] = saved - h;
+            double minus = fd_loss(table, M, N, K, x, w, bias, g, y);
+            cases[c].parameter[i] = saved;
+            double difference = (plus - minus) / (2.0 * h);
+            double tol = 2e-4 * (1.0 + fabs(difference));
+            if (!(fabs(cases[c].gradient[i] - difference) <= tol) && failures++ == 0) {
+                fprintf(stderr, "%s %s[%d] against central differences:\n", class_name(table->cpu_class), cases[c].name, i);
+                CHECK_NEAR(cases[c].gradient[i], difference, tol, 0.0);
+            }
+        }
+        CHECK_MSG(failures == 0, "%s %s: %zu of %d gradients disagree with central differences",
+                  class_name(table->cpu_class), cases[c].name, failures, cases[c].count);
+    }
+}
+
 /* F32 → BF16 against an independent rounding: scale to 8 significant bits, rint (ties to even
  * in the default mode), scale back; ties, overflow to infinity, subnormals and NaN included. */
 static void test_bf16_rounding(void) {
@@ -452,6 +502,7 @@ int main(int argc, char **argv) {
             if (classes[c] != UFORM_CPU_CLASS_SERIAL) test_against_serial(table, shape);
         }
         test_gelu(table);
+        test_finite_differences(table);
         test_determinism(table, pools);
         printf("%s: %s\n", class_name(classes[c]), check_failed_count == before ? "ok" : "FAILED");
     }
