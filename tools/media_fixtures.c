@@ -157,6 +157,9 @@ static void write_pngs(void) {
     for (int q = 0; q < 4; ++q)
         palette.entries[q] = (struct spng_plte_entry){media_fixture_quadrants[q][0], media_fixture_quadrants[q][1], media_fixture_quadrants[q][2], 255};
     write_png("palette.png", indexed, sizeof indexed, SPNG_COLOR_TYPE_INDEXED, 8, &palette, NULL);
+    /* Truecolour with a tRNS key: the top-right quadrant's colour is fully transparent. */
+    struct spng_trns key = {.red = media_fixture_quadrants[1][0], .green = media_fixture_quadrants[1][1], .blue = media_fixture_quadrants[1][2]};
+    write_png("rgb_key.png", rgb, sizeof rgb, SPNG_COLOR_TYPE_TRUECOLOR, 8, NULL, &key);
     struct spng_trns transparency = {.n_type3_entries = 4};
     memcpy(transparency.type3_alpha, media_fixture_alpha, 4);
     write_png("palette_trns.png", indexed, sizeof indexed, SPNG_COLOR_TYPE_INDEXED, 8, &palette, &transparency);

@@ -21,7 +21,8 @@ uform_status_t uform__media_audio_decode(const void *bytes, size_t size, double 
     if (size == 0) return uform__fail(outcome, UFORM_FORMAT, __func__, "not a recording: the item is empty (0 bytes)");
     uform__media_kind_t kind = uform__media_sniff(bytes, size);
     if (uform__media_kind_is_image(kind))
-        return uform__fail(outcome, UFORM_FORMAT, __func__, "not a recording: the bytes look like a %s", uform__media_kind_name(kind));
+        return uform__fail(outcome, UFORM_FORMAT, __func__, "not a recording: the bytes look like %s %s", uform__media_kind_article(kind),
+                           uform__media_kind_name(kind));
     uform_status_t status = kind == UFORM__MEDIA_WAV
                                 ? uform__media_wav_decode(bytes, size, crop_seconds, limits, audio, outcome)
                                 : uform__media_av_audio_decode(bytes, size, crop_seconds, limits, audio, outcome);

@@ -78,6 +78,9 @@ uform_status_t uform__media_image_decode(const void *bytes, size_t size, const u
     case UFORM__MEDIA_GIF: case UFORM__MEDIA_BMP: case UFORM__MEDIA_TIFF: case UFORM__MEDIA_PNM: case UFORM__MEDIA_JPEG2000:
         status = uform__media_av_image_decode(kind, data, size, limits, image, outcome);
         break;
+    case UFORM__MEDIA_HEIF:
+        return uform__fail(outcome, UFORM_UNSUPPORTED, __func__,
+                           "HEIF/AVIF image: no decoder for HEIF or AVIF stills in this build (convert to JPEG, PNG or WebP)");
     case UFORM__MEDIA_UNKNOWN: {
         unsigned char head[8] = {0};
         memcpy(head, data, size < 8 ? size : 8);
@@ -86,7 +89,8 @@ uform_status_t uform__media_image_decode(const void *bytes, size_t size, const u
                            size, head[0], head[1], head[2], head[3], head[4], head[5], head[6], head[7]);
     }
     default:
-        return uform__fail(outcome, UFORM_FORMAT, __func__, "not an image: the bytes look like a %s", uform__media_kind_name(kind));
+        return uform__fail(outcome, UFORM_FORMAT, __func__, "not an image: the bytes look like %s %s", uform__media_kind_article(kind),
+                           uform__media_kind_name(kind));
     }
     if (status != UFORM_OK) uform__media_image_free(image);
     else uform__succeed(outcome, __func__);

@@ -64,7 +64,7 @@ typedef enum uform__media_kind_t {
     UFORM__MEDIA_UNKNOWN = 0,
     /* images */
     UFORM__MEDIA_JPEG, UFORM__MEDIA_PNG, UFORM__MEDIA_WEBP, UFORM__MEDIA_GIF, UFORM__MEDIA_BMP,
-    UFORM__MEDIA_TIFF, UFORM__MEDIA_PNM, UFORM__MEDIA_JPEG2000,
+    UFORM__MEDIA_TIFF, UFORM__MEDIA_PNM, UFORM__MEDIA_JPEG2000, UFORM__MEDIA_HEIF,
     /* recordings */
     UFORM__MEDIA_WAV, UFORM__MEDIA_FLAC, UFORM__MEDIA_OGG, UFORM__MEDIA_MP3, UFORM__MEDIA_ADTS,
     /* containers that may hold audio, video or both */
@@ -76,6 +76,8 @@ uform__media_kind_t uform__media_sniff(const uint8_t *bytes, size_t size);
 /* "JPEG image", "WAV recording", "MP4 container", ... (static strings). */
 const char *uform__media_kind_name(uform__media_kind_t kind);
 int uform__media_kind_is_image(uform__media_kind_t kind);
+/* "a" or "an", whichever reads right before uform__media_kind_name(kind). */
+const char *uform__media_kind_article(uform__media_kind_t kind);
 
 /* ---- Images ---------------------------------------------------------------------------------- */
 
@@ -91,7 +93,8 @@ typedef struct uform__media_image_t {
  * YCCK including Adobe-inverted CMYK; EXIF orientation 1–8 applied), PNG (libspng; 1–16-bit grey,
  * grey+alpha, RGB, RGBA, palette, tRNS; 16-bit keeps the high byte like PIL), WebP (libwebp; lossy,
  * lossless, alpha; animated WebP is UFORM_UNSUPPORTED), and with FFmpeg GIF, BMP, TIFF, PNM and
- * JPEG 2000 through libavcodec. Alpha is composited over white (see the top of this file).
+ * JPEG 2000 through libavcodec. HEIF/AVIF stills are recognised and answered UFORM_UNSUPPORTED (no
+ * decoder in the dependencies). Alpha is composited over white (see the top of this file).
  * More than `max_pixels` is UFORM_FORMAT naming the limit, checked from the header before allocating.
  */
 uform_status_t uform__media_image_decode(const void *bytes, size_t size, const uform__media_limits_t *limits,

@@ -42,7 +42,13 @@ uform__media_kind_t uform__media_sniff(const uint8_t *bytes, size_t size) {
     if (starts_with(bytes, size, 0, "OggS", 4)) return UFORM__MEDIA_OGG;
     if (starts_with(bytes, size, 0, "ID3", 3)) return UFORM__MEDIA_MP3;
     if (starts_with(bytes, size, 0, "\x1A\x45\xDF\xA3", 4)) return UFORM__MEDIA_MATROSKA;
-    if (starts_with(bytes, size, 4, "ftyp", 4)) return UFORM__MEDIA_MP4;
+    if (starts_with(bytes, size, 4, "ftyp", 4)) {
+        /* HEIF and AVIF stills share MP4's box structure; their major brand tells them apart. */
+        static const char *const still_brands[] = {"heic", "heix", "hevc", "mif1", "msf1", "avif", "avis"};
+        for (size_t i = 0; i < sizeof still_brands / sizeof still_brands[0]; ++i)
+            if (starts_with(bytes, size, 8, still_brands[i], 4)) return UFORM__MEDIA_HEIF;
+        return UFORM__MEDIA_MP4;
+    }
     /* MPEG audio frame sync: 11 set bits; layer bits 00 mean AAC in ADTS, anything else MPEG layer I–III. */
     if (bytes[0] == 0xFF && (bytes[1] & 0xE0) == 0xE0) {
         if ((bytes[1] & 0x06) == 0) return (bytes[1] & 0xF0) == 0xF0 ? UFORM__MEDIA_ADTS : UFORM__MEDIA_UNKNOWN;
@@ -61,6 +67,7 @@ const char *uform__media_kind_name(uform__media_kind_t kind) {
     case UFORM__MEDIA_TIFF: return "TIFF image";
     case UFORM__MEDIA_PNM: return "PNM image";
     case UFORM__MEDIA_JPEG2000: return "JPEG 2000 image";
+    case UFORM__MEDIA_HEIF: return "HEIF/AVIF image";
     case UFORM__MEDIA_WAV: return "WAV recording";
     case UFORM__MEDIA_FLAC: return "FLAC recording";
     case UFORM__MEDIA_OGG: return "Ogg stream";
@@ -74,5 +81,13 @@ const char *uform__media_kind_name(uform__media_kind_t kind) {
 }
 
 int uform__media_kind_is_image(uform__media_kind_t kind) {
-    return kind >= UFORM__MEDIA_JPEG && kind <= UFORM__MEDIA_JPEG2000;
+    return kind >= UFORM__MEDIA_JPEG && kind <= UFORM__MEDIA_HEIF;
+}
+
+const char *uform__media_kind_article(uform__media_kind_t kind) {
+    switch (kind) {
+    case UFORM__MEDIA_MP4: case UFORM__MEDIA_MP3: case UFORM__MEDIA_ADTS: case UFORM__MEDIA_OGG: case UFORM__MEDIA_AVI:
+    case UFORM__MEDIA_UNKNOWN: return "an";
+    default: return "a";
+    }
 }

@@ -331,7 +331,8 @@ uform_status_t uform__media_video_decode(const void *bytes, size_t size, uint32_
     uform__media_kind_t kind = uform__media_sniff(bytes, size);
     if (uform__media_kind_is_image(kind) || kind == UFORM__MEDIA_WAV || kind == UFORM__MEDIA_FLAC || kind == UFORM__MEDIA_MP3 ||
         kind == UFORM__MEDIA_ADTS)
-        return uform__fail(outcome, UFORM_FORMAT, __func__, "not a video: the bytes look like a %s", uform__media_kind_name(kind));
+        return uform__fail(outcome, UFORM_FORMAT, __func__, "not a video: the bytes look like %s %s", uform__media_kind_article(kind),
+                           uform__media_kind_name(kind));
     video->frames = frames;
     video->times = malloc(frames * sizeof(double));
     video_state_t state = {.video = video};

@@ -137,6 +137,13 @@ static void check_bombs(void) {
     }
 }
 
+static void check_heif(void) {
+    /* The start of an AVIF file: a 'ftyp' box with major brand 'avif'. */
+    static const uint8_t avif[] = {0, 0, 0, 0x1C, 'f', 't', 'y', 'p', 'a', 'v', 'i', 'f', 0, 0, 0, 0,
+                                   'a', 'v', 'i', 'f', 'm', 'i', 'f', '1', 'm', 'i', 'a', 'f'};
+    expect_image_failure(avif, sizeof avif, NULL, UFORM_UNSUPPORTED, "HEIF/AVIF image: no decoder");
+}
+
 static void check_wrong_modality(void) {
     size_t size = 0;
     uform_outcome_t outcome = {0};
@@ -157,7 +164,7 @@ static void check_wrong_modality(void) {
     if (mp4) {
         CHECK_STATUS(uform__media_audio_decode(mp4, size, 0, NULL, &audio, &outcome), UFORM_FORMAT);
         CHECK_CONTAINS(outcome.message, "has no audio stream");
-        expect_image_failure(mp4, size, NULL, UFORM_FORMAT, "not an image: the bytes look like a MP4 container");
+        expect_image_failure(mp4, size, NULL, UFORM_FORMAT, "not an image: the bytes look like an MP4 container");
         free(mp4);
     }
 #else
@@ -225,6 +232,7 @@ int main(int argc, char **argv) {
     check_garbage();
     check_bombs();
     check_wrong_modality();
+    check_heif();
     check_no_nested_resources();
     for (size_t i = 0; i < sizeof fixtures / sizeof fixtures[0]; ++i) check_truncation(fixtures[i]);
     for (size_t i = 0; i < sizeof fixtures / sizeof fixtures[0]; ++i) check_flips(fixtures[i], seed + i);

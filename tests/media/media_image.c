@@ -17,7 +17,7 @@ static const int orientation_quadrants[9][4] = {
     {0, 2, 1, 3}, {2, 0, 3, 1}, {3, 1, 2, 0}, {1, 3, 0, 2},
 };
 
-enum expectation { COLOURS, GREY_LUMA, OVER_WHITE, GREY_LEVELS, GREY_OVER_WHITE };
+enum expectation { COLOURS, GREY_LUMA, OVER_WHITE, GREY_LEVELS, GREY_OVER_WHITE, KEYED };
 
 typedef struct image_case_t {
     const char *name;
@@ -44,6 +44,7 @@ static const image_case_t cases[] = {
     {"rgb8.png", 1, COLOURS, 0, 0, 0},
     {"rgb16.png", 1, COLOURS, 0, 0, 0},
     {"rgba.png", 1, OVER_WHITE, 0, 0, 0},
+    {"rgb_key.png", 1, KEYED, 0, 0, 0},
     {"grey.png", 1, GREY_LEVELS, 0, 0, 0},
     {"grey_alpha.png", 1, GREY_OVER_WHITE, 0, 0, 0},
     {"palette.png", 1, COLOURS, 0, 0, 0},
@@ -69,6 +70,7 @@ static void expected_colour(const image_case_t *c, int quadrant, uint8_t out[3])
         case OVER_WHITE: out[k] = over_white(rgb[k], alpha); break;
         case GREY_LEVELS: out[k] = grey; break;
         case GREY_OVER_WHITE: out[k] = over_white(grey, alpha); break;
+        case KEYED: out[k] = quadrant == 1 ? 255 : rgb[k]; break; /* the tRNS key colour becomes white */
         }
     }
 }
