@@ -11,6 +11,12 @@
 #include "media/common.h"
 #include "media_fixtures.h"
 
+static double rms(const float *x, size_t from, size_t to) {
+    double sum = 0;
+    for (size_t i = from; i < to; ++i) sum += (double)x[i] * x[i];
+    return to > from ? sqrt(sum / (double)(to - from)) : 0;
+}
+
 #if UFORM_WITH_FFMPEG
 /* Frequency from positive-going zero crossings, linearly interpolated, over samples [from, to). */
 static double crossing_frequency(const float *x, size_t from, size_t to, uint32_t rate) {
@@ -26,13 +32,45 @@ static double crossing_frequency(const float *x, size_t from, size_t to, uint32_
     return count > 1 ? (double)(count - 1) * rate / (last - first) : 0;
 }
 
-static double rms(const float *x, size_t from, size_t to) {
-    double sum = 0;
-    for (size_t i = from; i < to; ++i) sum += (double)x[i] * x[i];
-    return to > from ? sqrt(sum / (double)(to - from)) : 0;
-}
-
 #endif
+
+/* Compares a decode with torchaudio's (torchaudio_reference.py: libsox, independent of FFmpeg).
+ * `tolerance` ≥ 0: lossless, sample by sample. Negative: different decoders of a lossy format, whose
+ * outputs differ in encoder-delay trimming and rounding, so only the rate and the RMS over the middle
+ * second are compared (within −tolerance relative); that still catches a wrong mix or scale. */
+static void check_against_torchaudio(const char *name, const uform__media_audio_t *audio, double tolerance) {
+    char reference_name[256];
+    snprintf(reference_name, sizeof reference_name, "%s.torchaudio", name);
+    size_t size = 0;
+    uint8_t *reference = media_read(reference_name, &size);
+    CHECK_MSG(reference != NULL, "%s: no torchaudio reference", name);
+    if (!reference) return;
+    unsigned rate = 0;
+    size_t count = 0;
+    int header = 0;
+    sscanf((const char *)reference, "%u %zu\n%n", &rate, &count, &header);
+    CHECK_EQ_INT(audio->rate, rate);
+    if (header > 0 && size == (size_t)header + count * sizeof(float)) {
+        float *samples = malloc(count * sizeof(float) + 1);
+        memcpy(samples, reference + header, count * sizeof(float));
+        if (tolerance >= 0) {
+            CHECK_EQ_INT(audio->count, count);
+            double worst = 0;
+            for (size_t i = 0; i < count && i < audio->count; ++i) worst = fmax(worst, fabs(audio->samples[i] - samples[i]));
+            CHECK_MSG(worst <= tolerance, "%s: differs from torchaudio by %.3g (tolerance %.3g)", name, worst, tolerance);
+        } else {
+            size_t from = rate / 2, to = (size_t)rate * 3 / 2;
+            if (to <= count && to <= audio->count)
+                CHECK_NEAR(rms(audio->samples, from, to), rms(samples, from, to), 0, -tolerance);
+            else
+                CHECK_MSG(0, "%s: %zu samples here, %zu in torchaudio: shorter than 1.5 s", name, audio->count, count);
+        }
+        free(samples);
+    } else {
+        CHECK_MSG(0, "%s: torchaudio reference has %zu bytes", name, size);
+    }
+    free(reference);
+}
 
 typedef struct wav_case_t {
     const char *name;
@@ -60,6 +98,7 @@ static void check_wav(const wav_case_t *c) {
             if (difference > worst) worst = difference, worst_at = i;
         }
         CHECK_MSG(worst <= c->tolerance, "%s: sample %zu differs from the sine by %.3g (tolerance %.3g)", c->name, worst_at, worst, c->tolerance);
+        check_against_torchaudio(c->name, &audio, 1e-7); /* float32 output: one rounding */
     }
     uform__media_audio_free(&audio);
     /* Cropping decodes only the first half second. */
@@ -109,6 +148,7 @@ static void check_coded(const coded_case_t *c) {
                 worst = fmax(worst, fabs(audio.samples[i] - mono * sin(2 * M_PI * MEDIA_FIXTURE_HZ * (double)i / c->rate)));
             CHECK_NEAR(worst, 0, c->sample_tolerance, 0);
         }
+        check_against_torchaudio(c->name, &audio, c->sample_tolerance > 0 ? 1e-7 : -0.02);
         uform__media_audio_free(&audio);
         /* Crop: exactly the first half second. */
         CHECK_STATUS(uform__media_audio_decode(bytes, size, 0.5, NULL, &audio, &outcome), UFORM_OK);
