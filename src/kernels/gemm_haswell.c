@@ -114,8 +114,15 @@ HASWELL_TARGET static inline __m256 gelu_f32x8(__m256 x_f32x8) {
 HASWELL_TARGET static void epilogue_haswell(float *c, size_t ldc, size_t rows, size_t cols, const float *bias, int gelu) {
     for (size_t r = 0; r < rows; ++r) {
         float *row = c + r * ldc;
-        for (size_t j = 0; j < cols; j += 8) {
-            size_t count = cols - j < 8 ? cols - j : 8;
+        size_t j = 0;
+        for (; j + 8 <= cols; j += 8) {
+            __m256 value_f32x8 = _mm256_loadu_ps(row + j);
+            if (bias) value_f32x8 = _mm256_add_ps(value_f32x8, _mm256_loadu_ps(bias + j));
+            if (gelu) value_f32x8 = gelu_f32x8(value_f32x8);
+            _mm256_storeu_ps(row + j, value_f32x8);
+        }
+        if (j < cols) { /* the tail, through a lane buffer */
+            size_t count = cols - j;
             float lanes[8] = {0}, bias_lanes[8] = {0};
             memcpy(lanes, row + j, count * sizeof(float));
             if (bias) memcpy(bias_lanes, bias + j, count * sizeof(float));
