@@ -183,6 +183,20 @@ static void pack_b_panel(const uform__gemm_micro_t *micro, const gemm_operand_t 
         }
         return;
     }
+    if (b->col == 1 && b->dtype == UFORM__GEMM_BF16) {
+        /* backward_x's W rows: a K pair is two consecutive rows, interleaved column by column. */
+        for (size_t t = 0; t < kc_pairs; ++t) {
+            const uform__bf16_t *row0 = (const uform__bf16_t *)b->data + (p0 + 2 * t) * b->row + j0;
+            const uform__bf16_t *row1 = 2 * t + 1 < kc ? row0 + b->row : NULL;
+            uform__bf16_t *target = panel_out + t * nr * 2;
+            for (size_t j = 0; j < cols; ++j) {
+                target[2 * j] = row0[j];
+                target[2 * j + 1] = row1 ? row1[j] : 0;
+            }
+            for (size_t j = cols; j < nr; ++j) target[2 * j] = target[2 * j + 1] = 0;
+        }
+        return;
+    }
     for (size_t j = 0; j < nr; ++j) {
         for (size_t p = 0; p < kc_pairs * 2; ++p) {
             uform__bf16_t value = 0;
