@@ -135,7 +135,7 @@ uform_status_t uform__media_av_audio_decode(const uint8_t *bytes, size_t size, d
             av_frame_unref(frame);
             if (status != UFORM_OK) goto done;
         }
-        if (error == AVERROR_EOF) break;
+        if (error == AVERROR_EOF || (draining && error == AVERROR(EAGAIN))) break; /* drained, or a decoder stuck */
         if (error < 0 && error != AVERROR(EAGAIN)) last_error = error;
     }
     if (!cropped_below_limit && mono.count > (size_t)ceil(resolved.max_seconds * rate)) {

@@ -152,5 +152,13 @@ int main(int argc, char **argv) {
         CHECK(image.pixels == NULL);
         free(bytes);
     }
+#if !UFORM_WITH_FFMPEG
+    /* GIF and BMP go through libavcodec: a build without FFmpeg says so. */
+    static const uint8_t gif[] = {'G', 'I', 'F', '8', '9', 'a', 1, 0, 1, 0, 0, 0, 0};
+    uform__media_image_t none;
+    uform_outcome_t why = {0};
+    CHECK_STATUS(uform__media_image_decode(gif, sizeof gif, NULL, &none, &why), UFORM_UNSUPPORTED);
+    CHECK_CONTAINS(why.message, "GIF image: decoded through FFmpeg, and this build has none");
+#endif
     return check_finish();
 }
