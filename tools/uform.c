@@ -240,6 +240,13 @@ static int parse_size(const char *text, size_t *value) {
     return 0;
 }
 
+/* Frees the items read so far and answers `status` (for early exits). */
+static int release(item_list_t *items, int status) {
+    free(items->data), free(items->offsets);
+    memset(items, 0, sizeof *items);
+    return status;
+}
+
 static int encode(int argc, char **argv) {
     if (argc < 3) return usage();
     const char *path = argv[2], *out = NULL;
@@ -255,12 +262,12 @@ static int encode(int argc, char **argv) {
         if (kind >= 0) {
             if (modality >= 0 && modality != kind) {
                 fprintf(stderr, "uform: one modality per run\n");
-                return 2;
+                return release(&items, 2);
             }
             modality = kind;
             for (; i + 1 < argc && strncmp(argv[i + 1], "--", 2) != 0; ++i) {
                 int failed = kind == 0 ? add_item(&items, argv[i + 1], strlen(argv[i + 1])) : add_file(&items, argv[i + 1]);
-                if (failed) return 1;
+                if (failed) return release(&items, 1);
             }
         } else if (strcmp(flag, "--outputs") == 0 && i + 1 < argc) {
             outputs = 0;
@@ -272,7 +279,7 @@ static int encode(int argc, char **argv) {
                 else {
                     fprintf(stderr, "uform: unknown output '%s' (embeddings, tokens, states)\n", token);
                     free(list);
-                    return 2;
+                    return release(&items, 2);
                 }
             }
             free(list);
@@ -282,29 +289,34 @@ static int encode(int argc, char **argv) {
             int found = -1;
             for (int s = 0; s < 5; ++s)
                 if (strcmp(name, names[s]) == 0) found = s;
-            if (found < 0) return usage();
+            if (found < 0) return release(&items, usage());
             scalar = (uform_scalar_kind_t)found;
         } else if (strcmp(flag, "--dims") == 0 && i + 1 < argc) {
-            if (parse_size(argv[++i], &dimensions)) return usage();
+            if (parse_size(argv[++i], &dimensions)) return release(&items, usage());
         } else if (strcmp(flag, "--batch") == 0 && i + 1 < argc) {
-            if (parse_size(argv[++i], &batch) || batch == 0) return usage();
+            if (parse_size(argv[++i], &batch) || batch == 0) return release(&items, usage());
         } else if (strcmp(flag, "--threads") == 0 && i + 1 < argc) {
-            if (parse_size(argv[++i], &threads)) return usage();
+            if (parse_size(argv[++i], &threads)) return release(&items, usage());
         } else if (strcmp(flag, "--out") == 0 && i + 1 < argc) {
             out = argv[++i];
         } else if (strcmp(flag, "--bf16") == 0) {
             bf16 = 1;
         } else {
-            return usage();
+            return release(&items, usage());
         }
     }
-    if (modality < 0 || items.count == 0) return usage();
+    if (modality < 0 || items.count == 0) return release(&items, usage());
     uform_outcome_t outcome = {0};
     uform_executor_t executor = NULL;
-    if (uform_executor_for_ram(NULL, threads, 0, &executor, &outcome) != UFORM_OK) return report(&outcome);
+    if (uform_executor_for_ram(NULL, threads, 0, &executor, &outcome) != UFORM_OK) return release(&items, report(&outcome));
     uform_model_t model = load(path, executor, bf16);
     uform_arena_t arena = NULL;
-    if (!model || uform_arena_for_executor(executor, &arena, &outcome) != UFORM_OK) return model ? report(&outcome) : 1;
+    if (!model || uform_arena_for_executor(executor, &arena, &outcome) != UFORM_OK) {
+        int status = model ? report(&outcome) : 1;
+        uform_model_free(model);
+        uform_executor_free(executor);
+        return release(&items, status);
+    }
 
     collected_t embeddings = {0}, tokens = {0}, states = {0};
     bar_t bar = {0, (items.count + batch - 1) / batch, now_seconds()};

@@ -257,9 +257,11 @@ static uform_status_t load_run(void *pointer, uform__call_context_t *context) {
     }
     if (strcmp(format, "4") != 0) {
         int newer = atoi(format) > 4;
+        char found[17];
+        snprintf(found, sizeof found, "%s", format); /* the metadata dies with the file */
         uform_model_free(model);
         return uform__fail(outcome, newer ? UFORM_UNSUPPORTED : UFORM_FORMAT, function,
-                           "'%s' has uform.format '%.16s'; this library reads format 4", request->path, format);
+                           "'%s' has uform.format '%s'; this library reads format 4", request->path, found);
     }
     status = uform__model_config_parse(config_json, &model->config, outcome, function);
     if (status != UFORM_OK) {

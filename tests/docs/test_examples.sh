@@ -1,16 +1,16 @@
 #!/usr/bin/env bash
 # Compiles and runs the C examples of the documentation against the freshly built library, so they
 # cannot go stale: the ```c block of README.md and the quickstart at the top of uform.h.
-# Usage: test_examples.sh SOURCE_DIR BUILD_DIR C_COMPILER
+# Usage: test_examples.sh SOURCE_DIR BUILD_DIR C_COMPILER [EXTRA_FLAGS]
 set -u
-source_dir=$1 build_dir=$2 compiler=${3:-cc}
+source_dir=$1 build_dir=$2 compiler=${3:-cc} extra_flags=${4:-}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 passed=0 failed=0
 
 run_example() { # name file
   local name=$1 file=$2
-  if "$compiler" -std=c11 -Wall -Wextra -Werror -I"$source_dir/include" "$file" -o "$work/$name" \
+  if "$compiler" -std=c11 -Wall -Wextra -Werror $extra_flags -I"$source_dir/include" "$file" -o "$work/$name" \
        -L"$build_dir" -luform -Wl,-rpath,"$build_dir" && "$work/$name"; then
     passed=$((passed + 1))
   else
