@@ -19,13 +19,14 @@
  * - Outputs are owned by the caller after UFORM_OK and must be released with the matching `_free`
  *   function (freeing a zeroed or already freed struct is a no-op). On any failure the output struct
  *   is left zeroed and nothing needs freeing.
- * - Thread safety: no global mutable state, so different threads may decode different items at
- *   once. The single exception is FFmpeg's process-wide log level: the first FFmpeg decode lowers
+ * - Thread safety: no global mutable state (every codec handle, context and scaler lives for one
+ *   call), so different threads may decode different items at once. The single exception is FFmpeg's process-wide log level: the first FFmpeg decode lowers
  *   it to AV_LOG_QUIET once, unless the host application already chose a level (see av_common.c),
  *   because the library must not print about bad input.
  * - Formats are recognised from their first bytes (magic numbers), never from a file name.
  *
- * Alpha: transparent pixels are composited over WHITE, `rgb = (c·a + 255·(255 − a)) / 255` rounded.
+ * Alpha: transparent pixels are composited over WHITE, `rgb = (c·a + 255·(255 − a)) / 255` rounded
+ * to nearest (computed exactly in integers as `(c·a + 255·(255 − a) + 127) / 255`).
  * CLIP-style pipelines call PIL's convert('RGB'), which drops alpha and exposes whatever colour the
  * encoder left under transparent pixels (often black, sometimes garbage), so the same logo gives
  * different inputs depending on the tool that saved it. White is what a viewer shows on a page and
@@ -90,7 +91,7 @@ typedef struct uform__media_image_t {
 
 /*
  * Decodes the first frame of an image: JPEG (TurboJPEG; baseline, progressive, greyscale, CMYK and
- * YCCK including Adobe-inverted CMYK; EXIF orientation 1–8 applied), PNG (libspng; 1–16-bit grey,
+ * YCCK including Adobe-inverted CMYK; EXIF orientation 1–8 applied — JPEG only, as cameras write it), PNG (libspng; 1–16-bit grey,
  * grey+alpha, RGB, RGBA, palette, tRNS; 16-bit keeps the high byte like PIL), WebP (libwebp; lossy,
  * lossless, alpha; animated WebP is UFORM_UNSUPPORTED), and with FFmpeg GIF, BMP, TIFF, PNM and
  * JPEG 2000 through libavcodec. HEIF/AVIF stills are recognised and answered UFORM_UNSUPPORTED (no
@@ -136,7 +137,7 @@ uform_status_t uform__media_av_audio_decode(const uint8_t *bytes, size_t size, d
 /* ---- Video ----------------------------------------------------------------------------------- */
 
 /* Decoded video frames: `pixels` is [frames, height, width, 3] RGB8 and `times` [frames] holds the
- * presentation time, in seconds after the stream's first frame, of the stream frame chosen for each
+ * presentation time, in seconds after the stream's start, of the stream frame chosen for each
  * output frame (for tests and diagnostics); both are allocated with malloc and owned by the caller
  * until uform__media_video_free. Width and height are after rotation; a stream that changes size
  * mid-way is scaled to its first chosen frame's size. */
@@ -154,12 +155,14 @@ typedef struct uform__media_video_t {
  * Decodes `frames` frames (FFmpeg only) at the centres of `frames` equal segments of the stream's
  * duration: output f shows the frame whose presentation interval covers (f + ½)·duration/frames
  * after the first frame's time, i.e. the last frame starting at or before it (the first frame when
- * none does). So a stream with fewer frames than asked repeats frames in time order, each as long as
- * it is shown (3 frames, 8 asked: 0 0 0 1 1 1 2 2), and targets after the last decodable frame (a
- * header duration longer than the frames, a truncated file) repeat the last frame. Rotation metadata (the
- * display matrix, 90/180/270 degrees) is applied. The decoder seeks only when the next target lies
- * past a keyframe not decoded yet; otherwise it decodes forward. Limits: pixels per frame, duration,
- * and `frames` ≤ max_frames (above it UFORM_INVALID_ARGUMENT).
+ * none does). So a stream with fewer frames than asked repeats frames in time order, each as long
+ * as it is shown (3 frames, 8 asked: 0 0 0 1 1 1 2 2), and targets after the last decodable frame
+ * (a header duration longer than the frames, a truncated file) repeat the last frame. Rotation
+ * metadata (the display matrix, 90/180/270 degrees) is applied. The decoder seeks only when the next
+ * target lies past a keyframe not decoded yet; otherwise it decodes forward. A duration missing from
+ * the header (live WebM) is measured by reading the packets first. Limits (UFORM_FORMAT naming
+ * them): max_pixels per frame, max_seconds of duration, frames × pixels ≤
+ * UFORM__MEDIA_MAX_VIDEO_PIXELS; `frames` must be 1 to max_frames (else UFORM_INVALID_ARGUMENT).
  */
 uform_status_t uform__media_video_decode(const void *bytes, size_t size, uint32_t frames,
                                          const uform__media_limits_t *limits, uform__media_video_t *video,
