@@ -91,10 +91,10 @@ typedef struct uform__media_image_t {
 
 /*
  * Decodes the first frame of an image: JPEG (TurboJPEG; baseline, progressive, greyscale, CMYK and
- * YCCK including Adobe-inverted CMYK; EXIF orientation 1–8 applied — JPEG only, as cameras write it), PNG (libspng; 1–16-bit grey,
- * grey+alpha, RGB, RGBA, palette, tRNS; 16-bit keeps the high byte like PIL), WebP (libwebp; lossy,
- * lossless, alpha; animated WebP is UFORM_UNSUPPORTED), and with FFmpeg GIF, BMP, TIFF, PNM and
- * JPEG 2000 through libavcodec. HEIF/AVIF stills are recognised and answered UFORM_UNSUPPORTED (no
+ * YCCK including Adobe-inverted CMYK; EXIF orientation 1–8 applied, for JPEG only, where cameras
+ * write it), PNG (libspng; 1–16-bit grey, grey+alpha, RGB, RGBA, palette, tRNS; 16-bit keeps the
+ * high byte like PIL), WebP (libwebp; lossy, lossless, alpha; animated WebP is UFORM_UNSUPPORTED),
+ * and with FFmpeg GIF, BMP, TIFF, PNM and JPEG 2000 through libavcodec. HEIF/AVIF stills are recognised and answered UFORM_UNSUPPORTED (no
  * decoder in the dependencies). Alpha is composited over white (see the top of this file).
  * More than `max_pixels` is UFORM_FORMAT naming the limit, checked from the header before allocating.
  */
