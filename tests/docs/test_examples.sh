@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Compiles and runs the C examples of the documentation against the freshly built library, so they
 # cannot go stale: the ```c block of README.md and the quickstart at the top of uform.h.
-# Usage: test_examples.sh SOURCE_DIR BUILD_DIR C_COMPILER [EXTRA_FLAGS]
+# Usage: test_examples.sh SOURCE_DIR BUILD_DIR C_COMPILER [EXTRA_FLAGS] [CHECKPOINT]
 set -u
-source_dir=$1 build_dir=$2 compiler=${3:-cc} extra_flags=${4:-}
+source_dir=$1 build_dir=$2 compiler=${3:-cc} extra_flags=${4:-} checkpoint=${5:-}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 passed=0 failed=0
@@ -11,7 +11,7 @@ passed=0 failed=0
 run_example() { # name file
   local name=$1 file=$2
   if "$compiler" -std=c11 -Wall -Wextra -Werror $extra_flags -I"$source_dir/include" "$file" -o "$work/$name" \
-       -L"$build_dir" -luform -Wl,-rpath,"$build_dir" && "$work/$name"; then
+       -L"$build_dir" -luform -Wl,-rpath,"$build_dir" && "$work/$name" $checkpoint; then
     passed=$((passed + 1))
   else
     echo "example $name failed ($file)" >&2
