@@ -50,11 +50,13 @@ fuzz: deps
 	ctest --test-dir build-fuzz --output-on-failure -L fuzz
 
 FUZZ_SECONDS ?= 3600
+FUZZ_TARGETS ?= tests/fuzz/safetensors_fuzz tests/session/fuzz_session_compile tests/media/media_image_fuzzer
 fuzz-long: fuzz
-	for target in build-fuzz/tests/*/fuzz_*; do \
-	  [ -x "$$target" ] || continue; \
-	  mkdir -p build-fuzz/corpus/$$(basename $$target); \
-	  $$target -max_total_time=$(FUZZ_SECONDS) build-fuzz/corpus/$$(basename $$target) || exit 1; \
+	for target in $(FUZZ_TARGETS); do \
+	  [ -x "build-fuzz/$$target" ] || { echo "missing build-fuzz/$$target"; exit 1; }; \
+	  corpus=build-fuzz/corpus/$$(basename $$target); mkdir -p $$corpus; \
+	  build-fuzz/$$target -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=2048 \
+	    -artifact_prefix=build-fuzz/ $$corpus || exit 1; \
 	done
 
 # Benchmarks print tables and write JSON under bench/results/; they never fail the build.
