@@ -21,6 +21,11 @@
 #include <libavutil/opt.h>
 #endif
 
+#if MEDIA_FIXTURES_LIBJPEG
+#include <jpeglib.h>
+static void write_plain_cmyk(void);
+#endif
+
 #include "media_fixtures.h"
 
 static const char *output_dir;
@@ -114,7 +119,45 @@ static void write_jpegs(void) {
         cmyk[4 * i + 3] = 255;
     }
     write_jpeg("cmyk.jpg", cmyk, TJPF_CMYK, TJSAMP_444, 0, 0, 0);
+#if MEDIA_FIXTURES_LIBJPEG
+    write_plain_cmyk();
+#endif
 }
+
+#if MEDIA_FIXTURES_LIBJPEG
+/* Plain CMYK without the Adobe segment (stored ink amounts, 0 = no ink), which TurboJPEG cannot
+ * write: through the libjpeg API, with the marker switched off after choosing the colour space. */
+static void write_plain_cmyk(void) {
+    uint8_t cmyk[W * H * 4];
+    for (int y = 0; y < H; ++y)
+        for (int x = 0; x < W; ++x) {
+            const uint8_t *rgb = media_fixture_quadrants[media_fixture_quadrant((uint32_t)x, (uint32_t)y, W, H)];
+            uint8_t *p = cmyk + (y * W + x) * 4;
+            p[0] = (uint8_t)(255 - rgb[0]), p[1] = (uint8_t)(255 - rgb[1]), p[2] = (uint8_t)(255 - rgb[2]), p[3] = 0;
+        }
+    struct jpeg_compress_struct compress;
+    struct jpeg_error_mgr errors;
+    compress.err = jpeg_std_error(&errors);
+    jpeg_create_compress(&compress);
+    unsigned char *output = NULL;
+    unsigned long size = 0;
+    jpeg_mem_dest(&compress, &output, &size);
+    compress.image_width = W, compress.image_height = H, compress.input_components = 4, compress.in_color_space = JCS_CMYK;
+    jpeg_set_defaults(&compress);
+    jpeg_set_colorspace(&compress, JCS_CMYK);
+    compress.write_Adobe_marker = FALSE;
+    jpeg_set_quality(&compress, 92, TRUE);
+    jpeg_start_compress(&compress, TRUE);
+    for (int y = 0; y < H; ++y) {
+        JSAMPROW row = cmyk + y * W * 4;
+        jpeg_write_scanlines(&compress, &row, 1);
+    }
+    jpeg_finish_compress(&compress);
+    write_file("cmyk_plain.jpg", output, size);
+    free(output);
+    jpeg_destroy_compress(&compress);
+}
+#endif
 
 static void write_png(const char *name, const void *pixels, size_t size, int color_type, int bit_depth,
                       struct spng_plte *palette, struct spng_trns *transparency) {
