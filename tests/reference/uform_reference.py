@@ -485,12 +485,30 @@ class Model:
                     self.w[p + "mlp.up.weight"], self.w[p + "mlp.up.bias"])
         return h + linear(gelu(up), self.w[p + "mlp.down.weight"], self.w[p + "mlp.down.bias"])
 
-    def trunk(self, items):
-        """list of [n_i, d] -> list of [n_i, d]; padded to the longest item, padded keys masked,
-        so each item attends over its own tokens only."""
-        lengths = [item.shape[0] for item in items]
+    def trunk(self, items, padded=False):
+        """list of [n_i, d] -> list of [n_i, d]; each item attends over its own tokens only.
+
+        By default items of equal length run together and no padding exists; padded=True runs one
+        batch padded to the longest item with the padded keys masked (the self-test checks that
+        the two agree)."""
         if not items:
             return []
+        if padded:
+            return self._trunk_padded(items)
+        results = [None] * len(items)
+        by_length = {}
+        for index, item in enumerate(items):
+            by_length.setdefault(item.shape[0], []).append(index)
+        for indices in by_length.values():
+            x = torch.stack([items[i].to(self.dtype) for i in indices])       # [B, n, d]
+            for i in range(self.depth):
+                x = self.block(x, i)
+            for row, index in enumerate(indices):
+                results[index] = x[row]
+        return results
+
+    def _trunk_padded(self, items):
+        lengths = [item.shape[0] for item in items]
         longest = max(lengths)
         x = torch.zeros(len(items), longest, self.d, dtype=self.dtype)
         mask = torch.zeros(len(items), longest, dtype=torch.bool)
