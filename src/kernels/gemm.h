@@ -23,7 +23,9 @@
  *     ≈230 vs ≈115 GFLOP/s), and BF16 compute (training.md) already means BF16 operands with F32
  *     accumulation. A caller that needs F32 activations kept exact uses forward_f32 with the
  *     weights widened (or the Skylake table).
- *   - backward_w always multiplies in F32 on every class (dW is the master gradient; dY is F32).
+ *   - backward_w multiplies in F32 on every class. backward_w_bf16 is the BF16-compute form
+ *     (training.md: BF16 operands, F32 accumulation): GENOA rounds dY and F32 X to BF16 and uses
+ *     vdpbf16ps (twice the rate); the other classes compute it exactly as backward_w.
  *
  * Blocking (GotoBLAS/BLIS loop order, gemm_driver.c). The output is cut into column chunks of at
  * most NC; K into slices of at most KC (both near-equal, derived from the shape and the class
@@ -164,7 +166,8 @@ typedef struct uform__gemm_kernels_t {
     uform__gemm_forward_fn forward_bf16;
     uform__gemm_backward_x_fn backward_x_f32;
     uform__gemm_backward_x_fn backward_x_bf16;
-    uform__gemm_backward_w_fn backward_w;
+    uform__gemm_backward_w_fn backward_w;      /* F32 products on every class */
+    uform__gemm_backward_w_fn backward_w_bf16; /* BF16 operands where the class has BF16 dot products */
     uform__gemm_backward_b_fn backward_b;
     uform__gemm_packed_size_fn packed_size_f32, packed_size_bf16;
     uform__gemm_pack_fn pack_f32, pack_bf16;

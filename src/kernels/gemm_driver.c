@@ -116,6 +116,19 @@ static void pack_a(const gemm_problem_t *problem, size_t i0, size_t rows, size_t
         return;
     }
     uform__bf16_t *block = out;
+    if (a->row == 1 && a->col != 1 && a->dtype == UFORM__GEMM_F32) {
+        /* backward_w's dYᵀ rounded to BF16: the blocked transpose of the F32 path. */
+        const float *source = (const float *)a->data + i0;
+        for (size_t p_begin = 0; p_begin < kc; p_begin += 16) {
+            size_t p_end = kc - p_begin < 16 ? kc : p_begin + 16;
+            for (size_t r = 0; r < rows; ++r)
+                for (size_t p = p_begin; p < p_end; ++p)
+                    block[r * lda + p] = uform__gemm_bf16_from_f32(source[(p0 + p) * a->col + r]);
+        }
+        for (size_t r = 0; r < rows_padded; ++r)
+            for (size_t p = r < rows ? kc : 0; p < kc_padded; ++p) block[r * lda + p] = 0;
+        return;
+    }
     for (size_t r = 0; r < rows_padded; ++r) {
         uform__bf16_t *target = block + r * lda;
         size_t done = 0;
@@ -183,15 +196,25 @@ static void pack_b_panel(const uform__gemm_micro_t *micro, const gemm_operand_t 
         }
         return;
     }
-    if (b->col == 1 && b->dtype == UFORM__GEMM_BF16) {
-        /* backward_x's W rows: a K pair is two consecutive rows, interleaved column by column. */
+    if (b->col == 1) {
+        /* Rows of W (backward_x) or X (backward_w): a K pair is two consecutive rows, interleaved
+         * column by column (F32 rows rounded to BF16 on the way). */
         for (size_t t = 0; t < kc_pairs; ++t) {
-            const uform__bf16_t *row0 = (const uform__bf16_t *)b->data + (p0 + 2 * t) * b->row + j0;
-            const uform__bf16_t *row1 = 2 * t + 1 < kc ? row0 + b->row : NULL;
+            size_t index0 = (p0 + 2 * t) * b->row + j0;
+            int second = 2 * t + 1 < kc;
             uform__bf16_t *target = panel_out + t * nr * 2;
-            for (size_t j = 0; j < cols; ++j) {
-                target[2 * j] = row0[j];
-                target[2 * j + 1] = row1 ? row1[j] : 0;
+            if (b->dtype == UFORM__GEMM_BF16) {
+                const uform__bf16_t *row0 = (const uform__bf16_t *)b->data + index0, *row1 = row0 + b->row;
+                for (size_t j = 0; j < cols; ++j) {
+                    target[2 * j] = row0[j];
+                    target[2 * j + 1] = second ? row1[j] : 0;
+                }
+            } else {
+                const float *row0 = (const float *)b->data + index0, *row1 = row0 + b->row;
+                for (size_t j = 0; j < cols; ++j) {
+                    target[2 * j] = uform__gemm_bf16_from_f32(row0[j]);
+                    target[2 * j + 1] = second ? uform__gemm_bf16_from_f32(row1[j]) : 0;
+                }
             }
             for (size_t j = cols; j < nr; ++j) target[2 * j] = target[2 * j + 1] = 0;
         }

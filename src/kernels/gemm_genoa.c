@@ -100,6 +100,12 @@ static uform_status_t gemm_backward_w_f32_genoa(const uform__gemm_backward_w_t *
     return uform__gemm_backward_w_drive(&uform__gemm_micro_f32_skylake, args, parallel, outcome);
 }
 
+/* dW += dYᵀ·X with dY and X rounded to BF16 (BF16 compute), accumulated in F32. */
+static uform_status_t gemm_backward_w_bf16_genoa(const uform__gemm_backward_w_t *args, const uform__parallel_t *parallel,
+                                                 uform_outcome_t *outcome) {
+    return uform__gemm_backward_w_drive(&micro_bf16_genoa, args, parallel, outcome);
+}
+
 static size_t packed_size_f32_genoa(size_t n, size_t k, uform__gemm_dtype_t w_dtype) {
     return uform__gemm_packed_size_for(&uform__gemm_micro_f32_skylake, n, k);
 }
@@ -135,6 +141,7 @@ const uform__gemm_kernels_t uform__gemm_kernels_genoa = {
     .backward_x_f32 = gemm_backward_x_f32_genoa,
     .backward_x_bf16 = gemm_backward_x_bf16_genoa,
     .backward_w = gemm_backward_w_f32_genoa,
+    .backward_w_bf16 = gemm_backward_w_bf16_genoa,
     .backward_b = uform__gemm_backward_b_serial,
     .packed_size_f32 = packed_size_f32_genoa,
     .packed_size_bf16 = packed_size_bf16_genoa,

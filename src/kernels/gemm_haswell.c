@@ -171,6 +171,7 @@ const uform__gemm_kernels_t uform__gemm_kernels_haswell = {
     .backward_x_f32 = gemm_backward_x_f32_haswell,
     .backward_x_bf16 = gemm_backward_x_f32_haswell,
     .backward_w = gemm_backward_w_f32_haswell,
+    .backward_w_bf16 = gemm_backward_w_f32_haswell,
     .backward_b = uform__gemm_backward_b_serial,
     .packed_size_f32 = packed_size_haswell,
     .packed_size_bf16 = packed_size_haswell,

@@ -186,28 +186,35 @@ static void test_backward_x(const uform__gemm_kernels_t *table, const shape_t *s
     free(dy_double), free(w_double), free(dy), free(w), free(expected), free(magnitude), free(dx);
 }
 
-static void test_backward_w(const uform__gemm_kernels_t *table, const shape_t *shape, uform__gemm_dtype_t x_dtype) {
+/* `bf16_slot`: backward_w_bf16, which GENOA computes on BF16-rounded dY and X (the reference
+ * rounds them the same way and keeps the F32 tolerance). */
+static void test_backward_w(const uform__gemm_kernels_t *table, const shape_t *shape, uform__gemm_dtype_t x_dtype,
+                            int bf16_slot) {
     size_t m = shape->m, n = shape->n, k = shape->k, lddy = n + 2, ldx = k + 1, lddw = k + 4;
     double *dy_double = malloc(m * n * sizeof(double)), *x_double = malloc(m * k * sizeof(double));
     float *dy = random_matrix(m, n, lddy, UFORM__GEMM_F32, dy_double);
     void *x = random_matrix(m, k, ldx, x_dtype, x_double);
     float *initial = random_floats(n * k);
+    int rounds = bf16_slot && table->cpu_class == UFORM_CPU_CLASS_AMD_GENOA;
     double *expected = malloc(n * k * sizeof(double)), *magnitude = malloc(n * k * sizeof(double));
     for (size_t i = 0; i < n; ++i)
         for (size_t j = 0; j < k; ++j) {
             double sum = initial[i * k + j], size = fabs(initial[i * k + j]);
             for (size_t p = 0; p < m; ++p) {
-                sum += dy_double[p * n + i] * x_double[p * k + j];
-                size += fabs(dy_double[p * n + i] * x_double[p * k + j]);
+                double a = rounds ? bf16_round_double(dy_double[p * n + i]) : dy_double[p * n + i];
+                double b = rounds ? bf16_round_double(x_double[p * k + j]) : x_double[p * k + j];
+                sum += a * b;
+                size += fabs(a * b);
             }
             expected[i * k + j] = sum, magnitude[i * k + j] = size;
         }
     float *dw = output_matrix(n, lddw, initial, k);
     uform__gemm_backward_w_t args = {.m = m, .n = n, .k = k, .dy = dy, .lddy = lddy, .x = x, .ldx = ldx,
                                      .x_dtype = x_dtype, .dw = dw, .lddw = lddw};
-    CHECK_STATUS(table->backward_w(&args, NULL, NULL), UFORM_OK);
+    CHECK_STATUS((bf16_slot ? table->backward_w_bf16 : table->backward_w)(&args, NULL, NULL), UFORM_OK);
     char what[160];
-    snprintf(what, sizeof what, "%s backward_w X=%s", class_name(table->cpu_class), x_dtype ? "bf16" : "f32");
+    snprintf(what, sizeof what, "%s backward_w%s X=%s", class_name(table->cpu_class), bf16_slot ? "_bf16" : "",
+             x_dtype ? "bf16" : "f32");
     compare(what, dw, n, k, lddw, expected, magnitude, m + 1, 0, 0);
     free(dy_double), free(x_double), free(dy), free(x), free(initial), free(expected), free(magnitude), free(dw);
 }
@@ -274,14 +281,14 @@ static void test_determinism(const uform__gemm_kernels_t *table, test_pool_t poo
     void *w16 = random_matrix(n, k, k, UFORM__GEMM_BF16, scratch);
     float *w32 = random_matrix(n, k, k, UFORM__GEMM_F32, scratch), *bias = random_floats(n);
     /* Runs: 1, 2, 3 threads with scratch the kernels allocate, then 2 threads with the caller's. */
-    float *results[4][5];
+    float *results[4][6];
     size_t scratch_size = table->scratch_bytes(2);
     void *caller_scratch = aligned_alloc(64, (scratch_size + 63) / 64 * 64);
     for (int t = 0; t < 4; ++t) {
         const uform__parallel_t *parallel = t == 0 ? NULL : &pools[t == 3 ? 1 : t].parallel;
         void *run_scratch = t == 3 ? caller_scratch : NULL;
         size_t run_capacity = t == 3 ? scratch_size : 0;
-        for (int product = 0; product < 5; ++product) results[t][product] = calloc((size_t)m * k + n * k, sizeof(float));
+        for (int product = 0; product < 6; ++product) results[t][product] = calloc((size_t)m * k + n * k, sizeof(float));
         uform__gemm_forward_t forward = {.m = m, .n = n, .k = k, .x = x, .ldx = k, .x_dtype = UFORM__GEMM_F32, .w = w16,
                                          .ldw = k, .w_dtype = UFORM__GEMM_BF16, .bias = bias, .gelu = 1,
                                          .y = results[t][0], .ldy = n, .scratch = run_scratch,
@@ -297,17 +304,20 @@ static void test_determinism(const uform__gemm_kernels_t *table, test_pool_t poo
                                                .x_dtype = UFORM__GEMM_F32, .dw = results[t][3], .lddw = k,
                                                .scratch = run_scratch, .scratch_capacity = run_capacity};
         CHECK_STATUS(table->backward_w(&backward_w, parallel, NULL), UFORM_OK);
+        backward_w.dw = results[t][5];
+        CHECK_STATUS(table->backward_w_bf16(&backward_w, parallel, NULL), UFORM_OK);
         uform__gemm_backward_b_t backward_b = {.m = m, .n = n, .dy = dy, .lddy = n, .db = results[t][4]};
         CHECK_STATUS(table->backward_b(&backward_b, parallel, NULL), UFORM_OK);
     }
-    static const char *names[5] = {"forward_bf16", "forward_f32", "backward_x_bf16", "backward_w", "backward_b"};
-    for (int product = 0; product < 5; ++product)
+    static const char *names[6] = {"forward_bf16", "forward_f32", "backward_x_bf16", "backward_w", "backward_b",
+                                   "backward_w_bf16"};
+    for (int product = 0; product < 6; ++product)
         for (int t = 1; t < 4; ++t)
             CHECK_MSG(memcmp(results[0][product], results[t][product], ((size_t)m * k + n * k) * sizeof(float)) == 0,
                       "%s %s: run %d (%d threads%s) differs from 1 thread", class_name(table->cpu_class), names[product],
                       t, t == 3 ? 2 : t + 1, t == 3 ? ", caller's scratch" : "");
     for (int t = 0; t < 4; ++t)
-        for (int product = 0; product < 5; ++product) free(results[t][product]);
+        for (int product = 0; product < 6; ++product) free(results[t][product]);
     free(caller_scratch);
     free(scratch), free(x), free(dy), free(w16), free(w32), free(bias);
 }
@@ -426,7 +436,7 @@ static void test_tables(void) {
         CHECK_MSG(table != NULL, "class %d has no table", c);
         if (!table) continue;
         CHECK_MSG(table->forward_f32 && table->forward_bf16 && table->backward_x_f32 && table->backward_x_bf16 &&
-                      table->backward_w && table->backward_b && table->packed_size_f32 && table->packed_size_bf16 &&
+                      table->backward_w && table->backward_w_bf16 && table->backward_b && table->packed_size_f32 && table->packed_size_bf16 &&
                       table->pack_f32 && table->pack_bf16 && table->scratch_bytes,
                   "class %d (%s) has a NULL slot", c, class_name((uform_cpu_class_t)c));
     }
@@ -496,8 +506,10 @@ int main(int argc, char **argv) {
             }
             test_backward_x(table, shape, UFORM__GEMM_F32);
             test_backward_x(table, shape, UFORM__GEMM_BF16);
-            test_backward_w(table, shape, UFORM__GEMM_F32);
-            test_backward_w(table, shape, UFORM__GEMM_BF16);
+            for (int bf16_slot = 0; bf16_slot < 2; ++bf16_slot) {
+                test_backward_w(table, shape, UFORM__GEMM_F32, bf16_slot);
+                test_backward_w(table, shape, UFORM__GEMM_BF16, bf16_slot);
+            }
             test_backward_b(table, shape);
             if (classes[c] != UFORM_CPU_CLASS_SERIAL) test_against_serial(table, shape);
         }

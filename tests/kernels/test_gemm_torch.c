@@ -3,8 +3,8 @@
  * Y = linear(X, W, b), Z = gelu(Y) (exact erf), and from Y.backward(G): dX, dW, db. The test
  * writes seeded inputs to a temporary folder, runs test_gemm_torch.py with the interpreter given
  * as argv[1] (Debian's /usr/bin/python3, which has torch), reads the float64 results and compares.
- * F32 and BF16 weights; GENOA's BF16 products round F32 activations and gradients to BF16, so
- * their tolerance adds 2⁻⁸·Σ|a·b|. Usage: test_gemm_torch PYTHON SCRIPT [SEED]
+ * F32 and BF16 weights; GENOA's BF16 products round F32 activations and gradients to BF16 (unit
+ * roundoff 2⁻⁸), so their tolerance adds 2⁻⁸·Σ|a·b| per rounded operand. Usage: test_gemm_torch PYTHON SCRIPT [SEED]
  */
 #include <math.h>
 #include <stdio.h>
@@ -88,7 +88,8 @@ static void run_shape(const char *python, const char *script, size_t m, size_t n
         /* Σ|a·b| per output element, for the tolerances (BF16-rounded operands where GENOA rounds). */
         double *mag_y = calloc(m * n, sizeof(double)), *mag_y16 = calloc(m * n, sizeof(double));
         double *mag_dx = calloc(m * k, sizeof(double)), *mag_dx16 = calloc(m * k, sizeof(double));
-        double *mag_dw = calloc(n * k, sizeof(double)), *mag_db = calloc(n, sizeof(double));
+        double *mag_dw = calloc(n * k, sizeof(double)), *mag_dw16 = calloc(n * k, sizeof(double));
+        double *mag_db = calloc(n, sizeof(double));
         for (size_t i = 0; i < m; ++i)
             for (size_t j = 0; j < n; ++j) {
                 for (size_t p = 0; p < k; ++p) mag_y[i * n + j] += fabs((double)x[i * k + p] * w[j * k + p]);
@@ -138,12 +139,18 @@ static void run_shape(const char *python, const char *script, size_t m, size_t n
             CHECK_STATUS(table->backward_w(&backward_w, NULL, NULL), UFORM_OK);
             snprintf(what, sizeof what, "%s dW vs torch", name);
             compare(what, out, dw, mag_dw, n * k, m, 0, 0);
+            memset(out, 0, n * k * sizeof(float));
+            CHECK_STATUS(table->backward_w_bf16(&backward_w, NULL, NULL), UFORM_OK);
+            snprintf(what, sizeof what, "%s dW (BF16 compute) vs torch", name);
+            /* GENOA rounds both dY and X (unit roundoff 2⁻⁸ each): twice the magnitude, 2⁻⁷·Σ|a·b|. */
+            for (size_t i = 0; i < n * k; ++i) mag_dw16[i] = 2.0 * mag_dw[i];
+            compare(what, out, dw, genoa ? mag_dw16 : mag_dw, n * k, m, genoa, 0);
             uform__gemm_backward_b_t backward_b = {.m = m, .n = n, .dy = g, .lddy = n, .db = out + n * k};
             CHECK_STATUS(table->backward_b(&backward_b, NULL, NULL), UFORM_OK);
             snprintf(what, sizeof what, "%s db vs torch", name);
             compare(what, out + n * k, db, mag_db, n, m, 0, 0);
         }
-        free(out), free(mag_y), free(mag_y16), free(mag_dx), free(mag_dx16), free(mag_dw), free(mag_db);
+        free(out), free(mag_y), free(mag_y16), free(mag_dx), free(mag_dx16), free(mag_dw), free(mag_dw16), free(mag_db);
     }
     free(y), free(z), free(dx), free(dw), free(db);
     free(x), free(w), free(w16), free(b), free(g);
