@@ -14,8 +14,14 @@
  *   pass 2, units (item, key block, head):    dV = Pᵀ · dO,  dK = scale · dSᵀ · Q
  * Each unit owns its output rows and sums over the other side's blocks in increasing order, so
  * the result never depends on the thread count. Pass 1 also stores D in the caller's `deltas`
- * [H, T] for pass 2, which starts only after pass 1 has finished. Pass 2 works on transposed tiles (keys as rows)
- * so its products need no transposed accumulate.
+ * [H, T] for pass 2, which starts only after pass 1 has finished. Pass 2 works on transposed
+ * tiles (keys as rows) so its products need no transposed accumulate. The backward executes 7
+ * tile products per (query block, key block) pair against the forward's 2: S and dP twice
+ * (once per pass), then dQ, dV and dK.
+ *
+ * Stack: a forward unit keeps ~81 KiB of tiles on the stack, a backward unit up to ~161 KiB
+ * (with UFORM__NN_ATTENTION_BLOCK 64 and head width 128), so threads running prongs need a few
+ * hundred KiB of stack (glibc's default 8 MiB is plenty).
  */
 #include <math.h>
 #include <string.h>
