@@ -114,7 +114,8 @@ static void forward_unit(const attention_context_t *context, unit_cursor_t curso
             float tile_max = ops->row_max(row, cols);
             float new_max = tile_max > running_max[r] ? tile_max : running_max[r];
             float tile_sum = ops->exp_shift_sum(row, cols, new_max);
-            if (k0 == 0) running_sum[r] = tile_sum; /* the first tile: nothing to rescale yet */
+            if (k0 == 0)
+                running_sum[r] = tile_sum; /* the first tile: nothing to rescale yet */
             else {
                 float rescale = expf(running_max[r] - new_max);
                 running_sum[r] = running_sum[r] * rescale + tile_sum;

@@ -24,6 +24,15 @@ UFORM_HASWELL static inline __m256i tail_mask_i32x8(size_t count) {
     return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)count), lanes_i32x8);
 }
 
+/* Stores the lanes of `mask` (a prefix): a whole vector with a plain store, only tails through
+ * VMASKMOVPS, whose stores are microcoded and slow on AMD cores. */
+UFORM_HASWELL static inline void store_f32x8(float *x, __m256i mask_i32x8, __m256 value_f32x8) {
+    if (_mm256_movemask_ps(_mm256_castsi256_ps(mask_i32x8)) == 0xFF)
+        _mm256_storeu_ps(x, value_f32x8);
+    else
+        _mm256_maskstore_ps(x, mask_i32x8, value_f32x8);
+}
+
 UFORM_HASWELL static inline __m256 exp_f32x8(__m256 x_f32x8) {
     const __m256 low_f32x8 = _mm256_set1_ps(-87.33654f), high_f32x8 = _mm256_set1_ps(88.72283f);
     __m256 underflow_f32x8 = _mm256_cmp_ps(x_f32x8, low_f32x8, _CMP_LT_OQ);
@@ -118,6 +127,15 @@ product_rows_f32_haswell(const float *a, size_t a_stride, const float *b, size_t
         float *o = out + r * out_stride;
         __m256 v0_f32x8 = _mm256_mul_ps(acc_f32x8[r][0], scale_f32x8);
         __m256 v1_f32x8 = _mm256_mul_ps(acc_f32x8[r][1], scale_f32x8);
+        if (count == 16) { /* VMASKMOVPS stores are slow on several cores: only tails use them */
+            if (add) {
+                v0_f32x8 = _mm256_add_ps(v0_f32x8, _mm256_loadu_ps(o));
+                v1_f32x8 = _mm256_add_ps(v1_f32x8, _mm256_loadu_ps(o + 8));
+            }
+            _mm256_storeu_ps(o, v0_f32x8);
+            _mm256_storeu_ps(o + 8, v1_f32x8);
+            continue;
+        }
         if (add) {
             v0_f32x8 = _mm256_add_ps(v0_f32x8, _mm256_maskload_ps(o, mask0_i32x8));
             v1_f32x8 = _mm256_add_ps(v1_f32x8, _mm256_maskload_ps(o + 8, mask1_i32x8));
@@ -208,11 +226,17 @@ UFORM_HASWELL static void transpose_f32_haswell(const float *src, size_t src_str
 
 UFORM_HASWELL static float exp_shift_sum_f32_haswell(float *x, size_t n, float shift) {
     __m256 shift_f32x8 = _mm256_set1_ps(shift), sum_f32x8 = _mm256_setzero_ps();
-    for (size_t i = 0; i < n; i += 8) {
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256 value_f32x8 = exp_f32x8(_mm256_sub_ps(_mm256_loadu_ps(x + i), shift_f32x8));
+        _mm256_storeu_ps(x + i, value_f32x8);
+        sum_f32x8 = _mm256_add_ps(sum_f32x8, value_f32x8);
+    }
+    for (; i < n; i += 8) {
         __m256i mask_i32x8 = tail_mask_i32x8(n - i < 8 ? n - i : 8);
         __m256 value_f32x8 = exp_f32x8(_mm256_sub_ps(_mm256_maskload_ps(x + i, mask_i32x8), shift_f32x8));
         value_f32x8 = _mm256_and_ps(value_f32x8, _mm256_castsi256_ps(mask_i32x8));
-        _mm256_maskstore_ps(x + i, mask_i32x8, value_f32x8);
+        store_f32x8(x + i, mask_i32x8, value_f32x8);
         sum_f32x8 = _mm256_add_ps(sum_f32x8, value_f32x8);
     }
     __m128 half_f32x4 = _mm_add_ps(_mm256_castps256_ps128(sum_f32x8), _mm256_extractf128_ps(sum_f32x8, 1));
@@ -222,11 +246,14 @@ UFORM_HASWELL static float exp_shift_sum_f32_haswell(float *x, size_t n, float s
 }
 
 UFORM_HASWELL static void exp_sub_f32_haswell(float *x, const float *shift, size_t n) {
-    for (size_t i = 0; i < n; i += 8) {
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(x + i, exp_f32x8(_mm256_sub_ps(_mm256_loadu_ps(x + i), _mm256_loadu_ps(shift + i))));
+    for (; i < n; i += 8) {
         __m256i mask_i32x8 = tail_mask_i32x8(n - i < 8 ? n - i : 8);
         __m256 value_f32x8 =
             _mm256_sub_ps(_mm256_maskload_ps(x + i, mask_i32x8), _mm256_maskload_ps(shift + i, mask_i32x8));
-        _mm256_maskstore_ps(x + i, mask_i32x8, exp_f32x8(value_f32x8));
+        store_f32x8(x + i, mask_i32x8, exp_f32x8(value_f32x8));
     }
 }
 
@@ -272,7 +299,7 @@ UFORM_HASWELL static void gelu_forward_range_haswell(void *opaque, size_t begin,
     for (size_t i = begin; i < end; i += 8) {
         __m256i mask_i32x8 = tail_mask_i32x8(end - i < 8 ? end - i : 8);
         __m256 x_f32x8 = _mm256_maskload_ps(c->x + i, mask_i32x8);
-        _mm256_maskstore_ps(c->y + i, mask_i32x8, _mm256_mul_ps(x_f32x8, normal_cdf_f32x8(x_f32x8)));
+        store_f32x8(c->y + i, mask_i32x8, _mm256_mul_ps(x_f32x8, normal_cdf_f32x8(x_f32x8)));
     }
 }
 
@@ -290,8 +317,7 @@ UFORM_HASWELL static void gelu_backward_range_haswell(void *opaque, size_t begin
             _mm256_mul_ps(exp_f32x8(_mm256_mul_ps(_mm256_set1_ps(-0.5f), _mm256_mul_ps(x_f32x8, x_f32x8))),
                           _mm256_set1_ps(0.39894228040143268f));
         __m256 derivative_f32x8 = _mm256_fmadd_ps(x_f32x8, pdf_f32x8, normal_cdf_f32x8(x_f32x8));
-        _mm256_maskstore_ps(c->y + i, mask_i32x8,
-                            _mm256_mul_ps(_mm256_maskload_ps(c->dy + i, mask_i32x8), derivative_f32x8));
+        store_f32x8(c->y + i, mask_i32x8, _mm256_mul_ps(_mm256_maskload_ps(c->dy + i, mask_i32x8), derivative_f32x8));
     }
 }
 
@@ -394,9 +420,9 @@ UFORM_HASWELL static void layernorm_forward_rows_haswell(void *opaque, size_t be
         for (size_t i = 0; i < width; i += 8) {
             __m256i mask_i32x8 = tail_mask_i32x8(width - i < 8 ? width - i : 8);
             __m256 xhat_f32x8 = _mm256_mul_ps(_mm256_sub_ps(load_f32x8(x + i, mask_i32x8), mean_f32x8), rstd_f32x8);
-            _mm256_maskstore_ps(y + i, mask_i32x8,
-                                _mm256_fmadd_ps(xhat_f32x8, load_f32x8(c->weight + i, mask_i32x8),
-                                                load_f32x8(c->bias + i, mask_i32x8)));
+            store_f32x8(y + i, mask_i32x8,
+                        _mm256_fmadd_ps(xhat_f32x8, load_f32x8(c->weight + i, mask_i32x8),
+                                        load_f32x8(c->bias + i, mask_i32x8)));
         }
         c->mean[r] = mean;
         c->rstd[r] = rstd;
@@ -442,7 +468,7 @@ UFORM_HASWELL static void layernorm_backward_rows_haswell(void *opaque, size_t b
             __m256 xhat_f32x8 = _mm256_mul_ps(_mm256_sub_ps(load_f32x8(x + i, mask_i32x8), mean_f32x8), rstd_f32x8);
             __m256 g_f32x8 = _mm256_mul_ps(load_f32x8(dy + i, mask_i32x8), load_f32x8(c->weight + i, mask_i32x8));
             __m256 value_f32x8 = _mm256_fnmadd_ps(xhat_f32x8, mean_gx_f32x8, _mm256_sub_ps(g_f32x8, mean_g_f32x8));
-            _mm256_maskstore_ps(dx + i, mask_i32x8, _mm256_mul_ps(value_f32x8, rstd_f32x8));
+            store_f32x8(dx + i, mask_i32x8, _mm256_mul_ps(value_f32x8, rstd_f32x8));
         }
     }
 }
@@ -461,8 +487,8 @@ UFORM_HASWELL static void layernorm_backward_columns_haswell(void *opaque, size_
             dweight_f32x8 = _mm256_fmadd_ps(dy_f32x8, xhat_f32x8, dweight_f32x8);
             dbias_f32x8 = _mm256_add_ps(dbias_f32x8, dy_f32x8);
         }
-        _mm256_maskstore_ps(c->dweight + i, mask_i32x8, dweight_f32x8);
-        _mm256_maskstore_ps(c->dbias + i, mask_i32x8, dbias_f32x8);
+        store_f32x8(c->dweight + i, mask_i32x8, dweight_f32x8);
+        store_f32x8(c->dbias + i, mask_i32x8, dbias_f32x8);
     }
 }
 
@@ -514,14 +540,14 @@ UFORM_HASWELL static void xent_forward_rows_haswell(void *opaque, size_t begin, 
             __m256i mask_i32x8 = tail_mask_i32x8(width - i < 8 ? width - i : 8);
             __m256 value_f32x8 = exp_f32x8(_mm256_fmsub_ps(load_f32x8(z + i, mask_i32x8), scale_f32x8, shift_f32x8));
             value_f32x8 = _mm256_and_ps(value_f32x8, _mm256_castsi256_ps(mask_i32x8));
-            _mm256_maskstore_ps(p + i, mask_i32x8, value_f32x8);
+            store_f32x8(p + i, mask_i32x8, value_f32x8);
             sum_f32x8 = _mm256_add_ps(sum_f32x8, value_f32x8);
         }
         float sum = reduce_add_f32x8(sum_f32x8);
         __m256 inverse_f32x8 = _mm256_set1_ps(1.0f / sum);
         for (i = 0; i < width; i += 8) {
             __m256i mask_i32x8 = tail_mask_i32x8(width - i < 8 ? width - i : 8);
-            _mm256_maskstore_ps(p + i, mask_i32x8, _mm256_mul_ps(load_f32x8(p + i, mask_i32x8), inverse_f32x8));
+            store_f32x8(p + i, mask_i32x8, _mm256_mul_ps(load_f32x8(p + i, mask_i32x8), inverse_f32x8));
         }
         int32_t target = c->targets[r];
         c->loss[r] = target < 0 ? 0.0f : logf(sum) + max - scale * z[target];
@@ -562,7 +588,7 @@ UFORM_HASWELL static void xent_backward_rows_haswell(void *opaque, size_t begin,
                 _mm256_add_epi32(_mm256_set1_epi32((int)i), lanes_i32x8), _mm256_set1_epi32(target)));
             __m256 delta_f32x8 =
                 _mm256_sub_ps(load_f32x8(p + i, mask_i32x8), _mm256_and_ps(hit_f32x8, _mm256_set1_ps(1.0f)));
-            _mm256_maskstore_ps(dz + i, mask_i32x8, _mm256_mul_ps(delta_f32x8, factor_f32x8));
+            store_f32x8(dz + i, mask_i32x8, _mm256_mul_ps(delta_f32x8, factor_f32x8));
             dscale_f32x8 = _mm256_fmadd_ps(_mm256_and_ps(delta_f32x8, _mm256_castsi256_ps(mask_i32x8)),
                                            load_f32x8(z + i, mask_i32x8), dscale_f32x8);
         }
@@ -609,7 +635,7 @@ UFORM_HASWELL static void l2norm_forward_rows_haswell(void *opaque, size_t begin
         __m256 norm_f32x8 = _mm256_set1_ps(norm);
         for (size_t i = 0; i < c->width; i += 8) {
             __m256i mask_i32x8 = tail_mask_i32x8(c->width - i < 8 ? c->width - i : 8);
-            _mm256_maskstore_ps(y + i, mask_i32x8, _mm256_div_ps(load_f32x8(x + i, mask_i32x8), norm_f32x8));
+            store_f32x8(y + i, mask_i32x8, _mm256_div_ps(load_f32x8(x + i, mask_i32x8), norm_f32x8));
         }
         c->norm[r] = norm;
     }
@@ -642,7 +668,7 @@ UFORM_HASWELL static void l2norm_backward_rows_haswell(void *opaque, size_t begi
             __m256i mask_i32x8 = tail_mask_i32x8(c->width - i < 8 ? c->width - i : 8);
             __m256 value_f32x8 =
                 _mm256_fnmadd_ps(load_f32x8(y + i, mask_i32x8), dot_all_f32x8, load_f32x8(dy + i, mask_i32x8));
-            _mm256_maskstore_ps(dx + i, mask_i32x8, _mm256_div_ps(value_f32x8, norm_f32x8));
+            store_f32x8(dx + i, mask_i32x8, _mm256_div_ps(value_f32x8, norm_f32x8));
         }
     }
 }
@@ -685,9 +711,9 @@ UFORM_HASWELL static void adamw_range_haswell(void *opaque, size_t begin, size_t
                                          _mm256_mul_ps(_mm256_mul_ps(one_minus_beta2_f32x8, g_f32x8), g_f32x8));
         __m256 denominator_f32x8 = _mm256_add_ps(_mm256_div_ps(_mm256_sqrt_ps(v_f32x8), correction_f32x8), eps_f32x8);
         p_f32x8 = _mm256_fnmadd_ps(step_f32x8, _mm256_div_ps(m_f32x8, denominator_f32x8), p_f32x8);
-        _mm256_maskstore_ps(c->params + i, mask_i32x8, p_f32x8);
-        _mm256_maskstore_ps(c->m + i, mask_i32x8, m_f32x8);
-        _mm256_maskstore_ps(c->v + i, mask_i32x8, v_f32x8);
+        store_f32x8(c->params + i, mask_i32x8, p_f32x8);
+        store_f32x8(c->m + i, mask_i32x8, m_f32x8);
+        store_f32x8(c->v + i, mask_i32x8, v_f32x8);
     }
 }
 

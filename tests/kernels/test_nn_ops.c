@@ -467,8 +467,8 @@ static void rowwise_threads_body(const uform__nn_kernels_t *kernels, const uform
     float *probs = o;
     kernels->softmax_xent_forward(rows_r, rows_w, c->x, rows_w, c->targets, c->scale, probs, o + n, parallel);
     o += n + rows_r;
-    kernels->softmax_xent_backward(rows_r, rows_w, c->x, rows_w, c->targets, c->scale, probs, c->dy, o, rows_w,
-                                   o + n, parallel);
+    kernels->softmax_xent_backward(rows_r, rows_w, c->x, rows_w, c->targets, c->scale, probs, c->dy, o, rows_w, o + n,
+                                   parallel);
     o += n + rows_r;
     float *y = o, *norm = o + n;
     kernels->l2norm_forward(rows_r, rows_w, c->x, rows_w, 1e-12f, y, rows_w, norm, parallel);
