@@ -219,11 +219,9 @@ def test_heads(model, config):
                 out["embeddings"][1], 1e-12)
     for prefix in config["matryoshka"]:
         cut = model.encode("text", [b"abc"], prefix)["embeddings"][0]
-        full = model.w["text.norm.weight"]  # unused name check: states -> projection prefix -> normalise
         states = model.encode("text", [b"abc"])["states"]
         raw = (model.w["text.projection"] @ states[0])[:prefix]
         check_close(f"matryoshka {prefix}: prefix before normalising", cut, raw / raw.norm(), 1e-12)
-        del full
 
 
 def test_choose(model):
@@ -425,7 +423,7 @@ def run_compare(directory, *extra):
 def test_compare(directory, checkpoint, config):
     dump = os.path.join(directory, "dump")
     os.makedirs(dump)
-    cases = write_dump(dump, checkpoint, config)
+    write_dump(dump, checkpoint, config)
     code, output = run_compare(dump)
     last = output.strip().splitlines()[-1] if output.strip() else ""
     check(code == 0 and last.endswith(" 0 failed"), "compare.py passes the float32 reference's dump",
@@ -470,7 +468,6 @@ def test_compare(directory, checkpoint, config):
     corrupt("choose_p.npy", lambda a: np.roll(a, 1), "choose", "shuffled probabilities")
     corrupt("image_f16_pre0.npy", lambda a: a + 1e-3, "image_f16", "a resized image off by 1e-3")
     corrupt("audio_f32_mel1.npy", lambda a: a + 2e-4, "audio_f32", "a log-mel off by 2e-4")
-    del cases
 
 
 def main():

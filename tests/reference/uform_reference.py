@@ -411,7 +411,7 @@ class Model:
         self.config, self.w = config, tensors
         self.d, self.heads, self.depth = config["hidden"], config["heads"], config["depth"]
         self.eps = config.get("norm_eps", 1e-6)
-        self.dtype = tensors[f"trunk.0.attn.qkv.weight"].dtype
+        self.dtype = tensors["trunk.0.attn.qkv.weight"].dtype
 
     @classmethod
     def from_file(cls, path, dtype=torch.float64):
