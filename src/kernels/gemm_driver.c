@@ -117,13 +117,17 @@ static void pack_a(const gemm_problem_t *problem, size_t i0, size_t rows, size_t
     }
     uform__bf16_t *block = out;
     if (a->row == 1 && a->col != 1 && a->dtype == UFORM__GEMM_F32) {
-        /* backward_w's dYᵀ rounded to BF16: the blocked transpose of the F32 path. */
+        /* backward_w's dYᵀ rounded to BF16: a K pair of block row r is column r of two consecutive
+         * dY rows, so read those two rows contiguously and write one 32-bit word per r. */
         const float *source = (const float *)a->data + i0;
-        for (size_t p_begin = 0; p_begin < kc; p_begin += 16) {
-            size_t p_end = kc - p_begin < 16 ? kc : p_begin + 16;
-            for (size_t r = 0; r < rows; ++r)
-                for (size_t p = p_begin; p < p_end; ++p)
-                    block[r * lda + p] = uform__gemm_bf16_from_f32(source[(p0 + p) * a->col + r]);
+        for (size_t t = 0; t < (kc + 1) / 2; ++t) {
+            const float *row0 = source + (p0 + 2 * t) * a->col, *row1 = row0 + a->col;
+            int second = 2 * t + 1 < kc;
+            for (size_t r = 0; r < rows; ++r) {
+                uint32_t word = uform__gemm_bf16_from_f32(row0[r]);
+                if (second) word |= (uint32_t)uform__gemm_bf16_from_f32(row1[r]) << 16;
+                memcpy(block + r * lda + 2 * t, &word, sizeof word);
+            }
         }
         for (size_t r = 0; r < rows_padded; ++r)
             for (size_t p = r < rows ? kc : 0; p < kc_padded; ++p) block[r * lda + p] = 0;
