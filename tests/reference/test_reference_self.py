@@ -384,6 +384,11 @@ def write_dump(directory, checkpoint, config):
             elif modality == "video":
                 items = [R.preprocess_video(f, config, torch.float32) for f in videos]
                 inputs = {"frames": [{"npy": save(f"{name}_frames{i}.npy", f)} for i, f in enumerate(videos)]}
+                if scalar == "f32":      # one [F, 3, S, S] file per item
+                    preprocessed["images"] = [save(f"{name}_pre{i}.npy", x.numpy()) for i, x in enumerate(items)]
+                elif scalar == "f16":    # one [3, S, S] file per frame
+                    preprocessed["images"] = [save(f"{name}_pre{i}_{f}.npy", frame.numpy())
+                                              for i, x in enumerate(items) for f, frame in enumerate(x)]
             else:
                 pairs = [R.preprocess_audio(a, r, config, torch.float32) for a, r in audios]
                 items = [mel for _, mel in pairs]
@@ -429,7 +434,9 @@ def test_compare(directory, checkpoint, config):
     check(code == 0 and last.endswith(" 0 failed"), "compare.py passes the float32 reference's dump",
           "\n".join(line for line in output.splitlines() if not line.startswith("PASS")) or output[-2000:])
     passed = int(last.split()[0]) if last and last.split()[0].isdigit() else 0
-    check(passed >= 5 * 4 * 5 + 2 + 2 + 2 + 2, "compare.py compared every output", last)
+    # 5 outputs x 4 modalities x 5 scalars, choose 2, images 2 x 2 x 5, audio (2 x 2 + 2) x 5, video 2 + 4 x 2.
+    expected = 5 * 4 * 5 + 2 + 20 + 30 + 10
+    check(passed == expected, "compare.py compared every output", f"{last}; expected {expected} passed")
 
     def corrupt(file_name, change, case, label):
         path = os.path.join(dump, file_name)
@@ -468,6 +475,7 @@ def test_compare(directory, checkpoint, config):
     corrupt("choose_p.npy", lambda a: np.roll(a, 1), "choose", "shuffled probabilities")
     corrupt("image_f16_pre0.npy", lambda a: a + 1e-3, "image_f16", "a resized image off by 1e-3")
     corrupt("audio_f32_mel1.npy", lambda a: a + 2e-4, "audio_f32", "a log-mel off by 2e-4")
+    corrupt("video_f16_pre0_3.npy", lambda a: a[:, ::-1].copy(), "video_f16", "a flipped video frame")
 
 
 def main():
