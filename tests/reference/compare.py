@@ -1,10 +1,10 @@
 """Checks the engine's parity dump against the PyTorch reference.
 
-    /usr/bin/python3 tests/reference/compare.py DUMP_DIR [--case NAME]
+    /usr/bin/python3 tests/reference/compare.py DUMP_DIR [--case NAME]... [--threads N]
 
 DUMP_DIR/manifest.json names the checkpoint and the cases (format: tests/reference/README.md).
-The reference runs every case in float64 from the raw inputs, including its own preprocessing,
-and each output the engine wrote is compared:
+The reference runs every case from the raw inputs with its own preprocessing, and each output
+the engine wrote is compared:
 
 - float outputs (states, f32 embeddings and token vectors, probabilities): the per-tensor relative
   error max|a - b| / max|b| must stay within 1e-4 for F32 compute and 1e-2 for BF16 compute; the
