@@ -90,7 +90,12 @@ uform_status_t uform__trunk_forward(const uform_model_t model, uform__compute_t 
     const uform__parallel_t *parallel = compute->parallel;
     size_t d = config->hidden, mlp = config->mlp;
     float eps = (float)config->norm_eps;
-    int bf16 = compute->compute == UFORM_COMPUTE_BF16;
+    /* BF16 compute rounds the activations entering each product — unless the kernels' BF16 dot
+     * products round them on the way in anyway (Genoa and later), where the pass would be redundant. */
+    uform_cpu_class_t kernels_class = compute->gemm->cpu_class;
+    int native_bf16 = kernels_class == UFORM_CPU_CLASS_AMD_GENOA || kernels_class == UFORM_CPU_CLASS_INTEL_SAPPHIRE ||
+                      kernels_class == UFORM_CPU_CLASS_INTEL_GRANITE || kernels_class == UFORM_CPU_CLASS_INTEL_DIAMOND;
+    int bf16 = compute->compute == UFORM_COMPUTE_BF16 && !native_bf16;
     uform__attention_shape_t shape = {tokens, config->heads, d / config->heads, offsets, items};
     residual_t residual = {x, scratch->att, tokens, d};
     for (size_t i = 0; i < config->depth; ++i) {
