@@ -110,7 +110,12 @@ static void check_layernorm_shape(size_t rows, size_t width) {
         kernels->layernorm_backward(rows, width, x, width, w, mean, rstd, dy, width, dx, width, dw, db, NULL);
         snprintf(label, sizeof label, "%s layernorm dx [%zu, %zu]", uform_cpu_class_name(classes[k]), rows, width);
         test_compare_f32(label, dx, gx, n, 1e-4, 1e-4);
-        test_versus_serial(k, 1, label, dx, n, 1e-5, 1e-5);
+        /* dx = rstd·(g − mean g − x̂·mean(g·x̂)) cancels terms of size rstd·|g|: an ulp of g (and the
+         * classes round g differently, FMA-contracted or not) moves it by ~6e-8·rstd, and rstd
+         * reaches 1/√eps = 1000 for a single column. */
+        float rstd_most = 0.0f;
+        for (size_t r = 0; r < rows; ++r) rstd_most = rstd[r] > rstd_most ? rstd[r] : rstd_most;
+        test_versus_serial(k, 1, label, dx, n, 1e-5 + 2e-7 * rstd_most, 1e-5);
         snprintf(label, sizeof label, "%s layernorm dweight [%zu, %zu]", uform_cpu_class_name(classes[k]), rows, width);
         test_compare_f32(label, dw, gw, width, 1e-4, 1e-4);
         test_versus_serial(k, 2, label, dw, width, 1e-5, 1e-5);
