@@ -40,7 +40,8 @@
 
 /* Attention tiles are UFORM__NN_ATTENTION_BLOCK queries by UFORM__NN_ATTENTION_BLOCK keys; the
  * tile buffers live on the stack, so a head width above UFORM__NN_ATTENTION_MAX_HEAD_WIDTH is
- * refused by `uform__nn_check_attention` (a prong uses up to ~200 KiB of stack). */
+ * refused by `uform__nn_check_attention` (a prong uses up to ~170 KiB of stack). Called anyway,
+ * the attention kernels write NaN to every output instead of computing. */
 #define UFORM__NN_ATTENTION_BLOCK 64
 #define UFORM__NN_ATTENTION_MAX_HEAD_WIDTH 128
 

@@ -147,8 +147,23 @@ static void forward_prong(void *opaque, size_t thread, size_t prong) {
     for (size_t unit = begin; unit < end; ++unit, unit_advance(context->shape, &cursor)) forward_unit(context, cursor);
 }
 
+/* The tiles are sized for head widths up to max_width; a caller that skipped
+ * uform__nn_check_attention gets NaN outputs rather than a smashed stack. */
+static int head_width_unsupported(const uform__attention_shape_t *shape) {
+    return shape->head_width == 0 || shape->head_width > max_width;
+}
+
+static void fill_nan(float *x, size_t n) {
+    for (size_t i = 0; i < n; ++i) x[i] = NAN;
+}
+
 void uform__nn_attention_forward_with(const uform__nn_attention_ops_t *ops, const uform__attention_shape_t *shape,
                                       const float *qkv, float *out, float *lse, const uform__parallel_t *parallel) {
+    if (head_width_unsupported(shape)) {
+        fill_nan(out, shape->tokens * shape->heads * shape->head_width);
+        fill_nan(lse, shape->heads * shape->tokens);
+        return;
+    }
     attention_context_t context = {.ops = ops, .shape = shape, .qkv = qkv, .out_mutable = out, .lse_mutable = lse};
     context.units = units_total(shape);
     context.prongs = prongs_for(parallel, context.units);
@@ -280,6 +295,10 @@ static void backward_key_prong(void *opaque, size_t thread, size_t prong) {
 void uform__nn_attention_backward_with(const uform__nn_attention_ops_t *ops, const uform__attention_shape_t *shape,
                                        const float *qkv, const float *out, const float *lse, const float *dout,
                                        float *deltas, float *dqkv, const uform__parallel_t *parallel) {
+    if (head_width_unsupported(shape)) {
+        fill_nan(dqkv, shape->tokens * 3 * shape->heads * shape->head_width);
+        return;
+    }
     attention_context_t context = {
         .ops = ops, .shape = shape, .qkv = qkv, .out = out, .lse = lse, .dout = dout, .dqkv = dqkv, .deltas = deltas};
     context.units = units_total(shape);

@@ -248,6 +248,13 @@ static void check_validation(void) {
     shape.head_width = UFORM__NN_ATTENTION_MAX_HEAD_WIDTH + 1;
     CHECK_STATUS(uform__nn_check_attention(&shape, &outcome), UFORM_UNSUPPORTED);
     CHECK_CONTAINS(outcome.message, "head width 129");
+    /* Called anyway, the kernels answer NaN rather than overrunning their stack tiles. */
+    float qkv[9 * 3 * 2 * 129], out[9 * 2 * 129], lse[2 * 9], dqkv[9 * 3 * 2 * 129], deltas[2 * 9];
+    memset(qkv, 0, sizeof qkv), memset(out, 0, sizeof out), memset(dqkv, 0, sizeof dqkv);
+    uform__nn_kernels(UFORM_CPU_CLASS_SERIAL)->attention_forward(&shape, qkv, out, lse, NULL);
+    uform__nn_kernels(UFORM_CPU_CLASS_SERIAL)->attention_backward(&shape, qkv, out, lse, out, deltas, dqkv, NULL);
+    CHECK_MSG(isnan(out[0]) && isnan(out[9 * 2 * 129 - 1]) && isnan(lse[17]) && isnan(dqkv[9 * 3 * 2 * 129 - 1]),
+              "head width 129: out %g, lse %g, dqkv %g; expected NaN", out[0], lse[17], dqkv[0]);
     shape.head_width = 8;
     shape.tokens = 10;
     CHECK_STATUS(uform__nn_check_attention(&shape, &outcome), UFORM_INVALID_ARGUMENT);
