@@ -31,9 +31,14 @@ uform_status_t uform__media_av_open_decoder(const AVCodecParameters *parameters,
                                             AVCodecContext **decoder, const char *what, const char *function,
                                             uform_outcome_t *outcome);
 
+/* libswscale's packed-RGB writers store 8 bytes at a time and may run a few bytes past the last
+ * pixel (found by the replay fuzz under valgrind): buffers it writes carry this much slack. */
+#define UFORM__MEDIA_SWS_SLACK 256
+
 /* Converts a decoded frame to packed RGB24 (`channels` 3) or RGBA (`channels` 4) of `width` × `height`
  * (the frame's own size, or another when a stream changes size mid-way) through `*scaler` (created or
- * reused; free with sws_freeContext). Answers an AVERROR or 0. */
+ * reused; free with sws_freeContext). `out` must hold width·height·channels + UFORM__MEDIA_SWS_SLACK
+ * bytes. Answers an AVERROR or 0. */
 int uform__media_av_frame_to_packed(const AVFrame *frame, int channels, int width, int height, uint8_t *out,
                                     struct SwsContext **scaler);
 

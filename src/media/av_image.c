@@ -86,7 +86,7 @@ uform_status_t uform__media_av_image_decode(uform__media_kind_t kind, const uint
     status = uform__media_check_pixels((uint64_t)frame->width, (uint64_t)frame->height, &resolved, name, __func__, outcome);
     if (status != UFORM_OK) goto done;
     size_t count = (size_t)frame->width * (size_t)frame->height;
-    rgba = malloc(count * 4);
+    rgba = malloc(count * 4 + UFORM__MEDIA_SWS_SLACK);
     if (!rgba) {
         status = uform__fail(outcome, UFORM_OUT_OF_MEMORY, __func__, "%s: cannot allocate %d x %d pixels", name, frame->width, frame->height);
         goto done;

@@ -43,7 +43,7 @@ typedef struct video_state_t {
     int held_slot;           /* output slot the held frame was already converted into, or −1 */
     int last_slot;           /* the last output slot written, or −1 */
     struct SwsContext *scaler;
-    uint8_t *converted;      /* [decoded height, decoded width, 3] before rotation */
+    uint8_t *converted;      /* [decoded height, decoded width, 3] before rotation, + UFORM__MEDIA_SWS_SLACK */
     size_t converted_size;
     int orientation;         /* EXIF-style orientation equivalent to the rotation: 1, 3, 6 or 8 */
     int64_t start_pts;
@@ -93,7 +93,7 @@ static uform_status_t emit(video_state_t *state, const AVFrame *source, int64_t 
         size_t frame_bytes = (size_t)video->width * video->height * 3;
         video->pixels = malloc(frame_bytes * video->frames);
         state->converted_size = frame_bytes;
-        state->converted = malloc(frame_bytes);
+        state->converted = malloc(frame_bytes + UFORM__MEDIA_SWS_SLACK); /* libswscale writes past the end */
         if (!video->pixels || !state->converted)
             return uform__fail(outcome, UFORM_OUT_OF_MEMORY, "uform__media_video_decode", "video: cannot allocate %u frames of %u x %u",
                                video->frames, video->width, video->height);
@@ -102,13 +102,15 @@ static uform_status_t emit(video_state_t *state, const AVFrame *source, int64_t 
     int transposed = state->orientation == 6 || state->orientation == 8;
     int width = (int)(transposed ? video->height : video->width), height = (int)(transposed ? video->width : video->height);
     uint8_t *out = video->pixels + frame_bytes * slot;
-    int error = uform__media_av_frame_to_packed(source, 3, width, height, state->orientation == 1 ? out : state->converted, &state->scaler);
+    int error = uform__media_av_frame_to_packed(source, 3, width, height, state->converted, &state->scaler);
     if (error < 0)
         return uform__fail(outcome, UFORM_FORMAT, "uform__media_video_decode", "video: frame at %.3f s (%s, %d x %d) does not convert to RGB (%s)",
                            seconds_since_start(state, pts),
                            av_get_pix_fmt_name((enum AVPixelFormat)source->format) ? av_get_pix_fmt_name((enum AVPixelFormat)source->format) : "?",
                            source->width, source->height, uform__media_av_error(error, message));
-    if (state->orientation != 1) {
+    if (state->orientation == 1) {
+        memcpy(out, state->converted, frame_bytes);
+    } else {
         uint32_t rotated_width, rotated_height;
         uint8_t *rotated = uform__media_orient(state->converted, (uint32_t)width, (uint32_t)height, state->orientation,
                                                &rotated_width, &rotated_height);
