@@ -7,7 +7,8 @@
 
 static const char *media_dir = ".";
 
-/* Reads a whole file into a malloc'ed buffer; NULL (and a message) when missing. */
+/* Reads a whole file into a malloc'ed buffer, followed by a NUL byte not counted in `*size` (so
+ * text headers can be parsed with sscanf); NULL (and a message) when missing. */
 static uint8_t *media_read(const char *name, size_t *size) {
     char path[4096];
     snprintf(path, sizeof path, "%s/%s", media_dir, name);
@@ -20,8 +21,9 @@ static uint8_t *media_read(const char *name, size_t *size) {
     fseek(file, 0, SEEK_END);
     long length = ftell(file);
     fseek(file, 0, SEEK_SET);
-    uint8_t *bytes = malloc(length > 0 ? (size_t)length : 1);
-    *size = fread(bytes, 1, (size_t)length, file);
+    uint8_t *bytes = malloc(length > 0 ? (size_t)length + 1 : 1);
+    *size = fread(bytes, 1, (size_t)(length > 0 ? length : 0), file);
+    bytes[*size] = 0;
     fclose(file);
     return bytes;
 }
