@@ -1,11 +1,11 @@
 /*
  * AMD_GENOA GEMM: AVX-512 BF16. Products with BF16 weights run on vdpbf16ps, which multiplies
- * pairs of BF16 values and adds both products into an F32 lane: a 14×32 register tile (28 zmm
+ * pairs of BF16 values and adds both products into an F32 lane: a 6×64 register tile (24 zmm
  * accumulators) consumes two K steps per instruction, twice the F32 FMA rate. Weight panels hold
- * K pairs, [K/2][32][2] BF16; the A block is row-major BF16, each row's pair broadcast as one
- * 32-bit word ({1to16}). F32 activations (and F32 upstream gradients of backward_x) are rounded
+ * K pairs, [K/2][64][2] BF16; the A block is row-major BF16, each row's pair broadcast as one
+ * 32-bit word. F32 activations (and F32 upstream gradients of backward_x) are rounded
  * to BF16 (nearest even, vcvtne2ps2bf16) once while their block is packed: see gemm.h for why.
- * F32 × F32 products and backward_w use Skylake's AVX-512 F tile. Also used by SAPPHIRE,
+ * F32 × F32 products and backward_w (F32) use Skylake's AVX-512 F tile. Also used by SAPPHIRE,
  * GRANITE and DIAMOND until they get AMX kernels.
  */
 #include <immintrin.h>
@@ -14,49 +14,52 @@
 
 #define GENOA_TARGET __attribute__((target("avx512f,avx512dq,avx512bw,avx512vl,avx512bf16,fma")))
 
-enum { GENOA_MR = 14, GENOA_NR = 32 };
+enum { GENOA_MR = 6, GENOA_NR = 64 };
 
 static inline __mmask16 columns_mask(size_t cols) { return cols >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << cols) - 1u); }
 
-/* C[rows, cols] (+)= A[14][kc] · B[kc][32], A row-major BF16, B as K pairs [kc/2][32][2]. */
+/*
+ * C[rows, cols] (+)= A[6][kc] · B[kc][64], A row-major BF16, B as K pairs [kc/2][64][2]. Per K
+ * pair: four zmm of B, one 32-bit broadcast per row, 24 dot products into 24 accumulators. This
+ * 6×64 shape measured 1.5–2% faster here than 14×32 (fewer loads per dot product: 10 per 24
+ * against 16 per 28).
+ */
 GENOA_TARGET static void tile_bf16_genoa(size_t kc, const void *a_block, size_t lda, const void *b_panel, float *c,
                                          size_t ldc, size_t rows, size_t cols, int accumulate) {
-    const uform__bf16_t *a_top = a_block, *a_bottom = a_top + 7 * lda, *b = b_panel;
-    __asm__("" : "+r"(a_bottom)); /* opaque, so the compiler keeps it as a second base */
-    __m512 sum_f32x16[GENOA_MR][2];
-#pragma GCC unroll 14
-    for (int r = 0; r < GENOA_MR; ++r) sum_f32x16[r][0] = sum_f32x16[r][1] = _mm512_setzero_ps();
+    const uform__bf16_t *a = a_block, *b = b_panel;
+    __m512 sum_f32x16[GENOA_MR][4];
+#pragma GCC unroll 6
+    for (int r = 0; r < GENOA_MR; ++r)
+        for (int v = 0; v < 4; ++v) sum_f32x16[r][v] = _mm512_setzero_ps();
     /* The C tile is read (or written) after the K loop: start fetching its lines now. */
-    for (size_t r = 0; r < rows; ++r) {
-        _mm_prefetch((const char *)(c + r * ldc), _MM_HINT_T0);
-        _mm_prefetch((const char *)(c + r * ldc + 31), _MM_HINT_T0);
-    }
+    for (size_t r = 0; r < rows; ++r)
+        for (int v = 0; v < 4; ++v) _mm_prefetch((const char *)(c + r * ldc + 16 * v), _MM_HINT_T0);
     for (size_t p = 0; p < kc; p += 2) {
-        __m512i b0_bf16x32 = _mm512_loadu_si512(b + p * GENOA_NR), b1_bf16x32 = _mm512_loadu_si512(b + p * GENOA_NR + 32);
-#pragma GCC unroll 14
+        __m512i b_bf16x32[4];
+#pragma GCC unroll 4
+        for (int v = 0; v < 4; ++v) b_bf16x32[v] = _mm512_loadu_si512(b + p * GENOA_NR + 32 * v);
+#pragma GCC unroll 6
         for (int r = 0; r < GENOA_MR; ++r) {
-            /* Rows 7..13 address from a second base with the same 7 offsets as rows 0..6, so the
-             * row offsets fit in registers instead of being reloaded from the stack. */
-            const uform__bf16_t *row = r < 7 ? a_top + r * lda : a_bottom + (r - 7) * lda;
             int pair;
-            __builtin_memcpy(&pair, row + p, sizeof pair);
+            __builtin_memcpy(&pair, a + r * lda + p, sizeof pair);
             __m512i a_bf16x32 = _mm512_set1_epi32(pair);
-            sum_f32x16[r][0] = _mm512_dpbf16_ps(sum_f32x16[r][0], (__m512bh)a_bf16x32, (__m512bh)b0_bf16x32);
-            sum_f32x16[r][1] = _mm512_dpbf16_ps(sum_f32x16[r][1], (__m512bh)a_bf16x32, (__m512bh)b1_bf16x32);
+#pragma GCC unroll 4
+            for (int v = 0; v < 4; ++v)
+                sum_f32x16[r][v] = _mm512_dpbf16_ps(sum_f32x16[r][v], (__m512bh)a_bf16x32, (__m512bh)b_bf16x32[v]);
         }
     }
-    __mmask16 mask0 = columns_mask(cols), mask1 = cols > 16 ? columns_mask(cols - 16) : 0;
-#pragma GCC unroll 14
+    __mmask16 mask[4];
+    for (int v = 0; v < 4; ++v) mask[v] = cols > (size_t)(16 * v) ? columns_mask(cols - 16 * v) : 0;
+#pragma GCC unroll 6
     for (int r = 0; r < GENOA_MR; ++r) {
         if ((size_t)r >= rows) break;
         float *row = c + r * ldc;
-        __m512 c0_f32x16 = sum_f32x16[r][0], c1_f32x16 = sum_f32x16[r][1];
-        if (accumulate) {
-            c0_f32x16 = _mm512_add_ps(_mm512_maskz_loadu_ps(mask0, row), c0_f32x16);
-            c1_f32x16 = _mm512_add_ps(_mm512_maskz_loadu_ps(mask1, row + 16), c1_f32x16);
+#pragma GCC unroll 4
+        for (int v = 0; v < 4; ++v) {
+            __m512 value_f32x16 = sum_f32x16[r][v];
+            if (accumulate) value_f32x16 = _mm512_add_ps(_mm512_maskz_loadu_ps(mask[v], row + 16 * v), value_f32x16);
+            _mm512_mask_storeu_ps(row + 16 * v, mask[v], value_f32x16);
         }
-        _mm512_mask_storeu_ps(row, mask0, c0_f32x16);
-        _mm512_mask_storeu_ps(row + 16, mask1, c1_f32x16);
     }
 }
 
@@ -73,7 +76,7 @@ GENOA_TARGET static void convert_bf16_genoa(const float *source, uform__bf16_t *
 
 static const uform__gemm_micro_t micro_bf16_genoa = {
     .panel_dtype = UFORM__GEMM_BF16, .mr = GENOA_MR, .nr = GENOA_NR, .kc = 1536, .mc = 168, .nc = 1536,
-    .layout = 4, .tile = tile_bf16_genoa, .epilogue = uform__gemm_epilogue_skylake, .convert = convert_bf16_genoa};
+    .layout = 5, .tile = tile_bf16_genoa, .epilogue = uform__gemm_epilogue_skylake, .convert = convert_bf16_genoa};
 
 static uform_status_t gemm_bf16_genoa(const uform__gemm_forward_t *args, const uform__parallel_t *parallel,
                                       uform_outcome_t *outcome) {
