@@ -37,8 +37,9 @@
  *   class     tile (MR×NR)  accumulators     KC    MC    NC
  *   SERIAL    4×16 plain C  —                256   128   1024
  *   HASWELL   6×16 AVX2     12 ymm           512   144   1536
- *   SKYLAKE   14×32 AVX-512 28 zmm           768   168   1536   (also ICELAKE, GENOA's F32)
- *   GENOA     6×64 BF16     24 zmm, vdpbf16ps 1536  168   1536   (6×64 beat 14×32 by 1.5–2%)
+ *   SKYLAKE   6×64 AVX-512  24 zmm           768   168   1536   (also ICELAKE, GENOA's F32)
+ *   GENOA     6×64 BF16     24 zmm, vdpbf16ps 1536  168   1536
+ * (6×64 beat 14×32 by 1–2% in both AVX-512 tiles: 10 loads per 24 products instead of 16 per 28.)
  * (KC and MC chosen by sweeping 512..3072 and 84..252 at the benchmark shapes: long K slices win
  * because every slice reads and writes C once; the A block, MC×KC, stays within the 1 MiB L2.)
  * The tiles prefetch their C lines before the K loop (C is touched once per slice); that alone
