@@ -1,9 +1,9 @@
 /*
  * INTEL_SKYLAKE GEMM: AVX-512 F. A 6×64 register tile: 24 zmm accumulators, four zmm of B and
  * one broadcast of A per row, so 24 FMAs per K step against 10 loads (1–2% faster here than a
- * 14×32 tile, which needs 16 loads per 28 FMAs). Tails use masked loads and stores. BF16 weights are widened to F32 while
- * packing (exact), so every product is F32. The same family serves ICELAKE (whose VNNI helps
- * only integer products) and the F32 products of GENOA.
+ * 14×32 tile, which needs 16 loads per 28 FMAs). Tails use masked loads and stores. BF16
+ * weights are widened to F32 while packing (exact), so every product is F32. The same family
+ * serves ICELAKE (whose VNNI helps only integer products) and the F32 products of GENOA.
  */
 #include <immintrin.h>
 
