@@ -89,7 +89,8 @@ uform_status_t uform__trunk_forward(const uform_model_t model, uform__compute_t 
     const uform__nn_kernels_t *nn = compute->nn;
     const uform__parallel_t *parallel = compute->parallel;
     size_t d = config->hidden, mlp = config->mlp;
-    float eps = (float)config->norm_eps;
+    /* model.md fixes the trunk's norms at eps 1e-6; the config's norm_eps is the heads'. */
+    const float eps = 1e-6f;
     /* BF16 compute rounds the activations entering each product — unless the kernels' BF16 dot
      * products round them on the way in anyway (Genoa and later), where the pass would be redundant. */
     uform_cpu_class_t kernels_class = compute->gemm->cpu_class;

@@ -433,6 +433,11 @@ int main(int argc, char **argv) {
         text_case(model, arena, name, compute, all, UFORM_SCALAR_F32, 0, d->text_bytes);
         snprintf(name, sizeof name, "image_%s", compute);
         pixels_case(model, arena, name, compute, d->image_size);
+        if (bf16) {
+            samples_case(model, arena, "audio_bf16", compute, 22050, d->audio_seconds, d->audio_mels);
+            frames_case(model, arena, "video_bf16", compute, d->video_frames, d->video_size);
+            choose_case(model, arena, "choose_bf16", compute, d->text_bytes, d->temperature_groups);
+        }
         if (!bf16) {
             static const uform_scalar_kind_t scalars[4] = {UFORM_SCALAR_F16, UFORM_SCALAR_BF16, UFORM_SCALAR_I8, UFORM_SCALAR_B1};
             for (int s = 0; s < 4; ++s) {
