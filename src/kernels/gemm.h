@@ -76,23 +76,24 @@
  *
  * Measured here (bench_gemm; AMD EPYC, family 25 model 17 (Zen 4) under KVM, 2 cores shared with
  * other builds; 1 thread timed by thread CPU time, best of 5 interleaved rounds; GFLOP/s):
- *   (M, K, N)            peak F32/BF16  OpenBLAS  ours F32 packed    oneDNN BF16 plain/blocked  GENOA BF16 plain/packed
- *   4096, 384, 1152      117 / 235      99.8      109.8 (1.10×)     204.4 / 213.7              213.7 / 217.6 (1.02×)
- *   4096, 384, 1536                     101.1     110.9 (1.10×)     208.1 / 217.4              213.3 / 217.3 (1.00×)
- *   4096, 1536, 384                     98.7      105.2 (1.07×)     219.8 / 225.3              214.8 / 220.2 (0.98×)
- *   4096, 768, 2304                     101.8     109.2 (1.07×)     203.3 / 214.9              211.3 / 215.6 (1.00×)
- *   4096, 768, 3072                     104.4     109.4 (1.05×)     202.3 / 214.8              211.5 / 217.8 (1.01×)
- *   4096, 3072, 768                     100.1     107.4 (1.07×)     210.9 / 220.9              211.0 / 216.5 (0.98×)
- *   1024, 1024, 1024                    98.5      106.4 (1.08×)     213.1 / 221.2              205.4 / 216.3 (0.98×)
- *   2048, 2048, 2048                    101.1     105.0 (1.04×)     214.2 / 221.8              203.3 / 212.3 (0.96×)
- * (ours F32 = SKYLAKE's tile, which ICELAKE and GENOA share; HASWELL's AVX2 tile is within 1–5% of
- * it here, because Zen 4 executes 512-bit FMAs as two 256-bit halves; SERIAL ≈20.) Two threads,
- * wall-clock, in a quiet window: 4096×384×1152 F32 220.5 vs OpenBLAS 190.6 (1.16×), BF16 packed
- * 427.5 vs oneDNN blocked 433.0 (0.99×) with peaks 234 / 469; 2048³ F32 212.8 vs 206.0 (1.03×),
- * BF16 423.3 vs 441.2 (0.96×). What limits BF16: the tile's K loop runs at ≈96% of the
- * vdpbf16ps peak (two B loads and 14 broadcasts per 28 dot products; an embedded-broadcast form
- * measured 3% slower), and packing, C traffic and the prong loop take another 3–5%; oneDNN's
- * kernels reach 91–96% of peak, so the ratio sits at 0.96–1.02.
+ *   (M, K, N)          peak F32/BF16  OpenBLAS  ours F32 packed   oneDNN BF16 plain/blocked  GENOA BF16 plain/packed
+ *   4096, 384, 1152    117 / 235      99.9      111.3 (1.11×)    203.7 / 211.5              216.8 / 219.1 (1.04×)
+ *   4096, 384, 1536                   101.2     112.2 (1.11×)    205.1 / 212.2              217.4 / 219.9 (1.04×)
+ *   4096, 1536, 384                   97.3      107.2 (1.10×)    220.2 / 226.2              217.8 / 222.5 (0.98×)
+ *   4096, 768, 2304                   106.0     113.1 (1.07×)    211.2 / 221.4              219.0 / 223.6 (1.01×)
+ *   4096, 768, 3072                   103.1     113.1 (1.10×)    208.3 / 219.9              220.6 / 223.9 (1.02×)
+ *   4096, 3072, 768                   103.2     109.7 (1.06×)    220.8 / 227.2              215.9 / 220.7 (0.97×)
+ *   1024, 1024, 1024                  97.5      110.6 (1.13×)    214.3 / 220.2              209.5 / 224.1 (1.02×)
+ *   2048, 2048, 2048                  100.4     109.0 (1.09×)    214.2 / 219.9              209.2 / 219.4 (1.00×)
+ * (ours F32 = SKYLAKE's tile, which ICELAKE and GENOA share; HASWELL's AVX2 tile is 1–6% behind
+ * it here, as Zen 4 runs 512-bit FMAs as two 256-bit halves; SERIAL ≈20.) Two threads,
+ * wall-clock, in a quiet window (peaks 234 / 469): 4096×384×1152 F32 220.5 vs OpenBLAS 190.6
+ * (1.16×), BF16 packed 427.5 vs oneDNN blocked 433.0 (0.99×); 2048³ F32 212.8 vs 206.0 (1.03×),
+ * BF16 423.3 vs 441.2 (0.96×) — measured with the earlier 14×32 tiles; other two-thread runs
+ * were taken while other processes held the cores and say nothing. What limits BF16: the K loop
+ * runs at ≈97% of the vdpbf16ps peak (an embedded-broadcast form measured 3% slower), and
+ * packing, C traffic and the prong loop take another 2–4%; oneDNN reaches 90–97% of peak, so
+ * the ratio sits at 0.97–1.04 (below 1 where K ≥ 1536, where oneDNN reaches 96–97%).
  * The training products (GENOA table, 4096×768×3072, 1 thread): backward_x F32 107, BF16 205;
  * backward_w 100, backward_w_bf16 ≈158 (bound by transposing dY into BF16 pairs); forward with
  * bias + GELU 100 (vs 108 without).
