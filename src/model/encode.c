@@ -209,6 +209,10 @@ uform_status_t uform__encode_run(const uform__encode_job_t *job, uform__call_con
     if (count && !memory)
         return uform__fail(context->outcome, UFORM_OUT_OF_MEMORY, context->function,
                            "cannot allocate %zu MiB of scratch for chunks of %zu tokens", floats * 4 >> 20, chunk_tokens);
+    /* One set of packing buffers for every product of the call, so the products allocate nothing. */
+    compute.gemm_scratch_bytes = compute.gemm->scratch_bytes(uform__parallel_threads(context->parallel));
+    compute.gemm_scratch = uform__arena_alloc(arena, compute.gemm_scratch_bytes, 64);
+    if (!compute.gemm_scratch) compute.gemm_scratch_bytes = 0; /* the products then allocate their own */
     size_t *chunk_offsets = uform__arena_alloc(arena, (chunk_items + 1) * sizeof(size_t), 64);
     if (!chunk_offsets) return uform__fail(context->outcome, UFORM_OUT_OF_MEMORY, context->function, "cannot allocate chunk offsets");
     float *x = memory;

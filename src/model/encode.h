@@ -49,6 +49,8 @@ typedef struct uform__compute_t {
     const uform__signal_kernels_t *signal;
     const uform__parallel_t *parallel;
     int packed;                 /* the model's packed weights match this call's class */
+    void *gemm_scratch;         /* the products' packing buffers, from the arena (reused by every product) */
+    size_t gemm_scratch_bytes;
     uform_compute_t compute;
     double flops;
 } uform__compute_t;

@@ -74,6 +74,7 @@ uform_status_t uform__linear_forward(uform__compute_t *compute, const uform__lin
     args.bias = layer->bias;
     args.gelu = gelu;
     args.y = y, args.ldy = ldy;
+    args.scratch = compute->gemm_scratch, args.scratch_capacity = compute->gemm_scratch_bytes;
     compute->flops += 2.0 * (double)rows * (double)out_rows * (double)layer->columns;
     /* F32 compute keeps F32 activations: the F32 kernels widen BF16 weights exactly while packing.
      * BF16 compute takes the BF16 kernels (vdpbf16ps on Genoa), which round activations to BF16. */
