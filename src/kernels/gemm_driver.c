@@ -278,9 +278,20 @@ static void compute_prong(void *context, size_t thread, size_t prong) {
     size_t q_begin, q_end;
     uform__split_range(step->panels, step->groups, group, &q_begin, &q_end);
     if (q_begin == q_end) return;
+    /* Rows already in the panel type, contiguous along K, are read in place (no copy) when the
+     * tile's reads stay inside the matrix: whole MR-row panels, and no K padding (BF16 pairs need
+     * an even slice). A row stride of a multiple of 4 KiB would pile the rows into one L1 set, so
+     * such matrices are copied. Only the trailing partial panel, if any, is packed. */
+    const gemm_operand_t *a = &problem->a;
+    int in_place = a->col == 1 && a->dtype == micro->panel_dtype && step->kc == step->kc_padded &&
+                   (a->row * elem) % 4096 != 0;
+    size_t in_place_rows = in_place ? rows / mr * mr : 0;
     unsigned char *a_block = step->a_scratch + thread * step->a_scratch_stride;
-    pack_a(problem, i0, rows, step->p0, step->kc, step->kc_padded, step->a_lda, a_block);
+    if (in_place_rows < rows)
+        pack_a(problem, i0 + in_place_rows, rows - in_place_rows, step->p0, step->kc, step->kc_padded, step->a_lda,
+               a_block);
     size_t a_panel_bytes = step->a_lda * mr * elem; /* MR rows of the block */
+    const unsigned char *a_rows = (const unsigned char *)a->data + ((i0 * a->row) + step->p0) * elem;
     int accumulate = problem->accumulate || step->p0 > 0;
     int last = step->p0 + step->kc == problem->k;
     int epilogue = last && (problem->bias || problem->gelu);
@@ -290,8 +301,12 @@ static void compute_prong(void *context, size_t thread, size_t prong) {
         for (size_t r = 0; r < rows; r += mr) {
             size_t tile_rows = rows - r < mr ? rows - r : mr;
             float *c = problem->c + (i0 + r) * problem->ldc + step->j0 + j;
-            micro->tile(step->kc_padded, a_block + (r / mr) * a_panel_bytes, step->a_lda, b_panel, c, problem->ldc,
-                        tile_rows, cols, accumulate);
+            if (r < in_place_rows)
+                micro->tile(step->kc_padded, a_rows + r * a->row * elem, a->row, b_panel, c, problem->ldc, tile_rows,
+                            cols, accumulate);
+            else
+                micro->tile(step->kc_padded, a_block + ((r - in_place_rows) / mr) * a_panel_bytes, step->a_lda, b_panel,
+                            c, problem->ldc, tile_rows, cols, accumulate);
             if (epilogue)
                 micro->epilogue(c, problem->ldc, tile_rows, cols, problem->bias ? problem->bias + step->j0 + j : NULL,
                                 problem->gelu);
