@@ -10,10 +10,10 @@ packages=(
   # library dependencies
   libcjson-dev libnuma-dev
   # media decoding (src/media) and fixture generation
-  libturbojpeg0-dev libspng-dev libwebp-dev
+  libturbojpeg0-dev libjpeg62-turbo-dev libspng-dev libwebp-dev
   libavformat-dev libavcodec-dev libavutil-dev libswresample-dev libswscale-dev
   # tests
-  libcmocka-dev python3 python3-numpy python3-torch python3-torchvision python3-torchaudio
+  libcmocka-dev python3 python3-numpy python3-pil python3-torch python3-torchvision python3-torchaudio
   # benchmark peers (bench/ only, never linked into libuform)
   libopenblas-dev libdnnl-dev
 )
