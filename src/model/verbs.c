@@ -8,17 +8,16 @@
 #include "core/outcome.h"
 #include "model/encode.h"
 
-#define JOB_FROM(request, modality_value, source_value, inputs_field, name)                           \
-    uform__encode_job_t job;                                                                           \
-    memset(&job, 0, sizeof job);                                                                       \
-    job.model = (request)->model;                                                                      \
-    job.modality = (modality_value);                                                                   \
-    job.source = (source_value);                                                                       \
-    job.inputs = &(request)->inputs_field;                                                             \
-    job.outputs = (request)->outputs;                                                                  \
-    job.config = &(request)->config;                                                               \
-    job.encoded = &(request)->encoded;                                                                 \
-    job.inputs_name = (name);
+/* Gathers the fields every encode request shares into a job. */
+static uform__encode_job_t job_of(uform_model_t model, uform_modality_t modality, uform__source_t source,
+                                  const uform_tape_t *inputs, uform_outputs_t outputs,
+                                  const uform_encode_config_t *config, uform_encoded_t *encoded, const char *name) {
+    uform__encode_job_t job;
+    memset(&job, 0, sizeof job);
+    job.model = model, job.modality = modality, job.source = source, job.inputs = inputs;
+    job.outputs = outputs, job.config = config, job.encoded = encoded, job.inputs_name = name;
+    return job;
+}
 
 static uform_status_t submit(uform_executor_t executor, uform_completion_t completion, uform_arena_t arena,
                              uform__call_run_fn run, void *request, uform_outcome_t *outcome,
@@ -35,40 +34,46 @@ static uform_status_t submit(uform_executor_t executor, uform_completion_t compl
 
 static uform_status_t text_run(void *pointer, uform__call_context_t *context) {
     uform_text_encode_t *request = pointer;
-    JOB_FROM(request, UFORM_MODALITY_TEXT, UFORM__SOURCE_TEXT, texts, "texts")
+    uform__encode_job_t job = job_of(request->model, UFORM_MODALITY_TEXT, UFORM__SOURCE_TEXT, &request->texts, request->outputs, &request->config,
+                                     &request->encoded, "texts");
     return uform__encode_run(&job, context);
 }
 
 UFORM_API uform_status_t uform_text_encode(uform_text_encode_t *request) {
     if (!request) return UFORM_INVALID_ARGUMENT;
-    JOB_FROM(request, UFORM_MODALITY_TEXT, UFORM__SOURCE_TEXT, texts, "texts")
+    uform__encode_job_t job = job_of(request->model, UFORM_MODALITY_TEXT, UFORM__SOURCE_TEXT, &request->texts, request->outputs, &request->config,
+                                     &request->encoded, "texts");
     return submit(request->executor, request->completion, request->arena, text_run, request, &request->outcome,
                   &request->config, &job, __func__);
 }
 
 static uform_status_t image_run(void *pointer, uform__call_context_t *context) {
     uform_image_encode_t *request = pointer;
-    JOB_FROM(request, UFORM_MODALITY_IMAGE, UFORM__SOURCE_IMAGE_FILES, images, "images")
+    uform__encode_job_t job = job_of(request->model, UFORM_MODALITY_IMAGE, UFORM__SOURCE_IMAGE_FILES, &request->images, request->outputs, &request->config,
+                                     &request->encoded, "images");
     return uform__encode_run(&job, context);
 }
 
 UFORM_API uform_status_t uform_image_encode(uform_image_encode_t *request) {
     if (!request) return UFORM_INVALID_ARGUMENT;
-    JOB_FROM(request, UFORM_MODALITY_IMAGE, UFORM__SOURCE_IMAGE_FILES, images, "images")
+    uform__encode_job_t job = job_of(request->model, UFORM_MODALITY_IMAGE, UFORM__SOURCE_IMAGE_FILES, &request->images, request->outputs, &request->config,
+                                     &request->encoded, "images");
     return submit(request->executor, request->completion, request->arena, image_run, request, &request->outcome,
                   &request->config, &job, __func__);
 }
 
 static uform_status_t pixels_run(void *pointer, uform__call_context_t *context) {
     uform_image_encode_pixels_t *request = pointer;
-    JOB_FROM(request, UFORM_MODALITY_IMAGE, UFORM__SOURCE_IMAGE_PIXELS, pixels, "pixels")
+    uform__encode_job_t job = job_of(request->model, UFORM_MODALITY_IMAGE, UFORM__SOURCE_IMAGE_PIXELS, &request->pixels, request->outputs, &request->config,
+                                     &request->encoded, "pixels");
     job.heights = request->heights, job.widths = request->widths;
     return uform__encode_run(&job, context);
 }
 
 UFORM_API uform_status_t uform_image_encode_pixels(uform_image_encode_pixels_t *request) {
     if (!request) return UFORM_INVALID_ARGUMENT;
-    JOB_FROM(request, UFORM_MODALITY_IMAGE, UFORM__SOURCE_IMAGE_PIXELS, pixels, "pixels")
+    uform__encode_job_t job = job_of(request->model, UFORM_MODALITY_IMAGE, UFORM__SOURCE_IMAGE_PIXELS, &request->pixels, request->outputs, &request->config,
+                                     &request->encoded, "pixels");
     job.heights = request->heights, job.widths = request->widths;
     return submit(request->executor, request->completion, request->arena, pixels_run, request, &request->outcome,
                   &request->config, &job, __func__);
@@ -76,13 +81,15 @@ UFORM_API uform_status_t uform_image_encode_pixels(uform_image_encode_pixels_t *
 
 static uform_status_t video_run(void *pointer, uform__call_context_t *context) {
     uform_video_encode_t *request = pointer;
-    JOB_FROM(request, UFORM_MODALITY_VIDEO, UFORM__SOURCE_VIDEO_FILES, videos, "videos")
+    uform__encode_job_t job = job_of(request->model, UFORM_MODALITY_VIDEO, UFORM__SOURCE_VIDEO_FILES, &request->videos, request->outputs, &request->config,
+                                     &request->encoded, "videos");
     return uform__encode_run(&job, context);
 }
 
 UFORM_API uform_status_t uform_video_encode(uform_video_encode_t *request) {
     if (!request) return UFORM_INVALID_ARGUMENT;
-    JOB_FROM(request, UFORM_MODALITY_VIDEO, UFORM__SOURCE_VIDEO_FILES, videos, "videos")
+    uform__encode_job_t job = job_of(request->model, UFORM_MODALITY_VIDEO, UFORM__SOURCE_VIDEO_FILES, &request->videos, request->outputs, &request->config,
+                                     &request->encoded, "videos");
 #if !defined(UFORM_WITH_FFMPEG)
     return uform__fail(&request->outcome, UFORM_UNSUPPORTED, __func__,
                        "this build has no FFmpeg (configured with UFORM_WITH_FFMPEG=OFF), so it decodes no video");
@@ -93,27 +100,31 @@ UFORM_API uform_status_t uform_video_encode(uform_video_encode_t *request) {
 
 static uform_status_t audio_run(void *pointer, uform__call_context_t *context) {
     uform_audio_encode_t *request = pointer;
-    JOB_FROM(request, UFORM_MODALITY_AUDIO, UFORM__SOURCE_AUDIO_FILES, recordings, "recordings")
+    uform__encode_job_t job = job_of(request->model, UFORM_MODALITY_AUDIO, UFORM__SOURCE_AUDIO_FILES, &request->recordings, request->outputs, &request->config,
+                                     &request->encoded, "recordings");
     return uform__encode_run(&job, context);
 }
 
 UFORM_API uform_status_t uform_audio_encode(uform_audio_encode_t *request) {
     if (!request) return UFORM_INVALID_ARGUMENT;
-    JOB_FROM(request, UFORM_MODALITY_AUDIO, UFORM__SOURCE_AUDIO_FILES, recordings, "recordings")
+    uform__encode_job_t job = job_of(request->model, UFORM_MODALITY_AUDIO, UFORM__SOURCE_AUDIO_FILES, &request->recordings, request->outputs, &request->config,
+                                     &request->encoded, "recordings");
     return submit(request->executor, request->completion, request->arena, audio_run, request, &request->outcome,
                   &request->config, &job, __func__);
 }
 
 static uform_status_t samples_run(void *pointer, uform__call_context_t *context) {
     uform_audio_encode_samples_t *request = pointer;
-    JOB_FROM(request, UFORM_MODALITY_AUDIO, UFORM__SOURCE_AUDIO_SAMPLES, samples, "samples")
+    uform__encode_job_t job = job_of(request->model, UFORM_MODALITY_AUDIO, UFORM__SOURCE_AUDIO_SAMPLES, &request->samples, request->outputs, &request->config,
+                                     &request->encoded, "samples");
     job.sample_rate = request->sample_rate;
     return uform__encode_run(&job, context);
 }
 
 UFORM_API uform_status_t uform_audio_encode_samples(uform_audio_encode_samples_t *request) {
     if (!request) return UFORM_INVALID_ARGUMENT;
-    JOB_FROM(request, UFORM_MODALITY_AUDIO, UFORM__SOURCE_AUDIO_SAMPLES, samples, "samples")
+    uform__encode_job_t job = job_of(request->model, UFORM_MODALITY_AUDIO, UFORM__SOURCE_AUDIO_SAMPLES, &request->samples, request->outputs, &request->config,
+                                     &request->encoded, "samples");
     job.sample_rate = request->sample_rate;
     return submit(request->executor, request->completion, request->arena, samples_run, request, &request->outcome,
                   &request->config, &job, __func__);
