@@ -78,14 +78,14 @@
  * Measured here (bench_gemm; AMD EPYC, family 25 model 17 (Zen 4) under KVM, 2 cores shared with
  * other builds; 1 thread timed by thread CPU time, best of 5 interleaved rounds; GFLOP/s):
  *   (M, K, N)          peak F32/BF16  OpenBLAS  ours F32 packed   oneDNN BF16 plain/blocked  GENOA BF16 plain/packed
- *   4096, 384, 1152    117 / 235      99.9      111.3 (1.11×)    203.7 / 211.5              216.8 / 219.1 (1.04×)
- *   4096, 384, 1536                   101.2     112.2 (1.11×)    205.1 / 212.2              217.4 / 219.9 (1.04×)
- *   4096, 1536, 384                   97.3      107.2 (1.10×)    220.2 / 226.2              217.8 / 222.5 (0.98×)
- *   4096, 768, 2304                   106.0     113.1 (1.07×)    211.2 / 221.4              219.0 / 223.6 (1.01×)
- *   4096, 768, 3072                   103.1     113.1 (1.10×)    208.3 / 219.9              220.6 / 223.9 (1.02×)
- *   4096, 3072, 768                   103.2     109.7 (1.06×)    220.8 / 227.2              215.9 / 220.7 (0.97×)
- *   1024, 1024, 1024                  97.5      110.6 (1.13×)    214.3 / 220.2              209.5 / 224.1 (1.02×)
- *   2048, 2048, 2048                  100.4     109.0 (1.09×)    214.2 / 219.9              209.2 / 219.4 (1.00×)
+ *   4096, 384, 1152    117 / 234      99.1      112.8 (1.14×)    208.9 / 213.2              216.1 / 218.9 (1.03×)
+ *   4096, 384, 1536                   100.7     112.9 (1.12×)    204.6 / 213.3              217.7 / 219.0 (1.03×)
+ *   4096, 1536, 384                   97.2      111.5 (1.15×)    217.1 / 222.2              221.4 / 225.4 (1.01×)
+ *   4096, 768, 2304                   106.0     112.6 (1.06×)    207.0 / 219.5              218.3 / 222.5 (1.01×)
+ *   4096, 768, 3072                   102.6     109.3 (1.07×)    200.7 / 210.7              213.0 / 220.9 (1.05×)
+ *   4096, 3072, 768                   100.4     109.1 (1.09×)    216.0 / 221.2              218.6 / 224.6 (1.02×)
+ *   1024, 1024, 1024                  97.0      108.3 (1.12×)    212.2 / 218.6              209.8 / 226.7 (1.04×)
+ *   2048, 2048, 2048                  99.5      107.1 (1.08×)    213.5 / 221.5              207.4 / 216.8 (0.98×)
  * (ours F32 = SKYLAKE's tile, which ICELAKE and GENOA share; HASWELL's AVX2 tile is 1–6% behind
  * it here, as Zen 4 runs 512-bit FMAs as two 256-bit halves; SERIAL ≈20.) Two threads,
  * wall-clock, in a quiet window (peaks 234 / 469): 4096×384×1152 F32 220.5 vs OpenBLAS 190.6
@@ -93,8 +93,8 @@
  * BF16 423.3 vs 441.2 (0.96×) — measured with the earlier 14×32 tiles; other two-thread runs
  * were taken while other processes held the cores and say nothing. What limits BF16: the K loop
  * runs at ≈97% of the vdpbf16ps peak (an embedded-broadcast form measured 3% slower), and
- * packing, C traffic and the prong loop take another 2–4%; oneDNN reaches 90–97% of peak, so
- * the ratio sits at 0.97–1.04 (below 1 where K ≥ 1536, where oneDNN reaches 96–97%).
+ * packing, C traffic and the prong loop take another 1–3%; oneDNN reaches 90–95% of peak here.
+ * The 2048³ case copies its A rows (a 4 KiB row stride) and stays at 0.98×.
  * The training products (GENOA table, 4096×768×3072, 1 thread): backward_x F32 107, BF16 205;
  * backward_w 100, backward_w_bf16 ≈158 (bound by transposing dY into BF16 pairs); forward with
  * bias + GELU 100 (vs 108 without).
