@@ -740,7 +740,9 @@ typedef struct uform_audio_encode_samples_t {
 UFORM_API uform_status_t uform_audio_encode_samples(uform_audio_encode_samples_t *request);
 
 /*
- * Constrained next-byte choice (model.md, text_choose). `texts` are prefixes; `choices` holds one
+ * Constrained next-byte choice (model.md, text_choose). `texts` are prefixes (a prefix longer than
+ * the model's `text_bytes` keeps its last `text_bytes` bytes, the ones next to the byte being
+ * chosen, where encoding keeps a text's first bytes); `choices` holds one
  * entry per text listing its legal next bytes (distinct; an empty or duplicated list is
  * UFORM_INVALID_ARGUMENT naming the text); `groups` optionally gives each text's temperature group
  * (NULL: group 0; a group at or above the model's `temperature_groups` is UFORM_INVALID_ARGUMENT).

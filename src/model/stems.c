@@ -56,6 +56,10 @@ static void text_rows(const uform__encode_job_t *job, size_t item, float *x) {
     size_t d = model->config.hidden, tokens = uform__stem_item_tokens(job, item);
     size_t length;
     const unsigned char *bytes = uform__tape_item(job->inputs, item, &length);
+    /* text_choose keeps the last T bytes of a long prefix (the ones next to the byte it chooses);
+     * encoding keeps the first T. */
+    size_t kept = tokens - 1 - (job->source == UFORM__SOURCE_CHOOSE);
+    if (job->source == UFORM__SOURCE_CHOOSE && length > kept) bytes += length - kept;
     for (size_t k = 0; k < tokens; ++k) {
         size_t id = k == 0 ? UFORM__TEXT_CLS
                     : (job->source == UFORM__SOURCE_CHOOSE && k == tokens - 1) ? UFORM__TEXT_NEXT

@@ -344,8 +344,12 @@ def preprocess_audio(samples, rate, config, dtype=torch.float64):
     return fitted, log_mel(fitted, config["audio"]["mels"])
 
 
-def truncate_text(data, config):
-    return bytes(data)[:config["text"]["bytes"]]
+def truncate_text(data, config, keep_end=False):
+    """Encoding keeps a text's first T bytes; text_choose keeps its last T (the bytes next to the
+    byte being chosen), as the engine's header documents."""
+    limit = config["text"]["bytes"]
+    data = bytes(data)
+    return data[-limit:] if keep_end and len(data) > limit else data[:limit]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -422,7 +426,7 @@ class Model:
 
     def text_tokens(self, data, next_token=False):
         """[CLS] bytes (truncated to T) [NEXT]? -> [1 + n (+1), d]."""
-        ids = [CLS_ID] + list(truncate_text(data, self.config)) + ([NEXT_ID] if next_token else [])
+        ids = [CLS_ID] + list(truncate_text(data, self.config, keep_end=next_token)) + ([NEXT_ID] if next_token else [])
         ids = torch.tensor(ids, dtype=torch.long)
         rows = self.w["text.bytes"][ids] + self.w["text.positions"][: len(ids)]
         return rows + self.w["modality.text"]
