@@ -127,7 +127,8 @@ typedef struct uform__gemm_packed_t {
     uint32_t layout;                 /* the micro-kernel family's tag; checked on use */
 } uform__gemm_packed_t;
 
-/* Y[M,N] = X[M,K] · W[N,K]ᵀ (+ bias) (then GELU). `w` with `ldw`, or `packed` (then `w` is
+/* Y[M,N] = X[M,K] · W[N,K]ᵀ (+ bias) (then GELU), or with `accumulate` Y[M,N] += X·Wᵀ (+ bias):
+ * the products are summed onto Y's values in K order, then the bias is added. `w` with `ldw`, or `packed` (then `w` is
  * ignored). `x_dtype`: F32 or BF16 (BF16 only with BF16 weights). Y must not alias X or W. */
 typedef struct uform__gemm_forward_t {
     size_t m, n, k;
@@ -138,6 +139,7 @@ typedef struct uform__gemm_forward_t {
     int gelu;          /* non-zero: apply GELU after the bias */
     float *y; size_t ldy;
     void *scratch; size_t scratch_capacity; /* optional, see scratch_bytes */
+    int accumulate;    /* non-zero: Y += X·Wᵀ (+ bias) — a residual connection in one pass; not with GELU */
 } uform__gemm_forward_t;
 
 /* dX[M,K] = dY[M,N] · W[N,K] (overwrites dX). dY is F32; W is F32 or BF16 (row-major). */

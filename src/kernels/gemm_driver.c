@@ -429,7 +429,10 @@ uform_status_t uform__gemm_forward_drive(const uform__gemm_micro_t *micro, const
     GEMM_TRY(check_matrix(outcome, function, "y", args->y, args->m, args->n, args->ldy));
     gemm_problem_t problem = {.micro = micro, .m = args->m, .n = args->n, .k = args->k, .c = args->y, .ldc = args->ldy,
                               .bias = args->bias, .gelu = args->gelu, .scratch = args->scratch,
-                              .scratch_capacity = args->scratch_capacity};
+                              .scratch_capacity = args->scratch_capacity, .accumulate = args->accumulate != 0};
+    if (args->accumulate && args->gelu)
+        return uform__fail(outcome, UFORM_INVALID_ARGUMENT, function,
+                           "'accumulate' with 'gelu' is ambiguous (GELU of the sum or sum of the GELU); not supported");
     problem.a = (gemm_operand_t){.data = args->x, .dtype = args->x_dtype, .row = args->ldx, .col = 1};
     if (args->packed) {
         const uform__gemm_packed_t *packed = args->packed;

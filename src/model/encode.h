@@ -61,9 +61,13 @@ uform_status_t uform__encode_validate(const uform__encode_job_t *job, uform_outc
 /* Runs a validated job on the executor's thread (the body of every verb's call). */
 uform_status_t uform__encode_run(const uform__encode_job_t *job, uform__call_context_t *context);
 
-/* y[m, :] = x[m, :]·Wᵀ + b for a layer (packed weights when `compute->packed`); `gelu` fuses GELU. */
+/* What a linear layer's product does after the sum: nothing, GELU, or add onto y (a residual). */
+enum { UFORM__LINEAR_PLAIN = 0, UFORM__LINEAR_GELU = 1, UFORM__LINEAR_ACCUMULATE = 2 };
+
+/* y[m, :] = x[m, :]·Wᵀ + b for a layer (packed weights when `compute->packed`), then the
+ * `epilogue` (UFORM__LINEAR_*): GELU, or y[m, :] += instead of =. */
 uform_status_t uform__linear_forward(uform__compute_t *compute, const uform__linear_t *layer, size_t rows,
-                                     const float *x, size_t ldx, float *y, size_t ldy, size_t out_rows, int gelu,
+                                     const float *x, size_t ldx, float *y, size_t ldy, size_t out_rows, int epilogue,
                                      uform_outcome_t *outcome);
 
 /* ---- the trunk (trunk.c) ---- */

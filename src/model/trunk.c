@@ -46,20 +46,8 @@ static void round_to_bf16(float *values, size_t count) {
     }
 }
 
-typedef struct residual_t {
-    float *x;
-    const float *add;
-    size_t tokens, d;
-} residual_t;
-
-static void residual_range(void *context, size_t begin, size_t end) {
-    residual_t *residual = context;
-    size_t d = residual->d;
-    for (size_t i = begin * d; i < end * d; ++i) residual->x[i] += residual->add[i];
-}
-
 uform_status_t uform__linear_forward(uform__compute_t *compute, const uform__linear_t *layer, size_t rows,
-                                     const float *x, size_t ldx, float *y, size_t ldy, size_t out_rows, int gelu,
+                                     const float *x, size_t ldx, float *y, size_t ldy, size_t out_rows, int epilogue,
                                      uform_outcome_t *outcome) {
     if (rows == 0 || out_rows == 0) return UFORM_OK;
     uform__gemm_forward_t args;
@@ -72,7 +60,8 @@ uform_status_t uform__linear_forward(uform__compute_t *compute, const uform__lin
     /* Packed weights cover all rows; a Matryoshka prefix (out_rows < rows) reads the plain rows. */
     if (compute->packed && layer->packed.data && out_rows == layer->rows) args.packed = &layer->packed;
     args.bias = layer->bias;
-    args.gelu = gelu;
+    args.gelu = epilogue == UFORM__LINEAR_GELU;
+    args.accumulate = epilogue == UFORM__LINEAR_ACCUMULATE;
     args.y = y, args.ldy = ldy;
     args.scratch = compute->gemm_scratch, args.scratch_capacity = compute->gemm_scratch_bytes;
     compute->flops += 2.0 * (double)rows * (double)out_rows * (double)layer->columns;
@@ -99,7 +88,6 @@ uform_status_t uform__trunk_forward(const uform_model_t model, uform__compute_t 
                       kernels_class == UFORM_CPU_CLASS_INTEL_GRANITE || kernels_class == UFORM_CPU_CLASS_INTEL_DIAMOND;
     int bf16 = compute->compute == UFORM_COMPUTE_BF16 && !native_bf16;
     uform__attention_shape_t shape = {tokens, config->heads, d / config->heads, offsets, items};
-    residual_t residual = {x, scratch->att, tokens, d};
     for (size_t i = 0; i < config->depth; ++i) {
         const uform__block_t *block = &model->blocks[i];
         uform_status_t status;
@@ -116,25 +104,21 @@ uform_status_t uform__trunk_forward(const uform_model_t model, uform__compute_t 
             compute->flops += 4.0 * length * length * (double)d;
         }
         if (bf16) round_to_bf16(scratch->att, tokens * d);
-        /* The attention output is consumed by the product before `att` is reused for its result. */
-        status = uform__linear_forward(compute, &block->out, tokens, scratch->att, d, scratch->a, d, d, 0,
+        /* x += attn.out(...): the residual is accumulated by the product itself. */
+        status = uform__linear_forward(compute, &block->out, tokens, scratch->att, d, x, d, d, UFORM__LINEAR_ACCUMULATE,
                                        context->outcome);
         if (status != UFORM_OK) return status;
-        residual.add = scratch->a;
-        uform__nn_parallel_ranges(parallel, tokens, 16, residual_range, &residual);
         /* y = h + mlp.down(gelu(mlp.up(norm2(h)))) */
         nn->layernorm_forward(tokens, d, x, d, block->norm2.weight, block->norm2.bias, eps, scratch->a, d,
                               scratch->mean, scratch->rstd, parallel);
         if (bf16) round_to_bf16(scratch->a, tokens * d);
-        status = uform__linear_forward(compute, &block->up, tokens, scratch->a, d, scratch->hidden, mlp, mlp, 1,
-                                       context->outcome);
+        status = uform__linear_forward(compute, &block->up, tokens, scratch->a, d, scratch->hidden, mlp, mlp,
+                                       UFORM__LINEAR_GELU, context->outcome);
         if (status != UFORM_OK) return status;
         if (bf16) round_to_bf16(scratch->hidden, tokens * mlp);
-        status = uform__linear_forward(compute, &block->down, tokens, scratch->hidden, mlp, scratch->att, d, d, 0,
-                                       context->outcome);
+        status = uform__linear_forward(compute, &block->down, tokens, scratch->hidden, mlp, x, d, d,
+                                       UFORM__LINEAR_ACCUMULATE, context->outcome);
         if (status != UFORM_OK) return status;
-        residual.add = scratch->att;
-        uform__nn_parallel_ranges(parallel, tokens, 16, residual_range, &residual);
         *done += 1;
         if (uform__progress_advance(&context->progress, *done) == UFORM_CANCEL)
             return uform__fail(context->outcome, UFORM_CANCELLED, context->function,
