@@ -2,6 +2,8 @@
  * Dispatch of the NN kernel tables by CPU class, the range-splitting helper the kernels share,
  * and the argument checks for shapes that come from outside. Compiled for the baseline CPU.
  */
+#include <math.h>
+
 #include "kernels/nn.h"
 
 #include "core/outcome.h"
@@ -105,4 +107,47 @@ uform_status_t uform__nn_check_offsets(size_t groups, const size_t *offsets, siz
         return uform__fail(outcome, UFORM_INVALID_ARGUMENT, __func__, "offsets[%zu] is %zu, expected %zu rows", groups,
                            offsets[groups], rows);
     return UFORM_OK;
+}
+
+void uform__nn_adamw_with(uform__nn_range_fn range, size_t n, float *params, const float *grads, float *m, float *v,
+                          float lr, float beta1, float beta2, float eps, float weight_decay, uint64_t step,
+                          const uform__parallel_t *parallel) {
+    double correction1 = 1.0 - pow((double)beta1, (double)step), correction2 = 1.0 - pow((double)beta2, (double)step);
+    uform__nn_adamw_t constants = {params, m, v, grads, beta1, beta2, eps, 1.0f - lr * weight_decay,
+                                   (float)(lr / correction1), (float)sqrt(correction2)};
+    uform__nn_parallel_ranges(parallel, n, 4096, range, &constants);
+}
+
+enum { sum_prongs_most = 64 };
+
+typedef struct sum_context_t {
+    uform__nn_block_sum_fn block_sum;
+    const float *x;
+    size_t n, blocks, prongs;
+    double partial[sum_prongs_most];
+} sum_context_t;
+
+static void sum_squares_prong(void *opaque, size_t thread, size_t prong) {
+    sum_context_t *c = opaque;
+    size_t first, last;
+    uform__split_range(c->blocks, c->prongs, prong, &first, &last);
+    double total = 0.0;
+    for (size_t b = first; b < last; ++b) {
+        size_t begin = b * UFORM__NN_SUM_BLOCK;
+        size_t end = begin + UFORM__NN_SUM_BLOCK < c->n ? begin + UFORM__NN_SUM_BLOCK : c->n;
+        total += c->block_sum(c->x, begin, end);
+    }
+    c->partial[prong] = total;
+}
+
+double uform__nn_sum_squares_with(uform__nn_block_sum_fn block_sum, size_t n, const float *x,
+                                  const uform__parallel_t *parallel) {
+    sum_context_t context = {.block_sum = block_sum, .x = x, .n = n,
+                             .blocks = (n + UFORM__NN_SUM_BLOCK - 1) / UFORM__NN_SUM_BLOCK};
+    if (context.blocks == 0) return 0.0;
+    context.prongs = context.blocks < sum_prongs_most ? context.blocks : sum_prongs_most;
+    uform__parallel_for(parallel, context.prongs, sum_squares_prong, &context);
+    double total = 0.0;
+    for (size_t p = 0; p < context.prongs; ++p) total += context.partial[p];
+    return total;
 }

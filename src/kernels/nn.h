@@ -220,6 +220,27 @@ typedef void (*uform__nn_range_fn)(void *context, size_t begin, size_t end);
 void uform__nn_parallel_ranges(const uform__parallel_t *parallel, size_t n, size_t grain, uform__nn_range_fn fn,
                                void *context);
 
+/* AdamW's per-call constants (torch.optim.AdamW 1.13, single-tensor path), shared by every class:
+ * a class supplies only the elementwise range kernel, which reads this struct. */
+typedef struct uform__nn_adamw_t {
+    float *params, *m, *v;
+    const float *grads;
+    float beta1, beta2, eps;
+    float decay_factor;     /* 1 − lr·weight_decay */
+    float step_size;        /* lr / (1 − β1^step) */
+    float correction2_sqrt; /* √(1 − β2^step) */
+} uform__nn_adamw_t;
+void uform__nn_adamw_with(uform__nn_range_fn range, size_t n, float *params, const float *grads, float *m, float *v,
+                          float lr, float beta1, float beta2, float eps, float weight_decay, uint64_t step,
+                          const uform__parallel_t *parallel);
+
+/* The sum of squares' fixed blocking, shared by every class: a class supplies the double-precision
+ * sum of x² over one block [begin, end); blocks are summed in order within a prong and the prongs'
+ * partials in prong order, so the result depends on n and x only. */
+typedef double (*uform__nn_block_sum_fn)(const float *x, size_t begin, size_t end);
+double uform__nn_sum_squares_with(uform__nn_block_sum_fn block_sum, size_t n, const float *x,
+                                  const uform__parallel_t *parallel);
+
 /* The per-class tables (defined in nn_serial.c, nn_haswell.c, nn_skylake.c, nn_genoa.c). */
 extern const uform__nn_kernels_t uform__nn_kernels_serial;
 extern const uform__nn_kernels_t uform__nn_kernels_haswell;

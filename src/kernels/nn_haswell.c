@@ -688,14 +688,8 @@ static void l2norm_backward_f32_haswell(size_t rows, size_t width, const float *
     uform__nn_parallel_ranges(parallel, rows, 16, l2norm_backward_rows_haswell, &context);
 }
 
-typedef struct adamw_context_t {
-    float *params, *m, *v;
-    const float *grads;
-    float beta1, beta2, eps, decay_factor, step_size, correction2_sqrt;
-} adamw_context_t;
-
 UFORM_HASWELL static void adamw_range_haswell(void *opaque, size_t begin, size_t end) {
-    const adamw_context_t *c = opaque;
+    const uform__nn_adamw_t *c = opaque;
     __m256 beta1_f32x8 = _mm256_set1_ps(c->beta1), beta2_f32x8 = _mm256_set1_ps(c->beta2);
     __m256 one_minus_beta1_f32x8 = _mm256_set1_ps(1.0f - c->beta1),
            one_minus_beta2_f32x8 = _mm256_set1_ps(1.0f - c->beta2);
@@ -720,58 +714,26 @@ UFORM_HASWELL static void adamw_range_haswell(void *opaque, size_t begin, size_t
 static void adamw_f32_haswell(size_t n, float *params, const float *grads, float *m, float *v, float lr, float beta1,
                               float beta2, float eps, float weight_decay, uint64_t step,
                               const uform__parallel_t *parallel) {
-    double correction1 = 1.0 - pow((double)beta1, (double)step), correction2 = 1.0 - pow((double)beta2, (double)step);
-    adamw_context_t context = {params,
-                               m,
-                               v,
-                               grads,
-                               beta1,
-                               beta2,
-                               eps,
-                               1.0f - lr * weight_decay,
-                               (float)(lr / correction1),
-                               (float)sqrt(correction2)};
-    uform__nn_parallel_ranges(parallel, n, 4096, adamw_range_haswell, &context);
+    uform__nn_adamw_with(adamw_range_haswell, n, params, grads, m, v, lr, beta1, beta2, eps, weight_decay, step,
+                         parallel);
 }
 
-enum { sum_block = UFORM__NN_SUM_BLOCK, sum_prongs_most = 64 };
-
-typedef struct sum_context_t {
-    const float *x;
-    size_t n, blocks, prongs;
-    double partial[sum_prongs_most];
-} sum_context_t;
-
-UFORM_HASWELL static void sum_squares_prong_haswell(void *opaque, size_t thread, size_t prong) {
-    sum_context_t *c = opaque;
-    size_t first, last;
-    uform__split_range(c->blocks, c->prongs, prong, &first, &last);
-    double total = 0.0;
-    for (size_t b = first; b < last; ++b) {
-        size_t begin = b * sum_block, end = begin + sum_block < c->n ? begin + sum_block : c->n;
-        __m256d low_f64x4 = _mm256_setzero_pd(), high_f64x4 = _mm256_setzero_pd();
-        for (size_t i = begin; i < end; i += 8) {
-            __m256 value_f32x8 = load_f32x8(c->x + i, tail_mask_i32x8(end - i < 8 ? end - i : 8));
-            __m256d low_value_f64x4 = _mm256_cvtps_pd(_mm256_castps256_ps128(value_f32x8));
-            __m256d high_value_f64x4 = _mm256_cvtps_pd(_mm256_extractf128_ps(value_f32x8, 1));
-            low_f64x4 = _mm256_fmadd_pd(low_value_f64x4, low_value_f64x4, low_f64x4);
-            high_f64x4 = _mm256_fmadd_pd(high_value_f64x4, high_value_f64x4, high_f64x4);
-        }
-        __m256d sum_f64x4 = _mm256_add_pd(low_f64x4, high_f64x4);
-        __m128d half_f64x2 = _mm_add_pd(_mm256_castpd256_pd128(sum_f64x4), _mm256_extractf128_pd(sum_f64x4, 1));
-        total += _mm_cvtsd_f64(_mm_add_sd(half_f64x2, _mm_unpackhi_pd(half_f64x2, half_f64x2)));
+UFORM_HASWELL static double block_sum_squares_haswell(const float *x, size_t begin, size_t end) {
+    __m256d low_f64x4 = _mm256_setzero_pd(), high_f64x4 = _mm256_setzero_pd();
+    for (size_t i = begin; i < end; i += 8) {
+        __m256 value_f32x8 = load_f32x8(x + i, tail_mask_i32x8(end - i < 8 ? end - i : 8));
+        __m256d low_value_f64x4 = _mm256_cvtps_pd(_mm256_castps256_ps128(value_f32x8));
+        __m256d high_value_f64x4 = _mm256_cvtps_pd(_mm256_extractf128_ps(value_f32x8, 1));
+        low_f64x4 = _mm256_fmadd_pd(low_value_f64x4, low_value_f64x4, low_f64x4);
+        high_f64x4 = _mm256_fmadd_pd(high_value_f64x4, high_value_f64x4, high_f64x4);
     }
-    c->partial[prong] = total;
+    __m256d sum_f64x4 = _mm256_add_pd(low_f64x4, high_f64x4);
+    __m128d half_f64x2 = _mm_add_pd(_mm256_castpd256_pd128(sum_f64x4), _mm256_extractf128_pd(sum_f64x4, 1));
+    return _mm_cvtsd_f64(_mm_add_sd(half_f64x2, _mm_unpackhi_pd(half_f64x2, half_f64x2)));
 }
 
 static double sum_squares_f32_haswell(size_t n, const float *x, const uform__parallel_t *parallel) {
-    sum_context_t context = {.x = x, .n = n, .blocks = (n + sum_block - 1) / sum_block};
-    if (context.blocks == 0) return 0.0;
-    context.prongs = context.blocks < sum_prongs_most ? context.blocks : sum_prongs_most;
-    uform__parallel_for(parallel, context.prongs, sum_squares_prong_haswell, &context);
-    double total = 0.0;
-    for (size_t p = 0; p < context.prongs; ++p) total += context.partial[p];
-    return total;
+    return uform__nn_sum_squares_with(block_sum_squares_haswell, n, x, parallel);
 }
 
 const uform__nn_kernels_t uform__nn_kernels_haswell = {

@@ -521,14 +521,8 @@ void uform__nn_f32_to_b1_serial(size_t n, const float *x, uint8_t *y) {
  * AdamW and the sum of squares.
  */
 
-typedef struct adamw_context_t {
-    float *params, *m, *v;
-    const float *grads;
-    float lr, beta1, beta2, eps, decay_factor, step_size, correction2_sqrt;
-} adamw_context_t;
-
 static void adamw_range(void *opaque, size_t begin, size_t end) {
-    const adamw_context_t *c = opaque;
+    const uform__nn_adamw_t *c = opaque;
     for (size_t i = begin; i < end; ++i) {
         float g = c->grads[i], p = c->params[i] * c->decay_factor;
         float m = c->m[i] * c->beta1 + (1.0f - c->beta1) * g;
@@ -545,51 +539,17 @@ static void adamw_range(void *opaque, size_t begin, size_t end) {
 void uform__nn_adamw_f32_serial(size_t n, float *params, const float *grads, float *m, float *v, float lr, float beta1,
                                 float beta2, float eps, float weight_decay, uint64_t step,
                                 const uform__parallel_t *parallel) {
-    double correction1 = 1.0 - pow((double)beta1, (double)step), correction2 = 1.0 - pow((double)beta2, (double)step);
-    adamw_context_t context = {params,
-                               m,
-                               v,
-                               grads,
-                               lr,
-                               beta1,
-                               beta2,
-                               eps,
-                               1.0f - lr * weight_decay,
-                               (float)(lr / correction1),
-                               (float)sqrt(correction2)};
-    uform__nn_parallel_ranges(parallel, n, 4096, adamw_range, &context);
+    uform__nn_adamw_with(adamw_range, n, params, grads, m, v, lr, beta1, beta2, eps, weight_decay, step, parallel);
 }
 
-enum { sum_block = UFORM__NN_SUM_BLOCK, sum_prongs_most = 64 };
-
-typedef struct sum_context_t {
-    const float *x;
-    size_t n, blocks, prongs;
-    double partial[sum_prongs_most];
-} sum_context_t;
-
-static void sum_squares_prong(void *opaque, size_t thread, size_t prong) {
-    sum_context_t *c = opaque;
-    size_t first, last;
-    uform__split_range(c->blocks, c->prongs, prong, &first, &last);
-    double total = 0.0;
-    for (size_t b = first; b < last; ++b) {
-        size_t begin = b * sum_block, end = begin + sum_block < c->n ? begin + sum_block : c->n;
-        double sum = 0.0;
-        for (size_t i = begin; i < end; ++i) sum += (double)c->x[i] * c->x[i];
-        total += sum;
-    }
-    c->partial[prong] = total;
+static double block_sum_squares(const float *x, size_t begin, size_t end) {
+    double sum = 0.0;
+    for (size_t i = begin; i < end; ++i) sum += (double)x[i] * x[i];
+    return sum;
 }
 
 double uform__nn_sum_squares_f32_serial(size_t n, const float *x, const uform__parallel_t *parallel) {
-    sum_context_t context = {.x = x, .n = n, .blocks = (n + sum_block - 1) / sum_block};
-    if (context.blocks == 0) return 0.0;
-    context.prongs = context.blocks < sum_prongs_most ? context.blocks : sum_prongs_most;
-    uform__parallel_for(parallel, context.prongs, sum_squares_prong, &context);
-    double total = 0.0;
-    for (size_t p = 0; p < context.prongs; ++p) total += context.partial[p];
-    return total;
+    return uform__nn_sum_squares_with(block_sum_squares, n, x, parallel);
 }
 
 const uform__nn_kernels_t uform__nn_kernels_serial = {
