@@ -3,6 +3,7 @@
  * and the argument checks for shapes that come from outside. Compiled for the baseline CPU.
  */
 #include <math.h>
+#include <string.h>
 
 #include "kernels/nn.h"
 
@@ -150,4 +151,31 @@ double uform__nn_sum_squares_with(uform__nn_block_sum_fn block_sum, size_t n, co
     double total = 0.0;
     for (size_t p = 0; p < context.prongs; ++p) total += context.partial[p];
     return total;
+}
+
+typedef struct softmax_context_t {
+    const uform__nn_attention_ops_t *ops;
+    size_t width, x_stride, y_stride;
+    const float *x;
+    float *y;
+} softmax_context_t;
+
+static void softmax_rows(void *opaque, size_t begin, size_t end) {
+    const softmax_context_t *c = opaque;
+    for (size_t r = begin; r < end; ++r) {
+        float *row = c->y + r * c->y_stride;
+        const float *source = c->x + r * c->x_stride;
+        if (row != source) memmove(row, source, c->width * sizeof(float));
+        float high = c->ops->row_max(row, c->width);
+        float sum = c->ops->exp_shift_sum(row, c->width, high);
+        float scale = 1.0f / sum;
+        for (size_t j = 0; j < c->width; ++j) row[j] *= scale;
+    }
+}
+
+void uform__nn_softmax_with(const uform__nn_attention_ops_t *ops, size_t rows, size_t width, const float *x,
+                            size_t x_stride, float *y, size_t y_stride, const uform__parallel_t *parallel) {
+    if (width == 0) return;
+    softmax_context_t context = {ops, width, x_stride, y_stride, x, y};
+    uform__nn_parallel_ranges(parallel, rows, 16, softmax_rows, &context);
 }

@@ -102,6 +102,12 @@ typedef struct uform__nn_kernels_t {
     /* dx = dy·(Φ(x) + x·φ(x)) over n values; dx may alias dy. */
     void (*gelu_backward)(size_t n, const float *x, const float *dy, float *dx, const uform__parallel_t *parallel);
 
+    /* Softmax of each row (torch.softmax(x, dim=-1)): y[r] = exp(x[r] − max x[r]) / Σ exp(...),
+     * x, y [rows, width]; y may alias x. A row holding NaN, or +inf, gives NaN, as torch does.
+     * (Its backward is the softmax + cross-entropy pair below, or the attention backward.) */
+    void (*softmax_forward)(size_t rows, size_t width, const float *x, size_t x_stride, float *y, size_t y_stride,
+                            const uform__parallel_t *parallel);
+
     /*
      * Softmax + cross-entropy per row of logits [rows, width]: z = scale[r]·logits[r] (scale
      * NULL means 1), probs[r] = softmax(z) [rows, width] (stride width, saved for the backward),
@@ -219,6 +225,12 @@ void uform__nn_attention_backward_with(const uform__nn_attention_ops_t *ops, con
 typedef void (*uform__nn_range_fn)(void *context, size_t begin, size_t end);
 void uform__nn_parallel_ranges(const uform__parallel_t *parallel, size_t n, size_t grain, uform__nn_range_fn fn,
                                void *context);
+
+/* Row softmax through a class's attention primitives (row_max, exp_shift_sum), shared by every class. */
+void uform__nn_softmax_with(const uform__nn_attention_ops_t *ops, size_t rows, size_t width, const float *x,
+                            size_t x_stride, float *y, size_t y_stride, const uform__parallel_t *parallel);
+void uform__nn_softmax_forward_f32_serial(size_t rows, size_t width, const float *x, size_t x_stride, float *y,
+                                          size_t y_stride, const uform__parallel_t *parallel);
 
 /* AdamW's per-call constants (torch.optim.AdamW 1.13, single-tensor path), shared by every class:
  * a class supplies only the elementwise range kernel, which reads this struct. */

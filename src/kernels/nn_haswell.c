@@ -736,6 +736,11 @@ static double sum_squares_f32_haswell(size_t n, const float *x, const uform__par
     return uform__nn_sum_squares_with(block_sum_squares_haswell, n, x, parallel);
 }
 
+static void softmax_forward_f32_haswell(size_t rows, size_t width, const float *x, size_t x_stride, float *y,
+                                   size_t y_stride, const uform__parallel_t *parallel) {
+    uform__nn_softmax_with(&attention_ops_haswell, rows, width, x, x_stride, y, y_stride, parallel);
+}
+
 const uform__nn_kernels_t uform__nn_kernels_haswell = {
     .attention_forward = attention_forward_f32_haswell,
     .attention_backward = attention_backward_f32_haswell,
@@ -743,6 +748,7 @@ const uform__nn_kernels_t uform__nn_kernels_haswell = {
     .layernorm_backward = layernorm_backward_f32_haswell,
     .gelu_forward = gelu_forward_f32_haswell,
     .gelu_backward = gelu_backward_f32_haswell,
+    .softmax_forward = softmax_forward_f32_haswell,
     .softmax_xent_forward = softmax_xent_forward_f32_haswell,
     .softmax_xent_backward = softmax_xent_backward_f32_haswell,
     .l2norm_forward = l2norm_forward_f32_haswell,

@@ -552,6 +552,11 @@ double uform__nn_sum_squares_f32_serial(size_t n, const float *x, const uform__p
     return uform__nn_sum_squares_with(block_sum_squares, n, x, parallel);
 }
 
+void uform__nn_softmax_forward_f32_serial(size_t rows, size_t width, const float *x, size_t x_stride, float *y,
+                                          size_t y_stride, const uform__parallel_t *parallel) {
+    uform__nn_softmax_with(&uform__nn_attention_ops_serial, rows, width, x, x_stride, y, y_stride, parallel);
+}
+
 const uform__nn_kernels_t uform__nn_kernels_serial = {
     .attention_forward = uform__nn_attention_forward_f32_serial,
     .attention_backward = uform__nn_attention_backward_f32_serial,
@@ -559,6 +564,7 @@ const uform__nn_kernels_t uform__nn_kernels_serial = {
     .layernorm_backward = uform__nn_layernorm_backward_f32_serial,
     .gelu_forward = uform__nn_gelu_forward_f32_serial,
     .gelu_backward = uform__nn_gelu_backward_f32_serial,
+    .softmax_forward = uform__nn_softmax_forward_f32_serial,
     .softmax_xent_forward = uform__nn_softmax_xent_forward_f32_serial,
     .softmax_xent_backward = uform__nn_softmax_xent_backward_f32_serial,
     .l2norm_forward = uform__nn_l2norm_forward_f32_serial,

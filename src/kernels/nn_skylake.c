@@ -712,6 +712,11 @@ static double sum_squares_f32_skylake(size_t n, const float *x, const uform__par
 }
 
 /* SKYLAKE and ICELAKE. */
+static void softmax_forward_f32_skylake(size_t rows, size_t width, const float *x, size_t x_stride, float *y,
+                                   size_t y_stride, const uform__parallel_t *parallel) {
+    uform__nn_softmax_with(&attention_ops_skylake, rows, width, x, x_stride, y, y_stride, parallel);
+}
+
 const uform__nn_kernels_t uform__nn_kernels_skylake = {
     .attention_forward = attention_forward_f32_skylake,
     .attention_backward = attention_backward_f32_skylake,
@@ -719,6 +724,7 @@ const uform__nn_kernels_t uform__nn_kernels_skylake = {
     .layernorm_backward = layernorm_backward_f32_skylake,
     .gelu_forward = gelu_forward_f32_skylake,
     .gelu_backward = gelu_backward_f32_skylake,
+    .softmax_forward = softmax_forward_f32_skylake,
     .softmax_xent_forward = softmax_xent_forward_f32_skylake,
     .softmax_xent_backward = softmax_xent_backward_f32_skylake,
     .l2norm_forward = l2norm_forward_f32_skylake,
@@ -745,6 +751,7 @@ const uform__nn_kernels_t uform__nn_kernels_genoa = {
     .layernorm_backward = layernorm_backward_f32_skylake,
     .gelu_forward = gelu_forward_f32_skylake,
     .gelu_backward = gelu_backward_f32_skylake,
+    .softmax_forward = softmax_forward_f32_skylake,
     .softmax_xent_forward = softmax_xent_forward_f32_skylake,
     .softmax_xent_backward = softmax_xent_backward_f32_skylake,
     .l2norm_forward = l2norm_forward_f32_skylake,

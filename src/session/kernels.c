@@ -1,8 +1,8 @@
 /*
  * The kernels a plan binds. `uform__session_kernels_bind` is the one place that chooses them:
  * the engine's per-class GEMM (src/kernels/gemm.h, forward_f32: Y = X·Wᵀ) for matmul, its NN
- * kernels (src/kernels/nn.h) for LayerNorm and GELU, so programs run on the kernels the model
- * uses; softmax has no plain-softmax slot in the NN table, so it runs the session's own loop.
+ * kernels (src/kernels/nn.h) for LayerNorm, GELU and softmax, so programs run on the kernels the
+ * model uses.
  * The portable loops below back every slot when asked (`portable`, for tests and comparisons).
  * The session is single-threaded: every kernel gets a NULL (serial) parallel contract.
  */
@@ -106,6 +106,10 @@ static void gelu_f32_engine(const uform__session_kernels_t *self, size_t n, cons
     ((const uform__nn_kernels_t *)self->nn)->gelu_forward(n, x, y, NULL);
 }
 
+static void softmax_f32_engine(const uform__session_kernels_t *self, size_t rows, size_t n, const float *x, float *y) {
+    ((const uform__nn_kernels_t *)self->nn)->softmax_forward(rows, n, x, n, y, n, NULL);
+}
+
 void uform__session_kernels_bind(uform__session_kernels_t *kernels, uform_cpu_class_t cpu_class, int portable) {
     memset(kernels, 0, sizeof *kernels);
     kernels->cpu_class = cpu_class;
@@ -122,6 +126,7 @@ void uform__session_kernels_bind(uform__session_kernels_t *kernels, uform_cpu_cl
     kernels->matmul_f32 = matmul_f32_engine;
     kernels->layer_norm_f32 = layer_norm_f32_engine;
     kernels->gelu_f32 = gelu_f32_engine;
+    kernels->softmax_f32 = softmax_f32_engine;
     kernels->matmul_name = uform_cpu_class_name(((const uform__gemm_kernels_t *)kernels->gemm)->cpu_class);
     kernels->norm_name = uform_cpu_class_name(cpu_class); /* the NN table of this class (it falls back internally) */
 }
