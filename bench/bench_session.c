@@ -8,7 +8,7 @@
  *   h = layer_norm(x); qkv = h·Wqkvᵀ + bqkv; per head p = softmax(q·kᵀ/√(D/H)); o = p·v;
  *   x1 = x + o·Woᵀ + bo; y = x1 + gelu(layer_norm(x1)·W1ᵀ + b1)·W2ᵀ + b2.
  * Prints the median and fastest wall time and the median thread CPU time of each, the ratios (direct / program: 1.0 means the program runs as fast
- * as hand-written C; the target is >= 0.8), the compile time, and writes bench_session.json.
+ * as hand-written C; the target is >= 0.8), the compile time, and writes bench/results/session.json.
  * Usage: bench_session [T] [D] [H] [repeats] [json path]
  */
 #include <math.h>
@@ -242,7 +242,7 @@ int main(int argc, char **argv) {
     b.D = argc > 2 ? (size_t)atoi(argv[2]) : 384;
     b.H = argc > 3 ? (size_t)atoi(argv[3]) : 6;
     int repeats = argc > 4 ? atoi(argv[4]) : 31;
-    const char *json_path = argc > 5 ? argv[5] : "bench_session.json";
+    const char *json_path = argc > 5 ? argv[5] : "bench/results/session.json";
     b.F = 4 * b.D;
     size_t T = b.T, D = b.D, F = b.F;
     uint64_t state = 42;
