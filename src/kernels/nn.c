@@ -16,12 +16,11 @@ const uform__nn_kernels_t *uform__nn_kernels(uform_cpu_class_t cpu_class) {
         return &uform__nn_kernels_haswell;
     case UFORM_CPU_CLASS_INTEL_SKYLAKE:
     case UFORM_CPU_CLASS_INTEL_ICELAKE:
-        return &uform__nn_kernels_skylake;
-    case UFORM_CPU_CLASS_AMD_GENOA:
+    case UFORM_CPU_CLASS_AMD_GENOA: /* everything here computes in F32: BF16 instructions add nothing */
     case UFORM_CPU_CLASS_INTEL_SAPPHIRE:
     case UFORM_CPU_CLASS_INTEL_GRANITE:
     case UFORM_CPU_CLASS_INTEL_DIAMOND:
-        return &uform__nn_kernels_genoa;
+        return &uform__nn_kernels_skylake;
     default:
         return &uform__nn_kernels_serial;
     }

@@ -7,10 +7,10 @@
  * `uform__nn_kernels(cpu_class)`. Every slot of every table is filled: a class without a
  * specialised kernel points at the best lower class's kernel, down to SERIAL. SERIAL is the
  * portable reference; HASWELL (AVX2, FMA, F16C) and SKYLAKE (AVX-512 F/BW/DQ/VL) specialise the
- * hot loops. ICELAKE and GENOA hold SKYLAKE's kernels (every kernel here computes in F32, so VNNI
- * and the BF16 dot products have nothing to add, and VCVTNEPS2BF16 flushes subnormals);
- * SAPPHIRE, GRANITE and DIAMOND use GENOA's table, SIERRA HASWELL's; every other class (Arm,
- * RISC-V, WebAssembly, MONOVERSIONED, UNKNOWN) gets SERIAL.
+ * hot loops. ICELAKE, GENOA, SAPPHIRE, GRANITE and DIAMOND use SKYLAKE's table (every kernel here
+ * computes in F32, so VNNI and the BF16 dot products have nothing to add, and VCVTNEPS2BF16
+ * flushes subnormals); SIERRA uses HASWELL's; every other class (Arm, RISC-V, WebAssembly,
+ * MONOVERSIONED, UNKNOWN) gets SERIAL.
  *
  * Accuracy: SERIAL accumulates row statistics in double; the SIMD classes accumulate in F32 lanes,
  * use a Cephes-style vector exp (~2 ulp) and Numerical Recipes' erfc (< 1.2e-7 relative) for
@@ -253,11 +253,10 @@ typedef double (*uform__nn_block_sum_fn)(const float *x, size_t begin, size_t en
 double uform__nn_sum_squares_with(uform__nn_block_sum_fn block_sum, size_t n, const float *x,
                                   const uform__parallel_t *parallel);
 
-/* The per-class tables (defined in nn_serial.c, nn_haswell.c, nn_skylake.c, nn_genoa.c). */
+/* The per-class tables (defined in nn_serial.c, nn_haswell.c, nn_skylake.c). */
 extern const uform__nn_kernels_t uform__nn_kernels_serial;
 extern const uform__nn_kernels_t uform__nn_kernels_haswell;
 extern const uform__nn_kernels_t uform__nn_kernels_skylake;
-extern const uform__nn_kernels_t uform__nn_kernels_genoa;
 extern const uform__nn_attention_ops_t uform__nn_attention_ops_serial;
 
 /* The SERIAL kernels by name, so the other classes' tables can reuse the ones they do not specialise. */

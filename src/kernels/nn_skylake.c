@@ -742,30 +742,3 @@ const uform__nn_kernels_t uform__nn_kernels_skylake = {
     .adamw = adamw_f32_skylake,
     .sum_squares = sum_squares_f32_skylake,
 };
-
-/* GENOA (and SAPPHIRE, GRANITE, DIAMOND): the same kernels, as the header comment explains. */
-const uform__nn_kernels_t uform__nn_kernels_genoa = {
-    .attention_forward = attention_forward_f32_skylake,
-    .attention_backward = attention_backward_f32_skylake,
-    .layernorm_forward = layernorm_forward_f32_skylake,
-    .layernorm_backward = layernorm_backward_f32_skylake,
-    .gelu_forward = gelu_forward_f32_skylake,
-    .gelu_backward = gelu_backward_f32_skylake,
-    .softmax_forward = softmax_forward_f32_skylake,
-    .softmax_xent_forward = softmax_xent_forward_f32_skylake,
-    .softmax_xent_backward = softmax_xent_backward_f32_skylake,
-    .l2norm_forward = l2norm_forward_f32_skylake,
-    .l2norm_backward = l2norm_backward_f32_skylake,
-    .mean_pool_forward = uform__nn_mean_pool_forward_f32_serial,
-    .mean_pool_backward = uform__nn_mean_pool_backward_f32_serial,
-    .embedding_forward = uform__nn_embedding_forward_f32_serial,
-    .embedding_backward = uform__nn_embedding_backward_f32_serial,
-    .f32_to_bf16 = f32_to_bf16_skylake,
-    .bf16_to_f32 = bf16_to_f32_skylake,
-    .f32_to_f16 = f32_to_f16_skylake,
-    .f16_to_f32 = f16_to_f32_skylake,
-    .f32_to_i8 = uform__nn_f32_to_i8_serial,
-    .f32_to_b1 = uform__nn_f32_to_b1_serial,
-    .adamw = adamw_f32_skylake,
-    .sum_squares = sum_squares_f32_skylake,
-};
