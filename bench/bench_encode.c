@@ -4,7 +4,8 @@
  * same run, reported as ratios; plus the fraction of the measured BF16 GEMM peak the encode
  * reaches (MFU), the load time and the peak RSS. Prints a table and writes JSON.
  *
- *   bench_encode [--checkpoint small.safetensors] [--json bench/results/encode.json] [--quick]
+ *   bench_encode [--checkpoint small.safetensors] [--json bench/results/encode.json] [--quick] [--no-torch]
+ *                [--only text|image|audio|video]
  *
  * Inputs: texts of 64 and 256 bytes; 224×224 RGB8 pixels (the resize then keeps the size); 10 s of
  * 16 kHz samples (no resampling; the log-mel is included); 8 decoded frames per video item. The
@@ -147,11 +148,13 @@ static double torch_rate(const char *checkpoint, const case_t *c, int bf16) {
 int main(int argc, char **argv) {
     const char *checkpoint = "build/bench/small.safetensors", *json_path = "bench/results/encode.json";
     int quick = 0, with_torch = 1;
+    const char *only = NULL;
     for (int i = 1; i < argc; ++i) {
         if (strcmp(argv[i], "--checkpoint") == 0 && i + 1 < argc) checkpoint = argv[++i];
         else if (strcmp(argv[i], "--json") == 0 && i + 1 < argc) json_path = argv[++i];
         else if (strcmp(argv[i], "--quick") == 0) quick = 1;
         else if (strcmp(argv[i], "--no-torch") == 0) with_torch = 0;
+        else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc) only = argv[++i];
     }
     if (access(checkpoint, R_OK) != 0) {
         uform__model_config_t config;
@@ -185,6 +188,7 @@ int main(int argc, char **argv) {
     double load_seconds = 0;
     for (size_t i = 0; i < count; ++i) {
         const case_t *c = &cases[i];
+        if (only && strcmp(only, c->modality) != 0) continue;
         uform_executor_t executor = executors[c->threads];
         uform_ram_options_t options = {0};
         options.compute = UFORM_COMPUTE_BF16; /* the engine's fast mode; F32 compute is the parity mode */

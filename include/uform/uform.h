@@ -328,6 +328,8 @@ typedef enum uform_compute_t {
     UFORM_COMPUTE_F32 = 0, /* F32 activations (the default) */
     UFORM_COMPUTE_BF16 = 1 /* activations rounded to BF16 (nearest even) before each matrix product */
 } uform_compute_t;
+/* Under BF16 compute, text_choose's byte head still runs in F32 (one row per text; its logits are
+ * exponentiated, which magnifies rounding). */
 
 /*
  * Where a host executor places its threads and memory, and which kernels it dispatches.

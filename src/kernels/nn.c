@@ -76,6 +76,12 @@ uform_status_t uform__nn_check_attention(const uform__attention_shape_t *shape, 
         return uform__fail(outcome, UFORM_INVALID_ARGUMENT, __func__,
                            "attention offsets[%zu] is %zu but the batch has %zu tokens", shape->count,
                            shape->offsets[shape->count], shape->tokens);
+    if (shape->queries)
+        for (size_t i = 0; i < shape->count; ++i)
+            if (shape->queries[i] < shape->offsets[i] || shape->queries[i] >= shape->offsets[i + 1])
+                return uform__fail(outcome, UFORM_INVALID_ARGUMENT, __func__,
+                                   "attention queries[%zu] is token %zu, outside item %zu's tokens %zu..%zu", i,
+                                   shape->queries[i], i, shape->offsets[i], shape->offsets[i + 1]);
     return UFORM_OK;
 }
 

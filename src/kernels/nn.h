@@ -49,6 +49,12 @@
  * Packed variable-length attention geometry. Item i owns tokens offsets[i] .. offsets[i+1] of
  * the packed batch and attends only within itself (bidirectional, no mask, no padding).
  * d = heads · head_width; the score scale is 1/sqrt(head_width).
+ *
+ * `queries` (forward only) asks for one query row per item instead of all of them: item i's
+ * token queries[i] (an absolute index inside the item) attends to all of item i's keys, and
+ * the forward writes out [count, d] (row i for item i) and lse [H, count]. An encoder's last
+ * block needs no more when only the [CLS] (or [NEXT]) state is kept (llama.cpp prunes its last
+ * layer's rows the same way). Every item must then be non-empty. The backward needs NULL.
  */
 typedef struct uform__attention_shape_t {
     size_t tokens;         /* T = offsets[count] */
@@ -56,6 +62,7 @@ typedef struct uform__attention_shape_t {
     size_t head_width;     /* dh, 1 ..= UFORM__NN_ATTENTION_MAX_HEAD_WIDTH */
     const size_t *offsets; /* [count + 1], offsets[0] = 0, non-decreasing */
     size_t count;          /* items */
+    const size_t *queries; /* NULL (every row queries), or [count] absolute token indices */
 } uform__attention_shape_t;
 
 typedef struct uform__nn_kernels_t {

@@ -38,6 +38,7 @@ typedef struct unit_cursor_t {
 
 static size_t blocks_of(const uform__attention_shape_t *shape, size_t item) {
     size_t length = shape->offsets[item + 1] - shape->offsets[item];
+    if (shape->queries) return length ? 1 : 0; /* one query row: one unit per head */
     return (length + block - 1) / block;
 }
 
@@ -84,7 +85,8 @@ typedef struct attention_context_t {
     size_t units, prongs;
 } attention_context_t;
 
-/* One forward unit: query rows q0 .. q0+rows of `item`, head `head`. */
+/* One forward unit: query rows q0 .. q0+rows of `item`, head `head` (with shape->queries, the
+ * item's one query row), written to output rows o0 .. o0+rows. */
 static void forward_unit(const attention_context_t *context, unit_cursor_t cursor) {
     const uform__attention_shape_t *shape = context->shape;
     const uform__nn_attention_ops_t *ops = context->ops;
@@ -92,6 +94,8 @@ static void forward_unit(const attention_context_t *context, unit_cursor_t curso
     size_t begin = shape->offsets[cursor.item], length = shape->offsets[cursor.item + 1] - begin;
     size_t q0 = begin + cursor.block * block;
     size_t rows = length - cursor.block * block < block ? length - cursor.block * block : block;
+    size_t o0 = q0, out_rows = shape->tokens; /* output row of q0; rows of out and lse */
+    if (shape->queries) q0 = shape->queries[cursor.item], rows = 1, o0 = cursor.item, out_rows = shape->count;
     float scale = 1.0f / sqrtf((float)dh);
 
     const float *q = context->qkv + q0 * qkv_stride + cursor.head * dh;            /* [rows, dh] */
@@ -129,12 +133,11 @@ static void forward_unit(const attention_context_t *context, unit_cursor_t curso
         ops->accumulate(accumulator, dh, scores, block, v + k0 * qkv_stride, qkv_stride, rows, cols, dh);
     }
 
-    size_t tokens = shape->tokens;
     for (size_t r = 0; r < rows; ++r) {
         float inverse = 1.0f / running_sum[r];
-        float *o = context->out_mutable + (q0 + r) * d + cursor.head * dh;
+        float *o = context->out_mutable + (o0 + r) * d + cursor.head * dh;
         for (size_t e = 0; e < dh; ++e) o[e] = accumulator[r * dh + e] * inverse;
-        context->lse_mutable[cursor.head * tokens + q0 + r] = running_max[r] + logf(running_sum[r]);
+        context->lse_mutable[cursor.head * out_rows + o0 + r] = running_max[r] + logf(running_sum[r]);
     }
 }
 
@@ -160,8 +163,9 @@ static void fill_nan(float *x, size_t n) {
 void uform__nn_attention_forward_with(const uform__nn_attention_ops_t *ops, const uform__attention_shape_t *shape,
                                       const float *qkv, float *out, float *lse, const uform__parallel_t *parallel) {
     if (head_width_unsupported(shape)) {
-        fill_nan(out, shape->tokens * shape->heads * shape->head_width);
-        fill_nan(lse, shape->heads * shape->tokens);
+        size_t rows = shape->queries ? shape->count : shape->tokens;
+        fill_nan(out, rows * shape->heads * shape->head_width);
+        fill_nan(lse, shape->heads * rows);
         return;
     }
     attention_context_t context = {.ops = ops, .shape = shape, .qkv = qkv, .out_mutable = out, .lse_mutable = lse};
@@ -295,7 +299,7 @@ static void backward_key_prong(void *opaque, size_t thread, size_t prong) {
 void uform__nn_attention_backward_with(const uform__nn_attention_ops_t *ops, const uform__attention_shape_t *shape,
                                        const float *qkv, const float *out, const float *lse, const float *dout,
                                        float *deltas, float *dqkv, const uform__parallel_t *parallel) {
-    if (head_width_unsupported(shape)) {
+    if (head_width_unsupported(shape) || shape->queries) { /* queries: forward only */
         fill_nan(dqkv, shape->tokens * 3 * shape->heads * shape->head_width);
         return;
     }

@@ -214,6 +214,11 @@ uform_status_t uform__encode_run(const uform__encode_job_t *job, uform__call_con
     compute.gemm_scratch = uform__arena_alloc(arena, compute.gemm_scratch_bytes, 64);
     if (!compute.gemm_scratch) compute.gemm_scratch_bytes = 0; /* the products then allocate their own */
     size_t *chunk_offsets = uform__arena_alloc(arena, (chunk_items + 1) * sizeof(size_t), 64);
+    /* The rows the heads read when that is one per item (see uform__trunk_forward): [NEXT] for
+     * text_choose, [CLS] when embeddings are the only output. */
+    int prune = choose || outputs == UFORM_OUTPUTS_EMBEDDINGS;
+    size_t *keep = prune ? uform__arena_alloc(arena, (chunk_items + 1) * sizeof(size_t), 64) : NULL;
+    if (prune && !keep) chunk_offsets = NULL;
     if (!chunk_offsets) return uform__fail(context->outcome, UFORM_OUT_OF_MEMORY, context->function, "cannot allocate chunk offsets");
     float *x = memory;
     float *cursor = memory + floats_aligned(chunk_tokens * d);
@@ -238,6 +243,8 @@ uform_status_t uform__encode_run(const uform__encode_job_t *job, uform__call_con
         size_t items = last - first;
         for (size_t i = 0; i <= items; ++i) chunk_offsets[i] = offsets[first + i] - offsets[first];
         size_t tokens = chunk_offsets[items];
+        if (prune)
+            for (size_t i = 0; i < items; ++i) keep[i] = choose ? chunk_offsets[i + 1] - 1 : chunk_offsets[i];
         /* The projected patches share the heads' states buffer: both are [tokens, d] and never live at once. */
         status = uform__stems_forward(job, &compute, first, items, chunk_offsets, x, patches, heads.states, context,
                                       &stats.decode_seconds);
@@ -247,7 +254,7 @@ uform_status_t uform__encode_run(const uform__encode_job_t *job, uform__call_con
                                  "cancelled by the progress handler after the stems of items %zu..%zu", first, last - 1);
             break;
         }
-        status = uform__trunk_forward(model, &compute, x, tokens, chunk_offsets, items, &trunk, context, &done);
+        status = uform__trunk_forward(model, &compute, x, tokens, chunk_offsets, items, keep, &trunk, context, &done);
         if (status != UFORM_OK) break;
         status = choose ? uform__choose_forward(job, &compute, x, first, items, chunk_offsets, &heads, context)
                         : uform__heads_forward(job, &compute, x, first, items, chunk_offsets, offsets[first], &heads,

@@ -72,9 +72,29 @@ uform_status_t uform__linear_forward(uform__compute_t *compute, const uform__lin
     return compute->gemm->forward_f32(&args, compute->parallel, outcome);
 }
 
+/* The second half of a block over `rows` rows x [rows, d] (any rows: all tokens, or the kept ones):
+ * x += attn.out(att); x += mlp.down(gelu(mlp.up(norm2(x)))). `a` [rows, d] and `hidden`
+ * [rows, mlp] are scratch. */
+static uform_status_t block_tail(uform__compute_t *compute, const uform__block_t *block, size_t d, size_t mlp,
+                                 size_t rows, const float *att, float *x, float *a, float *hidden, float *mean,
+                                 float *rstd, float eps, int bf16, uform_outcome_t *outcome) {
+    /* x += attn.out(...): the residual is accumulated by the product itself. */
+    uform_status_t status =
+        uform__linear_forward(compute, &block->out, rows, att, d, x, d, d, UFORM__LINEAR_ACCUMULATE, outcome);
+    if (status != UFORM_OK) return status;
+    compute->nn->layernorm_forward(rows, d, x, d, block->norm2.weight, block->norm2.bias, eps, a, d, mean, rstd,
+                                   compute->parallel);
+    if (bf16) round_to_bf16(a, rows * d);
+    status = uform__linear_forward(compute, &block->up, rows, a, d, hidden, mlp, mlp, UFORM__LINEAR_GELU, outcome);
+    if (status != UFORM_OK) return status;
+    if (bf16) round_to_bf16(hidden, rows * mlp);
+    return uform__linear_forward(compute, &block->down, rows, hidden, mlp, x, d, d, UFORM__LINEAR_ACCUMULATE, outcome);
+}
+
 uform_status_t uform__trunk_forward(const uform_model_t model, uform__compute_t *compute, float *x, size_t tokens,
-                                    const size_t *offsets, size_t items, const uform__trunk_scratch_t *scratch,
-                                    uform__call_context_t *context, size_t *done) {
+                                    const size_t *offsets, size_t items, const size_t *keep,
+                                    const uform__trunk_scratch_t *scratch, uform__call_context_t *context,
+                                    size_t *done) {
     const uform__model_config_t *config = &model->config;
     const uform__nn_kernels_t *nn = compute->nn;
     const uform__parallel_t *parallel = compute->parallel;
@@ -87,37 +107,38 @@ uform_status_t uform__trunk_forward(const uform_model_t model, uform__compute_t 
     int native_bf16 = kernels_class == UFORM_CPU_CLASS_AMD_GENOA || kernels_class == UFORM_CPU_CLASS_INTEL_SAPPHIRE ||
                       kernels_class == UFORM_CPU_CLASS_INTEL_GRANITE || kernels_class == UFORM_CPU_CLASS_INTEL_DIAMOND;
     int bf16 = compute->compute == UFORM_COMPUTE_BF16 && !native_bf16;
-    uform__attention_shape_t shape = {tokens, config->heads, d / config->heads, offsets, items};
+    uform__attention_shape_t shape = {tokens, config->heads, d / config->heads, offsets, items, NULL};
     for (size_t i = 0; i < config->depth; ++i) {
         const uform__block_t *block = &model->blocks[i];
-        uform_status_t status;
+        /* The last block computes only the kept rows past its K and V (see encode.h). */
+        int pruned = keep && i + 1 == config->depth;
         /* h = x + attn.out(attention(norm1(x))) */
         nn->layernorm_forward(tokens, d, x, d, block->norm1.weight, block->norm1.bias, eps, scratch->a, d,
                               scratch->mean, scratch->rstd, parallel);
         if (bf16) round_to_bf16(scratch->a, tokens * d);
-        status = uform__linear_forward(compute, &block->qkv, tokens, scratch->a, d, scratch->qkv, 3 * d, 3 * d, 0,
-                                       context->outcome);
+        uform_status_t status = uform__linear_forward(compute, &block->qkv, tokens, scratch->a, d, scratch->qkv, 3 * d,
+                                                      3 * d, 0, context->outcome);
         if (status != UFORM_OK) return status;
+        shape.queries = pruned ? keep : NULL;
         nn->attention_forward(&shape, scratch->qkv, scratch->att, scratch->lse, parallel);
         for (size_t item = 0; item < items; ++item) {
             double length = (double)(offsets[item + 1] - offsets[item]);
-            compute->flops += 4.0 * length * length * (double)d;
+            compute->flops += 4.0 * (pruned ? 1.0 : length) * length * (double)d;
         }
-        if (bf16) round_to_bf16(scratch->att, tokens * d);
-        /* x += attn.out(...): the residual is accumulated by the product itself. */
-        status = uform__linear_forward(compute, &block->out, tokens, scratch->att, d, x, d, d, UFORM__LINEAR_ACCUMULATE,
-                                       context->outcome);
-        if (status != UFORM_OK) return status;
-        /* y = h + mlp.down(gelu(mlp.up(norm2(h)))) */
-        nn->layernorm_forward(tokens, d, x, d, block->norm2.weight, block->norm2.bias, eps, scratch->a, d,
-                              scratch->mean, scratch->rstd, parallel);
-        if (bf16) round_to_bf16(scratch->a, tokens * d);
-        status = uform__linear_forward(compute, &block->up, tokens, scratch->a, d, scratch->hidden, mlp, mlp,
-                                       UFORM__LINEAR_GELU, context->outcome);
-        if (status != UFORM_OK) return status;
-        if (bf16) round_to_bf16(scratch->hidden, tokens * mlp);
-        status = uform__linear_forward(compute, &block->down, tokens, scratch->hidden, mlp, x, d, d,
-                                       UFORM__LINEAR_ACCUMULATE, context->outcome);
+        size_t rows = pruned ? items : tokens;
+        if (bf16) round_to_bf16(scratch->att, rows * d);
+        if (!pruned) {
+            status = block_tail(compute, block, d, mlp, tokens, scratch->att, x, scratch->a, scratch->hidden,
+                                scratch->mean, scratch->rstd, eps, bf16, context->outcome);
+        } else {
+            /* The kept rows, gathered [items, d] into `a` (free once qkv is made), go through the
+             * rest of the block and back to their places in x. */
+            float *kept = scratch->a;
+            for (size_t item = 0; item < items; ++item) memcpy(kept + item * d, x + keep[item] * d, d * sizeof(float));
+            status = block_tail(compute, block, d, mlp, items, scratch->att, kept, scratch->qkv, scratch->hidden,
+                                scratch->mean, scratch->rstd, eps, bf16, context->outcome);
+            for (size_t item = 0; item < items; ++item) memcpy(x + keep[item] * d, kept + item * d, d * sizeof(float));
+        }
         if (status != UFORM_OK) return status;
         *done += 1;
         if (uform__progress_advance(&context->progress, *done) == UFORM_CANCEL)

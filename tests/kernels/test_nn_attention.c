@@ -234,6 +234,56 @@ static void check_nan_propagates(void) {
     buffers_free(&b);
 }
 
+/* One query row per item (the pruned last block of an encoder): row i of out and column i of lse
+ * must equal the full attention's rows queries[i], on every class, with 1 and 2 threads. */
+static void check_queries(uint64_t seed) {
+    const case_t c = {6, 64, 5, {1, 197, 64, 65, 130}};
+    uint64_t state = seed;
+    buffers_t b;
+    buffers_init(&b, &c, &state);
+    size_t T = b.T, d = b.d, H = c.heads, count = c.count;
+    double *qkv = malloc(T * 3 * d * sizeof(double)), *out = malloc(T * d * sizeof(double));
+    double *lse = malloc(H * T * sizeof(double));
+    for (size_t i = 0; i < T * 3 * d; ++i) qkv[i] = b.qkv[i];
+    reference_forward(&b.shape, qkv, out, lse);
+    /* First, last, middle and block-boundary rows. */
+    size_t queries[5];
+    for (size_t i = 0; i < count; ++i) queries[i] = b.offsets[i] + (i * 37) % c.lengths[i];
+    queries[2] = b.offsets[3] - 1;
+    double *expected_out = malloc(count * d * sizeof(double)), *expected_lse = malloc(H * count * sizeof(double));
+    for (size_t i = 0; i < count; ++i) {
+        for (size_t e = 0; e < d; ++e) expected_out[i * d + e] = out[queries[i] * d + e];
+        for (size_t h = 0; h < H; ++h) expected_lse[h * count + i] = lse[h * T + queries[i]];
+    }
+    uform__attention_shape_t shape = b.shape;
+    shape.queries = queries;
+    CHECK_STATUS(uform__nn_check_attention(&shape, NULL), UFORM_OK);
+    const uform_cpu_class_t classes[] = {UFORM_CPU_CLASS_SERIAL, UFORM_CPU_CLASS_INTEL_HASWELL,
+                                         UFORM_CPU_CLASS_INTEL_SKYLAKE, UFORM_CPU_CLASS_AMD_GENOA};
+    float *row_out = malloc(count * d * sizeof(float)), *row_lse = malloc(H * count * sizeof(float));
+    for (size_t k = 0; k < sizeof classes / sizeof classes[0]; ++k) {
+        if (!uform_cpu_class_supported(classes[k])) continue;
+        for (size_t threads = 1; threads <= 2; ++threads) {
+            test_pool_t pool;
+            uform__parallel_t parallel;
+            test_parallel_init(&parallel, &pool, threads);
+            memset(row_out, 0xFF, count * d * sizeof(float));
+            uform__nn_kernels(classes[k])->attention_forward(&shape, b.qkv, row_out, row_lse, threads > 1 ? &parallel : NULL);
+            char label[96];
+            snprintf(label, sizeof label, "%s one query per item, %zu threads", uform_cpu_class_name(classes[k]), threads);
+            test_compare_f32(label, row_out, expected_out, count * d, 2e-6, 2e-5);
+            test_compare_f32(label, row_lse, expected_lse, H * count, 2e-6, 2e-6);
+        }
+    }
+    queries[1] = b.offsets[2]; /* item 2's first token, outside item 1 */
+    uform_outcome_t outcome;
+    memset(&outcome, 0, sizeof outcome);
+    CHECK_STATUS(uform__nn_check_attention(&shape, &outcome), UFORM_INVALID_ARGUMENT);
+    CHECK_CONTAINS(outcome.message, "queries[1]");
+    free(row_out), free(row_lse), free(expected_out), free(expected_lse), free(qkv), free(out), free(lse);
+    buffers_free(&b);
+}
+
 static void check_validation(void) {
     size_t offsets[] = {0, 4, 3};
     uform__attention_shape_t shape = {3, 2, 8, offsets, 2};
@@ -274,6 +324,7 @@ int main(int argc, char **argv) {
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) check_against_reference(&cases[i], seed + i);
     check_finite_differences(seed);
     check_nan_propagates();
+    check_queries(seed);
     check_validation();
     return check_finish();
 }

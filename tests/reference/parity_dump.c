@@ -433,6 +433,9 @@ int main(int argc, char **argv) {
         text_case(model, arena, name, compute, all, UFORM_SCALAR_F32, 0, d->text_bytes);
         snprintf(name, sizeof name, "image_%s", compute);
         pixels_case(model, arena, name, compute, d->image_size);
+        /* Embeddings alone take the pruned last block (only the [CLS] rows past its K and V). */
+        snprintf(name, sizeof name, "text_embeddings_%s", compute);
+        text_case(model, arena, name, compute, UFORM_OUTPUTS_EMBEDDINGS, UFORM_SCALAR_F32, 0, d->text_bytes);
         if (bf16) {
             samples_case(model, arena, "audio_bf16", compute, 22050, d->audio_seconds, d->audio_mels);
             frames_case(model, arena, "video_bf16", compute, d->video_frames, d->video_size);
