@@ -5,7 +5,7 @@
  * reaches (MFU), the load time and the peak RSS. Prints a table and writes JSON.
  *
  *   bench_encode [--checkpoint small.safetensors] [--json bench/results/encode.json] [--quick] [--no-torch]
- *                [--only text|image|audio|video]
+ *                [--only text|text64|text256|image|audio|video]
  *
  * Inputs: texts of 64 and 256 bytes; 224×224 RGB8 pixels (the resize then keeps the size); 10 s of
  * 16 kHz samples (no resampling; the log-mel is included); 8 decoded frames per video item. The
@@ -188,7 +188,9 @@ int main(int argc, char **argv) {
     double load_seconds = 0;
     for (size_t i = 0; i < count; ++i) {
         const case_t *c = &cases[i];
-        if (only && strcmp(only, c->modality) != 0) continue;
+        char label[32];
+        snprintf(label, sizeof label, "%s%zu", c->modality, c->text_bytes);
+        if (only && strcmp(only, c->modality) != 0 && strcmp(only, label) != 0) continue;
         uform_executor_t executor = executors[c->threads];
         uform_ram_options_t options = {0};
         options.compute = UFORM_COMPUTE_BF16; /* the engine's fast mode; F32 compute is the parity mode */

@@ -230,6 +230,17 @@ static void test_text(uform_model_t model) {
         CHECK_NEAR(max_difference(&alone.encoded.embeddings, 0, &reference.encoded.embeddings, i, 1), 0, 1e-6, 0);
     }
 
+    /* Embeddings alone take the pruned last block ([CLS] rows only past its K and V): the same
+     * embeddings as the full trunk's, for the whole batch. */
+    uform_text_encode_t pruned = {0};
+    pruned.model = model, pruned.texts = tape, pruned.arena = second, pruned.outputs = UFORM_OUTPUTS_EMBEDDINGS;
+    uform_encode_stats_t pruned_stats = {0};
+    pruned.config.stats = &pruned_stats;
+    CHECK_STATUS(uform_text_encode(&pruned), UFORM_OK);
+    CHECK_NEAR(max_difference(&pruned.encoded.embeddings, 0, &reference.encoded.embeddings, 0, sample_count), 0, 1e-6, 0);
+    CHECK_MSG(pruned_stats.flops < stats.flops, "pruned flops %g not below the full trunk's %g", pruned_stats.flops,
+              stats.flops);
+
     /* Matryoshka: the prefix renormalised. Scalars: the F32 values converted as uform.h defines. */
     size_t dimensions = 16;
     uform_text_encode_t prefix = {0};
