@@ -10,7 +10,11 @@
  * "bf16 packed"; packing scratch is passed in (allocated once, as an arena would). Ratios: F32 against OpenBLAS, BF16 against oneDNN blocked.
  *
  * Usage: bench_gemm [--json PATH] [--threads 1,2] [--classes serial,haswell,skylake,icelake,genoa]
- *                   [--rounds R] [--quick]
+ *                   [--rounds R] [--quick] [--shape M,K,N] [--epilogue bias|gelu|gelu-fast]
+ * --shape replaces the shape list with one shape. --epilogue measures the cost of the bias (and GELU,
+ * exact or fast) folded into our products: each class then runs its packed variants twice, without
+ * and with the epilogue ("+bias", "+gelu", "+gelu-fast"), with F32 activations as the model passes
+ * them (GENOA's BF16 slot rounds them while packing); OpenBLAS and oneDNN run the bare product.
  * The JSON path defaults to bench/results/gemm.json (relative to the working directory).
  *
  * This machine is shared (2 cores, other builds running). With 1 thread every engine is timed by
@@ -261,15 +265,26 @@ typedef struct candidate_t {
 
 enum { MAX_CANDIDATES = 32 };
 
+/* --epilogue: 0 none, 1 bias, 2 bias + exact GELU, 3 bias + fast GELU. */
+static const char *const epilogue_names[4] = {"", "+bias", "+gelu", "+gelu-fast"};
+
 static int parse_arguments(int argc, char **argv, const char **json_path, char *threads_list, size_t threads_capacity,
-                           char *classes_list, size_t classes_capacity, int *rounds, int *quick) {
+                           char *classes_list, size_t classes_capacity, int *rounds, int *quick, bench_shape_t *shape,
+                           int *epilogue) {
     for (int i = 1; i < argc; ++i) {
         if (!strcmp(argv[i], "--json") && i + 1 < argc) *json_path = argv[++i];
         else if (!strcmp(argv[i], "--threads") && i + 1 < argc) snprintf(threads_list, threads_capacity, "%s", argv[++i]);
         else if (!strcmp(argv[i], "--classes") && i + 1 < argc) snprintf(classes_list, classes_capacity, "%s", argv[++i]);
         else if (!strcmp(argv[i], "--rounds") && i + 1 < argc) *rounds = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--quick")) *quick = 1;
-        else return -1;
+        else if (!strcmp(argv[i], "--shape") && i + 1 < argc) {
+            if (sscanf(argv[++i], "%zu,%zu,%zu", &shape->m, &shape->k, &shape->n) != 3 || !shape->m || !shape->k || !shape->n)
+                return -1;
+        } else if (!strcmp(argv[i], "--epilogue") && i + 1 < argc) {
+            ++i;
+            *epilogue = !strcmp(argv[i], "bias") ? 1 : !strcmp(argv[i], "gelu") ? 2 : !strcmp(argv[i], "gelu-fast") ? 3 : -1;
+            if (*epilogue < 0) return -1;
+        } else return -1;
     }
     if (*rounds < 1) *rounds = 1;
     return 0;
@@ -285,10 +300,13 @@ int main(int argc, char **argv) {
     }
     const char *json_path = "bench/results/gemm.json";
     char threads_list[64] = "1,2", classes_list[256] = "serial,haswell,skylake,icelake,genoa";
-    int rounds = 5, quick = 0;
+    int rounds = 5, quick = 0, epilogue = 0;
+    bench_shape_t one_shape = {0, 0, 0};
     if (parse_arguments(argc, argv, &json_path, threads_list, sizeof threads_list, classes_list, sizeof classes_list,
-                        &rounds, &quick) != 0) {
-        fprintf(stderr, "usage: %s [--json PATH] [--threads 1,2] [--classes serial,...,genoa] [--rounds R] [--quick]\n",
+                        &rounds, &quick, &one_shape, &epilogue) != 0) {
+        fprintf(stderr,
+                "usage: %s [--json PATH] [--threads 1,2] [--classes serial,...,genoa] [--rounds R] [--quick]\n"
+                "          [--shape M,K,N] [--epilogue bias|gelu|gelu-fast]\n",
                 argv[0]);
         return 2;
     }
@@ -310,7 +328,8 @@ int main(int argc, char **argv) {
             "  \"results\": [",
             uform_cpu_class_name(uform_cpu_class_detect()), rounds);
     int first_record = 1;
-    size_t shape_count = quick ? 2 : sizeof bench_shapes / sizeof bench_shapes[0];
+    size_t shape_count = one_shape.m ? 1 : quick ? 2 : sizeof bench_shapes / sizeof bench_shapes[0];
+    const bench_shape_t *shapes = one_shape.m ? &one_shape : bench_shapes;
     for (const char *threads_text = threads_list; *threads_text;) {
         size_t threads = strtoul(threads_text, NULL, 10);
         const char *comma = strchr(threads_text, ',');
@@ -347,11 +366,12 @@ int main(int argc, char **argv) {
         first_record = 0;
 
         for (size_t s = 0; s < shape_count; ++s) {
-            size_t m = bench_shapes[s].m, k = bench_shapes[s].k, n = bench_shapes[s].n;
+            size_t m = shapes[s].m, k = shapes[s].k, n = shapes[s].n;
             double flops = 2.0 * (double)m * (double)n * (double)k;
             float *x = aligned_alloc(64, m * k * sizeof(float)), *w = aligned_alloc(64, n * k * sizeof(float));
             uform__bf16_t *x16 = aligned_alloc(64, m * k * 2), *w16 = aligned_alloc(64, n * k * 2);
             float *y = aligned_alloc(64, m * n * sizeof(float)), *y_reference = aligned_alloc(64, m * n * sizeof(float));
+            float *bias = aligned_alloc(64, (n + 15) / 16 * 64);
             uint64_t state = 12345 + s;
             for (size_t i = 0; i < m * k; ++i) {
                 state = state * 6364136223846793005ull + 1442695040888963407ull;
@@ -363,6 +383,7 @@ int main(int argc, char **argv) {
                 w[i] = (float)((double)(state >> 40) / 16777216.0 - 0.5);
                 w16[i] = uform__gemm_bf16_from_f32(w[i]);
             }
+            for (size_t i = 0; i < n; ++i) bias[i] = (float)((double)(i % 17) / 17.0 - 0.5);
 
             candidate_t candidates[MAX_CANDIDATES];
             size_t count = 0;
@@ -377,15 +398,24 @@ int main(int argc, char **argv) {
                 const uform__gemm_kernels_t *table = uform__gemm_kernels(bench_classes[c].cpu_class);
                 int serial = bench_classes[c].cpu_class == UFORM_CPU_CLASS_SERIAL;
                 for (int variant = 0; variant < 4; ++variant) {
-                    int bf16 = variant >= 2, packed = variant & 1;
+                    int bf16 = variant >= 2, packed = variant & 1, with_epilogue = 0;
+                    if (epilogue) { /* packed only, each without and with the epilogue */
+                        if (serial) continue;
+                        with_epilogue = packed, packed = 1;
+                    }
                     if (serial && packed) continue; /* SERIAL is slow: its plain variants only */
                     ours_state_t *o = &ours[count];
                     *o = (ours_state_t){.table = table, .parallel = parallel, .bf16 = bf16};
-                    o->args = (uform__gemm_forward_t){.m = m, .n = n, .k = k, .x = bf16 ? (void *)x16 : (void *)x, .ldx = k,
-                                                      .x_dtype = bf16 ? UFORM__GEMM_BF16 : UFORM__GEMM_F32,
+                    int x_bf16 = bf16 && !epilogue; /* with --epilogue: F32 activations, as the model's */
+                    o->args = (uform__gemm_forward_t){.m = m, .n = n, .k = k, .x = x_bf16 ? (void *)x16 : (void *)x, .ldx = k,
+                                                      .x_dtype = x_bf16 ? UFORM__GEMM_BF16 : UFORM__GEMM_F32,
                                                       .w = bf16 ? (void *)w16 : (void *)w, .ldw = k,
                                                       .w_dtype = bf16 ? UFORM__GEMM_BF16 : UFORM__GEMM_F32, .y = y,
                                                       .ldy = n, .scratch = scratch, .scratch_capacity = scratch_size};
+                    if (with_epilogue) {
+                        o->args.bias = bias;
+                        o->args.gelu = epilogue == 2 ? UFORM__GEMM_GELU_EXACT : epilogue == 3 ? UFORM__GEMM_GELU_FAST : 0;
+                    }
                     if (packed) {
                         size_t size = bf16 ? table->packed_size_bf16(n, k, UFORM__GEMM_BF16)
                                            : table->packed_size_f32(n, k, UFORM__GEMM_F32);
@@ -401,9 +431,11 @@ int main(int argc, char **argv) {
                     candidate_t *candidate = &candidates[count++];
                     *candidate = (candidate_t){.engine = "uform", .class_name = bench_classes[c].name, .call = ours_call,
                                                .state = o, .bf16 = bf16, .serial = serial, .best = 1e30};
-                    snprintf(candidate->variant, sizeof candidate->variant, "%s%s", bf16 ? "bf16" : "f32", packed ? " packed" : "");
-                    snprintf(candidate->label, sizeof candidate->label, "%s %s%s", bench_classes[c].name, bf16 ? "bf16" : "f32",
-                             packed ? " packed" : "");
+                    const char *suffix = with_epilogue ? epilogue_names[epilogue] : "";
+                    snprintf(candidate->variant, sizeof candidate->variant, "%s%s%s", bf16 ? "bf16" : "f32", packed ? " packed" : "",
+                             suffix);
+                    snprintf(candidate->label, sizeof candidate->label, "%s %s%s%s", bench_classes[c].name, bf16 ? "bf16" : "f32",
+                             packed ? " packed" : "", suffix);
                 }
             }
             size_t peers = count;
@@ -474,7 +506,7 @@ int main(int argc, char **argv) {
             fflush(stdout);
             for (size_t i = 0; i < peers; ++i) free(packed_memory[i]);
             for (size_t i = peers; i + 1 < count; ++i) onednn_release(candidates[i].state);
-            free(x), free(w), free(x16), free(w16), free(y), free(y_reference);
+            free(x), free(w), free(x16), free(w16), free(y), free(y_reference), free(bias);
         }
         bench_pool_stop(&pool);
         free(scratch);

@@ -63,12 +63,43 @@
  * backward_w splits over tiles of dW and sums all of M inside one prong; backward_b splits over
  * columns and sums rows in order.
  *
- * GELU is the exact-erf form 0.5·x·(1 + erf(x/√2)) (torch.nn.GELU(approximate='none')), computed
- * as x − 0.5·x·erfc(z) for x ≥ 0 and 0.5·x·erfc(z) for x < 0, z = |x|/√2, with a vectorised
- * erfc(z) = t·exp(−z² + P(t)), t = 1/(1 + z/2), P a degree-9 polynomial fitted for this project
- * (coefficients in gemm_driver.c); z² = x²/2 is carried as hi + lo so large |x| lose nothing to
- * rounding. Worst relative error of GELU over [−20, 20] against double erfc: 3.2e-7 (test_gemm
- * prints it); SERIAL uses libm's double erfc.
+ * GELU is the exact-erf form 0.5·x·(1 + erf(x/√2)) (torch.nn.GELU(approximate='none')) in two
+ * precisions, chosen per call by `gelu` (uform__gemm_gelu_t):
+ *   EXACT (1): x − 0.5·x·erfc(z) for x ≥ 0 and 0.5·x·erfc(z) for x < 0, z = |x|/√2, with a
+ *     vectorised erfc(z) = t·exp(−z² + P(t)), t = 1/(1 + z/2), P a degree-9 polynomial fitted for
+ *     this project (coefficients in gemm_driver.c); z² = x²/2 is carried as hi + lo so large |x|
+ *     lose nothing to rounding. Worst relative error against double erfc: 5.0e-7 over 4.8 M
+ *     values (test_gemm_gelu's sweep; 3.2e-7 on test_gemm's coarser grid); SERIAL uses libm's
+ *     double erfc. ≈47 vector instructions per 16 lanes.
+ *   FAST (2): still the erf form (not the tanh approximation), for outputs that are rounded to
+ *     BF16 (relative 2^-9) before the next product anyway: with a = min(|x|, 20),
+ *     0.5·erfc(a/√2) ≈ h = t·Q(t)·2^y, t = 1/(1 + 0.336·a), Q of degree 4, y = −a²·log2(e)/2
+ *     evaluated as 2^n·E(y − n) with E of degree 5; GELU = x − min(x, 20)·h for x ≥ 0, x·h for
+ *     x < 0. Bound: |GELU_fast(x) − GELU(x)| ≤ 2e-7·max(1, |x|) for every finite F32 x, asserted
+ *     by test_gemm_gelu against libm's double erfc over 4.8 M values (a grid on [−30, 30], every
+ *     1021st bit pattern, ±0, subnormals, ±FLT_MAX). Where it comes from: the fit of t·Q(t)
+ *     (p and Q minimax for |0.5·x·Δerfc| / max(1, |x|), gemm_driver.c) contributes 2.9e-8; E's
+ *     relative error 1.5e-7 and the F32 roundings of t, Q, E and their product (≈8 ulps
+ *     relative on h) reach the result multiplied by |x|·h ≤ max |x|·Φ(−|x|) = 0.17, so ≤ 1.1e-7;
+ *     the last fused step rounds once (≤ 2^-24·|x|): 2.0e-7·max(1, |x|) together. Measured worst: 1.25e-7·max(1,|x|)
+ *     with AVX-512 (vrcp14ps + one Newton step for t), 1.1e-7 with AVX2 (a division). +∞ → +∞,
+ *     −∞ → NaN (as the formula and PyTorch give), NaN → NaN. ≈26 vector instructions per 16
+ *     lanes. SERIAL computes FAST exactly (libm), which meets the bound.
+ *   Decision: the model's BF16 compute mode asks for FAST on mlp.up (its output is rounded to
+ *   BF16 by the next product); F32 compute keeps EXACT. EXACT's results are bit-for-bit those of
+ *   the earlier separate epilogue pass (checked against the previous library on every class).
+ *
+ * Epilogue placement. SKYLAKE's F32 tile (also ICELAKE's and GENOA's F32) and GENOA's BF16 tile
+ * have a folded form (`tile_epilogue`): on the last K slice the bias is added to the registers
+ * (after the add to C when accumulating, as the separate pass did) and GELU applied before the
+ * one store, so Y is written once instead of stored, reloaded and stored again. SERIAL and
+ * HASWELL run the tile and then the separate epilogue on the same tile while it is in L1.
+ * Measured (bench_gemm --epilogue, M=6304 K=384 N=1536 as mlp.up of the `small` model, GENOA,
+ * F32 activations into the BF16 slot, packed weights, 1 thread, thread CPU time, best of 7):
+ *     bare product 221 GFLOP/s (33.7 ms); + bias + EXACT GELU 179.5 (41.5 ms) separate pass,
+ *     180.3 (41.3 ms) folded; + bias + FAST GELU folded 201.4 (36.9 ms).
+ * So the GELU itself, not the reload, was the cost (the separate pass read its tile from L1):
+ * folding saves ≈0.2 ms, FAST saves another ≈4.4 ms of the ≈7.7 ms the exact GELU took (−57%).
  *
  * Scratch memory: the packing buffers (a few MiB: one A block per thread and one KC×NC slice of
  * W) come from the caller when `scratch` holds at least the table's `scratch_bytes(threads)`
@@ -97,7 +128,7 @@
  * The 2048³ case copies its A rows (a 4 KiB row stride) and stays at 0.98×.
  * The training products (GENOA table, 4096×768×3072, 1 thread): backward_x F32 107, BF16 205;
  * backward_w 100, backward_w_bf16 ≈158 (bound by transposing dY into BF16 pairs); forward with
- * bias + GELU 100 (vs 108 without).
+ * bias + GELU 100 (vs 108 without; see "Epilogue placement" above for BF16 and the fast GELU).
  */
 #ifndef UFORM_KERNELS_GEMM_H
 #define UFORM_KERNELS_GEMM_H
@@ -115,6 +146,13 @@ typedef enum uform__gemm_dtype_t {
     UFORM__GEMM_BF16 = 1
 } uform__gemm_dtype_t;
 
+/* The GELU a forward product applies after its bias (the `gelu` field). */
+typedef enum uform__gemm_gelu_t {
+    UFORM__GEMM_GELU_NONE = 0,
+    UFORM__GEMM_GELU_EXACT = 1, /* erf form to F32 rounding (relative error ≤ 4e-7) */
+    UFORM__GEMM_GELU_FAST = 2   /* erf form, |error| ≤ 2e-7·max(1, |x|): for outputs rounded to BF16 next */
+} uform__gemm_gelu_t;
+
 /* A weight laid out once in a class's panel format. `data` points into caller-owned memory of
  * `packed_size` bytes (64-byte aligned); the descriptor is small and held by value. */
 typedef struct uform__gemm_packed_t {
@@ -128,7 +166,9 @@ typedef struct uform__gemm_packed_t {
 } uform__gemm_packed_t;
 
 /* Y[M,N] = X[M,K] · W[N,K]ᵀ (+ bias) (then GELU), or with `accumulate` Y[M,N] += X·Wᵀ (+ bias):
- * the products are summed onto Y's values in K order, then the bias is added. `w` with `ldw`, or `packed` (then `w` is
+ * the products are summed onto Y's values in K order, then the bias is added. `gelu` picks the
+ * GELU: UFORM__GEMM_GELU_NONE, _EXACT (F32 rounding) or _FAST (|error| ≤ 2e-7·max(1, |x|), for
+ * activations that are rounded to BF16 next); any other value is UFORM_INVALID_ARGUMENT. `w` with `ldw`, or `packed` (then `w` is
  * ignored). `x_dtype`: F32 or BF16 (BF16 only with BF16 weights). Y must not alias X or W. */
 typedef struct uform__gemm_forward_t {
     size_t m, n, k;
@@ -136,7 +176,7 @@ typedef struct uform__gemm_forward_t {
     const void *w; size_t ldw; uform__gemm_dtype_t w_dtype;
     const uform__gemm_packed_t *packed;
     const float *bias; /* [N] or NULL */
-    int gelu;          /* non-zero: apply GELU after the bias */
+    int gelu;          /* uform__gemm_gelu_t after the bias: 0 none, 1 exact, 2 fast; others are refused */
     float *y; size_t ldy;
     void *scratch; size_t scratch_capacity; /* optional, see scratch_bytes */
     int accumulate;    /* non-zero: Y += X·Wᵀ (+ bias) — a residual connection in one pass; not with GELU */
@@ -198,6 +238,9 @@ typedef struct uform__gemm_kernels_t {
     uform__gemm_pack_fn pack_f32, pack_bf16;
     /* Scratch bytes that suffice for every product of this table with `threads` threads. */
     size_t (*scratch_bytes)(size_t threads);
+    /* C[rows, cols] = GELU(C + bias) in place (bias [cols] or NULL; `gelu` a uform__gemm_gelu_t):
+     * the pass the forward product applies, for callers that need it outside a product. */
+    void (*epilogue)(float *c, size_t ldc, size_t rows, size_t cols, const float *bias, int gelu);
 } uform__gemm_kernels_t;
 
 /* The table for `cpu_class`: SERIAL, HASWELL, SKYLAKE, ICELAKE and GENOA have their own;
@@ -222,6 +265,11 @@ typedef void (*uform__gemm_tile_fn)(size_t kc, const void *a, size_t lda, const 
 /* Converts `count` F32 values to BF16 with round-to-nearest-even (a class's vector form). */
 typedef void (*uform__gemm_convert_fn)(const float *source, uform__bf16_t *target, size_t count);
 typedef void (*uform__gemm_epilogue_fn)(float *c, size_t ldc, size_t rows, size_t cols, const float *bias, int gelu);
+/* The tile with the epilogue folded in: after the K loop (and the add to C when accumulating),
+ * adds `bias` (its NR columns, or NULL) and applies GELU (`gelu`, a uform__gemm_gelu_t) to the
+ * registers before the one store. The result must equal tile followed by epilogue bit for bit. */
+typedef void (*uform__gemm_tile_epilogue_fn)(size_t kc, const void *a, size_t lda, const void *b, float *c, size_t ldc,
+                                             size_t rows, size_t cols, int accumulate, const float *bias, int gelu);
 
 typedef struct uform__gemm_micro_t {
     uform__gemm_dtype_t panel_dtype; /* F32, or BF16 pairs */
@@ -229,6 +277,7 @@ typedef struct uform__gemm_micro_t {
     size_t kc, mc, nc;               /* cache blocks: K slice, rows per prong, columns per chunk */
     uint32_t layout;                 /* tag of the packed-weight format (distinct per mr/nr/dtype) */
     uform__gemm_tile_fn tile;
+    uform__gemm_tile_epilogue_fn tile_epilogue; /* NULL: the last slice runs tile, then epilogue */
     uform__gemm_epilogue_fn epilogue;
     uform__gemm_convert_fn convert; /* used by BF16 panels to round F32 rows; NULL: scalar */
 } uform__gemm_micro_t;
@@ -253,6 +302,11 @@ uform_status_t uform__gemm_backward_b_serial(const uform__gemm_backward_b_t *arg
 float uform__gemm_gelu_f32(float x);
 /* P(t) of the vector erfc(z) = t·exp(−z² + P(t)), t = 1/(1 + z/2): coefficients of t^0..t^9. */
 extern const float uform__gemm_erfc_coefficients[10];
+/* The fast GELU (gemm.h's top comment): 0.5·erfc(|x|/√2) ≈ t·Q(t)·2^y, t = 1/(1 + p·|x|),
+ * y = −x²·log2(e)/2; Q's coefficients of t^0..t^4, and E(f) ≈ 2^f on [−1/2, 1/2], f^0..f^5. */
+extern const float uform__gemm_gelu_fast_p;
+extern const float uform__gemm_gelu_fast_coefficients[5];
+extern const float uform__gemm_exp2_coefficients[6];
 /* F32 → BF16, round to nearest even, NaN kept (quietened); and back (exact). */
 static inline uform__bf16_t uform__gemm_bf16_from_f32(float value) {
     union { float f; uint32_t u; } bits = {.f = value};

@@ -52,6 +52,17 @@ const float uform__gemm_erfc_coefficients[10] = {-1.265441418e+00f, 9.984925389e
                                                  -6.512591839e-01f, 1.122409225e+00f,  -6.660666466e-01f,
                                                  1.421949118e-01f};
 
+/* The fast GELU, fitted for this project with /usr/bin/python3 + numpy (gemm.h has the bound):
+ * p and Q minimise max |0.5·x·(erfc − t·Q(t)·e^(−x²/2))| / max(1, |x|) over |x| ≤ 10√2 (62,000
+ * points, Lawson-reweighted least squares towards minimax, p searched on a grid of F32 values):
+ * 2.9e-8 with these F32 coefficients. E is the relative minimax fit of 2^f on [−1/2, 1/2]:
+ * relative error 1.5e-7 with F32 coefficients. */
+const float uform__gemm_gelu_fast_p = 0.336f;
+const float uform__gemm_gelu_fast_coefficients[5] = {1.262251139e-01f, 1.939579844e-01f, -6.228089333e-02f,
+                                                     3.505154252e-01f, -1.084187999e-01f};
+const float uform__gemm_exp2_coefficients[6] = {1.0000001192092896f,  0.6931469440460205f,   0.24022120237350464f,
+                                                0.05550713464617729f, 0.009675541892647743f, 0.0013276460813358426f};
+
 static size_t round_up(size_t value, size_t step) { return (value + step - 1) / step * step; }
 static size_t dtype_bytes(uform__gemm_dtype_t dtype) { return dtype == UFORM__GEMM_BF16 ? 2 : 4; }
 
@@ -295,21 +306,23 @@ static void compute_prong(void *context, size_t thread, size_t prong) {
     int accumulate = problem->accumulate || step->p0 > 0;
     int last = step->p0 + step->kc == problem->k;
     int epilogue = last && (problem->bias || problem->gelu);
+    const float *bias_chunk = problem->bias ? problem->bias + step->j0 : NULL;
     for (size_t q = q_begin; q < q_end; ++q) {
         size_t j = q * nr, cols = step->chunk_cols - j < nr ? step->chunk_cols - j : nr;
         const unsigned char *b_panel = step->b_panels + q * step->b_panel_stride;
         for (size_t r = 0; r < rows; r += mr) {
             size_t tile_rows = rows - r < mr ? rows - r : mr;
             float *c = problem->c + (i0 + r) * problem->ldc + step->j0 + j;
-            if (r < in_place_rows)
-                micro->tile(step->kc_padded, a_rows + r * a->row * elem, a->row, b_panel, c, problem->ldc, tile_rows,
-                            cols, accumulate);
-            else
-                micro->tile(step->kc_padded, a_block + ((r - in_place_rows) / mr) * a_panel_bytes, step->a_lda, b_panel,
-                            c, problem->ldc, tile_rows, cols, accumulate);
-            if (epilogue)
-                micro->epilogue(c, problem->ldc, tile_rows, cols, problem->bias ? problem->bias + step->j0 + j : NULL,
-                                problem->gelu);
+            const void *a_tile = r < in_place_rows ? (const void *)(a_rows + r * a->row * elem)
+                                                   : (const void *)(a_block + ((r - in_place_rows) / mr) * a_panel_bytes);
+            size_t lda = r < in_place_rows ? a->row : step->a_lda;
+            if (epilogue && micro->tile_epilogue) {
+                micro->tile_epilogue(step->kc_padded, a_tile, lda, b_panel, c, problem->ldc, tile_rows, cols, accumulate,
+                                     bias_chunk ? bias_chunk + j : NULL, problem->gelu);
+                continue;
+            }
+            micro->tile(step->kc_padded, a_tile, lda, b_panel, c, problem->ldc, tile_rows, cols, accumulate);
+            if (epilogue) micro->epilogue(c, problem->ldc, tile_rows, cols, bias_chunk ? bias_chunk + j : NULL, problem->gelu);
         }
     }
 }
@@ -430,6 +443,9 @@ uform_status_t uform__gemm_forward_drive(const uform__gemm_micro_t *micro, const
     gemm_problem_t problem = {.micro = micro, .m = args->m, .n = args->n, .k = args->k, .c = args->y, .ldc = args->ldy,
                               .bias = args->bias, .gelu = args->gelu, .scratch = args->scratch,
                               .scratch_capacity = args->scratch_capacity, .accumulate = args->accumulate != 0};
+    if (args->gelu != UFORM__GEMM_GELU_NONE && args->gelu != UFORM__GEMM_GELU_EXACT && args->gelu != UFORM__GEMM_GELU_FAST)
+        return uform__fail(outcome, UFORM_INVALID_ARGUMENT, function,
+                           "'gelu' is %d; expected 0 (none), 1 (exact) or 2 (fast)", args->gelu);
     if (args->accumulate && args->gelu)
         return uform__fail(outcome, UFORM_INVALID_ARGUMENT, function,
                            "'accumulate' with 'gelu' is ambiguous (GELU of the sum or sum of the GELU); not supported");

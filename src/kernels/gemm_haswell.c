@@ -111,6 +111,47 @@ HASWELL_TARGET static inline __m256 gelu_f32x8(__m256 x_f32x8) {
     return _mm256_blendv_ps(result_f32x8, saturated_f32x8, large_f32x8);
 }
 
+/*
+ * Fast GELU on 8 lanes (UFORM__GEMM_GELU_FAST; the same form as gemm_gelu_fast_f32x16 in
+ * gemm_avx512.h, bound in gemm.h): 0.5·erfc(|x|/√2) ≈ t·Q(t)·2^n·E(y − n), y = −x²·log2(e)/2.
+ * t is a true division here (vrcpps has only 12 bits). 2^n is built in the exponent field with
+ * n + 127 clamped at 0, so beyond |x| ≈ 13.2 (where 0.5·erfc < 2^-127) the factor is exactly 0:
+ * +∞ gives +∞ and −∞ gives NaN, as the formula does.
+ */
+HASWELL_TARGET static inline __m256 gelu_fast_f32x8(__m256 x_f32x8) {
+    __m256 abs_f32x8 = _mm256_and_ps(x_f32x8, _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF)));
+    __m256 a_f32x8 = _mm256_min_ps(_mm256_set1_ps(20.0f), abs_f32x8); /* NaN stays NaN */
+    __m256 t_f32x8 = _mm256_div_ps(_mm256_set1_ps(1.0f),
+                                   _mm256_fmadd_ps(a_f32x8, _mm256_set1_ps(uform__gemm_gelu_fast_p), _mm256_set1_ps(1.0f)));
+    const float *q = uform__gemm_gelu_fast_coefficients;
+    __m256 q_f32x8 = _mm256_fmadd_ps(_mm256_set1_ps(q[4]), t_f32x8, _mm256_set1_ps(q[3]));
+    q_f32x8 = _mm256_fmadd_ps(q_f32x8, t_f32x8, _mm256_set1_ps(q[2]));
+    q_f32x8 = _mm256_fmadd_ps(q_f32x8, t_f32x8, _mm256_set1_ps(q[1]));
+    q_f32x8 = _mm256_fmadd_ps(q_f32x8, t_f32x8, _mm256_set1_ps(q[0]));
+    q_f32x8 = _mm256_mul_ps(q_f32x8, t_f32x8);
+    __m256 y_f32x8 = _mm256_mul_ps(_mm256_mul_ps(a_f32x8, a_f32x8), _mm256_set1_ps(-0.72134752044448170f));
+    __m256 n_f32x8 = _mm256_round_ps(y_f32x8, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m256 f_f32x8 = _mm256_sub_ps(y_f32x8, n_f32x8);
+    const float *e = uform__gemm_exp2_coefficients;
+    __m256 e_f32x8 = _mm256_fmadd_ps(_mm256_set1_ps(e[5]), f_f32x8, _mm256_set1_ps(e[4]));
+    e_f32x8 = _mm256_fmadd_ps(e_f32x8, f_f32x8, _mm256_set1_ps(e[3]));
+    e_f32x8 = _mm256_fmadd_ps(e_f32x8, f_f32x8, _mm256_set1_ps(e[2]));
+    e_f32x8 = _mm256_fmadd_ps(e_f32x8, f_f32x8, _mm256_set1_ps(e[1]));
+    e_f32x8 = _mm256_fmadd_ps(e_f32x8, f_f32x8, _mm256_set1_ps(e[0]));
+    __m256i biased_i32x8 = _mm256_max_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n_f32x8), _mm256_set1_epi32(127)),
+                                            _mm256_setzero_si256());
+    __m256 scale_f32x8 = _mm256_castsi256_ps(_mm256_slli_epi32(biased_i32x8, 23));
+    __m256 h_f32x8 = _mm256_mul_ps(_mm256_mul_ps(q_f32x8, e_f32x8), scale_f32x8); /* ≈ 0.5·erfc(|x|/√2) */
+    __m256 clamped_x_f32x8 = _mm256_min_ps(_mm256_set1_ps(20.0f), x_f32x8);
+    __m256 positive_f32x8 = _mm256_cmp_ps(x_f32x8, _mm256_setzero_ps(), _CMP_GE_OQ);
+    return _mm256_blendv_ps(_mm256_mul_ps(x_f32x8, h_f32x8), _mm256_fnmadd_ps(clamped_x_f32x8, h_f32x8, x_f32x8),
+                            positive_f32x8);
+}
+
+HASWELL_TARGET static inline __m256 gelu_f32x8_mode(__m256 x_f32x8, int gelu) {
+    return gelu == UFORM__GEMM_GELU_FAST ? gelu_fast_f32x8(x_f32x8) : gelu_f32x8(x_f32x8);
+}
+
 HASWELL_TARGET static void epilogue_haswell(float *c, size_t ldc, size_t rows, size_t cols, const float *bias, int gelu) {
     for (size_t r = 0; r < rows; ++r) {
         float *row = c + r * ldc;
@@ -118,7 +159,7 @@ HASWELL_TARGET static void epilogue_haswell(float *c, size_t ldc, size_t rows, s
         for (; j + 8 <= cols; j += 8) {
             __m256 value_f32x8 = _mm256_loadu_ps(row + j);
             if (bias) value_f32x8 = _mm256_add_ps(value_f32x8, _mm256_loadu_ps(bias + j));
-            if (gelu) value_f32x8 = gelu_f32x8(value_f32x8);
+            if (gelu) value_f32x8 = gelu_f32x8_mode(value_f32x8, gelu);
             _mm256_storeu_ps(row + j, value_f32x8);
         }
         if (j < cols) { /* the tail, through a lane buffer */
@@ -127,7 +168,7 @@ HASWELL_TARGET static void epilogue_haswell(float *c, size_t ldc, size_t rows, s
             memcpy(lanes, row + j, count * sizeof(float));
             if (bias) memcpy(bias_lanes, bias + j, count * sizeof(float));
             __m256 value_f32x8 = _mm256_add_ps(_mm256_loadu_ps(lanes), _mm256_loadu_ps(bias_lanes));
-            if (gelu) value_f32x8 = gelu_f32x8(value_f32x8);
+            if (gelu) value_f32x8 = gelu_f32x8_mode(value_f32x8, gelu);
             _mm256_storeu_ps(lanes, value_f32x8);
             memcpy(row + j, lanes, count * sizeof(float));
         }
@@ -178,4 +219,5 @@ const uform__gemm_kernels_t uform__gemm_kernels_haswell = {
     .pack_f32 = pack_haswell,
     .pack_bf16 = pack_haswell,
     .scratch_bytes = scratch_bytes_haswell,
+    .epilogue = epilogue_haswell,
 };

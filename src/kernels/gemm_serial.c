@@ -31,6 +31,7 @@ static void tile_f32_serial(size_t kc, const void *a_block, size_t lda, const vo
         for (size_t j = 0; j < cols; ++j) c[r * ldc + j] = accumulate ? c[r * ldc + j] + sum[r][j] : sum[r][j];
 }
 
+/* Exact and fast GELU alike go through libm's double erfc here (fast may be exact). */
 static void epilogue_serial(float *c, size_t ldc, size_t rows, size_t cols, const float *bias, int gelu) {
     for (size_t r = 0; r < rows; ++r)
         for (size_t j = 0; j < cols; ++j) {
@@ -131,4 +132,5 @@ const uform__gemm_kernels_t uform__gemm_kernels_serial = {
     .pack_f32 = pack_serial,
     .pack_bf16 = pack_serial,
     .scratch_bytes = scratch_bytes_serial,
+    .epilogue = epilogue_serial,
 };

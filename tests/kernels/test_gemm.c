@@ -437,7 +437,7 @@ static void test_tables(void) {
         if (!table) continue;
         CHECK_MSG(table->forward_f32 && table->forward_bf16 && table->backward_x_f32 && table->backward_x_bf16 &&
                       table->backward_w && table->backward_w_bf16 && table->backward_b && table->packed_size_f32 && table->packed_size_bf16 &&
-                      table->pack_f32 && table->pack_bf16 && table->scratch_bytes,
+                      table->pack_f32 && table->pack_bf16 && table->scratch_bytes && table->epilogue,
                   "class %d (%s) has a NULL slot", c, class_name((uform_cpu_class_t)c));
     }
     CHECK(uform__gemm_kernels(UFORM_CPU_CLASS_INTEL_SAPPHIRE) == uform__gemm_kernels(UFORM_CPU_CLASS_AMD_GENOA));
