@@ -101,6 +101,21 @@
  * So the GELU itself, not the reload, was the cost (the separate pass read its tile from L1):
  * folding saves ≈0.2 ms, FAST saves another ≈4.4 ms of the ≈7.7 ms the exact GELU took (−57%).
  *
+ * BF16 output (forward's `y_dtype` = BF16). Each result, after bias and GELU, is rounded once to
+ * BF16 (nearest even) and stored as such, so the next product reads it in place as BF16 X (the
+ * driver reads BF16 A rows in place when the panels are BF16): the trunk's mlp.up → mlp.down
+ * then skips converting the hidden activations while packing. On GENOA this changes no bit (its
+ * BF16 slot rounds F32 activations the same way, vcvtne2ps2bf16, which also flushes subnormal
+ * values to zero, before multiplying; test_gemm_output checks the whole MLP chain); on the
+ * classes that widen BF16 it rounds activations they would have kept in F32. GENOA's BF16 tile
+ * rounds and stores from its registers (tile_bf16_out); the other tiles write an F32 staging tile
+ * the driver rounds. A BF16 Y cannot hold partial sums, so when K spans several slices (K > KC)
+ * the call computes into an F32 buffer it allocates and rounds that; `accumulate` is refused.
+ * Measured (M=6304, GENOA, packed BF16 weights, thread CPU time, best of 7; 2 threads
+ * wall-clock): mlp.up (K=384, N=1536, bias + fast GELU) 37.9 ms F32 Y / 38.3 ms BF16 Y (19.2 /
+ * 19.2 ms); mlp.down (K=1536, N=384, bias) 35.1 ms from F32 X / 33.2 ms from BF16 X (17.9 /
+ * 17.1 ms): ≈5% of mlp.down, the conversion pass.
+ *
  * Scratch memory: the packing buffers (a few MiB: one A block per thread and one KC×NC slice of
  * W) come from the caller when `scratch` holds at least the table's `scratch_bytes(threads)`
  * (64-byte aligned), so a steady loop allocates nothing; otherwise each call allocates and frees
@@ -177,9 +192,12 @@ typedef struct uform__gemm_forward_t {
     const uform__gemm_packed_t *packed;
     const float *bias; /* [N] or NULL */
     int gelu;          /* uform__gemm_gelu_t after the bias: 0 none, 1 exact, 2 fast; others are refused */
-    float *y; size_t ldy;
+    void *y; size_t ldy; /* F32 or BF16 as y_dtype says; ldy in elements */
     void *scratch; size_t scratch_capacity; /* optional, see scratch_bytes */
     int accumulate;    /* non-zero: Y += X·Wᵀ (+ bias) — a residual connection in one pass; not with GELU */
+    /* F32 (0, the default) or BF16: each result, after bias and GELU, rounded once to BF16 (nearest
+     * even), so the next product can read it in place as BF16 X. Not with `accumulate`. */
+    uform__gemm_dtype_t y_dtype;
 } uform__gemm_forward_t;
 
 /* dX[M,K] = dY[M,N] · W[N,K] (overwrites dX). dY is F32; W is F32 or BF16 (row-major). */
@@ -270,6 +288,10 @@ typedef void (*uform__gemm_epilogue_fn)(float *c, size_t ldc, size_t rows, size_
  * registers before the one store. The result must equal tile followed by epilogue bit for bit. */
 typedef void (*uform__gemm_tile_epilogue_fn)(size_t kc, const void *a, size_t lda, const void *b, float *c, size_t ldc,
                                              size_t rows, size_t cols, int accumulate, const float *bias, int gelu);
+/* The tile for a BF16 C (forward's y_dtype, one K slice, overwriting): the sums, then bias and
+ * GELU as tile_epilogue, each result rounded to BF16 (nearest even) and stored; `ldc` in elements. */
+typedef void (*uform__gemm_tile_bf16_out_fn)(size_t kc, const void *a, size_t lda, const void *b, uform__bf16_t *c,
+                                             size_t ldc, size_t rows, size_t cols, const float *bias, int gelu);
 
 typedef struct uform__gemm_micro_t {
     uform__gemm_dtype_t panel_dtype; /* F32, or BF16 pairs */
@@ -278,6 +300,7 @@ typedef struct uform__gemm_micro_t {
     uint32_t layout;                 /* tag of the packed-weight format (distinct per mr/nr/dtype) */
     uform__gemm_tile_fn tile;
     uform__gemm_tile_epilogue_fn tile_epilogue; /* NULL: the last slice runs tile, then epilogue */
+    uform__gemm_tile_bf16_out_fn tile_bf16_out; /* NULL: a BF16 C is staged through an F32 tile */
     uform__gemm_epilogue_fn epilogue;
     uform__gemm_convert_fn convert; /* used by BF16 panels to round F32 rows; NULL: scalar */
 } uform__gemm_micro_t;

@@ -35,7 +35,8 @@ typedef struct gemm_problem_t {
     size_t m, n, k;
     gemm_operand_t a, b;
     const uform__gemm_packed_t *packed; /* B pre-packed (whole K), or NULL */
-    float *c;
+    float *c;           /* F32 C, or NULL when C is BF16 */
+    uform__bf16_t *c16; /* BF16 C (single K slice, no accumulate): tiles go through a staging tile */
     size_t ldc;
     int accumulate;
     const float *bias;
@@ -277,6 +278,15 @@ static void pack_b_prong(void *context, size_t thread, size_t prong) {
     }
 }
 
+/* The largest MR×NR of any class (6×64), for the staging tile of a BF16 C. */
+enum { STAGING_FLOATS = 6 * 64 };
+
+static void convert_row(const uform__gemm_micro_t *micro, const float *source, uform__bf16_t *target, size_t count) {
+    if (micro->convert) micro->convert(source, target, count);
+    else
+        for (size_t i = 0; i < count; ++i) target[i] = uform__gemm_bf16_from_f32(source[i]);
+}
+
 static void compute_prong(void *context, size_t thread, size_t prong) {
     const gemm_step_t *step = context;
     const gemm_problem_t *problem = step->problem;
@@ -307,22 +317,34 @@ static void compute_prong(void *context, size_t thread, size_t prong) {
     int last = step->p0 + step->kc == problem->k;
     int epilogue = last && (problem->bias || problem->gelu);
     const float *bias_chunk = problem->bias ? problem->bias + step->j0 : NULL;
+    _Alignas(64) float staging[STAGING_FLOATS]; /* one MR×NR tile, row stride NR (BF16 C only) */
     for (size_t q = q_begin; q < q_end; ++q) {
         size_t j = q * nr, cols = step->chunk_cols - j < nr ? step->chunk_cols - j : nr;
         const unsigned char *b_panel = step->b_panels + q * step->b_panel_stride;
         for (size_t r = 0; r < rows; r += mr) {
             size_t tile_rows = rows - r < mr ? rows - r : mr;
-            float *c = problem->c + (i0 + r) * problem->ldc + step->j0 + j;
             const void *a_tile = r < in_place_rows ? (const void *)(a_rows + r * a->row * elem)
                                                    : (const void *)(a_block + ((r - in_place_rows) / mr) * a_panel_bytes);
             size_t lda = r < in_place_rows ? a->row : step->a_lda;
-            if (epilogue && micro->tile_epilogue) {
-                micro->tile_epilogue(step->kc_padded, a_tile, lda, b_panel, c, problem->ldc, tile_rows, cols, accumulate,
-                                     bias_chunk ? bias_chunk + j : NULL, problem->gelu);
+            if (problem->c16 && micro->tile_bf16_out) {
+                micro->tile_bf16_out(step->kc_padded, a_tile, lda, b_panel, problem->c16 + (i0 + r) * problem->ldc + step->j0 + j,
+                                     problem->ldc, tile_rows, cols, bias_chunk ? bias_chunk + j : NULL, problem->gelu);
                 continue;
             }
-            micro->tile(step->kc_padded, a_tile, lda, b_panel, c, problem->ldc, tile_rows, cols, accumulate);
-            if (epilogue) micro->epilogue(c, problem->ldc, tile_rows, cols, bias_chunk ? bias_chunk + j : NULL, problem->gelu);
+            /* A BF16 C otherwise: the tile (and epilogue) write F32 into the staging tile, which
+             * is rounded into C once (nearest even, as pack_a would round it for the next product). */
+            float *c = problem->c16 ? staging : problem->c + (i0 + r) * problem->ldc + step->j0 + j;
+            size_t ldc = problem->c16 ? nr : problem->ldc;
+            if (epilogue && micro->tile_epilogue) {
+                micro->tile_epilogue(step->kc_padded, a_tile, lda, b_panel, c, ldc, tile_rows, cols, accumulate,
+                                     bias_chunk ? bias_chunk + j : NULL, problem->gelu);
+            } else {
+                micro->tile(step->kc_padded, a_tile, lda, b_panel, c, ldc, tile_rows, cols, accumulate);
+                if (epilogue) micro->epilogue(c, ldc, tile_rows, cols, bias_chunk ? bias_chunk + j : NULL, problem->gelu);
+            }
+            if (problem->c16)
+                for (size_t t = 0; t < tile_rows; ++t)
+                    convert_row(micro, staging + t * nr, problem->c16 + (i0 + r + t) * problem->ldc + step->j0 + j, cols);
         }
     }
 }
@@ -337,6 +359,18 @@ static uform_status_t gemm_run(const gemm_problem_t *problem, const uform__paral
     const uform__gemm_micro_t *micro = problem->micro;
     size_t m = problem->m, n = problem->n, k = problem->k;
     if (m == 0 || n == 0) return UFORM_OK;
+    if (k == 0 && problem->c16) { /* An empty sum into BF16: 0, then the epilogue, 64 columns at a time. */
+        _Alignas(64) float staging[64];
+        for (size_t i = 0; i < m; ++i)
+            for (size_t j = 0; j < n; j += 64) {
+                size_t width = n - j < 64 ? n - j : 64;
+                memset(staging, 0, sizeof staging);
+                if (problem->bias || problem->gelu)
+                    micro->epilogue(staging, width, 1, width, problem->bias ? problem->bias + j : NULL, problem->gelu);
+                convert_row(micro, staging, problem->c16 + i * problem->ldc + j, width);
+            }
+        return UFORM_OK;
+    }
     if (k == 0) { /* An empty sum: C is 0 (or unchanged), then the epilogue. */
         for (size_t i = 0; i < m; ++i) {
             float *row = problem->c + i * problem->ldc;
@@ -352,6 +386,22 @@ static uform_status_t gemm_run(const gemm_problem_t *problem, const uform__paral
      * 1024 + 512. They depend on K and the class only, so the order of every sum stays fixed. */
     size_t slices = (k + micro->kc - 1) / micro->kc;
     size_t kc_max = round_up((k + slices - 1) / slices, pair);
+    if (problem->c16 && slices > 1) {
+        /* A BF16 C cannot hold the F32 partial sums between K slices: compute into an F32
+         * buffer, then round it once. Slower (a call-owned M×N buffer), but the same bits. */
+        float *buffer = malloc(m * n * sizeof(float));
+        if (!buffer)
+            return uform__fail(outcome, UFORM_OUT_OF_MEMORY, function,
+                               "cannot allocate %zu bytes for the F32 sums of a BF16 'y' (K = %zu spans %zu slices)",
+                               m * n * sizeof(float), k, slices);
+        gemm_problem_t f32 = *problem;
+        f32.c = buffer, f32.c16 = NULL, f32.ldc = n;
+        uform_status_t status = gemm_run(&f32, parallel, outcome, function);
+        if (status == UFORM_OK)
+            for (size_t i = 0; i < m; ++i) convert_row(micro, buffer + i * n, problem->c16 + i * problem->ldc, n);
+        free(buffer);
+        return status;
+    }
     /* Column chunks of near-equal width (at most NC, a multiple of NR): 2048 is 2 × 1024. */
     size_t chunks = (n + micro->nc - 1) / micro->nc;
     size_t nc = round_up((n + chunks - 1) / chunks, nr);
@@ -440,7 +490,13 @@ uform_status_t uform__gemm_forward_drive(const uform__gemm_micro_t *micro, const
     GEMM_TRY(check_dtype(outcome, function, "x", args->x_dtype));
     GEMM_TRY(check_matrix(outcome, function, "x", args->x, args->m, args->k, args->ldx));
     GEMM_TRY(check_matrix(outcome, function, "y", args->y, args->m, args->n, args->ldy));
-    gemm_problem_t problem = {.micro = micro, .m = args->m, .n = args->n, .k = args->k, .c = args->y, .ldc = args->ldy,
+    GEMM_TRY(check_dtype(outcome, function, "y", args->y_dtype));
+    if (args->y_dtype == UFORM__GEMM_BF16 && args->accumulate)
+        return uform__fail(outcome, UFORM_INVALID_ARGUMENT, function,
+                           "'accumulate' needs an F32 'y' (a BF16 'y' would round the running sum); 'y' is BF16");
+    int y_bf16 = args->y_dtype == UFORM__GEMM_BF16;
+    gemm_problem_t problem = {.micro = micro, .m = args->m, .n = args->n, .k = args->k,
+                              .c = y_bf16 ? NULL : args->y, .c16 = y_bf16 ? args->y : NULL, .ldc = args->ldy,
                               .bias = args->bias, .gelu = args->gelu, .scratch = args->scratch,
                               .scratch_capacity = args->scratch_capacity, .accumulate = args->accumulate != 0};
     if (args->gelu != UFORM__GEMM_GELU_NONE && args->gelu != UFORM__GEMM_GELU_EXACT && args->gelu != UFORM__GEMM_GELU_FAST)

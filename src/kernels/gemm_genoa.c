@@ -23,15 +23,15 @@ enum { GENOA_MR = 6, GENOA_NR = 64 };
  * pass that reloads the tile (gemm_finish_f32x16: the same operations in the same order).
  */
 GENOA_TARGET static inline __attribute__((always_inline)) void
-tile_bf16_genoa_body(size_t kc, const void *a_block, size_t lda, const void *b_panel, float *c, size_t ldc, size_t rows,
-                     size_t cols, int accumulate, const float *bias, int gelu) {
+tile_bf16_genoa_body(size_t kc, const void *a_block, size_t lda, const void *b_panel, float *c, uform__bf16_t *c16,
+                     size_t ldc, size_t rows, size_t cols, int accumulate, const float *bias, int gelu) {
     const uform__bf16_t *a = a_block, *b = b_panel;
     __m512 sum_f32x16[GENOA_MR][4];
 #pragma GCC unroll 6
     for (int r = 0; r < GENOA_MR; ++r)
         for (int v = 0; v < 4; ++v) sum_f32x16[r][v] = _mm512_setzero_ps();
     /* The C tile is read (or written) after the K loop: start fetching its lines now. */
-    for (size_t r = 0; r < rows; ++r)
+    for (size_t r = 0; r < rows && c; ++r)
         for (int v = 0; v < 4; ++v) _mm_prefetch((const char *)(c + r * ldc + 16 * v), _MM_HINT_T0);
     for (size_t p = 0; p < kc; p += 2) {
         __m512i b_bf16x32[4];
@@ -49,6 +49,28 @@ tile_bf16_genoa_body(size_t kc, const void *a_block, size_t lda, const void *b_p
     }
     __mmask16 mask[4];
     for (int v = 0; v < 4; ++v) mask[v] = cols > (size_t)(16 * v) ? gemm_columns_mask(cols - 16 * v) : 0;
+    if (c16) {
+        /* BF16 C: bias and GELU on the registers, then two zmm rounded into 32 BF16 lanes
+         * (vcvtne2ps2bf16, nearest even) and stored under the columns' mask. */
+        __mmask32 mask_pair[2] = {(__mmask32)mask[0] | (__mmask32)mask[1] << 16,
+                                  (__mmask32)mask[2] | (__mmask32)mask[3] << 16};
+#pragma GCC unroll 6
+        for (int r = 0; r < GENOA_MR; ++r) {
+            if ((size_t)r >= rows) break;
+            __m512 value_f32x16[4];
+#pragma GCC unroll 4
+            for (int v = 0; v < 4; ++v) {
+                value_f32x16[v] = sum_f32x16[r][v];
+                if (bias) value_f32x16[v] = _mm512_add_ps(value_f32x16[v], _mm512_maskz_loadu_ps(mask[v], bias + 16 * v));
+                if (gelu) value_f32x16[v] = gemm_gelu_f32x16(value_f32x16[v], gelu);
+            }
+#pragma GCC unroll 2
+            for (int half = 0; half < 2; ++half)
+                _mm512_mask_storeu_epi16(c16 + r * ldc + 32 * half, mask_pair[half],
+                                         (__m512i)_mm512_cvtne2ps_pbh(value_f32x16[2 * half + 1], value_f32x16[2 * half]));
+        }
+        return;
+    }
 #pragma GCC unroll 6
     for (int r = 0; r < GENOA_MR; ++r) {
         if ((size_t)r >= rows) break;
@@ -61,13 +83,20 @@ tile_bf16_genoa_body(size_t kc, const void *a_block, size_t lda, const void *b_p
 
 GENOA_TARGET static void tile_bf16_genoa(size_t kc, const void *a_block, size_t lda, const void *b_panel, float *c,
                                          size_t ldc, size_t rows, size_t cols, int accumulate) {
-    tile_bf16_genoa_body(kc, a_block, lda, b_panel, c, ldc, rows, cols, accumulate, NULL, 0);
+    tile_bf16_genoa_body(kc, a_block, lda, b_panel, c, NULL, ldc, rows, cols, accumulate, NULL, 0);
 }
 
 GENOA_TARGET static void tile_epilogue_bf16_genoa(size_t kc, const void *a_block, size_t lda, const void *b_panel,
                                                   float *c, size_t ldc, size_t rows, size_t cols, int accumulate,
                                                   const float *bias, int gelu) {
-    tile_bf16_genoa_body(kc, a_block, lda, b_panel, c, ldc, rows, cols, accumulate, bias, gelu);
+    tile_bf16_genoa_body(kc, a_block, lda, b_panel, c, NULL, ldc, rows, cols, accumulate, bias, gelu);
+}
+
+/* One K slice into a BF16 C: the sums, bias and GELU rounded to BF16 in registers. */
+GENOA_TARGET static void tile_bf16_out_genoa(size_t kc, const void *a_block, size_t lda, const void *b_panel,
+                                             uform__bf16_t *c, size_t ldc, size_t rows, size_t cols, const float *bias,
+                                             int gelu) {
+    tile_bf16_genoa_body(kc, a_block, lda, b_panel, NULL, c, ldc, rows, cols, 0, bias, gelu);
 }
 
 /* F32 → BF16 with round-to-nearest-even, 32 at a time (vcvtne2ps2bf16 rounds that way and keeps
@@ -83,7 +112,7 @@ GENOA_TARGET static void convert_bf16_genoa(const float *source, uform__bf16_t *
 
 static const uform__gemm_micro_t micro_bf16_genoa = {
     .panel_dtype = UFORM__GEMM_BF16, .mr = GENOA_MR, .nr = GENOA_NR, .kc = 1536, .mc = 168, .nc = 1536,
-    .layout = 5, .tile = tile_bf16_genoa, .tile_epilogue = tile_epilogue_bf16_genoa,
+    .layout = 5, .tile = tile_bf16_genoa, .tile_epilogue = tile_epilogue_bf16_genoa, .tile_bf16_out = tile_bf16_out_genoa,
     .epilogue = uform__gemm_epilogue_skylake, .convert = convert_bf16_genoa};
 
 static uform_status_t gemm_bf16_genoa(const uform__gemm_forward_t *args, const uform__parallel_t *parallel,
