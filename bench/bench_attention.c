@@ -1,7 +1,9 @@
 /*
  * Attention throughput per CPU class: packed items of 64, 197, 256 and 1,568 tokens (d = 384,
- * 6 heads of 64), forward and backward, with 1 and 2 threads; optionally PyTorch (float32, the
- * same packed items, eager matmul + softmax) in the same run. Prints a table and writes JSON.
+ * 6 heads of 64), forward, BF16 forward (attention_forward_bf16, its speed-up over the F32
+ * forward in the last column) and backward, with 1 and 2 threads; optionally PyTorch (float32
+ * and bfloat16, the same packed items, eager matmul + softmax) in the same run. Prints a table
+ * and writes JSON.
  *
  * Usage: bench_attention [output.json] [--no-torch] [--no-serial] (SERIAL at 1,568 tokens takes
  * minutes on a loaded machine). FLOPs counted: forward 4·L²·d per item
@@ -86,6 +88,7 @@ typedef struct row_t {
     const char *cpu_class;
     size_t length, items, threads;
     double forward_seconds, backward_seconds, forward_cpu_seconds, backward_cpu_seconds;
+    double bf16_seconds, bf16_cpu_seconds; /* attention_forward_bf16 */
 } row_t;
 
 int main(int argc, char **argv) {
@@ -103,8 +106,9 @@ int main(int argc, char **argv) {
     row_t rows[64];
     size_t row_count = 0;
 
-    printf("%-14s %6s %5s %3s %12s %9s %11s %12s %9s %11s\n", "class", "length", "items", "thr", "fwd tok/s",
-           "fwd GF/s", "fwd GF/cpu-s", "bwd tok/s", "bwd GF/s", "bwd GF/cpu-s");
+    printf("%-14s %6s %5s %3s %12s %9s %11s %12s %9s %11s %9s %11s %7s\n", "class", "length", "items", "thr",
+           "fwd tok/s", "fwd GF/s", "fwd GF/cpu-s", "bwd tok/s", "bwd GF/s", "bwd GF/cpu-s", "bf16 GF/s",
+           "bf16 GF/cpu", "bf16/f32");
     for (size_t l = 0; l < sizeof lengths / sizeof lengths[0]; ++l) {
         size_t length = lengths[l];
         size_t items = (8192 + length - 1) / length; /* about 8k tokens a batch */
@@ -130,13 +134,19 @@ int main(int argc, char **argv) {
                 const uform__parallel_t *used = threads > 1 ? &parallel : NULL;
                 /* Warm up once, then repeat for at least 0.4 s (serial at 1,568 tokens: once). */
                 double best_forward = 1e30, best_backward = 1e30, start = now_seconds();
-                double best_forward_cpu = 1e30, best_backward_cpu = 1e30;
+                double best_forward_cpu = 1e30, best_backward_cpu = 1e30, best_bf16 = 1e30, best_bf16_cpu = 1e30;
                 kernels->attention_forward(&shape, qkv, out, lse, used);
+                kernels->attention_forward_bf16(&shape, qkv, out, lse, used);
                 int reps = 0;
                 do {
                     double t0 = now_seconds(), c0 = cpu_seconds();
-                    kernels->attention_forward(&shape, qkv, out, lse, used);
+                    kernels->attention_forward_bf16(&shape, qkv, out, lse, used);
                     double t1 = now_seconds(), c1 = cpu_seconds();
+                    if (t1 - t0 < best_bf16) best_bf16 = t1 - t0;
+                    if (c1 - c0 < best_bf16_cpu) best_bf16_cpu = c1 - c0;
+                    t0 = now_seconds(), c0 = cpu_seconds();
+                    kernels->attention_forward(&shape, qkv, out, lse, used);
+                    t1 = now_seconds(), c1 = cpu_seconds();
                     kernels->attention_backward(&shape, qkv, out, lse, dout, deltas, dqkv, used);
                     double t2 = now_seconds(), c2 = cpu_seconds();
                     if (t1 - t0 < best_forward) best_forward = t1 - t0;
@@ -153,12 +163,15 @@ int main(int argc, char **argv) {
                                             best_forward,
                                             best_backward,
                                             best_forward_cpu,
-                                            best_backward_cpu};
-                printf("%-14s %6zu %5zu %3zu %12.0f %9.1f %11.1f %12.0f %9.1f %11.1f\n",
+                                            best_backward_cpu,
+                                            best_bf16,
+                                            best_bf16_cpu};
+                printf("%-14s %6zu %5zu %3zu %12.0f %9.1f %11.1f %12.0f %9.1f %11.1f %9.1f %11.1f %6.2fx\n",
                        uform_cpu_class_name(classes[k]), length, items, threads, (double)tokens / best_forward,
                        flops_forward / best_forward * 1e-9, flops_forward / best_forward_cpu * 1e-9,
                        (double)tokens / best_backward, 2.0 * flops_forward / best_backward * 1e-9,
-                       2.0 * flops_forward / best_backward_cpu * 1e-9);
+                       2.0 * flops_forward / best_backward_cpu * 1e-9, flops_forward / best_bf16 * 1e-9,
+                       flops_forward / best_bf16_cpu * 1e-9, best_forward / best_bf16);
                 fflush(stdout);
             }
         }
@@ -166,7 +179,7 @@ int main(int argc, char **argv) {
     }
 
     /* PyTorch in the same run: the same packed shapes, float32, eager ops, 1 and 2 threads. */
-    char torch_lines[4096] = "";
+    char torch_lines[8192] = "";
     if (torch) {
         char command[2048];
         snprintf(command, sizeof command,
@@ -175,19 +188,20 @@ int main(int argc, char **argv) {
                  "torch.manual_seed(0)\n"
                  "H, dh = 6, 64\n"
                  "for L in (64, 197, 256, 1568):\n"
-                 "    items = (8192 + L - 1) // L\n"
-                 "    q, k, v = (torch.randn(items, H, L, dh) for _ in range(3))\n"
+                 "  items = (8192 + L - 1) // L\n"
+                 "  for name, dtype in (('torch-f32', torch.float32), ('torch-bf16', torch.bfloat16)):\n"
+                 "    q, k, v = (torch.randn(items, H, L, dh).to(dtype) for _ in range(3))\n"
                  "    for threads in (1, 2):\n"
-                 "        torch.set_num_threads(threads)\n"
-                 "        def run():\n"
-                 "            w = torch.softmax(q @ k.transpose(-1, -2) / dh ** 0.5, -1)\n"
-                 "            return w @ v\n"
-                 "        run(); best = cpu = 1e30; start = time.perf_counter(); reps = 0\n"
-                 "        while time.perf_counter() - start < 0.4 and reps < 50:\n"
-                 "            t0 = time.perf_counter(); c0 = time.process_time(); run()\n"
-                 "            best = min(best, time.perf_counter() - t0); cpu = min(cpu, time.process_time() - c0)\n"
-                 "            reps += 1\n"
-                 "        print(L, items, threads, best, cpu)\n"
+                 "      torch.set_num_threads(threads)\n"
+                 "      def run():\n"
+                 "        w = torch.softmax(q @ k.transpose(-1, -2) / dh ** 0.5, -1)\n"
+                 "        return w @ v\n"
+                 "      run(); best = cpu = 1e30; start = time.perf_counter(); reps = 0\n"
+                 "      while time.perf_counter() - start < 0.4 and reps < 50:\n"
+                 "        t0 = time.perf_counter(); c0 = time.process_time(); run()\n"
+                 "        best = min(best, time.perf_counter() - t0); cpu = min(cpu, time.process_time() - c0)\n"
+                 "        reps += 1\n"
+                 "      print(name, L, items, threads, best, cpu)\n"
                  "PY",
                  BENCH_TORCH_PYTHON);
         FILE *pipe = popen(command, "r");
@@ -198,20 +212,21 @@ int main(int argc, char **argv) {
         }
     }
     struct {
+        char name[16];
         size_t length, items, threads;
         double seconds, cpu_seconds;
-    } torch_rows[16];
+    } torch_rows[32];
     size_t torch_count = 0;
-    for (char *line = strtok(torch_lines, "\n"); line && torch_count < 16; line = strtok(NULL, "\n"))
-        if (sscanf(line, "%zu %zu %zu %lf %lf", &torch_rows[torch_count].length, &torch_rows[torch_count].items,
-                   &torch_rows[torch_count].threads, &torch_rows[torch_count].seconds,
-                   &torch_rows[torch_count].cpu_seconds) == 5)
+    for (char *line = strtok(torch_lines, "\n"); line && torch_count < 32; line = strtok(NULL, "\n"))
+        if (sscanf(line, "%15s %zu %zu %zu %lf %lf", torch_rows[torch_count].name, &torch_rows[torch_count].length,
+                   &torch_rows[torch_count].items, &torch_rows[torch_count].threads, &torch_rows[torch_count].seconds,
+                   &torch_rows[torch_count].cpu_seconds) == 6)
             ++torch_count;
     for (size_t t = 0; t < torch_count; ++t) {
         double tokens = (double)(torch_rows[t].length * torch_rows[t].items);
         double flops =
             4.0 * (double)torch_rows[t].length * (double)torch_rows[t].length * (double)d * (double)torch_rows[t].items;
-        printf("%-14s %6zu %5zu %3zu %12.0f %9.1f %11.1f %12s %9s %11s\n", "torch-f32", torch_rows[t].length,
+        printf("%-14s %6zu %5zu %3zu %12.0f %9.1f %11.1f %12s %9s %11s\n", torch_rows[t].name, torch_rows[t].length,
                torch_rows[t].items, torch_rows[t].threads, tokens / torch_rows[t].seconds,
                flops / torch_rows[t].seconds * 1e-9, flops / torch_rows[t].cpu_seconds * 1e-9, "-", "-", "-");
     }
@@ -236,11 +251,13 @@ int main(int argc, char **argv) {
             "    {\"class\": \"%s\", \"length\": %zu, \"items\": %zu, \"threads\": %zu, \"forward_seconds\": %.6g, "
             "\"forward_tokens_per_second\": %.6g, \"forward_gflops\": %.4g, \"backward_seconds\": %.6g, "
             "\"backward_tokens_per_second\": %.6g, \"backward_gflops\": %.4g, \"forward_gflops_per_cpu_second\": %.4g, "
-            "\"backward_gflops_per_cpu_second\": %.4g}%s\n",
+            "\"backward_gflops_per_cpu_second\": %.4g, \"forward_bf16_seconds\": %.6g, \"forward_bf16_gflops\": %.4g, "
+            "\"forward_bf16_gflops_per_cpu_second\": %.4g}%s\n",
             rows[r].cpu_class, rows[r].length, rows[r].items, rows[r].threads, rows[r].forward_seconds,
             tokens / rows[r].forward_seconds, flops / rows[r].forward_seconds * 1e-9, rows[r].backward_seconds,
             tokens / rows[r].backward_seconds, 2 * flops / rows[r].backward_seconds * 1e-9,
             flops / rows[r].forward_cpu_seconds * 1e-9, 2 * flops / rows[r].backward_cpu_seconds * 1e-9,
+            rows[r].bf16_seconds, flops / rows[r].bf16_seconds * 1e-9, flops / rows[r].bf16_cpu_seconds * 1e-9,
             r + 1 < row_count || torch_count ? "," : "");
     }
     for (size_t t = 0; t < torch_count; ++t) {
@@ -249,11 +266,11 @@ int main(int argc, char **argv) {
             4.0 * (double)torch_rows[t].length * (double)torch_rows[t].length * (double)d * (double)torch_rows[t].items;
         fprintf(
             json,
-            "    {\"class\": \"torch-f32\", \"length\": %zu, \"items\": %zu, \"threads\": %zu, \"forward_seconds\": "
+            "    {\"class\": \"%s\", \"length\": %zu, \"items\": %zu, \"threads\": %zu, \"forward_seconds\": "
             "%.6g, \"forward_tokens_per_second\": %.6g, \"forward_gflops\": %.4g, \"forward_gflops_per_cpu_second\": "
             "%.4g}%s\n",
-            torch_rows[t].length, torch_rows[t].items, torch_rows[t].threads, torch_rows[t].seconds,
-            tokens / torch_rows[t].seconds, flops / torch_rows[t].seconds * 1e-9,
+            torch_rows[t].name, torch_rows[t].length, torch_rows[t].items, torch_rows[t].threads,
+            torch_rows[t].seconds, tokens / torch_rows[t].seconds, flops / torch_rows[t].seconds * 1e-9,
             flops / torch_rows[t].cpu_seconds * 1e-9, t + 1 < torch_count ? "," : "");
     }
     fprintf(json, "  ]\n}\n");

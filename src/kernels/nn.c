@@ -16,11 +16,12 @@ const uform__nn_kernels_t *uform__nn_kernels(uform_cpu_class_t cpu_class) {
         return &uform__nn_kernels_haswell;
     case UFORM_CPU_CLASS_INTEL_SKYLAKE:
     case UFORM_CPU_CLASS_INTEL_ICELAKE:
-    case UFORM_CPU_CLASS_AMD_GENOA: /* everything here computes in F32: BF16 instructions add nothing */
+        return &uform__nn_kernels_skylake;
+    case UFORM_CPU_CLASS_AMD_GENOA: /* SKYLAKE's table but for the BF16 attention (VDPBF16PS) */
     case UFORM_CPU_CLASS_INTEL_SAPPHIRE:
     case UFORM_CPU_CLASS_INTEL_GRANITE:
     case UFORM_CPU_CLASS_INTEL_DIAMOND:
-        return &uform__nn_kernels_skylake;
+        return &uform__nn_kernels_genoa;
     default:
         return &uform__nn_kernels_serial;
     }

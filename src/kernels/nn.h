@@ -7,10 +7,11 @@
  * `uform__nn_kernels(cpu_class)`. Every slot of every table is filled: a class without a
  * specialised kernel points at the best lower class's kernel, down to SERIAL. SERIAL is the
  * portable reference; HASWELL (AVX2, FMA, F16C) and SKYLAKE (AVX-512 F/BW/DQ/VL) specialise the
- * hot loops. ICELAKE, GENOA, SAPPHIRE, GRANITE and DIAMOND use SKYLAKE's table (every kernel here
- * computes in F32, so VNNI and the BF16 dot products have nothing to add, and VCVTNEPS2BF16
- * flushes subnormals); SIERRA uses HASWELL's; every other class (Arm, RISC-V, WebAssembly,
- * MONOVERSIONED, UNKNOWN) gets SERIAL.
+ * hot loops. ICELAKE uses SKYLAKE's table. GENOA, SAPPHIRE, GRANITE and DIAMOND use GENOA's,
+ * which is SKYLAKE's but for attention_forward_bf16 (VDPBF16PS); every other kernel computes in
+ * F32, so VNNI and the BF16 dot products have nothing to add to them (and VCVTNEPS2BF16 flushes
+ * subnormals, so the conversions stay integer). SIERRA uses HASWELL's; every other class (Arm,
+ * RISC-V, WebAssembly, MONOVERSIONED, UNKNOWN) gets SERIAL.
  *
  * Accuracy: SERIAL accumulates row statistics in double; the SIMD classes accumulate in F32 lanes,
  * use a Cephes-style vector exp (~2 ulp) and Numerical Recipes' erfc (< 1.2e-7 relative) for
@@ -77,6 +78,25 @@ typedef struct uform__nn_kernels_t {
      */
     void (*attention_forward)(const uform__attention_shape_t *shape, const float *qkv, float *out, float *lse,
                               const uform__parallel_t *parallel);
+    /*
+     * Attention forward with BF16 products (what FlashAttention-2 computes in BF16), same
+     * arguments, layouts and `queries` mode as attention_forward; F32 in, F32 out. Per item,
+     * head and query row, over the item's keys in blocks of UFORM__NN_ATTENTION_BLOCK (from the
+     * item's first token):
+     *   s_j = scale · Σ_e bf16(q_e)·bf16(k_je), the products exact and summed in F32;
+     *   m   = the running max of s over the key blocks so far (this block included), in F32;
+     *   p_j = exp(s_j − m) in F32; the running normaliser l (rescaled by exp(m_old − m) at each
+     *         block) sums the F32 p_j, unrounded;
+     *   acc = acc·exp(m_old − m) + Σ_j bf16(p_j)·bf16(v_j), products exact, summed in F32;
+     *   out = acc / l;  lse = m + ln l.
+     * bf16() rounds an F32 to nearest even (NaN stays NaN). Every class applies these roundings
+     * at these points, so classes differ only by F32 summation order (and where a p_j that close
+     * to a BF16 rounding boundary rounds the other way). GENOA and later (VDPBF16PS) count BF16
+     * operands and products below 2^-126 in magnitude as zero; the others keep them. Error
+     * against exact attention: ~2^-8 relative per rounded operand, ~1e-2 of max|out| typically.
+     */
+    void (*attention_forward_bf16)(const uform__attention_shape_t *shape, const float *qkv, float *out, float *lse,
+                                   const uform__parallel_t *parallel);
     /*
      * Attention backward. dout [T, d] → dqkv [T, 3d] (overwritten), recomputing the
      * probabilities from qkv, out and lse of the forward. deltas [H, T] is caller scratch (it
@@ -222,6 +242,33 @@ typedef struct uform__nn_attention_ops_t {
 
 void uform__nn_attention_forward_with(const uform__nn_attention_ops_t *ops, const uform__attention_shape_t *shape,
                                       const float *qkv, float *out, float *lse, const uform__parallel_t *parallel);
+/* attention_forward_bf16 on a class's F32 primitives: the driver rounds Q, K, P and V to
+ * BF16-valued F32 at the documented points, so the F32 products are the BF16 products exactly. */
+void uform__nn_attention_forward_bf16_with(const uform__nn_attention_ops_t *ops, const uform__attention_shape_t *shape,
+                                           const float *qkv, float *out, float *lse,
+                                           const uform__parallel_t *parallel);
+
+/* One forward unit of work, for a class that replaces the whole unit (not just the block
+ * primitives): `rows` query rows (≤ UFORM__NN_ATTENTION_BLOCK) against all `length` keys of
+ * one item and head. The unit writes out and lse and reads nothing else. */
+typedef struct uform__attention_unit_t {
+    const float *q;      /* [rows, dh], row stride qkv_stride */
+    const float *k, *v;  /* [length, dh] each, row stride qkv_stride */
+    float *out;          /* [rows, dh], row stride out_stride */
+    float *lse;          /* [rows], contiguous */
+    size_t rows, length, head_width, qkv_stride, out_stride;
+    float scale;         /* 1/√dh */
+} uform__attention_unit_t;
+typedef void (*uform__nn_attention_unit_fn)(const void *context, const uform__attention_unit_t *unit);
+/* Runs `unit_fn` over the forward's units (item, head, query block; or item, head with
+ * `queries`), split over prongs as the F32 forward splits them (each unit owns its output, so
+ * the result never depends on the thread count). Head widths the tiles cannot hold give NaN. */
+void uform__nn_attention_forward_units(uform__nn_attention_unit_fn unit_fn, const void *context,
+                                       const uform__attention_shape_t *shape, const float *qkv, float *out, float *lse,
+                                       const uform__parallel_t *parallel);
+/* GENOA's attention_forward_bf16 (VDPBF16PS), in nn_attention_genoa.c. */
+void uform__nn_attention_forward_bf16_genoa(const uform__attention_shape_t *shape, const float *qkv, float *out,
+                                            float *lse, const uform__parallel_t *parallel);
 void uform__nn_attention_backward_with(const uform__nn_attention_ops_t *ops, const uform__attention_shape_t *shape,
                                        const float *qkv, const float *out, const float *lse, const float *dout,
                                        float *deltas, float *dqkv, const uform__parallel_t *parallel);
@@ -264,6 +311,7 @@ double uform__nn_sum_squares_with(uform__nn_block_sum_fn block_sum, size_t n, co
 extern const uform__nn_kernels_t uform__nn_kernels_serial;
 extern const uform__nn_kernels_t uform__nn_kernels_haswell;
 extern const uform__nn_kernels_t uform__nn_kernels_skylake;
+extern const uform__nn_kernels_t uform__nn_kernels_genoa; /* SKYLAKE's, with the VDPBF16PS attention */
 extern const uform__nn_attention_ops_t uform__nn_attention_ops_serial;
 
 /* The SERIAL kernels by name, so the other classes' tables can reuse the ones they do not specialise. */

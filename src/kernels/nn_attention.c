@@ -19,11 +19,16 @@
  * tile products per (query block, key block) pair against the forward's 2: S and dP twice
  * (once per pass), then dQ, dV and dK.
  *
- * Stack: a forward unit keeps ~81 KiB of tiles on the stack, a backward unit up to ~161 KiB
+ * BF16 forward (attention_forward_bf16): the same F32 unit with Q, K, P and V rounded to
+ * BF16 values at the points nn.h documents, for classes without BF16 dot products; GENOA
+ * replaces the whole unit (nn_attention_genoa.c) through uform__nn_attention_forward_units.
+ *
+ * Stack: a forward unit keeps ~145 KiB of tiles on the stack, a backward unit up to ~161 KiB
  * (with UFORM__NN_ATTENTION_BLOCK 64 and head width 128), so threads running prongs need a few
  * hundred KiB of stack (glibc's default 8 MiB is plenty).
  */
 #include <math.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "kernels/nn.h"
@@ -83,36 +88,81 @@ typedef struct attention_context_t {
     const float *qkv, *out, *lse, *dout;
     float *out_mutable, *lse_mutable, *dqkv, *deltas;
     size_t units, prongs;
+    uform__nn_attention_unit_fn unit_fn; /* the forward's unit body */
+    const void *unit_context;
 } attention_context_t;
 
-/* One forward unit: query rows q0 .. q0+rows of `item`, head `head` (with shape->queries, the
- * item's one query row), written to output rows o0 .. o0+rows. */
-static void forward_unit(const attention_context_t *context, unit_cursor_t cursor) {
+/* The forward unit at `cursor`: query rows q0 .. q0+rows of `item`, head `head` (with
+ * shape->queries, the item's one query row), written to output rows o0 .. o0+rows. */
+static uform__attention_unit_t unit_geometry(const attention_context_t *context, unit_cursor_t cursor) {
     const uform__attention_shape_t *shape = context->shape;
-    const uform__nn_attention_ops_t *ops = context->ops;
     size_t dh = shape->head_width, d = shape->heads * dh, qkv_stride = 3 * d;
     size_t begin = shape->offsets[cursor.item], length = shape->offsets[cursor.item + 1] - begin;
     size_t q0 = begin + cursor.block * block;
     size_t rows = length - cursor.block * block < block ? length - cursor.block * block : block;
     size_t o0 = q0, out_rows = shape->tokens; /* output row of q0; rows of out and lse */
     if (shape->queries) q0 = shape->queries[cursor.item], rows = 1, o0 = cursor.item, out_rows = shape->count;
-    float scale = 1.0f / sqrtf((float)dh);
+    uform__attention_unit_t unit = {
+        .q = context->qkv + q0 * qkv_stride + cursor.head * dh,
+        .k = context->qkv + begin * qkv_stride + d + cursor.head * dh,
+        .v = context->qkv + begin * qkv_stride + 2 * d + cursor.head * dh,
+        .out = context->out_mutable + o0 * d + cursor.head * dh,
+        .lse = context->lse_mutable + cursor.head * out_rows + o0,
+        .rows = rows,
+        .length = length,
+        .head_width = dh,
+        .qkv_stride = qkv_stride,
+        .out_stride = d,
+        .scale = 1.0f / sqrtf((float)dh),
+    };
+    return unit;
+}
 
-    const float *q = context->qkv + q0 * qkv_stride + cursor.head * dh;            /* [rows, dh] */
-    const float *k = context->qkv + begin * qkv_stride + d + cursor.head * dh;     /* [length, dh] */
-    const float *v = context->qkv + begin * qkv_stride + 2 * d + cursor.head * dh; /* [length, dh] */
+/* x rounded to the nearest BF16 value (ties to even), kept as F32; NaN stays a (quiet) NaN and
+ * values past the largest BF16 become ±inf. The same rounding as uform__nn_f32_to_bf16_one, in
+ * a form the compiler vectorises. */
+static inline float round_bf16(float x) {
+    uint32_t bits;
+    memcpy(&bits, &x, sizeof bits);
+    if ((bits & 0x7FFFFFFFu) > 0x7F800000u) bits |= 0x00400000u;
+    else bits += 0x7FFFu + ((bits >> 16) & 1u);
+    bits &= 0xFFFF0000u;
+    memcpy(&x, &bits, sizeof x);
+    return x;
+}
+
+/* dst [rows, width] (stride dst_stride) = round_bf16(src [rows, width] (stride src_stride)). */
+static void copy_round_bf16(const float *src, size_t src_stride, size_t rows, size_t width, float *dst,
+                            size_t dst_stride) {
+    for (size_t r = 0; r < rows; ++r)
+        for (size_t e = 0; e < width; ++e) dst[r * dst_stride + e] = round_bf16(src[r * src_stride + e]);
+}
+
+/* One forward unit on a class's F32 primitives. `bf16` (attention_forward_bf16) rounds Q, K,
+ * P (after the normaliser took its F32 sum) and V to BF16 values, so every F32 product is the
+ * exact BF16 product. */
+static void forward_unit_with(const uform__nn_attention_ops_t *ops, const uform__attention_unit_t *unit, int bf16) {
+    size_t dh = unit->head_width, rows = unit->rows, length = unit->length, qkv_stride = unit->qkv_stride;
+    const float *q = unit->q, *k = unit->k, *v = unit->v;
+    size_t q_stride = qkv_stride;
 
     float running_max[block], running_sum[block];
     float accumulator[block * max_width];     /* [rows, dh] */
     float scores[block * block];              /* [rows, cols] with stride block */
     float keys_transposed[max_width * block]; /* [dh, cols] with stride block */
+    float queries_bf16[block * max_width], values_bf16[block * max_width]; /* BF16 only: [rows or cols, dh] */
+    if (bf16) copy_round_bf16(q, qkv_stride, rows, dh, queries_bf16, dh), q = queries_bf16, q_stride = dh;
     for (size_t r = 0; r < rows; ++r) running_max[r] = -INFINITY, running_sum[r] = 0.0f;
     memset(accumulator, 0, rows * dh * sizeof(float));
 
     for (size_t k0 = 0; k0 < length; k0 += block) {
         size_t cols = length - k0 < block ? length - k0 : block;
         ops->transpose(k + k0 * qkv_stride, qkv_stride, cols, dh, keys_transposed, block);
-        ops->scores(q, qkv_stride, keys_transposed, block, rows, cols, dh, scale, scores, block);
+        if (bf16)
+            for (size_t e = 0; e < dh; ++e)
+                for (size_t c = 0; c < cols; ++c)
+                    keys_transposed[e * block + c] = round_bf16(keys_transposed[e * block + c]);
+        ops->scores(q, q_stride, keys_transposed, block, rows, cols, dh, unit->scale, scores, block);
         for (size_t r = 0; r < rows; ++r) {
             float *row = scores + r * block;
             float tile_max = ops->row_max(row, cols);
@@ -129,16 +179,30 @@ static void forward_unit(const attention_context_t *context, unit_cursor_t curso
                 }
             }
             running_max[r] = new_max;
+            if (bf16)
+                for (size_t c = 0; c < cols; ++c) row[c] = round_bf16(row[c]);
         }
-        ops->accumulate(accumulator, dh, scores, block, v + k0 * qkv_stride, qkv_stride, rows, cols, dh);
+        const float *values = v + k0 * qkv_stride;
+        size_t values_stride = qkv_stride;
+        if (bf16)
+            copy_round_bf16(values, qkv_stride, cols, dh, values_bf16, dh), values = values_bf16, values_stride = dh;
+        ops->accumulate(accumulator, dh, scores, block, values, values_stride, rows, cols, dh);
     }
 
     for (size_t r = 0; r < rows; ++r) {
         float inverse = 1.0f / running_sum[r];
-        float *o = context->out_mutable + (o0 + r) * d + cursor.head * dh;
+        float *o = unit->out + r * unit->out_stride;
         for (size_t e = 0; e < dh; ++e) o[e] = accumulator[r * dh + e] * inverse;
-        context->lse_mutable[cursor.head * out_rows + o0 + r] = running_max[r] + logf(running_sum[r]);
+        unit->lse[r] = running_max[r] + logf(running_sum[r]);
     }
+}
+
+static void forward_unit_f32(const void *ops, const uform__attention_unit_t *unit) {
+    forward_unit_with(ops, unit, 0);
+}
+
+static void forward_unit_bf16(const void *ops, const uform__attention_unit_t *unit) {
+    forward_unit_with(ops, unit, 1);
 }
 
 static void forward_prong(void *opaque, size_t thread, size_t prong) {
@@ -147,7 +211,10 @@ static void forward_prong(void *opaque, size_t thread, size_t prong) {
     uform__split_range(context->units, context->prongs, prong, &begin, &end);
     if (begin == end) return;
     unit_cursor_t cursor = unit_locate(context->shape, begin);
-    for (size_t unit = begin; unit < end; ++unit, unit_advance(context->shape, &cursor)) forward_unit(context, cursor);
+    for (size_t unit = begin; unit < end; ++unit, unit_advance(context->shape, &cursor)) {
+        uform__attention_unit_t geometry = unit_geometry(context, cursor);
+        context->unit_fn(context->unit_context, &geometry);
+    }
 }
 
 /* The tiles are sized for head widths up to max_width; a caller that skipped
@@ -160,18 +227,31 @@ static void fill_nan(float *x, size_t n) {
     for (size_t i = 0; i < n; ++i) x[i] = NAN;
 }
 
-void uform__nn_attention_forward_with(const uform__nn_attention_ops_t *ops, const uform__attention_shape_t *shape,
-                                      const float *qkv, float *out, float *lse, const uform__parallel_t *parallel) {
+void uform__nn_attention_forward_units(uform__nn_attention_unit_fn unit_fn, const void *unit_context,
+                                       const uform__attention_shape_t *shape, const float *qkv, float *out, float *lse,
+                                       const uform__parallel_t *parallel) {
     if (head_width_unsupported(shape)) {
         size_t rows = shape->queries ? shape->count : shape->tokens;
         fill_nan(out, rows * shape->heads * shape->head_width);
         fill_nan(lse, shape->heads * rows);
         return;
     }
-    attention_context_t context = {.ops = ops, .shape = shape, .qkv = qkv, .out_mutable = out, .lse_mutable = lse};
+    attention_context_t context = {.shape = shape, .qkv = qkv, .out_mutable = out, .lse_mutable = lse,
+                                   .unit_fn = unit_fn, .unit_context = unit_context};
     context.units = units_total(shape);
     context.prongs = prongs_for(parallel, context.units);
     uform__parallel_for(parallel, context.prongs, forward_prong, &context);
+}
+
+void uform__nn_attention_forward_with(const uform__nn_attention_ops_t *ops, const uform__attention_shape_t *shape,
+                                      const float *qkv, float *out, float *lse, const uform__parallel_t *parallel) {
+    uform__nn_attention_forward_units(forward_unit_f32, ops, shape, qkv, out, lse, parallel);
+}
+
+void uform__nn_attention_forward_bf16_with(const uform__nn_attention_ops_t *ops, const uform__attention_shape_t *shape,
+                                           const float *qkv, float *out, float *lse,
+                                           const uform__parallel_t *parallel) {
+    uform__nn_attention_forward_units(forward_unit_bf16, ops, shape, qkv, out, lse, parallel);
 }
 
 /* D_r = ⟨dO_r, O_r⟩ for rows q0 .. q0+rows of head `head`: four interleaved partial sums (to

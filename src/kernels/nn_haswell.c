@@ -274,6 +274,11 @@ static const uform__nn_attention_ops_t attention_ops_haswell = {
     exp_shift_sum_f32_haswell, exp_sub_f32_haswell, row_max_f32_haswell,
 };
 
+static void attention_forward_bf16_haswell(const uform__attention_shape_t *shape, const float *qkv, float *out,
+                                           float *lse, const uform__parallel_t *parallel) {
+    uform__nn_attention_forward_bf16_with(&attention_ops_haswell, shape, qkv, out, lse, parallel);
+}
+
 static void attention_forward_f32_haswell(const uform__attention_shape_t *shape, const float *qkv, float *out,
                                           float *lse, const uform__parallel_t *parallel) {
     uform__nn_attention_forward_with(&attention_ops_haswell, shape, qkv, out, lse, parallel);
@@ -743,6 +748,7 @@ static void softmax_forward_f32_haswell(size_t rows, size_t width, const float *
 
 const uform__nn_kernels_t uform__nn_kernels_haswell = {
     .attention_forward = attention_forward_f32_haswell,
+    .attention_forward_bf16 = attention_forward_bf16_haswell,
     .attention_backward = attention_backward_f32_haswell,
     .layernorm_forward = layernorm_forward_f32_haswell,
     .layernorm_backward = layernorm_backward_f32_haswell,

@@ -1,8 +1,9 @@
 /*
- * SKYLAKE NN kernels (AVX-512 F, BW, DQ, VL), also the tables of ICELAKE and GENOA (and through
- * GENOA, SAPPHIRE, GRANITE and DIAMOND). Every NN kernel computes in F32, so the later classes'
- * extensions (VNNI, BF16 dot products) have nothing to add here; and VCVTNEPS2BF16 treats
- * subnormal inputs as zero, so the F32→BF16 conversion keeps the exact integer rounding.
+ * SKYLAKE NN kernels (AVX-512 F, BW, DQ, VL), also the table of ICELAKE and, but for the BF16
+ * attention forward (VDPBF16PS, nn_attention_genoa.c), of GENOA, SAPPHIRE, GRANITE and DIAMOND.
+ * Every other NN kernel computes in F32, so the later classes' extensions (VNNI, BF16 dot
+ * products) have nothing to add here; and VCVTNEPS2BF16 treats subnormal inputs as zero, so the
+ * F32→BF16 conversion keeps the exact integer rounding.
  *
  * Specialised: the attention block primitives (a 4×64 register-blocked micro-product with
  * masked tails, a 16×16 in-register transpose, vectorised exp), GELU, LayerNorm, softmax +
@@ -259,6 +260,11 @@ static const uform__nn_attention_ops_t attention_ops_skylake = {
 static void attention_forward_f32_skylake(const uform__attention_shape_t *shape, const float *qkv, float *out,
                                           float *lse, const uform__parallel_t *parallel) {
     uform__nn_attention_forward_with(&attention_ops_skylake, shape, qkv, out, lse, parallel);
+}
+
+static void attention_forward_bf16_skylake(const uform__attention_shape_t *shape, const float *qkv, float *out,
+                                           float *lse, const uform__parallel_t *parallel) {
+    uform__nn_attention_forward_bf16_with(&attention_ops_skylake, shape, qkv, out, lse, parallel);
 }
 
 static void attention_backward_f32_skylake(const uform__attention_shape_t *shape, const float *qkv, const float *out,
@@ -711,34 +717,44 @@ static double sum_squares_f32_skylake(size_t n, const float *x, const uform__par
     return uform__nn_sum_squares_with(block_sum_squares_skylake, n, x, parallel);
 }
 
-/* SKYLAKE and ICELAKE. */
 static void softmax_forward_f32_skylake(size_t rows, size_t width, const float *x, size_t x_stride, float *y,
                                    size_t y_stride, const uform__parallel_t *parallel) {
     uform__nn_softmax_with(&attention_ops_skylake, rows, width, x, x_stride, y, y_stride, parallel);
 }
 
+/* The entries SKYLAKE and GENOA share: GENOA differs only in attention_forward_bf16. */
+#define SKYLAKE_ENTRIES \
+    .attention_forward = attention_forward_f32_skylake, \
+    .attention_backward = attention_backward_f32_skylake, \
+    .layernorm_forward = layernorm_forward_f32_skylake, \
+    .layernorm_backward = layernorm_backward_f32_skylake, \
+    .gelu_forward = gelu_forward_f32_skylake, \
+    .gelu_backward = gelu_backward_f32_skylake, \
+    .softmax_forward = softmax_forward_f32_skylake, \
+    .softmax_xent_forward = softmax_xent_forward_f32_skylake, \
+    .softmax_xent_backward = softmax_xent_backward_f32_skylake, \
+    .l2norm_forward = l2norm_forward_f32_skylake, \
+    .l2norm_backward = l2norm_backward_f32_skylake, \
+    .mean_pool_forward = uform__nn_mean_pool_forward_f32_serial, \
+    .mean_pool_backward = uform__nn_mean_pool_backward_f32_serial, \
+    .embedding_forward = uform__nn_embedding_forward_f32_serial, \
+    .embedding_backward = uform__nn_embedding_backward_f32_serial, \
+    .f32_to_bf16 = f32_to_bf16_skylake, \
+    .bf16_to_f32 = bf16_to_f32_skylake, \
+    .f32_to_f16 = f32_to_f16_skylake, \
+    .f16_to_f32 = f16_to_f32_skylake, \
+    .f32_to_i8 = uform__nn_f32_to_i8_serial, \
+    .f32_to_b1 = uform__nn_f32_to_b1_serial, \
+    .adamw = adamw_f32_skylake, \
+    .sum_squares = sum_squares_f32_skylake
+
 const uform__nn_kernels_t uform__nn_kernels_skylake = {
-    .attention_forward = attention_forward_f32_skylake,
-    .attention_backward = attention_backward_f32_skylake,
-    .layernorm_forward = layernorm_forward_f32_skylake,
-    .layernorm_backward = layernorm_backward_f32_skylake,
-    .gelu_forward = gelu_forward_f32_skylake,
-    .gelu_backward = gelu_backward_f32_skylake,
-    .softmax_forward = softmax_forward_f32_skylake,
-    .softmax_xent_forward = softmax_xent_forward_f32_skylake,
-    .softmax_xent_backward = softmax_xent_backward_f32_skylake,
-    .l2norm_forward = l2norm_forward_f32_skylake,
-    .l2norm_backward = l2norm_backward_f32_skylake,
-    .mean_pool_forward = uform__nn_mean_pool_forward_f32_serial,
-    .mean_pool_backward = uform__nn_mean_pool_backward_f32_serial,
-    .embedding_forward = uform__nn_embedding_forward_f32_serial,
-    .embedding_backward = uform__nn_embedding_backward_f32_serial,
-    .f32_to_bf16 = f32_to_bf16_skylake,
-    .bf16_to_f32 = bf16_to_f32_skylake,
-    .f32_to_f16 = f32_to_f16_skylake,
-    .f16_to_f32 = f16_to_f32_skylake,
-    .f32_to_i8 = uform__nn_f32_to_i8_serial,
-    .f32_to_b1 = uform__nn_f32_to_b1_serial,
-    .adamw = adamw_f32_skylake,
-    .sum_squares = sum_squares_f32_skylake,
+    SKYLAKE_ENTRIES,
+    .attention_forward_bf16 = attention_forward_bf16_skylake,
+};
+
+/* GENOA, SAPPHIRE, GRANITE and DIAMOND: VDPBF16PS for the BF16 attention (nn_attention_genoa.c). */
+const uform__nn_kernels_t uform__nn_kernels_genoa = {
+    SKYLAKE_ENTRIES,
+    .attention_forward_bf16 = uform__nn_attention_forward_bf16_genoa,
 };

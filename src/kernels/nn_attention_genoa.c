@@ -1,0 +1,271 @@
+/*
+ * GENOA's attention_forward_bf16 (AVX-512 BF16: VDPBF16PS), also SAPPHIRE's, GRANITE's and
+ * DIAMOND's: the semantics nn.h documents for the slot, at twice the F32 product rate.
+ *
+ * The unit of work is the shared driver's (item, head, query block of ≤ 64 rows; see
+ * uform__nn_attention_forward_units in nn_attention.c). Inside a unit the score tile is kept
+ * transposed, keys as rows and the unit's query rows across the lanes, so that
+ *   - S^T[c][r] = Σ_e2 dot2(Q2[e2][r], K2[c][e2]): the unit's Q is converted once into BF16
+ *     pairs (q[2·e2], q[2·e2+1]) laid out [dh/2][rows], and each key row into its natural BF16
+ *     row (which already is its pairs, [cols][dh/2]), broadcast one pair at a time;
+ *   - the online softmax runs elementwise across 16 query rows per vector: the max, exp and
+ *     sums need no horizontal reductions;
+ *   - P·V: acc[r][e] += Σ_c2 dot2(P2[c2][r], V2[c2][e]) with P^T's rows 2·c2 and 2·c2+1
+ *     interleaved into pairs [cols/2][rows] (broadcast), and V's rows likewise [cols/2][dh].
+ *     An odd key count pads the last pair with zeros on both sides.
+ * dot2 is one VDPBF16PS lane: acc += a.lo·b.lo + a.hi·b.hi, products exact, summed in F32.
+ * VCVTNE2PS2BF16 rounds to nearest even and keeps NaN; it and VDPBF16PS count subnormals as zero
+ * (the slot documents this).
+ *
+ * A unit keeps ~108 KiB of tiles on the stack (head width 128).
+ */
+#include <immintrin.h>
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "kernels/nn.h"
+
+#define UFORM_GENOA __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx512bf16,fma")))
+
+enum {
+    block = UFORM__NN_ATTENTION_BLOCK,             /* query rows and key columns of a tile */
+    max_width = UFORM__NN_ATTENTION_MAX_HEAD_WIDTH,
+    max_pairs = (UFORM__NN_ATTENTION_MAX_HEAD_WIDTH + 1) / 2,
+};
+
+UFORM_GENOA static inline __mmask16 tail_mask16(size_t count) {
+    return count >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << count) - 1u);
+}
+
+/* exp(x) for x ≤ 0 mostly (softmax arguments), any x handled: x = n·ln2 + r with |r| ≤ ln2/2
+ * (ln2 split in two for an exact n·ln2_high), e^r by its degree-6 Taylor polynomial (truncation
+ * below 1.2e-7 relative on that interval), then scaled by 2^n exactly with VSCALEFPS (which
+ * gives 0 below the subnormals and +inf above the range). −inf gives 0, NaN stays NaN: both
+ * clamps keep a NaN because VMAXPS/VMINPS return their second operand when one is NaN. */
+UFORM_GENOA static inline __m512 exp_f32x16(__m512 x_f32x16) {
+    x_f32x16 = _mm512_max_ps(_mm512_set1_ps(-104.0f), x_f32x16);
+    x_f32x16 = _mm512_min_ps(_mm512_set1_ps(89.0f), x_f32x16);
+    __m512 n_f32x16 = _mm512_roundscale_ps(_mm512_mul_ps(x_f32x16, _mm512_set1_ps(1.44269504088896341f)),
+                                           _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 r_f32x16 = _mm512_fnmadd_ps(n_f32x16, _mm512_set1_ps(0.693145751953125f), x_f32x16);
+    r_f32x16 = _mm512_fnmadd_ps(n_f32x16, _mm512_set1_ps(1.428606765330187e-06f), r_f32x16);
+    __m512 p_f32x16 = _mm512_set1_ps(1.0f / 720.0f);
+    p_f32x16 = _mm512_fmadd_ps(p_f32x16, r_f32x16, _mm512_set1_ps(1.0f / 120.0f));
+    p_f32x16 = _mm512_fmadd_ps(p_f32x16, r_f32x16, _mm512_set1_ps(1.0f / 24.0f));
+    p_f32x16 = _mm512_fmadd_ps(p_f32x16, r_f32x16, _mm512_set1_ps(1.0f / 6.0f));
+    p_f32x16 = _mm512_fmadd_ps(p_f32x16, r_f32x16, _mm512_set1_ps(0.5f));
+    p_f32x16 = _mm512_fmadd_ps(p_f32x16, r_f32x16, _mm512_set1_ps(1.0f));
+    p_f32x16 = _mm512_fmadd_ps(p_f32x16, r_f32x16, _mm512_set1_ps(1.0f));
+    return _mm512_scalef_ps(p_f32x16, n_f32x16);
+}
+
+/* 16 BF16 pairs (low_i, high_i) from two F32 vectors, each rounded to nearest even. */
+UFORM_GENOA static inline __m512i pairs_bf16x32(__m512 low_f32x16, __m512 high_f32x16) {
+    /* cvtne2ps gives [low_0 .. low_15, high_0 .. high_15]; interleave the halves. */
+    const __m512i interleave_i16x32 =
+        _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8, 23, 7, 22, 6, 21, 5, 20, 4, 19,
+                         3, 18, 2, 17, 1, 16, 0);
+    __m512i halves_bf16x32 = (__m512i)_mm512_cvtne2ps_pbh(high_f32x16, low_f32x16);
+    return _mm512_permutexvar_epi16(interleave_i16x32, halves_bf16x32);
+}
+
+/* One row of `width` F32 values → its ceil(width/2) BF16 pairs (consecutive values), an odd
+ * width's last pair padded with a zero. */
+UFORM_GENOA static inline void row_pairs(const float *x, size_t width, uint32_t *pairs) {
+    for (size_t e = 0; e < width; e += 32) {
+        __m512 low_f32x16 = _mm512_maskz_loadu_ps(tail_mask16(width - e), x + e);
+        __m512 high_f32x16 = _mm512_maskz_loadu_ps(tail_mask16(width > e + 16 ? width - e - 16 : 0), x + e + 16);
+        /* Natural order: the first 16 values then the next 16, which pair up as consecutive values. */
+        __m512i row_bf16x32 = (__m512i)_mm512_cvtne2ps_pbh(high_f32x16, low_f32x16);
+        size_t pairs_here = (width - e + 1) / 2;
+        _mm512_mask_storeu_epi32(pairs + e / 2, tail_mask16(pairs_here), row_bf16x32);
+    }
+}
+
+/* st [cols, 64]: st[c][r] = Σ_e2 dot2(q2[e2][r], k2[c][e2]) for `row_vectors` (1..4, compile-time)
+ * vectors of 16 rows and `columns` (1..6, compile-time) keys from c0. */
+UFORM_GENOA static inline __attribute__((always_inline)) void
+scores_block_genoa(const uint32_t *q2, const uint32_t *k2, size_t pairs, size_t c0, float *st, const size_t row_vectors,
+                   const size_t columns) {
+    __m512 acc_f32x16[6][4];
+#pragma GCC unroll 6
+    for (size_t c = 0; c < 6; ++c)
+#pragma GCC unroll 4
+        for (size_t v = 0; v < 4; ++v) acc_f32x16[c][v] = _mm512_setzero_ps();
+    for (size_t e2 = 0; e2 < pairs; ++e2) {
+        __m512i q_bf16x32[4];
+#pragma GCC unroll 4
+        for (size_t v = 0; v < row_vectors; ++v) q_bf16x32[v] = _mm512_load_si512(q2 + e2 * block + v * 16);
+#pragma GCC unroll 6
+        for (size_t c = 0; c < columns; ++c) {
+            __m512i k_bf16x32 = _mm512_set1_epi32((int)k2[(c0 + c) * pairs + e2]);
+#pragma GCC unroll 4
+            for (size_t v = 0; v < row_vectors; ++v)
+                acc_f32x16[c][v] = _mm512_dpbf16_ps(acc_f32x16[c][v], (__m512bh)q_bf16x32[v], (__m512bh)k_bf16x32);
+        }
+    }
+#pragma GCC unroll 6
+    for (size_t c = 0; c < columns; ++c)
+#pragma GCC unroll 4
+        for (size_t v = 0; v < row_vectors; ++v) _mm512_store_ps(st + (c0 + c) * block + v * 16, acc_f32x16[c][v]);
+}
+
+UFORM_GENOA static inline __attribute__((always_inline)) void
+scores_tile_genoa(const uint32_t *q2, const uint32_t *k2, size_t pairs, size_t cols, float *st,
+                  const size_t row_vectors) {
+    size_t c = 0;
+    for (; c + 6 <= cols; c += 6) scores_block_genoa(q2, k2, pairs, c, st, row_vectors, 6);
+    for (; c < cols; ++c) scores_block_genoa(q2, k2, pairs, c, st, row_vectors, 1);
+}
+
+/* acc [rows, stride] (rows r0 .. r0+`rows` (1..4, compile-time), `vectors` (1..4, compile-time)
+ * 16-wide column vectors from e0) = acc·rescale[r] (or 0 when `first`) + Σ_c2 dot2(p2[c2][r], v2[c2][e]). */
+UFORM_GENOA static inline __attribute__((always_inline)) void
+values_block_genoa(float *acc, size_t stride, const uint32_t *p2, const uint32_t *v2, size_t column_pairs,
+                   const float *rescale, int first, size_t r0, size_t e0, const size_t rows, const size_t vectors) {
+    __m512 acc_f32x16[4][4];
+#pragma GCC unroll 4
+    for (size_t r = 0; r < rows; ++r) {
+        __m512 rescale_f32x16 = _mm512_set1_ps(rescale[r0 + r]);
+#pragma GCC unroll 4
+        for (size_t v = 0; v < vectors; ++v)
+            acc_f32x16[r][v] = first ? _mm512_setzero_ps()
+                                     : _mm512_mul_ps(_mm512_load_ps(acc + (r0 + r) * stride + e0 + v * 16), rescale_f32x16);
+    }
+    for (size_t c2 = 0; c2 < column_pairs; ++c2) {
+        __m512i v_bf16x32[4];
+#pragma GCC unroll 4
+        for (size_t v = 0; v < vectors; ++v) v_bf16x32[v] = _mm512_load_si512(v2 + c2 * stride + e0 + v * 16);
+#pragma GCC unroll 4
+        for (size_t r = 0; r < rows; ++r) {
+            __m512i p_bf16x32 = _mm512_set1_epi32((int)p2[c2 * block + r0 + r]);
+#pragma GCC unroll 4
+            for (size_t v = 0; v < vectors; ++v)
+                acc_f32x16[r][v] = _mm512_dpbf16_ps(acc_f32x16[r][v], (__m512bh)p_bf16x32, (__m512bh)v_bf16x32[v]);
+        }
+    }
+#pragma GCC unroll 4
+    for (size_t r = 0; r < rows; ++r)
+#pragma GCC unroll 4
+        for (size_t v = 0; v < vectors; ++v) _mm512_store_ps(acc + (r0 + r) * stride + e0 + v * 16, acc_f32x16[r][v]);
+}
+
+UFORM_GENOA static inline __attribute__((always_inline)) void
+values_columns_genoa(float *acc, size_t stride, const uint32_t *p2, const uint32_t *v2, size_t column_pairs,
+                     const float *rescale, int first, size_t rows, size_t e0, const size_t vectors) {
+    size_t r = 0;
+    for (; r + 4 <= rows; r += 4) values_block_genoa(acc, stride, p2, v2, column_pairs, rescale, first, r, e0, 4, vectors);
+    switch (rows - r) {
+    case 3: values_block_genoa(acc, stride, p2, v2, column_pairs, rescale, first, r, e0, 3, vectors); break;
+    case 2: values_block_genoa(acc, stride, p2, v2, column_pairs, rescale, first, r, e0, 2, vectors); break;
+    case 1: values_block_genoa(acc, stride, p2, v2, column_pairs, rescale, first, r, e0, 1, vectors); break;
+    default: break;
+    }
+}
+
+UFORM_GENOA static void values_tile_genoa(float *acc, size_t stride, const uint32_t *p2, const uint32_t *v2,
+                                          size_t column_pairs, const float *rescale, int first, size_t rows) {
+    for (size_t e0 = 0; e0 < stride; e0 += 64) {
+        switch ((stride - e0) / 16 < 4 ? (stride - e0) / 16 : 4) {
+        case 1: values_columns_genoa(acc, stride, p2, v2, column_pairs, rescale, first, rows, e0, 1); break;
+        case 2: values_columns_genoa(acc, stride, p2, v2, column_pairs, rescale, first, rows, e0, 2); break;
+        case 3: values_columns_genoa(acc, stride, p2, v2, column_pairs, rescale, first, rows, e0, 3); break;
+        default: values_columns_genoa(acc, stride, p2, v2, column_pairs, rescale, first, rows, e0, 4); break;
+        }
+    }
+}
+
+/* One unit: see the file comment. Buffers are 64-byte aligned for the full-vector loads. */
+UFORM_GENOA static void forward_unit_bf16_genoa(const void *unused, const uform__attention_unit_t *unit) {
+    (void)unused;
+    size_t dh = unit->head_width, rows = unit->rows, length = unit->length, qkv_stride = unit->qkv_stride;
+    size_t pairs = (dh + 1) / 2, stride = (dh + 15) / 16 * 16, row_vectors = (rows + 15) / 16;
+    float scale = unit->scale;
+
+    _Alignas(64) uint32_t q2[max_pairs * block];      /* [pairs, 64]: Q's BF16 pairs, query rows across */
+    _Alignas(64) uint32_t k2[block * max_pairs];      /* [cols, pairs]: one key block's BF16 rows */
+    _Alignas(64) uint32_t v2[block / 2 * max_width];  /* [cols/2, stride]: V's rows paired */
+    _Alignas(64) uint32_t p2[block / 2 * block];      /* [cols/2, 64]: P^T's rows paired */
+    _Alignas(64) float st[block * block];             /* [cols, 64]: Q·Kᵀ transposed, unscaled */
+    _Alignas(64) float acc[block * max_width];        /* [rows, stride]: unnormalised output */
+    _Alignas(64) float running_max[block], running_sum[block], rescale[block];
+
+    /* Q: each row to its pairs (through k2 as scratch), then transposed; padding rows are zero. */
+    for (size_t r = 0; r < rows; ++r) row_pairs(unit->q + r * qkv_stride, dh, k2 + r * pairs);
+    for (size_t e2 = 0; e2 < pairs; ++e2) {
+        for (size_t r = 0; r < rows; ++r) q2[e2 * block + r] = k2[r * pairs + e2];
+        for (size_t r = rows; r < row_vectors * 16; ++r) q2[e2 * block + r] = 0;
+    }
+    for (size_t r = 0; r < block; ++r) running_max[r] = -INFINITY, running_sum[r] = 0.0f;
+
+    for (size_t k0 = 0; k0 < length; k0 += block) {
+        size_t cols = length - k0 < block ? length - k0 : block, column_pairs = (cols + 1) / 2;
+        int first = k0 == 0;
+        for (size_t c = 0; c < cols; ++c) row_pairs(unit->k + (k0 + c) * qkv_stride, dh, k2 + c * pairs);
+        switch (row_vectors) {
+        case 1: scores_tile_genoa(q2, k2, pairs, cols, st, 1); break;
+        case 2: scores_tile_genoa(q2, k2, pairs, cols, st, 2); break;
+        case 3: scores_tile_genoa(q2, k2, pairs, cols, st, 3); break;
+        default: scores_tile_genoa(q2, k2, pairs, cols, st, 4); break;
+        }
+
+        /* Online softmax, 16 query rows per vector; p summed unrounded in key order. */
+        for (size_t v = 0; v < row_vectors; ++v) {
+            __m512 tile_max_f32x16 = _mm512_set1_ps(-INFINITY);
+            for (size_t c = 0; c < cols; ++c)
+                tile_max_f32x16 = _mm512_max_ps(tile_max_f32x16, _mm512_load_ps(st + c * block + v * 16));
+            __m512 old_max_f32x16 = _mm512_load_ps(running_max + v * 16);
+            /* fl(scale·x) is monotone in x (scale > 0), so this is the max of the scaled scores. */
+            __m512 new_max_f32x16 = _mm512_max_ps(_mm512_mul_ps(tile_max_f32x16, _mm512_set1_ps(scale)), old_max_f32x16);
+            __m512 scale_f32x16 = _mm512_set1_ps(scale), sum_f32x16 = _mm512_setzero_ps();
+            for (size_t c2 = 0; c2 < column_pairs; ++c2) {
+                __m512 low_f32x16 =
+                    exp_f32x16(_mm512_fmsub_ps(_mm512_load_ps(st + 2 * c2 * block + v * 16), scale_f32x16, new_max_f32x16));
+                sum_f32x16 = _mm512_add_ps(sum_f32x16, low_f32x16);
+                __m512 high_f32x16 = _mm512_setzero_ps();
+                if (2 * c2 + 1 < cols) {
+                    high_f32x16 = exp_f32x16(
+                        _mm512_fmsub_ps(_mm512_load_ps(st + (2 * c2 + 1) * block + v * 16), scale_f32x16, new_max_f32x16));
+                    sum_f32x16 = _mm512_add_ps(sum_f32x16, high_f32x16);
+                }
+                _mm512_store_si512(p2 + c2 * block + v * 16, pairs_bf16x32(low_f32x16, high_f32x16));
+            }
+            if (first)
+                _mm512_store_ps(running_sum + v * 16, sum_f32x16);
+            else {
+                __m512 rescale_f32x16 = exp_f32x16(_mm512_sub_ps(old_max_f32x16, new_max_f32x16));
+                _mm512_store_ps(rescale + v * 16, rescale_f32x16);
+                _mm512_store_ps(running_sum + v * 16,
+                                _mm512_fmadd_ps(_mm512_load_ps(running_sum + v * 16), rescale_f32x16, sum_f32x16));
+            }
+            _mm512_store_ps(running_max + v * 16, new_max_f32x16);
+        }
+
+        /* V: rows 2·c2 and 2·c2+1 paired; a missing odd row and the columns past dh are zero. */
+        for (size_t c2 = 0; c2 < column_pairs; ++c2) {
+            const float *low = unit->v + (k0 + 2 * c2) * qkv_stride, *high = low + qkv_stride;
+            int has_high = 2 * c2 + 1 < cols;
+            for (size_t e = 0; e < stride; e += 16) {
+                __mmask16 mask = tail_mask16(dh - e);
+                __m512 low_f32x16 = _mm512_maskz_loadu_ps(mask, low + e);
+                __m512 high_f32x16 = has_high ? _mm512_maskz_loadu_ps(mask, high + e) : _mm512_setzero_ps();
+                _mm512_store_si512(v2 + c2 * stride + e, pairs_bf16x32(low_f32x16, high_f32x16));
+            }
+        }
+        values_tile_genoa(acc, stride, p2, v2, column_pairs, rescale, first, rows);
+    }
+
+    for (size_t r = 0; r < rows; ++r) {
+        __m512 inverse_f32x16 = _mm512_set1_ps(1.0f / running_sum[r]);
+        float *o = unit->out + r * unit->out_stride;
+        for (size_t e = 0; e < dh; e += 16)
+            _mm512_mask_storeu_ps(o + e, tail_mask16(dh - e), _mm512_mul_ps(_mm512_load_ps(acc + r * stride + e), inverse_f32x16));
+        unit->lse[r] = running_max[r] + logf(running_sum[r]);
+    }
+}
+
+void uform__nn_attention_forward_bf16_genoa(const uform__attention_shape_t *shape, const float *qkv, float *out,
+                                            float *lse, const uform__parallel_t *parallel) {
+    uform__nn_attention_forward_units(forward_unit_bf16_genoa, NULL, shape, qkv, out, lse, parallel);
+}

@@ -1,0 +1,281 @@
+/*
+ * attention_forward_bf16 on every class this machine runs:
+ *   - against a double-precision reference that applies exactly the roundings nn.h documents
+ *     (BF16 Q, K, V and P, P relative to the running max of 64-key blocks, the normaliser from
+ *     unrounded P), within 1e-5 of max|out| plus, per element, the weight of the few P values
+ *     that sit so close to a BF16 rounding boundary that F32 noise may round them either way;
+ *   - against exact attention in double within 1.5e-2 of max|out| (BF16's own error);
+ *   - F32 compute must miss the tight tolerance (so the test sees the rounding points);
+ *   - lengths 1, odd, 64, 65, 197, 256, an empty item; head widths 1, 13, 64, 128; one query
+ *     per item; NaN propagation; bit-identical results on 1, 2 and 3 threads; no NULL slot.
+ */
+#include "kernels/nn_test_support.h"
+
+enum { reference_block = 64 }; /* UFORM__NN_ATTENTION_BLOCK, restated: the semantics depend on it */
+
+/* x rounded to the nearest BF16 (ties to even), as a float; NaN stays NaN. */
+static float bf16_round(float x) {
+    uint32_t bits;
+    memcpy(&bits, &x, sizeof bits);
+    if ((bits & 0x7FFFFFFFu) > 0x7F800000u) return x;
+    bits += 0x7FFFu + ((bits >> 16) & 1u);
+    bits &= 0xFFFF0000u;
+    memcpy(&x, &bits, sizeof x);
+    return x;
+}
+
+/* p ≥ 0 rounded to BF16; *doubt receives the gap between p's two BF16 neighbours when p lies
+ * within `window`·p of their midpoint (where the kernels' F32 p, a few ulps off, may round the
+ * other way), else 0. */
+static double bf16_round_with_doubt(double p, double window, double *doubt) {
+    float f = (float)p;
+    uint32_t bits;
+    memcpy(&bits, &f, sizeof bits);
+    uint32_t low_bits = bits & 0xFFFF0000u, high_bits = low_bits + 0x10000u;
+    float low, high;
+    memcpy(&low, &low_bits, sizeof low);
+    memcpy(&high, &high_bits, sizeof high);
+    double middle = 0.5 * ((double)low + (double)high);
+    *doubt = fabs(p - middle) <= window * p ? (double)high - (double)low : 0.0;
+    return bf16_round(f);
+}
+
+/*
+ * Attention in double for the output rows `rows` (token indices; NULL: every token), FA2 form
+ * over key blocks of 64. `bf16`: Q, K, V rounded to BF16 and P = exp(s − running max) rounded
+ * too (the normaliser sums unrounded P); otherwise exact attention. out [n, d], lse [H, n] and
+ * slack [n, d] (the doubt of near-boundary P, weighted by |v| and normalised like out).
+ */
+static void reference(const uform__attention_shape_t *shape, const float *qkv32, const size_t *rows, int bf16,
+                      double *out, double *lse, double *slack) {
+    size_t H = shape->heads, dh = shape->head_width, d = H * dh, T = shape->tokens;
+    size_t n = rows ? shape->count : T;
+    double scale = 1.0 / sqrt((double)dh);
+    double *qkv = malloc((T * 3 * d + 1) * sizeof(double));
+    for (size_t i = 0; i < T * 3 * d; ++i) qkv[i] = bf16 ? bf16_round(qkv32[i]) : qkv32[i];
+    double *s = malloc(reference_block * sizeof(double)), *acc = malloc(dh * sizeof(double));
+    double *doubt = malloc(dh * sizeof(double));
+    for (size_t item = 0; item < shape->count; ++item) {
+        size_t begin = shape->offsets[item], end = shape->offsets[item + 1];
+        for (size_t h = 0; h < H; ++h)
+            for (size_t i = begin; i < end; ++i) {
+                size_t o = i; /* the output row */
+                if (rows) {
+                    if (i != rows[item]) continue;
+                    o = item;
+                }
+                const double *q = qkv + i * 3 * d + h * dh;
+                double m = -INFINITY, l = 0.0;
+                for (size_t e = 0; e < dh; ++e) acc[e] = 0.0, doubt[e] = 0.0;
+                for (size_t k0 = begin; k0 < end; k0 += reference_block) {
+                    size_t cols = end - k0 < reference_block ? end - k0 : reference_block;
+                    double tile_max = -INFINITY;
+                    for (size_t c = 0; c < cols; ++c) {
+                        const double *k = qkv + (k0 + c) * 3 * d + d + h * dh;
+                        double dot = 0.0;
+                        for (size_t e = 0; e < dh; ++e) dot += q[e] * k[e];
+                        s[c] = dot * scale;
+                        tile_max = s[c] > tile_max ? s[c] : tile_max;
+                    }
+                    double new_m = tile_max > m ? tile_max : m;
+                    double rescale = k0 == begin ? 0.0 : exp(m - new_m);
+                    l *= rescale;
+                    for (size_t e = 0; e < dh; ++e) acc[e] *= rescale, doubt[e] *= rescale;
+                    for (size_t c = 0; c < cols; ++c) {
+                        const double *v = qkv + (k0 + c) * 3 * d + 2 * d + h * dh;
+                        double p = exp(s[c] - new_m), p_doubt = 0.0;
+                        l += p;
+                        double weight = bf16 ? bf16_round_with_doubt(p, 6e-5, &p_doubt) : p;
+                        for (size_t e = 0; e < dh; ++e) acc[e] += weight * v[e], doubt[e] += p_doubt * fabs(v[e]);
+                    }
+                    m = new_m;
+                }
+                for (size_t e = 0; e < dh; ++e) out[o * d + h * dh + e] = acc[e] / l, slack[o * d + h * dh + e] = doubt[e] / l;
+                lse[h * n + o] = m + log(l);
+            }
+    }
+    free(qkv), free(s), free(acc), free(doubt);
+}
+
+static double max_abs(const double *x, size_t n) {
+    double most = 0.0;
+    for (size_t i = 0; i < n; ++i) most = fabs(x[i]) > most ? fabs(x[i]) : most;
+    return most;
+}
+
+/* Counts values outside |got − expected| ≤ absolute + slack[i] (slack may be NULL); prints the
+ * first few with both values; answers the count and the largest |got − expected| in *worst. */
+static size_t count_misses(const char *what, const float *got, const double *expected, const double *slack, size_t n,
+                           double absolute, int quiet, double *worst) {
+    size_t misses = 0;
+    *worst = 0.0;
+    for (size_t i = 0; i < n; ++i) {
+        double error = fabs((double)got[i] - expected[i]), tolerance = absolute + (slack ? slack[i] : 0.0);
+        if (isnan(got[i]) || isnan(expected[i])) error = INFINITY;
+        if (error > *worst) *worst = error;
+        if (error > tolerance && misses++ < 5 && !quiet)
+            fprintf(stderr, "  %s[%zu]: got %.9g, expected %.9g (tolerance %.3g)\n", what, i, got[i], expected[i],
+                    tolerance);
+    }
+    return misses;
+}
+
+typedef struct case_t {
+    size_t heads, head_width, count;
+    size_t lengths[8];
+} case_t;
+
+static const uform_cpu_class_t classes[] = {UFORM_CPU_CLASS_SERIAL, UFORM_CPU_CLASS_INTEL_HASWELL,
+                                            UFORM_CPU_CLASS_INTEL_SKYLAKE, UFORM_CPU_CLASS_INTEL_ICELAKE,
+                                            UFORM_CPU_CLASS_AMD_GENOA};
+enum { class_count = sizeof classes / sizeof classes[0] };
+
+/* Runs one case on every class, all rows or (`one_query`) one query row per item. */
+static void check_case(const case_t *c, int one_query, uint64_t seed) {
+    size_t offsets[9] = {0}, queries[8];
+    for (size_t i = 0; i < c->count; ++i) offsets[i + 1] = offsets[i] + c->lengths[i];
+    size_t T = offsets[c->count], H = c->heads, dh = c->head_width, d = H * dh;
+    for (size_t i = 0; i < c->count; ++i) queries[i] = offsets[i] + (i * 37 + 5) % (c->lengths[i] ? c->lengths[i] : 1);
+    uform__attention_shape_t shape = {T, H, dh, offsets, c->count, one_query ? queries : NULL};
+    CHECK_STATUS(uform__nn_check_attention(&shape, NULL), UFORM_OK);
+    size_t n = one_query ? c->count : T;
+
+    uint64_t state = seed;
+    float *qkv = malloc((T * 3 * d + 1) * sizeof(float));
+    test_fill(qkv, T * 3 * d, &state, 2.0f);
+    double *out = malloc((n * d + 1) * sizeof(double)), *lse = malloc((H * n + 1) * sizeof(double));
+    double *slack = malloc((n * d + 1) * sizeof(double)), *exact = malloc((n * d + 1) * sizeof(double));
+    double *exact_lse = malloc((H * n + 1) * sizeof(double)), *unused = malloc((n * d + 1) * sizeof(double));
+    reference(&shape, qkv, one_query ? queries : NULL, 1, out, lse, slack);
+    reference(&shape, qkv, one_query ? queries : NULL, 0, exact, exact_lse, unused);
+    double scale_out = max_abs(out, n * d), tight = 1e-5 * (scale_out > 0 ? scale_out : 1.0);
+    double loose = 1.5e-2 * (scale_out > 0 ? scale_out : 1.0);
+    for (size_t i = 0; i < n * d; ++i) slack[i] *= 1.0 + 1e-6; /* the slack's own rounding */
+
+    float *got = malloc((n * d + 1) * sizeof(float)), *got_lse = malloc((H * n + 1) * sizeof(float));
+    float *one = malloc((n * d + 1) * sizeof(float)), *one_lse = malloc((H * n + 1) * sizeof(float));
+    char label[128];
+    for (size_t k = 0; k < class_count; ++k) {
+        if (!uform_cpu_class_supported(classes[k])) {
+            printf("skipping %s: not supported here\n", uform_cpu_class_name(classes[k]));
+            continue;
+        }
+        const uform__nn_kernels_t *kernels = uform__nn_kernels(classes[k]);
+        const char *name = uform_cpu_class_name(classes[k]);
+        memset(got, 0xFF, n * d * sizeof(float));
+        kernels->attention_forward_bf16(&shape, qkv, got, got_lse, NULL);
+        double worst, worst_exact;
+        snprintf(label, sizeof label, "%s bf16 H=%zu dh=%zu%s out", name, H, dh, one_query ? " queries" : "");
+        size_t misses = count_misses(label, got, out, slack, n * d, tight, 0, &worst);
+        CHECK_MSG(misses == 0, "%s: %zu of %zu values beyond %.3g (+ slack) of the BF16-rounding reference, worst %.3g",
+                  label, misses, n * d, tight, worst);
+        misses = count_misses(label, got, exact, NULL, n * d, loose, 0, &worst_exact);
+        CHECK_MSG(misses == 0, "%s: %zu of %zu values beyond %.3g of exact attention, worst %.3g", label, misses,
+                  n * d, loose, worst_exact);
+        snprintf(label, sizeof label, "%s bf16 H=%zu dh=%zu%s lse", name, H, dh, one_query ? " queries" : "");
+        test_compare_f32(label, got_lse, lse, H * n, 2e-6, 2e-6);
+        printf("%-14s H=%zu dh=%-3zu %s max|out| %.3g: vs BF16 reference %.2e, vs exact %.2e (%.2e of max|out|)\n",
+               name, H, dh, one_query ? "queries" : "all rows", scale_out, worst, worst_exact,
+               worst_exact / (scale_out > 0 ? scale_out : 1.0));
+
+        /* The tight check must see the rounding points: F32 compute misses it (on long items). */
+        if (!one_query && T >= 64 && dh >= 13) {
+            kernels->attention_forward(&shape, qkv, one, one_lse, NULL);
+            double worst_f32;
+            size_t f32_misses = count_misses(label, one, out, slack, n * d, tight, 1, &worst_f32);
+            CHECK_MSG(f32_misses > 0, "%s: F32 compute also passes the BF16 reference (worst %.3g): the test is blind",
+                      name, worst_f32);
+        }
+
+        /* Bit-identical whatever the thread count. */
+        memcpy(one, got, n * d * sizeof(float));
+        memcpy(one_lse, got_lse, H * n * sizeof(float));
+        for (size_t threads = 2; threads <= 3; ++threads) {
+            test_pool_t pool;
+            uform__parallel_t parallel;
+            test_parallel_init(&parallel, &pool, threads);
+            memset(got, 0xFF, n * d * sizeof(float));
+            memset(got_lse, 0xFF, H * n * sizeof(float));
+            kernels->attention_forward_bf16(&shape, qkv, got, got_lse, &parallel);
+            snprintf(label, sizeof label, "%s bf16 dh=%zu, %zu threads vs 1", name, dh, threads);
+            test_compare_bits(label, got, one, n * d * sizeof(float));
+            test_compare_bits(label, got_lse, one_lse, H * n * sizeof(float));
+            pthread_mutex_destroy(&pool.lock);
+        }
+    }
+    free(qkv), free(out), free(lse), free(slack), free(exact), free(exact_lse), free(unused);
+    free(got), free(got_lse), free(one), free(one_lse);
+}
+
+/* A NaN in one item's Q, K or V must reach that item's output (all rows for K and V) and no
+ * other item's. */
+static void check_nan_propagates(void) {
+    size_t offsets[] = {0, 70, 75};
+    const size_t H = 1, dh = 16, d = 16, T = 75;
+    uform__attention_shape_t shape = {T, H, dh, offsets, 2, NULL};
+    float *qkv = malloc(T * 3 * d * sizeof(float)), *out = malloc(T * d * sizeof(float)), lse[75];
+    for (int which = 0; which < 3; ++which) {
+        uint64_t state = 11;
+        test_fill(qkv, T * 3 * d, &state, 1.0f);
+        size_t token = which == 0 ? 3 : 66; /* Q: row 3 only; K, V: a key in the second key block */
+        qkv[token * 3 * d + (size_t)which * d + 5] = NAN;
+        for (size_t k = 0; k < class_count; ++k) {
+            if (!uform_cpu_class_supported(classes[k])) continue;
+            uform__nn_kernels(classes[k])->attention_forward_bf16(&shape, qkv, out, lse, NULL);
+            const char *name = uform_cpu_class_name(classes[k]), *part = which == 0 ? "q" : which == 1 ? "k" : "v";
+            CHECK_MSG(isnan(out[3 * d + 5]), "%s: a NaN in %s gave out[3][5] = %g", name, part, out[3 * d + 5]);
+            if (which > 0) /* a NaN key spoils every column, a NaN value its own column */
+                CHECK_MSG(isnan(out[5]) && isnan(out[69 * d + 5]), "%s: a NaN in %s left rows 0 and 69 at %g, %g",
+                          name, part, out[5], out[69 * d + 5]);
+            if (which == 1) CHECK_MSG(isnan(out[0]), "%s: a NaN key left out[0][0] at %g", name, out[0]);
+            if (which == 2) CHECK_MSG(!isnan(out[4]), "%s: a NaN in value column 5 spoiled column 4", name);
+            if (which == 0) CHECK_MSG(!isnan(out[2 * d]), "%s: a NaN in query row 3 leaked into row 2", name);
+            CHECK_MSG(!isnan(out[70 * d]) && !isnan(out[74 * d + 15]), "%s: a NaN in item 0 leaked into item 1", name);
+        }
+    }
+    free(qkv), free(out);
+}
+
+/* Every slot of every class's table is filled; head widths the tiles cannot hold give NaN. */
+static void check_tables(void) {
+    for (int c = 0; c <= UFORM_CPU_CLASS_MONOVERSIONED; ++c) {
+        const uform__nn_kernels_t *kernels = uform__nn_kernels((uform_cpu_class_t)c);
+        void *slots[sizeof(uform__nn_kernels_t) / sizeof(void *)];
+        memcpy(slots, kernels, sizeof slots);
+        size_t empty = 0;
+        for (size_t s = 0; s < sizeof slots / sizeof slots[0]; ++s) empty += slots[s] == NULL;
+        CHECK_MSG(empty == 0, "class %d (%s): %zu NULL slots", c, uform_cpu_class_name((uform_cpu_class_t)c), empty);
+    }
+    CHECK(uform__nn_kernels(UFORM_CPU_CLASS_INTEL_SAPPHIRE) == uform__nn_kernels(UFORM_CPU_CLASS_AMD_GENOA));
+    CHECK(uform__nn_kernels(UFORM_CPU_CLASS_AMD_GENOA)->attention_forward ==
+          uform__nn_kernels(UFORM_CPU_CLASS_INTEL_SKYLAKE)->attention_forward);
+
+    size_t offsets[] = {0, 3};
+    uform__attention_shape_t shape = {3, 1, 129, offsets, 1, NULL};
+    float qkv[3 * 3 * 129] = {0}, out[3 * 129], lse[3];
+    for (size_t k = 0; k < class_count; ++k) {
+        if (!uform_cpu_class_supported(classes[k])) continue;
+        uform__nn_kernels(classes[k])->attention_forward_bf16(&shape, qkv, out, lse, NULL);
+        CHECK_MSG(isnan(out[0]) && isnan(out[3 * 129 - 1]) && isnan(lse[2]), "%s: head width 129 gave %g, %g",
+                  uform_cpu_class_name(classes[k]), out[0], lse[2]);
+    }
+}
+
+int main(int argc, char **argv) {
+    uint64_t seed = argc > 1 ? strtoull(argv[1], NULL, 0) : 0xBF16A77Eull;
+    printf("seed 0x%llx\n", (unsigned long long)seed);
+    const case_t cases[] = {
+        {2, 13, 6, {1, 5, 64, 67, 0, 131}},
+        {6, 64, 3, {197, 64, 1}},
+        {1, 1, 2, {2, 3}},
+        {3, 128, 2, {70, 9}},
+        {2, 64, 3, {65, 256, 33}},
+        {1, 31, 1, {200}},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) check_case(&cases[i], 0, seed + i);
+    const case_t queries_case = {6, 64, 5, {1, 197, 64, 65, 130}};
+    check_case(&queries_case, 1, seed + 100);
+    check_nan_propagates();
+    check_tables();
+    return check_finish();
+}
