@@ -74,17 +74,18 @@
  *   FAST (2): still the erf form (not the tanh approximation), for outputs that are rounded to
  *     BF16 (relative 2^-9) before the next product anyway: with a = min(|x|, 20),
  *     0.5·erfc(a/√2) ≈ h = t·Q(t)·2^y, t = 1/(1 + 0.336·a), Q of degree 4, y = −a²·log2(e)/2
- *     evaluated as 2^n·E(y − n) with E of degree 5; GELU = x − min(x, 20)·h for x ≥ 0, x·h for
- *     x < 0. Bound: |GELU_fast(x) − GELU(x)| ≤ 2e-7·max(1, |x|) for every finite F32 x, asserted
- *     by test_gemm_gelu against libm's double erfc over 4.8 M values (a grid on [−30, 30], every
- *     1021st bit pattern, ±0, subnormals, ±FLT_MAX). Where it comes from: the fit of t·Q(t)
- *     (p and Q minimax for |0.5·x·Δerfc| / max(1, |x|), gemm_driver.c) contributes 2.9e-8; E's
- *     relative error 1.5e-7 and the F32 roundings of t, Q, E and their product (≈8 ulps
- *     relative on h) reach the result multiplied by |x|·h ≤ max |x|·Φ(−|x|) = 0.17, so ≤ 1.1e-7;
- *     the last fused step rounds once (≤ 2^-24·|x|): 2.0e-7·max(1, |x|) together. Measured worst: 1.25e-7·max(1,|x|)
- *     with AVX-512 (vrcp14ps + one Newton step for t), 1.1e-7 with AVX2 (a division). +∞ → +∞,
- *     −∞ → NaN (as the formula and PyTorch give), NaN → NaN. ≈26 vector instructions per 16
- *     lanes. SERIAL computes FAST exactly (libm), which meets the bound.
+ *     evaluated as 2^n·E(y − n) with E of degree 5; GELU = max(x, 0) − |x|·h (AVX-512; AVX2
+ *     writes it as x − x·h and x·h). Bound: |GELU_fast(x) − GELU(x)| ≤ 2e-7·max(1, |x|) for every
+ *     finite F32 x, asserted by test_gemm_gelu against libm's double erfc over 4.8 M values (a
+ *     grid on [−30, 30], every 1021st bit pattern, ±0, subnormals, ±FLT_MAX). Where it comes
+ *     from: the fit of t·Q(t) (p and Q minimax for |0.5·x·Δerfc| / max(1, |x|), gemm_driver.c)
+ *     contributes 2.9e-8; E's relative error 1.5e-7 and the F32 roundings of t, Q, E and their
+ *     product (≈8 ulps relative on h) reach the result multiplied by |x|·h ≤ max |x|·Φ(−|x|) =
+ *     0.17, so ≤ 1.1e-7; the last fused step rounds once (≤ 2^-24·|x|): 2.0e-7·max(1, |x|)
+ *     together. Measured worst: 1.25e-7·max(1,|x|) with AVX-512 (vrcp14ps + one Newton step for
+ *     t), 1.1e-7 with AVX2 (a division). +∞ → +∞, −∞ → NaN (as the formula and PyTorch give),
+ *     NaN → NaN. 24 vector instructions per 16 lanes; alone on one core 0.41 ns per value
+ *     against EXACT's 0.96. SERIAL computes FAST exactly (libm), which meets the bound.
  *   Decision: the model's BF16 compute mode asks for FAST on mlp.up (its output is rounded to
  *   BF16 by the next product); F32 compute keeps EXACT. EXACT's results are bit-for-bit those of
  *   the earlier separate epilogue pass (checked against the previous library on every class).
@@ -94,12 +95,21 @@
  * (after the add to C when accumulating, as the separate pass did) and GELU applied before the
  * one store, so Y is written once instead of stored, reloaded and stored again. SERIAL and
  * HASWELL run the tile and then the separate epilogue on the same tile while it is in L1.
- * Measured (bench_gemm --epilogue, M=6304 K=384 N=1536 as mlp.up of the `small` model, GENOA,
- * F32 activations into the BF16 slot, packed weights, 1 thread, thread CPU time, best of 7):
- *     bare product 221 GFLOP/s (33.7 ms); + bias + EXACT GELU 179.5 (41.5 ms) separate pass,
- *     180.3 (41.3 ms) folded; + bias + FAST GELU folded 201.4 (36.9 ms).
- * So the GELU itself, not the reload, was the cost (the separate pass read its tile from L1):
- * folding saves ≈0.2 ms, FAST saves another ≈4.4 ms of the ≈7.7 ms the exact GELU took (−57%).
+ * Measured (M=6304 tokens, the `small` model's four products; GENOA BF16 slot, F32 activations,
+ * packed weights, 1 thread, thread CPU time, best of 9, ms; the calls bench_gemm --shape M,K,N
+ * --epilogue bias|gelu|gelu-fast makes; "before" is the library before the fold and the fast
+ * GELU, built from the previous commit and measured in the same window):
+ *     product (K, N)            bare    + bias before/after   + bias + GELU before / exact / fast
+ *     qkv      (384, 1152)      25.9    27.0 / 25.7
+ *     proj     (384, 384)        9.0     9.5 /  8.9
+ *     mlp.up   (384, 1536)      34.3                          42.3 / 41.7 / 37.7
+ *     mlp.down (1536, 384)      35.4    35.4 / 35.9 (noise)
+ * One block's four products: 114.2 → 108.2 ms (−5.3%) with the fast GELU, 106.7 ms (−6.6%) with
+ * mlp.up writing BF16 that mlp.down reads in place (below). So the GELU itself, not the reload,
+ * was the cost of the GELU product (the separate pass read its tile from L1: folding saves ≈0.6
+ * of 8.0 ms there); folding mostly removes the bias pass (≈1.3 ms of qkv, mlp.up, proj). bench_gemm
+ * --epilogue at mlp.up's shape, 1 / 2 threads (quiet window, GFLOP/s): bare 218.8 / 426.1, + bias
+ * 217.9 / 432.7, + bias + EXACT 180.5 / 354.8, + bias + FAST 197.1 / 389.6.
  *
  * BF16 output (forward's `y_dtype` = BF16). Each result, after bias and GELU, is rounded once to
  * BF16 (nearest even) and stored as such, so the next product reads it in place as BF16 X (the
@@ -114,7 +124,8 @@
  * Measured (M=6304, GENOA, packed BF16 weights, thread CPU time, best of 7; 2 threads
  * wall-clock): mlp.up (K=384, N=1536, bias + fast GELU) 37.9 ms F32 Y / 38.3 ms BF16 Y (19.2 /
  * 19.2 ms); mlp.down (K=1536, N=384, bias) 35.1 ms from F32 X / 33.2 ms from BF16 X (17.9 /
- * 17.1 ms): ≈5% of mlp.down, the conversion pass.
+ * 17.1 ms): ≈5% of mlp.down, its conversion pass; rounding in the tile costs mlp.up nothing
+ * measurable (an F32 staging tile instead cost it 2.4 ms).
  *
  * Scratch memory: the packing buffers (a few MiB: one A block per thread and one KC×NC slice of
  * W) come from the caller when `scratch` holds at least the table's `scratch_bytes(threads)`
