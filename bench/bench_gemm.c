@@ -10,11 +10,12 @@
  * "bf16 packed"; packing scratch is passed in (allocated once, as an arena would). Ratios: F32 against OpenBLAS, BF16 against oneDNN blocked.
  *
  * Usage: bench_gemm [--json PATH] [--threads 1,2] [--classes serial,haswell,skylake,icelake,genoa]
- *                   [--rounds R] [--quick] [--shape M,K,N] [--epilogue bias|gelu|gelu-fast]
+ *                   [--rounds R] [--quick] [--shape M,K,N] [--epilogue bias|gelu|gelu-fast] [--y-bf16]
  * --shape replaces the shape list with one shape. --epilogue measures the cost of the bias (and GELU,
  * exact or fast) folded into our products: each class then runs its packed variants twice, without
  * and with the epilogue ("+bias", "+gelu", "+gelu-fast"), with F32 activations as the model passes
  * them (GENOA's BF16 slot rounds them while packing); OpenBLAS and oneDNN run the bare product.
+ * --y-bf16: those epilogue variants write Y as BF16 (y_dtype), as the trunk's mlp.up can.
  * The JSON path defaults to bench/results/gemm.json (relative to the working directory).
  *
  * This machine is shared (2 cores, other builds running). With 1 thread every engine is timed by
@@ -270,13 +271,14 @@ static const char *const epilogue_names[4] = {"", "+bias", "+gelu", "+gelu-fast"
 
 static int parse_arguments(int argc, char **argv, const char **json_path, char *threads_list, size_t threads_capacity,
                            char *classes_list, size_t classes_capacity, int *rounds, int *quick, bench_shape_t *shape,
-                           int *epilogue) {
+                           int *epilogue, int *y_bf16) {
     for (int i = 1; i < argc; ++i) {
         if (!strcmp(argv[i], "--json") && i + 1 < argc) *json_path = argv[++i];
         else if (!strcmp(argv[i], "--threads") && i + 1 < argc) snprintf(threads_list, threads_capacity, "%s", argv[++i]);
         else if (!strcmp(argv[i], "--classes") && i + 1 < argc) snprintf(classes_list, classes_capacity, "%s", argv[++i]);
         else if (!strcmp(argv[i], "--rounds") && i + 1 < argc) *rounds = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--quick")) *quick = 1;
+        else if (!strcmp(argv[i], "--y-bf16")) *y_bf16 = 1;
         else if (!strcmp(argv[i], "--shape") && i + 1 < argc) {
             if (sscanf(argv[++i], "%zu,%zu,%zu", &shape->m, &shape->k, &shape->n) != 3 || !shape->m || !shape->k || !shape->n)
                 return -1;
@@ -300,13 +302,13 @@ int main(int argc, char **argv) {
     }
     const char *json_path = "bench/results/gemm.json";
     char threads_list[64] = "1,2", classes_list[256] = "serial,haswell,skylake,icelake,genoa";
-    int rounds = 5, quick = 0, epilogue = 0;
+    int rounds = 5, quick = 0, epilogue = 0, y_bf16 = 0;
     bench_shape_t one_shape = {0, 0, 0};
     if (parse_arguments(argc, argv, &json_path, threads_list, sizeof threads_list, classes_list, sizeof classes_list,
-                        &rounds, &quick, &one_shape, &epilogue) != 0) {
+                        &rounds, &quick, &one_shape, &epilogue, &y_bf16) != 0 || (y_bf16 && !epilogue)) {
         fprintf(stderr,
                 "usage: %s [--json PATH] [--threads 1,2] [--classes serial,...,genoa] [--rounds R] [--quick]\n"
-                "          [--shape M,K,N] [--epilogue bias|gelu|gelu-fast]\n",
+                "          [--shape M,K,N] [--epilogue bias|gelu|gelu-fast] [--y-bf16 (with --epilogue)]\n",
                 argv[0]);
         return 2;
     }
@@ -372,6 +374,7 @@ int main(int argc, char **argv) {
             uform__bf16_t *x16 = aligned_alloc(64, m * k * 2), *w16 = aligned_alloc(64, n * k * 2);
             float *y = aligned_alloc(64, m * n * sizeof(float)), *y_reference = aligned_alloc(64, m * n * sizeof(float));
             float *bias = aligned_alloc(64, (n + 15) / 16 * 64);
+            uform__bf16_t *y16 = aligned_alloc(64, (m * n * 2 + 63) / 64 * 64);
             uint64_t state = 12345 + s;
             for (size_t i = 0; i < m * k; ++i) {
                 state = state * 6364136223846793005ull + 1442695040888963407ull;
@@ -415,6 +418,7 @@ int main(int argc, char **argv) {
                     if (with_epilogue) {
                         o->args.bias = bias;
                         o->args.gelu = epilogue == 2 ? UFORM__GEMM_GELU_EXACT : epilogue == 3 ? UFORM__GEMM_GELU_FAST : 0;
+                        if (y_bf16) o->args.y_dtype = UFORM__GEMM_BF16, o->args.y = y16;
                     }
                     if (packed) {
                         size_t size = bf16 ? table->packed_size_bf16(n, k, UFORM__GEMM_BF16)
@@ -431,7 +435,8 @@ int main(int argc, char **argv) {
                     candidate_t *candidate = &candidates[count++];
                     *candidate = (candidate_t){.engine = "uform", .class_name = bench_classes[c].name, .call = ours_call,
                                                .state = o, .bf16 = bf16, .serial = serial, .best = 1e30};
-                    const char *suffix = with_epilogue ? epilogue_names[epilogue] : "";
+                    char suffix[24] = "";
+                    if (with_epilogue) snprintf(suffix, sizeof suffix, "%s%s", epilogue_names[epilogue], y_bf16 ? " y16" : "");
                     snprintf(candidate->variant, sizeof candidate->variant, "%s%s%s", bf16 ? "bf16" : "f32", packed ? " packed" : "",
                              suffix);
                     snprintf(candidate->label, sizeof candidate->label, "%s %s%s%s", bench_classes[c].name, bf16 ? "bf16" : "f32",
@@ -468,8 +473,11 @@ int main(int argc, char **argv) {
             /* Our results against OpenBLAS's (y_reference), once more each, untimed. */
             for (size_t i = 0; i < peers; ++i) {
                 ours_state_t *o = candidates[i].state;
-                o->args.y = y;
+                int y16_out = o->args.y_dtype == UFORM__GEMM_BF16;
+                o->args.y = y16_out ? (void *)y16 : (void *)y;
                 candidates[i].call(o);
+                if (y16_out)
+                    for (size_t e = 0; e < m * n; ++e) y[e] = uform__gemm_f32_from_bf16(y16[e]);
                 candidates[i].failed = o->failed;
                 candidates[i].difference = relative_difference(y, y_reference, m * n);
             }
@@ -506,7 +514,7 @@ int main(int argc, char **argv) {
             fflush(stdout);
             for (size_t i = 0; i < peers; ++i) free(packed_memory[i]);
             for (size_t i = peers; i + 1 < count; ++i) onednn_release(candidates[i].state);
-            free(x), free(w), free(x16), free(w16), free(y), free(y_reference), free(bias);
+            free(x), free(w), free(x16), free(w16), free(y), free(y_reference), free(bias), free(y16);
         }
         bench_pool_stop(&pool);
         free(scratch);
