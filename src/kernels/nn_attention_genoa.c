@@ -38,25 +38,21 @@ UFORM_GENOA static inline __mmask16 tail_mask16(size_t count) {
     return count >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << count) - 1u);
 }
 
-/* exp(x) for x ≤ 0 mostly (softmax arguments), any x handled: x = n·ln2 + r with |r| ≤ ln2/2
- * (ln2 split in two for an exact n·ln2_high), e^r by its degree-6 Taylor polynomial (truncation
- * below 1.2e-7 relative on that interval), then scaled by 2^n exactly with VSCALEFPS (which
- * gives 0 below the subnormals and +inf above the range). −inf gives 0, NaN stays NaN: both
- * clamps keep a NaN because VMAXPS/VMINPS return their second operand when one is NaN. */
-UFORM_GENOA static inline __m512 exp_f32x16(__m512 x_f32x16) {
-    x_f32x16 = _mm512_max_ps(_mm512_set1_ps(-104.0f), x_f32x16);
-    x_f32x16 = _mm512_min_ps(_mm512_set1_ps(89.0f), x_f32x16);
-    __m512 n_f32x16 = _mm512_roundscale_ps(_mm512_mul_ps(x_f32x16, _mm512_set1_ps(1.44269504088896341f)),
-                                           _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m512 r_f32x16 = _mm512_fnmadd_ps(n_f32x16, _mm512_set1_ps(0.693145751953125f), x_f32x16);
-    r_f32x16 = _mm512_fnmadd_ps(n_f32x16, _mm512_set1_ps(1.428606765330187e-06f), r_f32x16);
-    __m512 p_f32x16 = _mm512_set1_ps(1.0f / 720.0f);
-    p_f32x16 = _mm512_fmadd_ps(p_f32x16, r_f32x16, _mm512_set1_ps(1.0f / 120.0f));
-    p_f32x16 = _mm512_fmadd_ps(p_f32x16, r_f32x16, _mm512_set1_ps(1.0f / 24.0f));
-    p_f32x16 = _mm512_fmadd_ps(p_f32x16, r_f32x16, _mm512_set1_ps(1.0f / 6.0f));
-    p_f32x16 = _mm512_fmadd_ps(p_f32x16, r_f32x16, _mm512_set1_ps(0.5f));
-    p_f32x16 = _mm512_fmadd_ps(p_f32x16, r_f32x16, _mm512_set1_ps(1.0f));
-    p_f32x16 = _mm512_fmadd_ps(p_f32x16, r_f32x16, _mm512_set1_ps(1.0f));
+/* 2^t: t = n + f with n = round(t), |f| ≤ 1/2; 2^f by a degree-5 polynomial fitted for
+ * relative error on that interval (7.5e-8; 1.5e-7 with the coefficients in F32), then times
+ * 2^n exactly with VSCALEFPS, which gives 0 below the subnormals. t is clamped at −150 so that
+ * −inf gives 0 rather than NaN; a NaN stays NaN (VMAXPS returns its second operand when one is
+ * NaN). The softmax takes exp(x) as 2^(x·log2 e), the log2 e folded into its score scale. */
+UFORM_GENOA static inline __m512 exp2_f32x16(__m512 t_f32x16) {
+    t_f32x16 = _mm512_max_ps(_mm512_set1_ps(-150.0f), t_f32x16);
+    __m512 n_f32x16 = _mm512_roundscale_ps(t_f32x16, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 f_f32x16 = _mm512_sub_ps(t_f32x16, n_f32x16);
+    __m512 p_f32x16 = _mm512_set1_ps(1.327644451521337e-3f);
+    p_f32x16 = _mm512_fmadd_ps(p_f32x16, f_f32x16, _mm512_set1_ps(9.67553723603487e-3f));
+    p_f32x16 = _mm512_fmadd_ps(p_f32x16, f_f32x16, _mm512_set1_ps(5.550713464617729e-2f));
+    p_f32x16 = _mm512_fmadd_ps(p_f32x16, f_f32x16, _mm512_set1_ps(2.4022120237350464e-1f));
+    p_f32x16 = _mm512_fmadd_ps(p_f32x16, f_f32x16, _mm512_set1_ps(6.931469440460205e-1f));
+    p_f32x16 = _mm512_fmadd_ps(p_f32x16, f_f32x16, _mm512_set1_ps(1.0000001192092896f));
     return _mm512_scalef_ps(p_f32x16, n_f32x16);
 }
 
@@ -73,13 +69,29 @@ UFORM_GENOA static inline __m512i pairs_bf16x32(__m512 low_f32x16, __m512 high_f
 /* One row of `width` F32 values → its ceil(width/2) BF16 pairs (consecutive values), an odd
  * width's last pair padded with a zero. */
 UFORM_GENOA static inline void row_pairs(const float *x, size_t width, uint32_t *pairs) {
-    for (size_t e = 0; e < width; e += 32) {
+    size_t e = 0;
+    for (; e + 32 <= width; e += 32) /* whole 32s without masks; the pairs are consecutive values */
+        _mm512_storeu_si512(pairs + e / 2,
+                            (__m512i)_mm512_cvtne2ps_pbh(_mm512_loadu_ps(x + e + 16), _mm512_loadu_ps(x + e)));
+    for (; e < width; e += 32) {
         __m512 low_f32x16 = _mm512_maskz_loadu_ps(tail_mask16(width - e), x + e);
         __m512 high_f32x16 = _mm512_maskz_loadu_ps(tail_mask16(width > e + 16 ? width - e - 16 : 0), x + e + 16);
         /* Natural order: the first 16 values then the next 16, which pair up as consecutive values. */
         __m512i row_bf16x32 = (__m512i)_mm512_cvtne2ps_pbh(high_f32x16, low_f32x16);
         size_t pairs_here = (width - e + 1) / 2;
         _mm512_mask_storeu_epi32(pairs + e / 2, tail_mask16(pairs_here), row_bf16x32);
+    }
+}
+
+/* Asks for `rows` rows of `width` floats (row stride `stride`) in L1 ahead of their use: the
+ * rows of one head are 256-byte pieces 4.6 KB apart (d = 384), which the hardware prefetchers
+ * do not fetch ahead on their own. Always inlined: as a function GCC finds it pure (prefetches
+ * have no effect it models) and drops the calls. */
+UFORM_GENOA static inline __attribute__((always_inline)) void prefetch_rows(const float *x, size_t rows, size_t width, size_t stride) {
+    for (size_t r = 0; r < rows; ++r) {
+        const char *row = (const char *)(x + r * stride);
+        for (size_t b = 0; b < width * sizeof(float); b += 64) __builtin_prefetch(row + b, 0, 3);
+        __builtin_prefetch(row + width * sizeof(float) - 1, 0, 3);
     }
 }
 
@@ -112,11 +124,23 @@ scores_block_genoa(const uint32_t *q2, const uint32_t *k2, size_t pairs, size_t 
 }
 
 UFORM_GENOA static inline __attribute__((always_inline)) void
-scores_tile_genoa(const uint32_t *q2, const uint32_t *k2, size_t pairs, size_t cols, float *st,
+scores_columns_genoa(const uint32_t *q2, const uint32_t *k2, size_t pairs, size_t cols, float *st,
                   const size_t row_vectors) {
     size_t c = 0;
     for (; c + 6 <= cols; c += 6) scores_block_genoa(q2, k2, pairs, c, st, row_vectors, 6);
     for (; c < cols; ++c) scores_block_genoa(q2, k2, pairs, c, st, row_vectors, 1);
+}
+
+/* st [cols, 64] for the unit's 1..4 vectors of query rows. Not inlined, so that its registers
+ * are allocated apart from the unit's (inlined, one accumulator spilled to the stack). */
+UFORM_GENOA __attribute__((noinline)) static void scores_tile_genoa(const uint32_t *q2, const uint32_t *k2, size_t pairs,
+                                                                    size_t cols, float *st, size_t row_vectors) {
+    switch (row_vectors) {
+    case 1: scores_columns_genoa(q2, k2, pairs, cols, st, 1); break;
+    case 2: scores_columns_genoa(q2, k2, pairs, cols, st, 2); break;
+    case 3: scores_columns_genoa(q2, k2, pairs, cols, st, 3); break;
+    default: scores_columns_genoa(q2, k2, pairs, cols, st, 4); break;
+    }
 }
 
 /* acc [rows, stride] (rows r0 .. r0+`rows` (1..4, compile-time), `vectors` (1..4, compile-time)
@@ -164,7 +188,7 @@ values_columns_genoa(float *acc, size_t stride, const uint32_t *p2, const uint32
     }
 }
 
-UFORM_GENOA static void values_tile_genoa(float *acc, size_t stride, const uint32_t *p2, const uint32_t *v2,
+UFORM_GENOA __attribute__((noinline)) static void values_tile_genoa(float *acc, size_t stride, const uint32_t *p2, const uint32_t *v2,
                                           size_t column_pairs, const float *rescale, int first, size_t rows) {
     for (size_t e0 = 0; e0 < stride; e0 += 64) {
         switch ((stride - e0) / 16 < 4 ? (stride - e0) / 16 : 4) {
@@ -181,7 +205,7 @@ UFORM_GENOA static void forward_unit_bf16_genoa(const void *unused, const uform_
     (void)unused;
     size_t dh = unit->head_width, rows = unit->rows, length = unit->length, qkv_stride = unit->qkv_stride;
     size_t pairs = (dh + 1) / 2, stride = (dh + 15) / 16 * 16, row_vectors = (rows + 15) / 16;
-    float scale = unit->scale;
+    const float log2e = 1.44269504088896341f, scale = unit->scale, scale_log2 = scale * log2e;
 
     _Alignas(64) uint32_t q2[max_pairs * block];      /* [pairs, 64]: Q's BF16 pairs, query rows across */
     _Alignas(64) uint32_t k2[block * max_pairs];      /* [cols, pairs]: one key block's BF16 rows */
@@ -191,6 +215,12 @@ UFORM_GENOA static void forward_unit_bf16_genoa(const void *unused, const uform_
     _Alignas(64) float acc[block * max_width];        /* [rows, stride]: unnormalised output */
     _Alignas(64) float running_max[block], running_sum[block], rescale[block];
 
+    /* The output rows are written last; ask for them (for writing) now. */
+    for (size_t r = 0; r < rows; ++r) {
+        const char *row = (const char *)(unit->out + r * unit->out_stride);
+        for (size_t b = 0; b < dh * sizeof(float); b += 64) __builtin_prefetch(row + b, 1, 3);
+        __builtin_prefetch(row + dh * sizeof(float) - 1, 1, 3);
+    }
     /* Q: each row to its pairs (through k2 as scratch), then transposed; padding rows are zero. */
     for (size_t r = 0; r < rows; ++r) row_pairs(unit->q + r * qkv_stride, dh, k2 + r * pairs);
     for (size_t e2 = 0; e2 < pairs; ++e2) {
@@ -203,12 +233,12 @@ UFORM_GENOA static void forward_unit_bf16_genoa(const void *unused, const uform_
         size_t cols = length - k0 < block ? length - k0 : block, column_pairs = (cols + 1) / 2;
         int first = k0 == 0;
         for (size_t c = 0; c < cols; ++c) row_pairs(unit->k + (k0 + c) * qkv_stride, dh, k2 + c * pairs);
-        switch (row_vectors) {
-        case 1: scores_tile_genoa(q2, k2, pairs, cols, st, 1); break;
-        case 2: scores_tile_genoa(q2, k2, pairs, cols, st, 2); break;
-        case 3: scores_tile_genoa(q2, k2, pairs, cols, st, 3); break;
-        default: scores_tile_genoa(q2, k2, pairs, cols, st, 4); break;
-        }
+        /* This block's values and the next block's keys load while the products run. */
+        prefetch_rows(unit->v + k0 * qkv_stride, cols, dh, qkv_stride);
+        if (k0 + block < length)
+            prefetch_rows(unit->k + (k0 + block) * qkv_stride, length - k0 - block < block ? length - k0 - block : block,
+                          dh, qkv_stride);
+        scores_tile_genoa(q2, k2, pairs, cols, st, row_vectors);
 
         /* Online softmax, 16 query rows per vector; p summed unrounded in key order. */
         for (size_t v = 0; v < row_vectors; ++v) {
@@ -218,15 +248,17 @@ UFORM_GENOA static void forward_unit_bf16_genoa(const void *unused, const uform_
             __m512 old_max_f32x16 = _mm512_load_ps(running_max + v * 16);
             /* fl(scale·x) is monotone in x (scale > 0), so this is the max of the scaled scores. */
             __m512 new_max_f32x16 = _mm512_max_ps(_mm512_mul_ps(tile_max_f32x16, _mm512_set1_ps(scale)), old_max_f32x16);
-            __m512 scale_f32x16 = _mm512_set1_ps(scale), sum_f32x16 = _mm512_setzero_ps();
+            /* p = exp(scale·S − m) = 2^(S·scale·log2 e − m·log2 e). */
+            __m512 scale_f32x16 = _mm512_set1_ps(scale_log2), sum_f32x16 = _mm512_setzero_ps();
+            __m512 shift_f32x16 = _mm512_mul_ps(new_max_f32x16, _mm512_set1_ps(log2e));
             for (size_t c2 = 0; c2 < column_pairs; ++c2) {
                 __m512 low_f32x16 =
-                    exp_f32x16(_mm512_fmsub_ps(_mm512_load_ps(st + 2 * c2 * block + v * 16), scale_f32x16, new_max_f32x16));
+                    exp2_f32x16(_mm512_fmsub_ps(_mm512_load_ps(st + 2 * c2 * block + v * 16), scale_f32x16, shift_f32x16));
                 sum_f32x16 = _mm512_add_ps(sum_f32x16, low_f32x16);
                 __m512 high_f32x16 = _mm512_setzero_ps();
                 if (2 * c2 + 1 < cols) {
-                    high_f32x16 = exp_f32x16(
-                        _mm512_fmsub_ps(_mm512_load_ps(st + (2 * c2 + 1) * block + v * 16), scale_f32x16, new_max_f32x16));
+                    high_f32x16 = exp2_f32x16(
+                        _mm512_fmsub_ps(_mm512_load_ps(st + (2 * c2 + 1) * block + v * 16), scale_f32x16, shift_f32x16));
                     sum_f32x16 = _mm512_add_ps(sum_f32x16, high_f32x16);
                 }
                 _mm512_store_si512(p2 + c2 * block + v * 16, pairs_bf16x32(low_f32x16, high_f32x16));
@@ -234,7 +266,8 @@ UFORM_GENOA static void forward_unit_bf16_genoa(const void *unused, const uform_
             if (first)
                 _mm512_store_ps(running_sum + v * 16, sum_f32x16);
             else {
-                __m512 rescale_f32x16 = exp_f32x16(_mm512_sub_ps(old_max_f32x16, new_max_f32x16));
+                __m512 rescale_f32x16 =
+                    exp2_f32x16(_mm512_mul_ps(_mm512_sub_ps(old_max_f32x16, new_max_f32x16), _mm512_set1_ps(log2e)));
                 _mm512_store_ps(rescale + v * 16, rescale_f32x16);
                 _mm512_store_ps(running_sum + v * 16,
                                 _mm512_fmadd_ps(_mm512_load_ps(running_sum + v * 16), rescale_f32x16, sum_f32x16));
