@@ -61,13 +61,24 @@ uform_status_t uform__encode_validate(const uform__encode_job_t *job, uform_outc
 /* Runs a validated job on the executor's thread (the body of every verb's call). */
 uform_status_t uform__encode_run(const uform__encode_job_t *job, uform__call_context_t *context);
 
-/* What a linear layer's product does after the sum: nothing, GELU, or add onto y (a residual). */
-enum { UFORM__LINEAR_PLAIN = 0, UFORM__LINEAR_GELU = 1, UFORM__LINEAR_ACCUMULATE = 2 };
+/* What a linear layer's product does after the sum: nothing, GELU, or add onto y (a residual);
+ * or'ed with X_BF16 / Y_BF16 when x is read, or y written, as BF16 instead of F32 (only under BF16
+ * compute with BF16 weights on a class whose products round to BF16 anyway, where it changes no
+ * bit and saves the conversion pass and half the traffic). */
+enum {
+    UFORM__LINEAR_PLAIN = 0,
+    UFORM__LINEAR_GELU = 1,
+    UFORM__LINEAR_ACCUMULATE = 2,
+    UFORM__LINEAR_X_BF16 = 4,
+    UFORM__LINEAR_Y_BF16 = 8
+};
 
 /* y[m, :] = x[m, :]·Wᵀ + b for a layer (packed weights when `compute->packed`), then the
- * `epilogue` (UFORM__LINEAR_*): GELU, or y[m, :] += instead of =. */
+ * `epilogue` (UFORM__LINEAR_*): GELU, or y[m, :] += instead of =. Under BF16 compute the GELU is
+ * the GEMM's fast erf form (|error| ≤ 2e-7·max(1,|x|), far below the BF16 rounding that follows);
+ * under F32 compute the exact one. ldx and ldy count elements. */
 uform_status_t uform__linear_forward(uform__compute_t *compute, const uform__linear_t *layer, size_t rows,
-                                     const float *x, size_t ldx, float *y, size_t ldy, size_t out_rows, int epilogue,
+                                     const void *x, size_t ldx, void *y, size_t ldy, size_t out_rows, int epilogue,
                                      uform_outcome_t *outcome);
 
 /* ---- the trunk (trunk.c) ---- */

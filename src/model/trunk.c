@@ -5,7 +5,10 @@
  *   y = h + mlp.down( gelu( mlp.up( norm2(h) ) ) )    GELU in the exact erf form
  *
  * x [T, d] is updated in place; the products go through the GEMM kernels (with the GELU fused into
- * mlp.up's epilogue) and attention through the tiled packed-sequence kernel.
+ * mlp.up's epilogue) and attention through the tiled packed-sequence kernel. BF16 compute takes
+ * the BF16 forms of both (nn.h's attention_forward_bf16, the GEMM's fast GELU) and, on classes
+ * whose products round their inputs to BF16 (Genoa and later), keeps the MLP's hidden rows in
+ * BF16 between mlp.up and mlp.down.
  */
 #include <string.h>
 
@@ -47,7 +50,7 @@ static void round_to_bf16(float *values, size_t count) {
 }
 
 uform_status_t uform__linear_forward(uform__compute_t *compute, const uform__linear_t *layer, size_t rows,
-                                     const float *x, size_t ldx, float *y, size_t ldy, size_t out_rows, int epilogue,
+                                     const void *x, size_t ldx, void *y, size_t ldy, size_t out_rows, int epilogue,
                                      uform_outcome_t *outcome) {
     if (rows == 0 || out_rows == 0) return UFORM_OK;
     uform__gemm_forward_t args;
@@ -55,20 +58,22 @@ uform_status_t uform__linear_forward(uform__compute_t *compute, const uform__lin
     args.m = rows;
     args.n = out_rows;
     args.k = layer->columns;
-    args.x = x, args.ldx = ldx, args.x_dtype = UFORM__GEMM_F32;
+    args.x = x, args.ldx = ldx;
+    args.x_dtype = (epilogue & UFORM__LINEAR_X_BF16) ? UFORM__GEMM_BF16 : UFORM__GEMM_F32;
     args.w = layer->weight, args.ldw = layer->columns, args.w_dtype = layer->dtype;
     /* Packed weights cover all rows; a Matryoshka prefix (out_rows < rows) reads the plain rows. */
     if (compute->packed && layer->packed.data && out_rows == layer->rows) args.packed = &layer->packed;
     args.bias = layer->bias;
-    args.gelu = epilogue == UFORM__LINEAR_GELU;
-    args.accumulate = epilogue == UFORM__LINEAR_ACCUMULATE;
+    int bf16 = layer->dtype == UFORM__GEMM_BF16 && compute->compute == UFORM_COMPUTE_BF16;
+    if (epilogue & UFORM__LINEAR_GELU) args.gelu = bf16 ? UFORM__GEMM_GELU_FAST : UFORM__GEMM_GELU_EXACT;
+    args.accumulate = (epilogue & UFORM__LINEAR_ACCUMULATE) != 0;
     args.y = y, args.ldy = ldy;
+    args.y_dtype = (epilogue & UFORM__LINEAR_Y_BF16) ? UFORM__GEMM_BF16 : UFORM__GEMM_F32;
     args.scratch = compute->gemm_scratch, args.scratch_capacity = compute->gemm_scratch_bytes;
     compute->flops += 2.0 * (double)rows * (double)out_rows * (double)layer->columns;
     /* F32 compute keeps F32 activations: the F32 kernels widen BF16 weights exactly while packing.
      * BF16 compute takes the BF16 kernels (vdpbf16ps on Genoa), which round activations to BF16. */
-    if (layer->dtype == UFORM__GEMM_BF16 && compute->compute == UFORM_COMPUTE_BF16)
-        return compute->gemm->forward_bf16(&args, compute->parallel, outcome);
+    if (bf16) return compute->gemm->forward_bf16(&args, compute->parallel, outcome);
     return compute->gemm->forward_f32(&args, compute->parallel, outcome);
 }
 
@@ -77,7 +82,7 @@ uform_status_t uform__linear_forward(uform__compute_t *compute, const uform__lin
  * [rows, mlp] are scratch. */
 static uform_status_t block_tail(uform__compute_t *compute, const uform__block_t *block, size_t d, size_t mlp,
                                  size_t rows, const float *att, float *x, float *a, float *hidden, float *mean,
-                                 float *rstd, float eps, int bf16, uform_outcome_t *outcome) {
+                                 float *rstd, float eps, int bf16, int native_bf16, uform_outcome_t *outcome) {
     /* x += attn.out(...): the residual is accumulated by the product itself. */
     uform_status_t status =
         uform__linear_forward(compute, &block->out, rows, att, d, x, d, d, UFORM__LINEAR_ACCUMULATE, outcome);
@@ -85,10 +90,17 @@ static uform_status_t block_tail(uform__compute_t *compute, const uform__block_t
     compute->nn->layernorm_forward(rows, d, x, d, block->norm2.weight, block->norm2.bias, eps, a, d, mean, rstd,
                                    compute->parallel);
     if (bf16) round_to_bf16(a, rows * d);
-    status = uform__linear_forward(compute, &block->up, rows, a, d, hidden, mlp, mlp, UFORM__LINEAR_GELU, outcome);
+    /* Where the products round to BF16 anyway, mlp.up writes its GELU'd rows as BF16 (in the
+     * hidden buffer's memory) and mlp.down reads them in place: no conversion pass. */
+    native_bf16 = native_bf16 && block->up.dtype == UFORM__GEMM_BF16 && block->down.dtype == UFORM__GEMM_BF16;
+    int hidden_bf16 = native_bf16 ? UFORM__LINEAR_Y_BF16 : 0;
+    status = uform__linear_forward(compute, &block->up, rows, a, d, hidden, mlp, mlp, UFORM__LINEAR_GELU | hidden_bf16,
+                                   outcome);
     if (status != UFORM_OK) return status;
     if (bf16) round_to_bf16(hidden, rows * mlp);
-    return uform__linear_forward(compute, &block->down, rows, hidden, mlp, x, d, d, UFORM__LINEAR_ACCUMULATE, outcome);
+    int hidden_read = native_bf16 ? UFORM__LINEAR_X_BF16 : 0;
+    return uform__linear_forward(compute, &block->down, rows, hidden, mlp, x, d, d,
+                                 UFORM__LINEAR_ACCUMULATE | hidden_read, outcome);
 }
 
 uform_status_t uform__trunk_forward(const uform_model_t model, uform__compute_t *compute, float *x, size_t tokens,
@@ -107,6 +119,10 @@ uform_status_t uform__trunk_forward(const uform_model_t model, uform__compute_t 
     int native_bf16 = kernels_class == UFORM_CPU_CLASS_AMD_GENOA || kernels_class == UFORM_CPU_CLASS_INTEL_SAPPHIRE ||
                       kernels_class == UFORM_CPU_CLASS_INTEL_GRANITE || kernels_class == UFORM_CPU_CLASS_INTEL_DIAMOND;
     int bf16 = compute->compute == UFORM_COMPUTE_BF16 && !native_bf16;
+    native_bf16 = native_bf16 && compute->compute == UFORM_COMPUTE_BF16;
+    /* BF16 compute: attention with BF16 Q, K, P and V and F32 softmax (nn.h). */
+    void (*attention)(const uform__attention_shape_t *, const float *, float *, float *, const uform__parallel_t *) =
+        compute->compute == UFORM_COMPUTE_BF16 ? nn->attention_forward_bf16 : nn->attention_forward;
     uform__attention_shape_t shape = {tokens, config->heads, d / config->heads, offsets, items, NULL};
     for (size_t i = 0; i < config->depth; ++i) {
         const uform__block_t *block = &model->blocks[i];
@@ -120,7 +136,7 @@ uform_status_t uform__trunk_forward(const uform_model_t model, uform__compute_t 
                                                       3 * d, 0, context->outcome);
         if (status != UFORM_OK) return status;
         shape.queries = pruned ? keep : NULL;
-        nn->attention_forward(&shape, scratch->qkv, scratch->att, scratch->lse, parallel);
+        attention(&shape, scratch->qkv, scratch->att, scratch->lse, parallel);
         for (size_t item = 0; item < items; ++item) {
             double length = (double)(offsets[item + 1] - offsets[item]);
             compute->flops += 4.0 * (pruned ? 1.0 : length) * length * (double)d;
@@ -129,14 +145,14 @@ uform_status_t uform__trunk_forward(const uform_model_t model, uform__compute_t 
         if (bf16) round_to_bf16(scratch->att, rows * d);
         if (!pruned) {
             status = block_tail(compute, block, d, mlp, tokens, scratch->att, x, scratch->a, scratch->hidden,
-                                scratch->mean, scratch->rstd, eps, bf16, context->outcome);
+                                scratch->mean, scratch->rstd, eps, bf16, native_bf16, context->outcome);
         } else {
             /* The kept rows, gathered [items, d] into `a` (free once qkv is made), go through the
              * rest of the block and back to their places in x. */
             float *kept = scratch->a;
             for (size_t item = 0; item < items; ++item) memcpy(kept + item * d, x + keep[item] * d, d * sizeof(float));
             status = block_tail(compute, block, d, mlp, items, scratch->att, kept, scratch->qkv, scratch->hidden,
-                                scratch->mean, scratch->rstd, eps, bf16, context->outcome);
+                                scratch->mean, scratch->rstd, eps, bf16, native_bf16, context->outcome);
             for (size_t item = 0; item < items; ++item) memcpy(x + keep[item] * d, kept + item * d, d * sizeof(float));
         }
         if (status != UFORM_OK) return status;
