@@ -84,6 +84,10 @@ static double cpu_seconds(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+static float *aligned_floats(size_t n) {
+    return aligned_alloc(64, (n * sizeof(float) + 63) / 64 * 64);
+}
+
 typedef struct row_t {
     const char *cpu_class;
     size_t length, items, threads;
@@ -115,8 +119,10 @@ int main(int argc, char **argv) {
         size_t tokens = items * length;
         size_t *offsets = malloc((items + 1) * sizeof(size_t));
         for (size_t i = 0; i <= items; ++i) offsets[i] = i * length;
-        float *qkv = malloc(tokens * 3 * d * 4), *out = malloc(tokens * d * 4), *lse = malloc(heads * tokens * 4);
-        float *dout = malloc(tokens * d * 4), *dqkv = malloc(tokens * 3 * d * 4), *deltas = malloc(heads * tokens * 4);
+        /* 64-byte aligned, as the engine's arena hands them out (unaligned rows cost ~5%). */
+        float *qkv = aligned_floats(tokens * 3 * d), *out = aligned_floats(tokens * d);
+        float *lse = aligned_floats(heads * tokens), *dout = aligned_floats(tokens * d);
+        float *dqkv = aligned_floats(tokens * 3 * d), *deltas = aligned_floats(heads * tokens);
         uint64_t state = 42;
         for (size_t i = 0; i < tokens * 3 * d; ++i) qkv[i] = check_random_float(&state);
         for (size_t i = 0; i < tokens * d; ++i) dout[i] = check_random_float(&state);

@@ -258,6 +258,10 @@ typedef struct uform__attention_unit_t {
     float *lse;          /* [rows], contiguous */
     size_t rows, length, head_width, qkv_stride, out_stride;
     float scale;         /* 1/√dh */
+    /* A prefetch hint (never read as data): the Q rows of the prong's next unit, NULL for the
+     * prong's last unit. */
+    const float *q_next;
+    size_t q_next_rows;
 } uform__attention_unit_t;
 typedef void (*uform__nn_attention_unit_fn)(const void *context, const uform__attention_unit_t *unit);
 /* Runs `unit_fn` over the forward's units (item, head, query block; or item, head with

@@ -211,8 +211,13 @@ static void forward_prong(void *opaque, size_t thread, size_t prong) {
     uform__split_range(context->units, context->prongs, prong, &begin, &end);
     if (begin == end) return;
     unit_cursor_t cursor = unit_locate(context->shape, begin);
-    for (size_t unit = begin; unit < end; ++unit, unit_advance(context->shape, &cursor)) {
-        uform__attention_unit_t geometry = unit_geometry(context, cursor);
+    uform__attention_unit_t geometry = unit_geometry(context, cursor), next = geometry;
+    for (size_t unit = begin; unit < end; ++unit, geometry = next) {
+        if (unit + 1 < end) {
+            unit_advance(context->shape, &cursor);
+            next = unit_geometry(context, cursor);
+            geometry.q_next = next.q, geometry.q_next_rows = next.rows;
+        }
         context->unit_fn(context->unit_context, &geometry);
     }
 }

@@ -85,15 +85,17 @@ UFORM_GENOA static inline void row_pairs(const float *x, size_t width, uint32_t 
 
 /* Asks for `rows` rows of `width` floats (row stride `stride`) in L1 ahead of their use: the
  * rows of one head are 256-byte pieces 4.6 KB apart (d = 384), which the hardware prefetchers
- * do not fetch ahead on their own. Always inlined: as a function GCC finds it pure (prefetches
- * have no effect it models) and drops the calls. */
-UFORM_GENOA static inline __attribute__((always_inline)) void prefetch_rows(const float *x, size_t rows, size_t width, size_t stride) {
-    for (size_t r = 0; r < rows; ++r) {
-        const char *row = (const char *)(x + r * stride);
-        for (size_t b = 0; b < width * sizeof(float); b += 64) __builtin_prefetch(row + b, 0, 3);
-        __builtin_prefetch(row + width * sizeof(float) - 1, 0, 3);
-    }
-}
+ * do not fetch ahead on their own. `locality` 3 asks for L1, 2 for L2. A macro: as a function
+ * GCC finds it pure (prefetches have no effect it models) and drops the calls. */
+#define prefetch_rows(x, rows, width, stride, locality)                                            \
+    do {                                                                                           \
+        for (size_t prefetch_r_ = 0; prefetch_r_ < (rows); ++prefetch_r_) {                        \
+            const char *prefetch_row_ = (const char *)((x) + prefetch_r_ * (stride));              \
+            for (size_t prefetch_b_ = 0; prefetch_b_ < (width) * sizeof(float); prefetch_b_ += 64) \
+                __builtin_prefetch(prefetch_row_ + prefetch_b_, 0, locality);                      \
+            __builtin_prefetch(prefetch_row_ + (width) * sizeof(float) - 1, 0, locality);          \
+        }                                                                                          \
+    } while (0)
 
 /* st [cols, 64]: st[c][r] = Σ_e2 dot2(q2[e2][r], k2[c][e2]) for `row_vectors` (1..4, compile-time)
  * vectors of 16 rows and `columns` (1..6, compile-time) keys from c0. */
@@ -221,6 +223,8 @@ UFORM_GENOA static void forward_unit_bf16_genoa(const void *unused, const uform_
         for (size_t b = 0; b < dh * sizeof(float); b += 64) __builtin_prefetch(row + b, 1, 3);
         __builtin_prefetch(row + dh * sizeof(float) - 1, 1, 3);
     }
+    prefetch_rows(unit->k, length < block ? length : block, dh, qkv_stride, 3);
+    prefetch_rows(unit->v, length < block ? length : block, dh, qkv_stride, 3);
     /* Q: each row to its pairs (through k2 as scratch), then transposed; padding rows are zero. */
     for (size_t r = 0; r < rows; ++r) row_pairs(unit->q + r * qkv_stride, dh, k2 + r * pairs);
     for (size_t e2 = 0; e2 < pairs; ++e2) {
@@ -233,11 +237,14 @@ UFORM_GENOA static void forward_unit_bf16_genoa(const void *unused, const uform_
         size_t cols = length - k0 < block ? length - k0 : block, column_pairs = (cols + 1) / 2;
         int first = k0 == 0;
         for (size_t c = 0; c < cols; ++c) row_pairs(unit->k + (k0 + c) * qkv_stride, dh, k2 + c * pairs);
-        /* This block's values and the next block's keys load while the products run. */
-        prefetch_rows(unit->v + k0 * qkv_stride, cols, dh, qkv_stride);
-        if (k0 + block < length)
-            prefetch_rows(unit->k + (k0 + block) * qkv_stride, length - k0 - block < block ? length - k0 - block : block,
-                          dh, qkv_stride);
+        /* The next block's keys and values load while this block's products run; during the
+         * last block, the next unit's query rows. */
+        if (k0 + block < length) {
+            size_t next = length - k0 - block < block ? length - k0 - block : block;
+            prefetch_rows(unit->k + (k0 + block) * qkv_stride, next, dh, qkv_stride, 3);
+            prefetch_rows(unit->v + (k0 + block) * qkv_stride, next, dh, qkv_stride, 3);
+        } else if (unit->q_next)
+            prefetch_rows(unit->q_next, unit->q_next_rows, dh, qkv_stride, 3);
         scores_tile_genoa(q2, k2, pairs, cols, st, row_vectors);
 
         /* Online softmax, 16 query rows per vector; p summed unrounded in key order. */
