@@ -118,24 +118,30 @@ static uform__attention_unit_t unit_geometry(const attention_context_t *context,
     return unit;
 }
 
-/* x rounded to the nearest BF16 value (ties to even), kept as F32; NaN stays a (quiet) NaN and
- * values past the largest BF16 become ±inf. The same rounding as uform__nn_f32_to_bf16_one, in
- * a form the compiler vectorises. */
-static inline float round_bf16(float x) {
-    uint32_t bits;
-    memcpy(&bits, &x, sizeof bits);
-    if ((bits & 0x7FFFFFFFu) > 0x7F800000u) bits |= 0x00400000u;
-    else bits += 0x7FFFu + ((bits >> 16) & 1u);
-    bits &= 0xFFFF0000u;
-    memcpy(&x, &bits, sizeof x);
-    return x;
+/* The bits of x rounded to the nearest BF16 value (ties to even), kept as F32 bits; NaN stays a
+ * (quiet) NaN and values past the largest BF16 become ±inf. The same rounding as
+ * uform__nn_f32_to_bf16_one, branch-free so that the loops below vectorise (baseline SSE2 here). */
+static inline uint32_t round_bf16_bits(uint32_t bits) {
+    uint32_t nan = (bits & 0x7FFFFFFFu) > 0x7F800000u;
+    uint32_t rounded = bits + 0x7FFFu + ((bits >> 16) & 1u);
+    return (nan ? bits | 0x00400000u : rounded) & 0xFFFF0000u;
 }
 
-/* dst [rows, width] (stride dst_stride) = round_bf16(src [rows, width] (stride src_stride)). */
-static void copy_round_bf16(const float *src, size_t src_stride, size_t rows, size_t width, float *dst,
-                            size_t dst_stride) {
-    for (size_t r = 0; r < rows; ++r)
-        for (size_t e = 0; e < width; ++e) dst[r * dst_stride + e] = round_bf16(src[r * src_stride + e]);
+/* dst [rows, width] (stride dst_stride) = the BF16 rounding of src [rows, width] (stride
+ * src_stride); dst may be src. GCC's -O2 cost model ("very cheap") leaves this loop scalar, at
+ * ~half the F32 attention's speed for the whole BF16 fallback, hence the cheap model here. */
+__attribute__((optimize("tree-vectorize", "vect-cost-model=cheap"))) static void
+round_bf16_rows(const float *src, size_t src_stride, size_t rows, size_t width, float *dst, size_t dst_stride) {
+    for (size_t r = 0; r < rows; ++r) {
+        const float *from = src + r * src_stride;
+        float *to = dst + r * dst_stride;
+        for (size_t e = 0; e < width; ++e) {
+            uint32_t bits;
+            memcpy(&bits, from + e, sizeof bits);
+            bits = round_bf16_bits(bits);
+            memcpy(to + e, &bits, sizeof bits);
+        }
+    }
 }
 
 /* One forward unit on a class's F32 primitives. `bf16` (attention_forward_bf16) rounds Q, K,
@@ -151,17 +157,14 @@ static void forward_unit_with(const uform__nn_attention_ops_t *ops, const uform_
     float scores[block * block];              /* [rows, cols] with stride block */
     float keys_transposed[max_width * block]; /* [dh, cols] with stride block */
     float queries_bf16[block * max_width], values_bf16[block * max_width]; /* BF16 only: [rows or cols, dh] */
-    if (bf16) copy_round_bf16(q, qkv_stride, rows, dh, queries_bf16, dh), q = queries_bf16, q_stride = dh;
+    if (bf16) round_bf16_rows(q, qkv_stride, rows, dh, queries_bf16, dh), q = queries_bf16, q_stride = dh;
     for (size_t r = 0; r < rows; ++r) running_max[r] = -INFINITY, running_sum[r] = 0.0f;
     memset(accumulator, 0, rows * dh * sizeof(float));
 
     for (size_t k0 = 0; k0 < length; k0 += block) {
         size_t cols = length - k0 < block ? length - k0 : block;
         ops->transpose(k + k0 * qkv_stride, qkv_stride, cols, dh, keys_transposed, block);
-        if (bf16)
-            for (size_t e = 0; e < dh; ++e)
-                for (size_t c = 0; c < cols; ++c)
-                    keys_transposed[e * block + c] = round_bf16(keys_transposed[e * block + c]);
+        if (bf16) round_bf16_rows(keys_transposed, block, dh, cols, keys_transposed, block);
         ops->scores(q, q_stride, keys_transposed, block, rows, cols, dh, unit->scale, scores, block);
         for (size_t r = 0; r < rows; ++r) {
             float *row = scores + r * block;
@@ -179,13 +182,12 @@ static void forward_unit_with(const uform__nn_attention_ops_t *ops, const uform_
                 }
             }
             running_max[r] = new_max;
-            if (bf16)
-                for (size_t c = 0; c < cols; ++c) row[c] = round_bf16(row[c]);
         }
+        if (bf16) round_bf16_rows(scores, block, rows, cols, scores, block); /* P, after l took its sum */
         const float *values = v + k0 * qkv_stride;
         size_t values_stride = qkv_stride;
         if (bf16)
-            copy_round_bf16(values, qkv_stride, cols, dh, values_bf16, dh), values = values_bf16, values_stride = dh;
+            round_bf16_rows(values, qkv_stride, cols, dh, values_bf16, dh), values = values_bf16, values_stride = dh;
         ops->accumulate(accumulator, dh, scores, block, values, values_stride, rows, cols, dh);
     }
 
