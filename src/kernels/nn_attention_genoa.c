@@ -97,6 +97,50 @@ UFORM_GENOA static inline void row_pairs(const float *x, size_t width, uint32_t 
         }                                                                                          \
     } while (0)
 
+/* dst[c·dst_stride + r] = src[r·src_stride + c] for a 16×16 block of 32-bit values (BF16
+ * pairs): rows past `rows` read as zeros, columns past `cols` are neither read nor written, and
+ * all 16 lanes of each written row are stored. Three shuffle stages through registers: pairs of
+ * rows interleaved, then quads, then 128-bit lanes across four vectors. */
+UFORM_GENOA static void transpose_16x16_u32(const uint32_t *src, size_t src_stride, size_t rows, size_t cols,
+                                            uint32_t *dst, size_t dst_stride) {
+    __m512 row_f32x16[16], t_f32x16[16], u_f32x16[16];
+    __mmask16 load_mask = tail_mask16(cols);
+#pragma GCC unroll 16
+    for (size_t i = 0; i < 16; ++i)
+        row_f32x16[i] = i < rows ? _mm512_castsi512_ps(_mm512_maskz_loadu_epi32(load_mask, src + i * src_stride))
+                                 : _mm512_setzero_ps();
+    /* t[2i], t[2i+1]: rows 2i and 2i+1 interleaved, low and high halves of each 128-bit lane. */
+#pragma GCC unroll 8
+    for (size_t i = 0; i < 8; ++i) {
+        t_f32x16[2 * i] = _mm512_unpacklo_ps(row_f32x16[2 * i], row_f32x16[2 * i + 1]);
+        t_f32x16[2 * i + 1] = _mm512_unpackhi_ps(row_f32x16[2 * i], row_f32x16[2 * i + 1]);
+    }
+    /* u[4g + j], 128-bit lane L: rows 4g .. 4g+3 of column 4L + j. */
+#pragma GCC unroll 4
+    for (size_t g = 0; g < 4; ++g) {
+        u_f32x16[4 * g + 0] = _mm512_shuffle_ps(t_f32x16[4 * g], t_f32x16[4 * g + 2], 0x44);
+        u_f32x16[4 * g + 1] = _mm512_shuffle_ps(t_f32x16[4 * g], t_f32x16[4 * g + 2], 0xEE);
+        u_f32x16[4 * g + 2] = _mm512_shuffle_ps(t_f32x16[4 * g + 1], t_f32x16[4 * g + 3], 0x44);
+        u_f32x16[4 * g + 3] = _mm512_shuffle_ps(t_f32x16[4 * g + 1], t_f32x16[4 * g + 3], 0xEE);
+    }
+    /* Column 4L + j: lane L of u[j], u[4 + j], u[8 + j], u[12 + j], in that order. */
+#pragma GCC unroll 4
+    for (size_t j = 0; j < 4; ++j) {
+        __m512 low01_f32x16 = _mm512_shuffle_f32x4(u_f32x16[j], u_f32x16[4 + j], 0x44);
+        __m512 high01_f32x16 = _mm512_shuffle_f32x4(u_f32x16[j], u_f32x16[4 + j], 0xEE);
+        __m512 low23_f32x16 = _mm512_shuffle_f32x4(u_f32x16[8 + j], u_f32x16[12 + j], 0x44);
+        __m512 high23_f32x16 = _mm512_shuffle_f32x4(u_f32x16[8 + j], u_f32x16[12 + j], 0xEE);
+        __m512 column_f32x16[4] = {_mm512_shuffle_f32x4(low01_f32x16, low23_f32x16, 0x88),
+                                   _mm512_shuffle_f32x4(low01_f32x16, low23_f32x16, 0xDD),
+                                   _mm512_shuffle_f32x4(high01_f32x16, high23_f32x16, 0x88),
+                                   _mm512_shuffle_f32x4(high01_f32x16, high23_f32x16, 0xDD)};
+#pragma GCC unroll 4
+        for (size_t lane = 0; lane < 4; ++lane)
+            if (4 * lane + j < cols)
+                _mm512_storeu_si512(dst + (4 * lane + j) * dst_stride, _mm512_castps_si512(column_f32x16[lane]));
+    }
+}
+
 /* st [cols, 64]: st[c][r] = Σ_e2 dot2(q2[e2][r], k2[c][e2]) for `row_vectors` (1..4, compile-time)
  * vectors of 16 rows and `columns` (1..6, compile-time) keys from c0. */
 UFORM_GENOA static inline __attribute__((always_inline)) void
@@ -227,10 +271,10 @@ UFORM_GENOA static void forward_unit_bf16_genoa(const void *unused, const uform_
     prefetch_rows(unit->v, length < block ? length : block, dh, qkv_stride, 3);
     /* Q: each row to its pairs (through k2 as scratch), then transposed; padding rows are zero. */
     for (size_t r = 0; r < rows; ++r) row_pairs(unit->q + r * qkv_stride, dh, k2 + r * pairs);
-    for (size_t e2 = 0; e2 < pairs; ++e2) {
-        for (size_t r = 0; r < rows; ++r) q2[e2 * block + r] = k2[r * pairs + e2];
-        for (size_t r = rows; r < row_vectors * 16; ++r) q2[e2 * block + r] = 0;
-    }
+    for (size_t r0 = 0; r0 < rows; r0 += 16)
+        for (size_t e0 = 0; e0 < pairs; e0 += 16)
+            transpose_16x16_u32(k2 + r0 * pairs + e0, pairs, rows - r0, pairs - e0 < 16 ? pairs - e0 : 16,
+                                q2 + e0 * block + r0, block);
     for (size_t r = 0; r < block; ++r) running_max[r] = -INFINITY, running_sum[r] = 0.0f;
 
     for (size_t k0 = 0; k0 < length; k0 += block) {
@@ -299,7 +343,10 @@ UFORM_GENOA static void forward_unit_bf16_genoa(const void *unused, const uform_
     for (size_t r = 0; r < rows; ++r) {
         __m512 inverse_f32x16 = _mm512_set1_ps(1.0f / running_sum[r]);
         float *o = unit->out + r * unit->out_stride;
-        for (size_t e = 0; e < dh; e += 16)
+        size_t e = 0;
+        for (; e + 16 <= dh; e += 16) /* unmasked where whole: masked stores are slow on Zen */
+            _mm512_storeu_ps(o + e, _mm512_mul_ps(_mm512_load_ps(acc + r * stride + e), inverse_f32x16));
+        if (e < dh)
             _mm512_mask_storeu_ps(o + e, tail_mask16(dh - e), _mm512_mul_ps(_mm512_load_ps(acc + r * stride + e), inverse_f32x16));
         unit->lse[r] = running_max[r] + logf(running_sum[r]);
     }
