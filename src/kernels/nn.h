@@ -41,7 +41,7 @@
 
 /* Attention tiles are UFORM__NN_ATTENTION_BLOCK queries by UFORM__NN_ATTENTION_BLOCK keys; the
  * tile buffers live on the stack, so a head width above UFORM__NN_ATTENTION_MAX_HEAD_WIDTH is
- * refused by `uform__nn_check_attention` (a prong uses up to ~170 KiB of stack). Called anyway,
+ * refused by `uform__nn_check_attention` (a prong uses up to ~250 KiB of stack). Called anyway,
  * the attention kernels write NaN to every output instead of computing. */
 #define UFORM__NN_ATTENTION_BLOCK 64
 #define UFORM__NN_ATTENTION_MAX_HEAD_WIDTH 128
@@ -262,12 +262,19 @@ typedef struct uform__attention_unit_t {
      * prong's last unit. */
     const float *q_next;
     size_t q_next_rows;
+    /* With `scratch` asked of uform__nn_attention_forward_units: UFORM__NN_ATTENTION_UNIT_SCRATCH
+     * bytes, 64-byte aligned, private to the prong and kept between its units (consecutive
+     * calls), so a unit may keep what the prong's next unit (often the same item and head) can
+     * reuse; its first 64 bytes are zero before the prong's first unit. NULL otherwise. */
+    void *scratch;
 } uform__attention_unit_t;
+#define UFORM__NN_ATTENTION_UNIT_SCRATCH (128 * 1024)
 typedef void (*uform__nn_attention_unit_fn)(const void *context, const uform__attention_unit_t *unit);
 /* Runs `unit_fn` over the forward's units (item, head, query block; or item, head with
  * `queries`), split over prongs as the F32 forward splits them (each unit owns its output, so
- * the result never depends on the thread count). Head widths the tiles cannot hold give NaN. */
-void uform__nn_attention_forward_units(uform__nn_attention_unit_fn unit_fn, const void *context,
+ * the result never depends on the thread count; a unit's use of `scratch` must not change its
+ * result either). Head widths the tiles cannot hold give NaN. */
+void uform__nn_attention_forward_units(uform__nn_attention_unit_fn unit_fn, const void *context, int scratch,
                                        const uform__attention_shape_t *shape, const float *qkv, float *out, float *lse,
                                        const uform__parallel_t *parallel);
 /* GENOA's attention_forward_bf16 (VDPBF16PS), in nn_attention_genoa.c. */

@@ -207,8 +207,7 @@ static void forward_unit_bf16(const void *ops, const uform__attention_unit_t *un
     forward_unit_with(ops, unit, 1);
 }
 
-static void forward_prong(void *opaque, size_t thread, size_t prong) {
-    const attention_context_t *context = opaque;
+static void forward_units_of_prong(const attention_context_t *context, size_t prong, void *scratch) {
     size_t begin, end;
     uform__split_range(context->units, context->prongs, prong, &begin, &end);
     if (begin == end) return;
@@ -220,8 +219,19 @@ static void forward_prong(void *opaque, size_t thread, size_t prong) {
             next = unit_geometry(context, cursor);
             geometry.q_next = next.q, geometry.q_next_rows = next.rows;
         }
+        geometry.scratch = scratch;
         context->unit_fn(context->unit_context, &geometry);
     }
+}
+
+static void forward_prong(void *opaque, size_t thread, size_t prong) {
+    forward_units_of_prong(opaque, prong, NULL);
+}
+
+static void forward_prong_scratch(void *opaque, size_t thread, size_t prong) {
+    _Alignas(64) unsigned char scratch[UFORM__NN_ATTENTION_UNIT_SCRATCH];
+    memset(scratch, 0, 64);
+    forward_units_of_prong(opaque, prong, scratch);
 }
 
 /* The tiles are sized for head widths up to max_width; a caller that skipped
@@ -234,7 +244,7 @@ static void fill_nan(float *x, size_t n) {
     for (size_t i = 0; i < n; ++i) x[i] = NAN;
 }
 
-void uform__nn_attention_forward_units(uform__nn_attention_unit_fn unit_fn, const void *unit_context,
+void uform__nn_attention_forward_units(uform__nn_attention_unit_fn unit_fn, const void *unit_context, int scratch,
                                        const uform__attention_shape_t *shape, const float *qkv, float *out, float *lse,
                                        const uform__parallel_t *parallel) {
     if (head_width_unsupported(shape)) {
@@ -247,18 +257,18 @@ void uform__nn_attention_forward_units(uform__nn_attention_unit_fn unit_fn, cons
                                    .unit_fn = unit_fn, .unit_context = unit_context};
     context.units = units_total(shape);
     context.prongs = prongs_for(parallel, context.units);
-    uform__parallel_for(parallel, context.prongs, forward_prong, &context);
+    uform__parallel_for(parallel, context.prongs, scratch ? forward_prong_scratch : forward_prong, &context);
 }
 
 void uform__nn_attention_forward_with(const uform__nn_attention_ops_t *ops, const uform__attention_shape_t *shape,
                                       const float *qkv, float *out, float *lse, const uform__parallel_t *parallel) {
-    uform__nn_attention_forward_units(forward_unit_f32, ops, shape, qkv, out, lse, parallel);
+    uform__nn_attention_forward_units(forward_unit_f32, ops, 0, shape, qkv, out, lse, parallel);
 }
 
 void uform__nn_attention_forward_bf16_with(const uform__nn_attention_ops_t *ops, const uform__attention_shape_t *shape,
                                            const float *qkv, float *out, float *lse,
                                            const uform__parallel_t *parallel) {
-    uform__nn_attention_forward_units(forward_unit_bf16, ops, shape, qkv, out, lse, parallel);
+    uform__nn_attention_forward_units(forward_unit_bf16, ops, 0, shape, qkv, out, lse, parallel);
 }
 
 /* D_r = ⟨dO_r, O_r⟩ for rows q0 .. q0+rows of head `head`: four interleaved partial sums (to

@@ -17,7 +17,8 @@
  * VCVTNE2PS2BF16 rounds to nearest even and keeps NaN; it and VDPBF16PS count subnormals as zero
  * (the slot documents this).
  *
- * A unit keeps ~108 KiB of tiles on the stack (head width 128).
+ * A unit keeps ~108 KiB of tiles on the stack, and each prong a 128 KiB scratch where its units
+ * keep one item's converted keys and values (item_cache_t below) for the next query blocks.
  */
 #include <immintrin.h>
 #include <math.h>
@@ -246,6 +247,16 @@ UFORM_GENOA __attribute__((noinline)) static void values_tile_genoa(float *acc, 
     }
 }
 
+/* The converted keys and values of one item and head, kept in the prong's scratch (after this
+ * 64-byte header) for the prong's next units: an item of 197 tokens has 4 query blocks, each a
+ * unit that would otherwise convert (and load) all the item's keys and values again. All zero:
+ * nothing kept. */
+typedef struct item_cache_t {
+    const float *k; /* the item's first key row of this head */
+    size_t length, head_width, qkv_stride;
+    size_t blocks_done; /* key blocks converted so far (units walk them in order) */
+} item_cache_t;
+
 /* One unit: see the file comment. Buffers are 64-byte aligned for the full-vector loads. */
 UFORM_GENOA static void forward_unit_bf16_genoa(const void *unused, const uform__attention_unit_t *unit) {
     (void)unused;
@@ -267,8 +278,21 @@ UFORM_GENOA static void forward_unit_bf16_genoa(const void *unused, const uform_
         for (size_t b = 0; b < dh * sizeof(float); b += 64) __builtin_prefetch(row + b, 1, 3);
         __builtin_prefetch(row + dh * sizeof(float) - 1, 1, 3);
     }
-    prefetch_rows(unit->k, length < block ? length : block, dh, qkv_stride, 3);
-    prefetch_rows(unit->v, length < block ? length : block, dh, qkv_stride, 3);
+    /* The item's converted keys [length, pairs] and values [length/2, stride] in the prong's
+     * scratch when they fit (up to 512 tokens at head width 64), else one block at a time here. */
+    item_cache_t *cache = NULL;
+    uint32_t *k2_item = NULL, *v2_item = NULL;
+    size_t k2_words = (length * pairs + 15) / 16 * 16, v2_words = (length + 1) / 2 * stride;
+    if (unit->scratch && 64 + (k2_words + v2_words) * sizeof(uint32_t) <= UFORM__NN_ATTENTION_UNIT_SCRATCH) {
+        cache = unit->scratch;
+        k2_item = (uint32_t *)((char *)unit->scratch + 64), v2_item = k2_item + k2_words;
+        if (cache->k != unit->k || cache->length != length || cache->head_width != dh || cache->qkv_stride != qkv_stride)
+            *cache = (item_cache_t){unit->k, length, dh, qkv_stride, 0};
+    }
+    if (!cache || cache->blocks_done == 0) {
+        prefetch_rows(unit->k, length < block ? length : block, dh, qkv_stride, 3);
+        prefetch_rows(unit->v, length < block ? length : block, dh, qkv_stride, 3);
+    }
     /* Q: each row to its pairs (through k2 as scratch), then transposed; padding rows are zero. */
     for (size_t r = 0; r < rows; ++r) row_pairs(unit->q + r * qkv_stride, dh, k2 + r * pairs);
     for (size_t r0 = 0; r0 < rows; r0 += 16)
@@ -280,16 +304,22 @@ UFORM_GENOA static void forward_unit_bf16_genoa(const void *unused, const uform_
     for (size_t k0 = 0; k0 < length; k0 += block) {
         size_t cols = length - k0 < block ? length - k0 : block, column_pairs = (cols + 1) / 2;
         int first = k0 == 0;
-        for (size_t c = 0; c < cols; ++c) row_pairs(unit->k + (k0 + c) * qkv_stride, dh, k2 + c * pairs);
-        /* The next block's keys and values load while this block's products run; during the
-         * last block, the next unit's query rows. */
+        size_t tile = k0 / block;
+        int convert = !cache || tile >= cache->blocks_done;
+        uint32_t *k2_tile = cache ? k2_item + k0 * pairs : k2, *v2_tile = cache ? v2_item + k0 / 2 * stride : v2;
+        if (convert)
+            for (size_t c = 0; c < cols; ++c) row_pairs(unit->k + (k0 + c) * qkv_stride, dh, k2_tile + c * pairs);
+        /* The next block's keys and values load while this block's products run (when they are
+         * not kept yet); during the last block, the next unit's query rows. */
         if (k0 + block < length) {
-            size_t next = length - k0 - block < block ? length - k0 - block : block;
-            prefetch_rows(unit->k + (k0 + block) * qkv_stride, next, dh, qkv_stride, 3);
-            prefetch_rows(unit->v + (k0 + block) * qkv_stride, next, dh, qkv_stride, 3);
+            if (!cache || tile + 1 >= cache->blocks_done) {
+                size_t next = length - k0 - block < block ? length - k0 - block : block;
+                prefetch_rows(unit->k + (k0 + block) * qkv_stride, next, dh, qkv_stride, 3);
+                prefetch_rows(unit->v + (k0 + block) * qkv_stride, next, dh, qkv_stride, 3);
+            }
         } else if (unit->q_next)
             prefetch_rows(unit->q_next, unit->q_next_rows, dh, qkv_stride, 3);
-        scores_tile_genoa(q2, k2, pairs, cols, st, row_vectors);
+        scores_tile_genoa(q2, k2_tile, pairs, cols, st, row_vectors);
 
         /* Online softmax, 16 query rows per vector; p summed unrounded in key order. */
         for (size_t v = 0; v < row_vectors; ++v) {
@@ -327,17 +357,18 @@ UFORM_GENOA static void forward_unit_bf16_genoa(const void *unused, const uform_
         }
 
         /* V: rows 2·c2 and 2·c2+1 paired; a missing odd row and the columns past dh are zero. */
-        for (size_t c2 = 0; c2 < column_pairs; ++c2) {
+        for (size_t c2 = 0; convert && c2 < column_pairs; ++c2) {
             const float *low = unit->v + (k0 + 2 * c2) * qkv_stride, *high = low + qkv_stride;
             int has_high = 2 * c2 + 1 < cols;
             for (size_t e = 0; e < stride; e += 16) {
                 __mmask16 mask = tail_mask16(dh - e);
                 __m512 low_f32x16 = _mm512_maskz_loadu_ps(mask, low + e);
                 __m512 high_f32x16 = has_high ? _mm512_maskz_loadu_ps(mask, high + e) : _mm512_setzero_ps();
-                _mm512_store_si512(v2 + c2 * stride + e, pairs_bf16x32(low_f32x16, high_f32x16));
+                _mm512_store_si512(v2_tile + c2 * stride + e, pairs_bf16x32(low_f32x16, high_f32x16));
             }
         }
-        values_tile_genoa(acc, stride, p2, v2, column_pairs, rescale, first, rows);
+        if (convert && cache) cache->blocks_done = tile + 1;
+        values_tile_genoa(acc, stride, p2, v2_tile, column_pairs, rescale, first, rows);
     }
 
     for (size_t r = 0; r < rows; ++r) {
@@ -354,5 +385,5 @@ UFORM_GENOA static void forward_unit_bf16_genoa(const void *unused, const uform_
 
 void uform__nn_attention_forward_bf16_genoa(const uform__attention_shape_t *shape, const float *qkv, float *out,
                                             float *lse, const uform__parallel_t *parallel) {
-    uform__nn_attention_forward_units(forward_unit_bf16_genoa, NULL, shape, qkv, out, lse, parallel);
+    uform__nn_attention_forward_units(forward_unit_bf16_genoa, NULL, 1, shape, qkv, out, lse, parallel);
 }
