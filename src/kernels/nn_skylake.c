@@ -232,11 +232,48 @@ UFORM_SKYLAKE static float row_max_f32_skylake(const float *x, size_t n) {
     return _mm512_reduce_max_ps(max_f32x16);
 }
 
+/* 2^t for the attention exponentials: t = n + f with n = round(t), |f| ≤ 1/2; 2^f by a degree-5
+ * polynomial fitted for relative error on that interval (7.5e-8, 1.5e-7 with F32 coefficients),
+ * times 2^n exactly (VSCALEFPS, 0 below the subnormals). t is clamped at −150 so that −inf
+ * gives 0; NaN stays NaN (VMAXPS returns its second operand when one is NaN). Ten operations
+ * against exp_f32x16's sixteen; GELU keeps exp_f32x16. */
+UFORM_SKYLAKE static inline __m512 exp2_f32x16(__m512 t_f32x16) {
+    t_f32x16 = _mm512_max_ps(_mm512_set1_ps(-150.0f), t_f32x16);
+    __m512 n_f32x16 = _mm512_roundscale_ps(t_f32x16, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 f_f32x16 = _mm512_sub_ps(t_f32x16, n_f32x16);
+    __m512 p_f32x16 = _mm512_set1_ps(1.327644451521337e-3f);
+    p_f32x16 = _mm512_fmadd_ps(p_f32x16, f_f32x16, _mm512_set1_ps(9.67553723603487e-3f));
+    p_f32x16 = _mm512_fmadd_ps(p_f32x16, f_f32x16, _mm512_set1_ps(5.550713464617729e-2f));
+    p_f32x16 = _mm512_fmadd_ps(p_f32x16, f_f32x16, _mm512_set1_ps(2.4022120237350464e-1f));
+    p_f32x16 = _mm512_fmadd_ps(p_f32x16, f_f32x16, _mm512_set1_ps(6.931469440460205e-1f));
+    p_f32x16 = _mm512_fmadd_ps(p_f32x16, f_f32x16, _mm512_set1_ps(1.0000001192092896f));
+    return _mm512_scalef_ps(p_f32x16, n_f32x16);
+}
+
+/* exp(x − shift) = 2^(x·log2 e − shift·log2 e), the product x·log2 e fused into the subtraction
+ * and shift·log2 e split in two (high + low, the low part exact by FMA), so the argument is
+ * right to two roundings even when x and shift are large and close: relative error below
+ * 3e-7 + 2^-23·|x − shift| against libm (tests/kernels/test_nn_exp.c). */
+UFORM_SKYLAKE static inline __m512 exp_shifted_f32x16(__m512 x_f32x16, __m512 shift_high_f32x16,
+                                                      __m512 shift_low_f32x16) {
+    const __m512 log2e_f32x16 = _mm512_set1_ps(1.44269504088896341f);
+    return exp2_f32x16(_mm512_sub_ps(_mm512_fmsub_ps(x_f32x16, log2e_f32x16, shift_high_f32x16), shift_low_f32x16));
+}
+
+/* Whole vectors load and store unmasked (masked stores are slow on Zen); the tail is masked. */
 UFORM_SKYLAKE static float exp_shift_sum_f32_skylake(float *x, size_t n, float shift) {
-    __m512 shift_f32x16 = _mm512_set1_ps(shift), sum_f32x16 = _mm512_setzero_ps();
-    for (size_t i = 0; i < n; i += 16) {
+    const float log2e = 1.44269504088896341f;
+    float high = shift * log2e, low = fmaf(shift, log2e, -high);
+    __m512 high_f32x16 = _mm512_set1_ps(high), low_f32x16 = _mm512_set1_ps(low), sum_f32x16 = _mm512_setzero_ps();
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        __m512 value_f32x16 = exp_shifted_f32x16(_mm512_loadu_ps(x + i), high_f32x16, low_f32x16);
+        _mm512_storeu_ps(x + i, value_f32x16);
+        sum_f32x16 = _mm512_add_ps(sum_f32x16, value_f32x16);
+    }
+    if (i < n) {
         __mmask16 mask = tail_mask16(n - i);
-        __m512 value_f32x16 = exp_f32x16(_mm512_sub_ps(_mm512_maskz_loadu_ps(mask, x + i), shift_f32x16));
+        __m512 value_f32x16 = exp_shifted_f32x16(_mm512_maskz_loadu_ps(mask, x + i), high_f32x16, low_f32x16);
         value_f32x16 = _mm512_maskz_mov_ps(mask, value_f32x16);
         _mm512_mask_storeu_ps(x + i, mask, value_f32x16);
         sum_f32x16 = _mm512_add_ps(sum_f32x16, value_f32x16);
@@ -245,10 +282,15 @@ UFORM_SKYLAKE static float exp_shift_sum_f32_skylake(float *x, size_t n, float s
 }
 
 UFORM_SKYLAKE static void exp_sub_f32_skylake(float *x, const float *shift, size_t n) {
+    const __m512 log2e_f32x16 = _mm512_set1_ps(1.44269504088896341f);
     for (size_t i = 0; i < n; i += 16) {
         __mmask16 mask = tail_mask16(n - i);
-        __m512 value_f32x16 = _mm512_sub_ps(_mm512_maskz_loadu_ps(mask, x + i), _mm512_maskz_loadu_ps(mask, shift + i));
-        _mm512_mask_storeu_ps(x + i, mask, exp_f32x16(value_f32x16));
+        __m512 shift_f32x16 = _mm512_maskz_loadu_ps(mask, shift + i);
+        __m512 high_f32x16 = _mm512_mul_ps(shift_f32x16, log2e_f32x16);
+        __m512 low_f32x16 = _mm512_fmsub_ps(shift_f32x16, log2e_f32x16, high_f32x16);
+        __m512 value_f32x16 = exp_shifted_f32x16(_mm512_maskz_loadu_ps(mask, x + i), high_f32x16, low_f32x16);
+        if (mask == 0xFFFF) _mm512_storeu_ps(x + i, value_f32x16);
+        else _mm512_mask_storeu_ps(x + i, mask, value_f32x16);
     }
 }
 

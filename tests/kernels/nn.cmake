@@ -12,3 +12,4 @@ target_compile_definitions(test_nn_torch PRIVATE NN_TORCH_PYTHON="${UFORM_TORCH_
                            NN_REFERENCE_SCRIPT="${CMAKE_CURRENT_SOURCE_DIR}/nn_reference.py")
 set_tests_properties(test_nn_torch PROPERTIES SKIP_RETURN_CODE 77)
 uform_add_test(NAME test_nn_softmax SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_nn_softmax.c LABELS kernels)
+uform_add_test(NAME test_nn_exp SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_nn_exp.c LABELS kernels)
