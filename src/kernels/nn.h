@@ -238,6 +238,9 @@ typedef struct uform__nn_attention_ops_t {
     void (*exp_sub)(float *x, const float *shift, size_t n);
     /* max_i x[i] over n ≥ 1 values (a NaN may or may not win: it reaches the output through exp anyway). */
     float (*row_max)(const float *x, size_t n);
+    /* Optional (NULL: a portable loop in the driver), for attention_forward_bf16: dst [rows, cols]
+     * = src [rows, cols] rounded to BF16 values (nearest even, NaN kept quiet), as F32; dst may be src. */
+    void (*round_bf16)(const float *src, size_t src_stride, size_t rows, size_t cols, float *dst, size_t dst_stride);
 } uform__nn_attention_ops_t;
 
 void uform__nn_attention_forward_with(const uform__nn_attention_ops_t *ops, const uform__attention_shape_t *shape,

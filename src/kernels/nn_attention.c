@@ -157,14 +157,16 @@ static void forward_unit_with(const uform__nn_attention_ops_t *ops, const uform_
     float scores[block * block];              /* [rows, cols] with stride block */
     float keys_transposed[max_width * block]; /* [dh, cols] with stride block */
     float queries_bf16[block * max_width], values_bf16[block * max_width]; /* BF16 only: [rows or cols, dh] */
-    if (bf16) round_bf16_rows(q, qkv_stride, rows, dh, queries_bf16, dh), q = queries_bf16, q_stride = dh;
+    void (*round_rows)(const float *, size_t, size_t, size_t, float *, size_t) =
+        ops->round_bf16 ? ops->round_bf16 : round_bf16_rows;
+    if (bf16) round_rows(q, qkv_stride, rows, dh, queries_bf16, dh), q = queries_bf16, q_stride = dh;
     for (size_t r = 0; r < rows; ++r) running_max[r] = -INFINITY, running_sum[r] = 0.0f;
     memset(accumulator, 0, rows * dh * sizeof(float));
 
     for (size_t k0 = 0; k0 < length; k0 += block) {
         size_t cols = length - k0 < block ? length - k0 : block;
         ops->transpose(k + k0 * qkv_stride, qkv_stride, cols, dh, keys_transposed, block);
-        if (bf16) round_bf16_rows(keys_transposed, block, dh, cols, keys_transposed, block);
+        if (bf16) round_rows(keys_transposed, block, dh, cols, keys_transposed, block);
         ops->scores(q, q_stride, keys_transposed, block, rows, cols, dh, unit->scale, scores, block);
         for (size_t r = 0; r < rows; ++r) {
             float *row = scores + r * block;
@@ -183,11 +185,11 @@ static void forward_unit_with(const uform__nn_attention_ops_t *ops, const uform_
             }
             running_max[r] = new_max;
         }
-        if (bf16) round_bf16_rows(scores, block, rows, cols, scores, block); /* P, after l took its sum */
+        if (bf16) round_rows(scores, block, rows, cols, scores, block); /* P, after l took its sum */
         const float *values = v + k0 * qkv_stride;
         size_t values_stride = qkv_stride;
         if (bf16)
-            round_bf16_rows(values, qkv_stride, cols, dh, values_bf16, dh), values = values_bf16, values_stride = dh;
+            round_rows(values, qkv_stride, cols, dh, values_bf16, dh), values = values_bf16, values_stride = dh;
         ops->accumulate(accumulator, dh, scores, block, values, values_stride, rows, cols, dh);
     }
 

@@ -269,9 +269,33 @@ UFORM_HASWELL static float row_max_f32_haswell(const float *x, size_t n) {
     return max;
 }
 
+/* The BF16 attention's roundings (nn.h): add 0x7FFF plus the kept part's lowest bit, then drop
+ * the low 16 bits (nearest, ties to even; past the largest BF16 gives ±inf); NaN only quieted. */
+UFORM_HASWELL static void round_bf16_f32_haswell(const float *src, size_t src_stride, size_t rows, size_t cols,
+                                                 float *dst, size_t dst_stride) {
+    const __m256i magnitude_i32x8 = _mm256_set1_epi32(0x7FFFFFFF), infinity_i32x8 = _mm256_set1_epi32(0x7F800000);
+    const __m256i half_i32x8 = _mm256_set1_epi32(0x7FFF), one_i32x8 = _mm256_set1_epi32(1);
+    const __m256i quiet_i32x8 = _mm256_set1_epi32(0x00400000), kept_i32x8 = _mm256_set1_epi32((int)0xFFFF0000u);
+    for (size_t r = 0; r < rows; ++r)
+        for (size_t c = 0; c < cols; c += 8) {
+            const float *from = src + r * src_stride + c;
+            float *to = dst + r * dst_stride + c;
+            __m256i mask_i32x8 = tail_mask_i32x8(cols - c < 8 ? cols - c : 8);
+            int whole = cols - c >= 8;
+            __m256i bits_i32x8 = whole ? _mm256_loadu_si256((const __m256i *)from)
+                                       : _mm256_maskload_epi32((const int *)from, mask_i32x8);
+            __m256i nan_i32x8 = _mm256_cmpgt_epi32(_mm256_and_si256(bits_i32x8, magnitude_i32x8), infinity_i32x8);
+            __m256i lowest_i32x8 = _mm256_and_si256(_mm256_srli_epi32(bits_i32x8, 16), one_i32x8);
+            __m256i rounded_i32x8 = _mm256_add_epi32(bits_i32x8, _mm256_add_epi32(half_i32x8, lowest_i32x8));
+            rounded_i32x8 = _mm256_blendv_epi8(rounded_i32x8, _mm256_or_si256(bits_i32x8, quiet_i32x8), nan_i32x8);
+            store_f32x8(to, mask_i32x8, _mm256_castsi256_ps(_mm256_and_si256(rounded_i32x8, kept_i32x8)));
+        }
+}
+
 static const uform__nn_attention_ops_t attention_ops_haswell = {
     transpose_f32_haswell,     scores_f32_haswell,  accumulate_f32_haswell,
     exp_shift_sum_f32_haswell, exp_sub_f32_haswell, row_max_f32_haswell,
+    round_bf16_f32_haswell,
 };
 
 static void attention_forward_bf16_haswell(const uform__attention_shape_t *shape, const float *qkv, float *out,

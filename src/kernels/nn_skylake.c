@@ -294,9 +294,31 @@ UFORM_SKYLAKE static void exp_sub_f32_skylake(float *x, const float *shift, size
     }
 }
 
+/* The BF16 attention's roundings (nn.h): add 0x7FFF plus the kept part's lowest bit, then drop
+ * the low 16 bits (nearest, ties to even; past the largest BF16 gives ±inf); NaN only quieted. */
+UFORM_SKYLAKE static void round_bf16_f32_skylake(const float *src, size_t src_stride, size_t rows, size_t cols,
+                                                 float *dst, size_t dst_stride) {
+    const __m512i magnitude_i32x16 = _mm512_set1_epi32(0x7FFFFFFF), infinity_i32x16 = _mm512_set1_epi32(0x7F800000);
+    const __m512i half_i32x16 = _mm512_set1_epi32(0x7FFF), one_i32x16 = _mm512_set1_epi32(1);
+    const __m512i quiet_i32x16 = _mm512_set1_epi32(0x00400000), kept_i32x16 = _mm512_set1_epi32((int)0xFFFF0000u);
+    for (size_t r = 0; r < rows; ++r)
+        for (size_t c = 0; c < cols; c += 16) {
+            __mmask16 mask = tail_mask16(cols - c);
+            __m512i bits_i32x16 = _mm512_maskz_loadu_epi32(mask, src + r * src_stride + c);
+            __mmask16 nan = _mm512_cmpgt_epi32_mask(_mm512_and_si512(bits_i32x16, magnitude_i32x16), infinity_i32x16);
+            __m512i lowest_i32x16 = _mm512_and_si512(_mm512_srli_epi32(bits_i32x16, 16), one_i32x16);
+            __m512i rounded_i32x16 = _mm512_add_epi32(bits_i32x16, _mm512_add_epi32(half_i32x16, lowest_i32x16));
+            rounded_i32x16 = _mm512_mask_or_epi32(rounded_i32x16, nan, bits_i32x16, quiet_i32x16);
+            rounded_i32x16 = _mm512_and_si512(rounded_i32x16, kept_i32x16);
+            if (mask == 0xFFFF) _mm512_storeu_si512(dst + r * dst_stride + c, rounded_i32x16);
+            else _mm512_mask_storeu_epi32(dst + r * dst_stride + c, mask, rounded_i32x16);
+        }
+}
+
 static const uform__nn_attention_ops_t attention_ops_skylake = {
     transpose_f32_skylake,     scores_f32_skylake,  accumulate_f32_skylake,
     exp_shift_sum_f32_skylake, exp_sub_f32_skylake, row_max_f32_skylake,
+    round_bf16_f32_skylake,
 };
 
 static void attention_forward_f32_skylake(const uform__attention_shape_t *shape, const float *qkv, float *out,
