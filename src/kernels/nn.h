@@ -261,10 +261,11 @@ typedef struct uform__attention_unit_t {
     float *lse;          /* [rows], contiguous */
     size_t rows, length, head_width, qkv_stride, out_stride;
     float scale;         /* 1/√dh */
-    /* A prefetch hint (never read as data): the Q rows of the prong's next unit, NULL for the
-     * prong's last unit. */
-    const float *q_next;
-    size_t q_next_rows;
+    /* Prefetch hints (never read as data): the Q rows and the first key block (its values
+     * follow at out_stride) of the prong's next unit; NULL for the prong's last unit, k_next
+     * also when the next unit has this unit's keys. */
+    const float *q_next, *k_next;
+    size_t q_next_rows, k_next_rows;
     /* With `scratch` asked of uform__nn_attention_forward_units: UFORM__NN_ATTENTION_UNIT_SCRATCH
      * bytes, 64-byte aligned, private to the prong and kept between its units (consecutive
      * calls), so a unit may keep what the prong's next unit (often the same item and head) can

@@ -220,6 +220,7 @@ static void forward_units_of_prong(const attention_context_t *context, size_t pr
             unit_advance(context->shape, &cursor);
             next = unit_geometry(context, cursor);
             geometry.q_next = next.q, geometry.q_next_rows = next.rows;
+            if (next.k != geometry.k) geometry.k_next = next.k, geometry.k_next_rows = next.length < block ? next.length : block;
         }
         geometry.scratch = scratch;
         context->unit_fn(context->unit_context, &geometry);

@@ -317,8 +317,13 @@ UFORM_GENOA static void forward_unit_bf16_genoa(const void *unused, const uform_
                 prefetch_rows(unit->k + (k0 + block) * qkv_stride, next, dh, qkv_stride, 3);
                 prefetch_rows(unit->v + (k0 + block) * qkv_stride, next, dh, qkv_stride, 3);
             }
-        } else if (unit->q_next)
-            prefetch_rows(unit->q_next, unit->q_next_rows, dh, qkv_stride, 3);
+        } else {
+            if (unit->q_next) prefetch_rows(unit->q_next, unit->q_next_rows, dh, qkv_stride, 2);
+            if (unit->k_next) {
+                prefetch_rows(unit->k_next, unit->k_next_rows, dh, qkv_stride, 2);
+                prefetch_rows(unit->k_next + unit->out_stride, unit->k_next_rows, dh, qkv_stride, 2);
+            }
+        }
         scores_tile_genoa(q2, k2_tile, pairs, cols, st, row_vectors);
 
         /* Online softmax, 16 query rows per vector; p summed unrounded in key order. */
