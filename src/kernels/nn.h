@@ -14,7 +14,8 @@
  * RISC-V, WebAssembly, MONOVERSIONED, UNKNOWN) gets SERIAL.
  *
  * Accuracy: SERIAL accumulates row statistics in double; the SIMD classes accumulate in F32 lanes,
- * use a Cephes-style vector exp (~2 ulp) and Numerical Recipes' erfc (< 1.2e-7 relative) for
+ * use a Cephes-style vector exp (~2 ulp; SKYLAKE's and GENOA's attention and softmax a base-2 one,
+ * within 3e-7 + 2^-23·|argument| relative) and Numerical Recipes' erfc (< 1.2e-7 relative) for
  * GELU. The tests bound every class against double references: ~1e-5 relative for forwards,
  * ~1e-4 for gradients (see tests/kernels/test_nn_*.c).
  *

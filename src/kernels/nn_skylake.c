@@ -11,7 +11,8 @@
  * Row sums accumulate in F32 lanes (the serial reference uses double); the sum of squares keeps
  * double lanes. Mean pooling, embeddings and the I8/B1 packings are memory-bound or tiny and use
  * the serial kernels. The vector exp and erfc are the Haswell ones widened to 16 lanes
- * (Cephes expf, Numerical Recipes erfcc); see nn_haswell.c.
+ * (Cephes expf, Numerical Recipes erfcc); see nn_haswell.c. The attention and softmax
+ * exponentials use a shorter base-2 exp (exp2_f32x16), tested against libm in test_nn_exp.c.
  */
 #include <immintrin.h>
 #include <math.h>
