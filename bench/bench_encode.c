@@ -10,7 +10,8 @@
  * Inputs: texts of 64 and 256 bytes; 224×224 RGB8 pixels (the resize then keeps the size); 10 s of
  * 16 kHz samples (no resampling; the log-mel is included); 8 decoded frames per video item. The
  * PyTorch peer is handed preprocessed tensors, so the engine's numbers include a little more work.
- * Run with OMP_WAIT_POLICY=PASSIVE for the peer (set here for the child process).
+ * Both sides report the best of three timed repeats. Run with OMP_WAIT_POLICY=PASSIVE for the peer
+ * (set here for the child process).
  */
 #include <math.h>
 #include <stdio.h>
@@ -114,8 +115,8 @@ static double measure_peak(uform_executor_t executor, uform_cpu_class_t cpu_clas
     uform__gemm_packed_t packed;
     gemm->pack_bf16(w, k, UFORM__GEMM_BF16, n, k, packed_memory, bytes, &packed, NULL);
     uform__gemm_forward_t args = {m, n, k, x, k, UFORM__GEMM_F32, w, k, UFORM__GEMM_BF16, &packed, NULL, 0, y, n};
-    double best = 0;
-    for (int repeat = 0; repeat < 5; ++repeat) {
+    double best = 0; /* the best of 15: a shared machine's slow moments must not lower the peak */
+    for (int repeat = 0; repeat < 15; ++repeat) {
         gemm_call_t request = {&args, gemm, {0}};
         uform__call_t call = {gemm_run, &request, &request.outcome, UFORM_COMPLETION_BLOCKING, NULL, NULL, "bench_peak"};
         double start = now_seconds();
@@ -224,15 +225,21 @@ int main(int argc, char **argv) {
         uform_arena_t arena = NULL;
         uform_arena_for_executor(executor, &arena, NULL);
         double flops = encode_once(model, executor, arena, c, data, offsets, sizes); /* warm-up */
-        double start = now_seconds(), elapsed = 0;
-        size_t runs = 0;
-        while (flops >= 0 && (runs < 2 || elapsed < (quick ? 1.0 : 2.0))) {
-            flops = encode_once(model, executor, arena, c, data, offsets, sizes);
-            runs += 1;
-            elapsed = now_seconds() - start;
+        /* The best of three timed repeats, as the PyTorch peer reports (each at least 1 s, 2 s
+         * without --quick, and two calls). */
+        double rate = 0, flops_per_call = flops;
+        for (int repeat = 0; repeat < 3 && flops >= 0; ++repeat) {
+            double start = now_seconds(), elapsed = 0;
+            size_t runs = 0;
+            while (flops >= 0 && (runs < 2 || elapsed < (quick ? 1.0 : 2.0))) {
+                flops = encode_once(model, executor, arena, c, data, offsets, sizes);
+                runs += 1;
+                elapsed = now_seconds() - start;
+            }
+            double repeat_rate = (double)(runs * c->batch) / elapsed;
+            if (repeat_rate > rate) rate = repeat_rate, flops_per_call = flops;
         }
-        double rate = (double)(runs * c->batch) / elapsed;
-        double mfu = flops > 0 ? flops * (double)runs / elapsed / peak[c->threads] : 0;
+        double mfu = flops_per_call > 0 ? flops_per_call * rate / (double)c->batch / peak[c->threads] : 0;
         double torch_f32 = with_torch ? torch_rate(checkpoint, c, 0) : 0, torch_bf16 = with_torch ? torch_rate(checkpoint, c, 1) : 0;
         double best_torch = torch_f32 > torch_bf16 ? torch_f32 : torch_bf16;
         printf("%-6s %5zu %6zu %7zu | %10.1f %10.1f %10.1f | %6.2fx %6.2fx | %5.1f%%\n", c->modality, c->batch, c->threads,
