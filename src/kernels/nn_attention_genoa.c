@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "kernels/nn.h"
+#include "kernels/nn_avx512.h"
 
 #define UFORM_GENOA __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx512bf16,fma")))
 
@@ -100,46 +101,20 @@ UFORM_GENOA static inline void row_pairs(const float *x, size_t width, uint32_t 
 
 /* dst[c·dst_stride + r] = src[r·src_stride + c] for a 16×16 block of 32-bit values (BF16
  * pairs): rows past `rows` read as zeros, columns past `cols` are neither read nor written, and
- * all 16 lanes of each written row are stored. Three shuffle stages through registers: pairs of
- * rows interleaved, then quads, then 128-bit lanes across four vectors. */
+ * all 16 lanes of each written row are stored. The transpose itself is nn_avx512.h's. */
 UFORM_GENOA static void transpose_16x16_u32(const uint32_t *src, size_t src_stride, size_t rows, size_t cols,
                                             uint32_t *dst, size_t dst_stride) {
-    __m512 row_f32x16[16], t_f32x16[16], u_f32x16[16];
+    __m512 row_f32x16[16];
     __mmask16 load_mask = tail_mask16(cols);
 #pragma GCC unroll 16
     for (size_t i = 0; i < 16; ++i)
         row_f32x16[i] = i < rows ? _mm512_castsi512_ps(_mm512_maskz_loadu_epi32(load_mask, src + i * src_stride))
-                                 : _mm512_setzero_ps();
-    /* t[2i], t[2i+1]: rows 2i and 2i+1 interleaved, low and high halves of each 128-bit lane. */
-#pragma GCC unroll 8
-    for (size_t i = 0; i < 8; ++i) {
-        t_f32x16[2 * i] = _mm512_unpacklo_ps(row_f32x16[2 * i], row_f32x16[2 * i + 1]);
-        t_f32x16[2 * i + 1] = _mm512_unpackhi_ps(row_f32x16[2 * i], row_f32x16[2 * i + 1]);
-    }
-    /* u[4g + j], 128-bit lane L: rows 4g .. 4g+3 of column 4L + j. */
-#pragma GCC unroll 4
-    for (size_t g = 0; g < 4; ++g) {
-        u_f32x16[4 * g + 0] = _mm512_shuffle_ps(t_f32x16[4 * g], t_f32x16[4 * g + 2], 0x44);
-        u_f32x16[4 * g + 1] = _mm512_shuffle_ps(t_f32x16[4 * g], t_f32x16[4 * g + 2], 0xEE);
-        u_f32x16[4 * g + 2] = _mm512_shuffle_ps(t_f32x16[4 * g + 1], t_f32x16[4 * g + 3], 0x44);
-        u_f32x16[4 * g + 3] = _mm512_shuffle_ps(t_f32x16[4 * g + 1], t_f32x16[4 * g + 3], 0xEE);
-    }
-    /* Column 4L + j: lane L of u[j], u[4 + j], u[8 + j], u[12 + j], in that order. */
-#pragma GCC unroll 4
-    for (size_t j = 0; j < 4; ++j) {
-        __m512 low01_f32x16 = _mm512_shuffle_f32x4(u_f32x16[j], u_f32x16[4 + j], 0x44);
-        __m512 high01_f32x16 = _mm512_shuffle_f32x4(u_f32x16[j], u_f32x16[4 + j], 0xEE);
-        __m512 low23_f32x16 = _mm512_shuffle_f32x4(u_f32x16[8 + j], u_f32x16[12 + j], 0x44);
-        __m512 high23_f32x16 = _mm512_shuffle_f32x4(u_f32x16[8 + j], u_f32x16[12 + j], 0xEE);
-        __m512 column_f32x16[4] = {_mm512_shuffle_f32x4(low01_f32x16, low23_f32x16, 0x88),
-                                   _mm512_shuffle_f32x4(low01_f32x16, low23_f32x16, 0xDD),
-                                   _mm512_shuffle_f32x4(high01_f32x16, high23_f32x16, 0x88),
-                                   _mm512_shuffle_f32x4(high01_f32x16, high23_f32x16, 0xDD)};
-#pragma GCC unroll 4
-        for (size_t lane = 0; lane < 4; ++lane)
-            if (4 * lane + j < cols)
-                _mm512_storeu_si512(dst + (4 * lane + j) * dst_stride, _mm512_castps_si512(column_f32x16[lane]));
-    }
+                                   : _mm512_setzero_ps();
+    __m512 column_f32x16[16];
+    nn_transpose_16x16_f32x16(row_f32x16, column_f32x16);
+#pragma GCC unroll 16
+    for (size_t c = 0; c < 16; ++c)
+        if (c < cols) _mm512_storeu_si512(dst + c * dst_stride, _mm512_castps_si512(column_f32x16[c]));
 }
 
 /* st [cols, 64]: st[c][r] = Σ_e2 dot2(q2[e2][r], k2[c][e2]) for `row_vectors` (1..4, compile-time)

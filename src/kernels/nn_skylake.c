@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "kernels/nn.h"
+#include "kernels/nn_avx512.h"
 
 #define UFORM_SKYLAKE __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,fma,f16c")))
 
@@ -178,9 +179,8 @@ UFORM_SKYLAKE static void accumulate_f32_skylake(float *acc, size_t acc_stride, 
     product_f32_skylake(p, p_stride, x, x_stride, rows, width, cols, 1.0f, acc, acc_stride, 1);
 }
 
-/* 16×16 blocks through registers: unpack pairs of rows, shuffle quads, then transpose the
- * 128-bit lanes of four vectors at a time. Rows past `rows` load as zeros; columns past `cols`
- * are masked off the loads, and the stores are masked to the valid rows. */
+/* 16×16 blocks through registers (nn_avx512.h). Rows past `rows` load as zeros; columns past
+ * `cols` are masked off the loads, and the stores are masked to the valid rows. */
 UFORM_SKYLAKE static void transpose_f32_skylake(const float *src, size_t src_stride, size_t rows, size_t cols,
                                                 float *dst, size_t dst_stride) {
     for (size_t r0 = 0; r0 < rows; r0 += 16) {
@@ -189,38 +189,16 @@ UFORM_SKYLAKE static void transpose_f32_skylake(const float *src, size_t src_str
         for (size_t c0 = 0; c0 < cols; c0 += 16) {
             size_t block_cols = cols - c0 < 16 ? cols - c0 : 16;
             __mmask16 load_mask = tail_mask16(block_cols);
-            __m512 row[16], t[16], u[16];
+            __m512 row_f32x16[16];
 #pragma GCC unroll 16
             for (size_t i = 0; i < 16; ++i)
-                row[i] = i < block_rows ? _mm512_maskz_loadu_ps(load_mask, src + (r0 + i) * src_stride + c0)
-                                        : _mm512_setzero_ps();
-#pragma GCC unroll 8
-            for (size_t i = 0; i < 8; ++i) {
-                t[2 * i] = _mm512_unpacklo_ps(row[2 * i], row[2 * i + 1]);
-                t[2 * i + 1] = _mm512_unpackhi_ps(row[2 * i], row[2 * i + 1]);
-            }
-            /* u[4g + j], 128-bit lane L: rows 4g .. 4g+3 at column 4L + j. */
-#pragma GCC unroll 4
-            for (size_t g = 0; g < 4; ++g) {
-                u[4 * g + 0] = _mm512_shuffle_ps(t[4 * g], t[4 * g + 2], 0x44);
-                u[4 * g + 1] = _mm512_shuffle_ps(t[4 * g], t[4 * g + 2], 0xEE);
-                u[4 * g + 2] = _mm512_shuffle_ps(t[4 * g + 1], t[4 * g + 3], 0x44);
-                u[4 * g + 3] = _mm512_shuffle_ps(t[4 * g + 1], t[4 * g + 3], 0xEE);
-            }
-            /* Output row 4L + j gathers lane L of u[j], u[4 + j], u[8 + j], u[12 + j]. */
-#pragma GCC unroll 4
-            for (size_t j = 0; j < 4; ++j) {
-                __m512 x0 = _mm512_shuffle_f32x4(u[j], u[4 + j], 0x44), x1 = _mm512_shuffle_f32x4(u[j], u[4 + j], 0xEE);
-                __m512 y0 = _mm512_shuffle_f32x4(u[8 + j], u[12 + j], 0x44);
-                __m512 y1 = _mm512_shuffle_f32x4(u[8 + j], u[12 + j], 0xEE);
-                __m512 out[4] = {_mm512_shuffle_f32x4(x0, y0, 0x88), _mm512_shuffle_f32x4(x0, y0, 0xDD),
-                                 _mm512_shuffle_f32x4(x1, y1, 0x88), _mm512_shuffle_f32x4(x1, y1, 0xDD)};
-#pragma GCC unroll 4
-                for (size_t lane = 0; lane < 4; ++lane) {
-                    size_t c = 4 * lane + j;
-                    if (c < block_cols) _mm512_mask_storeu_ps(dst + (c0 + c) * dst_stride + r0, store_mask, out[lane]);
-                }
-            }
+                row_f32x16[i] = i < block_rows ? _mm512_maskz_loadu_ps(load_mask, src + (r0 + i) * src_stride + c0)
+                                                 : _mm512_setzero_ps();
+            __m512 column_f32x16[16];
+            nn_transpose_16x16_f32x16(row_f32x16, column_f32x16);
+#pragma GCC unroll 16
+            for (size_t c = 0; c < 16; ++c)
+                if (c < block_cols) _mm512_mask_storeu_ps(dst + (c0 + c) * dst_stride + r0, store_mask, column_f32x16[c]);
         }
     }
 }

@@ -22,6 +22,7 @@
 #include "common/check.h"
 #include "kernels/gemm.h"
 #include "kernels/test_gemm_pool.h"
+#include "kernels/test_gemm_support.h"
 
 static uint64_t seed_state;
 
@@ -142,11 +143,7 @@ static void test_forward(const uform__gemm_kernels_t *table, const shape_t *shap
     void *memory = NULL;
     uform_outcome_t outcome = {0};
     if (packed) {
-        size_t size = w_dtype == UFORM__GEMM_F32 ? table->packed_size_f32(n, k, w_dtype) : table->packed_size_bf16(n, k, w_dtype);
-        memory = aligned_alloc(64, (size + 63) / 64 * 64 + 64);
-        uform__gemm_pack_fn pack = w_dtype == UFORM__GEMM_F32 ? table->pack_f32 : table->pack_bf16;
-        CHECK_STATUS(pack(w, ldw, w_dtype, n, k, memory, size, &packed_weight, &outcome), UFORM_OK);
-        args.packed = &packed_weight;
+        memory = test_gemm_pack_weight(table, &args, &packed_weight, &outcome);
         args.w = NULL;
     }
     uform__gemm_forward_fn forward = w_dtype == UFORM__GEMM_F32 ? table->forward_f32 : table->forward_bf16;
@@ -476,24 +473,16 @@ static void test_errors(void) {
 }
 
 int main(int argc, char **argv) {
-    uint64_t seed = argc > 1 ? strtoull(argv[1], NULL, 0) : 20261129u;
-    printf("seed %llu\n", (unsigned long long)seed);
-    seed_state = seed;
+    seed_state = test_gemm_seed(argc, argv, 20261129u);
     test_tables();
     test_errors();
     test_bf16_rounding();
-    static const uform_cpu_class_t classes[] = {UFORM_CPU_CLASS_SERIAL, UFORM_CPU_CLASS_INTEL_HASWELL,
-                                                UFORM_CPU_CLASS_INTEL_SKYLAKE, UFORM_CPU_CLASS_INTEL_ICELAKE,
-                                                UFORM_CPU_CLASS_AMD_GENOA};
     test_pool_t pools[3];
     CHECK(test_pool_start(&pools[1], 2) == 0);
     CHECK(test_pool_start(&pools[2], 3) == 0);
-    for (size_t c = 0; c < sizeof classes / sizeof classes[0]; ++c) {
-        if (!uform_cpu_class_supported(classes[c])) {
-            printf("%s: not supported by this CPU, skipped\n", class_name(classes[c]));
-            continue;
-        }
-        const uform__gemm_kernels_t *table = uform__gemm_kernels(classes[c]);
+    for (size_t c = 0; c < test_gemm_class_count; ++c) {
+        const uform__gemm_kernels_t *table = test_gemm_table(test_gemm_classes[c]);
+        if (!table) continue;
         size_t before = check_failed_count;
         for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; ++s) {
             const shape_t *shape = &shapes[s];
@@ -511,12 +500,12 @@ int main(int argc, char **argv) {
                 test_backward_w(table, shape, UFORM__GEMM_BF16, bf16_slot);
             }
             test_backward_b(table, shape);
-            if (classes[c] != UFORM_CPU_CLASS_SERIAL) test_against_serial(table, shape);
+            if (test_gemm_classes[c] != UFORM_CPU_CLASS_SERIAL) test_against_serial(table, shape);
         }
         test_gelu(table);
         test_finite_differences(table);
         test_determinism(table, pools);
-        printf("%s: %s\n", class_name(classes[c]), check_failed_count == before ? "ok" : "FAILED");
+        printf("%s: %s\n", class_name(test_gemm_classes[c]), check_failed_count == before ? "ok" : "FAILED");
     }
     test_pool_stop(&pools[1]);
     test_pool_stop(&pools[2]);

@@ -25,6 +25,7 @@
 #include "common/check.h"
 #include "kernels/gemm.h"
 #include "kernels/test_gemm_pool.h"
+#include "kernels/test_gemm_support.h"
 
 static uint64_t seed_state;
 
@@ -144,13 +145,7 @@ static void test_folded(const uform__gemm_kernels_t *table, const shape_t *shape
     uform__gemm_packed_t packed_weight;
     void *memory = NULL;
     uform_outcome_t outcome = {0};
-    if (packed) {
-        size_t size = w_dtype == UFORM__GEMM_F32 ? table->packed_size_f32(n, k, w_dtype) : table->packed_size_bf16(n, k, w_dtype);
-        memory = aligned_alloc(64, (size + 63) / 64 * 64 + 64);
-        uform__gemm_pack_fn pack = w_dtype == UFORM__GEMM_F32 ? table->pack_f32 : table->pack_bf16;
-        CHECK_STATUS(pack(w, ldw, w_dtype, n, k, memory, size, &packed_weight, &outcome), UFORM_OK);
-        args.packed = &packed_weight;
-    }
+    if (packed) memory = test_gemm_pack_weight(table, &args, &packed_weight, &outcome);
     uform__gemm_forward_fn forward = w_dtype == UFORM__GEMM_F32 ? table->forward_f32 : table->forward_bf16;
     CHECK_STATUS(forward(&args, NULL, &outcome), UFORM_OK);
     args.bias = NULL, args.gelu = 0, args.y = separate;
@@ -217,20 +212,12 @@ static void test_threads(const uform__gemm_kernels_t *table, test_pool_t *pool) 
 }
 
 int main(int argc, char **argv) {
-    uint64_t seed = argc > 1 ? strtoull(argv[1], NULL, 0) : 20261129u;
-    printf("seed %llu\n", (unsigned long long)seed);
-    seed_state = seed;
-    static const uform_cpu_class_t classes[] = {UFORM_CPU_CLASS_SERIAL, UFORM_CPU_CLASS_INTEL_HASWELL,
-                                                UFORM_CPU_CLASS_INTEL_SKYLAKE, UFORM_CPU_CLASS_INTEL_ICELAKE,
-                                                UFORM_CPU_CLASS_AMD_GENOA};
+    seed_state = test_gemm_seed(argc, argv, 20261129u);
     test_pool_t pool;
     CHECK(test_pool_start(&pool, 2) == 0);
-    for (size_t c = 0; c < sizeof classes / sizeof classes[0]; ++c) {
-        if (!uform_cpu_class_supported(classes[c])) {
-            printf("%s: not supported by this CPU, skipped\n", uform_cpu_class_name(classes[c]));
-            continue;
-        }
-        const uform__gemm_kernels_t *table = uform__gemm_kernels(classes[c]);
+    for (size_t c = 0; c < test_gemm_class_count; ++c) {
+        const uform__gemm_kernels_t *table = test_gemm_table(test_gemm_classes[c]);
+        if (!table) continue;
         size_t before = check_failed_count;
         test_gelu_sweep(table, UFORM__GEMM_GELU_FAST);
         test_gelu_sweep(table, UFORM__GEMM_GELU_EXACT);
@@ -245,7 +232,7 @@ int main(int argc, char **argv) {
                     else if (variant == 1) test_folded(table, &shapes[s], w_dtype, x_dtype, packed, 0, gelu, 0);
                 }
         test_threads(table, &pool);
-        printf("%s: %s\n", uform_cpu_class_name(classes[c]), check_failed_count == before ? "ok" : "FAILED");
+        printf("%s: %s\n", uform_cpu_class_name(test_gemm_classes[c]), check_failed_count == before ? "ok" : "FAILED");
     }
     test_pool_stop(&pool);
     /* A GELU choice the header does not define is refused with its value. */

@@ -23,6 +23,7 @@
 #include "common/check.h"
 #include "kernels/gemm.h"
 #include "kernels/test_gemm_pool.h"
+#include "kernels/test_gemm_support.h"
 
 static uint64_t seed_state;
 
@@ -64,13 +65,7 @@ static void test_output(const uform__gemm_kernels_t *table, const shape_t *shape
     uform__gemm_packed_t packed_weight;
     void *memory = NULL;
     uform_outcome_t outcome = {0};
-    if (packed) {
-        size_t size = w_dtype == UFORM__GEMM_F32 ? table->packed_size_f32(n, k, w_dtype) : table->packed_size_bf16(n, k, w_dtype);
-        memory = aligned_alloc(64, (size + 63) / 64 * 64 + 64);
-        uform__gemm_pack_fn pack = w_dtype == UFORM__GEMM_F32 ? table->pack_f32 : table->pack_bf16;
-        CHECK_STATUS(pack(w, ldw, w_dtype, n, k, memory, size, &packed_weight, &outcome), UFORM_OK);
-        args.packed = &packed_weight;
-    }
+    if (packed) memory = test_gemm_pack_weight(table, &args, &packed_weight, &outcome);
     uform__gemm_forward_fn forward = w_dtype == UFORM__GEMM_F32 ? table->forward_f32 : table->forward_bf16;
     CHECK_STATUS(forward(&args, NULL, &outcome), UFORM_OK);
     args.y = y16, args.y_dtype = UFORM__GEMM_BF16;
@@ -129,20 +124,12 @@ static void test_chain(const uform__gemm_kernels_t *table) {
 }
 
 int main(int argc, char **argv) {
-    uint64_t seed = argc > 1 ? strtoull(argv[1], NULL, 0) : 20261129u;
-    printf("seed %llu\n", (unsigned long long)seed);
-    seed_state = seed;
-    static const uform_cpu_class_t classes[] = {UFORM_CPU_CLASS_SERIAL, UFORM_CPU_CLASS_INTEL_HASWELL,
-                                                UFORM_CPU_CLASS_INTEL_SKYLAKE, UFORM_CPU_CLASS_INTEL_ICELAKE,
-                                                UFORM_CPU_CLASS_AMD_GENOA};
+    seed_state = test_gemm_seed(argc, argv, 20261129u);
     test_pool_t pool;
     CHECK(test_pool_start(&pool, 2) == 0);
-    for (size_t c = 0; c < sizeof classes / sizeof classes[0]; ++c) {
-        if (!uform_cpu_class_supported(classes[c])) {
-            printf("%s: not supported by this CPU, skipped\n", uform_cpu_class_name(classes[c]));
-            continue;
-        }
-        const uform__gemm_kernels_t *table = uform__gemm_kernels(classes[c]);
+    for (size_t c = 0; c < test_gemm_class_count; ++c) {
+        const uform__gemm_kernels_t *table = test_gemm_table(test_gemm_classes[c]);
+        if (!table) continue;
         size_t before = check_failed_count;
         for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; ++s)
             for (int variant = 0; variant < 4; ++variant) {
@@ -154,7 +141,7 @@ int main(int argc, char **argv) {
                 test_output(table, &shapes[s], w_dtype, x_dtype, packed, 0, 0, parallel);
             }
         test_chain(table);
-        printf("%s: %s\n", uform_cpu_class_name(classes[c]), check_failed_count == before ? "ok" : "FAILED");
+        printf("%s: %s\n", uform_cpu_class_name(test_gemm_classes[c]), check_failed_count == before ? "ok" : "FAILED");
     }
     test_pool_stop(&pool);
     float x[4] = {1, 2, 3, 4}, w[4] = {1, 0, 0, 1};

@@ -1,0 +1,55 @@
+/*
+ * What the GEMM kernel tests (test_gemm.c, test_gemm_gelu.c, test_gemm_output.c) share besides
+ * their thread pool (test_gemm_pool.h): the seed, the classes they walk and the packing of a
+ * weight the way the forward entry point of its dtype expects.
+ */
+#ifndef UFORM_TESTS_KERNELS_TEST_GEMM_SUPPORT_H
+#define UFORM_TESTS_KERNELS_TEST_GEMM_SUPPORT_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "common/check.h"
+#include "kernels/gemm.h"
+#include "uform/uform.h"
+
+/* The classes each test walks, in table order; those this CPU does not run are skipped. */
+static const uform_cpu_class_t test_gemm_classes[] = {UFORM_CPU_CLASS_SERIAL, UFORM_CPU_CLASS_INTEL_HASWELL,
+                                                      UFORM_CPU_CLASS_INTEL_SKYLAKE, UFORM_CPU_CLASS_INTEL_ICELAKE,
+                                                      UFORM_CPU_CLASS_AMD_GENOA};
+enum { test_gemm_class_count = sizeof test_gemm_classes / sizeof test_gemm_classes[0] };
+
+/* The seed: argv[1] when given, else `fallback`; printed so that a failure can be replayed. */
+static inline uint64_t test_gemm_seed(int argc, char **argv, uint64_t fallback) {
+    uint64_t seed = argc > 1 ? strtoull(argv[1], NULL, 0) : fallback;
+    printf("seed %llu\n", (unsigned long long)seed);
+    return seed;
+}
+
+/* The class's GEMM table, or NULL, with a line that says so, when this CPU does not run it. */
+static inline const uform__gemm_kernels_t *test_gemm_table(uform_cpu_class_t cpu_class) {
+    if (!uform_cpu_class_supported(cpu_class)) {
+        printf("%s: not supported by this CPU, skipped\n", uform_cpu_class_name(cpu_class));
+        return NULL;
+    }
+    return uform__gemm_kernels(cpu_class);
+}
+
+/* Packs args->w [n, k] (row stride args->ldw) with the packer of args->w_dtype's forward entry
+ * point into 64-byte-aligned memory, points args->packed at `packed_weight` and answers the
+ * memory (the caller frees it after the forward). */
+static inline void *test_gemm_pack_weight(const uform__gemm_kernels_t *table, uform__gemm_forward_t *args,
+                                          uform__gemm_packed_t *packed_weight, uform_outcome_t *outcome) {
+    int f32 = args->w_dtype == UFORM__GEMM_F32;
+    size_t size = f32 ? table->packed_size_f32(args->n, args->k, args->w_dtype)
+                      : table->packed_size_bf16(args->n, args->k, args->w_dtype);
+    void *memory = aligned_alloc(64, (size + 63) / 64 * 64 + 64);
+    uform__gemm_pack_fn pack = f32 ? table->pack_f32 : table->pack_bf16;
+    CHECK_STATUS(pack(args->w, args->ldw, args->w_dtype, args->n, args->k, memory, size, packed_weight, outcome),
+                 UFORM_OK);
+    args->packed = packed_weight;
+    return memory;
+}
+
+#endif
