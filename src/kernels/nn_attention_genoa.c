@@ -36,28 +36,6 @@ enum {
     max_pairs = (UFORM__NN_ATTENTION_MAX_HEAD_WIDTH + 1) / 2,
 };
 
-UFORM_GENOA static inline __mmask16 tail_mask16(size_t count) {
-    return count >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << count) - 1u);
-}
-
-/* 2^t: t = n + f with n = round(t), |f| ≤ 1/2; 2^f by a degree-5 polynomial fitted for
- * relative error on that interval (7.5e-8; 1.5e-7 with the coefficients in F32), then times
- * 2^n exactly with VSCALEFPS, which gives 0 below the subnormals. t is clamped at −150 so that
- * −inf gives 0 rather than NaN; a NaN stays NaN (VMAXPS returns its second operand when one is
- * NaN). The softmax takes exp(x) as 2^(x·log2 e), the log2 e folded into its score scale. */
-UFORM_GENOA static inline __m512 exp2_f32x16(__m512 t_f32x16) {
-    t_f32x16 = _mm512_max_ps(_mm512_set1_ps(-150.0f), t_f32x16);
-    __m512 n_f32x16 = _mm512_roundscale_ps(t_f32x16, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m512 f_f32x16 = _mm512_sub_ps(t_f32x16, n_f32x16);
-    __m512 p_f32x16 = _mm512_set1_ps(1.327644451521337e-3f);
-    p_f32x16 = _mm512_fmadd_ps(p_f32x16, f_f32x16, _mm512_set1_ps(9.67553723603487e-3f));
-    p_f32x16 = _mm512_fmadd_ps(p_f32x16, f_f32x16, _mm512_set1_ps(5.550713464617729e-2f));
-    p_f32x16 = _mm512_fmadd_ps(p_f32x16, f_f32x16, _mm512_set1_ps(2.4022120237350464e-1f));
-    p_f32x16 = _mm512_fmadd_ps(p_f32x16, f_f32x16, _mm512_set1_ps(6.931469440460205e-1f));
-    p_f32x16 = _mm512_fmadd_ps(p_f32x16, f_f32x16, _mm512_set1_ps(1.0000001192092896f));
-    return _mm512_scalef_ps(p_f32x16, n_f32x16);
-}
-
 /* 16 BF16 pairs (low_i, high_i) from two F32 vectors, each rounded to nearest even. */
 UFORM_GENOA static inline __m512i pairs_bf16x32(__m512 low_f32x16, __m512 high_f32x16) {
     /* cvtne2ps gives [low_0 .. low_15, high_0 .. high_15]; interleave the halves. */
@@ -76,12 +54,12 @@ UFORM_GENOA static inline void row_pairs(const float *x, size_t width, uint32_t 
         _mm512_storeu_si512(pairs + e / 2,
                             (__m512i)_mm512_cvtne2ps_pbh(_mm512_loadu_ps(x + e + 16), _mm512_loadu_ps(x + e)));
     for (; e < width; e += 32) {
-        __m512 low_f32x16 = _mm512_maskz_loadu_ps(tail_mask16(width - e), x + e);
-        __m512 high_f32x16 = _mm512_maskz_loadu_ps(tail_mask16(width > e + 16 ? width - e - 16 : 0), x + e + 16);
+        __m512 low_f32x16 = _mm512_maskz_loadu_ps(nn_tail_mask16(width - e), x + e);
+        __m512 high_f32x16 = _mm512_maskz_loadu_ps(nn_tail_mask16(width > e + 16 ? width - e - 16 : 0), x + e + 16);
         /* Natural order: the first 16 values then the next 16, which pair up as consecutive values. */
         __m512i row_bf16x32 = (__m512i)_mm512_cvtne2ps_pbh(high_f32x16, low_f32x16);
         size_t pairs_here = (width - e + 1) / 2;
-        _mm512_mask_storeu_epi32(pairs + e / 2, tail_mask16(pairs_here), row_bf16x32);
+        _mm512_mask_storeu_epi32(pairs + e / 2, nn_tail_mask16(pairs_here), row_bf16x32);
     }
 }
 
@@ -105,7 +83,7 @@ UFORM_GENOA static inline void row_pairs(const float *x, size_t width, uint32_t 
 UFORM_GENOA static void transpose_16x16_u32(const uint32_t *src, size_t src_stride, size_t rows, size_t cols,
                                             uint32_t *dst, size_t dst_stride) {
     __m512 row_f32x16[16];
-    __mmask16 load_mask = tail_mask16(cols);
+    __mmask16 load_mask = nn_tail_mask16(cols);
 #pragma GCC unroll 16
     for (size_t i = 0; i < 16; ++i)
         row_f32x16[i] = i < rows ? _mm512_castsi512_ps(_mm512_maskz_loadu_epi32(load_mask, src + i * src_stride))
@@ -313,12 +291,12 @@ UFORM_GENOA static void forward_unit_bf16_genoa(const void *unused, const uform_
             __m512 scale_f32x16 = _mm512_set1_ps(scale_log2), sum_f32x16 = _mm512_setzero_ps();
             __m512 shift_f32x16 = _mm512_mul_ps(new_max_f32x16, _mm512_set1_ps(log2e));
             for (size_t c2 = 0; c2 < column_pairs; ++c2) {
-                __m512 low_f32x16 =
-                    exp2_f32x16(_mm512_fmsub_ps(_mm512_load_ps(st + 2 * c2 * block + v * 16), scale_f32x16, shift_f32x16));
+                __m512 low_f32x16 = nn_exp2_f32x16(
+                    _mm512_fmsub_ps(_mm512_load_ps(st + 2 * c2 * block + v * 16), scale_f32x16, shift_f32x16));
                 sum_f32x16 = _mm512_add_ps(sum_f32x16, low_f32x16);
                 __m512 high_f32x16 = _mm512_setzero_ps();
                 if (2 * c2 + 1 < cols) {
-                    high_f32x16 = exp2_f32x16(
+                    high_f32x16 = nn_exp2_f32x16(
                         _mm512_fmsub_ps(_mm512_load_ps(st + (2 * c2 + 1) * block + v * 16), scale_f32x16, shift_f32x16));
                     sum_f32x16 = _mm512_add_ps(sum_f32x16, high_f32x16);
                 }
@@ -328,7 +306,7 @@ UFORM_GENOA static void forward_unit_bf16_genoa(const void *unused, const uform_
                 _mm512_store_ps(running_sum + v * 16, sum_f32x16);
             else {
                 __m512 rescale_f32x16 =
-                    exp2_f32x16(_mm512_mul_ps(_mm512_sub_ps(old_max_f32x16, new_max_f32x16), _mm512_set1_ps(log2e)));
+                    nn_exp2_f32x16(_mm512_mul_ps(_mm512_sub_ps(old_max_f32x16, new_max_f32x16), _mm512_set1_ps(log2e)));
                 _mm512_store_ps(rescale + v * 16, rescale_f32x16);
                 _mm512_store_ps(running_sum + v * 16,
                                 _mm512_fmadd_ps(_mm512_load_ps(running_sum + v * 16), rescale_f32x16, sum_f32x16));
@@ -341,7 +319,7 @@ UFORM_GENOA static void forward_unit_bf16_genoa(const void *unused, const uform_
             const float *low = unit->v + (k0 + 2 * c2) * qkv_stride, *high = low + qkv_stride;
             int has_high = 2 * c2 + 1 < cols;
             for (size_t e = 0; e < stride; e += 16) {
-                __mmask16 mask = tail_mask16(dh - e);
+                __mmask16 mask = nn_tail_mask16(dh - e);
                 __m512 low_f32x16 = _mm512_maskz_loadu_ps(mask, low + e);
                 __m512 high_f32x16 = has_high ? _mm512_maskz_loadu_ps(mask, high + e) : _mm512_setzero_ps();
                 _mm512_store_si512(v2_tile + c2 * stride + e, pairs_bf16x32(low_f32x16, high_f32x16));
@@ -358,7 +336,7 @@ UFORM_GENOA static void forward_unit_bf16_genoa(const void *unused, const uform_
         for (; e + 16 <= dh; e += 16) /* unmasked where whole: masked stores are slow on Zen */
             _mm512_storeu_ps(o + e, _mm512_mul_ps(_mm512_load_ps(acc + r * stride + e), inverse_f32x16));
         if (e < dh)
-            _mm512_mask_storeu_ps(o + e, tail_mask16(dh - e), _mm512_mul_ps(_mm512_load_ps(acc + r * stride + e), inverse_f32x16));
+            _mm512_mask_storeu_ps(o + e, nn_tail_mask16(dh - e), _mm512_mul_ps(_mm512_load_ps(acc + r * stride + e), inverse_f32x16));
         unit->lse[r] = running_max[r] + logf(running_sum[r]);
     }
 }

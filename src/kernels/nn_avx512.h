@@ -1,8 +1,8 @@
 /*
  * The AVX-512 F register pieces the SKYLAKE NN kernels (nn_skylake.c) and GENOA's BF16 attention
  * (nn_attention_genoa.c) share. Included only by those two files: static inline functions with a
- * target attribute that is a subset of both callers' targets (SKYLAKE's adds FMA and F16C,
- * GENOA's FMA and AVX512-BF16, which these pieces do not use), so they inline into either.
+ * target attribute that is a subset of both callers' targets (SKYLAKE's adds F16C, GENOA's
+ * AVX512-BF16, which these pieces do not use), so they inline into either.
  */
 #ifndef UFORM_KERNELS_NN_AVX512_H
 #define UFORM_KERNELS_NN_AVX512_H
@@ -10,7 +10,32 @@
 #include <immintrin.h>
 #include <stddef.h>
 
-#define NN_AVX512_TARGET __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl")))
+#define NN_AVX512_TARGET __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,fma")))
+
+/* The mask of the first min(count, 16) lanes. */
+NN_AVX512_TARGET static inline __mmask16 nn_tail_mask16(size_t count) {
+    return count >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << count) - 1u);
+}
+
+/* 2^t for the attention and softmax exponentials (exp(x) as 2^(x·log2 e), the log2 e folded
+ * into the caller's scale or shift): t = n + f with n = round(t), |f| ≤ 1/2; 2^f by a degree-5
+ * polynomial fitted for relative error on that interval (7.5e-8; 1.5e-7 with the coefficients
+ * in F32), then times 2^n exactly with VSCALEFPS, which gives 0 below the subnormals. t is
+ * clamped at −150 so that −inf gives 0 rather than NaN; a NaN stays NaN (VMAXPS returns its
+ * second operand when one is NaN). Ten operations against nn_skylake.c's exp_f32x16's sixteen;
+ * GELU keeps exp_f32x16. Tested against libm in test_nn_exp.c. */
+NN_AVX512_TARGET static inline __m512 nn_exp2_f32x16(__m512 t_f32x16) {
+    t_f32x16 = _mm512_max_ps(_mm512_set1_ps(-150.0f), t_f32x16);
+    __m512 n_f32x16 = _mm512_roundscale_ps(t_f32x16, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 f_f32x16 = _mm512_sub_ps(t_f32x16, n_f32x16);
+    __m512 p_f32x16 = _mm512_set1_ps(1.327644451521337e-3f);
+    p_f32x16 = _mm512_fmadd_ps(p_f32x16, f_f32x16, _mm512_set1_ps(9.67553723603487e-3f));
+    p_f32x16 = _mm512_fmadd_ps(p_f32x16, f_f32x16, _mm512_set1_ps(5.550713464617729e-2f));
+    p_f32x16 = _mm512_fmadd_ps(p_f32x16, f_f32x16, _mm512_set1_ps(2.4022120237350464e-1f));
+    p_f32x16 = _mm512_fmadd_ps(p_f32x16, f_f32x16, _mm512_set1_ps(6.931469440460205e-1f));
+    p_f32x16 = _mm512_fmadd_ps(p_f32x16, f_f32x16, _mm512_set1_ps(1.0000001192092896f));
+    return _mm512_scalef_ps(p_f32x16, n_f32x16);
+}
 
 /* rows[16] holds a 16×16 block of 32-bit values, rows[r] lane c = block[r][c]; writes
  * columns[c] lane r = block[r][c]. Three shuffle stages through registers: pairs of rows

@@ -12,7 +12,8 @@
  * double lanes. Mean pooling, embeddings and the I8/B1 packings are memory-bound or tiny and use
  * the serial kernels. The vector exp and erfc are the Haswell ones widened to 16 lanes
  * (Cephes expf, Numerical Recipes erfcc); see nn_haswell.c. The attention and softmax
- * exponentials use a shorter base-2 exp (exp2_f32x16), tested against libm in test_nn_exp.c.
+ * exponentials use a shorter base-2 exp (nn_exp2_f32x16 in nn_avx512.h), tested against libm in
+ * test_nn_exp.c.
  */
 #include <immintrin.h>
 #include <math.h>
@@ -22,10 +23,6 @@
 #include "kernels/nn_avx512.h"
 
 #define UFORM_SKYLAKE __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,fma,f16c")))
-
-UFORM_SKYLAKE static inline __mmask16 tail_mask16(size_t count) {
-    return count >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << count) - 1u);
-}
 
 UFORM_SKYLAKE static inline __m512 exp_f32x16(__m512 x_f32x16) {
     const __m512 low_f32x16 = _mm512_set1_ps(-87.33654f), high_f32x16 = _mm512_set1_ps(88.72283f);
@@ -91,7 +88,7 @@ product_rows_f32_skylake(const float *a, size_t a_stride, const float *b, size_t
         for (size_t v = 0; v < 4; ++v) acc_f32x16[r][v] = _mm512_setzero_ps();
     __mmask16 mask[4];
 #pragma GCC unroll 4
-    for (size_t v = 0; v < 4; ++v) mask[v] = tail_mask16(count > v * 16 ? count - v * 16 : 0);
+    for (size_t v = 0; v < 4; ++v) mask[v] = nn_tail_mask16(count > v * 16 ? count - v * 16 : 0);
     for (size_t k = 0; k < depth; ++k) {
         const float *row = b + k * b_stride;
         __m512 b_f32x16[4];
@@ -185,10 +182,10 @@ UFORM_SKYLAKE static void transpose_f32_skylake(const float *src, size_t src_str
                                                 float *dst, size_t dst_stride) {
     for (size_t r0 = 0; r0 < rows; r0 += 16) {
         size_t block_rows = rows - r0 < 16 ? rows - r0 : 16;
-        __mmask16 store_mask = tail_mask16(block_rows);
+        __mmask16 store_mask = nn_tail_mask16(block_rows);
         for (size_t c0 = 0; c0 < cols; c0 += 16) {
             size_t block_cols = cols - c0 < 16 ? cols - c0 : 16;
-            __mmask16 load_mask = tail_mask16(block_cols);
+            __mmask16 load_mask = nn_tail_mask16(block_cols);
             __m512 row_f32x16[16];
 #pragma GCC unroll 16
             for (size_t i = 0; i < 16; ++i)
@@ -198,7 +195,8 @@ UFORM_SKYLAKE static void transpose_f32_skylake(const float *src, size_t src_str
             nn_transpose_16x16_f32x16(row_f32x16, column_f32x16);
 #pragma GCC unroll 16
             for (size_t c = 0; c < 16; ++c)
-                if (c < block_cols) _mm512_mask_storeu_ps(dst + (c0 + c) * dst_stride + r0, store_mask, column_f32x16[c]);
+                if (c < block_cols)
+                    _mm512_mask_storeu_ps(dst + (c0 + c) * dst_stride + r0, store_mask, column_f32x16[c]);
         }
     }
 }
@@ -207,26 +205,8 @@ UFORM_SKYLAKE static float row_max_f32_skylake(const float *x, size_t n) {
     __m512 max_f32x16 = _mm512_set1_ps(-INFINITY);
     for (size_t i = 0; i < n; i += 16)
         max_f32x16 =
-            _mm512_max_ps(max_f32x16, _mm512_mask_loadu_ps(_mm512_set1_ps(-INFINITY), tail_mask16(n - i), x + i));
+            _mm512_max_ps(max_f32x16, _mm512_mask_loadu_ps(_mm512_set1_ps(-INFINITY), nn_tail_mask16(n - i), x + i));
     return _mm512_reduce_max_ps(max_f32x16);
-}
-
-/* 2^t for the attention exponentials: t = n + f with n = round(t), |f| ≤ 1/2; 2^f by a degree-5
- * polynomial fitted for relative error on that interval (7.5e-8, 1.5e-7 with F32 coefficients),
- * times 2^n exactly (VSCALEFPS, 0 below the subnormals). t is clamped at −150 so that −inf
- * gives 0; NaN stays NaN (VMAXPS returns its second operand when one is NaN). Ten operations
- * against exp_f32x16's sixteen; GELU keeps exp_f32x16. */
-UFORM_SKYLAKE static inline __m512 exp2_f32x16(__m512 t_f32x16) {
-    t_f32x16 = _mm512_max_ps(_mm512_set1_ps(-150.0f), t_f32x16);
-    __m512 n_f32x16 = _mm512_roundscale_ps(t_f32x16, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m512 f_f32x16 = _mm512_sub_ps(t_f32x16, n_f32x16);
-    __m512 p_f32x16 = _mm512_set1_ps(1.327644451521337e-3f);
-    p_f32x16 = _mm512_fmadd_ps(p_f32x16, f_f32x16, _mm512_set1_ps(9.67553723603487e-3f));
-    p_f32x16 = _mm512_fmadd_ps(p_f32x16, f_f32x16, _mm512_set1_ps(5.550713464617729e-2f));
-    p_f32x16 = _mm512_fmadd_ps(p_f32x16, f_f32x16, _mm512_set1_ps(2.4022120237350464e-1f));
-    p_f32x16 = _mm512_fmadd_ps(p_f32x16, f_f32x16, _mm512_set1_ps(6.931469440460205e-1f));
-    p_f32x16 = _mm512_fmadd_ps(p_f32x16, f_f32x16, _mm512_set1_ps(1.0000001192092896f));
-    return _mm512_scalef_ps(p_f32x16, n_f32x16);
 }
 
 /* exp(x − shift) = 2^(x·log2 e − shift·log2 e), the product x·log2 e fused into the subtraction
@@ -236,7 +216,7 @@ UFORM_SKYLAKE static inline __m512 exp2_f32x16(__m512 t_f32x16) {
 UFORM_SKYLAKE static inline __m512 exp_shifted_f32x16(__m512 x_f32x16, __m512 shift_high_f32x16,
                                                       __m512 shift_low_f32x16) {
     const __m512 log2e_f32x16 = _mm512_set1_ps(1.44269504088896341f);
-    return exp2_f32x16(_mm512_sub_ps(_mm512_fmsub_ps(x_f32x16, log2e_f32x16, shift_high_f32x16), shift_low_f32x16));
+    return nn_exp2_f32x16(_mm512_sub_ps(_mm512_fmsub_ps(x_f32x16, log2e_f32x16, shift_high_f32x16), shift_low_f32x16));
 }
 
 /* Whole vectors load and store unmasked (masked stores are slow on Zen); the tail is masked. */
@@ -251,7 +231,7 @@ UFORM_SKYLAKE static float exp_shift_sum_f32_skylake(float *x, size_t n, float s
         sum_f32x16 = _mm512_add_ps(sum_f32x16, value_f32x16);
     }
     if (i < n) {
-        __mmask16 mask = tail_mask16(n - i);
+        __mmask16 mask = nn_tail_mask16(n - i);
         __m512 value_f32x16 = exp_shifted_f32x16(_mm512_maskz_loadu_ps(mask, x + i), high_f32x16, low_f32x16);
         value_f32x16 = _mm512_maskz_mov_ps(mask, value_f32x16);
         _mm512_mask_storeu_ps(x + i, mask, value_f32x16);
@@ -263,7 +243,7 @@ UFORM_SKYLAKE static float exp_shift_sum_f32_skylake(float *x, size_t n, float s
 UFORM_SKYLAKE static void exp_sub_f32_skylake(float *x, const float *shift, size_t n) {
     const __m512 log2e_f32x16 = _mm512_set1_ps(1.44269504088896341f);
     for (size_t i = 0; i < n; i += 16) {
-        __mmask16 mask = tail_mask16(n - i);
+        __mmask16 mask = nn_tail_mask16(n - i);
         __m512 shift_f32x16 = _mm512_maskz_loadu_ps(mask, shift + i);
         __m512 high_f32x16 = _mm512_mul_ps(shift_f32x16, log2e_f32x16);
         __m512 low_f32x16 = _mm512_fmsub_ps(shift_f32x16, log2e_f32x16, high_f32x16);
@@ -282,7 +262,7 @@ UFORM_SKYLAKE static void round_bf16_f32_skylake(const float *src, size_t src_st
     const __m512i quiet_i32x16 = _mm512_set1_epi32(0x00400000), kept_i32x16 = _mm512_set1_epi32((int)0xFFFF0000u);
     for (size_t r = 0; r < rows; ++r)
         for (size_t c = 0; c < cols; c += 16) {
-            __mmask16 mask = tail_mask16(cols - c);
+            __mmask16 mask = nn_tail_mask16(cols - c);
             __m512i bits_i32x16 = _mm512_maskz_loadu_epi32(mask, src + r * src_stride + c);
             __mmask16 nan = _mm512_cmpgt_epi32_mask(_mm512_and_si512(bits_i32x16, magnitude_i32x16), infinity_i32x16);
             __m512i lowest_i32x16 = _mm512_and_si512(_mm512_srli_epi32(bits_i32x16, 16), one_i32x16);
@@ -328,7 +308,7 @@ typedef struct elementwise_context_t {
 UFORM_SKYLAKE static void gelu_forward_range_skylake(void *opaque, size_t begin, size_t end) {
     const elementwise_context_t *c = opaque;
     for (size_t i = begin; i < end; i += 16) {
-        __mmask16 mask = tail_mask16(end - i);
+        __mmask16 mask = nn_tail_mask16(end - i);
         __m512 x_f32x16 = _mm512_maskz_loadu_ps(mask, c->x + i);
         _mm512_mask_storeu_ps(c->y + i, mask, _mm512_mul_ps(x_f32x16, normal_cdf_f32x16(x_f32x16)));
     }
@@ -342,7 +322,7 @@ static void gelu_forward_f32_skylake(size_t n, const float *x, float *y, const u
 UFORM_SKYLAKE static void gelu_backward_range_skylake(void *opaque, size_t begin, size_t end) {
     const elementwise_context_t *c = opaque;
     for (size_t i = begin; i < end; i += 16) {
-        __mmask16 mask = tail_mask16(end - i);
+        __mmask16 mask = nn_tail_mask16(end - i);
         __m512 x_f32x16 = _mm512_maskz_loadu_ps(mask, c->x + i);
         __m512 pdf_f32x16 =
             _mm512_mul_ps(exp_f32x16(_mm512_mul_ps(_mm512_set1_ps(-0.5f), _mm512_mul_ps(x_f32x16, x_f32x16))),
@@ -378,18 +358,18 @@ UFORM_SKYLAKE static void layernorm_forward_rows_skylake(void *opaque, size_t be
         float *y = c->y + r * c->y_stride;
         __m512 sum_f32x16 = _mm512_setzero_ps();
         for (size_t i = 0; i < width; i += 16)
-            sum_f32x16 = _mm512_add_ps(sum_f32x16, _mm512_maskz_loadu_ps(tail_mask16(width - i), x + i));
+            sum_f32x16 = _mm512_add_ps(sum_f32x16, _mm512_maskz_loadu_ps(nn_tail_mask16(width - i), x + i));
         float mean = _mm512_reduce_add_ps(sum_f32x16) / (float)width;
         __m512 mean_f32x16 = _mm512_set1_ps(mean), squares_f32x16 = _mm512_setzero_ps();
         for (size_t i = 0; i < width; i += 16) {
-            __mmask16 mask = tail_mask16(width - i);
+            __mmask16 mask = nn_tail_mask16(width - i);
             __m512 deviation_f32x16 = _mm512_maskz_sub_ps(mask, _mm512_maskz_loadu_ps(mask, x + i), mean_f32x16);
             squares_f32x16 = _mm512_fmadd_ps(deviation_f32x16, deviation_f32x16, squares_f32x16);
         }
         float rstd = 1.0f / sqrtf(_mm512_reduce_add_ps(squares_f32x16) / (float)width + c->eps);
         __m512 rstd_f32x16 = _mm512_set1_ps(rstd);
         for (size_t i = 0; i < width; i += 16) {
-            __mmask16 mask = tail_mask16(width - i);
+            __mmask16 mask = nn_tail_mask16(width - i);
             __m512 xhat_f32x16 =
                 _mm512_mul_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(mask, x + i), mean_f32x16), rstd_f32x16);
             __m512 value_f32x16 = _mm512_fmadd_ps(xhat_f32x16, _mm512_maskz_loadu_ps(mask, c->weight + i),
@@ -415,7 +395,7 @@ static void layernorm_forward_f32_skylake(size_t rows, size_t width, const float
 
 UFORM_SKYLAKE static void f32_to_f16_skylake(size_t n, const float *x, uint16_t *y) {
     for (size_t i = 0; i < n; i += 16) {
-        __mmask16 mask = tail_mask16(n - i);
+        __mmask16 mask = nn_tail_mask16(n - i);
         __m256i half_i16x16 = _mm512_cvtps_ph(_mm512_maskz_loadu_ps(mask, x + i), _MM_FROUND_TO_NEAREST_INT);
         _mm256_mask_storeu_epi16(y + i, mask, half_i16x16);
     }
@@ -423,14 +403,14 @@ UFORM_SKYLAKE static void f32_to_f16_skylake(size_t n, const float *x, uint16_t 
 
 UFORM_SKYLAKE static void f16_to_f32_skylake(size_t n, const uint16_t *x, float *y) {
     for (size_t i = 0; i < n; i += 16) {
-        __mmask16 mask = tail_mask16(n - i);
+        __mmask16 mask = nn_tail_mask16(n - i);
         _mm512_mask_storeu_ps(y + i, mask, _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(mask, x + i)));
     }
 }
 
 UFORM_SKYLAKE static void f32_to_bf16_skylake(size_t n, const float *x, uint16_t *y) {
     for (size_t i = 0; i < n; i += 16) {
-        __mmask16 mask = tail_mask16(n - i);
+        __mmask16 mask = nn_tail_mask16(n - i);
         __m512i bits_i32x16 = _mm512_castps_si512(_mm512_maskz_loadu_ps(mask, x + i));
         __m512i odd_i32x16 = _mm512_and_si512(_mm512_srli_epi32(bits_i32x16, 16), _mm512_set1_epi32(1));
         __m512i rounded_i32x16 = _mm512_add_epi32(bits_i32x16, _mm512_add_epi32(_mm512_set1_epi32(0x7FFF), odd_i32x16));
@@ -443,7 +423,7 @@ UFORM_SKYLAKE static void f32_to_bf16_skylake(size_t n, const float *x, uint16_t
 
 UFORM_SKYLAKE static void bf16_to_f32_skylake(size_t n, const uint16_t *x, float *y) {
     for (size_t i = 0; i < n; i += 16) {
-        __mmask16 mask = tail_mask16(n - i);
+        __mmask16 mask = nn_tail_mask16(n - i);
         __m512i wide_i32x16 = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(mask, x + i));
         _mm512_mask_storeu_ps(y + i, mask, _mm512_castsi512_ps(_mm512_slli_epi32(wide_i32x16, 16)));
     }
@@ -470,7 +450,7 @@ UFORM_SKYLAKE static void layernorm_backward_rows_skylake(void *opaque, size_t b
         __m512 mean_f32x16 = _mm512_set1_ps(c->mean[r]), rstd_f32x16 = _mm512_set1_ps(c->rstd[r]);
         __m512 sum_g_f32x16 = _mm512_setzero_ps(), sum_gx_f32x16 = _mm512_setzero_ps();
         for (size_t i = 0; i < width; i += 16) {
-            __mmask16 mask = tail_mask16(width - i);
+            __mmask16 mask = nn_tail_mask16(width - i);
             __m512 xhat_f32x16 =
                 _mm512_mul_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(mask, x + i), mean_f32x16), rstd_f32x16);
             __m512 g_f32x16 =
@@ -481,7 +461,7 @@ UFORM_SKYLAKE static void layernorm_backward_rows_skylake(void *opaque, size_t b
         __m512 mean_g_f32x16 = _mm512_set1_ps(_mm512_reduce_add_ps(sum_g_f32x16) / (float)width);
         __m512 mean_gx_f32x16 = _mm512_set1_ps(_mm512_reduce_add_ps(sum_gx_f32x16) / (float)width);
         for (size_t i = 0; i < width; i += 16) {
-            __mmask16 mask = tail_mask16(width - i);
+            __mmask16 mask = nn_tail_mask16(width - i);
             __m512 xhat_f32x16 =
                 _mm512_mul_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(mask, x + i), mean_f32x16), rstd_f32x16);
             __m512 g_f32x16 =
@@ -495,7 +475,7 @@ UFORM_SKYLAKE static void layernorm_backward_rows_skylake(void *opaque, size_t b
 UFORM_SKYLAKE static void layernorm_backward_columns_skylake(void *opaque, size_t begin, size_t end) {
     const layernorm_backward_context_t *c = opaque;
     for (size_t i = begin; i < end; i += 16) {
-        __mmask16 mask = tail_mask16(end - i);
+        __mmask16 mask = nn_tail_mask16(end - i);
         __m512 dweight_f32x16 = _mm512_maskz_loadu_ps(mask, c->dweight + i);
         __m512 dbias_f32x16 = _mm512_maskz_loadu_ps(mask, c->dbias + i);
         for (size_t r = 0; r < c->rows; ++r) {
@@ -542,14 +522,14 @@ UFORM_SKYLAKE static void xent_forward_rows_skylake(void *opaque, size_t begin, 
         float scale = c->scale ? c->scale[r] : 1.0f;
         __m512 scale_f32x16 = _mm512_set1_ps(scale), max_f32x16 = _mm512_set1_ps(-INFINITY);
         for (size_t i = 0; i < width; i += 16) {
-            __mmask16 mask = tail_mask16(width - i);
+            __mmask16 mask = nn_tail_mask16(width - i);
             __m512 value_f32x16 = _mm512_mul_ps(_mm512_maskz_loadu_ps(mask, z + i), scale_f32x16);
             max_f32x16 = _mm512_mask_max_ps(max_f32x16, mask, max_f32x16, value_f32x16);
         }
         float max = _mm512_reduce_max_ps(max_f32x16);
         __m512 shift_f32x16 = _mm512_set1_ps(max), sum_f32x16 = _mm512_setzero_ps();
         for (size_t i = 0; i < width; i += 16) {
-            __mmask16 mask = tail_mask16(width - i);
+            __mmask16 mask = nn_tail_mask16(width - i);
             __m512 value_f32x16 =
                 exp_f32x16(_mm512_fmsub_ps(_mm512_maskz_loadu_ps(mask, z + i), scale_f32x16, shift_f32x16));
             value_f32x16 = _mm512_maskz_mov_ps(mask, value_f32x16);
@@ -559,7 +539,7 @@ UFORM_SKYLAKE static void xent_forward_rows_skylake(void *opaque, size_t begin, 
         float sum = _mm512_reduce_add_ps(sum_f32x16);
         __m512 inverse_f32x16 = _mm512_set1_ps(1.0f / sum);
         for (size_t i = 0; i < width; i += 16) {
-            __mmask16 mask = tail_mask16(width - i);
+            __mmask16 mask = nn_tail_mask16(width - i);
             _mm512_mask_storeu_ps(p + i, mask, _mm512_mul_ps(_mm512_maskz_loadu_ps(mask, p + i), inverse_f32x16));
         }
         int32_t target = c->targets[r];
@@ -596,7 +576,7 @@ UFORM_SKYLAKE static void xent_backward_rows_skylake(void *opaque, size_t begin,
         __m512 factor_f32x16 = _mm512_set1_ps(g * scale), dscale_f32x16 = _mm512_setzero_ps();
         __m512i target_i32x16 = _mm512_set1_epi32(target);
         for (size_t i = 0; i < width; i += 16) {
-            __mmask16 mask = tail_mask16(width - i);
+            __mmask16 mask = nn_tail_mask16(width - i);
             __mmask16 hit = _mm512_cmpeq_epi32_mask(
                 _mm512_add_epi32(_mm512_set1_epi32((int)i),
                                  _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15)),
@@ -645,14 +625,14 @@ UFORM_SKYLAKE static void l2norm_forward_rows_skylake(void *opaque, size_t begin
         float *y = c->y + r * c->y_stride;
         __m512 squares_f32x16 = _mm512_setzero_ps();
         for (size_t i = 0; i < c->width; i += 16) {
-            __m512 value_f32x16 = _mm512_maskz_loadu_ps(tail_mask16(c->width - i), x + i);
+            __m512 value_f32x16 = _mm512_maskz_loadu_ps(nn_tail_mask16(c->width - i), x + i);
             squares_f32x16 = _mm512_fmadd_ps(value_f32x16, value_f32x16, squares_f32x16);
         }
         float norm = sqrtf(_mm512_reduce_add_ps(squares_f32x16));
         norm = norm > c->eps ? norm : c->eps; /* a NaN norm stays NaN */
         __m512 norm_f32x16 = _mm512_set1_ps(norm);
         for (size_t i = 0; i < c->width; i += 16) {
-            __mmask16 mask = tail_mask16(c->width - i);
+            __mmask16 mask = nn_tail_mask16(c->width - i);
             _mm512_mask_storeu_ps(y + i, mask, _mm512_div_ps(_mm512_maskz_loadu_ps(mask, x + i), norm_f32x16));
         }
         c->norm[r] = norm;
@@ -678,13 +658,13 @@ UFORM_SKYLAKE static void l2norm_backward_rows_skylake(void *opaque, size_t begi
         }
         __m512 dot_f32x16 = _mm512_setzero_ps();
         for (size_t i = 0; i < c->width; i += 16) {
-            __mmask16 mask = tail_mask16(c->width - i);
+            __mmask16 mask = nn_tail_mask16(c->width - i);
             dot_f32x16 =
                 _mm512_fmadd_ps(_mm512_maskz_loadu_ps(mask, y + i), _mm512_maskz_loadu_ps(mask, dy + i), dot_f32x16);
         }
         __m512 dot_all_f32x16 = _mm512_set1_ps(_mm512_reduce_add_ps(dot_f32x16)), norm_f32x16 = _mm512_set1_ps(norm);
         for (size_t i = 0; i < c->width; i += 16) {
-            __mmask16 mask = tail_mask16(c->width - i);
+            __mmask16 mask = nn_tail_mask16(c->width - i);
             __m512 value_f32x16 = _mm512_fnmadd_ps(_mm512_maskz_loadu_ps(mask, y + i), dot_all_f32x16,
                                                    _mm512_maskz_loadu_ps(mask, dy + i));
             _mm512_mask_storeu_ps(dx + i, mask, _mm512_div_ps(value_f32x16, norm_f32x16));
@@ -720,7 +700,7 @@ UFORM_SKYLAKE static void adamw_range_skylake(void *opaque, size_t begin, size_t
     __m512 eps_f32x16 = _mm512_set1_ps(c->eps), decay_f32x16 = _mm512_set1_ps(c->decay_factor);
     __m512 step_f32x16 = _mm512_set1_ps(c->step_size), correction_f32x16 = _mm512_set1_ps(c->correction2_sqrt);
     for (size_t i = begin; i < end; i += 16) {
-        __mmask16 mask = tail_mask16(end - i);
+        __mmask16 mask = nn_tail_mask16(end - i);
         __m512 g_f32x16 = _mm512_maskz_loadu_ps(mask, c->grads + i);
         __m512 p_f32x16 = _mm512_mul_ps(_mm512_maskz_loadu_ps(mask, c->params + i), decay_f32x16);
         __m512 m_f32x16 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(mask, c->m + i), beta1_f32x16,
@@ -746,7 +726,7 @@ static void adamw_f32_skylake(size_t n, float *params, const float *grads, float
 UFORM_SKYLAKE static double block_sum_squares_skylake(const float *x, size_t begin, size_t end) {
     __m512d low_f64x8 = _mm512_setzero_pd(), high_f64x8 = _mm512_setzero_pd();
     for (size_t i = begin; i < end; i += 16) {
-        __m512 value_f32x16 = _mm512_maskz_loadu_ps(tail_mask16(end - i), x + i);
+        __m512 value_f32x16 = _mm512_maskz_loadu_ps(nn_tail_mask16(end - i), x + i);
         __m512d low_value_f64x8 = _mm512_cvtps_pd(_mm512_castps512_ps256(value_f32x16));
         __m512d high_value_f64x8 =
             _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(value_f32x16), 1)));
