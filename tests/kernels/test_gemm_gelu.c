@@ -92,24 +92,6 @@ static void test_gelu_sweep(const uform__gemm_kernels_t *table, int gelu) {
     free(x), free(y);
 }
 
-/* A [rows, cols] matrix (row stride ld) of `dtype`, values in [−scale, scale); its F32 values
- * as the kernels read them go to `as_float` (dense). */
-static void *random_matrix(size_t rows, size_t cols, size_t ld, uform__gemm_dtype_t dtype, float scale, float *as_float) {
-    size_t count = rows * ld + 1;
-    void *values = malloc(count * (dtype == UFORM__GEMM_F32 ? sizeof(float) : sizeof(uform__bf16_t)));
-    for (size_t r = 0; r < rows; ++r)
-        for (size_t c = 0; c < cols; ++c) {
-            float value = scale * check_random_float(&seed_state);
-            if (dtype == UFORM__GEMM_F32) ((float *)values)[r * ld + c] = value;
-            else {
-                ((uform__bf16_t *)values)[r * ld + c] = uform__gemm_bf16_from_f32(value);
-                value = uform__gemm_f32_from_bf16(((uform__bf16_t *)values)[r * ld + c]);
-            }
-            as_float[r * cols + c] = value;
-        }
-    return values;
-}
-
 typedef struct shape_t {
     size_t m, n, k;
 } shape_t;
@@ -130,8 +112,8 @@ static void test_folded(const uform__gemm_kernels_t *table, const shape_t *shape
     float *x_float = malloc(m * k * sizeof(float)), *w_float = malloc(n * k * sizeof(float));
     /* Scale so the pre-activations spread over ≈[−4, 4], where GELU bends. */
     float x_scale = (float)(4.0 / sqrt((double)k + 1.0));
-    void *x = random_matrix(m, k, ldx, x_dtype, x_scale, x_float);
-    void *w = random_matrix(n, k, ldw, w_dtype, 2.0f, w_float);
+    void *x = test_gemm_random_matrix(&seed_state, m, k, ldx, x_dtype, x_scale, x_float);
+    void *w = test_gemm_random_matrix(&seed_state, n, k, ldw, w_dtype, 2.0f, w_float);
     float *bias = malloc(n * sizeof(float));
     for (size_t j = 0; j < n; ++j) bias[j] = 2.0f * check_random_float(&seed_state);
     float *start = malloc((m * ldy + 1) * sizeof(float));
@@ -196,8 +178,8 @@ static void test_folded(const uform__gemm_kernels_t *table, const shape_t *shape
 static void test_threads(const uform__gemm_kernels_t *table, test_pool_t *pool) {
     size_t m = 300, n = 200, k = 600;
     float *x_float = malloc(m * k * sizeof(float)), *w_float = malloc(n * k * sizeof(float));
-    float *x = random_matrix(m, k, k, UFORM__GEMM_F32, 0.2f, x_float);
-    void *w = random_matrix(n, k, k, UFORM__GEMM_BF16, 1.0f, w_float);
+    float *x = test_gemm_random_matrix(&seed_state, m, k, k, UFORM__GEMM_F32, 0.2f, x_float);
+    void *w = test_gemm_random_matrix(&seed_state, n, k, k, UFORM__GEMM_BF16, 1.0f, w_float);
     float *bias = malloc(n * sizeof(float)), *y1 = malloc(m * n * sizeof(float)), *y2 = malloc(m * n * sizeof(float));
     for (size_t j = 0; j < n; ++j) bias[j] = check_random_float(&seed_state);
     uform__gemm_forward_t args = {.m = m, .n = n, .k = k, .x = x, .ldx = k, .x_dtype = UFORM__GEMM_F32, .w = w, .ldw = k,

@@ -27,18 +27,6 @@
 
 static uint64_t seed_state;
 
-static void *random_matrix(size_t rows, size_t cols, size_t ld, uform__gemm_dtype_t dtype, float scale) {
-    size_t count = rows * ld + 1;
-    void *values = calloc(count, dtype == UFORM__GEMM_F32 ? sizeof(float) : sizeof(uform__bf16_t));
-    for (size_t r = 0; r < rows; ++r)
-        for (size_t c = 0; c < cols; ++c) {
-            float value = scale * check_random_float(&seed_state);
-            if (dtype == UFORM__GEMM_F32) ((float *)values)[r * ld + c] = value;
-            else ((uform__bf16_t *)values)[r * ld + c] = uform__gemm_bf16_from_f32(value);
-        }
-    return values;
-}
-
 typedef struct shape_t {
     size_t m, n, k;
 } shape_t;
@@ -53,8 +41,8 @@ enum { SENTINEL = 0xABCD };
 static void test_output(const uform__gemm_kernels_t *table, const shape_t *shape, uform__gemm_dtype_t w_dtype,
                         uform__gemm_dtype_t x_dtype, int packed, int with_bias, int gelu, const uform__parallel_t *parallel) {
     size_t m = shape->m, n = shape->n, k = shape->k, ldx = k + 2, ldw = k + 1, ldy = n + 5;
-    void *x = random_matrix(m, k, ldx, x_dtype, (float)(3.0 / sqrt((double)k + 1.0)));
-    void *w = random_matrix(n, k, ldw, w_dtype, 2.0f);
+    void *x = test_gemm_random_matrix(&seed_state, m, k, ldx, x_dtype, (float)(3.0 / sqrt((double)k + 1.0)), NULL);
+    void *w = test_gemm_random_matrix(&seed_state, n, k, ldw, w_dtype, 2.0f, NULL);
     float *bias = malloc((n + 1) * sizeof(float));
     for (size_t j = 0; j < n; ++j) bias[j] = check_random_float(&seed_state);
     float *y32 = malloc((m * ldy + 1) * sizeof(float));
@@ -97,10 +85,11 @@ static void test_output(const uform__gemm_kernels_t *table, const shape_t *shape
 /* up: H = GELU(X·W1ᵀ + b1), down: Z = H·W2ᵀ + b2, with H in BF16 read in place, against H in F32. */
 static void test_chain(const uform__gemm_kernels_t *table) {
     size_t m = 50, d = 96, hidden = 384;
-    float *x = random_matrix(m, d, d, UFORM__GEMM_F32, 0.3f);
-    uform__bf16_t *w1 = random_matrix(hidden, d, d, UFORM__GEMM_BF16, 1.0f);
-    uform__bf16_t *w2 = random_matrix(d, hidden, hidden, UFORM__GEMM_BF16, 0.2f);
-    float *b1 = random_matrix(1, hidden, hidden, UFORM__GEMM_F32, 0.5f), *b2 = random_matrix(1, d, d, UFORM__GEMM_F32, 0.5f);
+    float *x = test_gemm_random_matrix(&seed_state, m, d, d, UFORM__GEMM_F32, 0.3f, NULL);
+    uform__bf16_t *w1 = test_gemm_random_matrix(&seed_state, hidden, d, d, UFORM__GEMM_BF16, 1.0f, NULL);
+    uform__bf16_t *w2 = test_gemm_random_matrix(&seed_state, d, hidden, hidden, UFORM__GEMM_BF16, 0.2f, NULL);
+    float *b1 = test_gemm_random_matrix(&seed_state, 1, hidden, hidden, UFORM__GEMM_F32, 0.5f, NULL);
+    float *b2 = test_gemm_random_matrix(&seed_state, 1, d, d, UFORM__GEMM_F32, 0.5f, NULL);
     float *h32 = malloc(m * hidden * sizeof(float)), *z32 = malloc(m * d * sizeof(float)), *z16 = malloc(m * d * sizeof(float));
     uform__bf16_t *h16 = malloc(m * hidden * sizeof(uform__bf16_t));
     uform__gemm_forward_t up = {.m = m, .n = hidden, .k = d, .x = x, .ldx = d, .w = w1, .ldw = d, .w_dtype = UFORM__GEMM_BF16,

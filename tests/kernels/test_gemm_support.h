@@ -1,7 +1,7 @@
 /*
  * What the GEMM kernel tests (test_gemm.c, test_gemm_gelu.c, test_gemm_output.c) share besides
- * their thread pool (test_gemm_pool.h): the seed, the classes they walk and the packing of a
- * weight the way the forward entry point of its dtype expects.
+ * their thread pool (test_gemm_pool.h): the seed, the classes they walk, random operands and the
+ * packing of a weight the way the forward entry point of its dtype expects.
  */
 #ifndef UFORM_TESTS_KERNELS_TEST_GEMM_SUPPORT_H
 #define UFORM_TESTS_KERNELS_TEST_GEMM_SUPPORT_H
@@ -34,6 +34,25 @@ static inline const uform__gemm_kernels_t *test_gemm_table(uform_cpu_class_t cpu
         return NULL;
     }
     return uform__gemm_kernels(cpu_class);
+}
+
+/* A [rows, cols] matrix (row stride ld, padding zero, one spare element) of `dtype`, values
+ * scale·check_random_float(state) in row order; when `as_float` is not NULL its F32 values as
+ * the kernels read them (BF16 ones widened back) go there, dense [rows, cols]. */
+static inline void *test_gemm_random_matrix(uint64_t *state, size_t rows, size_t cols, size_t ld,
+                                            uform__gemm_dtype_t dtype, float scale, float *as_float) {
+    void *values = calloc(rows * ld + 1, dtype == UFORM__GEMM_F32 ? sizeof(float) : sizeof(uform__bf16_t));
+    for (size_t r = 0; r < rows; ++r)
+        for (size_t c = 0; c < cols; ++c) {
+            float value = scale * check_random_float(state);
+            if (dtype == UFORM__GEMM_F32) ((float *)values)[r * ld + c] = value;
+            else {
+                ((uform__bf16_t *)values)[r * ld + c] = uform__gemm_bf16_from_f32(value);
+                value = uform__gemm_f32_from_bf16(((uform__bf16_t *)values)[r * ld + c]);
+            }
+            if (as_float) as_float[r * cols + c] = value;
+        }
+    return values;
 }
 
 /* Packs args->w [n, k] (row stride args->ldw) with the packer of args->w_dtype's forward entry
