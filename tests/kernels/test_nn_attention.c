@@ -4,6 +4,7 @@
  * every SIMD class this machine runs against SERIAL, bit-identical results with 1, 2 and 3
  * threads, and the argument checks.
  */
+#include "kernels/nn_attention_test_cases.h"
 #include "kernels/nn_test_support.h"
 
 /* Naive attention in double. qkv [T, 3d] → out [T, d], lse [H, T]. */
@@ -78,11 +79,6 @@ static void reference_backward(const uform__attention_shape_t *shape, const doub
     }
 }
 
-typedef struct case_t {
-    size_t heads, head_width, count;
-    size_t lengths[8];
-} case_t;
-
 typedef struct buffers_t {
     uform__attention_shape_t shape;
     size_t offsets[9];
@@ -90,7 +86,7 @@ typedef struct buffers_t {
     float *qkv, *dout, *out, *lse, *dqkv, *deltas;
 } buffers_t;
 
-static void buffers_init(buffers_t *b, const case_t *c, uint64_t *state) {
+static void buffers_init(buffers_t *b, const attention_case_t *c, uint64_t *state) {
     b->offsets[0] = 0;
     for (size_t i = 0; i < c->count; ++i) b->offsets[i + 1] = b->offsets[i] + c->lengths[i];
     b->T = b->offsets[c->count];
@@ -115,7 +111,7 @@ static void run(const uform__nn_kernels_t *kernels, buffers_t *b, const uform__p
     kernels->attention_backward(&b->shape, b->qkv, b->out, b->lse, b->dout, b->deltas, b->dqkv, parallel);
 }
 
-static void check_against_reference(const case_t *c, uint64_t seed) {
+static void check_against_reference(const attention_case_t *c, uint64_t seed) {
     uint64_t state = seed;
     buffers_t b;
     buffers_init(&b, c, &state);
@@ -183,7 +179,7 @@ static void check_against_reference(const case_t *c, uint64_t seed) {
 /* Central differences of L(qkv) = Σ dout ⊙ attention(qkv) computed in double, against every
  * class's backward. */
 static void check_finite_differences(uint64_t seed) {
-    const case_t c = {2, 5, 3, {3, 1, 6}};
+    const attention_case_t c = {2, 5, 3, {3, 1, 6}};
     uint64_t state = seed;
     buffers_t b;
     buffers_init(&b, &c, &state);
@@ -218,7 +214,7 @@ static void check_finite_differences(uint64_t seed) {
 
 /* A NaN in one item's input must show in that item's output, not vanish (or leak elsewhere). */
 static void check_nan_propagates(void) {
-    const case_t c = {1, 8, 2, {5, 4}};
+    const attention_case_t c = {1, 8, 2, {5, 4}};
     uint64_t state = 7;
     buffers_t b;
     buffers_init(&b, &c, &state);
@@ -237,7 +233,7 @@ static void check_nan_propagates(void) {
 /* One query row per item (the pruned last block of an encoder): row i of out and column i of lse
  * must equal the full attention's rows queries[i], on every class, with 1 and 2 threads. */
 static void check_queries(uint64_t seed) {
-    const case_t c = {6, 64, 5, {1, 197, 64, 65, 130}};
+    const attention_case_t c = {6, 64, 5, {1, 197, 64, 65, 130}};
     uint64_t state = seed;
     buffers_t b;
     buffers_init(&b, &c, &state);
@@ -314,14 +310,7 @@ static void check_validation(void) {
 int main(int argc, char **argv) {
     uint64_t seed = argc > 1 ? strtoull(argv[1], NULL, 0) : 0x5EEDA77Eull;
     printf("seed 0x%llx\n", (unsigned long long)seed);
-    /* Lengths 1, primes, exact blocks, ragged tails past one and two blocks, an empty item. */
-    const case_t cases[] = {
-        {2, 13, 6, {1, 5, 64, 67, 0, 131}},
-        {6, 64, 3, {197, 64, 1}},
-        {1, 1, 2, {2, 3}},
-        {3, 128, 2, {70, 9}},
-    };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) check_against_reference(&cases[i], seed + i);
+    for (size_t i = 0; i < nn_attention_case_count; ++i) check_against_reference(&nn_attention_cases[i], seed + i);
     check_finite_differences(seed);
     check_nan_propagates();
     check_queries(seed);

@@ -9,6 +9,7 @@
  *   - lengths 1, odd, 64, 65, 197, 256, an empty item; head widths 1, 13, 64, 128; one query
  *     per item; NaN propagation; bit-identical results on 1, 2 and 3 threads; no NULL slot.
  */
+#include "kernels/nn_attention_test_cases.h"
 #include "kernels/nn_test_support.h"
 
 enum { reference_block = 64 }; /* UFORM__NN_ATTENTION_BLOCK, restated: the semantics depend on it */
@@ -120,18 +121,13 @@ static size_t count_misses(const char *what, const float *got, const double *exp
     return misses;
 }
 
-typedef struct case_t {
-    size_t heads, head_width, count;
-    size_t lengths[8];
-} case_t;
-
 static const uform_cpu_class_t classes[] = {UFORM_CPU_CLASS_SERIAL, UFORM_CPU_CLASS_INTEL_HASWELL,
                                             UFORM_CPU_CLASS_INTEL_SKYLAKE, UFORM_CPU_CLASS_INTEL_ICELAKE,
                                             UFORM_CPU_CLASS_AMD_GENOA};
 enum { class_count = sizeof classes / sizeof classes[0] };
 
 /* Runs one case on every class, all rows or (`one_query`) one query row per item. */
-static void check_case(const case_t *c, int one_query, uint64_t seed) {
+static void check_case(const attention_case_t *c, int one_query, uint64_t seed) {
     size_t offsets[9] = {0}, queries[8];
     for (size_t i = 0; i < c->count; ++i) offsets[i + 1] = offsets[i] + c->lengths[i];
     size_t T = offsets[c->count], H = c->heads, dh = c->head_width, d = H * dh;
@@ -264,16 +260,13 @@ static void check_tables(void) {
 int main(int argc, char **argv) {
     uint64_t seed = argc > 1 ? strtoull(argv[1], NULL, 0) : 0xBF16A77Eull;
     printf("seed 0x%llx\n", (unsigned long long)seed);
-    const case_t cases[] = {
-        {2, 13, 6, {1, 5, 64, 67, 0, 131}},
-        {6, 64, 3, {197, 64, 1}},
-        {1, 1, 2, {2, 3}},
-        {3, 128, 2, {70, 9}},
-        {2, 64, 3, {65, 256, 33}},
-        {1, 31, 1, {200}},
-    };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) check_case(&cases[i], 0, seed + i);
-    const case_t queries_case = {6, 64, 5, {1, 197, 64, 65, 130}};
+    for (size_t i = 0; i < nn_attention_case_count; ++i) check_case(&nn_attention_cases[i], 0, seed + i);
+    /* Also an item of four whole key blocks between ragged ones, and an odd head width (31: its
+     * last BF16 pair is half padding). */
+    const attention_case_t more[] = {{2, 64, 3, {65, 256, 33}}, {1, 31, 1, {200}}};
+    for (size_t i = 0; i < sizeof more / sizeof more[0]; ++i)
+        check_case(&more[i], 0, seed + nn_attention_case_count + i);
+    const attention_case_t queries_case = {6, 64, 5, {1, 197, 64, 65, 130}};
     check_case(&queries_case, 1, seed + 100);
     check_nan_propagates();
     check_tables();
