@@ -117,6 +117,13 @@ typedef struct uform__nn_kernels_t {
     void (*layernorm_forward)(size_t rows, size_t width, const float *x, size_t x_stride, const float *weight,
                               const float *bias, float eps, float *y, size_t y_stride, float *mean, float *rstd,
                               const uform__parallel_t *parallel);
+    /* layernorm_forward with y [rows, width] written as BF16: the class's F32 result rounded to
+     * nearest even (NaN stays NaN), for a BF16 product that reads the rows in place. SERIAL,
+     * SKYLAKE and GENOA+ give exactly their layernorm_forward's values rounded; HASWELL uses
+     * SERIAL's (statistics in double). */
+    void (*layernorm_forward_bf16)(size_t rows, size_t width, const float *x, size_t x_stride, const float *weight,
+                                   const float *bias, float eps, uint16_t *y, size_t y_stride, float *mean,
+                                   float *rstd, const uform__parallel_t *parallel);
     /* dy [rows, width] → dx [rows, width] (overwritten; may not alias dy); dweight and dbias
      * [width] accumulate Σ_rows dy·x̂ and Σ_rows dy, each column summed over rows in row order
      * by the one prong that owns the column (so no partials and no thread-count dependence). */
@@ -335,6 +342,10 @@ void uform__nn_attention_forward_f32_serial(const uform__attention_shape_t *shap
                                             float *lse, const uform__parallel_t *parallel);
 void uform__nn_attention_backward_f32_serial(const uform__attention_shape_t *shape, const float *qkv, const float *out,
                                              const float *lse, const float *dout, float *deltas, float *dqkv,
+                                             const uform__parallel_t *parallel);
+void uform__nn_layernorm_forward_bf16_serial(size_t rows, size_t width, const float *x, size_t x_stride,
+                                             const float *weight, const float *bias, float eps, uint16_t *y,
+                                             size_t y_stride, float *mean, float *rstd,
                                              const uform__parallel_t *parallel);
 void uform__nn_layernorm_forward_f32_serial(size_t rows, size_t width, const float *x, size_t x_stride,
                                             const float *weight, const float *bias, float eps, float *y,

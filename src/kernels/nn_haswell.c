@@ -775,6 +775,7 @@ const uform__nn_kernels_t uform__nn_kernels_haswell = {
     .attention_forward_bf16 = attention_forward_bf16_haswell,
     .attention_backward = attention_backward_f32_haswell,
     .layernorm_forward = layernorm_forward_f32_haswell,
+    .layernorm_forward_bf16 = uform__nn_layernorm_forward_bf16_serial,
     .layernorm_backward = layernorm_backward_f32_haswell,
     .gelu_forward = gelu_forward_f32_haswell,
     .gelu_backward = gelu_backward_f32_haswell,

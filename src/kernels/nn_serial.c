@@ -92,20 +92,27 @@ typedef struct layernorm_context_t {
     size_t x_stride, y_stride, dy_stride, dx_stride;
     float eps;
     float *y, *mean_out, *rstd_out, *dx, *dweight, *dbias;
+    uint16_t *y16; /* BF16 output instead of y, when set */
 } layernorm_context_t;
 
 static void layernorm_forward_rows(void *opaque, size_t begin, size_t end) {
     const layernorm_context_t *c = opaque;
     for (size_t r = begin; r < end; ++r) {
         const float *x = c->x + r * c->x_stride;
-        float *y = c->y + r * c->y_stride;
         double sum = 0.0, squares = 0.0;
         for (size_t i = 0; i < c->width; ++i) sum += x[i];
         double mean = sum / (double)c->width;
         for (size_t i = 0; i < c->width; ++i) squares += (x[i] - mean) * (x[i] - mean);
         float rstd = (float)(1.0 / sqrt(squares / (double)c->width + (double)c->eps));
         float mean_f = (float)mean;
-        for (size_t i = 0; i < c->width; ++i) y[i] = (x[i] - mean_f) * rstd * c->weight[i] + c->bias[i];
+        if (c->y16) {
+            uint16_t *y = c->y16 + r * c->y_stride;
+            for (size_t i = 0; i < c->width; ++i)
+                y[i] = uform__nn_f32_to_bf16_one((x[i] - mean_f) * rstd * c->weight[i] + c->bias[i]);
+        } else {
+            float *y = c->y + r * c->y_stride;
+            for (size_t i = 0; i < c->width; ++i) y[i] = (x[i] - mean_f) * rstd * c->weight[i] + c->bias[i];
+        }
         c->mean_out[r] = mean_f;
         c->rstd_out[r] = rstd;
     }
@@ -123,6 +130,23 @@ void uform__nn_layernorm_forward_f32_serial(size_t rows, size_t width, const flo
                                    .y_stride = y_stride,
                                    .eps = eps,
                                    .y = y,
+                                   .mean_out = mean,
+                                   .rstd_out = rstd};
+    uform__nn_parallel_ranges(parallel, rows, 16, layernorm_forward_rows, &context);
+}
+
+void uform__nn_layernorm_forward_bf16_serial(size_t rows, size_t width, const float *x, size_t x_stride,
+                                             const float *weight, const float *bias, float eps, uint16_t *y,
+                                             size_t y_stride, float *mean, float *rstd,
+                                             const uform__parallel_t *parallel) {
+    layernorm_context_t context = {.width = width,
+                                   .x = x,
+                                   .weight = weight,
+                                   .bias = bias,
+                                   .x_stride = x_stride,
+                                   .y_stride = y_stride,
+                                   .eps = eps,
+                                   .y16 = y,
                                    .mean_out = mean,
                                    .rstd_out = rstd};
     uform__nn_parallel_ranges(parallel, rows, 16, layernorm_forward_rows, &context);
@@ -567,6 +591,7 @@ const uform__nn_kernels_t uform__nn_kernels_serial = {
     .attention_forward_bf16 = attention_forward_bf16_serial,
     .attention_backward = uform__nn_attention_backward_f32_serial,
     .layernorm_forward = uform__nn_layernorm_forward_f32_serial,
+    .layernorm_forward_bf16 = uform__nn_layernorm_forward_bf16_serial,
     .layernorm_backward = uform__nn_layernorm_backward_f32_serial,
     .gelu_forward = uform__nn_gelu_forward_f32_serial,
     .gelu_backward = uform__nn_gelu_backward_f32_serial,

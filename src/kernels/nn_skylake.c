@@ -348,14 +348,26 @@ typedef struct layernorm_context_t {
     const float *x, *weight, *bias;
     float eps;
     float *y, *mean, *rstd;
+    uint16_t *y16; /* BF16 output instead of y, when set */
 } layernorm_context_t;
+
+/* F32 → BF16 bits, nearest even, NaN kept (quietened): integer rounding, exact for subnormals
+ * (unlike VCVTNEPS2BF16). */
+UFORM_SKYLAKE static inline __m256i bf16_from_f32x16(__m512 x_f32x16) {
+    __m512i bits_i32x16 = _mm512_castps_si512(x_f32x16);
+    __m512i odd_i32x16 = _mm512_and_si512(_mm512_srli_epi32(bits_i32x16, 16), _mm512_set1_epi32(1));
+    __m512i rounded_i32x16 = _mm512_add_epi32(bits_i32x16, _mm512_add_epi32(_mm512_set1_epi32(0x7FFF), odd_i32x16));
+    __mmask16 nan = _mm512_cmpgt_epi32_mask(_mm512_and_si512(bits_i32x16, _mm512_set1_epi32(0x7FFFFFFF)),
+                                            _mm512_set1_epi32(0x7F800000));
+    rounded_i32x16 = _mm512_mask_or_epi32(rounded_i32x16, nan, bits_i32x16, _mm512_set1_epi32(0x00400000));
+    return _mm512_cvtepi32_epi16(_mm512_srli_epi32(rounded_i32x16, 16));
+}
 
 UFORM_SKYLAKE static void layernorm_forward_rows_skylake(void *opaque, size_t begin, size_t end) {
     const layernorm_context_t *c = opaque;
     size_t width = c->width;
     for (size_t r = begin; r < end; ++r) {
         const float *x = c->x + r * c->x_stride;
-        float *y = c->y + r * c->y_stride;
         __m512 sum_f32x16 = _mm512_setzero_ps();
         for (size_t i = 0; i < width; i += 16)
             sum_f32x16 = _mm512_add_ps(sum_f32x16, _mm512_maskz_loadu_ps(nn_tail_mask16(width - i), x + i));
@@ -374,7 +386,10 @@ UFORM_SKYLAKE static void layernorm_forward_rows_skylake(void *opaque, size_t be
                 _mm512_mul_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(mask, x + i), mean_f32x16), rstd_f32x16);
             __m512 value_f32x16 = _mm512_fmadd_ps(xhat_f32x16, _mm512_maskz_loadu_ps(mask, c->weight + i),
                                                   _mm512_maskz_loadu_ps(mask, c->bias + i));
-            _mm512_mask_storeu_ps(y + i, mask, value_f32x16);
+            if (c->y16)
+                _mm256_mask_storeu_epi16(c->y16 + r * c->y_stride + i, mask, bf16_from_f32x16(value_f32x16));
+            else
+                _mm512_mask_storeu_ps(c->y + r * c->y_stride + i, mask, value_f32x16);
         }
         c->mean[r] = mean;
         c->rstd[r] = rstd;
@@ -385,6 +400,14 @@ static void layernorm_forward_f32_skylake(size_t rows, size_t width, const float
                                           const float *weight, const float *bias, float eps, float *y, size_t y_stride,
                                           float *mean, float *rstd, const uform__parallel_t *parallel) {
     layernorm_context_t context = {width, x_stride, y_stride, x, weight, bias, eps, y, mean, rstd};
+    uform__nn_parallel_ranges(parallel, rows, 16, layernorm_forward_rows_skylake, &context);
+}
+
+static void layernorm_forward_bf16_skylake(size_t rows, size_t width, const float *x, size_t x_stride,
+                                           const float *weight, const float *bias, float eps, uint16_t *y,
+                                           size_t y_stride, float *mean, float *rstd,
+                                           const uform__parallel_t *parallel) {
+    layernorm_context_t context = {width, x_stride, y_stride, x, weight, bias, eps, NULL, mean, rstd, y};
     uform__nn_parallel_ranges(parallel, rows, 16, layernorm_forward_rows_skylake, &context);
 }
 
@@ -411,13 +434,7 @@ UFORM_SKYLAKE static void f16_to_f32_skylake(size_t n, const uint16_t *x, float 
 UFORM_SKYLAKE static void f32_to_bf16_skylake(size_t n, const float *x, uint16_t *y) {
     for (size_t i = 0; i < n; i += 16) {
         __mmask16 mask = nn_tail_mask16(n - i);
-        __m512i bits_i32x16 = _mm512_castps_si512(_mm512_maskz_loadu_ps(mask, x + i));
-        __m512i odd_i32x16 = _mm512_and_si512(_mm512_srli_epi32(bits_i32x16, 16), _mm512_set1_epi32(1));
-        __m512i rounded_i32x16 = _mm512_add_epi32(bits_i32x16, _mm512_add_epi32(_mm512_set1_epi32(0x7FFF), odd_i32x16));
-        __mmask16 nan = _mm512_cmpgt_epi32_mask(_mm512_and_si512(bits_i32x16, _mm512_set1_epi32(0x7FFFFFFF)),
-                                                _mm512_set1_epi32(0x7F800000));
-        rounded_i32x16 = _mm512_mask_or_epi32(rounded_i32x16, nan, bits_i32x16, _mm512_set1_epi32(0x00400000));
-        _mm256_mask_storeu_epi16(y + i, mask, _mm512_cvtepi32_epi16(_mm512_srli_epi32(rounded_i32x16, 16)));
+        _mm256_mask_storeu_epi16(y + i, mask, bf16_from_f32x16(_mm512_maskz_loadu_ps(mask, x + i)));
     }
 }
 
@@ -750,6 +767,7 @@ static void softmax_forward_f32_skylake(size_t rows, size_t width, const float *
     .attention_forward = attention_forward_f32_skylake, \
     .attention_backward = attention_backward_f32_skylake, \
     .layernorm_forward = layernorm_forward_f32_skylake, \
+    .layernorm_forward_bf16 = layernorm_forward_bf16_skylake, \
     .layernorm_backward = layernorm_backward_f32_skylake, \
     .gelu_forward = gelu_forward_f32_skylake, \
     .gelu_backward = gelu_backward_f32_skylake, \

@@ -7,8 +7,8 @@
  * x [T, d] is updated in place; the products go through the GEMM kernels (with the GELU fused into
  * mlp.up's epilogue) and attention through the tiled packed-sequence kernel. BF16 compute takes
  * the BF16 forms of both (nn.h's attention_forward_bf16, the GEMM's fast GELU) and, on classes
- * whose products round their inputs to BF16 (Genoa and later), keeps the MLP's hidden rows in
- * BF16 between mlp.up and mlp.down.
+ * whose products round their inputs to BF16 (Genoa and later), hands the norms' rows and the MLP's
+ * hidden rows to their products as BF16, read in place.
  */
 #include <string.h>
 
@@ -77,6 +77,22 @@ uform_status_t uform__linear_forward(uform__compute_t *compute, const uform__lin
     return compute->gemm->forward_f32(&args, compute->parallel, outcome);
 }
 
+/* norm(x) [rows, d] into `a` as the input of the product `next`: as BF16 (in a's memory) where
+ * that product rounds its input to BF16 anyway (native_bf16), so it reads the rows in place; else
+ * as F32, rounded to BF16 values under emulated BF16 compute (bf16). Answers the product's X flag. */
+static int norm_into(uform__compute_t *compute, const uform__norm_t *norm, const uform__linear_t *next, size_t rows,
+                     size_t d, const float *x, float *a, float *mean, float *rstd, float eps, int bf16,
+                     int native_bf16) {
+    if (native_bf16 && next->dtype == UFORM__GEMM_BF16) {
+        compute->nn->layernorm_forward_bf16(rows, d, x, d, norm->weight, norm->bias, eps, (uint16_t *)a, d, mean, rstd,
+                                            compute->parallel);
+        return UFORM__LINEAR_X_BF16;
+    }
+    compute->nn->layernorm_forward(rows, d, x, d, norm->weight, norm->bias, eps, a, d, mean, rstd, compute->parallel);
+    if (bf16) round_to_bf16(a, rows * d);
+    return 0;
+}
+
 /* The second half of a block over `rows` rows x [rows, d] (any rows: all tokens, or the kept ones):
  * x += attn.out(att); x += mlp.down(gelu(mlp.up(norm2(x)))). `a` [rows, d] and `hidden`
  * [rows, mlp] are scratch. */
@@ -87,15 +103,13 @@ static uform_status_t block_tail(uform__compute_t *compute, const uform__block_t
     uform_status_t status =
         uform__linear_forward(compute, &block->out, rows, att, d, x, d, d, UFORM__LINEAR_ACCUMULATE, outcome);
     if (status != UFORM_OK) return status;
-    compute->nn->layernorm_forward(rows, d, x, d, block->norm2.weight, block->norm2.bias, eps, a, d, mean, rstd,
-                                   compute->parallel);
-    if (bf16) round_to_bf16(a, rows * d);
+    int a_read = norm_into(compute, &block->norm2, &block->up, rows, d, x, a, mean, rstd, eps, bf16, native_bf16);
     /* Where the products round to BF16 anyway, mlp.up writes its GELU'd rows as BF16 (in the
      * hidden buffer's memory) and mlp.down reads them in place: no conversion pass. */
     native_bf16 = native_bf16 && block->up.dtype == UFORM__GEMM_BF16 && block->down.dtype == UFORM__GEMM_BF16;
     int hidden_bf16 = native_bf16 ? UFORM__LINEAR_Y_BF16 : 0;
-    status = uform__linear_forward(compute, &block->up, rows, a, d, hidden, mlp, mlp, UFORM__LINEAR_GELU | hidden_bf16,
-                                   outcome);
+    status = uform__linear_forward(compute, &block->up, rows, a, d, hidden, mlp, mlp,
+                                   UFORM__LINEAR_GELU | hidden_bf16 | a_read, outcome);
     if (status != UFORM_OK) return status;
     if (bf16) round_to_bf16(hidden, rows * mlp);
     int hidden_read = native_bf16 ? UFORM__LINEAR_X_BF16 : 0;
@@ -129,11 +143,10 @@ uform_status_t uform__trunk_forward(const uform_model_t model, uform__compute_t 
         /* The last block computes only the kept rows past its K and V (see encode.h). */
         int pruned = keep && i + 1 == config->depth;
         /* h = x + attn.out(attention(norm1(x))) */
-        nn->layernorm_forward(tokens, d, x, d, block->norm1.weight, block->norm1.bias, eps, scratch->a, d,
-                              scratch->mean, scratch->rstd, parallel);
-        if (bf16) round_to_bf16(scratch->a, tokens * d);
+        int a_read = norm_into(compute, &block->norm1, &block->qkv, tokens, d, x, scratch->a, scratch->mean,
+                               scratch->rstd, eps, bf16, native_bf16);
         uform_status_t status = uform__linear_forward(compute, &block->qkv, tokens, scratch->a, d, scratch->qkv, 3 * d,
-                                                      3 * d, 0, context->outcome);
+                                                      3 * d, a_read, context->outcome);
         if (status != UFORM_OK) return status;
         shape.queries = pruned ? keep : NULL;
         attention(&shape, scratch->qkv, scratch->att, scratch->lse, parallel);

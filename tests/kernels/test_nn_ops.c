@@ -106,6 +106,42 @@ static void check_layernorm_shape(size_t rows, size_t width) {
         snprintf(label, sizeof label, "%s layernorm y [%zu, %zu]", uform_cpu_class_name(classes[k]), rows, width);
         test_compare_f32(label, y, yd, n, 1e-5, 1e-5);
         test_versus_serial(k, 0, label, y, n, 1e-5, 1e-5);
+        /* BF16 output: the class's F32 values rounded to nearest even (HASWELL takes SERIAL's, whose
+         * statistics are in double), and within BF16 rounding of the double reference; the saved
+         * statistics are the F32 form's. */
+        uint16_t *y16 = malloc(n * sizeof(uint16_t) + 2);
+        float *mean16 = malloc(rows * 4), *rstd16 = malloc(rows * 4), *y16_wide = malloc(n * 4);
+        kernels->layernorm_forward_bf16(rows, width, x, width, w, b, eps, y16, width, mean16, rstd16, NULL);
+        const float *rounded_from = y;
+        float *serial_y = NULL;
+        if (classes[k] == UFORM_CPU_CLASS_INTEL_HASWELL) {
+            serial_y = malloc(n * 4);
+            float *serial_mean = malloc(rows * 4), *serial_rstd = malloc(rows * 4);
+            uform__nn_layernorm_forward_f32_serial(rows, width, x, width, w, b, eps, serial_y, width, serial_mean,
+                                                   serial_rstd, NULL);
+            rounded_from = serial_y;
+            free(serial_mean), free(serial_rstd);
+        }
+        size_t mismatches = 0;
+        for (size_t i = 0; i < n; ++i) {
+            union { float f; uint32_t u; } bits = {.f = rounded_from[i]};
+            uint16_t expected = (uint16_t)((bits.u + 0x7FFFu + ((bits.u >> 16) & 1u)) >> 16);
+            if (y16[i] != expected) {
+                if (mismatches++ < 3)
+                    printf("FAIL %s layernorm bf16 [%zu]: 0x%04x, expected 0x%04x (F32 %.9g)\n",
+                           uform_cpu_class_name(classes[k]), i, y16[i], expected, rounded_from[i]);
+            }
+            union { uint32_t u; float f; } wide = {.u = (uint32_t)y16[i] << 16};
+            y16_wide[i] = wide.f;
+        }
+        CHECK_MSG(mismatches == 0, "%s layernorm bf16 [%zu, %zu]: %zu of %zu values are not the F32 ones rounded",
+                  uform_cpu_class_name(classes[k]), rows, width, mismatches, n);
+        snprintf(label, sizeof label, "%s layernorm bf16 y [%zu, %zu]", uform_cpu_class_name(classes[k]), rows, width);
+        test_compare_f32(label, y16_wide, yd, n, 4e-3, 4e-3);
+        if (classes[k] != UFORM_CPU_CLASS_INTEL_HASWELL)
+            CHECK_MSG(memcmp(mean16, mean, rows * 4) == 0 && memcmp(rstd16, rstd, rows * 4) == 0,
+                      "%s layernorm bf16: mean/rstd differ from the F32 form's", uform_cpu_class_name(classes[k]));
+        free(y16), free(mean16), free(rstd16), free(y16_wide), free(serial_y);
         for (size_t i = 0; i < width; ++i) dw[i] = db[i] = 0.25f;
         kernels->layernorm_backward(rows, width, x, width, w, mean, rstd, dy, width, dx, width, dw, db, NULL);
         snprintf(label, sizeof label, "%s layernorm dx [%zu, %zu]", uform_cpu_class_name(classes[k]), rows, width);
