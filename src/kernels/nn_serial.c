@@ -118,10 +118,10 @@ static void layernorm_forward_rows(void *opaque, size_t begin, size_t end) {
     }
 }
 
-void uform__nn_layernorm_forward_f32_serial(size_t rows, size_t width, const float *x, size_t x_stride,
-                                            const float *weight, const float *bias, float eps, float *y,
-                                            size_t y_stride, float *mean, float *rstd,
-                                            const uform__parallel_t *parallel) {
+/* y (F32) or y16 (BF16), whichever is set. */
+static void layernorm_forward_serial(size_t rows, size_t width, const float *x, size_t x_stride, const float *weight,
+                                     const float *bias, float eps, float *y, uint16_t *y16, size_t y_stride,
+                                     float *mean, float *rstd, const uform__parallel_t *parallel) {
     layernorm_context_t context = {.width = width,
                                    .x = x,
                                    .weight = weight,
@@ -130,26 +130,24 @@ void uform__nn_layernorm_forward_f32_serial(size_t rows, size_t width, const flo
                                    .y_stride = y_stride,
                                    .eps = eps,
                                    .y = y,
+                                   .y16 = y16,
                                    .mean_out = mean,
                                    .rstd_out = rstd};
     uform__nn_parallel_ranges(parallel, rows, 16, layernorm_forward_rows, &context);
+}
+
+void uform__nn_layernorm_forward_f32_serial(size_t rows, size_t width, const float *x, size_t x_stride,
+                                            const float *weight, const float *bias, float eps, float *y,
+                                            size_t y_stride, float *mean, float *rstd,
+                                            const uform__parallel_t *parallel) {
+    layernorm_forward_serial(rows, width, x, x_stride, weight, bias, eps, y, NULL, y_stride, mean, rstd, parallel);
 }
 
 void uform__nn_layernorm_forward_bf16_serial(size_t rows, size_t width, const float *x, size_t x_stride,
                                              const float *weight, const float *bias, float eps, uint16_t *y,
                                              size_t y_stride, float *mean, float *rstd,
                                              const uform__parallel_t *parallel) {
-    layernorm_context_t context = {.width = width,
-                                   .x = x,
-                                   .weight = weight,
-                                   .bias = bias,
-                                   .x_stride = x_stride,
-                                   .y_stride = y_stride,
-                                   .eps = eps,
-                                   .y16 = y,
-                                   .mean_out = mean,
-                                   .rstd_out = rstd};
-    uform__nn_parallel_ranges(parallel, rows, 16, layernorm_forward_rows, &context);
+    layernorm_forward_serial(rows, width, x, x_stride, weight, bias, eps, NULL, y, y_stride, mean, rstd, parallel);
 }
 
 /* dx = rstd · (g − mean(g) − x̂ · mean(g·x̂)) with g = dy·weight (the derivative of
