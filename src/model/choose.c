@@ -22,11 +22,8 @@ uform_status_t uform__choose_forward(const uform__encode_job_t *job, uform__comp
                                    compute->parallel);
     /* The head runs in F32 even under BF16 compute: one row per text, so it costs nothing, and its
      * logits are then exponentiated (and scaled by the temperature), which magnifies rounding. */
-    uform_compute_t trunk_compute = compute->compute;
-    compute->compute = UFORM_COMPUTE_F32;
     uform_status_t status = uform__linear_forward(compute, &model->choose_head, count, scratch->states, d,
-                                                  scratch->projected, 256, 256, 0, context->outcome);
-    compute->compute = trunk_compute;
+                                                  scratch->projected, 256, 256, UFORM__LINEAR_F32, context->outcome);
     if (status != UFORM_OK) return status;
     uform_rows_t *probabilities = job->probabilities;
     float *out = probabilities->matrix.data;

@@ -218,8 +218,9 @@ uform_status_t uform__encode_run(const uform__encode_job_t *job, uform__call_con
      * text_choose, [CLS] when embeddings are the only output. */
     int prune = choose || outputs == UFORM_OUTPUTS_EMBEDDINGS;
     size_t *keep = prune ? uform__arena_alloc(arena, (chunk_items + 1) * sizeof(size_t), 64) : NULL;
-    if (prune && !keep) chunk_offsets = NULL;
-    if (!chunk_offsets) return uform__fail(context->outcome, UFORM_OUT_OF_MEMORY, context->function, "cannot allocate chunk offsets");
+    if (!chunk_offsets || (prune && !keep))
+        return uform__fail(context->outcome, UFORM_OUT_OF_MEMORY, context->function,
+                           "cannot allocate chunk offsets and kept rows");
     float *x = memory;
     float *cursor = memory + floats_aligned(chunk_tokens * d);
     uform__trunk_scratch_t trunk;

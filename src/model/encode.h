@@ -70,7 +70,8 @@ enum {
     UFORM__LINEAR_GELU = 1,
     UFORM__LINEAR_ACCUMULATE = 2,
     UFORM__LINEAR_X_BF16 = 4,
-    UFORM__LINEAR_Y_BF16 = 8
+    UFORM__LINEAR_Y_BF16 = 8,
+    UFORM__LINEAR_F32 = 16 /* F32 activations even under BF16 compute */
 };
 
 /* y[m, :] = x[m, :]·Wᵀ + b for a layer (packed weights when `compute->packed`), then the

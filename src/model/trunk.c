@@ -61,10 +61,14 @@ uform_status_t uform__linear_forward(uform__compute_t *compute, const uform__lin
     args.x = x, args.ldx = ldx;
     args.x_dtype = (epilogue & UFORM__LINEAR_X_BF16) ? UFORM__GEMM_BF16 : UFORM__GEMM_F32;
     args.w = layer->weight, args.ldw = layer->columns, args.w_dtype = layer->dtype;
-    /* Packed weights cover all rows; a Matryoshka prefix (out_rows < rows) reads the plain rows. */
-    if (compute->packed && layer->packed.data && out_rows == layer->rows) args.packed = &layer->packed;
+    int bf16 = layer->dtype == UFORM__GEMM_BF16 && compute->compute == UFORM_COMPUTE_BF16 &&
+               !(epilogue & UFORM__LINEAR_F32);
+    /* Packed weights cover all rows; a Matryoshka prefix (out_rows < rows) reads the plain rows, and
+     * so does a product forced to F32 whose weights were packed as BF16 pairs. */
+    if (compute->packed && layer->packed.data && out_rows == layer->rows &&
+        (layer->packed.panel_dtype == UFORM__GEMM_BF16) == bf16)
+        args.packed = &layer->packed;
     args.bias = layer->bias;
-    int bf16 = layer->dtype == UFORM__GEMM_BF16 && compute->compute == UFORM_COMPUTE_BF16;
     if (epilogue & UFORM__LINEAR_GELU) args.gelu = bf16 ? UFORM__GEMM_GELU_FAST : UFORM__GEMM_GELU_EXACT;
     args.accumulate = (epilogue & UFORM__LINEAR_ACCUMULATE) != 0;
     args.y = y, args.ldy = ldy;
