@@ -13,7 +13,7 @@ packages=(
   libturbojpeg0-dev libjpeg62-turbo-dev libspng-dev libwebp-dev
   libavformat-dev libavcodec-dev libavutil-dev libswresample-dev libswscale-dev
   # tests
-  libcmocka-dev python3 python3-numpy python3-pil python3-torch python3-torchvision python3-torchaudio
+  libcmocka-dev python3 python3-numpy python3-pytest python3-pil python3-torch python3-torchvision python3-torchaudio
   # benchmark peers (bench/ only, never linked into libuform)
   libopenblas-dev libdnnl-dev
 )

@@ -1,0 +1,210 @@
+"""Models and their receivers: where a verb runs is chosen by what it is called on.
+
+- ``model.text_encode(...)`` runs on the calling thread;
+- ``model.on(executor).text_encode(...)`` blocks while it runs on the executor's threads;
+- ``model.deferred(executor).text_encode(...)`` answers a ``Deferred`` at once.
+"""
+
+import os
+import weakref
+from ctypes import byref, c_void_p
+from dataclasses import dataclass
+from typing import Optional, Tuple, Union
+
+from . import _structs as S
+from ._library import lib
+from ._verbs import BLOCKING, DEFERRED, Verbs
+from .deferred import Deferred
+from .enums import Compute, CpuClass, Modality, Residency, parse_cpu_class, parse_enum
+from .errors import from_outcome, invalid
+from .executor import Executor, calling_thread
+from .results import Chosen, Encoded
+
+PathArgument = Union[str, bytes, "os.PathLike[str]"]
+
+
+@dataclass(frozen=True)
+class Description:
+    """Everything ``Model.describe()`` answers (``uform_model_description_t``)."""
+
+    size: str
+    hidden: int
+    depth: int
+    heads: int
+    mlp: int
+    embedding: int
+    matryoshka: Tuple[int, ...]
+    temperature_groups: int
+    modalities: Tuple[str, ...]
+    text_bytes: int
+    image_size: int
+    image_patch: int
+    video_size: int
+    video_patch: int
+    video_frames: int
+    video_tubelet: int
+    audio_rate: int
+    audio_seconds: int
+    audio_mels: int
+    parameters: int
+    weight_bytes: int
+    residency: str
+    cpu_class: CpuClass
+    compute: str
+
+
+def _executor_argument(executor: Optional[Executor], function: str) -> Executor:
+    if executor is None:
+        return calling_thread
+    if not isinstance(executor, Executor):
+        raise invalid(function, f"executor: expected a uform.Executor or None, got {type(executor).__name__}")
+    return executor
+
+
+class Model(Verbs[Encoded, Chosen]):
+    """A loaded perception model. Its own verbs run on the calling thread; ``on(executor)`` and
+    ``deferred(executor)`` run them elsewhere. Immutable after load: any number of executors and
+    Python threads may use one model at once.
+
+    ``close()`` waits for the model's unfinished Deferred calls, then frees it (leaving a ``with``
+    block does the same); verbs on a closed model raise ``InvalidArgument``.
+    """
+
+    def __init__(self) -> None:
+        raise TypeError("use uform.Model.load_ram(executor, path)")
+
+    @classmethod
+    def load_ram(
+        cls,
+        executor: Optional[Executor],
+        path: PathArgument,
+        compute: Union[str, int, Compute] = "f32",
+        cpu_class: Union[None, str, int, CpuClass] = None,
+    ) -> "Model":
+        """Maps the checkpoint at ``path`` and prepares it on ``executor`` (None: the calling
+        thread), with ``compute`` ``"f32"`` or ``"bf16"`` activations and the kernels of ``cpu_class``
+        (None: the executor's). Raises ``IoError`` (cannot open), ``FormatError`` (not a UForm
+        checkpoint; the message names the tensor) or ``Unsupported``."""
+        function = "Model.load_ram"
+        runner = _executor_argument(executor, function)
+        try:
+            name = os.fsencode(path)
+        except TypeError:
+            raise invalid(function, f"path: expected a str or os.PathLike, got {type(path).__name__}") from None
+        if b"\0" in name:
+            raise invalid(function, "path: contains a NUL byte")
+        options = S.RamOptions()
+        options.compute = parse_enum(Compute, compute, function, "compute")
+        options.cpu_class = parse_cpu_class(cpu_class, function)
+        handle, outcome = c_void_p(), S.Outcome()
+        if lib.uform_model_load_ram(runner._use(function), name, byref(options), byref(handle), byref(outcome)) != 0:
+            raise from_outcome(outcome)
+        model = object.__new__(cls)
+        model._handle = handle.value
+        model._executor = calling_thread
+        model._completion = BLOCKING
+        model._pending = weakref.WeakSet()
+        model._path = os.fsdecode(name)
+        return model
+
+    @property
+    def _model(self) -> "Model":  # the receiver protocol of Verbs: a model is its own
+        return self
+
+    def _use(self, function: str) -> int:
+        if self._handle is None:
+            raise invalid(function, "the model is closed")
+        return self._handle
+
+    def on(self, executor: Executor) -> "Receiver":
+        """The verbs of this model, blocking while they run on ``executor``'s threads (the GIL is
+        released meanwhile). A call that finds the executor busy raises ``Contended``."""
+        if not isinstance(executor, Executor):
+            raise invalid("Model.on", f"executor: expected a uform.Executor, got {type(executor).__name__}")
+        return Receiver(self, executor)
+
+    def deferred(self, executor: Executor) -> "DeferredReceiver":
+        """The verbs of this model, each answering a ``Deferred`` as soon as the call is queued on
+        ``executor``. Raises ``Contended`` when its queue (``deferred_limit``) is full."""
+        if not isinstance(executor, Executor):
+            raise invalid("Model.deferred", f"executor: expected a uform.Executor, got {type(executor).__name__}")
+        return DeferredReceiver(self, executor)
+
+    def describe(self) -> Description:
+        """The config, sizes, modalities present, parameter count, residency and CPU class."""
+        request = S.ModelDescribe()
+        request.model = self._use("Model.describe")
+        if lib.uform_model_describe(byref(request)) != 0:
+            raise from_outcome(request.outcome)
+        d = request.description
+        return Description(
+            size=d.size.decode("utf-8", errors="replace"),
+            hidden=d.hidden,
+            depth=d.depth,
+            heads=d.heads,
+            mlp=d.mlp,
+            embedding=d.embedding,
+            matryoshka=tuple(d.matryoshka[: min(d.matryoshka_count, 8)]),
+            temperature_groups=d.temperature_groups,
+            modalities=tuple(m.name.lower() for m in Modality if d.modalities & (1 << m)),
+            text_bytes=d.text_bytes,
+            image_size=d.image_size,
+            image_patch=d.image_patch,
+            video_size=d.video_size,
+            video_patch=d.video_patch,
+            video_frames=d.video_frames,
+            video_tubelet=d.video_tubelet,
+            audio_rate=d.audio_rate,
+            audio_seconds=d.audio_seconds,
+            audio_mels=d.audio_mels,
+            parameters=d.parameters,
+            weight_bytes=d.weight_bytes,
+            residency=Residency(d.residency).name.lower(),
+            cpu_class=CpuClass(d.cpu_class),
+            compute=Compute(d.compute).name.lower(),
+        )
+
+    def close(self) -> None:
+        """Waits for this model's unfinished Deferred calls, then frees it. Closing twice is a no-op."""
+        if getattr(self, "_handle", None) is None:
+            return
+        for deferred in list(self._pending):
+            deferred._settle()
+        handle, self._handle = self._handle, None
+        lib.uform_model_free(handle)
+
+    def __enter__(self) -> "Model":
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    def __repr__(self) -> str:
+        state = "closed" if self._handle is None else repr(self._path)
+        return f"Model({state})"
+
+
+class Receiver(Verbs[Encoded, Chosen]):
+    """``model.on(executor)``: the model's verbs, blocking while they run on ``executor``."""
+
+    def __init__(self, model: Model, executor: Executor) -> None:
+        self._model, self._executor, self._completion = model, executor, BLOCKING
+
+    def __repr__(self) -> str:
+        return f"Receiver({self._model!r} on {self._executor!r})"
+
+
+class DeferredReceiver(Verbs[Deferred[Encoded], Deferred[Chosen]]):
+    """``model.deferred(executor)``: the model's verbs, each answering a ``Deferred``."""
+
+    def __init__(self, model: Model, executor: Executor) -> None:
+        self._model, self._executor, self._completion = model, executor, DEFERRED
+
+    def __repr__(self) -> str:
+        return f"DeferredReceiver({self._model!r} on {self._executor!r})"

@@ -1,0 +1,106 @@
+/*
+ * Prints the size of every struct the Python binding mirrors and the offset of each of its fields,
+ * as the C compiler lays them out: lines "STRUCT size N" and "STRUCT FIELD N". test_layout.py
+ * compares them with the ctypes mirrors of python/uform/_structs.py.
+ */
+#include <stddef.h>
+#include <stdio.h>
+
+#include "uform/uform.h"
+
+#define SIZE(type) printf(#type " size %zu\n", sizeof(type))
+#define FIELD(type, field) printf(#type " " #field " %zu\n", offsetof(type, field))
+
+/* The fields every encode request has, with the verb's inputs handled by the caller. */
+#define REQUEST_HEAD(type) FIELD(type, model), FIELD(type, executor), FIELD(type, completion)
+#define REQUEST_TAIL(type) \
+    FIELD(type, outputs), FIELD(type, arena), FIELD(type, config), FIELD(type, outcome), FIELD(type, encoded)
+
+int main(void) {
+    SIZE(uform_outcome_t);
+    FIELD(uform_outcome_t, status), FIELD(uform_outcome_t, reserved), FIELD(uform_outcome_t, function);
+    FIELD(uform_outcome_t, message);
+
+    SIZE(uform_gpu_device_t);
+    FIELD(uform_gpu_device_t, vendor), FIELD(uform_gpu_device_t, vendor_ordinal), FIELD(uform_gpu_device_t, gpu_class);
+    FIELD(uform_gpu_device_t, compute_units), FIELD(uform_gpu_device_t, memory_bytes), FIELD(uform_gpu_device_t, name);
+
+    SIZE(uform_progress_t);
+    FIELD(uform_progress_t, callback), FIELD(uform_progress_t, state), FIELD(uform_progress_t, steps);
+
+    SIZE(uform_ram_options_t);
+    FIELD(uform_ram_options_t, memory_domains), FIELD(uform_ram_options_t, memory_domains_count);
+    FIELD(uform_ram_options_t, cpu_class), FIELD(uform_ram_options_t, compute);
+
+    SIZE(uform_matrix_t);
+    FIELD(uform_matrix_t, data), FIELD(uform_matrix_t, rows), FIELD(uform_matrix_t, columns);
+    FIELD(uform_matrix_t, stride_bytes), FIELD(uform_matrix_t, scalar), FIELD(uform_matrix_t, arena);
+    FIELD(uform_matrix_t, generation);
+
+    SIZE(uform_rows_t);
+    FIELD(uform_rows_t, matrix), FIELD(uform_rows_t, offsets), FIELD(uform_rows_t, count);
+
+    SIZE(uform_tape_t);
+    FIELD(uform_tape_t, data), FIELD(uform_tape_t, offsets), FIELD(uform_tape_t, count);
+
+    SIZE(uform_model_description_t);
+    FIELD(uform_model_description_t, size), FIELD(uform_model_description_t, hidden);
+    FIELD(uform_model_description_t, depth), FIELD(uform_model_description_t, heads);
+    FIELD(uform_model_description_t, mlp), FIELD(uform_model_description_t, embedding);
+    FIELD(uform_model_description_t, matryoshka), FIELD(uform_model_description_t, matryoshka_count);
+    FIELD(uform_model_description_t, temperature_groups), FIELD(uform_model_description_t, modalities);
+    FIELD(uform_model_description_t, text_bytes), FIELD(uform_model_description_t, image_size);
+    FIELD(uform_model_description_t, image_patch), FIELD(uform_model_description_t, video_size);
+    FIELD(uform_model_description_t, video_patch), FIELD(uform_model_description_t, video_frames);
+    FIELD(uform_model_description_t, video_tubelet), FIELD(uform_model_description_t, audio_rate);
+    FIELD(uform_model_description_t, audio_seconds), FIELD(uform_model_description_t, audio_mels);
+    FIELD(uform_model_description_t, parameters), FIELD(uform_model_description_t, weight_bytes);
+    FIELD(uform_model_description_t, residency), FIELD(uform_model_description_t, cpu_class);
+    FIELD(uform_model_description_t, compute);
+
+    SIZE(uform_model_describe_t);
+    FIELD(uform_model_describe_t, model), FIELD(uform_model_describe_t, outcome);
+    FIELD(uform_model_describe_t, description);
+
+    SIZE(uform_encode_stats_t);
+    FIELD(uform_encode_stats_t, items), FIELD(uform_encode_stats_t, tokens), FIELD(uform_encode_stats_t, input_bytes);
+    FIELD(uform_encode_stats_t, decode_seconds), FIELD(uform_encode_stats_t, compute_seconds);
+    FIELD(uform_encode_stats_t, flops), FIELD(uform_encode_stats_t, arena_bytes);
+
+    SIZE(uform_encode_config_t);
+    FIELD(uform_encode_config_t, outputs_scalar), FIELD(uform_encode_config_t, progress);
+    FIELD(uform_encode_config_t, stats), FIELD(uform_encode_config_t, dimensions);
+
+    SIZE(uform_encoded_t);
+    FIELD(uform_encoded_t, embeddings), FIELD(uform_encoded_t, token_vectors), FIELD(uform_encoded_t, states);
+
+    SIZE(uform_text_encode_t);
+    REQUEST_HEAD(uform_text_encode_t), FIELD(uform_text_encode_t, texts), REQUEST_TAIL(uform_text_encode_t);
+    SIZE(uform_image_encode_t);
+    REQUEST_HEAD(uform_image_encode_t), FIELD(uform_image_encode_t, images), REQUEST_TAIL(uform_image_encode_t);
+    SIZE(uform_image_encode_pixels_t);
+    REQUEST_HEAD(uform_image_encode_pixels_t), FIELD(uform_image_encode_pixels_t, pixels);
+    FIELD(uform_image_encode_pixels_t, heights), FIELD(uform_image_encode_pixels_t, widths);
+    REQUEST_TAIL(uform_image_encode_pixels_t);
+    SIZE(uform_video_encode_t);
+    REQUEST_HEAD(uform_video_encode_t), FIELD(uform_video_encode_t, videos), REQUEST_TAIL(uform_video_encode_t);
+    SIZE(uform_audio_encode_t);
+    REQUEST_HEAD(uform_audio_encode_t), FIELD(uform_audio_encode_t, recordings), REQUEST_TAIL(uform_audio_encode_t);
+    SIZE(uform_audio_encode_samples_t);
+    REQUEST_HEAD(uform_audio_encode_samples_t), FIELD(uform_audio_encode_samples_t, samples);
+    FIELD(uform_audio_encode_samples_t, sample_rate), REQUEST_TAIL(uform_audio_encode_samples_t);
+
+    SIZE(uform_text_choose_t);
+    FIELD(uform_text_choose_t, model), FIELD(uform_text_choose_t, executor), FIELD(uform_text_choose_t, completion);
+    FIELD(uform_text_choose_t, texts), FIELD(uform_text_choose_t, choices), FIELD(uform_text_choose_t, groups);
+    FIELD(uform_text_choose_t, arena), FIELD(uform_text_choose_t, config), FIELD(uform_text_choose_t, outcome);
+    FIELD(uform_text_choose_t, probabilities);
+
+    SIZE(uform_program_t);
+    FIELD(uform_program_t, index), FIELD(uform_program_t, generation);
+
+    SIZE(uform_descriptor_t);
+    FIELD(uform_descriptor_t, dtype), FIELD(uform_descriptor_t, rank), FIELD(uform_descriptor_t, dims);
+    FIELD(uform_descriptor_t, byte_size), FIELD(uform_descriptor_t, alignment);
+    return 0;
+}
