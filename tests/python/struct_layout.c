@@ -1,6 +1,6 @@
 /*
  * Prints the size of every struct the Python binding mirrors and the offset of each of its fields,
- * as the C compiler lays them out: lines "STRUCT size N" and "STRUCT FIELD N". test_layout.py
+ * as the C compiler lays them out: lines "STRUCT sizeof N" (no field can be named sizeof) and "STRUCT FIELD N". test_layout.py
  * compares them with the ctypes mirrors of python/uform/_structs.py.
  */
 #include <stddef.h>
@@ -8,7 +8,7 @@
 
 #include "uform/uform.h"
 
-#define SIZE(type) printf(#type " size %zu\n", sizeof(type))
+#define SIZE(type) printf(#type " sizeof %zu\n", sizeof(type))
 #define FIELD(type, field) printf(#type " " #field " %zu\n", offsetof(type, field))
 
 /* The fields every encode request has, with the verb's inputs handled by the caller. */
