@@ -7,6 +7,7 @@ from typing import Any, Callable, Generic, Iterable, Optional, TypeVar, Union
 from . import _inputs, _structs as S
 from ._library import lib
 from ._progress import Relay, trampoline
+from .arena import Arena
 from .deferred import Deferred
 from .enums import Outputs, Scalar, parse_enum
 from .errors import Status, from_outcome, invalid
@@ -51,8 +52,6 @@ class _Options:
     __slots__ = ("flags", "scalar", "dims", "progress", "stats", "arena")
 
     def __init__(self, function, outputs, scalar, dims, progress, stats, arena, encode=True):
-        from .arena import Arena
-
         self.flags = parse_outputs(outputs, function) if encode else 0
         self.scalar = parse_enum(Scalar, scalar, function, "scalar") if encode else Scalar.F32
         self.dims = 0 if dims is None else _inputs.non_negative(dims, function, "dims")
