@@ -5,8 +5,10 @@ By default every array is a NumPy array the caller owns (copied out of the bindi
 A call given ``arena=Arena(...)`` answers zero-copy, read-only views into that arena instead; their
 accessors (``.embeddings``, ``.values`` …) check the arena's generation every time and raise
 ``InvalidArgument`` once a later call has rewritten it or it was closed — the stale-view rule of the
-C API. An array taken from an accessor earlier is a plain view and is not checked again: copy what
-you keep past the arena's next call.
+C API. An array taken from an accessor is a plain NumPy view with no check of its own, like a C
+pointer read from a view's ``data``: the arena's next call may move its pages (it regrows by
+mapping a new block), so using such an array after that call or after ``close()`` reads freed
+memory. Copy what you keep past the arena's next call, or read it through the accessors.
 
 Scalars: ``f32`` → ``float32``, ``f16`` → ``float16``, ``bf16`` → ``uint16`` (the bfloat16 bit
 patterns; ``bfloat16_to_float32`` widens them exactly), ``i8`` → ``int8``, ``b1`` → ``uint8`` with
@@ -158,11 +160,12 @@ class Ragged:
 class Encoded:
     """The outputs of an encode; outputs not asked for are None."""
 
-    __slots__ = ("_embeddings", "_token_vectors", "_states", "_stats", "_guard")
+    __slots__ = ("_embeddings", "_token_vectors", "_states", "_stats", "_guard", "_raw")
 
-    def __init__(self, embeddings, token_vectors, states, stats, guard):
+    def __init__(self, embeddings, token_vectors, states, stats, guard, raw=None):
         self._embeddings, self._token_vectors, self._states = embeddings, token_vectors, states
         self._stats, self._guard = stats, guard
+        self._raw = raw  # the C views (uform_encoded_t) of an arena result, for tests and debugging
 
     def _check(self, accessor: str) -> None:
         if self._guard is not None:
@@ -210,10 +213,11 @@ class Encoded:
 class Chosen:
     """The answer of ``text_choose``: per text, one probability per legal byte, in the order listed."""
 
-    __slots__ = ("_probabilities", "_stats", "_guard")
+    __slots__ = ("_probabilities", "_stats", "_guard", "_raw")
 
-    def __init__(self, probabilities: Ragged, stats: Optional[Stats], guard: Optional[_Guard]):
+    def __init__(self, probabilities: Ragged, stats: Optional[Stats], guard: Optional[_Guard], raw=None):
         self._probabilities, self._stats, self._guard = probabilities, stats, guard
+        self._raw = raw  # the C view (uform_rows_t) of an arena result
 
     @property
     def probabilities(self) -> Ragged:
@@ -244,7 +248,8 @@ def encoded(raw: S.Encoded, flags: int, stats: Optional[S.EncodeStats], arena, g
     if flags & 4:
         rows = raw.states
         states = Ragged(_matrix(rows.matrix, view, keep), _offsets(rows, view, keep), guard, "Encoded.states")
-    return Encoded(embeddings, token_vectors, states, Stats._of(stats) if stats is not None else None, guard)
+    return Encoded(embeddings, token_vectors, states, Stats._of(stats) if stats is not None else None, guard,
+                   raw if view else None)
 
 
 def chosen(raw: S.Rows, stats: Optional[S.EncodeStats], arena, generation: int) -> Chosen:
@@ -253,4 +258,4 @@ def chosen(raw: S.Rows, stats: Optional[S.EncodeStats], arena, generation: int) 
     guard = _Guard(arena, generation) if view else None
     values = _matrix(raw.matrix, view, arena).reshape(-1)
     probabilities = Ragged(values, _offsets(raw, view, arena), guard, "Chosen.probabilities")
-    return Chosen(probabilities, Stats._of(stats) if stats is not None else None, guard)
+    return Chosen(probabilities, Stats._of(stats) if stats is not None else None, guard, raw if view else None)
