@@ -110,15 +110,16 @@ def files(value: Any, function: str, argument: str) -> Items:
     """Whole files: a path (``str`` or ``os.PathLike``, read here) or the file's bytes, one or a list."""
     singles = (str, os.PathLike) + _BYTES
     items = _listed(value, function, argument, singles, "a path or bytes")
+    for i, item in enumerate(items):  # every item's type first, then the reads
+        if not isinstance(item, singles):
+            raise invalid(function, f"{argument}[{i}]: expected a path or bytes, got {_type_name(item)}")
     parts = []
     for i, item in enumerate(items):
         where = f"{argument}[{i}]"
-        if isinstance(item, (str, os.PathLike)):
-            parts.append(_read(item, function, where))
-        elif isinstance(item, _BYTES):
+        if isinstance(item, _BYTES):
             parts.append(_as_bytes(item, function, where))
         else:
-            raise invalid(function, f"{where}: expected a path or bytes, got {_type_name(item)}")
+            parts.append(_read(item, function, where))
     return _join(parts)
 
 
