@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Installs the build into a temporary prefix and builds an outside program against it, twice:
 # with pkg-config (shared library) and with CMake's find_package (the uform::uform target).
-# Usage: test_install.sh SOURCE_DIR BUILD_DIR C_COMPILER
+# Then imports the installed Python package from another folder, with no UFORM_LIBRARY: it must find
+# the copy of libuform.so.4 installed next to it.
+# Usage: test_install.sh SOURCE_DIR BUILD_DIR C_COMPILER [PYTHON PYTHON_INSTALL_DIR]
 set -u
-source_dir=$1 build_dir=$2 compiler=${3:-cc}
+source_dir=$1 build_dir=$2 compiler=${3:-cc} python=${4:-} python_dir=${5:-}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 prefix="$work/prefix"
@@ -53,6 +55,22 @@ LISTS
 check cmake -S "$work/consumer" -B "$work/consumer/build" -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_C_COMPILER="$compiler" -DCMAKE_BUILD_WITH_INSTALL_RPATH=ON -DCMAKE_INSTALL_RPATH="$libdir" > "$work/consumer.log" 2>&1
 check cmake --build "$work/consumer/build" > "$work/consumer_build.log" 2>&1
 check env LD_LIBRARY_PATH="$libdir" "$work/consumer/build/outside"
+
+# The Python package, from a folder of its own, with nothing pointing at the build tree.
+if [ -n "$python" ] && [ -n "$python_dir" ]; then
+  site="$prefix/$python_dir"
+  check test -f "$site/uform/__init__.py"
+  check test -f "$site/uform/py.typed"
+  check test -f "$site/uform/libuform.so.4"
+  mkdir -p "$work/elsewhere"
+  check env -u UFORM_LIBRARY -u LD_LIBRARY_PATH PYTHONPATH="$site" sh -c "cd '$work/elsewhere' && '$python' -c \"
+import uform
+assert uform.library_path == '$site/uform/libuform.so.4', uform.library_path
+with uform.Executor.for_ram(threads=1) as executor:
+    assert executor.threads == 1
+print('installed uform', uform.__version__, 'from', uform.library_path)
+\""
+fi
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
