@@ -1,7 +1,7 @@
 """The verbs every receiver offers (``Model``, ``model.on(executor)``, ``model.deferred(executor)``)
 and the one path they all take into C: check the arguments, fill the request, call, collect."""
 
-from ctypes import addressof
+from ctypes import addressof, c_size_t
 from typing import Any, Callable, Generic, Iterable, Optional, TypeVar, Union
 
 from . import _inputs, _structs as S
@@ -11,7 +11,7 @@ from .arena import Arena
 from .deferred import Deferred
 from .enums import Outputs, Scalar, parse_enum
 from .errors import Status, from_outcome, invalid
-from .results import Chosen, Encoded, chosen, encoded
+from .results import Chosen, Encoded, chosen, encoded, owned_rows
 
 E = TypeVar("E")  # what an encode verb answers: Encoded, or Deferred[Encoded]
 C = TypeVar("C")  # what text_choose answers: Chosen, or Deferred[Chosen]
@@ -46,28 +46,38 @@ def parse_outputs(value: Any, function: str) -> int:
     return flags
 
 
-class _Options:
-    """The options every verb shares, checked before any resource is taken."""
-
-    __slots__ = ("flags", "scalar", "dims", "progress", "stats", "arena")
-
-    def __init__(self, function, outputs, scalar, dims, progress, stats, arena, encode=True):
-        self.flags = parse_outputs(outputs, function) if encode else 0
-        self.scalar = parse_enum(Scalar, scalar, function, "scalar") if encode else Scalar.F32
-        self.dims = 0 if dims is None else _inputs.non_negative(dims, function, "dims")
-        if progress is not None and not callable(progress):
-            raise invalid(function, f"progress: expected a callable (completed, total) -> bool, got {type(progress).__name__}")
-        self.progress = progress
-        if not isinstance(stats, bool):
-            raise invalid(function, f"stats: expected True or False, got {type(stats).__name__}")
-        self.stats = stats
-        if arena is not None and not isinstance(arena, Arena):
-            raise invalid(function, f"arena: expected a uform.Arena or None, got {type(arena).__name__}")
-        self.arena = arena
+_SCALAR_NAMES = {"f32": 0, "f16": 1, "bf16": 2, "i8": 3, "b1": 4}
 
 
-def _tape(field: S.Tape, items: _inputs.Items) -> None:
-    field.data, field.offsets, field.count = items.data, items.offsets, items.count
+def _options(function: str, outputs: Any, scalar: Any, dims: Any, progress: Any, stats: Any, arena: Any):
+    """Checks the options of an encode verb and answers (output flags, scalar number, dims). The
+    defaults take the shortest path: this runs on every call."""
+    flags = 1 if outputs is None else parse_outputs(outputs, function)
+    kind = _SCALAR_NAMES.get(scalar) if type(scalar) is str else None
+    if kind is None:
+        kind = int(parse_enum(Scalar, scalar, function, "scalar"))
+    dimensions = 0 if dims is None else _inputs.non_negative(dims, function, "dims")
+    if progress is not None or stats is not False or arena is not None:
+        _check_common(function, progress, stats, arena)
+    return flags, kind, dimensions
+
+
+def _check_common(function: str, progress: Any, stats: Any, arena: Any) -> None:
+    """Checks the options every verb shares: progress, stats and arena."""
+    if progress is not None and not callable(progress):
+        raise invalid(function, f"progress: expected a callable (completed, total) -> bool, got {type(progress).__name__}")
+    if stats is not False and stats is not True:
+        raise invalid(function, f"stats: expected True or False, got {type(stats).__name__}")
+    if arena is not None and not isinstance(arena, Arena):
+        raise invalid(function, f"arena: expected a uform.Arena or None, got {type(arena).__name__}")
+
+
+_TWO = c_size_t * 2
+_DEFAULTS = (1, 0, 0)  # embeddings, F32, the whole embedding
+
+
+def _tape(items: _inputs.Items) -> S.Tape:
+    return S.Tape(items.data, items.offsets, items.count)
 
 
 class Verbs(Generic[E, C]):
@@ -100,12 +110,21 @@ class Verbs(Generic[E, C]):
     ) -> E:
         """Encodes texts (``str`` as UTF-8, ``bytes`` as they are; one or a list). Bytes are the
         model's tokens; a text longer than the model's ``text_bytes`` keeps its first bytes."""
-        function = "text_encode"
-        options = _Options(function, outputs, scalar, dims, progress, stats, arena)
-        items = _inputs.texts(texts, function)
-        request = S.TextEncode()
-        _tape(request.texts, items)
-        return self._call(lib.uform_text_encode, request, items.keep, function, options, _encoded)
+        if (type(texts) is str and outputs is None and dims is None and progress is None and stats is False
+                and arena is None and type(scalar) is str and scalar == "f32"):
+            # One text with the defaults: the most frequent call, given the shortest path.
+            try:
+                data = texts.encode()
+            except UnicodeEncodeError:
+                data = None  # the general path below names the problem
+            if data is not None:
+                offsets = _TWO(0, len(data))
+                return self._call(S.TextEncode, lib.uform_text_encode, (S.Tape(data, addressof(offsets), 1),),
+                                  (data, offsets), "text_encode", _DEFAULTS, None, False, None)
+        options = _options("text_encode", outputs, scalar, dims, progress, stats, arena)
+        items = _inputs.texts(texts, "text_encode")
+        return self._call(S.TextEncode, lib.uform_text_encode, (_tape(items),), items.keep, "text_encode", options,
+                          progress, stats, arena)
 
     def image_encode(
         self,
@@ -120,12 +139,10 @@ class Verbs(Generic[E, C]):
     ) -> E:
         """Encodes image files (JPEG, PNG, WebP; GIF, BMP … with FFmpeg): paths (``str`` or
         ``os.PathLike``, read here) or the files' bytes, one or a list."""
-        function = "image_encode"
-        options = _Options(function, outputs, scalar, dims, progress, stats, arena)
-        items = _inputs.files(images, function, "images")
-        request = S.ImageEncode()
-        _tape(request.images, items)
-        return self._call(lib.uform_image_encode, request, items.keep, function, options, _encoded)
+        options = _options("image_encode", outputs, scalar, dims, progress, stats, arena)
+        items = _inputs.files(images, "image_encode", "images")
+        return self._call(S.ImageEncode, lib.uform_image_encode, (_tape(items),), items.keep, "image_encode", options,
+                          progress, stats, arena)
 
     def image_encode_pixels(
         self,
@@ -141,13 +158,11 @@ class Verbs(Generic[E, C]):
         """Encodes RGB8 images: a C-contiguous ``uint8`` array ``[h, w, 3]`` or ``[n, h, w, 3]``
         (read in place, no copy), or a list of ``[h, w, 3]`` arrays of any sizes."""
         function = "image_encode_pixels"
-        options = _Options(function, outputs, scalar, dims, progress, stats, arena)
+        options = _options(function, outputs, scalar, dims, progress, stats, arena)
         items, heights, widths = _inputs.pixels(pixels, function)
-        request = S.ImageEncodePixels()
-        _tape(request.pixels, items)
-        request.heights, request.widths = addressof(heights), addressof(widths)
-        keep = (items.keep, heights, widths)
-        return self._call(lib.uform_image_encode_pixels, request, keep, function, options, _encoded)
+        inputs = (_tape(items), addressof(heights), addressof(widths))
+        return self._call(S.ImageEncodePixels, lib.uform_image_encode_pixels, inputs, (items.keep, heights, widths),
+                          function, options, progress, stats, arena)
 
     def video_encode(
         self,
@@ -162,12 +177,10 @@ class Verbs(Generic[E, C]):
     ) -> E:
         """Encodes video files (MP4, WebM, MKV … through FFmpeg): paths or bytes, one or a list.
         Raises ``Unsupported`` in a build without FFmpeg."""
-        function = "video_encode"
-        options = _Options(function, outputs, scalar, dims, progress, stats, arena)
-        items = _inputs.files(videos, function, "videos")
-        request = S.VideoEncode()
-        _tape(request.videos, items)
-        return self._call(lib.uform_video_encode, request, items.keep, function, options, _encoded)
+        options = _options("video_encode", outputs, scalar, dims, progress, stats, arena)
+        items = _inputs.files(videos, "video_encode", "videos")
+        return self._call(S.VideoEncode, lib.uform_video_encode, (_tape(items),), items.keep, "video_encode", options,
+                          progress, stats, arena)
 
     def audio_encode(
         self,
@@ -182,12 +195,10 @@ class Verbs(Generic[E, C]):
     ) -> E:
         """Encodes audio files (WAV; FLAC, Ogg, MP3, AAC … with FFmpeg): paths or bytes, one or a
         list; mixed to mono, resampled to the model's rate, cropped or padded to its seconds."""
-        function = "audio_encode"
-        options = _Options(function, outputs, scalar, dims, progress, stats, arena)
-        items = _inputs.files(recordings, function, "recordings")
-        request = S.AudioEncode()
-        _tape(request.recordings, items)
-        return self._call(lib.uform_audio_encode, request, items.keep, function, options, _encoded)
+        options = _options("audio_encode", outputs, scalar, dims, progress, stats, arena)
+        items = _inputs.files(recordings, "audio_encode", "recordings")
+        return self._call(S.AudioEncode, lib.uform_audio_encode, (_tape(items),), items.keep, "audio_encode", options,
+                          progress, stats, arena)
 
     def audio_encode_samples(
         self,
@@ -204,15 +215,13 @@ class Verbs(Generic[E, C]):
         """Encodes mono float32 PCM at ``rate`` Hz (any rate; resampled like files): a C-contiguous
         ``float32`` array ``[samples]`` or ``[n, samples]`` (read in place), or a list of 1-D arrays."""
         function = "audio_encode_samples"
-        options = _Options(function, outputs, scalar, dims, progress, stats, arena)
+        options = _options(function, outputs, scalar, dims, progress, stats, arena)
         sample_rate = _inputs.non_negative(rate, function, "rate")
         if sample_rate == 0:
             raise invalid(function, "rate = 0: the sample rate must be positive")
         items = _inputs.samples(samples, function)
-        request = S.AudioEncodeSamples()
-        _tape(request.samples, items)
-        request.sample_rate = sample_rate
-        return self._call(lib.uform_audio_encode_samples, request, items.keep, function, options, _encoded)
+        return self._call(S.AudioEncodeSamples, lib.uform_audio_encode_samples, (_tape(items), sample_rate), items.keep,
+                          function, options, progress, stats, arena)
 
     def text_choose(
         self,
@@ -229,40 +238,60 @@ class Verbs(Generic[E, C]):
         list of byte values — of distinct bytes; ``groups`` optionally gives each text's temperature
         group (default 0). ``.probabilities[i]`` lists text ``i``'s probabilities in its choices' order."""
         function = "text_choose"
-        options = _Options(function, None, "f32", None, progress, stats, arena, encode=False)
+        _check_common(function, progress, stats, arena)
         text_items = _inputs.texts(texts, function)
         choice_items = _inputs.choices(choices, text_items.count, function)
         group_array = _inputs.groups(groups, text_items.count, function)
-        request = S.TextChoose()
-        _tape(request.texts, text_items)
-        _tape(request.choices, choice_items)
-        request.groups = addressof(group_array) if group_array is not None else None
+        inputs = (_tape(text_items), _tape(choice_items), addressof(group_array) if group_array is not None else None)
         keep = (text_items.keep, choice_items.keep, group_array)
-        return self._call(lib.uform_text_choose, request, keep, function, options, _chosen)
+        return self._call(S.TextChoose, lib.uform_text_choose, inputs, keep, function, None, progress, stats, arena)
 
-    def _call(self, verb, request, keep, function: str, options: _Options, collect) -> Any:
-        """Fills the shared fields, runs the verb and answers the result (or a Deferred of it)."""
+    def _call(self, request_type, verb, inputs, keep, function: str, options, progress, stats, arena) -> Any:
+        """Makes the request, runs the verb and answers the result (or a Deferred of it).
+
+        ``inputs`` are the verb's own fields (after model, executor, completion); ``options`` is
+        (output flags, scalar, dims), None for text_choose. A blocking call with default options
+        takes a straight path: it is the binding's whole per-call overhead."""
         model, executor = self._model, self._executor
-        request.model = model._use(function)
-        request.executor = executor._use(function)
-        request.completion = self._completion
-        config = request.config
-        if options.flags:  # an encode verb (text_choose has no outputs, scalar or dims)
-            request.outputs = options.flags
-            config.outputs_scalar = options.scalar
-            config.dimensions = options.dims
-        raw_stats = None
-        if options.stats:
+        handle = model._handle
+        if handle is None:
+            raise invalid(function, "the model is closed")
+        if executor._closed:
+            raise invalid(function, "the executor is closed")
+        if arena is None:
+            pool = executor._arenas
+            arena_handle = pool.pop() if pool else executor._acquire_arena(function)
+        else:
+            arena_handle = arena._use(function)
+        completion = self._completion
+        if options is None:  # text_choose
+            flags = 0
+            request = request_type(handle, executor._handle, completion, *inputs, arena_handle)
+        else:
+            flags, kind, dims = options
+            request = request_type(handle, executor._handle, completion, *inputs, flags, arena_handle)
+            if kind or dims:
+                config = request.config
+                config.outputs_scalar, config.dimensions = kind, dims
+        if completion == BLOCKING and progress is None and not stats and arena is None:
+            try:
+                if verb(addressof(request)) != 0:
+                    raise from_outcome(request.outcome)
+                if flags == 1:  # embeddings only, owned: the common case, without detours
+                    return Encoded(owned_rows(request.encoded.embeddings), None, None, None, None)
+                return _collect(request, flags, None, None, 0)
+            finally:
+                if executor._closed:
+                    lib.uform_arena_free(arena_handle)
+                else:
+                    executor._arenas.append(arena_handle)
+        raw_stats = relay = None
+        if stats:
             raw_stats = S.EncodeStats()
-            config.stats = addressof(raw_stats)
-        view = options.arena
-        arena_handle = view._use(function) if view is not None else executor._acquire_arena(function)
-        request.arena = arena_handle
-        relay = None
-        if options.progress is not None:
-            relay = Relay(options.progress)
-            config.progress.callback = trampoline
-            config.progress.state = relay.key
+            request.config.stats = addressof(raw_stats)
+        if progress is not None:
+            relay = Relay(progress)
+            request.config.progress = S.Progress(trampoline, relay.key, 0)
 
         def finish():
             try:
@@ -270,22 +299,22 @@ class Verbs(Generic[E, C]):
                     relay.reraise()
                 if request.outcome.status != Status.OK:
                     raise from_outcome(request.outcome)
-                generation = lib.uform_arena_generation(arena_handle) if view is not None else 0
-                return collect(request, options.flags, raw_stats, view, generation)
+                generation = lib.uform_arena_generation(arena_handle) if arena is not None else 0
+                return _collect(request, flags, raw_stats, arena, generation)
             finally:
                 if relay is not None:
                     relay.close()
-                if view is None:
+                if arena is None:
                     executor._release_arena(arena_handle)
 
         try:
             status = verb(addressof(request))
         except BaseException:
-            finish_quietly(relay, view, executor, arena_handle)
+            finish_quietly(relay, arena, executor, arena_handle)
             raise
-        if self._completion == BLOCKING or status not in (Status.OK, Status.DEFERRED):
+        if completion == BLOCKING or status not in (Status.OK, Status.DEFERRED):
             return finish()
-        deferred = Deferred(request, finish, (keep, raw_stats, relay, view, model, executor))
+        deferred = Deferred(request, finish, (keep, raw_stats, relay, arena, model, executor))
         model._pending.add(deferred)
         return deferred
 
@@ -298,11 +327,10 @@ def finish_quietly(relay, view, executor, arena_handle) -> None:
         executor._release_arena(arena_handle)
 
 
-def _encoded(request: Any, flags: int, raw_stats, view, generation: int) -> Encoded:
-    return encoded(request.encoded, flags, raw_stats, view, generation)
-
-
-def _chosen(request: S.TextChoose, flags: int, raw_stats, view, generation: int) -> Chosen:
+def _collect(request: Any, flags: int, raw_stats, view, generation: int) -> Any:
+    """The result of a final request: an ``Encoded`` for the encode verbs, a ``Chosen`` for text_choose."""
+    if flags:
+        return encoded(request.encoded, flags, raw_stats, view, generation)
     return chosen(request.probabilities, raw_stats, view, generation)
 
 

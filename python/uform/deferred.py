@@ -1,7 +1,6 @@
 """``Deferred``: a call submitted to an executor that finishes later."""
 
 import threading
-import weakref
 from ctypes import addressof
 from typing import Any, Callable, Generic, Optional, TypeVar
 
@@ -9,9 +8,6 @@ from ._library import lib
 from .errors import Status
 
 T = TypeVar("T")
-
-_pending: "weakref.WeakSet[Deferred]" = weakref.WeakSet()
-
 
 class Deferred(Generic[T]):
     """A submitted call. ``wait()`` blocks until it is final (releasing the GIL meanwhile) and
@@ -34,7 +30,6 @@ class Deferred(Generic[T]):
         self._settled = False
         self._result: Optional[T] = None
         self._error: Optional[BaseException] = None
-        _pending.add(self)
 
     def status(self) -> Status:
         """``Status.DEFERRED`` while the call runs or waits in the queue, its final status after."""
@@ -66,7 +61,6 @@ class Deferred(Generic[T]):
             self._settled = True
             self._finish = None  # type: ignore[assignment]
             self._keep = self._keep[:1]  # the request (its outcome); inputs and arenas go
-            _pending.discard(self)
 
     def __del__(self) -> None:
         try:
@@ -77,12 +71,3 @@ class Deferred(Generic[T]):
 
     def __repr__(self) -> str:
         return f"Deferred({self.status().name.lower()})"
-
-
-def settle_all() -> None:
-    """Waits for every unfinished Deferred (at interpreter exit, before executors stop)."""
-    for deferred in list(_pending):
-        try:
-            deferred._settle()
-        except Exception:
-            pass

@@ -150,9 +150,7 @@ calling_thread = Executor()
 
 @atexit.register
 def _close_all() -> None:
-    """Stops every executor's threads before the interpreter goes (their calls may call back into Python)."""
-    from . import deferred
-
-    deferred.settle_all()
+    """Stops every executor before the interpreter goes: closing waits for the calls in flight and
+    queued (with the GIL released, so their progress handlers can still run), then joins the threads."""
     for executor in list(_live):
         executor.close()

@@ -83,6 +83,8 @@ def _buffer(address: int, size: int, keep):
 
 def _matrix(matrix: S.Matrix, view: bool, keep) -> np.ndarray:
     """A ``[rows, width]`` array of a matrix: a read-only view into the arena, or an owned copy."""
+    if not view:
+        return owned_rows(matrix)
     dtype = _DTYPES[matrix.scalar]
     rows = matrix.rows
     width = (matrix.columns + 7) // 8 if matrix.scalar == 4 else matrix.columns
@@ -92,10 +94,23 @@ def _matrix(matrix: S.Matrix, view: bool, keep) -> np.ndarray:
     stride = matrix.stride_bytes
     buffer = _buffer(matrix.data, (rows - 1) * stride + row_bytes, keep)
     array = np.ndarray((rows, width), dtype, buffer, 0, (stride, dtype.itemsize))
-    if view:
-        array.flags.writeable = False
-        return array
-    return array.copy()
+    array.flags.writeable = False
+    return array
+
+
+def owned_rows(matrix: S.Matrix) -> np.ndarray:
+    """An owned, C-contiguous copy of a matrix (on every default call's path, so kept short)."""
+    rows, scalar, data = matrix.rows, matrix.scalar, matrix.data
+    dtype = _DTYPES[scalar]
+    width = (matrix.columns + 7) // 8 if scalar == 4 else matrix.columns
+    row_bytes = width * dtype.itemsize
+    if not rows or not row_bytes or not data:
+        return np.empty((rows, width), dtype)
+    stride = matrix.stride_bytes
+    if stride == row_bytes:
+        return np.frombuffer((c_char * (rows * row_bytes)).from_address(data), dtype).reshape(rows, width).copy()
+    buffer = (c_char * ((rows - 1) * stride + row_bytes)).from_address(data)
+    return np.ndarray((rows, width), dtype, buffer, 0, (stride, dtype.itemsize)).copy()
 
 
 def _offsets(rows: S.Rows, view: bool, keep) -> np.ndarray:

@@ -1,0 +1,240 @@
+#!/usr/bin/env python3
+"""What the Python binding costs over the C API, measured side by side in one run.
+
+- Per-call overhead: batch-1 text encodes (the smallest real call) on the calling thread, blocking
+  on a 1-thread executor, and as a deferred round trip, through the binding (owned arrays, and
+  zero-copy views into an Arena) and through a bare request made once and handed to the C verb
+  (one ctypes call a time, nothing else). The two alternate call by call in one process, so drift
+  on a shared machine hits both alike. Overhead = binding − bare + the cost of a bare ctypes call
+  (measured too), i.e. what the binding adds over calling the C function from C: from wall-clock
+  totals, and as the median over calls of the calling thread's CPU time, which other processes on
+  a busy machine do not inflate.
+- Throughput: one batch of 32 JPEG images (640×480) on a 2-thread executor, binding and bare
+  request alternating batch by batch: items per second and the binding/C ratio.
+- For reference, the same calls from a separate C program (bench_python_peer.c), best of rounds:
+  absolute figures, which move with the machine's load from run to run.
+Prints a table and writes JSON (bench/results/bench_python.json by default). Never fails a build.
+
+Usage: bench_python.py --library build/libuform.so.4 --peer build/bench/peer_python
+                       --tiny-tool build/tools/uform_tiny_checkpoint [--small] [--quick] [--out FILE]
+(`make bench` runs it through the generated build/bench/bench_python wrapper.)
+"""
+
+import argparse
+import io
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+
+def arguments():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--library", required=True, help="libuform.so.4 to bind (sets UFORM_LIBRARY)")
+    parser.add_argument("--peer", required=True, help="the C peer program (bench_python_peer.c)")
+    parser.add_argument("--tiny-tool", required=True, help="uform_tiny_checkpoint, to write the checkpoints")
+    parser.add_argument("--small", action="store_true", help="also measure the image batch on the `small` model")
+    parser.add_argument("--quick", action="store_true", help="fewer calls and rounds")
+    parser.add_argument("--out", default=str(HERE / "results" / "bench_python.json"))
+    return parser.parse_args()
+
+
+def peer(args, *command):
+    done = subprocess.run([args.peer, *map(str, command)], capture_output=True, text=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"peer failed: {done.stderr.strip()}")
+    return json.loads(done.stdout)
+
+
+def per_call(function, calls, clock=time.perf_counter):
+    start = clock()
+    for _ in range(calls):
+        function()
+    return (clock() - start) / calls
+
+
+def make_images(folder: Path, count=32):
+    """32 JPEGs of 640×480: smooth gradients plus noise, so decoding and resizing do real work."""
+    import numpy as np
+    from PIL import Image
+
+    rng = np.random.default_rng(1)
+    y, x = np.mgrid[0:480, 0:640]
+    paths = []
+    for i in range(count):
+        base = np.stack([(x * (i + 1)) % 256, (y * 3 + i * 17) % 256, (x + y + i * 29) % 256], axis=-1)
+        noisy = np.clip(base + rng.normal(0, 12, base.shape), 0, 255).astype(np.uint8)
+        buffer = io.BytesIO()
+        Image.fromarray(noisy).save(buffer, format="JPEG", quality=90)
+        path = folder / f"image{i:02d}.jpg"
+        path.write_bytes(buffer.getvalue())
+        paths.append(path)
+    return paths
+
+
+def main():
+    args = arguments()
+    os.environ["UFORM_LIBRARY"] = args.library
+    sys.path.insert(0, str(HERE.parent / "python"))
+    import uform
+
+    rounds = 3 if args.quick else 5
+    calls = 2000 if args.quick else 10000
+    work = Path(tempfile.mkdtemp(prefix="bench_python_"))
+    tiny = work / "tiny.safetensors"
+    subprocess.run([args.tiny_tool, str(tiny), "--seed", "7"], check=True, capture_output=True)
+    images = make_images(work)
+    image_bytes = [p.read_bytes() for p in images]
+    text = "a photo of a cat"
+
+    rows = []  # (figure, python, c, unit)
+    model = uform.Model.load_ram(None, tiny)
+    one = uform.Executor.for_ram(threads=1)
+    two = uform.Executor.for_ram(threads=2)
+    arena = uform.Arena()
+    arena_one = uform.Arena(one)
+
+    # Warm every path once (arenas grow to their footprint, pages are touched).
+    model.text_encode(text), model.text_encode(text, arena=arena)
+    model.on(one).text_encode(text), model.on(one).text_encode(text, arena=arena_one)
+    model.deferred(one).text_encode(text).wait()
+    model.on(two).image_encode(image_bytes)
+
+    from ctypes import addressof, c_size_t
+
+    from uform import _structs as S
+    from uform._library import lib
+
+    def bare(verb, request_type, field, data, executor, arena_handle, deferred=False):
+        """A request filled once and handed to the C verb as it is: the C call and one ctypes call."""
+        request = request_type()
+        offsets = (c_size_t * (len(data) + 1))(*([0] + list(__import__("itertools").accumulate(map(len, data)))))
+        blob = b"".join(data)
+        tape = getattr(request, field)
+        tape.data, tape.offsets, tape.count = blob, addressof(offsets), len(data)
+        request.model, request.executor, request.arena, request.outputs = model._handle, executor, arena_handle, 1
+        request.completion = 1 if deferred else 0
+        address, outcome, wait = addressof(request), addressof(request.outcome), lib.uform_outcome_wait
+
+        def call():
+            status = verb(address)
+            if status == 1:
+                status = wait(outcome)
+            if status != 0:
+                raise RuntimeError(f"bare call answered {status}")
+
+        call.keep = (request, offsets, blob)
+        return call
+
+    raw_host, raw_one, raw_two = uform.Arena(), uform.Arena(one), uform.Arena(two)
+    text_bytes = [text.encode()]
+    cases = {
+        "batch-1 text, calling thread, owned arrays": (lambda: model.text_encode(text), bare(
+            lib.uform_text_encode, S.TextEncode, "texts", text_bytes, None, raw_host._handle)),
+        "batch-1 text, calling thread, arena views": (lambda: model.text_encode(text, arena=arena), bare(
+            lib.uform_text_encode, S.TextEncode, "texts", text_bytes, None, raw_host._handle)),
+        "batch-1 text, 1-thread executor, owned arrays": (lambda: model.on(one).text_encode(text), bare(
+            lib.uform_text_encode, S.TextEncode, "texts", text_bytes, one._handle, raw_one._handle)),
+        "batch-1 text, 1-thread executor, arena views": (lambda: model.on(one).text_encode(text, arena=arena_one), bare(
+            lib.uform_text_encode, S.TextEncode, "texts", text_bytes, one._handle, raw_one._handle)),
+        "batch-1 text, deferred round trip": (lambda: model.deferred(one).text_encode(text).wait(), bare(
+            lib.uform_text_encode, S.TextEncode, "texts", text_bytes, one._handle, raw_one._handle, deferred=True)),
+    }
+    # The floor: one bare ctypes call, in wall time and in the calling thread's CPU time.
+    floor = min(per_call(lambda: one.threads, calls) for _ in range(rounds))
+    floor_cpu = min(per_call(lambda: one.threads, calls, time.thread_time) for _ in range(rounds))
+    results = {"overhead_us": {}, "overhead_cpu_us": {}, "seconds_per_call": {}, "images_per_second": {},
+               "c_program": {}}
+    print(f"Python binding vs C, {platform.node()}, CPU class {uform.cpu_class_detect().name.lower()}, "
+          f"{rounds} × {calls} calls, each alternating with the same call made bare")
+    print("  overhead (CPU): median over calls of the calling thread's CPU time, binding − bare, + one ctypes call;")
+    print("  overhead (wall): the same from wall-clock totals (moves with the machine's load)")
+    print(f"{'figure':48} {'binding':>10} {'C':>10} {'overhead':>10} {'(CPU)':>8}")
+    print(f"{'a bare ctypes call (executor.threads)':48} {floor * 1e6:8.2f}µs {'':>10} {'':>10} {floor_cpu * 1e6:6.2f}µs")
+    wall, cpu = time.perf_counter, time.thread_time_ns
+    for label, (binding, raw) in cases.items():
+        binding(), raw()
+        spent_binding = spent_raw = 0.0
+        differences = []
+        for _ in range(rounds * calls):
+            start, start_cpu = wall(), cpu()
+            binding()
+            middle_cpu, middle = cpu(), wall()
+            raw()
+            end_cpu = cpu()
+            spent_binding += middle - start
+            spent_raw += wall() - middle
+            differences.append((middle_cpu - start_cpu) - (end_cpu - middle_cpu))
+        differences.sort()
+        python_call, c_call = spent_binding / (rounds * calls), spent_raw / (rounds * calls) - floor
+        overhead = (python_call - c_call) * 1e6
+        overhead_cpu = differences[len(differences) // 2] / 1e3 + floor_cpu * 1e6
+        results["overhead_us"][label] = round(overhead, 3)
+        results["overhead_cpu_us"][label] = round(overhead_cpu, 3)
+        results["seconds_per_call"][label] = {"binding": python_call, "c": c_call}
+        print(f"{label:48} {python_call * 1e6:8.2f}µs {c_call * 1e6:8.2f}µs {overhead:8.2f}µs {overhead_cpu:6.2f}µs")
+
+    clock = time.perf_counter
+    batches = 6 if args.quick else 20
+    raw_images = bare(lib.uform_image_encode, S.ImageEncode, "images", image_bytes, two._handle, raw_two._handle)
+    spent_binding = spent_raw = 0.0
+    for _ in range(batches):
+        start = clock()
+        model.on(two).image_encode(image_bytes)
+        middle = clock()
+        raw_images()
+        spent_binding += middle - start
+        spent_raw += clock() - middle
+    py_rate, c_rate = batches * len(image_bytes) / spent_binding, batches * len(image_bytes) / spent_raw
+    results["images_per_second"]["tiny"] = {"binding": py_rate, "c": c_rate, "ratio": py_rate / c_rate}
+    print(f"{'batch-32 JPEG images, tiny, 2 threads':48} {py_rate:9.1f}/s {c_rate:9.1f}/s {py_rate / c_rate:9.4f}×")
+
+    if args.small:
+        small = work / "small.safetensors"
+        subprocess.run([args.tiny_tool, str(small), "--seed", "11", "--size", "small"], check=True, capture_output=True)
+        small_model = uform.Model.load_ram(two, small)
+        raw_small = bare(lib.uform_image_encode, S.ImageEncode, "images", image_bytes, two._handle, raw_two._handle)
+        raw_small.keep[0].model = small_model._handle
+        small_model.on(two).image_encode(image_bytes), raw_small()
+        spent_binding = spent_raw = 0.0
+        for _ in range(2 if args.quick else 6):
+            start = clock()
+            small_model.on(two).image_encode(image_bytes)
+            middle = clock()
+            raw_small()
+            spent_binding += middle - start
+            spent_raw += clock() - middle
+        ratio = spent_raw / spent_binding
+        results["images_per_second"]["small"] = {"binding": len(image_bytes) / spent_binding * (2 if args.quick else 6),
+                                                 "c": len(image_bytes) / spent_raw * (2 if args.quick else 6), "ratio": ratio}
+        print(f"{'batch-32 JPEG images, small, 2 threads':48} {'':>10} {'':>10} {ratio:9.4f}×")
+        small_model.close()
+
+    print("\nFor reference, a separate C program making the same calls (best of its rounds):")
+    for mode, threads, label in (("text", -1, "batch-1 text, calling thread"), ("text", 1, "batch-1 text, 1-thread executor"),
+                                 ("deferred", 1, "batch-1 text, deferred round trip")):
+        seconds = min(peer(args, tiny, mode, calls, threads, text)["seconds_per_call"] for _ in range(rounds))
+        results["c_program"][label] = seconds
+        print(f"{label:48} {'':>10} {seconds * 1e6:8.2f}µs")
+    rate = max(peer(args, tiny, "images", 3, 2, *images)["items_per_second"] for _ in range(rounds))
+    results["c_program"]["batch-32 JPEG images, tiny, 2 threads"] = rate
+    print(f"{'batch-32 JPEG images, tiny, 2 threads':48} {'':>10} {rate:9.1f}/s")
+
+    results["ctypes_floor_us"] = floor * 1e6
+    results["machine"] = {"node": platform.node(), "cpu_class": uform.cpu_class_detect().name.lower(),
+                          "cores": os.cpu_count(), "python": platform.python_version()}
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(json.dumps(results, indent=2) + "\n")
+    print(f"wrote {args.out}")
+    model.close(), arena.close(), arena_one.close(), raw_host.close(), raw_one.close(), raw_two.close()
+    one.close(), two.close()
+
+
+if __name__ == "__main__":
+    main()
