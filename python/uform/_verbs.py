@@ -273,7 +273,11 @@ class Verbs(Generic[E, C]):
             if kind or dims:
                 config = request.config
                 config.outputs_scalar, config.dimensions = kind, dims
-        if completion == BLOCKING and progress is None and not stats and arena is None:
+        if completion == BLOCKING and progress is None and not stats:
+            if arena is not None:  # zero-copy views into the caller's arena
+                if verb(addressof(request)) != 0:
+                    raise from_outcome(request.outcome)
+                return _collect(request, flags, None, arena, lib.uform_arena_generation(arena_handle))
             try:
                 if verb(addressof(request)) != 0:
                     raise from_outcome(request.outcome)

@@ -253,6 +253,10 @@ class Chosen:
 def encoded(raw: S.Encoded, flags: int, stats: Optional[S.EncodeStats], arena, generation: int) -> Encoded:
     """An ``Encoded`` from a final request: views into ``arena`` when given, else owned copies."""
     view = arena is not None
+    if flags == 1 and stats is None:
+        if view:
+            return Encoded(_matrix(raw.embeddings, True, arena), None, None, None, _Guard(arena, generation), raw)
+        return Encoded(owned_rows(raw.embeddings), None, None, None, None)
     guard = _Guard(arena, generation) if view else None
     keep = arena
     embeddings = _matrix(raw.embeddings, view, keep) if flags & 1 else None
