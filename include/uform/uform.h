@@ -947,6 +947,9 @@ typedef struct uform_trainer_stats_t {
  *   progress: one unit for decoding, one per trunk block forward and backward, one for the update;
  *     cancelling stops the step before the update, leaving the trainer unchanged.
  *   stats: optional, written when the call is final.
+ *   learning_rate_override: 0 (the default) takes the trainer's schedule for this step's number; a
+ *     positive value is the rate this step uses instead (a caller running its own schedule, such
+ *     as one on elapsed time). Negative is UFORM_INVALID_ARGUMENT.
  *
  * Outputs (readable once final with UFORM_OK): the losses (total = contrastive_weight ·
  * contrastive + choice_weight · choice; a loss without terms is 0), the learning rate this step
@@ -977,6 +980,7 @@ typedef struct uform_trainer_step_t {
     uform_scalar_kind_t outputs_scalar;      /* in */
     uform_progress_t progress;               /* in */
     uform_trainer_stats_t *stats;            /* in: optional */
+    double learning_rate_override;           /* in: 0 follows the schedule */
     uform_outcome_t outcome;                 /* out */
     double loss, contrastive, choice;        /* out */
     double learning_rate, grad_norm;         /* out */

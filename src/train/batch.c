@@ -20,6 +20,10 @@ uform_status_t uform__train_batch_check(uform_trainer_t trainer, const uform_tra
     if (!request->arena)
         return uform__fail(outcome, UFORM_INVALID_ARGUMENT, function,
                            "arena is NULL: the bag embeddings land in an arena (uform_arena_for_executor)");
+    if (!(request->learning_rate_override >= 0) || request->learning_rate_override > 10)
+        return uform__fail(outcome, UFORM_INVALID_ARGUMENT, function,
+                           "learning_rate_override = %g is not in [0, 10] (0 follows the schedule)",
+                           request->learning_rate_override);
     if ((unsigned)request->outputs_scalar > UFORM_SCALAR_B1)
         return uform__fail(outcome, UFORM_INVALID_ARGUMENT, function, "outputs_scalar %d is not a uform_scalar_kind_t",
                            (int)request->outputs_scalar);

@@ -217,7 +217,8 @@ static uform_status_t step_run(void *pointer, uform__call_context_t *context) {
         double update_start = now_seconds();
         double norm = uform__train_grad_norm(trainer, work.compute.nn, work.compute.parallel);
         uint64_t step = trainer->steps + 1;
-        double rate = uform__train_learning_rate(&trainer->optimizer, step);
+        double rate = request->learning_rate_override > 0 ? request->learning_rate_override
+                                                           : uform__train_learning_rate(&trainer->optimizer, step);
         uform__convert_rows(work.compute.nn, work.bag_embeddings, config->embedding, plan.bags, config->embedding,
                             &request->bag_embeddings, 0);
         uform__train_update(trainer, norm, step, rate, work.compute.nn, work.compute.parallel);
