@@ -1,5 +1,5 @@
 /*
- * train_parity_dump DIRECTORY [--bf16] [--steps N]
+ * train_parity_dump DIRECTORY [--bf16] [--steps N] [--lr X]
  *
  * Trains a fresh tiny model for N steps (3 by default) on one generated batch that has pairs of
  * every modality with text, a bag of several contents, sides, two temperature groups and choice
@@ -15,13 +15,13 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "demo_media.h"
 #include "io/safetensors.h"
 #include "model/config.h"
 #include "model/encode.h"
 #include "model/stems.h"
 #include "npy.h"
 #include "train/trainer.h"
+#include "train_test_batch.h"
 #include "uform/uform.h"
 
 static const char *directory;
@@ -60,60 +60,11 @@ static void base64(FILE *file, const unsigned char *bytes, size_t length) {
     fputc('"', file);
 }
 
-/* ---- the batch ---- */
-
-typedef struct batch_t {
-    unsigned char *data;
-    size_t offsets[32];
-    uform_modality_t modalities[32];
-    char choices[256];
-    size_t choice_offsets[33];
-    uint8_t targets[32];
-    size_t count, used, choice_used;
-} batch_t;
-
-static void add(batch_t *batch, uform_modality_t modality, const void *bytes, size_t length, const char *legal,
-                char target) {
-    batch->data = realloc(batch->data, batch->used + length + 1);
-    memcpy(batch->data + batch->used, bytes, length);
-    batch->used += length;
-    size_t i = batch->count++;
-    batch->offsets[0] = 0;
-    batch->offsets[i + 1] = batch->used;
-    batch->modalities[i] = modality;
-    size_t legal_length = legal ? strlen(legal) : 0;
-    memcpy(batch->choices + batch->choice_used, legal ? legal : "", legal_length);
-    batch->choice_used += legal_length;
-    batch->choice_offsets[0] = 0;
-    batch->choice_offsets[i + 1] = batch->choice_used;
-    batch->targets[i] = (uint8_t)target;
-}
-
-static void add_text(batch_t *batch, const char *text, const char *legal, char target) {
-    add(batch, UFORM_MODALITY_TEXT, text, strlen(text), legal, target);
-}
-
-/* Takes a media file made by an encoder (`size` written by the call that made `bytes`). */
-static void add_owned(batch_t *batch, uform_modality_t modality, unsigned char *bytes, const size_t *size) {
-    if (!bytes) {
-        fprintf(stderr, "train_parity_dump: a media encoder failed\n");
-        exit(1);
-    }
-    add(batch, modality, bytes, *size, NULL, 0);
-    free(bytes);
-}
-
-static unsigned char *picture(int shape, const uint8_t rgb[3], double cx, size_t *size) {
-    uint8_t pixels[48 * 40 * 3];
-    demo_draw(pixels, 48, 40, shape, rgb, cx, 20, 12);
-    return demo_jpeg(pixels, 48, 40, size);
-}
-
 /* ---- the engine's preprocessing, as the reference takes it ---- */
 
 /* Patch rows of media content `item` (its decode through the inference code) rearranged into the
  * reference's inputs: image [3, S, S], video [F, 3, S, S], audio log-mel [4A, M]. */
-static void write_input(uform_model_t model, const batch_t *batch, size_t item, const char *name, size_t shape[4],
+static void write_input(uform_model_t model, const test_batch_t *batch, size_t item, const char *name, size_t shape[4],
                         size_t *rank) {
     const uform__model_config_t *config = &model->config;
     uform_tape_t tape = {batch->data, batch->offsets, batch->count};
@@ -187,6 +138,37 @@ static void write_gradients(uform_trainer_t trainer, double norm, const char *na
     free(sources), free(shapes), free(values);
 }
 
+/* Draws the tensors a fresh trainer starts at constants (biases and CLS rows at 0, norms at 1 and 0,
+ * every temperature group at ln(1/0.07)) away from them, so the comparison sees a swapped weight
+ * and bias, one temperature group used for another, and no tensor whose scale is the first
+ * update alone (where AdamW's epsilon makes the update of a near-zero gradient ill-conditioned). */
+static void draw_constants(uform_trainer_t trainer) {
+    uint64_t state = 99;
+    for (size_t i = 0; i < trainer->param_count; ++i) {
+        const uform__param_t *param = &trainer->params[i];
+        float *values = trainer->weights + param->offset;
+        switch (param->spec.kind) {
+        case UFORM__TENSOR_BIAS:
+        case UFORM__TENSOR_NORM_BIAS:
+            for (size_t e = 0; e < param->count; ++e) values[e] = (float)(0.02 * uform__random_normal(&state));
+            break;
+        case UFORM__TENSOR_NORM_WEIGHT:
+            for (size_t e = 0; e < param->count; ++e) values[e] = (float)(1.0 + 0.1 * uform__random_normal(&state));
+            break;
+        case UFORM__TENSOR_TABLE:
+            if (param->count == trainer->config.hidden) /* CLS rows (modality vectors are drawn already) */
+                for (size_t e = 0; e < param->count; ++e)
+                    if (values[e] == 0.0f) values[e] = (float)(0.02 * uform__random_normal(&state));
+            break;
+        case UFORM__TENSOR_TEMPERATURES:
+            for (size_t e = 0; e < param->count; ++e) values[e] = (float)(2.0 + 0.3 * (double)e);
+            break;
+        default: break;
+        }
+    }
+    uform__train_bf16_refresh(trainer, uform__nn_kernels(trainer->cpu_class));
+}
+
 int main(int argc, char **argv) {
     if (argc < 2) {
         fprintf(stderr, "usage: train_parity_dump DIRECTORY [--bf16] [--steps N]\n");
@@ -194,8 +176,10 @@ int main(int argc, char **argv) {
     }
     directory = argv[1];
     int bf16 = 0, steps = 3;
+    double learning_rate = 0;
     for (int i = 2; i < argc; ++i) {
         if (strcmp(argv[i], "--bf16") == 0) bf16 = 1;
+        else if (strcmp(argv[i], "--lr") == 0 && i + 1 < argc) learning_rate = atof(argv[++i]);
         else if (strcmp(argv[i], "--steps") == 0 && i + 1 < argc) steps = atoi(argv[++i]);
     }
     mkdir(directory, 0755);
@@ -206,44 +190,48 @@ int main(int argc, char **argv) {
     config.seed = 5;
     config.compute = bf16 ? UFORM_COMPUTE_BF16 : UFORM_COMPUTE_F32;
     config.warmup_steps = 2, config.total_steps = 10;
+    config.learning_rate = learning_rate;
 #if !defined(UFORM_WITH_FFMPEG)
     config.modalities = 0xB; /* no video without FFmpeg */
 #endif
     uform_trainer_t trainer = NULL;
     if (uform_trainer_init_ram(executor, &config, &trainer, &outcome) != UFORM_OK) fail("trainer", &outcome);
+    draw_constants(trainer);
     save(trainer, "start.safetensors");
 
-    batch_t batch;
+    test_batch_t batch;
     memset(&batch, 0, sizeof batch);
     static const uint8_t red[3] = {220, 30, 30}, blue[3] = {30, 40, 210};
     size_t size;
     /* bag 0 (side 0) ↔ bag 1 (side 1), group 0 */
-    add_text(&batch, "a red disc on the left", NULL, 0);
-    add_owned(&batch, UFORM_MODALITY_IMAGE, picture(0, red, 14, &size), &size);
+    test_batch_text(&batch, "a red disc on the left", NULL, 0);
+    test_batch_media(&batch, UFORM_MODALITY_IMAGE, test_picture(0, red, 14, &size), &size);
     /* bag 2 (side 0) ↔ bag 3 (side 1: a photo and a recording), group 1 */
-    add_text(&batch, "a blue square and a low hum", NULL, 0);
-    add_owned(&batch, UFORM_MODALITY_IMAGE, picture(1, blue, 30, &size), &size);
-    add_owned(&batch, UFORM_MODALITY_AUDIO, demo_wav(220.0, 22050, 1, 1.2, &size), &size);
-    size_t bags[16] = {0, 1, 2, 3, 5}, bag_count = 4;
+    test_batch_text(&batch, "a blue square and a low hum", NULL, 0);
+    test_batch_media(&batch, UFORM_MODALITY_IMAGE, test_picture(1, blue, 30, &size), &size);
+    test_batch_media(&batch, UFORM_MODALITY_AUDIO, demo_wav(220.0, 22050, 1, 1.2, &size), &size);
+    size_t *bags = batch.bags, bag_count = 4;
+    bags[0] = 0, bags[1] = 1, bags[2] = 2, bags[3] = 3, bags[4] = 5;
 #if defined(UFORM_WITH_FFMPEG)
     /* bag 4 ↔ bag 5 (a clip), group 0 */
     static const uint8_t green[3] = {40, 200, 60};
-    add_text(&batch, "a green disc moving right", NULL, 0);
-    add_owned(&batch, UFORM_MODALITY_VIDEO, demo_mp4(green, 64, 48, 8, &size), &size);
+    test_batch_text(&batch, "a green disc moving right", NULL, 0);
+    test_batch_media(&batch, UFORM_MODALITY_VIDEO, demo_mp4(green, 64, 48, 8, &size), &size);
     bags[++bag_count] = 6, bags[++bag_count] = 7;
 #endif
     /* bag (side 0) ↔ bag (side 1: a recording), group 1; the text also has choices */
-    add_text(&batch, "a high tone? ", "yn", 'y');
-    add_owned(&batch, UFORM_MODALITY_AUDIO, demo_wav(880.0, 16000, 2, 0.8, &size), &size);
+    test_batch_text(&batch, "a high tone? ", "yn", 'y');
+    test_batch_media(&batch, UFORM_MODALITY_AUDIO, demo_wav(880.0, 16000, 2, 0.8, &size), &size);
     bags[bag_count + 1] = bags[bag_count] + 1, bags[bag_count + 2] = bags[bag_count] + 2;
     bag_count += 2;
     /* Choice examples after the bags; the first is longer than text_bytes (64). */
-    add_text(&batch, "the answer to this long question, which goes on past the sixty-four bytes a text keeps: ",
+    test_batch_text(&batch, "the answer to this long question, which goes on past the sixty-four bytes a text keeps: ",
              "yn", 'n');
-    add_text(&batch, "pick a vowel: ", "aeiou", 'e');
-    uint8_t sides[16];
+    test_batch_text(&batch, "pick a vowel: ", "aeiou", 'e');
+    uint8_t *sides = batch.sides;
+    size_t *lefts = batch.lefts, *rights = batch.rights, *groups = batch.groups, relations = bag_count / 2;
+    batch.bag_count = bag_count, batch.relations = relations;
     for (size_t j = 0; j < bag_count; ++j) sides[j] = (uint8_t)(j % 2);
-    size_t lefts[8], rights[8], groups[8], relations = bag_count / 2;
     for (size_t r = 0; r < relations; ++r) lefts[r] = 2 * r, rights[r] = 2 * r + 1, groups[r] = r % 2;
 
     uform_arena_t arena = NULL;
@@ -271,15 +259,8 @@ int main(int argc, char **argv) {
             (unsigned long long)optimizer->total_steps, optimizer->contrastive_weight, optimizer->choice_weight);
     static const char *const modality_names[4] = {"text", "image", "video", "audio"};
     for (int s = 0; s < steps; ++s) {
-        uform_trainer_step_t step = {0};
-        step.trainer = trainer, step.arena = arena;
-        step.modalities = batch.modalities;
-        step.contents.data = batch.data, step.contents.offsets = batch.offsets, step.contents.count = batch.count;
-        step.bags = bags, step.bag_count = bag_count, step.sides = sides;
-        step.relations.lefts = lefts, step.relations.rights = rights, step.relations.groups = groups;
-        step.relations.count = relations;
-        step.choices.data = batch.choices, step.choices.offsets = batch.choice_offsets, step.choices.count = batch.count;
-        step.choice_targets = batch.targets;
+        uform_trainer_step_t step;
+        test_batch_request(&batch, trainer, arena, &step);
         if (uform_trainer_step(&step) != UFORM_OK) fail("step", &step.outcome);
         char name[64];
         fprintf(manifest, "%s\n  {\"batch\": {\"contents\": [", s ? "," : "");
