@@ -266,7 +266,9 @@ uform_status_t uform__stems_forward(const uform__encode_job_t *job, uform__compu
     status = uform__linear_forward(compute, &stem->patch, patch_rows, patches, width, projected, d, d, 0,
                                    context->outcome);
     if (status != UFORM_OK) return status;
-    size_t per_time = (config->video_size / config->video_patch) * (config->video_size / config->video_patch);
+    /* Patches per video frame slot (only for video: a model without video has no video geometry). */
+    size_t side = job->modality == UFORM_MODALITY_VIDEO ? config->video_size / config->video_patch : 1;
+    size_t per_time = side * side;
     for (size_t i = 0; i < count; ++i) {
         float *rows = x + offsets[i] * d;
         const float *source = projected + (offsets[i] - i) * d;

@@ -235,7 +235,8 @@ uform_status_t uform__train_batch_plan(uform_trainer_t trainer, const uform_trai
             }
     free(fill);
     /* Token ids: text bytes (encoding keeps the first bytes, text_choose the last) and positions. */
-    size_t per_time = (config->video_size / config->video_patch) * (config->video_size / config->video_patch);
+    size_t side = config->video_patch ? config->video_size / config->video_patch : 0; /* 0 without video */
+    size_t per_time = side ? side * side : 1;
     for (s = 0; s < s_count; ++s) {
         const uform__sequence_t *sequence = &plan->sequence[s];
         size_t first = sequence->first_token, tokens = sequence->tokens;
