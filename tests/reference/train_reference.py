@@ -265,7 +265,8 @@ def choice_loss(model, finals, legal_lists, targets, temperatures):
     losses = []
     for final, legal, target in zip(finals, legal_lists, targets):
         hidden = R.layer_norm(final[-1], model.w["choose.norm.weight"], model.w["choose.norm.bias"], model.eps)
-        logits = R.linear(hidden, model.w["choose.head.weight"], model.w["choose.head.bias"])   # [256]
+        # [256]; a plain product, so the BF16 stand-in keeps the head in F32 like the projections
+        logits = model.w["choose.head.weight"] @ hidden + model.w["choose.head.bias"]
         scaled = logits[torch.tensor(list(legal))] * scale
         losses.append(torch.logsumexp(scaled, 0) - scaled[list(legal).index(target)])
     return torch.stack(losses).mean()
@@ -306,8 +307,10 @@ def total_loss(losses, optimizer):
 
 
 # ---------------------------------------------------------------------------------------------
-# BF16 compute, approximated for the example dump only: the matrix products' weight and input
-# operands rounded to BF16 (gradients pass straight through to the float32 masters).
+# BF16 compute, approximated for the example dump only: the stems' and the trunk's matrix products
+# (everything through R.linear) get weight and input operands rounded to BF16, gradients pass
+# straight through to the float32 masters; the heads (projections, choose.head) and the attention's
+# score and value products stay F32.
 
 def round_bf16(x):
     return x + (x.to(torch.bfloat16).to(x.dtype) - x).detach()
