@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "commands.h"
 #include "npy.h"
 #include "uform/uform.h"
 
@@ -29,7 +30,8 @@ static int usage(void) {
             "  uform encode CKPT (--text T... | --image F... | --audio F... | --video F...)\n"
             "               [--outputs embeddings,tokens,states] [--scalar f32|f16|bf16|i8|b1] [--dims N]\n"
             "               [--batch N] [--threads N] [--bf16] [--out FILE.npy|FILE.jsonl]\n"
-            "  uform choose CKPT PREFIX --choices BYTES [--group G]\n");
+            "  uform choose CKPT PREFIX --choices BYTES [--group G]\n"
+            "  uform train MANIFEST.jsonl --out CKPT [...]   (uform train --help)\n");
     return 2;
 }
 
@@ -442,5 +444,6 @@ int main(int argc, char **argv) {
     if (argc >= 3 && strcmp(argv[1], "describe") == 0) return describe(argv[2]);
     if (argc >= 2 && strcmp(argv[1], "encode") == 0) return encode(argc, argv);
     if (argc >= 2 && strcmp(argv[1], "choose") == 0) return choose(argc, argv);
+    if (argc >= 2 && strcmp(argv[1], "train") == 0) return uform_command_train(argc - 1, argv + 1);
     return usage();
 }
