@@ -11,6 +11,7 @@
         pending = model.deferred(executor).text_encode("a cat")      # answers a Deferred at once
         print(pending.wait().embeddings.shape)
 
+A ``Trainer`` trains such models (its verbs run only on its executor: ``trainer.on(executor).step``).
 Receivers choose where a verb runs: the model itself (the calling thread), ``model.on(executor)``
 (blocking on the executor's threads) or ``model.deferred(executor)`` (a ``Deferred``). Results are
 NumPy arrays the caller owns, or zero-copy views into an ``Arena`` passed as ``arena=``. Every
@@ -59,6 +60,7 @@ from .session_errors import (
     TooManyPrograms,
     UnsupportedVersion,
 )
+from .trainer import StepResult, Trainer, TrainerDescription, TrainerReceiver, TrainerStats
 from .system import GpuDevice, cpu_class_detect, cpu_class_name, cpu_class_supported, gpu_devices, version
 
 __version__ = "%d.%d.%d" % version()
@@ -111,8 +113,13 @@ __all__ = [
     "SessionStatus",
     "Stats",
     "Status",
+    "StepResult",
     "Timeout",
     "TooManyPrograms",
+    "Trainer",
+    "TrainerDescription",
+    "TrainerReceiver",
+    "TrainerStats",
     "Unsupported",
     "UnsupportedVersion",
     "bfloat16_to_float32",

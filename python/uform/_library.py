@@ -93,6 +93,15 @@ for _verb in (
 ):
     _declare(_verb, c_int, _P)
 
+# The trainer.
+_declare("uform_trainer_init_ram", c_int, _P, _P, POINTER(c_void_p), _P)
+_declare("uform_trainer_free", None, _P)
+_declare("uform_trainer_describe", c_int, _P, _P)
+_declare("uform_trainer_user_metadata", c_char_p, _P)
+_declare("uform_trainer_step", c_int, _P)
+_declare("uform_trainer_save", c_int, _P)
+_declare("uform_trainer_snapshot", c_int, _P, _P, POINTER(c_void_p), _P)
+
 # The tensor-program session and its builder.
 _declare("uform_session_status_name", c_char_p, c_int)
 _declare("uform_session_init", c_int, POINTER(c_void_p))

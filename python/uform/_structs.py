@@ -237,6 +237,133 @@ class TextChoose(Structure):
     ]
 
 
+class TrainerConfig(Structure):
+    """uform_trainer_config_t: architecture, optimizer and run settings of a trainer."""
+
+    _fields_ = [
+        ("size", c_char * 16),
+        ("hidden", c_size_t),
+        ("depth", c_size_t),
+        ("heads", c_size_t),
+        ("mlp", c_size_t),
+        ("embedding", c_size_t),
+        ("matryoshka", c_size_t * 8),
+        ("matryoshka_count", c_size_t),
+        ("temperature_groups", c_size_t),
+        ("modalities", c_uint),
+        ("text_bytes", c_size_t),
+        ("image_size", c_size_t),
+        ("image_patch", c_size_t),
+        ("video_size", c_size_t),
+        ("video_patch", c_size_t),
+        ("video_frames", c_size_t),
+        ("video_tubelet", c_size_t),
+        ("audio_seconds", c_size_t),
+        ("audio_mels", c_size_t),
+        ("learning_rate", c_double),
+        ("beta1", c_double),
+        ("beta2", c_double),
+        ("epsilon", c_double),
+        ("weight_decay", c_double),
+        ("clip_norm", c_double),
+        ("warmup_steps", c_uint64),
+        ("total_steps", c_uint64),
+        ("contrastive_weight", c_double),
+        ("choice_weight", c_double),
+        ("seed", c_uint64),
+        ("compute", c_int),
+        ("cpu_class", c_int),
+        ("resume", c_char_p),
+        ("mesh", c_void_p),
+    ]
+
+
+class TrainerDescription(Structure):
+    """uform_trainer_description_t: the trained model, the steps so far and the resolved optimizer."""
+
+    _fields_ = [
+        ("model", ModelDescription),
+        ("steps", c_uint64),
+        ("learning_rate", c_double),
+        ("beta1", c_double),
+        ("beta2", c_double),
+        ("epsilon", c_double),
+        ("weight_decay", c_double),
+        ("clip_norm", c_double),
+        ("warmup_steps", c_uint64),
+        ("total_steps", c_uint64),
+        ("contrastive_weight", c_double),
+        ("choice_weight", c_double),
+        ("seed", c_uint64),
+    ]
+
+
+class Relations(Structure):
+    """uform_relations_t: positive pairs of bags and their temperature groups."""
+
+    _fields_ = [("lefts", c_void_p), ("rights", c_void_p), ("groups", c_void_p), ("count", c_size_t)]
+
+
+class TrainerStats(Structure):
+    """uform_trainer_stats_t: what a step measured."""
+
+    _fields_ = [
+        ("items", c_size_t),
+        ("sequences", c_size_t),
+        ("tokens", c_size_t),
+        ("decode_seconds", c_double),
+        ("forward_seconds", c_double),
+        ("backward_seconds", c_double),
+        ("optimizer_seconds", c_double),
+        ("flops", c_double),
+    ]
+
+
+class TrainerStep(Structure):
+    """uform_trainer_step_t: one optimisation step's request."""
+
+    _fields_ = [
+        ("trainer", c_void_p),
+        ("completion", c_int),
+        ("modalities", c_void_p),
+        ("contents", Tape),
+        ("bags", c_void_p),
+        ("bag_count", c_size_t),
+        ("sides", c_void_p),
+        ("relations", Relations),
+        ("choices", Tape),
+        ("choice_targets", c_void_p),
+        ("arena", c_void_p),
+        ("outputs_scalar", c_int),
+        ("progress", Progress),
+        ("stats", c_void_p),
+        ("learning_rate_override", c_double),
+        ("outcome", Outcome),
+        ("loss", c_double),
+        ("contrastive", c_double),
+        ("choice", c_double),
+        ("learning_rate", c_double),
+        ("grad_norm", c_double),
+        ("step", c_uint64),
+        ("temperatures", Matrix),
+        ("bag_embeddings", Matrix),
+    ]
+
+
+class TrainerSave(Structure):
+    """uform_trainer_save_t: a request to write the trainer's checkpoint."""
+
+    _fields_ = [
+        ("trainer", c_void_p),
+        ("completion", c_int),
+        ("path", c_char_p),
+        ("optimizer", c_int),
+        ("user_metadata", c_char_p),
+        ("progress", Progress),
+        ("outcome", Outcome),
+    ]
+
+
 class ProgramHandle(Structure):
     """uform_program_t: a program's slot and that slot's generation, passed by value."""
 
@@ -276,6 +403,12 @@ MIRRORED = {
     "uform_audio_encode_t": AudioEncode,
     "uform_audio_encode_samples_t": AudioEncodeSamples,
     "uform_text_choose_t": TextChoose,
+    "uform_trainer_config_t": TrainerConfig,
+    "uform_trainer_description_t": TrainerDescription,
+    "uform_relations_t": Relations,
+    "uform_trainer_stats_t": TrainerStats,
+    "uform_trainer_step_t": TrainerStep,
+    "uform_trainer_save_t": TrainerSave,
     "uform_program_t": ProgramHandle,
     "uform_descriptor_t": Descriptor,
 }

@@ -53,6 +53,36 @@ class Description:
     compute: str
 
 
+def description_of(d: S.ModelDescription) -> Description:
+    """A ``Description`` from the C struct."""
+    return Description(
+        size=d.size.decode("utf-8", errors="replace"),
+        hidden=d.hidden,
+        depth=d.depth,
+        heads=d.heads,
+        mlp=d.mlp,
+        embedding=d.embedding,
+        matryoshka=tuple(d.matryoshka[: min(d.matryoshka_count, 8)]),
+        temperature_groups=d.temperature_groups,
+        modalities=tuple(m.name.lower() for m in Modality if d.modalities & (1 << m)),
+        text_bytes=d.text_bytes,
+        image_size=d.image_size,
+        image_patch=d.image_patch,
+        video_size=d.video_size,
+        video_patch=d.video_patch,
+        video_frames=d.video_frames,
+        video_tubelet=d.video_tubelet,
+        audio_rate=d.audio_rate,
+        audio_seconds=d.audio_seconds,
+        audio_mels=d.audio_mels,
+        parameters=d.parameters,
+        weight_bytes=d.weight_bytes,
+        residency=Residency(d.residency).name.lower(),
+        cpu_class=CpuClass(d.cpu_class),
+        compute=Compute(d.compute).name.lower(),
+    )
+
+
 def _executor_argument(executor: Optional[Executor], function: str) -> Executor:
     if executor is None:
         return calling_thread
@@ -99,12 +129,17 @@ class Model(Verbs[Encoded, Chosen]):
         handle, outcome = c_void_p(), S.Outcome()
         if lib.uform_model_load_ram(runner._use(function), name, byref(options), byref(handle), byref(outcome)) != 0:
             raise from_outcome(outcome)
+        return cls._adopt(handle.value, os.fsdecode(name))
+
+    @classmethod
+    def _adopt(cls, handle: int, label: str) -> "Model":
+        """A Model object owning a C model handle (from a load or a trainer's snapshot)."""
         model = object.__new__(cls)
-        model._handle = handle.value
+        model._handle = handle
         model._executor = calling_thread
         model._completion = BLOCKING
         model._pending = weakref.WeakSet()
-        model._path = os.fsdecode(name)
+        model._path = label
         return model
 
     @property
@@ -136,33 +171,7 @@ class Model(Verbs[Encoded, Chosen]):
         request.model = self._use("Model.describe")
         if lib.uform_model_describe(byref(request)) != 0:
             raise from_outcome(request.outcome)
-        d = request.description
-        return Description(
-            size=d.size.decode("utf-8", errors="replace"),
-            hidden=d.hidden,
-            depth=d.depth,
-            heads=d.heads,
-            mlp=d.mlp,
-            embedding=d.embedding,
-            matryoshka=tuple(d.matryoshka[: min(d.matryoshka_count, 8)]),
-            temperature_groups=d.temperature_groups,
-            modalities=tuple(m.name.lower() for m in Modality if d.modalities & (1 << m)),
-            text_bytes=d.text_bytes,
-            image_size=d.image_size,
-            image_patch=d.image_patch,
-            video_size=d.video_size,
-            video_patch=d.video_patch,
-            video_frames=d.video_frames,
-            video_tubelet=d.video_tubelet,
-            audio_rate=d.audio_rate,
-            audio_seconds=d.audio_seconds,
-            audio_mels=d.audio_mels,
-            parameters=d.parameters,
-            weight_bytes=d.weight_bytes,
-            residency=Residency(d.residency).name.lower(),
-            cpu_class=CpuClass(d.cpu_class),
-            compute=Compute(d.compute).name.lower(),
-        )
+        return description_of(request.description)
 
     def close(self) -> None:
         """Waits for this model's unfinished Deferred calls, then frees it. Closing twice is a no-op."""

@@ -96,6 +96,42 @@ int main(void) {
     FIELD(uform_text_choose_t, arena), FIELD(uform_text_choose_t, config), FIELD(uform_text_choose_t, outcome);
     FIELD(uform_text_choose_t, probabilities);
 
+    SIZE(uform_trainer_config_t);
+#define CONFIG(field) FIELD(uform_trainer_config_t, field)
+    CONFIG(size), CONFIG(hidden), CONFIG(depth), CONFIG(heads), CONFIG(mlp), CONFIG(embedding), CONFIG(matryoshka);
+    CONFIG(matryoshka_count), CONFIG(temperature_groups), CONFIG(modalities), CONFIG(text_bytes), CONFIG(image_size);
+    CONFIG(image_patch), CONFIG(video_size), CONFIG(video_patch), CONFIG(video_frames), CONFIG(video_tubelet);
+    CONFIG(audio_seconds), CONFIG(audio_mels), CONFIG(learning_rate), CONFIG(beta1), CONFIG(beta2), CONFIG(epsilon);
+    CONFIG(weight_decay), CONFIG(clip_norm), CONFIG(warmup_steps), CONFIG(total_steps), CONFIG(contrastive_weight);
+    CONFIG(choice_weight), CONFIG(seed), CONFIG(compute), CONFIG(cpu_class), CONFIG(resume), CONFIG(mesh);
+
+    SIZE(uform_trainer_description_t);
+#define DESCRIPTION(field) FIELD(uform_trainer_description_t, field)
+    DESCRIPTION(model), DESCRIPTION(steps), DESCRIPTION(learning_rate), DESCRIPTION(beta1), DESCRIPTION(beta2);
+    DESCRIPTION(epsilon), DESCRIPTION(weight_decay), DESCRIPTION(clip_norm), DESCRIPTION(warmup_steps);
+    DESCRIPTION(total_steps), DESCRIPTION(contrastive_weight), DESCRIPTION(choice_weight), DESCRIPTION(seed);
+
+    SIZE(uform_relations_t);
+    FIELD(uform_relations_t, lefts), FIELD(uform_relations_t, rights), FIELD(uform_relations_t, groups);
+    FIELD(uform_relations_t, count);
+
+    SIZE(uform_trainer_stats_t);
+#define STATS(field) FIELD(uform_trainer_stats_t, field)
+    STATS(items), STATS(sequences), STATS(tokens), STATS(decode_seconds), STATS(forward_seconds);
+    STATS(backward_seconds), STATS(optimizer_seconds), STATS(flops);
+
+    SIZE(uform_trainer_step_t);
+#define STEP(field) FIELD(uform_trainer_step_t, field)
+    STEP(trainer), STEP(completion), STEP(modalities), STEP(contents), STEP(bags), STEP(bag_count), STEP(sides);
+    STEP(relations), STEP(choices), STEP(choice_targets), STEP(arena), STEP(outputs_scalar), STEP(progress);
+    STEP(stats), STEP(learning_rate_override), STEP(outcome), STEP(loss), STEP(contrastive), STEP(choice);
+    STEP(learning_rate), STEP(grad_norm), STEP(step), STEP(temperatures), STEP(bag_embeddings);
+
+    SIZE(uform_trainer_save_t);
+    FIELD(uform_trainer_save_t, trainer), FIELD(uform_trainer_save_t, completion), FIELD(uform_trainer_save_t, path);
+    FIELD(uform_trainer_save_t, optimizer), FIELD(uform_trainer_save_t, user_metadata);
+    FIELD(uform_trainer_save_t, progress), FIELD(uform_trainer_save_t, outcome);
+
     SIZE(uform_program_t);
     FIELD(uform_program_t, index), FIELD(uform_program_t, generation);
 
