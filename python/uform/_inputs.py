@@ -256,6 +256,19 @@ def groups(value: Any, count: int, function: str, argument: str = "groups") -> A
     return (c_size_t * max(count, 1))(*numbers)
 
 
+def path_bytes(value: Any, function: str, argument: str) -> bytes:
+    """A file path as the bytes C receives (``str``, ``bytes`` or ``os.PathLike``; no NUL, not empty)."""
+    try:
+        name = os.fsencode(value)
+    except TypeError:
+        raise invalid(function, f"{argument}: expected a str or os.PathLike, got {_type_name(value)}") from None
+    except UnicodeEncodeError as error:
+        raise invalid(function, f"{argument}: not encodable for the file system ({error.reason})") from None
+    if not name or b"\0" in name:
+        raise invalid(function, f"{argument}: empty or contains a NUL byte")
+    return name
+
+
 def non_negative(value: Any, function: str, argument: str) -> int:
     """An integer >= 0 that fits a ``size_t`` (``bool`` is refused)."""
     if isinstance(value, bool):

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Optional, Tuple, Union
 
 from . import _structs as S
+from ._inputs import path_bytes
 from ._library import lib
 from ._verbs import BLOCKING, DEFERRED, Verbs
 from .deferred import Deferred
@@ -117,12 +118,7 @@ class Model(Verbs[Encoded, Chosen]):
         checkpoint; the message names the tensor) or ``Unsupported``."""
         function = "Model.load_ram"
         runner = _executor_argument(executor, function)
-        try:
-            name = os.fsencode(path)
-        except TypeError:
-            raise invalid(function, f"path: expected a str or os.PathLike, got {type(path).__name__}") from None
-        if b"\0" in name:
-            raise invalid(function, "path: contains a NUL byte")
+        name = path_bytes(path, function, "path")
         options = S.RamOptions()
         options.compute = parse_enum(Compute, compute, function, "compute")
         options.cpu_class = parse_cpu_class(cpu_class, function)

@@ -129,9 +129,9 @@ def _config(values: dict, function: str) -> Tuple[S.TrainerConfig, tuple]:
                 raise invalid(function, f"{key}: expected a number, got {type(value).__name__}")
             setattr(config, key, float(value))
         elif key == "size":
-            if not isinstance(value, str) or len(value.encode()) > 15:
+            if not isinstance(value, str) or not value.isascii() or len(value) > 15 or "\0" in value:
                 raise invalid(function, f"size = {value!r}: expected 'tiny', 'small' or 'base'")
-            config.size = value.encode()
+            config.size = value.encode("ascii")
         elif key == "matryoshka":
             if not isinstance(value, (list, tuple)) or len(value) > 8:
                 raise invalid(function, "matryoshka: expected a list of at most 8 prefixes")
@@ -150,12 +150,7 @@ def _config(values: dict, function: str) -> Tuple[S.TrainerConfig, tuple]:
         elif key == "cpu_class":
             config.cpu_class = parse_cpu_class(value, function)
         elif key == "resume":
-            try:
-                path = os.fsencode(value)
-            except TypeError:
-                raise invalid(function, f"resume: expected a path, got {type(value).__name__}") from None
-            if b"\0" in path:
-                raise invalid(function, "resume: contains a NUL byte")
+            path = _inputs.path_bytes(value, function, "resume")
             config.resume = path
             keep.append(path)
     return config, tuple(keep)
@@ -352,19 +347,17 @@ class TrainerReceiver:
         cancelling leaves the old file. Answers None (or a ``Deferred`` of None)."""
         function = "Trainer.save"
         handle = self._trainer._use(function)
-        try:
-            name = os.fsencode(path)
-        except TypeError:
-            raise invalid(function, f"path: expected a str or os.PathLike, got {type(path).__name__}") from None
-        if b"\0" in name or not name:
-            raise invalid(function, "path: empty or contains a NUL byte")
+        name = _inputs.path_bytes(path, function, "path")
         if not isinstance(optimizer, bool):
             raise invalid(function, f"optimizer: expected True or False, got {type(optimizer).__name__}")
         metadata = None
         if user_metadata is not None:
             if not isinstance(user_metadata, str) or "\0" in user_metadata:
                 raise invalid(function, "user_metadata: expected text without NUL characters")
-            metadata = user_metadata.encode("utf-8")
+            try:
+                metadata = user_metadata.encode("utf-8")
+            except UnicodeEncodeError as error:
+                raise invalid(function, f"user_metadata: not encodable as UTF-8 ({error.reason})") from None
         _check_common(function, progress, False, None)
         request = S.TrainerSave()
         request.trainer, request.completion, request.path = handle, self._completion, name

@@ -3,6 +3,7 @@
 
 import os
 import random
+import stat
 import traceback
 
 import numpy as np
@@ -77,8 +78,12 @@ def keywords(pick, rng):
     return chosen
 
 
-def test_hostile_objects(model, executor, media, tmp_path):
+def test_hostile_objects(model, executor, media, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # anything relative lands in this test's folder
+    fixtures_before = {path.name: path.read_bytes() for path in media.iterdir()}
     rng = random.Random(SEED)
+    save_paths = [tmp_path / "hostile.safetensors", str(tmp_path / "odd name ü.safetensors"), tmp_path / "missing" / "x",
+                  None, 3, b"", b"a\0b", "", "\ud800", [], EvilPath(), EvilIndex(), object()]
     arena = uform.Arena(executor)
     objects = pool(media, executor, arena)
     pick = lambda: rng.choice(objects)  # noqa: E731
@@ -97,6 +102,9 @@ def test_hostile_objects(model, executor, media, tmp_path):
     program = session.compile(builder.finish())
     scratch_builder = uform.ProgramBuilder()
     receivers = [model, model.on(executor), model.deferred(executor)]
+    trainer = uform.Trainer.init_ram(executor, seed=1)
+    trainers = [trainer.on(executor), trainer.deferred(executor)]
+    settings = list(uform.trainer.CONFIG_KEYS) + ["mesh", "unknown"]
 
     def settle(answer):
         return answer.wait() if isinstance(answer, uform.Deferred) else answer
@@ -128,6 +136,17 @@ def test_hostile_objects(model, executor, media, tmp_path):
         lambda r: scratch_builder.output(pick(), pick()),
         lambda r: scratch_builder.type(pick()),
         lambda r: session.compile(scratch_builder.finish()),
+        lambda r: settle(rng.choice(trainers).step(valid_or_not(["a", "b"]), valid_or_not("text", ["text", "image"]),
+                                                   relations=valid_or_not([(0, 1)], None), sides=rng.choice([None, pick()]),
+                                                   choices=rng.choice([None, pick()]), targets=rng.choice([None, pick()]),
+                                                   **{k: v for k, v in keywords(pick, rng).items()
+                                                      if k in ("progress", "stats", "arena")})),
+        # save writes a file: its path is never drawn from the pool (which names real files and
+        # /dev/null), only a file in this test's folder or an object that is no path at all.
+        lambda r: settle(rng.choice(trainers).save(rng.choice(save_paths), user_metadata=rng.choice([None, pick()]))),
+        lambda r: uform.Trainer.init_ram(rng.choice([None, executor, pick()]),
+                                         **{rng.choice(settings): pick() for _ in range(rng.choice([0, 1, 2]))}).close(),
+        lambda r: trainer.snapshot(pick()).close(),
         lambda r: model.text_encode(["ragged"], outputs="states").states[pick()],
     ]
     outcomes = {"ok": 0, "uform.Error": 0, "hostile": 0}
@@ -153,5 +172,10 @@ def test_hostile_objects(model, executor, media, tmp_path):
     (y,) = program.invoke(np.ones((2, 3), np.float32), np.ones((4, 3), np.float32))
     assert np.array_equal(y, np.full((2, 4), 3, np.float32)), y
     assert outcomes["ok"] > 50 and outcomes["uform.Error"] > 500, outcomes
+    after = trainer.on(executor).step(["still", "trains", "on"], "text", relations=[(0, 1)])
+    assert after.step >= 1 and np.isfinite(after.loss) and after.bag_embeddings.shape[0] == 3, after
+    trainer.close()
     arena.close()
     session.close()
+    assert stat.S_ISCHR(os.stat("/dev/null").st_mode), "/dev/null is no longer a device"
+    assert {path.name: path.read_bytes() for path in media.iterdir()} == fixtures_before, "the media fixtures changed"
