@@ -20,3 +20,4 @@ def test_readme_python_block(checkpoint, tmp_path):
     assert "-dimensional embeddings, cosine" in done.stdout, done.stdout
     assert "next byte: 'o'" in done.stdout, done.stdout
     assert "UForm: format [uform_image_encode]: images[0]" in done.stdout, done.stdout
+    assert "step 1: loss " in done.stdout, done.stdout
