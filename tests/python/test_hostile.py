@@ -80,7 +80,9 @@ def keywords(pick, rng):
 
 def test_hostile_objects(model, executor, media, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # anything relative lands in this test's folder
-    fixtures_before = {path.name: path.read_bytes() for path in media.iterdir()}
+    # The fixtures the pool names must come out unchanged (other tests add files beside them meanwhile).
+    named = ["rgb8.png", "pcm16.wav", "pcm8.wav", "short.mp4"]
+    fixtures_before = {name: (media / name).read_bytes() for name in named}
     rng = random.Random(SEED)
     save_paths = [tmp_path / "hostile.safetensors", str(tmp_path / "odd name ü.safetensors"), tmp_path / "missing" / "x",
                   None, 3, b"", b"a\0b", "", "\ud800", [], EvilPath(), EvilIndex(), object()]
@@ -178,4 +180,5 @@ def test_hostile_objects(model, executor, media, tmp_path, monkeypatch):
     arena.close()
     session.close()
     assert stat.S_ISCHR(os.stat("/dev/null").st_mode), "/dev/null is no longer a device"
-    assert {path.name: path.read_bytes() for path in media.iterdir()} == fixtures_before, "the media fixtures changed"
+    assert {name: (media / name).read_bytes() for name in named} == fixtures_before, "a media fixture changed"
+    assert not (media / "missing.jpg").exists(), "a file appeared among the media fixtures"
