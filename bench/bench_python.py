@@ -218,6 +218,8 @@ def main():
         "image_encode_pixels(uint8 [1, 32, 32, 3])": (lambda: model.image_encode_pixels(pixels), "uform_image_encode_pixels",
                                                        S.ImageEncodePixels),
         "text_choose([str], [bytes])": (lambda: model.text_choose([text], [b"ab"]), "uform_text_choose", S.TextChoose),
+        "image_encode(32 JPEG files as bytes), per batch": (lambda: model.on(two).image_encode(image_bytes),
+                                                             "uform_image_encode", S.ImageEncode),
     }
     results["own_cost_us"] = {}
     print("\nThe binding's own CPU time per call (the C verb replaced by a stand-in; other processes weigh on it less):")

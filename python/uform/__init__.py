@@ -19,7 +19,6 @@ failure raises a ``uform.Error`` subclass carrying the C status, the function an
 The library is found through ``UFORM_LIBRARY``, then next to this package, then the system loader.
 """
 
-from typing import List, Tuple
 
 from ._library import lib as _lib
 from ._library import path as library_path

@@ -11,7 +11,7 @@ from .arena import Arena
 from .deferred import Deferred
 from .enums import Outputs, Scalar, parse_enum
 from .errors import Status, from_outcome, invalid
-from .results import Chosen, Encoded, chosen, encoded, owned_rows
+from .results import Encoded, chosen, encoded, owned_rows
 
 E = TypeVar("E")  # what an encode verb answers: Encoded, or Deferred[Encoded]
 C = TypeVar("C")  # what text_choose answers: Chosen, or Deferred[Chosen]

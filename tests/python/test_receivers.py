@@ -4,7 +4,6 @@ the GIL, and closing or dropping what a deferred call still uses."""
 import faulthandler
 import sys
 import threading
-import time
 
 import numpy as np
 import pytest
