@@ -231,3 +231,25 @@ def test_executor_properties(executor):
     executor.drain(uform.Mood.PARKED)
     with pytest.raises(uform.InvalidArgument, match="mood"):
         executor.drain("asleep")
+
+
+def test_python_threads_share_a_model_on_the_calling_thread(model):
+    """Each Python thread runs its own calls inline; the binding's arenas and reused requests are
+    never shared by two calls at once."""
+    texts = [f"thread text {i}" for i in range(8)]
+    expected = {text: model.text_encode(text).embeddings for text in texts}
+    failures = []
+
+    def worker(offset):
+        for call in range(150):
+            text = texts[(offset + call) % len(texts)]
+            got = model.text_encode(text).embeddings
+            if not np.array_equal(got, expected[text]):
+                failures.append((offset, call, text))
+
+    threads = [threading.Thread(target=worker, args=(offset,)) for offset in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not failures, f"{len(failures)} calls answered another call's embedding, first {failures[0]}"
