@@ -158,10 +158,37 @@ def compare_after(tally, label, path, state, tolerance):
         tally.record(False, f"{label} names", f"tensors the reference does not know: {extra[:8]}")
 
 
-def run_step(tally, directory, index, entry, state, tolerance):
+def sequence_lengths(config, batch):
+    """Tokens per trunk item of the step: the bag members' sequences, then the choice sequences."""
+    offsets = batch.bag_offsets()
+    lengths = []
+    for i in range(offsets[0], offsets[-1]):
+        modality, item = batch.contents[i]
+        if modality == "text":
+            lengths.append(1 + len(R.truncate_text(item, config)))
+        elif modality == "image":
+            lengths.append((config["image"]["size"] // config["image"]["patch"]) ** 2 + 1)
+        elif modality == "video":
+            v = config["video"]
+            lengths.append((item.shape[0] // v["tubelet"]) * (v["size"] // v["patch"]) ** 2 + 1)
+        else:
+            lengths.append(item.shape[0] // R.AUDIO_FRAMES_PER_TOKEN + 1)
+    lengths += [2 + len(R.truncate_text(batch.contents[i][1], config, keep_end=True)) for i in batch.choice_contents()]
+    return lengths
+
+
+def run_step(tally, directory, index, entry, state, tolerance, compute):
     label = f"step{index}"
     batch = T.Batch.from_json(entry["batch"], directory)
-    out = state.step(batch)
+    if compute == "bf16":
+        # The BF16 attention's rounding of p depends on the running max of its key blocks: say when
+        # an item spans more than one block (BlockedAttention implements that case too).
+        lengths = sequence_lengths(state.config, batch)
+        over = [n for n in lengths if n > T.ATTENTION_BLOCK]
+        print(f"# {label}: {len(lengths)} trunk items of up to {max(lengths, default=0)} tokens"
+              + (f"; {len(over)} span more than one block of {T.ATTENTION_BLOCK} keys ({over})" if over else ""),
+              flush=True)
+    out = state.step(batch, bf16=(compute == "bf16"))
     engine = entry.get("outputs", {}) or {}
     for name in ("loss", "contrastive", "choice", "learning_rate", "grad_norm"):
         if name in engine:
@@ -217,7 +244,7 @@ def compare_dump(directory, threads=2, resync=False):
     for index, entry in enumerate(steps):
         started = time.perf_counter()
         try:
-            run_step(tally, directory, index, entry, state, TOLERANCE[compute])
+            run_step(tally, directory, index, entry, state, TOLERANCE[compute], compute)
         except Exception as error:
             traceback.print_exc()
             tally.record(False, f"step{index}", f"{type(error).__name__}: {error}")
