@@ -1,13 +1,17 @@
 """Checks the engine's step-parity dump against the PyTorch training reference.
 
     /usr/bin/python3 tests/reference/compare_train.py DUMP_DIR [--threads N]
-    /usr/bin/python3 tests/reference/compare_train.py --write-dump DIR [--compute f32|bf16] [--seed N]
+    /usr/bin/python3 tests/reference/compare_train.py --write-dump DIR [--compute f32|bf16] [--dtype float32|float64] [--seed N]
 
 DUMP_DIR/manifest.json names the starting checkpoint, the compute mode, the optimizer settings and
 the steps (format: tests/reference/README.md).  The reference (train_reference.py, float64) starts
 from the checkpoint's optimizer.weights.* when present (else its weights widened), its moments
 (else zeros) and its step count (else 0), runs every step in order on its own state (the engine's
-state is never reloaded between steps), and after each step compares:
+state is never reloaded between steps), and after each step compares.  Under "compute": "bf16" the
+reference runs BF16 compute as the engine documents it (train_reference.py: BF16 operands of the
+stems', trunk's and projections' products, forward and backward, and of the attention's score and
+value products; F32 elsewhere) and prints how many trunk items span more than one 64-key block of
+the attention.  It compares:
 
 - the logged scalars (loss, contrastive, choice, learning_rate, grad_norm): |a - b| / max(|b|, 1e-6);
 - the temperatures the step used and the bag embeddings [bags, E];
@@ -263,13 +267,15 @@ def main(argv):
     parser.add_argument("--threads", type=int, default=2, help="torch threads for the float64 reference")
     parser.add_argument("--resync", action="store_true",
                         help="start each step from the engine's previous 'after' state (diagnosis; judges steps one by one)")
-    parser.add_argument("--write-dump", metavar="DIR", help="write an example dump (the reference in float32) instead")
+    parser.add_argument("--write-dump", metavar="DIR", help="write an example dump (the reference standing in) instead")
     parser.add_argument("--compute", choices=("f32", "bf16"), default="f32", help="with --write-dump")
+    parser.add_argument("--dtype", choices=("float32", "float64"),
+                        help="with --write-dump: the stand-in's precision (default float32 for f32, float64 for bf16)")
     parser.add_argument("--seed", type=int, default=7, help="with --write-dump")
     args = parser.parse_args(argv)
     if args.write_dump:
         torch.set_num_threads(max(1, args.threads))
-        T.write_example_dump(args.write_dump, args.compute, args.seed)
+        T.write_example_dump(args.write_dump, args.compute, args.seed, dtype=T.example_dtype(args.compute, args.dtype))
         print(f"wrote {os.path.join(args.write_dump, 'manifest.json')}")
         return 0
     if not args.dump_dir:

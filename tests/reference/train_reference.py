@@ -3,10 +3,11 @@
 Written from training.md and model.md (never from the engine's C sources), on top of the model
 reference in uform_reference.py.  Run by Debian's /usr/bin/python3 (torch 1.13, numpy 1.24).
 
-    /usr/bin/python3 train_reference.py write-dump DIR [--compute f32|bf16] [--seed N]
+    /usr/bin/python3 train_reference.py write-dump DIR [--compute f32|bf16] [--dtype float32|float64] [--seed N]
 
-writes an example step-parity dump (format: README.md) in which this reference, run in float32,
-stands in for the engine; compare_train.py checks such a dump.
+writes an example step-parity dump (format: README.md) in which this reference stands in for the
+engine (in float32 for F32 compute, float64 for BF16 compute: `example_dtype`); compare_train.py
+checks such a dump.
 
 One step (`TrainerState.step`), as training.md defines it:
 
@@ -272,15 +273,16 @@ def choice_loss(model, finals, legal_lists, targets, temperatures):
     return torch.stack(losses).mean()
 
 
-def forward(config, weights, batch, bf16_compute=False):
+def forward(config, weights, batch, bf16_compute=False, rounding=None):
     """-> dict: loss, contrastive, choice (0-dim tensors with autograd), bag_embeddings [bags, E]
     (full width), embeddings_by_prefix (list of [bags, P]).  bf16_compute: the stems', trunk's and
-    projections' products with BF16 operands (see Bf16Linear, BlockedAttention)."""
-    model = Bf16Model(config, weights) if bf16_compute else R.Model(config, weights)
+    projections' products with BF16 operands (see Bf16Linear, BlockedAttention); `rounding`
+    replaces `bf16` there (the self-tests pass `no_rounding` or a recorder)."""
+    model = Bf16Model(config, weights, rounding) if bf16_compute else R.Model(config, weights)
     offsets = batch.bag_offsets()
     members = list(range(offsets[0], offsets[-1]))                 # contents in bags, in order
     chosen = batch.choice_contents()
-    with bf16_products() if bf16_compute else nullcontext():
+    with bf16_products(rounding) if bf16_compute else nullcontext():
         items = [model.stem(batch.contents[i][0], batch.contents[i][1]) for i in members]
         items += [model.text_tokens(batch.contents[i][1], next_token=True) for i in chosen]
         finals = model.trunk(items)
@@ -292,7 +294,7 @@ def forward(config, weights, batch, bf16_compute=False):
             cls = R.layer_norm(finals[k][0], weights[f"{modality}.norm.weight"], weights[f"{modality}.norm.bias"],
                                model.eps)
             if bf16_compute:
-                projected.append(bf16_linear(cls, weights[f"{modality}.projection"]))       # [E]
+                projected.append(bf16_linear(cls, weights[f"{modality}.projection"], None, rounding))  # [E]
             else:
                 projected.append(weights[f"{modality}.projection"] @ cls)
         projected = torch.stack(projected)
@@ -366,8 +368,9 @@ class Bf16Linear(torch.autograd.Function):
         return dx, dw, db, None
 
 
-def bf16_linear(x, weight, bias=None, rounding=bf16):
-    return Bf16Linear.apply(x, weight, bias, rounding)
+def bf16_linear(x, weight, bias=None, rounding=None):
+    """Bf16Linear with `rounding` (default: this module's `bf16`, looked up at the call)."""
+    return Bf16Linear.apply(x, weight, bias, rounding or bf16)
 
 
 class BlockedAttention(torch.autograd.Function):
@@ -417,13 +420,18 @@ class BlockedAttention(torch.autograd.Function):
         return scale * (ds @ k), scale * (ds.transpose(-1, -2) @ q), dv, None, None
 
 
-def blocked_attention(q, k, v, rounding=bf16, block=ATTENTION_BLOCK):
-    return BlockedAttention.apply(q, k, v, rounding, block)
+def blocked_attention(q, k, v, rounding=None, block=ATTENTION_BLOCK):
+    """BlockedAttention with `rounding` (default: this module's `bf16`, looked up at the call)."""
+    return BlockedAttention.apply(q, k, v, rounding or bf16, block)
 
 
 class Bf16Model(R.Model):
     """R.Model whose attention is `BlockedAttention` with BF16 operands; its stems and the rest of
     the trunk get BF16 products from `bf16_products()` (R.linear), which `forward` enters."""
+
+    def __init__(self, config, tensors, rounding=None):
+        super().__init__(config, tensors)
+        self.rounding = rounding
 
     def attention(self, x, i, mask=None):
         """x [B, N, d] -> [B, N, d]; every item attends over its own tokens (no padding, no mask)."""
@@ -431,18 +439,19 @@ class Bf16Model(R.Model):
             raise ValueError("the BF16 reference runs unpadded items only")
         batch, n, d = x.shape
         h, hd = self.heads, d // self.heads
-        qkv = bf16_linear(x, self.w[f"trunk.{i}.attn.qkv.weight"], self.w[f"trunk.{i}.attn.qkv.bias"])
+        r = self.rounding
+        qkv = bf16_linear(x, self.w[f"trunk.{i}.attn.qkv.weight"], self.w[f"trunk.{i}.attn.qkv.bias"], r)
         qkv = qkv.reshape(batch, n, 3, h, hd).permute(2, 0, 3, 1, 4)                # [3, B, h, N, hd]
-        out = blocked_attention(qkv[0], qkv[1], qkv[2])                              # [B, h, N, hd]
+        out = blocked_attention(qkv[0], qkv[1], qkv[2], r)                           # [B, h, N, hd]
         out = out.permute(0, 2, 1, 3).reshape(batch, n, d)
-        return bf16_linear(out, self.w[f"trunk.{i}.attn.out.weight"], self.w[f"trunk.{i}.attn.out.bias"])
+        return bf16_linear(out, self.w[f"trunk.{i}.attn.out.weight"], self.w[f"trunk.{i}.attn.out.bias"], r)
 
 
 @contextmanager
-def bf16_products():
+def bf16_products(rounding=None):
     """Within it, R.linear (the stems' patch projections and the trunk's MLP) is `bf16_linear`."""
     original = R.linear
-    R.linear = bf16_linear
+    R.linear = lambda x, weight, bias=None: bf16_linear(x, weight, bias, rounding)
     try:
         yield
     finally:
@@ -614,10 +623,22 @@ EXAMPLE_OPTIMIZER = {"learning_rate": 1e-3, "beta1": 0.9, "beta2": 0.98, "epsilo
                      "choice_weight": 0.5}
 
 
+def example_dtype(compute, name=None):
+    """The stand-in's precision: `name` ("float32" or "float64") or, by default, float32 for F32
+    compute and float64 for BF16 compute.  Under BF16 compute a float32 twin of the float64 judge
+    differs from it by up to ~1.4e-2 per tensor (one-ulp rounding flips of q and k magnified by the
+    attention scores, AdamW sign flips: README.md), so only a float64 stand-in is an example that
+    must pass; `--dtype float32` writes the twin for measuring that floor."""
+    if name is None:
+        name = "float64" if compute == "bf16" else "float32"
+    return {"float32": torch.float32, "float64": torch.float64}[name]
+
+
 def write_example_dump(directory, compute="f32", seed=7, start=None, batches=None, optimizer=None,
-                       gradients=True):
+                       gradients=True, dtype=None):
     """Writes DIR/manifest.json and its files: `start` (a checkpoint path; default a fresh example
-    checkpoint) stepped by this reference in float32 (with BF16 products when compute is bf16)."""
+    checkpoint) stepped by this reference in `dtype` (default: example_dtype(compute)), with BF16
+    compute when compute is bf16.  Every file stores float32, as the engine's dump does."""
     os.makedirs(directory, exist_ok=True)
     start_name = "start.safetensors"
     if start is None:
@@ -627,7 +648,8 @@ def write_example_dump(directory, compute="f32", seed=7, start=None, batches=Non
         with open(start, "rb") as source, open(os.path.join(directory, start_name), "wb") as target:
             target.write(source.read())
     optimizer = dict(optimizer or EXAMPLE_OPTIMIZER)
-    state = TrainerState.from_checkpoint(os.path.join(directory, start_name), optimizer, torch.float32)
+    dtype = dtype if dtype is not None else example_dtype(compute)
+    state = TrainerState.from_checkpoint(os.path.join(directory, start_name), optimizer, dtype)
     batches = batches if batches is not None else example_batches(state.config, seed)
     steps = []
     for index, batch in enumerate(batches):
@@ -662,14 +684,16 @@ def main(argv):
     import argparse
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
-    writer = sub.add_parser("write-dump", help="write an example step-parity dump (the reference in float32)")
+    writer = sub.add_parser("write-dump", help="write an example step-parity dump (the reference standing in)")
     writer.add_argument("directory")
     writer.add_argument("--compute", choices=("f32", "bf16"), default="f32")
+    writer.add_argument("--dtype", choices=("float32", "float64"),
+                        help="the stand-in's precision (default float32 for f32, float64 for bf16)")
     writer.add_argument("--seed", type=int, default=7)
     writer.add_argument("--threads", type=int, default=1)
     args = parser.parse_args(argv)
     torch.set_num_threads(max(1, args.threads))
-    write_example_dump(args.directory, args.compute, args.seed)
+    write_example_dump(args.directory, args.compute, args.seed, dtype=example_dtype(args.compute, args.dtype))
     print(f"wrote {os.path.join(args.directory, 'manifest.json')}")
     return 0
 
