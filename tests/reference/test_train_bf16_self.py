@@ -13,8 +13,9 @@
 - The whole BF16 forward: with rounding turned off it is the F32 forward (losses and gradients);
   exactly the documented weights are rounded (a recorder sees which leaves reach the rounding).
 - compare_train.py: an example dump written with --compute bf16 passes in BF16 mode with every
-  comparison within float32 storage; a changed master weight and a changed starting weight fail;
-  the same dump judged as F32 compute fails (BF16 compute is not F32).
+  comparison within float32 storage (and --spread reports its jittered twins); a changed master
+  weight and a changed starting weight fail; the same dump judged as F32 compute fails (BF16
+  compute is not F32).
 
 Prints "N passed, N failed" and exits 1 on any failure.  Seeds are fixed and printed.
 """
@@ -332,7 +333,7 @@ def test_compare(directory):
     dump = os.path.join(directory, "bf16")
     manifest = T.write_example_dump(dump, "bf16", SEED)
     check(manifest["compute"] == "bf16", "the example dump says compute bf16")
-    code, output = run_compare(dump)
+    code, output = run_compare(dump, "--spread", "1")
     passed, failed = summary(output)
     state = T.TrainerState.from_checkpoint(os.path.join(dump, manifest["checkpoint"]))
     expected = 3 * (7 + 5 * len(state.names) + 1)
@@ -348,6 +349,9 @@ def test_compare(directory):
           f"{len(errors)} comparisons, worst {max(errors or [math.nan]):.3e}")
     check("span more than one block of 64 keys" in output, "compare_train.py says which items span two key blocks",
           output[:600])
+    spread = re.findall(r"# step(\d)/gradient spread: engine worst (\S+) .*jittered twins worst (\S+)", output)
+    check(len(spread) == 3 and all(0 < float(twin) < 1 and float(engine) < 1e-6 for _, engine, twin in spread),
+          "--spread prints the engine's and a jittered twin's worst gradient error per step", str(spread))
 
     def corrupt(path, change, label, expect):
         backup = path + ".orig"
