@@ -25,6 +25,7 @@ import io
 import json
 import os
 import platform
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -288,6 +289,7 @@ def main():
     print(f"wrote {args.out}")
     model.close(), arena.close(), arena_one.close(), raw_host.close(), raw_one.close(), raw_two.close()
     one.close(), two.close()
+    shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":
