@@ -253,3 +253,12 @@ def test_python_threads_share_a_model_on_the_calling_thread(model):
     for thread in threads:
         thread.join()
     assert not failures, f"{len(failures)} calls answered another call's embedding, first {failures[0]}"
+
+
+def test_executor_placement(model):
+    with uform.Executor.for_ram(threads=1, numa_nodes=[0], cpu_class="serial") as placed:
+        assert placed.cpu_class == uform.CpuClass.SERIAL and placed.threads == 1
+        assert model.on(placed).text_encode("serial kernels").embeddings.shape[0] == 1
+    with pytest.raises(uform.InvalidArgument) as caught:
+        uform.Executor.for_ram(numa_nodes=[4000])
+    assert "memory_domains[0]" in caught.value.message and caught.value.function == "uform_executor_for_ram", caught.value

@@ -128,3 +128,13 @@ def test_bf16_and_b1_scalars(model):
     bits = np.unpackbits(b1.embeddings, axis=1)[:, : full.embeddings.shape[1]]
     assert np.array_equal(bits.astype(bool), full.embeddings > 0), (bits, full.embeddings > 0)
     assert np.array_equal(full.token_vectors[0][0], full.embeddings[0]), "the CLS token vector is the embedding"
+
+
+def test_stats_describe_the_call(model):
+    texts = ["one", "three words here", ""]
+    result = model.text_encode(texts, outputs=["embeddings", "token_vectors"], stats=True)
+    stats = result.stats
+    assert stats.items == 3 and stats.input_bytes == sum(len(t) for t in texts), stats
+    assert stats.tokens == result.token_vectors.offsets[-1] == sum(len(t) + 1 for t in texts), stats
+    assert stats.flops > 0 and stats.compute_seconds >= 0 and stats.arena_bytes > 0, stats
+    assert model.text_encode("no stats").stats is None
