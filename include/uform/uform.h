@@ -1063,7 +1063,8 @@ typedef struct uform_trainer_stats_t {
  *   bags, bag_count: bag_count + 1 non-decreasing offsets into the contents, bags[0] = 0; bag j is
  *     contents bags[j] .. bags[j+1] (at least one) and its embedding is the L2-normalised mean of its
  *     contents' normalised embeddings (at every Matryoshka prefix). Contents from bags[bag_count]
- *     on belong to no bag. bag_count 0 (bags NULL): every content is its own bag.
+ *     on belong to no bag. bag_count 0 with bags NULL: every content is its own bag; bag_count 0
+ *     with bags = {0}: no bags at all (every content enters only the choice loss).
  *   sides [bag_count]: 0 or 1 per bag; NULL: every bag on side 0. With sides, a relation must join
  *     bags of opposite sides and its candidates are the bags of the opposite side; without, every
  *     other bag.

@@ -107,6 +107,10 @@ uform_status_t uform__train_mesh_begin(uform__train_mesh_step_t *step, uform__tr
         step->settled = 1;
         return status;
     }
+    /* Sides matter only to members with bags: the first of those sets the rule for all. */
+    size_t rule = step->members;
+    for (size_t j = 0; j < step->members && rule == step->members; ++j)
+        if (step->shapes[j].bags) rule = j;
     for (size_t j = 0; j < step->members; ++j) {
         const uform__mesh_shape_t *shape = &step->shapes[j];
         if (shape->steps != trainer->steps) {
@@ -115,17 +119,19 @@ uform_status_t uform__train_mesh_begin(uform__train_mesh_step_t *step, uform__tr
                                "member %zu has taken %llu steps and this member (%zu) %llu: the members are out of step",
                                j, (unsigned long long)shape->steps, step->me, (unsigned long long)trainer->steps);
         }
-        if (shape->have_sides != step->shapes[0].have_sides) {
+        if (shape->bags && shape->have_sides != step->shapes[rule].have_sides) {
             step->settled = 1;
             return uform__fail(context->outcome, UFORM_INVALID_ARGUMENT, context->function,
-                               "member 0 %s sides and member %zu %s: over a mesh every member passes sides, or none",
-                               step->shapes[0].have_sides ? "passes" : "does not pass", j,
+                               "member %zu %s sides and member %zu %s: over a mesh every member with bags passes "
+                               "sides, or none does",
+                               rule, step->shapes[rule].have_sides ? "passes" : "does not pass", j,
                                shape->have_sides ? "does" : "does not");
         }
         if (j == step->me) step->bag_base = step->bags, step->row_base = step->rows;
         step->bags += shape->bags, step->rows += shape->rows;
         step->relations += shape->relations, step->choices += shape->choices;
     }
+    step->have_sides = rule < step->members && step->shapes[rule].have_sides;
     step->learning_rate_override = step->shapes[0].learning_rate_override;
     return UFORM_OK;
 }
@@ -315,7 +321,7 @@ uform_status_t uform__train_mesh_losses(uform__train_mesh_step_t *step, uform__t
     memset(&bags, 0, sizeof bags);
     bags.embeddings = view.embeddings, bags.N = step->rows, bags.B = step->bags;
     bags.offsets = view.offsets, bags.members = view.members;
-    bags.sides = view.sides, bags.have_sides = step->shapes[0].have_sides != 0;
+    bags.sides = view.sides, bags.have_sides = step->have_sides;
     bags.relations = plan->relations, bags.lefts = view.lefts, bags.rights = view.rights, bags.groups = plan->groups;
     bags.relations_total = step->relations;
     bags.own_first_bag = step->bag_base, bags.own_bags = plan->bags;

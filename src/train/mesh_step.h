@@ -29,6 +29,7 @@ typedef struct uform__train_mesh_step_t {
     uform__mesh_shape_t *shapes;    /* [members] */
     size_t bags, rows, relations, choices;   /* the global batch */
     size_t bag_base, row_base;      /* this member's first bag and embedding row in it */
+    int have_sides;                 /* the global batch's bags have sides */
     double learning_rate_override;  /* member 0's */
 } uform__train_mesh_step_t;
 
