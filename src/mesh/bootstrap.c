@@ -188,7 +188,7 @@ static uform_status_t refuse_stale(bootstrap_t *boot, time_t now) {
     char path[PATH_MAX + 300];
     struct stat info;
     snprintf(path, sizeof path, "%s/store", boot->job_path);
-    if (stat(path, &info) == 0) return stale(boot, "it holds the collectives' store, so that run got past its bootstrap");
+    int stored = stat(path, &info) == 0;
     DIR *folder = opendir(boot->job_path);
     if (!folder)
         return uform__fail(boot->outcome, UFORM_IO, boot->function, "cannot list '%s': %s", boot->job_path, strerror(errno));
@@ -204,7 +204,13 @@ static uform_status_t refuse_stale(bootstrap_t *boot, time_t now) {
         if (stat(path, &info) != 0 || read_facts(path, &theirs) != 0) continue; /* gone meanwhile */
         char why[600];
         const char *pid = uform__facts_get(&theirs, "pid"), *host = uform__facts_get(&theirs, "host");
-        if (process_gone(&theirs, boot->host)) {
+        if (stored && !process_gone(&theirs, boot->host) && difftime(now, info.st_mtime) <= limit) {
+            /* The members of a live run have met, and are about to clear the folder. */
+            status = uform__fail(boot->outcome, UFORM_INVALID_ARGUMENT, boot->function,
+                                 "job '%s' is already running (its members have met; %s is process %s on host %s): "
+                                 "this process cannot join it (a duplicated index, or a member started too late)",
+                                 boot->job_path, entry->d_name, pid ? pid : "?", host ? host : "?");
+        } else if (process_gone(&theirs, boot->host)) {
             snprintf(why, sizeof why, "%s is from process %s on this host, which has exited", entry->d_name, pid);
             status = stale(boot, why);
         } else if (difftime(now, info.st_mtime) > limit) {
@@ -215,6 +221,8 @@ static uform_status_t refuse_stale(bootstrap_t *boot, time_t now) {
         uform__facts_free(&theirs);
     }
     closedir(folder);
+    if (status == UFORM_OK && stored)
+        status = stale(boot, "it holds the collectives' store, so that run got past its bootstrap");
     return status;
 }
 

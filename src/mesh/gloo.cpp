@@ -148,6 +148,20 @@ void sum_into(void *c, const void *a, const void *b, size_t n) {
     for (size_t i = 0; i < n; ++i) out[i] = x[i] + y[i];
 }
 
+/* Debian's FileStore::get waits for a key with the store's fixed default (30 s), whatever the
+ * context's timeout; every wait here takes the mesh's timeout instead. */
+class timed_file_store : public gloo::rendezvous::FileStore {
+  public:
+    timed_file_store(const std::string &path, std::chrono::milliseconds timeout) : FileStore(path), timeout_(timeout) {}
+    void wait(const std::vector<std::string> &keys) override { FileStore::wait(keys, timeout_); }
+    void wait(const std::vector<std::string> &keys, const std::chrono::milliseconds &timeout) override {
+        FileStore::wait(keys, timeout);
+    }
+
+  private:
+    std::chrono::milliseconds timeout_;
+};
+
 bool usable(uform__gloo_t *gloo, char *message, size_t capacity) {
     if (gloo && gloo->context && !gloo->closed) return true;
     write_message(message, capacity, "the collectives are closed");
@@ -178,7 +192,7 @@ extern "C" uform_status_t uform__gloo_connect(const char *store, const char *add
         status = guarded("connecting to the other members", false, message, capacity, [&] {
             auto context = std::make_shared<gloo::rendezvous::Context>((int)rank, (int)size);
             context->setTimeout(std::chrono::milliseconds(timeout_ms));
-            gloo::rendezvous::FileStore files(store);
+            timed_file_store files(store, std::chrono::milliseconds(timeout_ms));
             context->connectFullMesh(files, made->device);
             made->context = context;
         });
