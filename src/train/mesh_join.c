@@ -16,7 +16,8 @@
 
 #define MESSAGE_BYTES 256
 
-/* The resolved config as numbers. The field names below follow this order. */
+/* The resolved config as numbers, named fields first so a disagreement names the cause rather than
+ * its consequence (the parameter count). The names below follow this order. */
 enum { COUNTS = 29, REALS = 10 };
 
 typedef struct join_record_t {
@@ -29,11 +30,11 @@ typedef struct join_record_t {
 } join_record_t;
 
 static const char *const count_names[COUNTS] = {
-    "parameter floats", "parameter tensors", "steps taken", "compute", "cpu_class", "seed", "hidden", "depth", "heads",
-    "mlp", "embedding", "matryoshka_count", "matryoshka[0]", "matryoshka[1]", "matryoshka[2]", "matryoshka[3]",
-    "matryoshka[4]", "matryoshka[5]", "matryoshka[6]", "matryoshka[7]", "temperature_groups", "modalities",
-    "text_bytes", "image_size, image_patch", "video_size, video_patch", "video_frames, video_tubelet",
-    "audio_seconds, audio_mels", "warmup_steps", "total_steps"};
+    "hidden", "depth", "heads", "mlp", "embedding", "matryoshka_count", "matryoshka[0]", "matryoshka[1]",
+    "matryoshka[2]", "matryoshka[3]", "matryoshka[4]", "matryoshka[5]", "matryoshka[6]", "matryoshka[7]",
+    "temperature_groups", "modalities", "text_bytes", "image_size, image_patch", "video_size, video_patch",
+    "video_frames, video_tubelet", "audio_seconds, audio_mels", "compute", "cpu_class", "seed", "warmup_steps",
+    "total_steps", "steps taken", "parameter floats", "parameter tensors"};
 static const char *const real_names[REALS] = {"learning_rate", "beta1", "beta2", "epsilon", "weight_decay",
                                               "clip_norm", "contrastive_weight", "choice_weight", "audio_rate",
                                               "(unused)"};
@@ -45,13 +46,13 @@ static void describe(uform_trainer_t trainer, join_record_t *record) {
     const uform__optimizer_t *optimizer = &trainer->optimizer;
     snprintf(record->size, sizeof record->size, "%s", config->size);
     uint64_t counts[COUNTS] = {
-        trainer->total, trainer->param_count, trainer->steps, (uint64_t)trainer->compute,
-        (uint64_t)trainer->cpu_class, trainer->seed, config->hidden, config->depth, config->heads, config->mlp,
-        config->embedding, config->matryoshka_count, 0, 0, 0, 0, 0, 0, 0, 0, config->temperature_groups,
-        config->modalities, config->text_bytes, pair_of(config->image_size, config->image_patch),
-        pair_of(config->video_size, config->video_patch), pair_of(config->video_frames, config->video_tubelet),
-        pair_of(config->audio_seconds, config->audio_mels), optimizer->warmup_steps, optimizer->total_steps};
-    for (size_t i = 0; i < config->matryoshka_count && i < 8; ++i) counts[12 + i] = config->matryoshka[i];
+        config->hidden, config->depth, config->heads, config->mlp, config->embedding, config->matryoshka_count,
+        0, 0, 0, 0, 0, 0, 0, 0, config->temperature_groups, config->modalities, config->text_bytes,
+        pair_of(config->image_size, config->image_patch), pair_of(config->video_size, config->video_patch),
+        pair_of(config->video_frames, config->video_tubelet), pair_of(config->audio_seconds, config->audio_mels),
+        (uint64_t)trainer->compute, (uint64_t)trainer->cpu_class, trainer->seed, optimizer->warmup_steps,
+        optimizer->total_steps, trainer->steps, trainer->total, trainer->param_count};
+    for (size_t i = 0; i < config->matryoshka_count && i < 8; ++i) counts[6 + i] = config->matryoshka[i];
     memcpy(record->counts, counts, sizeof counts);
     double reals[REALS] = {optimizer->learning_rate, optimizer->beta1,  optimizer->beta2,
                            optimizer->epsilon,       optimizer->weight_decay, optimizer->clip_norm,
@@ -69,7 +70,7 @@ static int compare(const join_record_t *zero, const join_record_t *other, size_t
         if (zero->counts[i] != other->counts[i]) {
             snprintf(text, capacity, "%s: member %zu has %llu, member 0 has %llu%s", count_names[i], j,
                      (unsigned long long)other->counts[i], (unsigned long long)zero->counts[i],
-                     i == 2 ? " (resume every member from the same checkpoint)" : "");
+                     i == 26 ? " (resume every member from the same checkpoint)" : "");
             return -1;
         }
     for (size_t i = 0; i < REALS; ++i)
