@@ -133,9 +133,14 @@ static int parse_options(int argc, char **argv, options_t *options) {
             else options->quiet = 1;
             continue;
         }
-        if (i + 1 >= argc) {
+        static const char *const valued[] = {"--out", "--resume", "--size", "--eval", "--log", "--steps", "--batch",
+                                             "--warmup", "--total-steps", "--threads", "--eval-every", "--save-every",
+                                             "--seed", "--minutes", "--lr", "--weight-decay", "--clip"};
+        int known = 0;
+        for (size_t k = 0; k < sizeof valued / sizeof valued[0]; ++k) known |= strcmp(flag, valued[k]) == 0;
+        if (!known || i + 1 >= argc) {
             char why[128];
-            snprintf(why, sizeof why, "%s needs a value", flag);
+            snprintf(why, sizeof why, known ? "%s needs a value" : "unknown flag %s", flag);
             return usage_error(why);
         }
         const char *value = argv[++i];
@@ -161,11 +166,6 @@ static int parse_options(int argc, char **argv, options_t *options) {
         else if (strcmp(flag, "--weight-decay") == 0)
             bad = parse_number(value, &options->weight_decay) || options->weight_decay < 0, options->have_decay = 1;
         else if (strcmp(flag, "--clip") == 0) bad = parse_number(value, &options->clip) || options->clip < 0, options->have_clip = 1;
-        else {
-            char why[128];
-            snprintf(why, sizeof why, "unknown flag %s", flag);
-            return usage_error(why);
-        }
         (void)number;
         if (bad) {
             char why[160];

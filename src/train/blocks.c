@@ -10,10 +10,13 @@
  *   dh = dy + norm2ᵀ(da2); datt = dh·Wout; dWout += dhᵀ·att; dqkv = attentionᵀ(datt)
  *   da1 = dqkv·Wqkv; dWqkv += dqkvᵀ·a1; dx = dh + norm1ᵀ(da1)
  *
- * BF16 compute multiplies BF16 copies of the weights (the products round their F32 inputs on
- * classes with BF16 dot products, as autocast does) and runs the attention forward in BF16
- * (nn.h's attention_forward_bf16); the backward recomputes the probabilities in F32 from the
- * saved log-sum-exp. Norms, GELU and the residual stream stay F32.
+ * BF16 compute (training.md: BF16 operands, F32 accumulation) multiplies BF16 copies of the weights
+ * with BF16-rounded inputs — forward y = bf16(x)·bf16(W)ᵀ + b, backward dx = bf16(dy)·bf16(W) and
+ * dW = bf16(dy)ᵀ·bf16(x), db = Σ dy — where Genoa's products round their inputs themselves and
+ * the other classes get them rounded here (work->round_inputs; the saved activations are rounded
+ * in place, which their own backward then reads, consistently). The attention forward is BF16
+ * (nn.h's attention_forward_bf16); its backward recomputes the probabilities in F32 from the
+ * unrounded Q, K and V with the forward's log-sum-exp. Norms, GELU, residuals stay F32.
  */
 #include <string.h>
 
@@ -43,6 +46,13 @@ uform_status_t uform__train_linear_backward(uform__train_work_t *work, const ufo
     if (rows == 0) return UFORM_OK;
     size_t n = layer->rows, k = layer->columns;
     int bf16 = compute->compute == UFORM_COMPUTE_BF16 && layer->dtype == UFORM__GEMM_BF16;
+    const float *dy_bias = dy;
+    if (bf16 && work->round_inputs) {
+        /* dy [rows, n] (stride lddy) rounded into scratch; the bias sums the unrounded values. */
+        for (size_t r = 0; r < rows; ++r) memcpy(work->dy_rounded + r * n, dy + r * lddy, n * sizeof(float));
+        uform__round_to_bf16(work->dy_rounded, rows * n);
+        dy = work->dy_rounded, lddy = n;
+    }
     uform__gemm_backward_w_t w = {rows, n, k, dy, lddy, x, ldx, UFORM__GEMM_F32, (float *)grad->weight, k,
                                   compute->gemm_scratch, compute->gemm_scratch_bytes};
     uform_status_t status = (bf16 ? compute->gemm->backward_w_bf16 : compute->gemm->backward_w)(&w, compute->parallel,
@@ -50,7 +60,7 @@ uform_status_t uform__train_linear_backward(uform__train_work_t *work, const ufo
     compute->flops += 2.0 * (double)rows * (double)n * (double)k;
     if (status != UFORM_OK) return status;
     if (grad->bias) {
-        uform__gemm_backward_b_t b = {rows, n, dy, lddy, (float *)grad->bias};
+        uform__gemm_backward_b_t b = {rows, n, dy_bias, dy_bias == dy ? lddy : n, (float *)grad->bias};
         status = compute->gemm->backward_b(&b, compute->parallel, outcome);
         if (status != UFORM_OK) return status;
     }
@@ -102,11 +112,13 @@ uform_status_t uform__train_blocks_forward(uform__train_work_t *work) {
         float *y = i + 1 < config->depth ? work->blocks[i + 1].x : work->final;
         nn->layernorm_forward(T, d, saved->x, d, block->norm1.weight, block->norm1.bias, eps, saved->a1, d,
                               saved->mean1, saved->rstd1, parallel);
+        if (work->round_inputs) uform__round_to_bf16(saved->a1, T * d);
         uform_status_t status =
             uform__linear_forward(compute, &block->qkv, T, saved->a1, d, saved->qkv, 3 * d, 3 * d, 0, outcome);
         if (status != UFORM_OK) return status;
         attention(&shape, saved->qkv, saved->att, saved->lse, parallel);
         compute->flops += attention_flops(work);
+        if (work->round_inputs) uform__round_to_bf16(saved->att, T * d);
         /* h = x + attn.out(att): the product accumulates onto a copy of x. */
         memcpy(saved->h, saved->x, T * d * sizeof(float));
         status = uform__linear_forward(compute, &block->out, T, saved->att, d, saved->h, d, d,
@@ -114,9 +126,11 @@ uform_status_t uform__train_blocks_forward(uform__train_work_t *work) {
         if (status != UFORM_OK) return status;
         nn->layernorm_forward(T, d, saved->h, d, block->norm2.weight, block->norm2.bias, eps, saved->a2, d,
                               saved->mean2, saved->rstd2, parallel);
+        if (work->round_inputs) uform__round_to_bf16(saved->a2, T * d);
         status = uform__linear_forward(compute, &block->up, T, saved->a2, d, saved->u, F, F, 0, outcome);
         if (status != UFORM_OK) return status;
         nn->gelu_forward(T * F, saved->u, saved->g, parallel);
+        if (work->round_inputs) uform__round_to_bf16(saved->g, T * F);
         memcpy(y, saved->h, T * d * sizeof(float));
         status = uform__linear_forward(compute, &block->down, T, saved->g, F, y, d, d, UFORM__LINEAR_ACCUMULATE,
                                        outcome);

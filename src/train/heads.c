@@ -35,6 +35,7 @@ uform_status_t uform__train_heads_forward(uform__train_work_t *work) {
         nn->layernorm_forward(count, d, work->head_in + first * d, d, stem->norm.weight, stem->norm.bias, eps,
                               work->head_normed + first * d, d, work->head_mean + first, work->head_rstd + first,
                               compute->parallel);
+        if (work->round_inputs) uform__round_to_bf16(work->head_normed + first * d, count * d);
         uform_status_t status = uform__linear_forward(compute, &stem->projection, count, work->head_normed + first * d,
                                                       d, work->embeddings + first * E, E, E, 0, outcome);
         if (status != UFORM_OK) return status;

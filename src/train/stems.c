@@ -69,6 +69,9 @@ uform_status_t uform__train_stems_decode(uform__train_work_t *work) {
         if (statuses[i] != UFORM_OK && plan->sequence[first + i].content < worst)
             worst = plan->sequence[first + i].content, at = i;
     uform_status_t status = UFORM_OK;
+    for (int m = UFORM_MODALITY_IMAGE; work->round_inputs && m <= UFORM_MODALITY_AUDIO; ++m)
+        uform__round_to_bf16(work->patches[m], plan->patch_rows[m] *
+                                                   uform__stem_patch_width(&work->trainer->config, (uform_modality_t)m));
     if (worst != SIZE_MAX)
         status = uform__fail(context->outcome, statuses[at], context->function, "contents[%zu] (%s): %s", worst,
                              uform__modality_name(plan->sequence[first + at].modality), outcomes[at].message);

@@ -52,7 +52,10 @@ static layout_t layout_of(uform_trainer_t trainer, const uform__batch_plan_t *pl
     layout.embeddings = 2 * aligned(plan->embeddings * E * f);
     layout.logits = 2 * aligned(plan->choices * 256 * f);
     layout.temperatures = aligned(config->temperature_groups * f);
-    layout.backward = 4 * aligned(T * d * f) + aligned(T * 3 * d * f) + aligned(T * F * f) + aligned(H * T * f);
+    size_t widest = 3 * d > F ? 3 * d : F;
+    if (E > widest) widest = E;
+    layout.backward = 4 * aligned(T * d * f) + aligned(T * 3 * d * f) + aligned(T * F * f) + aligned(H * T * f) +
+                      aligned(T * widest * f); /* the rounded upstream gradients */
     layout.bags = aligned(plan->bags * E * f);
     layout.contrastive =
         aligned(uform__train_contrastive_doubles(plan->embeddings, plan->bags, E, config->temperature_groups) *
@@ -113,6 +116,9 @@ void uform__train_work_carve(uform__train_work_t *work, void *memory) {
     TAKE(work->dqkv, T * 3 * d * f);
     TAKE(work->dg, T * F * f);
     TAKE(work->deltas, H * T * f);
+    size_t widest = 3 * d > F ? 3 * d : F;
+    if (E > widest) widest = E;
+    TAKE(work->dy_rounded, T * widest * f);
     TAKE(work->bag_embeddings, plan->bags * E * f);
     TAKE(work->contrastive_scratch,
          uform__train_contrastive_doubles(plan->embeddings, plan->bags, E, config->temperature_groups) * sizeof(double));
@@ -174,6 +180,7 @@ static uform_status_t step_run(void *pointer, uform__call_context_t *context) {
     work.compute.signal = uform__signal_kernels(trainer->cpu_class);
     work.compute.parallel = context->parallel;
     work.compute.compute = trainer->compute;
+    work.round_inputs = trainer->compute == UFORM_COMPUTE_BF16 && !uform__gemm_rounds_to_bf16(work.compute.gemm);
     size_t threads = uform__parallel_threads(context->parallel);
     layout_t layout = layout_of(trainer, &plan, threads);
     uform__block_saved_t *blocks = calloc(config->depth, sizeof *blocks);

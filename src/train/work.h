@@ -31,6 +31,11 @@ typedef struct uform__train_work_t {
     uform__compute_t compute;
     uform__call_context_t *context;
     size_t done;                          /* progress units */
+    /* BF16 compute on a class whose BF16 products widen their F32 inputs: the inputs of every BF16
+     * product (activations forward, upstream gradients backward) are rounded explicitly, so every
+     * class computes the same BF16-operand products (uform__gemm_rounds_to_bf16). */
+    int round_inputs;
+    float *dy_rounded;                    /* [T, max(3d, F)] rounded upstream gradients (round_inputs) */
 
     float *patches[4];                    /* [P_m, w_m] decoded media inputs */
     float *projected;                     /* [max P_m, d] scratch for the patch products */

@@ -1,13 +1,17 @@
 """Checks the engine's step-parity dump against the PyTorch training reference.
 
-    /usr/bin/python3 tests/reference/compare_train.py DUMP_DIR [--threads N]
-    /usr/bin/python3 tests/reference/compare_train.py --write-dump DIR [--compute f32|bf16] [--seed N]
+    /usr/bin/python3 tests/reference/compare_train.py DUMP_DIR [--threads N] [--resync] [--spread N]
+    /usr/bin/python3 tests/reference/compare_train.py --write-dump DIR [--compute f32|bf16] [--dtype float32|float64] [--seed N]
 
 DUMP_DIR/manifest.json names the starting checkpoint, the compute mode, the optimizer settings and
 the steps (format: tests/reference/README.md).  The reference (train_reference.py, float64) starts
 from the checkpoint's optimizer.weights.* when present (else its weights widened), its moments
 (else zeros) and its step count (else 0), runs every step in order on its own state (the engine's
-state is never reloaded between steps), and after each step compares:
+state is never reloaded between steps), and after each step compares.  Under "compute": "bf16" the
+reference runs BF16 compute as the engine documents it (train_reference.py: BF16 operands of the
+stems', trunk's and projections' products, forward and backward, and of the attention's score and
+value products; F32 elsewhere) and prints how many trunk items span more than one 64-key block of
+the attention.  It compares:
 
 - the logged scalars (loss, contrastive, choice, learning_rate, grad_norm): |a - b| / max(|b|, 1e-6);
 - the temperatures the step used and the bag embeddings [bags, E];
@@ -158,10 +162,78 @@ def compare_after(tally, label, path, state, tolerance):
         tally.record(False, f"{label} names", f"tensors the reference does not know: {extra[:8]}")
 
 
-def run_step(tally, directory, index, entry, state, tolerance):
+def sequence_lengths(config, batch):
+    """Tokens per trunk item of the step: the bag members' sequences, then the choice sequences."""
+    offsets = batch.bag_offsets()
+    lengths = []
+    for i in range(offsets[0], offsets[-1]):
+        modality, item = batch.contents[i]
+        if modality == "text":
+            lengths.append(1 + len(R.truncate_text(item, config)))
+        elif modality == "image":
+            lengths.append((config["image"]["size"] // config["image"]["patch"]) ** 2 + 1)
+        elif modality == "video":
+            v = config["video"]
+            lengths.append((item.shape[0] // v["tubelet"]) * (v["size"] // v["patch"]) ** 2 + 1)
+        else:
+            lengths.append(item.shape[0] // R.AUDIO_FRAMES_PER_TOKEN + 1)
+    lengths += [2 + len(R.truncate_text(batch.contents[i][1], config, keep_end=True)) for i in batch.choice_contents()]
+    return lengths
+
+
+JITTER = 1e-7      # relative jitter of the twins' weights: about float32's rounding (2^-24 = 6e-8)
+
+
+def jittered_gradients(state, batch, bf16, count, seed):
+    """Diagnosis (--spread): the gradients of `count` copies of the reference whose weights are
+    multiplied by 1 + JITTER * N(0, 1), i.e. moved by about F32's own rounding.  Under BF16 compute
+    the spread of these twins around the reference is the semantics' own sensitivity: an engine
+    within it differs from the reference no more than the reference differs from itself."""
+    generator = torch.Generator().manual_seed(seed)
+    twins = []
+    for _ in range(count):
+        weights = {n: w * (1.0 + JITTER * torch.randn(w.shape, dtype=w.dtype, generator=generator))
+                   for n, w in state.weights.items()}
+        twin = T.TrainerState(state.config, weights, {n: t.clone() for n, t in state.m.items()},
+                              {n: t.clone() for n, t in state.v.items()}, state.step_count, state.optimizer, state.dtype)
+        twins.append(twin.step(batch, bf16=bf16)["gradients"])
+    return twins
+
+
+def report_spread(label, path, reference, twins, tolerance):
+    """Prints '#' lines (judging nothing): per step the engine's and each twin's worst per-tensor
+    gradient error against the reference, then every tensor where the engine exceeds `tolerance`
+    with the twins' errors on the same tensor."""
+    _, arrays = R.read_safetensors(path)
+
+    def error(values, name):
+        peak = max(float(reference[name].abs().max()), FLOORS["gradient"])
+        return float(np.abs(np.asarray(values, dtype=np.float64) - reference[name].numpy()).max()) / peak
+
+    names = [n for n in reference if n in arrays]
+    engine = {n: error(arrays[n], n) for n in names}
+    spread = [{n: error(t[n].numpy(), n) for n in names} for t in twins]
+    worst = max(engine, key=engine.get)
+    print(f"# {label} spread: engine worst {engine[worst]:.2e} ({worst}); jittered twins worst "
+          + ", ".join(f"{max(e.values()):.2e} ({max(e, key=e.get)})" for e in spread), flush=True)
+    for name in sorted((n for n in names if engine[n] > tolerance), key=engine.get, reverse=True):
+        print(f"# {label} spread: {name} engine {engine[name]:.2e}, twins "
+              + ", ".join(f"{e[name]:.2e}" for e in spread), flush=True)
+
+
+def run_step(tally, directory, index, entry, state, tolerance, compute, spread=0):
     label = f"step{index}"
     batch = T.Batch.from_json(entry["batch"], directory)
-    out = state.step(batch)
+    if compute == "bf16":
+        # The BF16 attention's rounding of p depends on the running max of its key blocks: say when
+        # an item spans more than one block (BlockedAttention implements that case too).
+        lengths = sequence_lengths(state.config, batch)
+        over = [n for n in lengths if n > T.ATTENTION_BLOCK]
+        print(f"# {label}: {len(lengths)} trunk items of up to {max(lengths, default=0)} tokens"
+              + (f"; {len(over)} span more than one block of {T.ATTENTION_BLOCK} keys ({over})" if over else ""),
+              flush=True)
+    twins = jittered_gradients(state, batch, compute == "bf16", spread, index) if spread else []
+    out = state.step(batch, bf16=(compute == "bf16"))
     engine = entry.get("outputs", {}) or {}
     for name in ("loss", "contrastive", "choice", "learning_rate", "grad_norm"):
         if name in engine:
@@ -182,13 +254,16 @@ def run_step(tally, directory, index, entry, state, tolerance):
     if entry.get("gradients"):
         compare_gradients(tally, f"{label}/gradient", os.path.join(directory, entry["gradients"]),
                           out["gradients"], tolerance)
+        if twins:
+            report_spread(f"{label}/gradient", os.path.join(directory, entry["gradients"]), out["gradients"], twins,
+                          tolerance)
     if entry.get("after"):
         compare_after(tally, f"{label}/after", os.path.join(directory, entry["after"]), state, tolerance)
     else:
         tally.record(False, f"{label}/after", "the step names no 'after' checkpoint")
 
 
-def compare_dump(directory, threads=2, resync=False):
+def compare_dump(directory, threads=2, resync=False, spread=0):
     tally = Tally()
     manifest_path = os.path.join(directory, "manifest.json")
     torch.set_num_threads(max(1, threads))
@@ -217,7 +292,7 @@ def compare_dump(directory, threads=2, resync=False):
     for index, entry in enumerate(steps):
         started = time.perf_counter()
         try:
-            run_step(tally, directory, index, entry, state, TOLERANCE[compute])
+            run_step(tally, directory, index, entry, state, TOLERANCE[compute], compute, spread)
         except Exception as error:
             traceback.print_exc()
             tally.record(False, f"step{index}", f"{type(error).__name__}: {error}")
@@ -236,18 +311,23 @@ def main(argv):
     parser.add_argument("--threads", type=int, default=2, help="torch threads for the float64 reference")
     parser.add_argument("--resync", action="store_true",
                         help="start each step from the engine's previous 'after' state (diagnosis; judges steps one by one)")
-    parser.add_argument("--write-dump", metavar="DIR", help="write an example dump (the reference in float32) instead")
+    parser.add_argument("--spread", type=int, default=0, metavar="N",
+                        help="diagnosis: also step N copies of the reference with weights jittered by 1e-7 relative "
+                             "and print ('#' lines) their gradient errors beside the engine's; judges nothing")
+    parser.add_argument("--write-dump", metavar="DIR", help="write an example dump (the reference standing in) instead")
     parser.add_argument("--compute", choices=("f32", "bf16"), default="f32", help="with --write-dump")
+    parser.add_argument("--dtype", choices=("float32", "float64"),
+                        help="with --write-dump: the stand-in's precision (default float32 for f32, float64 for bf16)")
     parser.add_argument("--seed", type=int, default=7, help="with --write-dump")
     args = parser.parse_args(argv)
     if args.write_dump:
         torch.set_num_threads(max(1, args.threads))
-        T.write_example_dump(args.write_dump, args.compute, args.seed)
+        T.write_example_dump(args.write_dump, args.compute, args.seed, dtype=T.example_dtype(args.compute, args.dtype))
         print(f"wrote {os.path.join(args.write_dump, 'manifest.json')}")
         return 0
     if not args.dump_dir:
         parser.error("DUMP_DIR is required (or --write-dump DIR)")
-    tally = compare_dump(args.dump_dir, args.threads, args.resync)
+    tally = compare_dump(args.dump_dir, args.threads, args.resync, args.spread)
     print(f"{tally.passed} passed, {tally.failed} failed")
     return 1 if tally.failed else 0
 

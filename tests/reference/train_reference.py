@@ -3,10 +3,11 @@
 Written from training.md and model.md (never from the engine's C sources), on top of the model
 reference in uform_reference.py.  Run by Debian's /usr/bin/python3 (torch 1.13, numpy 1.24).
 
-    /usr/bin/python3 train_reference.py write-dump DIR [--compute f32|bf16] [--seed N]
+    /usr/bin/python3 train_reference.py write-dump DIR [--compute f32|bf16] [--dtype float32|float64] [--seed N]
 
-writes an example step-parity dump (format: README.md) in which this reference, run in float32,
-stands in for the engine; compare_train.py checks such a dump.
+writes an example step-parity dump (format: README.md) in which this reference stands in for the
+engine (in float32 for F32 compute, float64 for BF16 compute: `example_dtype`); compare_train.py
+checks such a dump.
 
 One step (`TrainerState.step`), as training.md defines it:
 
@@ -35,7 +36,7 @@ import json
 import math
 import os
 import sys
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 
 import numpy as np
 import torch
@@ -265,23 +266,26 @@ def choice_loss(model, finals, legal_lists, targets, temperatures):
     losses = []
     for final, legal, target in zip(finals, legal_lists, targets):
         hidden = R.layer_norm(final[-1], model.w["choose.norm.weight"], model.w["choose.norm.bias"], model.eps)
-        # [256]; a plain product, so the BF16 stand-in keeps the head in F32 like the projections
+        # [256]; a plain product: BF16 compute keeps the head in F32, as text_choose runs it
         logits = model.w["choose.head.weight"] @ hidden + model.w["choose.head.bias"]
         scaled = logits[torch.tensor(list(legal))] * scale
         losses.append(torch.logsumexp(scaled, 0) - scaled[list(legal).index(target)])
     return torch.stack(losses).mean()
 
 
-def forward(config, weights, batch):
+def forward(config, weights, batch, bf16_compute=False, rounding=None):
     """-> dict: loss, contrastive, choice (0-dim tensors with autograd), bag_embeddings [bags, E]
-    (full width), embeddings_by_prefix (list of [bags, P])."""
-    model = R.Model(config, weights)
+    (full width), embeddings_by_prefix (list of [bags, P]).  bf16_compute: the stems', trunk's and
+    projections' products with BF16 operands (see Bf16Linear, BlockedAttention); `rounding`
+    replaces `bf16` there (the self-tests pass `no_rounding` or a recorder)."""
+    model = Bf16Model(config, weights, rounding) if bf16_compute else R.Model(config, weights)
     offsets = batch.bag_offsets()
     members = list(range(offsets[0], offsets[-1]))                 # contents in bags, in order
     chosen = batch.choice_contents()
-    items = [model.stem(batch.contents[i][0], batch.contents[i][1]) for i in members]
-    items += [model.text_tokens(batch.contents[i][1], next_token=True) for i in chosen]
-    finals = model.trunk(items)
+    with bf16_products(rounding) if bf16_compute else nullcontext():
+        items = [model.stem(batch.contents[i][0], batch.contents[i][1]) for i in members]
+        items += [model.text_tokens(batch.contents[i][1], next_token=True) for i in chosen]
+        finals = model.trunk(items)
     temperatures = weights["temperatures"]
     if members:
         projected = []
@@ -289,7 +293,10 @@ def forward(config, weights, batch):
             modality = batch.contents[i][0]
             cls = R.layer_norm(finals[k][0], weights[f"{modality}.norm.weight"], weights[f"{modality}.norm.bias"],
                                model.eps)
-            projected.append(weights[f"{modality}.projection"] @ cls)                       # [E]
+            if bf16_compute:
+                projected.append(bf16_linear(cls, weights[f"{modality}.projection"], None, rounding))  # [E]
+            else:
+                projected.append(weights[f"{modality}.projection"] @ cls)
         projected = torch.stack(projected)
         local = [o - offsets[0] for o in offsets]
         by_prefix = [bag_embeddings(projected, local, int(p)) for p in config["matryoshka"]]
@@ -307,24 +314,144 @@ def total_loss(losses, optimizer):
 
 
 # ---------------------------------------------------------------------------------------------
-# BF16 compute, approximated for the example dump only: the stems' and the trunk's matrix products
-# (everything through R.linear) get weight and input operands rounded to BF16, gradients pass
-# straight through to the float32 masters; the heads (projections, choose.head) and the attention's
-# score and value products stay F32.
+# BF16 compute (training.md: "BF16 operands with F32 accumulation"), as the engine documents it.
+#
+# - The trunk's products (attn.qkv, attn.out, mlp.up, mlp.down), the stems' patch projections and
+#   the embedding projections compute y = bf16(x) bf16(W)^T + b, and in the backward
+#   dx = bf16(dy) bf16(W), dW = bf16(dy)^T bf16(x), db = sum dy (`Bf16Linear`).
+# - Attention (`BlockedAttention`): scores from bf16(q), bf16(k); the value product from bf16(p),
+#   bf16(v), normalised by the sum of the unrounded p; the backward recomputes P in full precision
+#   from the unrounded q, k and the forward's log-sum-exp.
+# - Nothing else is rounded: choose.head (F32, as text_choose runs it), LayerNorms, GELU, residual
+#   adds, lookups, position/CLS/modality additions, the losses and the optimizer.
+# The products accumulate in the reference's dtype (float64 for parity; the engine: F32).
 
-def round_bf16(x):
-    return x + (x.to(torch.bfloat16).to(x.dtype) - x).detach()
+ATTENTION_BLOCK = 64     # keys per block of the engine's attention (running max across blocks)
+
+
+def bf16(x):
+    """The nearest BF16 value of every element, in x's dtype: float64 -> float32 (nearest), then
+    float32 -> BF16 (nearest, ties to even on the float32 bit pattern).  Going through float32 is
+    part of the definition: a float64 just above a BF16 tie can land on the tie in float32 and then
+    round to even, where rounding float64 directly would go up."""
+    return x.to(torch.float32).to(torch.bfloat16).to(x.dtype)
+
+
+def no_rounding(x):
+    return x
+
+
+class Bf16Linear(torch.autograd.Function):
+    """y = r(x) r(W)^T + b with x [..., in], W [out, in], b [out] or None; backward
+    dx = r(dy) r(W), dW = r(dy)^T r(x) (over every leading index), db = sum dy.  r is `bf16` in
+    BF16 compute; `no_rounding` makes it an ordinary linear layer (the self-tests' check)."""
+
+    @staticmethod
+    def forward(ctx, x, weight, bias, rounding):
+        xr, wr = rounding(x), rounding(weight)
+        ctx.save_for_backward(xr, wr)
+        ctx.rounding = rounding
+        y = xr @ wr.T
+        return y if bias is None else y + bias
+
+    @staticmethod
+    def backward(ctx, dy):
+        xr, wr = ctx.saved_tensors
+        dyr = ctx.rounding(dy)
+        dx = dw = db = None
+        if ctx.needs_input_grad[0]:
+            dx = dyr @ wr                                                            # [..., in]
+        if ctx.needs_input_grad[1]:
+            dw = dyr.reshape(-1, wr.shape[0]).T @ xr.reshape(-1, wr.shape[1])        # [out, in]
+        if ctx.needs_input_grad[2]:
+            db = dy.reshape(-1, wr.shape[0]).sum(0)                                  # [out]
+        return dx, dw, db, None
+
+
+def bf16_linear(x, weight, bias=None, rounding=None):
+    """Bf16Linear with `rounding` (default: this module's `bf16`, looked up at the call)."""
+    return Bf16Linear.apply(x, weight, bias, rounding or bf16)
+
+
+class BlockedAttention(torch.autograd.Function):
+    """q, k, v [..., N, hd] -> out [..., N, hd]: softmax(scale q k^T) v over the keys in blocks of
+    `block` with a running max (FlashAttention-2's forward), rounding the operands of both products:
+
+        s_j = scale <r(q), r(k_j)>;   per block: m' = max(m, max_j s_j), p_j = exp(s_j - m'),
+        l <- l exp(m - m') + sum_j p_j,   acc <- acc exp(m - m') + sum_j r(p_j) r(v_j);
+        out = acc / l,   lse = m + ln l.
+
+    With at most `block` keys this is p_j = exp(s_j - rowmax) and out = sum r(p_j) r(v_j) / sum p_j.
+    The backward recomputes in full precision from the unrounded q, k, v and the forward's lse and
+    out:  P = exp(scale q k^T - lse), D_i = sum_e dout_ie out_ie, dV = P^T dout, dP = dout V^T,
+    dS = P (dP - D), dQ = scale dS K, dK = scale dS^T Q."""
+
+    @staticmethod
+    def forward(ctx, q, k, v, rounding, block):
+        scale = 1.0 / math.sqrt(q.shape[-1])
+        scores = scale * (rounding(q) @ rounding(k).transpose(-1, -2))              # [..., N, N]
+        vr = rounding(v)
+        n = k.shape[-2]
+        peak = torch.full(scores.shape[:-1], float("-inf"), dtype=q.dtype)         # [..., N]
+        total = torch.zeros(scores.shape[:-1], dtype=q.dtype)
+        acc = torch.zeros(q.shape, dtype=q.dtype)                                   # [..., N, hd]
+        for start in range(0, n, block):
+            s = scores[..., start:start + block]
+            new_peak = torch.maximum(peak, s.max(-1).values)
+            carry = torch.exp(peak - new_peak)                                      # 0 on the first block
+            p = torch.exp(s - new_peak[..., None])
+            total = total * carry + p.sum(-1)
+            acc = acc * carry[..., None] + rounding(p) @ vr[..., start:start + block, :]
+            peak = new_peak
+        out = acc / total[..., None]
+        lse = peak + torch.log(total)
+        ctx.save_for_backward(q, k, v, out, lse)
+        return out
+
+    @staticmethod
+    def backward(ctx, dout):
+        q, k, v, out, lse = ctx.saved_tensors
+        scale = 1.0 / math.sqrt(q.shape[-1])
+        p = torch.exp(scale * (q @ k.transpose(-1, -2)) - lse[..., None])           # [..., N, N]
+        d = (dout * out).sum(-1, keepdim=True)                                      # [..., N, 1]
+        dv = p.transpose(-1, -2) @ dout
+        dp = dout @ v.transpose(-1, -2)
+        ds = p * (dp - d)
+        return scale * (ds @ k), scale * (ds.transpose(-1, -2) @ q), dv, None, None
+
+
+def blocked_attention(q, k, v, rounding=None, block=ATTENTION_BLOCK):
+    """BlockedAttention with `rounding` (default: this module's `bf16`, looked up at the call)."""
+    return BlockedAttention.apply(q, k, v, rounding or bf16, block)
+
+
+class Bf16Model(R.Model):
+    """R.Model whose attention is `BlockedAttention` with BF16 operands; its stems and the rest of
+    the trunk get BF16 products from `bf16_products()` (R.linear), which `forward` enters."""
+
+    def __init__(self, config, tensors, rounding=None):
+        super().__init__(config, tensors)
+        self.rounding = rounding
+
+    def attention(self, x, i, mask=None):
+        """x [B, N, d] -> [B, N, d]; every item attends over its own tokens (no padding, no mask)."""
+        if mask is not None:
+            raise ValueError("the BF16 reference runs unpadded items only")
+        batch, n, d = x.shape
+        h, hd = self.heads, d // self.heads
+        r = self.rounding
+        qkv = bf16_linear(x, self.w[f"trunk.{i}.attn.qkv.weight"], self.w[f"trunk.{i}.attn.qkv.bias"], r)
+        qkv = qkv.reshape(batch, n, 3, h, hd).permute(2, 0, 3, 1, 4)                # [3, B, h, N, hd]
+        out = blocked_attention(qkv[0], qkv[1], qkv[2], r)                           # [B, h, N, hd]
+        out = out.permute(0, 2, 1, 3).reshape(batch, n, d)
+        return bf16_linear(out, self.w[f"trunk.{i}.attn.out.weight"], self.w[f"trunk.{i}.attn.out.bias"], r)
 
 
 @contextmanager
-def bf16_products():
+def bf16_products(rounding=None):
+    """Within it, R.linear (the stems' patch projections and the trunk's MLP) is `bf16_linear`."""
     original = R.linear
-
-    def linear(x, weight, bias=None):
-        y = round_bf16(x) @ round_bf16(weight).T
-        return y if bias is None else y + bias
-
-    R.linear = linear
+    R.linear = lambda x, weight, bias=None: bf16_linear(x, weight, bias, rounding)
     try:
         yield
     finally:
@@ -373,11 +500,7 @@ class TrainerState:
         bag_embeddings [bags, E], gradients {name: tensor} (before clipping)."""
         batch.validate(self.config)
         leaves = {name: self.weights[name].clone().requires_grad_(True) for name in self.names}
-        if bf16:
-            with bf16_products():
-                losses = forward(self.config, leaves, batch)
-        else:
-            losses = forward(self.config, leaves, batch)
+        losses = forward(self.config, leaves, batch, bf16_compute=bf16)
         loss = total_loss(losses, self.optimizer)
         if loss.requires_grad:
             found = torch.autograd.grad(loss, [leaves[n] for n in self.names], allow_unused=True)
@@ -500,10 +623,22 @@ EXAMPLE_OPTIMIZER = {"learning_rate": 1e-3, "beta1": 0.9, "beta2": 0.98, "epsilo
                      "choice_weight": 0.5}
 
 
+def example_dtype(compute, name=None):
+    """The stand-in's precision: `name` ("float32" or "float64") or, by default, float32 for F32
+    compute and float64 for BF16 compute.  Under BF16 compute a float32 twin of the float64 judge
+    differs from it by up to ~1.4e-2 per tensor (one-ulp rounding flips of q and k magnified by the
+    attention scores, AdamW sign flips: README.md), so only a float64 stand-in is an example that
+    must pass; `--dtype float32` writes the twin for measuring that floor."""
+    if name is None:
+        name = "float64" if compute == "bf16" else "float32"
+    return {"float32": torch.float32, "float64": torch.float64}[name]
+
+
 def write_example_dump(directory, compute="f32", seed=7, start=None, batches=None, optimizer=None,
-                       gradients=True):
+                       gradients=True, dtype=None):
     """Writes DIR/manifest.json and its files: `start` (a checkpoint path; default a fresh example
-    checkpoint) stepped by this reference in float32 (with BF16 products when compute is bf16)."""
+    checkpoint) stepped by this reference in `dtype` (default: example_dtype(compute)), with BF16
+    compute when compute is bf16.  Every file stores float32, as the engine's dump does."""
     os.makedirs(directory, exist_ok=True)
     start_name = "start.safetensors"
     if start is None:
@@ -513,7 +648,8 @@ def write_example_dump(directory, compute="f32", seed=7, start=None, batches=Non
         with open(start, "rb") as source, open(os.path.join(directory, start_name), "wb") as target:
             target.write(source.read())
     optimizer = dict(optimizer or EXAMPLE_OPTIMIZER)
-    state = TrainerState.from_checkpoint(os.path.join(directory, start_name), optimizer, torch.float32)
+    dtype = dtype if dtype is not None else example_dtype(compute)
+    state = TrainerState.from_checkpoint(os.path.join(directory, start_name), optimizer, dtype)
     batches = batches if batches is not None else example_batches(state.config, seed)
     steps = []
     for index, batch in enumerate(batches):
@@ -548,14 +684,16 @@ def main(argv):
     import argparse
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
-    writer = sub.add_parser("write-dump", help="write an example step-parity dump (the reference in float32)")
+    writer = sub.add_parser("write-dump", help="write an example step-parity dump (the reference standing in)")
     writer.add_argument("directory")
     writer.add_argument("--compute", choices=("f32", "bf16"), default="f32")
+    writer.add_argument("--dtype", choices=("float32", "float64"),
+                        help="the stand-in's precision (default float32 for f32, float64 for bf16)")
     writer.add_argument("--seed", type=int, default=7)
     writer.add_argument("--threads", type=int, default=1)
     args = parser.parse_args(argv)
     torch.set_num_threads(max(1, args.threads))
-    write_example_dump(args.directory, args.compute, args.seed)
+    write_example_dump(args.directory, args.compute, args.seed, dtype=example_dtype(args.compute, args.dtype))
     print(f"wrote {os.path.join(args.directory, 'manifest.json')}")
     return 0
 
