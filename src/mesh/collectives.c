@@ -59,6 +59,7 @@ static uform_status_t allreduce(uform_mesh_t mesh, void *values, size_t count, u
     uform_status_t status = usable(mesh, outcome, function);
     if (status != UFORM_OK || mesh->count == 1) return status;
     size_t element = scalar == UFORM__GLOO_F64 ? sizeof(double) : sizeof(float);
+    mesh->payload_bytes[UFORM__MESH_ALLREDUCE] += count * element, mesh->collectives[UFORM__MESH_ALLREDUCE] += 1;
     size_t bucket = UFORM__MESH_BUCKET_BYTES / element;
     char said[256] = "";
     for (size_t first = 0; first < count; first += bucket) {
@@ -87,6 +88,8 @@ uform_status_t uform__mesh_allgather(uform_mesh_t mesh, const void *input, void 
         if (bytes[0]) memmove(output, input, bytes[0]);
         return UFORM_OK;
     }
+    for (size_t j = 0; j < mesh->count; ++j) mesh->payload_bytes[UFORM__MESH_ALLGATHER] += bytes[j];
+    mesh->collectives[UFORM__MESH_ALLGATHER] += 1;
     char said[256] = "";
     status = uform__gloo_allgatherv(mesh->gloo, input, output, bytes, said, sizeof said);
     return status == UFORM_OK ? status : failed(mesh, status, what, said, outcome, function);
@@ -96,6 +99,7 @@ uform_status_t uform__mesh_broadcast(uform_mesh_t mesh, void *data, size_t bytes
                                      uform_outcome_t *outcome, const char *function) {
     uform_status_t status = usable(mesh, outcome, function);
     if (status != UFORM_OK || mesh->count == 1) return status;
+    mesh->payload_bytes[UFORM__MESH_BROADCAST] += bytes, mesh->collectives[UFORM__MESH_BROADCAST] += 1;
     char said[256] = "";
     status = uform__gloo_broadcast(mesh->gloo, data, bytes, root, said, sizeof said);
     return status == UFORM_OK ? status : failed(mesh, status, what, said, outcome, function);

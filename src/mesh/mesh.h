@@ -32,7 +32,14 @@ struct uform_mesh_s {
     uint32_t broken;              /* a collective failed (atomic); everything after it fails */
     uform_status_t broken_status;
     char broken_message[UFORM_OUTCOME_MESSAGE_CAPACITY];
+    /* Payload bytes handed to the collectives so far, per kind (all-reduce: the buffer; all-gather:
+     * every member's part; broadcast: the buffer), for measurements (bench_mesh). Written only by the
+     * call holding the mesh. */
+    uint64_t payload_bytes[3];
+    uint64_t collectives[3];
 };
+
+enum { UFORM__MESH_ALLREDUCE = 0, UFORM__MESH_ALLGATHER = 1, UFORM__MESH_BROADCAST = 2 };
 
 /* Takes the mesh for one call: UFORM_CONTENDED while another call holds it, UFORM_PEER_LOST when it
  * is broken (repeating the first failure). Release with uform__mesh_release. */
