@@ -22,6 +22,8 @@
 #include <limits.h>
 #include <math.h>
 #include <net/if.h>
+#include <netdb.h>
+#include <sys/socket.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -124,6 +126,30 @@ static int job_name_valid(const char *job) {
         if (!fine) return 0;
     }
     return 1;
+}
+
+/* Binds a socket to `address` (port 0) and lets it go: an address this host does not have is
+ * refused here, with our words, before any peer waits for us (and Gloo, which leaks its address
+ * list when its own bind fails, never sees it). */
+static uform_status_t check_bindable(const char *address, uform_outcome_t *outcome, const char *function) {
+    struct addrinfo hints, *found = NULL;
+    memset(&hints, 0, sizeof hints);
+    hints.ai_family = AF_UNSPEC, hints.ai_socktype = SOCK_STREAM, hints.ai_flags = AI_NUMERICHOST | AI_PASSIVE;
+    int error = getaddrinfo(address, "0", &hints, &found);
+    if (error != 0)
+        return uform__fail(outcome, UFORM_INVALID_ARGUMENT, function, "options.address '%s': %s", address,
+                           gai_strerror(error));
+    int fd = socket(found->ai_family, found->ai_socktype | SOCK_CLOEXEC, found->ai_protocol);
+    int bound = fd >= 0 && bind(fd, found->ai_addr, found->ai_addrlen) == 0;
+    int saved = errno;
+    if (fd >= 0) close(fd);
+    freeaddrinfo(found);
+    if (!bound)
+        return uform__fail(outcome, UFORM_IO, function,
+                           "cannot bind the collectives to %s: %s (name an address of this host that the other members "
+                           "reach)",
+                           address, strerror(saved));
+    return UFORM_OK;
 }
 
 static const char *executor_kind(uform_executor_t executor) {
@@ -457,7 +483,8 @@ UFORM_API uform_status_t uform_mesh_bootstrap(uform_executor_t executor, const u
     else default_address(made->address, sizeof made->address);
     if (boot.count > 1) {
         if (gethostname(boot.host, sizeof boot.host - 1) != 0) snprintf(boot.host, sizeof boot.host, "unknown");
-        status = make_facts(&boot, executor, cpu_class, options, made->address);
+        status = check_bindable(made->address, outcome, function);
+        if (status == UFORM_OK) status = make_facts(&boot, executor, cpu_class, options, made->address);
         if (status == UFORM_OK && mkdir(boot.job_path, 0755) != 0 && errno != EEXIST)
             status = uform__fail(outcome, UFORM_IO, function, "cannot create '%s': %s", boot.job_path, strerror(errno));
         if (status == UFORM_OK) status = claim(&boot);
