@@ -41,7 +41,7 @@ static layout_t layout_of(uform_trainer_t trainer, const uform__batch_plan_t *pl
     /* Per block: x, a1, att, h, a2 [T, d]; qkv [T, 3d]; lse [H, T]; u, g [T, F]; four [T] statistics. */
     layout.block = 5 * aligned(T * d * f) + aligned(T * 3 * d * f) + aligned(H * T * f) + 2 * aligned(T * F * f) +
                    4 * aligned(T * f);
-    layout.final = aligned(T * d * f);
+    layout.final = aligned(S * d * f) + aligned(H * S * f);
     size_t most_patches = 0;
     for (int m = 1; m < 4; ++m) {
         layout.patches[m] = aligned(plan->patch_rows[m] * uform__stem_patch_width(config, (uform_modality_t)m) * f);
@@ -93,7 +93,8 @@ void uform__train_work_carve(uform__train_work_t *work, void *memory) {
         TAKE(saved->mean2, T * f);
         TAKE(saved->rstd2, T * f);
     }
-    TAKE(work->final, T * d * f);
+    TAKE(work->final, S * d * f);
+    TAKE(work->lse_kept, H * S * f);
     for (int m = 1; m < 4; ++m)
         TAKE(work->patches[m], plan->patch_rows[m] * uform__stem_patch_width(config, (uform_modality_t)m) * f);
     size_t most_patches = 0;

@@ -211,21 +211,8 @@ UFORM_API void uform_trainer_free(uform_trainer_t trainer) {
 UFORM_API uform_status_t uform_trainer_describe(uform_trainer_t trainer, uform_trainer_description_t *description) {
     if (!trainer || !description) return UFORM_INVALID_ARGUMENT;
     memset(description, 0, sizeof *description);
-    const uform__model_config_t *config = &trainer->config;
     uform_model_description_t *model = &description->model;
-    snprintf(model->size, sizeof model->size, "%s", config->size);
-    model->hidden = config->hidden, model->depth = config->depth, model->heads = config->heads;
-    model->mlp = config->mlp, model->embedding = config->embedding;
-    memcpy(model->matryoshka, config->matryoshka, sizeof model->matryoshka);
-    model->matryoshka_count = config->matryoshka_count;
-    model->temperature_groups = config->temperature_groups;
-    model->modalities = config->modalities;
-    model->text_bytes = config->text_bytes;
-    model->image_size = config->image_size, model->image_patch = config->image_patch;
-    model->video_size = config->video_size, model->video_patch = config->video_patch;
-    model->video_frames = config->video_frames, model->video_tubelet = config->video_tubelet;
-    model->audio_rate = config->audio_rate, model->audio_seconds = config->audio_seconds;
-    model->audio_mels = config->audio_mels;
+    uform__model_config_describe(&trainer->config, model);
     for (size_t i = 0; i < trainer->param_count; ++i) {
         model->parameters += trainer->params[i].count;
         model->weight_bytes += trainer->params[i].count * (trainer->params[i].wide ? 4 : 2);

@@ -40,7 +40,8 @@ typedef struct uform__train_work_t {
     float *patches[4];                    /* [P_m, w_m] decoded media inputs */
     float *projected;                     /* [max P_m, d] scratch for the patch products */
     uform__block_saved_t *blocks;         /* [L] */
-    float *final;                         /* [T, d] the last block's output */
+    float *final;                         /* [S, d] the last block's output at each sequence's read row */
+    float *lse_kept;                      /* [H, S] the last block's log-sum-exp at the read rows */
 
     /* heads */
     float *head_in;                       /* [S, d] the read rows ([CLS] of embeddings, [NEXT] of choices) */
@@ -95,21 +96,24 @@ uform_status_t uform__train_stems_forward(uform__train_work_t *work, float *x);
 uform_status_t uform__train_stems_backward(uform__train_work_t *work, float *dx);
 
 /* ---- blocks.c ---- */
-/* Every block forward from blocks[0].x (the stems' rows), keeping what the backward needs; the
- * last block writes work->final. Reports a progress unit per block. */
+/* Every block forward from blocks[0].x (the stems' rows), keeping what the backward needs. The
+ * last block computes only what the losses read (as inference's trunk does when it keeps one row
+ * per item): its attention for each sequence's read row (plan->keep) and its out projection, norm
+ * and MLP on those S rows, into work->final [S, d]. Reports a progress unit per block. */
 uform_status_t uform__train_blocks_forward(uform__train_work_t *work);
-/* work->dx holds d final [T, d]; on return it holds d x of the stems. Accumulates every block's
- * parameter gradients. Reports a progress unit per block. */
+/* work->dx holds d final [S, d] (compact: row s is sequence s's read row); on return it holds
+ * d x of the stems [T, d]. Accumulates every block's parameter gradients. Reports a progress unit
+ * per block. */
 uform_status_t uform__train_blocks_backward(uform__train_work_t *work);
 
 /* ---- heads.c ---- */
-/* Reads the kept rows of work->final, normalises them with their heads' norms, projects the
+/* Reads work->final (each sequence's read row), normalises them with their heads' norms, projects the
  * embeddings and computes the choice logits. */
 uform_status_t uform__train_heads_forward(uform__train_work_t *work);
 /* The choice loss (text_choose's distribution against the targets, mean over choices), its
  * gradient into work->d_logits (scaled by `weight`) and temperature 0's into d_temperatures. */
 double uform__train_choice_loss(uform__train_work_t *work, double weight);
-/* d embeddings and d logits → work->dx (zeroed, then the kept rows) and the heads' gradients. */
+/* d embeddings and d logits → work->dx [S, d] (d final, compact) and the heads' gradients. */
 uform_status_t uform__train_heads_backward(uform__train_work_t *work);
 
 /* ---- contrastive.c ---- */
