@@ -278,7 +278,7 @@ uform_status_t uform__train_mesh_losses(uform__train_mesh_step_t *step, uform__t
                                                 "cannot allocate the exchange of %zu bytes", gathered);
     }
     size_t mine = payload_bytes(&step->shapes[step->me], E);
-    unsigned char *own = malloc(mine);
+    unsigned char *own = calloc(1, mine); /* a failed member sends only its status; the rest is zeros */
     if (!own) {
         free(bytes);
         view_free(&view);
