@@ -272,8 +272,10 @@ int train_mesh_launch(const train_mesh_t *mesh, int argc, char **argv) {
     for (size_t s = 0; s < 2 * started; ++s)
         if (streams[s].fd >= 0) forward(&streams[s], s / 2, 1), close(streams[s].fd);
     sigaction(SIGINT, &saved_interrupt, NULL);
-    if (first_failure < K) {
-        status = exits[first_failure] >= 128 ? 1 : exits[first_failure];
+    if (first_failure < K && exits[first_failure] == 130) {
+        status = 130; /* interrupted: member 0 said where it saved */
+    } else if (first_failure < K) {
+        status = exits[first_failure] > 128 ? 1 : exits[first_failure];
         fprintf(stderr, "uform: member %zu of %zu failed (exit %d); the run failed\n", first_failure, K,
                 exits[first_failure]);
     }
