@@ -108,10 +108,17 @@ bool mentions_timeout(const std::string &text) {
     return text.find("imed out") != std::string::npos || text.find("imeout") != std::string::npos;
 }
 
-/* Runs `body`, translating whatever it throws. `io_is_local`: an IoException here is about this
- * host (binding, the store), not about a peer. */
+/* What a failure in a phase is about. */
+enum class blame {
+    host,  /* binding the transport: everything is about this host (UFORM_IO) */
+    store, /* the rendezvous: Gloo's checks (GLOO_ENFORCE) are about the store's files (UFORM_IO); its
+              IoExceptions are about the peers */
+    peers  /* collectives: every failure is about a peer (UFORM_PEER_LOST, or UFORM_TIMEOUT) */
+};
+
+/* Runs `body`, translating whatever it throws. */
 template <typename Body>
-uform_status_t guarded(const char *what, bool io_is_local, char *message, size_t capacity, Body body) {
+uform_status_t guarded(const char *what, blame about, char *message, size_t capacity, Body body) {
     sigpipe_guard guard;
     try {
         body();
@@ -120,12 +127,12 @@ uform_status_t guarded(const char *what, bool io_is_local, char *message, size_t
         std::string text = words_of(error.what());
         write_message(message, capacity, std::string(what) + ": " + text);
         if (mentions_timeout(text)) return UFORM_TIMEOUT;
-        return io_is_local ? UFORM_IO : UFORM_PEER_LOST;
+        return about == blame::host ? UFORM_IO : UFORM_PEER_LOST;
     } catch (const gloo::EnforceNotMet &error) {
         std::string text = words_of(error.what());
         write_message(message, capacity, std::string(what) + ": " + text);
-        if (io_is_local) return mentions_timeout(text) ? UFORM_TIMEOUT : UFORM_IO;
-        return UFORM_PEER_LOST;
+        if (mentions_timeout(text)) return UFORM_TIMEOUT;
+        return about == blame::peers ? UFORM_PEER_LOST : UFORM_IO;
     } catch (const std::bad_alloc &) {
         write_message(message, capacity, std::string(what) + ": out of memory");
         return UFORM_OUT_OF_MEMORY;
@@ -183,13 +190,13 @@ extern "C" uform_status_t uform__gloo_connect(const char *store, const char *add
     }
     /* The device's event-loop thread is started here and inherits this thread's mask: SIGPIPE
      * stays blocked in it for good (the guard restores only this thread's mask). */
-    uform_status_t status = guarded("binding the TCP transport", true, message, capacity, [&] {
+    uform_status_t status = guarded("binding the TCP transport", blame::host, message, capacity, [&] {
         gloo::transport::tcp::attr attr;
         attr.hostname = address;
         made->device = gloo::transport::tcp::CreateDevice(attr);
     });
     if (status == UFORM_OK)
-        status = guarded("connecting to the other members", false, message, capacity, [&] {
+        status = guarded("connecting to the other members", blame::store, message, capacity, [&] {
             auto context = std::make_shared<gloo::rendezvous::Context>((int)rank, (int)size);
             context->setTimeout(std::chrono::milliseconds(timeout_ms));
             timed_file_store files(store, std::chrono::milliseconds(timeout_ms));
@@ -208,7 +215,7 @@ extern "C" uform_status_t uform__gloo_allreduce_sum(uform__gloo_t *gloo, void *v
                                                     uform__gloo_scalar_t scalar, char *message, size_t capacity) {
     if (!usable(gloo, message, capacity)) return UFORM_PEER_LOST;
     if (count == 0) return UFORM_OK;
-    return guarded("all-reduce", false, message, capacity, [&] {
+    return guarded("all-reduce", blame::peers, message, capacity, [&] {
         gloo::AllreduceOptions options(gloo->context);
         if (scalar == UFORM__GLOO_F64) {
             options.setOutput(static_cast<double *>(values), count);
@@ -225,7 +232,7 @@ extern "C" uform_status_t uform__gloo_allreduce_sum(uform__gloo_t *gloo, void *v
 extern "C" uform_status_t uform__gloo_allgatherv(uform__gloo_t *gloo, const void *input, void *output,
                                                  const size_t *bytes, char *message, size_t capacity) {
     if (!usable(gloo, message, capacity)) return UFORM_PEER_LOST;
-    return guarded("all-gather", false, message, capacity, [&] {
+    return guarded("all-gather", blame::peers, message, capacity, [&] {
         size_t size = (size_t)gloo->context->size, rank = (size_t)gloo->context->rank;
         std::vector<size_t> counts(bytes, bytes + size);
         gloo::AllgathervOptions options(gloo->context);
@@ -241,7 +248,7 @@ extern "C" uform_status_t uform__gloo_broadcast(uform__gloo_t *gloo, void *data,
                                                 char *message, size_t capacity) {
     if (!usable(gloo, message, capacity)) return UFORM_PEER_LOST;
     if (bytes == 0) return UFORM_OK;
-    return guarded("broadcast", false, message, capacity, [&] {
+    return guarded("broadcast", blame::peers, message, capacity, [&] {
         gloo::BroadcastOptions options(gloo->context);
         options.setOutput(static_cast<char *>(data), bytes);
         options.setRoot((int)root);
@@ -251,7 +258,7 @@ extern "C" uform_status_t uform__gloo_broadcast(uform__gloo_t *gloo, void *data,
 
 extern "C" uform_status_t uform__gloo_barrier(uform__gloo_t *gloo, char *message, size_t capacity) {
     if (!usable(gloo, message, capacity)) return UFORM_PEER_LOST;
-    return guarded("barrier", false, message, capacity, [&] {
+    return guarded("barrier", blame::peers, message, capacity, [&] {
         gloo::BarrierOptions options(gloo->context);
         gloo::barrier(options);
     });
@@ -261,7 +268,7 @@ extern "C" void uform__gloo_close(uform__gloo_t *gloo) {
     if (!gloo || gloo->closed) return;
     gloo->closed = true;
     char ignored[8];
-    guarded("closing", false, ignored, sizeof ignored, [&] {
+    guarded("closing", blame::peers, ignored, sizeof ignored, [&] {
         if (gloo->context) gloo->context->closeConnections();
     });
 }
@@ -272,7 +279,7 @@ extern "C" void uform__gloo_free(uform__gloo_t *gloo) {
     char ignored[8];
     /* Destroying the context closes the pairs; the device's loop thread is joined with the last
      * reference to the device. Neither may throw into C. */
-    guarded("freeing", false, ignored, sizeof ignored, [&] {
+    guarded("freeing", blame::peers, ignored, sizeof ignored, [&] {
         gloo->context.reset();
         gloo->device.reset();
     });
