@@ -10,8 +10,12 @@
 #include "core/tape.h"
 #include "model/stems.h"
 
+/* Bags given (bags non-NULL, or a count): bag_count 0 with bags = {0} is a batch without bags, whose
+ * contents enter only the choice loss (a mesh member whose share holds only choice examples). */
+static int explicit_bags(const uform_trainer_step_t *request) { return request->bag_count || request->bags; }
+
 static size_t bag_count_of(const uform_trainer_step_t *request) {
-    return request->bag_count ? request->bag_count : request->contents.count;
+    return explicit_bags(request) ? request->bag_count : request->contents.count;
 }
 
 uform_status_t uform__train_batch_check(uform_trainer_t trainer, const uform_trainer_step_t *request,
@@ -44,7 +48,7 @@ uform_status_t uform__train_batch_check(uform_trainer_t trainer, const uform_tra
     }
     /* Bags. */
     size_t b = bag_count_of(request);
-    if (request->bag_count) {
+    if (explicit_bags(request)) {
         const size_t *bags = request->bags;
         if (!bags) return uform__fail(outcome, UFORM_INVALID_ARGUMENT, function, "bags is NULL but bag_count is %zu", b);
         if (bags[0] != 0)
@@ -138,7 +142,7 @@ uform_status_t uform__train_batch_plan(uform_trainer_t trainer, const uform_trai
     const uform__model_config_t *config = &trainer->config;
     memset(plan, 0, sizeof *plan);
     size_t n = request->contents.count, b = bag_count_of(request);
-    size_t in_bags = request->bag_count ? request->bags[b] : n;
+    size_t in_bags = explicit_bags(request) ? request->bags[b] : n;
     size_t choices = 0;
     for (size_t i = 0; request->choices.count && i < n; ++i)
         choices += request->choices.offsets[i + 1] > request->choices.offsets[i];
@@ -170,9 +174,9 @@ uform_status_t uform__train_batch_plan(uform_trainer_t trainer, const uform_trai
         uform__train_batch_free(plan);
         return uform__fail(outcome, UFORM_OUT_OF_MEMORY, function, "cannot allocate the plan of %zu sequences", s_count);
     }
+    int given = explicit_bags(request);
     for (size_t j = 0; j < b; ++j)
-        for (size_t i = request->bag_count ? request->bags[j] : j; i < (request->bag_count ? request->bags[j + 1] : j + 1); ++i)
-            bag_of[i] = j;
+        for (size_t i = given ? request->bags[j] : j; i < (given ? request->bags[j + 1] : j + 1); ++i) bag_of[i] = j;
     size_t s = 0;
     for (int m = 0; m < 4; ++m) {
         plan->modality_first[m] = s;

@@ -56,6 +56,8 @@ double uform__train_choice_loss(uform__train_work_t *work, double weight) {
     const uform__batch_plan_t *plan = work->plan;
     size_t count = plan->choices;
     if (count == 0) return 0.0;
+    /* Over a mesh the mean runs over the global batch's choices: the members' sums add up to it. */
+    size_t total_count = work->choice_total ? work->choice_total : count;
     memset(work->d_logits, 0, count * 256 * sizeof(float));
     double scale = exp((double)work->trainer->view.temperatures[0]); /* unclamped, like text_choose */
     double total = 0, d_scale = 0;
@@ -77,13 +79,13 @@ double uform__train_choice_loss(uform__train_work_t *work, double weight) {
         /* dz_c = (p_c − [c = target]) · weight / count; dlogit = scale · dz; dscale·scale = Σ dz·z. */
         for (size_t c = 0; c < length; ++c) {
             double z = scale * logits[legal[c]];
-            double dz = (exp(z - log_sum) - (legal[c] == target)) * weight / (double)count;
+            double dz = (exp(z - log_sum) - (legal[c] == target)) * weight / (double)total_count;
             work->d_logits[j * 256 + legal[c]] = (float)(scale * dz);
             d_scale += dz * z;
         }
     }
     work->d_temperatures[0] += (float)d_scale;
-    return total / (double)count;
+    return total / (double)total_count;
 }
 
 uform_status_t uform__train_heads_backward(uform__train_work_t *work) {

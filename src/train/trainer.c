@@ -140,17 +140,13 @@ static void trainer_destroy(uform_trainer_t trainer) {
     free(trainer);
 }
 
-UFORM_API uform_status_t uform_trainer_init_ram(uform_executor_t executor, const uform_trainer_config_t *config,
-                                                uform_trainer_t *trainer, uform_outcome_t *outcome) {
-    const char *function = __func__;
-    if (trainer) *trainer = NULL;
+/* The trainer of this process; over a mesh, uform_trainer_init_ram then joins the others. */
+static uform_status_t init_local(uform_executor_t executor, const uform_trainer_config_t *config,
+                                 uform_trainer_t *trainer, uform_outcome_t *outcome, const char *function) {
     if (!trainer) return uform__fail(outcome, UFORM_INVALID_ARGUMENT, function, "trainer is NULL");
     init_request_t request;
     memset(&request, 0, sizeof request);
     if (config) request.config = *config;
-    if (request.config.mesh)
-        return uform__fail(outcome, UFORM_UNSUPPORTED, function,
-                           "config.mesh is set, but this build's trainer runs in one process (the mesh is not built yet)");
     if (request.config.compute != UFORM_COMPUTE_F32 && request.config.compute != UFORM_COMPUTE_BF16)
         return uform__fail(outcome, UFORM_INVALID_ARGUMENT, function, "config.compute %d is neither F32 (0) nor BF16 (1)",
                            (int)request.config.compute);
@@ -176,6 +172,22 @@ UFORM_API uform_status_t uform_trainer_init_ram(uform_executor_t executor, const
     }
     if (executor) uform__executor_retain(executor);
     made->executor = executor;
+    *trainer = made;
+    return UFORM_OK;
+}
+
+UFORM_API uform_status_t uform_trainer_init_ram(uform_executor_t executor, const uform_trainer_config_t *config,
+                                                uform_trainer_t *trainer, uform_outcome_t *outcome) {
+    const char *function = __func__;
+    if (trainer) *trainer = NULL;
+    uform_trainer_t made = NULL;
+    uform_status_t status = init_local(executor, config, trainer ? &made : NULL, outcome, function);
+    /* Over a mesh every member meets the others even after a failure, so none of them waits. */
+    if (config && config->mesh) status = uform__train_mesh_join(made, config->mesh, status, outcome, function);
+    if (status != UFORM_OK) {
+        if (made) trainer_destroy(made);
+        return status;
+    }
     *trainer = made;
     return UFORM_OK;
 }
