@@ -11,7 +11,8 @@
         pending = model.deferred(executor).text_encode("a cat")      # answers a Deferred at once
         print(pending.wait().embeddings.shape)
 
-A ``Trainer`` trains such models (its verbs run only on its executor: ``trainer.on(executor).step``).
+A ``Trainer`` trains such models (its verbs run only on its executor: ``trainer.on(executor).step``),
+alone or with other processes through a ``Mesh``.
 Receivers choose where a verb runs: the model itself (the calling thread), ``model.on(executor)``
 (blocking on the executor's threads) or ``model.deferred(executor)`` (a ``Deferred``). Results are
 NumPy arrays the caller owns, or zero-copy views into an ``Arena`` passed as ``arena=``. Every
@@ -44,6 +45,7 @@ from .errors import (
     status_name,
 )
 from .executor import Executor
+from .mesh import Mesh, MeshDescription
 from .model import DeferredReceiver, Description, Model, Receiver
 from .results import Chosen, Encoded, Ragged, Stats, bfloat16_to_float32
 from .session import Descriptor, DType, Program, Session
@@ -93,6 +95,8 @@ __all__ = [
     "InvalidProgram",
     "IoError",
     "LaunchFailed",
+    "Mesh",
+    "MeshDescription",
     "Modality",
     "Model",
     "Mood",

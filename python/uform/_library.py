@@ -93,6 +93,11 @@ for _verb in (
 ):
     _declare(_verb, c_int, _P)
 
+# The mesh.
+_declare("uform_mesh_bootstrap", c_int, _P, _P, POINTER(c_void_p), _P)
+_declare("uform_mesh_describe", c_int, _P, _P)
+_declare("uform_mesh_free", None, _P)
+
 # The trainer.
 _declare("uform_trainer_init_ram", c_int, _P, _P, POINTER(c_void_p), _P)
 _declare("uform_trainer_free", None, _P)

@@ -237,6 +237,39 @@ class TextChoose(Structure):
     ]
 
 
+class MeshOptions(Structure):
+    """uform_mesh_options_t: how this process joins a mesh."""
+
+    _fields_ = [
+        ("host_domain_index", c_size_t),
+        ("host_domain_count", c_size_t),
+        ("gpus_per_multimem_domain", c_size_t),
+        ("directory", c_char_p),
+        ("job", c_char_p),
+        ("timeout_seconds", c_double),
+        ("address", c_char_p),
+        ("trainer_config", c_void_p),
+        ("agreement", c_char_p),
+    ]
+
+
+class MeshDescription(Structure):
+    """uform_mesh_description_t: the shape of a mesh."""
+
+    _fields_ = [
+        ("gpus_per_host_domain", c_size_t),
+        ("gpus_per_multimem_domain", c_size_t),
+        ("gpus_per_colocated_domain", c_size_t),
+        ("host_domain_index", c_size_t),
+        ("first_gpu_index", c_size_t),
+        ("multimem_tier", c_int),
+        ("gpu_class", c_int),
+        ("members_per_host_domain", c_size_t),
+        ("members_total", c_size_t),
+        ("first_member_index", c_size_t),
+    ]
+
+
 class TrainerConfig(Structure):
     """uform_trainer_config_t: architecture, optimizer and run settings of a trainer."""
 
@@ -403,6 +436,8 @@ MIRRORED = {
     "uform_audio_encode_t": AudioEncode,
     "uform_audio_encode_samples_t": AudioEncodeSamples,
     "uform_text_choose_t": TextChoose,
+    "uform_mesh_options_t": MeshOptions,
+    "uform_mesh_description_t": MeshDescription,
     "uform_trainer_config_t": TrainerConfig,
     "uform_trainer_description_t": TrainerDescription,
     "uform_relations_t": Relations,

@@ -27,6 +27,7 @@ from .deferred import Deferred
 from .enums import Compute, CpuClass, Modality, Scalar, parse_cpu_class, parse_enum
 from .errors import Status, from_outcome, invalid
 from .executor import Executor, calling_thread
+from .mesh import Mesh
 from .model import Description, Model, description_of
 from .results import _Guard, _matrix
 
@@ -170,19 +171,27 @@ class Trainer:
         hidden … audio_mels, matryoshka (a list), modalities (a list of names), learning_rate,
         beta1, beta2, epsilon, weight_decay, clip_norm, warmup_steps, total_steps,
         contrastive_weight, choice_weight, seed, compute ("f32" or "bf16"), cpu_class, resume (a
-        checkpoint path). Raises ``InvalidArgument`` naming a bad setting, ``ConfigMismatch`` when
+        checkpoint path), mesh (a ``uform.Mesh``: a data-parallel run with its other members). Raises ``InvalidArgument`` naming a bad setting, ``ConfigMismatch`` when
         ``resume`` disagrees with one, ``IoError`` or ``FormatError`` for the resume checkpoint."""
         function = "Trainer.init_ram"
         if executor is not None and not isinstance(executor, Executor):
             raise invalid(function, f"executor: expected a uform.Executor or None, got {type(executor).__name__}")
         runner = calling_thread if executor is None else executor
+        mesh = config.pop("mesh", None)
+        if mesh is not None and not isinstance(mesh, Mesh):
+            raise invalid(function, f"mesh: expected a uform.Mesh or None, got {type(mesh).__name__}")
         raw, keep = _config(config, function)
+        if mesh is not None:
+            raw.mesh = mesh._use(function)
         handle, outcome = c_void_p(), S.Outcome()
         if lib.uform_trainer_init_ram(runner._use(function), addressof(raw), byref(handle), byref(outcome)) != 0:
             raise from_outcome(outcome)
         del keep
         trainer = object.__new__(cls)
         trainer._handle, trainer._executor, trainer._pending = handle.value, runner, weakref.WeakSet()
+        trainer._mesh = mesh  # a mesh outlives the trainers made over it
+        if mesh is not None:
+            mesh._trainers.add(trainer)
         return trainer
 
     def _use(self, function: str) -> int:

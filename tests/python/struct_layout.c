@@ -96,6 +96,18 @@ int main(void) {
     FIELD(uform_text_choose_t, arena), FIELD(uform_text_choose_t, config), FIELD(uform_text_choose_t, outcome);
     FIELD(uform_text_choose_t, probabilities);
 
+    SIZE(uform_mesh_options_t);
+#define MESH_OPTIONS(field) FIELD(uform_mesh_options_t, field)
+    MESH_OPTIONS(host_domain_index), MESH_OPTIONS(host_domain_count), MESH_OPTIONS(gpus_per_multimem_domain);
+    MESH_OPTIONS(directory), MESH_OPTIONS(job), MESH_OPTIONS(timeout_seconds), MESH_OPTIONS(address);
+    MESH_OPTIONS(trainer_config), MESH_OPTIONS(agreement);
+
+    SIZE(uform_mesh_description_t);
+#define MESH(field) FIELD(uform_mesh_description_t, field)
+    MESH(gpus_per_host_domain), MESH(gpus_per_multimem_domain), MESH(gpus_per_colocated_domain);
+    MESH(host_domain_index), MESH(first_gpu_index), MESH(multimem_tier), MESH(gpu_class);
+    MESH(members_per_host_domain), MESH(members_total), MESH(first_member_index);
+
     SIZE(uform_trainer_config_t);
 #define CONFIG(field) FIELD(uform_trainer_config_t, field)
     CONFIG(size), CONFIG(hidden), CONFIG(depth), CONFIG(heads), CONFIG(mlp), CONFIG(embedding), CONFIG(matryoshka);

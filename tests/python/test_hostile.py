@@ -149,6 +149,11 @@ def test_hostile_objects(model, executor, media, tmp_path, monkeypatch):
         lambda r: uform.Trainer.init_ram(rng.choice([None, executor, pick()]),
                                          **{rng.choice(settings): pick() for _ in range(rng.choice([0, 1, 2]))}).close(),
         lambda r: trainer.snapshot(pick()).close(),
+        # A mesh of one (no peers to wait for, no folder written), with hostile options.
+        lambda r: uform.Mesh.bootstrap(rng.choice([None, executor, pick()]), rng.choice([0, pick()]), 1,
+                                       job=rng.choice([None, pick()]), address=rng.choice([None, pick()]),
+                                       agreement=rng.choice([None, pick()]),
+                                       trainer_config=rng.choice([None, {"seed": 1}, pick()])).close(),
         lambda r: model.text_encode(["ragged"], outputs="states").states[pick()],
     ]
     outcomes = {"ok": 0, "uform.Error": 0, "hostile": 0}
