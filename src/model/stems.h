@@ -19,4 +19,9 @@ uform_status_t uform__stems_forward(const uform__encode_job_t *job, uform__compu
                                     size_t count, const size_t *offsets, float *x, float *patches, float *projected,
                                     uform__call_context_t *context, double *decode_seconds);
 
+/* Decodes and preprocesses media item `item` of the job (files, pixels or samples) into its patch
+ * rows at `target` ([tokens − 1, patch_width]); failures fill `outcome` (its message names no item). */
+uform_status_t uform__stem_decode_item(const uform__encode_job_t *job, const uform__signal_kernels_t *signal,
+                                       size_t item, float *target, uform_outcome_t *outcome);
+
 #endif
