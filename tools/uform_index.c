@@ -22,6 +22,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -615,7 +616,10 @@ static void summary(run_t *run, size_t skipped, size_t duplicates, size_t resume
         uform_tool_json_string(stdout, run->options.out, strlen(run->options.out));
         printf(", \"errors\": ");
         uform_tool_json_string(stdout, run->errors_path, strlen(run->errors_path));
-        printf(", \"error_lines\": %zu}\n", run->error_lines);
+        struct rusage usage;
+        getrusage(RUSAGE_SELF, &usage);
+        printf(", \"error_lines\": %zu, \"peak_rss_kib\": %ld, \"minor_faults\": %ld}\n", run->error_lines, usage.ru_maxrss,
+               usage.ru_minflt);
     }
     if (run->options.quiet) return;
     fprintf(stderr, "uform: %s items in %s (%.1f items/s)", uform_tool_thousands(items, count, sizeof count),
