@@ -257,10 +257,13 @@ static uform_status_t search_run(void *pointer, uform__call_context_t *context) 
     search.gemm_scratch = take(arena, search.threads * sizeof(void *), &failed);
     uform_index_hit_t *merged = take(arena, search.threads * (search.keep ? search.keep : 1) * sizeof *merged, &failed);
     if (failed) return uform__fail(context->outcome, UFORM_OUT_OF_MEMORY, context->function, "cannot allocate search state");
-    size_t group = q < UFORM__SEARCH_MAX_QUERIES ? q : UFORM__SEARCH_MAX_QUERIES;
+    size_t group = q < UFORM__SEARCH_MAX_QUERIES ? q : UFORM__SEARCH_MAX_QUERIES, widest = 0;
+    for (int m = 0; m < 4; ++m)
+        if ((modalities & (1u << m)) && index->parts[m].rows > widest) widest = index->parts[m].rows;
+    if (widest > BLOCK_ROWS) widest = BLOCK_ROWS; /* a block never holds more rows than its part */
     for (size_t t = 0; t < search.threads && !failed; ++t) {
         search.scores[t] = take(arena, group * BLOCK_ROWS * sizeof(float), &failed);
-        search.widened[t] = index->scalar == UFORM_SCALAR_F16 ? take(arena, BLOCK_ROWS * dims * sizeof(float), &failed) : NULL;
+        search.widened[t] = index->scalar == UFORM_SCALAR_F16 ? take(arena, widest * dims * sizeof(float), &failed) : NULL;
         search.failures[t] = UFORM_OK;
         for (size_t j = 0; j < q && !failed; ++j) {
             heap_t *heap = &search.heaps[t * q + j];
