@@ -66,6 +66,10 @@ static uform_status_t prepare_run(void *pointer, uform__call_context_t *context)
     loop.item_floats = per_item * width;
     if (count && loop.item_floats > SIZE_MAX / sizeof(float) / count)
         return uform__fail(context->outcome, UFORM_OUT_OF_MEMORY, context->function, "%zu items overflow size_t", count);
+    /* The whole footprint up front: a steady loop of same-sized batches then maps (and faults) once. */
+    size_t rows_bytes = count * loop.item_floats * sizeof(float) + 64, outcomes_bytes = (count + 1) * sizeof(uform_outcome_t) + 64;
+    uform_status_t reserved = uform__arena_reserve(context->arena, rows_bytes + outcomes_bytes, context->outcome, context->function);
+    if (reserved != UFORM_OK) return reserved;
     loop.rows = uform__arena_alloc(context->arena, count * loop.item_floats * sizeof(float) + 1, 64);
     loop.outcomes = uform__arena_alloc(context->arena, (count + 1) * sizeof(uform_outcome_t), 64);
     if (!loop.rows || !loop.outcomes)
