@@ -111,24 +111,69 @@ typedef struct search_t {
     uform_status_t *failures;     /* [threads] a GEMM refusal (never expected) */
 } search_t;
 
-/* Offers one group's scores of one block: score(j, r) at scores[j·row_step... ] per scalar kind. */
+/* The score of an I8 dot product (uform.h: exact, then rounded once to F32). */
+static float i8_score(int64_t dot) { return (float)((double)dot / (127.0 * 127.0)); }
+
+/* The smallest dot product whose score is not below `bar` (scores grow with the dot product). */
+static int64_t i8_threshold(float bar) {
+    if (bar == -INFINITY) return INT64_MIN;
+    int64_t dot = (int64_t)floor((double)bar * 127.0 * 127.0) - 2;
+    while (i8_score(dot) < bar) ++dot;
+    return dot;
+}
+
+/* Offers one group's scores of one block to the thread's heaps. `scores` is [group][BLOCK_ROWS]
+ * (kernels: F32 scores, I8 dot products or B1 distances) or [rows][group] (`transposed`: the
+ * GEMM's F32 scores). Most rows fall below the heap's bar: they are skipped 16 at a time by a
+ * comparison in the score's own integer or float form (a loop the compiler vectorises), and only
+ * a group holding a candidate goes row by row. */
 static void offer_block(search_t *search, size_t thread, const block_t *block, size_t group_first, size_t group,
                         const void *scores, int transposed) {
     const uform__index_part_t *part = &search->index->parts[block->modality];
+    const uint64_t *items = part->items + block->first;
+    const uform_modality_t modality = (uform_modality_t)block->modality;
     heap_t *heaps = search->heaps + thread * search->queries;
-    uform_scalar_kind_t scalar = search->index->scalar;
+    const uform_scalar_kind_t scalar = search->index->scalar;
+    const size_t rows = block->rows;
+    /* The quick test reads 16 entries even past `rows` (stale ones at worst send a group down the
+     * exact path): BLOCK_ROWS is a multiple of 16, so it never leaves the query's score row. */
     for (size_t j = 0; j < group; ++j) {
         heap_t *heap = &heaps[group_first + j];
-        float bar = heap_bar(heap);
-        for (size_t r = 0; r < block->rows; ++r) {
-            size_t at = transposed ? r * group + j : j * BLOCK_ROWS + r;
-            float score;
-            if (scalar == UFORM_SCALAR_I8) score = (float)((double)((const int32_t *)scores)[at] / (127.0 * 127.0));
-            else if (scalar == UFORM_SCALAR_B1) score = -(float)((const uint32_t *)scores)[at];
-            else score = ((const float *)scores)[at];
-            if (score < bar) continue; /* equal scores may still enter by item number */
-            heap_offer(heap, score, part->items[block->first + r], (uform_modality_t)block->modality);
-            bar = heap_bar(heap);
+        if (transposed) { /* the GEMM's [rows][group] layout: a strided column */
+            const float *column = (const float *)scores + j;
+            float bar = heap_bar(heap);
+            for (size_t r = 0; r < rows; ++r)
+                if (column[r * group] >= bar) heap_offer(heap, column[r * group], items[r], modality), bar = heap_bar(heap);
+            continue;
+        }
+        for (size_t first = 0; first < rows; first += 16) {
+            size_t count = rows - first < 16 ? rows - first : 16;
+            int any = 0;
+            if (scalar == UFORM_SCALAR_I8) {
+                const int32_t *dots = (const int32_t *)scores + j * BLOCK_ROWS + first;
+                const int64_t threshold = i8_threshold(heap_bar(heap));
+                for (size_t k = 0; k < 16; ++k) any |= dots[k] >= threshold;
+                if (any)
+                    for (size_t k = 0; k < count; ++k)
+                        if (dots[k] >= i8_threshold(heap_bar(heap))) heap_offer(heap, i8_score(dots[k]), items[first + k], modality);
+            } else if (scalar == UFORM_SCALAR_B1) {
+                /* score = −distance, exact: below the bar means a larger distance than −bar. */
+                const uint32_t *distances = (const uint32_t *)scores + j * BLOCK_ROWS + first;
+                const float bar = heap_bar(heap);
+                const uint32_t limit = bar == -INFINITY ? UINT32_MAX : (uint32_t)(-bar);
+                for (size_t k = 0; k < 16; ++k) any |= distances[k] <= limit;
+                if (any)
+                    for (size_t k = 0; k < count; ++k)
+                        if (-(float)distances[k] >= heap_bar(heap))
+                            heap_offer(heap, -(float)distances[k], items[first + k], modality);
+            } else {
+                const float *values = (const float *)scores + j * BLOCK_ROWS + first;
+                const float bar = heap_bar(heap);
+                for (size_t k = 0; k < 16; ++k) any |= values[k] >= bar;
+                if (any)
+                    for (size_t k = 0; k < count; ++k)
+                        if (values[k] >= heap_bar(heap)) heap_offer(heap, values[k], items[first + k], modality);
+            }
         }
     }
 }

@@ -1,15 +1,15 @@
 /*
- * AVX2 search kernels (also SIERRA's and SKYLAKE's). Rows go four at a time against one query:
- * the block (four rows of the index) stays in L1 while every query passes over it, so the index
- * streams from memory once per call. A tail of fewer than four rows repeats the last row in the
- * unused slots, so every row is summed by the same instructions in the same order wherever it
- * falls: equal rows get bit-identical scores.
+ * AVX2 search kernels (also SIERRA's and SKYLAKE's). Every row is summed by the same
+ * instructions in the same order wherever it falls, so equal rows get bit-identical scores, and
+ * every query passes over a row (or block of rows) while it sits in L1, so the index streams from
+ * memory once per call.
  *
- *   dot_f32   8-lane FMA accumulators per row, tail columns through a masked load (zeros add
- *             nothing), then one fixed horizontal reduction (hadd tree).
+ *   dot_f32   one row at a time (a single sequential stream), two 8-lane FMA accumulators, tail
+ *             columns through a masked load (zeros add nothing), one fixed reduction (hadd tree).
  *   dot_bf16  BF16 widened to F32 (a shift), then as dot_f32: the products are exact.
  *   dot_i8    maddubs(|q|, sign(x, q)) gives q·x in 16-bit pairs without saturation
  *             (|q|, |x| ≤ 127: a pair sums to at most 32,258), madd with ones widens to int32.
+ *   dot_i8    four rows at a time; a tail block repeats the last row in its unused slots.
  *   hamming   64-bit POPCNT per word; a ragged tail goes through a zeroed word.
  */
 #include <immintrin.h>
@@ -44,38 +44,30 @@ HASWELL_TARGET static inline __m256i tail_mask_f32(size_t count) {
     return _mm256_loadu_si256((const __m256i *)(lanes + 8 - count));
 }
 
-static void store_rows(float *target, __m128 values, size_t count) {
-    float lanes[4];
-    memcpy(lanes, &values, sizeof lanes);
-    for (size_t i = 0; i < count; ++i) target[i] = lanes[i];
-}
-
+/* One row at a time against every query (a single sequential stream, see search_icelake.c), two
+ * 8-lane accumulators with chunks alternating between them, a masked tail, one fixed reduction. */
 HASWELL_TARGET static void dot_f32_haswell(size_t rows, size_t columns, const float *x, size_t x_stride,
                                            size_t queries, const float *q, size_t q_stride, float *scores,
                                            size_t scores_stride) {
-    const size_t full = columns / 8 * 8;
-    const __m256i mask = tail_mask_f32(columns - full);
-    for (size_t r = 0; r < rows; r += 4) {
-        const float *row[4];
-        BLOCK_ROWS(const float, row, x, x_stride, r, rows);
+    const size_t full = columns / 16 * 16, tail8 = (columns - full) / 8 * 8;
+    const __m256i mask = tail_mask_f32(columns - full - tail8);
+    for (size_t r = 0; r < rows; ++r) {
+        const float *row = x + r * x_stride;
         for (size_t j = 0; j < queries; ++j) {
             const float *query = q + j * q_stride;
-            __m256 sum0 = _mm256_setzero_ps(), sum1 = sum0, sum2 = sum0, sum3 = sum0;
-            for (size_t c = 0; c < full; c += 8) {
-                const __m256 query_f32x8 = _mm256_loadu_ps(query + c);
-                sum0 = _mm256_fmadd_ps(_mm256_loadu_ps(row[0] + c), query_f32x8, sum0);
-                sum1 = _mm256_fmadd_ps(_mm256_loadu_ps(row[1] + c), query_f32x8, sum1);
-                sum2 = _mm256_fmadd_ps(_mm256_loadu_ps(row[2] + c), query_f32x8, sum2);
-                sum3 = _mm256_fmadd_ps(_mm256_loadu_ps(row[3] + c), query_f32x8, sum3);
+            __m256 even_f32x8 = _mm256_setzero_ps(), odd_f32x8 = _mm256_setzero_ps();
+            for (size_t c = 0; c < full; c += 16) {
+                even_f32x8 = _mm256_fmadd_ps(_mm256_loadu_ps(row + c), _mm256_loadu_ps(query + c), even_f32x8);
+                odd_f32x8 = _mm256_fmadd_ps(_mm256_loadu_ps(row + c + 8), _mm256_loadu_ps(query + c + 8), odd_f32x8);
             }
-            if (full < columns) {
-                const __m256 query_f32x8 = _mm256_maskload_ps(query + full, mask);
-                sum0 = _mm256_fmadd_ps(_mm256_maskload_ps(row[0] + full, mask), query_f32x8, sum0);
-                sum1 = _mm256_fmadd_ps(_mm256_maskload_ps(row[1] + full, mask), query_f32x8, sum1);
-                sum2 = _mm256_fmadd_ps(_mm256_maskload_ps(row[2] + full, mask), query_f32x8, sum2);
-                sum3 = _mm256_fmadd_ps(_mm256_maskload_ps(row[3] + full, mask), query_f32x8, sum3);
-            }
-            store_rows(scores + j * scores_stride + r, reduce4_f32(sum0, sum1, sum2, sum3), rows - r < 4 ? rows - r : 4);
+            if (tail8) even_f32x8 = _mm256_fmadd_ps(_mm256_loadu_ps(row + full), _mm256_loadu_ps(query + full), even_f32x8);
+            if (full + tail8 < columns)
+                odd_f32x8 = _mm256_fmadd_ps(_mm256_maskload_ps(row + full + tail8, mask),
+                                            _mm256_maskload_ps(query + full + tail8, mask), odd_f32x8);
+            __m128 sum = _mm_setzero_ps();
+            sum = reduce4_f32(_mm256_add_ps(even_f32x8, odd_f32x8), _mm256_setzero_ps(), _mm256_setzero_ps(),
+                              _mm256_setzero_ps());
+            scores[j * scores_stride + r] = _mm_cvtss_f32(sum);
         }
     }
 }
@@ -95,21 +87,23 @@ HASWELL_TARGET static inline __m256 load_bf16x8(const uint16_t *source, size_t c
 HASWELL_TARGET static void dot_bf16_haswell(size_t rows, size_t columns, const uint16_t *x, size_t x_stride,
                                             size_t queries, const uint16_t *q, size_t q_stride, float *scores,
                                             size_t scores_stride) {
-    for (size_t r = 0; r < rows; r += 4) {
-        const uint16_t *row[4];
-        BLOCK_ROWS(const uint16_t, row, x, x_stride, r, rows);
+    for (size_t r = 0; r < rows; ++r) {
+        const uint16_t *row = x + r * x_stride;
         for (size_t j = 0; j < queries; ++j) {
             const uint16_t *query = q + j * q_stride;
-            __m256 sum0 = _mm256_setzero_ps(), sum1 = sum0, sum2 = sum0, sum3 = sum0;
-            for (size_t c = 0; c < columns; c += 8) {
-                const size_t count = columns - c < 8 ? columns - c : 8;
-                const __m256 query_f32x8 = load_bf16x8(query + c, count);
-                sum0 = _mm256_fmadd_ps(load_bf16x8(row[0] + c, count), query_f32x8, sum0);
-                sum1 = _mm256_fmadd_ps(load_bf16x8(row[1] + c, count), query_f32x8, sum1);
-                sum2 = _mm256_fmadd_ps(load_bf16x8(row[2] + c, count), query_f32x8, sum2);
-                sum3 = _mm256_fmadd_ps(load_bf16x8(row[3] + c, count), query_f32x8, sum3);
+            __m256 even_f32x8 = _mm256_setzero_ps(), odd_f32x8 = _mm256_setzero_ps();
+            size_t c = 0;
+            for (; c + 16 <= columns; c += 16) {
+                even_f32x8 = _mm256_fmadd_ps(load_bf16x8(row + c, 8), load_bf16x8(query + c, 8), even_f32x8);
+                odd_f32x8 = _mm256_fmadd_ps(load_bf16x8(row + c + 8, 8), load_bf16x8(query + c + 8, 8), odd_f32x8);
             }
-            store_rows(scores + j * scores_stride + r, reduce4_f32(sum0, sum1, sum2, sum3), rows - r < 4 ? rows - r : 4);
+            for (; c < columns; c += 8) {
+                const size_t count = columns - c < 8 ? columns - c : 8;
+                even_f32x8 = _mm256_fmadd_ps(load_bf16x8(row + c, count), load_bf16x8(query + c, count), even_f32x8);
+            }
+            __m128 sum = reduce4_f32(_mm256_add_ps(even_f32x8, odd_f32x8), _mm256_setzero_ps(), _mm256_setzero_ps(),
+                                     _mm256_setzero_ps());
+            scores[j * scores_stride + r] = _mm_cvtss_f32(sum);
         }
     }
 }

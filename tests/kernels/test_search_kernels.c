@@ -34,12 +34,12 @@ static const uform_cpu_class_t classes[] = {UFORM_CPU_CLASS_SERIAL, UFORM_CPU_CL
                                             UFORM_CPU_CLASS_INTEL_SKYLAKE, UFORM_CPU_CLASS_INTEL_ICELAKE,
                                             UFORM_CPU_CLASS_AMD_GENOA};
 
-static void check_shape(const uform__search_kernels_t *kernels, size_t rows, size_t columns, size_t queries) {
-    size_t stride = columns + 3; /* rows need not be dense */
+static void check_shape(const uform__search_kernels_t *kernels, size_t rows, size_t columns, size_t queries, int dense) {
+    size_t stride = dense ? columns : columns + 3; /* rows need not be dense */
     float *x = calloc(rows * stride, sizeof(float)), *q = calloc(queries * stride, sizeof(float));
     uint16_t *xb = calloc(rows * stride, 2), *qb = calloc(queries * stride, 2);
     int8_t *xi = calloc(rows * stride, 1), *qi = calloc(queries * stride, 1);
-    size_t bytes = (columns + 7) / 8;
+    size_t bytes = (columns + 7) / 8, bits_stride = dense ? bytes : stride;
     uint8_t *xbits = calloc(rows * stride, 1), *qbits = calloc(queries * stride, 1);
     float *scores = calloc(queries * rows, sizeof(float));
     int32_t *integers = calloc(queries * rows, sizeof(int32_t));
@@ -61,7 +61,7 @@ static void check_shape(const uform__search_kernels_t *kernels, size_t rows, siz
         qi[i] = (int8_t)((int)(next_random() % 255) - 127);
         qbits[i] = (uint8_t)next_random();
     }
-    if (rows > 1) memcpy(xi + (rows - 1) * stride, xi, columns), memcpy(xbits + (rows - 1) * stride, xbits, bytes);
+    if (rows > 1) memcpy(xi + (rows - 1) * stride, xi, columns), memcpy(xbits + (rows - 1) * bits_stride, xbits, bytes);
 
     kernels->dot_f32(rows, columns, x, stride, queries, q, stride, scores, rows);
     for (size_t j = 0; j < queries; ++j)
@@ -99,12 +99,12 @@ static void check_shape(const uform__search_kernels_t *kernels, size_t rows, siz
             CHECK_EQ_INT(integers[j * rows + r], expected);
         }
 
-    kernels->hamming_b1(rows, bytes, xbits, stride, queries, qbits, stride, distances, rows);
+    kernels->hamming_b1(rows, bytes, xbits, bits_stride, queries, qbits, stride, distances, rows);
     for (size_t j = 0; j < queries; ++j)
         for (size_t r = 0; r < rows; ++r) {
             uint32_t expected = 0;
             for (size_t b = 0; b < bytes; ++b)
-                expected += (uint32_t)__builtin_popcount((unsigned)(xbits[r * stride + b] ^ qbits[j * stride + b]));
+                expected += (uint32_t)__builtin_popcount((unsigned)(xbits[r * bits_stride + b] ^ qbits[j * stride + b]));
             CHECK_EQ_INT(distances[j * rows + r], expected);
         }
     free(x), free(q), free(xb), free(qb), free(xi), free(qi), free(xbits), free(qbits);
@@ -125,7 +125,13 @@ int main(void) {
         for (size_t a = 0; a < sizeof rows_list / sizeof *rows_list; ++a)
             for (size_t b = 0; b < sizeof columns_list / sizeof *columns_list; ++b)
                 for (size_t c = 0; c < sizeof queries_list / sizeof *queries_list; ++c)
-                    check_shape(kernels, rows_list[a], columns_list[b], queries_list[c]);
+                    check_shape(kernels, rows_list[a], columns_list[b], queries_list[c], 0);
+        /* Dense packed rows (the index's layout), where B1 rows of 32 bytes take a special path. */
+        for (size_t a = 0; a < sizeof rows_list / sizeof *rows_list; ++a)
+            for (size_t c = 0; c < sizeof queries_list / sizeof *queries_list; ++c) {
+                check_shape(kernels, rows_list[a], 256, queries_list[c], 1);
+                check_shape(kernels, rows_list[a], 96, queries_list[c], 1);
+            }
         printf("%s (table %s): %s\n", uform_cpu_class_name(classes[k]), uform_cpu_class_name(kernels->cpu_class),
                check_failed_count == before ? "ok" : "FAILED");
     }
