@@ -126,10 +126,19 @@ static int load_corpus(const char *folder, size_t count, corpus_t *corpus) {
     return 0;
 }
 
+static double cpu_seconds_self(void) {
+    struct rusage usage;
+    getrusage(RUSAGE_SELF, &usage);
+    return (double)usage.ru_utime.tv_sec + usage.ru_utime.tv_usec * 1e-6 + (double)usage.ru_stime.tv_sec +
+           usage.ru_stime.tv_usec * 1e-6;
+}
+
+static double last_cpu_seconds; /* of the latest in-memory pass, every thread of the process */
+
 /* Items per second of uform_image_encode over the whole corpus in batches, the bytes in RAM. */
 static double in_memory_rate(uform_model_t model, uform_executor_t executor, uform_arena_t arena, const corpus_t *corpus,
                              size_t batch) {
-    double start = now_seconds();
+    double start = now_seconds(), cpu_start = cpu_seconds_self();
     for (size_t first = 0; first < corpus->count; first += batch) {
         size_t count = corpus->count - first < batch ? corpus->count - first : batch;
         uform_image_encode_t request = {0};
@@ -140,6 +149,7 @@ static double in_memory_rate(uform_model_t model, uform_executor_t executor, ufo
             return 0;
         }
     }
+    last_cpu_seconds = cpu_seconds_self() - cpu_start;
     return (double)corpus->count / (now_seconds() - start);
 }
 
@@ -229,12 +239,13 @@ int main(int argc, char **argv) {
         for (size_t i = 0; i < corpus.count && i < 4096; ++i) encode_command[n++] = corpus.paths[i];
         encode_command[n] = NULL;
     }
-    double memory = 0, indexed[2] = {0, 0}, index_wall[2] = {0, 0};
+    double memory = 0, memory_cpu = 0, indexed[2] = {0, 0}, index_wall[2] = {0, 0};
     child_t index_child[2], encode_child;
     memset(index_child, 0, sizeof index_child);
     for (int round = 0; round < rounds; ++round) {
         double rate = in_memory_rate(model, executor, arena, &corpus, batch);
         if (rate > memory) memory = rate;
+        if (memory_cpu == 0 || last_cpu_seconds < memory_cpu) memory_cpu = last_cpu_seconds;
         for (int d = 0; d < 2; ++d) {
             if (run_child(index_command[d], &child) != 0 || (child.status != 0 && child.status != 3)) {
                 fprintf(stderr, "bench_index: uform index failed (status %d)\n", child.status);
@@ -250,7 +261,7 @@ int main(int argc, char **argv) {
     uform_model_free(model);
     uform_executor_free(executor);
 
-    double torch[3] = {0, 0, 0}, best_torch = 0;
+    double torch[3] = {0, 0, 0}, torch_cpu[3] = {0, 0, 0}, best_torch = 0, best_torch_cpu = 0;
     for (int workers = 0; with_torch && workers < 3; ++workers) {
         char command[8192];
         snprintf(command, sizeof command,
@@ -259,35 +270,51 @@ int main(int argc, char **argv) {
         FILE *pipe = popen(command, "r");
         char line[4096] = {0};
         while (pipe && fgets(line, sizeof line, pipe))
-            if (strstr(line, "items_per_second")) torch[workers] = json_number(line, "items_per_second");
+            if (strstr(line, "items_per_second")) {
+                torch[workers] = json_number(line, "items_per_second");
+                torch_cpu[workers] = json_number(line, "items_per_cpu_second");
+            }
         if (pipe) pclose(pipe);
         if (torch[workers] > best_torch) best_torch = torch[workers];
+        if (torch_cpu[workers] > best_torch_cpu) best_torch_cpu = torch_cpu[workers];
     }
     double best_index = indexed[0] > indexed[1] ? indexed[0] : indexed[1];
     printf("%zu photos 224x224 JPEG q90, small, BF16, batch %zu, %zu threads, %s; best of %d rounds\n", photos, batch,
            threads, uform_cpu_class_name(uform_cpu_class_detect()), rounds);
-    printf("  in memory (uform_image_encode)       %8.1f items/s\n", memory);
-    for (int d = 0; d < 2; ++d)
+    double memory_per_cpu = memory_cpu > 0 ? (double)photos / memory_cpu : 0, index_per_cpu[2];
+    printf("  in memory (uform_image_encode)       %8.1f items/s, %.1f items per CPU-second\n", memory, memory_per_cpu);
+    for (int d = 0; d < 2; ++d) {
+        double cpu = index_child[d].user + index_child[d].system;
+        index_per_cpu[d] = cpu > 0 ? (double)photos / cpu : 0; /* the whole process: load and walk included */
         printf("  uform index, decode-threads %d         %8.1f items/s  (%.2fx in memory; process %.2f s, %ld minor faults, "
-               "%.2f s system of %.2f s CPU)\n",
+               "%.2f s system of %.2f s CPU: %.1f items per CPU-second)\n",
                d, indexed[d], memory > 0 ? indexed[d] / memory : 0, index_wall[d], index_child[d].minor_faults,
-               index_child[d].system, index_child[d].user + index_child[d].system);
+               index_child[d].system, cpu, index_per_cpu[d]);
+    }
     printf("  uform encode (all files in memory)    process %.2f s, %ld minor faults, %.2f s system of %.2f s CPU\n",
            encode_child.wall, encode_child.minor_faults, encode_child.system, encode_child.user + encode_child.system);
     for (int workers = 0; with_torch && workers < 3; ++workers)
-        printf("  PyTorch, DataLoader %d workers, BF16   %8.1f items/s\n", workers, torch[workers]);
-    if (with_torch) printf("  uform index / best PyTorch: %.2fx\n", best_torch > 0 ? best_index / best_torch : 0);
+        printf("  PyTorch, DataLoader %d workers, BF16   %8.1f items/s, %.1f items per CPU-second\n", workers, torch[workers],
+               torch_cpu[workers]);
+    double best_index_per_cpu = index_per_cpu[0] > index_per_cpu[1] ? index_per_cpu[0] : index_per_cpu[1];
+    if (with_torch)
+        printf("  uform index / best PyTorch: %.2fx items/s, %.2fx items per CPU-second\n",
+               best_torch > 0 ? best_index / best_torch : 0, best_torch_cpu > 0 ? best_index_per_cpu / best_torch_cpu : 0);
     FILE *json = fopen(json_path, "w");
     if (json) {
         fprintf(json,
                 "{\"photos\": %zu, \"batch\": %zu, \"threads\": %zu, \"cpu_class\": \"%s\", \"in_memory_items_per_second\": %.3f, "
                 "\"index_items_per_second\": [%.3f, %.3f], \"index_minor_faults\": [%ld, %ld], \"index_system_seconds\": [%.3f, %.3f], "
                 "\"encode_minor_faults\": %ld, \"encode_system_seconds\": %.3f, \"encode_cpu_seconds\": %.3f, "
-                "\"torch_items_per_second\": [%.3f, %.3f, %.3f], \"index_vs_in_memory\": %.3f, \"index_vs_best_torch\": %.3f}\n",
+                "\"torch_items_per_second\": [%.3f, %.3f, %.3f], \"torch_items_per_cpu_second\": [%.3f, %.3f, %.3f], "
+                "\"in_memory_items_per_cpu_second\": %.3f, \"index_items_per_cpu_second\": [%.3f, %.3f], "
+                "\"index_vs_in_memory\": %.3f, \"index_vs_best_torch\": %.3f, \"index_vs_best_torch_per_cpu\": %.3f}\n",
                 photos, batch, threads, uform_cpu_class_name(uform_cpu_class_detect()), memory, indexed[0], indexed[1],
                 index_child[0].minor_faults, index_child[1].minor_faults, index_child[0].system, index_child[1].system,
                 encode_child.minor_faults, encode_child.system, encode_child.user + encode_child.system, torch[0], torch[1],
-                torch[2], memory > 0 ? best_index / memory : 0, best_torch > 0 ? best_index / best_torch : 0);
+                torch[2], torch_cpu[0], torch_cpu[1], torch_cpu[2], memory_per_cpu, index_per_cpu[0], index_per_cpu[1],
+                memory > 0 ? best_index / memory : 0, best_torch > 0 ? best_index / best_torch : 0,
+                best_torch_cpu > 0 ? best_index_per_cpu / best_torch_cpu : 0);
         fclose(json);
     }
     return 0;

@@ -7,12 +7,15 @@ CenterCrop(S), ToTensor and Normalize (the CLIP preprocessing model.md specifies
 batches it with WORKERS worker processes, and the image encoder of bench/encode_torch.py (the same
 weights, nn.Linear blocks) runs under torch.inference_mode and, with --bf16, CPU BF16 autocast.
 The timed part is one pass over every file, decode to embeddings, after a warm-up batch; model
-construction is not timed. Prints one JSON line.
+construction is not timed. The CPU time of the pass (this process and its DataLoader workers) is
+reported too: on a shared machine, items per CPU-second compare fairly where wall-clock cannot.
+Prints one JSON line.
 """
 
 import argparse
 import json
 import os
+import resource
 import sys
 import time
 
@@ -65,15 +68,20 @@ def main(argv):
             autocast.__enter__()
         model(torch.stack([transform(Image.open(paths[0]).convert("RGB"))] * args.batch))  # warm-up
         start = time.perf_counter()
+        cpu_start = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
         count = 0
         for batch in loader:
             _, embeddings = model(batch)
             embeddings.float().numpy()
             count += batch.shape[0]
         seconds = time.perf_counter() - start
+        del loader  # its workers exit and are reaped, so their CPU time counts below
+        cpu_end = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = sum(b.ru_utime + b.ru_stime - a.ru_utime - a.ru_stime for a, b in zip(cpu_start, cpu_end))
         if autocast:
             autocast.__exit__(None, None, None)
-    print(json.dumps({"items": count, "seconds": seconds, "items_per_second": count / seconds, "workers": args.workers,
+    print(json.dumps({"items": count, "seconds": seconds, "items_per_second": count / seconds, "cpu_seconds": cpu,
+                      "items_per_cpu_second": count / cpu if cpu > 0 else 0, "workers": args.workers,
                       "threads": args.threads, "batch": args.batch, "mode": "bf16" if args.bf16 else "f32",
                       "torch": torch.__version__}))
 
