@@ -133,22 +133,26 @@ static double cpu_seconds_self(void) {
            usage.ru_stime.tv_usec * 1e-6;
 }
 
-static double last_cpu_seconds; /* of the latest in-memory pass, every thread of the process */
+static double last_cpu_seconds;      /* of the latest in-memory pass, every thread of the process */
+static double last_decode_fraction;  /* decoding's share of that pass (the encode's own stats) */
 
 /* Items per second of uform_image_encode over the whole corpus in batches, the bytes in RAM. */
 static double in_memory_rate(uform_model_t model, uform_executor_t executor, uform_arena_t arena, const corpus_t *corpus,
                              size_t batch) {
-    double start = now_seconds(), cpu_start = cpu_seconds_self();
+    double start = now_seconds(), cpu_start = cpu_seconds_self(), decode = 0, compute = 0;
     for (size_t first = 0; first < corpus->count; first += batch) {
         size_t count = corpus->count - first < batch ? corpus->count - first : batch;
+        uform_encode_stats_t stats = {0};
         uform_image_encode_t request = {0};
-        request.model = model, request.executor = executor, request.arena = arena;
+        request.model = model, request.executor = executor, request.arena = arena, request.config.stats = &stats;
         request.images = (uform_tape_t){corpus->data, corpus->offsets + first, count};
         if (uform_image_encode(&request) != UFORM_OK) {
             fprintf(stderr, "bench_index: %s\n", request.outcome.message);
             return 0;
         }
+        decode += stats.decode_seconds, compute += stats.compute_seconds;
     }
+    last_decode_fraction = decode + compute > 0 ? decode / (decode + compute) : 0;
     last_cpu_seconds = cpu_seconds_self() - cpu_start;
     return (double)corpus->count / (now_seconds() - start);
 }
@@ -282,7 +286,8 @@ int main(int argc, char **argv) {
     printf("%zu photos 224x224 JPEG q90, small, BF16, batch %zu, %zu threads, %s; best of %d rounds\n", photos, batch,
            threads, uform_cpu_class_name(uform_cpu_class_detect()), rounds);
     double memory_per_cpu = memory_cpu > 0 ? (double)photos / memory_cpu : 0, index_per_cpu[2];
-    printf("  in memory (uform_image_encode)       %8.1f items/s, %.1f items per CPU-second\n", memory, memory_per_cpu);
+    printf("  in memory (uform_image_encode)       %8.1f items/s, %.1f items per CPU-second, decoding %.1f%% of it\n",
+           memory, memory_per_cpu, 100 * last_decode_fraction);
     for (int d = 0; d < 2; ++d) {
         double cpu = index_child[d].user + index_child[d].system;
         index_per_cpu[d] = cpu > 0 ? (double)photos / cpu : 0; /* the whole process: load and walk included */
