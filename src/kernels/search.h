@@ -10,9 +10,9 @@
  * Why not the GEMM for every query count: a matrix product packs its weight side per call and runs
  * register tiles of 6 rows by 64 columns, which a batch of one query fills to 1/6 (queries as X)
  * or 1/64 (queries as W). Scoring one query is a matrix-vector product that streams the index once
- * at memory bandwidth, so these kernels take one row block (small enough for L1) and every query
- * against it; the index driver (src/index/index_search.c) uses the GEMM for batches of 8 queries
- * or more, where tiles fill and arithmetic starts to matter.
+ * at memory bandwidth, so these kernels take one row (or a few, for I8 on AVX2 and short B1 rows)
+ * and every query against it while it sits in L1; the index driver (src/index/index_search.c)
+ * uses the GEMM for batches of 8 queries or more over float rows, where arithmetic starts to matter.
  *
  * Sums. dot_f32 and dot_bf16 accumulate in F32 lanes in a fixed order that depends only on
  * `columns` (never on the row's position, the block or the thread), so two equal rows score
