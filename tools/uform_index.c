@@ -657,13 +657,27 @@ int uform_tool_index(int argc, char **argv) {
             status = (fprintf(stderr, "uform: cannot write '%s': %s\n", run.errors_path, strerror(errno)), 1);
     }
     unsigned char *skipped_inputs = status == 0 ? calloc(inputs.count + 1, 1) : NULL;
+    /* The index and its errors file never index themselves (an --out inside a walked folder). */
+    char *own[2] = {status == 0 ? realpath(run.options.out, NULL) : NULL, status == 0 ? realpath(run.errors_path, NULL) : NULL};
+    const char *own_names[2] = {strrchr(run.options.out, '/') ? strrchr(run.options.out, '/') + 1 : run.options.out,
+                                run.errors_path && strrchr(run.errors_path, '/') ? strrchr(run.errors_path, '/') + 1 : run.errors_path};
     for (size_t i = 0; skipped_inputs && i < inputs.count; ++i) {
         const char *path = inputs.items[i].path;
         size_t length = strlen(path);
-        if (set_insert(&seen, path, length)) skipped_inputs[i] = 1, duplicates += 1;
+        const char *name = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+        int is_own = 0;
+        for (int k = 0; k < 2 && !inputs.items[i].text; ++k)
+            if (own[k] && own_names[k] && strcmp(name, own_names[k]) == 0) {
+                char *resolved = realpath(path, NULL);
+                is_own |= resolved && strcmp(resolved, own[k]) == 0;
+                free(resolved);
+            }
+        if (is_own) skipped_inputs[i] = 1;
+        else if (set_insert(&seen, path, length)) skipped_inputs[i] = 1, duplicates += 1;
         else if (set_contains(&skip, path, length)) skipped_inputs[i] = 1, resumed_items += 1;
     }
     set_free(&skip), set_free(&seen);
+    free(own[0]), free(own[1]);
     for (size_t i = 0; i < kept_count; ++i) free(kept_paths[i]);
     free(kept_paths);
 

@@ -4,7 +4,8 @@
 #      fixtures), a text file, a PNG renamed .wav, and bad files (empty, truncated, random bytes):
 #      every good item indexed once with the right modality, every bad one listed with its message,
 #      exit status 3; embeddings equal `uform encode`'s bit for bit (F32, and I8/B1 at 32 dims);
-#   2. a manifest with paths, inline texts, a missing file and a malformed line;
+#   2. a manifest with paths, inline texts, a missing file and a malformed line; an index written
+#      inside the folder it walks does not index itself;
 #   3. search: an image finds itself, a caption finds its text, another checkpoint is refused;
 #   4. peak RSS of 200 and 2,000 photos differs by less than 8 MiB;
 #   5. kill -9 at 5 random points, each followed by --resume: the final index and errors file are
@@ -76,6 +77,16 @@ EOF
 "$uform" index "$checkpoint" --manifest man/manifest.jsonl --out manifest.index --quiet; code=$?
 check status_is $code 3
 check $check_py manifest manifest.index
+
+# An index written inside the folder it walks never indexes itself or its errors file.
+mkdir -p self && cp fixtures/baseline.jpg fixtures/pcm16.wav self/
+"$uform" index "$checkpoint" self --out self/self.index --quiet && "$uform" index "$checkpoint" self --out self/self.index --quiet; code=$?
+check status_is $code 0
+check "$python" -c "
+import json
+raw = open('self/self.index', 'rb').read(); n = int.from_bytes(raw[:8], 'little')
+assert json.loads(raw[8:8 + n])['__metadata__']['uform.index.count'] == '2'
+"
 
 # ---- 3. search (an image finding itself is checked on the photos below) ----
 "$uform" search corpus.index "$checkpoint" --text "a photo of a cat" --top 1 > top.txt
