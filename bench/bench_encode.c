@@ -26,6 +26,7 @@
 #include "model/encode.h"
 #include "model/layout.h"
 #include "uform/uform.h"
+#include "bench_peak.h"
 
 static double now_seconds(void) {
     struct timespec time;
@@ -90,44 +91,6 @@ static double encode_once(uform_model_t model, uform_executor_t executor, uform_
     return stats.flops;
 }
 
-typedef struct gemm_call_t {
-    uform__gemm_forward_t *args;
-    const uform__gemm_kernels_t *gemm;
-    uform_outcome_t outcome;
-} gemm_call_t;
-
-static uform_status_t gemm_run(void *pointer, uform__call_context_t *context) {
-    gemm_call_t *call = pointer;
-    return call->gemm->forward_bf16(call->args, context->parallel, context->outcome);
-}
-
-/* The BF16 GEMM peak of this class, measured now on the executor's threads: M=4096, K=768, N=3072
- * with packed weights (the largest transformer product of the `small`/`base` shapes). */
-static double measure_peak(uform_executor_t executor, uform_cpu_class_t cpu_class) {
-    size_t m = 4096, k = 768, n = 3072;
-    float *x = malloc(m * k * sizeof(float)), *y = malloc(m * n * sizeof(float));
-    uint16_t *w = malloc(n * k * sizeof(uint16_t));
-    for (size_t i = 0; i < m * k; ++i) x[i] = (float)(next_byte() - 128) / 256.0f;
-    for (size_t i = 0; i < n * k; ++i) w[i] = (uint16_t)(0x3C00 | (next_byte() & 0x7F));
-    const uform__gemm_kernels_t *gemm = uform__gemm_kernels(cpu_class);
-    size_t bytes = gemm->packed_size_bf16(n, k, UFORM__GEMM_BF16);
-    void *packed_memory = aligned_alloc(64, (bytes + 63) / 64 * 64);
-    uform__gemm_packed_t packed;
-    gemm->pack_bf16(w, k, UFORM__GEMM_BF16, n, k, packed_memory, bytes, &packed, NULL);
-    uform__gemm_forward_t args = {m, n, k, x, k, UFORM__GEMM_F32, w, k, UFORM__GEMM_BF16, &packed, NULL, 0, y, n};
-    double best = 0; /* the best of 15: a shared machine's slow moments must not lower the peak */
-    for (int repeat = 0; repeat < 15; ++repeat) {
-        gemm_call_t request = {&args, gemm, {0}};
-        uform__call_t call = {gemm_run, &request, &request.outcome, UFORM_COMPLETION_BLOCKING, NULL, NULL, "bench_peak"};
-        double start = now_seconds();
-        if (uform__executor_call(executor, &call) != UFORM_OK) break;
-        double rate = 2.0 * (double)m * (double)n * (double)k / (now_seconds() - start);
-        if (rate > best) best = rate;
-    }
-    free(x), free(y), free(w), free(packed_memory);
-    return best;
-}
-
 /* Runs the PyTorch peer and answers its items per second (0 when it cannot run). */
 static double torch_rate(const char *checkpoint, const case_t *c, int bf16) {
     char command[1024];
@@ -185,7 +148,7 @@ int main(int argc, char **argv) {
     uform_executor_t executors[3] = {NULL};
     for (size_t t = 1; t <= 2; ++t) uform_executor_for_ram(NULL, t, 0, &executors[t], NULL);
     double peak[3] = {0};
-    for (size_t t = 1; t <= 2; ++t) peak[t] = measure_peak(executors[t], uform_executor_cpu_class(executors[t]));
+    for (size_t t = 1; t <= 2; ++t) peak[t] = bench_gemm_peak(executors[t], uform_executor_cpu_class(executors[t]));
     double load_seconds = 0;
     for (size_t i = 0; i < count; ++i) {
         const case_t *c = &cases[i];

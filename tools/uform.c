@@ -21,6 +21,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "commands.h"
+#include "item_list.h"
 #include "npy.h"
 #include "uform/uform.h"
 #include "uform_tool.h"
@@ -34,7 +36,8 @@ static int usage(void) {
             "               [--batch N] [--threads N] [--bf16] [--out FILE.npy|FILE.jsonl]\n"
             "  uform choose CKPT PREFIX --choices BYTES [--group G]\n"
             "  uform index CKPT (DIR | FILE | --manifest FILE.jsonl)... --out INDEX [options]   (uform index --help)\n"
-            "  uform search INDEX CKPT (--text T | --image F | --audio F | --video F) [--top K] [--json]\n");
+            "  uform search INDEX CKPT (--text T | --image F | --audio F | --video F) [--top K] [--json]\n"
+            "  uform train MANIFEST.jsonl --out CKPT [...]   (uform train --help)\n");
     return 2;
 }
 
@@ -86,50 +89,6 @@ static int describe(const char *path) {
 }
 
 /* ---- encode ---- */
-
-typedef struct item_list_t {
-    unsigned char *data;
-    size_t *offsets;
-    size_t count, used, capacity;
-} item_list_t;
-
-static int add_item(item_list_t *list, const void *bytes, size_t length) {
-    if (list->used + length > list->capacity) {
-        size_t capacity = (list->used + length) * 2 + 1024;
-        unsigned char *grown = realloc(list->data, capacity);
-        if (!grown) return -1;
-        list->data = grown, list->capacity = capacity;
-    }
-    size_t *offsets = realloc(list->offsets, (list->count + 2) * sizeof *offsets);
-    if (!offsets) return -1;
-    list->offsets = offsets;
-    if (list->count == 0) list->offsets[0] = 0;
-    memcpy(list->data + list->used, bytes, length);
-    list->used += length;
-    list->offsets[++list->count] = list->used;
-    return 0;
-}
-
-static int add_file(item_list_t *list, const char *path) {
-    FILE *file = fopen(path, "rb");
-    if (!file) {
-        fprintf(stderr, "uform: cannot open '%s': %s\n", path, strerror(errno));
-        return -1;
-    }
-    fseek(file, 0, SEEK_END);
-    long size = ftell(file);
-    fseek(file, 0, SEEK_SET);
-    unsigned char *bytes = malloc(size > 0 ? (size_t)size : 1);
-    int ok = bytes && (size <= 0 || fread(bytes, 1, (size_t)size, file) == (size_t)size);
-    fclose(file);
-    if (!ok || add_item(list, bytes, size > 0 ? (size_t)size : 0) != 0) {
-        fprintf(stderr, "uform: cannot read '%s'\n", path);
-        free(bytes);
-        return -1;
-    }
-    free(bytes);
-    return 0;
-}
 
 typedef struct bar_t {
     size_t batch, batches;
@@ -271,7 +230,7 @@ static int encode(int argc, char **argv) {
             }
             modality = kind;
             for (; i + 1 < argc && strncmp(argv[i + 1], "--", 2) != 0; ++i) {
-                int failed = kind == 0 ? add_item(&items, argv[i + 1], strlen(argv[i + 1])) : add_file(&items, argv[i + 1]);
+                int failed = kind == 0 ? item_list_add(&items, argv[i + 1], strlen(argv[i + 1])) : item_list_add_file(&items, argv[i + 1]);
                 if (failed) return release(&items, 1);
             }
         } else if (strcmp(flag, "--outputs") == 0 && i + 1 < argc) {
@@ -449,5 +408,6 @@ int main(int argc, char **argv) {
     if (argc >= 2 && strcmp(argv[1], "choose") == 0) return choose(argc, argv);
     if (argc >= 2 && strcmp(argv[1], "index") == 0) return uform_tool_index(argc, argv);
     if (argc >= 2 && strcmp(argv[1], "search") == 0) return uform_tool_search(argc, argv);
+    if (argc >= 2 && strcmp(argv[1], "train") == 0) return uform_command_train(argc - 1, argv + 1);
     return usage();
 }

@@ -1070,6 +1070,266 @@ typedef struct uform_index_search_t {
 UFORM_API uform_status_t uform_index_search(uform_index_search_t *request);
 
 /* ------------------------------------------------------------------------------------------ */
+/* Training (training.md)                                                                      */
+/* ------------------------------------------------------------------------------------------ */
+/*
+ * A trainer owns a model's F32 master weights, its AdamW moments and the scratch its steps need.
+ * It is made over one executor and every verb of it runs there (a trainer has only executor
+ * receivers): a blocking step that finds the executor busy answers UFORM_CONTENDED, deferred steps
+ * and saves run in submission order. Typical use:
+ *
+ *     uform_trainer_config_t config = {0};          // tiny, training.md's optimizer, seed 0
+ *     config.total_steps = 1000;
+ *     uform_trainer_t trainer = NULL;
+ *     uform_trainer_init_ram(executor, &config, &trainer, &outcome);
+ *     for (each batch) {
+ *         uform_trainer_step_t step = {0};
+ *         step.trainer = trainer, step.arena = arena;
+ *         step.modalities = modalities, step.contents = contents;   // n contents
+ *         step.bags = bags, step.bag_count = b;                      // b + 1 offsets
+ *         step.sides = sides, step.relations = relations;
+ *         if (uform_trainer_step(&step) != UFORM_OK) ...;           // step.loss, step.grad_norm ...
+ *     }
+ *     uform_trainer_save_t save = {0};
+ *     save.trainer = trainer, save.path = "model.safetensors";
+ *     uform_trainer_save(&save);                     // loads with uform_model_load_ram
+ *     uform_trainer_free(trainer);
+ *
+ * Every step is deterministic: the same weights, batch and thread count give bit-identical
+ * weights (the kernels' reductions do not depend on timing; in this build not even on the
+ * thread count).
+ */
+typedef struct uform_trainer_s *uform_trainer_t;
+
+/* A mesh joins the trainers of several processes into one data-parallel run (training.md).
+ * Its functions arrive with the mesh; until then the trainer accepts only a NULL mesh. */
+typedef struct uform_mesh_s *uform_mesh_t;
+
+/*
+ * What a trainer is made of. A zeroed config is a fresh `tiny` model (model.md) with
+ * training.md's optimizer and seed 0. Fields, and what zero means:
+ *
+ * Architecture (model.md's config keys; zero takes the value of `size`, whose own zero is "tiny"):
+ *   size                 "tiny", "small" or "base" (the informative "size" of the checkpoint)
+ *   hidden ... audio_mels  as model.md; `matryoshka` lists `matryoshka_count` prefixes (0: E/4,
+ *                        E/2, E); `modalities` is a mask of (1 << uform_modality_t) (0: all four);
+ *                        `audio_rate` is always 16000.
+ * Optimizer (AdamW with torch.optim.AdamW's semantics, dense; training.md):
+ *   learning_rate        peak rate (0: 1e-3)
+ *   beta1, beta2         (0: 0.9, 0.98)
+ *   epsilon              added after the square root (0: 1e-6)
+ *   weight_decay         decoupled, on matrices and tables but position tables (0: 0.1; negative: none)
+ *   clip_norm            global gradient-norm clipping (0: 1.0; negative: no clipping)
+ *   warmup_steps         linear warmup from 0 (0: none)
+ *   total_steps          the cosine reaches 0.1·lr at this step and stays there; 0 keeps lr after warmup
+ *   contrastive_weight, choice_weight  the total loss's weights (0: 1; negative: that loss is off)
+ * Run:
+ *   seed                 draws the initial weights (N(0, 0.02) for matrices, tables and modality
+ *                        vectors; N(0, 0.2) for position tables; biases and CLS rows 0; norms 1 and 0;
+ *                        temperatures ln(1/0.07))
+ *   compute              F32, or BF16 operands with F32 accumulation and F32 master weights
+ *                        (attention and the losses stay F32; see uform_compute_t)
+ *   cpu_class            the kernels (UNKNOWN: the executor's class)
+ *   resume               a checkpoint to continue from (NULL: a fresh model): its weights (from its
+ *                        `optimizer.weights.*` when present, else its stored weights widened), its
+ *                        moments and step count when present, its optimizer settings (stored in the
+ *                        metadata "uform.optimizer") for every optimizer field left at zero, and its
+ *                        architecture — a non-zero architecture field that disagrees with it is
+ *                        UFORM_CONFIG_MISMATCH naming the field and both values. `seed` is then unused.
+ *   mesh                 NULL (the mesh is not part of this build yet; anything else is
+ *                        UFORM_UNSUPPORTED)
+ */
+typedef struct uform_trainer_config_t {
+    char size[16];
+    size_t hidden, depth, heads, mlp, embedding;
+    size_t matryoshka[8];
+    size_t matryoshka_count;
+    size_t temperature_groups;
+    unsigned modalities;
+    size_t text_bytes;
+    size_t image_size, image_patch;
+    size_t video_size, video_patch, video_frames, video_tubelet;
+    size_t audio_seconds, audio_mels;
+
+    double learning_rate, beta1, beta2, epsilon, weight_decay, clip_norm;
+    uint64_t warmup_steps, total_steps;
+    double contrastive_weight, choice_weight;
+
+    uint64_t seed;
+    uform_compute_t compute;
+    uform_cpu_class_t cpu_class;
+    const char *resume;
+    uform_mesh_t mesh;
+} uform_trainer_config_t;
+
+/*
+ * Makes a trainer over `executor` (NULL: the calling thread) with host memory for its weights, as
+ * `config` says (NULL: all defaults); the work (drawing or reading the weights) runs on the
+ * executor. The config is copied (and `resume` read) during the call.
+ * Statuses: UFORM_OK; UFORM_INVALID_ARGUMENT (NULL `trainer`, an inconsistent architecture such
+ * as hidden not divisible by heads, an unknown size, an optimizer value out of range — the
+ * message names the field); UFORM_IO and UFORM_FORMAT (the resume checkpoint, naming it);
+ * UFORM_CONFIG_MISMATCH (see `resume`); UFORM_UNSUPPORTED (a mesh, a CPU class this machine
+ * cannot run, a head width above the kernels' 128); UFORM_CONTENDED; UFORM_OUT_OF_MEMORY.
+ * On failure `*trainer` is NULL.
+ */
+UFORM_API uform_status_t uform_trainer_init_ram(uform_executor_t executor, const uform_trainer_config_t *config,
+                                                uform_trainer_t *trainer, uform_outcome_t *outcome);
+
+/* The same with the weights in GPU memory. This build has no GPU support: it answers
+ * UFORM_UNSUPPORTED, saying so, and sets `*trainer` to NULL. */
+UFORM_API uform_status_t uform_trainer_init_vram(uform_executor_t executor, const uform_trainer_config_t *config,
+                                                 uform_trainer_t *trainer, uform_outcome_t *outcome);
+
+/* Frees a trainer after waiting for its calls in flight. NULL is a no-op. */
+UFORM_API void uform_trainer_free(uform_trainer_t trainer);
+
+/* What a trainer is: the model it trains (as uform_model_describe answers it: parameters, weight
+ * bytes as a saved checkpoint stores them), the steps taken so far, and the resolved optimizer. */
+typedef struct uform_trainer_description_t {
+    uform_model_description_t model;
+    uint64_t steps;                /* optimisation steps taken (a resumed run counts the earlier ones) */
+    double learning_rate, beta1, beta2, epsilon, weight_decay, clip_norm;
+    uint64_t warmup_steps, total_steps;
+    double contrastive_weight, choice_weight;
+    uint64_t seed;
+} uform_trainer_description_t;
+
+/* Fills `*description` (NULL arguments: UFORM_INVALID_ARGUMENT). Must not race a running step
+ * of the same trainer: call it between steps, from the thread that submits them. */
+UFORM_API uform_status_t uform_trainer_describe(uform_trainer_t trainer, uform_trainer_description_t *description);
+
+/* The "uform.user" metadata of the checkpoint the trainer resumed from (what an earlier
+ * uform_trainer_save stored from its request's `user_metadata`), or NULL. Owned by the trainer. */
+UFORM_API const char *uform_trainer_user_metadata(uform_trainer_t trainer);
+
+/* Positive pairs of bags: relation r joins bag lefts[r] and bag rights[r] and uses the learned
+ * temperature groups[r] (`groups` NULL: group 0 for all). */
+typedef struct uform_relations_t {
+    const size_t *lefts;
+    const size_t *rights;
+    const size_t *groups;
+    size_t count;
+} uform_relations_t;
+
+/* What a step measured (written when it is final, also after a failure, as far as it got). */
+typedef struct uform_trainer_stats_t {
+    size_t items;              /* contents in the batch */
+    size_t sequences;          /* sequences through the trunk (a text with choices in a bag counts twice) */
+    size_t tokens;             /* tokens through the trunk */
+    double decode_seconds;     /* decoding and preprocessing media */
+    double forward_seconds;    /* stems, trunk, heads and losses */
+    double backward_seconds;
+    double optimizer_seconds;  /* gradient norm, clipping, AdamW, BF16 copies */
+    double flops;              /* matrix products and attention, forward and backward */
+} uform_trainer_stats_t;
+
+/*
+ * One optimisation step over one batch (training.md, "A batch" and "Losses").
+ *
+ * Inputs (borrowed until the call is final):
+ *   modalities [n] and contents (a tape of n items): text bytes, or whole image, video or audio
+ *     files, as the encode verbs take them. A text is encoded as [CLS] + its first text_bytes bytes.
+ *   bags, bag_count: bag_count + 1 non-decreasing offsets into the contents, bags[0] = 0; bag j is
+ *     contents bags[j] .. bags[j+1] (at least one) and its embedding is the L2-normalised mean of its
+ *     contents' normalised embeddings (at every Matryoshka prefix). Contents from bags[bag_count]
+ *     on belong to no bag. bag_count 0 (bags NULL): every content is its own bag.
+ *   sides [bag_count]: 0 or 1 per bag; NULL: every bag on side 0. With sides, a relation must join
+ *     bags of opposite sides and its candidates are the bags of the opposite side; without, every
+ *     other bag.
+ *   relations: positive pairs (see uform_relations_t); none: no contrastive loss.
+ *   choices (a tape of n entries, or count 0 for none) and choice_targets [n]: the legal next bytes
+ *     after each text content (distinct; empty for the contents without) and the byte to choose
+ *     (must be among them). Such a text also runs as text_choose's sequence [CLS] + its last
+ *     text_bytes bytes + [NEXT] and enters the choice loss (scale exp(temperatures[0])).
+ *   arena, outputs_scalar: where the bag embeddings land and their scalar.
+ *   progress: one unit for decoding, one per trunk block forward and backward, one for the update;
+ *     cancelling stops the step before the update, leaving the trainer unchanged.
+ *   stats: optional, written when the call is final.
+ *   learning_rate_override: 0 (the default) takes the trainer's schedule for this step's number; a
+ *     positive value is the rate this step uses instead (a caller running its own schedule, such
+ *     as one on elapsed time). Negative is UFORM_INVALID_ARGUMENT.
+ *
+ * Outputs (readable once final with UFORM_OK): the losses (total = contrastive_weight ·
+ * contrastive + choice_weight · choice; a loss without terms is 0), the learning rate this step
+ * used, the global gradient norm before clipping, the step number (from 1), the temperatures'
+ * log-scales the losses used ([1, G] F32 view), and the bag embeddings at the full width E
+ * ([bags, E] of outputs_scalar), both computed with the weights before the update.
+ *
+ * Statuses: UFORM_OK; UFORM_DEFERRED; UFORM_CONTENDED; UFORM_CANCELLED; UFORM_INVALID_ARGUMENT
+ * (any inconsistency — an index out of range, a relation between a bag and itself or two bags on
+ * one side, a target not among its legal bytes, choices on a non-text content, a modality the model
+ * lacks, a bag without contents, a NULL arena — naming the field and index); UFORM_FORMAT (a
+ * content that is not decodable media of its modality, naming it); UFORM_UNSUPPORTED (a format
+ * this build cannot decode); UFORM_OUT_OF_MEMORY. After any failure the trainer's weights,
+ * moments and step count are exactly as before.
+ */
+typedef struct uform_trainer_step_t {
+    uform_trainer_t trainer;                 /* in */
+    uform_completion_t completion;           /* in */
+    const uform_modality_t *modalities;      /* in: [contents.count] */
+    uform_tape_t contents;                   /* in */
+    const size_t *bags;                      /* in: [bag_count + 1] or NULL */
+    size_t bag_count;                        /* in */
+    const uint8_t *sides;                    /* in: [bag_count] (or [contents.count] without bags) or NULL */
+    uform_relations_t relations;             /* in */
+    uform_tape_t choices;                    /* in: [contents.count] entries, or count 0 */
+    const uint8_t *choice_targets;           /* in: [contents.count] when choices are given */
+    uform_arena_t arena;                     /* in: required */
+    uform_scalar_kind_t outputs_scalar;      /* in */
+    uform_progress_t progress;               /* in */
+    uform_trainer_stats_t *stats;            /* in: optional */
+    double learning_rate_override;           /* in: 0 follows the schedule */
+    uform_outcome_t outcome;                 /* out */
+    double loss, contrastive, choice;        /* out */
+    double learning_rate, grad_norm;         /* out */
+    uint64_t step;                           /* out */
+    uform_matrix_t temperatures;             /* out */
+    uform_matrix_t bag_embeddings;           /* out */
+} uform_trainer_step_t;
+UFORM_API uform_status_t uform_trainer_step(uform_trainer_step_t *request);
+
+/* Whether a checkpoint carries the optimizer's state. */
+typedef enum uform_trainer_save_optimizer_t {
+    UFORM_TRAINER_SAVE_WITH_OPTIMIZER = 0, /* weights + optimizer.* (F32 masters, moments, step): resumable exactly */
+    UFORM_TRAINER_SAVE_WEIGHTS_ONLY = 1    /* only what inference loads (BF16 weights, F32 norms and temperatures) */
+} uform_trainer_save_optimizer_t;
+
+/*
+ * Writes the trainer's model to `path` as a checkpoint that uform_model_load_ram loads (model.md:
+ * BF16 matrices, tables and biases; F32 norms and temperatures; the config in "uform.config"),
+ * plus, by default, the optimizer's state: `optimizer.weights.{name}` (F32 master weights),
+ * `optimizer.m.{name}`, `optimizer.v.{name}` (F32 moments), `optimizer.step` (I64 [1]) and the
+ * optimizer settings in the metadata "uform.optimizer". `user_metadata` (optional text, copied into
+ * the metadata "uform.user") lets a caller keep its own state, such as a data loader's position.
+ * The write is atomic (a temporary file in the same folder, fsync, rename, fsync of the folder): a
+ * crash or a cancel at any moment leaves either the old file or the new one. Progress reports
+ * bytes written. Statuses: UFORM_OK; UFORM_DEFERRED; UFORM_CONTENDED; UFORM_CANCELLED;
+ * UFORM_INVALID_ARGUMENT (NULL trainer or path, an unknown `optimizer` value); UFORM_IO (naming
+ * the path and the system's reason); UFORM_OUT_OF_MEMORY.
+ */
+typedef struct uform_trainer_save_t {
+    uform_trainer_t trainer;                  /* in */
+    uform_completion_t completion;            /* in */
+    const char *path;                         /* in (borrowed until final) */
+    uform_trainer_save_optimizer_t optimizer; /* in */
+    const char *user_metadata;                /* in: optional, NUL-terminated UTF-8 */
+    uform_progress_t progress;                /* in: bytes written of the file's total */
+    uform_outcome_t outcome;                  /* out */
+} uform_trainer_save_t;
+UFORM_API uform_status_t uform_trainer_save(uform_trainer_save_t *request);
+
+/*
+ * Makes an inference model from the trainer's current weights, exactly as saving them and loading
+ * the file with `ram_options` would give (BF16 weights), without touching the disk — for
+ * evaluation during training. The model is independent of the trainer (free it with
+ * uform_model_free). Runs on the trainer's executor, blocking. Statuses: as uform_model_load_ram
+ * and uform_trainer_step's UFORM_CONTENDED.
+ */
+UFORM_API uform_status_t uform_trainer_snapshot(uform_trainer_t trainer, const uform_ram_options_t *ram_options,
+                                                uform_model_t *model, uform_outcome_t *outcome);
+
+/* ------------------------------------------------------------------------------------------ */
 /* Tensor-program session (session.md)                                                         */
 /* ------------------------------------------------------------------------------------------ */
 /* BEGIN SESSION SECTION */

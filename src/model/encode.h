@@ -86,6 +86,19 @@ uform_status_t uform__linear_forward(uform__compute_t *compute, const uform__lin
                                      const void *x, size_t ldx, void *y, size_t ldy, size_t out_rows, int epilogue,
                                      uform_outcome_t *outcome);
 
+/* BF16 compute: rounds activations entering a product to BF16 values (nearest even, NaN kept), in
+ * place, so the product sees exactly BF16 operands on a class whose BF16 kernels widen instead of
+ * rounding (trunk.c). */
+void uform__round_to_bf16(float *values, size_t count);
+
+/* Whether a class's BF16 products round their F32 inputs to BF16 themselves (VDPBF16PS: Genoa
+ * and later); elsewhere BF16 compute rounds them explicitly with uform__round_to_bf16. */
+static inline int uform__gemm_rounds_to_bf16(const uform__gemm_kernels_t *gemm) {
+    uform_cpu_class_t c = gemm->cpu_class;
+    return c == UFORM_CPU_CLASS_AMD_GENOA || c == UFORM_CPU_CLASS_INTEL_SAPPHIRE || c == UFORM_CPU_CLASS_INTEL_GRANITE ||
+           c == UFORM_CPU_CLASS_INTEL_DIAMOND;
+}
+
 /* ---- the trunk (trunk.c) ---- */
 
 typedef struct uform__trunk_scratch_t {

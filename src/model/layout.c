@@ -101,7 +101,7 @@ static uint64_t next_bits(uint64_t *state) {
     return z ^ (z >> 31);
 }
 
-static double next_normal(uint64_t *state) {
+double uform__random_normal(uint64_t *state) {
     double u1 = ((double)(next_bits(state) >> 11) + 1.0) / 9007199254740993.0; /* (0, 1] */
     double u2 = (double)(next_bits(state) >> 11) / 9007199254740992.0;
     return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
@@ -137,7 +137,7 @@ uform_status_t uform__model_write_random(const char *path, const uform__model_co
                                                                       : (float)log(1.0 / 0.07);
                 ((float *)buffers[i])[e] = value;
             } else {
-                ((uint16_t *)buffers[i])[e] = uform__nn_f32_to_bf16_one((float)(0.02 * next_normal(&state)));
+                ((uint16_t *)buffers[i])[e] = uform__nn_f32_to_bf16_one((float)(0.02 * uform__random_normal(&state)));
             }
         }
         shapes[2 * i] = spec->rows, shapes[2 * i + 1] = spec->columns;

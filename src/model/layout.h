@@ -26,6 +26,10 @@ typedef struct uform__tensor_spec_t {
 /* Writes up to `capacity` specs into `specs` and answers how many the config implies. */
 size_t uform__model_tensor_specs(const uform__model_config_t *config, uform__tensor_spec_t *specs, size_t capacity);
 
+/* One standard normal draw from a SplitMix64 state (Box–Muller on two 53-bit uniforms): the same
+ * sequence on every machine for a given seed. */
+double uform__random_normal(uint64_t *state);
+
 /* Writes a checkpoint of `config` with every tensor drawn from `seed` (model.md, "The tiny
  * checkpoint"): matrices, biases and tables from N(0, 0.02), norms at 1 and 0, temperatures at
  * ln(1/0.07); matrices, biases and tables stored as BF16, norms and temperatures as F32. */

@@ -35,11 +35,11 @@ static void *own(uform_model_t model, size_t bytes) {
 
 UFORM_API void uform_model_free(uform_model_t model) {
     if (!model) return;
+    uform__safetensors_close(model->file); /* before the owned memory: a checkpoint in RAM is owned */
     for (size_t i = 0; i < model->owned_count; ++i) free(model->owned[i]);
     free(model->owned);
     free(model->blocks);
     if (model->mel_ready) uform__signal_mel_plan_free(&model->mel);
-    uform__safetensors_close(model->file);
     free(model);
 }
 
@@ -225,6 +225,8 @@ static void pack(loader_t *loader, const uform__gemm_kernels_t *gemm, uform__lin
 
 typedef struct load_request_t {
     const char *path;
+    void *bytes;                 /* or a checkpoint in RAM (malloc'ed), which the model then owns */
+    size_t size;
     uform_cpu_class_t cpu_class; /* UNKNOWN: the executor's */
     uform_compute_t compute;
     uform_model_t model;         /* out */
@@ -237,10 +239,25 @@ static uform_status_t load_run(void *pointer, uform__call_context_t *context) {
     uform_outcome_t *outcome = context->outcome;
     uform_cpu_class_t cpu_class = request->cpu_class ? request->cpu_class : context->cpu_class;
     uform_model_t model = calloc(1, sizeof *model);
-    if (!model) return uform__fail(outcome, UFORM_OUT_OF_MEMORY, function, "cannot allocate a model");
+    if (!model) {
+        free(request->bytes);
+        return uform__fail(outcome, UFORM_OUT_OF_MEMORY, function, "cannot allocate a model");
+    }
     model->cpu_class = cpu_class;
     model->compute = request->compute;
-    uform_status_t status = uform__safetensors_open(request->path, &model->file, outcome);
+    uform_status_t status;
+    if (request->bytes) {
+        void **owned = malloc(sizeof *owned);
+        if (!owned) {
+            free(request->bytes), free(model);
+            return uform__fail(outcome, UFORM_OUT_OF_MEMORY, function, "cannot allocate a model");
+        }
+        model->owned = owned, model->owned_capacity = 1, model->owned_count = 1;
+        owned[0] = request->bytes;
+        status = uform__safetensors_open_memory(request->bytes, request->size, &model->file, outcome);
+    } else {
+        status = uform__safetensors_open(request->path, &model->file, outcome);
+    }
     if (status != UFORM_OK) {
         /* The reader names its own function; the caller's name is the public one. */
         snprintf(outcome->function, sizeof outcome->function, "%s", function);
@@ -332,6 +349,18 @@ static uform_status_t load_run(void *pointer, uform__call_context_t *context) {
     return UFORM_OK;
 }
 
+uform_status_t uform__model_load_bytes(void *bytes, size_t size, uform_cpu_class_t cpu_class, uform_compute_t compute,
+                                      uform_model_t *model, uform__call_context_t *context) {
+    load_request_t request;
+    memset(&request, 0, sizeof request);
+    request.path = "(checkpoint in memory)";
+    request.bytes = bytes, request.size = size;
+    request.cpu_class = cpu_class, request.compute = compute;
+    uform_status_t status = load_run(&request, context);
+    *model = status == UFORM_OK ? request.model : NULL;
+    return status;
+}
+
 UFORM_API uform_status_t uform_model_load_ram(uform_executor_t executor, const char *path,
                                               const uform_ram_options_t *ram_options, uform_model_t *model,
                                               uform_outcome_t *outcome) {
@@ -364,21 +393,8 @@ UFORM_API uform_status_t uform_model_describe(uform_model_describe_t *request) {
     memset(&request->description, 0, sizeof request->description);
     if (!request->model) return uform__fail(&request->outcome, UFORM_INVALID_ARGUMENT, function, "model is NULL");
     const uform_model_t model = request->model;
-    const uform__model_config_t *config = &model->config;
     uform_model_description_t *description = &request->description;
-    snprintf(description->size, sizeof description->size, "%s", config->size);
-    description->hidden = config->hidden, description->depth = config->depth, description->heads = config->heads;
-    description->mlp = config->mlp, description->embedding = config->embedding;
-    memcpy(description->matryoshka, config->matryoshka, sizeof description->matryoshka);
-    description->matryoshka_count = config->matryoshka_count;
-    description->temperature_groups = config->temperature_groups;
-    description->modalities = config->modalities;
-    description->text_bytes = config->text_bytes;
-    description->image_size = config->image_size, description->image_patch = config->image_patch;
-    description->video_size = config->video_size, description->video_patch = config->video_patch;
-    description->video_frames = config->video_frames, description->video_tubelet = config->video_tubelet;
-    description->audio_rate = config->audio_rate, description->audio_seconds = config->audio_seconds;
-    description->audio_mels = config->audio_mels;
+    uform__model_config_describe(&model->config, description);
     description->parameters = model->parameters;
     description->weight_bytes = model->weight_bytes;
     description->residency = UFORM_RESIDENCY_RAM;

@@ -63,6 +63,14 @@ struct uform_model_s {
     unsigned char fingerprint[16]; /* see fingerprint.c */
 };
 
+/* Loads a checkpoint held in RAM (`size` bytes, malloc'ed) inside a call already running on an
+ * executor (`context`), as uform_model_load_ram would load the same bytes from a file; the model
+ * owns the bytes (they are freed with it, or at once when the load fails). cpu_class UNKNOWN:
+ * the call's class. */
+struct uform__call_context_t;
+uform_status_t uform__model_load_bytes(void *bytes, size_t size, uform_cpu_class_t cpu_class, uform_compute_t compute,
+                                      uform_model_t *model, struct uform__call_context_t *context);
+
 /* Names a modality ("text" ...). */
 const char *uform__modality_name(uform_modality_t modality);
 

@@ -43,7 +43,7 @@ static void prepare_prong(void *context, size_t thread, size_t prong) {
     size_t item = loop->first + prong;
     uform_outcome_t *outcome = &loop->outcomes[item];
     uform_status_t status =
-        uform__stem_decode_item(&loop->job, loop->signal, item, loop->rows + item * loop->item_floats, outcome);
+        uform__stem_decode_item(&loop->job, item, loop->rows + item * loop->item_floats, loop->signal, outcome);
     if (status == UFORM_OK) uform__succeed(outcome, "uform_media_prepare");
     else {
         /* Decoders name their internal function; the item's record names the verb. */

@@ -152,34 +152,25 @@ static uform_status_t audio_patches(const media_loop_t *loop, const float *sampl
     return status;
 }
 
-/* Decodes item `prong` of the chunk into its rows of `patches`. */
-static void media_prong(void *context, size_t thread, size_t prong) {
-    media_loop_t *loop = context;
-    const uform__encode_job_t *job = loop->job;
+uform_status_t uform__stem_decode_item(const uform__encode_job_t *job, size_t item, float *target,
+                                      const uform__signal_kernels_t *signal, uform_outcome_t *outcome) {
     const uform__model_config_t *config = &job->model->config;
-    size_t width = uform__stem_patch_width(config, job->modality);
-    float *target = loop->patches + (loop->offsets[prong] - prong) * width; /* CLS rows have no patch */
-    loop->statuses[prong] = uform__stem_decode_item(job, loop->signal, loop->first + prong, target, &loop->outcomes[prong]);
-}
-
-uform_status_t uform__stem_decode_item(const uform__encode_job_t *job, const uform__signal_kernels_t *signal,
-                                       size_t item, float *target, uform_outcome_t *outcome) {
-    const uform__model_config_t *config = &job->model->config;
-    const media_loop_t context = {job, item, NULL, NULL, signal, NULL, NULL};
-    const media_loop_t *loop = &context;
+    media_loop_t loop;
+    memset(&loop, 0, sizeof loop);
+    loop.job = job, loop.signal = signal;
     size_t length;
     const unsigned char *bytes = uform__tape_item(job->inputs, item, &length);
     uform_status_t status = UFORM_OK;
     switch (job->source) {
     case UFORM__SOURCE_IMAGE_PIXELS:
-        status = image_patches(loop, bytes, job->heights[item], job->widths[item], config->image_size,
+        status = image_patches(&loop, bytes, job->heights[item], job->widths[item], config->image_size,
                                config->image_patch, config->image_mean, config->image_std, 1, 0, target, outcome);
         break;
     case UFORM__SOURCE_IMAGE_FILES: {
         uform__media_image_t image = {0};
         status = uform__media_image_decode(bytes, length, NULL, &image, outcome);
         if (status == UFORM_OK)
-            status = image_patches(loop, image.pixels, image.height, image.width, config->image_size,
+            status = image_patches(&loop, image.pixels, image.height, image.width, config->image_size,
                                    config->image_patch, config->image_mean, config->image_std, 1, 0, target, outcome);
         uform__media_image_free(&image);
         break;
@@ -187,7 +178,7 @@ uform_status_t uform__stem_decode_item(const uform__encode_job_t *job, const ufo
     case UFORM__SOURCE_VIDEO_FILES: {
         uform__media_video_t video = {0};
         status = uform__media_video_decode(bytes, length, (uint32_t)config->video_frames, NULL, &video, outcome);
-        if (status == UFORM_OK) status = video_patches(loop, &video, target, outcome);
+        if (status == UFORM_OK) status = video_patches(&loop, &video, target, outcome);
         uform__media_video_free(&video);
         break;
     }
@@ -196,7 +187,7 @@ uform_status_t uform__stem_decode_item(const uform__encode_job_t *job, const ufo
         video.width = (uint32_t)job->widths[item], video.height = (uint32_t)job->heights[item];
         video.frames = (uint32_t)config->video_frames;
         video.pixels = (uint8_t *)bytes;
-        status = video_patches(loop, &video, target, outcome);
+        status = video_patches(&loop, &video, target, outcome);
         break;
     }
     case UFORM__SOURCE_AUDIO_FILES: {
@@ -204,7 +195,7 @@ uform_status_t uform__stem_decode_item(const uform__encode_job_t *job, const ufo
         /* A little more than the model keeps, so the resampler's window sees real samples at the end. */
         double crop = (double)config->audio_seconds + 0.25;
         status = uform__media_audio_decode(bytes, length, crop, NULL, &audio, outcome);
-        if (status == UFORM_OK) status = audio_patches(loop, audio.samples, audio.count, audio.rate, target, outcome);
+        if (status == UFORM_OK) status = audio_patches(&loop, audio.samples, audio.count, audio.rate, target, outcome);
         uform__media_audio_free(&audio);
         break;
     }
@@ -217,13 +208,24 @@ uform_status_t uform__stem_decode_item(const uform__encode_job_t *job, const ufo
             break;
         }
         memcpy(samples, bytes, count * sizeof(float));
-        status = audio_patches(loop, samples, count, job->sample_rate, target, outcome);
+        status = audio_patches(&loop, samples, count, job->sample_rate, target, outcome);
         free(samples);
         break;
     }
     default: break;
     }
     return status;
+}
+
+/* Decodes item `prong` of the chunk into its rows of `patches`. */
+static void media_prong(void *context, size_t thread, size_t prong) {
+    media_loop_t *loop = context;
+    const uform__encode_job_t *job = loop->job;
+    const uform__model_config_t *config = &job->model->config;
+    size_t width = uform__stem_patch_width(config, job->modality);
+    float *target = loop->patches + (loop->offsets[prong] - prong) * width; /* CLS rows have no patch */
+    loop->statuses[prong] =
+        uform__stem_decode_item(job, loop->first + prong, target, loop->signal, &loop->outcomes[prong]);
 }
 
 static double now_seconds(void) {
@@ -304,7 +306,9 @@ static uform_status_t embed_patches(const uform__encode_job_t *job, float *x, co
     const uform__model_config_t *config = &job->model->config;
     const uform__stem_t *stem = &job->model->stems[job->modality];
     size_t d = config->hidden;
-    size_t per_time = (config->video_size / config->video_patch) * (config->video_size / config->video_patch);
+    /* Patches per video frame slot (only for video: a model without video has no video geometry). */
+    size_t side = job->modality == UFORM_MODALITY_VIDEO ? config->video_size / config->video_patch : 1;
+    size_t per_time = side * side;
     for (size_t i = 0; i < count; ++i) {
         float *rows = x + offsets[i] * d;
         const float *source = projected + (offsets[i] - i) * d;

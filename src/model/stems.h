@@ -10,6 +10,12 @@ size_t uform__stem_item_tokens(const uform__encode_job_t *job, size_t item);
 /* Values per patch row of a media modality (3·p·p, 3·t·p·p, 4·M); 0 for text. */
 size_t uform__stem_patch_width(const uform__model_config_t *config, uform_modality_t modality);
 
+/* Decodes and preprocesses media item `item` of the job (any media source) into its patch rows
+ * `target` [tokens − 1, patch_width] (model.md's order). Failures are written to `outcome` with an
+ * empty function name and no item prefix (the caller adds them). Thread-safe for distinct targets. */
+uform_status_t uform__stem_decode_item(const uform__encode_job_t *job, size_t item, float *target,
+                                      const uform__signal_kernels_t *signal, uform_outcome_t *outcome);
+
 /*
  * Fills x [T, d] with the stem rows of items first .. first+count, item i at chunk-relative token
  * offsets[i]. `patches` holds [T − count, patch_width] floats of scratch and `projected`
@@ -18,10 +24,5 @@ size_t uform__stem_patch_width(const uform__model_config_t *config, uform_modali
 uform_status_t uform__stems_forward(const uform__encode_job_t *job, uform__compute_t *compute, size_t first,
                                     size_t count, const size_t *offsets, float *x, float *patches, float *projected,
                                     uform__call_context_t *context, double *decode_seconds);
-
-/* Decodes and preprocesses media item `item` of the job (files, pixels or samples) into its patch
- * rows at `target` ([tokens − 1, patch_width]); failures fill `outcome` (its message names no item). */
-uform_status_t uform__stem_decode_item(const uform__encode_job_t *job, const uform__signal_kernels_t *signal,
-                                       size_t item, float *target, uform_outcome_t *outcome);
 
 #endif

@@ -37,9 +37,7 @@ void uform__trunk_scratch_carve(const uform__model_config_t *config, size_t toke
 #undef CARVE
 }
 
-/* BF16 compute: round the activations entering a product to BF16 (nearest even), in place. The
- * GEMM then sees exactly BF16 operands on every class (GENOA's would round them anyway). */
-static void round_to_bf16(float *values, size_t count) {
+void uform__round_to_bf16(float *values, size_t count) {
     for (size_t i = 0; i < count; ++i) {
         union { float f; uint32_t u; } bits = {.f = values[i]};
         if ((bits.u & 0x7FFFFFFFu) > 0x7F800000u) continue; /* NaN stays */
@@ -93,7 +91,7 @@ static int norm_into(uform__compute_t *compute, const uform__norm_t *norm, const
         return UFORM__LINEAR_X_BF16;
     }
     compute->nn->layernorm_forward(rows, d, x, d, norm->weight, norm->bias, eps, a, d, mean, rstd, compute->parallel);
-    if (bf16) round_to_bf16(a, rows * d);
+    if (bf16) uform__round_to_bf16(a, rows * d);
     return 0;
 }
 
@@ -115,7 +113,7 @@ static uform_status_t block_tail(uform__compute_t *compute, const uform__block_t
     status = uform__linear_forward(compute, &block->up, rows, a, d, hidden, mlp, mlp,
                                    UFORM__LINEAR_GELU | hidden_bf16 | a_read, outcome);
     if (status != UFORM_OK) return status;
-    if (bf16) round_to_bf16(hidden, rows * mlp);
+    if (bf16) uform__round_to_bf16(hidden, rows * mlp);
     int hidden_read = native_bf16 ? UFORM__LINEAR_X_BF16 : 0;
     return uform__linear_forward(compute, &block->down, rows, hidden, mlp, x, d, d,
                                  UFORM__LINEAR_ACCUMULATE | hidden_read, outcome);
@@ -133,9 +131,7 @@ uform_status_t uform__trunk_forward(const uform_model_t model, uform__compute_t 
     const float eps = 1e-6f;
     /* BF16 compute rounds the activations entering each product — unless the kernels' BF16 dot
      * products round them on the way in anyway (Genoa and later), where the pass would be redundant. */
-    uform_cpu_class_t kernels_class = compute->gemm->cpu_class;
-    int native_bf16 = kernels_class == UFORM_CPU_CLASS_AMD_GENOA || kernels_class == UFORM_CPU_CLASS_INTEL_SAPPHIRE ||
-                      kernels_class == UFORM_CPU_CLASS_INTEL_GRANITE || kernels_class == UFORM_CPU_CLASS_INTEL_DIAMOND;
+    int native_bf16 = uform__gemm_rounds_to_bf16(compute->gemm);
     int bf16 = compute->compute == UFORM_COMPUTE_BF16 && !native_bf16;
     native_bf16 = native_bf16 && compute->compute == UFORM_COMPUTE_BF16;
     /* BF16 compute: attention with BF16 Q, K, P and V and F32 softmax (nn.h). */
@@ -159,7 +155,7 @@ uform_status_t uform__trunk_forward(const uform_model_t model, uform__compute_t 
             compute->flops += 4.0 * (pruned ? 1.0 : length) * length * (double)d;
         }
         size_t rows = pruned ? items : tokens;
-        if (bf16) round_to_bf16(scratch->att, rows * d);
+        if (bf16) uform__round_to_bf16(scratch->att, rows * d);
         if (!pruned) {
             status = block_tail(compute, block, d, mlp, tokens, scratch->att, x, scratch->a, scratch->hidden,
                                 scratch->mean, scratch->rstd, eps, bf16, native_bf16, context->outcome);

@@ -1,0 +1,120 @@
+/*
+ * A step's working memory and the passes that share it: stems, blocks and heads, each forward
+ * with its backward (training.md, "Backward passes"). Private to src/train/.
+ *
+ * Shapes: T tokens of the packed batch, d hidden, H heads, F = mlp, E embedding, S sequences
+ * (N of them embeddings, C choices), P_m patch rows of media modality m with width w_m.
+ */
+#ifndef UFORM_TRAIN_WORK_H
+#define UFORM_TRAIN_WORK_H
+
+#include "train/batch.h"
+
+/* What one block's forward keeps for its backward. */
+typedef struct uform__block_saved_t {
+    float *x;             /* [T, d] the block's input */
+    float *a1;            /* [T, d] norm1(x) */
+    float *qkv;           /* [T, 3d] */
+    float *att;           /* [T, d] attention output (heads side by side) */
+    float *lse;           /* [H, T] */
+    float *h;             /* [T, d] x + attn.out(att) */
+    float *a2;            /* [T, d] norm2(h) */
+    float *u;             /* [T, F] mlp.up(a2), before GELU */
+    float *g;             /* [T, F] gelu(u) */
+    float *mean1, *rstd1, *mean2, *rstd2; /* [T] */
+} uform__block_saved_t;
+
+typedef struct uform__train_work_t {
+    uform_trainer_t trainer;
+    const uform__batch_plan_t *plan;
+    const uform_trainer_step_t *request;
+    uform__compute_t compute;
+    uform__call_context_t *context;
+    size_t done;                          /* progress units */
+    /* BF16 compute on a class whose BF16 products widen their F32 inputs: the inputs of every BF16
+     * product (activations forward, upstream gradients backward) are rounded explicitly, so every
+     * class computes the same BF16-operand products (uform__gemm_rounds_to_bf16). */
+    int round_inputs;
+    float *dy_rounded;                    /* [T, max(3d, F)] rounded upstream gradients (round_inputs) */
+
+    float *patches[4];                    /* [P_m, w_m] decoded media inputs */
+    float *projected;                     /* [max P_m, d] scratch for the patch products */
+    uform__block_saved_t *blocks;         /* [L] */
+    float *final;                         /* [S, d] the last block's output at each sequence's read row */
+    float *lse_kept;                      /* [H, S] the last block's log-sum-exp at the read rows */
+
+    /* heads */
+    float *head_in;                       /* [S, d] the read rows ([CLS] of embeddings, [NEXT] of choices) */
+    float *head_normed;                   /* [S, d] after {modality}.norm / choose.norm */
+    float *head_mean, *head_rstd;         /* [S] */
+    float *embeddings;                    /* [N, E] projected [CLS] states (F32, before normalising) */
+    float *logits;                        /* [C, 256] */
+    float *d_embeddings;                  /* [N, E] */
+    float *d_logits;                      /* [C, 256] */
+    float *d_temperatures;                /* [G] (double-accumulated, then added to the gradient) */
+
+    /* backward scratch */
+    float *dx, *dh, *dt;                  /* [T, d] */
+    float *datt;                          /* [T, d] */
+    float *dqkv;                          /* [T, 3d] */
+    float *dg;                            /* [T, F] */
+    float *deltas;                        /* [H, T] */
+
+    double *contrastive_scratch;          /* uform__train_contrastive_doubles(...) doubles */
+    double contrastive, choice;           /* the losses */
+    float *bag_embeddings;                /* [B, E] full-width bag embeddings (F32) */
+} uform__train_work_t;
+
+/* Carves the working memory of work->plan out of `memory` (step.c sizes it; 64-byte pieces). */
+void uform__train_work_carve(uform__train_work_t *work, void *memory);
+
+/* ---- stems.c ---- */
+/* Decodes every media sequence (in parallel, one sequence per prong) into work->patches; the
+ * first failing content in content order is reported ("contents[7]: ..."). */
+uform_status_t uform__train_stems_decode(uform__train_work_t *work);
+/* x [T, d] = the stems' rows of every sequence (the patch products included). */
+uform_status_t uform__train_stems_forward(uform__train_work_t *work, float *x);
+/* dx [T, d] → the gradients of text.bytes, the position tables, video.time, the CLS rows, the
+ * modality vectors and the patch projections. `dx` may be overwritten. */
+uform_status_t uform__train_stems_backward(uform__train_work_t *work, float *dx);
+
+/* ---- blocks.c ---- */
+/* Every block forward from blocks[0].x (the stems' rows), keeping what the backward needs. The
+ * last block computes only what the losses read (as inference's trunk does when it keeps one row
+ * per item): its attention for each sequence's read row (plan->keep) and its out projection, norm
+ * and MLP on those S rows, into work->final [S, d]. Reports a progress unit per block. */
+uform_status_t uform__train_blocks_forward(uform__train_work_t *work);
+/* work->dx holds d final [S, d] (compact: row s is sequence s's read row); on return it holds
+ * d x of the stems [T, d]. Accumulates every block's parameter gradients. Reports a progress unit
+ * per block. */
+uform_status_t uform__train_blocks_backward(uform__train_work_t *work);
+
+/* ---- heads.c ---- */
+/* Reads work->final (each sequence's read row), normalises them with their heads' norms, projects the
+ * embeddings and computes the choice logits. */
+uform_status_t uform__train_heads_forward(uform__train_work_t *work);
+/* The choice loss (text_choose's distribution against the targets, mean over choices), its
+ * gradient into work->d_logits (scaled by `weight`) and temperature 0's into d_temperatures. */
+double uform__train_choice_loss(uform__train_work_t *work, double weight);
+/* d embeddings and d logits → work->dx [S, d] (d final, compact) and the heads' gradients. */
+uform_status_t uform__train_heads_backward(uform__train_work_t *work);
+
+/* ---- contrastive.c ---- */
+/* The Matryoshka contrastive loss (training.md, "Losses") of the batch's relations from
+ * work->embeddings; its gradient (times `weight`) into work->d_embeddings (overwritten) and the
+ * temperatures' into work->d_temperatures (accumulated); the full-width bag embeddings into
+ * work->bag_embeddings. Answers the loss (0 without relations). */
+double uform__train_contrastive(uform__train_work_t *work, double weight);
+/* Doubles of scratch the loss needs (work->contrastive_scratch). */
+size_t uform__train_contrastive_doubles(size_t sequences, size_t bags, size_t embedding, size_t groups);
+
+/* ---- small helpers shared by the passes (blocks.c) ---- */
+/* y[i] += x[i] over n values. */
+void uform__train_add(size_t n, const float *x, float *y, const uform__parallel_t *parallel);
+/* The backward of a linear layer y = x·Wᵀ + b over `rows` rows: dW += dyᵀ·x, db += Σ dy (when the
+ * layer has a bias), and dx = dy·W when `dx` is not NULL. `x_bf16`: x holds BF16 rows. */
+uform_status_t uform__train_linear_backward(uform__train_work_t *work, const uform__linear_t *layer,
+                                            const uform__linear_t *grad, size_t rows, const float *x, size_t ldx,
+                                            const float *dy, size_t lddy, float *dx, size_t lddx);
+
+#endif
