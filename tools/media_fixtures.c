@@ -2,6 +2,8 @@
  * media_fixtures OUTPUT_DIR: writes every media fixture the tests decode, with the encoders of the
  * libraries the build links (TurboJPEG, libspng, libwebp, FFmpeg), so no binary fixture lives in git.
  * Contents are defined in media_fixtures.h. Exit status 0 when every file was written.
+ * `media_fixtures --photos COUNT DIR [WIDTH HEIGHT [QUALITY [SEED]]]` writes a corpus of textured
+ * JPEG photos instead (224 × 224 at quality 90 by default) for the index tests and benchmarks.
  */
 #include <errno.h>
 #include <math.h>
@@ -549,9 +551,70 @@ static void write_ffmpeg_fixtures(void) {
 }
 #endif
 
+/* ---- Photos: a corpus for indexing tests and benchmarks ------------------------------------- */
+
+/* `count` JPEG photos of `width` × `height` at `quality` into the output folder, photo_NNNNNN.jpg:
+ * each a colour gradient under a few oriented gratings and soft discs (textured like a photo, so
+ * it compresses like one and decodes at a realistic cost; not noise), drawn from `seed`. */
+static int write_photos(size_t count, int width, int height, int quality, uint64_t seed) {
+    uint8_t *rgb = malloc((size_t)width * height * 3);
+    tjhandle handle = tjInitCompress();
+    if (!rgb || !handle) return 1;
+    for (size_t n = 0; n < count; ++n) {
+        uint64_t state = seed * 0x9E3779B97F4A7C15ull + n * 0xD1B54A32D192ED03ull + 1;
+        double random[24];
+        for (int i = 0; i < 24; ++i) {
+            state = state * 6364136223846793005ull + 1442695040888963407ull;
+            random[i] = (double)(state >> 11) / 9007199254740992.0;
+        }
+        for (int y = 0; y < height; ++y)
+            for (int x = 0; x < width; ++x) {
+                double u = (double)x / width, v = (double)y / height, value[3];
+                for (int c = 0; c < 3; ++c) value[c] = 60 + 120 * (random[c] * u + random[3 + c] * v);
+                for (int g = 0; g < 2; ++g) { /* gratings: 2..20 cycles at any angle, phase shifted per channel */
+                    double angle = 6.2832 * random[6 + 3 * g], frequency = 2 + 18 * random[7 + 3 * g];
+                    double phase = 6.2832 * frequency * (u * cos(angle) + v * sin(angle)), amplitude = 25 * random[8 + 3 * g];
+                    double sine = sin(phase), cosine = cos(phase);
+                    for (int c = 0; c < 3; ++c) value[c] += amplitude * (sine * cos((double)c) + cosine * sin((double)c));
+                }
+                for (int d = 0; d < 3; ++d) { /* soft discs, each brightening one channel */
+                    double dx = u - random[12 + 3 * d], dy = v - random[13 + 3 * d], r = 0.05 + 0.2 * random[14 + 3 * d];
+                    double inside = 1.0 / (1.0 + exp((sqrt(dx * dx + dy * dy) - r) * 60));
+                    for (int c = 0; c < 3; ++c) value[c] += inside * (c == d ? 70 : -30);
+                }
+                for (int c = 0; c < 3; ++c)
+                    rgb[((size_t)y * width + x) * 3 + c] = (uint8_t)(value[c] < 0 ? 0 : value[c] > 255 ? 255 : value[c]);
+            }
+        unsigned char *jpeg = NULL;
+        unsigned long size = 0;
+        char name[64];
+        snprintf(name, sizeof name, "photo_%06zu.jpg", n);
+        if (tjCompress2(handle, rgb, width, 0, height, TJPF_RGB, &jpeg, &size, TJSAMP_420, quality, 0) != 0)
+            fail(name, tjGetErrorStr2(handle));
+        else write_file(name, jpeg, size);
+        tjFree(jpeg);
+    }
+    tjDestroy(handle);
+    free(rgb);
+    return failures ? 1 : 0;
+}
+
 int main(int argc, char **argv) {
+    if (argc >= 4 && strcmp(argv[1], "--photos") == 0) {
+        /* media_fixtures --photos COUNT OUTPUT_DIR [WIDTH HEIGHT [QUALITY [SEED]]] */
+        output_dir = argv[3];
+        if (mkdir(output_dir, 0755) != 0 && errno != EEXIST) {
+            fprintf(stderr, "media_fixtures: cannot create %s: %s\n", output_dir, strerror(errno));
+            return 1;
+        }
+        int width = argc > 5 ? atoi(argv[4]) : 224, height = argc > 5 ? atoi(argv[5]) : 224;
+        int quality = argc > 6 ? atoi(argv[6]) : 90;
+        uint64_t seed = argc > 7 ? strtoull(argv[7], NULL, 10) : 1;
+        return write_photos(strtoull(argv[2], NULL, 10), width, height, quality, seed);
+    }
     if (argc != 2) {
-        fprintf(stderr, "usage: media_fixtures OUTPUT_DIR\n");
+        fprintf(stderr, "usage: media_fixtures OUTPUT_DIR\n"
+                        "       media_fixtures --photos COUNT OUTPUT_DIR [WIDTH HEIGHT [QUALITY [SEED]]]\n");
         return 2;
     }
     output_dir = argv[1];

@@ -6,6 +6,8 @@
  *                [--outputs embeddings,tokens,states] [--scalar f32|f16|bf16|i8|b1] [--dims N]
  *                [--batch N] [--threads N] [--bf16] [--out FILE.npy|FILE.jsonl]
  *   uform choose CKPT PREFIX --choices BYTES [--group G]
+ *   uform index CKPT (DIR | FILE | --manifest FILE.jsonl)... --out INDEX [options]   (uform_index.c)
+ *   uform search INDEX CKPT (--text T | --image F | --audio F | --video F) [--top K]  (uform_search.c)
  *
  * `encode` reads every file into memory, encodes in batches on an executor with a progress bar on
  * stderr, and writes the outputs: JSON lines on stdout (or FILE.jsonl), or .npy files (FILE.npy for
@@ -23,6 +25,7 @@
 #include "item_list.h"
 #include "npy.h"
 #include "uform/uform.h"
+#include "uform_tool.h"
 
 static int usage(void) {
     fprintf(stderr,
@@ -32,6 +35,8 @@ static int usage(void) {
             "               [--outputs embeddings,tokens,states] [--scalar f32|f16|bf16|i8|b1] [--dims N]\n"
             "               [--batch N] [--threads N] [--bf16] [--out FILE.npy|FILE.jsonl]\n"
             "  uform choose CKPT PREFIX --choices BYTES [--group G]\n"
+            "  uform index CKPT (DIR | FILE | --manifest FILE.jsonl)... --out INDEX [options]   (uform index --help)\n"
+            "  uform search INDEX CKPT (--text T | --image F | --audio F | --video F) [--top K] [--json]\n"
             "  uform train MANIFEST.jsonl --out CKPT [...]   (uform train --help)\n");
     return 2;
 }
@@ -401,6 +406,8 @@ int main(int argc, char **argv) {
     if (argc >= 3 && strcmp(argv[1], "describe") == 0) return describe(argv[2]);
     if (argc >= 2 && strcmp(argv[1], "encode") == 0) return encode(argc, argv);
     if (argc >= 2 && strcmp(argv[1], "choose") == 0) return choose(argc, argv);
+    if (argc >= 2 && strcmp(argv[1], "index") == 0) return uform_tool_index(argc, argv);
+    if (argc >= 2 && strcmp(argv[1], "search") == 0) return uform_tool_search(argc, argv);
     if (argc >= 2 && strcmp(argv[1], "train") == 0) return uform_command_train(argc - 1, argv + 1);
     return usage();
 }

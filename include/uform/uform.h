@@ -585,6 +585,21 @@ typedef struct uform_model_describe_t {
 /* Fills `request->description`. UFORM_INVALID_ARGUMENT for a NULL request or model. */
 UFORM_API uform_status_t uform_model_describe(uform_model_describe_t *request);
 
+/* Bytes of a fingerprint's text: 32 lower-case hex digits and a NUL. */
+#define UFORM_FINGERPRINT_CAPACITY 33
+
+/*
+ * Writes the checkpoint's fingerprint, 128 bits as 32 hex digits: a hash of everything the encoder
+ * reads from the file (the "uform.config" text, and every tensor's name, dtype, shape and bytes;
+ * `optimizer.*` training state is left out). Two checkpoints that encode alike share it; any
+ * change to a weight changes it. Indexes record it, so a search with another checkpoint is refused
+ * (UFORM_CONFIG_MISMATCH) instead of answering nonsense. Not cryptographic. The first call reads
+ * the whole checkpoint (milliseconds for `small`); the result is kept with the model. Statuses:
+ * UFORM_OK, UFORM_INVALID_ARGUMENT (NULL model or buffer). Thread-safe.
+ */
+UFORM_API uform_status_t uform_model_fingerprint(uform_model_t model, char fingerprint[UFORM_FINGERPRINT_CAPACITY],
+                                                 uform_outcome_t *outcome);
+
 /* ------------------------------------------------------------------------------------------ */
 /* Encoding — the verbs                                                                        */
 /* ------------------------------------------------------------------------------------------ */
@@ -769,6 +784,290 @@ typedef struct uform_text_choose_t {
 } uform_text_choose_t;
 
 UFORM_API uform_status_t uform_text_choose(uform_text_choose_t *request);
+
+/* ------------------------------------------------------------------------------------------ */
+/* Media — probing files and preparing inputs ahead of an encode                               */
+/* ------------------------------------------------------------------------------------------ */
+
+/*
+ * Which modality a file's bytes hold, decided by content (never by a file name) without decoding:
+ *   IMAGE  JPEG, PNG, WebP, GIF, BMP, TIFF, PNM, JPEG 2000, HEIF/AVIF (recognised; decoding HEIF
+ *          is UFORM_UNSUPPORTED);
+ *   AUDIO  WAV, FLAC, MP3, AAC (ADTS), Ogg Vorbis/Opus/FLAC/Speex, and MP4 (M4A), Matroska/WebM
+ *          and AVI containers whose tracks hold no video;
+ *   VIDEO  MP4, Matroska/WebM and AVI containers with a video track, Ogg Theora;
+ *   TEXT   anything else that is non-empty valid UTF-8 without NUL or control bytes (tab, line
+ *          feed, carriage return and form feed allowed): the bytes are the text.
+ * Containers are walked through their headers (MP4 boxes to each track's handler, Matroska's
+ * Tracks element, AVI's stream headers); a container whose track list cannot be found is VIDEO,
+ * except an MP4 whose brand says audio (M4A, M4B, M4P). Statuses: UFORM_OK; UFORM_FORMAT (empty
+ * bytes, or none of the above: the message says so); UFORM_INVALID_ARGUMENT (NULL `bytes` with a
+ * non-zero size, NULL `modality`). Reads nothing past `size`. Thread-safe.
+ */
+UFORM_API uform_status_t uform_media_probe(const void *bytes, size_t size, uform_modality_t *modality,
+                                           uform_outcome_t *outcome);
+
+/*
+ * Model-ready inputs of media items, decoded and preprocessed ahead of an encode (model.md's
+ * stems up to their patch projection): item i owns rows i·rows_per_item .. (i+1)·rows_per_item of
+ * `rows`, F32 [count · rows_per_item, patch_width], contiguous (stride = patch_width · 4 bytes):
+ *   IMAGE  the (S/p)² patches, each (c, y, x), normalised: rows_per_item = (S/p)², width 3·p·p;
+ *   VIDEO  the tubelets, time-major, each (c, frame, y, x): (F/t)·(S/p)² rows of 3·t·p·p;
+ *   AUDIO  the log-mel tokens, 4 frames each (frame-major): A rows of 4·M.
+ * An item that failed to decode has status ≠ UFORM_OK in `item_outcomes[i]` (with its message)
+ * and undefined rows. Everything lives in the prepare call's arena: valid until that arena's next
+ * call (check with uform_matrix_check(&prepared.rows)).
+ */
+typedef struct uform_prepared_t {
+    uform_modality_t modality;
+    size_t count;                         /* items */
+    size_t rows_per_item;
+    uform_matrix_t rows;                  /* [count · rows_per_item, patch_width] F32 */
+    const uform_outcome_t *item_outcomes; /* [count]: status UFORM_OK, or why item i failed */
+    size_t failed;                        /* items whose status is not UFORM_OK */
+} uform_prepared_t;
+
+/*
+ * Decodes and preprocesses whole files of one media modality (IMAGE, VIDEO or AUDIO) into
+ * `prepared`, in parallel on the executor's threads, exactly as the encode verbs do before their
+ * patch projection — so that a pipeline can prepare batch n+1 on one executor while another
+ * encodes batch n (uform_prepared_encode), or read files while either runs.
+ *
+ * Unlike the encode verbs, a bad item does not fail the call: the call answers UFORM_OK, and each
+ * item's own status and message ("JPEG: premature end of data", "not an image: WAV recording")
+ * are in `prepared.item_outcomes` (the message has no "files[i]: " prefix; the function is
+ * "uform_media_prepare"). Progress counts items (reported per group of a few items per thread);
+ * cancellation stops between groups. Fields as the encode verbs' (`progress` replaces `config`).
+ * Statuses: UFORM_OK; UFORM_DEFERRED; UFORM_CONTENDED; UFORM_CANCELLED; UFORM_INVALID_ARGUMENT (a
+ * bad tape, NULL model or arena, TEXT or an unknown modality, a modality the model lacks);
+ * UFORM_UNSUPPORTED (VIDEO without FFmpeg); UFORM_OUT_OF_MEMORY.
+ */
+typedef struct uform_media_prepare_t {
+    uform_model_t model;
+    uform_executor_t executor;
+    uform_completion_t completion;
+    uform_modality_t modality;
+    uform_tape_t files;
+    uform_arena_t arena;
+    uform_progress_t progress;
+    uform_outcome_t outcome;
+    uform_prepared_t prepared;
+} uform_media_prepare_t;
+UFORM_API uform_status_t uform_media_prepare(uform_media_prepare_t *request);
+
+/*
+ * Encodes prepared items (uform_media_prepare's output): the patch projection, the trunk and the
+ * heads, with results equal to the encode verb of the modality on the same files. Only the items
+ * that prepared successfully are encoded, in order: output row (or ragged item) k belongs to the
+ * k-th item whose status is UFORM_OK, so `encoded` has `prepared->count - prepared->failed` items.
+ * `prepared` (and the arena it lives in) must stay untouched until this call is final, and
+ * `arena` must be another arena than the prepared one. Fields and statuses as the encode verbs',
+ * plus UFORM_INVALID_ARGUMENT for a NULL or stale `prepared`, one made for another model, or the
+ * same arena.
+ */
+typedef struct uform_prepared_encode_t {
+    uform_model_t model;
+    uform_executor_t executor;
+    uform_completion_t completion;
+    const uform_prepared_t *prepared;
+    uform_outputs_t outputs;
+    uform_arena_t arena;
+    uform_encode_config_t config;
+    uform_outcome_t outcome;
+    uform_encoded_t encoded;
+} uform_prepared_encode_t;
+UFORM_API uform_status_t uform_prepared_encode(uform_prepared_encode_t *request);
+
+/* ------------------------------------------------------------------------------------------ */
+/* Indexes — a corpus's embeddings in one file, searched exactly                               */
+/* ------------------------------------------------------------------------------------------ */
+/*
+ * An index is one safetensors file holding the embeddings of many items of any modalities, made
+ * by one checkpoint at one width and scalar kind:
+ *
+ *   embeddings.text, .image, .video, .audio   [n_m, dims] of the scalar (B1: U8 [n_m, ceil(dims/8)])
+ *   items.modality                           U8 [count]: each item's uform_modality_t
+ *   items.path_offsets, items.paths          I64 [count + 1], U8 [bytes]: each item's path, a byte tape
+ *   __metadata__  uform.index.format "1", uform.index.fingerprint (the checkpoint's, 32 hex digits),
+ *                 uform.index.dims, uform.index.scalar ("f32", "f16", "bf16", "i8", "b1"),
+ *                 uform.index.count, and any keys a builder's caller added.
+ *
+ * Items are numbered 0 .. count−1 in the order they were added; item i is row k of its modality's
+ * tensor where k counts the earlier items of that modality. A builder collects items in memory (in
+ * their final scalar: dims·scalar bytes and the path per item, what the file holds) and writes the
+ * file atomically, as often as asked (checkpoints); an opened index maps the file read-only.
+ *
+ *     uform_index_t index = NULL;
+ *     if (uform_index_open("photos.index", model, &index, &outcome) != UFORM_OK) ...; // checks the fingerprint
+ *     uform_index_search_t search = {0};
+ *     search.index = index, search.executor = executor, search.arena = arena;
+ *     search.queries = query_rows, search.queries_count = 1, search.queries_columns = dims, search.top = 10;
+ *     if (uform_index_search(&search) != UFORM_OK) ...;
+ *     for (size_t i = 0; i < search.hits_per_query; ++i) {
+ *         const char *path; size_t length; uform_modality_t modality;
+ *         uform_index_item(index, search.hits[i].item, &modality, &path, &length);
+ *         printf("%.4f %.*s\n", search.hits[i].score, (int)length, path);
+ *     }
+ *     uform_index_free(index);
+ */
+typedef struct uform_index_s *uform_index_t;
+typedef struct uform_index_builder_s *uform_index_builder_t;
+
+/* What an index (or a builder) holds. */
+typedef struct uform_index_description_t {
+    size_t count;                                  /* items */
+    size_t counts[4];                              /* items per modality, by uform_modality_t */
+    size_t dimensions;                             /* columns per embedding */
+    uform_scalar_kind_t scalar;
+    char fingerprint[UFORM_FINGERPRINT_CAPACITY];  /* the checkpoint's (uform_model_fingerprint) */
+} uform_index_description_t;
+
+/*
+ * Makes an empty builder for embeddings of `model` with `dimensions` columns (0: the model's full
+ * width E; otherwise at most E, a Matryoshka prefix) in `scalar`. Statuses: UFORM_OK;
+ * UFORM_INVALID_ARGUMENT (NULL model or builder, dimensions above E, an unknown scalar);
+ * UFORM_OUT_OF_MEMORY. On failure `*builder` is NULL.
+ */
+UFORM_API uform_status_t uform_index_builder_create(uform_model_t model, size_t dimensions, uform_scalar_kind_t scalar,
+                                                    uform_index_builder_t *builder, uform_outcome_t *outcome);
+
+/* Makes a builder holding a copy of every item of an open index (its dimensions, scalar and
+ * fingerprint), to extend it: resuming an interrupted run, or adding new files. The index may be
+ * freed afterwards. Statuses: UFORM_OK, UFORM_INVALID_ARGUMENT (NULL arguments),
+ * UFORM_OUT_OF_MEMORY. */
+UFORM_API uform_status_t uform_index_builder_from(uform_index_t index, uform_index_builder_t *builder,
+                                                  uform_outcome_t *outcome);
+
+/*
+ * Appends `paths.count` items of `modality`: item k's embedding is row k of `embeddings` (copied;
+ * a current view with the builder's dimensions and scalar, as an encode with
+ * config.dimensions = dims and outputs_scalar = scalar writes it; `rows` must equal the count; a
+ * view of some rows of a larger output is fine) and its path is item k of `paths` (copied; any
+ * bytes). Statuses: UFORM_OK; UFORM_INVALID_ARGUMENT (NULL arguments, a stale view, another width
+ * or scalar, a row count that differs, a bad tape, an unknown modality) — the builder is then
+ * unchanged; UFORM_OUT_OF_MEMORY (unchanged too). Not thread-safe: one thread per builder.
+ */
+UFORM_API uform_status_t uform_index_builder_add(uform_index_builder_t builder, uform_modality_t modality,
+                                                 const uform_matrix_t *embeddings, const uform_tape_t *paths,
+                                                 uform_outcome_t *outcome);
+
+/*
+ * Writes every item so far to `path` atomically (a temporary file in the same directory, fsync,
+ * rename, fsync of the directory): readers see the old file or the new one, never a part, and a
+ * crash leaves the last complete write. `metadata` holds `metadata_count` pairs of NUL-terminated
+ * UTF-8 strings (key, value, key, value ...; may be NULL when the count is 0) added to the file's
+ * `__metadata__`; keys starting with "uform.index." are reserved (UFORM_INVALID_ARGUMENT). The
+ * builder stays usable (write again later: a checkpoint). Statuses: UFORM_OK; UFORM_IO (the path
+ * and the system's reason; the old file is untouched); UFORM_INVALID_ARGUMENT; UFORM_OUT_OF_MEMORY.
+ */
+UFORM_API uform_status_t uform_index_builder_write(uform_index_builder_t builder, const char *path,
+                                                   const char *const *metadata, size_t metadata_count,
+                                                   uform_outcome_t *outcome);
+
+/* Fills `description` (zeroed for a NULL builder). */
+UFORM_API void uform_index_builder_describe(uform_index_builder_t builder, uform_index_description_t *description);
+
+/* Item `item` of a builder: its modality and path (`*path` points at `*length` bytes owned by the
+ * builder, valid until its next add or free; not NUL-terminated). UFORM_INVALID_ARGUMENT for NULL
+ * arguments or an item out of range. */
+UFORM_API uform_status_t uform_index_builder_item(uform_index_builder_t builder, size_t item,
+                                                  uform_modality_t *modality, const char **path, size_t *length);
+
+/* Frees a builder. NULL is a no-op. */
+UFORM_API void uform_index_builder_free(uform_index_builder_t builder);
+
+/*
+ * Maps the index file at `path` read-only and checks all of it: the metadata, every tensor's dtype
+ * and shape against the metadata, modality values, path offsets (from 0, non-decreasing, ending at
+ * the tape's length) and per-modality counts. With a `model` (may be NULL: no check), the index
+ * must have been built by the same checkpoint: another fingerprint is UFORM_CONFIG_MISMATCH,
+ * naming both fingerprints and the index's dims and scalar. The file must not change while the
+ * index is open. Statuses: UFORM_OK; UFORM_IO (cannot open or map, with the path and the system's
+ * reason); UFORM_FORMAT (not a safetensors file, or not a valid index: the message names the
+ * tensor or key and what was expected); UFORM_UNSUPPORTED (a newer index format);
+ * UFORM_CONFIG_MISMATCH; UFORM_INVALID_ARGUMENT (NULL `path` or `index`); UFORM_OUT_OF_MEMORY.
+ * On failure `*index` is NULL. An open index is immutable: any number of threads may search it.
+ */
+UFORM_API uform_status_t uform_index_open(const char *path, uform_model_t model, uform_index_t *index,
+                                          uform_outcome_t *outcome);
+
+/* Unmaps and frees an index; searches using it must be final. NULL is a no-op. */
+UFORM_API void uform_index_free(uform_index_t index);
+
+/* Fills `description` (zeroed for a NULL index). */
+UFORM_API void uform_index_describe(uform_index_t index, uform_index_description_t *description);
+
+/* Item `item`'s modality and path (`*path` points at `*length` bytes inside the mapping, valid
+ * while the index is open; not NUL-terminated). UFORM_INVALID_ARGUMENT for NULL arguments or an
+ * item out of range. */
+UFORM_API uform_status_t uform_index_item(uform_index_t index, size_t item, uform_modality_t *modality,
+                                          const char **path, size_t *length);
+
+/* The value of the file's metadata `key` (NUL-terminated, valid while the index is open), or NULL. */
+UFORM_API const char *uform_index_metadata(uform_index_t index, const char *key);
+
+/* One result of a search. */
+typedef struct uform_index_hit_t {
+    uint64_t item;              /* the item's number in the index */
+    float score;                /* similarity, higher is closer (see uform_index_search_t) */
+    uform_modality_t modality;  /* the item's modality */
+} uform_index_hit_t;
+
+/*
+ * Exact top-K search: every eligible item of the index is scored against every query and the
+ * `top` best per query are kept, best first, ties ordered by item number (so results are the same
+ * whatever the threads and timing). Queries are F32 rows of `queries_columns` (the index's dims)
+ * values, expected L2-normalised (encode outputs are), `queries_stride` bytes apart (0: dense).
+ * Scores, per the index's scalar:
+ *   F32   Σ q·x, F32 products and sums: the cosine of normalised embeddings;
+ *   F16   the same over the rows widened to F32 (exact);
+ *   BF16  Σ bf16(q)·x: the query rounded to BF16 (nearest even), exact products, F32 sums;
+ *   I8    (Σ q8·x8) / 127², exact: q8 is the query quantised like the index (round(127·q),
+ *         clamped to ±127);
+ *   B1    two stages: the `candidates` items nearest by Hamming distance between the query's sign
+ *         bits and the rows' (ties by item) are rescored exactly as Σ q·s / √dims, s = ±1 per bit
+ *         (the cosine between the query and the stored sign vector, summed in double), and the
+ *         best `top` of them are answered. `candidates` 0 takes 4·top (at least top); the answer
+ *         equals the exact top-K by that score whenever the candidates hold it.
+ * Batches of 8 queries or more (F32, BF16, F16) go through the GEMM, smaller ones through a
+ * matrix-vector kernel that streams the index once; the two differ only in F32 rounding. Work
+ * splits into fixed blocks of rows (never by timing), each thread keeping a bounded top-K heap per
+ * query; the heaps merge at the end.
+ *
+ *   index, executor, completion   in
+ *   queries, queries_count, queries_columns, queries_stride   in: borrowed until final
+ *   top                           in: K ≥ 1 hits per query (fewer when fewer items are eligible)
+ *   modalities                    in: bits (1 << uform_modality_t) of the items to consider; 0: all
+ *   candidates                    in: B1 only, see above
+ *   arena                         in: the hits and the call's scratch (threads·queries·(top or
+ *                                 candidates)·16 bytes, and a few score blocks per thread)
+ *   outcome                       out
+ *   hits                          out: [queries_count][hits_per_query] in the arena, valid until
+ *                                 its next call; best first
+ *   hits_per_query                out
+ * Statuses: UFORM_OK; UFORM_DEFERRED; UFORM_CONTENDED; UFORM_CANCELLED (the progress handler of
+ * `progress`, reported per block); UFORM_INVALID_ARGUMENT (NULL index, arena or queries, top 0,
+ * columns other than the index's dims, a stride shorter than a row, unknown modality bits);
+ * UFORM_OUT_OF_MEMORY.
+ */
+typedef struct uform_index_search_t {
+    uform_index_t index;
+    uform_executor_t executor;
+    uform_completion_t completion;
+    const float *queries;
+    size_t queries_count;
+    size_t queries_columns;
+    size_t queries_stride;
+    size_t top;
+    unsigned modalities;
+    size_t candidates;
+    uform_progress_t progress;
+    uform_arena_t arena;
+    uform_outcome_t outcome;
+    const uform_index_hit_t *hits;
+    size_t hits_per_query;
+} uform_index_search_t;
+UFORM_API uform_status_t uform_index_search(uform_index_search_t *request);
 
 /* ------------------------------------------------------------------------------------------ */
 /* Training (training.md)                                                                      */

@@ -29,6 +29,11 @@ static size_t page_size(void) {
 static void *map_pages(const struct uform_arena_s *arena, size_t bytes) {
     void *pages = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (pages == MAP_FAILED) return NULL;
+#if defined(MADV_HUGEPAGE)
+    /* Arenas are reused call after call: 2 MiB pages fault once per 2 MiB and cost fewer TLB
+     * misses. Advice only: refused where transparent huge pages are off. */
+    if (bytes >= ((size_t)2 << 20)) (void)madvise(pages, bytes, MADV_HUGEPAGE);
+#endif
     if (arena->node_mask) {
         unsigned long mask = arena->node_mask;
         if (mbind(pages, bytes, MPOL_PREFERRED_MANY, &mask, sizeof mask * 8, 0) != 0)

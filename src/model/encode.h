@@ -22,7 +22,8 @@ typedef enum uform__source_t {
     UFORM__SOURCE_AUDIO_FILES = 4,
     UFORM__SOURCE_AUDIO_SAMPLES = 5,
     UFORM__SOURCE_CHOOSE = 6,
-    UFORM__SOURCE_VIDEO_FRAMES = 7 /* internal (tests): decoded RGB8 frames [F, H, W, 3] per item, H and W per item */
+    UFORM__SOURCE_VIDEO_FRAMES = 7, /* internal (tests): decoded RGB8 frames [F, H, W, 3] per item, H and W per item */
+    UFORM__SOURCE_PREPARED = 8      /* patch rows decoded ahead by uform_media_prepare (see prepare.c) */
 } uform__source_t;
 
 /* One call's arguments, gathered from whichever public request struct carried them. */
@@ -40,6 +41,9 @@ typedef struct uform__encode_job_t {
     const size_t *groups;           /* choose, may be NULL */
     uform_rows_t *probabilities;    /* out (choose) */
     const char *inputs_name;        /* "texts", "images" ... for messages */
+    const float *prepared_rows;     /* prepared: [prepared items · rows per item, patch width] */
+    size_t prepared_rows_per_item;
+    const size_t *prepared_items;   /* prepared: [inputs->count] the prepared item behind each job item */
 } uform__encode_job_t;
 
 /* The kernels and threads a call computes with. */

@@ -59,6 +59,8 @@ struct uform_model_s {
     void **owned;                  /* allocations made at load (widened tables, packed weights) */
     size_t owned_count, owned_capacity;
     uint64_t parameters, weight_bytes;
+    uint32_t fingerprint_state;    /* 0: not computed, 1: being stored, 2: `fingerprint` ready (atomic) */
+    unsigned char fingerprint[16]; /* see fingerprint.c */
 };
 
 /* Loads a checkpoint held in RAM (`size` bytes, malloc'ed) inside a call already running on an

@@ -40,6 +40,10 @@ size_t uform__stem_item_tokens(const uform__encode_job_t *job, size_t item) {
         if (length > config->text_bytes) length = config->text_bytes;
         return 1 + length + (job->source == UFORM__SOURCE_CHOOSE);
     }
+    case UFORM__SOURCE_PREPARED:
+        return job->modality == UFORM_MODALITY_IMAGE   ? uform__model_image_tokens(config)
+               : job->modality == UFORM_MODALITY_VIDEO ? uform__model_video_tokens(config)
+                                                       : uform__model_audio_tokens(config);
     case UFORM__SOURCE_IMAGE_FILES:
     case UFORM__SOURCE_IMAGE_PIXELS: return uform__model_image_tokens(config);
     case UFORM__SOURCE_VIDEO_FILES:
@@ -230,6 +234,12 @@ static double now_seconds(void) {
     return (double)time.tv_sec + (double)time.tv_nsec * 1e-9;
 }
 
+static uform_status_t decode_chunk(const uform__encode_job_t *job, uform__compute_t *compute, size_t first, size_t count,
+                                   const size_t *offsets, float *patches, uform__call_context_t *context,
+                                   double *decode_seconds);
+static uform_status_t embed_patches(const uform__encode_job_t *job, float *x, const float *projected, size_t count,
+                                    const size_t *offsets);
+
 uform_status_t uform__stems_forward(const uform__encode_job_t *job, uform__compute_t *compute, size_t first,
                                     size_t count, const size_t *offsets, float *x, float *patches, float *projected,
                                     uform__call_context_t *context, double *decode_seconds) {
@@ -240,7 +250,35 @@ uform_status_t uform__stems_forward(const uform__encode_job_t *job, uform__compu
         for (size_t i = 0; i < count; ++i) text_rows(job, first + i, x + offsets[i] * d);
         return UFORM_OK;
     }
-    /* Media: decode and preprocess in parallel, then one product for every patch of the chunk. */
+    const uform__stem_t *stem = &model->stems[job->modality];
+    size_t patch_rows = offsets[count] - count, width = uform__stem_patch_width(config, job->modality);
+    const float *rows_in = patches;
+    uform_status_t status = UFORM_OK;
+    if (job->source == UFORM__SOURCE_PREPARED) {
+        /* Decoded ahead (uform_media_prepare): read in place when the chunk's items lie one after
+         * another there (no item between them failed), else gathered into `patches`. */
+        size_t item_floats = job->prepared_rows_per_item * width;
+        const size_t *items = job->prepared_items + first;
+        int consecutive = 1;
+        for (size_t i = 1; i < count; ++i) consecutive &= items[i] == items[0] + i;
+        if (consecutive) rows_in = job->prepared_rows + items[0] * item_floats;
+        else
+            for (size_t i = 0; i < count; ++i)
+                memcpy(patches + i * item_floats, job->prepared_rows + items[i] * item_floats, item_floats * sizeof(float));
+    } else {
+        status = decode_chunk(job, compute, first, count, offsets, patches, context, decode_seconds);
+        if (status != UFORM_OK) return status;
+    }
+    status = uform__linear_forward(compute, &stem->patch, patch_rows, rows_in, width, projected, d, d, 0,
+                                   context->outcome);
+    if (status != UFORM_OK) return status;
+    return embed_patches(job, x, projected, count, offsets);
+}
+
+/* Media: decode and preprocess the chunk's items in parallel into `patches`. */
+static uform_status_t decode_chunk(const uform__encode_job_t *job, uform__compute_t *compute, size_t first, size_t count,
+                                   const size_t *offsets, float *patches, uform__call_context_t *context,
+                                   double *decode_seconds) {
     uform_outcome_t *outcomes = calloc(count, sizeof *outcomes);
     uform_status_t *statuses = calloc(count, sizeof *statuses);
     if (!outcomes || !statuses) {
@@ -259,13 +297,15 @@ uform_status_t uform__stems_forward(const uform__encode_job_t *job, uform__compu
         break;
     }
     free(outcomes), free(statuses);
-    if (status != UFORM_OK) return status;
+    return status;
+}
 
-    const uform__stem_t *stem = &model->stems[job->modality];
-    size_t patch_rows = offsets[count] - count, width = uform__stem_patch_width(config, job->modality);
-    status = uform__linear_forward(compute, &stem->patch, patch_rows, patches, width, projected, d, d, 0,
-                                   context->outcome);
-    if (status != UFORM_OK) return status;
+/* x rows of the chunk: CLS, then each projected patch plus its positions and the modality vector. */
+static uform_status_t embed_patches(const uform__encode_job_t *job, float *x, const float *projected, size_t count,
+                                    const size_t *offsets) {
+    const uform__model_config_t *config = &job->model->config;
+    const uform__stem_t *stem = &job->model->stems[job->modality];
+    size_t d = config->hidden;
     /* Patches per video frame slot (only for video: a model without video has no video geometry). */
     size_t side = job->modality == UFORM_MODALITY_VIDEO ? config->video_size / config->video_patch : 1;
     size_t per_time = side * side;

@@ -1,0 +1,67 @@
+/*
+ * Indexes (uform.h, "Indexes"): a corpus's embeddings in one safetensors file. This header holds
+ * the layout shared by the reader (index_open.c), the builder (index_build.c) and the search
+ * (index_search.c). Private to libuform.
+ *
+ * File layout (format 1):
+ *   embeddings.{text,image,video,audio}  [n_m, dims] F32/F16/BF16/I8, or U8 [n_m, ceil(dims/8)] for B1
+ *   items.modality                      U8  [count]
+ *   items.path_offsets                  I64 [count + 1], from 0, non-decreasing, last = bytes
+ *   items.paths                         U8  [bytes]
+ *   __metadata__: uform.index.format "1", .fingerprint (32 hex), .dims, .scalar, .count
+ * Item i is row k of its modality's tensor, k = the number of earlier items of that modality.
+ */
+#ifndef UFORM_INDEX_INDEX_H
+#define UFORM_INDEX_INDEX_H
+
+#include "io/safetensors.h"
+#include "uform/uform.h"
+
+#define UFORM__INDEX_FORMAT "1"
+#define UFORM__INDEX_KEY_PREFIX "uform.index."
+#define UFORM__INDEX_KEY_FORMAT "uform.index.format"
+#define UFORM__INDEX_KEY_FINGERPRINT "uform.index.fingerprint"
+#define UFORM__INDEX_KEY_DIMS "uform.index.dims"
+#define UFORM__INDEX_KEY_SCALAR "uform.index.scalar"
+#define UFORM__INDEX_KEY_COUNT "uform.index.count"
+/* The widest embedding an index holds (a sanity bound on the metadata, far above any model's E). */
+#define UFORM__INDEX_MAX_DIMS 65536
+
+/* One modality's rows inside an open index. */
+typedef struct uform__index_part_t {
+    const unsigned char *data; /* [rows, row_bytes], rows packed */
+    size_t rows;
+    uint64_t *items;           /* [rows] the item number of each row (owned) */
+} uform__index_part_t;
+
+struct uform_index_s {
+    uform__safetensors_t *file;
+    size_t count, dims, row_bytes;
+    uform_scalar_kind_t scalar;
+    char fingerprint[UFORM_FINGERPRINT_CAPACITY];
+    const uint8_t *modality;           /* [count] */
+    const unsigned char *path_offsets; /* [count + 1] little-endian I64, possibly unaligned: read with memcpy */
+    const char *paths;                 /* [paths_bytes] */
+    uint64_t paths_bytes;
+    uform__index_part_t parts[4];
+    uint64_t *rows_of;                 /* [count] each item's row within its modality (owned) */
+};
+
+/* Lower-case scalar names as the metadata spells them; NULL outside the enum. */
+const char *uform__index_scalar_name(uform_scalar_kind_t scalar);
+/* Answers 1 and sets `*scalar` for a known name, else 0. */
+int uform__index_scalar_parse(const char *name, uform_scalar_kind_t *scalar);
+/* The safetensors dtype that stores a scalar kind (B1 as U8). */
+uform__safetensors_dtype_t uform__index_scalar_dtype(uform_scalar_kind_t scalar);
+/* Tensor names per modality: "embeddings.text" ... */
+const char *uform__index_tensor_name(uform_modality_t modality);
+
+/* Opens an index held in memory (`bytes` borrowed until the index is freed): the fuzz target's
+ * entry. Every check of uform_index_open, without UFORM_IO; `model` may be NULL. */
+uform_status_t uform__index_open_memory(const void *bytes, size_t size, uform_model_t model, uform_index_t *index,
+                                        uform_outcome_t *outcome);
+
+/* The path offset of item `item` (0 ..= count). */
+uint64_t uform__index_path_offset(const struct uform_index_s *index, size_t item);
+
+#endif

@@ -1,0 +1,433 @@
+/*
+ * Exact top-K search over an open index (uform.h, uform_index_search_t).
+ *
+ * Work: every eligible modality's rows are cut into blocks of BLOCK_ROWS rows (a split that
+ * depends on the index alone); a prong scores one block against every query — through the search
+ * kernels (kernels/search.h: dot products for F32/F16/BF16/I8 rows, Hamming distances for B1) or,
+ * for 8 queries or more over float rows, through the GEMM with the block's rows read in place as X
+ * and the queries packed once as W — and offers each score to its thread's bounded heap for that
+ * query. Heaps keep the best `keep` entries by (score descending, item ascending), a total order,
+ * so merging the threads' heaps gives the same answer whatever ran where.
+ *
+ * B1 keeps `candidates` entries by Hamming distance (score = −distance) and rescores them after
+ * the merge, exactly: Σ q·s / √dims with s = ±1 per bit, summed in double.
+ *
+ * Memory (all from the call's arena): the dense query copies in each form the kernels need, per
+ * thread one score block [queries, BLOCK_ROWS], one heap of `keep` entries per query, and for F16
+ * rows one widened block; the packed queries and the GEMM's packing scratch per thread.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/arena.h"
+#include "core/outcome.h"
+#include "exec/call.h"
+#include "index/index.h"
+#include "kernels/gemm.h"
+#include "kernels/nn.h"
+#include "kernels/search.h"
+
+#define BLOCK_ROWS 1024
+/* Float rows go through the GEMM from this many queries on (its 6×64 tiles fill from there). */
+#define GEMM_QUERIES 8
+/* Blocks scored between two progress reports (only when a progress handler is set). */
+#define BLOCKS_PER_REPORT 64
+
+/* ---- bounded heaps: the root is the worst entry kept ---- */
+
+typedef struct heap_t {
+    uform_index_hit_t *entries;
+    size_t size, capacity;
+} heap_t;
+
+static int better(const uform_index_hit_t *a, const uform_index_hit_t *b) {
+    return a->score > b->score || (a->score == b->score && a->item < b->item);
+}
+
+static void sift_down(heap_t *heap, size_t at) {
+    for (;;) {
+        size_t worst = at, left = 2 * at + 1, right = left + 1;
+        if (left < heap->size && better(&heap->entries[worst], &heap->entries[left])) worst = left;
+        if (right < heap->size && better(&heap->entries[worst], &heap->entries[right])) worst = right;
+        if (worst == at) return;
+        uform_index_hit_t swap = heap->entries[at];
+        heap->entries[at] = heap->entries[worst], heap->entries[worst] = swap;
+        at = worst;
+    }
+}
+
+static void heap_offer(heap_t *heap, float score, uint64_t item, uform_modality_t modality) {
+    uform_index_hit_t entry = {item, isnan(score) ? -INFINITY : score, modality};
+    if (heap->size < heap->capacity) {
+        size_t at = heap->size++;
+        while (at && better(&heap->entries[(at - 1) / 2], &entry)) {
+            heap->entries[at] = heap->entries[(at - 1) / 2];
+            at = (at - 1) / 2;
+        }
+        heap->entries[at] = entry;
+    } else if (heap->capacity && better(&entry, &heap->entries[0])) {
+        heap->entries[0] = entry;
+        sift_down(heap, 0);
+    }
+}
+
+/* The score an entry must beat to enter (−inf while the heap has room). */
+static float heap_bar(const heap_t *heap) { return heap->size < heap->capacity ? -INFINITY : heap->entries[0].score; }
+
+static int compare_hits(const void *left, const void *right) {
+    const uform_index_hit_t *a = left, *b = right;
+    return better(a, b) ? -1 : better(b, a) ? 1 : 0;
+}
+
+/* ---- the call ---- */
+
+typedef struct block_t {
+    uint32_t modality;
+    size_t first, rows;
+} block_t;
+
+typedef struct search_t {
+    const uform_index_search_t *request;
+    uform_index_t index;
+    size_t queries, dims, keep, threads;
+    const uform__search_kernels_t *kernels;
+    const uform__gemm_kernels_t *gemm;
+    const uform__nn_kernels_t *nn;
+    /* Queries in each form the scalar needs, dense [queries, dims] (B1: [queries, row bytes]). */
+    const float *queries_f32;
+    const uint16_t *queries_bf16;
+    const int8_t *queries_i8;
+    const uint8_t *queries_b1;
+    int use_gemm;
+    uform__gemm_packed_t *packed; /* [groups] the queries as GEMM weights, UFORM__SEARCH_MAX_QUERIES each */
+    void **gemm_scratch;          /* [threads] */
+    size_t gemm_scratch_bytes;
+    const block_t *blocks;
+    size_t first_block;           /* of the current wave */
+    void **scores;                /* [threads] [queries_in_group, BLOCK_ROWS] float / int32 / uint32 */
+    float **widened;              /* [threads] [BLOCK_ROWS, dims] F16 rows as F32 */
+    heap_t *heaps;                /* [threads][queries] */
+    uform_status_t *failures;     /* [threads] a GEMM refusal (never expected) */
+} search_t;
+
+/* The score of an I8 dot product (uform.h: exact, then rounded once to F32). */
+static float i8_score(int64_t dot) { return (float)((double)dot / (127.0 * 127.0)); }
+
+/* The smallest dot product whose score is not below `bar` (scores grow with the dot product). */
+static int64_t i8_threshold(float bar) {
+    if (bar == -INFINITY) return INT64_MIN;
+    int64_t dot = (int64_t)floor((double)bar * 127.0 * 127.0) - 2;
+    while (i8_score(dot) < bar) ++dot;
+    return dot;
+}
+
+/* Offers one group's scores of one block to the thread's heaps. `scores` is [group][BLOCK_ROWS]
+ * (kernels: F32 scores, I8 dot products or B1 distances) or [rows][group] (`transposed`: the
+ * GEMM's F32 scores). Most rows fall below the heap's bar: they are skipped 16 at a time by a
+ * comparison in the score's own integer or float form (a loop the compiler vectorises), and only
+ * a group holding a candidate goes row by row. */
+static void offer_block(search_t *search, size_t thread, const block_t *block, size_t group_first, size_t group,
+                        const void *scores, int transposed) {
+    const uform__index_part_t *part = &search->index->parts[block->modality];
+    const uint64_t *items = part->items + block->first;
+    const uform_modality_t modality = (uform_modality_t)block->modality;
+    heap_t *heaps = search->heaps + thread * search->queries;
+    const uform_scalar_kind_t scalar = search->index->scalar;
+    const size_t rows = block->rows;
+    /* The quick test reads 16 entries even past `rows` (stale ones at worst send a group down the
+     * exact path): BLOCK_ROWS is a multiple of 16, so it never leaves the query's score row. */
+    for (size_t j = 0; j < group; ++j) {
+        heap_t *heap = &heaps[group_first + j];
+        if (transposed) { /* the GEMM's [rows][group] layout: a strided column */
+            const float *column = (const float *)scores + j;
+            float bar = heap_bar(heap);
+            for (size_t r = 0; r < rows; ++r)
+                if (column[r * group] >= bar) heap_offer(heap, column[r * group], items[r], modality), bar = heap_bar(heap);
+            continue;
+        }
+        for (size_t first = 0; first < rows; first += 16) {
+            size_t count = rows - first < 16 ? rows - first : 16;
+            int any = 0;
+            if (scalar == UFORM_SCALAR_I8) {
+                const int32_t *dots = (const int32_t *)scores + j * BLOCK_ROWS + first;
+                const int64_t threshold = i8_threshold(heap_bar(heap));
+                for (size_t k = 0; k < 16; ++k) any |= dots[k] >= threshold;
+                if (any)
+                    for (size_t k = 0; k < count; ++k)
+                        if (dots[k] >= i8_threshold(heap_bar(heap))) heap_offer(heap, i8_score(dots[k]), items[first + k], modality);
+            } else if (scalar == UFORM_SCALAR_B1) {
+                /* score = −distance, exact: below the bar means a larger distance than −bar. */
+                const uint32_t *distances = (const uint32_t *)scores + j * BLOCK_ROWS + first;
+                const float bar = heap_bar(heap);
+                const uint32_t limit = bar == -INFINITY ? UINT32_MAX : (uint32_t)(-bar);
+                for (size_t k = 0; k < 16; ++k) any |= distances[k] <= limit;
+                if (any)
+                    for (size_t k = 0; k < count; ++k)
+                        if (-(float)distances[k] >= heap_bar(heap))
+                            heap_offer(heap, -(float)distances[k], items[first + k], modality);
+            } else {
+                const float *values = (const float *)scores + j * BLOCK_ROWS + first;
+                const float bar = heap_bar(heap);
+                for (size_t k = 0; k < 16; ++k) any |= values[k] >= bar;
+                if (any)
+                    for (size_t k = 0; k < count; ++k)
+                        if (values[k] >= heap_bar(heap)) heap_offer(heap, values[k], items[first + k], modality);
+            }
+        }
+    }
+}
+
+static void search_prong(void *context, size_t thread, size_t prong) {
+    search_t *search = context;
+    const block_t *block = &search->blocks[search->first_block + prong];
+    const uform__index_part_t *part = &search->index->parts[block->modality];
+    const size_t dims = search->dims, row_bytes = search->index->row_bytes;
+    const unsigned char *rows = part->data + block->first * row_bytes;
+    void *scores = search->scores[thread];
+    uform_scalar_kind_t scalar = search->index->scalar;
+    const float *f32_rows = (const float *)rows;
+    if (scalar == UFORM_SCALAR_F16) { /* widened once per block, shared by every query group */
+        search->nn->f16_to_f32(block->rows * dims, (const uint16_t *)rows, search->widened[thread]);
+        f32_rows = search->widened[thread];
+    }
+    for (size_t group_first = 0; group_first < search->queries; group_first += UFORM__SEARCH_MAX_QUERIES) {
+        size_t group = search->queries - group_first < UFORM__SEARCH_MAX_QUERIES ? search->queries - group_first
+                                                                                 : UFORM__SEARCH_MAX_QUERIES;
+        if (search->use_gemm) {
+            /* scores [rows, group] = block [rows, dims] · queriesᵀ, the block read in place as X. */
+            uform__gemm_forward_t args;
+            memset(&args, 0, sizeof args);
+            args.m = block->rows, args.n = group, args.k = dims;
+            args.x = scalar == UFORM_SCALAR_BF16 ? (const void *)rows : (const void *)f32_rows, args.ldx = dims;
+            args.x_dtype = scalar == UFORM_SCALAR_BF16 ? UFORM__GEMM_BF16 : UFORM__GEMM_F32;
+            args.w_dtype = args.x_dtype, args.ldw = dims;
+            args.packed = &search->packed[group_first / UFORM__SEARCH_MAX_QUERIES];
+            args.y = scores, args.ldy = group;
+            args.scratch = search->gemm_scratch[thread], args.scratch_capacity = search->gemm_scratch_bytes;
+            uform__gemm_forward_fn forward = scalar == UFORM_SCALAR_BF16 ? search->gemm->forward_bf16 : search->gemm->forward_f32;
+            uform_status_t status = forward(&args, NULL, NULL);
+            if (status != UFORM_OK) {
+                search->failures[thread] = status;
+                return;
+            }
+            offer_block(search, thread, block, group_first, group, scores, 1);
+            continue;
+        }
+        switch (scalar) {
+        case UFORM_SCALAR_F32:
+        case UFORM_SCALAR_F16:
+            search->kernels->dot_f32(block->rows, dims, f32_rows, dims, group, search->queries_f32 + group_first * dims,
+                                     dims, scores, BLOCK_ROWS);
+            break;
+        case UFORM_SCALAR_BF16:
+            search->kernels->dot_bf16(block->rows, dims, (const uint16_t *)rows, dims, group,
+                                      search->queries_bf16 + group_first * dims, dims, scores, BLOCK_ROWS);
+            break;
+        case UFORM_SCALAR_I8:
+            search->kernels->dot_i8(block->rows, dims, (const int8_t *)rows, dims, group,
+                                    search->queries_i8 + group_first * dims, dims, scores, BLOCK_ROWS);
+            break;
+        default:
+            search->kernels->hamming_b1(block->rows, row_bytes, rows, row_bytes, group,
+                                        search->queries_b1 + group_first * row_bytes, row_bytes, scores, BLOCK_ROWS);
+            break;
+        }
+        offer_block(search, thread, block, group_first, group, scores, 0);
+    }
+}
+
+/* Every thread's entries for query j, best first, into `merged`; answers how many. */
+static size_t merge(const search_t *search, size_t j, uform_index_hit_t *merged) {
+    size_t count = 0;
+    for (size_t t = 0; t < search->threads; ++t) {
+        const heap_t *heap = &search->heaps[t * search->queries + j];
+        memcpy(merged + count, heap->entries, heap->size * sizeof *merged);
+        count += heap->size;
+    }
+    qsort(merged, count, sizeof *merged, compare_hits);
+    return count;
+}
+
+/* B1's second stage: Σ q·s / √dims over the candidate's sign bits, in double. */
+static float rescore_b1(const search_t *search, const uform_index_hit_t *hit, const float *query) {
+    uform_index_t index = search->index;
+    const unsigned char *row = index->parts[hit->modality].data + index->rows_of[hit->item] * index->row_bytes;
+    double sum = 0;
+    for (size_t c = 0; c < search->dims; ++c) sum += (row[c / 8] >> (7 - c % 8) & 1) ? query[c] : -(double)query[c];
+    return (float)(sum / sqrt((double)search->dims));
+}
+
+static void *take(uform_arena_t arena, size_t bytes, int *failed) {
+    void *memory = uform__arena_alloc(arena, bytes ? bytes : 1, 64);
+    if (!memory) *failed = 1;
+    return memory;
+}
+
+static uform_status_t search_run(void *pointer, uform__call_context_t *context) {
+    uform_index_search_t *request = pointer;
+    uform_index_t index = request->index;
+    uform_arena_t arena = context->arena;
+    search_t search;
+    memset(&search, 0, sizeof search);
+    search.request = request, search.index = index;
+    search.queries = request->queries_count, search.dims = index->dims;
+    search.threads = uform__parallel_threads(context->parallel);
+    search.kernels = uform__search_kernels(context->cpu_class);
+    search.gemm = uform__gemm_kernels(context->cpu_class);
+    search.nn = uform__nn_kernels(context->cpu_class);
+    unsigned modalities = request->modalities ? request->modalities : 0xFu;
+    size_t eligible = 0, block_count = 0;
+    for (int m = 0; m < 4; ++m)
+        if (modalities & (1u << m)) {
+            eligible += index->parts[m].rows;
+            block_count += (index->parts[m].rows + BLOCK_ROWS - 1) / BLOCK_ROWS;
+        }
+    size_t top = request->top < eligible ? request->top : eligible;
+    int binary = index->scalar == UFORM_SCALAR_B1;
+    size_t candidates = request->candidates ? request->candidates : 4 * request->top;
+    if (candidates < request->top) candidates = request->top;
+    search.keep = binary ? (candidates < eligible ? candidates : eligible) : top;
+    search.use_gemm = search.queries >= GEMM_QUERIES && index->scalar != UFORM_SCALAR_I8 && !binary;
+
+    int failed = 0;
+    size_t q = search.queries, dims = search.dims;
+    float *queries_f32 = take(arena, q * dims * sizeof(float), &failed);
+    uform_index_hit_t *hits = take(arena, q * (top ? top : 1) * sizeof *hits, &failed);
+    block_t *blocks = take(arena, block_count * sizeof *blocks, &failed);
+    search.scores = take(arena, search.threads * sizeof(void *), &failed);
+    search.widened = take(arena, search.threads * sizeof(float *), &failed);
+    search.heaps = take(arena, search.threads * q * sizeof(heap_t), &failed);
+    search.failures = take(arena, search.threads * sizeof(uform_status_t), &failed);
+    search.gemm_scratch = take(arena, search.threads * sizeof(void *), &failed);
+    uform_index_hit_t *merged = take(arena, search.threads * (search.keep ? search.keep : 1) * sizeof *merged, &failed);
+    if (failed) return uform__fail(context->outcome, UFORM_OUT_OF_MEMORY, context->function, "cannot allocate search state");
+    size_t group = q < UFORM__SEARCH_MAX_QUERIES ? q : UFORM__SEARCH_MAX_QUERIES, widest = 0;
+    for (int m = 0; m < 4; ++m)
+        if ((modalities & (1u << m)) && index->parts[m].rows > widest) widest = index->parts[m].rows;
+    if (widest > BLOCK_ROWS) widest = BLOCK_ROWS; /* a block never holds more rows than its part */
+    for (size_t t = 0; t < search.threads && !failed; ++t) {
+        search.scores[t] = take(arena, group * BLOCK_ROWS * sizeof(float), &failed);
+        search.widened[t] = index->scalar == UFORM_SCALAR_F16 ? take(arena, widest * dims * sizeof(float), &failed) : NULL;
+        search.failures[t] = UFORM_OK;
+        for (size_t j = 0; j < q && !failed; ++j) {
+            heap_t *heap = &search.heaps[t * q + j];
+            heap->size = 0, heap->capacity = search.keep;
+            heap->entries = take(arena, search.keep * sizeof(uform_index_hit_t), &failed);
+        }
+    }
+    if (failed)
+        return uform__fail(context->outcome, UFORM_OUT_OF_MEMORY, context->function,
+                           "cannot allocate %zu heaps of %zu entries and score blocks for %zu threads", q, search.keep,
+                           search.threads);
+    /* Queries: dense F32, then the forms the scalar's kernels read. */
+    for (size_t j = 0; j < q; ++j) {
+        size_t stride = request->queries_stride ? request->queries_stride : dims * sizeof(float);
+        memcpy(queries_f32 + j * dims, (const unsigned char *)request->queries + j * stride, dims * sizeof(float));
+    }
+    search.queries_f32 = queries_f32;
+    if (index->scalar == UFORM_SCALAR_BF16) {
+        uint16_t *converted = take(arena, q * dims * sizeof(uint16_t), &failed);
+        if (converted) search.nn->f32_to_bf16(q * dims, queries_f32, converted);
+        search.queries_bf16 = converted;
+    } else if (index->scalar == UFORM_SCALAR_I8) {
+        int8_t *converted = take(arena, q * dims, &failed);
+        if (converted) search.nn->f32_to_i8(q * dims, queries_f32, converted);
+        search.queries_i8 = converted;
+    } else if (binary) {
+        uint8_t *converted = take(arena, q * index->row_bytes, &failed);
+        for (size_t j = 0; converted && j < q; ++j)
+            search.nn->f32_to_b1(dims, queries_f32 + j * dims, converted + j * index->row_bytes);
+        search.queries_b1 = converted;
+    }
+    if (search.use_gemm) {
+        size_t groups = (q + UFORM__SEARCH_MAX_QUERIES - 1) / UFORM__SEARCH_MAX_QUERIES;
+        search.packed = take(arena, groups * sizeof *search.packed, &failed);
+        int bf16 = index->scalar == UFORM_SCALAR_BF16;
+        for (size_t g = 0; g < groups && !failed; ++g) {
+            size_t first = g * UFORM__SEARCH_MAX_QUERIES, n = q - first < UFORM__SEARCH_MAX_QUERIES ? q - first : UFORM__SEARCH_MAX_QUERIES;
+            size_t bytes = bf16 ? search.gemm->packed_size_bf16(n, dims, UFORM__GEMM_BF16)
+                                : search.gemm->packed_size_f32(n, dims, UFORM__GEMM_F32);
+            void *memory = take(arena, bytes, &failed);
+            if (!memory) break;
+            uform_status_t status =
+                bf16 ? search.gemm->pack_bf16(search.queries_bf16 + first * dims, dims, UFORM__GEMM_BF16, n, dims, memory,
+                                              bytes, &search.packed[g], context->outcome)
+                     : search.gemm->pack_f32(queries_f32 + first * dims, dims, UFORM__GEMM_F32, n, dims, memory, bytes,
+                                             &search.packed[g], context->outcome);
+            if (status != UFORM_OK) return status;
+        }
+        search.gemm_scratch_bytes = search.gemm->scratch_bytes(1);
+        for (size_t t = 0; t < search.threads && !failed; ++t)
+            search.gemm_scratch[t] = take(arena, search.gemm_scratch_bytes, &failed);
+    }
+    if (failed) return uform__fail(context->outcome, UFORM_OUT_OF_MEMORY, context->function, "cannot allocate the queries");
+
+    size_t next = 0;
+    for (int m = 0; m < 4; ++m) {
+        if (!(modalities & (1u << m))) continue;
+        for (size_t first = 0; first < index->parts[m].rows; first += BLOCK_ROWS) {
+            size_t rows = index->parts[m].rows - first < BLOCK_ROWS ? index->parts[m].rows - first : BLOCK_ROWS;
+            blocks[next++] = (block_t){(uint32_t)m, first, rows};
+        }
+    }
+    search.blocks = blocks;
+    size_t wave = request->progress.callback ? BLOCKS_PER_REPORT : (block_count ? block_count : 1);
+    uform__progress_begin(&context->progress, context->progress_options, block_count);
+    for (search.first_block = 0; search.first_block < block_count; search.first_block += wave) {
+        size_t count = block_count - search.first_block < wave ? block_count - search.first_block : wave;
+        if (search.keep) uform__parallel_for(context->parallel, count, search_prong, &search);
+        for (size_t t = 0; t < search.threads; ++t)
+            if (search.failures[t] != UFORM_OK)
+                return uform__fail(context->outcome, UFORM_INTERNAL, context->function,
+                                   "the GEMM refused a %d-row score block (status %s)", BLOCK_ROWS,
+                                   uform_status_name(search.failures[t]));
+        if (uform__progress_advance(&context->progress, search.first_block + count) == UFORM_CANCEL &&
+            search.first_block + count < block_count)
+            return uform__fail(context->outcome, UFORM_CANCELLED, context->function,
+                               "cancelled by the progress handler after %zu of %zu blocks", search.first_block + count,
+                               block_count);
+    }
+    if (block_count == 0) uform__progress_advance(&context->progress, 0);
+
+    for (size_t j = 0; j < q; ++j) {
+        size_t count = merge(&search, j, merged);
+        if (binary) {
+            if (count > search.keep) count = search.keep; /* the candidates: nearest by Hamming distance */
+            for (size_t i = 0; i < count; ++i) merged[i].score = rescore_b1(&search, &merged[i], queries_f32 + j * dims);
+            qsort(merged, count, sizeof *merged, compare_hits);
+        }
+        memcpy(hits + j * top, merged, top * sizeof *hits);
+    }
+    request->hits = hits;
+    request->hits_per_query = top;
+    return UFORM_OK;
+}
+
+UFORM_API uform_status_t uform_index_search(uform_index_search_t *request) {
+    if (!request) return UFORM_INVALID_ARGUMENT;
+    request->hits = NULL;
+    request->hits_per_query = 0;
+    uform_outcome_t *outcome = &request->outcome;
+    const char *function = __func__;
+    uform_index_t index = request->index;
+    if (!index) return uform__fail(outcome, UFORM_INVALID_ARGUMENT, function, "index is NULL");
+    if (!request->arena)
+        return uform__fail(outcome, UFORM_INVALID_ARGUMENT, function,
+                           "arena is NULL: hits land in an arena (uform_arena_for_executor)");
+    if (!request->queries && request->queries_count)
+        return uform__fail(outcome, UFORM_INVALID_ARGUMENT, function, "queries is NULL");
+    if (request->top == 0) return uform__fail(outcome, UFORM_INVALID_ARGUMENT, function, "top is 0: ask for at least 1 hit");
+    if (request->queries_columns != index->dims)
+        return uform__fail(outcome, UFORM_INVALID_ARGUMENT, function,
+                           "queries have %zu columns, the index holds %zu (encode queries with config.dimensions = %zu)",
+                           request->queries_columns, index->dims, index->dims);
+    if (request->queries_stride && request->queries_stride < index->dims * sizeof(float))
+        return uform__fail(outcome, UFORM_INVALID_ARGUMENT, function, "queries_stride %zu is shorter than a row (%zu bytes)",
+                           request->queries_stride, index->dims * sizeof(float));
+    if (request->modalities & ~0xFu)
+        return uform__fail(outcome, UFORM_INVALID_ARGUMENT, function, "modalities 0x%x has unknown bits (known: 0xf)",
+                           request->modalities);
+    uform__call_t call = {search_run, request, outcome, request->completion, request->arena, &request->progress, function};
+    return uform__executor_call(request->executor, &call);
+}

@@ -1,0 +1,45 @@
+/*
+ * Helpers the `uform` commands share (tools/uform_tool.c), and the entry points of the commands
+ * that live in their own files: `uform index` (uform_index.c, uform_index_reader.c) and
+ * `uform search` (uform_search.c). Every command is a thin client of the public ABI.
+ */
+#ifndef UFORM_TOOLS_UFORM_TOOL_H
+#define UFORM_TOOLS_UFORM_TOOL_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#include "uform/uform.h"
+
+/* `uform index ...` and `uform search ...`: argv[1] is the command; answer the exit status. */
+int uform_tool_index(int argc, char **argv);
+int uform_tool_search(int argc, char **argv);
+
+/* Prints "uform: <outcome line>" (and " (context)" when given) on stderr; answers 1. */
+int uform_tool_fail(const uform_outcome_t *outcome, const char *context);
+
+/* A decimal size_t, nothing else; answers 0 on success. */
+int uform_tool_parse_size(const char *text, size_t *value);
+/* f32|f16|bf16|i8|b1; answers 0 on success. */
+int uform_tool_parse_scalar(const char *text, uform_scalar_kind_t *scalar);
+/* A comma-separated list of text, image, video, audio into bits (1 << modality); answers 0 on success. */
+int uform_tool_parse_modalities(const char *text, unsigned *bits);
+const char *uform_tool_modality_name(uform_modality_t modality);
+const char *uform_tool_scalar_name(uform_scalar_kind_t scalar);
+
+/* Loads a checkpoint on `executor` with F32 or BF16 compute; prints the failure and answers NULL. */
+uform_model_t uform_tool_load(const char *path, uform_executor_t executor, int bf16);
+
+/* Seconds on the monotonic clock. */
+double uform_tool_now(void);
+
+/* Writes `length` bytes as a JSON string (quotes included): ", \ and control bytes escaped,
+ * bytes that are not valid UTF-8 as \u00XX of their value, so any path round-trips to readable JSON. */
+void uform_tool_json_string(FILE *out, const char *bytes, size_t length);
+
+/* "1,234,567" into `buffer`; answers `buffer`. */
+const char *uform_tool_thousands(size_t value, char *buffer, size_t capacity);
+/* "3.2 s", "4m05s", "1h02m" into `buffer`; answers `buffer`. */
+const char *uform_tool_duration(double seconds, char *buffer, size_t capacity);
+
+#endif
