@@ -101,9 +101,12 @@ typedef struct uform__nn_kernels_t {
     /*
      * Attention backward. dout [T, d] → dqkv [T, 3d] (overwritten), recomputing the
      * probabilities from qkv, out and lse of the forward. deltas [H, T] is caller scratch (it
-     * receives D = rowsum(dout ⊙ out) per head). Two deterministic passes without atomics: one
-     * over query blocks writes dq, one over key blocks writes dk and dv, each summing in a fixed
-     * order.
+     * receives D = rowsum(dout ⊙ out) per head). Deterministic without atomics: each (item,
+     * head) is one unit of work that writes its dq, dk and dv rows, each summing in a fixed
+     * order (5 block products per query block × key block pair); with fewer (item, head) units
+     * than threads, two passes (one over query blocks writes dq, one over key blocks writes dk
+     * and dv; 7 products per pair) keep the threads busy. Both give the same bits
+     * (uform__nn_attention_backward_schedule_with), so the result never depends on the threads.
      */
     void (*attention_backward)(const uform__attention_shape_t *shape, const float *qkv, const float *out,
                                const float *lse, const float *dout, float *deltas, float *dqkv,
@@ -295,6 +298,28 @@ void uform__nn_attention_forward_bf16_genoa(const uform__attention_shape_t *shap
 void uform__nn_attention_backward_with(const uform__nn_attention_ops_t *ops, const uform__attention_shape_t *shape,
                                        const float *qkv, const float *out, const float *lse, const float *dout,
                                        float *deltas, float *dqkv, const uform__parallel_t *parallel);
+/* The F32 backward's two schedules, bit-identical on every class (the block primitives' products
+ * sum over the shared dimension in increasing order from zero, so a transposed tile holds the
+ * same values; tests/kernels/test_nn_attention.c compares them):
+ *   FUSED     units (item, head): key blocks outermost, each pair computes Sᵀ and dPᵀ once and
+ *             feeds dV, dK and (through dS transposed back) dQ; 5 products per pair.
+ *   TWO_PASS  units (item, head, query block) then (item, head, key block): S and dP computed in
+ *             both passes; 7 products per pair, but 4× the units (blocks of 64) for few items.
+ *   AUTO      FUSED when the (item, head) units are at least the threads, else TWO_PASS (what
+ *             uform__nn_attention_backward_with and every table's attention_backward run). */
+typedef enum uform__nn_attention_schedule_t {
+    UFORM__NN_ATTENTION_BACKWARD_AUTO,
+    UFORM__NN_ATTENTION_BACKWARD_FUSED,
+    UFORM__NN_ATTENTION_BACKWARD_TWO_PASS,
+} uform__nn_attention_schedule_t;
+void uform__nn_attention_backward_schedule_with(const uform__nn_attention_ops_t *ops,
+                                                uform__nn_attention_schedule_t schedule,
+                                                const uform__attention_shape_t *shape, const float *qkv,
+                                                const float *out, const float *lse, const float *dout, float *deltas,
+                                                float *dqkv, const uform__parallel_t *parallel);
+/* The attention block primitives of a class's table (SERIAL's for classes without their own),
+ * for tests and benchmarks that drive the shared attention code directly. */
+const uform__nn_attention_ops_t *uform__nn_attention_ops(uform_cpu_class_t cpu_class);
 
 /* Runs fn(context, begin, end) over contiguous ranges that cover [0, n): one range per prong, as
  * many prongs as threads (at most ceil(n / grain)). Only for work whose result does not depend
@@ -336,6 +361,8 @@ extern const uform__nn_kernels_t uform__nn_kernels_haswell;
 extern const uform__nn_kernels_t uform__nn_kernels_skylake;
 extern const uform__nn_kernels_t uform__nn_kernels_genoa; /* SKYLAKE's, with the VDPBF16PS attention */
 extern const uform__nn_attention_ops_t uform__nn_attention_ops_serial;
+extern const uform__nn_attention_ops_t uform__nn_attention_ops_haswell;
+extern const uform__nn_attention_ops_t uform__nn_attention_ops_skylake; /* also GENOA's F32 attention */
 
 /* The SERIAL kernels by name, so the other classes' tables can reuse the ones they do not specialise. */
 void uform__nn_attention_forward_f32_serial(const uform__attention_shape_t *shape, const float *qkv, float *out,

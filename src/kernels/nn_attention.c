@@ -8,16 +8,20 @@
  * [B, B] score tile, keeps a running max m, running sum l and an unnormalised [B, dh]
  * accumulator, and writes out = acc / l and lse = m + ln l at the end.
  *
- * Backward (algorithm 2 of the same paper, split in two passes so nothing is reduced across
- * prongs): with P = exp(S − lse), D_i = ⟨dO_i, O_i⟩, dP = dO·Vᵀ, dS = P ⊙ (dP − D):
+ * Backward (algorithm 2 of the same paper, scheduled so nothing is reduced across prongs): with
+ * P = exp(S − lse), D_i = ⟨dO_i, O_i⟩, dP = dO·Vᵀ, dS = P ⊙ (dP − D),
+ *   dQ = scale · dS · K,   dV = Pᵀ · dO,   dK = scale · dSᵀ · Q.
+ * Fused schedule (the default): a unit is one (item, head); it stores the item's D in the
+ * caller's `deltas` [H, T], then walks key blocks outermost and, per query block, computes the
+ * transposed tiles Sᵀ and dPᵀ once and feeds all three gradients (dQ in place in dqkv): 5 tile
+ * products per (query block, key block) pair against the forward's 2. Two-pass schedule (when
+ * there are fewer (item, head) units than threads):
  *   pass 1, units (item, query block, head):  dQ = scale · dS · K
  *   pass 2, units (item, key block, head):    dV = Pᵀ · dO,  dK = scale · dSᵀ · Q
- * Each unit owns its output rows and sums over the other side's blocks in increasing order, so
- * the result never depends on the thread count. Pass 1 also stores D in the caller's `deltas`
- * [H, T] for pass 2, which starts only after pass 1 has finished. Pass 2 works on transposed
- * tiles (keys as rows) so its products need no transposed accumulate. The backward executes 7
- * tile products per (query block, key block) pair against the forward's 2: S and dP twice
- * (once per pass), then dQ, dV and dK.
+ * recomputing S and dP in each pass (7 products per pair); pass 2 starts after pass 1 stored D.
+ * Each unit owns its output rows and sums over the other side's blocks in increasing order, and
+ * the two schedules give the same bits (backward_fused_unit says why), so the result never
+ * depends on the thread count.
  *
  * BF16 forward (attention_forward_bf16): the same F32 unit with Q, K, P and V rounded to
  * BF16 values at the points nn.h documents, for classes without BF16 dot products; GENOA
@@ -376,6 +380,71 @@ static void backward_key_unit(const attention_context_t *context, unit_cursor_t 
     }
 }
 
+/* The fused backward's unit: every (query block, key block) pair of one item and head, key
+ * blocks outermost, on pass 2's transposed tiles. Each pair runs 5 products instead of the two
+ * passes' 7: S^T and dP^T once, then dV += P^T·dO and dK += dS^T·Q as pass 2 does, and
+ * dQ += dS·K as pass 1 does, dS being dS^T transposed back. Bit-identical to the two passes:
+ *   - S^T[c][r] = scale·Σ_e k[c][e]·q[r][e] and dP^T likewise are the same F32 operations as
+ *     pass 1's S[r][c] and dP[r][c] (every class's block product sums over e in increasing order
+ *     from zero, multiplications commute, and the scale is applied last), and exp_sub with the
+ *     row's lse gives what exp_shift_sum gives, so P and dS are pass 1's values, transposed;
+ *   - dK and dV of key block k0 sum over the query blocks in increasing order, as pass 2 does;
+ *   - dQ of query block q0 sums over the key blocks in increasing order, as pass 1 does, in
+ *     place in dqkv (zeroed first, scaled last: the same values as pass 1's stack tile).
+ * D for the whole item is stored in `deltas` first (the same per-row sums as pass 1's). */
+static void backward_fused_unit(const attention_context_t *context, size_t item, size_t head) {
+    const uform__attention_shape_t *shape = context->shape;
+    const uform__nn_attention_ops_t *ops = context->ops;
+    size_t dh = shape->head_width, d = shape->heads * dh, qkv_stride = 3 * d, tokens = shape->tokens;
+    size_t begin = shape->offsets[item], length = shape->offsets[item + 1] - begin;
+    float scale = 1.0f / sqrtf((float)dh);
+
+    const float *q = context->qkv + begin * qkv_stride + head * dh; /* [length, dh] each, stride qkv_stride */
+    const float *k = q + d, *v = q + 2 * d;
+    const float *g = context->dout + begin * d + head * dh; /* [length, dh], stride d */
+    const float *lse = context->lse + head * tokens + begin;
+    float *deltas = context->deltas + head * tokens + begin;
+    float *dq = context->dqkv + begin * qkv_stride + head * dh; /* [length, dh], stride qkv_stride */
+
+    /* P^T, then dS (after dV consumed P^T); dS^T. Both [keys, queries] or [queries, keys]. */
+    float probabilities_t[block * block], dscores_t[block * block];
+    float queries_transposed[max_width * block], dout_transposed[max_width * block];
+    float dk[block * max_width], dv[block * max_width];
+    row_deltas(context, begin, length, head, deltas);
+    for (size_t r = 0; r < length; ++r) memset(dq + r * qkv_stride, 0, dh * sizeof(float));
+
+    for (size_t k0 = 0; k0 < length; k0 += block) {
+        size_t keys = length - k0 < block ? length - k0 : block;
+        const float *k_block = k + k0 * qkv_stride, *v_block = v + k0 * qkv_stride;
+        memset(dk, 0, keys * dh * sizeof(float));
+        memset(dv, 0, keys * dh * sizeof(float));
+        for (size_t q0 = 0; q0 < length; q0 += block) {
+            size_t rows = length - q0 < block ? length - q0 : block;
+            ops->transpose(q + q0 * qkv_stride, qkv_stride, rows, dh, queries_transposed, block);
+            ops->transpose(g + q0 * d, d, rows, dh, dout_transposed, block);
+            ops->scores(k_block, qkv_stride, queries_transposed, block, keys, rows, dh, scale, probabilities_t, block);
+            ops->scores(v_block, qkv_stride, dout_transposed, block, keys, rows, dh, 1.0f, dscores_t, block);
+            for (size_t c = 0; c < keys; ++c) {
+                float *p = probabilities_t + c * block, *ds = dscores_t + c * block;
+                ops->exp_sub(p, lse + q0, rows);
+                for (size_t r = 0; r < rows; ++r) ds[r] = p[r] * (ds[r] - deltas[q0 + r]);
+            }
+            ops->accumulate(dv, dh, probabilities_t, block, g + q0 * d, d, keys, rows, dh);
+            ops->accumulate(dk, dh, dscores_t, block, q + q0 * qkv_stride, qkv_stride, keys, rows, dh);
+            float *dscores = probabilities_t; /* [rows, keys]: P^T is spent */
+            ops->transpose(dscores_t, block, keys, rows, dscores, block);
+            ops->accumulate(dq + q0 * qkv_stride, qkv_stride, dscores, block, k_block, qkv_stride, rows, keys, dh);
+        }
+        for (size_t c = 0; c < keys; ++c) {
+            float *target_k = context->dqkv + (begin + k0 + c) * qkv_stride + d + head * dh;
+            float *target_v = target_k + d;
+            for (size_t e = 0; e < dh; ++e) target_k[e] = dk[c * dh + e] * scale, target_v[e] = dv[c * dh + e];
+        }
+    }
+    for (size_t r = 0; r < length; ++r)
+        for (size_t e = 0; e < dh; ++e) dq[r * qkv_stride + e] *= scale;
+}
+
 static void backward_query_prong(void *opaque, size_t thread, size_t prong) {
     const attention_context_t *context = opaque;
     size_t begin, end;
@@ -396,17 +465,56 @@ static void backward_key_prong(void *opaque, size_t thread, size_t prong) {
         backward_key_unit(context, cursor);
 }
 
-void uform__nn_attention_backward_with(const uform__nn_attention_ops_t *ops, const uform__attention_shape_t *shape,
-                                       const float *qkv, const float *out, const float *lse, const float *dout,
-                                       float *deltas, float *dqkv, const uform__parallel_t *parallel) {
+/* The fused units are (item, head) over the non-empty items, ordered by item, then head. */
+static size_t fused_units_total(const uform__attention_shape_t *shape) {
+    size_t items = 0;
+    for (size_t item = 0; item < shape->count; ++item) items += shape->offsets[item + 1] > shape->offsets[item];
+    return items * shape->heads;
+}
+
+static void backward_fused_prong(void *opaque, size_t thread, size_t prong) {
+    const attention_context_t *context = opaque;
+    const uform__attention_shape_t *shape = context->shape;
+    size_t begin, end;
+    uform__split_range(context->units, context->prongs, prong, &begin, &end);
+    size_t unit = 0;
+    for (size_t item = 0; item < shape->count && unit < end; ++item) {
+        if (shape->offsets[item + 1] == shape->offsets[item]) continue;
+        for (size_t head = 0; head < shape->heads && unit < end; ++head, ++unit)
+            if (unit >= begin) backward_fused_unit(context, item, head);
+    }
+}
+
+void uform__nn_attention_backward_schedule_with(const uform__nn_attention_ops_t *ops,
+                                                uform__nn_attention_schedule_t schedule,
+                                                const uform__attention_shape_t *shape, const float *qkv,
+                                                const float *out, const float *lse, const float *dout, float *deltas,
+                                                float *dqkv, const uform__parallel_t *parallel) {
     if (head_width_unsupported(shape) || shape->queries) { /* queries: forward only */
         fill_nan(dqkv, shape->tokens * 3 * shape->heads * shape->head_width);
         return;
     }
     attention_context_t context = {
         .ops = ops, .shape = shape, .qkv = qkv, .out = out, .lse = lse, .dout = dout, .dqkv = dqkv, .deltas = deltas};
+    size_t fused_units = fused_units_total(shape);
+    if (schedule == UFORM__NN_ATTENTION_BACKWARD_AUTO)
+        schedule = fused_units >= uform__parallel_threads(parallel) ? UFORM__NN_ATTENTION_BACKWARD_FUSED
+                                                                     : UFORM__NN_ATTENTION_BACKWARD_TWO_PASS;
+    if (schedule == UFORM__NN_ATTENTION_BACKWARD_FUSED) {
+        context.units = fused_units;
+        context.prongs = prongs_for(parallel, context.units);
+        uform__parallel_for(parallel, context.prongs, backward_fused_prong, &context);
+        return;
+    }
     context.units = units_total(shape);
     context.prongs = prongs_for(parallel, context.units);
     uform__parallel_for(parallel, context.prongs, backward_query_prong, &context);
     uform__parallel_for(parallel, context.prongs, backward_key_prong, &context);
+}
+
+void uform__nn_attention_backward_with(const uform__nn_attention_ops_t *ops, const uform__attention_shape_t *shape,
+                                       const float *qkv, const float *out, const float *lse, const float *dout,
+                                       float *deltas, float *dqkv, const uform__parallel_t *parallel) {
+    uform__nn_attention_backward_schedule_with(ops, UFORM__NN_ATTENTION_BACKWARD_AUTO, shape, qkv, out, lse, dout,
+                                               deltas, dqkv, parallel);
 }

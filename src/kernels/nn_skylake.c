@@ -274,7 +274,7 @@ UFORM_SKYLAKE static void round_bf16_f32_skylake(const float *src, size_t src_st
         }
 }
 
-static const uform__nn_attention_ops_t attention_ops_skylake = {
+const uform__nn_attention_ops_t uform__nn_attention_ops_skylake = {
     transpose_f32_skylake,     scores_f32_skylake,  accumulate_f32_skylake,
     exp_shift_sum_f32_skylake, exp_sub_f32_skylake, row_max_f32_skylake,
     round_bf16_f32_skylake,
@@ -282,18 +282,19 @@ static const uform__nn_attention_ops_t attention_ops_skylake = {
 
 static void attention_forward_f32_skylake(const uform__attention_shape_t *shape, const float *qkv, float *out,
                                           float *lse, const uform__parallel_t *parallel) {
-    uform__nn_attention_forward_with(&attention_ops_skylake, shape, qkv, out, lse, parallel);
+    uform__nn_attention_forward_with(&uform__nn_attention_ops_skylake, shape, qkv, out, lse, parallel);
 }
 
 static void attention_forward_bf16_skylake(const uform__attention_shape_t *shape, const float *qkv, float *out,
                                            float *lse, const uform__parallel_t *parallel) {
-    uform__nn_attention_forward_bf16_with(&attention_ops_skylake, shape, qkv, out, lse, parallel);
+    uform__nn_attention_forward_bf16_with(&uform__nn_attention_ops_skylake, shape, qkv, out, lse, parallel);
 }
 
 static void attention_backward_f32_skylake(const uform__attention_shape_t *shape, const float *qkv, const float *out,
                                            const float *lse, const float *dout, float *deltas, float *dqkv,
                                            const uform__parallel_t *parallel) {
-    uform__nn_attention_backward_with(&attention_ops_skylake, shape, qkv, out, lse, dout, deltas, dqkv, parallel);
+    uform__nn_attention_backward_with(&uform__nn_attention_ops_skylake, shape, qkv, out, lse, dout, deltas, dqkv,
+                                      parallel);
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -759,7 +760,7 @@ static double sum_squares_f32_skylake(size_t n, const float *x, const uform__par
 
 static void softmax_forward_f32_skylake(size_t rows, size_t width, const float *x, size_t x_stride, float *y,
                                    size_t y_stride, const uform__parallel_t *parallel) {
-    uform__nn_softmax_with(&attention_ops_skylake, rows, width, x, x_stride, y, y_stride, parallel);
+    uform__nn_softmax_with(&uform__nn_attention_ops_skylake, rows, width, x, x_stride, y, y_stride, parallel);
 }
 
 /* The entries SKYLAKE and GENOA share: GENOA differs only in attention_forward_bf16. */
