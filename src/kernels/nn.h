@@ -111,6 +111,31 @@ typedef struct uform__nn_kernels_t {
     void (*attention_backward)(const uform__attention_shape_t *shape, const float *qkv, const float *out,
                                const float *lse, const float *dout, float *deltas, float *dqkv,
                                const uform__parallel_t *parallel);
+    /*
+     * Attention backward with BF16 products (what FlashAttention-2's backward computes in BF16),
+     * same arguments and layouts as attention_backward; F32 in, F32 out. Per item and head, for
+     * query rows r and keys c of the item, with bf16() rounding an F32 to nearest even (NaN
+     * stays NaN) and every Σ over exact BF16 products summed in F32:
+     *   s_rc  = scale · Σ_e bf16(q_re)·bf16(k_ce);   p_rc = exp(s_rc − lse_r) in F32;
+     *   dp_rc = Σ_e bf16(dout_re)·bf16(v_ce);
+     *   D_r   = Σ_e dout_re·out_re in F32 from the unrounded values (stored in deltas);
+     *   ds_rc = p_rc·(dp_rc − D_r) in F32, from the unrounded p;
+     *   dv_c  = Σ_r bf16(p_rc)·bf16(dout_r);
+     *   dk_c  = scale · Σ_r bf16(ds_rc)·bf16(q_r);   dq_r = scale · Σ_c bf16(ds_rc)·bf16(k_c).
+     * Classes differ only by F32 summation order, their exp (nn.h's accuracy paragraph), and where
+     * a p or ds that close to a BF16 rounding boundary rounds the other way. GENOA and later
+     * (VDPBF16PS) count BF16 operands and products below 2^-126 in magnitude as zero, and flush
+     * F32 sums there; the others keep them. Pair it with attention_forward_bf16's out and lse.
+     * Error against exact gradients: ~2^-8 relative per rounded operand; tests/kernels/
+     * test_nn_attention_backward_bf16.c bounds it at 2e-2 of each gradient's max magnitude for
+     * inputs of unit scale (≤ 8e-3 seen), 1e-1 for a sharply peaked softmax (scores ~±20, ≤ 7e-2
+     * seen) or head width 1.
+     * Each (item, head) is one unit of work (no two-pass fallback): deterministic, and the bits
+     * do not depend on the thread count.
+     */
+    void (*attention_backward_bf16)(const uform__attention_shape_t *shape, const float *qkv, const float *out,
+                                    const float *lse, const float *dout, float *deltas, float *dqkv,
+                                    const uform__parallel_t *parallel);
 
     /*
      * LayerNorm over each row of x [rows, width] (torch.nn.functional.layer_norm: biased
@@ -317,6 +342,29 @@ void uform__nn_attention_backward_schedule_with(const uform__nn_attention_ops_t 
                                                 const uform__attention_shape_t *shape, const float *qkv,
                                                 const float *out, const float *lse, const float *dout, float *deltas,
                                                 float *dqkv, const uform__parallel_t *parallel);
+/* attention_backward_bf16 on a class's F32 primitives: the fused schedule's unit with Q, K, V, dO,
+ * P and dS rounded to BF16-valued F32 at the documented points. */
+void uform__nn_attention_backward_bf16_with(const uform__nn_attention_ops_t *ops, const uform__attention_shape_t *shape,
+                                            const float *qkv, const float *out, const float *lse, const float *dout,
+                                            float *deltas, float *dqkv, const uform__parallel_t *parallel);
+/* One fused backward unit of work, for a class that replaces the whole unit: all `length` rows of
+ * one item and head. D is in `deltas` before the unit runs; the unit overwrites dq, dk and dv. */
+typedef struct uform__attention_backward_unit_t {
+    const float *q, *k, *v;       /* [length, dh] each, row stride qkv_stride */
+    const float *dout;            /* [length, dh], row stride out_stride */
+    const float *lse, *deltas;    /* [length] each, contiguous */
+    float *dq, *dk, *dv;          /* [length, dh] each, row stride qkv_stride */
+    size_t length, head_width, qkv_stride, out_stride;
+    float scale; /* 1/√dh */
+} uform__attention_backward_unit_t;
+typedef void (*uform__nn_attention_backward_unit_fn)(const void *context, const uform__attention_backward_unit_t *unit);
+/* Runs `unit_fn` over the (item, head) units of the non-empty items, ordered by item then head and
+ * split over prongs in contiguous ranges; stores each unit's D (rowsum(dout ⊙ out), F32, four
+ * interleaved partial sums) first. Head widths the tiles cannot hold, and `queries`, give NaN. */
+void uform__nn_attention_backward_units(uform__nn_attention_backward_unit_fn unit_fn, const void *unit_context,
+                                        const uform__attention_shape_t *shape, const float *qkv, const float *out,
+                                        const float *lse, const float *dout, float *deltas, float *dqkv,
+                                        const uform__parallel_t *parallel);
 /* The attention block primitives of a class's table (SERIAL's for classes without their own),
  * for tests and benchmarks that drive the shared attention code directly. */
 const uform__nn_attention_ops_t *uform__nn_attention_ops(uform_cpu_class_t cpu_class);

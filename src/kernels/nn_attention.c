@@ -93,6 +93,7 @@ typedef struct attention_context_t {
     float *out_mutable, *lse_mutable, *dqkv, *deltas;
     size_t units, prongs;
     uform__nn_attention_unit_fn unit_fn; /* the forward's unit body */
+    uform__nn_attention_backward_unit_fn backward_unit_fn; /* the fused backward's */
     const void *unit_context;
 } attention_context_t;
 
@@ -382,67 +383,93 @@ static void backward_key_unit(const attention_context_t *context, unit_cursor_t 
 
 /* The fused backward's unit: every (query block, key block) pair of one item and head, key
  * blocks outermost, on pass 2's transposed tiles. Each pair runs 5 products instead of the two
- * passes' 7: S^T and dP^T once, then dV += P^T·dO and dK += dS^T·Q as pass 2 does, and
- * dQ += dS·K as pass 1 does, dS being dS^T transposed back. Bit-identical to the two passes:
- *   - S^T[c][r] = scale·Σ_e k[c][e]·q[r][e] and dP^T likewise are the same F32 operations as
+ * passes' 7: Sᵀ and dPᵀ once, then dV += Pᵀ·dO and dK += dSᵀ·Q as pass 2 does, and
+ * dQ += dS·K as pass 1 does, dS being dSᵀ transposed back. In F32, bit-identical to the two passes:
+ *   - Sᵀ[c][r] = scale·Σ_e k[c][e]·q[r][e] and dPᵀ likewise are the same F32 operations as
  *     pass 1's S[r][c] and dP[r][c] (every class's block product sums over e in increasing order
  *     from zero, multiplications commute, and the scale is applied last), and exp_sub with the
  *     row's lse gives what exp_shift_sum gives, so P and dS are pass 1's values, transposed;
  *   - dK and dV of key block k0 sum over the query blocks in increasing order, as pass 2 does;
  *   - dQ of query block q0 sums over the key blocks in increasing order, as pass 1 does, in
- *     place in dqkv (zeroed first, scaled last: the same values as pass 1's stack tile).
- * D for the whole item is stored in `deltas` first (the same per-row sums as pass 1's). */
-static void backward_fused_unit(const attention_context_t *context, size_t item, size_t head) {
-    const uform__attention_shape_t *shape = context->shape;
-    const uform__nn_attention_ops_t *ops = context->ops;
-    size_t dh = shape->head_width, d = shape->heads * dh, qkv_stride = 3 * d, tokens = shape->tokens;
-    size_t begin = shape->offsets[item], length = shape->offsets[item + 1] - begin;
-    float scale = 1.0f / sqrtf((float)dh);
+ *     place in dqkv (zeroed first, scaled last: the same values as pass 1's stack tile);
+ *   - D (the driver's, before the unit) is the same per-row sum as pass 1's.
+ * `bf16` (attention_backward_bf16 on F32 primitives) rounds Q, K, V and dO to BF16 values before
+ * every product that reads them, P after dS took it, and dS before dK and dQ (nn.h), so each F32
+ * product is the exact BF16 product. */
+static void backward_fused_unit_with(const uform__nn_attention_ops_t *ops, const uform__attention_backward_unit_t *unit,
+                                     float *bf16_tiles) {
+    int bf16 = bf16_tiles != NULL;
+    size_t dh = unit->head_width, length = unit->length, qkv_stride = unit->qkv_stride, out_stride = unit->out_stride;
+    const float *q = unit->q, *k = unit->k, *v = unit->v, *g = unit->dout, *lse = unit->lse, *deltas = unit->deltas;
+    float *dq = unit->dq, scale = unit->scale;
 
-    const float *q = context->qkv + begin * qkv_stride + head * dh; /* [length, dh] each, stride qkv_stride */
-    const float *k = q + d, *v = q + 2 * d;
-    const float *g = context->dout + begin * d + head * dh; /* [length, dh], stride d */
-    const float *lse = context->lse + head * tokens + begin;
-    float *deltas = context->deltas + head * tokens + begin;
-    float *dq = context->dqkv + begin * qkv_stride + head * dh; /* [length, dh], stride qkv_stride */
-
-    /* P^T, then dS (after dV consumed P^T); dS^T. Both [keys, queries] or [queries, keys]. */
+    /* Pᵀ, then dS (after dV consumed Pᵀ); dSᵀ. [keys, queries] or [queries, keys], stride block. */
     float probabilities_t[block * block], dscores_t[block * block];
-    float queries_transposed[max_width * block], dout_transposed[max_width * block];
-    float dk[block * max_width], dv[block * max_width];
-    row_deltas(context, begin, length, head, deltas);
+    float queries_transposed[max_width * block], dout_transposed[max_width * block]; /* [dh, rows] */
+    float dk[block * max_width], dv[block * max_width];                              /* [keys, dh] */
+    /* BF16 only: the rounded key and value block [keys, dh], query and dO tile [rows, dh]. */
+    float *keys_bf16 = bf16_tiles, *values_bf16 = bf16 ? bf16_tiles + block * max_width : NULL;
+    float *queries_bf16 = bf16 ? bf16_tiles + 2 * block * max_width : NULL;
+    float *dout_bf16 = bf16 ? bf16_tiles + 3 * block * max_width : NULL;
+    void (*round_rows)(const float *, size_t, size_t, size_t, float *, size_t) =
+        ops->round_bf16 ? ops->round_bf16 : round_bf16_rows;
     for (size_t r = 0; r < length; ++r) memset(dq + r * qkv_stride, 0, dh * sizeof(float));
 
     for (size_t k0 = 0; k0 < length; k0 += block) {
         size_t keys = length - k0 < block ? length - k0 : block;
         const float *k_block = k + k0 * qkv_stride, *v_block = v + k0 * qkv_stride;
+        size_t kv_stride = qkv_stride;
+        if (bf16) {
+            round_rows(k_block, qkv_stride, keys, dh, keys_bf16, dh);
+            round_rows(v_block, qkv_stride, keys, dh, values_bf16, dh);
+            k_block = keys_bf16, v_block = values_bf16, kv_stride = dh;
+        }
         memset(dk, 0, keys * dh * sizeof(float));
         memset(dv, 0, keys * dh * sizeof(float));
         for (size_t q0 = 0; q0 < length; q0 += block) {
             size_t rows = length - q0 < block ? length - q0 : block;
-            ops->transpose(q + q0 * qkv_stride, qkv_stride, rows, dh, queries_transposed, block);
-            ops->transpose(g + q0 * d, d, rows, dh, dout_transposed, block);
-            ops->scores(k_block, qkv_stride, queries_transposed, block, keys, rows, dh, scale, probabilities_t, block);
-            ops->scores(v_block, qkv_stride, dout_transposed, block, keys, rows, dh, 1.0f, dscores_t, block);
+            const float *q_tile = q + q0 * qkv_stride, *g_tile = g + q0 * out_stride;
+            size_t q_stride = qkv_stride, g_stride = out_stride;
+            if (bf16) {
+                round_rows(q_tile, qkv_stride, rows, dh, queries_bf16, dh);
+                round_rows(g_tile, out_stride, rows, dh, dout_bf16, dh);
+                q_tile = queries_bf16, g_tile = dout_bf16, q_stride = g_stride = dh;
+            }
+            ops->transpose(q_tile, q_stride, rows, dh, queries_transposed, block);
+            ops->transpose(g_tile, g_stride, rows, dh, dout_transposed, block);
+            ops->scores(k_block, kv_stride, queries_transposed, block, keys, rows, dh, scale, probabilities_t, block);
+            ops->scores(v_block, kv_stride, dout_transposed, block, keys, rows, dh, 1.0f, dscores_t, block);
             for (size_t c = 0; c < keys; ++c) {
                 float *p = probabilities_t + c * block, *ds = dscores_t + c * block;
                 ops->exp_sub(p, lse + q0, rows);
                 for (size_t r = 0; r < rows; ++r) ds[r] = p[r] * (ds[r] - deltas[q0 + r]);
             }
-            ops->accumulate(dv, dh, probabilities_t, block, g + q0 * d, d, keys, rows, dh);
-            ops->accumulate(dk, dh, dscores_t, block, q + q0 * qkv_stride, qkv_stride, keys, rows, dh);
-            float *dscores = probabilities_t; /* [rows, keys]: P^T is spent */
+            if (bf16) {
+                round_rows(probabilities_t, block, keys, rows, probabilities_t, block);
+                round_rows(dscores_t, block, keys, rows, dscores_t, block);
+            }
+            ops->accumulate(dv, dh, probabilities_t, block, g_tile, g_stride, keys, rows, dh);
+            ops->accumulate(dk, dh, dscores_t, block, q_tile, q_stride, keys, rows, dh);
+            float *dscores = probabilities_t; /* [rows, keys]: Pᵀ is spent */
             ops->transpose(dscores_t, block, keys, rows, dscores, block);
-            ops->accumulate(dq + q0 * qkv_stride, qkv_stride, dscores, block, k_block, qkv_stride, rows, keys, dh);
+            ops->accumulate(dq + q0 * qkv_stride, qkv_stride, dscores, block, k_block, kv_stride, rows, keys, dh);
         }
         for (size_t c = 0; c < keys; ++c) {
-            float *target_k = context->dqkv + (begin + k0 + c) * qkv_stride + d + head * dh;
-            float *target_v = target_k + d;
+            float *target_k = unit->dk + (k0 + c) * qkv_stride, *target_v = unit->dv + (k0 + c) * qkv_stride;
             for (size_t e = 0; e < dh; ++e) target_k[e] = dk[c * dh + e] * scale, target_v[e] = dv[c * dh + e];
         }
     }
     for (size_t r = 0; r < length; ++r)
         for (size_t e = 0; e < dh; ++e) dq[r * qkv_stride + e] *= scale;
+}
+
+static void backward_fused_unit_f32(const void *ops, const uform__attention_backward_unit_t *unit) {
+    backward_fused_unit_with(ops, unit, NULL);
+}
+
+static void backward_fused_unit_bf16(const void *ops, const uform__attention_backward_unit_t *unit) {
+    float bf16_tiles[4 * block * max_width];
+    backward_fused_unit_with(ops, unit, bf16_tiles);
 }
 
 static void backward_query_prong(void *opaque, size_t thread, size_t prong) {
@@ -477,12 +504,50 @@ static void backward_fused_prong(void *opaque, size_t thread, size_t prong) {
     const uform__attention_shape_t *shape = context->shape;
     size_t begin, end;
     uform__split_range(context->units, context->prongs, prong, &begin, &end);
-    size_t unit = 0;
+    size_t dh = shape->head_width, d = shape->heads * dh, qkv_stride = 3 * d, tokens = shape->tokens, unit = 0;
     for (size_t item = 0; item < shape->count && unit < end; ++item) {
-        if (shape->offsets[item + 1] == shape->offsets[item]) continue;
-        for (size_t head = 0; head < shape->heads && unit < end; ++head, ++unit)
-            if (unit >= begin) backward_fused_unit(context, item, head);
+        size_t first = shape->offsets[item], length = shape->offsets[item + 1] - first;
+        if (!length) continue;
+        for (size_t head = 0; head < shape->heads && unit < end; ++head, ++unit) {
+            if (unit < begin) continue;
+            float *deltas = context->deltas + head * tokens + first;
+            row_deltas(context, first, length, head, deltas);
+            const float *q = context->qkv + first * qkv_stride + head * dh;
+            float *dq = context->dqkv + first * qkv_stride + head * dh;
+            uform__attention_backward_unit_t geometry = {
+                .q = q,
+                .k = q + d,
+                .v = q + 2 * d,
+                .dout = context->dout + first * d + head * dh,
+                .lse = context->lse + head * tokens + first,
+                .deltas = deltas,
+                .dq = dq,
+                .dk = dq + d,
+                .dv = dq + 2 * d,
+                .length = length,
+                .head_width = dh,
+                .qkv_stride = qkv_stride,
+                .out_stride = d,
+                .scale = 1.0f / sqrtf((float)dh),
+            };
+            context->backward_unit_fn(context->unit_context, &geometry);
+        }
     }
+}
+
+void uform__nn_attention_backward_units(uform__nn_attention_backward_unit_fn unit_fn, const void *unit_context,
+                                        const uform__attention_shape_t *shape, const float *qkv, const float *out,
+                                        const float *lse, const float *dout, float *deltas, float *dqkv,
+                                        const uform__parallel_t *parallel) {
+    if (head_width_unsupported(shape) || shape->queries) { /* queries: forward only */
+        fill_nan(dqkv, shape->tokens * 3 * shape->heads * shape->head_width);
+        return;
+    }
+    attention_context_t context = {.shape = shape, .qkv = qkv, .out = out, .lse = lse, .dout = dout, .dqkv = dqkv,
+                                   .deltas = deltas, .backward_unit_fn = unit_fn, .unit_context = unit_context};
+    context.units = fused_units_total(shape);
+    context.prongs = prongs_for(parallel, context.units);
+    uform__parallel_for(parallel, context.prongs, backward_fused_prong, &context);
 }
 
 void uform__nn_attention_backward_schedule_with(const uform__nn_attention_ops_t *ops,
@@ -496,14 +561,12 @@ void uform__nn_attention_backward_schedule_with(const uform__nn_attention_ops_t 
     }
     attention_context_t context = {
         .ops = ops, .shape = shape, .qkv = qkv, .out = out, .lse = lse, .dout = dout, .dqkv = dqkv, .deltas = deltas};
-    size_t fused_units = fused_units_total(shape);
     if (schedule == UFORM__NN_ATTENTION_BACKWARD_AUTO)
-        schedule = fused_units >= uform__parallel_threads(parallel) ? UFORM__NN_ATTENTION_BACKWARD_FUSED
-                                                                     : UFORM__NN_ATTENTION_BACKWARD_TWO_PASS;
+        schedule = fused_units_total(shape) >= uform__parallel_threads(parallel) ? UFORM__NN_ATTENTION_BACKWARD_FUSED
+                                                                                : UFORM__NN_ATTENTION_BACKWARD_TWO_PASS;
     if (schedule == UFORM__NN_ATTENTION_BACKWARD_FUSED) {
-        context.units = fused_units;
-        context.prongs = prongs_for(parallel, context.units);
-        uform__parallel_for(parallel, context.prongs, backward_fused_prong, &context);
+        uform__nn_attention_backward_units(backward_fused_unit_f32, ops, shape, qkv, out, lse, dout, deltas, dqkv,
+                                           parallel);
         return;
     }
     context.units = units_total(shape);
@@ -517,4 +580,11 @@ void uform__nn_attention_backward_with(const uform__nn_attention_ops_t *ops, con
                                        float *deltas, float *dqkv, const uform__parallel_t *parallel) {
     uform__nn_attention_backward_schedule_with(ops, UFORM__NN_ATTENTION_BACKWARD_AUTO, shape, qkv, out, lse, dout,
                                                deltas, dqkv, parallel);
+}
+
+void uform__nn_attention_backward_bf16_with(const uform__nn_attention_ops_t *ops, const uform__attention_shape_t *shape,
+                                            const float *qkv, const float *out, const float *lse, const float *dout,
+                                            float *deltas, float *dqkv, const uform__parallel_t *parallel) {
+    uform__nn_attention_backward_units(backward_fused_unit_bf16, ops, shape, qkv, out, lse, dout, deltas, dqkv,
+                                       parallel);
 }

@@ -308,6 +308,13 @@ static void attention_forward_f32_haswell(const uform__attention_shape_t *shape,
     uform__nn_attention_forward_with(&uform__nn_attention_ops_haswell, shape, qkv, out, lse, parallel);
 }
 
+static void attention_backward_bf16_haswell(const uform__attention_shape_t *shape, const float *qkv, const float *out,
+                                            const float *lse, const float *dout, float *deltas, float *dqkv,
+                                            const uform__parallel_t *parallel) {
+    uform__nn_attention_backward_bf16_with(&uform__nn_attention_ops_haswell, shape, qkv, out, lse, dout, deltas, dqkv,
+                                           parallel);
+}
+
 static void attention_backward_f32_haswell(const uform__attention_shape_t *shape, const float *qkv, const float *out,
                                            const float *lse, const float *dout, float *deltas, float *dqkv,
                                            const uform__parallel_t *parallel) {
@@ -775,6 +782,7 @@ const uform__nn_kernels_t uform__nn_kernels_haswell = {
     .attention_forward = attention_forward_f32_haswell,
     .attention_forward_bf16 = attention_forward_bf16_haswell,
     .attention_backward = attention_backward_f32_haswell,
+    .attention_backward_bf16 = attention_backward_bf16_haswell,
     .layernorm_forward = layernorm_forward_f32_haswell,
     .layernorm_forward_bf16 = uform__nn_layernorm_forward_bf16_serial,
     .layernorm_backward = layernorm_backward_f32_haswell,

@@ -290,6 +290,13 @@ static void attention_forward_bf16_skylake(const uform__attention_shape_t *shape
     uform__nn_attention_forward_bf16_with(&uform__nn_attention_ops_skylake, shape, qkv, out, lse, parallel);
 }
 
+static void attention_backward_bf16_skylake(const uform__attention_shape_t *shape, const float *qkv, const float *out,
+                                            const float *lse, const float *dout, float *deltas, float *dqkv,
+                                            const uform__parallel_t *parallel) {
+    uform__nn_attention_backward_bf16_with(&uform__nn_attention_ops_skylake, shape, qkv, out, lse, dout, deltas, dqkv,
+                                           parallel);
+}
+
 static void attention_backward_f32_skylake(const uform__attention_shape_t *shape, const float *qkv, const float *out,
                                            const float *lse, const float *dout, float *deltas, float *dqkv,
                                            const uform__parallel_t *parallel) {
@@ -793,10 +800,12 @@ static void softmax_forward_f32_skylake(size_t rows, size_t width, const float *
 const uform__nn_kernels_t uform__nn_kernels_skylake = {
     SKYLAKE_ENTRIES,
     .attention_forward_bf16 = attention_forward_bf16_skylake,
+    .attention_backward_bf16 = attention_backward_bf16_skylake,
 };
 
 /* GENOA, SAPPHIRE, GRANITE and DIAMOND: VDPBF16PS for the BF16 attention (nn_attention_genoa.c). */
 const uform__nn_kernels_t uform__nn_kernels_genoa = {
     SKYLAKE_ENTRIES,
     .attention_forward_bf16 = uform__nn_attention_forward_bf16_genoa,
+    .attention_backward_bf16 = attention_backward_bf16_skylake,
 };
