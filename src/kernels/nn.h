@@ -365,6 +365,10 @@ void uform__nn_attention_backward_units(uform__nn_attention_backward_unit_fn uni
                                         const uform__attention_shape_t *shape, const float *qkv, const float *out,
                                         const float *lse, const float *dout, float *deltas, float *dqkv,
                                         const uform__parallel_t *parallel);
+/* GENOA's attention_backward_bf16 (VDPBF16PS), in nn_attention_genoa.c. */
+void uform__nn_attention_backward_bf16_genoa(const uform__attention_shape_t *shape, const float *qkv,
+                                             const float *out, const float *lse, const float *dout, float *deltas,
+                                             float *dqkv, const uform__parallel_t *parallel);
 /* The attention block primitives of a class's table (SERIAL's for classes without their own),
  * for tests and benchmarks that drive the shared attention code directly. */
 const uform__nn_attention_ops_t *uform__nn_attention_ops(uform_cpu_class_t cpu_class);

@@ -807,5 +807,5 @@ const uform__nn_kernels_t uform__nn_kernels_skylake = {
 const uform__nn_kernels_t uform__nn_kernels_genoa = {
     SKYLAKE_ENTRIES,
     .attention_forward_bf16 = uform__nn_attention_forward_bf16_genoa,
-    .attention_backward_bf16 = attention_backward_bf16_skylake,
+    .attention_backward_bf16 = uform__nn_attention_backward_bf16_genoa,
 };
