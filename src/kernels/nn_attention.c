@@ -285,6 +285,9 @@ static void row_deltas(const attention_context_t *context, size_t q0, size_t row
     size_t dh = context->shape->head_width, d = context->shape->heads * dh;
     for (size_t r = 0; r < rows; ++r) {
         const float *o = context->out + (q0 + r) * d + head * dh, *g = context->dout + (q0 + r) * d + head * dh;
+        if (r + 8 < rows) /* rows 1.5 KB apart cross pages, where the hardware prefetchers stop */
+            for (size_t b = 0; b < dh * sizeof(float); b += 64)
+                __builtin_prefetch((const char *)(o + 8 * d) + b), __builtin_prefetch((const char *)(g + 8 * d) + b);
         float sum[4] = {0.0f, 0.0f, 0.0f, 0.0f};
         size_t e = 0;
         for (; e + 4 <= dh; e += 4)

@@ -356,7 +356,8 @@ void uform__nn_attention_forward_bf16_genoa(const uform__attention_shape_t *shap
  *   dV[c][e] += Σ_r2 dot2(P2ᵀ[c][r2], dO2[r2][e])     Pᵀ's rows to natural pairs, dO's rows paired
  *   dK[c][e] += Σ_r2 dot2(dS2ᵀ[c][r2], Q2[r2][e])
  *   dQ[r][e] += Σ_c2 dot2(dS2[c2][r], K2'[c2][e])      dSᵀ's rows 2·c2, 2·c2+1 paired; K's rows paired
- * dK and dV accumulate in place in dqkv (the unit owns those rows; zeroed first, dK scaled last),
+ * dK and dV accumulate in place in dqkv (the unit owns those rows; the first query block writes
+ * them, dK is scaled last),
  * dQ on the stack for the query block. A unit keeps ~216 KiB of tiles on the stack.
  */
 
@@ -492,13 +493,15 @@ UFORM_GENOA static void backward_unit_bf16_genoa(const void *unused, const uform
     _Alignas(64) float dq[block * max_width];                                   /* [rows, stride] */
     _Alignas(64) float lse_log2[block], deltas[block];
 
-    for (size_t c = 0; c < length; ++c) {
-        memset(unit->dk + c * qkv_stride, 0, dh * sizeof(float));
-        memset(unit->dv + c * qkv_stride, 0, dh * sizeof(float));
-    }
+    /* Rows of one head are 256-byte pieces 1.5 KB apart (d = 384): across 4 KiB pages, which the
+     * hardware prefetchers do not cross, so the unit asks for them ahead (the forward's reason). */
+    prefetch_rows(unit->k, length < block ? length : block, dh, qkv_stride, 3);
+    prefetch_rows(unit->v, length < block ? length : block, dh, qkv_stride, 3);
     for (size_t q0 = 0; q0 < length; q0 += block) {
         size_t rows = length - q0 < block ? length - q0 : block, row_vectors = (rows + 15) / 16;
         size_t row_pairs_count = (rows + 1) / 2;
+        for (size_t r = 0; r < rows; ++r) /* written at the end of this query block */
+            for (size_t b = 0; b < dh * sizeof(float); b += 64) __builtin_prefetch((char *)(unit->dq + (q0 + r) * qkv_stride) + b, 1, 2);
         rows_transposed_pairs(unit->q + q0 * qkv_stride, qkv_stride, rows, dh, k2n, q2t);
         rows_transposed_pairs(unit->dout + q0 * out_stride, out_stride, rows, dh, k2n, g2t);
         rows_paired(unit->q + q0 * qkv_stride, qkv_stride, rows, dh, stride, q2);
@@ -512,6 +515,29 @@ UFORM_GENOA static void backward_unit_bf16_genoa(const void *unused, const uform
         for (size_t k0 = 0; k0 < length; k0 += block) {
             size_t keys = length - k0 < block ? length - k0 : block, key_pairs = (keys + 1) / 2;
             const float *k = unit->k + k0 * qkv_stride, *v = unit->v + k0 * qkv_stride;
+            if (k0 + block < length) { /* the next key block; dK and dV rows are first written now */
+                size_t next = length - k0 - block < block ? length - k0 - block : block;
+                prefetch_rows(k + block * qkv_stride, next, dh, qkv_stride, 3);
+                prefetch_rows(v + block * qkv_stride, next, dh, qkv_stride, 3);
+                if (q0 == 0)
+                    for (size_t c = 0; c < next; ++c)
+                        for (size_t b = 0; b < dh * sizeof(float); b += 64) {
+                            __builtin_prefetch((char *)(unit->dk + (k0 + block + c) * qkv_stride) + b, 1, 2);
+                            __builtin_prefetch((char *)(unit->dv + (k0 + block + c) * qkv_stride) + b, 1, 2);
+                        }
+            } else if (q0 + block < length) { /* the next query block's rows, then its first keys */
+                size_t next = length - q0 - block < block ? length - q0 - block : block;
+                prefetch_rows(unit->q + (q0 + block) * qkv_stride, next, dh, qkv_stride, 3);
+                prefetch_rows(unit->dout + (q0 + block) * out_stride, next, dh, out_stride, 3);
+                prefetch_rows(unit->k, length < block ? length : block, dh, qkv_stride, 2);
+                prefetch_rows(unit->v, length < block ? length : block, dh, qkv_stride, 2);
+            }
+            if (q0 == 0 && k0 == 0)
+                for (size_t c = 0; c < keys; ++c)
+                    for (size_t b = 0; b < dh * sizeof(float); b += 64) {
+                        __builtin_prefetch((char *)(unit->dk + c * qkv_stride) + b, 1, 2);
+                        __builtin_prefetch((char *)(unit->dv + c * qkv_stride) + b, 1, 2);
+                    }
             for (size_t c = 0; c < keys; ++c) {
                 row_pairs(k + c * qkv_stride, dh, k2n + c * pairs);
                 row_pairs(v + c * qkv_stride, dh, v2n + c * pairs);
@@ -547,10 +573,11 @@ UFORM_GENOA static void backward_unit_bf16_genoa(const void *unused, const uform
                 for (size_t w = 0; w < row_vectors; ++w)
                     _mm512_store_si512(ds2 + c2 * block + w * 16, pairs_bf16x32(ds_f32x16[0][w], ds_f32x16[1][w]));
             }
+            /* The first query block writes dK and dV, the others add to them. */
             product_genoa(p2t, block / 2, 1, g2, stride, row_pairs_count, keys, dh, unit->dv + k0 * qkv_stride,
-                          qkv_stride, 1);
+                          qkv_stride, q0 > 0);
             product_genoa(ds2t, block / 2, 1, q2, stride, row_pairs_count, keys, dh, unit->dk + k0 * qkv_stride,
-                          qkv_stride, 1);
+                          qkv_stride, q0 > 0);
             product_genoa(ds2, 1, block, k2, stride, key_pairs, rows, stride, dq, stride, 1);
         }
         __m512 scale_f32x16 = _mm512_set1_ps(scale);
