@@ -8,9 +8,9 @@
  * specialised kernel points at the best lower class's kernel, down to SERIAL. SERIAL is the
  * portable reference; HASWELL (AVX2, FMA, F16C) and SKYLAKE (AVX-512 F/BW/DQ/VL) specialise the
  * hot loops. ICELAKE uses SKYLAKE's table. GENOA, SAPPHIRE, GRANITE and DIAMOND use GENOA's,
- * which is SKYLAKE's but for attention_forward_bf16 (VDPBF16PS); every other kernel computes in
- * F32, so VNNI and the BF16 dot products have nothing to add to them (and VCVTNEPS2BF16 flushes
- * subnormals, so the conversions stay integer). SIERRA uses HASWELL's; every other class (Arm,
+ * which is SKYLAKE's but for attention_forward_bf16 and attention_backward_bf16 (VDPBF16PS);
+ * every other kernel computes in F32, so VNNI and the BF16 dot products have nothing to add to
+ * them (and VCVTNEPS2BF16 flushes subnormals, so the conversions stay integer). SIERRA uses HASWELL's; every other class (Arm,
  * RISC-V, WebAssembly, MONOVERSIONED, UNKNOWN) gets SERIAL.
  *
  * Accuracy: SERIAL accumulates row statistics in double; the SIMD classes accumulate in F32 lanes,
@@ -42,7 +42,7 @@
 
 /* Attention tiles are UFORM__NN_ATTENTION_BLOCK queries by UFORM__NN_ATTENTION_BLOCK keys; the
  * tile buffers live on the stack, so a head width above UFORM__NN_ATTENTION_MAX_HEAD_WIDTH is
- * refused by `uform__nn_check_attention` (a prong uses up to ~250 KiB of stack). Called anyway,
+ * refused by `uform__nn_check_attention` (a prong uses up to ~300 KiB of stack). Called anyway,
  * the attention kernels write NaN to every output instead of computing. */
 #define UFORM__NN_ATTENTION_BLOCK 64
 #define UFORM__NN_ATTENTION_MAX_HEAD_WIDTH 128

@@ -20,16 +20,27 @@
  *   pass 2, units (item, key block, head):    dV = Pᵀ · dO,  dK = scale · dSᵀ · Q
  * recomputing S and dP in each pass (7 products per pair); pass 2 starts after pass 1 stored D.
  * Each unit owns its output rows and sums over the other side's blocks in increasing order, and
- * the two schedules give the same bits (backward_fused_unit says why), so the result never
- * depends on the thread count.
+ * the two schedules give the same bits (backward_fused_unit_with says why), so the result never
+ * depends on the thread count. Measured with bench_attention (d = 384, 6 heads of 64, GFLOP per
+ * CPU-second counting 8·L²·d, a loaded 2-core Zen 4 VM, 2026-12-01), the two passes → fused, 1 / 2
+ * threads: GENOA at 197 tokens 37.9 / 38.0 → 59.3 / 59.3, at 1,568 45.2 / 44.6 → 60.0 / 58.8;
+ * SKYLAKE at 197 38.4 / 37.3 → 60.1 / 60.2; HASWELL at 197 27.3 / 27.9 → 50.0 / 43.1 (1.4–1.8×:
+ * 7 → 5 products, and each item's tiles stay in cache between the two sides). In the trainer's
+ * step (bench_train --quick --only image --mode bf16, perf samples) the attention backward fell
+ * from ~1.25 to ~0.83 CPU-seconds per step.
+ *
+ * BF16 backward (attention_backward_bf16): the fused unit with Q, K, V, dO, P and dS rounded at
+ * the points nn.h documents, for classes without BF16 dot products; GENOA replaces the whole unit
+ * (nn_attention_genoa.c) through uform__nn_attention_backward_units: ~100 GFLOP per CPU-second
+ * at 197 tokens (1.7× its F32 backward; the emulation elsewhere is slower than F32).
  *
  * BF16 forward (attention_forward_bf16): the same F32 unit with Q, K, P and V rounded to
  * BF16 values at the points nn.h documents, for classes without BF16 dot products; GENOA
  * replaces the whole unit (nn_attention_genoa.c) through uform__nn_attention_forward_units.
  *
- * Stack: a forward unit keeps ~145 KiB of tiles on the stack, a backward unit up to ~161 KiB
- * (with UFORM__NN_ATTENTION_BLOCK 64 and head width 128), so threads running prongs need a few
- * hundred KiB of stack (glibc's default 8 MiB is plenty).
+ * Stack: a forward unit keeps ~145 KiB of tiles on the stack, an F32 backward unit up to ~161
+ * KiB, a BF16 one ~290 KiB (with UFORM__NN_ATTENTION_BLOCK 64 and head width 128; GENOA's ~200
+ * KiB), so threads running prongs need a few hundred KiB of stack (glibc's default 8 MiB is plenty).
  */
 #include <math.h>
 #include <stdint.h>

@@ -1,6 +1,7 @@
 /*
  * SKYLAKE NN kernels (AVX-512 F, BW, DQ, VL), also the table of ICELAKE and, but for the BF16
- * attention forward (VDPBF16PS, nn_attention_genoa.c), of GENOA, SAPPHIRE, GRANITE and DIAMOND.
+ * attention forward and backward (VDPBF16PS, nn_attention_genoa.c), of GENOA, SAPPHIRE, GRANITE
+ * and DIAMOND.
  * Every other NN kernel computes in F32, so the later classes' extensions (VNNI, BF16 dot
  * products) have nothing to add here; and VCVTNEPS2BF16 treats subnormal inputs as zero, so the
  * F32→BF16 conversion keeps the exact integer rounding.
@@ -770,7 +771,7 @@ static void softmax_forward_f32_skylake(size_t rows, size_t width, const float *
     uform__nn_softmax_with(&uform__nn_attention_ops_skylake, rows, width, x, x_stride, y, y_stride, parallel);
 }
 
-/* The entries SKYLAKE and GENOA share: GENOA differs only in attention_forward_bf16. */
+/* The entries SKYLAKE and GENOA share: GENOA differs only in the BF16 attention. */
 #define SKYLAKE_ENTRIES \
     .attention_forward = attention_forward_f32_skylake, \
     .attention_backward = attention_backward_f32_skylake, \
