@@ -271,8 +271,8 @@ int main(int argc, char **argv) {
             "\"forward_tokens_per_second\": %.6g, \"forward_gflops\": %.4g, \"backward_seconds\": %.6g, "
             "\"backward_tokens_per_second\": %.6g, \"backward_gflops\": %.4g, \"forward_gflops_per_cpu_second\": %.4g, "
             "\"backward_gflops_per_cpu_second\": %.4g, \"forward_bf16_seconds\": %.6g, \"forward_bf16_gflops\": %.4g, "
-            "\"forward_bf16_gflops_per_cpu_second\": %.4g, \"backward_bf16_seconds\": %.6g, \"backward_bf16_gflops\": %.4g, "
-            "\"backward_bf16_gflops_per_cpu_second\": %.4g}%s\n",
+            "\"forward_bf16_gflops_per_cpu_second\": %.4g, \"backward_bf16_seconds\": %.6g, "
+            "\"backward_bf16_gflops\": %.4g, \"backward_bf16_gflops_per_cpu_second\": %.4g}%s\n",
             rows[r].cpu_class, rows[r].length, rows[r].items, rows[r].threads, rows[r].forward_seconds,
             tokens / rows[r].forward_seconds, flops / rows[r].forward_seconds * 1e-9, rows[r].backward_seconds,
             tokens / rows[r].backward_seconds, 2 * flops / rows[r].backward_seconds * 1e-9,

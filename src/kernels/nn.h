@@ -10,8 +10,8 @@
  * hot loops. ICELAKE uses SKYLAKE's table. GENOA, SAPPHIRE, GRANITE and DIAMOND use GENOA's,
  * which is SKYLAKE's but for attention_forward_bf16 and attention_backward_bf16 (VDPBF16PS);
  * every other kernel computes in F32, so VNNI and the BF16 dot products have nothing to add to
- * them (and VCVTNEPS2BF16 flushes subnormals, so the conversions stay integer). SIERRA uses HASWELL's; every other class (Arm,
- * RISC-V, WebAssembly, MONOVERSIONED, UNKNOWN) gets SERIAL.
+ * them (and VCVTNEPS2BF16 flushes subnormals, so the conversions stay integer). SIERRA uses
+ * HASWELL's; every other class (Arm, RISC-V, WebAssembly, MONOVERSIONED, UNKNOWN) gets SERIAL.
  *
  * Accuracy: SERIAL accumulates row statistics in double; the SIMD classes accumulate in F32 lanes,
  * use a Cephes-style vector exp (~2 ulp; SKYLAKE's and GENOA's attention and softmax a base-2 one,

@@ -415,11 +415,26 @@ product_rows_genoa(const uint32_t *a, size_t a_row, size_t a_pair, const uint32_
     const uint32_t *a_rest = a + r * a_row;
     float *out_rest = out + r * out_stride;
     switch (m - r) {
-    case 5: product_block_genoa(a_rest, a_row, a_pair, b, b_stride, depth, out_rest, out_stride, count, accumulate, 5, vectors); break;
-    case 4: product_block_genoa(a_rest, a_row, a_pair, b, b_stride, depth, out_rest, out_stride, count, accumulate, 4, vectors); break;
-    case 3: product_block_genoa(a_rest, a_row, a_pair, b, b_stride, depth, out_rest, out_stride, count, accumulate, 3, vectors); break;
-    case 2: product_block_genoa(a_rest, a_row, a_pair, b, b_stride, depth, out_rest, out_stride, count, accumulate, 2, vectors); break;
-    case 1: product_block_genoa(a_rest, a_row, a_pair, b, b_stride, depth, out_rest, out_stride, count, accumulate, 1, vectors); break;
+    case 5:
+        product_block_genoa(a_rest, a_row, a_pair, b, b_stride, depth, out_rest, out_stride, count, accumulate, 5,
+                            vectors);
+        break;
+    case 4:
+        product_block_genoa(a_rest, a_row, a_pair, b, b_stride, depth, out_rest, out_stride, count, accumulate, 4,
+                            vectors);
+        break;
+    case 3:
+        product_block_genoa(a_rest, a_row, a_pair, b, b_stride, depth, out_rest, out_stride, count, accumulate, 3,
+                            vectors);
+        break;
+    case 2:
+        product_block_genoa(a_rest, a_row, a_pair, b, b_stride, depth, out_rest, out_stride, count, accumulate, 2,
+                            vectors);
+        break;
+    case 1:
+        product_block_genoa(a_rest, a_row, a_pair, b, b_stride, depth, out_rest, out_stride, count, accumulate, 1,
+                            vectors);
+        break;
     default: break;
     }
 }
@@ -433,10 +448,22 @@ UFORM_GENOA __attribute__((noinline)) static void product_genoa(const uint32_t *
     for (size_t e0 = 0; e0 < n; e0 += 64) {
         size_t count = n - e0 < 64 ? n - e0 : 64;
         switch ((count + 15) / 16) {
-        case 1: product_rows_genoa(a, a_row, a_pair, b + e0, b_stride, depth, m, out + e0, out_stride, count, accumulate, 1); break;
-        case 2: product_rows_genoa(a, a_row, a_pair, b + e0, b_stride, depth, m, out + e0, out_stride, count, accumulate, 2); break;
-        case 3: product_rows_genoa(a, a_row, a_pair, b + e0, b_stride, depth, m, out + e0, out_stride, count, accumulate, 3); break;
-        default: product_rows_genoa(a, a_row, a_pair, b + e0, b_stride, depth, m, out + e0, out_stride, count, accumulate, 4); break;
+        case 1:
+            product_rows_genoa(a, a_row, a_pair, b + e0, b_stride, depth, m, out + e0, out_stride, count, accumulate,
+                               1);
+            break;
+        case 2:
+            product_rows_genoa(a, a_row, a_pair, b + e0, b_stride, depth, m, out + e0, out_stride, count, accumulate,
+                               2);
+            break;
+        case 3:
+            product_rows_genoa(a, a_row, a_pair, b + e0, b_stride, depth, m, out + e0, out_stride, count, accumulate,
+                               3);
+            break;
+        default:
+            product_rows_genoa(a, a_row, a_pair, b + e0, b_stride, depth, m, out + e0, out_stride, count, accumulate,
+                               4);
+            break;
         }
     }
 }
@@ -506,7 +533,8 @@ UFORM_GENOA static void backward_unit_bf16_genoa(const void *unused, const uform
         size_t rows = length - q0 < block ? length - q0 : block, row_vectors = (rows + 15) / 16;
         size_t row_pairs_count = (rows + 1) / 2;
         for (size_t r = 0; r < rows; ++r) /* written at the end of this query block */
-            for (size_t b = 0; b < dh * sizeof(float); b += 64) __builtin_prefetch((char *)(unit->dq + (q0 + r) * qkv_stride) + b, 1, 2);
+            for (size_t b = 0; b < dh * sizeof(float); b += 64)
+                __builtin_prefetch((char *)(unit->dq + (q0 + r) * qkv_stride) + b, 1, 2);
         rows_transposed_pairs(unit->q + q0 * qkv_stride, qkv_stride, rows, dh, k2n, q2t);
         rows_transposed_pairs(unit->dout + q0 * out_stride, out_stride, rows, dh, k2n, g2t);
         rows_paired(unit->q + q0 * qkv_stride, qkv_stride, rows, dh, stride, q2);
@@ -568,8 +596,10 @@ UFORM_GENOA static void backward_unit_bf16_genoa(const void *unused, const uform
                                                  &ds_f32x16[half][w]);
                     if (c >= keys) continue;
                     /* Natural pairs: lanes 0..15 of the pair vector are queries 0..31. */
-                    _mm512_store_si512(p2t + c * (block / 2), (__m512i)_mm512_cvtne2ps_pbh(p_f32x16[1], p_f32x16[0]));
-                    _mm512_store_si512(p2t + c * (block / 2) + 16, (__m512i)_mm512_cvtne2ps_pbh(p_f32x16[3], p_f32x16[2]));
+                    _mm512_store_si512(p2t + c * (block / 2),
+                                       (__m512i)_mm512_cvtne2ps_pbh(p_f32x16[1], p_f32x16[0]));
+                    _mm512_store_si512(p2t + c * (block / 2) + 16,
+                                       (__m512i)_mm512_cvtne2ps_pbh(p_f32x16[3], p_f32x16[2]));
                     _mm512_store_si512(ds2t + c * (block / 2),
                                        (__m512i)_mm512_cvtne2ps_pbh(ds_f32x16[half][1], ds_f32x16[half][0]));
                     _mm512_store_si512(ds2t + c * (block / 2) + 16,

@@ -142,7 +142,10 @@ static void exact_lse(const uform__attention_shape_t *shape, const float *qkv, f
 static double part_max(const double *x, size_t T, size_t d, size_t part) {
     double most = 0.0;
     for (size_t t = 0; t < T; ++t)
-        for (size_t e = 0; e < d; ++e) most = fabs(x[t * 3 * d + part * d + e]) > most ? fabs(x[t * 3 * d + part * d + e]) : most;
+        for (size_t e = 0; e < d; ++e) {
+            double value = fabs(x[t * 3 * d + part * d + e]);
+            most = value > most ? value : most;
+        }
     return most > 0.0 ? most : 1.0;
 }
 
@@ -158,7 +161,8 @@ static size_t count_misses(const char *what, const float *got, const double *exp
     for (size_t t = 0; t < T; ++t)
         for (size_t e = 0; e < d; ++e) {
             size_t i = t * 3 * d + part * d + e;
-            double error = fabs((double)got[i] - expected[i]), allowed = absolute + (slack ? slack[i] * (1.0 + 1e-6) : 0.0);
+            double error = fabs((double)got[i] - expected[i]);
+            double allowed = absolute + (slack ? slack[i] * (1.0 + 1e-6) : 0.0); /* the slack's own rounding */
             if (isnan(got[i]) || isnan(expected[i])) error = INFINITY;
             if (error / most > *worst) *worst = error / most;
             if (error > allowed && misses++ < 5 && !quiet)
