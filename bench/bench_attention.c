@@ -1,15 +1,16 @@
 /*
  * Attention throughput per CPU class: packed items of 64, 197, 256 and 1,568 tokens (d = 384,
  * 6 heads of 64), forward, BF16 forward (attention_forward_bf16, its speed-up over the F32
- * forward in the last column) and backward, with 1 and 2 threads; optionally PyTorch (float32
- * and bfloat16, the same packed items, eager matmul + softmax) in the same run. Prints a table
- * and writes JSON.
+ * forward in the "bf16/f32" column), backward and BF16 backward (attention_backward_bf16, its
+ * speed-up over the F32 backward in the last column), with 1 and 2 threads; optionally PyTorch
+ * (float32 and bfloat16, the same packed items, eager matmul + softmax) in the same run. Prints a
+ * table and writes JSON.
  *
  * Usage: bench_attention [output.json] [--no-torch] [--no-serial] (SERIAL at 1,568 tokens takes
  * minutes on a loaded machine). FLOPs counted: forward 4·L²·d per item
- * (Q·Kᵀ and P·V), backward 8·L²·d (recomputed Q·Kᵀ twice, dO·Vᵀ twice, and dV, dK, dQ products:
- * the two-pass backward does 5 products of 2·L²·d, so 10·L²·d are executed; 8·L²·d is the usual
- * convention and what the GFLOP/s column uses).
+ * (Q·Kᵀ and P·V), backward 8·L²·d (dO·Vᵀ, dV, dK and dQ; the recomputed Q·Kᵀ is not counted: the
+ * fused backward executes 5 products of 2·L²·d, so 10·L²·d; 8·L²·d is the usual convention and
+ * what the GFLOP/s columns use).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -93,6 +94,7 @@ typedef struct row_t {
     size_t length, items, threads;
     double forward_seconds, backward_seconds, forward_cpu_seconds, backward_cpu_seconds;
     double bf16_seconds, bf16_cpu_seconds; /* attention_forward_bf16 */
+    double bf16_backward_seconds, bf16_backward_cpu_seconds; /* attention_backward_bf16 */
 } row_t;
 
 int main(int argc, char **argv) {
@@ -110,9 +112,9 @@ int main(int argc, char **argv) {
     row_t rows[64];
     size_t row_count = 0;
 
-    printf("%-14s %6s %5s %3s %12s %9s %11s %12s %9s %11s %9s %11s %7s\n", "class", "length", "items", "thr",
-           "fwd tok/s", "fwd GF/s", "fwd GF/cpu-s", "bwd tok/s", "bwd GF/s", "bwd GF/cpu-s", "bf16 GF/s",
-           "bf16 GF/cpu", "bf16/f32");
+    printf("%-14s %6s %5s %3s %12s %9s %11s %12s %9s %11s %9s %11s %7s %9s %11s %7s\n", "class", "length", "items",
+           "thr", "fwd tok/s", "fwd GF/s", "fwd GF/cpu-s", "bwd tok/s", "bwd GF/s", "bwd GF/cpu-s", "bf16 GF/s",
+           "bf16 GF/cpu", "bf16/f32", "bwd16 GF/s", "bwd16 GF/cpu", "b16/f32");
     for (size_t l = 0; l < sizeof lengths / sizeof lengths[0]; ++l) {
         size_t length = lengths[l];
         size_t items = (8192 + length - 1) / length; /* about 8k tokens a batch */
@@ -141,6 +143,7 @@ int main(int argc, char **argv) {
                 /* Warm up once, then repeat for at least 0.4 s (serial at 1,568 tokens: once). */
                 double best_forward = 1e30, best_backward = 1e30, start = now_seconds();
                 double best_forward_cpu = 1e30, best_backward_cpu = 1e30, best_bf16 = 1e30, best_bf16_cpu = 1e30;
+                double best_bf16_backward = 1e30, best_bf16_backward_cpu = 1e30;
                 kernels->attention_forward(&shape, qkv, out, lse, used);
                 kernels->attention_forward_bf16(&shape, qkv, out, lse, used);
                 int reps = 0;
@@ -150,6 +153,11 @@ int main(int argc, char **argv) {
                     double t1 = now_seconds(), c1 = cpu_seconds();
                     if (t1 - t0 < best_bf16) best_bf16 = t1 - t0;
                     if (c1 - c0 < best_bf16_cpu) best_bf16_cpu = c1 - c0;
+                    t0 = now_seconds(), c0 = cpu_seconds();
+                    kernels->attention_backward_bf16(&shape, qkv, out, lse, dout, deltas, dqkv, used);
+                    t1 = now_seconds(), c1 = cpu_seconds();
+                    if (t1 - t0 < best_bf16_backward) best_bf16_backward = t1 - t0;
+                    if (c1 - c0 < best_bf16_backward_cpu) best_bf16_backward_cpu = c1 - c0;
                     t0 = now_seconds(), c0 = cpu_seconds();
                     kernels->attention_forward(&shape, qkv, out, lse, used);
                     t1 = now_seconds(), c1 = cpu_seconds();
@@ -171,13 +179,18 @@ int main(int argc, char **argv) {
                                             best_forward_cpu,
                                             best_backward_cpu,
                                             best_bf16,
-                                            best_bf16_cpu};
-                printf("%-14s %6zu %5zu %3zu %12.0f %9.1f %11.1f %12.0f %9.1f %11.1f %9.1f %11.1f %6.2fx\n",
+                                            best_bf16_cpu,
+                                            best_bf16_backward,
+                                            best_bf16_backward_cpu};
+                printf("%-14s %6zu %5zu %3zu %12.0f %9.1f %11.1f %12.0f %9.1f %11.1f %9.1f %11.1f %6.2fx %9.1f %11.1f "
+                       "%6.2fx\n",
                        uform_cpu_class_name(classes[k]), length, items, threads, (double)tokens / best_forward,
                        flops_forward / best_forward * 1e-9, flops_forward / best_forward_cpu * 1e-9,
                        (double)tokens / best_backward, 2.0 * flops_forward / best_backward * 1e-9,
                        2.0 * flops_forward / best_backward_cpu * 1e-9, flops_forward / best_bf16 * 1e-9,
-                       flops_forward / best_bf16_cpu * 1e-9, best_forward / best_bf16);
+                       flops_forward / best_bf16_cpu * 1e-9, best_forward / best_bf16,
+                       2.0 * flops_forward / best_bf16_backward * 1e-9,
+                       2.0 * flops_forward / best_bf16_backward_cpu * 1e-9, best_backward / best_bf16_backward);
                 fflush(stdout);
             }
         }
@@ -258,13 +271,15 @@ int main(int argc, char **argv) {
             "\"forward_tokens_per_second\": %.6g, \"forward_gflops\": %.4g, \"backward_seconds\": %.6g, "
             "\"backward_tokens_per_second\": %.6g, \"backward_gflops\": %.4g, \"forward_gflops_per_cpu_second\": %.4g, "
             "\"backward_gflops_per_cpu_second\": %.4g, \"forward_bf16_seconds\": %.6g, \"forward_bf16_gflops\": %.4g, "
-            "\"forward_bf16_gflops_per_cpu_second\": %.4g}%s\n",
+            "\"forward_bf16_gflops_per_cpu_second\": %.4g, \"backward_bf16_seconds\": %.6g, "
+            "\"backward_bf16_gflops\": %.4g, \"backward_bf16_gflops_per_cpu_second\": %.4g}%s\n",
             rows[r].cpu_class, rows[r].length, rows[r].items, rows[r].threads, rows[r].forward_seconds,
             tokens / rows[r].forward_seconds, flops / rows[r].forward_seconds * 1e-9, rows[r].backward_seconds,
             tokens / rows[r].backward_seconds, 2 * flops / rows[r].backward_seconds * 1e-9,
             flops / rows[r].forward_cpu_seconds * 1e-9, 2 * flops / rows[r].backward_cpu_seconds * 1e-9,
             rows[r].bf16_seconds, flops / rows[r].bf16_seconds * 1e-9, flops / rows[r].bf16_cpu_seconds * 1e-9,
-            r + 1 < row_count || torch_count ? "," : "");
+            rows[r].bf16_backward_seconds, 2 * flops / rows[r].bf16_backward_seconds * 1e-9,
+            2 * flops / rows[r].bf16_backward_cpu_seconds * 1e-9, r + 1 < row_count || torch_count ? "," : "");
     }
     for (size_t t = 0; t < torch_count; ++t) {
         double tokens = (double)(torch_rows[t].length * torch_rows[t].items);

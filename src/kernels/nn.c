@@ -27,6 +27,23 @@ const uform__nn_kernels_t *uform__nn_kernels(uform_cpu_class_t cpu_class) {
     }
 }
 
+const uform__nn_attention_ops_t *uform__nn_attention_ops(uform_cpu_class_t cpu_class) {
+    switch (cpu_class) {
+    case UFORM_CPU_CLASS_INTEL_HASWELL:
+    case UFORM_CPU_CLASS_INTEL_SIERRA:
+        return &uform__nn_attention_ops_haswell;
+    case UFORM_CPU_CLASS_INTEL_SKYLAKE:
+    case UFORM_CPU_CLASS_INTEL_ICELAKE:
+    case UFORM_CPU_CLASS_AMD_GENOA:
+    case UFORM_CPU_CLASS_INTEL_SAPPHIRE:
+    case UFORM_CPU_CLASS_INTEL_GRANITE:
+    case UFORM_CPU_CLASS_INTEL_DIAMOND:
+        return &uform__nn_attention_ops_skylake;
+    default:
+        return &uform__nn_attention_ops_serial;
+    }
+}
+
 typedef struct ranges_context_t {
     uform__nn_range_fn fn;
     void *context;

@@ -8,10 +8,10 @@
  * specialised kernel points at the best lower class's kernel, down to SERIAL. SERIAL is the
  * portable reference; HASWELL (AVX2, FMA, F16C) and SKYLAKE (AVX-512 F/BW/DQ/VL) specialise the
  * hot loops. ICELAKE uses SKYLAKE's table. GENOA, SAPPHIRE, GRANITE and DIAMOND use GENOA's,
- * which is SKYLAKE's but for attention_forward_bf16 (VDPBF16PS); every other kernel computes in
- * F32, so VNNI and the BF16 dot products have nothing to add to them (and VCVTNEPS2BF16 flushes
- * subnormals, so the conversions stay integer). SIERRA uses HASWELL's; every other class (Arm,
- * RISC-V, WebAssembly, MONOVERSIONED, UNKNOWN) gets SERIAL.
+ * which is SKYLAKE's but for attention_forward_bf16 and attention_backward_bf16 (VDPBF16PS);
+ * every other kernel computes in F32, so VNNI and the BF16 dot products have nothing to add to
+ * them (and VCVTNEPS2BF16 flushes subnormals, so the conversions stay integer). SIERRA uses
+ * HASWELL's; every other class (Arm, RISC-V, WebAssembly, MONOVERSIONED, UNKNOWN) gets SERIAL.
  *
  * Accuracy: SERIAL accumulates row statistics in double; the SIMD classes accumulate in F32 lanes,
  * use a Cephes-style vector exp (~2 ulp; SKYLAKE's and GENOA's attention and softmax a base-2 one,
@@ -42,7 +42,7 @@
 
 /* Attention tiles are UFORM__NN_ATTENTION_BLOCK queries by UFORM__NN_ATTENTION_BLOCK keys; the
  * tile buffers live on the stack, so a head width above UFORM__NN_ATTENTION_MAX_HEAD_WIDTH is
- * refused by `uform__nn_check_attention` (a prong uses up to ~250 KiB of stack). Called anyway,
+ * refused by `uform__nn_check_attention` (a prong uses up to ~300 KiB of stack). Called anyway,
  * the attention kernels write NaN to every output instead of computing. */
 #define UFORM__NN_ATTENTION_BLOCK 64
 #define UFORM__NN_ATTENTION_MAX_HEAD_WIDTH 128
@@ -101,13 +101,41 @@ typedef struct uform__nn_kernels_t {
     /*
      * Attention backward. dout [T, d] → dqkv [T, 3d] (overwritten), recomputing the
      * probabilities from qkv, out and lse of the forward. deltas [H, T] is caller scratch (it
-     * receives D = rowsum(dout ⊙ out) per head). Two deterministic passes without atomics: one
-     * over query blocks writes dq, one over key blocks writes dk and dv, each summing in a fixed
-     * order.
+     * receives D = rowsum(dout ⊙ out) per head). Deterministic without atomics: each (item,
+     * head) is one unit of work that writes its dq, dk and dv rows, each summing in a fixed
+     * order (5 block products per query block × key block pair); with fewer (item, head) units
+     * than threads, two passes (one over query blocks writes dq, one over key blocks writes dk
+     * and dv; 7 products per pair) keep the threads busy. Both give the same bits
+     * (uform__nn_attention_backward_schedule_with), so the result never depends on the threads.
      */
     void (*attention_backward)(const uform__attention_shape_t *shape, const float *qkv, const float *out,
                                const float *lse, const float *dout, float *deltas, float *dqkv,
                                const uform__parallel_t *parallel);
+    /*
+     * Attention backward with BF16 products (what FlashAttention-2's backward computes in BF16),
+     * same arguments and layouts as attention_backward; F32 in, F32 out. Per item and head, for
+     * query rows r and keys c of the item, with bf16() rounding an F32 to nearest even (NaN
+     * stays NaN) and every Σ over exact BF16 products summed in F32:
+     *   s_rc  = scale · Σ_e bf16(q_re)·bf16(k_ce);   p_rc = exp(s_rc − lse_r) in F32;
+     *   dp_rc = Σ_e bf16(dout_re)·bf16(v_ce);
+     *   D_r   = Σ_e dout_re·out_re in F32 from the unrounded values (stored in deltas);
+     *   ds_rc = p_rc·(dp_rc − D_r) in F32, from the unrounded p;
+     *   dv_c  = Σ_r bf16(p_rc)·bf16(dout_r);
+     *   dk_c  = scale · Σ_r bf16(ds_rc)·bf16(q_r);   dq_r = scale · Σ_c bf16(ds_rc)·bf16(k_c).
+     * Classes differ only by F32 summation order, their exp (nn.h's accuracy paragraph), and where
+     * a p or ds that close to a BF16 rounding boundary rounds the other way. GENOA and later
+     * (VDPBF16PS) count BF16 operands and products below 2^-126 in magnitude as zero, and flush
+     * F32 sums there; the others keep them. Pair it with attention_forward_bf16's out and lse.
+     * Error against exact gradients: ~2^-8 relative per rounded operand; tests/kernels/
+     * test_nn_attention_backward_bf16.c bounds it at 2e-2 of each gradient's max magnitude for
+     * inputs of unit scale (≤ 8e-3 seen), 1e-1 for a sharply peaked softmax (scores ~±20, ≤ 7e-2
+     * seen) or head width 1.
+     * Each (item, head) is one unit of work (no two-pass fallback): deterministic, and the bits
+     * do not depend on the thread count.
+     */
+    void (*attention_backward_bf16)(const uform__attention_shape_t *shape, const float *qkv, const float *out,
+                                    const float *lse, const float *dout, float *deltas, float *dqkv,
+                                    const uform__parallel_t *parallel);
 
     /*
      * LayerNorm over each row of x [rows, width] (torch.nn.functional.layer_norm: biased
@@ -295,6 +323,55 @@ void uform__nn_attention_forward_bf16_genoa(const uform__attention_shape_t *shap
 void uform__nn_attention_backward_with(const uform__nn_attention_ops_t *ops, const uform__attention_shape_t *shape,
                                        const float *qkv, const float *out, const float *lse, const float *dout,
                                        float *deltas, float *dqkv, const uform__parallel_t *parallel);
+/* The F32 backward's two schedules, bit-identical on every class (the block primitives' products
+ * sum over the shared dimension in increasing order from zero, so a transposed tile holds the
+ * same values; tests/kernels/test_nn_attention.c compares them):
+ *   FUSED     units (item, head): key blocks outermost, each pair computes Sᵀ and dPᵀ once and
+ *             feeds dV, dK and (through dS transposed back) dQ; 5 products per pair.
+ *   TWO_PASS  units (item, head, query block) then (item, head, key block): S and dP computed in
+ *             both passes; 7 products per pair, but 4× the units (blocks of 64) for few items.
+ *   AUTO      FUSED when the (item, head) units are at least the threads, else TWO_PASS (what
+ *             uform__nn_attention_backward_with and every table's attention_backward run). */
+typedef enum uform__nn_attention_schedule_t {
+    UFORM__NN_ATTENTION_BACKWARD_AUTO,
+    UFORM__NN_ATTENTION_BACKWARD_FUSED,
+    UFORM__NN_ATTENTION_BACKWARD_TWO_PASS,
+} uform__nn_attention_schedule_t;
+void uform__nn_attention_backward_schedule_with(const uform__nn_attention_ops_t *ops,
+                                                uform__nn_attention_schedule_t schedule,
+                                                const uform__attention_shape_t *shape, const float *qkv,
+                                                const float *out, const float *lse, const float *dout, float *deltas,
+                                                float *dqkv, const uform__parallel_t *parallel);
+/* attention_backward_bf16 on a class's F32 primitives: the fused schedule's unit with Q, K, V, dO,
+ * P and dS rounded to BF16-valued F32 at the documented points. */
+void uform__nn_attention_backward_bf16_with(const uform__nn_attention_ops_t *ops, const uform__attention_shape_t *shape,
+                                            const float *qkv, const float *out, const float *lse, const float *dout,
+                                            float *deltas, float *dqkv, const uform__parallel_t *parallel);
+/* One fused backward unit of work, for a class that replaces the whole unit: all `length` rows of
+ * one item and head. D is in `deltas` before the unit runs; the unit overwrites dq, dk and dv. */
+typedef struct uform__attention_backward_unit_t {
+    const float *q, *k, *v;       /* [length, dh] each, row stride qkv_stride */
+    const float *dout;            /* [length, dh], row stride out_stride */
+    const float *lse, *deltas;    /* [length] each, contiguous */
+    float *dq, *dk, *dv;          /* [length, dh] each, row stride qkv_stride */
+    size_t length, head_width, qkv_stride, out_stride;
+    float scale; /* 1/√dh */
+} uform__attention_backward_unit_t;
+typedef void (*uform__nn_attention_backward_unit_fn)(const void *context, const uform__attention_backward_unit_t *unit);
+/* Runs `unit_fn` over the (item, head) units of the non-empty items, ordered by item then head and
+ * split over prongs in contiguous ranges; stores each unit's D (rowsum(dout ⊙ out), F32, four
+ * interleaved partial sums) first. Head widths the tiles cannot hold, and `queries`, give NaN. */
+void uform__nn_attention_backward_units(uform__nn_attention_backward_unit_fn unit_fn, const void *unit_context,
+                                        const uform__attention_shape_t *shape, const float *qkv, const float *out,
+                                        const float *lse, const float *dout, float *deltas, float *dqkv,
+                                        const uform__parallel_t *parallel);
+/* GENOA's attention_backward_bf16 (VDPBF16PS), in nn_attention_genoa.c. */
+void uform__nn_attention_backward_bf16_genoa(const uform__attention_shape_t *shape, const float *qkv,
+                                             const float *out, const float *lse, const float *dout, float *deltas,
+                                             float *dqkv, const uform__parallel_t *parallel);
+/* The attention block primitives of a class's table (SERIAL's for classes without their own),
+ * for tests and benchmarks that drive the shared attention code directly. */
+const uform__nn_attention_ops_t *uform__nn_attention_ops(uform_cpu_class_t cpu_class);
 
 /* Runs fn(context, begin, end) over contiguous ranges that cover [0, n): one range per prong, as
  * many prongs as threads (at most ceil(n / grain)). Only for work whose result does not depend
@@ -336,6 +413,8 @@ extern const uform__nn_kernels_t uform__nn_kernels_haswell;
 extern const uform__nn_kernels_t uform__nn_kernels_skylake;
 extern const uform__nn_kernels_t uform__nn_kernels_genoa; /* SKYLAKE's, with the VDPBF16PS attention */
 extern const uform__nn_attention_ops_t uform__nn_attention_ops_serial;
+extern const uform__nn_attention_ops_t uform__nn_attention_ops_haswell;
+extern const uform__nn_attention_ops_t uform__nn_attention_ops_skylake; /* also GENOA's F32 attention */
 
 /* The SERIAL kernels by name, so the other classes' tables can reuse the ones they do not specialise. */
 void uform__nn_attention_forward_f32_serial(const uform__attention_shape_t *shape, const float *qkv, float *out,

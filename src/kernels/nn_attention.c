@@ -8,24 +8,39 @@
  * [B, B] score tile, keeps a running max m, running sum l and an unnormalised [B, dh]
  * accumulator, and writes out = acc / l and lse = m + ln l at the end.
  *
- * Backward (algorithm 2 of the same paper, split in two passes so nothing is reduced across
- * prongs): with P = exp(S − lse), D_i = ⟨dO_i, O_i⟩, dP = dO·Vᵀ, dS = P ⊙ (dP − D):
+ * Backward (algorithm 2 of the same paper, scheduled so nothing is reduced across prongs): with
+ * P = exp(S − lse), D_i = ⟨dO_i, O_i⟩, dP = dO·Vᵀ, dS = P ⊙ (dP − D),
+ *   dQ = scale · dS · K,   dV = Pᵀ · dO,   dK = scale · dSᵀ · Q.
+ * Fused schedule (the default): a unit is one (item, head); it stores the item's D in the
+ * caller's `deltas` [H, T], then walks key blocks outermost and, per query block, computes the
+ * transposed tiles Sᵀ and dPᵀ once and feeds all three gradients (dQ in place in dqkv): 5 tile
+ * products per (query block, key block) pair against the forward's 2. Two-pass schedule (when
+ * there are fewer (item, head) units than threads):
  *   pass 1, units (item, query block, head):  dQ = scale · dS · K
  *   pass 2, units (item, key block, head):    dV = Pᵀ · dO,  dK = scale · dSᵀ · Q
- * Each unit owns its output rows and sums over the other side's blocks in increasing order, so
- * the result never depends on the thread count. Pass 1 also stores D in the caller's `deltas`
- * [H, T] for pass 2, which starts only after pass 1 has finished. Pass 2 works on transposed
- * tiles (keys as rows) so its products need no transposed accumulate. The backward executes 7
- * tile products per (query block, key block) pair against the forward's 2: S and dP twice
- * (once per pass), then dQ, dV and dK.
+ * recomputing S and dP in each pass (7 products per pair); pass 2 starts after pass 1 stored D.
+ * Each unit owns its output rows and sums over the other side's blocks in increasing order, and
+ * the two schedules give the same bits (backward_fused_unit_with says why), so the result never
+ * depends on the thread count. Measured with bench_attention (d = 384, 6 heads of 64, GFLOP per
+ * CPU-second counting 8·L²·d, a loaded 2-core Zen 4 VM, 2026-12-01), the two passes → fused, 1 / 2
+ * threads: GENOA at 197 tokens 37.9 / 38.0 → 59.3 / 59.3, at 1,568 45.2 / 44.6 → 60.0 / 58.8;
+ * SKYLAKE at 197 38.4 / 37.3 → 60.1 / 60.2; HASWELL at 197 27.3 / 27.9 → 50.0 / 43.1 (1.4–1.8×:
+ * 7 → 5 products, and each item's tiles stay in cache between the two sides). In the trainer's
+ * step (bench_train --quick --only image --mode bf16, perf samples) the attention backward fell
+ * from ~1.25 to ~0.83 CPU-seconds per step.
+ *
+ * BF16 backward (attention_backward_bf16): the fused unit with Q, K, V, dO, P and dS rounded at
+ * the points nn.h documents, for classes without BF16 dot products; GENOA replaces the whole unit
+ * (nn_attention_genoa.c) through uform__nn_attention_backward_units: ~100 GFLOP per CPU-second
+ * at 197 tokens (1.7× its F32 backward; the emulation elsewhere is slower than F32).
  *
  * BF16 forward (attention_forward_bf16): the same F32 unit with Q, K, P and V rounded to
  * BF16 values at the points nn.h documents, for classes without BF16 dot products; GENOA
  * replaces the whole unit (nn_attention_genoa.c) through uform__nn_attention_forward_units.
  *
- * Stack: a forward unit keeps ~145 KiB of tiles on the stack, a backward unit up to ~161 KiB
- * (with UFORM__NN_ATTENTION_BLOCK 64 and head width 128), so threads running prongs need a few
- * hundred KiB of stack (glibc's default 8 MiB is plenty).
+ * Stack: a forward unit keeps ~145 KiB of tiles on the stack, an F32 backward unit up to ~161
+ * KiB, a BF16 one ~290 KiB (with UFORM__NN_ATTENTION_BLOCK 64 and head width 128; GENOA's ~200
+ * KiB), so threads running prongs need a few hundred KiB of stack (glibc's default 8 MiB is plenty).
  */
 #include <math.h>
 #include <stdint.h>
@@ -89,6 +104,7 @@ typedef struct attention_context_t {
     float *out_mutable, *lse_mutable, *dqkv, *deltas;
     size_t units, prongs;
     uform__nn_attention_unit_fn unit_fn; /* the forward's unit body */
+    uform__nn_attention_backward_unit_fn backward_unit_fn; /* the fused backward's */
     const void *unit_context;
 } attention_context_t;
 
@@ -280,6 +296,9 @@ static void row_deltas(const attention_context_t *context, size_t q0, size_t row
     size_t dh = context->shape->head_width, d = context->shape->heads * dh;
     for (size_t r = 0; r < rows; ++r) {
         const float *o = context->out + (q0 + r) * d + head * dh, *g = context->dout + (q0 + r) * d + head * dh;
+        if (r + 8 < rows) /* rows 1.5 KB apart cross pages, where the hardware prefetchers stop */
+            for (size_t b = 0; b < dh * sizeof(float); b += 64)
+                __builtin_prefetch((const char *)(o + 8 * d) + b), __builtin_prefetch((const char *)(g + 8 * d) + b);
         float sum[4] = {0.0f, 0.0f, 0.0f, 0.0f};
         size_t e = 0;
         for (; e + 4 <= dh; e += 4)
@@ -376,6 +395,97 @@ static void backward_key_unit(const attention_context_t *context, unit_cursor_t 
     }
 }
 
+/* The fused backward's unit: every (query block, key block) pair of one item and head, key
+ * blocks outermost, on pass 2's transposed tiles. Each pair runs 5 products instead of the two
+ * passes' 7: Sᵀ and dPᵀ once, then dV += Pᵀ·dO and dK += dSᵀ·Q as pass 2 does, and
+ * dQ += dS·K as pass 1 does, dS being dSᵀ transposed back. In F32, bit-identical to the two passes:
+ *   - Sᵀ[c][r] = scale·Σ_e k[c][e]·q[r][e] and dPᵀ likewise are the same F32 operations as
+ *     pass 1's S[r][c] and dP[r][c] (every class's block product sums over e in increasing order
+ *     from zero, multiplications commute, and the scale is applied last), and exp_sub with the
+ *     row's lse gives what exp_shift_sum gives, so P and dS are pass 1's values, transposed;
+ *   - dK and dV of key block k0 sum over the query blocks in increasing order, as pass 2 does;
+ *   - dQ of query block q0 sums over the key blocks in increasing order, as pass 1 does, in
+ *     place in dqkv (zeroed first, scaled last: the same values as pass 1's stack tile);
+ *   - D (the driver's, before the unit) is the same per-row sum as pass 1's.
+ * `bf16` (attention_backward_bf16 on F32 primitives) rounds Q, K, V and dO to BF16 values before
+ * every product that reads them, P after dS took it, and dS before dK and dQ (nn.h), so each F32
+ * product is the exact BF16 product. */
+static void backward_fused_unit_with(const uform__nn_attention_ops_t *ops, const uform__attention_backward_unit_t *unit,
+                                     float *bf16_tiles) {
+    int bf16 = bf16_tiles != NULL;
+    size_t dh = unit->head_width, length = unit->length, qkv_stride = unit->qkv_stride, out_stride = unit->out_stride;
+    const float *q = unit->q, *k = unit->k, *v = unit->v, *g = unit->dout, *lse = unit->lse, *deltas = unit->deltas;
+    float *dq = unit->dq, scale = unit->scale;
+
+    /* Pᵀ, then dS (after dV consumed Pᵀ); dSᵀ. [keys, queries] or [queries, keys], stride block. */
+    float probabilities_t[block * block], dscores_t[block * block];
+    float queries_transposed[max_width * block], dout_transposed[max_width * block]; /* [dh, rows] */
+    float dk[block * max_width], dv[block * max_width];                              /* [keys, dh] */
+    /* BF16 only: the rounded key and value block [keys, dh], query and dO tile [rows, dh]. */
+    float *keys_bf16 = bf16_tiles, *values_bf16 = bf16 ? bf16_tiles + block * max_width : NULL;
+    float *queries_bf16 = bf16 ? bf16_tiles + 2 * block * max_width : NULL;
+    float *dout_bf16 = bf16 ? bf16_tiles + 3 * block * max_width : NULL;
+    void (*round_rows)(const float *, size_t, size_t, size_t, float *, size_t) =
+        ops->round_bf16 ? ops->round_bf16 : round_bf16_rows;
+    for (size_t r = 0; r < length; ++r) memset(dq + r * qkv_stride, 0, dh * sizeof(float));
+
+    for (size_t k0 = 0; k0 < length; k0 += block) {
+        size_t keys = length - k0 < block ? length - k0 : block;
+        const float *k_block = k + k0 * qkv_stride, *v_block = v + k0 * qkv_stride;
+        size_t kv_stride = qkv_stride;
+        if (bf16) {
+            round_rows(k_block, qkv_stride, keys, dh, keys_bf16, dh);
+            round_rows(v_block, qkv_stride, keys, dh, values_bf16, dh);
+            k_block = keys_bf16, v_block = values_bf16, kv_stride = dh;
+        }
+        memset(dk, 0, keys * dh * sizeof(float));
+        memset(dv, 0, keys * dh * sizeof(float));
+        for (size_t q0 = 0; q0 < length; q0 += block) {
+            size_t rows = length - q0 < block ? length - q0 : block;
+            const float *q_tile = q + q0 * qkv_stride, *g_tile = g + q0 * out_stride;
+            size_t q_stride = qkv_stride, g_stride = out_stride;
+            if (bf16) {
+                round_rows(q_tile, qkv_stride, rows, dh, queries_bf16, dh);
+                round_rows(g_tile, out_stride, rows, dh, dout_bf16, dh);
+                q_tile = queries_bf16, g_tile = dout_bf16, q_stride = g_stride = dh;
+            }
+            ops->transpose(q_tile, q_stride, rows, dh, queries_transposed, block);
+            ops->transpose(g_tile, g_stride, rows, dh, dout_transposed, block);
+            ops->scores(k_block, kv_stride, queries_transposed, block, keys, rows, dh, scale, probabilities_t, block);
+            ops->scores(v_block, kv_stride, dout_transposed, block, keys, rows, dh, 1.0f, dscores_t, block);
+            for (size_t c = 0; c < keys; ++c) {
+                float *p = probabilities_t + c * block, *ds = dscores_t + c * block;
+                ops->exp_sub(p, lse + q0, rows);
+                for (size_t r = 0; r < rows; ++r) ds[r] = p[r] * (ds[r] - deltas[q0 + r]);
+            }
+            if (bf16) {
+                round_rows(probabilities_t, block, keys, rows, probabilities_t, block);
+                round_rows(dscores_t, block, keys, rows, dscores_t, block);
+            }
+            ops->accumulate(dv, dh, probabilities_t, block, g_tile, g_stride, keys, rows, dh);
+            ops->accumulate(dk, dh, dscores_t, block, q_tile, q_stride, keys, rows, dh);
+            float *dscores = probabilities_t; /* [rows, keys]: Pᵀ is spent */
+            ops->transpose(dscores_t, block, keys, rows, dscores, block);
+            ops->accumulate(dq + q0 * qkv_stride, qkv_stride, dscores, block, k_block, kv_stride, rows, keys, dh);
+        }
+        for (size_t c = 0; c < keys; ++c) {
+            float *target_k = unit->dk + (k0 + c) * qkv_stride, *target_v = unit->dv + (k0 + c) * qkv_stride;
+            for (size_t e = 0; e < dh; ++e) target_k[e] = dk[c * dh + e] * scale, target_v[e] = dv[c * dh + e];
+        }
+    }
+    for (size_t r = 0; r < length; ++r)
+        for (size_t e = 0; e < dh; ++e) dq[r * qkv_stride + e] *= scale;
+}
+
+static void backward_fused_unit_f32(const void *ops, const uform__attention_backward_unit_t *unit) {
+    backward_fused_unit_with(ops, unit, NULL);
+}
+
+static void backward_fused_unit_bf16(const void *ops, const uform__attention_backward_unit_t *unit) {
+    float bf16_tiles[4 * block * max_width];
+    backward_fused_unit_with(ops, unit, bf16_tiles);
+}
+
 static void backward_query_prong(void *opaque, size_t thread, size_t prong) {
     const attention_context_t *context = opaque;
     size_t begin, end;
@@ -396,17 +506,99 @@ static void backward_key_prong(void *opaque, size_t thread, size_t prong) {
         backward_key_unit(context, cursor);
 }
 
-void uform__nn_attention_backward_with(const uform__nn_attention_ops_t *ops, const uform__attention_shape_t *shape,
-                                       const float *qkv, const float *out, const float *lse, const float *dout,
-                                       float *deltas, float *dqkv, const uform__parallel_t *parallel) {
+/* The fused units are (item, head) over the non-empty items, ordered by item, then head. */
+static size_t fused_units_total(const uform__attention_shape_t *shape) {
+    size_t items = 0;
+    for (size_t item = 0; item < shape->count; ++item) items += shape->offsets[item + 1] > shape->offsets[item];
+    return items * shape->heads;
+}
+
+static void backward_fused_prong(void *opaque, size_t thread, size_t prong) {
+    const attention_context_t *context = opaque;
+    const uform__attention_shape_t *shape = context->shape;
+    size_t begin, end;
+    uform__split_range(context->units, context->prongs, prong, &begin, &end);
+    size_t dh = shape->head_width, d = shape->heads * dh, qkv_stride = 3 * d, tokens = shape->tokens, unit = 0;
+    for (size_t item = 0; item < shape->count && unit < end; ++item) {
+        size_t first = shape->offsets[item], length = shape->offsets[item + 1] - first;
+        if (!length) continue;
+        for (size_t head = 0; head < shape->heads && unit < end; ++head, ++unit) {
+            if (unit < begin) continue;
+            float *deltas = context->deltas + head * tokens + first;
+            row_deltas(context, first, length, head, deltas);
+            const float *q = context->qkv + first * qkv_stride + head * dh;
+            float *dq = context->dqkv + first * qkv_stride + head * dh;
+            uform__attention_backward_unit_t geometry = {
+                .q = q,
+                .k = q + d,
+                .v = q + 2 * d,
+                .dout = context->dout + first * d + head * dh,
+                .lse = context->lse + head * tokens + first,
+                .deltas = deltas,
+                .dq = dq,
+                .dk = dq + d,
+                .dv = dq + 2 * d,
+                .length = length,
+                .head_width = dh,
+                .qkv_stride = qkv_stride,
+                .out_stride = d,
+                .scale = 1.0f / sqrtf((float)dh),
+            };
+            context->backward_unit_fn(context->unit_context, &geometry);
+        }
+    }
+}
+
+void uform__nn_attention_backward_units(uform__nn_attention_backward_unit_fn unit_fn, const void *unit_context,
+                                        const uform__attention_shape_t *shape, const float *qkv, const float *out,
+                                        const float *lse, const float *dout, float *deltas, float *dqkv,
+                                        const uform__parallel_t *parallel) {
+    if (head_width_unsupported(shape) || shape->queries) { /* queries: forward only */
+        fill_nan(dqkv, shape->tokens * 3 * shape->heads * shape->head_width);
+        return;
+    }
+    attention_context_t context = {.shape = shape, .qkv = qkv, .out = out, .lse = lse, .dout = dout, .dqkv = dqkv,
+                                   .deltas = deltas, .backward_unit_fn = unit_fn, .unit_context = unit_context};
+    context.units = fused_units_total(shape);
+    context.prongs = prongs_for(parallel, context.units);
+    uform__parallel_for(parallel, context.prongs, backward_fused_prong, &context);
+}
+
+void uform__nn_attention_backward_schedule_with(const uform__nn_attention_ops_t *ops,
+                                                uform__nn_attention_schedule_t schedule,
+                                                const uform__attention_shape_t *shape, const float *qkv,
+                                                const float *out, const float *lse, const float *dout, float *deltas,
+                                                float *dqkv, const uform__parallel_t *parallel) {
     if (head_width_unsupported(shape) || shape->queries) { /* queries: forward only */
         fill_nan(dqkv, shape->tokens * 3 * shape->heads * shape->head_width);
         return;
     }
     attention_context_t context = {
         .ops = ops, .shape = shape, .qkv = qkv, .out = out, .lse = lse, .dout = dout, .dqkv = dqkv, .deltas = deltas};
+    if (schedule == UFORM__NN_ATTENTION_BACKWARD_AUTO)
+        schedule = fused_units_total(shape) >= uform__parallel_threads(parallel) ? UFORM__NN_ATTENTION_BACKWARD_FUSED
+                                                                                : UFORM__NN_ATTENTION_BACKWARD_TWO_PASS;
+    if (schedule == UFORM__NN_ATTENTION_BACKWARD_FUSED) {
+        uform__nn_attention_backward_units(backward_fused_unit_f32, ops, shape, qkv, out, lse, dout, deltas, dqkv,
+                                           parallel);
+        return;
+    }
     context.units = units_total(shape);
     context.prongs = prongs_for(parallel, context.units);
     uform__parallel_for(parallel, context.prongs, backward_query_prong, &context);
     uform__parallel_for(parallel, context.prongs, backward_key_prong, &context);
+}
+
+void uform__nn_attention_backward_with(const uform__nn_attention_ops_t *ops, const uform__attention_shape_t *shape,
+                                       const float *qkv, const float *out, const float *lse, const float *dout,
+                                       float *deltas, float *dqkv, const uform__parallel_t *parallel) {
+    uform__nn_attention_backward_schedule_with(ops, UFORM__NN_ATTENTION_BACKWARD_AUTO, shape, qkv, out, lse, dout,
+                                               deltas, dqkv, parallel);
+}
+
+void uform__nn_attention_backward_bf16_with(const uform__nn_attention_ops_t *ops, const uform__attention_shape_t *shape,
+                                            const float *qkv, const float *out, const float *lse, const float *dout,
+                                            float *deltas, float *dqkv, const uform__parallel_t *parallel) {
+    uform__nn_attention_backward_units(backward_fused_unit_bf16, ops, shape, qkv, out, lse, dout, deltas, dqkv,
+                                       parallel);
 }

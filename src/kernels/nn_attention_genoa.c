@@ -1,6 +1,7 @@
 /*
- * GENOA's attention_forward_bf16 (AVX-512 BF16: VDPBF16PS), also SAPPHIRE's, GRANITE's and
- * DIAMOND's: the semantics nn.h documents for the slot, at twice the F32 product rate.
+ * GENOA's attention_forward_bf16 and attention_backward_bf16 (AVX-512 BF16: VDPBF16PS), also
+ * SAPPHIRE's, GRANITE's and DIAMOND's: the semantics nn.h documents for the slots, at twice the
+ * F32 product rate. The forward first; the backward's own comment is further down.
  *
  * The unit of work is the shared driver's (item, head, query block of ≤ 64 rows; see
  * uform__nn_attention_forward_units in nn_attention.c). Inside a unit the score tile is kept
@@ -344,4 +345,302 @@ UFORM_GENOA static void forward_unit_bf16_genoa(const void *unused, const uform_
 void uform__nn_attention_forward_bf16_genoa(const uform__attention_shape_t *shape, const float *qkv, float *out,
                                             float *lse, const uform__parallel_t *parallel) {
     uform__nn_attention_forward_units(forward_unit_bf16_genoa, NULL, 1, shape, qkv, out, lse, parallel);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * attention_backward_bf16 (nn.h), one unit of uform__nn_attention_backward_units per (item,
+ * head). Query blocks outermost; per (query block, key block) pair, five VDPBF16PS products on
+ * transposed tiles (keys as rows, the block's query rows across the lanes):
+ *   Sᵀ[c][r]  = Σ_e2 dot2(K2[c][e2], Q2ᵀ[e2][r])      K's natural pairs broadcast, Q's transposed
+ *   dPᵀ[c][r] = Σ_e2 dot2(V2[c][e2], dO2ᵀ[e2][r])
+ *   Pᵀ = exp(scale·Sᵀ − lse), dSᵀ = Pᵀ ⊙ (dPᵀ − D), elementwise with lse and D across lanes;
+ *   dV[c][e] += Σ_r2 dot2(P2ᵀ[c][r2], dO2[r2][e])     Pᵀ's rows to natural pairs, dO's rows paired
+ *   dK[c][e] += Σ_r2 dot2(dS2ᵀ[c][r2], Q2[r2][e])
+ *   dQ[r][e] += Σ_c2 dot2(dS2[c2][r], K2'[c2][e])      dSᵀ's rows 2·c2, 2·c2+1 paired; K's rows paired
+ * dK and dV accumulate in place in dqkv (the unit owns those rows; the first query block writes
+ * them, dK is scaled last),
+ * dQ on the stack for the query block. A unit keeps ~200 KiB of tiles on the stack. Per (item,
+ * head), D comes from the shared driver. Measured (bench_attention, GENOA, 1 thread, GFLOP per
+ * CPU-second counting 8·L²·d): 74 / 101 / 101 / 106 at 64 / 197 / 256 / 1,568 tokens, 1.5–2.0×
+ * faster than the F32 backward (wall). The products take ~65% of the time, at ~80% of the
+ * VDPBF16PS peak; exp and conversions ~20%, D (reading out from memory) ~6%.
+ */
+
+/* out[r][e] (=, or += when `accumulate`) Σ_k2 dot2(a[r·a_row + k2·a_pair], b[k2·b_stride + e]) for
+ * `rows` (1..6) rows and `vectors` (1..4) 16-wide column vectors, `count` ≤ 16·vectors columns
+ * (the rest neither read nor written in `out`); b is 64-byte aligned with b_stride a multiple of 16. */
+UFORM_GENOA static inline __attribute__((always_inline)) void
+product_block_genoa(const uint32_t *a, size_t a_row, size_t a_pair, const uint32_t *b, size_t b_stride, size_t depth,
+                    float *out, size_t out_stride, size_t count, int accumulate, const size_t rows,
+                    const size_t vectors) {
+    __m512 acc_f32x16[6][4];
+    __mmask16 mask[4];
+#pragma GCC unroll 4
+    for (size_t v = 0; v < 4; ++v) mask[v] = nn_tail_mask16(count > v * 16 ? count - v * 16 : 0);
+#pragma GCC unroll 6
+    for (size_t r = 0; r < rows; ++r)
+#pragma GCC unroll 4
+        for (size_t v = 0; v < vectors; ++v)
+            acc_f32x16[r][v] = accumulate ? _mm512_maskz_loadu_ps(mask[v], out + r * out_stride + v * 16)
+                                          : _mm512_setzero_ps();
+    for (size_t k2 = 0; k2 < depth; ++k2) {
+        __m512i b_bf16x32[4];
+#pragma GCC unroll 4
+        for (size_t v = 0; v < vectors; ++v) b_bf16x32[v] = _mm512_load_si512(b + k2 * b_stride + v * 16);
+#pragma GCC unroll 6
+        for (size_t r = 0; r < rows; ++r) {
+            __m512i a_bf16x32 = _mm512_set1_epi32((int)a[r * a_row + k2 * a_pair]);
+#pragma GCC unroll 4
+            for (size_t v = 0; v < vectors; ++v)
+                acc_f32x16[r][v] = _mm512_dpbf16_ps(acc_f32x16[r][v], (__m512bh)a_bf16x32, (__m512bh)b_bf16x32[v]);
+        }
+    }
+#pragma GCC unroll 6
+    for (size_t r = 0; r < rows; ++r)
+#pragma GCC unroll 4
+        for (size_t v = 0; v < vectors; ++v) {
+            float *o = out + r * out_stride + v * 16;
+            if (mask[v] == 0xFFFF) _mm512_storeu_ps(o, acc_f32x16[r][v]);
+            else _mm512_mask_storeu_ps(o, mask[v], acc_f32x16[r][v]);
+        }
+}
+
+UFORM_GENOA static inline __attribute__((always_inline)) void
+product_rows_genoa(const uint32_t *a, size_t a_row, size_t a_pair, const uint32_t *b, size_t b_stride, size_t depth,
+                   size_t m, float *out, size_t out_stride, size_t count, int accumulate, const size_t vectors) {
+    size_t r = 0;
+    for (; r + 6 <= m; r += 6)
+        product_block_genoa(a + r * a_row, a_row, a_pair, b, b_stride, depth, out + r * out_stride, out_stride, count,
+                            accumulate, 6, vectors);
+    const uint32_t *a_rest = a + r * a_row;
+    float *out_rest = out + r * out_stride;
+    switch (m - r) {
+    case 5:
+        product_block_genoa(a_rest, a_row, a_pair, b, b_stride, depth, out_rest, out_stride, count, accumulate, 5,
+                            vectors);
+        break;
+    case 4:
+        product_block_genoa(a_rest, a_row, a_pair, b, b_stride, depth, out_rest, out_stride, count, accumulate, 4,
+                            vectors);
+        break;
+    case 3:
+        product_block_genoa(a_rest, a_row, a_pair, b, b_stride, depth, out_rest, out_stride, count, accumulate, 3,
+                            vectors);
+        break;
+    case 2:
+        product_block_genoa(a_rest, a_row, a_pair, b, b_stride, depth, out_rest, out_stride, count, accumulate, 2,
+                            vectors);
+        break;
+    case 1:
+        product_block_genoa(a_rest, a_row, a_pair, b, b_stride, depth, out_rest, out_stride, count, accumulate, 1,
+                            vectors);
+        break;
+    default: break;
+    }
+}
+
+/* out [m, n] (=, or +=) Σ_k2 dot2(A(r, k2), b[k2][:]) with A(r, k2) = a[r·a_row + k2·a_pair]: every
+ * product of the backward, whichever operand is transposed. Not inlined (its registers apart). */
+UFORM_GENOA __attribute__((noinline)) static void product_genoa(const uint32_t *a, size_t a_row, size_t a_pair,
+                                                                const uint32_t *b, size_t b_stride, size_t depth,
+                                                                size_t m, size_t n, float *out, size_t out_stride,
+                                                                int accumulate) {
+    for (size_t e0 = 0; e0 < n; e0 += 64) {
+        size_t count = n - e0 < 64 ? n - e0 : 64;
+        switch ((count + 15) / 16) {
+        case 1:
+            product_rows_genoa(a, a_row, a_pair, b + e0, b_stride, depth, m, out + e0, out_stride, count, accumulate,
+                               1);
+            break;
+        case 2:
+            product_rows_genoa(a, a_row, a_pair, b + e0, b_stride, depth, m, out + e0, out_stride, count, accumulate,
+                               2);
+            break;
+        case 3:
+            product_rows_genoa(a, a_row, a_pair, b + e0, b_stride, depth, m, out + e0, out_stride, count, accumulate,
+                               3);
+            break;
+        default:
+            product_rows_genoa(a, a_row, a_pair, b + e0, b_stride, depth, m, out + e0, out_stride, count, accumulate,
+                               4);
+            break;
+        }
+    }
+}
+
+/* pairs [ceil(rows/2), stride]: rows 2·r2 and 2·r2+1 of x [rows, width] (row stride x_stride)
+ * paired column by column; a missing odd row and the columns past width are zero. */
+UFORM_GENOA static void rows_paired(const float *x, size_t x_stride, size_t rows, size_t width, size_t stride,
+                                    uint32_t *pairs) {
+    for (size_t r2 = 0; 2 * r2 < rows; ++r2) {
+        int has_high = 2 * r2 + 1 < rows;
+        const float *low = x + 2 * r2 * x_stride, *high = has_high ? low + x_stride : low;
+        for (size_t e = 0; e < stride; e += 16) {
+            __mmask16 mask = nn_tail_mask16(width > e ? width - e : 0);
+            __m512 low_f32x16 = _mm512_maskz_loadu_ps(mask, low + e);
+            __m512 high_f32x16 = has_high ? _mm512_maskz_loadu_ps(mask, high + e) : _mm512_setzero_ps();
+            _mm512_store_si512(pairs + r2 * stride + e, pairs_bf16x32(low_f32x16, high_f32x16));
+        }
+    }
+}
+
+/* transposed [pairs, 64]: the BF16 pairs of x's `rows` rows (≤ 64, row stride x_stride, `width`
+ * values) with the rows across; natural [rows, pairs] is scratch. Lanes past `rows` are zero up to
+ * the next multiple of 16. */
+UFORM_GENOA static void rows_transposed_pairs(const float *x, size_t x_stride, size_t rows, size_t width,
+                                              uint32_t *natural, uint32_t *transposed) {
+    size_t pairs = (width + 1) / 2;
+    for (size_t r = 0; r < rows; ++r) row_pairs(x + r * x_stride, width, natural + r * pairs);
+    for (size_t r0 = 0; r0 < rows; r0 += 16)
+        for (size_t e0 = 0; e0 < pairs; e0 += 16)
+            transpose_16x16_u32(natural + r0 * pairs + e0, pairs, rows - r0, pairs - e0 < 16 ? pairs - e0 : 16,
+                                transposed + e0 * block + r0, block);
+}
+
+/* One vector of 16 query lanes of Pᵀ and dSᵀ row c: p = 2^(s·scale·log2 e − lse·log2 e), ds = p·(dp − D),
+ * both zero past the block's rows. */
+UFORM_GENOA static inline void probabilities_f32x16(const float *st, const float *dpt, const float *lse_log2,
+                                                    const float *deltas, float scale_log2, __mmask16 rows_mask,
+                                                    __m512 *p_f32x16, __m512 *ds_f32x16) {
+    __m512 s_f32x16 = _mm512_load_ps(st);
+    __m512 p = nn_exp2_f32x16(_mm512_fmsub_ps(s_f32x16, _mm512_set1_ps(scale_log2), _mm512_load_ps(lse_log2)));
+    p = _mm512_maskz_mov_ps(rows_mask, p);
+    *p_f32x16 = p;
+    *ds_f32x16 = _mm512_mul_ps(p, _mm512_sub_ps(_mm512_load_ps(dpt), _mm512_load_ps(deltas)));
+}
+
+UFORM_GENOA static void backward_unit_bf16_genoa(const void *unused, const uform__attention_backward_unit_t *unit) {
+    (void)unused;
+    size_t dh = unit->head_width, length = unit->length, qkv_stride = unit->qkv_stride, out_stride = unit->out_stride;
+    size_t pairs = (dh + 1) / 2, stride = (dh + 15) / 16 * 16;
+    const float log2e = 1.44269504088896341f, scale = unit->scale, scale_log2 = scale * log2e;
+
+    _Alignas(64) uint32_t q2t[max_pairs * block], g2t[max_pairs * block];       /* [pairs, 64] */
+    _Alignas(64) uint32_t q2[block / 2 * max_width], g2[block / 2 * max_width]; /* [rows/2, stride] */
+    _Alignas(64) uint32_t k2n[block * max_pairs], v2n[block * max_pairs];       /* [keys, pairs] */
+    _Alignas(64) uint32_t k2[block / 2 * max_width];                            /* [keys/2, stride] */
+    _Alignas(64) float st[block * block], dpt[block * block];                   /* [keys, 64] */
+    _Alignas(64) uint32_t p2t[block * block / 2], ds2t[block * block / 2];      /* [keys, 32]: rows' pairs */
+    _Alignas(64) uint32_t ds2[block / 2 * block];                               /* [keys/2, 64]: rows paired */
+    _Alignas(64) float dq[block * max_width];                                   /* [rows, stride] */
+    _Alignas(64) float lse_log2[block], deltas[block];
+
+    /* Rows of one head are 256-byte pieces 1.5 KB apart (d = 384): across 4 KiB pages, which the
+     * hardware prefetchers do not cross, so the unit asks for them ahead (the forward's reason). */
+    prefetch_rows(unit->k, length < block ? length : block, dh, qkv_stride, 3);
+    prefetch_rows(unit->v, length < block ? length : block, dh, qkv_stride, 3);
+    for (size_t q0 = 0; q0 < length; q0 += block) {
+        size_t rows = length - q0 < block ? length - q0 : block, row_vectors = (rows + 15) / 16;
+        size_t row_pairs_count = (rows + 1) / 2;
+        for (size_t r = 0; r < rows; ++r) /* written at the end of this query block */
+            for (size_t b = 0; b < dh * sizeof(float); b += 64)
+                __builtin_prefetch((char *)(unit->dq + (q0 + r) * qkv_stride) + b, 1, 2);
+        rows_transposed_pairs(unit->q + q0 * qkv_stride, qkv_stride, rows, dh, k2n, q2t);
+        rows_transposed_pairs(unit->dout + q0 * out_stride, out_stride, rows, dh, k2n, g2t);
+        rows_paired(unit->q + q0 * qkv_stride, qkv_stride, rows, dh, stride, q2);
+        rows_paired(unit->dout + q0 * out_stride, out_stride, rows, dh, stride, g2);
+        for (size_t r = 0; r < block; ++r) {
+            lse_log2[r] = r < rows ? unit->lse[q0 + r] * log2e : 0.0f;
+            deltas[r] = r < rows ? unit->deltas[q0 + r] : 0.0f;
+        }
+        memset(dq, 0, rows * stride * sizeof(float));
+
+        for (size_t k0 = 0; k0 < length; k0 += block) {
+            size_t keys = length - k0 < block ? length - k0 : block, key_pairs = (keys + 1) / 2;
+            const float *k = unit->k + k0 * qkv_stride, *v = unit->v + k0 * qkv_stride;
+            if (k0 + block < length) { /* the next key block; dK and dV rows are first written now */
+                size_t next = length - k0 - block < block ? length - k0 - block : block;
+                prefetch_rows(k + block * qkv_stride, next, dh, qkv_stride, 3);
+                prefetch_rows(v + block * qkv_stride, next, dh, qkv_stride, 3);
+                if (q0 == 0)
+                    for (size_t c = 0; c < next; ++c)
+                        for (size_t b = 0; b < dh * sizeof(float); b += 64) {
+                            __builtin_prefetch((char *)(unit->dk + (k0 + block + c) * qkv_stride) + b, 1, 2);
+                            __builtin_prefetch((char *)(unit->dv + (k0 + block + c) * qkv_stride) + b, 1, 2);
+                        }
+            } else if (q0 + block < length) { /* the next query block's rows, then its first keys */
+                size_t next = length - q0 - block < block ? length - q0 - block : block;
+                prefetch_rows(unit->q + (q0 + block) * qkv_stride, next, dh, qkv_stride, 3);
+                prefetch_rows(unit->dout + (q0 + block) * out_stride, next, dh, out_stride, 3);
+                prefetch_rows(unit->k, length < block ? length : block, dh, qkv_stride, 2);
+                prefetch_rows(unit->v, length < block ? length : block, dh, qkv_stride, 2);
+            }
+            if (q0 == 0 && k0 == 0)
+                for (size_t c = 0; c < keys; ++c)
+                    for (size_t b = 0; b < dh * sizeof(float); b += 64) {
+                        __builtin_prefetch((char *)(unit->dk + c * qkv_stride) + b, 1, 2);
+                        __builtin_prefetch((char *)(unit->dv + c * qkv_stride) + b, 1, 2);
+                    }
+            for (size_t c = 0; c < keys; ++c) {
+                row_pairs(k + c * qkv_stride, dh, k2n + c * pairs);
+                row_pairs(v + c * qkv_stride, dh, v2n + c * pairs);
+            }
+            rows_paired(k, qkv_stride, keys, dh, stride, k2);
+            product_genoa(k2n, pairs, 1, q2t, block, pairs, keys, row_vectors * 16, st, block, 0);
+            product_genoa(v2n, pairs, 1, g2t, block, pairs, keys, row_vectors * 16, dpt, block, 0);
+
+            /* Pᵀ and dSᵀ, two key rows at a time: each row to its natural pairs (for dV and dK),
+             * and the two rows paired (for dQ). A missing odd row is zero. */
+            for (size_t c2 = 0; c2 < key_pairs; ++c2) {
+                __m512 ds_f32x16[2][4];
+                for (size_t half = 0; half < 2; ++half) {
+                    size_t c = 2 * c2 + half;
+                    __m512 p_f32x16[4];
+#pragma GCC unroll 4
+                    for (size_t w = 0; w < 4; ++w) p_f32x16[w] = ds_f32x16[half][w] = _mm512_setzero_ps();
+                    if (c < keys)
+                        for (size_t w = 0; w < row_vectors; ++w)
+                            probabilities_f32x16(st + c * block + w * 16, dpt + c * block + w * 16, lse_log2 + w * 16,
+                                                 deltas + w * 16, scale_log2,
+                                                 nn_tail_mask16(rows > w * 16 ? rows - w * 16 : 0), &p_f32x16[w],
+                                                 &ds_f32x16[half][w]);
+                    if (c >= keys) continue;
+                    /* Natural pairs: lanes 0..15 of the pair vector are queries 0..31. */
+                    _mm512_store_si512(p2t + c * (block / 2),
+                                       (__m512i)_mm512_cvtne2ps_pbh(p_f32x16[1], p_f32x16[0]));
+                    _mm512_store_si512(p2t + c * (block / 2) + 16,
+                                       (__m512i)_mm512_cvtne2ps_pbh(p_f32x16[3], p_f32x16[2]));
+                    _mm512_store_si512(ds2t + c * (block / 2),
+                                       (__m512i)_mm512_cvtne2ps_pbh(ds_f32x16[half][1], ds_f32x16[half][0]));
+                    _mm512_store_si512(ds2t + c * (block / 2) + 16,
+                                       (__m512i)_mm512_cvtne2ps_pbh(ds_f32x16[half][3], ds_f32x16[half][2]));
+                }
+                for (size_t w = 0; w < row_vectors; ++w)
+                    _mm512_store_si512(ds2 + c2 * block + w * 16, pairs_bf16x32(ds_f32x16[0][w], ds_f32x16[1][w]));
+            }
+            /* The first query block writes dK and dV, the others add to them. */
+            product_genoa(p2t, block / 2, 1, g2, stride, row_pairs_count, keys, dh, unit->dv + k0 * qkv_stride,
+                          qkv_stride, q0 > 0);
+            product_genoa(ds2t, block / 2, 1, q2, stride, row_pairs_count, keys, dh, unit->dk + k0 * qkv_stride,
+                          qkv_stride, q0 > 0);
+            product_genoa(ds2, 1, block, k2, stride, key_pairs, rows, stride, dq, stride, 1);
+        }
+        __m512 scale_f32x16 = _mm512_set1_ps(scale);
+        for (size_t r = 0; r < rows; ++r) {
+            float *target = unit->dq + (q0 + r) * qkv_stride;
+            for (size_t e = 0; e < dh; e += 16) {
+                __mmask16 mask = nn_tail_mask16(dh - e);
+                __m512 value_f32x16 = _mm512_mul_ps(_mm512_load_ps(dq + r * stride + e), scale_f32x16);
+                if (mask == 0xFFFF) _mm512_storeu_ps(target + e, value_f32x16);
+                else _mm512_mask_storeu_ps(target + e, mask, value_f32x16);
+            }
+        }
+    }
+    __m512 scale_f32x16 = _mm512_set1_ps(scale);
+    for (size_t c = 0; c < length; ++c) {
+        float *target = unit->dk + c * qkv_stride;
+        for (size_t e = 0; e < dh; e += 16) {
+            __mmask16 mask = nn_tail_mask16(dh - e);
+            __m512 value_f32x16 = _mm512_mul_ps(_mm512_maskz_loadu_ps(mask, target + e), scale_f32x16);
+            if (mask == 0xFFFF) _mm512_storeu_ps(target + e, value_f32x16);
+            else _mm512_mask_storeu_ps(target + e, mask, value_f32x16);
+        }
+    }
+}
+
+void uform__nn_attention_backward_bf16_genoa(const uform__attention_shape_t *shape, const float *qkv,
+                                             const float *out, const float *lse, const float *dout, float *deltas,
+                                             float *dqkv, const uform__parallel_t *parallel) {
+    uform__nn_attention_backward_units(backward_unit_bf16_genoa, NULL, shape, qkv, out, lse, dout, deltas, dqkv,
+                                       parallel);
 }

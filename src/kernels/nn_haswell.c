@@ -292,7 +292,7 @@ UFORM_HASWELL static void round_bf16_f32_haswell(const float *src, size_t src_st
         }
 }
 
-static const uform__nn_attention_ops_t attention_ops_haswell = {
+const uform__nn_attention_ops_t uform__nn_attention_ops_haswell = {
     transpose_f32_haswell,     scores_f32_haswell,  accumulate_f32_haswell,
     exp_shift_sum_f32_haswell, exp_sub_f32_haswell, row_max_f32_haswell,
     round_bf16_f32_haswell,
@@ -300,18 +300,26 @@ static const uform__nn_attention_ops_t attention_ops_haswell = {
 
 static void attention_forward_bf16_haswell(const uform__attention_shape_t *shape, const float *qkv, float *out,
                                            float *lse, const uform__parallel_t *parallel) {
-    uform__nn_attention_forward_bf16_with(&attention_ops_haswell, shape, qkv, out, lse, parallel);
+    uform__nn_attention_forward_bf16_with(&uform__nn_attention_ops_haswell, shape, qkv, out, lse, parallel);
 }
 
 static void attention_forward_f32_haswell(const uform__attention_shape_t *shape, const float *qkv, float *out,
                                           float *lse, const uform__parallel_t *parallel) {
-    uform__nn_attention_forward_with(&attention_ops_haswell, shape, qkv, out, lse, parallel);
+    uform__nn_attention_forward_with(&uform__nn_attention_ops_haswell, shape, qkv, out, lse, parallel);
+}
+
+static void attention_backward_bf16_haswell(const uform__attention_shape_t *shape, const float *qkv, const float *out,
+                                            const float *lse, const float *dout, float *deltas, float *dqkv,
+                                            const uform__parallel_t *parallel) {
+    uform__nn_attention_backward_bf16_with(&uform__nn_attention_ops_haswell, shape, qkv, out, lse, dout, deltas, dqkv,
+                                           parallel);
 }
 
 static void attention_backward_f32_haswell(const uform__attention_shape_t *shape, const float *qkv, const float *out,
                                            const float *lse, const float *dout, float *deltas, float *dqkv,
                                            const uform__parallel_t *parallel) {
-    uform__nn_attention_backward_with(&attention_ops_haswell, shape, qkv, out, lse, dout, deltas, dqkv, parallel);
+    uform__nn_attention_backward_with(&uform__nn_attention_ops_haswell, shape, qkv, out, lse, dout, deltas, dqkv,
+                                      parallel);
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -767,13 +775,14 @@ static double sum_squares_f32_haswell(size_t n, const float *x, const uform__par
 
 static void softmax_forward_f32_haswell(size_t rows, size_t width, const float *x, size_t x_stride, float *y,
                                    size_t y_stride, const uform__parallel_t *parallel) {
-    uform__nn_softmax_with(&attention_ops_haswell, rows, width, x, x_stride, y, y_stride, parallel);
+    uform__nn_softmax_with(&uform__nn_attention_ops_haswell, rows, width, x, x_stride, y, y_stride, parallel);
 }
 
 const uform__nn_kernels_t uform__nn_kernels_haswell = {
     .attention_forward = attention_forward_f32_haswell,
     .attention_forward_bf16 = attention_forward_bf16_haswell,
     .attention_backward = attention_backward_f32_haswell,
+    .attention_backward_bf16 = attention_backward_bf16_haswell,
     .layernorm_forward = layernorm_forward_f32_haswell,
     .layernorm_forward_bf16 = uform__nn_layernorm_forward_bf16_serial,
     .layernorm_backward = layernorm_backward_f32_haswell,

@@ -70,6 +70,13 @@ void uform__nn_attention_forward_f32_serial(const uform__attention_shape_t *shap
     uform__nn_attention_forward_with(&uform__nn_attention_ops_serial, shape, qkv, out, lse, parallel);
 }
 
+static void attention_backward_bf16_serial(const uform__attention_shape_t *shape, const float *qkv, const float *out,
+                                           const float *lse, const float *dout, float *deltas, float *dqkv,
+                                           const uform__parallel_t *parallel) {
+    uform__nn_attention_backward_bf16_with(&uform__nn_attention_ops_serial, shape, qkv, out, lse, dout, deltas, dqkv,
+                                           parallel);
+}
+
 static void attention_forward_bf16_serial(const uform__attention_shape_t *shape, const float *qkv, float *out,
                                           float *lse, const uform__parallel_t *parallel) {
     uform__nn_attention_forward_bf16_with(&uform__nn_attention_ops_serial, shape, qkv, out, lse, parallel);
@@ -588,6 +595,7 @@ const uform__nn_kernels_t uform__nn_kernels_serial = {
     .attention_forward = uform__nn_attention_forward_f32_serial,
     .attention_forward_bf16 = attention_forward_bf16_serial,
     .attention_backward = uform__nn_attention_backward_f32_serial,
+    .attention_backward_bf16 = attention_backward_bf16_serial,
     .layernorm_forward = uform__nn_layernorm_forward_f32_serial,
     .layernorm_forward_bf16 = uform__nn_layernorm_forward_bf16_serial,
     .layernorm_backward = uform__nn_layernorm_backward_f32_serial,

@@ -1,6 +1,7 @@
 /*
  * SKYLAKE NN kernels (AVX-512 F, BW, DQ, VL), also the table of ICELAKE and, but for the BF16
- * attention forward (VDPBF16PS, nn_attention_genoa.c), of GENOA, SAPPHIRE, GRANITE and DIAMOND.
+ * attention forward and backward (VDPBF16PS, nn_attention_genoa.c), of GENOA, SAPPHIRE, GRANITE
+ * and DIAMOND.
  * Every other NN kernel computes in F32, so the later classes' extensions (VNNI, BF16 dot
  * products) have nothing to add here; and VCVTNEPS2BF16 treats subnormal inputs as zero, so the
  * F32→BF16 conversion keeps the exact integer rounding.
@@ -274,7 +275,7 @@ UFORM_SKYLAKE static void round_bf16_f32_skylake(const float *src, size_t src_st
         }
 }
 
-static const uform__nn_attention_ops_t attention_ops_skylake = {
+const uform__nn_attention_ops_t uform__nn_attention_ops_skylake = {
     transpose_f32_skylake,     scores_f32_skylake,  accumulate_f32_skylake,
     exp_shift_sum_f32_skylake, exp_sub_f32_skylake, row_max_f32_skylake,
     round_bf16_f32_skylake,
@@ -282,18 +283,26 @@ static const uform__nn_attention_ops_t attention_ops_skylake = {
 
 static void attention_forward_f32_skylake(const uform__attention_shape_t *shape, const float *qkv, float *out,
                                           float *lse, const uform__parallel_t *parallel) {
-    uform__nn_attention_forward_with(&attention_ops_skylake, shape, qkv, out, lse, parallel);
+    uform__nn_attention_forward_with(&uform__nn_attention_ops_skylake, shape, qkv, out, lse, parallel);
 }
 
 static void attention_forward_bf16_skylake(const uform__attention_shape_t *shape, const float *qkv, float *out,
                                            float *lse, const uform__parallel_t *parallel) {
-    uform__nn_attention_forward_bf16_with(&attention_ops_skylake, shape, qkv, out, lse, parallel);
+    uform__nn_attention_forward_bf16_with(&uform__nn_attention_ops_skylake, shape, qkv, out, lse, parallel);
+}
+
+static void attention_backward_bf16_skylake(const uform__attention_shape_t *shape, const float *qkv, const float *out,
+                                            const float *lse, const float *dout, float *deltas, float *dqkv,
+                                            const uform__parallel_t *parallel) {
+    uform__nn_attention_backward_bf16_with(&uform__nn_attention_ops_skylake, shape, qkv, out, lse, dout, deltas, dqkv,
+                                           parallel);
 }
 
 static void attention_backward_f32_skylake(const uform__attention_shape_t *shape, const float *qkv, const float *out,
                                            const float *lse, const float *dout, float *deltas, float *dqkv,
                                            const uform__parallel_t *parallel) {
-    uform__nn_attention_backward_with(&attention_ops_skylake, shape, qkv, out, lse, dout, deltas, dqkv, parallel);
+    uform__nn_attention_backward_with(&uform__nn_attention_ops_skylake, shape, qkv, out, lse, dout, deltas, dqkv,
+                                      parallel);
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -759,10 +768,10 @@ static double sum_squares_f32_skylake(size_t n, const float *x, const uform__par
 
 static void softmax_forward_f32_skylake(size_t rows, size_t width, const float *x, size_t x_stride, float *y,
                                    size_t y_stride, const uform__parallel_t *parallel) {
-    uform__nn_softmax_with(&attention_ops_skylake, rows, width, x, x_stride, y, y_stride, parallel);
+    uform__nn_softmax_with(&uform__nn_attention_ops_skylake, rows, width, x, x_stride, y, y_stride, parallel);
 }
 
-/* The entries SKYLAKE and GENOA share: GENOA differs only in attention_forward_bf16. */
+/* The entries SKYLAKE and GENOA share: GENOA differs only in the BF16 attention. */
 #define SKYLAKE_ENTRIES \
     .attention_forward = attention_forward_f32_skylake, \
     .attention_backward = attention_backward_f32_skylake, \
@@ -792,10 +801,12 @@ static void softmax_forward_f32_skylake(size_t rows, size_t width, const float *
 const uform__nn_kernels_t uform__nn_kernels_skylake = {
     SKYLAKE_ENTRIES,
     .attention_forward_bf16 = attention_forward_bf16_skylake,
+    .attention_backward_bf16 = attention_backward_bf16_skylake,
 };
 
 /* GENOA, SAPPHIRE, GRANITE and DIAMOND: VDPBF16PS for the BF16 attention (nn_attention_genoa.c). */
 const uform__nn_kernels_t uform__nn_kernels_genoa = {
     SKYLAKE_ENTRIES,
     .attention_forward_bf16 = uform__nn_attention_forward_bf16_genoa,
+    .attention_backward_bf16 = uform__nn_attention_backward_bf16_genoa,
 };

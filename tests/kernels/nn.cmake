@@ -5,6 +5,8 @@ uform_add_test(NAME test_nn_attention SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_n
                TIMEOUT 120)
 uform_add_test(NAME test_nn_attention_bf16 SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_nn_attention_bf16.c
                LABELS kernels tsan TIMEOUT 120)
+uform_add_test(NAME test_nn_attention_backward_bf16
+               SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_nn_attention_backward_bf16.c LABELS kernels tsan TIMEOUT 120)
 uform_add_test(NAME test_nn_ops SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_nn_ops.c LABELS kernels tsan TIMEOUT 120)
 uform_add_test(NAME test_nn_convert SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_nn_convert.c LABELS kernels TIMEOUT 120)
 uform_add_test(NAME test_nn_torch SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_nn_torch.c LABELS kernels TIMEOUT 120)

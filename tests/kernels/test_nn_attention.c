@@ -176,6 +176,55 @@ static void check_against_reference(const attention_case_t *c, uint64_t seed) {
     buffers_free(&b);
 }
 
+/* The fused and two-pass backward schedules must agree bit for bit on every class (nn.h,
+ * uform__nn_attention_backward_schedule_with), with 1 and 3 threads; so must deltas. The inputs
+ * are scaled by `spread` too, so that large scores (exp far from 1, many underflows) are covered. */
+static void compare_floats_bits(const char *what, const float *got, const float *expected, size_t n) {
+    for (size_t i = 0; i < n; ++i)
+        if (memcmp(got + i, expected + i, sizeof(float))) {
+            CHECK_MSG(0, "%s: not bit-identical at [%zu]: %.9g vs %.9g", what, i, got[i], expected[i]);
+            return;
+        }
+}
+
+static void check_schedules(const attention_case_t *c, uint64_t seed, float spread) {
+    uint64_t state = seed;
+    buffers_t b;
+    buffers_init(&b, c, &state);
+    size_t T = b.T, d = b.d;
+    for (size_t i = 0; i < T * 3 * d; ++i) b.qkv[i] *= spread;
+    float *dqkv_two = malloc(T * 3 * d * sizeof(float) + 4), *deltas_two = malloc(c->heads * T * sizeof(float) + 4);
+    const uform_cpu_class_t classes[] = {UFORM_CPU_CLASS_SERIAL, UFORM_CPU_CLASS_INTEL_HASWELL,
+                                         UFORM_CPU_CLASS_INTEL_SKYLAKE, UFORM_CPU_CLASS_INTEL_ICELAKE,
+                                         UFORM_CPU_CLASS_AMD_GENOA};
+    for (size_t k = 0; k < sizeof classes / sizeof classes[0]; ++k) {
+        if (!uform_cpu_class_supported(classes[k])) continue;
+        const uform__nn_attention_ops_t *ops = uform__nn_attention_ops(classes[k]);
+        uform__nn_kernels(classes[k])->attention_forward(&b.shape, b.qkv, b.out, b.lse, NULL);
+        memset(dqkv_two, 0xFF, T * 3 * d * sizeof(float));
+        uform__nn_attention_backward_schedule_with(ops, UFORM__NN_ATTENTION_BACKWARD_TWO_PASS, &b.shape, b.qkv, b.out,
+                                                   b.lse, b.dout, deltas_two, dqkv_two, NULL);
+        for (size_t threads = 1; threads <= 3; threads += 2) {
+            test_pool_t pool;
+            uform__parallel_t parallel;
+            test_parallel_init(&parallel, &pool, threads);
+            memset(b.dqkv, 0xFF, T * 3 * d * sizeof(float));
+            memset(b.deltas, 0xFF, c->heads * T * sizeof(float));
+            uform__nn_attention_backward_schedule_with(ops, UFORM__NN_ATTENTION_BACKWARD_FUSED, &b.shape, b.qkv, b.out,
+                                                       b.lse, b.dout, b.deltas, b.dqkv, threads > 1 ? &parallel : NULL);
+            char label[128];
+            snprintf(label, sizeof label, "%s fused vs two-pass dqkv, H=%zu dh=%zu spread %g, %zu threads",
+                     uform_cpu_class_name(classes[k]), c->heads, c->head_width, spread, threads);
+            compare_floats_bits(label, b.dqkv, dqkv_two, T * 3 * d);
+            snprintf(label, sizeof label, "%s fused vs two-pass deltas, H=%zu dh=%zu spread %g, %zu threads",
+                     uform_cpu_class_name(classes[k]), c->heads, c->head_width, spread, threads);
+            compare_floats_bits(label, b.deltas, deltas_two, c->heads * T);
+        }
+    }
+    free(dqkv_two), free(deltas_two);
+    buffers_free(&b);
+}
+
 /* Central differences of L(qkv) = Σ dout ⊙ attention(qkv) computed in double, against every
  * class's backward. */
 static void check_finite_differences(uint64_t seed) {
@@ -311,6 +360,10 @@ int main(int argc, char **argv) {
     uint64_t seed = argc > 1 ? strtoull(argv[1], NULL, 0) : 0x5EEDA77Eull;
     printf("seed 0x%llx\n", (unsigned long long)seed);
     for (size_t i = 0; i < nn_attention_case_count; ++i) check_against_reference(&nn_attention_cases[i], seed + i);
+    for (size_t i = 0; i < nn_attention_case_count; ++i) {
+        check_schedules(&nn_attention_cases[i], seed + 17 * i, 1.0f);
+        check_schedules(&nn_attention_cases[i], seed + 17 * i + 1, 6.0f);
+    }
     check_finite_differences(seed);
     check_nan_propagates();
     check_queries(seed);
