@@ -10,7 +10,9 @@
  *
  * Cases (as the peer's): `image` — 32 pairs of a 224×224 JPEG (decoded by the step) and a 32-byte
  * text; `text` — 32 pairs of 256-byte texts. Contrastive loss over the pairs (text side 0), group 0.
- * Each side reports its best step after one warm-up step.
+ * Each side reports its best step after one warm-up step. Both sides also count their CPU seconds
+ * per step (all threads), so the ratio per CPU-second and the MFU per CPU-second ("cpu-MFU": the
+ * step's flops per CPU-second against the GEMM's per CPU-second) hold even on shared cores.
  */
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -96,12 +98,12 @@ static void batch_free(batch_t *batch) {
 }
 
 typedef struct result_t {
-    double seconds, rate, gflops, mfu;
+    double seconds, cpu_seconds, rate, gflops, mfu, cpu_mfu;
     uform_trainer_stats_t stats;
 } result_t;
 
 static int run(uform_executor_t executor, const char *size, uform_compute_t compute, const batch_t *batch, size_t steps,
-               int image, double peak, result_t *result) {
+               int image, double peak, double cpu_peak, result_t *result) {
     uform_trainer_config_t config = {0};
     snprintf(config.size, sizeof config.size, "%s", size);
     config.compute = compute, config.seed = 1;
@@ -124,19 +126,21 @@ static int run(uform_executor_t executor, const char *size, uform_compute_t comp
         step.contents = (uform_tape_t){batch->data, batch->offsets, 2 * batch->pairs};
         step.bags = batch->bags, step.bag_count = 2 * batch->pairs, step.sides = batch->sides;
         step.relations = (uform_relations_t){batch->lefts, batch->rights, NULL, batch->pairs};
-        double start = bench_peak_seconds();
+        double start = bench_peak_seconds(), cpu_start = bench_process_cpu_seconds();
         if (uform_trainer_step(&step) != UFORM_OK) {
             fprintf(stderr, "bench_train: %s\n", step.outcome.message);
             uform_trainer_free(trainer);
             uform_arena_free(arena);
             return -1;
         }
-        double seconds = bench_peak_seconds() - start;
+        double seconds = bench_peak_seconds() - start, cpu_seconds = bench_process_cpu_seconds() - cpu_start;
         if (s && seconds < result->seconds) result->seconds = seconds, result->stats = stats;
+        if (s && (result->cpu_seconds == 0 || cpu_seconds < result->cpu_seconds)) result->cpu_seconds = cpu_seconds;
     }
     result->rate = (double)batch->pairs * (image ? 1.0 : 2.0) / result->seconds;
     result->gflops = result->stats.flops / result->seconds * 1e-9;
     result->mfu = peak > 0 ? result->stats.flops / result->seconds / peak : 0;
+    result->cpu_mfu = cpu_peak > 0 ? result->stats.flops / result->cpu_seconds / cpu_peak : 0;
     uform_trainer_free(trainer);
     uform_arena_free(arena);
     return 0;
@@ -144,7 +148,7 @@ static int run(uform_executor_t executor, const char *size, uform_compute_t comp
 
 /* The PyTorch peer's rates (F32 and BF16) for one case; 0 where it could not run. */
 static void torch_rates(const char *kind, const char *size, size_t batch, size_t threads, int quick, double rates[2],
-                        double seconds[2][4]) {
+                        double seconds[2][4], double cpu_seconds[2]) {
     char path[] = "/tmp/uform-bench-train-XXXXXX";
     int descriptor = mkstemp(path);
     if (descriptor < 0) return;
@@ -174,6 +178,8 @@ static void torch_rates(const char *kind, const char *size, size_t batch, size_t
                                                                                                  : "sequences_per_second");
             int k = cJSON_IsString(mode) && strcmp(mode->valuestring, "bf16") == 0;
             if (cJSON_IsNumber(rate)) rates[k] = rate->valuedouble;
+            const cJSON *cpu = cJSON_GetObjectItemCaseSensitive(item, "cpu_seconds_per_step");
+            if (cJSON_IsNumber(cpu)) cpu_seconds[k] = cpu->valuedouble;
             const char *keys[4] = {"seconds_per_step", "forward_seconds", "backward_seconds", "optimizer_seconds"};
             for (int j = 0; j < 4; ++j) {
                 const cJSON *value = cJSON_GetObjectItemCaseSensitive(item, keys[j]);
@@ -208,14 +214,19 @@ int main(int argc, char **argv) {
         return 1;
     }
     double peak = bench_gemm_peak(executor, uform_executor_cpu_class(executor));
+    /* The same product per CPU-second of this process: the MFU that other processes on the cores
+     * cannot lower (a step per CPU-second against the GEMM per CPU-second). */
+    double cpu_peak = bench_gemm_peak_of(executor, uform_executor_cpu_class(executor), 1);
     FILE *json = fopen(json_path, "w");
     if (json)
         fprintf(json, "{\"cpu_class\": \"%s\", \"threads\": %zu, \"batch\": %zu, \"size\": \"%s\", \"peak_gflops\": %.1f, \"cases\": [",
                 uform_cpu_class_name(uform_executor_cpu_class(executor)), threads, batch_size, size, peak * 1e-9);
-    printf("%s, %zu threads, batch %zu, %s; BF16 GEMM peak measured now: %.0f GFLOP/s\n",
-           uform_cpu_class_name(uform_executor_cpu_class(executor)), threads, batch_size, size, peak * 1e-9);
-    printf("%-6s %-5s | %9s %7s | %6s %6s %6s %6s | %7s %5s | %9s %9s | %7s\n", "case", "mode", "items/s", "s/step",
-           "decode", "fwd", "bwd", "optim", "GFLOP/s", "MFU", "torch f32", "torch bf16", "vs best");
+    printf("%s, %zu threads, batch %zu, %s; BF16 GEMM peak measured now: %.0f GFLOP/s (%.0f per CPU-second)\n",
+           uform_cpu_class_name(uform_executor_cpu_class(executor)), threads, batch_size, size, peak * 1e-9,
+           cpu_peak * 1e-9);
+    printf("%-6s %-5s | %9s %7s | %6s %6s %6s %6s | %7s %5s %7s | %9s %9s | %7s %7s\n", "case", "mode", "items/s",
+           "s/step", "decode", "fwd", "bwd", "optim", "GFLOP/s", "MFU", "cpu-MFU", "torch f32", "torch bf16", "vs best",
+           "per cpu");
     static const char *const kinds[2] = {"image", "text"};
     int first = 1;
     for (int c = 0; c < 2; ++c) {
@@ -223,30 +234,40 @@ int main(int argc, char **argv) {
         int image = c == 0;
         batch_t batch;
         make_batch(&batch, kinds[c], batch_size, strcmp(size, "tiny") == 0 ? 32 : 224, strcmp(size, "tiny") == 0 ? 64 : 256);
-        double torch[2] = {0, 0}, torch_seconds[2][4] = {{0}};
-        if (with_torch) torch_rates(kinds[c], size, batch_size, threads, quick, torch, torch_seconds);
+        double torch[2] = {0, 0}, torch_seconds[2][4] = {{0}}, torch_cpu[2] = {0, 0};
+        if (with_torch) torch_rates(kinds[c], size, batch_size, threads, quick, torch, torch_seconds, torch_cpu);
         double best_torch = fmax(torch[0], torch[1]);
+        /* Items per CPU-second of the peer's best mode, to set against ours per CPU-second. */
+        double items = (double)batch_size * (c == 0 ? 1.0 : 2.0), best_torch_cpu = 0;
+        for (int k = 0; k < 2; ++k)
+            if (torch_cpu[k] > 0) best_torch_cpu = fmax(best_torch_cpu, items / torch_cpu[k]);
         for (int m = 0; m < 2; ++m) {
             if (mode && strcmp(mode, m ? "bf16" : "f32") != 0) continue;
             result_t result;
-            if (run(executor, size, m ? UFORM_COMPUTE_BF16 : UFORM_COMPUTE_F32, &batch, steps, image, peak, &result)) continue;
+            if (run(executor, size, m ? UFORM_COMPUTE_BF16 : UFORM_COMPUTE_F32, &batch, steps, image, peak, cpu_peak,
+                    &result))
+                continue;
             const uform_trainer_stats_t *s = &result.stats;
-            printf("%-6s %-5s | %9.2f %7.3f | %6.3f %6.3f %6.3f %6.3f | %7.1f %4.0f%% | %9.2f %9.2f | %6.2fx\n", kinds[c],
-                   m ? "bf16" : "f32", result.rate, result.seconds, s->decode_seconds, s->forward_seconds, s->backward_seconds,
-                   s->optimizer_seconds, result.gflops, result.mfu * 100, torch[0], torch[1],
-                   best_torch > 0 ? result.rate / best_torch : 0);
+            double cpu_rate = items / result.cpu_seconds;
+            printf("%-6s %-5s | %9.2f %7.3f | %6.3f %6.3f %6.3f %6.3f | %7.1f %4.0f%% %6.0f%% | %9.2f %9.2f | %6.2fx %6.2fx\n",
+                   kinds[c], m ? "bf16" : "f32", result.rate, result.seconds, s->decode_seconds, s->forward_seconds,
+                   s->backward_seconds, s->optimizer_seconds, result.gflops, result.mfu * 100, result.cpu_mfu * 100,
+                   torch[0], torch[1], best_torch > 0 ? result.rate / best_torch : 0,
+                   best_torch_cpu > 0 ? cpu_rate / best_torch_cpu : 0);
             fflush(stdout);
             if (json)
                 fprintf(json,
                         "%s\n {\"case\": \"%s\", \"mode\": \"%s\", \"items_per_second\": %.3f, \"seconds_per_step\": %.4f, "
                         "\"decode_seconds\": %.4f, \"forward_seconds\": %.4f, \"backward_seconds\": %.4f, "
-                        "\"optimizer_seconds\": %.4f, \"gflop_per_step\": %.2f, \"gflops\": %.1f, \"mfu\": %.4f, "
+                        "\"optimizer_seconds\": %.4f, \"gflop_per_step\": %.2f, \"gflops\": %.1f, \"mfu\": %.4f, \"cpu_mfu\": %.4f, "
                         "\"torch_f32_items_per_second\": %.3f, \"torch_bf16_items_per_second\": %.3f, "
-                        "\"torch_bf16_split\": [%.4f, %.4f, %.4f, %.4f], \"ratio_vs_best_torch\": %.3f}",
+                        "\"torch_bf16_split\": [%.4f, %.4f, %.4f, %.4f], \"ratio_vs_best_torch\": %.3f, "
+                        "\"items_per_cpu_second\": %.4f, \"ratio_vs_best_torch_per_cpu_second\": %.3f}",
                         first ? "" : ",", kinds[c], m ? "bf16" : "f32", result.rate, result.seconds, s->decode_seconds,
                         s->forward_seconds, s->backward_seconds, s->optimizer_seconds, s->flops * 1e-9, result.gflops,
-                        result.mfu, torch[0], torch[1], torch_seconds[1][0], torch_seconds[1][1], torch_seconds[1][2],
-                        torch_seconds[1][3], best_torch > 0 ? result.rate / best_torch : 0);
+                        result.mfu, result.cpu_mfu, torch[0], torch[1], torch_seconds[1][0], torch_seconds[1][1], torch_seconds[1][2],
+                        torch_seconds[1][3], best_torch > 0 ? result.rate / best_torch : 0, items / result.cpu_seconds,
+                        best_torch_cpu > 0 ? items / result.cpu_seconds / best_torch_cpu : 0);
             first = 0;
         }
         batch_free(&batch);
