@@ -122,7 +122,7 @@ uform_status_t uform__signal_resize_plan_init(uform__signal_resize_plan_t *plan,
     if (!taps_init(&plan->rows, source_height, resized_height, crop_top, crop_height) ||
         !taps_init(&plan->columns, source_width, resized_width, crop_left, crop_width)) {
         uform__signal_resize_plan_free(plan);
-        return uform__fail(outcome, UFORM_OUT_OF_MEMORY, __func__, "resize weight tables for %zux%zu",
+        return uform__fail(outcome, UFORM_OUT_OF_MEMORY, __func__, "cannot allocate resize weight tables for %zux%zu",
                            crop_height, crop_width);
     }
     size_t begin = source_height, end = 0;

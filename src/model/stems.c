@@ -203,7 +203,7 @@ static void media_prong(void *context, size_t thread, size_t prong) {
         size_t count = length / sizeof(float);
         float *samples = malloc((count ? count : 1) * sizeof(float));
         if (!samples) {
-            status = uform__fail(outcome, UFORM_OUT_OF_MEMORY, "", "cannot copy %zu samples", count);
+            status = uform__fail(outcome, UFORM_OUT_OF_MEMORY, "", "cannot allocate a copy of %zu samples", count);
             break;
         }
         memcpy(samples, bytes, count * sizeof(float));

@@ -1,0 +1,280 @@
+/*
+ * The allocation-failure sweep's driver (sweep.h): for every row of rows.c, a first run with memory
+ * (its outputs' digest is the reference), a counting run (how many allocations the call makes),
+ * then one run per allocation number N with allocation N failing, each followed by a run with
+ * memory that must give the reference digest again.
+ *
+ * usage: reliability_sweep CHECKPOINT FIXTURES [--quick] [--mode transient|persistent|both] [--only a,b]
+ *   --quick  N = 1..8, then about 24 numbers spread over the rest, then the last few (make test);
+ *            without it every N (make asan, make sweep).
+ *   --mode   transient: only allocation N fails; persistent: N and every later one fail (the
+ *            error paths themselves run without memory); both (the default).
+ * Exit status 0 when every verdict holds; each violation prints the row, N, which function was
+ * failed, the status and message answered, and the stack of the failed allocation.
+ */
+#include <dirent.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "failing_alloc.h"
+#include "rows.h"
+
+/* Where the sweep is, for the exit and signal handlers: a library that exits or aborts under
+ * memory exhaustion is the bug the sweep exists to find, so say where it happened. */
+static const char *current_row = "";
+static size_t current_n;
+static volatile sig_atomic_t in_call;
+
+static void report_exit(void) {
+    if (!in_call) return;
+    failing_alloc_disarm();
+    fprintf(stderr, "FAIL %s: the process exited from inside the call with allocation %zu failing (%s); the library must "
+                    "never exit\n", current_row, current_n, failing_alloc_failed_function());
+    failing_alloc_print_failure_stack();
+    _exit(3);
+}
+
+static void report_signal(int signal_number) {
+    if (in_call) {
+        failing_alloc_disarm();
+        char line[256];
+        int length = snprintf(line, sizeof line, "FAIL %s: signal %d inside the call with allocation %zu failing (%s)\n",
+                              current_row, signal_number, current_n, failing_alloc_failed_function());
+        if (length > 0) (void)!write(STDERR_FILENO, line, (size_t)length);
+        failing_alloc_print_failure_stack();
+    }
+    signal(signal_number, SIG_DFL);
+    raise(signal_number);
+}
+
+static double now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* Does the message say what could not be had? */
+static int names_allocation(const char *message) {
+    static const char *const words[] = {"allocat", "memory", "cannot map", "mmap"};
+    char lower[sizeof ((sweep_answer_t *)0)->message];
+    size_t i = 0;
+    for (; message[i] && i + 1 < sizeof lower; ++i) lower[i] = (char)(message[i] >= 'A' && message[i] <= 'Z' ? message[i] + 32 : message[i]);
+    lower[i] = 0;
+    for (size_t w = 0; w < sizeof words / sizeof words[0]; ++w)
+        if (strstr(lower, words[w])) return 1;
+    return 0;
+}
+
+/* Files a failed call left in the scratch folder (a writer must remove its temporary file). */
+static int leftovers(const char *folder, char *found, size_t capacity) {
+    DIR *directory = opendir(folder);
+    if (!directory) return 0;
+    int count = 0;
+    found[0] = 0;
+    for (struct dirent *entry; (entry = readdir(directory));) {
+        if (entry->d_name[0] != '.' || !strcmp(entry->d_name, ".") || !strcmp(entry->d_name, "..")) continue;
+        if (!count++) snprintf(found, capacity, "%s", entry->d_name);
+        char path[600];
+        snprintf(path, sizeof path, "%s/%s", folder, entry->d_name);
+        unlink(path);
+    }
+    closedir(directory);
+    return count;
+}
+
+typedef struct tally_t {
+    size_t runs, injected_runs, out_of_memory, absorbed, violations;
+} tally_t;
+
+static void violation(tally_t *tally, const sweep_row_t *row, size_t n, failing_alloc_mode_t mode, const char *what,
+                      const sweep_answer_t *answer) {
+    tally->violations += 1;
+    if (tally->violations > 6) return; /* the first few say enough */
+    fprintf(stderr, "FAIL %s, allocation %zu failing (%s, %s): %s; got %s: %s\n", row->name, n,
+            mode == FAILING_ALLOC_PERSISTENT ? "persistent" : "transient", failing_alloc_failed_function(), what,
+            answer->status, answer->message[0] ? answer->message : "(no message)");
+    failing_alloc_print_failure_stack();
+}
+
+/* One armed run and the run with memory after it. Answers 0 when allocation `n` was never reached
+ * (the call completed with fewer allocations). */
+static int sweep_one(sweep_fixture_t *fixture, const sweep_row_t *row, size_t n, failing_alloc_mode_t mode,
+                     uint64_t reference, tally_t *tally) {
+    sweep_answer_t answer;
+    memset(&answer, 0, sizeof answer);
+    long live_before = failing_alloc_live();
+    current_n = n;
+    in_call = 1;
+    failing_alloc_arm(n, mode);
+    row->run(fixture, &answer);
+    size_t injected = failing_alloc_disarm();
+    in_call = 0;
+    long live_after = failing_alloc_live();
+    tally->runs += 1;
+    if (injected == 0) {
+        if (!answer.ok) violation(tally, row, n, mode, "failed with no allocation failing", &answer);
+        else if (answer.digest != reference) violation(tally, row, n, mode, "different outputs with no allocation failing", &answer);
+        return 0;
+    }
+    tally->injected_runs += 1;
+    if (answer.ok) {
+        tally->absorbed += 1; /* a library fell back or retried: fine if the outputs are right */
+        if (answer.digest != reference) violation(tally, row, n, mode, "succeeded with different outputs", &answer);
+    } else if (answer.out_of_memory) {
+        tally->out_of_memory += 1;
+        if (!names_allocation(answer.message)) violation(tally, row, n, mode, "the message does not say what could not be allocated", &answer);
+    } else {
+        violation(tally, row, n, mode, "expected out_of_memory or ok", &answer);
+    }
+    char found[300];
+    int left = leftovers(fixture->scratch, found, sizeof found);
+    if (left) {
+        snprintf(answer.message, sizeof answer.message, "%d temporary files, such as '%s'", left, found);
+        violation(tally, row, n, mode, "files left behind", &answer);
+    }
+    if (!(row->flags & (SWEEP_THREADS | SWEEP_FFMPEG)) && live_after != live_before) {
+        snprintf(answer.message, sizeof answer.message, "%ld blocks live before the call, %ld after", live_before, live_after);
+        violation(tally, row, n, mode, "blocks leaked", &answer);
+    }
+    /* Memory is back: the same call on the same objects gives the reference outputs. */
+    sweep_answer_t again;
+    memset(&again, 0, sizeof again);
+    row->run(fixture, &again);
+    if (!again.ok) violation(tally, row, n, mode, "the call fails once memory is back", &again);
+    else if (again.digest != reference) violation(tally, row, n, mode, "different outputs once memory is back", &again);
+    return 1;
+}
+
+/* The allocation numbers of a quick run: 1..8, about 24 spread over the rest, the last 4. */
+static int quick_includes(size_t n, size_t total) {
+    if (n <= 8 || n + 4 > total) return 1;
+    size_t step = total / 24 > 1 ? total / 24 : 1;
+    return (n - 8) % step == 0;
+}
+
+static int sweep_row(sweep_fixture_t *fixture, const sweep_row_t *row, int quick, int modes) {
+    current_row = row->name;
+    double start = now();
+    sweep_answer_t first;
+    memset(&first, 0, sizeof first);
+    row->run(fixture, &first); /* fills caches: media bytes, FFmpeg's tables, the session program */
+    if (!first.ok) {
+        fprintf(stderr, "FAIL %s: fails with all the memory it wants: %s: %s\n", row->name, first.status, first.message);
+        return 1;
+    }
+    sweep_answer_t counting;
+    memset(&counting, 0, sizeof counting);
+    failing_alloc_arm((size_t)-1, FAILING_ALLOC_TRANSIENT);
+    row->run(fixture, &counting);
+    failing_alloc_disarm();
+    size_t total = failing_alloc_counted();
+    if (!counting.ok || counting.digest != first.digest) {
+        fprintf(stderr, "FAIL %s: a second run with memory %s\n", row->name, counting.ok ? "gives other outputs" : "fails");
+        return 1;
+    }
+    tally_t tally = {0};
+    for (int mode = 0; mode < 2; ++mode) {
+        if (!(modes & (1 << mode))) continue;
+        for (size_t n = 1;; ++n) {
+            if (quick && !quick_includes(n, total)) continue;
+            if (!sweep_one(fixture, row, n, (failing_alloc_mode_t)mode, first.digest, &tally)) break;
+            if (n > 4 * total + 1000) { /* the count keeps growing: something allocates without end */
+                fprintf(stderr, "FAIL %s: still allocating at allocation %zu (a first run made %zu)\n", row->name, n, total);
+                tally.violations += 1;
+                break;
+            }
+        }
+    }
+    printf("%-26s %6zu allocations, %6zu runs, %6zu failed: %6zu out_of_memory, %5zu absorbed, %zu violations (%.1f s)\n",
+           row->name, total, tally.runs, tally.injected_runs, tally.out_of_memory, tally.absorbed, tally.violations, now() - start);
+    fflush(stdout);
+    return tally.violations != 0;
+}
+
+static int listed(const char *list, const char *name) {
+    if (!list) return 1;
+    size_t length = strlen(name);
+    for (const char *at = list; (at = strstr(at, name)); at += length)
+        if ((at == list || at[-1] == ',') && (at[length] == 0 || at[length] == ',')) return 1;
+    return 0;
+}
+
+static int usage(void) {
+    fprintf(stderr, "usage: reliability_sweep CHECKPOINT FIXTURES [--quick] [--mode transient|persistent|both] [--only a,b]\n");
+    return 2;
+}
+
+int main(int argc, char **argv) {
+    if (argc < 3) return usage();
+    sweep_fixture_t fixture;
+    memset(&fixture, 0, sizeof fixture);
+    fixture.checkpoint = argv[1];
+    fixture.fixtures = argv[2];
+    int quick = 0, modes = 3;
+    const char *only = NULL;
+    for (int i = 3; i < argc; ++i) {
+        if (!strcmp(argv[i], "--quick")) quick = 1;
+        else if (!strcmp(argv[i], "--mode") && i + 1 < argc) {
+            const char *mode = argv[++i];
+            modes = !strcmp(mode, "transient") ? 1 : !strcmp(mode, "persistent") ? 2 : !strcmp(mode, "both") ? 3 : 0;
+            if (!modes) return usage();
+        } else if (!strcmp(argv[i], "--only") && i + 1 < argc) only = argv[++i];
+        else return usage();
+    }
+#if UFORM_WITH_FFMPEG
+    fixture.ffmpeg = 1;
+#endif
+    snprintf(fixture.scratch, sizeof fixture.scratch, "/tmp/uform_sweep_XXXXXX");
+    if (!mkdtemp(fixture.scratch)) {
+        perror("mkdtemp");
+        return 1;
+    }
+    uform_outcome_t outcome = {0};
+    if (uform_model_load_ram(NULL, fixture.checkpoint, NULL, &fixture.model, &outcome) != UFORM_OK ||
+        uform_executor_for_ram(NULL, 2, 0, &fixture.executor, &outcome) != UFORM_OK ||
+        uform_arena_for_host(&fixture.arena, &outcome) != UFORM_OK) {
+        char line[600];
+        uform_outcome_format(&outcome, line, sizeof line);
+        fprintf(stderr, "setup: %s\n", line);
+        return 1;
+    }
+    atexit(report_exit);
+    signal(SIGABRT, report_signal);
+    signal(SIGSEGV, report_signal);
+    signal(SIGBUS, report_signal);
+
+    int failed = 0;
+    size_t ran = 0;
+    double start = now();
+    for (size_t r = 0; r < sweep_row_count; ++r) {
+        const sweep_row_t *row = &sweep_rows[r];
+        if (!listed(only, row->name)) continue;
+        if ((row->flags & SWEEP_FFMPEG) && !fixture.ffmpeg) {
+            printf("%-26s skipped: this build has no FFmpeg headers\n", row->name);
+            continue;
+        }
+        failed |= sweep_row(&fixture, row, quick, modes);
+        ran += 1;
+    }
+    char found[300];
+    while (leftovers(fixture.scratch, found, sizeof found)) {}
+    char path[300];
+    snprintf(path, sizeof path, "%s/sample.safetensors", fixture.scratch);
+    unlink(path);
+    snprintf(path, sizeof path, "%s/written.safetensors", fixture.scratch);
+    unlink(path);
+    rmdir(fixture.scratch);
+    uform_arena_free(fixture.arena);
+    uform_executor_free(fixture.executor);
+    uform_model_free(fixture.model);
+    printf("%zu rows in %.1f s: %s\n", ran, now() - start, failed ? "FAILED" : "every verdict holds");
+    if (ran == 0) {
+        fprintf(stderr, "no row matched --only %s\n", only ? only : "");
+        return 1;
+    }
+    return failed;
+}
