@@ -4,16 +4,21 @@
  * then one run per allocation number N with allocation N failing, each followed by a run with
  * memory that must give the reference digest again.
  *
- * usage: reliability_sweep CHECKPOINT FIXTURES [--quick] [--mode transient|persistent|both] [--only a,b]
+ * usage: reliability_sweep CHECKPOINT FIXTURES [--quick] [--mode transient|persistent|both] [--only a,b] [--at N]
  *   --quick  N = 1..8, then about 24 numbers spread over the rest, then the last few (make test);
  *            without it every N (make asan, make sweep).
  *   --mode   transient: only allocation N fails; persistent: N and every later one fail (the
  *            error paths themselves run without memory); both (the default).
+ *   --at     only allocation N (to debug one failure).
  * Exit status 0 when every verdict holds; each violation prints the row, N, which function was
  * failed, the status and message answered, and the stack of the failed allocation.
  */
 #include <dirent.h>
+#include <dlfcn.h>
+#include <execinfo.h>
 #include <signal.h>
+#include <sys/wait.h>
+#include <ucontext.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +33,7 @@
 static const char *current_row = "";
 static size_t current_n;
 static volatile sig_atomic_t in_call;
+static int in_child; /* an isolated row's child: its crash handler reports instead */
 
 static void report_exit(void) {
     if (!in_call) return;
@@ -88,6 +94,7 @@ static int leftovers(const char *folder, char *found, size_t capacity) {
 
 typedef struct tally_t {
     size_t runs, injected_runs, out_of_memory, absorbed, violations;
+    size_t third_party_crashes; /* isolated rows only: crashes inside a library UForm calls */
 } tally_t;
 
 static void violation(tally_t *tally, const sweep_row_t *row, size_t n, failing_alloc_mode_t mode, const char *what,
@@ -149,6 +156,78 @@ static int sweep_one(sweep_fixture_t *fixture, const sweep_row_t *row, size_t n,
     return 1;
 }
 
+/* ---- isolation: one child process per failing run (SWEEP_ISOLATE) ---- */
+
+/* What a child's crash handler writes to the parent: where the faulting frame lies. */
+typedef struct crash_record_t {
+    int ours;              /* the first frame outside libc lies in the test executable (UForm's code) */
+    char library[128];     /* the faulting frame's object, e.g. "libwebp.so.7" */
+    char symbol[64];       /* its nearest exported symbol, when it has one */
+    char failed[24];       /* the allocation function that was failed */
+} crash_record_t;
+
+/* A record a child sends its parent: 'S' before run n, 'T' after it (with the tally and whether
+ * allocation n was reached), 'C' when it crashes, 'E' at the end. */
+typedef struct child_record_t {
+    char tag;
+    int reached;
+    size_t n;
+    tally_t tally;
+    crash_record_t crash;
+} child_record_t;
+
+static void send_record(int descriptor, char tag, size_t n, int reached, const tally_t *tally, const crash_record_t *crash) {
+    child_record_t record;
+    memset(&record, 0, sizeof record);
+    record.tag = tag, record.n = n, record.reached = reached;
+    if (tally) record.tally = *tally;
+    if (crash) record.crash = *crash;
+    (void)!write(descriptor, &record, sizeof record);
+}
+
+static int crash_pipe = -1;
+static size_t third_party_total;
+static char executable[512];
+
+static const char *base_name(const char *path) {
+    const char *slash = strrchr(path, '/');
+    return slash ? slash + 1 : path;
+}
+
+/* Inside a dying child: find the faulting frame, skip frames in libc and in the failing allocator's
+ * own functions, and say whose code the first remaining frame is. Not async-signal-safe (dladdr,
+ * backtrace), acceptable in a child that is about to die anyway. */
+static void child_crash(int signal_number, siginfo_t *info, void *context) {
+    crash_record_t record;
+    memset(&record, 0, sizeof record);
+    snprintf(record.failed, sizeof record.failed, "%s", failing_alloc_failed_function());
+    void *frames[64];
+    int depth = backtrace(frames, 64), start = 0;
+    void *fault = (void *)((ucontext_t *)context)->uc_mcontext.gregs[REG_RIP];
+    for (int i = 0; i < depth; ++i)
+        if (frames[i] == fault) { start = i; break; }
+    static const char *const allocator[] = {"malloc", "calloc", "realloc", "free", "posix_memalign", "aligned_alloc",
+                                            "memalign", "valloc", "mmap", "mmap64", "pthread_create"};
+    for (int i = start; i < depth; ++i) {
+        Dl_info where;
+        if (!dladdr(frames[i], &where) || !where.dli_fname) continue;
+        const char *library = base_name(where.dli_fname);
+        if (strncmp(library, "libc.so", 7) == 0) continue;
+        int in_allocator = 0;
+        for (size_t a = 0; where.dli_sname && a < sizeof allocator / sizeof allocator[0]; ++a)
+            in_allocator |= !strcmp(where.dli_sname, allocator[a]);
+        if (in_allocator) continue;
+        record.ours = !strcmp(where.dli_fname, executable) || !strcmp(library, base_name(executable));
+        snprintf(record.library, sizeof record.library, "%s", library);
+        snprintf(record.symbol, sizeof record.symbol, "%s", where.dli_sname ? where.dli_sname : "?");
+        break;
+    }
+    if (!record.library[0]) snprintf(record.library, sizeof record.library, "libc"), record.ours = 0;
+    send_record(crash_pipe, 'C', 0, 0, NULL, &record);
+    signal(signal_number, SIG_DFL);
+    raise(signal_number);
+}
+
 /* The allocation numbers of a quick run: 1..8, about 24 spread over the rest, the last 4. */
 static int quick_includes(size_t n, size_t total) {
     if (n <= 8 || n + 4 > total) return 1;
@@ -156,7 +235,127 @@ static int quick_includes(size_t n, size_t total) {
     return (n - 8) % step == 0;
 }
 
-static int sweep_row(sweep_fixture_t *fixture, const sweep_row_t *row, int quick, int modes) {
+/* One row in one mode: which allocation numbers to fail, and the reference outputs. */
+typedef struct sweep_range_t {
+    sweep_fixture_t *fixture;
+    const sweep_row_t *row;
+    failing_alloc_mode_t mode;
+    int quick;
+    size_t at, total;
+    uint64_t reference;
+} sweep_range_t;
+
+/* Fails allocation n for n = from, from + 1, ... until a run no longer reaches n. With `report`
+ * (a child's pipe), says which run starts and how each ended. Answers 1 when the range finished. */
+static int sweep_from(const sweep_range_t *range, size_t from, tally_t *tally, int report) {
+    for (size_t n = from;; ++n) {
+        if (range->quick && !quick_includes(n, range->total)) continue;
+        if (range->at && n != range->at) {
+            if (n > range->at) return 1;
+            continue;
+        }
+        if (report >= 0) send_record(report, 'S', n, 0, tally, NULL);
+        int reached = sweep_one(range->fixture, range->row, n, range->mode, range->reference, tally);
+        if (report >= 0) send_record(report, 'T', n, reached, tally, NULL);
+        if (!reached) return 1;
+        if (n > 4 * range->total + 1000) { /* the count keeps growing: something allocates without end */
+            fprintf(stderr, "FAIL %s: still allocating at allocation %zu (a first run made %zu)\n", range->row->name, n, range->total);
+            tally->violations += 1;
+            return 1;
+        }
+    }
+}
+
+/* sweep_from in child processes: a child runs allocation numbers one after another, as the
+ * parent would, until it finishes or crashes; after a crash the next child resumes past the
+ * crashing number. A child that finishes exits normally, so LeakSanitizer checks it. */
+static void sweep_isolated(const sweep_range_t *range, tally_t *tally) {
+    size_t from = 1;
+    for (;;) {
+        int channel[2];
+        if (pipe(channel) != 0) {
+            perror("pipe");
+            exit(1);
+        }
+        fflush(stdout);
+        fflush(stderr);
+        pid_t child = fork();
+        if (child < 0) {
+            perror("fork");
+            exit(1);
+        }
+        if (child == 0) {
+            close(channel[0]);
+            crash_pipe = channel[1];
+            struct sigaction action;
+            memset(&action, 0, sizeof action);
+            action.sa_sigaction = child_crash;
+            action.sa_flags = SA_SIGINFO;
+            int signals[5] = {SIGSEGV, SIGBUS, SIGABRT, SIGFPE, SIGILL};
+            for (int i = 0; i < 5; ++i) sigaction(signals[i], &action, NULL);
+            in_child = 1;
+            sweep_from(range, from, tally, channel[1]);
+            send_record(channel[1], 'E', 0, 0, tally, NULL);
+            close(channel[1]);
+            exit(0); /* not _exit: LeakSanitizer's check runs at exit */
+        }
+        close(channel[1]);
+        child_record_t record;
+        size_t running = 0;
+        int crashed = 0, ended = 0;
+        crash_record_t crash;
+        memset(&crash, 0, sizeof crash);
+        for (;;) {
+            size_t got = 0;
+            for (ssize_t r; got < sizeof record && (r = read(channel[0], (char *)&record + got, sizeof record - got)) > 0;) got += (size_t)r;
+            if (got < sizeof record) break;
+            if (record.tag == 'S') running = record.n, *tally = record.tally;
+            else if (record.tag == 'T') running = 0, *tally = record.tally;
+            else if (record.tag == 'C') crashed = 1, crash = record.crash;
+            else if (record.tag == 'E') ended = 1, *tally = record.tally;
+        }
+        close(channel[0]);
+        int wait_status = 0;
+        waitpid(child, &wait_status, 0);
+        if (ended) {
+            if (!WIFEXITED(wait_status) || WEXITSTATUS(wait_status) != 0) {
+                sweep_answer_t answer;
+                memset(&answer, 0, sizeof answer);
+                snprintf(answer.status, sizeof answer.status, "exit status %d", WIFEXITED(wait_status) ? WEXITSTATUS(wait_status) : -1);
+                snprintf(answer.message, sizeof answer.message, "see LeakSanitizer's report above");
+                violation(tally, range->row, 0, range->mode, "a child process ended badly (leaks?)", &answer);
+            }
+            return;
+        }
+        if (!running) { /* died between runs: nothing to resume */
+            sweep_answer_t answer;
+            memset(&answer, 0, sizeof answer);
+            snprintf(answer.status, sizeof answer.status, "child status %d", wait_status);
+            violation(tally, range->row, 0, range->mode, "a child process died outside any run", &answer);
+            return;
+        }
+        tally->runs += 1;
+        tally->injected_runs += 1;
+        if (!crashed || crash.ours) {
+            sweep_answer_t answer;
+            memset(&answer, 0, sizeof answer);
+            snprintf(answer.status, sizeof answer.status, "a crash");
+            snprintf(answer.message, sizeof answer.message, "signal %d in %s (%s)", WIFSIGNALED(wait_status) ? WTERMSIG(wait_status) : 0,
+                     crashed ? crash.library : "?", crashed ? crash.symbol : "?");
+            violation(tally, range->row, running, range->mode, "the process died inside UForm's code", &answer);
+        } else {
+            tally->third_party_crashes += 1;
+            if (tally->third_party_crashes <= 3)
+                fprintf(stderr, "THIRD-PARTY CRASH %s, allocation %zu failing (%s, %s): signal %d in %s (%s)\n", range->row->name,
+                        running, range->mode == FAILING_ALLOC_PERSISTENT ? "persistent" : "transient", crash.failed,
+                        WIFSIGNALED(wait_status) ? WTERMSIG(wait_status) : 0, crash.library, crash.symbol);
+        }
+        if (range->at) return;
+        from = running + 1;
+    }
+}
+
+static int sweep_row(sweep_fixture_t *fixture, const sweep_row_t *row, int quick, int modes, size_t at) {
     current_row = row->name;
     double start = now();
     sweep_answer_t first;
@@ -179,18 +378,15 @@ static int sweep_row(sweep_fixture_t *fixture, const sweep_row_t *row, int quick
     tally_t tally = {0};
     for (int mode = 0; mode < 2; ++mode) {
         if (!(modes & (1 << mode))) continue;
-        for (size_t n = 1;; ++n) {
-            if (quick && !quick_includes(n, total)) continue;
-            if (!sweep_one(fixture, row, n, (failing_alloc_mode_t)mode, first.digest, &tally)) break;
-            if (n > 4 * total + 1000) { /* the count keeps growing: something allocates without end */
-                fprintf(stderr, "FAIL %s: still allocating at allocation %zu (a first run made %zu)\n", row->name, n, total);
-                tally.violations += 1;
-                break;
-            }
-        }
+        sweep_range_t range = {fixture, row, (failing_alloc_mode_t)mode, quick, at, total, first.digest};
+        if (row->flags & SWEEP_ISOLATE) sweep_isolated(&range, &tally);
+        else sweep_from(&range, 1, &tally, -1);
     }
-    printf("%-26s %6zu allocations, %6zu runs, %6zu failed: %6zu out_of_memory, %5zu absorbed, %zu violations (%.1f s)\n",
-           row->name, total, tally.runs, tally.injected_runs, tally.out_of_memory, tally.absorbed, tally.violations, now() - start);
+    printf("%-26s %6zu allocations, %6zu runs, %6zu failed: %6zu out_of_memory, %5zu absorbed, %zu violations",
+           row->name, total, tally.runs, tally.injected_runs, tally.out_of_memory, tally.absorbed, tally.violations);
+    if (tally.third_party_crashes) printf(", %zu third-party crashes", tally.third_party_crashes);
+    printf(" (%.1f s)\n", now() - start);
+    third_party_total += tally.third_party_crashes;
     fflush(stdout);
     return tally.violations != 0;
 }
@@ -204,7 +400,7 @@ static int listed(const char *list, const char *name) {
 }
 
 static int usage(void) {
-    fprintf(stderr, "usage: reliability_sweep CHECKPOINT FIXTURES [--quick] [--mode transient|persistent|both] [--only a,b]\n");
+    fprintf(stderr, "usage: reliability_sweep CHECKPOINT FIXTURES [--quick] [--mode transient|persistent|both] [--only a,b] [--at N]\n");
     return 2;
 }
 
@@ -216,6 +412,7 @@ int main(int argc, char **argv) {
     fixture.fixtures = argv[2];
     int quick = 0, modes = 3;
     const char *only = NULL;
+    size_t at = 0;
     for (int i = 3; i < argc; ++i) {
         if (!strcmp(argv[i], "--quick")) quick = 1;
         else if (!strcmp(argv[i], "--mode") && i + 1 < argc) {
@@ -223,12 +420,16 @@ int main(int argc, char **argv) {
             modes = !strcmp(mode, "transient") ? 1 : !strcmp(mode, "persistent") ? 2 : !strcmp(mode, "both") ? 3 : 0;
             if (!modes) return usage();
         } else if (!strcmp(argv[i], "--only") && i + 1 < argc) only = argv[++i];
+        else if (!strcmp(argv[i], "--at") && i + 1 < argc) at = strtoull(argv[++i], NULL, 10);
         else return usage();
     }
 #if UFORM_WITH_FFMPEG
     fixture.ffmpeg = 1;
 #endif
-    snprintf(fixture.scratch, sizeof fixture.scratch, "/tmp/uform_sweep_XXXXXX");
+    ssize_t length = readlink("/proc/self/exe", executable, sizeof executable - 1);
+    executable[length > 0 ? length : 0] = 0;
+    /* Writers fsync: on tmpfs that costs nothing, on a disk it would dominate the sweep. */
+    snprintf(fixture.scratch, sizeof fixture.scratch, "%s/uform_sweep_XXXXXX", access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp");
     if (!mkdtemp(fixture.scratch)) {
         perror("mkdtemp");
         return 1;
@@ -257,7 +458,7 @@ int main(int argc, char **argv) {
             printf("%-26s skipped: this build has no FFmpeg headers\n", row->name);
             continue;
         }
-        failed |= sweep_row(&fixture, row, quick, modes);
+        failed |= sweep_row(&fixture, row, quick, modes, at);
         ran += 1;
     }
     char found[300];
@@ -271,7 +472,9 @@ int main(int argc, char **argv) {
     uform_arena_free(fixture.arena);
     uform_executor_free(fixture.executor);
     uform_model_free(fixture.model);
-    printf("%zu rows in %.1f s: %s\n", ran, now() - start, failed ? "FAILED" : "every verdict holds");
+    printf("%zu rows in %.1f s: %s", ran, now() - start, failed ? "FAILED" : "every verdict holds");
+    if (third_party_total) printf(" (%zu runs crashed inside third-party libraries: see THIRD-PARTY CRASH above)", third_party_total);
+    printf("\n");
     if (ran == 0) {
         fprintf(stderr, "no row matched --only %s\n", only ? only : "");
         return 1;

@@ -52,6 +52,11 @@ typedef void (*sweep_run_fn)(sweep_fixture_t *fixture, sweep_answer_t *answer);
 enum {
     SWEEP_FFMPEG = 1,   /* needs FFmpeg at run time: skipped (and said so) without it */
     SWEEP_THREADS = 2,  /* starts or uses threads: its live-block count may differ by glibc's caches */
+    SWEEP_ISOLATE = 4,  /* each failing run happens in a child process, because a library the row goes
+                           through (FFmpeg, libwebp's lossless decoder) crashes on some allocation
+                           failures: a crash whose faulting frame is outside UForm is counted and
+                           reported as a third-party crash, one inside UForm fails the sweep. Such a
+                           row must not use the fixture's executor (a child has no threads). */
 };
 
 typedef struct sweep_row_t {
