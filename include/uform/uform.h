@@ -380,8 +380,9 @@ typedef struct uform_pool_t {
  * and not yet started (0 takes 64).
  *
  * Statuses: UFORM_OK; UFORM_UNSUPPORTED (a CPU class this machine cannot run); UFORM_INVALID_ARGUMENT
- * (a memory domain that does not exist, or a NULL `executor`); UFORM_OUT_OF_MEMORY; UFORM_INTERNAL
- * (the system refused to start a thread). On failure `*executor` is NULL.
+ * (a memory domain that does not exist, or a NULL `executor`); UFORM_OUT_OF_MEMORY (also when the
+ * system has no memory or thread slots left to start a thread); UFORM_INTERNAL (the system refused
+ * a thread for another reason). On failure `*executor` is NULL.
  */
 UFORM_API uform_status_t uform_executor_for_ram(const uform_ram_options_t *ram_options, size_t threads,
                                                 size_t deferred_limit, uform_executor_t *executor,
