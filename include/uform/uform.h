@@ -834,11 +834,12 @@ typedef enum uform_session_status_t {
     UFORM_SESSION_INVALID_BUFFER = 4,      /* invoke: wrong count, size or alignment, NULL, outputs sharing a byte
                                               with an input or each other, or too small a scratch */
     UFORM_SESSION_TOO_MANY_PROGRAMS = 5,   /* compile: all UFORM_SESSION_MAX_PROGRAMS slots hold programs */
-    UFORM_SESSION_OUT_OF_MEMORY = 6,       /* an allocation failed; nothing was loaded or written */
+    UFORM_SESSION_OUT_OF_MEMORY = 6,       /* an allocation failed: nothing was loaded (compile), or the
+                                              session's scratch or a kernel's own buffers (invoke) */
     UFORM_SESSION_COMPILE_FAILED = 7,      /* a valid program this build cannot plan: a value or the scratch area
                                               exceeds UFORM_SESSION_BYTE_LIMIT */
-    UFORM_SESSION_LAUNCH_FAILED = 8        /* invoke: a bound kernel could not run (the engine's GEMM allocates its
-                                              packing buffers per call; that allocation failed) */
+    UFORM_SESSION_LAUNCH_FAILED = 8        /* invoke: a bound kernel refused to run for a reason other than
+                                              memory (the GEMM's packing buffers failing to allocate is OUT_OF_MEMORY) */
 } uform_session_status_t;
 
 /* The lower-case name of a session status ("ok", "invalid_program" ...), "unknown" outside the
@@ -1011,7 +1012,8 @@ UFORM_API size_t uform_session_scratch_size(uform_session_t session, uform_progr
  * own, kept for later calls. Every buffer is borrowed for the call only.
  * Statuses: OK; INVALID_HANDLE; INVALID_BUFFER (counts, sizes or alignments other than the
  * descriptors say, a NULL buffer or array, an output sharing a byte with an input or another
- * output, too small a scratch); OUT_OF_MEMORY (the session's own scratch); LAUNCH_FAILED. On a
+ * output, too small a scratch); OUT_OF_MEMORY (the session's own scratch, or the packing buffers
+ * the engine's GEMM allocates per call); LAUNCH_FAILED (a kernel refused otherwise). On a
  * failure before running, no output is written.
  */
 UFORM_API uform_session_status_t uform_session_invoke(uform_session_t session, uform_program_t program,

@@ -68,6 +68,12 @@ static const unsigned char *program_bytes(size_t *length) {
     return bytes;
 }
 
+/* The session's last cause; uform_session_init has no channel but its status, so a session that
+ * could not be made is described here. */
+static const char *session_cause(uform_session_t session) {
+    return session ? uform_session_last_cause(session) : "uform_session_init: out of memory for the session itself";
+}
+
 void sweep_run_session_compile(sweep_fixture_t *fixture, sweep_answer_t *answer) {
     size_t length = 0;
     const unsigned char *bytes = program_bytes(&length);
@@ -75,7 +81,7 @@ void sweep_run_session_compile(sweep_fixture_t *fixture, sweep_answer_t *answer)
     uform_session_status_t status = bytes ? uform_session_init(&session) : UFORM_SESSION_INVALID_PROGRAM;
     uform_program_t program;
     if (status == UFORM_SESSION_OK) status = uform_session_compile(session, bytes, length, &program);
-    sweep_answer_session(answer, status, uform_session_last_cause(session));
+    sweep_answer_session(answer, status, session_cause(session));
     if (status == UFORM_SESSION_OK) {
         answer->digest = uform_session_scratch_size(session, program);
         uform_session_release(session, program);
@@ -100,7 +106,7 @@ void sweep_run_session_invoke(sweep_fixture_t *fixture, sweep_answer_t *answer) 
         memset(y, 0, sizeof y);
         status = uform_session_invoke(session, program, inputs, input_sizes, 2, outputs, output_sizes, 1, NULL, 0);
     }
-    sweep_answer_session(answer, status, uform_session_last_cause(session));
+    sweep_answer_session(answer, status, session_cause(session));
     if (status == UFORM_SESSION_OK) answer->digest = sweep_digest(0, y, sizeof y);
     uform_session_free(session);
 }
