@@ -273,6 +273,16 @@ UFORM_API void uform_version(int *major, int *minor, int *patch);
  * with UFORM_UNSUPPORTED. Computed once; thread-safe. */
 UFORM_API uform_cpu_class_t uform_cpu_class_detect(void);
 
+/*
+ * FFmpeg (audio other than WAV, video, GIF/BMP/TIFF/PNM/JPEG 2000 images) is not linked: the first
+ * call that needs it loads libavutil, libswresample, libswscale, libavcodec and libavformat of the
+ * major versions this build was written for (FFmpeg 5.1: 57, 4, 6, 59, 59), from the folder named
+ * by the environment variable UFORM_FFMPEG_DIR when it is set (an LGPL build of your own, say),
+ * else from the system's library path. A process that only encodes text, JPEG, PNG, WebP or WAV
+ * never maps it. When it cannot be loaded (missing, too old), the calls that need it answer
+ * UFORM_UNSUPPORTED naming the library and where it was looked for; everything else works.
+ */
+
 /* Non-zero when this machine can run kernels of `cpu_class` (independent of UFORM_CPU_CLASS). */
 UFORM_API int uform_cpu_class_supported(uform_cpu_class_t cpu_class);
 
@@ -649,7 +659,8 @@ typedef struct uform_encoded_t {
  * UFORM_CANCELLED; UFORM_INVALID_ARGUMENT (bad tape, a NULL model or arena, a modality the model
  * lacks, dimensions above E, an unknown scalar, mismatched pixel sizes — the message names the item);
  * UFORM_FORMAT (an item that is not decodable media of the verb's modality, naming the item);
- * UFORM_UNSUPPORTED (a format this build cannot decode); UFORM_OUT_OF_MEMORY.
+ * UFORM_UNSUPPORTED (a format this build cannot decode, or FFmpeg not loadable); UFORM_OUT_OF_MEMORY
+ * (whenever an allocation fails, also inside a codec library: never reported as FORMAT).
  */
 
 /* Texts: each item is UTF-8 bytes (not validated; bytes are the tokens), truncated to the model's
@@ -700,7 +711,8 @@ typedef struct uform_image_encode_pixels_t {
 UFORM_API uform_status_t uform_image_encode_pixels(uform_image_encode_pixels_t *request);
 
 /* Videos: each item is a whole file (MP4, WebM, MKV ... through FFmpeg); F frames at the centres of
- * F equal segments of the stream. UFORM_UNSUPPORTED in a build without FFmpeg. */
+ * F equal segments of the stream. UFORM_UNSUPPORTED in a build without FFmpeg, or when FFmpeg
+ * cannot be loaded (see UFORM_FFMPEG_DIR above). */
 typedef struct uform_video_encode_t {
     uform_model_t model;
     uform_executor_t executor;
@@ -714,8 +726,9 @@ typedef struct uform_video_encode_t {
 } uform_video_encode_t;
 UFORM_API uform_status_t uform_video_encode(uform_video_encode_t *request);
 
-/* Recordings: each item is a whole file (WAV always; FLAC, Ogg, MP3, AAC ... with FFmpeg), mixed to
- * mono by averaging, resampled to the model's rate, cropped or zero-padded to its seconds. */
+/* Recordings: each item is a whole file (WAV always; FLAC, Ogg, MP3, AAC ... with FFmpeg, loaded on
+ * first use), mixed to mono by averaging, resampled to the model's rate, cropped or zero-padded to
+ * its seconds. */
 typedef struct uform_audio_encode_t {
     uform_model_t model;
     uform_executor_t executor;

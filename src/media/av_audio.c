@@ -127,7 +127,10 @@ static uform_status_t attempt(const uint8_t *bytes, size_t size, double crop_sec
                 if (packet->stream_index == index) error = av->avcodec_send_packet(decoder, packet);
                 av->av_packet_unref(packet);
                 if (uform__media_av_enomem(error)) goto exhausted;
-                if (error < 0 && error != AVERROR(EAGAIN)) last_error = error; /* skip a corrupt packet, as players do */
+                if (error < 0 && error != AVERROR(EAGAIN)) { /* skip a corrupt packet, as players do */
+                    last_error = error;
+                    uform__media_av_skipped();
+                }
             }
         }
         while (mono.count < limit && (error = av->avcodec_receive_frame(decoder, frame)) >= 0) {
@@ -142,7 +145,10 @@ static uform_status_t attempt(const uint8_t *bytes, size_t size, double crop_sec
         }
         if (uform__media_av_enomem(error)) goto exhausted;
         if (error == AVERROR_EOF || (draining && error == AVERROR(EAGAIN))) break; /* drained, or a decoder stuck */
-        if (error < 0 && error != AVERROR(EAGAIN)) last_error = error;
+        if (error < 0 && error != AVERROR(EAGAIN)) {
+            last_error = error;
+            uform__media_av_skipped();
+        }
     }
     if (!cropped_below_limit && mono.count > (size_t)ceil(resolved.max_seconds * rate)) {
         status = uform__fail(outcome, UFORM_FORMAT, function, "recording: more than %.1f s of audio (the max_seconds limit)", resolved.max_seconds);
@@ -172,9 +178,12 @@ done:
 uform_status_t uform__media_av_audio_decode(const uint8_t *bytes, size_t size, double crop_seconds,
                                             const uform__media_limits_t *limits, uform__media_audio_t *audio,
                                             uform_outcome_t *outcome) {
+    uform__media_av_begin();
     uform_status_t status = attempt(bytes, size, crop_seconds, limits, audio, outcome);
-    if (uform__media_av_retry(status)) /* memory may be back, or the file is at fault: see av_common.h */
+    if (uform__media_av_retry(status)) { /* memory may be back, or the file is at fault: see av_common.h */
+        uform__media_audio_free(audio);
         status = uform__media_av_settle(attempt(bytes, size, crop_seconds, limits, audio, outcome), outcome, __func__);
+    }
     return status;
 }
 

@@ -15,9 +15,16 @@ static pthread_once_t quiet_once = PTHREAD_ONCE_INIT;
 /* Set when this thread reported FFmpeg's ENOMEM as out of memory (see av_common.h). */
 static __thread int enomem_seen;
 
+/* Set when this thread's attempt skipped a packet or stopped at a decoding error. */
+static __thread int incomplete;
+
+void uform__media_av_skipped(void) { incomplete = 1; }
+void uform__media_av_begin(void) { enomem_seen = 0, incomplete = 0; }
+
 int uform__media_av_retry(uform_status_t status) {
-    enomem_seen = 0;
-    return status == UFORM_FORMAT || status == UFORM_OUT_OF_MEMORY;
+    int again = status == UFORM_FORMAT || status == UFORM_OUT_OF_MEMORY || (status == UFORM_OK && incomplete);
+    enomem_seen = 0, incomplete = 0;
+    return again;
 }
 
 uform_status_t uform__media_av_fail_enomem(uform_outcome_t *outcome, const char *function, const char *format, ...) {

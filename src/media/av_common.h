@@ -26,12 +26,27 @@ static inline int uform__media_av_enomem(int error) { return error == AVERROR(EN
  * leaves the file at fault (FFmpeg's ENOMEM then reads as UFORM_FORMAT). Call sites report
  * FFmpeg's ENOMEM through uform__media_av_fail_enomem, which marks the status as FFmpeg's.
  *
+ *     uform__media_av_begin();
  *     status = attempt(...);
- *     if (uform__media_av_retry(status)) status = uform__media_av_settle(attempt(...), outcome, __func__);
+ *     if (uform__media_av_retry(status)) {
+ *         free_outputs(...);
+ *         status = uform__media_av_settle(attempt(...), outcome, __func__);
+ *     }
+ *
+ * A damaged file thus decodes twice, to the same answer; a decode that met an allocation
+ * failure gets a second chance, with memory that may be back.
  */
 uform_status_t uform__media_av_fail_enomem(uform_outcome_t *outcome, const char *function, const char *format, ...)
     UFORM__PRINTF(3, 4);
-/* Whether a failed first attempt is worth a second (FORMAT or OUT_OF_MEMORY); readies the marker. */
+/* Clears this thread's markers before a first attempt. */
+void uform__media_av_begin(void);
+/* Marks this thread's attempt incomplete: a packet FFmpeg refused was skipped (as players do with
+ * a damaged packet), or decoding stopped at an error. FFmpeg refuses packets whose buffers it
+ * could not allocate the same way, so such a result may be short of frames for lack of memory. */
+void uform__media_av_skipped(void);
+/* Whether a first attempt is worth a second: it failed with FORMAT or OUT_OF_MEMORY, or it
+ * succeeded incomplete. Readies the markers for the second attempt, whose answer then stands
+ * (settled); the caller frees the first attempt's outputs. */
 int uform__media_av_retry(uform_status_t status);
 /* The second attempt's `status`, settled as described above. */
 uform_status_t uform__media_av_settle(uform_status_t status, uform_outcome_t *outcome, const char *function);

@@ -125,9 +125,12 @@ done:
 uform_status_t uform__media_av_image_decode(uform__media_kind_t kind, const uint8_t *bytes, size_t size,
                                             const uform__media_limits_t *limits, uform__media_image_t *image,
                                             uform_outcome_t *outcome) {
+    uform__media_av_begin();
     uform_status_t status = attempt(kind, bytes, size, limits, image, outcome);
-    if (uform__media_av_retry(status)) /* memory may be back, or the file is at fault: see av_common.h */
+    if (uform__media_av_retry(status)) { /* memory may be back, or the file is at fault: see av_common.h */
+        uform__media_image_free(image);
         status = uform__media_av_settle(attempt(kind, bytes, size, limits, image, outcome), outcome, __func__);
+    }
     return status;
 }
 

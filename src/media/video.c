@@ -290,7 +290,10 @@ static uform_status_t decode_frames(video_state_t *state, const uint8_t *bytes, 
                     exhausted = 1;
                     break;
                 }
-                if (error < 0 && error != AVERROR(EAGAIN)) last_error = error; /* a corrupt packet: skip it, as players do */
+                if (error < 0 && error != AVERROR(EAGAIN)) { /* a corrupt packet: skip it, as players do */
+                    last_error = error;
+                    uform__media_av_skipped();
+                }
             }
             av->av_packet_unref(state->packet);
             continue;
@@ -302,6 +305,7 @@ static uform_status_t decode_frames(video_state_t *state, const uint8_t *bytes, 
         if (error == AVERROR_EOF) break;
         if (error < 0) {
             last_error = error;
+            uform__media_av_skipped(); /* the frames after it are not decoded */
             break;
         }
         ++video->decoded;
@@ -392,9 +396,12 @@ uform_status_t uform__media_video_decode(const void *bytes, size_t size, uint32_
     const uform__av_t *av = NULL;
     uform_status_t status = uform__av_require(&av, "video", __func__, outcome);
     if (status != UFORM_OK) return status;
+    uform__media_av_begin();
     status = attempt(bytes, size, frames, &resolved, video, outcome);
-    if (uform__media_av_retry(status)) /* memory may be back, or the file is at fault: see av_common.h */
+    if (uform__media_av_retry(status)) { /* memory may be back, or the file is at fault: see av_common.h */
+        uform__media_video_free(video);
         status = uform__media_av_settle(attempt(bytes, size, frames, &resolved, video, outcome), outcome, __func__);
+    }
     if (status == UFORM_OK) uform__succeed(outcome, __func__);
     return status;
 }
