@@ -11,10 +11,17 @@
 
 static pthread_mutex_t load_lock = PTHREAD_MUTEX_INITIALIZER;
 
-/* dlopen and dlsym explain themselves only in text. glibc says "Cannot allocate memory" (strerror
- * of ENOMEM) or "out of memory" when its own allocations fail: that is not a missing library. */
+/* dlopen explains itself only in text. When its own allocations fail, glibc says "Cannot allocate
+ * memory" (strerror of ENOMEM), "out of memory", "cannot allocate ..." or "cannot create ..."
+ * ("shared object descriptor", "searchlist", "cache for search path", "RUNPATH/RPATH copy"). */
 static int says_out_of_memory(const char *reason) {
-    return reason && (strstr(reason, "Cannot allocate memory") || strstr(reason, "out of memory"));
+    return reason && (strstr(reason, "Cannot allocate memory") || strstr(reason, "out of memory") || strstr(reason, "cannot allocate") ||
+                      strstr(reason, "cannot create "));
+}
+
+/* A library that is not there: the one failure worth remembering (with version and symbol checks). */
+static int says_missing(const char *reason) {
+    return reason && strstr(reason, "No such file or directory");
 }
 
 static void close_all(uform__av_loader_t *loader) {
@@ -25,8 +32,16 @@ static void close_all(uform__av_loader_t *loader) {
         }
 }
 
-/* Loads everything or nothing; answers the status and leaves the reason in `reason`. */
-static uform_status_t load(uform__av_loader_t *loader, char *reason, size_t capacity) {
+/* What an attempt to load came to. */
+typedef enum load_result_t {
+    loaded,    /* every library and function is there */
+    absent,    /* a library is missing, too old, or lacks a function: the same answer forever */
+    exhausted, /* the loader's own allocations failed (glibc said so) */
+    refused,   /* a library is there and would not load, for a reason glibc did not name as memory */
+} load_result_t;
+
+/* Loads everything or nothing; leaves the reason in `reason`. */
+static load_result_t load(uform__av_loader_t *loader, char *reason, size_t capacity) {
     const char *directory = getenv(loader->directory_variable);
     if (directory && !directory[0]) directory = NULL;
     for (size_t i = 0; i < loader->library_count; ++i) {
@@ -40,16 +55,19 @@ static uform_status_t load(uform__av_loader_t *loader, char *reason, size_t capa
             const char *why = dlerror();
             if (says_out_of_memory(why)) {
                 snprintf(reason, capacity, "cannot allocate what loading %s needs (%s)", soname, why);
-                return UFORM_OUT_OF_MEMORY;
+                return exhausted;
             }
-            if (library->optional) continue;
+            if (library->optional && says_missing(why)) continue;
+            if (!says_missing(why)) {
+                snprintf(reason, capacity, "%s does not load (%s)", soname, why ? why : "unknown reason");
+                return refused;
+            }
             if (directory)
-                snprintf(reason, capacity, "%s cannot be loaded from %s=%s: %s", soname, loader->directory_variable, directory,
-                         why ? why : "unknown reason");
+                snprintf(reason, capacity, "%s cannot be loaded from %s=%s: %s", soname, loader->directory_variable, directory, why);
             else
-                snprintf(reason, capacity, "%s cannot be loaded (%s); install %s or set %s to a folder holding its libraries",
-                         soname, why ? why : "unknown reason", loader->what, loader->directory_variable);
-            return UFORM_UNSUPPORTED;
+                snprintf(reason, capacity, "%s cannot be loaded (%s); install %s or set %s to a folder holding its libraries", soname,
+                         why, loader->what, loader->directory_variable);
+            return absent;
         }
         unsigned (*version)(void) = NULL;
         void *address = dlsym(loader->handles[i], library->version_function);
@@ -59,7 +77,7 @@ static uform_status_t load(uform__av_loader_t *loader, char *reason, size_t capa
         if (!version || found_major != library->major || found_minor < library->minor) {
             snprintf(reason, capacity, "%s is version %u.%u.%u; this build was written for %u.%u or a newer %u.x", soname, found_major,
                      found_minor, found & 0xFF, library->major, library->minor, library->major);
-            return UFORM_UNSUPPORTED;
+            return absent;
         }
     }
     for (size_t s = 0; s < loader->symbol_count; ++s) {
@@ -69,11 +87,11 @@ static uform_status_t load(uform__av_loader_t *loader, char *reason, size_t capa
             char soname[64];
             snprintf(soname, sizeof soname, loader->libraries[symbol->library].soname_format, loader->libraries[symbol->library].major);
             snprintf(reason, capacity, "%s has no function %s", soname, symbol->name);
-            return UFORM_UNSUPPORTED;
+            return absent;
         }
         memcpy((char *)loader->table + symbol->offset, &address, sizeof address);
     }
-    return UFORM_OK;
+    return loaded;
 }
 
 uform_status_t uform__av_loader_require(uform__av_loader_t *loader, const char *caller_what, const char *function,
@@ -84,15 +102,25 @@ uform_status_t uform__av_loader_require(uform__av_loader_t *loader, const char *
     char reason[sizeof loader->failure];
     reason[0] = 0;
     if (loader->state == 0) {
-        status = load(loader, reason, sizeof reason);
-        if (status == UFORM_OK) {
+        load_result_t result = load(loader, reason, sizeof reason);
+        if (result == refused) { /* glibc reports some failed allocations vaguely: once more, memory may be back */
+            close_all(loader);
+            result = load(loader, reason, sizeof reason);
+        }
+        if (result == refused) { /* twice: exhaustion if the allocator cannot serve a small block now */
+            void *probe = malloc((size_t)1 << 16);
+            if (!probe) result = exhausted;
+            free(probe);
+        }
+        if (result == loaded) {
             __atomic_store_n(&loader->state, 1, __ATOMIC_RELEASE);
         } else {
             close_all(loader);
-            if (status == UFORM_UNSUPPORTED) { /* the same answer for everyone from now on */
+            if (result == absent) { /* the same answer for everyone from now on */
                 memcpy(loader->failure, reason, sizeof reason);
                 loader->state = 2;
             }
+            status = result == exhausted ? UFORM_OUT_OF_MEMORY : UFORM_UNSUPPORTED;
         }
     } else if (loader->state == 2) {
         status = UFORM_UNSUPPORTED;

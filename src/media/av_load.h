@@ -11,9 +11,14 @@
  * the major version it was opened for and at least the minor version the code was written for.
  *
  * Outcomes: UFORM_OK; UFORM_UNSUPPORTED naming the library that is missing, too old, or lacks a
- * function (a permanent answer, remembered); UFORM_OUT_OF_MEMORY when the loader itself ran out
- * of memory (not remembered: the next call tries again). Thread-safe: the first caller loads
- * under a lock, later callers read the finished table. Private to libuform.
+ * function (a permanent answer, remembered); UFORM_OUT_OF_MEMORY when loading ran out of memory
+ * (glibc's dlerror names it, or a library refused twice while a probe allocation fails); a library
+ * that is there and refused for another reason is UFORM_UNSUPPORTED, not remembered. Nothing but
+ * a success and a missing library is remembered: the next call tries again. Loading runs the
+ * libraries' constructors, which UForm does not own: under memory exhaustion some of Debian's
+ * FFmpeg dependencies print (GnuTLS) or abort (C++ ones through bad_alloc, glibc's TLS setup).
+ * Thread-safe: the first caller loads under a lock, later callers read the finished table.
+ * Private to libuform.
  */
 #ifndef UFORM_MEDIA_AV_LOAD_H
 #define UFORM_MEDIA_AV_LOAD_H

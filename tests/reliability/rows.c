@@ -33,6 +33,10 @@ const sweep_row_t sweep_rows[] = {
     {"image_png16", sweep_run_image_png16, 0},
     {"image_webp", sweep_run_image_webp, 0},
     {"image_webp_alpha", sweep_run_image_webp_alpha, SWEEP_ISOLATE},
+#if UFORM_WITH_FFMPEG
+    /* first of the rows through FFmpeg: the parent must not have loaded it yet */
+    {"ffmpeg_load", sweep_run_ffmpeg_load, SWEEP_FFMPEG | SWEEP_ISOLATE | SWEEP_COLD},
+#endif
     {"image_gif", sweep_run_image_gif, SWEEP_FFMPEG | SWEEP_ISOLATE},
     {"image_bmp", sweep_run_image_bmp, SWEEP_FFMPEG | SWEEP_ISOLATE},
     {"image_pixels", sweep_run_image_pixels, SWEEP_THREADS},

@@ -37,6 +37,7 @@ void sweep_run_image_webp_alpha(sweep_fixture_t *fixture, sweep_answer_t *answer
 void sweep_run_image_gif(sweep_fixture_t *fixture, sweep_answer_t *answer);
 void sweep_run_image_bmp(sweep_fixture_t *fixture, sweep_answer_t *answer);
 void sweep_run_image_pixels(sweep_fixture_t *fixture, sweep_answer_t *answer);
+void sweep_run_ffmpeg_load(sweep_fixture_t *fixture, sweep_answer_t *answer);
 void sweep_run_video_mp4(sweep_fixture_t *fixture, sweep_answer_t *answer);
 void sweep_run_video_webm(sweep_fixture_t *fixture, sweep_answer_t *answer);
 void sweep_run_video_rotated(sweep_fixture_t *fixture, sweep_answer_t *answer);

@@ -255,3 +255,17 @@ void sweep_run_audio_samples(sweep_fixture_t *fixture, sweep_answer_t *answer) {
     sweep_answer_status(answer, status, &request.outcome);
     if (status == UFORM_OK) answer->digest = digest_encoded(&request.encoded);
 }
+
+#if UFORM_WITH_FFMPEG
+#include "media/av_api.h"
+
+/* Loading FFmpeg itself (≈2,200 allocations: dlopen of the libraries and everything they bring,
+ * their constructors, the symbol table), in a process that has not loaded it yet (SWEEP_COLD). */
+void sweep_run_ffmpeg_load(sweep_fixture_t *fixture, sweep_answer_t *answer) {
+    const uform__av_t *av = NULL;
+    uform_outcome_t outcome = {0};
+    uform_status_t status = uform__av_require(&av, "video", "ffmpeg_load", &outcome);
+    sweep_answer_status(answer, status, &outcome);
+    if (status == UFORM_OK) answer->digest = av && av->avcodec_find_decoder(AV_CODEC_ID_H264) ? 1 : 2;
+}
+#endif

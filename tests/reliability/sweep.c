@@ -17,11 +17,7 @@
  * failed, the status and message answered, and the stack of the failed allocation.
  */
 #include <dirent.h>
-#include <dlfcn.h>
-#include <execinfo.h>
 #include <signal.h>
-#include <sys/wait.h>
-#include <ucontext.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,16 +26,19 @@
 
 #include "failing_alloc.h"
 #include "rows.h"
+#include "sweep_child.h"
 
 /* Where the sweep is, for the exit and signal handlers: a library that exits or aborts under
  * memory exhaustion is the bug the sweep exists to find, so say where it happened. */
 static const char *current_row = "";
 static size_t current_n;
 static volatile sig_atomic_t in_call;
-static int in_child; /* an isolated row's child: its crash handler reports instead */
+static int in_child;             /* an isolated row's child (sweep_child.h): runs under a watchdog */
+static char executable[512];     /* this program, to tell UForm's code from the libraries' */
+static size_t third_party_total; /* runs that died inside a library, all rows */
 
 static void report_exit(void) {
-    if (!in_call) return;
+    if (!in_call || in_child) return; /* a child's exit status goes to its parent as it is */
     failing_alloc_disarm();
     fprintf(stderr, "FAIL %s: the process exited from inside the call with allocation %zu failing (%s); the library must "
                     "never exit\n", current_row, current_n, failing_alloc_failed_function());
@@ -95,13 +94,7 @@ static int leftovers(const char *folder, char *found, size_t capacity) {
     return count;
 }
 
-typedef struct tally_t {
-    size_t runs, injected_runs, out_of_memory, absorbed, violations;
-    size_t third_party_crashes; /* isolated rows only: crashes inside a library UForm calls */
-    size_t third_party_degraded; /* FFmpeg rows, transient failures: FFmpeg swallowed the failure and decoded otherwise */
-} tally_t;
-
-static void violation(tally_t *tally, const sweep_row_t *row, size_t n, failing_alloc_mode_t mode, const char *what,
+static void violation(sweep_tally_t *tally, const sweep_row_t *row, size_t n, failing_alloc_mode_t mode, const char *what,
                       const sweep_answer_t *answer) {
     tally->violations += 1;
     if (tally->violations > 6) return; /* the first few say enough */
@@ -114,12 +107,13 @@ static void violation(tally_t *tally, const sweep_row_t *row, size_t n, failing_
 /* One armed run and the run with memory after it. Answers 0 when allocation `n` was never reached
  * (the call completed with fewer allocations). */
 static int sweep_one(sweep_fixture_t *fixture, const sweep_row_t *row, size_t n, failing_alloc_mode_t mode,
-                     uint64_t reference, tally_t *tally) {
+                     uint64_t reference, sweep_tally_t *tally) {
     sweep_answer_t answer;
     memset(&answer, 0, sizeof answer);
     long live_before = failing_alloc_live();
     current_n = n;
     in_call = 1;
+    if (in_child) sweep_child_watchdog(60); /* an endless loop in a library ends the child, reported */
     failing_alloc_arm(n, mode);
     row->run(fixture, &answer);
     size_t injected = failing_alloc_disarm();
@@ -169,81 +163,17 @@ static int sweep_one(sweep_fixture_t *fixture, const sweep_row_t *row, size_t n,
     sweep_answer_t again;
     memset(&again, 0, sizeof again);
     row->run(fixture, &again);
-    if (!again.ok) violation(tally, row, n, mode, "the call fails once memory is back", &again);
+    if (!again.ok && (row->flags & SWEEP_COLD) && strstr(again.message, "undefined symbol")) {
+        /* glibc's dlopen, failing half-way for lack of memory, can leave a dependency mapped but not
+         * relocated (libstdc++'s typeinfo, Xlib's hooks): every later dlopen that needs it fails
+         * with "undefined symbol" in this process. The dynamic loader's state, not UForm's. */
+        if (++tally->third_party_degraded <= 2)
+            fprintf(stderr, "THIRD-PARTY DAMAGE %s, allocation %zu failing (%s, %s): after the failed load, %s\n", row->name, n,
+                    mode == FAILING_ALLOC_PERSISTENT ? "persistent" : "transient", failing_alloc_failed_function(), again.message);
+    } else if (!again.ok) violation(tally, row, n, mode, "the call fails once memory is back", &again);
     else if (again.digest != reference) violation(tally, row, n, mode, "different outputs once memory is back", &again);
+    if (in_child) sweep_child_watchdog(0);
     return 1;
-}
-
-/* ---- isolation: one child process per failing run (SWEEP_ISOLATE) ---- */
-
-/* What a child's crash handler writes to the parent: where the faulting frame lies. */
-typedef struct crash_record_t {
-    int ours;              /* the first frame outside libc lies in the test executable (UForm's code) */
-    char library[128];     /* the faulting frame's object, e.g. "libwebp.so.7" */
-    char symbol[64];       /* its nearest exported symbol, when it has one */
-    char failed[24];       /* the allocation function that was failed */
-} crash_record_t;
-
-/* A record a child sends its parent: 'S' before run n, 'T' after it (with the tally and whether
- * allocation n was reached), 'C' when it crashes, 'E' at the end. */
-typedef struct child_record_t {
-    char tag;
-    int reached;
-    size_t n;
-    tally_t tally;
-    crash_record_t crash;
-} child_record_t;
-
-static void send_record(int descriptor, char tag, size_t n, int reached, const tally_t *tally, const crash_record_t *crash) {
-    child_record_t record;
-    memset(&record, 0, sizeof record);
-    record.tag = tag, record.n = n, record.reached = reached;
-    if (tally) record.tally = *tally;
-    if (crash) record.crash = *crash;
-    (void)!write(descriptor, &record, sizeof record);
-}
-
-static int crash_pipe = -1;
-static size_t third_party_total;
-static char executable[512];
-
-static const char *base_name(const char *path) {
-    const char *slash = strrchr(path, '/');
-    return slash ? slash + 1 : path;
-}
-
-/* Inside a dying child: find the faulting frame, skip frames in libc and in the failing allocator's
- * own functions, and say whose code the first remaining frame is. Not async-signal-safe (dladdr,
- * backtrace), acceptable in a child that is about to die anyway. */
-static void child_crash(int signal_number, siginfo_t *info, void *context) {
-    crash_record_t record;
-    memset(&record, 0, sizeof record);
-    snprintf(record.failed, sizeof record.failed, "%s", failing_alloc_failed_function());
-    void *frames[64];
-    int depth = backtrace(frames, 64), start = 0;
-    void *fault = (void *)((ucontext_t *)context)->uc_mcontext.gregs[REG_RIP];
-    for (int i = 0; i < depth; ++i)
-        if (frames[i] == fault) { start = i; break; }
-    static const char *const allocator[] = {"malloc", "calloc", "realloc", "free", "posix_memalign", "aligned_alloc",
-                                            "memalign", "valloc", "mmap", "mmap64", "pthread_create"};
-    for (int i = start; i < depth; ++i) {
-        Dl_info where;
-        if (!dladdr(frames[i], &where) || !where.dli_fname) continue;
-        const char *library = base_name(where.dli_fname);
-        if (strncmp(library, "libc.so", 7) == 0) continue;
-        int in_allocator = 0;
-        for (size_t a = 0; where.dli_sname && a < sizeof allocator / sizeof allocator[0]; ++a)
-            in_allocator |= !strcmp(where.dli_sname, allocator[a]);
-        if (in_allocator) continue;
-        record.ours = !strcmp(where.dli_fname, executable) || !strcmp(library, base_name(executable));
-        snprintf(record.library, sizeof record.library, "%s", library);
-        snprintf(record.symbol, sizeof record.symbol, "%s", where.dli_sname ? where.dli_sname : "?");
-        break;
-    }
-    if (!record.library[0]) snprintf(record.library, sizeof record.library, "libc"), record.ours = 0;
-    send_record(crash_pipe, 'C', 0, 0, NULL, &record);
-    signal(signal_number, SIG_DFL);
-    raise(signal_number);
 }
 
 /* The allocation numbers of a quick run: 1..8, about 24 spread over the rest, the last 4. */
@@ -269,122 +199,198 @@ typedef struct sweep_range_t {
     uint64_t reference;
 } sweep_range_t;
 
-/* Fails allocation n for n = from, from + 1, ... until a run no longer reaches n. With `report`
- * (a child's pipe), says which run starts and how each ended. Answers 1 when the range finished. */
-static int sweep_from(const sweep_range_t *range, size_t from, tally_t *tally, int report) {
-    for (size_t n = from;; ++n) {
+/* The next allocation number of the range from `n` on (inclusive), or 0 when there is none. */
+static size_t next_number(const sweep_range_t *range, size_t n) {
+    for (;; ++n) {
+        if (range->at) return n <= range->at ? range->at : 0;
         if (range->quick && !quick_includes(n, range->total)) continue;
         if (!stride_includes(n, range->total, range->stride)) continue;
-        if (range->at && n != range->at) {
-            if (n > range->at) return 1;
-            continue;
-        }
-        if (report >= 0) send_record(report, 'S', n, 0, tally, NULL);
+        return n;
+    }
+}
+
+/* Fails allocation n for the range's numbers from `from` on, until a run no longer reaches n.
+ * With `report` (a child's pipe), says which run starts and how each ended. */
+static void sweep_from(const sweep_range_t *range, size_t from, sweep_tally_t *tally, int report) {
+    for (size_t n = next_number(range, from); n; n = next_number(range, n + 1)) {
+        sweep_record_t record = {'S', 0, n, 0, *tally};
+        if (report >= 0) sweep_child_send(report, &record);
         int reached = sweep_one(range->fixture, range->row, n, range->mode, range->reference, tally);
-        if (report >= 0) send_record(report, 'T', n, reached, tally, NULL);
-        if (!reached) return 1;
+        record = (sweep_record_t){'T', reached, n, 0, *tally};
+        if (report >= 0) sweep_child_send(report, &record);
+        if (!reached || range->at) return;
         if (n > 4 * range->total + 1000) { /* the count keeps growing: something allocates without end */
             fprintf(stderr, "FAIL %s: still allocating at allocation %zu (a first run made %zu)\n", range->row->name, n, range->total);
             tally->violations += 1;
-            return 1;
+            return;
         }
     }
 }
 
-/* sweep_from in child processes: a child runs allocation numbers one after another, as the
- * parent would, until it finishes or crashes; after a crash the next child resumes past the
- * crashing number. A child that finishes exits normally, so LeakSanitizer checks it. */
-static void sweep_isolated(const sweep_range_t *range, tally_t *tally) {
-    size_t from = 1;
-    for (;;) {
-        int channel[2];
-        if (pipe(channel) != 0) {
-            perror("pipe");
-            exit(1);
-        }
-        fflush(stdout);
-        fflush(stderr);
-        pid_t child = fork();
-        if (child < 0) {
-            perror("fork");
-            exit(1);
-        }
-        if (child == 0) {
-            close(channel[0]);
-            crash_pipe = channel[1];
-            struct sigaction action;
-            memset(&action, 0, sizeof action);
-            action.sa_sigaction = child_crash;
-            action.sa_flags = SA_SIGINFO;
-            int signals[5] = {SIGSEGV, SIGBUS, SIGABRT, SIGFPE, SIGILL};
-            for (int i = 0; i < 5; ++i) sigaction(signals[i], &action, NULL);
-            in_child = 1;
-            sweep_from(range, from, tally, channel[1]);
-            send_record(channel[1], 'E', 0, 0, tally, NULL);
-            close(channel[1]);
-            exit(0); /* not _exit: LeakSanitizer's check runs at exit */
-        }
-        close(channel[1]);
-        child_record_t record;
-        size_t running = 0;
-        int crashed = 0, ended = 0;
-        crash_record_t crash;
-        memset(&crash, 0, sizeof crash);
-        for (;;) {
-            size_t got = 0;
-            for (ssize_t r; got < sizeof record && (r = read(channel[0], (char *)&record + got, sizeof record - got)) > 0;) got += (size_t)r;
-            if (got < sizeof record) break;
-            if (record.tag == 'S') running = record.n, *tally = record.tally;
-            else if (record.tag == 'T') running = 0, *tally = record.tally;
-            else if (record.tag == 'C') crashed = 1, crash = record.crash;
-            else if (record.tag == 'E') ended = 1, *tally = record.tally;
-        }
-        close(channel[0]);
-        int wait_status = 0;
-        waitpid(child, &wait_status, 0);
-        if (ended) {
-            if (!WIFEXITED(wait_status) || WEXITSTATUS(wait_status) != 0) {
-                sweep_answer_t answer;
-                memset(&answer, 0, sizeof answer);
-                snprintf(answer.status, sizeof answer.status, "exit status %d", WIFEXITED(wait_status) ? WEXITSTATUS(wait_status) : -1);
-                snprintf(answer.message, sizeof answer.message, "see LeakSanitizer's report above");
-                violation(tally, range->row, 0, range->mode, "a child process ended badly (leaks?)", &answer);
-            }
-            return;
-        }
-        if (!running) { /* died between runs: nothing to resume */
-            sweep_answer_t answer;
-            memset(&answer, 0, sizeof answer);
-            snprintf(answer.status, sizeof answer.status, "child status %d", wait_status);
-            violation(tally, range->row, 0, range->mode, "a child process died outside any run", &answer);
-            return;
-        }
+/* A child that died during run `n`: a crash or endless loop outside UForm's code is a third-party
+ * finding, counted and shown; one inside it (or nowhere known) is a violation. */
+static void classify_death(const sweep_range_t *range, size_t n, const sweep_child_result_t *result, sweep_tally_t *tally) {
+    tally->runs += 1;
+    tally->injected_runs += 1;
+    const sweep_death_t *death = &result->death;
+    const char *how = death->signal_number == SIGALRM ? "looped for a minute" : "crashed";
+    if (death->ours || !strcmp(death->library, "?")) {
+        sweep_answer_t answer;
+        memset(&answer, 0, sizeof answer);
+        snprintf(answer.status, sizeof answer.status, "signal %d", death->signal_number);
+        snprintf(answer.message, sizeof answer.message, "%s in %s (%s)", how, death->library, death->symbol);
+        violation(tally, range->row, n, range->mode, "the process died inside UForm's code (or somewhere unknown)", &answer);
+        return;
+    }
+    if (++tally->third_party_crashes <= 3)
+        fprintf(stderr, "THIRD-PARTY CRASH %s, allocation %zu failing (%s, %s): %s with signal %d in %s (%s)\n", range->row->name, n,
+                range->mode == FAILING_ALLOC_PERSISTENT ? "persistent" : "transient", death->failed, how, death->signal_number,
+                death->library, death->symbol);
+}
+
+/* A child that exited with a non-zero status. During a run, a library called exit: libuform
+ * imports no exit function (needed_libraries.sh checks), so not UForm. After its runs,
+ * LeakSanitizer found leaks (status 23). */
+static void classify_exit(const sweep_range_t *range, const sweep_child_result_t *result, sweep_tally_t *tally) {
+    if (result->have_progress && result->progress.tag == 'S') {
         tally->runs += 1;
         tally->injected_runs += 1;
-        if (!crashed || crash.ours) {
-            sweep_answer_t answer;
-            memset(&answer, 0, sizeof answer);
-            snprintf(answer.status, sizeof answer.status, "a crash");
-            snprintf(answer.message, sizeof answer.message, "signal %d in %s (%s)", WIFSIGNALED(wait_status) ? WTERMSIG(wait_status) : 0,
-                     crashed ? crash.library : "?", crashed ? crash.symbol : "?");
-            violation(tally, range->row, running, range->mode, "the process died inside UForm's code", &answer);
-        } else {
-            tally->third_party_crashes += 1;
-            if (tally->third_party_crashes <= 3)
-                fprintf(stderr, "THIRD-PARTY CRASH %s, allocation %zu failing (%s, %s): signal %d in %s (%s)\n", range->row->name,
-                        running, range->mode == FAILING_ALLOC_PERSISTENT ? "persistent" : "transient", crash.failed,
-                        WIFSIGNALED(wait_status) ? WTERMSIG(wait_status) : 0, crash.library, crash.symbol);
-        }
-        if (range->at) return;
-        from = running + 1;
+        if (++tally->third_party_crashes <= 3)
+            fprintf(stderr, "THIRD-PARTY EXIT %s, allocation %zu failing (%s): a library called exit(%d)\n", range->row->name,
+                    result->progress.n, range->mode == FAILING_ALLOC_PERSISTENT ? "persistent" : "transient", result->exit_status);
+        return;
     }
+    sweep_answer_t answer;
+    memset(&answer, 0, sizeof answer);
+    snprintf(answer.status, sizeof answer.status, "exit status %d", result->exit_status);
+    snprintf(answer.message, sizeof answer.message, "see LeakSanitizer's report above, if any");
+    violation(tally, range->row, 0, range->mode, "a child process ended badly", &answer);
+}
+
+typedef struct isolated_work_t {
+    const sweep_range_t *range;
+    size_t from;
+    sweep_tally_t tally;
+} isolated_work_t;
+
+static void isolated_child(void *context, int descriptor) {
+    isolated_work_t *work = context;
+    in_child = 1;
+    sweep_from(work->range, work->from, &work->tally, descriptor);
+    sweep_record_t end = {'E', 0, 0, 0, work->tally};
+    sweep_child_send(descriptor, &end);
+}
+
+/* sweep_from in child processes: a child runs allocation numbers one after another, as the parent
+ * would, until it finishes or dies; the next child resumes past the number it died at. */
+static void sweep_isolated(const sweep_range_t *range, sweep_tally_t *tally) {
+    isolated_work_t work = {range, 1, *tally};
+    for (;;) {
+        sweep_child_result_t result;
+        sweep_child_run(isolated_child, &work, executable, &result);
+        if (result.have_progress) *tally = result.progress.tally;
+        if (result.finished && result.have_progress && result.progress.tag == 'E') return;
+        if (!result.died) {
+            classify_exit(range, &result, tally);
+            if (!result.have_progress || result.progress.tag != 'S' || range->at) return;
+            work.from = result.progress.n + 1; /* a library's exit during that run: resume past it */
+            work.tally = *tally;
+            continue;
+        }
+        if (!result.have_progress || result.progress.tag != 'S') { /* died between runs */
+            classify_death(range, 0, &result, tally);
+            return;
+        }
+        classify_death(range, result.progress.n, &result, tally);
+        if (range->at) return;
+        work.from = result.progress.n + 1;
+        work.tally = *tally;
+    }
+}
+
+/* ---- cold rows (SWEEP_COLD): a child per run, every run the first of its process ---- */
+
+typedef struct cold_work_t {
+    const sweep_range_t *range;
+    size_t n; /* 0: the reference run */
+    sweep_tally_t tally;
+} cold_work_t;
+
+static void cold_child(void *context, int descriptor) {
+    cold_work_t *work = context;
+    in_child = 1;
+    if (!work->n) { /* the reference: every allocation served, counted */
+        sweep_answer_t answer;
+        memset(&answer, 0, sizeof answer);
+        failing_alloc_arm((size_t)-1, FAILING_ALLOC_TRANSIENT);
+        work->range->row->run(work->range->fixture, &answer);
+        failing_alloc_disarm();
+        if (!answer.ok)
+            fprintf(stderr, "FAIL %s: fails with all the memory it wants: %s: %s\n", work->range->row->name, answer.status, answer.message);
+        sweep_record_t record = {'R', answer.ok, failing_alloc_counted(), answer.digest, work->tally};
+        sweep_child_send(descriptor, &record);
+        return;
+    }
+    sweep_record_t record = {'S', 0, work->n, 0, work->tally};
+    sweep_child_send(descriptor, &record);
+    int reached = sweep_one(work->range->fixture, work->range->row, work->n, work->range->mode, work->range->reference, &work->tally);
+    record = (sweep_record_t){'T', reached, work->n, 0, work->tally};
+    sweep_child_send(descriptor, &record);
+}
+
+static size_t sweep_cold(sweep_range_t *range, sweep_tally_t *tally) {
+    cold_work_t work = {range, 0, {0}};
+    sweep_child_result_t result;
+    sweep_child_run(cold_child, &work, executable, &result);
+    if (!result.finished || !result.have_progress || result.progress.tag != 'R' || !result.progress.reached) {
+        tally->violations += 1;
+        return 0;
+    }
+    range->total = result.progress.n;
+    range->reference = result.progress.digest;
+    for (size_t n = next_number(range, 1); n; n = next_number(range, n + 1)) {
+        work = (cold_work_t){range, n, *tally};
+        sweep_child_run(cold_child, &work, executable, &result);
+        if (result.have_progress) *tally = result.progress.tally;
+        if (result.died) {
+            classify_death(range, n, &result, tally);
+        } else if (!result.finished) {
+            classify_exit(range, &result, tally);
+        } else if (result.have_progress && result.progress.tag == 'T' && !result.progress.reached) {
+            break;
+        }
+        if (range->at || n > 4 * range->total + 1000) break;
+    }
+    return range->total;
 }
 
 static size_t ffmpeg_stride = 1;
 
+/* Prints a row's line; answers 1 when it has violations. */
+static int report_row(const sweep_row_t *row, size_t total, const sweep_tally_t *tally, double start) {
+    printf("%-26s %6zu allocations, %6zu runs, %6zu failed: %6zu out_of_memory, %5zu absorbed, %zu violations", row->name, total,
+           tally->runs, tally->injected_runs, tally->out_of_memory, tally->absorbed, tally->violations);
+    if (tally->third_party_crashes) printf(", %zu third-party crashes", tally->third_party_crashes);
+    if (tally->third_party_degraded) printf(", %zu degraded by third-party code", tally->third_party_degraded);
+    printf(" (%.1f s)\n", now() - start);
+    third_party_total += tally->third_party_crashes;
+    fflush(stdout);
+    return tally->violations != 0;
+}
+
 static int sweep_row(sweep_fixture_t *fixture, const sweep_row_t *row, int quick, int modes, size_t at) {
     current_row = row->name;
     double start = now();
+    sweep_tally_t tally = {0};
+    if (row->flags & SWEEP_COLD) { /* the parent never runs it: every run is a child's first */
+        size_t total = 0;
+        for (int mode = 0; mode < 2; ++mode) {
+            if (!(modes & (1 << mode))) continue;
+            sweep_range_t range = {fixture, row, (failing_alloc_mode_t)mode, quick, row->flags & SWEEP_FFMPEG ? ffmpeg_stride : 1, at, 0, 0};
+            total = sweep_cold(&range, &tally);
+        }
+        return report_row(row, total, &tally, start);
+    }
     sweep_answer_t first;
     memset(&first, 0, sizeof first);
     row->run(fixture, &first); /* fills caches: media bytes, FFmpeg's tables, the session program */
@@ -402,7 +408,6 @@ static int sweep_row(sweep_fixture_t *fixture, const sweep_row_t *row, int quick
         fprintf(stderr, "FAIL %s: a second run with memory %s\n", row->name, counting.ok ? "gives other outputs" : "fails");
         return 1;
     }
-    tally_t tally = {0};
     for (int mode = 0; mode < 2; ++mode) {
         if (!(modes & (1 << mode))) continue;
         sweep_range_t range = {fixture, row, (failing_alloc_mode_t)mode, quick, row->flags & SWEEP_FFMPEG ? ffmpeg_stride : 1,
@@ -410,14 +415,7 @@ static int sweep_row(sweep_fixture_t *fixture, const sweep_row_t *row, int quick
         if (row->flags & SWEEP_ISOLATE) sweep_isolated(&range, &tally);
         else sweep_from(&range, 1, &tally, -1);
     }
-    printf("%-26s %6zu allocations, %6zu runs, %6zu failed: %6zu out_of_memory, %5zu absorbed, %zu violations",
-           row->name, total, tally.runs, tally.injected_runs, tally.out_of_memory, tally.absorbed, tally.violations);
-    if (tally.third_party_crashes) printf(", %zu third-party crashes", tally.third_party_crashes);
-    if (tally.third_party_degraded) printf(", %zu degraded by FFmpeg", tally.third_party_degraded);
-    printf(" (%.1f s)\n", now() - start);
-    third_party_total += tally.third_party_crashes;
-    fflush(stdout);
-    return tally.violations != 0;
+    return report_row(row, total, &tally, start);
 }
 
 static int listed(const char *list, const char *name) {

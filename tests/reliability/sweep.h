@@ -57,6 +57,10 @@ enum {
                            failures: a crash whose faulting frame is outside UForm is counted and
                            reported as a third-party crash, one inside UForm fails the sweep. Such a
                            row must not use the fixture's executor (a child has no threads). */
+    SWEEP_COLD = 8,     /* with SWEEP_ISOLATE: every run, the first one too, in its own child of a parent
+                           that never ran the row, so what the call sets up once (loading FFmpeg) is
+                           set up under failing allocations each time. The row must come before any
+                           row that would set the same thing up in the parent. */
 };
 
 typedef struct sweep_row_t {
