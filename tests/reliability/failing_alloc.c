@@ -103,14 +103,6 @@ size_t failing_alloc_counted(void) { return __atomic_load_n(&counted, __ATOMIC_S
 long failing_alloc_live(void) { return __atomic_load_n(&live, __ATOMIC_SEQ_CST); }
 const char *failing_alloc_failed_function(void) { return failed_function; }
 
-int failing_alloc_failure_passes_through(const char *symbol) {
-    for (int i = 0; i < failure_depth; ++i) {
-        Dl_info where;
-        if (dladdr(failure_stack[i], &where) && where.dli_sname && strcmp(where.dli_sname, symbol) == 0) return 1;
-    }
-    return 0;
-}
-
 void failing_alloc_print_failure_stack(void) {
     if (failure_depth > 0) backtrace_symbols_fd(failure_stack, failure_depth, STDERR_FILENO);
 }

@@ -42,10 +42,6 @@ long failing_alloc_live(void);
 /* Which function failed first since arming ("malloc", "mmap", ...), or "" when none did. */
 const char *failing_alloc_failed_function(void);
 
-/* Non-zero when the stack of the first failure since arming passes through the exported function
- * `symbol` (dladdr's name for a frame), e.g. "tjInitDecompress". */
-int failing_alloc_failure_passes_through(const char *symbol);
-
 /* Writes the call stack of the first failure since arming to stderr (symbol names where the
  * dynamic symbol table has them, addresses otherwise; feed those to addr2line). */
 void failing_alloc_print_failure_stack(void);
