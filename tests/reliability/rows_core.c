@@ -62,7 +62,7 @@ void sweep_run_arena_for_host(sweep_fixture_t *fixture, sweep_answer_t *answer) 
 void sweep_run_arena_for_executor(sweep_fixture_t *fixture, sweep_answer_t *answer) {
     uform_arena_t arena = NULL;
     uform_outcome_t outcome = {0};
-    uform_status_t status = uform_arena_for_executor(fixture->executor, &arena, &outcome);
+    uform_status_t status = uform_arena_for_executor(sweep_executor(fixture), &arena, &outcome);
     sweep_answer_status(answer, status, &outcome);
     uform_arena_free(arena);
 }

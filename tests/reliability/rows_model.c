@@ -35,7 +35,7 @@ void sweep_run_model_load_on_executor(sweep_fixture_t *fixture, sweep_answer_t *
     uform_ram_options_t options = {NULL, 0, UFORM_CPU_CLASS_UNKNOWN, UFORM_COMPUTE_BF16};
     uform_model_t model = NULL;
     uform_outcome_t outcome = {0};
-    uform_status_t status = uform_model_load_ram(fixture->executor, fixture->checkpoint, &options, &model, &outcome);
+    uform_status_t status = uform_model_load_ram(sweep_executor(fixture), fixture->checkpoint, &options, &model, &outcome);
     sweep_answer_status(answer, status, &outcome);
     if (status == UFORM_OK) {
         uform_model_describe_t describe = {model};
@@ -103,11 +103,11 @@ void sweep_run_text_encode(sweep_fixture_t *fixture, sweep_answer_t *answer) {
 }
 
 void sweep_run_text_encode_on_executor(sweep_fixture_t *fixture, sweep_answer_t *answer) {
-    text_encode(fixture, fixture->executor, UFORM_COMPLETION_BLOCKING, answer);
+    text_encode(fixture, sweep_executor(fixture), UFORM_COMPLETION_BLOCKING, answer);
 }
 
 void sweep_run_text_encode_deferred(sweep_fixture_t *fixture, sweep_answer_t *answer) {
-    text_encode(fixture, fixture->executor, UFORM_COMPLETION_DEFERRED, answer);
+    text_encode(fixture, sweep_executor(fixture), UFORM_COMPLETION_DEFERRED, answer);
 }
 
 /* A text encode into an arena of its own: the arena's first growth happens inside the call. */
@@ -181,7 +181,7 @@ void sweep_run_image_pixels(sweep_fixture_t *fixture, sweep_answer_t *answer) {
     uform_image_encode_pixels_t request;
     memset(&request, 0, sizeof request);
     request.model = fixture->model;
-    request.executor = fixture->executor;
+    request.executor = sweep_executor(fixture);
     request.pixels = sweep_tape(pixels, sizeof pixels, offsets);
     request.heights = heights, request.widths = widths;
     request.outputs = UFORM_OUTPUTS_EMBEDDINGS;

@@ -465,7 +465,6 @@ int main(int argc, char **argv) {
     }
     uform_outcome_t outcome = {0};
     if (uform_model_load_ram(NULL, fixture.checkpoint, NULL, &fixture.model, &outcome) != UFORM_OK ||
-        uform_executor_for_ram(NULL, 2, 0, &fixture.executor, &outcome) != UFORM_OK ||
         uform_arena_for_host(&fixture.arena, &outcome) != UFORM_OK) {
         char line[600];
         uform_outcome_format(&outcome, line, sizeof line);
@@ -486,6 +485,10 @@ int main(int argc, char **argv) {
         if ((row->flags & SWEEP_FFMPEG) && !fixture.ffmpeg) {
             printf("%-26s skipped: this build has no FFmpeg headers\n", row->name);
             continue;
+        }
+        if ((row->flags & SWEEP_ISOLATE) && fixture.executor) { /* children must not inherit its threads */
+            uform_executor_free(fixture.executor);
+            fixture.executor = NULL;
         }
         failed |= sweep_row(&fixture, row, quick, modes, at);
         ran += 1;

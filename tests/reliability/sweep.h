@@ -31,7 +31,7 @@ typedef struct sweep_fixture_t {
     const char *fixtures;     /* the media fixtures folder (tests/media) */
     char scratch[256];        /* a private temporary folder for files the rows write */
     uform_model_t model;      /* loaded on the calling thread */
-    uform_executor_t executor; /* two threads of its own */
+    uform_executor_t executor; /* two threads of its own, made on first use: use sweep_executor() */
     uform_arena_t arena;      /* a host arena the encode rows share */
     int ffmpeg;               /* FFmpeg could be loaded: rows that need it run */
 } sweep_fixture_t;
@@ -89,6 +89,11 @@ uint64_t sweep_digest_rows(uint64_t digest, const uform_rows_t *view);
 
 /* The whole file `name` of the media fixtures folder, read once and kept; NULL when missing. */
 const sweep_bytes_t *sweep_media(const sweep_fixture_t *fixture, const char *name);
+
+/* The fixture's executor, made when first asked for (by a row's unarmed first run). The driver
+ * frees it before an isolated row, whose children would inherit threads that do not exist in them
+ * (LeakSanitizer then cannot stop them and warns of false leaks). */
+uform_executor_t sweep_executor(sweep_fixture_t *fixture);
 
 /* A one-item tape over `bytes`. `offsets` must hold 2 entries and live as long as the tape. */
 uform_tape_t sweep_tape(const void *bytes, size_t size, size_t offsets[2]);

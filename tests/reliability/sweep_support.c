@@ -84,3 +84,8 @@ uform_tape_t sweep_tape(const void *bytes, size_t size, size_t offsets[2]) {
     uform_tape_t tape = {bytes, offsets, 1};
     return tape;
 }
+
+uform_executor_t sweep_executor(sweep_fixture_t *fixture) {
+    if (!fixture->executor && uform_executor_for_ram(NULL, 2, 0, &fixture->executor, NULL) != UFORM_OK) fixture->executor = NULL;
+    return fixture->executor;
+}
