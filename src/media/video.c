@@ -221,7 +221,11 @@ static uform_status_t decode_frames(video_state_t *state, const uint8_t *bytes, 
         if (status != UFORM_OK) return status;
         format = state->input.format;
         if ((unsigned)state->index >= format->nb_streams)
-            return uform__fail(outcome, UFORM_INTERNAL, "uform__media_video_decode", "video: stream %d vanished on reopening", state->index);
+            /* The same bytes read again must hold the same streams: FFmpeg lost one reading them for
+             * lack of memory (or they are stranger than they looked); a second attempt settles it. */
+            return uform__media_av_fail_enomem(outcome, "uform__media_video_decode",
+                                               "video: stream %d is gone when the %zu bytes are opened again (FFmpeg could not allocate it?)",
+                                               state->index, size);
         state->stream = format->streams[state->index];
         parameters = state->stream->codecpar, container = format->iformat->name; /* the old ones were freed */
         for (unsigned s = 0; s < format->nb_streams; ++s)
