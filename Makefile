@@ -6,7 +6,7 @@ JOBS ?= 2
 PREFIX ?= /usr/local
 CMAKE_FLAGS ?=
 
-.PHONY: all deps configure build test demo install asan tsan fuzz fuzz-long bench clean
+.PHONY: all deps configure build test demo install asan tsan fuzz fuzz-long bench sweep clean
 
 all: build
 
@@ -36,6 +36,13 @@ asan: deps
 	cmake --build build-asan -j$(JOBS)
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	  ctest --test-dir build-asan --output-on-failure -j$(JOBS) -LE "noasan"
+
+# The allocation-failure sweep (tests/reliability/sweep.h) at every allocation of every entry point,
+# transient and persistent, in the plain build. `make test` runs a sample; `make asan` runs it with
+# LeakSanitizer (FFmpeg's rows at every 8th allocation there, for CI's time).
+sweep: build
+	ctest --test-dir $(BUILD) -R '^(media_fixtures|model_checkpoint_tiny)$$' --output-on-failure
+	$(BUILD)/tests/reliability/reliability_sweep $(BUILD)/tests/model/tiny.safetensors $(BUILD)/tests/media/fixtures
 
 # The executor, outcome and arena tests under ThreadSanitizer.
 tsan: deps

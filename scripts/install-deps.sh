@@ -8,7 +8,7 @@ packages=(
   # build
   build-essential cmake pkg-config clang llvm libclang-rt-14-dev libomp-14-dev
   # library dependencies
-  libcjson-dev libnuma-dev
+  libcjson-dev
   # collectives of the mesh (src/mesh, behind one C++ shim)
   libgloo-dev
   # media decoding (src/media) and fixture generation

@@ -273,6 +273,16 @@ UFORM_API void uform_version(int *major, int *minor, int *patch);
  * with UFORM_UNSUPPORTED. Computed once; thread-safe. */
 UFORM_API uform_cpu_class_t uform_cpu_class_detect(void);
 
+/*
+ * FFmpeg (audio other than WAV, video, GIF/BMP/TIFF/PNM/JPEG 2000 images) is not linked: the first
+ * call that needs it loads libavutil, libswresample, libswscale, libavcodec and libavformat of the
+ * major versions this build was written for (FFmpeg 5.1: 57, 4, 6, 59, 59), from the folder named
+ * by the environment variable UFORM_FFMPEG_DIR when it is set (an LGPL build of your own, say),
+ * else from the system's library path. A process that only encodes text, JPEG, PNG, WebP or WAV
+ * never maps it. When it cannot be loaded (missing, too old), the calls that need it answer
+ * UFORM_UNSUPPORTED naming the library and where it was looked for; everything else works.
+ */
+
 /* Non-zero when this machine can run kernels of `cpu_class` (independent of UFORM_CPU_CLASS). */
 UFORM_API int uform_cpu_class_supported(uform_cpu_class_t cpu_class);
 
@@ -380,8 +390,9 @@ typedef struct uform_pool_t {
  * and not yet started (0 takes 64).
  *
  * Statuses: UFORM_OK; UFORM_UNSUPPORTED (a CPU class this machine cannot run); UFORM_INVALID_ARGUMENT
- * (a memory domain that does not exist, or a NULL `executor`); UFORM_OUT_OF_MEMORY; UFORM_INTERNAL
- * (the system refused to start a thread). On failure `*executor` is NULL.
+ * (a memory domain that does not exist, or a NULL `executor`); UFORM_OUT_OF_MEMORY (also when the
+ * system has no memory or thread slots left to start a thread); UFORM_INTERNAL (the system refused
+ * a thread for another reason). On failure `*executor` is NULL.
  */
 UFORM_API uform_status_t uform_executor_for_ram(const uform_ram_options_t *ram_options, size_t threads,
                                                 size_t deferred_limit, uform_executor_t *executor,
@@ -663,7 +674,8 @@ typedef struct uform_encoded_t {
  * UFORM_CANCELLED; UFORM_INVALID_ARGUMENT (bad tape, a NULL model or arena, a modality the model
  * lacks, dimensions above E, an unknown scalar, mismatched pixel sizes — the message names the item);
  * UFORM_FORMAT (an item that is not decodable media of the verb's modality, naming the item);
- * UFORM_UNSUPPORTED (a format this build cannot decode); UFORM_OUT_OF_MEMORY.
+ * UFORM_UNSUPPORTED (a format this build cannot decode, or FFmpeg not loadable); UFORM_OUT_OF_MEMORY
+ * (whenever an allocation fails, also inside a codec library: never reported as FORMAT).
  */
 
 /* Texts: each item is UTF-8 bytes (not validated; bytes are the tokens), truncated to the model's
@@ -714,7 +726,8 @@ typedef struct uform_image_encode_pixels_t {
 UFORM_API uform_status_t uform_image_encode_pixels(uform_image_encode_pixels_t *request);
 
 /* Videos: each item is a whole file (MP4, WebM, MKV ... through FFmpeg); F frames at the centres of
- * F equal segments of the stream. UFORM_UNSUPPORTED in a build without FFmpeg. */
+ * F equal segments of the stream. UFORM_UNSUPPORTED in a build without FFmpeg, or when FFmpeg
+ * cannot be loaded (see UFORM_FFMPEG_DIR above). */
 typedef struct uform_video_encode_t {
     uform_model_t model;
     uform_executor_t executor;
@@ -728,8 +741,9 @@ typedef struct uform_video_encode_t {
 } uform_video_encode_t;
 UFORM_API uform_status_t uform_video_encode(uform_video_encode_t *request);
 
-/* Recordings: each item is a whole file (WAV always; FLAC, Ogg, MP3, AAC ... with FFmpeg), mixed to
- * mono by averaging, resampled to the model's rate, cropped or zero-padded to its seconds. */
+/* Recordings: each item is a whole file (WAV always; FLAC, Ogg, MP3, AAC ... with FFmpeg, loaded on
+ * first use), mixed to mono by averaging, resampled to the model's rate, cropped or zero-padded to
+ * its seconds. */
 typedef struct uform_audio_encode_t {
     uform_model_t model;
     uform_executor_t executor;
@@ -1539,11 +1553,12 @@ typedef enum uform_session_status_t {
     UFORM_SESSION_INVALID_BUFFER = 4,      /* invoke: wrong count, size or alignment, NULL, outputs sharing a byte
                                               with an input or each other, or too small a scratch */
     UFORM_SESSION_TOO_MANY_PROGRAMS = 5,   /* compile: all UFORM_SESSION_MAX_PROGRAMS slots hold programs */
-    UFORM_SESSION_OUT_OF_MEMORY = 6,       /* an allocation failed; nothing was loaded or written */
+    UFORM_SESSION_OUT_OF_MEMORY = 6,       /* an allocation failed: nothing was loaded (compile), or the
+                                              session's scratch or a kernel's own buffers (invoke) */
     UFORM_SESSION_COMPILE_FAILED = 7,      /* a valid program this build cannot plan: a value or the scratch area
                                               exceeds UFORM_SESSION_BYTE_LIMIT */
-    UFORM_SESSION_LAUNCH_FAILED = 8        /* invoke: a bound kernel could not run (the engine's GEMM allocates its
-                                              packing buffers per call; that allocation failed) */
+    UFORM_SESSION_LAUNCH_FAILED = 8        /* invoke: a bound kernel refused to run for a reason other than
+                                              memory (the GEMM's packing buffers failing to allocate is OUT_OF_MEMORY) */
 } uform_session_status_t;
 
 /* The lower-case name of a session status ("ok", "invalid_program" ...), "unknown" outside the
@@ -1716,7 +1731,8 @@ UFORM_API size_t uform_session_scratch_size(uform_session_t session, uform_progr
  * own, kept for later calls. Every buffer is borrowed for the call only.
  * Statuses: OK; INVALID_HANDLE; INVALID_BUFFER (counts, sizes or alignments other than the
  * descriptors say, a NULL buffer or array, an output sharing a byte with an input or another
- * output, too small a scratch); OUT_OF_MEMORY (the session's own scratch); LAUNCH_FAILED. On a
+ * output, too small a scratch); OUT_OF_MEMORY (the session's own scratch, or the packing buffers
+ * the engine's GEMM allocates per call); LAUNCH_FAILED (a kernel refused otherwise). On a
  * failure before running, no output is written.
  */
 UFORM_API uform_session_status_t uform_session_invoke(uform_session_t session, uform_program_t program,

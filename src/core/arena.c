@@ -2,13 +2,13 @@
 #include "core/arena.h"
 
 #include <errno.h>
-#include <numaif.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
 #include "core/futex.h"
+#include "core/numa.h"
 #include "core/outcome.h"
 
 struct uform__arena_chunk_t {
@@ -34,11 +34,7 @@ static void *map_pages(const struct uform_arena_s *arena, size_t bytes) {
      * misses. Advice only: refused where transparent huge pages are off. */
     if (bytes >= ((size_t)2 << 20)) (void)madvise(pages, bytes, MADV_HUGEPAGE);
 #endif
-    if (arena->node_mask) {
-        unsigned long mask = arena->node_mask;
-        if (mbind(pages, bytes, MPOL_PREFERRED_MANY, &mask, sizeof mask * 8, 0) != 0)
-            (void)mbind(pages, bytes, MPOL_BIND, &mask, sizeof mask * 8, 0); /* kernels before 5.15 */
-    }
+    uform__numa_place(pages, bytes, arena->node_mask);
     return pages;
 }
 

@@ -8,14 +8,15 @@
 #include "exec/executor.h"
 
 #include <errno.h>
-#include <numa.h>
 #include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/arena.h"
 #include "core/cpu.h"
 #include "core/futex.h"
+#include "core/numa.h"
 #include "core/outcome.h"
 
 enum { default_deferred_limit = 64 };
@@ -223,28 +224,23 @@ static uform_status_t place(const uform_ram_options_t *options, unsigned long *n
     if (domains && !options->memory_domains)
         return uform__fail(outcome, UFORM_INVALID_ARGUMENT, function,
                            "ram_options.memory_domains is NULL but memory_domains_count is %zu", domains);
-    int numa = numa_available() >= 0;
     if (domains) {
-        int max_node = numa ? numa_max_node() : 0;
+        int max_node = uform__numa_max_node();
         for (size_t i = 0; i < domains; ++i) {
             size_t node = options->memory_domains[i];
-            if ((long)node > max_node || node >= sizeof(unsigned long) * 8 || (numa && !numa_bitmask_isbitset(numa_nodes_ptr, (unsigned)node)))
+            if ((long)node > max_node || node >= UFORM__NUMA_MAX_NODES || !uform__numa_node_online(node))
                 return uform__fail(outcome, UFORM_INVALID_ARGUMENT, function,
                                    "ram_options.memory_domains[%zu] = %zu: this machine has NUMA nodes 0..%d", i, node,
                                    max_node);
             *node_mask |= 1ul << node;
         }
     }
-    if (numa && *node_mask) {
-        struct bitmask *node_cpus = numa_allocate_cpumask();
-        if (!node_cpus) return uform__fail(outcome, UFORM_OUT_OF_MEMORY, function, "cannot allocate a CPU mask");
-        for (size_t node = 0; node < sizeof(unsigned long) * 8; ++node) {
-            if (!(*node_mask & (1ul << node))) continue;
-            if (numa_node_to_cpus((int)node, node_cpus) != 0) continue;
-            for (unsigned cpu = 0; cpu < node_cpus->size && cpu < CPU_SETSIZE; ++cpu)
-                if (numa_bitmask_isbitset(node_cpus, cpu) && CPU_ISSET(cpu, &allowed)) CPU_SET(cpu, cpus);
-        }
-        numa_free_cpumask(node_cpus);
+    if (*node_mask) {
+        cpu_set_t node_cpus;
+        CPU_ZERO(&node_cpus);
+        for (size_t node = 0; node < UFORM__NUMA_MAX_NODES; ++node)
+            if (*node_mask & (1ul << node)) (void)uform__numa_node_cpus(node, &node_cpus); /* an unreadable list adds none */
+        CPU_AND(cpus, &node_cpus, &allowed);
         if (CPU_COUNT(cpus) == 0)
             return uform__fail(outcome, UFORM_INVALID_ARGUMENT, function,
                                "the named memory domains have no CPUs this process may run on");
@@ -279,6 +275,16 @@ static uform_status_t create(const uform_ram_options_t *ram_options, size_t defe
     return UFORM_OK;
 }
 
+/* A thread that would not start: EAGAIN (no memory for its stack, or no thread slots left) and
+ * ENOMEM are memory exhaustion; anything else is a bug in how it was asked. */
+static uform_status_t thread_failure(uform_outcome_t *outcome, const char *function, int error, const char *what) {
+    if (error == EAGAIN || error == ENOMEM)
+        return uform__fail(outcome, UFORM_OUT_OF_MEMORY, function,
+                           "cannot start %s: the system has no memory (or thread slots) left for another thread: %s", what,
+                           strerror(error));
+    return uform__fail(outcome, UFORM_INTERNAL, function, "cannot start %s: %s", what, strerror(error));
+}
+
 static uform_status_t start_lead(uform_executor_t executor, const cpu_set_t *cpus, uform_outcome_t *outcome,
                                  const char *function) {
     pthread_attr_t attributes;
@@ -286,7 +292,7 @@ static uform_status_t start_lead(uform_executor_t executor, const cpu_set_t *cpu
     if (cpus) pthread_attr_setaffinity_np(&attributes, sizeof *cpus, cpus);
     int error = pthread_create(&executor->lead, &attributes, lead_main, executor);
     pthread_attr_destroy(&attributes);
-    if (error) return uform__fail(outcome, UFORM_INTERNAL, function, "cannot start the lead thread: %s", strerror(error));
+    if (error) return thread_failure(outcome, function, error, "the lead thread");
     executor->lead_started = 1;
     return UFORM_OK;
 }
@@ -313,8 +319,9 @@ UFORM_API uform_status_t uform_executor_for_ram(const uform_ram_options_t *ram_o
     int error = uform__team_start(&executor->team, threads - 1, &executor->mood, placement);
     if (error) {
         uform__executor_release(executor);
-        return uform__fail(outcome, error == ENOMEM ? UFORM_OUT_OF_MEMORY : UFORM_INTERNAL, function,
-                           "cannot start %zu worker threads: %s", threads - 1, strerror(error));
+        char what[64];
+        snprintf(what, sizeof what, "%zu worker threads", threads - 1);
+        return thread_failure(outcome, function, error, what);
     }
     executor->parallel.threads = threads;
     executor->parallel.for_n = uform__team_for_n;

@@ -89,7 +89,8 @@ typedef struct uform__safetensors_t uform__safetensors_t;
  * uform__safetensors_close), on failure `*file` is NULL.
  * Statuses: UFORM_OK; UFORM_IO when the file cannot be opened, examined or mapped (the message
  * has the path and strerror); UFORM_FORMAT for anything malformed (the message names the tensor
- * or metadata key, what was expected and what was found); UFORM_OUT_OF_MEMORY;
+ * or metadata key, what was expected and what was found); UFORM_OUT_OF_MEMORY (also when the
+ * mapping fails for lack of memory or address space, ENOMEM);
  * UFORM_INVALID_ARGUMENT for NULL `path` or `file`. The file must not be truncated by anyone while
  * it is open (a mapping of vanished pages faults).
  */

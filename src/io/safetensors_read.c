@@ -12,7 +12,6 @@
  */
 #include "io/safetensors.h"
 
-#include <cJSON.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -25,6 +24,7 @@
 #include <unistd.h>
 
 #include "core/outcome.h"
+#include "io/json.h"
 #include "io/safetensors_text.h"
 
 typedef struct metadata_entry_t {
@@ -358,11 +358,13 @@ static uform_status_t parse_file(uform__safetensors_t *file, uform_outcome_t *ou
     uform_status_t status = prescan_header(header, (size_t)header_length, &object_end, outcome);
     if (status != UFORM_OK) return status;
     const char *parse_end = NULL;
-    cJSON *root = cJSON_ParseWithLengthOpts(header, object_end, &parse_end, 0);
-    if (!root) {
-        size_t near = parse_end && parse_end >= header ? (size_t)(parse_end - header) : 0;
+    cJSON *root = NULL;
+    size_t near = 0;
+    status = uform__json_parse(header, object_end, &root, &parse_end, &near);
+    if (status == UFORM_OUT_OF_MEMORY)
+        return uform__fail(outcome, status, function, "cannot allocate the parsed JSON header (%zu bytes of text)", object_end);
+    if (status != UFORM_OK)
         return uform__fail(outcome, UFORM_FORMAT, function, "the JSON header is malformed near header byte %zu", near);
-    }
     if (!cJSON_IsObject(root) || parse_end != header + object_end) {
         cJSON_Delete(root);
         return uform__fail(outcome, UFORM_FORMAT, function, "the JSON header is not one object");
@@ -506,7 +508,9 @@ uform_status_t uform__safetensors_open(const char *path, uform__safetensors_t **
             int error = errno;
             close(descriptor);
             free(result);
-            return uform__fail(outcome, UFORM_IO, __func__, "cannot map %s: %s", quoted, strerror(error));
+            /* ENOMEM: no address space or memory left for the mapping, not a fault of the file. */
+            return uform__fail(outcome, error == ENOMEM ? UFORM_OUT_OF_MEMORY : UFORM_IO, __func__, "cannot map %s: %s", quoted,
+                               strerror(error));
         }
         result->mapping = mapping;
         result->bytes = mapping;

@@ -97,7 +97,7 @@ uform_status_t uform__signal_fft_plan_init(uform__signal_fft_plan_t *plan, size_
     }
     if (!plan->twiddles || !plan->roots || !plan->split || (n != m && (!plan->chirp || !plan->chirp_spectrum))) {
         uform__signal_fft_plan_free(plan);
-        return uform__fail(outcome, UFORM_OUT_OF_MEMORY, __func__, "FFT plan tables for length %zu", length);
+        return uform__fail(outcome, UFORM_OUT_OF_MEMORY, __func__, "cannot allocate the FFT plan tables for length %zu", length);
     }
     stride = 1;
     for (size_t s = 0; s < plan->factor_count; ++s) {

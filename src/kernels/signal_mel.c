@@ -73,7 +73,7 @@ uform_status_t uform__signal_mel_plan_init(uform__signal_mel_plan_t *plan, size_
     if (!plan->window || !plan->filter_first || !plan->filter_size || !plan->filters || !edges) {
         free(edges);
         uform__signal_mel_plan_free(plan);
-        return uform__fail(outcome, UFORM_OUT_OF_MEMORY, __func__, "mel plan for n_fft %zu, %zu mels", n_fft, mels);
+        return uform__fail(outcome, UFORM_OUT_OF_MEMORY, __func__, "cannot allocate the mel plan for n_fft %zu, %zu mels", n_fft, mels);
     }
 
     /* torch.hann_window(n_fft, periodic=True) in float: 0.5 − 0.5·cos(n · (2π / n_fft)), the angle
@@ -204,7 +204,7 @@ static uform_status_t stft_prepare(const uform__signal_mel_plan_t *plan, const f
     if (!context->scratch || !context->maxima) {
         free(context->scratch);
         free(context->maxima);
-        return uform__fail(outcome, UFORM_OUT_OF_MEMORY, function, "STFT scratch for %zu threads", threads);
+        return uform__fail(outcome, UFORM_OUT_OF_MEMORY, function, "cannot allocate STFT scratch for %zu threads", threads);
     }
     return UFORM_OK;
 }

@@ -64,7 +64,7 @@ uform_status_t uform__signal_resample_plan_init(uform__signal_resample_plan_t *p
     plan->kernels = calloc(next * plan->taps, sizeof(float));
     if (!plan->first || !plan->size || !plan->kernels) {
         uform__signal_resample_plan_free(plan);
-        return uform__fail(outcome, UFORM_OUT_OF_MEMORY, __func__, "resampler bank of %zu x %zu taps", next,
+        return uform__fail(outcome, UFORM_OUT_OF_MEMORY, __func__, "cannot allocate a resampler bank of %zu x %zu taps", next,
                            plan->taps);
     }
     /* torchaudio, in float: idx = arange(−width, width + orig) / orig; t = arange(0, −next, −1) / next

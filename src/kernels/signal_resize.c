@@ -122,7 +122,7 @@ uform_status_t uform__signal_resize_plan_init(uform__signal_resize_plan_t *plan,
     if (!taps_init(&plan->rows, source_height, resized_height, crop_top, crop_height) ||
         !taps_init(&plan->columns, source_width, resized_width, crop_left, crop_width)) {
         uform__signal_resize_plan_free(plan);
-        return uform__fail(outcome, UFORM_OUT_OF_MEMORY, __func__, "resize weight tables for %zux%zu",
+        return uform__fail(outcome, UFORM_OUT_OF_MEMORY, __func__, "cannot allocate resize weight tables for %zux%zu",
                            crop_height, crop_width);
     }
     size_t begin = source_height, end = 0;
@@ -135,7 +135,7 @@ uform_status_t uform__signal_resize_plan_init(uform__signal_resize_plan_t *plan,
     plan->scratch = malloc((end - begin) * crop_width * 3 * sizeof(float));
     if (!plan->scratch) {
         uform__signal_resize_plan_free(plan);
-        return uform__fail(outcome, UFORM_OUT_OF_MEMORY, __func__, "resize scratch of %zu rows x %zu pixels",
+        return uform__fail(outcome, UFORM_OUT_OF_MEMORY, __func__, "cannot allocate resize scratch of %zu rows x %zu pixels",
                            end - begin, crop_width);
     }
     return UFORM_OK;
@@ -292,7 +292,7 @@ uform_status_t uform__signal_resize_rgb8(uform__signal_resize_plan_t *plan, cons
     const size_t threads = uform__parallel_threads(parallel);
     context.rows = malloc(threads * plan->crop_width * 3 * sizeof(float));
     if (!context.rows)
-        return uform__fail(outcome, UFORM_OUT_OF_MEMORY, __func__, "%zu output rows of %zu pixels", threads,
+        return uform__fail(outcome, UFORM_OUT_OF_MEMORY, __func__, "cannot allocate %zu output rows of %zu pixels", threads,
                            plan->crop_width);
     /* One prong per thread per pass: every output value is computed the same way whatever the split. */
     const size_t source_rows = plan->source_row_end - plan->source_row_begin;

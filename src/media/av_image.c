@@ -9,8 +9,6 @@
 #include "media/media.h"
 
 #if UFORM_WITH_FFMPEG
-#include <libavutil/frame.h>
-#include <libavutil/pixdesc.h>
 
 static uint32_t little_u16(const uint8_t *p) { return (uint32_t)p[0] | (uint32_t)p[1] << 8; }
 static int32_t little_i32(const uint8_t *p) {
@@ -37,9 +35,9 @@ static uform_status_t check_header(uform__media_kind_t kind, const uint8_t *byte
     return UFORM_OK;
 }
 
-uform_status_t uform__media_av_image_decode(uform__media_kind_t kind, const uint8_t *bytes, size_t size,
-                                            const uform__media_limits_t *limits, uform__media_image_t *image,
-                                            uform_outcome_t *outcome) {
+static uform_status_t attempt(uform__media_kind_t kind, const uint8_t *bytes, size_t size, const uform__media_limits_t *limits,
+                              uform__media_image_t *image, uform_outcome_t *outcome) {
+    static const char function[] = "uform__media_av_image_decode";
     const char *name = uform__media_kind_name(kind);
     enum AVCodecID id = AV_CODEC_ID_NONE;
     switch (kind) {
@@ -48,53 +46,65 @@ uform_status_t uform__media_av_image_decode(uform__media_kind_t kind, const uint
     case UFORM__MEDIA_TIFF: id = AV_CODEC_ID_TIFF; break;
     case UFORM__MEDIA_JPEG2000: id = AV_CODEC_ID_JPEG2000; break;
     case UFORM__MEDIA_PNM: id = bytes[1] == '4' ? AV_CODEC_ID_PBM : bytes[1] == '5' ? AV_CODEC_ID_PGM : AV_CODEC_ID_PPM; break;
-    default: return uform__fail(outcome, UFORM_INTERNAL, __func__, "%s is not an image kind of libavcodec", name);
+    default: return uform__fail(outcome, UFORM_INTERNAL, function, "%s is not an image kind of libavcodec", name);
     }
     uform__media_limits_t resolved;
     uform__media_limits_resolve(limits, &resolved);
     uform_status_t status = check_header(kind, bytes, size, &resolved, name, outcome);
     if (status != UFORM_OK) return status;
     if (size > INT32_MAX - AV_INPUT_BUFFER_PADDING_SIZE)
-        return uform__fail(outcome, UFORM_FORMAT, __func__, "%s: %zu bytes are more than one FFmpeg packet holds", name, size);
+        return uform__fail(outcome, UFORM_FORMAT, function, "%s: %zu bytes are more than one FFmpeg packet holds", name, size);
 
+    const uform__av_t *av = NULL;
+    status = uform__av_require(&av, name, function, outcome);
+    if (status != UFORM_OK) return status;
     uform__media_av_quiet();
-    AVCodecParameters *parameters = avcodec_parameters_alloc();
-    AVPacket *packet = av_packet_alloc();
-    AVFrame *frame = av_frame_alloc();
+    AVCodecParameters *parameters = av->avcodec_parameters_alloc();
+    AVPacket *packet = av->av_packet_alloc();
+    AVFrame *frame = av->av_frame_alloc();
     AVCodecContext *decoder = NULL;
     struct SwsContext *scaler = NULL;
     uint8_t *rgba = NULL;
     char message[AV_ERROR_MAX_STRING_SIZE];
-    if (!parameters || !packet || !frame || av_new_packet(packet, (int)size) < 0) {
-        status = uform__fail(outcome, UFORM_OUT_OF_MEMORY, __func__, "%s: cannot allocate FFmpeg structures", name);
+    if (!parameters || !packet || !frame || av->av_new_packet(packet, (int)size) < 0) {
+        status = uform__fail(outcome, UFORM_OUT_OF_MEMORY, function, "%s: cannot allocate FFmpeg structures", name);
         goto done;
     }
     memcpy(packet->data, bytes, size); /* av_new_packet zeroed the padding the decoders may over-read */
     packet->flags |= AV_PKT_FLAG_KEY;
     parameters->codec_type = AVMEDIA_TYPE_VIDEO;
     parameters->codec_id = id;
-    status = uform__media_av_open_decoder(parameters, (AVRational){1, 1}, resolved.max_pixels, &decoder, name, __func__, outcome);
+    status = uform__media_av_open_decoder(parameters, (AVRational){1, 1}, resolved.max_pixels, &decoder, name, function, outcome);
     if (status != UFORM_OK) goto done;
-    int error = avcodec_send_packet(decoder, packet);
-    if (error >= 0) error = avcodec_send_packet(decoder, NULL); /* drain: the first frame comes out now */
-    if (error >= 0 || error == AVERROR_EOF) error = avcodec_receive_frame(decoder, frame);
+    int error = av->avcodec_send_packet(decoder, packet);
+    if (error >= 0) error = av->avcodec_send_packet(decoder, NULL); /* drain: the first frame comes out now */
+    if (error >= 0 || error == AVERROR_EOF) error = av->avcodec_receive_frame(decoder, frame);
+    if (uform__media_av_enomem(error)) {
+        status = uform__media_av_fail_enomem(outcome, function, "%s: FFmpeg cannot allocate what decoding %zu bytes needs", name, size);
+        goto done;
+    }
     if (error < 0) {
-        status = uform__fail(outcome, UFORM_FORMAT, __func__, "%s: does not decode (%zu bytes; corrupt, truncated or over %llu pixels): %s",
+        status = uform__fail(outcome, UFORM_FORMAT, function, "%s: does not decode (%zu bytes; corrupt, truncated or over %llu pixels): %s",
                              name, size, (unsigned long long)resolved.max_pixels, uform__media_av_error(error, message));
         goto done;
     }
-    status = uform__media_check_pixels((uint64_t)frame->width, (uint64_t)frame->height, &resolved, name, __func__, outcome);
+    status = uform__media_check_pixels((uint64_t)frame->width, (uint64_t)frame->height, &resolved, name, function, outcome);
     if (status != UFORM_OK) goto done;
     size_t count = (size_t)frame->width * (size_t)frame->height;
     rgba = malloc(count * 4 + UFORM__MEDIA_SWS_SLACK);
     if (!rgba) {
-        status = uform__fail(outcome, UFORM_OUT_OF_MEMORY, __func__, "%s: cannot allocate %d x %d pixels", name, frame->width, frame->height);
+        status = uform__fail(outcome, UFORM_OUT_OF_MEMORY, function, "%s: cannot allocate %d x %d pixels", name, frame->width, frame->height);
         goto done;
     }
     error = uform__media_av_frame_to_packed(frame, 4, frame->width, frame->height, rgba, &scaler);
+    if (uform__media_av_enomem(error)) {
+        status = uform__media_av_fail_enomem(outcome, function, "%s: FFmpeg cannot allocate a libswscale converter for %d x %d pixels", name,
+                             frame->width, frame->height);
+        goto done;
+    }
     if (error < 0) {
-        status = uform__fail(outcome, UFORM_FORMAT, __func__, "%s: pixel format '%s' does not convert to RGBA (%s)", name,
-                             av_get_pix_fmt_name((enum AVPixelFormat)frame->format), uform__media_av_error(error, message));
+        status = uform__fail(outcome, UFORM_FORMAT, function, "%s: pixel format '%s' does not convert to RGBA (%s)", name,
+                             av->av_get_pix_fmt_name((enum AVPixelFormat)frame->format), uform__media_av_error(error, message));
         goto done;
     }
     uform__media_rgba_over_white(rgba, count, rgba);
@@ -104,11 +114,23 @@ uform_status_t uform__media_av_image_decode(uform__media_kind_t kind, const uint
     rgba = NULL;
 done:
     free(rgba);
-    sws_freeContext(scaler);
-    avcodec_free_context(&decoder);
-    av_frame_free(&frame);
-    av_packet_free(&packet);
-    avcodec_parameters_free(&parameters);
+    av->sws_freeContext(scaler);
+    av->avcodec_free_context(&decoder);
+    av->av_frame_free(&frame);
+    av->av_packet_free(&packet);
+    av->avcodec_parameters_free(&parameters);
+    return status;
+}
+
+uform_status_t uform__media_av_image_decode(uform__media_kind_t kind, const uint8_t *bytes, size_t size,
+                                            const uform__media_limits_t *limits, uform__media_image_t *image,
+                                            uform_outcome_t *outcome) {
+    uform__media_av_begin();
+    uform_status_t status = attempt(kind, bytes, size, limits, image, outcome);
+    if (uform__media_av_retry(status)) { /* memory may be back, or the file is at fault: see av_common.h */
+        uform__media_image_free(image);
+        status = uform__media_av_settle(attempt(kind, bytes, size, limits, image, outcome), outcome, __func__);
+    }
     return status;
 }
 

@@ -91,15 +91,27 @@ static void cmyk_to_rgb(const uint8_t *cmyk, size_t count, int inverted, uint8_t
     }
 }
 
+/* TurboJPEG reports memory exhaustion only in its error text: libjpeg's JERR_OUT_OF_MEMORY
+ * ("Insufficient memory (case N)") and its own "Memory allocation failure". Either is not the
+ * file's fault. */
+static int ran_out_of_memory(tjhandle handle) {
+    const char *message = tjGetErrorStr2(handle);
+    return message && (strstr(message, "Insufficient memory") || strstr(message, "Memory allocation failure"));
+}
+
 uform_status_t uform__media_jpeg_decode(const uint8_t *bytes, size_t size, const uform__media_limits_t *limits,
                                         uform__media_image_t *image, uform_outcome_t *outcome) {
     tjhandle handle = tjInitDecompress();
-    if (!handle) return uform__fail(outcome, UFORM_OUT_OF_MEMORY, __func__, "JPEG: cannot create a TurboJPEG decompressor");
+    if (!handle) return uform__fail(outcome, UFORM_OUT_OF_MEMORY, __func__, "JPEG: cannot allocate a TurboJPEG decompressor");
     uform_status_t status = UFORM_OK;
     uint8_t *decoded = NULL;
     /* TurboJPEG may answer success on garbage after SOI without setting these: zero them first. */
     int width = 0, height = 0, subsampling = -1, colorspace = -1;
     if (tjDecompressHeader3(handle, bytes, (unsigned long)size, &width, &height, &subsampling, &colorspace) != 0) {
+        if (ran_out_of_memory(handle)) {
+            status = uform__fail(outcome, UFORM_OUT_OF_MEMORY, __func__, "JPEG: cannot allocate the header's tables (%s)", tjGetErrorStr2(handle));
+            goto done;
+        }
         status = uform__fail(outcome, UFORM_FORMAT, __func__, "JPEG: corrupt header (%zu bytes): %s", size, tjGetErrorStr2(handle));
         goto done;
     }
@@ -126,6 +138,11 @@ uform_status_t uform__media_jpeg_decode(const uint8_t *bytes, size_t size, const
          * tables, each leaving grey or garbled rows. Only stray bytes before a marker (common in files
          * from old cameras, and accepted by PIL) leave a complete image, so every other warning fails. */
         const char *message = tjGetErrorStr2(handle);
+        if (ran_out_of_memory(handle)) {
+            status = uform__fail(outcome, UFORM_OUT_OF_MEMORY, __func__, "JPEG: cannot allocate decoding buffers for %d x %d pixels (%s)",
+                                 width, height, message);
+            goto done;
+        }
         if (tjGetErrorCode(handle) != TJERR_WARNING || !message || !strstr(message, "extraneous bytes before marker")) {
             status = uform__fail(outcome, UFORM_FORMAT, __func__, "JPEG: %d x %d image does not decode (%zu bytes): %s",
                                  width, height, size, message ? message : "unknown error");

@@ -14,15 +14,22 @@
  * - Input bytes are borrowed for the duration of the call only; nothing is written to disk, nothing
  *   is printed, nothing aborts. Decoders answer UFORM_OK, UFORM_FORMAT (corrupt, truncated, not the
  *   expected modality, over a limit — the message names which), UFORM_UNSUPPORTED (a valid format
- *   this build cannot decode, e.g. MP3 without FFmpeg; the message says why), UFORM_INVALID_ARGUMENT
+ *   this build cannot decode, e.g. MP3 without FFmpeg or with FFmpeg not loadable; the message says
+ *   why and names the missing library), UFORM_INVALID_ARGUMENT
  *   (NULL pointers, zero frames), or UFORM_OUT_OF_MEMORY.
  * - Outputs are owned by the caller after UFORM_OK and must be released with the matching `_free`
  *   function (freeing a zeroed or already freed struct is a no-op). On any failure the output struct
  *   is left zeroed and nothing needs freeing.
  * - Thread safety: no global mutable state (every codec handle, context and scaler lives for one
- *   call), so different threads may decode different items at once. The single exception is FFmpeg's process-wide log level: the first FFmpeg decode lowers
- *   it to AV_LOG_QUIET once, unless the host application already chose a level (see av_common.c),
- *   because the library must not print about bad input.
+ *   call), so different threads may decode different items at once. The exceptions are FFmpeg's
+ *   function table, filled once under a lock by the first decode that needs FFmpeg (av_load.c),
+ *   and FFmpeg's process-wide log level: the first FFmpeg decode lowers it to AV_LOG_QUIET once,
+ *   unless the host application already chose a level (see av_common.c), because the library must
+ *   not print about bad input.
+ * - Memory: a failed allocation, ours or a codec library's, is UFORM_OUT_OF_MEMORY, never
+ *   UFORM_FORMAT: TurboJPEG's error text, libspng's own allocator, libwebp's status and errno, and
+ *   for FFmpeg (which may report one as corrupt data) a second attempt and a probe allocation tell
+ *   them apart (av_common.h).
  * - Formats are recognised from their first bytes (magic numbers), never from a file name.
  *
  * Alpha: transparent pixels are composited over WHITE, `rgb = (c·a + 255·(255 − a)) / 255` rounded

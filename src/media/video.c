@@ -27,8 +27,6 @@ void uform__media_video_free(uform__media_video_t *video) {
 }
 
 #if UFORM_WITH_FFMPEG
-#include <libavutil/display.h>
-#include <libavutil/pixdesc.h>
 
 /* The decode state of one call. */
 typedef struct video_state_t {
@@ -53,10 +51,11 @@ typedef struct video_state_t {
 /* Clockwise rotation to apply from the display matrix, as FFmpeg's own player does:
  * av_display_rotation_get answers the counter-clockwise angle. */
 static int stream_rotation(const AVStream *stream) {
+    const uform__av_t *av = uform__av();
     size_t size = 0;
-    const uint8_t *matrix = av_stream_get_side_data(stream, AV_PKT_DATA_DISPLAYMATRIX, &size);
+    const uint8_t *matrix = av->av_stream_get_side_data(stream, AV_PKT_DATA_DISPLAYMATRIX, &size);
     if (!matrix || size < 9 * sizeof(int32_t)) return 0;
-    double angle = -av_display_rotation_get((const int32_t *)matrix);
+    double angle = -av->av_display_rotation_get((const int32_t *)matrix);
     if (isnan(angle)) return 0;
     long degrees = lround(angle / 90.0) * 90 % 360;
     if (degrees < 0) degrees += 360;
@@ -79,6 +78,7 @@ static double seconds_since_start(const video_state_t *state, int64_t pts) {
 
 /* Converts `source` (rotated) into output slot `slot`. The first emitted frame fixes the size. */
 static uform_status_t emit(video_state_t *state, const AVFrame *source, int64_t pts, uint32_t slot, uform_outcome_t *outcome) {
+    const uform__av_t *av = uform__av();
     uform__media_video_t *video = state->video;
     char message[AV_ERROR_MAX_STRING_SIZE];
     if (!video->pixels) {
@@ -103,10 +103,13 @@ static uform_status_t emit(video_state_t *state, const AVFrame *source, int64_t 
     int width = (int)(transposed ? video->height : video->width), height = (int)(transposed ? video->width : video->height);
     uint8_t *out = video->pixels + frame_bytes * slot;
     int error = uform__media_av_frame_to_packed(source, 3, width, height, state->converted, &state->scaler);
+    if (uform__media_av_enomem(error))
+        return uform__media_av_fail_enomem(outcome, "uform__media_video_decode", "video: FFmpeg cannot allocate a libswscale converter for %d x %d frames",
+                           source->width, source->height);
     if (error < 0)
         return uform__fail(outcome, UFORM_FORMAT, "uform__media_video_decode", "video: frame at %.3f s (%s, %d x %d) does not convert to RGB (%s)",
                            seconds_since_start(state, pts),
-                           av_get_pix_fmt_name((enum AVPixelFormat)source->format) ? av_get_pix_fmt_name((enum AVPixelFormat)source->format) : "?",
+                           av->av_get_pix_fmt_name((enum AVPixelFormat)source->format) ? av->av_get_pix_fmt_name((enum AVPixelFormat)source->format) : "?",
                            source->width, source->height, uform__media_av_error(error, message));
     if (state->orientation == 1) {
         memcpy(out, state->converted, frame_bytes);
@@ -145,24 +148,28 @@ static uform_status_t emit_held(video_state_t *state, uint32_t slot, uform_outco
 /* Reads packets of the stream without decoding to measure a duration the header lacks: from the
  * first presentation time to the end of the last frame. Live WebM blocks carry no durations, so a
  * frame without one lasts one frame period of the stream's rate. */
-static double measure_duration(video_state_t *state) {
+static double measure_duration(video_state_t *state, int *exhausted) {
+    const uform__av_t *av = uform__av();
     AVRational rate = state->stream->avg_frame_rate.num > 0 ? state->stream->avg_frame_rate : state->stream->r_frame_rate;
-    int64_t period = rate.num > 0 && rate.den > 0 ? av_rescale_q(1, av_inv_q(rate), state->stream->time_base) : 0;
+    int64_t period = rate.num > 0 && rate.den > 0 ? av->av_rescale_q(1, av_inv_q(rate), state->stream->time_base) : 0;
     int64_t first = INT64_MAX, last = INT64_MIN;
-    while (av_read_frame(state->input.format, state->packet) >= 0) {
+    int error;
+    while ((error = av->av_read_frame(state->input.format, state->packet)) >= 0) {
         if (state->packet->stream_index == state->index && state->packet->pts != AV_NOPTS_VALUE) {
             int64_t pts = state->packet->pts, length = state->packet->duration > 0 ? state->packet->duration : period;
             int64_t end = pts > INT64_MAX - length ? INT64_MAX : pts + length;
             if (pts < first) first = pts;
             if (end > last) last = end;
         }
-        av_packet_unref(state->packet);
+        av->av_packet_unref(state->packet);
     }
+    *exhausted = uform__media_av_enomem(error);
     return last > first ? ((double)last - (double)first) * state->time_base : 0;
 }
 
 static uform_status_t decode_frames(video_state_t *state, const uint8_t *bytes, size_t size, const uform__media_limits_t *limits,
                                     uform_outcome_t *outcome) {
+    const uform__av_t *av = uform__av();
     uform__media_video_t *video = state->video;
     char message[AV_ERROR_MAX_STRING_SIZE];
     uform_status_t status = uform__media_av_open(&state->input, bytes, size, "video", "uform__media_video_decode", outcome);
@@ -173,7 +180,7 @@ static uform_status_t decode_frames(video_state_t *state, const uint8_t *bytes, 
     for (unsigned s = 0; s < format->nb_streams; ++s) { /* cover art in a recording is not a video */
         const AVStream *candidate = format->streams[s];
         if (candidate->codecpar->codec_type == AVMEDIA_TYPE_VIDEO && !(candidate->disposition & AV_DISPOSITION_ATTACHED_PIC)) {
-            state->index = av_find_best_stream(format, AVMEDIA_TYPE_VIDEO, -1, -1, NULL, 0);
+            state->index = av->av_find_best_stream(format, AVMEDIA_TYPE_VIDEO, -1, -1, NULL, 0);
             if (state->index >= 0 && (format->streams[state->index]->disposition & AV_DISPOSITION_ATTACHED_PIC)) state->index = (int)s;
             break;
         }
@@ -204,13 +211,21 @@ static uform_status_t decode_frames(video_state_t *state, const uint8_t *bytes, 
                           : format->duration != AV_NOPTS_VALUE && format->duration > 0 ? format->duration / (double)AV_TIME_BASE : 0;
     if (!(duration > 0)) {
         /* Live recordings (MediaRecorder WebM, for one) omit the duration: measure it, then start over. */
-        duration = measure_duration(state);
+        int exhausted = 0;
+        duration = measure_duration(state, &exhausted);
+        if (exhausted)
+            return uform__media_av_fail_enomem(outcome, "uform__media_video_decode",
+                               "video: FFmpeg cannot allocate a packet while measuring the %s stream's duration", container);
         uform__media_av_close(&state->input);
         status = uform__media_av_open(&state->input, bytes, size, "video", "uform__media_video_decode", outcome);
         if (status != UFORM_OK) return status;
         format = state->input.format;
         if ((unsigned)state->index >= format->nb_streams)
-            return uform__fail(outcome, UFORM_INTERNAL, "uform__media_video_decode", "video: stream %d vanished on reopening", state->index);
+            /* The same bytes read again must hold the same streams: FFmpeg lost one reading them for
+             * lack of memory (or they are stranger than they looked); a second attempt settles it. */
+            return uform__media_av_fail_enomem(outcome, "uform__media_video_decode",
+                                               "video: stream %d is gone when the %zu bytes are opened again (FFmpeg could not allocate it?)",
+                                               state->index, size);
         state->stream = format->streams[state->index];
         parameters = state->stream->codecpar, container = format->iformat->name; /* the old ones were freed */
         for (unsigned s = 0; s < format->nb_streams; ++s)
@@ -233,51 +248,68 @@ static uform_status_t decode_frames(video_state_t *state, const uint8_t *bytes, 
     uint32_t next = 0, frames = video->frames;
     /* `last_read`: the latest decoding timestamp read. The first keyframe counts as read: reading
      * from the start is what happens anyway. */
-    const AVIndexEntry *first_entry = avformat_index_get_entries_count(state->stream) > 0 ? avformat_index_get_entry(state->stream, 0) : NULL;
+    const AVIndexEntry *first_entry = av->avformat_index_get_entries_count(state->stream) > 0 ? av->avformat_index_get_entry(state->stream, 0) : NULL;
     int64_t last_read = first_entry ? first_entry->timestamp : INT64_MIN, checked = -1, previous_pts = AV_NOPTS_VALUE;
-    int draining = 0, last_error = 0, have_held = 0;
+    int draining = 0, last_error = 0, have_held = 0, exhausted = 0;
     state->held_slot = -1, state->last_slot = -1;
     while (next < frames) {
         int64_t target = target_pts(state, next, frames, duration);
         if (checked != next && !draining && start_known) {
             checked = next;
-            int entry = av_index_search_timestamp(state->stream, target, AVSEEK_FLAG_BACKWARD);
-            const AVIndexEntry *keyframe = entry >= 0 ? avformat_index_get_entry(state->stream, entry) : NULL;
+            int entry = av->av_index_search_timestamp(state->stream, target, AVSEEK_FLAG_BACKWARD);
+            const AVIndexEntry *keyframe = entry >= 0 ? av->avformat_index_get_entry(state->stream, entry) : NULL;
             /* Copy the entry: seeking may grow the index and move it. */
             int64_t keyframe_time = keyframe && (keyframe->flags & AVINDEX_KEYFRAME) ? keyframe->timestamp : INT64_MIN;
             /* Index entries carry decoding timestamps, compared with those of the packets read; the
              * seek itself takes the target's presentation time and lands on the keyframe before it. */
             if (keyframe_time != INT64_MIN && keyframe_time > last_read &&
-                av_seek_frame(format, state->index, target, AVSEEK_FLAG_BACKWARD) >= 0) {
-                avcodec_flush_buffers(state->decoder);
+                av->av_seek_frame(format, state->index, target, AVSEEK_FLAG_BACKWARD) >= 0) {
+                av->avcodec_flush_buffers(state->decoder);
                 ++video->seeks;
                 last_read = keyframe_time;
                 /* The held frame precedes the keyframe and is no longer the nearest to anything ahead. */
-                av_frame_unref(state->held);
+                av->av_frame_unref(state->held);
                 have_held = 0;
             }
         }
-        int error = avcodec_receive_frame(state->decoder, state->frame);
+        int error = av->avcodec_receive_frame(state->decoder, state->frame);
         if (error == AVERROR(EAGAIN)) {
             if (draining) break;
-            error = av_read_frame(format, state->packet);
+            error = av->av_read_frame(format, state->packet);
+            if (uform__media_av_enomem(error)) {
+                exhausted = 1;
+                break;
+            }
             if (error < 0) {
                 draining = 1;
-                avcodec_send_packet(state->decoder, NULL);
+                av->avcodec_send_packet(state->decoder, NULL);
                 continue;
             }
             if (state->packet->stream_index == state->index) {
                 int64_t stamp = state->packet->dts != AV_NOPTS_VALUE ? state->packet->dts : state->packet->pts;
                 if (stamp != AV_NOPTS_VALUE && stamp > last_read) last_read = stamp;
-                error = avcodec_send_packet(state->decoder, state->packet);
-                if (error < 0 && error != AVERROR(EAGAIN)) last_error = error; /* a corrupt packet: skip it, as players do */
+                error = av->avcodec_send_packet(state->decoder, state->packet);
+                if (uform__media_av_enomem(error)) {
+                    av->av_packet_unref(state->packet);
+                    exhausted = 1;
+                    break;
+                }
+                if (error < 0 && error != AVERROR(EAGAIN)) { /* a corrupt packet: skip it, as players do */
+                    last_error = error;
+                    uform__media_av_skipped();
+                }
             }
-            av_packet_unref(state->packet);
+            av->av_packet_unref(state->packet);
             continue;
+        }
+        if (uform__media_av_enomem(error)) {
+            exhausted = 1;
+            break;
         }
         if (error == AVERROR_EOF) break;
         if (error < 0) {
             last_error = error;
+            uform__media_av_skipped(); /* the frames after it are not decoded */
             break;
         }
         ++video->decoded;
@@ -290,7 +322,7 @@ static uform_status_t decode_frames(video_state_t *state, const uint8_t *bytes, 
         previous_pts = pts;
         if (!start_known) state->start_pts = pts, start_known = 1;
         if (!have_held) { /* the first frame is also the nearest one for targets before it */
-            av_frame_move_ref(state->held, state->frame);
+            av->av_frame_move_ref(state->held, state->frame);
             state->held_pts = pts, state->held_slot = -1, have_held = 1;
         }
         /* Every target before this frame's start is covered by the held frame. */
@@ -299,24 +331,54 @@ static uform_status_t decode_frames(video_state_t *state, const uint8_t *bytes, 
             if (status != UFORM_OK) return status;
         }
         if (state->frame->buf[0]) { /* still ours unless it just became the held frame */
-            av_frame_unref(state->held);
-            av_frame_move_ref(state->held, state->frame);
+            av->av_frame_unref(state->held);
+            av->av_frame_move_ref(state->held, state->frame);
             state->held_pts = pts, state->held_slot = -1;
         }
     }
+    if (exhausted) /* a packet or frame FFmpeg could not allocate: the video is fine, the memory is not */
+        return uform__media_av_fail_enomem(outcome, "uform__media_video_decode",
+                           "video: FFmpeg cannot allocate a packet or frame of the %s stream", av->avcodec_get_name(parameters->codec_id));
     if (!have_held && state->last_slot >= 0) { /* nothing decoded after a seek: repeat the last frame shown */
         for (; next < frames; ++next) copy_slot(state, next, state->last_slot);
         return UFORM_OK;
     }
     if (!have_held)
         return uform__fail(outcome, UFORM_FORMAT, "uform__media_video_decode", "video: the %s stream in the %s container decodes to no frame (%s)",
-                           avcodec_get_name(parameters->codec_id), container,
+                           av->avcodec_get_name(parameters->codec_id), container,
                            last_error ? uform__media_av_error(last_error, message) : "no packets");
     for (; next < frames; ++next) { /* past the last frame: repeat it */
         status = emit_held(state, next, outcome);
         if (status != UFORM_OK) return status;
     }
     return UFORM_OK;
+}
+
+/* One decode into `video` (zeroed on entry, freed and zeroed again on failure). */
+static uform_status_t attempt(const void *bytes, size_t size, uint32_t frames, const uform__media_limits_t *resolved,
+                              uform__media_video_t *video, uform_outcome_t *outcome) {
+    const uform__av_t *av = uform__av();
+    uform_status_t status;
+    memset(video, 0, sizeof *video);
+    video->frames = frames;
+    video->times = malloc(frames * sizeof(double));
+    video_state_t state = {.video = video};
+    state.packet = av->av_packet_alloc();
+    state.frame = av->av_frame_alloc();
+    state.held = av->av_frame_alloc();
+    if (!video->times || !state.packet || !state.frame || !state.held)
+        status = uform__fail(outcome, UFORM_OUT_OF_MEMORY, "uform__media_video_decode", "video: cannot allocate decoding state");
+    else
+        status = decode_frames(&state, bytes, size, resolved, outcome);
+    av->sws_freeContext(state.scaler);
+    free(state.converted);
+    av->avcodec_free_context(&state.decoder);
+    av->av_frame_free(&state.frame);
+    av->av_frame_free(&state.held);
+    av->av_packet_free(&state.packet);
+    uform__media_av_close(&state.input);
+    if (status != UFORM_OK) uform__media_video_free(video);
+    return status;
 }
 
 uform_status_t uform__media_video_decode(const void *bytes, size_t size, uint32_t frames, const uform__media_limits_t *limits,
@@ -335,26 +397,16 @@ uform_status_t uform__media_video_decode(const void *bytes, size_t size, uint32_
         kind == UFORM__MEDIA_ADTS)
         return uform__fail(outcome, UFORM_FORMAT, __func__, "not a video: the bytes look like %s %s", uform__media_kind_article(kind),
                            uform__media_kind_name(kind));
-    video->frames = frames;
-    video->times = malloc(frames * sizeof(double));
-    video_state_t state = {.video = video};
-    state.packet = av_packet_alloc();
-    state.frame = av_frame_alloc();
-    state.held = av_frame_alloc();
-    uform_status_t status;
-    if (!video->times || !state.packet || !state.frame || !state.held)
-        status = uform__fail(outcome, UFORM_OUT_OF_MEMORY, __func__, "video: cannot allocate decoding state");
-    else
-        status = decode_frames(&state, bytes, size, &resolved, outcome);
-    sws_freeContext(state.scaler);
-    free(state.converted);
-    avcodec_free_context(&state.decoder);
-    av_frame_free(&state.frame);
-    av_frame_free(&state.held);
-    av_packet_free(&state.packet);
-    uform__media_av_close(&state.input);
-    if (status != UFORM_OK) uform__media_video_free(video);
-    else uform__succeed(outcome, __func__);
+    const uform__av_t *av = NULL;
+    uform_status_t status = uform__av_require(&av, "video", __func__, outcome);
+    if (status != UFORM_OK) return status;
+    uform__media_av_begin();
+    status = attempt(bytes, size, frames, &resolved, video, outcome);
+    if (uform__media_av_retry(status)) { /* memory may be back, or the file is at fault: see av_common.h */
+        uform__media_video_free(video);
+        status = uform__media_av_settle(attempt(bytes, size, frames, &resolved, video, outcome), outcome, __func__);
+    }
+    if (status == UFORM_OK) uform__succeed(outcome, __func__);
     return status;
 }
 

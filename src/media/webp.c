@@ -1,5 +1,6 @@
 /* WebP through libwebp: lossy, lossless, with or without alpha (composited over white, media.h).
  * Animated WebP needs the demux library and is answered UFORM_UNSUPPORTED. */
+#include <errno.h>
 #include <stdlib.h>
 #include <webp/decode.h>
 
@@ -22,14 +23,33 @@ uform_status_t uform__media_webp_decode(const uint8_t *bytes, size_t size, const
     uint8_t *pixels = malloc(count * (size_t)channels);
     if (!pixels)
         return uform__fail(outcome, UFORM_OUT_OF_MEMORY, __func__, "WebP: cannot allocate %d x %d pixels", features.width, features.height);
-    size_t buffer_size = count * (size_t)channels;
-    int stride = features.width * channels;
-    uint8_t *decoded = features.has_alpha ? WebPDecodeRGBAInto(bytes, size, pixels, buffer_size, stride)
-                                          : WebPDecodeRGBInto(bytes, size, pixels, buffer_size, stride);
-    if (!decoded) {
+    /* The advanced API, because its status tells memory exhaustion from a corrupt stream
+     * (WebPDecodeRGBInto answers NULL for both); same defaults, into our buffer. */
+    WebPDecoderConfig config;
+    if (!WebPInitDecoderConfig(&config)) {
         free(pixels);
-        return uform__fail(outcome, UFORM_FORMAT, __func__, "WebP: %d x %d %s image does not decode (%zu bytes: corrupt or truncated)",
-                           features.width, features.height, features.format == 2 ? "lossless" : "lossy", size);
+        return uform__fail(outcome, UFORM_INTERNAL, __func__, "WebP: libwebp refuses this build's decoder ABI version");
+    }
+    config.output.colorspace = features.has_alpha ? MODE_RGBA : MODE_RGB;
+    config.output.is_external_memory = 1;
+    config.output.u.RGBA.rgba = pixels;
+    config.output.u.RGBA.stride = features.width * channels;
+    config.output.u.RGBA.size = count * (size_t)channels;
+    /* libwebp says VP8_STATUS_OUT_OF_MEMORY for some failed allocations only: others come back as
+     * a bitstream error (lossless) or an aborted frame setup (lossy). malloc sets errno, so a
+     * failure with ENOMEM set on the way is memory exhaustion whatever the status says. */
+    errno = 0;
+    code = WebPDecode(bytes, size, &config);
+    int exhausted = errno == ENOMEM;
+    WebPFreeDecBuffer(&config.output); /* nothing of ours: the memory is external */
+    if (code != VP8_STATUS_OK) {
+        free(pixels);
+        const char *kind = features.format == 2 ? "lossless" : "lossy";
+        if (code == VP8_STATUS_OUT_OF_MEMORY || exhausted)
+            return uform__fail(outcome, UFORM_OUT_OF_MEMORY, __func__, "WebP: cannot allocate libwebp's decoding state for a %d x %d %s image",
+                               features.width, features.height, kind);
+        return uform__fail(outcome, UFORM_FORMAT, __func__, "WebP: %d x %d %s image does not decode (%zu bytes: corrupt or truncated, libwebp status %d)",
+                           features.width, features.height, kind, size, (int)code);
     }
     if (features.has_alpha) {
         uform__media_rgba_over_white(pixels, count, pixels);

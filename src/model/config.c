@@ -1,12 +1,12 @@
 #include "model/config.h"
 
-#include <cjson/cJSON.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/outcome.h"
+#include "io/json.h"
 
 static const float clip_mean[3] = {0.48145466f, 0.4578275f, 0.40821073f};
 static const float clip_std[3] = {0.26862954f, 0.26130258f, 0.27577711f};
@@ -85,7 +85,11 @@ uform_status_t uform__model_config_parse(const char *json, uform__model_config_t
                                          const char *function) {
     memset(config, 0, sizeof *config);
     parser_t parser = {outcome, function, UFORM_OK};
-    cJSON *root = json ? cJSON_Parse(json) : NULL;
+    cJSON *root = NULL;
+    /* The terminating NUL counts, as cJSON_Parse counts it. */
+    uform_status_t parsed = json ? uform__json_parse(json, strlen(json) + 1, &root, NULL, NULL) : UFORM_FORMAT;
+    if (parsed == UFORM_OUT_OF_MEMORY)
+        return uform__fail(outcome, parsed, function, "cannot allocate the parsed uform.config (%zu bytes of JSON)", strlen(json));
     if (!cJSON_IsObject(root)) {
         cJSON_Delete(root);
         return uform__fail(outcome, UFORM_FORMAT, function, "uform.config is not a JSON object");
@@ -228,52 +232,83 @@ uform_status_t uform__model_config_parse(const char *json, uform__model_config_t
     return parser.status;
 }
 
+/* Building the config's JSON, remembering whether any allocation failed: cJSON's Add functions
+ * answer NULL then, and printing a tree with holes would write a checkpoint whose config lacks keys. */
+typedef struct printer_t {
+    int failed;
+} printer_t;
+
+static cJSON *add_object(printer_t *printer, cJSON *parent, const char *key) {
+    cJSON *object = cJSON_AddObjectToObject(parent, key);
+    printer->failed |= !object;
+    return object;
+}
+
+static cJSON *add_array(printer_t *printer, cJSON *parent, const char *key) {
+    cJSON *array = cJSON_AddArrayToObject(parent, key);
+    printer->failed |= !array;
+    return array;
+}
+
+static void add_number(printer_t *printer, cJSON *parent, const char *key, double value) {
+    printer->failed |= !cJSON_AddNumberToObject(parent, key, value);
+}
+
+/* Appends `item` (which may be NULL after a failed allocation) to `array`, or frees it. */
+static void append(printer_t *printer, cJSON *array, cJSON *item) {
+    if (!item || !array || !cJSON_AddItemToArray(array, item)) {
+        printer->failed = 1;
+        cJSON_Delete(item);
+    }
+}
+
 char *uform__model_config_print(const uform__model_config_t *config) {
+    printer_t printer = {0};
     cJSON *root = cJSON_CreateObject();
     if (!root) return NULL;
-    cJSON_AddNumberToObject(root, "format", 4);
-    cJSON_AddStringToObject(root, "size", config->size);
-    cJSON_AddNumberToObject(root, "hidden", (double)config->hidden);
-    cJSON_AddNumberToObject(root, "depth", (double)config->depth);
-    cJSON_AddNumberToObject(root, "heads", (double)config->heads);
-    cJSON_AddNumberToObject(root, "mlp", (double)config->mlp);
-    cJSON_AddNumberToObject(root, "embedding", (double)config->embedding);
-    cJSON *matryoshka = cJSON_AddArrayToObject(root, "matryoshka");
-    for (size_t i = 0; matryoshka && i < config->matryoshka_count; ++i)
-        cJSON_AddItemToArray(matryoshka, cJSON_CreateNumber((double)config->matryoshka[i]));
-    cJSON_AddNumberToObject(root, "temperature_groups", (double)config->temperature_groups);
-    cJSON_AddNumberToObject(root, "norm_eps", config->norm_eps);
-    cJSON *modalities = cJSON_AddArrayToObject(root, "modalities");
-    for (int m = 0; modalities && m < 4; ++m)
-        if (config->modalities & (1u << m)) cJSON_AddItemToArray(modalities, cJSON_CreateString(modality_names[m]));
+    add_number(&printer, root, "format", 4);
+    printer.failed |= !cJSON_AddStringToObject(root, "size", config->size);
+    add_number(&printer, root, "hidden", (double)config->hidden);
+    add_number(&printer, root, "depth", (double)config->depth);
+    add_number(&printer, root, "heads", (double)config->heads);
+    add_number(&printer, root, "mlp", (double)config->mlp);
+    add_number(&printer, root, "embedding", (double)config->embedding);
+    cJSON *matryoshka = add_array(&printer, root, "matryoshka");
+    for (size_t i = 0; i < config->matryoshka_count; ++i)
+        append(&printer, matryoshka, cJSON_CreateNumber((double)config->matryoshka[i]));
+    add_number(&printer, root, "temperature_groups", (double)config->temperature_groups);
+    add_number(&printer, root, "norm_eps", config->norm_eps);
+    cJSON *modalities = add_array(&printer, root, "modalities");
+    for (int m = 0; m < 4; ++m)
+        if (config->modalities & (1u << m)) append(&printer, modalities, cJSON_CreateString(modality_names[m]));
     if (config->modalities & (1u << UFORM_MODALITY_TEXT)) {
-        cJSON *text = cJSON_AddObjectToObject(root, "text");
-        cJSON_AddNumberToObject(text, "bytes", (double)config->text_bytes);
+        cJSON *text = add_object(&printer, root, "text");
+        add_number(&printer, text, "bytes", (double)config->text_bytes);
     }
     if (config->modalities & (1u << UFORM_MODALITY_IMAGE)) {
-        cJSON *image = cJSON_AddObjectToObject(root, "image");
-        cJSON_AddNumberToObject(image, "size", (double)config->image_size);
-        cJSON_AddNumberToObject(image, "patch", (double)config->image_patch);
-        cJSON *mean = cJSON_AddArrayToObject(image, "mean"), *std = cJSON_AddArrayToObject(image, "std");
+        cJSON *image = add_object(&printer, root, "image");
+        add_number(&printer, image, "size", (double)config->image_size);
+        add_number(&printer, image, "patch", (double)config->image_patch);
+        cJSON *mean = add_array(&printer, image, "mean"), *std = add_array(&printer, image, "std");
         for (int c = 0; c < 3; ++c) {
-            cJSON_AddItemToArray(mean, cJSON_CreateNumber(config->image_mean[c]));
-            cJSON_AddItemToArray(std, cJSON_CreateNumber(config->image_std[c]));
+            append(&printer, mean, cJSON_CreateNumber(config->image_mean[c]));
+            append(&printer, std, cJSON_CreateNumber(config->image_std[c]));
         }
     }
     if (config->modalities & (1u << UFORM_MODALITY_VIDEO)) {
-        cJSON *video = cJSON_AddObjectToObject(root, "video");
-        cJSON_AddNumberToObject(video, "size", (double)config->video_size);
-        cJSON_AddNumberToObject(video, "patch", (double)config->video_patch);
-        cJSON_AddNumberToObject(video, "frames", (double)config->video_frames);
-        cJSON_AddNumberToObject(video, "tubelet", (double)config->video_tubelet);
+        cJSON *video = add_object(&printer, root, "video");
+        add_number(&printer, video, "size", (double)config->video_size);
+        add_number(&printer, video, "patch", (double)config->video_patch);
+        add_number(&printer, video, "frames", (double)config->video_frames);
+        add_number(&printer, video, "tubelet", (double)config->video_tubelet);
     }
     if (config->modalities & (1u << UFORM_MODALITY_AUDIO)) {
-        cJSON *audio = cJSON_AddObjectToObject(root, "audio");
-        cJSON_AddNumberToObject(audio, "rate", (double)config->audio_rate);
-        cJSON_AddNumberToObject(audio, "seconds", (double)config->audio_seconds);
-        cJSON_AddNumberToObject(audio, "mels", (double)config->audio_mels);
+        cJSON *audio = add_object(&printer, root, "audio");
+        add_number(&printer, audio, "rate", (double)config->audio_rate);
+        add_number(&printer, audio, "seconds", (double)config->audio_seconds);
+        add_number(&printer, audio, "mels", (double)config->audio_mels);
     }
-    char *json = cJSON_PrintUnformatted(root);
+    char *json = printer.failed ? NULL : cJSON_PrintUnformatted(root);
     cJSON_Delete(root);
     return json;
 }

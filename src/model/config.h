@@ -39,7 +39,8 @@ typedef struct uform__model_config_t {
 } uform__model_config_t;
 
 /* Parses and checks a config (NUL-terminated JSON). UFORM_FORMAT names the key that is missing,
- * of the wrong type, or inconsistent ("image.size 30 is not a multiple of image.patch 8"). */
+ * of the wrong type, or inconsistent ("image.size 30 is not a multiple of image.patch 8");
+ * UFORM_OUT_OF_MEMORY when the JSON could not be parsed for lack of memory. */
 uform_status_t uform__model_config_parse(const char *json, uform__model_config_t *config, uform_outcome_t *outcome,
                                          const char *function);
 

@@ -204,7 +204,7 @@ uform_status_t uform__stem_decode_item(const uform__encode_job_t *job, size_t it
         size_t count = length / sizeof(float);
         float *samples = malloc((count ? count : 1) * sizeof(float));
         if (!samples) {
-            status = uform__fail(outcome, UFORM_OUT_OF_MEMORY, "", "cannot copy %zu samples", count);
+            status = uform__fail(outcome, UFORM_OUT_OF_MEMORY, "", "cannot allocate a copy of %zu samples", count);
             break;
         }
         memcpy(samples, bytes, count * sizeof(float));

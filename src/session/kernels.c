@@ -57,7 +57,8 @@ static int matmul_f32_engine(const uform__session_kernels_t *self, size_t m, siz
     args.w = w, args.ldw = ldw, args.w_dtype = UFORM__GEMM_F32;
     args.y = y, args.ldy = ldy;
     args.bias = bias, args.gelu = gelu;
-    return gemm->forward_f32(&args, NULL, NULL) == UFORM_OK ? 0 : -1;
+    uform_status_t status = gemm->forward_f32(&args, NULL, NULL);
+    return status == UFORM_OK ? 0 : status == UFORM_OUT_OF_MEMORY ? UFORM__SESSION_KERNEL_OUT_OF_MEMORY : -1;
 }
 
 /* torch.softmax along rows: exponentials of x − max, divided by their sum (accumulated in F64). */

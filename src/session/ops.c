@@ -137,8 +137,9 @@ static uform_session_status_t matmul_run(const uform__session_plan_t *plan, cons
         if (dtype == UFORM_SESSION_DTYPE_F32 && s.transpose_b) wk = (const float *)pb + ob;
         else matrix_f32(dtype, pb, ob, s.n, s.k, !s.transpose_b, w, row);
         float *yk = dtype == UFORM_SESSION_DTYPE_F32 ? (float *)pc + oc : y;
-        if (plan->kernels.matmul_f32(&plan->kernels, s.m, s.n, s.k, xk, s.k, wk, s.k, yk, s.n, bias, step->epilogue_gelu) != 0)
-            return UFORM_SESSION_LAUNCH_FAILED;
+        int refused = plan->kernels.matmul_f32(&plan->kernels, s.m, s.n, s.k, xk, s.k, wk, s.k, yk, s.n, bias, step->epilogue_gelu);
+        if (refused)
+            return refused == UFORM__SESSION_KERNEL_OUT_OF_MEMORY ? UFORM_SESSION_OUT_OF_MEMORY : UFORM_SESSION_LAUNCH_FAILED;
         if (dtype != UFORM_SESSION_DTYPE_F32) uform__session_store(dtype, y, mn, pc, oc);
     }
     return UFORM_SESSION_OK;

@@ -178,7 +178,9 @@ uform_session_status_t uform_session_invoke(uform_session_t session, uform_progr
     uform_session_status_t status = uform__session_run(plan, inputs, outputs, aligned);
     if (status != UFORM_SESSION_OK) {
         uform__session_error_t error;
-        uform__session_error(&error, status, "a kernel refused to run (its own allocation failed)");
+        uform__session_error(&error, status, status == UFORM_SESSION_OUT_OF_MEMORY
+                                                 ? "a kernel cannot allocate what it needs (the matmul's packing buffers)"
+                                                 : "a kernel refused to run");
         return remember(session, &error);
     }
     return UFORM_SESSION_OK;

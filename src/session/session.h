@@ -193,6 +193,9 @@ typedef struct uform__session_step_t {
 
 /* Kernels a plan binds, chosen once per program from the CPU class (kernels.c). Every slot is
  * filled: the session's own portable loops unless the engine's kernels for the class exist. */
+/* What a kernel answers when its own allocation failed (any other non-zero answer is a refusal). */
+#define UFORM__SESSION_KERNEL_OUT_OF_MEMORY (-2)
+
 typedef struct uform__session_kernels_t uform__session_kernels_t;
 struct uform__session_kernels_t {
     uform_cpu_class_t cpu_class;
@@ -200,8 +203,9 @@ struct uform__session_kernels_t {
     const void *nn;   /* the engine's uform__nn_kernels_t of the class, likewise */
     /* Y[m, n] = X[m, k] · W[n, k]ᵀ, row-major with leading dimensions in elements (the layout of
      * torch.nn.functional.linear), then + bias[n] when `bias` is not NULL, then exact GELU when
-     * `gelu` (the GEMM's epilogue). Y does not alias X or W. Answers 0, or non-zero when the
-     * kernel could not run (its own allocation failed). */
+     * `gelu` (the GEMM's epilogue). Y does not alias X or W. Answers 0;
+     * UFORM__SESSION_KERNEL_OUT_OF_MEMORY when the kernel's own allocation (the GEMM's packing
+     * buffers) failed; any other non-zero value when it could not run for another reason. */
     int (*matmul_f32)(const uform__session_kernels_t *self, size_t m, size_t n, size_t k, const float *x, size_t ldx,
                       const float *w, size_t ldw, float *y, size_t ldy, const float *bias, int gelu);
     /* Softmax of each of `rows` contiguous rows of `n` floats; y may alias x. */
@@ -249,7 +253,8 @@ size_t uform__session_fused_workspace(const uform__session_plan_t *plan, const u
 void uform__session_fused_run(const uform__session_plan_t *plan, const uform__session_step_t *step,
                               unsigned char *workspace);
 size_t uform__session_single_workspace(const uform__session_plan_t *plan, const uform__session_operation_t *op);
-/* Answers OK, or LAUNCH_FAILED when a bound kernel refused to run. */
+/* Answers OK; OUT_OF_MEMORY when a bound kernel could not allocate what it needs; LAUNCH_FAILED
+ * when one refused to run for another reason. */
 uform_session_status_t uform__session_single_run(const uform__session_plan_t *plan, const uform__session_step_t *step,
                                                  unsigned char *workspace);
 

@@ -2,12 +2,15 @@
  * libFuzzer target for the safetensors reader: any bytes go to the from-memory open, which must
  * answer UFORM_OK or UFORM_FORMAT (with a message) and never read outside the input. An accepted
  * file is walked completely, and its promises are checked: a broken one traps, which the fuzzer
- * (or the replay driver, fuzz_main.c) reports as a crash.
+ * (or the replay driver, fuzz_main.c) reports as a crash. The allocation-free JSON checker must
+ * agree with cJSON on the header bytes (it decides between a malformed header and an allocation
+ * that failed, json.h).
  */
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
+#include "io/json.h"
 #include "io/safetensors.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -43,7 +46,33 @@ static void walk(const uform__safetensors_t *file, const uint8_t *data, size_t s
     (void)sink;
 }
 
+/* A run of more than 63 number characters, where cJSON versions differ and the checker is lenient. */
+static int long_number_run(const char *text, size_t length) {
+    size_t run = 0;
+    for (size_t i = 0; i < length; ++i) {
+        char c = text[i];
+        run = (c >= '0' && c <= '9') || c == '+' || c == '-' || c == 'e' || c == 'E' || c == '.' ? run + 1 : 0;
+        if (run > 63) return 1;
+    }
+    return 0;
+}
+
+/* cJSON accepts a value at the start of `text` exactly when uform__json_check says so. */
+static void check_json_agreement(const char *text, size_t length) {
+    cJSON *parsed = cJSON_ParseWithLengthOpts(text, length, NULL, 0);
+    int checked = uform__json_check(text, length, NULL);
+    if (parsed && !checked) __builtin_trap();
+    if (!parsed && checked && !long_number_run(text, length)) __builtin_trap();
+    cJSON_Delete(parsed);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    if (size > 8) {
+        uint64_t header = 0;
+        for (int byte = 7; byte >= 0; --byte) header = header << 8 | data[byte];
+        check_json_agreement((const char *)data + 8, header < size - 8 ? (size_t)header : size - 8);
+    }
+    check_json_agreement((const char *)data, size);
     uform_outcome_t outcome;
     memset(&outcome, 0, sizeof outcome);
     uform__safetensors_t *file = NULL;

@@ -5,7 +5,7 @@
  * payloads of the wrong size, unknown dtypes and opcodes), a plan above the byte limit
  * (COMPILE_FAILED), OUT_OF_MEMORY at every allocation of the builder, compile and invoke (through
  * the session's allocation hook), and a kernel that refuses (LAUNCH_FAILED, through the internal
- * stages). Also: descriptors, outputs that are parameters (copied, inputs unchanged), the
+ * stages) or cannot allocate (OUT_OF_MEMORY). Also: descriptors, outputs that are parameters (copied, inputs unchanged), the
  * planner's fusion and buffer reuse as seen through scratch_size, and a slice with a huge step.
  * The last cause is checked to change only for failures that go through the error mapping.
  */
@@ -537,7 +537,12 @@ static void test_huge_step(uform_session_t session) {
 
 static int refusing_matmul(const uform__session_kernels_t *self, size_t m, size_t n, size_t k, const float *x, size_t ldx,
                            const float *w, size_t ldw, float *y, size_t ldy, const float *bias, int gelu) {
-    return -1; // what the engine's GEMM answers when its packing buffers cannot be allocated
+    return -1; // a refusal for a reason other than memory
+}
+
+static int exhausted_matmul(const uform__session_kernels_t *self, size_t m, size_t n, size_t k, const float *x, size_t ldx,
+                            const float *w, size_t ldw, float *y, size_t ldy, const float *bias, int gelu) {
+    return UFORM__SESSION_KERNEL_OUT_OF_MEMORY; // what the engine's GEMM answers when its packing buffers cannot be allocated
 }
 
 /* LAUNCH_FAILED: a plan whose matmul kernel refuses, run through the internal stages (the public
@@ -569,6 +574,8 @@ static void test_launch_failed(void) {
     plan.kernels.matmul_f32 = refusing_matmul;
     CHECK(plan.input_descriptors[0].dtype != UFORM_SESSION_DTYPE_F64); // F64 runs its own loop, not the kernel
     CHECK_STATUS(uform__session_run(&plan, in, out, scratch), UFORM_SESSION_LAUNCH_FAILED);
+    plan.kernels.matmul_f32 = exhausted_matmul; // memory exhaustion is its own status, not a refusal
+    CHECK_STATUS(uform__session_run(&plan, in, out, scratch), UFORM_SESSION_OUT_OF_MEMORY);
     for (int i = 0; i < 4; ++i) free(memory[i]);
     free(scratch);
     uform__session_plan_free(&plan);

@@ -1,0 +1,60 @@
+/* The sweep's table: one row per public entry point (and per media kind of the encode verbs).
+ * Adding an entry point is one line here and its run function in rows_*.c (see sweep.h). */
+#include "rows.h"
+
+const sweep_row_t sweep_rows[] = {
+    /* executors and arenas */
+    {"executor_for_ram", sweep_run_executor_for_ram, SWEEP_THREADS},
+    {"executor_on_node", sweep_run_executor_on_node, SWEEP_THREADS},
+    {"executor_on_pool", sweep_run_executor_on_pool, SWEEP_THREADS},
+    {"arena_for_host", sweep_run_arena_for_host, 0},
+    {"arena_for_executor", sweep_run_arena_for_executor, 0},
+    {"arena_growth", sweep_run_arena_growth, 0},
+    /* safetensors */
+    {"safetensors_open", sweep_run_safetensors_open, 0},
+    {"safetensors_open_memory", sweep_run_safetensors_open_memory, 0},
+    {"safetensors_encode", sweep_run_safetensors_encode, 0},
+    {"safetensors_write", sweep_run_safetensors_write, 0},
+    /* the model */
+    {"model_load", sweep_run_model_load, 0},
+    {"model_load_on_executor", sweep_run_model_load_on_executor, SWEEP_THREADS},
+    {"model_describe", sweep_run_model_describe, 0},
+    {"model_write", sweep_run_model_write, 0},
+    {"text_encode", sweep_run_text_encode, 0},
+    {"text_encode_on_executor", sweep_run_text_encode_on_executor, SWEEP_THREADS},
+    {"text_encode_deferred", sweep_run_text_encode_deferred, SWEEP_THREADS},
+    {"text_encode_fresh_arena", sweep_run_text_encode_fresh_arena, 0},
+    {"text_choose", sweep_run_text_choose, 0},
+    {"image_jpeg", sweep_run_image_jpeg, 0},
+    {"image_jpeg_progressive", sweep_run_image_jpeg_progressive, 0},
+    {"image_jpeg_exif", sweep_run_image_jpeg_exif, 0},
+    {"image_jpeg_cmyk", sweep_run_image_jpeg_cmyk, 0},
+    {"image_png", sweep_run_image_png, 0},
+    {"image_png16", sweep_run_image_png16, 0},
+    {"image_webp", sweep_run_image_webp, 0},
+    {"image_webp_alpha", sweep_run_image_webp_alpha, SWEEP_ISOLATE},
+#if UFORM_WITH_FFMPEG
+    /* first of the rows through FFmpeg: the parent must not have loaded it yet */
+    {"ffmpeg_load", sweep_run_ffmpeg_load, SWEEP_FFMPEG | SWEEP_ISOLATE | SWEEP_COLD},
+#endif
+    {"image_gif", sweep_run_image_gif, SWEEP_FFMPEG | SWEEP_ISOLATE},
+    {"image_bmp", sweep_run_image_bmp, SWEEP_FFMPEG | SWEEP_ISOLATE},
+    {"image_pixels", sweep_run_image_pixels, SWEEP_THREADS},
+    {"video_mp4", sweep_run_video_mp4, SWEEP_FFMPEG | SWEEP_ISOLATE},
+    {"video_webm", sweep_run_video_webm, SWEEP_FFMPEG | SWEEP_ISOLATE},
+    {"video_rotated", sweep_run_video_rotated, SWEEP_FFMPEG | SWEEP_ISOLATE},
+    {"video_live_webm", sweep_run_video_live_webm, SWEEP_FFMPEG | SWEEP_ISOLATE},
+    {"audio_wav", sweep_run_audio_wav, 0},
+    {"audio_flac", sweep_run_audio_flac, SWEEP_FFMPEG | SWEEP_ISOLATE},
+    {"audio_mp3", sweep_run_audio_mp3, SWEEP_FFMPEG | SWEEP_ISOLATE},
+    {"audio_ogg", sweep_run_audio_ogg, SWEEP_FFMPEG | SWEEP_ISOLATE},
+    {"audio_m4a", sweep_run_audio_m4a, SWEEP_FFMPEG | SWEEP_ISOLATE},
+    {"audio_samples", sweep_run_audio_samples, 0},
+    /* the tensor-program session */
+    {"session_builder", sweep_run_session_builder, 0},
+    {"session_compile", sweep_run_session_compile, 0},
+    {"session_invoke", sweep_run_session_invoke, 0},
+    /* the trainer (src/train/) adds {"trainer_step", sweep_run_trainer_step, 0} and {"trainer_save", ...} here */
+};
+
+const size_t sweep_row_count = sizeof sweep_rows / sizeof sweep_rows[0];
