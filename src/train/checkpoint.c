@@ -299,7 +299,7 @@ uform_status_t uform__train_resume(uform_trainer_t trainer, const char *path, co
         if (status == UFORM_OK && user) {
             trainer->user_metadata = strdup(user);
             if (!trainer->user_metadata)
-                status = uform__fail(outcome, UFORM_OUT_OF_MEMORY, function, "cannot copy the checkpoint's uform.user");
+                status = uform__fail(outcome, UFORM_OUT_OF_MEMORY, function, "cannot allocate a copy of the checkpoint's uform.user");
         }
     }
     uform__safetensors_close(file);

@@ -46,11 +46,11 @@ static uform_status_t architecture(const uform_trainer_config_t *given, uform__m
         config->matryoshka_count = given->matryoshka_count;
     }
     char *json = uform__model_config_print(config);
-    if (!json) return uform__fail(outcome, UFORM_OUT_OF_MEMORY, function, "cannot print the model's config");
+    if (!json) return uform__fail(outcome, UFORM_OUT_OF_MEMORY, function, "cannot allocate the text of the model's config");
     uform__model_config_t parsed;
     status = uform__model_config_parse(json, &parsed, outcome, function);
     free(json);
-    if (status != UFORM_OK) {
+    if (status == UFORM_FORMAT) {
         /* The loader's words ("uform.config: image.size 30 is not a multiple of image.patch 8") name the
          * field; for a trainer they are the caller's mistake. */
         char message[UFORM_OUTCOME_MESSAGE_CAPACITY];
@@ -58,6 +58,7 @@ static uform_status_t architecture(const uform_trainer_config_t *given, uform__m
         return uform__fail(outcome, UFORM_INVALID_ARGUMENT, function, "config: %s",
                            strncmp(message, "uform.config: ", 14) == 0 ? message + 14 : message);
     }
+    if (status != UFORM_OK) return status; /* out of memory, not the caller's mistake */
     for (size_t i = 0; i < config->matryoshka_count; ++i)
         if (i && config->matryoshka[i] <= config->matryoshka[i - 1])
             return uform__fail(outcome, UFORM_INVALID_ARGUMENT, function,

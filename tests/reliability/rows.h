@@ -49,6 +49,11 @@ void sweep_run_audio_ogg(sweep_fixture_t *fixture, sweep_answer_t *answer);
 void sweep_run_audio_m4a(sweep_fixture_t *fixture, sweep_answer_t *answer);
 void sweep_run_audio_samples(sweep_fixture_t *fixture, sweep_answer_t *answer);
 
+/* rows_train.c */
+void sweep_run_trainer_init(sweep_fixture_t *fixture, sweep_answer_t *answer);
+void sweep_run_trainer_step(sweep_fixture_t *fixture, sweep_answer_t *answer);
+void sweep_run_trainer_save(sweep_fixture_t *fixture, sweep_answer_t *answer);
+
 /* rows_session.c */
 void sweep_run_session_builder(sweep_fixture_t *fixture, sweep_answer_t *answer);
 void sweep_run_session_compile(sweep_fixture_t *fixture, sweep_answer_t *answer);
