@@ -21,7 +21,8 @@
  * batch 32 images: M = 7392 tokens, (N, K) = (1152, 384) qkv, (384, 384) out, (1536, 384) up,
  * (384, 1536) down; --shape M,K,N picks one): per class backward_x (dX[M,K] = dY[M,N]·W[N,K]) with
  * F32 and BF16 W, backward_w (dW[N,K] += dY[M,N]ᵀ·X[M,K], F32 X as the trainer passes it) through
- * the F32 and the BF16 slot, and backward_b (db[N] += Σ_m dY[m,:]) alone, against OpenBLAS's
+ * the F32 and the BF16 slot, each also with the bias gradient folded in ("+db": backward_w's `db`),
+ * and backward_b (db[N] += Σ_m dY[m,:]) alone, against OpenBLAS's
  * sgemm of the same products (NoTrans·NoTrans and Trans·NoTrans).
  * The JSON path defaults to bench/results/gemm.json (relative to the working directory).
  *
@@ -330,7 +331,7 @@ typedef struct candidate_t {
     double difference;
 } candidate_t;
 
-enum { MAX_CANDIDATES = 32 };
+enum { MAX_CANDIDATES = 48 };
 
 /* ---- --backward: the trainer's products ---- */
 
@@ -410,8 +411,8 @@ static void run_backward_shape(const bench_shape_t *shape, size_t threads, const
     for (size_t i = 0; i < n * k; ++i) w16[i] = uform__gemm_bf16_from_f32(w[i] = bench_random(&state));
     memset(dw, 0, n * k * sizeof(float)), memset(db, 0, n * sizeof(float));
 
-    enum { variants = 5 };
-    static const char *const names[variants] = {"bx f32", "bx bf16", "bw f32", "bw bf16", "db"};
+    enum { variants = 7 };
+    static const char *const names[variants] = {"bx f32", "bx bf16", "bw f32", "bw bf16", "bw f32+db", "bw bf16+db", "db"};
     candidate_t candidates[MAX_CANDIDATES];
     backward_state_t ours[MAX_CANDIDATES];
     size_t count = 0;
@@ -421,15 +422,15 @@ static void run_backward_shape(const bench_shape_t *shape, size_t threads, const
         int serial = bench_classes[c].cpu_class == UFORM_CPU_CLASS_SERIAL;
         for (int variant = 0; variant < variants && count + 2 < MAX_CANDIDATES; ++variant) {
             backward_state_t *o = &ours[count];
-            int bf16 = variant == 1 || variant == 3;
+            int bf16 = variant % 2 == 1 && variant < 6, with_db = variant == 4 || variant == 5;
             *o = (backward_state_t){.table = table, .bf16 = bf16, .parallel = parallel,
-                                    .kind = variant < 2 ? BACKWARD_X : variant < 4 ? BACKWARD_W : BACKWARD_B};
+                                    .kind = variant < 2 ? BACKWARD_X : variant < 6 ? BACKWARD_W : BACKWARD_B};
             o->x = (uform__gemm_backward_x_t){.m = m, .n = n, .k = k, .dy = dy, .lddy = n, .w = bf16 ? (void *)w16 : (void *)w,
                                               .ldw = k, .w_dtype = bf16 ? UFORM__GEMM_BF16 : UFORM__GEMM_F32, .dx = dx,
                                               .lddx = k, .scratch = scratch, .scratch_capacity = scratch_size};
             o->w = (uform__gemm_backward_w_t){.m = m, .n = n, .k = k, .dy = dy, .lddy = n, .x = x, .ldx = k,
                                               .x_dtype = UFORM__GEMM_F32, .dw = dw, .lddw = k, .scratch = scratch,
-                                              .scratch_capacity = scratch_size};
+                                              .scratch_capacity = scratch_size, .db = with_db ? db : NULL};
             o->b = (uform__gemm_backward_b_t){.m = m, .n = n, .dy = dy, .lddy = n, .db = db};
             candidate_t *candidate = &candidates[count++];
             *candidate = (candidate_t){.engine = "uform", .class_name = bench_classes[c].name, .call = backward_call,
