@@ -11,11 +11,19 @@
  *
  * Usage: bench_gemm [--json PATH] [--threads 1,2] [--classes serial,haswell,skylake,icelake,genoa]
  *                   [--rounds R] [--quick] [--shape M,K,N] [--epilogue bias|gelu|gelu-fast] [--y-bf16]
+ *                   [--backward]
  * --shape replaces the shape list with one shape. --epilogue measures the cost of the bias (and GELU,
  * exact or fast) folded into our products: each class then runs its packed variants twice, without
  * and with the epilogue ("+bias", "+gelu", "+gelu-fast"), with F32 activations as the model passes
  * them (GENOA's BF16 slot rounds them while packing); OpenBLAS and oneDNN run the bare product.
  * --y-bf16: those epilogue variants write Y as BF16 (y_dtype), as the trunk's mlp.up can.
+ * --backward measures the training products instead, at the trainer's shapes (the `small` model,
+ * batch 32 images: M = 7392 tokens, (N, K) = (1152, 384) qkv, (384, 384) out, (1536, 384) up,
+ * (384, 1536) down; --shape M,K,N picks one): per class backward_x (dX[M,K] = dY[M,N]·W[N,K]) with
+ * F32 and BF16 W, backward_w (dW[N,K] += dY[M,N]ᵀ·X[M,K], F32 X as the trainer passes it) through
+ * the F32 and the BF16 slot, each also with the bias gradient folded in ("+db": backward_w's `db`),
+ * and backward_b (db[N] += Σ_m dY[m,:]) alone, against OpenBLAS's
+ * sgemm of the same products (NoTrans·NoTrans and Trans·NoTrans).
  * The JSON path defaults to bench/results/gemm.json (relative to the working directory).
  *
  * This machine is shared (2 cores, other builds running). With 1 thread every engine is timed by
@@ -323,14 +331,183 @@ typedef struct candidate_t {
     double difference;
 } candidate_t;
 
-enum { MAX_CANDIDATES = 32 };
+enum { MAX_CANDIDATES = 48 };
+
+/* ---- --backward: the trainer's products ---- */
+
+/* M = 7392 tokens (batch 32 of the `small` image tower), stored as (m, k, n) with K the layer's
+ * input and N its output width: qkv, out, up, down. */
+static const bench_shape_t bench_backward_shapes[] = {
+    {7392, 384, 1152}, {7392, 384, 384}, {7392, 384, 1536}, {7392, 1536, 384}};
+
+typedef enum backward_kind_t { BACKWARD_X, BACKWARD_W, BACKWARD_B } backward_kind_t;
+
+typedef struct backward_state_t {
+    const uform__gemm_kernels_t *table;
+    backward_kind_t kind;
+    int bf16;
+    uform__gemm_backward_x_t x;
+    uform__gemm_backward_w_t w;
+    uform__gemm_backward_b_t b;
+    const uform__parallel_t *parallel;
+    int failed;
+} backward_state_t;
+
+static void backward_call(void *state_pointer) {
+    backward_state_t *state = state_pointer;
+    uform_outcome_t outcome = {0};
+    uform_status_t status;
+    if (state->kind == BACKWARD_X)
+        status = (state->bf16 ? state->table->backward_x_bf16 : state->table->backward_x_f32)(&state->x, state->parallel,
+                                                                                              &outcome);
+    else if (state->kind == BACKWARD_W)
+        status = (state->bf16 ? state->table->backward_w_bf16 : state->table->backward_w)(&state->w, state->parallel,
+                                                                                          &outcome);
+    else
+        status = state->table->backward_b(&state->b, state->parallel, &outcome);
+    if (status != UFORM_OK) {
+        if (!state->failed) fprintf(stderr, "ours failed: %s\n", outcome.message);
+        state->failed = 1;
+    }
+}
+
+typedef struct openblas_backward_state_t {
+    backward_kind_t kind;
+    size_t m, n, k;
+    const float *dy, *w, *x;
+    float *dx, *dw;
+} openblas_backward_state_t;
+
+static void openblas_backward_call(void *state_pointer) {
+    openblas_backward_state_t *state = state_pointer;
+    int m = (int)state->m, n = (int)state->n, k = (int)state->k;
+    if (state->kind == BACKWARD_X) /* dX[M,K] = dY[M,N]·W[N,K] */
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, k, n, 1.0f, state->dy, n, state->w, k, 0.0f, state->dx, k);
+    else /* dW[N,K] += dY[M,N]ᵀ·X[M,K] */
+        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, n, k, m, 1.0f, state->dy, n, state->x, k, 1.0f, state->dw, k);
+}
+
+static float bench_random(uint64_t *state) {
+    *state = *state * 6364136223846793005ull + 1442695040888963407ull;
+    return (float)((double)(*state >> 40) / 16777216.0 - 0.5);
+}
+
+/* One shape of --backward with `threads` threads: every variant of every class and OpenBLAS's two
+ * products, interleaved over the rounds; prints the table and appends the JSON records. */
+static void run_backward_shape(const bench_shape_t *shape, size_t threads, const uform__parallel_t *parallel,
+                               const char *classes_list, int rounds, void *scratch, size_t scratch_size,
+                               const double peaks[2], FILE *json) {
+    size_t m = shape->m, k = shape->k, n = shape->n;
+    double flops = 2.0 * (double)m * (double)n * (double)k;
+    float *dy = aligned_alloc(64, (m * n * sizeof(float) + 63) / 64 * 64);
+    float *x = aligned_alloc(64, (m * k * sizeof(float) + 63) / 64 * 64), *w = aligned_alloc(64, (n * k * sizeof(float) + 63) / 64 * 64);
+    uform__bf16_t *w16 = aligned_alloc(64, (n * k * 2 + 63) / 64 * 64);
+    float *dx = aligned_alloc(64, (m * k * sizeof(float) + 63) / 64 * 64), *dx_reference = malloc(m * k * sizeof(float));
+    float *dw = aligned_alloc(64, (n * k * sizeof(float) + 63) / 64 * 64), *dw_reference = malloc(n * k * sizeof(float));
+    float *db = aligned_alloc(64, (n * sizeof(float) + 63) / 64 * 64);
+    uint64_t state = 777 + m + 3 * n + 7 * k;
+    for (size_t i = 0; i < m * n; ++i) dy[i] = bench_random(&state);
+    for (size_t i = 0; i < m * k; ++i) x[i] = bench_random(&state);
+    for (size_t i = 0; i < n * k; ++i) w16[i] = uform__gemm_bf16_from_f32(w[i] = bench_random(&state));
+    memset(dw, 0, n * k * sizeof(float)), memset(db, 0, n * sizeof(float));
+
+    enum { variants = 7 };
+    static const char *const names[variants] = {"bx f32", "bx bf16", "bw f32", "bw bf16", "bw f32+db", "bw bf16+db", "db"};
+    candidate_t candidates[MAX_CANDIDATES];
+    backward_state_t ours[MAX_CANDIDATES];
+    size_t count = 0;
+    for (size_t c = 0; c < sizeof bench_classes / sizeof bench_classes[0]; ++c) {
+        if (!strstr(classes_list, bench_classes[c].name) || !uform_cpu_class_supported(bench_classes[c].cpu_class)) continue;
+        const uform__gemm_kernels_t *table = uform__gemm_kernels(bench_classes[c].cpu_class);
+        int serial = bench_classes[c].cpu_class == UFORM_CPU_CLASS_SERIAL;
+        for (int variant = 0; variant < variants && count + 2 < MAX_CANDIDATES; ++variant) {
+            backward_state_t *o = &ours[count];
+            int bf16 = variant % 2 == 1 && variant < 6, with_db = variant == 4 || variant == 5;
+            *o = (backward_state_t){.table = table, .bf16 = bf16, .parallel = parallel,
+                                    .kind = variant < 2 ? BACKWARD_X : variant < 6 ? BACKWARD_W : BACKWARD_B};
+            o->x = (uform__gemm_backward_x_t){.m = m, .n = n, .k = k, .dy = dy, .lddy = n, .w = bf16 ? (void *)w16 : (void *)w,
+                                              .ldw = k, .w_dtype = bf16 ? UFORM__GEMM_BF16 : UFORM__GEMM_F32, .dx = dx,
+                                              .lddx = k, .scratch = scratch, .scratch_capacity = scratch_size};
+            o->w = (uform__gemm_backward_w_t){.m = m, .n = n, .k = k, .dy = dy, .lddy = n, .x = x, .ldx = k,
+                                              .x_dtype = UFORM__GEMM_F32, .dw = dw, .lddw = k, .scratch = scratch,
+                                              .scratch_capacity = scratch_size, .db = with_db ? db : NULL};
+            o->b = (uform__gemm_backward_b_t){.m = m, .n = n, .dy = dy, .lddy = n, .db = db};
+            candidate_t *candidate = &candidates[count++];
+            *candidate = (candidate_t){.engine = "uform", .class_name = bench_classes[c].name, .call = backward_call,
+                                       .state = o, .bf16 = bf16, .serial = serial, .best = 1e30};
+            snprintf(candidate->variant, sizeof candidate->variant, "%s", names[variant]);
+            snprintf(candidate->label, sizeof candidate->label, "%s %s", bench_classes[c].name, names[variant]);
+        }
+    }
+    size_t peers = count;
+    openblas_backward_state_t openblas[2];
+    for (int kind = 0; kind < 2; ++kind) {
+        openblas[kind] = (openblas_backward_state_t){.kind = kind ? BACKWARD_W : BACKWARD_X, .m = m, .n = n, .k = k,
+                                                     .dy = dy, .w = w, .x = x, .dx = dx_reference, .dw = dw_reference};
+        candidates[count++] = (candidate_t){.engine = "openblas", .call = openblas_backward_call, .state = &openblas[kind],
+                                            .sleep_after_us = 150000, .best = 1e30};
+        snprintf(candidates[count - 1].variant, sizeof candidates[count - 1].variant, "%s", kind ? "bw f32" : "bx f32");
+        snprintf(candidates[count - 1].label, sizeof candidates[count - 1].label, "openblas %s", kind ? "bw f32" : "bx f32");
+    }
+    for (size_t i = 0; i < count; ++i) {
+        if (!candidates[i].serial) candidates[i].call(candidates[i].state);
+        if (candidates[i].sleep_after_us) usleep(candidates[i].sleep_after_us);
+    }
+    for (int round = 0; round < rounds; ++round)
+        for (size_t i = 0; i < count; ++i) {
+            if (candidates[i].serial && round > 0) continue;
+            candidates[i].best = fmin(candidates[i].best, time_call(candidates[i].call, candidates[i].state));
+            if (candidates[i].sleep_after_us) usleep(candidates[i].sleep_after_us);
+        }
+    /* Results against OpenBLAS's, once more each from a zero dW, untimed. */
+    memset(dw_reference, 0, n * k * sizeof(float));
+    openblas_backward_call(&openblas[0]);
+    openblas_backward_call(&openblas[1]);
+    for (size_t i = 0; i < peers; ++i) {
+        backward_state_t *o = candidates[i].state;
+        if (o->kind == BACKWARD_B) continue;
+        memset(dw, 0, n * k * sizeof(float));
+        backward_call(o);
+        candidates[i].failed = o->failed;
+        candidates[i].difference = o->kind == BACKWARD_X ? relative_difference(dx, dx_reference, m * k)
+                                                         : relative_difference(dw, dw_reference, n * k);
+    }
+    double openblas_gflops[2] = {flops / candidates[peers].best * 1e-9, flops / candidates[peers + 1].best * 1e-9};
+    printf("\nbackward M=%zu K=%zu N=%zu, %zu thread%s (%.2f GFLOP per product)\n", m, k, n, threads,
+           threads > 1 ? "s" : "", flops * 1e-9);
+    for (size_t i = 0; i < count; ++i) {
+        candidate_t *candidate = &candidates[i];
+        int ours_row = i < peers;
+        backward_kind_t kind = ours_row ? ((backward_state_t *)candidate->state)->kind
+                                        : ((openblas_backward_state_t *)candidate->state)->kind;
+        double gflops = candidate->failed || kind == BACKWARD_B ? 0 : flops / candidate->best * 1e-9;
+        double peak = peaks[candidate->bf16 && !strcmp(candidate->class_name, "genoa")];
+        printf("  %-22s %8.2f ms", candidate->label, 1e3 * candidate->best);
+        if (kind != BACKWARD_B) printf("  %8.1f GFLOP/s  %5.1f%% of peak", gflops, peak > 0 ? 100.0 * gflops / peak : 0);
+        if (ours_row && kind != BACKWARD_B)
+            printf("  %5.2fx openblas  max|diff| %.1e", gflops / openblas_gflops[kind == BACKWARD_W],
+                   candidate->difference);
+        printf("\n");
+        fprintf(json, ",\n    {\"product\": \"backward\", \"m\": %zu, \"k\": %zu, \"n\": %zu, \"threads\": %zu, \"engine\": \"%s\", ",
+                m, k, n, threads, candidate->engine);
+        if (ours_row) fprintf(json, "\"class\": \"%s\", ", candidate->class_name);
+        fprintf(json, "\"variant\": \"%s\", \"ms\": %.3f", candidate->variant, 1e3 * candidate->best);
+        if (kind != BACKWARD_B) fprintf(json, ", \"gflops\": %.1f", gflops);
+        if (ours_row && kind != BACKWARD_B)
+            fprintf(json, ", \"ratio_to_openblas\": %.3f, \"max_relative_difference_to_openblas\": %.2e",
+                    gflops / openblas_gflops[kind == BACKWARD_W], candidate->difference);
+        fprintf(json, "}");
+    }
+    fflush(stdout);
+    free(dy), free(x), free(w), free(w16), free(dx), free(dx_reference), free(dw), free(dw_reference), free(db);
+}
 
 /* --epilogue: 0 none, 1 bias, 2 bias + exact GELU, 3 bias + fast GELU. */
 static const char *const epilogue_names[4] = {"", "+bias", "+gelu", "+gelu-fast"};
 
 static int parse_arguments(int argc, char **argv, const char **json_path, char *threads_list, size_t threads_capacity,
                            char *classes_list, size_t classes_capacity, int *rounds, int *quick, bench_shape_t *shape,
-                           int *epilogue, int *y_bf16) {
+                           int *epilogue, int *y_bf16, int *backward) {
     for (int i = 1; i < argc; ++i) {
         if (!strcmp(argv[i], "--json") && i + 1 < argc) *json_path = argv[++i];
         else if (!strcmp(argv[i], "--threads") && i + 1 < argc) snprintf(threads_list, threads_capacity, "%s", argv[++i]);
@@ -338,6 +515,7 @@ static int parse_arguments(int argc, char **argv, const char **json_path, char *
         else if (!strcmp(argv[i], "--rounds") && i + 1 < argc) *rounds = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--quick")) *quick = 1;
         else if (!strcmp(argv[i], "--y-bf16")) *y_bf16 = 1;
+        else if (!strcmp(argv[i], "--backward")) *backward = 1;
         else if (!strcmp(argv[i], "--shape") && i + 1 < argc) {
             if (sscanf(argv[++i], "%zu,%zu,%zu", &shape->m, &shape->k, &shape->n) != 3 || !shape->m || !shape->k || !shape->n)
                 return -1;
@@ -361,13 +539,14 @@ int main(int argc, char **argv) {
     }
     const char *json_path = "bench/results/gemm.json";
     char threads_list[64] = "1,2", classes_list[256] = "serial,haswell,skylake,icelake,genoa";
-    int rounds = 5, quick = 0, epilogue = 0, y_bf16 = 0;
+    int rounds = 5, quick = 0, epilogue = 0, y_bf16 = 0, backward = 0;
     bench_shape_t one_shape = {0, 0, 0};
     if (parse_arguments(argc, argv, &json_path, threads_list, sizeof threads_list, classes_list, sizeof classes_list,
-                        &rounds, &quick, &one_shape, &epilogue, &y_bf16) != 0 || (y_bf16 && !epilogue)) {
+                        &rounds, &quick, &one_shape, &epilogue, &y_bf16, &backward) != 0 || (y_bf16 && !epilogue) ||
+        (backward && epilogue)) {
         fprintf(stderr,
                 "usage: %s [--json PATH] [--threads 1,2] [--classes serial,...,genoa] [--rounds R] [--quick]\n"
-                "          [--shape M,K,N] [--epilogue bias|gelu|gelu-fast] [--y-bf16 (with --epilogue)]\n",
+                "          [--shape M,K,N] [--epilogue bias|gelu|gelu-fast] [--y-bf16 (with --epilogue)] [--backward]\n",
                 argv[0]);
         return 2;
     }
@@ -389,8 +568,9 @@ int main(int argc, char **argv) {
             "  \"results\": [",
             uform_cpu_class_name(uform_cpu_class_detect()), rounds);
     int first_record = 1;
-    size_t shape_count = one_shape.m ? 1 : quick ? 2 : sizeof bench_shapes / sizeof bench_shapes[0];
-    const bench_shape_t *shapes = one_shape.m ? &one_shape : bench_shapes;
+    size_t shape_count = one_shape.m ? 1 : quick ? 2 : backward ? sizeof bench_backward_shapes / sizeof bench_backward_shapes[0]
+                                                                : sizeof bench_shapes / sizeof bench_shapes[0];
+    const bench_shape_t *shapes = one_shape.m ? &one_shape : backward ? bench_backward_shapes : bench_shapes;
     for (const char *threads_text = threads_list; *threads_text;) {
         size_t threads = strtoul(threads_text, NULL, 10);
         const char *comma = strchr(threads_text, ',');
@@ -431,7 +611,9 @@ int main(int argc, char **argv) {
                 first_record ? "" : ",", threads, peaks[0], threads, peaks[1]);
         first_record = 0;
 
-        for (size_t s = 0; s < shape_count; ++s) {
+        for (size_t s = 0; s < shape_count && backward; ++s)
+            run_backward_shape(&shapes[s], threads, parallel, classes_list, rounds, scratch, scratch_size, peaks, json);
+        for (size_t s = 0; s < shape_count && !backward; ++s) {
             size_t m = shapes[s].m, k = shapes[s].k, n = shapes[s].n;
             double flops = 2.0 * (double)m * (double)n * (double)k;
             float *x = aligned_alloc(64, m * k * sizeof(float)), *w = aligned_alloc(64, n * k * sizeof(float));

@@ -220,13 +220,18 @@ typedef struct uform__gemm_backward_x_t {
     void *scratch; size_t scratch_capacity; /* optional, see scratch_bytes */
 } uform__gemm_backward_x_t;
 
-/* dW[N,K] += dY[M,N]ᵀ · X[M,K] (accumulates into dW). dY is F32, X is F32 or BF16. */
+/* dW[N,K] += dY[M,N]ᵀ · X[M,K] (accumulates into dW). dY is F32, X is F32 or BF16.
+ * `db`, when not NULL, also gets the bias gradient db[N] += Σ_m dY[m, :] of the F32 dY (never the
+ * BF16-rounded copy), summed while dY is packed, rows in order: the same additions in the same
+ * order as backward_b, so the same bits, without reading dY a second time. db must not overlap
+ * dY or dW. */
 typedef struct uform__gemm_backward_w_t {
     size_t m, n, k;
     const float *dy; size_t lddy;
     const void *x; size_t ldx; uform__gemm_dtype_t x_dtype;
     float *dw; size_t lddw;
     void *scratch; size_t scratch_capacity; /* optional, see scratch_bytes */
+    float *db;                              /* optional [N]: += Σ_m dY[m, :], see above */
 } uform__gemm_backward_w_t;
 
 /* db[N] += Σ_m dY[m, :] (accumulates, rows in order). */
@@ -304,6 +309,19 @@ typedef void (*uform__gemm_tile_epilogue_fn)(size_t kc, const void *a, size_t ld
 typedef void (*uform__gemm_tile_bf16_out_fn)(size_t kc, const void *a, size_t lda, const void *b, uform__bf16_t *c,
                                              size_t ldc, size_t rows, size_t cols, const float *bias, int gelu);
 
+/* backward_w's A block (A = dYᵀ, so block row r is column r of the source): block[r·lda + p] =
+ * source[p·ld + r] for r < rows, p < kc, in the panel type — F32 copied, or BF16 rounded to
+ * nearest even, K pairs as the tile reads them. The driver zero-fills the padding (p ≥ kc, rows
+ * up to MR) afterwards. With `sums` (not NULL), also sums[r] += source[p·ld + r] with p in order:
+ * the bias gradient, the same additions as backward_b. Must give the tile the operand values the
+ * driver's portable loop gives it (gemm_driver.c's pack_a says where BF16 blocks may differ). */
+typedef void (*uform__gemm_pack_transposed_fn)(const float *source, size_t ld, size_t rows, size_t kc, void *block,
+                                               size_t lda, float *sums);
+/* One NR-column panel of BF16 K pairs from F32 rows (backward_w's X, backward_x's F32 W):
+ * panel[(t·NR + j)·2 + h] = bf16(source[(2t + h)·ld + j]) for j < cols, 0 for j ≥ cols and for the
+ * missing row h = 1 of an odd kc; t < ⌈kc/2⌉. */
+typedef void (*uform__gemm_pack_pairs_fn)(const float *source, size_t ld, size_t kc, size_t cols, uform__bf16_t *panel);
+
 typedef struct uform__gemm_micro_t {
     uform__gemm_dtype_t panel_dtype; /* F32, or BF16 pairs */
     size_t mr, nr;                   /* register tile */
@@ -314,6 +332,8 @@ typedef struct uform__gemm_micro_t {
     uform__gemm_tile_bf16_out_fn tile_bf16_out; /* NULL: a BF16 C is staged through an F32 tile */
     uform__gemm_epilogue_fn epilogue;
     uform__gemm_convert_fn convert; /* used by BF16 panels to round F32 rows; NULL: scalar */
+    uform__gemm_pack_transposed_fn pack_transposed; /* NULL: the driver's portable loop */
+    uform__gemm_pack_pairs_fn pack_pairs;           /* BF16 panels only; NULL: the portable loop */
 } uform__gemm_micro_t;
 
 /* The products through a class's micro-kernel: validate, pack, split, run. */
@@ -355,8 +375,10 @@ static inline float uform__gemm_f32_from_bf16(uform__bf16_t value) {
 
 extern const uform__gemm_kernels_t uform__gemm_kernels_serial, uform__gemm_kernels_haswell,
     uform__gemm_kernels_skylake, uform__gemm_kernels_icelake, uform__gemm_kernels_genoa;
-/* Skylake's micro-kernel family, reused by Icelake and by Genoa's F32 products. */
-extern const uform__gemm_micro_t uform__gemm_micro_f32_skylake;
+/* Skylake's micro-kernel family, reused by Icelake and by Genoa's F32 products; and the other
+ * classes' micro-kernels, so that tests can run them with the packing hooks removed. */
+extern const uform__gemm_micro_t uform__gemm_micro_f32_skylake, uform__gemm_micro_f32_haswell,
+    uform__gemm_micro_bf16_genoa;
 /* Skylake's AVX-512 F bias + GELU epilogue, which Genoa's BF16 tile shares. */
 void uform__gemm_epilogue_skylake(float *c, size_t ldc, size_t rows, size_t cols, const float *bias, int gelu);
 

@@ -12,6 +12,7 @@
 #include <immintrin.h>
 
 #include "kernels/gemm.h"
+#include "kernels/nn_avx512.h" /* nn_transpose_16x16_f32x16 */
 
 #define GEMM_AVX512_TARGET __attribute__((target("avx512f,avx512dq,avx512bw,avx512vl,fma")))
 

@@ -41,6 +41,7 @@ typedef struct gemm_problem_t {
     int accumulate;
     const float *bias;
     int gelu;
+    float *column_sums; /* backward_w's db: each row of A (a column of dY) summed over all of K, or NULL */
     void *scratch; /* caller's, or NULL */
     size_t scratch_capacity;
 } gemm_problem_t;
@@ -87,18 +88,49 @@ static void widen_bf16_row(const uform__bf16_t *source, float *target, size_t co
     for (size_t i = 0; i < count; ++i) bits[i] = (uint32_t)source[i] << 16;
 }
 
+/* sums[r] += A(i0 + r, p0 + p) for p in order (the bias gradient of backward_w, whose A rows are
+ * dY columns): backward_b's additions, here over the source the block was just packed from. */
+static void add_row_sums(const gemm_operand_t *a, size_t i0, size_t rows, size_t p0, size_t kc, float *restrict sums) {
+    const float *source = (const float *)a->data + p0 * a->col + i0 * a->row;
+    for (size_t p = 0; p < kc; ++p)
+        for (size_t r = 0; r < rows; ++r) sums[r] += source[p * a->col + r * a->row];
+}
+
+/* Zeros the block's padding: columns [kc, kc_padded) of the `rows` rows, and whole rows up to
+ * `rows_padded`. */
+static void zero_padding(uform__gemm_dtype_t panel_dtype, void *out, size_t lda, size_t rows, size_t rows_padded,
+                         size_t kc, size_t kc_padded) {
+    for (size_t r = 0; r < rows_padded; ++r) {
+        size_t p = r < rows ? kc : 0;
+        if (panel_dtype == UFORM__GEMM_F32) memset((float *)out + r * lda + p, 0, (kc_padded - p) * sizeof(float));
+        else memset((uform__bf16_t *)out + r * lda + p, 0, (kc_padded - p) * sizeof(uform__bf16_t));
+    }
+}
+
 /*
  * Copies rows [i0, i0 + rows) × K [p0, p0 + kc) of A into a row-major block with row stride
  * `lda` (see a_block_stride), zero-filling columns up to `kc_padded` (K rounded up to even for
- * BF16 pairs) and the rows
- * up to a multiple of MR, converting to the panel type on the way (F32 → BF16 rounds to nearest
- * even). Row copies are contiguous in every product but backward_w, whose A is dYᵀ.
+ * BF16 pairs) and the rows up to a multiple of MR, converting to the panel type on the way
+ * (F32 → BF16 rounds to nearest even). Row copies are contiguous in every product but
+ * backward_w, whose A is dYᵀ: that one goes through the class's pack_transposed when it has one
+ * (16×16 tiles through registers), which also sums the rows into `sums` (backward_w's db, or
+ * NULL) while they are in registers; the portable loops sum them afterwards (add_row_sums).
+ * The class hooks write the values the portable loops write, with one exception: GENOA's rounds
+ * with vcvtne2ps2bf16, which gives ±0 for an F32 subnormal where the scalar rounding gives a BF16
+ * subnormal; vdpbf16ps reads BF16 subnormals as ±0 (the same sign), so the products are the same
+ * bits (test_gemm_pack checks it with subnormal inputs).
  */
 static void pack_a(const gemm_problem_t *problem, size_t i0, size_t rows, size_t p0, size_t kc, size_t kc_padded,
-                   size_t lda, void *out) {
+                   size_t lda, void *out, float *sums) {
     const uform__gemm_micro_t *micro = problem->micro;
     const gemm_operand_t *a = &problem->a;
     size_t rows_padded = round_up(rows, micro->mr);
+    if (micro->pack_transposed && a->row == 1 && a->col != 1 && a->dtype == UFORM__GEMM_F32) {
+        micro->pack_transposed((const float *)a->data + p0 * a->col + i0, a->col, rows, kc, out, lda, sums);
+        zero_padding(micro->panel_dtype, out, lda, rows, rows_padded, kc, kc_padded);
+        return;
+    }
+    if (sums) add_row_sums(a, i0, rows, p0, kc, sums);
     if (micro->panel_dtype == UFORM__GEMM_F32) {
         float *block = out;
         if (a->col == 1) {
@@ -212,6 +244,10 @@ static void pack_b_panel(const uform__gemm_micro_t *micro, const gemm_operand_t 
         }
         return;
     }
+    if (b->col == 1 && b->dtype == UFORM__GEMM_F32 && micro->pack_pairs) {
+        micro->pack_pairs((const float *)b->data + p0 * b->row + j0, b->row, kc, cols, panel_out);
+        return;
+    }
     if (b->col == 1) {
         /* Rows of W (backward_x) or X (backward_w): a K pair is two consecutive rows, interleaved
          * column by column (F32 rows rounded to BF16 on the way). */
@@ -304,13 +340,17 @@ static void compute_prong(void *context, size_t thread, size_t prong) {
      * an even slice). A row stride of a multiple of 4 KiB would pile the rows into one L1 set, so
      * such matrices are copied. Only the trailing partial panel, if any, is packed. */
     const gemm_operand_t *a = &problem->a;
-    int in_place = a->col == 1 && a->dtype == micro->panel_dtype && step->kc == step->kc_padded &&
+    /* backward_w's db: the first column chunk's first panel group sums its rows while packing
+     * them (every row of A belongs to exactly one such prong per K slice, and the slices run in
+     * order, so each sum adds its values in K order); those rows are never read in place. */
+    float *sums = problem->column_sums && step->j0 == 0 && group == 0 ? problem->column_sums + i0 : NULL;
+    int in_place = !sums && a->col == 1 && a->dtype == micro->panel_dtype && step->kc == step->kc_padded &&
                    (a->row * elem) % 4096 != 0;
     size_t in_place_rows = in_place ? rows / mr * mr : 0;
     unsigned char *a_block = step->a_scratch + thread * step->a_scratch_stride;
     if (in_place_rows < rows)
         pack_a(problem, i0 + in_place_rows, rows - in_place_rows, step->p0, step->kc, step->kc_padded, step->a_lda,
-               a_block);
+               a_block, sums);
     size_t a_panel_bytes = step->a_lda * mr * elem; /* MR rows of the block */
     const unsigned char *a_rows = (const unsigned char *)a->data + ((i0 * a->row) + step->p0) * elem;
     int accumulate = problem->accumulate || step->p0 > 0;
@@ -558,9 +598,12 @@ uform_status_t uform__gemm_backward_w_drive(const uform__gemm_micro_t *micro, co
     GEMM_TRY(check_matrix(outcome, function, "x", args->x, args->m, args->k, args->ldx));
     GEMM_TRY(check_matrix(outcome, function, "dw", args->dw, args->n, args->k, args->lddw));
     gemm_problem_t problem = {.micro = micro, .m = args->n, .n = args->k, .k = args->m, .c = args->dw, .ldc = args->lddw,
-                              .accumulate = 1, .scratch = args->scratch, .scratch_capacity = args->scratch_capacity};
+                              .accumulate = 1, .column_sums = args->db, .scratch = args->scratch,
+                              .scratch_capacity = args->scratch_capacity};
     problem.a = (gemm_operand_t){.data = args->dy, .dtype = UFORM__GEMM_F32, .row = 1, .col = args->lddy};
     problem.b = (gemm_operand_t){.data = args->x, .dtype = args->x_dtype, .row = args->ldx, .col = 1};
+    /* X without columns: nothing is packed, but db still sums dY's rows (in order). */
+    if (args->db && args->k == 0 && args->n) add_row_sums(&problem.a, 0, args->n, 0, args->m, args->db);
     return gemm_run(&problem, parallel, outcome, function);
 }
 

@@ -110,19 +110,92 @@ GENOA_TARGET static void convert_bf16_genoa(const float *source, uform__bf16_t *
     for (; i < count; ++i) target[i] = uform__gemm_bf16_from_f32(source[i]);
 }
 
-static const uform__gemm_micro_t micro_bf16_genoa = {
+/* Two F32 vectors as 16 BF16 pairs: dword r = {bf16(even[r]), bf16(odd[r])} (low half first),
+ * rounded by vcvtne2ps2bf16, whose 32 lanes (even's 16, then odd's) vpermw interleaves. */
+GENOA_TARGET static inline __m512i pairs_bf16x32(__m512 even_f32x16, __m512 odd_f32x16) {
+    static const uint16_t interleave[32] = {0, 16, 1, 17, 2,  18, 3,  19, 4,  20, 5,  21, 6,  22, 7,  23,
+                                            8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31};
+    __m512i halves_bf16x32 = (__m512i)_mm512_cvtne2ps_pbh(odd_f32x16, even_f32x16);
+    return _mm512_permutexvar_epi16(_mm512_loadu_si512(interleave), halves_bf16x32);
+}
+
+/*
+ * backward_w's A block from dY rounded to BF16 pairs (gemm.h's uform__gemm_pack_transposed_fn):
+ * 32 tokens (source rows) by 16 block rows (source columns) at a time. Token pair t's two rows
+ * become one vector of 16 pairs (pairs_bf16x32: dword r holds block row r's pair t), and the 16
+ * such vectors, transposed as 32-bit words in registers (nn_transpose_16x16_f32x16), are block
+ * rows: 16 contiguous 64-byte stores instead of the portable loop's 512 scalar roundings and 256
+ * strided 32-bit stores. Tokens run outermost, so the source is read row by row. The F32 rows,
+ * while in registers, are added into `sums` in token order (the bias gradient, from the
+ * unrounded dY). A source subnormal rounds to ±0 here, to a BF16 subnormal in the portable loop:
+ * vdpbf16ps reads both as ±0 (gemm_driver.c's pack_a).
+ */
+GENOA_TARGET static void pack_transposed_bf16_genoa(const float *source, size_t ld, size_t rows, size_t kc,
+                                                    void *block_out, size_t lda, float *sums) {
+    uform__bf16_t *block = block_out;
+    for (size_t p = 0; p < kc; p += 32) {
+        size_t steps = kc - p < 32 ? kc - p : 32;
+        __mmask16 pair_mask = gemm_columns_mask((steps + 1) / 2);
+        const float *tokens = source + p * ld;
+        for (size_t r = 0; r < rows; r += 16) {
+            size_t lanes = rows - r < 16 ? rows - r : 16;
+            __mmask16 lane_mask = gemm_columns_mask(lanes);
+            __m512 sum_f32x16 = sums ? _mm512_maskz_loadu_ps(lane_mask, sums + r) : _mm512_setzero_ps();
+            __m512 pairs_f32x16[16], columns_f32x16[16];
+#pragma GCC unroll 16
+            for (size_t t = 0; t < 16; ++t) {
+                __m512 even_f32x16 = _mm512_setzero_ps(), odd_f32x16 = _mm512_setzero_ps();
+                if (2 * t < steps) even_f32x16 = _mm512_maskz_loadu_ps(lane_mask, tokens + 2 * t * ld + r);
+                if (2 * t + 1 < steps) odd_f32x16 = _mm512_maskz_loadu_ps(lane_mask, tokens + (2 * t + 1) * ld + r);
+                if (sums) {
+                    if (2 * t < steps) sum_f32x16 = _mm512_add_ps(sum_f32x16, even_f32x16);
+                    if (2 * t + 1 < steps) sum_f32x16 = _mm512_add_ps(sum_f32x16, odd_f32x16);
+                }
+                pairs_f32x16[t] = _mm512_castsi512_ps(pairs_bf16x32(even_f32x16, odd_f32x16));
+            }
+            if (sums) _mm512_mask_storeu_ps(sums + r, lane_mask, sum_f32x16);
+            nn_transpose_16x16_f32x16(pairs_f32x16, columns_f32x16);
+#pragma GCC unroll 16
+            for (size_t c = 0; c < 16; ++c)
+                if (c < lanes)
+                    _mm512_mask_storeu_epi32(block + (r + c) * lda + p, pair_mask, _mm512_castps_si512(columns_f32x16[c]));
+        }
+    }
+}
+
+/* One panel of 64 columns as BF16 K pairs from F32 rows (gemm.h's uform__gemm_pack_pairs_fn):
+ * per token pair, four vectors of 16 pairs (pairs_bf16x32), masked loads zero the columns past
+ * `cols`. */
+GENOA_TARGET static void pack_pairs_bf16_genoa(const float *source, size_t ld, size_t kc, size_t cols,
+                                               uform__bf16_t *panel) {
+    __mmask16 mask[4];
+    for (int v = 0; v < 4; ++v) mask[v] = cols > (size_t)(16 * v) ? gemm_columns_mask(cols - 16 * v) : 0;
+    for (size_t t = 0; t < (kc + 1) / 2; ++t) {
+        const float *even = source + 2 * t * ld, *odd = even + ld;
+        int second = 2 * t + 1 < kc;
+#pragma GCC unroll 4
+        for (int v = 0; v < 4; ++v) {
+            __m512 even_f32x16 = _mm512_maskz_loadu_ps(mask[v], even + 16 * v);
+            __m512 odd_f32x16 = second ? _mm512_maskz_loadu_ps(mask[v], odd + 16 * v) : _mm512_setzero_ps();
+            _mm512_storeu_si512(panel + t * 2 * GENOA_NR + 32 * v, pairs_bf16x32(even_f32x16, odd_f32x16));
+        }
+    }
+}
+
+const uform__gemm_micro_t uform__gemm_micro_bf16_genoa = {
     .panel_dtype = UFORM__GEMM_BF16, .mr = GENOA_MR, .nr = GENOA_NR, .kc = 1536, .mc = 168, .nc = 1536,
     .layout = 5, .tile = tile_bf16_genoa, .tile_epilogue = tile_epilogue_bf16_genoa, .tile_bf16_out = tile_bf16_out_genoa,
-    .epilogue = uform__gemm_epilogue_skylake, .convert = convert_bf16_genoa};
+    .epilogue = uform__gemm_epilogue_skylake, .convert = convert_bf16_genoa,
+    .pack_transposed = pack_transposed_bf16_genoa, .pack_pairs = pack_pairs_bf16_genoa};
 
 static uform_status_t gemm_bf16_genoa(const uform__gemm_forward_t *args, const uform__parallel_t *parallel,
                                       uform_outcome_t *outcome) {
-    return uform__gemm_forward_drive(&micro_bf16_genoa, args, parallel, outcome);
+    return uform__gemm_forward_drive(&uform__gemm_micro_bf16_genoa, args, parallel, outcome);
 }
 
 static uform_status_t gemm_backward_x_bf16_genoa(const uform__gemm_backward_x_t *args, const uform__parallel_t *parallel,
                                                  uform_outcome_t *outcome) {
-    return uform__gemm_backward_x_drive(&micro_bf16_genoa, args, parallel, outcome);
+    return uform__gemm_backward_x_drive(&uform__gemm_micro_bf16_genoa, args, parallel, outcome);
 }
 
 static uform_status_t gemm_f32_genoa(const uform__gemm_forward_t *args, const uform__parallel_t *parallel,
@@ -143,7 +216,7 @@ static uform_status_t gemm_backward_w_f32_genoa(const uform__gemm_backward_w_t *
 /* dW += dYᵀ·X with dY and X rounded to BF16 (BF16 compute), accumulated in F32. */
 static uform_status_t gemm_backward_w_bf16_genoa(const uform__gemm_backward_w_t *args, const uform__parallel_t *parallel,
                                                  uform_outcome_t *outcome) {
-    return uform__gemm_backward_w_drive(&micro_bf16_genoa, args, parallel, outcome);
+    return uform__gemm_backward_w_drive(&uform__gemm_micro_bf16_genoa, args, parallel, outcome);
 }
 
 static size_t packed_size_f32_genoa(size_t n, size_t k, uform__gemm_dtype_t w_dtype) {
@@ -158,19 +231,19 @@ static uform_status_t pack_f32_genoa(const void *w, size_t ldw, uform__gemm_dtyp
 }
 
 static size_t packed_size_bf16_genoa(size_t n, size_t k, uform__gemm_dtype_t w_dtype) {
-    return uform__gemm_packed_size_for(&micro_bf16_genoa, n, k);
+    return uform__gemm_packed_size_for(&uform__gemm_micro_bf16_genoa, n, k);
 }
 
 static uform_status_t pack_bf16_genoa(const void *w, size_t ldw, uform__gemm_dtype_t w_dtype, size_t n, size_t k,
                                       void *memory, size_t capacity, uform__gemm_packed_t *packed,
                                       uform_outcome_t *outcome) {
-    return uform__gemm_pack_for(&micro_bf16_genoa, w, ldw, w_dtype, n, k, memory, capacity, packed, outcome);
+    return uform__gemm_pack_for(&uform__gemm_micro_bf16_genoa, w, ldw, w_dtype, n, k, memory, capacity, packed, outcome);
 }
 
 static size_t scratch_bytes_genoa(size_t threads) {
     size_t bytes = 0, candidate;
     if ((candidate = uform__gemm_scratch_bytes_for(&uform__gemm_micro_f32_skylake, threads)) > bytes) bytes = candidate;
-    if ((candidate = uform__gemm_scratch_bytes_for(&micro_bf16_genoa, threads)) > bytes) bytes = candidate;
+    if ((candidate = uform__gemm_scratch_bytes_for(&uform__gemm_micro_bf16_genoa, threads)) > bytes) bytes = candidate;
     return bytes;
 }
 

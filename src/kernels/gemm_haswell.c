@@ -175,35 +175,106 @@ HASWELL_TARGET static void epilogue_haswell(float *c, size_t ldc, size_t rows, s
     }
 }
 
-static const uform__gemm_micro_t micro_f32_haswell = {
+/* The first `count` lanes (count ≤ 8) as a vmaskmovps mask. */
+HASWELL_TARGET static inline __m256i lanes_mask_x8(size_t count) {
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)count), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+/* rows[8] an 8×8 block of F32 (rows[r] lane c = block[r][c]); writes columns[c] lane r. Pairs of
+ * rows interleaved, then quads, then 128-bit halves exchanged. */
+HASWELL_TARGET static inline void transpose_8x8_f32x8(const __m256 rows[8], __m256 columns[8]) {
+    __m256 t_f32x8[8], u_f32x8[8];
+#pragma GCC unroll 4
+    for (int i = 0; i < 4; ++i) {
+        t_f32x8[2 * i] = _mm256_unpacklo_ps(rows[2 * i], rows[2 * i + 1]);
+        t_f32x8[2 * i + 1] = _mm256_unpackhi_ps(rows[2 * i], rows[2 * i + 1]);
+    }
+    /* u[4g + j], 128-bit half H: rows 4g .. 4g+3 of column 4H + j. */
+#pragma GCC unroll 2
+    for (int g = 0; g < 2; ++g) {
+        u_f32x8[4 * g + 0] = _mm256_shuffle_ps(t_f32x8[4 * g], t_f32x8[4 * g + 2], 0x44);
+        u_f32x8[4 * g + 1] = _mm256_shuffle_ps(t_f32x8[4 * g], t_f32x8[4 * g + 2], 0xEE);
+        u_f32x8[4 * g + 2] = _mm256_shuffle_ps(t_f32x8[4 * g + 1], t_f32x8[4 * g + 3], 0x44);
+        u_f32x8[4 * g + 3] = _mm256_shuffle_ps(t_f32x8[4 * g + 1], t_f32x8[4 * g + 3], 0xEE);
+    }
+#pragma GCC unroll 4
+    for (int j = 0; j < 4; ++j) {
+        columns[j] = _mm256_permute2f128_ps(u_f32x8[j], u_f32x8[4 + j], 0x20);
+        columns[4 + j] = _mm256_permute2f128_ps(u_f32x8[j], u_f32x8[4 + j], 0x31);
+    }
+}
+
+/*
+ * backward_w's A block from dY (gemm.h's uform__gemm_pack_transposed_fn): 8×8 tiles, 8 tokens
+ * (source rows) by 8 block rows (source columns), transposed in registers and stored as 32-byte
+ * runs of block rows instead of one strided store per value; tokens outermost. The rows, while in
+ * registers, are added into `sums` in token order (the bias gradient). Tails go through
+ * vmaskmovps, which reads and writes nothing outside its mask.
+ */
+HASWELL_TARGET static void pack_transposed_f32_haswell(const float *source, size_t ld, size_t rows, size_t kc,
+                                                       void *block_out, size_t lda, float *sums) {
+    float *block = block_out;
+    for (size_t p = 0; p < kc; p += 8) {
+        size_t steps = kc - p < 8 ? kc - p : 8;
+        __m256i step_mask = lanes_mask_x8(steps);
+        const float *tokens = source + p * ld;
+        for (size_t r = 0; r < rows; r += 8) {
+            size_t lanes = rows - r < 8 ? rows - r : 8;
+            __m256i lane_mask = lanes_mask_x8(lanes);
+            __m256 rows_f32x8[8], columns_f32x8[8];
+#pragma GCC unroll 8
+            for (size_t s = 0; s < 8; ++s)
+                rows_f32x8[s] = s >= steps ? _mm256_setzero_ps()
+                                : lanes == 8 ? _mm256_loadu_ps(tokens + s * ld + r)
+                                             : _mm256_maskload_ps(tokens + s * ld + r, lane_mask);
+            if (sums) {
+                __m256 sum_f32x8 = _mm256_maskload_ps(sums + r, lane_mask);
+#pragma GCC unroll 8
+                for (size_t s = 0; s < 8; ++s)
+                    if (s < steps) sum_f32x8 = _mm256_add_ps(sum_f32x8, rows_f32x8[s]);
+                _mm256_maskstore_ps(sums + r, lane_mask, sum_f32x8);
+            }
+            transpose_8x8_f32x8(rows_f32x8, columns_f32x8);
+#pragma GCC unroll 8
+            for (size_t c = 0; c < 8; ++c) {
+                if (c >= lanes) break;
+                if (steps == 8) _mm256_storeu_ps(block + (r + c) * lda + p, columns_f32x8[c]);
+                else _mm256_maskstore_ps(block + (r + c) * lda + p, step_mask, columns_f32x8[c]);
+            }
+        }
+    }
+}
+
+const uform__gemm_micro_t uform__gemm_micro_f32_haswell = {
     .panel_dtype = UFORM__GEMM_F32, .mr = HASWELL_MR, .nr = HASWELL_NR, .kc = 512, .mc = 144, .nc = 1536,
-    .layout = 2, .tile = tile_f32_haswell, .epilogue = epilogue_haswell};
+    .layout = 2, .tile = tile_f32_haswell, .epilogue = epilogue_haswell,
+    .pack_transposed = pack_transposed_f32_haswell};
 
 static uform_status_t gemm_f32_haswell(const uform__gemm_forward_t *args, const uform__parallel_t *parallel,
                                        uform_outcome_t *outcome) {
-    return uform__gemm_forward_drive(&micro_f32_haswell, args, parallel, outcome);
+    return uform__gemm_forward_drive(&uform__gemm_micro_f32_haswell, args, parallel, outcome);
 }
 
 static uform_status_t gemm_backward_x_f32_haswell(const uform__gemm_backward_x_t *args,
                                                   const uform__parallel_t *parallel, uform_outcome_t *outcome) {
-    return uform__gemm_backward_x_drive(&micro_f32_haswell, args, parallel, outcome);
+    return uform__gemm_backward_x_drive(&uform__gemm_micro_f32_haswell, args, parallel, outcome);
 }
 
 static uform_status_t gemm_backward_w_f32_haswell(const uform__gemm_backward_w_t *args,
                                                   const uform__parallel_t *parallel, uform_outcome_t *outcome) {
-    return uform__gemm_backward_w_drive(&micro_f32_haswell, args, parallel, outcome);
+    return uform__gemm_backward_w_drive(&uform__gemm_micro_f32_haswell, args, parallel, outcome);
 }
 
 static size_t packed_size_haswell(size_t n, size_t k, uform__gemm_dtype_t w_dtype) {
-    return uform__gemm_packed_size_for(&micro_f32_haswell, n, k);
+    return uform__gemm_packed_size_for(&uform__gemm_micro_f32_haswell, n, k);
 }
 
 static uform_status_t pack_haswell(const void *w, size_t ldw, uform__gemm_dtype_t w_dtype, size_t n, size_t k,
                                    void *memory, size_t capacity, uform__gemm_packed_t *packed, uform_outcome_t *outcome) {
-    return uform__gemm_pack_for(&micro_f32_haswell, w, ldw, w_dtype, n, k, memory, capacity, packed, outcome);
+    return uform__gemm_pack_for(&uform__gemm_micro_f32_haswell, w, ldw, w_dtype, n, k, memory, capacity, packed, outcome);
 }
 
-static size_t scratch_bytes_haswell(size_t threads) { return uform__gemm_scratch_bytes_for(&micro_f32_haswell, threads); }
+static size_t scratch_bytes_haswell(size_t threads) { return uform__gemm_scratch_bytes_for(&uform__gemm_micro_f32_haswell, threads); }
 
 const uform__gemm_kernels_t uform__gemm_kernels_haswell = {
     .cpu_class = UFORM_CPU_CLASS_INTEL_HASWELL,

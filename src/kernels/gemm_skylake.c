@@ -72,10 +72,47 @@ SKYLAKE_TARGET void uform__gemm_epilogue_skylake(float *c, size_t ldc, size_t ro
     }
 }
 
+/*
+ * backward_w's A block from dY (gemm.h's uform__gemm_pack_transposed_fn): 16×16 tiles, 16 tokens
+ * (source rows) by 16 block rows (source columns), each loaded as 16 vectors, transposed in
+ * registers (nn_transpose_16x16_f32x16) and stored as 16 contiguous 64-byte runs of block rows,
+ * instead of the portable loop's one strided store per value. Tokens run outermost, so the
+ * source is read row by row. The rows, while in registers, are added into `sums` in token order
+ * (the bias gradient). Measured in gemm.h ("backward_w").
+ */
+SKYLAKE_TARGET static void pack_transposed_f32_skylake(const float *source, size_t ld, size_t rows, size_t kc,
+                                                       void *block_out, size_t lda, float *sums) {
+    float *block = block_out;
+    for (size_t p = 0; p < kc; p += 16) {
+        size_t steps = kc - p < 16 ? kc - p : 16;
+        __mmask16 step_mask = gemm_columns_mask(steps);
+        const float *tokens = source + p * ld;
+        for (size_t r = 0; r < rows; r += 16) {
+            size_t lanes = rows - r < 16 ? rows - r : 16;
+            __mmask16 lane_mask = gemm_columns_mask(lanes);
+            __m512 rows_f32x16[16], columns_f32x16[16];
+#pragma GCC unroll 16
+            for (size_t s = 0; s < 16; ++s)
+                rows_f32x16[s] = s < steps ? _mm512_maskz_loadu_ps(lane_mask, tokens + s * ld + r) : _mm512_setzero_ps();
+            if (sums) {
+                __m512 sum_f32x16 = _mm512_maskz_loadu_ps(lane_mask, sums + r);
+#pragma GCC unroll 16
+                for (size_t s = 0; s < 16; ++s)
+                    if (s < steps) sum_f32x16 = _mm512_add_ps(sum_f32x16, rows_f32x16[s]);
+                _mm512_mask_storeu_ps(sums + r, lane_mask, sum_f32x16);
+            }
+            nn_transpose_16x16_f32x16(rows_f32x16, columns_f32x16);
+#pragma GCC unroll 16
+            for (size_t c = 0; c < 16; ++c)
+                if (c < lanes) _mm512_mask_storeu_ps(block + (r + c) * lda + p, step_mask, columns_f32x16[c]);
+        }
+    }
+}
+
 const uform__gemm_micro_t uform__gemm_micro_f32_skylake = {
     .panel_dtype = UFORM__GEMM_F32, .mr = SKYLAKE_MR, .nr = SKYLAKE_NR, .kc = 768, .mc = 168, .nc = 1536,
     .layout = 6, .tile = tile_f32_skylake, .tile_epilogue = tile_epilogue_f32_skylake,
-    .epilogue = uform__gemm_epilogue_skylake};
+    .epilogue = uform__gemm_epilogue_skylake, .pack_transposed = pack_transposed_f32_skylake};
 
 static uform_status_t gemm_f32_skylake(const uform__gemm_forward_t *args, const uform__parallel_t *parallel,
                                        uform_outcome_t *outcome) {

@@ -1,8 +1,9 @@
 /*
- * The AVX-512 F register pieces the SKYLAKE NN kernels (nn_skylake.c) and GENOA's BF16 attention
- * (nn_attention_genoa.c) share. Included only by those two files: static inline functions with a
- * target attribute that is a subset of both callers' targets (SKYLAKE's adds F16C, GENOA's
- * AVX512-BF16, which these pieces do not use), so they inline into either.
+ * The AVX-512 F register pieces the SKYLAKE NN kernels (nn_skylake.c), GENOA's BF16 attention
+ * (nn_attention_genoa.c) and the AVX-512 GEMM packing (gemm_avx512.h: the 16×16 transpose) share.
+ * Included only by those files: static inline functions with a target attribute that is a subset
+ * of every caller's target (SKYLAKE's adds F16C, GENOA's AVX512-BF16, which these pieces do not
+ * use), so they inline into any of them.
  */
 #ifndef UFORM_KERNELS_NN_AVX512_H
 #define UFORM_KERNELS_NN_AVX512_H

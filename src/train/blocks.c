@@ -55,11 +55,14 @@ uform_status_t uform__train_linear_backward(uform__train_work_t *work, const ufo
     }
     uform__gemm_backward_w_t w = {rows, n, k, dy, lddy, x, ldx, UFORM__GEMM_F32, (float *)grad->weight, k,
                                   compute->gemm_scratch, compute->gemm_scratch_bytes};
+    /* db sums dY while backward_w packs it (backward_b's bits, one read of dY less), unless dY was
+     * replaced by its rounded copy: the bias sums the unrounded values. */
+    if (grad->bias && dy_bias == dy) w.db = (float *)grad->bias;
     uform_status_t status = (bf16 ? compute->gemm->backward_w_bf16 : compute->gemm->backward_w)(&w, compute->parallel,
                                                                                               outcome);
     compute->flops += 2.0 * (double)rows * (double)n * (double)k;
     if (status != UFORM_OK) return status;
-    if (grad->bias) {
+    if (grad->bias && !w.db) {
         uform__gemm_backward_b_t b = {rows, n, dy_bias, dy_bias == dy ? lddy : n, (float *)grad->bias};
         status = compute->gemm->backward_b(&b, compute->parallel, outcome);
         if (status != UFORM_OK) return status;

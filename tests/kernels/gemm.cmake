@@ -5,3 +5,4 @@ uform_add_test(NAME test_gemm_torch SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_gemm_
                ARGS ${UFORM_TORCH_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/test_gemm_torch.py)
 uform_add_test(NAME test_gemm_gelu SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_gemm_gelu.c LABELS kernels TIMEOUT 120)
 uform_add_test(NAME test_gemm_output SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_gemm_output.c LABELS kernels TIMEOUT 120)
+uform_add_test(NAME test_gemm_pack SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_gemm_pack.c LABELS kernels TIMEOUT 120)
