@@ -5,4 +5,7 @@
 /* `uform train ...`: argv[0] is "train". Answers the exit status. */
 int uform_command_train(int argc, char **argv);
 
+/* `uform synth DIR ...`: the demo's generated data (tools/uform_synth.c); argv[0] is "synth". */
+int uform_command_synth(int argc, char **argv);
+
 #endif

@@ -31,7 +31,8 @@ static int usage(void) {
             "               [--outputs embeddings,tokens,states] [--scalar f32|f16|bf16|i8|b1] [--dims N]\n"
             "               [--batch N] [--threads N] [--bf16] [--out FILE.npy|FILE.jsonl]\n"
             "  uform choose CKPT PREFIX --choices BYTES [--group G]\n"
-            "  uform train MANIFEST.jsonl --out CKPT [...]   (uform train --help)\n");
+            "  uform train MANIFEST.jsonl --out CKPT [...]   (uform train --help)\n"
+            "  uform synth DIR [--seed N] [--pairs N] [--heldout N] [--modalities LIST]   (uform synth --help)\n");
     return 2;
 }
 
@@ -445,5 +446,6 @@ int main(int argc, char **argv) {
     if (argc >= 2 && strcmp(argv[1], "encode") == 0) return encode(argc, argv);
     if (argc >= 2 && strcmp(argv[1], "choose") == 0) return choose(argc, argv);
     if (argc >= 2 && strcmp(argv[1], "train") == 0) return uform_command_train(argc - 1, argv + 1);
+    if (argc >= 2 && strcmp(argv[1], "synth") == 0) return uform_command_synth(argc - 1, argv + 1);
     return usage();
 }

@@ -13,6 +13,7 @@
  */
 #include <errno.h>
 #include <math.h>
+#include <stddef.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,7 +33,7 @@ static const char usage_text[] =
     "                   [--steps N] [--minutes M] [--batch B] [--lr X] [--warmup N] [--total-steps N]\n"
     "                   [--weight-decay X] [--clip X] [--seed N] [--threads N] [--bf16]\n"
     "                   [--eval HELDOUT.jsonl] [--eval-every N] [--save-every N] [--log FILE.csv]\n"
-    "                   [--skip-bad] [--quiet]\n";
+    "                   [--skip-bad] [--quiet] [--hidden N --depth N ... (the architecture)]\n";
 
 static const char help_text[] =
     "\n"
@@ -45,6 +46,11 @@ static const char help_text[] =
     "  --resume CKPT       continue from a checkpoint: weights, moments, schedule and, for a checkpoint\n"
     "                      of this command, the data order (the flags below override the stored values)\n"
     "  --size S            tiny, small or base for a fresh model (default tiny)\n"
+    "  --hidden N, --depth N, --heads N, --mlp N, --embedding N, --text-bytes N, --image-size N,\n"
+    "  --image-patch N, --video-size N, --video-patch N, --video-frames N, --video-tubelet N,\n"
+    "  --audio-seconds N, --audio-mels N\n"
+    "                      one field of a fresh model's architecture (model.md's config keys; default:\n"
+    "                      --size's value); the checkpoint's config records them\n"
     "  --steps N           optimisation steps in this run (default 1000, or unbounded with --minutes)\n"
     "  --minutes M         stop the training loop after M minutes (the final save is not counted)\n"
     "  --batch B           manifest lines per step (default 32; above the line count: all lines)\n"
@@ -90,8 +96,33 @@ static int usage_error(const char *why) {
     return 2;
 }
 
+/* The architecture flags: each sets one size_t field of the trainer config (zero keeps --size's). */
+typedef struct architecture_flag_t {
+    const char *flag;
+    size_t offset;
+} architecture_flag_t;
+
+static const architecture_flag_t architecture_flags[] = {
+    {"--hidden", offsetof(uform_trainer_config_t, hidden)},
+    {"--depth", offsetof(uform_trainer_config_t, depth)},
+    {"--heads", offsetof(uform_trainer_config_t, heads)},
+    {"--mlp", offsetof(uform_trainer_config_t, mlp)},
+    {"--embedding", offsetof(uform_trainer_config_t, embedding)},
+    {"--text-bytes", offsetof(uform_trainer_config_t, text_bytes)},
+    {"--image-size", offsetof(uform_trainer_config_t, image_size)},
+    {"--image-patch", offsetof(uform_trainer_config_t, image_patch)},
+    {"--video-size", offsetof(uform_trainer_config_t, video_size)},
+    {"--video-patch", offsetof(uform_trainer_config_t, video_patch)},
+    {"--video-frames", offsetof(uform_trainer_config_t, video_frames)},
+    {"--video-tubelet", offsetof(uform_trainer_config_t, video_tubelet)},
+    {"--audio-seconds", offsetof(uform_trainer_config_t, audio_seconds)},
+    {"--audio-mels", offsetof(uform_trainer_config_t, audio_mels)},
+};
+#define ARCHITECTURE_FLAGS (sizeof architecture_flags / sizeof architecture_flags[0])
+
 typedef struct options_t {
     const char *manifest, *out, *resume, *size, *eval, *log;
+    size_t architecture[ARCHITECTURE_FLAGS]; /* 0: --size's value */
     size_t steps, batch, warmup, total_steps, threads, eval_every, save_every;
     double minutes, lr, weight_decay, clip;
     uint64_t seed;
@@ -136,8 +167,10 @@ static int parse_options(int argc, char **argv, options_t *options) {
         static const char *const valued[] = {"--out", "--resume", "--size", "--eval", "--log", "--steps", "--batch",
                                              "--warmup", "--total-steps", "--threads", "--eval-every", "--save-every",
                                              "--seed", "--minutes", "--lr", "--weight-decay", "--clip"};
-        int known = 0;
+        int known = 0, architecture = -1;
         for (size_t k = 0; k < sizeof valued / sizeof valued[0]; ++k) known |= strcmp(flag, valued[k]) == 0;
+        for (size_t k = 0; k < ARCHITECTURE_FLAGS; ++k)
+            if (strcmp(flag, architecture_flags[k].flag) == 0) known = 1, architecture = (int)k;
         if (!known || i + 1 >= argc) {
             char why[128];
             snprintf(why, sizeof why, known ? "%s needs a value" : "unknown flag %s", flag);
@@ -146,7 +179,8 @@ static int parse_options(int argc, char **argv, options_t *options) {
         const char *value = argv[++i];
         double number = 0;
         int bad = 0;
-        if (strcmp(flag, "--out") == 0) options->out = value;
+        if (architecture >= 0) bad = parse_count(value, &options->architecture[architecture]) || !options->architecture[architecture];
+        else if (strcmp(flag, "--out") == 0) options->out = value;
         else if (strcmp(flag, "--resume") == 0) options->resume = value;
         else if (strcmp(flag, "--size") == 0) options->size = value;
         else if (strcmp(flag, "--eval") == 0) options->eval = value;
@@ -445,6 +479,8 @@ int uform_command_train(int argc, char **argv) {
     }
     uform_trainer_config_t config = {0};
     if (options.size) snprintf(config.size, sizeof config.size, "%s", options.size);
+    for (size_t k = 0; k < ARCHITECTURE_FLAGS; ++k)
+        if (options.architecture[k]) *(size_t *)((char *)&config + architecture_flags[k].offset) = options.architecture[k];
     config.seed = options.seed;
     config.compute = options.bf16 ? UFORM_COMPUTE_BF16 : UFORM_COMPUTE_F32;
     config.resume = options.resume;
