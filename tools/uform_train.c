@@ -64,7 +64,8 @@ static const char help_text[] =
     "  --threads N         compute threads (default 0: the library's choice)\n"
     "  --bf16              BF16 matrix products (F32 master weights)\n"
     "  --eval HELDOUT      print recall@1 and @5 per modality pair, text->media and media->text, on the\n"
-    "                      held-out pairs (a hit is an item with the query's caption)\n"
+    "                      held-out pairs (a hit is an item with the query's caption); up to 4 --eval,\n"
+    "                      each line then ending with its manifest's name\n"
     "  --eval-every N      evaluate every N steps as well as at the end\n"
     "  --save-every N      also write --out every N steps\n"
     "  --log FILE.csv      one row per step: step,seconds,loss,contrastive,choice,learning_rate,grad_norm\n"
@@ -120,8 +121,12 @@ static const architecture_flag_t architecture_flags[] = {
 };
 #define ARCHITECTURE_FLAGS (sizeof architecture_flags / sizeof architecture_flags[0])
 
+#define EVAL_SETS 4
+
 typedef struct options_t {
-    const char *manifest, *out, *resume, *size, *eval, *log;
+    const char *manifest, *out, *resume, *size, *log;
+    const char *eval[EVAL_SETS];
+    size_t eval_count;
     size_t architecture[ARCHITECTURE_FLAGS]; /* 0: --size's value */
     size_t steps, batch, warmup, total_steps, threads, eval_every, save_every;
     double minutes, lr, weight_decay, clip;
@@ -183,7 +188,10 @@ static int parse_options(int argc, char **argv, options_t *options) {
         else if (strcmp(flag, "--out") == 0) options->out = value;
         else if (strcmp(flag, "--resume") == 0) options->resume = value;
         else if (strcmp(flag, "--size") == 0) options->size = value;
-        else if (strcmp(flag, "--eval") == 0) options->eval = value;
+        else if (strcmp(flag, "--eval") == 0) {
+            if (options->eval_count == EVAL_SETS) return usage_error("more than 4 --eval");
+            options->eval[options->eval_count++] = value;
+        }
         else if (strcmp(flag, "--log") == 0) options->log = value;
         else if (strcmp(flag, "--steps") == 0) bad = parse_count(value, &options->steps), options->have_steps = 1;
         else if (strcmp(flag, "--batch") == 0) bad = parse_count(value, &options->batch) || options->batch == 0;
@@ -442,21 +450,34 @@ static int failed_content(const uform_outcome_t *outcome, size_t *content) {
     return at && sscanf(at, "contents[%zu]", content) == 1 ? 0 : -1;
 }
 
+/* Every --eval set; with more than one, each line names its manifest. Answers 0 or 1. */
+static int evaluate_all(const options_t *options, uform_trainer_t trainer, uform_executor_t executor,
+                        const manifest_t *heldout, uint64_t step) {
+    for (size_t e = 0; e < options->eval_count; ++e) {
+        const char *slash = strrchr(options->eval[e], '/');
+        const char *label = options->eval_count > 1 ? (slash ? slash + 1 : options->eval[e]) : NULL;
+        if (train_evaluate(trainer, executor, &heldout[e], options->bf16, step, options->skip_bad, label)) return 1;
+    }
+    return 0;
+}
+
 int uform_command_train(int argc, char **argv) {
     options_t options;
     if (parse_options(argc, argv, &options)) return 2;
     char error[512];
-    manifest_t manifest, heldout;
-    memset(&heldout, 0, sizeof heldout);
+    manifest_t manifest, heldout[EVAL_SETS];
+    memset(heldout, 0, sizeof heldout);
     if (manifest_read(options.manifest, &manifest, error, sizeof error)) {
         fprintf(stderr, "uform: %s\n", error);
         return 1;
     }
-    if (options.eval && manifest_read(options.eval, &heldout, error, sizeof error)) {
-        fprintf(stderr, "uform: %s\n", error);
-        manifest_free(&manifest);
-        return 1;
-    }
+    for (size_t e = 0; e < options.eval_count; ++e)
+        if (manifest_read(options.eval[e], &heldout[e], error, sizeof error)) {
+            fprintf(stderr, "uform: %s\n", error);
+            manifest_free(&manifest);
+            for (size_t k = 0; k < e; ++k) manifest_free(&heldout[k]);
+            return 1;
+        }
     int status = 0;
     uform_outcome_t outcome = {0};
     uform_executor_t executor = NULL;
@@ -594,9 +615,9 @@ int uform_command_train(int argc, char **argv) {
             status = 1;
             break;
         }
-        if (options.eval && options.eval_every && done_steps % options.eval_every == 0) {
+        if (options.eval_count && options.eval_every && done_steps % options.eval_every == 0) {
             if (bar) fputc('\n', stderr);
-            if (train_evaluate(trainer, executor, &heldout, options.bf16, step.step, options.skip_bad)) {
+            if (evaluate_all(&options, trainer, executor, heldout, step.step)) {
                 status = 1;
                 break;
             }
@@ -616,8 +637,9 @@ int uform_command_train(int argc, char **argv) {
                 fprintf(stderr, "uform: %llu steps in %.1f s (%.2f steps/s), final loss %.4f, %llu skipped, saved %s\n",
                         (unsigned long long)done_steps, seconds, seconds > 0 ? (double)done_steps / seconds : 0.0,
                         last_loss, (unsigned long long)skipped, options.out);
-            if (options.eval && train_evaluate(trainer, executor, &heldout, options.bf16, first_step + done_steps,
-                                               options.skip_bad))
+            /* The final evaluation, unless --eval-every has just made it. */
+            int evaluated = options.eval_every && done_steps > 0 && done_steps % options.eval_every == 0;
+            if (options.eval_count && !evaluated && evaluate_all(&options, trainer, executor, heldout, first_step + done_steps))
                 status = 1;
             if (status == 0 && skipped) status = 3;
         }
@@ -631,6 +653,6 @@ done:
     uform_trainer_free(trainer);
     uform_executor_free(executor);
     manifest_free(&manifest);
-    manifest_free(&heldout);
+    for (size_t e = 0; e < options.eval_count; ++e) manifest_free(&heldout[e]);
     return status;
 }
