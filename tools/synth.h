@@ -91,6 +91,28 @@ int synth_write_clip(const char *path, int webm, const uint8_t *rgb, size_t size
 /* Mono 16-bit samples as FLAC. */
 int synth_write_flac(const char *path, const int16_t *samples, size_t count, int rate, char *error, size_t capacity);
 
+/* ---- items (synth_items.c) ---- */
+
+enum { SYNTH_IMAGE = 0, SYNTH_VIDEO = 1, SYNTH_AUDIO = 2 };
+
+/* One file to make: item `index` of `kind` in `split` (0 train, 1 heldout, 2 novel). */
+typedef struct synth_item_t {
+    uint64_t seed;
+    unsigned split;
+    int kind;
+    size_t index;
+    synth_scene_t scene;
+} synth_item_t;
+
+/* Its path under DIR: "train/image-00012.jpg" (even indexes PNG, MP4, WAV; odd JPEG, WebM, FLAC). */
+void synth_item_relative(const synth_item_t *item, char *relative, size_t capacity);
+
+/* Makes the item's file under `dir` and formats its manifest line (with the newline) into `line`.
+ * Speech items need synth_speech_start's rate and must not run on two threads at once. Answers 0,
+ * or -1 with the reason in `error`. */
+int synth_item_write(const synth_item_t *item, const char *dir, int speech_rate, char *line, size_t line_capacity,
+                     char *error, size_t capacity);
+
 /* ---- speech (synth_speech.c: espeak-ng's C library, one process) ---- */
 
 enum { SYNTH_VOICES = 4 };

@@ -13,10 +13,12 @@
  * Files go to DIR/{train,heldout,novel}/{image,video,audio}-NNNNN.EXT, alternating PNG and JPEG,
  * MP4 and WebM, WAV and FLAC, so every decoder of the engine is exercised. Each manifest line also
  * names the attributes drawn ("shape", "colour", "place", "size", "motion", "voice", "wpm"), which
- * `uform train` ignores and tests check against the pixels. The same seed writes the same bytes.
+ * `uform train` ignores and tests check against the pixels. Items are independent, each drawn from
+ * its own random stream, so the threads (pictures and clips on all of them, speech on the first,
+ * because espeak-ng keeps global state) never change a byte: the same seed writes the same files.
  */
 #include <errno.h>
-#include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,14 +29,9 @@
 #include "commands.h"
 #include "synth.h"
 
-#define IMAGE_SIZE 64   /* pixels of a picture's side (the demo model reads 32 or more) */
-#define CLIP_SIZE 64    /* pixels of a clip frame's side */
-#define CLIP_FRAMES 8   /* 1 s at 8 frames/s; a 4-frame model reads frames 1, 3, 5 and 7 */
-#define CLIP_FPS 8
-#define SPEECH_SECONDS 2.0
-
 static const char usage_text[] =
-    "usage: uform synth DIR [--seed N] [--pairs N] [--heldout N] [--modalities image,video,audio] [--quiet]\n";
+    "usage: uform synth DIR [--seed N] [--pairs N] [--heldout N] [--modalities image,video,audio]\n"
+    "                       [--threads N] [--quiet]\n";
 
 static const char help_text[] =
     "\n"
@@ -46,8 +43,9 @@ static const char help_text[] =
     "\n"
     "  --seed N            random seed of every render (default 0; the same seed writes the same bytes)\n"
     "  --pairs N           training pairs per modality (default 2000)\n"
-    "  --heldout N         held-out pairs per modality, and the most compositional ones (default 200)\n"
+    "  --heldout N         held-out pairs per modality, and the most compositional ones (default 300)\n"
     "  --modalities LIST   which of image, video, audio to write (default all three)\n"
+    "  --threads N         threads drawing and encoding (default 0: one per core)\n"
     "  --quiet             no progress and no summary\n"
     "\n"
     "Exit status: 0 done; 1 failed (the reason is printed); 2 usage.\n";
@@ -57,26 +55,26 @@ static int usage_error(const char *why) {
     return 2;
 }
 
+static const char *const split_names[3] = {"train", "heldout", "novel"};
+static const char *const kind_names[3] = {"image", "video", "audio"};
+
 /* ---- which captions each split uses ---- */
 
 /* The colour each shape never has in training: circle orange, square blue, triangle black,
  * cross yellow, star purple (colour 3·shape + 1 mod 8: five distinct colours). */
 static int novel_pair(int shape, int colour) { return colour == (3 * shape + 1) % SYNTH_COLOURS; }
 
-enum { MOD_IMAGE = 0, MOD_VIDEO = 1, MOD_AUDIO = 2, MODALITIES = 3 };
-static const char *const modality_names[MODALITIES] = {"image", "video", "audio"};
-
-/* Every scene of a modality, in a fixed order; `novel` picks the compositional ones or the others. */
-static size_t list_scenes(int modality, int novel, synth_scene_t *scenes) {
+/* Every scene of a kind, in a fixed order; `novel` picks the compositional ones or the others. */
+static size_t list_scenes(int kind, int novel, synth_scene_t *scenes) {
     size_t count = 0;
+    int variants = kind == SYNTH_IMAGE ? SYNTH_PLACES * SYNTH_SIZES : kind == SYNTH_VIDEO ? SYNTH_MOTIONS : SYNTH_PLACES;
     for (int shape = 0; shape < SYNTH_SHAPES; ++shape)
         for (int colour = 0; colour < SYNTH_COLOURS; ++colour) {
             if (novel_pair(shape, colour) != novel) continue;
-            int variants = modality == MOD_IMAGE ? SYNTH_PLACES * SYNTH_SIZES : modality == MOD_VIDEO ? SYNTH_MOTIONS : SYNTH_PLACES;
             for (int v = 0; v < variants; ++v) {
                 synth_scene_t scene = {shape, colour, -1, -1, -1};
-                if (modality == MOD_IMAGE) scene.place = v / SYNTH_SIZES, scene.size = v % SYNTH_SIZES;
-                else if (modality == MOD_VIDEO) scene.motion = v;
+                if (kind == SYNTH_IMAGE) scene.place = v / SYNTH_SIZES, scene.size = v % SYNTH_SIZES;
+                else if (kind == SYNTH_VIDEO) scene.motion = v;
                 else scene.place = v;
                 scenes[count++] = scene;
             }
@@ -84,118 +82,86 @@ static size_t list_scenes(int modality, int novel, synth_scene_t *scenes) {
     return count;
 }
 
-/* ---- one item ---- */
+/* ---- the work: items made by a pool of threads ---- */
 
-typedef struct context_t {
+#define LINE_CAPACITY 512
+
+typedef struct work_t {
     const char *dir;
-    uint64_t seed;
     int speech_rate;
-    FILE *manifest;
+    synth_item_t *items;
+    char *lines;             /* [count][LINE_CAPACITY] manifest lines, written in item order at the end */
+    size_t count;
+    size_t *shared;          /* indexes of the pictures and clips, taken by any thread */
+    size_t shared_count;
+    size_t next, done;       /* atomic */
+    int failed;              /* atomic */
+    pthread_mutex_t lock;
+    char error[8400];        /* the first failure */
+} work_t;
+
+static int run_item(work_t *work, size_t i) {
     char error[8400];
-} context_t;
-
-static const char *const split_names[3] = {"train", "heldout", "novel"};
-
-/* Writes `text` as a JSON string (the captions and paths here are plain ASCII without quotes). */
-static void put_string(FILE *file, const char *key, const char *text) { fprintf(file, ", \"%s\": \"%s\"", key, text); }
-
-static int write_image(context_t *context, unsigned split, size_t index, const synth_scene_t *scene, const char *relative,
-                       const char *path) {
-    synth_random_t random = synth_random_for(context->seed, split, MOD_IMAGE, index);
-    uint8_t rgb[IMAGE_SIZE * IMAGE_SIZE * 3];
-    synth_draw_background(rgb, IMAGE_SIZE, IMAGE_SIZE, 5.0, &random);
-    double cx, cy, radius;
-    synth_place(scene, IMAGE_SIZE, &random, &cx, &cy, &radius);
-    uint8_t colour[3];
-    for (int c = 0; c < 3; ++c) {
-        double value = synth_colours[scene->colour][c] + synth_random_range(&random, -12, 12);
-        colour[c] = (uint8_t)(value < 0 ? 0 : value > 255 ? 255 : lrint(value));
+    if (synth_item_write(&work->items[i], work->dir, work->speech_rate, work->lines + i * LINE_CAPACITY, LINE_CAPACITY,
+                         error, sizeof error) == 0) {
+        __atomic_fetch_add(&work->done, 1, __ATOMIC_RELAXED);
+        return 0;
     }
-    synth_draw_shape(rgb, IMAGE_SIZE, IMAGE_SIZE, scene->shape, colour, cx, cy, radius);
-    int status = index % 2 ? synth_write_jpeg(path, rgb, IMAGE_SIZE, IMAGE_SIZE, context->error, sizeof context->error)
-                           : synth_write_png(path, rgb, IMAGE_SIZE, IMAGE_SIZE, context->error, sizeof context->error);
-    if (status) return -1;
-    char text[128];
-    synth_caption_image(scene, text, sizeof text);
-    fprintf(context->manifest, "{\"text\": \"%s\"", text);
-    put_string(context->manifest, "image", relative);
-    put_string(context->manifest, "shape", synth_shape_names[scene->shape]);
-    put_string(context->manifest, "colour", synth_colour_names[scene->colour]);
-    put_string(context->manifest, "place", synth_place_names[scene->place]);
-    put_string(context->manifest, "size", synth_size_names[scene->size]);
-    fprintf(context->manifest, ", \"x\": %.2f, \"y\": %.2f, \"radius\": %.2f}\n", cx, cy, radius);
-    return 0;
+    pthread_mutex_lock(&work->lock);
+    if (!work->failed) snprintf(work->error, sizeof work->error, "%s", error);
+    __atomic_store_n(&work->failed, 1, __ATOMIC_RELAXED);
+    pthread_mutex_unlock(&work->lock);
+    return -1;
 }
 
-static int write_video(context_t *context, unsigned split, size_t index, const synth_scene_t *scene, const char *relative,
-                       const char *path) {
-    synth_random_t random = synth_random_for(context->seed, split, MOD_VIDEO, index);
-    static uint8_t rgb[CLIP_FRAMES * CLIP_SIZE * CLIP_SIZE * 3];
-    synth_draw_clip(scene, CLIP_SIZE, CLIP_FRAMES, &random, rgb);
-    if (synth_write_clip(path, (int)(index % 2), rgb, CLIP_SIZE, CLIP_FRAMES, CLIP_FPS, context->error, sizeof context->error))
-        return -1;
-    char text[128];
-    synth_caption_video(scene, text, sizeof text);
-    fprintf(context->manifest, "{\"text\": \"%s\"", text);
-    put_string(context->manifest, "video", relative);
-    put_string(context->manifest, "shape", synth_shape_names[scene->shape]);
-    put_string(context->manifest, "colour", synth_colour_names[scene->colour]);
-    put_string(context->manifest, "motion", synth_motion_names[scene->motion]);
-    fprintf(context->manifest, "}\n");
-    return 0;
-}
-
-/* A spoken caption: a random voice, speed and pitch, up to 150 ms of silence before it, faint
- * noise throughout, padded or cut to SPEECH_SECONDS. */
-static int write_audio(context_t *context, unsigned split, size_t index, const synth_scene_t *scene, const char *relative,
-                       const char *path) {
-    synth_random_t random = synth_random_for(context->seed, split, MOD_AUDIO, index);
-    char text[128];
-    synth_caption_speech(scene, text, sizeof text);
-    int voice = (int)(synth_random_next(&random) % SYNTH_VOICES);
-    int wpm = (int)lrint(synth_random_range(&random, 190, 240)), pitch = (int)lrint(synth_random_range(&random, 30, 70));
-    size_t spoken = 0;
-    int16_t *speech = synth_speak(text, voice, wpm, pitch, &spoken, context->error, sizeof context->error);
-    if (!speech) return -1;
-    size_t total = (size_t)(SPEECH_SECONDS * context->speech_rate);
-    size_t lead = (size_t)(synth_random_range(&random, 0, 0.15) * context->speech_rate);
-    int16_t *samples = malloc(total * sizeof *samples);
-    if (!samples) {
-        free(speech);
-        snprintf(context->error, sizeof context->error, "out of memory for '%s'", path);
-        return -1;
+/* Takes pictures and clips until none are left or an item failed. */
+static void *run_shared(void *argument) {
+    work_t *work = argument;
+    while (!__atomic_load_n(&work->failed, __ATOMIC_RELAXED)) {
+        size_t k = __atomic_fetch_add(&work->next, 1, __ATOMIC_RELAXED);
+        if (k >= work->shared_count || run_item(work, work->shared[k])) break;
     }
-    double gain = synth_random_range(&random, 0.6, 1.0);
-    for (size_t i = 0; i < total; ++i) {
-        double value = 40.0 * synth_random_normal(&random);
-        if (i >= lead && i - lead < spoken) value += gain * speech[i - lead];
-        samples[i] = (int16_t)(value > 32767 ? 32767 : value < -32768 ? -32768 : lrint(value));
-    }
-    free(speech);
-    int status = index % 2 ? synth_write_flac(path, samples, total, context->speech_rate, context->error, sizeof context->error)
-                           : synth_write_wav(path, samples, total, context->speech_rate, context->error, sizeof context->error);
-    free(samples);
-    if (status) return -1;
-    fprintf(context->manifest, "{\"text\": \"%s\"", text);
-    put_string(context->manifest, "audio", relative);
-    put_string(context->manifest, "shape", synth_shape_names[scene->shape]);
-    put_string(context->manifest, "colour", synth_colour_names[scene->colour]);
-    put_string(context->manifest, "place", synth_place_names[scene->place]);
-    put_string(context->manifest, "voice", synth_voice_names[voice]);
-    fprintf(context->manifest, ", \"wpm\": %d, \"pitch\": %d, \"spoken_seconds\": %.3f}\n", wpm, pitch,
-            (double)spoken / context->speech_rate);
-    return 0;
+    return NULL;
 }
-
-/* ---- the command ---- */
-
-static int make_folder(const char *path) { return mkdir(path, 0755) == 0 || errno == EEXIST ? 0 : -1; }
 
 static double now_seconds(void) {
     struct timespec time;
     clock_gettime(CLOCK_MONOTONIC, &time);
     return (double)time.tv_sec + (double)time.tv_nsec * 1e-9;
 }
+
+static void draw_progress(work_t *work, double start) {
+    size_t done = __atomic_load_n(&work->done, __ATOMIC_RELAXED);
+    double rate = (double)done / (now_seconds() - start + 1e-9);
+    fprintf(stderr, "\rsynth  %zu/%zu files  %.0f files/s  ETA %.0f s   ", done, work->count, rate,
+            rate > 0 ? (double)(work->count - done) / rate : 0.0);
+}
+
+/* Speech on the calling thread (espeak-ng is one instance per process), then pictures and clips
+ * with the helpers. */
+static void run_all(work_t *work, size_t threads, int bar, double start) {
+    pthread_t helpers[64];
+    size_t started = 0;
+    for (; started + 1 < threads && started < 64; ++started)
+        if (pthread_create(&helpers[started], NULL, run_shared, work) != 0) break;
+    double last_draw = 0;
+    for (size_t i = 0; i < work->count && !__atomic_load_n(&work->failed, __ATOMIC_RELAXED); ++i) {
+        if (work->items[i].kind != SYNTH_AUDIO) continue;
+        if (run_item(work, i)) break;
+        if (bar && now_seconds() - last_draw > 0.1) draw_progress(work, start), last_draw = now_seconds();
+    }
+    while (!__atomic_load_n(&work->failed, __ATOMIC_RELAXED)) {
+        size_t k = __atomic_fetch_add(&work->next, 1, __ATOMIC_RELAXED);
+        if (k >= work->shared_count || run_item(work, work->shared[k])) break;
+        if (bar && now_seconds() - last_draw > 0.1) draw_progress(work, start), last_draw = now_seconds();
+    }
+    for (size_t t = 0; t < started; ++t) pthread_join(helpers[t], NULL);
+    if (bar) draw_progress(work, start), fputc('\n', stderr);
+}
+
+/* ---- the command ---- */
+
+static int make_folder(const char *path) { return mkdir(path, 0755) == 0 || errno == EEXIST ? 0 : -1; }
 
 static int parse_count(const char *text, size_t *value) {
     char *end = NULL;
@@ -212,8 +178,8 @@ static int parse_modalities(const char *list, int *mask) {
     while (*at) {
         size_t length = strcspn(at, ",");
         int found = -1;
-        for (int m = 0; m < MODALITIES; ++m)
-            if (length == strlen(modality_names[m]) && strncmp(at, modality_names[m], length) == 0) found = m;
+        for (int k = 0; k < 3; ++k)
+            if (length == strlen(kind_names[k]) && strncmp(at, kind_names[k], length) == 0) found = k;
         if (found < 0) return -1;
         *mask |= 1 << found;
         at += length + (at[length] == ',');
@@ -221,16 +187,27 @@ static int parse_modalities(const char *list, int *mask) {
     return *mask ? 0 : -1;
 }
 
-typedef struct plan_t {
-    unsigned split;
-    int modality;
-    const synth_scene_t *scenes;
-    size_t scene_count, items;
-} plan_t;
+/* Writes DIR/SPLIT.jsonl from the items' lines, atomically. */
+static int write_manifest(const work_t *work, const char *dir, unsigned split, char *error, size_t capacity) {
+    char path[4200], temporary[4300];
+    snprintf(path, sizeof path, "%s/%s.jsonl", dir, split_names[split]);
+    snprintf(temporary, sizeof temporary, "%s.part", path);
+    FILE *file = fopen(temporary, "w");
+    int ok = file != NULL;
+    for (size_t i = 0; ok && i < work->count; ++i)
+        if (work->items[i].split == split) ok = fputs(work->lines + i * LINE_CAPACITY, file) >= 0;
+    if (file && fclose(file) != 0) ok = 0;
+    if (ok && rename(temporary, path) != 0) ok = 0;
+    if (!ok) {
+        snprintf(error, capacity, "cannot write '%s': %s", path, strerror(errno));
+        unlink(temporary);
+    }
+    return ok ? 0 : -1;
+}
 
 int uform_command_synth(int argc, char **argv) {
     const char *dir = NULL;
-    size_t pairs = 2000, heldout = 200, seed = 0;
+    size_t pairs = 2000, heldout = 300, seed = 0, threads = 0;
     int mask = 7, quiet = 0;
     for (int i = 1; i < argc; ++i) {
         const char *flag = argv[i];
@@ -248,7 +225,7 @@ int uform_command_synth(int argc, char **argv) {
             continue;
         }
         int valued = !strcmp(flag, "--seed") || !strcmp(flag, "--pairs") || !strcmp(flag, "--heldout") ||
-                     !strcmp(flag, "--modalities");
+                     !strcmp(flag, "--modalities") || !strcmp(flag, "--threads");
         char why[160];
         if (!valued || i + 1 >= argc) {
             snprintf(why, sizeof why, valued ? "%s needs a value" : "unknown flag %s", flag);
@@ -258,6 +235,7 @@ int uform_command_synth(int argc, char **argv) {
         int bad = !strcmp(flag, "--seed")      ? parse_count(value, &seed)
                   : !strcmp(flag, "--pairs")   ? parse_count(value, &pairs)
                   : !strcmp(flag, "--heldout") ? parse_count(value, &heldout)
+                  : !strcmp(flag, "--threads") ? parse_count(value, &threads)
                                                : parse_modalities(value, &mask);
         if (bad) {
             snprintf(why, sizeof why, "%s %s is not a valid value", flag, value);
@@ -265,97 +243,80 @@ int uform_command_synth(int argc, char **argv) {
         }
     }
     if (!dir) return usage_error("DIR is missing");
-    if ((mask & (1 << MOD_VIDEO)) && !synth_av_available()) {
+    if (threads == 0) {
+        long cores = sysconf(_SC_NPROCESSORS_ONLN);
+        threads = cores > 0 ? (size_t)cores : 1;
+    }
+    if ((mask & (1 << SYNTH_VIDEO)) && !synth_av_available()) {
         fprintf(stderr, "uform: synth: clips need FFmpeg, and this build has none (--modalities image,audio)\n");
         return 1;
     }
-    context_t context = {dir, (uint64_t)seed, 0, NULL, {0}};
-    if ((mask & (1 << MOD_AUDIO)) && (context.speech_rate = synth_speech_start(context.error, sizeof context.error)) <= 0) {
-        fprintf(stderr, "uform: synth: %s\n", context.error);
+    work_t work;
+    memset(&work, 0, sizeof work);
+    work.dir = dir;
+    if ((mask & (1 << SYNTH_AUDIO)) && (work.speech_rate = synth_speech_start(work.error, sizeof work.error)) <= 0) {
+        fprintf(stderr, "uform: synth: %s\n", work.error);
         return 1;
     }
-    /* Scenes per modality: the training ones, then the compositional ones. */
-    static synth_scene_t scenes[MODALITIES][2][SYNTH_SHAPES * SYNTH_COLOURS * SYNTH_PLACES * SYNTH_SIZES];
-    size_t counts[MODALITIES][2];
-    for (int m = 0; m < MODALITIES; ++m)
-        for (int novel = 0; novel < 2; ++novel) counts[m][novel] = list_scenes(m, novel, scenes[m][novel]);
-    plan_t plans[3 * MODALITIES];
-    size_t plan_count = 0, total = 0;
+    /* The items: per split and kind, training ones cycling through the captions, held-out ones spread
+     * over them (so up to one per caption they all differ), compositional ones one per caption. */
+    static synth_scene_t scenes[3][2][SYNTH_SHAPES * SYNTH_COLOURS * SYNTH_PLACES * SYNTH_SIZES];
+    size_t counts[3][2], total = 0;
+    for (int k = 0; k < 3; ++k)
+        for (int novel = 0; novel < 2; ++novel) counts[k][novel] = list_scenes(k, novel, scenes[k][novel]);
+    size_t sizes[3][3];
     for (unsigned split = 0; split < 3; ++split)
-        for (int m = 0; m < MODALITIES; ++m) {
-            if (!(mask & (1 << m))) continue;
-            size_t items = split == 0 ? pairs : split == 1 ? heldout : (heldout < counts[m][1] ? heldout : counts[m][1]);
-            plans[plan_count++] = (plan_t){split, m, scenes[m][split == 2], counts[m][split == 2], items};
-            total += items;
+        for (int k = 0; k < 3; ++k) {
+            size_t n = split == 0 ? pairs : split == 1 ? heldout : (heldout < counts[k][1] ? heldout : counts[k][1]);
+            sizes[split][k] = (mask & (1 << k)) ? n : 0;
+            total += sizes[split][k];
         }
-    char path[4096], relative[128];
+    work.items = calloc(total + 1, sizeof *work.items);
+    work.lines = calloc(total + 1, LINE_CAPACITY);
+    work.shared = calloc(total + 1, sizeof *work.shared);
+    if (!work.items || !work.lines || !work.shared) {
+        fprintf(stderr, "uform: synth: out of memory for %zu items\n", total);
+        free(work.items), free(work.lines), free(work.shared);
+        synth_speech_stop();
+        return 1;
+    }
+    for (unsigned split = 0; split < 3; ++split)
+        for (int k = 0; k < 3; ++k) {
+            const synth_scene_t *list = scenes[k][split == 2];
+            size_t n = sizes[split][k], c = counts[k][split == 2];
+            for (size_t i = 0; i < n; ++i) {
+                size_t scene = split == 0 ? i % c : (i * c / n) % c;
+                work.items[work.count] = (synth_item_t){(uint64_t)seed, split, k, i, list[scene]};
+                if (k != SYNTH_AUDIO) work.shared[work.shared_count++] = work.count;
+                work.count += 1;
+            }
+        }
+    pthread_mutex_init(&work.lock, NULL);
+    char path[4200];
+    snprintf(path, sizeof path, "%s", dir);
     int status = make_folder(dir);
     for (unsigned split = 0; status == 0 && split < 3; ++split) {
         snprintf(path, sizeof path, "%s/%s", dir, split_names[split]);
         status = make_folder(path);
     }
-    if (status) {
-        fprintf(stderr, "uform: synth: cannot create '%s': %s\n", path, strerror(errno));
-        synth_speech_stop();
-        return 1;
+    if (status) snprintf(work.error, sizeof work.error, "cannot create '%s': %s", path, strerror(errno));
+    double start = now_seconds();
+    if (status == 0) {
+        run_all(&work, threads, !quiet && isatty(2), start);
+        status = work.failed ? -1 : 0;
     }
-    int bar = !quiet && isatty(2);
-    double start = now_seconds(), last_draw = 0;
-    size_t done = 0;
-    char manifest_path[4096], manifest_temporary[4200];
-    for (unsigned split = 0; status == 0 && split < 3; ++split) {
-        snprintf(manifest_path, sizeof manifest_path, "%s/%s.jsonl", dir, split_names[split]);
-        snprintf(manifest_temporary, sizeof manifest_temporary, "%s.part", manifest_path);
-        context.manifest = fopen(manifest_temporary, "w");
-        if (!context.manifest) {
-            snprintf(context.error, sizeof context.error, "cannot write '%s': %s", manifest_temporary, strerror(errno));
-            status = -1;
-            break;
-        }
-        for (size_t p = 0; status == 0 && p < plan_count; ++p) {
-            const plan_t *plan = &plans[p];
-            if (plan->split != split) continue;
-            static const char *const extensions[MODALITIES][2] = {{"png", "jpg"}, {"mp4", "webm"}, {"wav", "flac"}};
-            for (size_t i = 0; status == 0 && i < plan->items; ++i) {
-                /* Training items cycle through the captions; held-out ones spread over them, so up
-                 * to one per caption they are all different. */
-                size_t scene = split == 0 ? i % plan->scene_count : (i * plan->scene_count / plan->items) % plan->scene_count;
-                snprintf(relative, sizeof relative, "%s/%s-%05zu.%s", split_names[split], modality_names[plan->modality], i,
-                         extensions[plan->modality][i % 2]);
-                snprintf(path, sizeof path, "%s/%s", dir, relative);
-                status = plan->modality == MOD_IMAGE   ? write_image(&context, split, i, &plan->scenes[scene], relative, path)
-                         : plan->modality == MOD_VIDEO ? write_video(&context, split, i, &plan->scenes[scene], relative, path)
-                                                       : write_audio(&context, split, i, &plan->scenes[scene], relative, path);
-                done += 1;
-                double now = now_seconds();
-                if (bar && (now - last_draw > 0.1 || done == total)) {
-                    double rate = (double)done / (now - start);
-                    fprintf(stderr, "\rsynth  %s %s  %zu/%zu files  %.0f files/s  ETA %.0f s   ", split_names[split],
-                            modality_names[plan->modality], done, total, rate, (double)(total - done) / rate);
-                    last_draw = now;
-                }
-            }
-        }
-        if (fclose(context.manifest) != 0 && status == 0) {
-            snprintf(context.error, sizeof context.error, "cannot write '%s': %s", manifest_temporary, strerror(errno));
-            status = -1;
-        }
-        if (status == 0 && rename(manifest_temporary, manifest_path) != 0) {
-            snprintf(context.error, sizeof context.error, "cannot write '%s': %s", manifest_path, strerror(errno));
-            status = -1;
-        }
-        if (status != 0) unlink(manifest_temporary);
-    }
+    for (unsigned split = 0; status == 0 && split < 3; ++split) status = write_manifest(&work, dir, split, work.error, sizeof work.error);
     synth_speech_stop();
-    if (bar) fputc('\n', stderr);
+    pthread_mutex_destroy(&work.lock);
+    free(work.items), free(work.lines), free(work.shared);
     if (status) {
-        fprintf(stderr, "uform: synth: %s\n", context.error);
+        fprintf(stderr, "uform: synth: %s\n", work.error);
         return 1;
     }
     if (!quiet) {
         double seconds = now_seconds() - start;
-        fprintf(stderr, "uform: %zu files in %.1f s (%.0f files/s) in %s: train.jsonl, heldout.jsonl, novel.jsonl\n", done,
-                seconds, seconds > 0 ? (double)done / seconds : 0.0, dir);
+        fprintf(stderr, "uform: %zu files in %.1f s (%.0f files/s, %zu threads) in %s: train.jsonl, heldout.jsonl, novel.jsonl\n",
+                total, seconds, seconds > 0 ? (double)total / seconds : 0.0, threads, dir);
     }
     return 0;
 }
