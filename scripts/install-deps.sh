@@ -9,6 +9,8 @@ packages=(
   build-essential cmake pkg-config clang llvm libclang-rt-14-dev libomp-14-dev
   # library dependencies
   libcjson-dev libnuma-dev
+  # collectives of the mesh (src/mesh, behind one C++ shim)
+  libgloo-dev
   # media decoding (src/media) and fixture generation
   libturbojpeg0-dev libjpeg62-turbo-dev libspng-dev libwebp-dev
   libavformat-dev libavcodec-dev libavutil-dev libswresample-dev libswscale-dev

@@ -1,5 +1,7 @@
 #include "train_eval.h"
 
+#include "item_list.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -7,46 +9,9 @@
 
 #define EVAL_CHUNK 32
 
-typedef struct tape_builder_t {
-    unsigned char *data;
-    size_t *offsets;
-    size_t count, used, capacity;
-} tape_builder_t;
-
-static int tape_add(tape_builder_t *tape, const void *bytes, size_t length) {
-    if (tape->used + length > tape->capacity) {
-        size_t capacity = (tape->used + length) * 2 + 4096;
-        unsigned char *grown = realloc(tape->data, capacity);
-        if (!grown) return -1;
-        tape->data = grown, tape->capacity = capacity;
-    }
-    size_t *offsets = realloc(tape->offsets, (tape->count + 2) * sizeof *offsets);
-    if (!offsets) return -1;
-    tape->offsets = offsets;
-    if (tape->count == 0) tape->offsets[0] = 0;
-    memcpy(tape->data + tape->used, bytes, length);
-    tape->used += length;
-    tape->offsets[++tape->count] = tape->used;
-    return 0;
-}
-
-static int tape_add_file(tape_builder_t *tape, const char *path) {
-    FILE *file = fopen(path, "rb");
-    if (!file) return -1;
-    fseek(file, 0, SEEK_END);
-    long size = ftell(file);
-    fseek(file, 0, SEEK_SET);
-    unsigned char *bytes = malloc(size > 0 ? (size_t)size : 1);
-    int ok = bytes && (size <= 0 || fread(bytes, 1, (size_t)size, file) == (size_t)size);
-    fclose(file);
-    ok = ok && tape_add(tape, bytes, size > 0 ? (size_t)size : 0) == 0;
-    free(bytes);
-    return ok ? 0 : -1;
-}
-
 /* Encodes the items of `tape` (text or media files of `modality`) into unit rows [count, E]. */
 static int encode_all(uform_model_t model, uform_executor_t executor, uform_arena_t arena, int modality,
-                      const tape_builder_t *tape, float *out, size_t E) {
+                      const item_list_t *tape, float *out, size_t E) {
     for (size_t first = 0; first < tape->count; first += EVAL_CHUNK) {
         size_t count = tape->count - first < EVAL_CHUNK ? tape->count - first : EVAL_CHUNK;
         uform_tape_t items = {tape->data, tape->offsets + first, count};
@@ -145,7 +110,7 @@ int train_evaluate(uform_trainer_t trainer, uform_executor_t executor, const man
         for (size_t i = 0; i < heldout->count; ++i) n += heldout->lines[i].modality == m;
         if (n == 0) continue;
         if (!(describe.description.modalities & (1u << m))) continue;
-        tape_builder_t texts = {0}, media = {0};
+        item_list_t texts = {0}, media = {0};
         const manifest_line_t **lines = malloc(n * sizeof *lines);
         float *text_rows = malloc(n * E * sizeof(float)), *media_rows = malloc(n * E * sizeof(float));
         size_t k = 0;
@@ -153,9 +118,8 @@ int train_evaluate(uform_trainer_t trainer, uform_executor_t executor, const man
             const manifest_line_t *line = &heldout->lines[i];
             if (line->modality != m) continue;
             lines[k++] = line;
-            if (tape_add(&texts, line->text, line->text_length) || tape_add_file(&media, line->path)) {
-                fprintf(stderr, "uform: --eval: cannot read '%s' (line %zu of %s): %s\n", line->path, line->number,
-                        heldout->path, strerror(errno));
+            if (item_list_add(&texts, line->text, line->text_length) || item_list_add_file(&media, line->path)) {
+                fprintf(stderr, "uform: --eval: line %zu of %s\n", line->number, heldout->path);
                 status = 1;
             }
         }
@@ -175,7 +139,7 @@ int train_evaluate(uform_trainer_t trainer, uform_executor_t executor, const man
                    label ? label : "", label ? ")" : "");
             fflush(stdout);
         }
-        free(texts.data), free(texts.offsets), free(media.data), free(media.offsets);
+        item_list_free(&texts), item_list_free(&media);
         free(lines), free(text_rows), free(media_rows);
     }
     uform_arena_free(arena);

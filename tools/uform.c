@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "commands.h"
+#include "item_list.h"
 #include "npy.h"
 #include "uform/uform.h"
 
@@ -84,50 +85,6 @@ static int describe(const char *path) {
 }
 
 /* ---- encode ---- */
-
-typedef struct item_list_t {
-    unsigned char *data;
-    size_t *offsets;
-    size_t count, used, capacity;
-} item_list_t;
-
-static int add_item(item_list_t *list, const void *bytes, size_t length) {
-    if (list->used + length > list->capacity) {
-        size_t capacity = (list->used + length) * 2 + 1024;
-        unsigned char *grown = realloc(list->data, capacity);
-        if (!grown) return -1;
-        list->data = grown, list->capacity = capacity;
-    }
-    size_t *offsets = realloc(list->offsets, (list->count + 2) * sizeof *offsets);
-    if (!offsets) return -1;
-    list->offsets = offsets;
-    if (list->count == 0) list->offsets[0] = 0;
-    memcpy(list->data + list->used, bytes, length);
-    list->used += length;
-    list->offsets[++list->count] = list->used;
-    return 0;
-}
-
-static int add_file(item_list_t *list, const char *path) {
-    FILE *file = fopen(path, "rb");
-    if (!file) {
-        fprintf(stderr, "uform: cannot open '%s': %s\n", path, strerror(errno));
-        return -1;
-    }
-    fseek(file, 0, SEEK_END);
-    long size = ftell(file);
-    fseek(file, 0, SEEK_SET);
-    unsigned char *bytes = malloc(size > 0 ? (size_t)size : 1);
-    int ok = bytes && (size <= 0 || fread(bytes, 1, (size_t)size, file) == (size_t)size);
-    fclose(file);
-    if (!ok || add_item(list, bytes, size > 0 ? (size_t)size : 0) != 0) {
-        fprintf(stderr, "uform: cannot read '%s'\n", path);
-        free(bytes);
-        return -1;
-    }
-    free(bytes);
-    return 0;
-}
 
 typedef struct bar_t {
     size_t batch, batches;
@@ -269,7 +226,7 @@ static int encode(int argc, char **argv) {
             }
             modality = kind;
             for (; i + 1 < argc && strncmp(argv[i + 1], "--", 2) != 0; ++i) {
-                int failed = kind == 0 ? add_item(&items, argv[i + 1], strlen(argv[i + 1])) : add_file(&items, argv[i + 1]);
+                int failed = kind == 0 ? item_list_add(&items, argv[i + 1], strlen(argv[i + 1])) : item_list_add_file(&items, argv[i + 1]);
                 if (failed) return release(&items, 1);
             }
         } else if (strcmp(flag, "--outputs") == 0 && i + 1 < argc) {

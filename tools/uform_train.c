@@ -26,6 +26,7 @@
 #include "commands.h"
 #include "train_eval.h"
 #include "train_manifest.h"
+#include "train_mesh.h"
 #include "uform/uform.h"
 
 static const char usage_text[] =
@@ -93,7 +94,7 @@ static int fail_outcome(const uform_outcome_t *outcome, const char *what) {
 }
 
 static int usage_error(const char *why) {
-    fprintf(stderr, "%suform train: %s\n", usage_text, why);
+    fprintf(stderr, "%s%suform train: %s\n", usage_text, train_mesh_usage, why);
     return 2;
 }
 
@@ -132,6 +133,7 @@ typedef struct options_t {
     double minutes, lr, weight_decay, clip;
     uint64_t seed;
     int bf16, skip_bad, quiet, have_steps, have_total, have_warmup, have_lr, have_decay, have_clip, have_seed;
+    train_mesh_t mesh;      /* --mesh ... or --processes (train_mesh.h) */
 } options_t;
 
 static int parse_number(const char *text, double *value) {
@@ -154,7 +156,7 @@ static int parse_options(int argc, char **argv, options_t *options) {
     for (int i = 1; i < argc; ++i) {
         const char *flag = argv[i];
         if (strcmp(flag, "--help") == 0 || strcmp(flag, "-h") == 0) {
-            printf("%s%s", usage_text, help_text);
+            printf("%s%s%s%s", usage_text, train_mesh_usage, help_text, train_mesh_help);
             exit(0);
         }
         if (flag[0] != '-') {
@@ -176,6 +178,7 @@ static int parse_options(int argc, char **argv, options_t *options) {
         for (size_t k = 0; k < sizeof valued / sizeof valued[0]; ++k) known |= strcmp(flag, valued[k]) == 0;
         for (size_t k = 0; k < ARCHITECTURE_FLAGS; ++k)
             if (strcmp(flag, architecture_flags[k].flag) == 0) known = 1, architecture = (int)k;
+        known |= train_mesh_is_flag(flag);
         if (!known || i + 1 >= argc) {
             char why[128];
             snprintf(why, sizeof why, known ? "%s needs a value" : "unknown flag %s", flag);
@@ -208,6 +211,7 @@ static int parse_options(int argc, char **argv, options_t *options) {
         else if (strcmp(flag, "--weight-decay") == 0)
             bad = parse_number(value, &options->weight_decay) || options->weight_decay < 0, options->have_decay = 1;
         else if (strcmp(flag, "--clip") == 0) bad = parse_number(value, &options->clip) || options->clip < 0, options->have_clip = 1;
+        else bad = train_mesh_flag(&options->mesh, flag, value) != 0;
         (void)number;
         if (bad) {
             char why[160];
@@ -215,6 +219,9 @@ static int parse_options(int argc, char **argv, options_t *options) {
             return usage_error(why);
         }
     }
+    char why[200];
+    if (train_mesh_check(&options->mesh, options->skip_bad, why, sizeof why)) return usage_error(why);
+    if (options->mesh.processes) return 0; /* the members check the rest */
     if (!options->manifest) return usage_error("the manifest is missing");
     if (!options->out) return usage_error("--out is missing");
     if (options->minutes > 0 && !options->have_steps) options->steps = SIZE_MAX;
@@ -357,9 +364,26 @@ memory:
 
 /* ---- progress, interrupts, logging ---- */
 
+/* Over a mesh the members stop together: an interrupt or the --minutes deadline cancels the step
+ * in progress, and a cancel on one member cancels it on all. */
+static double deadline = 0;
+
 static uform_continuation_t step_progress(size_t completed, size_t total, void *state) {
     (void)completed, (void)total, (void)state;
-    return interrupted ? UFORM_CANCEL : UFORM_CONTINUE;
+    return interrupted || (deadline > 0 && now_seconds() >= deadline) ? UFORM_CANCEL : UFORM_CONTINUE;
+}
+
+/* What every member of a mesh must agree on beyond the trainer's config (train_mesh_join). */
+static void agreement_of(const options_t *options, const manifest_t *manifest, char *text, size_t capacity) {
+    uint64_t hash = 0xcbf29ce484222325ull;
+    for (size_t i = 0; i < manifest->count; ++i) {
+        const manifest_line_t *line = &manifest->lines[i];
+        for (size_t k = 0; k < line->text_length; ++k) hash = (hash ^ (unsigned char)line->text[k]) * 0x100000001b3ull;
+        for (size_t k = 0; k < line->choices_length; ++k) hash = (hash ^ (unsigned char)line->choices[k]) * 0x100000001b3ull;
+        hash = (hash ^ (unsigned)line->modality ^ ((unsigned)line->target << 8)) * 0x100000001b3ull;
+    }
+    snprintf(text, capacity, "batch=%zu\nsteps=%zu\nminutes=%g\nlines=%zu\nmanifest=%016llx\n", options->batch,
+             options->steps, options->minutes, manifest->count, (unsigned long long)hash);
 }
 
 static void draw_bar(const options_t *options, uint64_t step, uint64_t first, double loss, double elapsed) {
@@ -464,6 +488,10 @@ static int evaluate_all(const options_t *options, uform_trainer_t trainer, uform
 int uform_command_train(int argc, char **argv) {
     options_t options;
     if (parse_options(argc, argv, &options)) return 2;
+    if (options.mesh.processes) return train_mesh_launch(&options.mesh, argc, argv);
+    /* Over a mesh, member 0 alone writes --out and --log and evaluates. */
+    int follower = options.mesh.directory && options.mesh.index != 0;
+    if (follower) options.log = NULL, options.eval_count = 0, options.save_every = 0;
     char error[512];
     manifest_t manifest, heldout[EVAL_SETS];
     memset(heldout, 0, sizeof heldout);
@@ -512,6 +540,22 @@ int uform_command_train(int argc, char **argv) {
     /* --total-steps defaults to --steps for a fresh run (a resumed one keeps its stored schedule). */
     if (options.have_total) config.total_steps = options.total_steps;
     else if (!options.resume && options.steps != SIZE_MAX) config.total_steps = options.steps;
+    if (options.mesh.directory) {
+        char agreement[512];
+        agreement_of(&options, &manifest, agreement, sizeof agreement);
+        if (manifest.count < options.mesh.count || options.batch < options.mesh.count) {
+            fprintf(stderr, "uform: %zu members need at least one line each per step: --batch %zu and %zu lines\n",
+                    options.mesh.count, options.batch, manifest.count);
+            status = 1;
+            goto done;
+        }
+        if (train_mesh_join(&options.mesh, executor, &config, agreement, options.quiet)) {
+            status = 1;
+            goto done;
+        }
+        config.mesh = options.mesh.mesh;
+        if (options.minutes > 0) deadline = now_seconds() + options.minutes * 60.0;
+    }
     if (uform_trainer_init_ram(executor, &config, &trainer, &outcome) != UFORM_OK) {
         status = fail_outcome(&outcome, options.resume);
         goto done;
@@ -547,16 +591,17 @@ int uform_command_train(int argc, char **argv) {
     double start = now_seconds(), last_loss = 0;
     uint64_t first_step = description.steps, skipped = 0, done_steps = 0;
     int warned_twins = 0;
-    while (done_steps < options.steps && !interrupted) {
+    while (done_steps < options.steps && (config.mesh || !interrupted)) {
         double elapsed = now_seconds() - start;
-        if (options.minutes > 0 && elapsed >= options.minutes * 60.0) break;
-        size_t count = sampler_next(&sampler, options.batch, lines), bad_line = SIZE_MAX;
+        if (!config.mesh && options.minutes > 0 && elapsed >= options.minutes * 60.0) break;
+        size_t count = sampler_next(&sampler, options.batch, lines), bad_line = SIZE_MAX, first, end;
+        train_mesh_share(&options.mesh, count, &first, &end);
         if (sampler.twins_unavoidable && !warned_twins && !options.quiet) {
             fprintf(stderr, "%suform: the manifest repeats a text so often that some batch holds two lines with the same "
                             "text (the contrastive loss counts the twin as a wrong match)\n", bar ? "\n" : "");
             warned_twins = 1;
         }
-        if (batch_build(&batch, &manifest, lines, count, &bad_line, error, sizeof error)) {
+        if (batch_build(&batch, &manifest, lines + first, end - first, &bad_line, error, sizeof error)) {
             if (bad_line != SIZE_MAX && options.skip_bad) {
                 sampler.bad[bad_line] = 1, skipped += 1;
                 if (!options.quiet) fprintf(stderr, "%suform: skipped line %zu: %s\n", bar ? "\n" : "", manifest.lines[bad_line].number, error);
@@ -584,7 +629,8 @@ int uform_command_train(int argc, char **argv) {
             size_t content;
             uform_status_t code = uform_outcome_status(&step.outcome);
             if (code == UFORM_CANCELLED) break;
-            if ((code == UFORM_FORMAT || code == UFORM_UNSUPPORTED) && failed_content(&step.outcome, &content) == 0 &&
+            int peers = strncmp(step.outcome.message, "member ", 7) == 0; /* another member's content */
+            if ((code == UFORM_FORMAT || code == UFORM_UNSUPPORTED) && !peers && failed_content(&step.outcome, &content) == 0 &&
                 content < batch.contents) {
                 size_t line = batch.content_line[content];
                 if (options.skip_bad) {
@@ -625,7 +671,9 @@ int uform_command_train(int argc, char **argv) {
     }
     if (bar) fputc('\n', stderr);
     if (log) fclose(log), log = NULL;
-    if (status == 0) {
+    if (status == 0 && follower) {
+        status = interrupted ? 130 : 0;
+    } else if (status == 0) {
         double seconds = now_seconds() - start;
         if (save_checkpoint(trainer, options.out, &sampler, options.batch, &manifest)) status = 1;
         else if (interrupted) {
@@ -651,6 +699,7 @@ done:
     free(lines);
     uform_arena_free(arena);
     uform_trainer_free(trainer);
+    train_mesh_free(&options.mesh);
     uform_executor_free(executor);
     manifest_free(&manifest);
     for (size_t e = 0; e < options.eval_count; ++e) manifest_free(&heldout[e]);

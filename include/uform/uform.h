@@ -802,9 +802,131 @@ UFORM_API uform_status_t uform_text_choose(uform_text_choose_t *request);
  */
 typedef struct uform_trainer_s *uform_trainer_t;
 
-/* A mesh joins the trainers of several processes into one data-parallel run (training.md).
- * Its functions arrive with the mesh; until then the trainer accepts only a NULL mesh. */
+/*
+ * A mesh joins the trainers of several processes, on one host or many, into one data-parallel run
+ * (training.md, "Mesh"). Every process of a run is a *member* with an index in [0, count); a CPU
+ * process counts as one member. Each member bootstraps the mesh with the same `directory` (a folder
+ * every member can read and write: local for one host, a shared file system such as NFS for
+ * several) and the same `job` name, then makes its trainer over it:
+ *
+ *     uform_mesh_options_t options = {0};
+ *     options.host_domain_index = rank, options.host_domain_count = 4;  // this member, of 4
+ *     options.directory = "/shared/uform", options.job = "run-17";
+ *     options.address = "10.0.0.5";        // where this member's collectives listen
+ *     options.trainer_config = &config;    // compared between members at the bootstrap
+ *     uform_mesh_t mesh = NULL;
+ *     if (uform_mesh_bootstrap(executor, &options, &mesh, &outcome) != UFORM_OK) ...;
+ *     config.mesh = mesh;
+ *     uform_trainer_init_ram(executor, &config, &trainer, &outcome);   // member 0's weights everywhere
+ *     ... every member steps with its own share of each global batch ...
+ *     uform_trainer_free(trainer);
+ *     uform_mesh_free(mesh);
+ *
+ * The bootstrap writes this member's facts into `directory/job/facts.{index}` atomically (index,
+ * count, host name, process id, executor kind and CPU class, the library version, the timeout, the
+ * address its collectives bind and, when given, every field of `trainer_config` and the caller's
+ * `agreement` lines, with a fingerprint of all that must agree), waits until every member's facts
+ * are there (our own barrier, bounded by the timeout), checks that they agree, and only then connects
+ * the collectives (Gloo, over TCP, rendezvous through `directory/job/store`). A bootstrap that
+ * succeeded removes its facts and the store again, so a finished or running job leaves nothing; a
+ * job folder that still holds facts or a store was left by a run that failed or crashed, and is
+ * refused rather than joined.
+ *
+ * Thread contract: bootstrap and free block the calling thread; describe may be called from any
+ * thread. A mesh serves one trainer call at a time (a step of a second trainer over the same mesh
+ * while one runs answers UFORM_CONTENDED); every member must make its trainers over the mesh, and
+ * step them, in the same order. After a collective fails (a peer died, hung or was cut off) the mesh
+ * is broken for good: every later step answers UFORM_PEER_LOST at once, naming the first failure;
+ * restart the run (from the last checkpoint) with a fresh bootstrap.
+ */
 typedef struct uform_mesh_s *uform_mesh_t;
+
+/*
+ * How this process joins a mesh. Zeroed fields take the defaults noted.
+ *   host_domain_index   this member's index, in [0, host_domain_count)
+ *   host_domain_count   members of the run (0 derives 1: a run with no peers, which needs no
+ *                       directory and behaves exactly like a trainer without a mesh)
+ *   gpus_per_multimem_domain  GPUs sharing memory per domain; must be 0 in this build (no GPUs)
+ *   directory, job      required with peers: the run's folder is directory/job (directory must
+ *                       exist; job is one path component of letters, digits, '.', '-' and '_')
+ *   timeout_seconds     how long the bootstrap waits for every member, and how long any collective
+ *                       of a step waits for a peer before the step fails with UFORM_TIMEOUT
+ *                       (0 derives 120; at most one day)
+ *   address             the IPv4 or IPv6 address this member's collectives bind and peers connect to
+ *                       (NULL: the first configured non-loopback IPv4 address of this host, else
+ *                       127.0.0.1). Name the interface the peers reach: host names often resolve to
+ *                       127.0.1.1, which other hosts cannot reach.
+ *   trainer_config      optional: the config this member's trainer will use; its fields (not `resume`
+ *                       nor `mesh`) go into the facts and must agree between members
+ *   agreement           optional: the caller's own "key=value" lines (at most 4 KiB) that every member
+ *                       must pass with the same keys and values, such as a command line's global batch
+ *                       size; a disagreement is reported as "agreement.key"
+ * Everything given is copied during the call.
+ */
+typedef struct uform_mesh_options_t {
+    size_t host_domain_index;
+    size_t host_domain_count;
+    size_t gpus_per_multimem_domain;
+    const char *directory;
+    const char *job;
+    double timeout_seconds;
+    const char *address;
+    const struct uform_trainer_config_t *trainer_config;
+    const char *agreement;
+} uform_mesh_options_t;
+
+/*
+ * Joins the run `options` describes as member `host_domain_index` (see above), recording the kind
+ * and CPU class of `executor` (NULL: the calling thread) in its facts. Blocks until every member is
+ * there and the collectives are connected, or fails within the timeout (plus a few seconds).
+ * Statuses:
+ *   UFORM_OK
+ *   UFORM_INVALID_ARGUMENT  NULL `mesh`; an index not below the count; peers without a directory or
+ *                       job; a job name that is not one path component; a malformed agreement; a
+ *                       timeout out of range; another live process already holding this index
+ *                       ("index 1 of job 'j' is already claimed by process 4242 on host h: give
+ *                       every member its own index"); a job folder left by an earlier run (facts of
+ *                       processes that have gone, facts older than the timeout, or a store: "remove
+ *                       it or choose another job name")
+ *   UFORM_TIMEOUT       some member did not arrive within the timeout; the message lists the missing
+ *                       indices
+ *   UFORM_CONFIG_MISMATCH  members disagree: the message names the field and both values ("count:
+ *                       member 2 has 3, member 0 (this process) has 4"); compared are the protocol,
+ *                       the library version, the count, gpus_per_multimem_domain, the timeout, the
+ *                       executor's memory and CPU class, the trainer config's fields and the
+ *                       agreement lines — everything that fixes the size of a buffer the collectives
+ *                       exchange, because the collectives library cannot survive a size mismatch
+ *   UFORM_UNSUPPORTED   GPUs asked for (gpus_per_multimem_domain, a VRAM executor)
+ *   UFORM_IO            the job folder cannot be made or written; the address cannot be bound
+ *   UFORM_PEER_LOST     a member left while the collectives connected
+ *   UFORM_OUT_OF_MEMORY
+ * On failure `*mesh` is NULL and this member's facts are removed again.
+ */
+UFORM_API uform_status_t uform_mesh_bootstrap(uform_executor_t executor, const uform_mesh_options_t *options,
+                                              uform_mesh_t *mesh, uform_outcome_t *outcome);
+
+/* The shape of a mesh. The first seven fields are the reference documents' (GPU fields are 0 for CPU
+ * processes); a CPU process counts as one member, so members_per_host_domain is 1 and a member's
+ * index is its host_domain_index. */
+typedef struct uform_mesh_description_t {
+    size_t gpus_per_host_domain;
+    size_t gpus_per_multimem_domain;
+    size_t gpus_per_colocated_domain;
+    size_t host_domain_index;
+    size_t first_gpu_index;
+    uform_multimem_tier_t multimem_tier;
+    uform_gpu_class_t gpu_class;
+    size_t members_per_host_domain;
+    size_t members_total;
+    size_t first_member_index;
+} uform_mesh_description_t;
+
+/* Fills `*description` (NULL arguments: UFORM_INVALID_ARGUMENT). Thread-safe: the shape never changes. */
+UFORM_API uform_status_t uform_mesh_describe(uform_mesh_t mesh, uform_mesh_description_t *description);
+
+/* Closes the collectives and frees the mesh; call it after freeing every trainer made over it. Peers
+ * still stepping see UFORM_PEER_LOST. NULL is a no-op. */
+UFORM_API void uform_mesh_free(uform_mesh_t mesh);
 
 /*
  * What a trainer is made of. A zeroed config is a fresh `tiny` model (model.md) with
@@ -837,8 +959,14 @@ typedef struct uform_mesh_s *uform_mesh_t;
  *                        metadata "uform.optimizer") for every optimizer field left at zero, and its
  *                        architecture — a non-zero architecture field that disagrees with it is
  *                        UFORM_CONFIG_MISMATCH naming the field and both values. `seed` is then unused.
- *   mesh                 NULL (the mesh is not part of this build yet; anything else is
- *                        UFORM_UNSUPPORTED)
+ *   mesh                 NULL for a run in this process alone, or a mesh (uform_mesh_bootstrap) that
+ *                        this trainer borrows: it must outlive the trainer. Init is then collective:
+ *                        every member calls it, the members' resolved configs (architecture, optimizer,
+ *                        compute, CPU class, seed, steps taken) must agree (else UFORM_CONFIG_MISMATCH
+ *                        naming the field and both values, on every member), and member 0's weights,
+ *                        moments and step count are copied to every other member. A member whose init
+ *                        fails makes every member's init fail ("member 2: ..."); see uform_trainer_step
+ *                        for steps over a mesh.
  */
 typedef struct uform_trainer_config_t {
     char size[16];
@@ -870,8 +998,9 @@ typedef struct uform_trainer_config_t {
  * Statuses: UFORM_OK; UFORM_INVALID_ARGUMENT (NULL `trainer`, an inconsistent architecture such
  * as hidden not divisible by heads, an unknown size, an optimizer value out of range — the
  * message names the field); UFORM_IO and UFORM_FORMAT (the resume checkpoint, naming it);
- * UFORM_CONFIG_MISMATCH (see `resume`); UFORM_UNSUPPORTED (a mesh, a CPU class this machine
- * cannot run, a head width above the kernels' 128); UFORM_CONTENDED; UFORM_OUT_OF_MEMORY.
+ * UFORM_CONFIG_MISMATCH (see `resume` and `mesh`); UFORM_UNSUPPORTED (a CPU class this machine
+ * cannot run, a head width above the kernels' 128); UFORM_CONTENDED; UFORM_OUT_OF_MEMORY; with a mesh
+ * also UFORM_TIMEOUT and UFORM_PEER_LOST (a member did not answer, or left).
  * On failure `*trainer` is NULL.
  */
 UFORM_API uform_status_t uform_trainer_init_ram(uform_executor_t executor, const uform_trainer_config_t *config,
@@ -934,7 +1063,8 @@ typedef struct uform_trainer_stats_t {
  *   bags, bag_count: bag_count + 1 non-decreasing offsets into the contents, bags[0] = 0; bag j is
  *     contents bags[j] .. bags[j+1] (at least one) and its embedding is the L2-normalised mean of its
  *     contents' normalised embeddings (at every Matryoshka prefix). Contents from bags[bag_count]
- *     on belong to no bag. bag_count 0 (bags NULL): every content is its own bag.
+ *     on belong to no bag. bag_count 0 with bags NULL: every content is its own bag; bag_count 0
+ *     with bags = {0}: no bags at all (every content enters only the choice loss).
  *   sides [bag_count]: 0 or 1 per bag; NULL: every bag on side 0. With sides, a relation must join
  *     bags of opposite sides and its candidates are the bags of the opposite side; without, every
  *     other bag.
@@ -964,6 +1094,21 @@ typedef struct uform_trainer_stats_t {
  * content that is not decodable media of its modality, naming it); UFORM_UNSUPPORTED (a format
  * this build cannot decode); UFORM_OUT_OF_MEMORY. After any failure the trainer's weights,
  * moments and step count are exactly as before.
+ *
+ * Over a mesh (config.mesh) a step is collective: every member calls it with its own share, and the
+ * global batch is the members' shares end to end in member order (member 1's bags follow member
+ * 0's, and so on). A relation joins two bags of the member that passes it, but its candidates are
+ * every bag of the global batch (on the opposite side), whose embeddings the members exchange; the
+ * losses are the global batch's means, the gradients are summed over the members, and every member
+ * applies the same update, so k members with 1/k of a batch each step like one process with all of
+ * it (to float rounding). The outputs: the global losses and gradient norm, and this member's bags'
+ * embeddings. Every member passes sides, or none does (else UFORM_INVALID_ARGUMENT); member 0's
+ * learning_rate_override is the one every member uses. A step that fails on one member before the
+ * update (a bad batch, an undecodable content, a cancel) fails on every member with that member's
+ * status and its message ("member 2: contents[7] ..."), every trainer unchanged and the mesh still
+ * usable. A member that dies, hangs or is cut off makes the others' step fail with UFORM_PEER_LOST or
+ * UFORM_TIMEOUT within the mesh's timeout (plus a few seconds) — the trainer unchanged, the mesh
+ * broken — and a step of a trainer whose mesh is busy with another call answers UFORM_CONTENDED.
  */
 typedef struct uform_trainer_step_t {
     uform_trainer_t trainer;                 /* in */
@@ -1003,6 +1148,8 @@ typedef enum uform_trainer_save_optimizer_t {
  * `optimizer.m.{name}`, `optimizer.v.{name}` (F32 moments), `optimizer.step` (I64 [1]) and the
  * optimizer settings in the metadata "uform.optimizer". `user_metadata` (optional text, copied into
  * the metadata "uform.user") lets a caller keep its own state, such as a data loader's position.
+ * Over a mesh every member holds the same weights, so saving is local (no collective): one member
+ * saves (`uform train` lets member 0 write --out).
  * The write is atomic (a temporary file in the same folder, fsync, rename, fsync of the folder): a
  * crash or a cancel at any moment leaves either the old file or the new one. Progress reports
  * bytes written. Statuses: UFORM_OK; UFORM_DEFERRED; UFORM_CONTENDED; UFORM_CANCELLED;

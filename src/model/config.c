@@ -325,3 +325,19 @@ size_t uform__model_audio_tokens(const uform__model_config_t *config) {
     size_t frames = uform__model_audio_samples(config) / UFORM__AUDIO_HOP;
     return 1 + frames / UFORM__AUDIO_FRAMES_PER_TOKEN;
 }
+
+void uform__model_config_describe(const uform__model_config_t *config, uform_model_description_t *description) {
+    snprintf(description->size, sizeof description->size, "%s", config->size);
+    description->hidden = config->hidden, description->depth = config->depth, description->heads = config->heads;
+    description->mlp = config->mlp, description->embedding = config->embedding;
+    memcpy(description->matryoshka, config->matryoshka, sizeof description->matryoshka);
+    description->matryoshka_count = config->matryoshka_count;
+    description->temperature_groups = config->temperature_groups;
+    description->modalities = config->modalities;
+    description->text_bytes = config->text_bytes;
+    description->image_size = config->image_size, description->image_patch = config->image_patch;
+    description->video_size = config->video_size, description->video_patch = config->video_patch;
+    description->video_frames = config->video_frames, description->video_tubelet = config->video_tubelet;
+    description->audio_rate = config->audio_rate, description->audio_seconds = config->audio_seconds;
+    description->audio_mels = config->audio_mels;
+}

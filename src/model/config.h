@@ -50,6 +50,9 @@ char *uform__model_config_print(const uform__model_config_t *config);
 uform_status_t uform__model_config_named(const char *size, uform__model_config_t *config, uform_outcome_t *outcome,
                                          const char *function);
 
+/* Writes the config's fields into a public description (the rest of it is left as it was). */
+void uform__model_config_describe(const uform__model_config_t *config, uform_model_description_t *description);
+
 /* Tokens per item of each modality (including CLS). */
 size_t uform__model_image_tokens(const uform__model_config_t *config);
 size_t uform__model_video_tokens(const uform__model_config_t *config);

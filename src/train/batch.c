@@ -10,8 +10,12 @@
 #include "core/tape.h"
 #include "model/stems.h"
 
+/* Bags given (bags non-NULL, or a count): bag_count 0 with bags = {0} is a batch without bags, whose
+ * contents enter only the choice loss (a mesh member whose share holds only choice examples). */
+static int explicit_bags(const uform_trainer_step_t *request) { return request->bag_count || request->bags; }
+
 static size_t bag_count_of(const uform_trainer_step_t *request) {
-    return request->bag_count ? request->bag_count : request->contents.count;
+    return explicit_bags(request) ? request->bag_count : request->contents.count;
 }
 
 uform_status_t uform__train_batch_check(uform_trainer_t trainer, const uform_trainer_step_t *request,
@@ -44,7 +48,7 @@ uform_status_t uform__train_batch_check(uform_trainer_t trainer, const uform_tra
     }
     /* Bags. */
     size_t b = bag_count_of(request);
-    if (request->bag_count) {
+    if (explicit_bags(request)) {
         const size_t *bags = request->bags;
         if (!bags) return uform__fail(outcome, UFORM_INVALID_ARGUMENT, function, "bags is NULL but bag_count is %zu", b);
         if (bags[0] != 0)
@@ -138,7 +142,7 @@ uform_status_t uform__train_batch_plan(uform_trainer_t trainer, const uform_trai
     const uform__model_config_t *config = &trainer->config;
     memset(plan, 0, sizeof *plan);
     size_t n = request->contents.count, b = bag_count_of(request);
-    size_t in_bags = request->bag_count ? request->bags[b] : n;
+    size_t in_bags = explicit_bags(request) ? request->bags[b] : n;
     size_t choices = 0;
     for (size_t i = 0; request->choices.count && i < n; ++i)
         choices += request->choices.offsets[i + 1] > request->choices.offsets[i];
@@ -163,21 +167,25 @@ uform_status_t uform__train_batch_plan(uform_trainer_t trainer, const uform_trai
         return uform__fail(outcome, UFORM_OUT_OF_MEMORY, function, "cannot allocate the plan of %zu sequences", s_count);
     }
     if (request->sides) memcpy(plan->sides, request->sides, b);
-    /* Which bag each content belongs to. */
+    /* Which bag each content belongs to (one walk over the bags), and its embedding sequence. */
+    size_t *bag_of = calloc(in_bags + 1, sizeof *bag_of), *sequence_of = calloc(in_bags + 1, sizeof *sequence_of);
+    if (!bag_of || !sequence_of) {
+        free(bag_of), free(sequence_of);
+        uform__train_batch_free(plan);
+        return uform__fail(outcome, UFORM_OUT_OF_MEMORY, function, "cannot allocate the plan of %zu sequences", s_count);
+    }
+    int given = explicit_bags(request);
+    for (size_t j = 0; j < b; ++j)
+        for (size_t i = given ? request->bags[j] : j; i < (given ? request->bags[j + 1] : j + 1); ++i) bag_of[i] = j;
     size_t s = 0;
     for (int m = 0; m < 4; ++m) {
         plan->modality_first[m] = s;
         for (size_t i = 0; i < in_bags; ++i) {
             if ((int)request->modalities[i] != m) continue;
+            sequence_of[i] = s;
             uform__sequence_t *sequence = &plan->sequence[s++];
             sequence->content = i, sequence->modality = (uform_modality_t)m;
-            if (request->bag_count) {
-                size_t j = 0;
-                while (request->bags[j + 1] <= i) ++j;
-                sequence->bag = j;
-            } else {
-                sequence->bag = i;
-            }
+            sequence->bag = bag_of[i];
         }
         plan->modality_count[m] = s - plan->modality_first[m];
     }
@@ -221,19 +229,16 @@ uform_status_t uform__train_batch_plan(uform_trainer_t trainer, const uform_trai
     plan->position_ids = calloc(plan->tokens + 1, sizeof *plan->position_ids);
     plan->time_ids = calloc(patches[UFORM_MODALITY_VIDEO] + 1, sizeof *plan->time_ids);
     if (!fill || !plan->text_ids || !plan->position_ids || !plan->time_ids) {
-        free(fill);
+        free(fill), free(bag_of), free(sequence_of);
         uform__train_batch_free(plan);
         return uform__fail(outcome, UFORM_OUT_OF_MEMORY, function, "cannot allocate the ids of %zu tokens", plan->tokens);
     }
     /* Members sorted by content within each bag: walk contents in order. */
-    for (size_t i = 0; i < in_bags; ++i)
-        for (s = 0; s < in_bags; ++s)
-            if (plan->sequence[s].content == i) {
-                size_t j = plan->sequence[s].bag;
-                plan->bag_members[plan->bag_offsets[j] + fill[j]++] = s;
-                break;
-            }
-    free(fill);
+    for (size_t i = 0; i < in_bags; ++i) {
+        size_t j = bag_of[i];
+        plan->bag_members[plan->bag_offsets[j] + fill[j]++] = sequence_of[i];
+    }
+    free(fill), free(bag_of), free(sequence_of);
     /* Token ids: text bytes (encoding keeps the first bytes, text_choose the last) and positions. */
     size_t side = config->video_patch ? config->video_size / config->video_patch : 0; /* 0 without video */
     size_t per_time = side ? side * side : 1;

@@ -79,11 +79,12 @@ static uform__attention_shape_t attention_shape(const uform__train_work_t *work)
     return shape;
 }
 
-static double attention_flops(const uform__train_work_t *work) {
+/* Attention's flops (4·queries·keys·d per item): every row, or one query row per item. */
+static double attention_flops(const uform__train_work_t *work, int one_query) {
     double flops = 0;
     for (size_t s = 0; s < work->plan->sequences; ++s) {
         double length = (double)work->plan->sequence[s].tokens;
-        flops += 4.0 * length * length * (double)work->trainer->config.hidden;
+        flops += 4.0 * (one_query ? 1.0 : length) * length * (double)work->trainer->config.hidden;
     }
     return flops;
 }
@@ -94,14 +95,41 @@ static uform_status_t cancelled(uform__train_work_t *work, const char *where, si
                        block);
 }
 
+/* The block's second half over `rows` rows (every token, or the last block's read rows):
+ * h = x + att·Woutᵀ + b; a2 = norm2(h); u = a2·Wupᵀ + b; g = gelu(u); y = h + g·Wdownᵀ + b.
+ * x, att, h, a2, u, g, y have `rows` rows; the statistics land in saved->mean2/rstd2. */
+static uform_status_t tail_forward(uform__train_work_t *work, const uform__block_t *block,
+                                   const uform__block_saved_t *saved, size_t rows, const float *x, float *y) {
+    const uform__model_config_t *config = &work->trainer->config;
+    uform__compute_t *compute = &work->compute;
+    uform_outcome_t *outcome = work->context->outcome;
+    size_t d = config->hidden, F = config->mlp;
+    if (work->round_inputs) uform__round_to_bf16(saved->att, rows * d);
+    /* h = x + attn.out(att): the product accumulates onto a copy of x. */
+    memcpy(saved->h, x, rows * d * sizeof(float));
+    uform_status_t status =
+        uform__linear_forward(compute, &block->out, rows, saved->att, d, saved->h, d, d, UFORM__LINEAR_ACCUMULATE, outcome);
+    if (status != UFORM_OK) return status;
+    compute->nn->layernorm_forward(rows, d, saved->h, d, block->norm2.weight, block->norm2.bias, 1e-6f, saved->a2, d,
+                                   saved->mean2, saved->rstd2, compute->parallel);
+    if (work->round_inputs) uform__round_to_bf16(saved->a2, rows * d);
+    status = uform__linear_forward(compute, &block->up, rows, saved->a2, d, saved->u, F, F, 0, outcome);
+    if (status != UFORM_OK) return status;
+    compute->nn->gelu_forward(rows * F, saved->u, saved->g, compute->parallel);
+    if (work->round_inputs) uform__round_to_bf16(saved->g, rows * F);
+    memcpy(y, saved->h, rows * d * sizeof(float));
+    return uform__linear_forward(compute, &block->down, rows, saved->g, F, y, d, d, UFORM__LINEAR_ACCUMULATE, outcome);
+}
+
 uform_status_t uform__train_blocks_forward(uform__train_work_t *work) {
     const uform_trainer_t trainer = work->trainer;
     const uform__model_config_t *config = &trainer->config;
+    const uform__batch_plan_t *plan = work->plan;
     uform__compute_t *compute = &work->compute;
     const uform__nn_kernels_t *nn = compute->nn;
     const uform__parallel_t *parallel = compute->parallel;
     uform_outcome_t *outcome = work->context->outcome;
-    size_t T = work->plan->tokens, d = config->hidden, F = config->mlp;
+    size_t T = plan->tokens, S = plan->sequences, d = config->hidden;
     const float eps = 1e-6f; /* model.md fixes the trunk's norms at 1e-6 */
     uform__attention_shape_t shape = attention_shape(work);
     void (*attention)(const uform__attention_shape_t *, const float *, float *, float *, const uform__parallel_t *) =
@@ -109,31 +137,25 @@ uform_status_t uform__train_blocks_forward(uform__train_work_t *work) {
     for (size_t i = 0; i < config->depth; ++i) {
         const uform__block_t *block = &trainer->view.blocks[i];
         const uform__block_saved_t *saved = &work->blocks[i];
-        float *y = i + 1 < config->depth ? work->blocks[i + 1].x : work->final;
+        int last = i + 1 == config->depth;
         nn->layernorm_forward(T, d, saved->x, d, block->norm1.weight, block->norm1.bias, eps, saved->a1, d,
                               saved->mean1, saved->rstd1, parallel);
         if (work->round_inputs) uform__round_to_bf16(saved->a1, T * d);
         uform_status_t status =
             uform__linear_forward(compute, &block->qkv, T, saved->a1, d, saved->qkv, 3 * d, 3 * d, 0, outcome);
         if (status != UFORM_OK) return status;
-        attention(&shape, saved->qkv, saved->att, saved->lse, parallel);
-        compute->flops += attention_flops(work);
-        if (work->round_inputs) uform__round_to_bf16(saved->att, T * d);
-        /* h = x + attn.out(att): the product accumulates onto a copy of x. */
-        memcpy(saved->h, saved->x, T * d * sizeof(float));
-        status = uform__linear_forward(compute, &block->out, T, saved->att, d, saved->h, d, d,
-                                       UFORM__LINEAR_ACCUMULATE, outcome);
-        if (status != UFORM_OK) return status;
-        nn->layernorm_forward(T, d, saved->h, d, block->norm2.weight, block->norm2.bias, eps, saved->a2, d,
-                              saved->mean2, saved->rstd2, parallel);
-        if (work->round_inputs) uform__round_to_bf16(saved->a2, T * d);
-        status = uform__linear_forward(compute, &block->up, T, saved->a2, d, saved->u, F, F, 0, outcome);
-        if (status != UFORM_OK) return status;
-        nn->gelu_forward(T * F, saved->u, saved->g, parallel);
-        if (work->round_inputs) uform__round_to_bf16(saved->g, T * F);
-        memcpy(y, saved->h, T * d * sizeof(float));
-        status = uform__linear_forward(compute, &block->down, T, saved->g, F, y, d, d, UFORM__LINEAR_ACCUMULATE,
-                                       outcome);
+        if (!last) {
+            attention(&shape, saved->qkv, saved->att, saved->lse, parallel);
+            compute->flops += attention_flops(work, 0);
+            status = tail_forward(work, block, saved, T, saved->x, work->blocks[i + 1].x);
+        } else {
+            /* Only the read rows: their queries against all keys, then the rest on S rows. */
+            shape.queries = plan->keep;
+            attention(&shape, saved->qkv, saved->att, work->lse_kept, parallel);
+            compute->flops += attention_flops(work, 1);
+            for (size_t q = 0; q < S; ++q) memcpy(work->dt + q * d, saved->x + plan->keep[q] * d, d * sizeof(float));
+            status = tail_forward(work, block, saved, S, work->dt, work->final);
+        }
         if (status != UFORM_OK) return status;
         work->done += 1;
         if (uform__progress_advance(&work->context->progress, work->done) == UFORM_CANCEL)
@@ -142,43 +164,90 @@ uform_status_t uform__train_blocks_forward(uform__train_work_t *work) {
     return UFORM_OK;
 }
 
+/* The backward of tail_forward over `rows` rows: dy [rows, d] → dh [rows, d] = dy + norm2ᵀ(...),
+ * datt [rows, d]; accumulates the out, norm2, up and down gradients. Scratch: work->dg, work->dt. */
+static uform_status_t tail_backward(uform__train_work_t *work, const uform__block_t *block, uform__block_t *grad,
+                                    const uform__block_saved_t *saved, size_t rows, const float *dy, float *dh,
+                                    float *datt) {
+    const uform__model_config_t *config = &work->trainer->config;
+    const uform__nn_kernels_t *nn = work->compute.nn;
+    const uform__parallel_t *parallel = work->compute.parallel;
+    size_t d = config->hidden, F = config->mlp;
+    /* MLP: dg = dy·Wdown (and dWdown, db), du = gelu'(u)·dg, da2 = du·Wup (and dWup, db). */
+    uform_status_t status =
+        uform__train_linear_backward(work, &block->down, &grad->down, rows, saved->g, F, dy, d, work->dg, F);
+    if (status != UFORM_OK) return status;
+    nn->gelu_backward(rows * F, saved->u, work->dg, work->dg, parallel);
+    status = uform__train_linear_backward(work, &block->up, &grad->up, rows, saved->a2, d, work->dg, F, work->dt, d);
+    if (status != UFORM_OK) return status;
+    /* dh = dy + norm2ᵀ(da2) */
+    nn->layernorm_backward(rows, d, saved->h, d, block->norm2.weight, saved->mean2, saved->rstd2, work->dt, d, dh, d,
+                           (float *)grad->norm2.weight, (float *)grad->norm2.bias, parallel);
+    uform__train_add(rows * d, dy, dh, parallel);
+    /* datt = dh·Wout (and dWout, db) */
+    return uform__train_linear_backward(work, &block->out, &grad->out, rows, saved->att, d, dh, d, datt, d);
+}
+
 uform_status_t uform__train_blocks_backward(uform__train_work_t *work) {
     const uform_trainer_t trainer = work->trainer;
     const uform__model_config_t *config = &trainer->config;
+    const uform__batch_plan_t *plan = work->plan;
     uform__compute_t *compute = &work->compute;
     const uform__nn_kernels_t *nn = compute->nn;
     const uform__parallel_t *parallel = compute->parallel;
-    size_t T = work->plan->tokens, d = config->hidden, F = config->mlp;
+    size_t T = plan->tokens, S = plan->sequences, d = config->hidden, H = config->heads;
     uform__attention_shape_t shape = attention_shape(work);
     for (size_t i = config->depth; i-- > 0;) {
         const uform__block_t *block = &trainer->view.blocks[i];
         uform__block_t *grad = &trainer->grad_view.blocks[i];
         const uform__block_saved_t *saved = &work->blocks[i];
         float *dy = work->dx; /* d of the block's output; becomes d of its input */
-        /* MLP: dg = dy·Wdown (and dWdown, db), du = gelu'(u)·dg, da2 = du·Wup (and dWup, db). */
-        uform_status_t status = uform__train_linear_backward(work, &block->down, &grad->down, T, saved->g, F, dy, d,
-                                                             work->dg, F);
+        const float *out = saved->att, *lse = saved->lse;
+        uform_status_t status;
+        if (i + 1 < config->depth) {
+            status = tail_backward(work, block, grad, saved, T, dy, work->dh, work->datt);
+        } else {
+            /* The last block ran its tail on the S read rows: dy is [S, d]. Its attention backward
+             * runs on the whole shape with d out, out and lse of the other rows at 0, 0 and 1e30
+             * (not +inf: the vector exps split the shift into high and low parts, and inf − inf is
+             * NaN): their probabilities underflow to 0 or the smallest normal, and with d out and
+             * out at 0, dP and D are 0, so dS = P∘(dP − D) is exactly 0 and they add nothing to dQ,
+             * dK or dV; the read rows get what the full block would give them. */
+            float *dh_kept = work->dh, *datt_kept = work->dqkv; /* [S, d] each; dqkv is free until below */
+            status = tail_backward(work, block, grad, saved, S, dy, dh_kept, datt_kept);
+            if (status != UFORM_OK) return status;
+            float *dout = work->datt, *full_out = work->dt, *full_lse = work->dg; /* dg holds ≥ H·T floats */
+            memset(dout, 0, T * d * sizeof(float));
+            memset(full_out, 0, T * d * sizeof(float));
+            for (size_t e = 0; e < H * T; ++e) full_lse[e] = 1e30f;
+            for (size_t q = 0; q < S; ++q) {
+                size_t row = plan->keep[q];
+                memcpy(dout + row * d, datt_kept + q * d, d * sizeof(float));
+                memcpy(full_out + row * d, saved->att + q * d, d * sizeof(float));
+                for (size_t h = 0; h < H; ++h) full_lse[h * T + row] = work->lse_kept[h * S + q];
+            }
+            /* dh over all rows: zero but the read rows (kept compact in dh_kept until the end). */
+            out = full_out, lse = full_lse;
+        }
         if (status != UFORM_OK) return status;
-        nn->gelu_backward(T * F, saved->u, work->dg, work->dg, parallel);
-        status = uform__train_linear_backward(work, &block->up, &grad->up, T, saved->a2, d, work->dg, F, work->dt, d);
-        if (status != UFORM_OK) return status;
-        /* dh = dy + norm2ᵀ(da2) */
-        nn->layernorm_backward(T, d, saved->h, d, block->norm2.weight, saved->mean2, saved->rstd2, work->dt, d,
-                               work->dh, d, (float *)grad->norm2.weight, (float *)grad->norm2.bias, parallel);
-        uform__train_add(T * d, dy, work->dh, parallel);
-        /* Attention: datt = dh·Wout (and dWout, db), dqkv = attentionᵀ(datt), da1 = dqkv·Wqkv. */
-        status = uform__train_linear_backward(work, &block->out, &grad->out, T, saved->att, d, work->dh, d, work->datt, d);
-        if (status != UFORM_OK) return status;
-        nn->attention_backward(&shape, saved->qkv, saved->att, saved->lse, work->datt, work->deltas, work->dqkv,
-                               parallel);
-        compute->flops += 2.0 * attention_flops(work);
+        /* dqkv = attentionᵀ(datt), da1 = dqkv·Wqkv (and dWqkv, db). */
+        nn->attention_backward(&shape, saved->qkv, out, lse, work->datt, work->deltas, work->dqkv, parallel);
+        compute->flops += 2.0 * attention_flops(work, 0);
         status = uform__train_linear_backward(work, &block->qkv, &grad->qkv, T, saved->a1, d, work->dqkv, 3 * d,
                                               work->dt, d);
         if (status != UFORM_OK) return status;
         /* dx = dh + norm1ᵀ(da1), written over dy (no longer needed). */
         nn->layernorm_backward(T, d, saved->x, d, block->norm1.weight, saved->mean1, saved->rstd1, work->dt, d, dy, d,
                                (float *)grad->norm1.weight, (float *)grad->norm1.bias, parallel);
-        uform__train_add(T * d, work->dh, dy, parallel);
+        if (i + 1 < config->depth) {
+            uform__train_add(T * d, work->dh, dy, parallel);
+        } else {
+            for (size_t q = 0; q < S; ++q) {
+                float *row = dy + plan->keep[q] * d;
+                const float *add = work->dh + q * d;
+                for (size_t c = 0; c < d; ++c) row[c] += add[c];
+            }
+        }
         work->done += 1;
         if (uform__progress_advance(&work->context->progress, work->done) == UFORM_CANCEL)
             return cancelled(work, "backward", i);

@@ -7,8 +7,8 @@
  *               as text_choose computes them); the legal bytes' logits × exp(temperatures[0]) are
  *               soft-maxed over the legal bytes and scored against the target (cross-entropy)
  *
- * Only the read rows of the final states matter to the losses, so the backward starts from a d
- * final that is zero except at those rows.
+ * Only the read rows of the final states matter to the losses: the trunk's last block computes just
+ * those (work->final [S, d]), and the heads' backward hands it d final for them alone.
  */
 #include <math.h>
 #include <string.h>
@@ -26,8 +26,7 @@ uform_status_t uform__train_heads_forward(uform__train_work_t *work) {
     uform_outcome_t *outcome = work->context->outcome;
     size_t d = config->hidden, E = config->embedding;
     float eps = (float)config->norm_eps;
-    for (size_t s = 0; s < plan->sequences; ++s)
-        memcpy(work->head_in + s * d, work->final + plan->keep[s] * d, d * sizeof(float));
+    memcpy(work->head_in, work->final, plan->sequences * d * sizeof(float));
     for (int m = 0; m < 4; ++m) {
         size_t first = plan->modality_first[m], count = plan->modality_count[m];
         if (count == 0) continue;
@@ -57,6 +56,8 @@ double uform__train_choice_loss(uform__train_work_t *work, double weight) {
     const uform__batch_plan_t *plan = work->plan;
     size_t count = plan->choices;
     if (count == 0) return 0.0;
+    /* Over a mesh the mean runs over the global batch's choices: the members' sums add up to it. */
+    size_t total_count = work->choice_total ? work->choice_total : count;
     memset(work->d_logits, 0, count * 256 * sizeof(float));
     double scale = exp((double)work->trainer->view.temperatures[0]); /* unclamped, like text_choose */
     double total = 0, d_scale = 0;
@@ -78,23 +79,13 @@ double uform__train_choice_loss(uform__train_work_t *work, double weight) {
         /* dz_c = (p_c − [c = target]) · weight / count; dlogit = scale · dz; dscale·scale = Σ dz·z. */
         for (size_t c = 0; c < length; ++c) {
             double z = scale * logits[legal[c]];
-            double dz = (exp(z - log_sum) - (legal[c] == target)) * weight / (double)count;
+            double dz = (exp(z - log_sum) - (legal[c] == target)) * weight / (double)total_count;
             work->d_logits[j * 256 + legal[c]] = (float)(scale * dz);
             d_scale += dz * z;
         }
     }
     work->d_temperatures[0] += (float)d_scale;
-    return total / (double)count;
-}
-
-/* Adds rows [count, d] of `rows` into dx at the plan's kept rows of sequences first.. */
-static void scatter(const uform__train_work_t *work, size_t first, size_t count, const float *rows, float *dx) {
-    size_t d = work->trainer->config.hidden;
-    for (size_t s = 0; s < count; ++s) {
-        float *target = dx + work->plan->keep[first + s] * d;
-        const float *source = rows + s * d;
-        for (size_t c = 0; c < d; ++c) target[c] += source[c];
-    }
+    return total / (double)total_count;
 }
 
 uform_status_t uform__train_heads_backward(uform__train_work_t *work) {
@@ -105,8 +96,7 @@ uform_status_t uform__train_heads_backward(uform__train_work_t *work) {
     const uform__parallel_t *parallel = work->compute.parallel;
     const uform__nn_kernels_t *nn = work->compute.nn;
     size_t d = config->hidden, E = config->embedding;
-    float *d_normed = work->dh, *d_in = work->datt; /* [S, d] scratch each */
-    memset(work->dx, 0, plan->tokens * d * sizeof(float));
+    float *d_normed = work->dh; /* [S, d] scratch */
     for (int m = 0; m < 4; ++m) {
         size_t first = plan->modality_first[m], count = plan->modality_count[m];
         if (count == 0) continue;
@@ -117,9 +107,8 @@ uform_status_t uform__train_heads_backward(uform__train_work_t *work) {
                                                              work->d_embeddings + first * E, E, d_normed, d);
         if (status != UFORM_OK) return status;
         nn->layernorm_backward(count, d, work->head_in + first * d, d, stem->norm.weight, work->head_mean + first,
-                               work->head_rstd + first, d_normed, d, d_in, d, (float *)grad->norm.weight,
-                               (float *)grad->norm.bias, parallel);
-        scatter(work, first, count, d_in, work->dx);
+                               work->head_rstd + first, d_normed, d, work->dx + first * d, d,
+                               (float *)grad->norm.weight, (float *)grad->norm.bias, parallel);
     }
     if (plan->choices) {
         size_t first = plan->embeddings, count = plan->choices;
@@ -128,9 +117,8 @@ uform_status_t uform__train_heads_backward(uform__train_work_t *work) {
                                                              d_normed, d);
         if (status != UFORM_OK) return status;
         nn->layernorm_backward(count, d, work->head_in + first * d, d, view->choose_norm.weight,
-                               work->head_mean + first, work->head_rstd + first, d_normed, d, d_in, d,
+                               work->head_mean + first, work->head_rstd + first, d_normed, d, work->dx + first * d, d,
                                (float *)grads->choose_norm.weight, (float *)grads->choose_norm.bias, parallel);
-        scatter(work, first, count, d_in, work->dx);
     }
     return UFORM_OK;
 }

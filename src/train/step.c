@@ -15,6 +15,7 @@
 #include "core/outcome.h"
 #include "model/heads.h"
 #include "model/stems.h"
+#include "train/mesh_step.h"
 #include "train/work.h"
 
 static double now_seconds(void) {
@@ -40,7 +41,7 @@ static layout_t layout_of(uform_trainer_t trainer, const uform__batch_plan_t *pl
     /* Per block: x, a1, att, h, a2 [T, d]; qkv [T, 3d]; lse [H, T]; u, g [T, F]; four [T] statistics. */
     layout.block = 5 * aligned(T * d * f) + aligned(T * 3 * d * f) + aligned(H * T * f) + 2 * aligned(T * F * f) +
                    4 * aligned(T * f);
-    layout.final = aligned(T * d * f);
+    layout.final = aligned(S * d * f) + aligned(H * S * f);
     size_t most_patches = 0;
     for (int m = 1; m < 4; ++m) {
         layout.patches[m] = aligned(plan->patch_rows[m] * uform__stem_patch_width(config, (uform_modality_t)m) * f);
@@ -92,7 +93,8 @@ void uform__train_work_carve(uform__train_work_t *work, void *memory) {
         TAKE(saved->mean2, T * f);
         TAKE(saved->rstd2, T * f);
     }
-    TAKE(work->final, T * d * f);
+    TAKE(work->final, S * d * f);
+    TAKE(work->lse_kept, H * S * f);
     for (int m = 1; m < 4; ++m)
         TAKE(work->patches[m], plan->patch_rows[m] * uform__stem_patch_width(config, (uform_modality_t)m) * f);
     size_t most_patches = 0;
@@ -163,8 +165,12 @@ static uform_status_t step_run(void *pointer, uform__call_context_t *context) {
     stats.items = request->contents.count;
 
     uform__batch_plan_t plan;
-    uform_status_t status = uform__train_batch_plan(trainer, request, &plan, context->outcome, context->function);
-    if (status != UFORM_OK) return status;
+    memset(&plan, 0, sizeof plan);
+    /* Over a mesh the batch is checked here, so a refused batch still meets the other members. */
+    uform_status_t status = trainer->mesh ? uform__train_batch_check(trainer, request, context->outcome, context->function)
+                                          : UFORM_OK;
+    if (status == UFORM_OK) status = uform__train_batch_plan(trainer, request, &plan, context->outcome, context->function);
+    if (status != UFORM_OK && !trainer->mesh) return status;
     stats.sequences = plan.sequences, stats.tokens = plan.tokens;
 
     uform__train_work_t work;
@@ -179,7 +185,9 @@ static uform_status_t step_run(void *pointer, uform__call_context_t *context) {
     size_t threads = uform__parallel_threads(context->parallel);
     layout_t layout = layout_of(trainer, &plan, threads);
     uform__block_saved_t *blocks = calloc(config->depth, sizeof *blocks);
-    if (!blocks) status = uform__fail(context->outcome, UFORM_OUT_OF_MEMORY, context->function, "cannot allocate %zu block records", config->depth);
+    uform__train_mesh_step_t mesh_step;
+    memset(&mesh_step, 0, sizeof mesh_step);
+    if (status == UFORM_OK && !blocks) status = uform__fail(context->outcome, UFORM_OUT_OF_MEMORY, context->function, "cannot allocate %zu block records", config->depth);
     if (status == UFORM_OK) status = step_memory(trainer, layout_total(&layout, config->depth), context);
     if (status == UFORM_OK) status = output_views(trainer, request, plan.bags, context);
     if (status == UFORM_OK) {
@@ -193,17 +201,20 @@ static uform_status_t step_run(void *pointer, uform__call_context_t *context) {
     }
     if (status == UFORM_OK && uform__progress_advance(&context->progress, ++work.done) == UFORM_CANCEL)
         status = cancelled(context, "after decoding");
+    if (trainer->mesh) status = uform__train_mesh_begin(&mesh_step, &work, status);
     /* Forward. */
     double forward_start = now_seconds();
     if (status == UFORM_OK) status = uform__train_stems_forward(&work, work.blocks[0].x);
     if (status == UFORM_OK) status = uform__train_blocks_forward(&work);
     if (status == UFORM_OK) status = uform__train_heads_forward(&work);
-    if (status == UFORM_OK) {
+    if (trainer->mesh) {
+        status = uform__train_mesh_losses(&mesh_step, &work, status);
+    } else if (status == UFORM_OK) {
         memset(work.d_temperatures, 0, config->temperature_groups * sizeof(float));
         work.contrastive = uform__train_contrastive(&work, trainer->optimizer.contrastive_weight);
         work.choice = uform__train_choice_loss(&work, trainer->optimizer.choice_weight);
-        stats.forward_seconds = now_seconds() - forward_start;
     }
+    if (status == UFORM_OK) stats.forward_seconds = now_seconds() - forward_start;
     /* Backward into zeroed gradients. */
     double backward_start = now_seconds();
     if (status == UFORM_OK) {
@@ -220,12 +231,13 @@ static uform_status_t step_run(void *pointer, uform__call_context_t *context) {
     /* The last chance to cancel: after this the step completes. */
     if (status == UFORM_OK && uform__progress_advance(&context->progress, work.done) == UFORM_CANCEL)
         status = cancelled(context, "before the update");
+    if (trainer->mesh) status = uform__train_mesh_reduce(&mesh_step, &work, status);
     if (status == UFORM_OK) {
         double update_start = now_seconds();
         double norm = uform__train_grad_norm(trainer, work.compute.nn, work.compute.parallel);
         uint64_t step = trainer->steps + 1;
-        double rate = request->learning_rate_override > 0 ? request->learning_rate_override
-                                                           : uform__train_learning_rate(&trainer->optimizer, step);
+        double override = trainer->mesh ? mesh_step.learning_rate_override : request->learning_rate_override;
+        double rate = override > 0 ? override : uform__train_learning_rate(&trainer->optimizer, step);
         uform__convert_rows(work.compute.nn, work.bag_embeddings, config->embedding, plan.bags, config->embedding,
                             &request->bag_embeddings, 0);
         uform__train_update(trainer, norm, step, rate, work.compute.nn, work.compute.parallel);
@@ -239,6 +251,7 @@ static uform_status_t step_run(void *pointer, uform__call_context_t *context) {
     }
     stats.flops = work.compute.flops;
     if (request->stats) *request->stats = stats;
+    if (trainer->mesh) uform__train_mesh_end(&mesh_step);
     free(blocks);
     uform__train_batch_free(&plan);
     return status;
@@ -253,8 +266,11 @@ UFORM_API uform_status_t uform_trainer_step(uform_trainer_step_t *request) {
     memset(&request->temperatures, 0, sizeof request->temperatures);
     memset(&request->bag_embeddings, 0, sizeof request->bag_embeddings);
     if (!request->trainer) return uform__fail(&request->outcome, UFORM_INVALID_ARGUMENT, function, "trainer is NULL");
-    uform_status_t status = uform__train_batch_check(request->trainer, request, &request->outcome, function);
-    if (status != UFORM_OK) return status;
+    /* A mesh step checks its batch inside the call, so that a refused batch still meets the others. */
+    if (!request->trainer->mesh) {
+        uform_status_t status = uform__train_batch_check(request->trainer, request, &request->outcome, function);
+        if (status != UFORM_OK) return status;
+    }
     uform__call_t call = {step_run, request, &request->outcome, request->completion, request->arena,
                           &request->progress, function};
     return uform__executor_call(request->trainer->executor, &call);

@@ -140,17 +140,13 @@ static void trainer_destroy(uform_trainer_t trainer) {
     free(trainer);
 }
 
-UFORM_API uform_status_t uform_trainer_init_ram(uform_executor_t executor, const uform_trainer_config_t *config,
-                                                uform_trainer_t *trainer, uform_outcome_t *outcome) {
-    const char *function = __func__;
-    if (trainer) *trainer = NULL;
+/* The trainer of this process; over a mesh, uform_trainer_init_ram then joins the others. */
+static uform_status_t init_local(uform_executor_t executor, const uform_trainer_config_t *config,
+                                 uform_trainer_t *trainer, uform_outcome_t *outcome, const char *function) {
     if (!trainer) return uform__fail(outcome, UFORM_INVALID_ARGUMENT, function, "trainer is NULL");
     init_request_t request;
     memset(&request, 0, sizeof request);
     if (config) request.config = *config;
-    if (request.config.mesh)
-        return uform__fail(outcome, UFORM_UNSUPPORTED, function,
-                           "config.mesh is set, but this build's trainer runs in one process (the mesh is not built yet)");
     if (request.config.compute != UFORM_COMPUTE_F32 && request.config.compute != UFORM_COMPUTE_BF16)
         return uform__fail(outcome, UFORM_INVALID_ARGUMENT, function, "config.compute %d is neither F32 (0) nor BF16 (1)",
                            (int)request.config.compute);
@@ -180,6 +176,22 @@ UFORM_API uform_status_t uform_trainer_init_ram(uform_executor_t executor, const
     return UFORM_OK;
 }
 
+UFORM_API uform_status_t uform_trainer_init_ram(uform_executor_t executor, const uform_trainer_config_t *config,
+                                                uform_trainer_t *trainer, uform_outcome_t *outcome) {
+    const char *function = __func__;
+    if (trainer) *trainer = NULL;
+    uform_trainer_t made = NULL;
+    uform_status_t status = init_local(executor, config, trainer ? &made : NULL, outcome, function);
+    /* Over a mesh every member meets the others even after a failure, so none of them waits. */
+    if (config && config->mesh) status = uform__train_mesh_join(made, config->mesh, status, outcome, function);
+    if (status != UFORM_OK) {
+        if (made) trainer_destroy(made);
+        return status;
+    }
+    *trainer = made;
+    return UFORM_OK;
+}
+
 UFORM_API uform_status_t uform_trainer_init_vram(uform_executor_t executor, const uform_trainer_config_t *config,
                                                  uform_trainer_t *trainer, uform_outcome_t *outcome) {
     (void)executor, (void)config;
@@ -199,21 +211,8 @@ UFORM_API void uform_trainer_free(uform_trainer_t trainer) {
 UFORM_API uform_status_t uform_trainer_describe(uform_trainer_t trainer, uform_trainer_description_t *description) {
     if (!trainer || !description) return UFORM_INVALID_ARGUMENT;
     memset(description, 0, sizeof *description);
-    const uform__model_config_t *config = &trainer->config;
     uform_model_description_t *model = &description->model;
-    snprintf(model->size, sizeof model->size, "%s", config->size);
-    model->hidden = config->hidden, model->depth = config->depth, model->heads = config->heads;
-    model->mlp = config->mlp, model->embedding = config->embedding;
-    memcpy(model->matryoshka, config->matryoshka, sizeof model->matryoshka);
-    model->matryoshka_count = config->matryoshka_count;
-    model->temperature_groups = config->temperature_groups;
-    model->modalities = config->modalities;
-    model->text_bytes = config->text_bytes;
-    model->image_size = config->image_size, model->image_patch = config->image_patch;
-    model->video_size = config->video_size, model->video_patch = config->video_patch;
-    model->video_frames = config->video_frames, model->video_tubelet = config->video_tubelet;
-    model->audio_rate = config->audio_rate, model->audio_seconds = config->audio_seconds;
-    model->audio_mels = config->audio_mels;
+    uform__model_config_describe(&trainer->config, model);
     for (size_t i = 0; i < trainer->param_count; ++i) {
         model->parameters += trainer->params[i].count;
         model->weight_bytes += trainer->params[i].count * (trainer->params[i].wide ? 4 : 2);

@@ -14,6 +14,8 @@
  *   contrastive.c  the Matryoshka contrastive loss and its gradient (double precision)
  *   optimizer.c    the schedule, the gradient norm and clipping, AdamW
  *   step.c         the step verb: decode → forward → losses → backward → update
+ *   mesh_join.c    init over a mesh: the members' configs compared, member 0's state copied
+ *   mesh_step.c    a step over a mesh: the exchanges at its three points (mesh_step.h)
  */
 #ifndef UFORM_TRAIN_TRAINER_H
 #define UFORM_TRAIN_TRAINER_H
@@ -70,6 +72,7 @@ struct uform_trainer_s {
     char *user_metadata;            /* "uform.user" of the resumed checkpoint, or NULL */
 
     uform__train_memory_t memory;   /* step scratch, grown on demand and kept */
+    uform_mesh_t mesh;              /* borrowed; NULL: a run in this process alone */
 };
 
 /* ---- params.c ---- */
@@ -135,5 +138,13 @@ uform_status_t uform__train_resume(uform_trainer_t trainer, const char *path, co
 
 /* The optimizer settings as the JSON stored in "uform.optimizer" (malloc'ed; NULL without memory). */
 char *uform__train_optimizer_json(const uform__optimizer_t *optimizer, uint64_t seed);
+
+/* ---- mesh_join.c ---- */
+
+/* Every member's init meets here with its status so far (`trainer` NULL or unusable unless it is
+ * UFORM_OK): statuses and resolved configs are compared, member 0's state is copied to every member,
+ * and trainer->mesh is set. Answers the init's final status (a failure on any member fails all). */
+uform_status_t uform__train_mesh_join(uform_trainer_t trainer, uform_mesh_t mesh, uform_status_t status,
+                                      uform_outcome_t *outcome, const char *function);
 
 #endif

@@ -40,7 +40,8 @@ typedef struct uform__train_work_t {
     float *patches[4];                    /* [P_m, w_m] decoded media inputs */
     float *projected;                     /* [max P_m, d] scratch for the patch products */
     uform__block_saved_t *blocks;         /* [L] */
-    float *final;                         /* [T, d] the last block's output */
+    float *final;                         /* [S, d] the last block's output at each sequence's read row */
+    float *lse_kept;                      /* [H, S] the last block's log-sum-exp at the read rows */
 
     /* heads */
     float *head_in;                       /* [S, d] the read rows ([CLS] of embeddings, [NEXT] of choices) */
@@ -62,7 +63,24 @@ typedef struct uform__train_work_t {
     double *contrastive_scratch;          /* uform__train_contrastive_doubles(...) doubles */
     double contrastive, choice;           /* the losses */
     float *bag_embeddings;                /* [B, E] full-width bag embeddings (F32) */
+    size_t choice_total;                  /* choices of the global batch (a mesh), 0: plan->choices */
 } uform__train_work_t;
+
+/* The bags the contrastive loss sees: the step's own, or over a mesh the global batch's
+ * (mesh_step.c), and the range of them this member owns. */
+typedef struct uform__train_bags_t {
+    const float *embeddings;              /* [N, E] projections of every embedding sequence */
+    size_t N, B;
+    const size_t *offsets;                /* [B + 1] into members */
+    const size_t *members;                /* rows of `embeddings`, grouped by bag, in content order */
+    const uint8_t *sides;                 /* [B] */
+    int have_sides;
+    size_t relations;                     /* the relations this member computes, in the view's bags */
+    const size_t *lefts, *rights, *groups;
+    size_t relations_total;               /* relations of the whole batch: the mean's divisor */
+    size_t own_first_bag, own_bags;       /* this member's bags */
+    size_t own_first_row, own_rows;       /* and their rows of `embeddings` */
+} uform__train_bags_t;
 
 /* Carves the working memory of work->plan out of `memory` (step.c sizes it; 64-byte pieces). */
 void uform__train_work_carve(uform__train_work_t *work, void *memory);
@@ -78,21 +96,24 @@ uform_status_t uform__train_stems_forward(uform__train_work_t *work, float *x);
 uform_status_t uform__train_stems_backward(uform__train_work_t *work, float *dx);
 
 /* ---- blocks.c ---- */
-/* Every block forward from blocks[0].x (the stems' rows), keeping what the backward needs; the
- * last block writes work->final. Reports a progress unit per block. */
+/* Every block forward from blocks[0].x (the stems' rows), keeping what the backward needs. The
+ * last block computes only what the losses read (as inference's trunk does when it keeps one row
+ * per item): its attention for each sequence's read row (plan->keep) and its out projection, norm
+ * and MLP on those S rows, into work->final [S, d]. Reports a progress unit per block. */
 uform_status_t uform__train_blocks_forward(uform__train_work_t *work);
-/* work->dx holds d final [T, d]; on return it holds d x of the stems. Accumulates every block's
- * parameter gradients. Reports a progress unit per block. */
+/* work->dx holds d final [S, d] (compact: row s is sequence s's read row); on return it holds
+ * d x of the stems [T, d]. Accumulates every block's parameter gradients. Reports a progress unit
+ * per block. */
 uform_status_t uform__train_blocks_backward(uform__train_work_t *work);
 
 /* ---- heads.c ---- */
-/* Reads the kept rows of work->final, normalises them with their heads' norms, projects the
+/* Reads work->final (each sequence's read row), normalises them with their heads' norms, projects the
  * embeddings and computes the choice logits. */
 uform_status_t uform__train_heads_forward(uform__train_work_t *work);
 /* The choice loss (text_choose's distribution against the targets, mean over choices), its
  * gradient into work->d_logits (scaled by `weight`) and temperature 0's into d_temperatures. */
 double uform__train_choice_loss(uform__train_work_t *work, double weight);
-/* d embeddings and d logits → work->dx (zeroed, then the kept rows) and the heads' gradients. */
+/* d embeddings and d logits → work->dx [S, d] (d final, compact) and the heads' gradients. */
 uform_status_t uform__train_heads_backward(uform__train_work_t *work);
 
 /* ---- contrastive.c ---- */
@@ -101,8 +122,20 @@ uform_status_t uform__train_heads_backward(uform__train_work_t *work);
  * temperatures' into work->d_temperatures (accumulated); the full-width bag embeddings into
  * work->bag_embeddings. Answers the loss (0 without relations). */
 double uform__train_contrastive(uform__train_work_t *work, double weight);
-/* Doubles of scratch the loss needs (work->contrastive_scratch). */
+/* Doubles of scratch the loss needs (work->contrastive_scratch) for a view of `sequences` rows. */
 size_t uform__train_contrastive_doubles(size_t sequences, size_t bags, size_t embedding, size_t groups);
+/* Σ of the Matryoshka prefixes: d e of every prefix is [bags, Σ P] doubles. */
+size_t uform__train_contrastive_prefix_sum(const uform__model_config_t *config);
+/* A mesh member's half before the exchange: the loss terms of the view's relations at every prefix
+ * (answered: this member's share of the loss), d e of every bag and prefix into de_all [B, Σ P]
+ * (overwritten), the temperatures' gradient (accumulated) and the own bags' full-width embeddings
+ * [own_bags, E]. `scratch` holds uform__train_contrastive_doubles(N, B, E, groups) doubles. */
+double uform__train_contrastive_forward(const uform__train_bags_t *bags, const uform__model_config_t *config,
+                                        const float *temperatures, double weight, double *scratch, double *de_all,
+                                        float *d_temperatures, float *own_embeddings);
+/* And after it: d e of the own bags (summed over the members) → d_embeddings [own_rows, E] (overwritten). */
+void uform__train_contrastive_backward(const uform__train_bags_t *bags, const uform__model_config_t *config,
+                                       double *scratch, const double *de_all, float *d_embeddings);
 
 /* ---- small helpers shared by the passes (blocks.c) ---- */
 /* y[i] += x[i] over n values. */

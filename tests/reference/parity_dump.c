@@ -17,6 +17,7 @@
 #include "exec/call.h"
 #include "kernels/signal.h"
 #include "model/encode.h"
+#include "common/base64.h"
 #include "npy.h"
 #include "uform/uform.h"
 
@@ -37,20 +38,6 @@ static void fail(const char *what, const uform_outcome_t *outcome) {
     uform_outcome_format(outcome, line, sizeof line);
     fprintf(stderr, "parity_dump: %s: %s\n", what, line);
     exit(1);
-}
-
-static void base64(FILE *file, const unsigned char *bytes, size_t length) {
-    static const char alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    fputc('"', file);
-    for (size_t i = 0; i < length; i += 3) {
-        unsigned value = (unsigned)bytes[i] << 16 | (i + 1 < length ? (unsigned)bytes[i + 1] << 8 : 0) |
-                         (i + 2 < length ? bytes[i + 2] : 0);
-        fputc(alphabet[(value >> 18) & 63], file);
-        fputc(alphabet[(value >> 12) & 63], file);
-        fputc(i + 1 < length ? alphabet[(value >> 6) & 63] : '=', file);
-        fputc(i + 2 < length ? alphabet[value & 63] : '=', file);
-    }
-    fputc('"', file);
 }
 
 static void path_of(char *path, size_t capacity, const char *name) { snprintf(path, capacity, "%s/%s", directory, name); }
@@ -167,7 +154,7 @@ static void write_texts(const tape_t *tape, const char *key) {
     fprintf(manifest, "\"%s\": [", key);
     for (size_t i = 0; i < tape->count; ++i) {
         if (i) fputs(", ", manifest);
-        base64(manifest, tape->data + tape->offsets[i], tape->offsets[i + 1] - tape->offsets[i]);
+        json_base64(manifest, tape->data + tape->offsets[i], tape->offsets[i + 1] - tape->offsets[i]);
     }
     fputc(']', manifest);
 }

@@ -60,6 +60,29 @@ check test "$(wc -l < "$work/log.csv")" -eq 7
 check "$uform" describe "$work/six.safetensors" > "$work/describe.txt"
 check contains "$work/describe.txt" "hidden 128, depth 2"
 
+# --minutes alone: the loop stops on time and the cosine runs on elapsed time (the rate falls).
+start=$(date +%s)
+check status_is 0 "$uform" train "$work/train.jsonl" --out "$work/timed.safetensors" --minutes 0.05 --log "$work/timed.csv" "${common[@]}"
+check test $(( $(date +%s) - start )) -lt 30
+check "$python" - "$work/timed.csv" <<'PY'
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+assert len(rows) >= 3, len(rows)
+rates = [float(r["learning_rate"]) for r in rows]
+assert rates[-1] < max(rates), rates          # past the warmup the cosine decays with time
+assert float(rows[-1]["seconds"]) < 10, rows[-1]["seconds"]
+PY
+
+# Ctrl-C: the running step is cancelled, --out holds the steps completed, exit 130.
+"$uform" train "$work/train.jsonl" --out "$work/interrupted.safetensors" --steps 100000 "${common[@]}" 2> "$work/int.txt" &
+pid=$!
+sleep 3
+kill -INT $pid
+wait $pid
+check test $? -eq 130
+check contains "$work/int.txt" "continue with --resume"
+check "$uform" describe "$work/interrupted.safetensors" > /dev/null
+
 # Held-out recall is printed per modality pair.
 check status_is 0 "$uform" train "$work/train.jsonl" --out "$work/eval.safetensors" --steps 2 --eval "$work/heldout.jsonl" "${common[@]}" > "$work/eval.txt"
 check contains "$work/eval.txt" "image   12 pairs  text->image R@1"

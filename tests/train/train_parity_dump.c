@@ -19,6 +19,7 @@
 #include "model/config.h"
 #include "model/encode.h"
 #include "model/stems.h"
+#include "common/base64.h"
 #include "npy.h"
 #include "train/trainer.h"
 #include "train_test_batch.h"
@@ -44,20 +45,6 @@ static void write_array(const char *name, const size_t *shape, size_t rank, cons
         fprintf(stderr, "train_parity_dump: cannot write %s\n", path);
         exit(1);
     }
-}
-
-static void base64(FILE *file, const unsigned char *bytes, size_t length) {
-    static const char alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    fputc('"', file);
-    for (size_t i = 0; i < length; i += 3) {
-        unsigned value = (unsigned)bytes[i] << 16 | (i + 1 < length ? (unsigned)bytes[i + 1] << 8 : 0) |
-                         (i + 2 < length ? bytes[i + 2] : 0);
-        fputc(alphabet[(value >> 18) & 63], file);
-        fputc(alphabet[(value >> 12) & 63], file);
-        fputc(i + 1 < length ? alphabet[(value >> 6) & 63] : '=', file);
-        fputc(i + 2 < length ? alphabet[value & 63] : '=', file);
-    }
-    fputc('"', file);
 }
 
 /* ---- the engine's preprocessing, as the reference takes it ---- */
@@ -268,7 +255,7 @@ int main(int argc, char **argv) {
             fprintf(manifest, "%s\n    {\"modality\": \"%s\", ", i ? "," : "", modality_names[batch.modalities[i]]);
             if (batch.modalities[i] == UFORM_MODALITY_TEXT) {
                 fprintf(manifest, "\"text\": ");
-                base64(manifest, batch.data + batch.offsets[i], batch.offsets[i + 1] - batch.offsets[i]);
+                json_base64(manifest, batch.data + batch.offsets[i], batch.offsets[i + 1] - batch.offsets[i]);
             } else {
                 size_t shape[4], rank;
                 snprintf(name, sizeof name, "s%d_c%zu.npy", s, i);
@@ -290,7 +277,7 @@ int main(int argc, char **argv) {
         fprintf(manifest, "]},\n   \"choices\": [");
         for (size_t i = 0; i < batch.count; ++i) {
             fprintf(manifest, "%s", i ? ", " : "");
-            base64(manifest, (const unsigned char *)batch.choices + batch.choice_offsets[i],
+            json_base64(manifest, (const unsigned char *)batch.choices + batch.choice_offsets[i],
                    batch.choice_offsets[i + 1] - batch.choice_offsets[i]);
         }
         fprintf(manifest, "], \"choice_targets\": [");

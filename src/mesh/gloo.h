@@ -1,0 +1,65 @@
+/*
+ * The mesh's only door to the collectives library (Gloo, Debian's libgloo-dev): a handful of
+ * extern "C" functions implemented in gloo.cpp, the library's only C++ file. No C++ exception
+ * crosses them: each catches everything and answers a status with Gloo's words in `message`.
+ * Private to src/mesh/.
+ *
+ * Every call is blocking, bounded by the timeout given to connect, and must be made by every member
+ * in the same order with buffers of the same sizes (Gloo aborts the process on a size mismatch; the
+ * bootstrap's fact check and the fixed-size exchanges before every variable-size one guarantee it).
+ */
+#ifndef UFORM_MESH_GLOO_H
+#define UFORM_MESH_GLOO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "uform/uform.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct uform__gloo_s uform__gloo_t;
+
+typedef enum uform__gloo_scalar_t { UFORM__GLOO_F32 = 0, UFORM__GLOO_F64 = 1 } uform__gloo_scalar_t;
+
+/*
+ * Binds the TCP transport on `address` (numeric IPv4 or IPv6; an ephemeral port per peer), meets the
+ * other `size - 1` members through Gloo's FileStore in the existing folder `store`, connects to each
+ * of them and sets `timeout_ms` as the timeout of the rendezvous and of every later collective.
+ * Answers UFORM_OK, UFORM_IO (the address cannot be bound, the store cannot be written),
+ * UFORM_TIMEOUT, UFORM_PEER_LOST, UFORM_OUT_OF_MEMORY or UFORM_INTERNAL.
+ */
+uform_status_t uform__gloo_connect(const char *store, const char *address, size_t rank, size_t size,
+                                   int64_t timeout_ms, uform__gloo_t **gloo, char *message, size_t capacity);
+
+/* values[count] ← their sum over the members; the result is bit-identical on every member (a ring:
+ * each segment is reduced once, then copied). */
+uform_status_t uform__gloo_allreduce_sum(uform__gloo_t *gloo, void *values, size_t count, uform__gloo_scalar_t scalar,
+                                         char *message, size_t capacity);
+
+/* output ← the members' inputs end to end; member r contributes bytes[r] bytes (`input` holds this
+ * member's bytes[rank]). */
+uform_status_t uform__gloo_allgatherv(uform__gloo_t *gloo, const void *input, void *output, const size_t *bytes,
+                                      char *message, size_t capacity);
+
+/* data[bytes] ← member `root`'s data[bytes]. */
+uform_status_t uform__gloo_broadcast(uform__gloo_t *gloo, void *data, size_t bytes, size_t root, char *message,
+                                     size_t capacity);
+
+/* Returns once every member has called it. */
+uform_status_t uform__gloo_barrier(uform__gloo_t *gloo, char *message, size_t capacity);
+
+/* Closes every connection now, so peers waiting on this member fail at once (PEER_LOST) instead of
+ * waiting for their timeout. The handle stays valid until freed; its collectives then fail. */
+void uform__gloo_close(uform__gloo_t *gloo);
+
+/* Closes and frees. NULL is a no-op. */
+void uform__gloo_free(uform__gloo_t *gloo);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

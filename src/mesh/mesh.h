@@ -1,0 +1,66 @@
+/*
+ * The mesh (training.md, "Mesh"): the members of one data-parallel run and the collectives between
+ * them. src/train/ uses these functions; only src/mesh/ knows the collectives library.
+ *
+ * Files of this module, one idea each:
+ *   facts.c        a member's facts: "key=value" lines, the agreed keys, comparison
+ *   bootstrap.c    uform_mesh_bootstrap / describe / free: the job folder, the hello barrier, the
+ *                  refusals (stale folder, duplicated index), then the collectives' rendezvous
+ *   collectives.c  the collectives as the trainer sees them: statuses, messages, a broken mesh
+ *   gloo.cpp       the shim over Gloo (gloo.h), the library's only C++ file
+ */
+#ifndef UFORM_MESH_MESH_H
+#define UFORM_MESH_MESH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mesh/gloo.h"
+#include "uform/uform.h"
+
+/* Protocol of the trainer's exchanges; bumped whenever a fixed-size record changes, and compared at
+ * the bootstrap, so members never exchange records of different sizes. */
+#define UFORM__MESH_PROTOCOL 1
+
+struct uform_mesh_s {
+    size_t index, count;          /* this member, of `count` */
+    int64_t timeout_ms;           /* the bootstrap's wait and every collective's */
+    uform_cpu_class_t cpu_class;  /* of the executor it was bootstrapped with */
+    char address[64];             /* where this member's collectives listen */
+    uform__gloo_t *gloo;          /* NULL for a mesh of one */
+    uint32_t busy;                /* a call holds the mesh (atomic) */
+    uint32_t broken;              /* a collective failed (atomic); everything after it fails */
+    uform_status_t broken_status;
+    char broken_message[UFORM_OUTCOME_MESSAGE_CAPACITY];
+    /* Payload bytes handed to the collectives so far, per kind (all-reduce: the buffer; all-gather:
+     * every member's part; broadcast: the buffer), for measurements (bench_mesh). Written only by the
+     * call holding the mesh. */
+    uint64_t payload_bytes[3];
+    uint64_t collectives[3];
+};
+
+enum { UFORM__MESH_ALLREDUCE = 0, UFORM__MESH_ALLGATHER = 1, UFORM__MESH_BROADCAST = 2 };
+
+/* Takes the mesh for one call: UFORM_CONTENDED while another call holds it, UFORM_PEER_LOST when it
+ * is broken (repeating the first failure). Release with uform__mesh_release. */
+uform_status_t uform__mesh_acquire(uform_mesh_t mesh, uform_outcome_t *outcome, const char *function);
+void uform__mesh_release(uform_mesh_t mesh);
+
+/* The collectives. Each answers UFORM_OK or fails `outcome` on behalf of `function`: UFORM_TIMEOUT
+ * (a member did not answer within the timeout), UFORM_PEER_LOST (a member left, or the mesh broke
+ * earlier) or UFORM_INTERNAL, and then marks the mesh broken and closes its connections so the other
+ * members fail at once too. `what` names the exchange in the message ("the gradients"). */
+uform_status_t uform__mesh_allreduce_f32(uform_mesh_t mesh, float *values, size_t count, const char *what,
+                                         uform_outcome_t *outcome, const char *function);
+uform_status_t uform__mesh_allreduce_f64(uform_mesh_t mesh, double *values, size_t count, const char *what,
+                                         uform_outcome_t *outcome, const char *function);
+/* output ← every member's input end to end; member r gives bytes[r] bytes. */
+uform_status_t uform__mesh_allgather(uform_mesh_t mesh, const void *input, void *output, const size_t *bytes,
+                                     const char *what, uform_outcome_t *outcome, const char *function);
+uform_status_t uform__mesh_broadcast(uform_mesh_t mesh, void *data, size_t bytes, size_t root, const char *what,
+                                     uform_outcome_t *outcome, const char *function);
+
+/* Largest all-reduce issued at once (the gradients go in buckets of this many bytes). */
+#define UFORM__MESH_BUCKET_BYTES ((size_t)64 << 20)
+
+#endif

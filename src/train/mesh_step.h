@@ -1,0 +1,43 @@
+/*
+ * A step over a mesh (training.md, "Data-parallel semantics"): the exchanges step.c makes at three
+ * points of a step, and the rules that keep every member in the same place. Private to src/train/.
+ *
+ *   begin   after decoding: every member's shape and status (fixed-size records), so the sizes of
+ *           the later exchanges are known everywhere before they are made
+ *   losses  after the heads: the bag embeddings of the global batch (all-gather), the loss terms of
+ *           this member's relations over them, then d e of every bag and the loss sums (all-reduce
+ *           in double precision), and the backward of this member's own bags
+ *   reduce  after the backward: every member's status, then the parameter gradients (all-reduce)
+ *
+ * Every member makes the same exchanges in the same order. A member whose own work failed still
+ * takes part, carrying its status, so nobody waits for it; once a failure is known to all (or the
+ * mesh broke) no further exchange is made, and every member's step fails before the update.
+ */
+#ifndef UFORM_TRAIN_MESH_STEP_H
+#define UFORM_TRAIN_MESH_STEP_H
+
+#include "mesh/mesh.h"
+#include "train/work.h"
+
+typedef struct uform__mesh_shape_t uform__mesh_shape_t;
+
+typedef struct uform__train_mesh_step_t {
+    uform_mesh_t mesh;
+    size_t members, me;
+    int held;                       /* the mesh is acquired for this step */
+    int settled;                    /* a failure is known to every member (or the mesh broke) */
+    uform__mesh_shape_t *shapes;    /* [members] */
+    size_t bags, rows, relations, choices;   /* the global batch */
+    size_t bag_base, row_base;      /* this member's first bag and embedding row in it */
+    int have_sides;                 /* the global batch's bags have sides */
+    double learning_rate_override;  /* member 0's */
+} uform__train_mesh_step_t;
+
+/* Each takes the step's status so far and answers the status after the exchange. */
+uform_status_t uform__train_mesh_begin(uform__train_mesh_step_t *step, uform__train_work_t *work, uform_status_t status);
+uform_status_t uform__train_mesh_losses(uform__train_mesh_step_t *step, uform__train_work_t *work, uform_status_t status);
+uform_status_t uform__train_mesh_reduce(uform__train_mesh_step_t *step, uform__train_work_t *work, uform_status_t status);
+/* Releases the mesh and what the step allocated. */
+void uform__train_mesh_end(uform__train_mesh_step_t *step);
+
+#endif

@@ -1,0 +1,327 @@
+/*
+ * `uform train` over a mesh (train_mesh.h).
+ */
+#include "train_mesh.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <math.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+const char train_mesh_usage[] =
+    "                   [--mesh DIR --job NAME --index I --count K [--mesh-timeout S] [--mesh-address IP]]\n"
+    "                   [--processes K]\n";
+
+const char train_mesh_help[] =
+    "\n"
+    "Data-parallel training (the mesh): K processes, on one host or several, train one model as one\n"
+    "process would with the same --batch: each step every member takes its contiguous share of the\n"
+    "global batch of lines, the members exchange bag embeddings and gradients, and all apply the same\n"
+    "update. Every member gets the same flags except --index; member 0 writes --out and --log and runs\n"
+    "--eval (the others wait for it in their next step, within the mesh timeout).\n"
+    "  --mesh DIR          a folder every member can reach (a shared file system across hosts) where\n"
+    "                      the members meet; the job's folder in it is removed once they have met\n"
+    "  --job NAME          the run's name (one path component); a folder left by a failed run of the\n"
+    "                      same name is refused: remove it or choose another name\n"
+    "  --index I           this member, in 0..K-1\n"
+    "  --count K           members of the run\n"
+    "  --mesh-timeout S    how long to wait for every member to arrive, and for a peer's answer in a\n"
+    "                      step, before failing (default 120)\n"
+    "  --mesh-address IP   the address this member's collectives listen on, reachable from the other\n"
+    "                      hosts (default: the host's first non-loopback IPv4 address)\n"
+    "  --processes K       start K local members of this same command over a temporary folder on\n"
+    "                      127.0.0.1, their output prefixed with [i]; --threads defaults to the cores / K.\n"
+    "                      The run fails as a whole when a member fails\n";
+
+static const char *const flags[] = {"--mesh", "--job", "--index", "--count", "--mesh-timeout", "--mesh-address",
+                                    "--processes"};
+
+int train_mesh_is_flag(const char *flag) {
+    for (size_t i = 0; i < sizeof flags / sizeof flags[0]; ++i)
+        if (strcmp(flag, flags[i]) == 0) return 1;
+    return 0;
+}
+
+static int parse_count(const char *text, size_t *value) {
+    char *end = NULL;
+    errno = 0;
+    unsigned long long number = strtoull(text, &end, 10);
+    if (!*text || *end || errno || text[0] == '-' || number > 1000000) return -1;
+    *value = (size_t)number;
+    return 0;
+}
+
+int train_mesh_flag(train_mesh_t *mesh, const char *flag, const char *value) {
+    if (strcmp(flag, "--mesh") == 0) mesh->directory = value;
+    else if (strcmp(flag, "--job") == 0) mesh->job = value;
+    else if (strcmp(flag, "--mesh-address") == 0) mesh->address = value;
+    else if (strcmp(flag, "--index") == 0) return (mesh->have_index = 1, parse_count(value, &mesh->index));
+    else if (strcmp(flag, "--count") == 0) return (mesh->have_count = 1, parse_count(value, &mesh->count)) || !mesh->count ? -1 : 0;
+    else if (strcmp(flag, "--processes") == 0) return parse_count(value, &mesh->processes) || !mesh->processes ? -1 : 0;
+    else if (strcmp(flag, "--mesh-timeout") == 0) {
+        char *end = NULL;
+        mesh->timeout = strtod(value, &end);
+        return (!*value || *end || !(mesh->timeout > 0) || mesh->timeout > 86400) ? -1 : 0;
+    }
+    return 0;
+}
+
+int train_mesh_check(const train_mesh_t *mesh, int skip_bad, char *why, size_t capacity) {
+    int any = mesh->directory || mesh->job || mesh->have_index || mesh->have_count || mesh->address || mesh->timeout > 0;
+    if (mesh->processes && any) {
+        snprintf(why, capacity, "--processes starts its own mesh: it takes none of --mesh, --job, --index, --count, "
+                                "--mesh-timeout, --mesh-address");
+        return -1;
+    }
+    if (any && !(mesh->directory && mesh->job && mesh->have_index && mesh->have_count)) {
+        snprintf(why, capacity, "a member of a mesh needs all of --mesh DIR, --job NAME, --index I and --count K");
+        return -1;
+    }
+    if (any && mesh->index >= mesh->count) {
+        snprintf(why, capacity, "--index %zu is not below --count %zu", mesh->index, mesh->count);
+        return -1;
+    }
+    if ((any || mesh->processes > 1) && skip_bad) {
+        snprintf(why, capacity, "--skip-bad cannot be used with a mesh (the members would disagree on the batch)");
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- --processes ---- */
+
+typedef struct stream_t {
+    int fd;               /* -1 once closed */
+    FILE *to;
+    char pending[4096];
+    size_t used;
+} stream_t;
+
+/* Forwards complete lines (and, when `flush`, the rest) prefixed with the member's index. */
+static void forward(stream_t *stream, size_t member, int flush) {
+    size_t start = 0;
+    for (size_t i = 0; i < stream->used; ++i)
+        if (stream->pending[i] == '\n' || stream->pending[i] == '\r') {
+            fprintf(stream->to, "[%zu] %.*s\n", member, (int)(i - start), stream->pending + start);
+            start = i + 1;
+        }
+    if (flush && start < stream->used) {
+        fprintf(stream->to, "[%zu] %.*s\n", member, (int)(stream->used - start), stream->pending + start);
+        start = stream->used;
+    }
+    if (start == 0 && stream->used == sizeof stream->pending) { /* a line longer than the buffer */
+        fprintf(stream->to, "[%zu] %.*s\n", member, (int)stream->used, stream->pending);
+        start = stream->used;
+    }
+    memmove(stream->pending, stream->pending + start, stream->used - start);
+    stream->used -= start;
+    fflush(stream->to);
+}
+
+static double now_seconds(void) {
+    struct timespec time;
+    clock_gettime(CLOCK_MONOTONIC, &time);
+    return (double)time.tv_sec + (double)time.tv_nsec * 1e-9;
+}
+
+/* Removes the temporary folder: normally empty (the members clear the job's folder once they have
+ * met), but a failed run leaves facts and perhaps a store in run/. */
+static void remove_tree(const char *path) {
+    DIR *folder = opendir(path);
+    if (folder) {
+        struct dirent *entry;
+        char child[4200];
+        while ((entry = readdir(folder)) != NULL) {
+            if (!strcmp(entry->d_name, ".") || !strcmp(entry->d_name, "..")) continue;
+            if (snprintf(child, sizeof child, "%.3900s/%.255s", path, entry->d_name) >= (int)sizeof child) continue;
+            struct stat info;
+            if (lstat(child, &info) == 0 && S_ISDIR(info.st_mode)) remove_tree(child);
+            else unlink(child);
+        }
+        closedir(folder);
+    }
+    rmdir(path);
+}
+
+int train_mesh_launch(const train_mesh_t *mesh, int argc, char **argv) {
+    size_t K = mesh->processes;
+    if (K > 64) {
+        fprintf(stderr, "uform: --processes %zu is more than 64 local members\n", K);
+        return 2;
+    }
+    const char *base = getenv("TMPDIR");
+    char folder[1024];
+    snprintf(folder, sizeof folder, "%s/uform-train-XXXXXX", base && *base ? base : "/tmp");
+    if (!mkdtemp(folder)) {
+        fprintf(stderr, "uform: cannot make a folder under %s: %s\n", base && *base ? base : "/tmp", strerror(errno));
+        return 1;
+    }
+    int have_threads = 0;
+    for (int i = 1; i < argc; ++i) have_threads |= strcmp(argv[i], "--threads") == 0;
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    char threads[32], count[32], index[64][32];
+    snprintf(threads, sizeof threads, "%ld", cores / (long)K > 0 ? cores / (long)K : 1L);
+    snprintf(count, sizeof count, "%zu", K);
+    /* Every member: this program, "train", the same flags but --processes, and its mesh flags. */
+    char **arguments = calloc((size_t)argc + 20, sizeof *arguments);
+    pid_t *pids = calloc(K, sizeof *pids);
+    int *exits = calloc(K, sizeof *exits);
+    stream_t *streams = calloc(2 * K, sizeof *streams);
+    if (!arguments || !pids || !exits || !streams) {
+        fprintf(stderr, "uform: out of memory\n");
+        free(arguments), free(pids), free(exits), free(streams);
+        rmdir(folder);
+        return 1;
+    }
+    size_t n = 0, index_slot;
+    arguments[n++] = "/proc/self/exe";
+    arguments[n++] = "train";
+    for (int i = 1; i < argc; ++i) {
+        if (strcmp(argv[i], "--processes") == 0) {
+            ++i;
+            continue;
+        }
+        arguments[n++] = argv[i];
+    }
+    if (!have_threads) arguments[n++] = "--threads", arguments[n++] = threads;
+    arguments[n++] = "--mesh", arguments[n++] = folder, arguments[n++] = "--job", arguments[n++] = "run";
+    arguments[n++] = "--count", arguments[n++] = count, arguments[n++] = "--mesh-address", arguments[n++] = "127.0.0.1";
+    arguments[n++] = "--index", index_slot = n++;
+    arguments[n] = NULL;
+    /* Ctrl-C reaches every member (one process group): they cancel, member 0 saves, all exit 130. */
+    struct sigaction ignore, saved_interrupt;
+    memset(&ignore, 0, sizeof ignore);
+    ignore.sa_handler = SIG_IGN;
+    sigaction(SIGINT, &ignore, &saved_interrupt);
+    fflush(stdout), fflush(stderr);
+    size_t started = 0;
+    for (size_t i = 0; i < K; ++i) {
+        int out[2], err[2];
+        if (pipe(out) != 0 || pipe(err) != 0) break;
+        snprintf(index[i % 64], sizeof index[0], "%zu", i);
+        arguments[index_slot] = index[i % 64];
+        pid_t pid = fork();
+        if (pid == 0) {
+            sigaction(SIGINT, &saved_interrupt, NULL);
+            dup2(out[1], 1), dup2(err[1], 2);
+            close(out[0]), close(out[1]), close(err[0]), close(err[1]);
+            execv(arguments[0], arguments);
+            fprintf(stderr, "uform: cannot run %s: %s\n", arguments[0], strerror(errno));
+            _exit(127);
+        }
+        close(out[1]), close(err[1]);
+        if (pid < 0) {
+            close(out[0]), close(err[0]);
+            break;
+        }
+        pids[i] = pid, exits[i] = -1;
+        streams[2 * i] = (stream_t){.fd = out[0], .to = stdout};
+        streams[2 * i + 1] = (stream_t){.fd = err[0], .to = stderr};
+        started += 1;
+    }
+    if (started < K) fprintf(stderr, "uform: could only start %zu of %zu members: %s\n", started, K, strerror(errno));
+    size_t running = started, first_failure = K;
+    double stop_at = 0; /* once a member failed: when the others are stopped */
+    int status = started < K ? 1 : 0;
+    if (started < K) stop_at = now_seconds();
+    while (running > 0) {
+        struct pollfd polls[128];
+        size_t owners[128], count_polls = 0;
+        for (size_t s = 0; s < 2 * started && count_polls < 128; ++s)
+            if (streams[s].fd >= 0) polls[count_polls] = (struct pollfd){streams[s].fd, POLLIN, 0}, owners[count_polls++] = s;
+        if (count_polls) poll(polls, count_polls, 100);
+        else {
+            struct timespec pause = {0, 50000000};
+            nanosleep(&pause, NULL);
+        }
+        for (size_t p = 0; p < count_polls; ++p) {
+            if (!(polls[p].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+            stream_t *stream = &streams[owners[p]];
+            ssize_t got = read(stream->fd, stream->pending + stream->used, sizeof stream->pending - stream->used);
+            if (got > 0) {
+                stream->used += (size_t)got;
+                forward(stream, owners[p] / 2, 0);
+            } else if (got == 0 || (errno != EINTR && errno != EAGAIN)) {
+                forward(stream, owners[p] / 2, 1);
+                close(stream->fd);
+                stream->fd = -1;
+            }
+        }
+        for (size_t i = 0; i < started; ++i) {
+            int wait_status;
+            if (exits[i] != -1 || waitpid(pids[i], &wait_status, WNOHANG) != pids[i]) continue;
+            exits[i] = WIFEXITED(wait_status) ? WEXITSTATUS(wait_status) : 128 + WTERMSIG(wait_status);
+            running -= 1;
+            if (exits[i] != 0 && first_failure == K) {
+                first_failure = i;
+                stop_at = now_seconds() + 5.0;
+            }
+        }
+        if (stop_at > 0 && now_seconds() >= stop_at)
+            for (size_t i = 0; i < started; ++i)
+                if (exits[i] == -1) kill(pids[i], SIGKILL);
+    }
+    for (size_t s = 0; s < 2 * started; ++s)
+        if (streams[s].fd >= 0) forward(&streams[s], s / 2, 1), close(streams[s].fd);
+    sigaction(SIGINT, &saved_interrupt, NULL);
+    if (first_failure < K && exits[first_failure] == 130) {
+        status = 130; /* interrupted: member 0 said where it saved */
+    } else if (first_failure < K) {
+        status = exits[first_failure] > 128 ? 1 : exits[first_failure];
+        fprintf(stderr, "uform: member %zu of %zu failed (exit %d); the run failed\n", first_failure, K,
+                exits[first_failure]);
+    }
+    remove_tree(folder);
+    free(arguments), free(pids), free(exits), free(streams);
+    return status;
+}
+
+/* ---- a member ---- */
+
+int train_mesh_join(train_mesh_t *mesh, uform_executor_t executor, const uform_trainer_config_t *config,
+                    const char *agreement, int quiet) {
+    if (!mesh->directory) return 0;
+    uform_mesh_options_t options = {0};
+    options.host_domain_index = mesh->index, options.host_domain_count = mesh->count;
+    options.directory = mesh->directory, options.job = mesh->job, options.address = mesh->address;
+    options.timeout_seconds = mesh->timeout;
+    options.trainer_config = config;
+    options.agreement = agreement;
+    uform_outcome_t outcome = {0};
+    if (uform_mesh_bootstrap(executor, &options, &mesh->mesh, &outcome) != UFORM_OK) {
+        char line[640];
+        uform_outcome_format(&outcome, line, sizeof line);
+        fprintf(stderr, "uform: %s\n", line);
+        return 1;
+    }
+    uform_mesh_description_t description;
+    uform_mesh_describe(mesh->mesh, &description);
+    if (!quiet)
+        fprintf(stderr, "uform: mesh of %zu members (%zu per host domain), this is member %zu; job '%s' in %s\n",
+                description.members_total, description.members_per_host_domain, description.first_member_index,
+                mesh->job, mesh->directory);
+    return 0;
+}
+
+void train_mesh_share(const train_mesh_t *mesh, size_t count, size_t *first, size_t *end) {
+    if (!mesh->mesh) {
+        *first = 0, *end = count;
+        return;
+    }
+    *first = count * mesh->index / mesh->count, *end = count * (mesh->index + 1) / mesh->count;
+}
+
+int train_mesh_leads(const train_mesh_t *mesh) { return !mesh->mesh || mesh->index == 0; }
+
+void train_mesh_free(train_mesh_t *mesh) {
+    uform_mesh_free(mesh->mesh);
+    mesh->mesh = NULL;
+}
