@@ -100,9 +100,8 @@ static const char *const style =
     "body{font:15px/1.45 system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}"
     "h1{font-size:1.6em}h2{margin-top:1.6em;border-bottom:1px solid #ddd}table{border-collapse:collapse}"
     "td,th{padding:.25em .7em;border-bottom:1px solid #eee;text-align:right}td:first-child,th:first-child{text-align:left}"
-    ".miss{color:#b00}.met{color:#070}.note{color:#666}svg{background:#fff;max-width:100%;height:auto}"
-    ".chart-title{font-weight:600;font-size:13px}.tick,.legend,.axis{font-size:11px;fill:#444}"
-    ".grid{stroke:#eee}.frame{fill:none;stroke:#999}.hits{display:flex;gap:10px;flex-wrap:wrap;margin:.3em 0 1em}"
+    ".miss{color:#b00}.met{color:#070}.note{color:#666}svg{max-width:100%;height:auto;font-family:system-ui,sans-serif}"
+    ".hits{display:flex;gap:10px;flex-wrap:wrap;margin:.3em 0 1em}"
     ".hit{width:150px;font-size:12px}.hit img,.hit video{image-rendering:pixelated;border:1px solid #ccc;display:block}"
     ".hit audio{width:150px}.query{background:#f6f6f6;padding:.6em;margin:.5em 0}.score{color:#666}";
 

@@ -65,7 +65,9 @@ void synth_draw_shape(uint8_t *pixels, size_t width, size_t height, int shape, c
 double synth_shape_distance(int shape, double x, double y, double cx, double cy, double radius);
 
 /* Where a picture puts its shape: centre and half-extent in pixels of a `size`-pixel square
- * picture, jittered from `random` (places at 27% / 50% / 73%, small ≈ 12% and large ≈ 20% of the side). */
+ * picture, jittered from `random`: places at 29% / 50% / 71% of the side (± 2.5%), small shapes
+ * 13–15% of the side and large ones 20–22% (a star reaches 1.2 radii, so a large one at the edge
+ * still fits; at a 32-pixel model input a small star is 9–10 pixels across). */
 void synth_place(const synth_scene_t *scene, size_t size, synth_random_t *random, double *cx, double *cy,
                  double *radius);
 

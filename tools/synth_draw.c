@@ -97,11 +97,11 @@ void synth_draw_background(uint8_t *rgb, size_t width, size_t height, double noi
 
 void synth_place(const synth_scene_t *scene, size_t size, synth_random_t *random, double *cx, double *cy,
                  double *radius) {
-    static const double places[SYNTH_PLACES][2] = {{0.27, 0.5}, {0.73, 0.5}, {0.5, 0.27}, {0.5, 0.73}, {0.5, 0.5}};
+    static const double places[SYNTH_PLACES][2] = {{0.29, 0.5}, {0.71, 0.5}, {0.5, 0.29}, {0.5, 0.71}, {0.5, 0.5}};
     double side = (double)size;
-    *radius = side * (scene->size == 0 ? synth_random_range(random, 0.105, 0.135) : synth_random_range(random, 0.18, 0.21));
-    *cx = side * (places[scene->place][0] + synth_random_range(random, -0.035, 0.035));
-    *cy = side * (places[scene->place][1] + synth_random_range(random, -0.035, 0.035));
+    *radius = side * (scene->size == 0 ? synth_random_range(random, 0.13, 0.15) : synth_random_range(random, 0.20, 0.22));
+    *cx = side * (places[scene->place][0] + synth_random_range(random, -0.025, 0.025));
+    *cy = side * (places[scene->place][1] + synth_random_range(random, -0.025, 0.025));
 }
 
 void synth_draw_clip(const synth_scene_t *scene, size_t size, size_t frames, synth_random_t *random, uint8_t *rgb) {

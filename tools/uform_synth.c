@@ -30,7 +30,7 @@
 #include "synth.h"
 
 static const char usage_text[] =
-    "usage: uform synth DIR [--seed N] [--pairs N] [--heldout N] [--modalities image,video,audio]\n"
+    "usage: uform synth DIR [--seed N] [--pairs N|I,V,A] [--heldout N] [--modalities image,video,audio]\n"
     "                       [--threads N] [--quiet]\n";
 
 static const char help_text[] =
@@ -42,7 +42,8 @@ static const char help_text[] =
     "of training captions) and novel.jsonl (colour-shape combinations never shown in training).\n"
     "\n"
     "  --seed N            random seed of every render (default 0; the same seed writes the same bytes)\n"
-    "  --pairs N           training pairs per modality (default 2000)\n"
+    "  --pairs N           training pairs per modality, or I,V,A for pictures, clips and speech apart\n"
+    "                      (default 2000)\n"
     "  --heldout N         held-out pairs per modality, and the most compositional ones (default 300)\n"
     "  --modalities LIST   which of image, video, audio to write (default all three)\n"
     "  --threads N         threads drawing and encoding (default 0: one per core)\n"
@@ -172,6 +173,20 @@ static int parse_count(const char *text, size_t *value) {
     return 0;
 }
 
+/* "N" (every modality) or "I,V,A". */
+static int parse_pairs(const char *text, size_t pairs[3]) {
+    char copy[96];
+    snprintf(copy, sizeof copy, "%s", text);
+    char *parts[3] = {copy, strchr(copy, ','), NULL};
+    if (!parts[1]) return parse_count(copy, &pairs[0]) ? -1 : (pairs[1] = pairs[2] = pairs[0], 0);
+    *parts[1]++ = 0;
+    if (!(parts[2] = strchr(parts[1], ','))) return -1;
+    *parts[2]++ = 0;
+    for (int k = 0; k < 3; ++k)
+        if (parse_count(parts[k], &pairs[k])) return -1;
+    return 0;
+}
+
 static int parse_modalities(const char *list, int *mask) {
     *mask = 0;
     const char *at = list;
@@ -207,7 +222,7 @@ static int write_manifest(const work_t *work, const char *dir, unsigned split, c
 
 int uform_command_synth(int argc, char **argv) {
     const char *dir = NULL;
-    size_t pairs = 2000, heldout = 300, seed = 0, threads = 0;
+    size_t pairs[3] = {2000, 2000, 2000}, heldout = 300, seed = 0, threads = 0;
     int mask = 7, quiet = 0;
     for (int i = 1; i < argc; ++i) {
         const char *flag = argv[i];
@@ -233,7 +248,7 @@ int uform_command_synth(int argc, char **argv) {
         }
         const char *value = argv[++i];
         int bad = !strcmp(flag, "--seed")      ? parse_count(value, &seed)
-                  : !strcmp(flag, "--pairs")   ? parse_count(value, &pairs)
+                  : !strcmp(flag, "--pairs")   ? parse_pairs(value, pairs)
                   : !strcmp(flag, "--heldout") ? parse_count(value, &heldout)
                   : !strcmp(flag, "--threads") ? parse_count(value, &threads)
                                                : parse_modalities(value, &mask);
@@ -267,7 +282,7 @@ int uform_command_synth(int argc, char **argv) {
     size_t sizes[3][3];
     for (unsigned split = 0; split < 3; ++split)
         for (int k = 0; k < 3; ++k) {
-            size_t n = split == 0 ? pairs : split == 1 ? heldout : (heldout < counts[k][1] ? heldout : counts[k][1]);
+            size_t n = split == 0 ? pairs[k] : split == 1 ? heldout : (heldout < counts[k][1] ? heldout : counts[k][1]);
             sizes[split][k] = (mask & (1 << k)) ? n : 0;
             total += sizes[split][k];
         }

@@ -120,13 +120,13 @@ static int look(const uint8_t *rgb, size_t width, size_t height, seen_t *seen) {
     seen->shape = fill > 0.88 ? 1 : fill > 0.66 ? 0 : filled_column < 0.9 ? 4 : upper < 0.40 ? 2 : 3;
     free(mask);
     seen->radius = sqrt((double)area / shape_areas[seen->shape]);
-    static const double anchors[5][2] = {{0.27, 0.5}, {0.73, 0.5}, {0.5, 0.27}, {0.5, 0.73}, {0.5, 0.5}};
+    static const double anchors[5][2] = {{0.29, 0.5}, {0.71, 0.5}, {0.5, 0.29}, {0.5, 0.71}, {0.5, 0.5}};
     best = INFINITY;
     for (int k = 0; k < 5; ++k) {
         double distance = hypot(seen->cx / (double)width - anchors[k][0], seen->cy / (double)height - anchors[k][1]);
         if (distance < best) best = distance, seen->place = k;
     }
-    seen->size = seen->radius / (double)width > 0.157; /* between small (≤ 0.135) and large (≥ 0.18) */
+    seen->size = seen->radius / (double)width > 0.175; /* between small (≤ 0.15) and large (≥ 0.20) */
     return 0;
 }
 
