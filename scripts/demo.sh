@@ -20,9 +20,9 @@ seed=${DEMO_SEED:-0}
 
 # The recipe, chosen by measurement (README.md, "The demo"): data sizes, architecture, schedule.
 modalities=${DEMO_MODALITIES:-image,video,audio}
-synth_flags=(--pairs "${DEMO_PAIRS:-3000,2500,1500}" --heldout "${DEMO_HELDOUT:-300}" --modalities "$modalities")
+synth_flags=(--pairs "${DEMO_PAIRS:-3500,2500,1250}" --heldout "${DEMO_HELDOUT:-300}" --modalities "$modalities")
 model_flags=(--audio-seconds 2)
-train_flags=(--steps "${DEMO_STEPS:-1500}" --batch 128 --lr 1e-3 --warmup 50 --bf16 --eval-every "${DEMO_EVAL_EVERY:-150}")
+train_flags=(--steps "${DEMO_STEPS:-1500}" --batch 128 --lr 1e-3 --warmup 50 --bf16 --eval-every "${DEMO_EVAL_EVERY:-300}")
 
 for program in "$uform" "$report"; do
   [ -x "$program" ] || { echo "demo: $program is missing: run 'make demo' (it builds first)" >&2; exit 1; }

@@ -120,12 +120,14 @@ int synth_item_write(const synth_item_t *item, const char *dir, int speech_rate,
 enum { SYNTH_VOICES = 4 };
 extern const char *const synth_voice_names[SYNTH_VOICES];
 
+#define SYNTH_SPEECH_RATE 16000 /* Hz of the speech synth_speak answers */
+
 /* 1 when this build links espeak-ng. */
 int synth_speech_available(void);
-/* Starts espeak-ng once per process; answers its sample rate (22050), or -1 with the reason. */
+/* Starts espeak-ng once per process; answers SYNTH_SPEECH_RATE, or -1 with the reason. */
 int synth_speech_start(char *error, size_t capacity);
 /* Speaks `text` with voice `voice` at `words_per_minute` and `pitch` (0–100): answers malloc'ed
- * mono samples (free() them) and their count, or NULL with the reason. */
+ * mono samples at SYNTH_SPEECH_RATE (free() them) and their count, or NULL with the reason. */
 int16_t *synth_speak(const char *text, int voice, int words_per_minute, int pitch, size_t *count, char *error,
                      size_t capacity);
 void synth_speech_stop(void);

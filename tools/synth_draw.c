@@ -107,9 +107,10 @@ void synth_place(const synth_scene_t *scene, size_t size, synth_random_t *random
 void synth_draw_clip(const synth_scene_t *scene, size_t size, size_t frames, synth_random_t *random, uint8_t *rgb) {
     double side = (double)size, base[3];
     draw_tint(base, random);
-    double radius = side * synth_random_range(random, 0.15, 0.19);
-    /* From one side to the other along the motion, at a random height (or column) across it. */
-    double start = side * synth_random_range(random, 0.25, 0.32), end = side - side * synth_random_range(random, 0.25, 0.32);
+    double radius = side * synth_random_range(random, 0.18, 0.21);
+    /* From one side to the other along the motion, at a random height (or column) across it; a
+     * star reaches 1.2 radii, so it stays inside the frame. */
+    double start = side * synth_random_range(random, 0.26, 0.31), end = side - side * synth_random_range(random, 0.26, 0.31);
     double across = side * synth_random_range(random, 0.35, 0.65);
     if (scene->motion == 0 || scene->motion == 2) {
         double swap = start;

@@ -7,7 +7,7 @@
  *              its bounding box and the balance of its top and bottom halves);
  *   clips    — the colour and shape in the first frame and the direction from the first frame's
  *              centroid to the last one's;
- *   speech   — 2 s long at espeak-ng's 22,050 Hz, with a loud stretch of speech-like length
+ *   speech   — 2 s long at 16 kHz, with a loud stretch of speech-like length
  *              (0.5–1.9 s, within 0.3 s of the length espeak-ng reported) over faint noise.
  * Usage: test_synth UFORM_BINARY
  */
@@ -203,7 +203,7 @@ static void check_recording(const cJSON *line, const char *path, const unsigned 
     CHECK_MSG(uform__media_audio_decode(bytes, size, 0, NULL, &audio, &outcome) == UFORM_OK, "%s: %s", path, outcome.message);
     if (!audio.samples) return;
     double seconds = (double)audio.count / audio.rate;
-    CHECK_MSG(audio.rate == 22050 && fabs(seconds - 2.0) < 0.01, "%s: %zu samples at %u Hz (%.3f s), expected 2 s at 22050 Hz",
+    CHECK_MSG(audio.rate == 16000 && fabs(seconds - 2.0) < 0.01, "%s: %zu samples at %u Hz (%.3f s), expected 2 s at 16000 Hz",
               path, audio.count, audio.rate, seconds);
     /* Loudness in 10 ms windows: speech stands far above the noise floor (σ ≈ 0.0012). */
     size_t window = audio.rate / 100, windows = audio.count / window, first = SIZE_MAX, last = 0;
