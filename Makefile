@@ -23,9 +23,11 @@ build: configure
 test: build
 	ctest --test-dir $(BUILD) --output-on-failure -j$(JOBS)
 
-# The main job on an embedded default.
-demo: build
-	$(BUILD)/tools/uform_demo $(BUILD)/demo
+# The main job on generated data: synth, train, recall, index and search, build/demo/report.html.
+# Builds only what the demo runs (the command line and the report writer), not the tests.
+demo: configure
+	cmake --build $(BUILD) -j$(JOBS) --target uform_cli uform_demo_report
+	scripts/demo.sh $(BUILD)
 
 install: build
 	cmake --install $(BUILD)

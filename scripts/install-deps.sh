@@ -14,6 +14,8 @@ packages=(
   # media decoding (src/media) and fixture generation
   libturbojpeg0-dev libjpeg62-turbo-dev libspng-dev libwebp-dev
   libavformat-dev libavcodec-dev libavutil-dev libswresample-dev libswscale-dev
+  # speech for the demo's generated data (tools/ only, never linked into libuform)
+  libespeak-ng-dev
   # tests
   libcmocka-dev python3 python3-numpy python3-pytest python3-pil python3-torch python3-torchvision python3-torchaudio
   # benchmark peers (bench/ only, never linked into libuform)

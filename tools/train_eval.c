@@ -86,7 +86,7 @@ static void recall(const float *queries, const manifest_line_t *const *query_lin
 }
 
 int train_evaluate(uform_trainer_t trainer, uform_executor_t executor, const manifest_t *heldout, int bf16,
-                   uint64_t step, int skip_bad) {
+                   uint64_t step, int skip_bad, const char *label) {
     (void)skip_bad;
     uform_outcome_t outcome = {0};
     uform_ram_options_t options = {0};
@@ -134,8 +134,9 @@ int train_evaluate(uform_trainer_t trainer, uform_executor_t executor, const man
             double t1, t5, m1, m5;
             recall(text_rows, lines, n, media_rows, lines, n, E, &t1, &t5);
             recall(media_rows, lines, n, text_rows, lines, n, E, &m1, &m5);
-            printf("eval step %llu  %-5s %4zu pairs  text->%s R@1 %.3f R@5 %.3f | %s->text R@1 %.3f R@5 %.3f\n",
-                   (unsigned long long)step, names[m], n, names[m], t1, t5, names[m], m1, m5);
+            printf("eval step %llu  %-5s %4zu pairs  text->%s R@1 %.3f R@5 %.3f | %s->text R@1 %.3f R@5 %.3f%s%s%s\n",
+                   (unsigned long long)step, names[m], n, names[m], t1, t5, names[m], m1, m5, label ? "  (" : "",
+                   label ? label : "", label ? ")" : "");
             fflush(stdout);
         }
         item_list_free(&texts), item_list_free(&media);

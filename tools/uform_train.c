@@ -13,6 +13,7 @@
  */
 #include <errno.h>
 #include <math.h>
+#include <stddef.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,7 +34,7 @@ static const char usage_text[] =
     "                   [--steps N] [--minutes M] [--batch B] [--lr X] [--warmup N] [--total-steps N]\n"
     "                   [--weight-decay X] [--clip X] [--seed N] [--threads N] [--bf16]\n"
     "                   [--eval HELDOUT.jsonl] [--eval-every N] [--save-every N] [--log FILE.csv]\n"
-    "                   [--skip-bad] [--quiet]\n";
+    "                   [--skip-bad] [--quiet] [--hidden N --depth N ... (the architecture)]\n";
 
 static const char help_text[] =
     "\n"
@@ -46,6 +47,11 @@ static const char help_text[] =
     "  --resume CKPT       continue from a checkpoint: weights, moments, schedule and, for a checkpoint\n"
     "                      of this command, the data order (the flags below override the stored values)\n"
     "  --size S            tiny, small or base for a fresh model (default tiny)\n"
+    "  --hidden N, --depth N, --heads N, --mlp N, --embedding N, --text-bytes N, --image-size N,\n"
+    "  --image-patch N, --video-size N, --video-patch N, --video-frames N, --video-tubelet N,\n"
+    "  --audio-seconds N, --audio-mels N\n"
+    "                      one field of a fresh model's architecture (model.md's config keys; default:\n"
+    "                      --size's value); the checkpoint's config records them\n"
     "  --steps N           optimisation steps in this run (default 1000, or unbounded with --minutes)\n"
     "  --minutes M         stop the training loop after M minutes (the final save is not counted)\n"
     "  --batch B           manifest lines per step (default 32; above the line count: all lines)\n"
@@ -59,7 +65,8 @@ static const char help_text[] =
     "  --threads N         compute threads (default 0: the library's choice)\n"
     "  --bf16              BF16 matrix products (F32 master weights)\n"
     "  --eval HELDOUT      print recall@1 and @5 per modality pair, text->media and media->text, on the\n"
-    "                      held-out pairs (a hit is an item with the query's caption)\n"
+    "                      held-out pairs (a hit is an item with the query's caption); up to 4 --eval,\n"
+    "                      each line then ending with its manifest's name\n"
     "  --eval-every N      evaluate every N steps as well as at the end\n"
     "  --save-every N      also write --out every N steps\n"
     "  --log FILE.csv      one row per step: step,seconds,loss,contrastive,choice,learning_rate,grad_norm\n"
@@ -91,8 +98,37 @@ static int usage_error(const char *why) {
     return 2;
 }
 
+/* The architecture flags: each sets one size_t field of the trainer config (zero keeps --size's). */
+typedef struct architecture_flag_t {
+    const char *flag;
+    size_t offset;
+} architecture_flag_t;
+
+static const architecture_flag_t architecture_flags[] = {
+    {"--hidden", offsetof(uform_trainer_config_t, hidden)},
+    {"--depth", offsetof(uform_trainer_config_t, depth)},
+    {"--heads", offsetof(uform_trainer_config_t, heads)},
+    {"--mlp", offsetof(uform_trainer_config_t, mlp)},
+    {"--embedding", offsetof(uform_trainer_config_t, embedding)},
+    {"--text-bytes", offsetof(uform_trainer_config_t, text_bytes)},
+    {"--image-size", offsetof(uform_trainer_config_t, image_size)},
+    {"--image-patch", offsetof(uform_trainer_config_t, image_patch)},
+    {"--video-size", offsetof(uform_trainer_config_t, video_size)},
+    {"--video-patch", offsetof(uform_trainer_config_t, video_patch)},
+    {"--video-frames", offsetof(uform_trainer_config_t, video_frames)},
+    {"--video-tubelet", offsetof(uform_trainer_config_t, video_tubelet)},
+    {"--audio-seconds", offsetof(uform_trainer_config_t, audio_seconds)},
+    {"--audio-mels", offsetof(uform_trainer_config_t, audio_mels)},
+};
+#define ARCHITECTURE_FLAGS (sizeof architecture_flags / sizeof architecture_flags[0])
+
+#define EVAL_SETS 4
+
 typedef struct options_t {
-    const char *manifest, *out, *resume, *size, *eval, *log;
+    const char *manifest, *out, *resume, *size, *log;
+    const char *eval[EVAL_SETS];
+    size_t eval_count;
+    size_t architecture[ARCHITECTURE_FLAGS]; /* 0: --size's value */
     size_t steps, batch, warmup, total_steps, threads, eval_every, save_every;
     double minutes, lr, weight_decay, clip;
     uint64_t seed;
@@ -138,8 +174,10 @@ static int parse_options(int argc, char **argv, options_t *options) {
         static const char *const valued[] = {"--out", "--resume", "--size", "--eval", "--log", "--steps", "--batch",
                                              "--warmup", "--total-steps", "--threads", "--eval-every", "--save-every",
                                              "--seed", "--minutes", "--lr", "--weight-decay", "--clip"};
-        int known = 0;
+        int known = 0, architecture = -1;
         for (size_t k = 0; k < sizeof valued / sizeof valued[0]; ++k) known |= strcmp(flag, valued[k]) == 0;
+        for (size_t k = 0; k < ARCHITECTURE_FLAGS; ++k)
+            if (strcmp(flag, architecture_flags[k].flag) == 0) known = 1, architecture = (int)k;
         known |= train_mesh_is_flag(flag);
         if (!known || i + 1 >= argc) {
             char why[128];
@@ -149,10 +187,14 @@ static int parse_options(int argc, char **argv, options_t *options) {
         const char *value = argv[++i];
         double number = 0;
         int bad = 0;
-        if (strcmp(flag, "--out") == 0) options->out = value;
+        if (architecture >= 0) bad = parse_count(value, &options->architecture[architecture]) || !options->architecture[architecture];
+        else if (strcmp(flag, "--out") == 0) options->out = value;
         else if (strcmp(flag, "--resume") == 0) options->resume = value;
         else if (strcmp(flag, "--size") == 0) options->size = value;
-        else if (strcmp(flag, "--eval") == 0) options->eval = value;
+        else if (strcmp(flag, "--eval") == 0) {
+            if (options->eval_count == EVAL_SETS) return usage_error("more than 4 --eval");
+            options->eval[options->eval_count++] = value;
+        }
         else if (strcmp(flag, "--log") == 0) options->log = value;
         else if (strcmp(flag, "--steps") == 0) bad = parse_count(value, &options->steps), options->have_steps = 1;
         else if (strcmp(flag, "--batch") == 0) bad = parse_count(value, &options->batch) || options->batch == 0;
@@ -432,25 +474,38 @@ static int failed_content(const uform_outcome_t *outcome, size_t *content) {
     return at && sscanf(at, "contents[%zu]", content) == 1 ? 0 : -1;
 }
 
+/* Every --eval set; with more than one, each line names its manifest. Answers 0 or 1. */
+static int evaluate_all(const options_t *options, uform_trainer_t trainer, uform_executor_t executor,
+                        const manifest_t *heldout, uint64_t step) {
+    for (size_t e = 0; e < options->eval_count; ++e) {
+        const char *slash = strrchr(options->eval[e], '/');
+        const char *label = options->eval_count > 1 ? (slash ? slash + 1 : options->eval[e]) : NULL;
+        if (train_evaluate(trainer, executor, &heldout[e], options->bf16, step, options->skip_bad, label)) return 1;
+    }
+    return 0;
+}
+
 int uform_command_train(int argc, char **argv) {
     options_t options;
     if (parse_options(argc, argv, &options)) return 2;
     if (options.mesh.processes) return train_mesh_launch(&options.mesh, argc, argv);
     /* Over a mesh, member 0 alone writes --out and --log and evaluates. */
     int follower = options.mesh.directory && options.mesh.index != 0;
-    if (follower) options.log = NULL, options.eval = NULL, options.save_every = 0;
+    if (follower) options.log = NULL, options.eval_count = 0, options.save_every = 0;
     char error[512];
-    manifest_t manifest, heldout;
-    memset(&heldout, 0, sizeof heldout);
+    manifest_t manifest, heldout[EVAL_SETS];
+    memset(heldout, 0, sizeof heldout);
     if (manifest_read(options.manifest, &manifest, error, sizeof error)) {
         fprintf(stderr, "uform: %s\n", error);
         return 1;
     }
-    if (options.eval && manifest_read(options.eval, &heldout, error, sizeof error)) {
-        fprintf(stderr, "uform: %s\n", error);
-        manifest_free(&manifest);
-        return 1;
-    }
+    for (size_t e = 0; e < options.eval_count; ++e)
+        if (manifest_read(options.eval[e], &heldout[e], error, sizeof error)) {
+            fprintf(stderr, "uform: %s\n", error);
+            manifest_free(&manifest);
+            for (size_t k = 0; k < e; ++k) manifest_free(&heldout[k]);
+            return 1;
+        }
     int status = 0;
     uform_outcome_t outcome = {0};
     uform_executor_t executor = NULL;
@@ -473,6 +528,8 @@ int uform_command_train(int argc, char **argv) {
     }
     uform_trainer_config_t config = {0};
     if (options.size) snprintf(config.size, sizeof config.size, "%s", options.size);
+    for (size_t k = 0; k < ARCHITECTURE_FLAGS; ++k)
+        if (options.architecture[k]) *(size_t *)((char *)&config + architecture_flags[k].offset) = options.architecture[k];
     config.seed = options.seed;
     config.compute = options.bf16 ? UFORM_COMPUTE_BF16 : UFORM_COMPUTE_F32;
     config.resume = options.resume;
@@ -604,9 +661,9 @@ int uform_command_train(int argc, char **argv) {
             status = 1;
             break;
         }
-        if (options.eval && options.eval_every && done_steps % options.eval_every == 0) {
+        if (options.eval_count && options.eval_every && done_steps % options.eval_every == 0) {
             if (bar) fputc('\n', stderr);
-            if (train_evaluate(trainer, executor, &heldout, options.bf16, step.step, options.skip_bad)) {
+            if (evaluate_all(&options, trainer, executor, heldout, step.step)) {
                 status = 1;
                 break;
             }
@@ -628,8 +685,9 @@ int uform_command_train(int argc, char **argv) {
                 fprintf(stderr, "uform: %llu steps in %.1f s (%.2f steps/s), final loss %.4f, %llu skipped, saved %s\n",
                         (unsigned long long)done_steps, seconds, seconds > 0 ? (double)done_steps / seconds : 0.0,
                         last_loss, (unsigned long long)skipped, options.out);
-            if (options.eval && train_evaluate(trainer, executor, &heldout, options.bf16, first_step + done_steps,
-                                               options.skip_bad))
+            /* The final evaluation, unless --eval-every has just made it. */
+            int evaluated = options.eval_every && done_steps > 0 && done_steps % options.eval_every == 0;
+            if (options.eval_count && !evaluated && evaluate_all(&options, trainer, executor, heldout, first_step + done_steps))
                 status = 1;
             if (status == 0 && skipped) status = 3;
         }
@@ -644,6 +702,6 @@ done:
     train_mesh_free(&options.mesh);
     uform_executor_free(executor);
     manifest_free(&manifest);
-    manifest_free(&heldout);
+    for (size_t e = 0; e < options.eval_count; ++e) manifest_free(&heldout[e]);
     return status;
 }

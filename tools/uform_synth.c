@@ -1,0 +1,337 @@
+/*
+ * uform synth DIR [--seed N] [--pairs N] [--heldout N] [--modalities image,video,audio] — writes the
+ * demo's data: pictures of coloured shapes, clips of moving shapes and spoken captions, with three
+ * manifests in the format of `uform train`:
+ *
+ *   DIR/train.jsonl     --pairs renders per modality of the training captions
+ *   DIR/heldout.jsonl   --heldout fresh renders per modality (new noise, jitter, voice, speed) of
+ *                       training captions, as many distinct captions as fit
+ *   DIR/novel.jsonl     the compositional set: one render per caption of the colour–shape
+ *                       combinations no training line shows (every held-out shape has its colour
+ *                       with other shapes, and other colours itself), up to --heldout per modality
+ *
+ * Files go to DIR/{train,heldout,novel}/{image,video,audio}-NNNNN.EXT, alternating PNG and JPEG,
+ * MP4 and WebM, WAV and FLAC, so every decoder of the engine is exercised. Each manifest line also
+ * names the attributes drawn ("shape", "colour", "place", "size", "motion", "voice", "wpm"), which
+ * `uform train` ignores and tests check against the pixels. Items are independent, each drawn from
+ * its own random stream, so the threads (pictures and clips on all of them, speech on the first,
+ * because espeak-ng keeps global state) never change a byte: the same seed writes the same files.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "commands.h"
+#include "synth.h"
+
+static const char usage_text[] =
+    "usage: uform synth DIR [--seed N] [--pairs N|I,V,A] [--heldout N] [--modalities image,video,audio]\n"
+    "                       [--threads N] [--quiet]\n";
+
+static const char help_text[] =
+    "\n"
+    "Writes the demo's generated data into DIR: pictures of 5 shapes x 8 colours x 5 places x 2 sizes\n"
+    "(\"a small red star at the top\"; PNG and JPEG), 8-frame clips of a shape moving left, right, up or\n"
+    "down (\"a blue circle moving left\"; MP4 and WebM) and captions spoken by espeak-ng (\"a red star at\n"
+    "the top\"; WAV and FLAC, about 2 s), with the manifests train.jsonl, heldout.jsonl (fresh renders\n"
+    "of training captions) and novel.jsonl (colour-shape combinations never shown in training).\n"
+    "\n"
+    "  --seed N            random seed of every render (default 0; the same seed writes the same bytes)\n"
+    "  --pairs N           training pairs per modality, or I,V,A for pictures, clips and speech apart\n"
+    "                      (default 2000)\n"
+    "  --heldout N         held-out pairs per modality, and the most compositional ones (default 300)\n"
+    "  --modalities LIST   which of image, video, audio to write (default all three)\n"
+    "  --threads N         threads drawing and encoding (default 0: one per core)\n"
+    "  --quiet             no progress and no summary\n"
+    "\n"
+    "Exit status: 0 done; 1 failed (the reason is printed); 2 usage.\n";
+
+static int usage_error(const char *why) {
+    fprintf(stderr, "%suform synth: %s\n", usage_text, why);
+    return 2;
+}
+
+static const char *const split_names[3] = {"train", "heldout", "novel"};
+static const char *const kind_names[3] = {"image", "video", "audio"};
+
+/* ---- which captions each split uses ---- */
+
+/* The colour each shape never has in training: circle orange, square blue, triangle black,
+ * cross yellow, star purple (colour 3·shape + 1 mod 8: five distinct colours). */
+static int novel_pair(int shape, int colour) { return colour == (3 * shape + 1) % SYNTH_COLOURS; }
+
+/* Every scene of a kind, in a fixed order; `novel` picks the compositional ones or the others. */
+static size_t list_scenes(int kind, int novel, synth_scene_t *scenes) {
+    size_t count = 0;
+    int variants = kind == SYNTH_IMAGE ? SYNTH_PLACES * SYNTH_SIZES : kind == SYNTH_VIDEO ? SYNTH_MOTIONS : SYNTH_PLACES;
+    for (int shape = 0; shape < SYNTH_SHAPES; ++shape)
+        for (int colour = 0; colour < SYNTH_COLOURS; ++colour) {
+            if (novel_pair(shape, colour) != novel) continue;
+            for (int v = 0; v < variants; ++v) {
+                synth_scene_t scene = {shape, colour, -1, -1, -1};
+                if (kind == SYNTH_IMAGE) scene.place = v / SYNTH_SIZES, scene.size = v % SYNTH_SIZES;
+                else if (kind == SYNTH_VIDEO) scene.motion = v;
+                else scene.place = v;
+                scenes[count++] = scene;
+            }
+        }
+    return count;
+}
+
+/* ---- the work: items made by a pool of threads ---- */
+
+#define LINE_CAPACITY 512
+
+typedef struct work_t {
+    const char *dir;
+    int speech_rate;
+    synth_item_t *items;
+    char *lines;             /* [count][LINE_CAPACITY] manifest lines, written in item order at the end */
+    size_t count;
+    size_t *shared;          /* indexes of the pictures and clips, taken by any thread */
+    size_t shared_count;
+    size_t next, done;       /* atomic */
+    int failed;              /* atomic */
+    pthread_mutex_t lock;
+    char error[8400];        /* the first failure */
+} work_t;
+
+static int run_item(work_t *work, size_t i) {
+    char error[8400];
+    if (synth_item_write(&work->items[i], work->dir, work->speech_rate, work->lines + i * LINE_CAPACITY, LINE_CAPACITY,
+                         error, sizeof error) == 0) {
+        __atomic_fetch_add(&work->done, 1, __ATOMIC_RELAXED);
+        return 0;
+    }
+    pthread_mutex_lock(&work->lock);
+    if (!work->failed) snprintf(work->error, sizeof work->error, "%s", error);
+    __atomic_store_n(&work->failed, 1, __ATOMIC_RELAXED);
+    pthread_mutex_unlock(&work->lock);
+    return -1;
+}
+
+/* Takes pictures and clips until none are left or an item failed. */
+static void *run_shared(void *argument) {
+    work_t *work = argument;
+    while (!__atomic_load_n(&work->failed, __ATOMIC_RELAXED)) {
+        size_t k = __atomic_fetch_add(&work->next, 1, __ATOMIC_RELAXED);
+        if (k >= work->shared_count || run_item(work, work->shared[k])) break;
+    }
+    return NULL;
+}
+
+static double now_seconds(void) {
+    struct timespec time;
+    clock_gettime(CLOCK_MONOTONIC, &time);
+    return (double)time.tv_sec + (double)time.tv_nsec * 1e-9;
+}
+
+static void draw_progress(work_t *work, double start) {
+    size_t done = __atomic_load_n(&work->done, __ATOMIC_RELAXED);
+    double rate = (double)done / (now_seconds() - start + 1e-9);
+    fprintf(stderr, "\rsynth  %zu/%zu files  %.0f files/s  ETA %.0f s   ", done, work->count, rate,
+            rate > 0 ? (double)(work->count - done) / rate : 0.0);
+}
+
+/* Speech on the calling thread (espeak-ng is one instance per process), then pictures and clips
+ * with the helpers. */
+static void run_all(work_t *work, size_t threads, int bar, double start) {
+    pthread_t helpers[64];
+    size_t started = 0;
+    for (; started + 1 < threads && started < 64; ++started)
+        if (pthread_create(&helpers[started], NULL, run_shared, work) != 0) break;
+    double last_draw = 0;
+    for (size_t i = 0; i < work->count && !__atomic_load_n(&work->failed, __ATOMIC_RELAXED); ++i) {
+        if (work->items[i].kind != SYNTH_AUDIO) continue;
+        if (run_item(work, i)) break;
+        if (bar && now_seconds() - last_draw > 0.1) draw_progress(work, start), last_draw = now_seconds();
+    }
+    while (!__atomic_load_n(&work->failed, __ATOMIC_RELAXED)) {
+        size_t k = __atomic_fetch_add(&work->next, 1, __ATOMIC_RELAXED);
+        if (k >= work->shared_count || run_item(work, work->shared[k])) break;
+        if (bar && now_seconds() - last_draw > 0.1) draw_progress(work, start), last_draw = now_seconds();
+    }
+    for (size_t t = 0; t < started; ++t) pthread_join(helpers[t], NULL);
+    if (bar) draw_progress(work, start), fputc('\n', stderr);
+}
+
+/* ---- the command ---- */
+
+static int make_folder(const char *path) { return mkdir(path, 0755) == 0 || errno == EEXIST ? 0 : -1; }
+
+static int parse_count(const char *text, size_t *value) {
+    char *end = NULL;
+    errno = 0;
+    unsigned long long number = strtoull(text, &end, 10);
+    if (!end || *end || end == text || errno || text[0] == '-' || number > 1000000000ull) return -1;
+    *value = (size_t)number;
+    return 0;
+}
+
+/* "N" (every modality) or "I,V,A". */
+static int parse_pairs(const char *text, size_t pairs[3]) {
+    char copy[96];
+    snprintf(copy, sizeof copy, "%s", text);
+    char *parts[3] = {copy, strchr(copy, ','), NULL};
+    if (!parts[1]) return parse_count(copy, &pairs[0]) ? -1 : (pairs[1] = pairs[2] = pairs[0], 0);
+    *parts[1]++ = 0;
+    if (!(parts[2] = strchr(parts[1], ','))) return -1;
+    *parts[2]++ = 0;
+    for (int k = 0; k < 3; ++k)
+        if (parse_count(parts[k], &pairs[k])) return -1;
+    return 0;
+}
+
+static int parse_modalities(const char *list, int *mask) {
+    *mask = 0;
+    const char *at = list;
+    while (*at) {
+        size_t length = strcspn(at, ",");
+        int found = -1;
+        for (int k = 0; k < 3; ++k)
+            if (length == strlen(kind_names[k]) && strncmp(at, kind_names[k], length) == 0) found = k;
+        if (found < 0) return -1;
+        *mask |= 1 << found;
+        at += length + (at[length] == ',');
+    }
+    return *mask ? 0 : -1;
+}
+
+/* Writes DIR/SPLIT.jsonl from the items' lines, atomically. */
+static int write_manifest(const work_t *work, const char *dir, unsigned split, char *error, size_t capacity) {
+    char path[4200], temporary[4300];
+    snprintf(path, sizeof path, "%s/%s.jsonl", dir, split_names[split]);
+    snprintf(temporary, sizeof temporary, "%s.part", path);
+    FILE *file = fopen(temporary, "w");
+    int ok = file != NULL;
+    for (size_t i = 0; ok && i < work->count; ++i)
+        if (work->items[i].split == split) ok = fputs(work->lines + i * LINE_CAPACITY, file) >= 0;
+    if (file && fclose(file) != 0) ok = 0;
+    if (ok && rename(temporary, path) != 0) ok = 0;
+    if (!ok) {
+        snprintf(error, capacity, "cannot write '%s': %s", path, strerror(errno));
+        unlink(temporary);
+    }
+    return ok ? 0 : -1;
+}
+
+int uform_command_synth(int argc, char **argv) {
+    const char *dir = NULL;
+    size_t pairs[3] = {2000, 2000, 2000}, heldout = 300, seed = 0, threads = 0;
+    int mask = 7, quiet = 0;
+    for (int i = 1; i < argc; ++i) {
+        const char *flag = argv[i];
+        if (strcmp(flag, "--help") == 0 || strcmp(flag, "-h") == 0) {
+            printf("%s%s", usage_text, help_text);
+            return 0;
+        }
+        if (flag[0] != '-') {
+            if (dir) return usage_error("more than one DIR");
+            dir = flag;
+            continue;
+        }
+        if (strcmp(flag, "--quiet") == 0) {
+            quiet = 1;
+            continue;
+        }
+        int valued = !strcmp(flag, "--seed") || !strcmp(flag, "--pairs") || !strcmp(flag, "--heldout") ||
+                     !strcmp(flag, "--modalities") || !strcmp(flag, "--threads");
+        char why[160];
+        if (!valued || i + 1 >= argc) {
+            snprintf(why, sizeof why, valued ? "%s needs a value" : "unknown flag %s", flag);
+            return usage_error(why);
+        }
+        const char *value = argv[++i];
+        int bad = !strcmp(flag, "--seed")      ? parse_count(value, &seed)
+                  : !strcmp(flag, "--pairs")   ? parse_pairs(value, pairs)
+                  : !strcmp(flag, "--heldout") ? parse_count(value, &heldout)
+                  : !strcmp(flag, "--threads") ? parse_count(value, &threads)
+                                               : parse_modalities(value, &mask);
+        if (bad) {
+            snprintf(why, sizeof why, "%s %s is not a valid value", flag, value);
+            return usage_error(why);
+        }
+    }
+    if (!dir) return usage_error("DIR is missing");
+    if (threads == 0) {
+        long cores = sysconf(_SC_NPROCESSORS_ONLN);
+        threads = cores > 0 ? (size_t)cores : 1;
+    }
+    if ((mask & (1 << SYNTH_VIDEO)) && !synth_av_available()) {
+        fprintf(stderr, "uform: synth: clips need FFmpeg, and this build has none (--modalities image,audio)\n");
+        return 1;
+    }
+    work_t work;
+    memset(&work, 0, sizeof work);
+    work.dir = dir;
+    if ((mask & (1 << SYNTH_AUDIO)) && (work.speech_rate = synth_speech_start(work.error, sizeof work.error)) <= 0) {
+        fprintf(stderr, "uform: synth: %s\n", work.error);
+        return 1;
+    }
+    /* The items: per split and kind, training ones cycling through the captions, held-out ones spread
+     * over them (so up to one per caption they all differ), compositional ones one per caption. */
+    static synth_scene_t scenes[3][2][SYNTH_SHAPES * SYNTH_COLOURS * SYNTH_PLACES * SYNTH_SIZES];
+    size_t counts[3][2], total = 0;
+    for (int k = 0; k < 3; ++k)
+        for (int novel = 0; novel < 2; ++novel) counts[k][novel] = list_scenes(k, novel, scenes[k][novel]);
+    size_t sizes[3][3];
+    for (unsigned split = 0; split < 3; ++split)
+        for (int k = 0; k < 3; ++k) {
+            size_t n = split == 0 ? pairs[k] : split == 1 ? heldout : (heldout < counts[k][1] ? heldout : counts[k][1]);
+            sizes[split][k] = (mask & (1 << k)) ? n : 0;
+            total += sizes[split][k];
+        }
+    work.items = calloc(total + 1, sizeof *work.items);
+    work.lines = calloc(total + 1, LINE_CAPACITY);
+    work.shared = calloc(total + 1, sizeof *work.shared);
+    if (!work.items || !work.lines || !work.shared) {
+        fprintf(stderr, "uform: synth: out of memory for %zu items\n", total);
+        free(work.items), free(work.lines), free(work.shared);
+        synth_speech_stop();
+        return 1;
+    }
+    for (unsigned split = 0; split < 3; ++split)
+        for (int k = 0; k < 3; ++k) {
+            const synth_scene_t *list = scenes[k][split == 2];
+            size_t n = sizes[split][k], c = counts[k][split == 2];
+            for (size_t i = 0; i < n; ++i) {
+                size_t scene = split == 0 ? i % c : (i * c / n) % c;
+                work.items[work.count] = (synth_item_t){(uint64_t)seed, split, k, i, list[scene]};
+                if (k != SYNTH_AUDIO) work.shared[work.shared_count++] = work.count;
+                work.count += 1;
+            }
+        }
+    pthread_mutex_init(&work.lock, NULL);
+    char path[4200];
+    snprintf(path, sizeof path, "%s", dir);
+    int status = make_folder(dir);
+    for (unsigned split = 0; status == 0 && split < 3; ++split) {
+        snprintf(path, sizeof path, "%s/%s", dir, split_names[split]);
+        status = make_folder(path);
+    }
+    if (status) snprintf(work.error, sizeof work.error, "cannot create '%s': %s", path, strerror(errno));
+    double start = now_seconds();
+    if (status == 0) {
+        run_all(&work, threads, !quiet && isatty(2), start);
+        status = work.failed ? -1 : 0;
+    }
+    for (unsigned split = 0; status == 0 && split < 3; ++split) status = write_manifest(&work, dir, split, work.error, sizeof work.error);
+    synth_speech_stop();
+    pthread_mutex_destroy(&work.lock);
+    free(work.items), free(work.lines), free(work.shared);
+    if (status) {
+        fprintf(stderr, "uform: synth: %s\n", work.error);
+        return 1;
+    }
+    if (!quiet) {
+        double seconds = now_seconds() - start;
+        fprintf(stderr, "uform: %zu files in %.1f s (%.0f files/s, %zu threads) in %s: train.jsonl, heldout.jsonl, novel.jsonl\n",
+                total, seconds, seconds > 0 ? (double)total / seconds : 0.0, threads, dir);
+    }
+    return 0;
+}
