@@ -7,7 +7,8 @@
 #   5. build/demo/report.html: curves, recall, every search with its results inline
 # Usage: scripts/demo.sh [BUILD_DIR]   (after the build; `make demo` does both)
 # Environment: DEMO_THREADS (default 2), DEMO_SEED (default 0); for tests and benchmarks, DEMO_OUT
-# (default BUILD_DIR/demo) and smaller runs with DEMO_PAIRS, DEMO_HELDOUT, DEMO_STEPS, DEMO_EVAL_EVERY and
+# (default BUILD_DIR/demo), other recipes with DEMO_LR, DEMO_WARMUP and DEMO_BATCH, and smaller runs with
+# DEMO_PAIRS, DEMO_HELDOUT, DEMO_STEPS, DEMO_EVAL_EVERY and
 # DEMO_MODALITIES (default image,video,audio).
 set -euo pipefail
 
@@ -22,7 +23,8 @@ seed=${DEMO_SEED:-0}
 modalities=${DEMO_MODALITIES:-image,video,audio}
 synth_flags=(--pairs "${DEMO_PAIRS:-3500,2500,1250}" --heldout "${DEMO_HELDOUT:-300}" --modalities "$modalities")
 model_flags=(--audio-seconds 2)
-train_flags=(--steps "${DEMO_STEPS:-1500}" --batch 128 --lr 1e-3 --warmup 50 --bf16 --eval-every "${DEMO_EVAL_EVERY:-300}")
+train_flags=(--steps "${DEMO_STEPS:-1500}" --batch "${DEMO_BATCH:-128}" --lr "${DEMO_LR:-1e-3}" --warmup "${DEMO_WARMUP:-50}" --bf16
+             --eval-every "${DEMO_EVAL_EVERY:-300}")
 
 for program in "$uform" "$report"; do
   [ -x "$program" ] || { echo "demo: $program is missing: run 'make demo' (it builds first)" >&2; exit 1; }
