@@ -14,13 +14,13 @@ static pthread_mutex_t load_lock = PTHREAD_MUTEX_INITIALIZER;
 /* dlopen explains itself only in text. When its own allocations fail, glibc says "Cannot allocate
  * memory" (strerror of ENOMEM), "out of memory", "cannot allocate ..." or "cannot create ..."
  * ("shared object descriptor", "searchlist", "cache for search path", "RUNPATH/RPATH copy"). */
-static int says_out_of_memory(const char *reason) {
+int uform__dl_says_out_of_memory(const char *reason) {
     return reason && (strstr(reason, "Cannot allocate memory") || strstr(reason, "out of memory") || strstr(reason, "cannot allocate") ||
                       strstr(reason, "cannot create "));
 }
 
 /* A library that is not there: the one failure worth remembering (with version and symbol checks). */
-static int says_missing(const char *reason) {
+int uform__dl_says_missing(const char *reason) {
     return reason && strstr(reason, "No such file or directory");
 }
 
@@ -53,12 +53,12 @@ static load_result_t load(uform__av_loader_t *loader, char *reason, size_t capac
         loader->handles[i] = dlopen(path, RTLD_NOW | RTLD_LOCAL);
         if (!loader->handles[i]) {
             const char *why = dlerror();
-            if (says_out_of_memory(why)) {
+            if (uform__dl_says_out_of_memory(why)) {
                 snprintf(reason, capacity, "cannot allocate what loading %s needs (%s)", soname, why);
                 return exhausted;
             }
-            if (library->optional && says_missing(why)) continue;
-            if (!says_missing(why)) {
+            if (library->optional && uform__dl_says_missing(why)) continue;
+            if (!uform__dl_says_missing(why)) {
                 snprintf(reason, capacity, "%s does not load (%s)", soname, why ? why : "unknown reason");
                 return refused;
             }

@@ -64,4 +64,9 @@ typedef struct uform__av_loader_t {
 uform_status_t uform__av_loader_require(uform__av_loader_t *loader, const char *caller_what, const char *function,
                                         uform_outcome_t *outcome);
 
+/* How to read dlerror's text, for this loader and the mesh's (mesh/gloo_load.c): non-zero when it
+ * says dlopen ran out of memory, or that a file is not there. */
+int uform__dl_says_out_of_memory(const char *reason);
+int uform__dl_says_missing(const char *reason);
+
 #endif

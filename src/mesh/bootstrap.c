@@ -394,9 +394,9 @@ static uform_status_t connect_collectives(bootstrap_t *boot, uform_mesh_t mesh) 
     snprintf(store, sizeof store, "%s/store", boot->job_path);
     if (mkdir(store, 0755) != 0 && errno != EEXIST)
         return uform__fail(boot->outcome, UFORM_IO, boot->function, "cannot create '%s': %s", store, strerror(errno));
-    uform_status_t status = uform__gloo_connect(store, mesh->address, boot->index, boot->count, boot->timeout_ms,
-                                                &mesh->gloo, said, sizeof said);
-    if (status == UFORM_OK) status = uform__gloo_barrier(mesh->gloo, said, sizeof said);
+    uform_status_t status = mesh->gloo_api->connect(store, mesh->address, boot->index, boot->count, boot->timeout_ms,
+                                                    &mesh->gloo, said, sizeof said);
+    if (status == UFORM_OK) status = mesh->gloo_api->barrier(mesh->gloo, said, sizeof said);
     if (status != UFORM_OK)
         return uform__fail(boot->outcome, status, boot->function, "member %zu of %zu, address %s: %s", boot->index,
                            boot->count, mesh->address, said);
@@ -404,7 +404,7 @@ static uform_status_t connect_collectives(bootstrap_t *boot, uform_mesh_t mesh) 
     unlink(boot->facts_path);
     boot->facts_path[0] = 0;
     if (boot->index == 0) remove_folder(store);
-    status = uform__gloo_barrier(mesh->gloo, said, sizeof said);
+    status = mesh->gloo_api->barrier(mesh->gloo, said, sizeof said);
     if (status != UFORM_OK)
         return uform__fail(boot->outcome, status, boot->function, "member %zu of %zu: %s", boot->index, boot->count, said);
     if (boot->index == 0) rmdir(boot->job_path);
@@ -482,8 +482,11 @@ UFORM_API uform_status_t uform_mesh_bootstrap(uform_executor_t executor, const u
     if (options->address) snprintf(made->address, sizeof made->address, "%s", options->address);
     else default_address(made->address, sizeof made->address);
     if (boot.count > 1) {
+        /* The collectives' module first: without it this member cannot join, and its peers learn of
+         * it by its absence (a timeout naming its index) rather than by a half-made rendezvous. */
+        status = uform__gloo_load(&made->gloo_api, outcome, function);
         if (gethostname(boot.host, sizeof boot.host - 1) != 0) snprintf(boot.host, sizeof boot.host, "unknown");
-        status = check_bindable(made->address, outcome, function);
+        if (status == UFORM_OK) status = check_bindable(made->address, outcome, function);
         if (status == UFORM_OK) status = make_facts(&boot, executor, cpu_class, options, made->address);
         if (status == UFORM_OK && mkdir(boot.job_path, 0755) != 0 && errno != EEXIST)
             status = uform__fail(outcome, UFORM_IO, function, "cannot create '%s': %s", boot.job_path, strerror(errno));
@@ -495,7 +498,7 @@ UFORM_API uform_status_t uform_mesh_bootstrap(uform_executor_t executor, const u
         uform__facts_free(&boot.mine);
     }
     if (status != UFORM_OK) {
-        uform__gloo_free(made->gloo);
+        if (made->gloo) made->gloo_api->free(made->gloo);
         free(made);
         return status;
     }
@@ -517,6 +520,6 @@ UFORM_API uform_status_t uform_mesh_describe(uform_mesh_t mesh, uform_mesh_descr
 
 UFORM_API void uform_mesh_free(uform_mesh_t mesh) {
     if (!mesh) return;
-    uform__gloo_free(mesh->gloo);
+    if (mesh->gloo) mesh->gloo_api->free(mesh->gloo);
     free(mesh);
 }

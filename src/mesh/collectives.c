@@ -44,7 +44,7 @@ static uform_status_t failed(uform_mesh_t mesh, uform_status_t status, const cha
         snprintf(mesh->broken_message, sizeof mesh->broken_message, "%s", message);
         __atomic_store_n(&mesh->broken, 1, __ATOMIC_RELEASE);
     }
-    uform__gloo_close(mesh->gloo);
+    if (mesh->gloo) mesh->gloo_api->close(mesh->gloo);
     return uform__fail(outcome, status, function, "%s; the trainer is unchanged, and the mesh is broken: restart the "
                        "run from its last checkpoint", message);
 }
@@ -64,7 +64,7 @@ static uform_status_t allreduce(uform_mesh_t mesh, void *values, size_t count, u
     char said[256] = "";
     for (size_t first = 0; first < count; first += bucket) {
         size_t n = count - first < bucket ? count - first : bucket;
-        status = uform__gloo_allreduce_sum(mesh->gloo, (char *)values + first * element, n, scalar, said, sizeof said);
+        status = mesh->gloo_api->allreduce_sum(mesh->gloo, (char *)values + first * element, n, scalar, said, sizeof said);
         if (status != UFORM_OK) return failed(mesh, status, what, said, outcome, function);
     }
     return UFORM_OK;
@@ -91,7 +91,7 @@ uform_status_t uform__mesh_allgather(uform_mesh_t mesh, const void *input, void 
     for (size_t j = 0; j < mesh->count; ++j) mesh->payload_bytes[UFORM__MESH_ALLGATHER] += bytes[j];
     mesh->collectives[UFORM__MESH_ALLGATHER] += 1;
     char said[256] = "";
-    status = uform__gloo_allgatherv(mesh->gloo, input, output, bytes, said, sizeof said);
+    status = mesh->gloo_api->allgatherv(mesh->gloo, input, output, bytes, said, sizeof said);
     return status == UFORM_OK ? status : failed(mesh, status, what, said, outcome, function);
 }
 
@@ -101,6 +101,6 @@ uform_status_t uform__mesh_broadcast(uform_mesh_t mesh, void *data, size_t bytes
     if (status != UFORM_OK || mesh->count == 1) return status;
     mesh->payload_bytes[UFORM__MESH_BROADCAST] += bytes, mesh->collectives[UFORM__MESH_BROADCAST] += 1;
     char said[256] = "";
-    status = uform__gloo_broadcast(mesh->gloo, data, bytes, root, said, sizeof said);
+    status = mesh->gloo_api->broadcast(mesh->gloo, data, bytes, root, said, sizeof said);
     return status == UFORM_OK ? status : failed(mesh, status, what, said, outcome, function);
 }

@@ -1,6 +1,7 @@
 /*
- * The shim over Gloo (gloo.h): the library's only C++ file and the only one that includes a Gloo
- * header. Patterns follow PyTorch's ProcessGroupGloo: a store for the rendezvous, one context per
+ * The shim over Gloo (gloo.h): the project's only C++ file and the only one that includes a Gloo
+ * header. It is built alone into the module libuform-gloo.so.4 (CMakeLists.txt), which libuform
+ * loads on demand (gloo_load.c). Patterns follow PyTorch's ProcessGroupGloo: a store for the rendezvous, one context per
  * group, the context's timeout on every operation. What we add:
  *
  * - No exception escapes: every entry point catches everything and answers a uform_status_t. Gloo
@@ -176,6 +177,8 @@ bool usable(uform__gloo_t *gloo, char *message, size_t capacity) {
 }
 
 } // namespace
+
+extern "C" uint32_t uform__gloo_module_abi(void) { return UFORM__GLOO_ABI; }
 
 extern "C" uform_status_t uform__gloo_connect(const char *store, const char *address, size_t rank, size_t size,
                                               int64_t timeout_ms, uform__gloo_t **gloo, char *message,

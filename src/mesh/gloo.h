@@ -1,7 +1,12 @@
 /*
  * The mesh's only door to the collectives library (Gloo, Debian's libgloo-dev): a handful of
- * extern "C" functions implemented in gloo.cpp, the library's only C++ file. No C++ exception
+ * extern "C" functions implemented in gloo.cpp, the project's only C++ file. No C++ exception
  * crosses them: each catches everything and answers a status with Gloo's words in `message`.
+ *
+ * gloo.cpp is not part of libuform: it is built into its own module, libuform-gloo.so.4, the only
+ * binary that links Gloo and libstdc++, which libuform opens with dlopen the first time a mesh of
+ * more than one member needs the collectives (gloo_load.h). These declarations are the module's
+ * exports, looked up by name; libuform calls them through the table in gloo_load.h, never directly.
  * Private to src/mesh/.
  *
  * Every call is blocking, bounded by the timeout given to connect, and must be made by every member
@@ -20,7 +25,23 @@
 extern "C" {
 #endif
 
+/* The module exports these names (and nothing else); libuform's objects keep them hidden. */
+#if defined(UFORM_BUILDING_GLOO_MODULE)
+#define UFORM__GLOO_EXPORT __attribute__((visibility("default")))
+#else
+#define UFORM__GLOO_EXPORT
+#endif
+
+/* The interface between libuform and the module: libuform's ABI major version in the high 16 bits,
+ * a revision of this header in the low 16. Bump the revision whenever a declaration here changes
+ * (or a type they use: uform_status_t, uform__gloo_scalar_t), so that a stale module left in a
+ * library folder is refused rather than called with the wrong arguments. */
+#define UFORM__GLOO_ABI ((UFORM_VERSION_MAJOR << 16) | 1)
+
 typedef struct uform__gloo_s uform__gloo_t;
+
+/* Answers the UFORM__GLOO_ABI the module was built with; looked up first. */
+UFORM__GLOO_EXPORT uint32_t uform__gloo_module_abi(void);
 
 typedef enum uform__gloo_scalar_t { UFORM__GLOO_F32 = 0, UFORM__GLOO_F64 = 1 } uform__gloo_scalar_t;
 
@@ -31,32 +52,34 @@ typedef enum uform__gloo_scalar_t { UFORM__GLOO_F32 = 0, UFORM__GLOO_F64 = 1 } u
  * Answers UFORM_OK, UFORM_IO (the address cannot be bound, the store cannot be written),
  * UFORM_TIMEOUT, UFORM_PEER_LOST, UFORM_OUT_OF_MEMORY or UFORM_INTERNAL.
  */
-uform_status_t uform__gloo_connect(const char *store, const char *address, size_t rank, size_t size,
-                                   int64_t timeout_ms, uform__gloo_t **gloo, char *message, size_t capacity);
+UFORM__GLOO_EXPORT uform_status_t uform__gloo_connect(const char *store, const char *address, size_t rank,
+                                                      size_t size, int64_t timeout_ms, uform__gloo_t **gloo,
+                                                      char *message, size_t capacity);
 
 /* values[count] ← their sum over the members; the result is bit-identical on every member (a ring:
  * each segment is reduced once, then copied). */
-uform_status_t uform__gloo_allreduce_sum(uform__gloo_t *gloo, void *values, size_t count, uform__gloo_scalar_t scalar,
-                                         char *message, size_t capacity);
+UFORM__GLOO_EXPORT uform_status_t uform__gloo_allreduce_sum(uform__gloo_t *gloo, void *values, size_t count,
+                                                            uform__gloo_scalar_t scalar, char *message,
+                                                            size_t capacity);
 
 /* output ← the members' inputs end to end; member r contributes bytes[r] bytes (`input` holds this
  * member's bytes[rank]). */
-uform_status_t uform__gloo_allgatherv(uform__gloo_t *gloo, const void *input, void *output, const size_t *bytes,
-                                      char *message, size_t capacity);
+UFORM__GLOO_EXPORT uform_status_t uform__gloo_allgatherv(uform__gloo_t *gloo, const void *input, void *output,
+                                                         const size_t *bytes, char *message, size_t capacity);
 
 /* data[bytes] ← member `root`'s data[bytes]. */
-uform_status_t uform__gloo_broadcast(uform__gloo_t *gloo, void *data, size_t bytes, size_t root, char *message,
-                                     size_t capacity);
+UFORM__GLOO_EXPORT uform_status_t uform__gloo_broadcast(uform__gloo_t *gloo, void *data, size_t bytes, size_t root,
+                                                        char *message, size_t capacity);
 
 /* Returns once every member has called it. */
-uform_status_t uform__gloo_barrier(uform__gloo_t *gloo, char *message, size_t capacity);
+UFORM__GLOO_EXPORT uform_status_t uform__gloo_barrier(uform__gloo_t *gloo, char *message, size_t capacity);
 
 /* Closes every connection now, so peers waiting on this member fail at once (PEER_LOST) instead of
  * waiting for their timeout. The handle stays valid until freed; its collectives then fail. */
-void uform__gloo_close(uform__gloo_t *gloo);
+UFORM__GLOO_EXPORT void uform__gloo_close(uform__gloo_t *gloo);
 
 /* Closes and frees. NULL is a no-op. */
-void uform__gloo_free(uform__gloo_t *gloo);
+UFORM__GLOO_EXPORT void uform__gloo_free(uform__gloo_t *gloo);
 
 #ifdef __cplusplus
 }

@@ -7,7 +7,9 @@
  *   bootstrap.c    uform_mesh_bootstrap / describe / free: the job folder, the hello barrier, the
  *                  refusals (stale folder, duplicated index), then the collectives' rendezvous
  *   collectives.c  the collectives as the trainer sees them: statuses, messages, a broken mesh
- *   gloo.cpp       the shim over Gloo (gloo.h), the library's only C++ file
+ *   gloo_load.c    opening the collectives module on the first mesh of more than one member
+ *   gloo.cpp       the shim over Gloo (gloo.h), the project's only C++ file: not in libuform, but
+ *                  alone in the module libuform-gloo.so.4 (gloo_load.h)
  */
 #ifndef UFORM_MESH_MESH_H
 #define UFORM_MESH_MESH_H
@@ -16,6 +18,7 @@
 #include <stdint.h>
 
 #include "mesh/gloo.h"
+#include "mesh/gloo_load.h"
 #include "uform/uform.h"
 
 /* Protocol of the trainer's exchanges; bumped whenever a fixed-size record changes, and compared at
@@ -27,6 +30,7 @@ struct uform_mesh_s {
     int64_t timeout_ms;           /* the bootstrap's wait and every collective's */
     uform_cpu_class_t cpu_class;  /* of the executor it was bootstrapped with */
     char address[64];             /* where this member's collectives listen */
+    const uform__gloo_api_t *gloo_api; /* the module's functions; NULL for a mesh of one */
     uform__gloo_t *gloo;          /* NULL for a mesh of one */
     uint32_t busy;                /* a call holds the mesh (atomic) */
     uint32_t broken;              /* a collective failed (atomic); everything after it fails */

@@ -5,7 +5,8 @@
  *   reliability_ffmpeg_on_demand CHECKPOINT FIXTURES [--missing]
  *
  * Text, JPEG, PNG, WebP and WAV encode with no FFmpeg library mapped (checked in
- * /proc/self/maps), and neither is libnuma. Then:
+ * /proc/self/maps), and neither is libnuma, nor the collectives (the module libuform-gloo.so.4,
+ * Gloo, libstdc++: mesh_on_demand.c). Then:
  *   default     a video encode succeeds, and only now are libavcodec and libavformat mapped;
  *   --missing   (run with UFORM_FFMPEG_DIR pointing at an empty folder) video, MP3 and GIF answer
  *               UFORM_UNSUPPORTED with a message naming libavutil.so.57 and UFORM_FFMPEG_DIR, and
@@ -16,34 +17,10 @@
 #include <string.h>
 
 #include "common/check.h"
+#include "reliability/mapped.h"
 #include "uform/uform.h"
 
 static const char *fixtures;
-
-/* How many mapped files contain `needle` in their path ("libavcodec", "libnuma"); also prints the
- * number of distinct shared objects when `report` is set. */
-static int mapped(const char *needle, int report) {
-    FILE *maps = fopen("/proc/self/maps", "r");
-    if (!maps) return -1;
-    char line[1024], seen[256][256];
-    int found = 0, objects = 0;
-    while (fgets(line, sizeof line, maps)) {
-        const char *path = strchr(line, '/');
-        if (!path) continue;
-        char name[256];
-        snprintf(name, sizeof name, "%s", path);
-        name[strcspn(name, "\n")] = 0;
-        if (!strstr(name, ".so")) continue;
-        int known = 0;
-        for (int i = 0; i < objects && !known; ++i) known = !strcmp(seen[i], name);
-        if (known) continue;
-        if (objects < 256) snprintf(seen[objects++], sizeof seen[0], "%s", name);
-        if (strstr(name, needle)) ++found;
-    }
-    fclose(maps);
-    if (report) printf("%d shared objects mapped\n", objects);
-    return found;
-}
 
 static unsigned char *read_fixture(const char *name, size_t *size) {
     char path[1024];
@@ -129,6 +106,9 @@ int main(int argc, char **argv) {
     encode_without_ffmpeg(model, arena);
     CHECK_EQ_INT(mapped("libav", 1), 0); /* a text-, image- and WAV-only process never maps FFmpeg */
     CHECK_EQ_INT(mapped("libsw", 0), 0);
+    CHECK_EQ_INT(mapped("libuform-gloo", 0), 0); /* nor the collectives, nor the C++ runtime they need */
+    CHECK_EQ_INT(mapped("libgloo", 0), 0);
+    CHECK_EQ_INT(mapped("libstdc++", 0), 0);
 
     char message[UFORM_OUTCOME_MESSAGE_CAPACITY];
     if (missing) {
