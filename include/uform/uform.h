@@ -1145,6 +1145,16 @@ typedef struct uform_trainer_s *uform_trainer_t;
  * job folder that still holds facts or a store was left by a run that failed or crashed, and is
  * refused rather than joined.
  *
+ * The collectives are not linked into libuform: they live in a module, libuform-gloo.so.4 (the only
+ * binary that needs Gloo and the C++ runtime), which the first bootstrap of more than one member
+ * loads; a process that never joins a mesh of two or more maps none of it. Where from, the first
+ * that exists: the path in the environment variable UFORM_MESH_MODULE when it is set (then nothing
+ * else is tried); the folder of libuform.so (or of the program linked with libuform.a); the install
+ * libdir (`make install` puts the module beside libuform); the build folder (for the tests and tools
+ * of a build tree). When it cannot be loaded (not there, Gloo missing beneath it, a stale module of
+ * another version), a bootstrap of more than one member answers UFORM_UNSUPPORTED naming what is
+ * missing in the loader's words, and so does every later one; a mesh of one and everything else work.
+ *
  * Thread contract: bootstrap and free block the calling thread; describe may be called from any
  * thread. A mesh serves one trainer call at a time (a step of a second trainer over the same mesh
  * while one runs answers UFORM_CONTENDED); every member must make its trainers over the mesh, and
@@ -1209,10 +1219,12 @@ typedef struct uform_mesh_options_t {
  *                       executor's memory and CPU class, the trainer config's fields and the
  *                       agreement lines — everything that fixes the size of a buffer the collectives
  *                       exchange, because the collectives library cannot survive a size mismatch
- *   UFORM_UNSUPPORTED   GPUs asked for (gpus_per_multimem_domain, a VRAM executor)
+ *   UFORM_UNSUPPORTED   GPUs asked for (gpus_per_multimem_domain, a VRAM executor); more than one
+ *                       member, and the collectives module cannot be loaded (see above)
  *   UFORM_IO            the job folder cannot be made or written; the address cannot be bound
  *   UFORM_PEER_LOST     a member left while the collectives connected
- *   UFORM_OUT_OF_MEMORY
+ *   UFORM_OUT_OF_MEMORY (also when loading the collectives module ran out of memory; a later call
+ *                       tries again)
  * On failure `*mesh` is NULL and this member's facts are removed again.
  */
 UFORM_API uform_status_t uform_mesh_bootstrap(uform_executor_t executor, const uform_mesh_options_t *options,
