@@ -40,6 +40,8 @@ const sweep_row_t sweep_rows[] = {
     /* first of the rows through FFmpeg: the parent must not have loaded it yet */
     {"ffmpeg_load", sweep_run_ffmpeg_load, SWEEP_FFMPEG | SWEEP_ISOLATE | SWEEP_COLD},
 #endif
+    /* the collectives module (libuform-gloo.so.4, Gloo, libstdc++), loaded afresh in a child per run */
+    {"mesh_load", sweep_run_mesh_load, SWEEP_ISOLATE | SWEEP_COLD | SWEEP_LOADS},
     {"image_gif", sweep_run_image_gif, SWEEP_FFMPEG | SWEEP_ISOLATE},
     {"image_bmp", sweep_run_image_bmp, SWEEP_FFMPEG | SWEEP_ISOLATE},
     {"image_pixels", sweep_run_image_pixels, SWEEP_THREADS},

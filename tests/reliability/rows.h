@@ -53,6 +53,7 @@ void sweep_run_audio_samples(sweep_fixture_t *fixture, sweep_answer_t *answer);
 void sweep_run_trainer_init(sweep_fixture_t *fixture, sweep_answer_t *answer);
 void sweep_run_trainer_step(sweep_fixture_t *fixture, sweep_answer_t *answer);
 void sweep_run_trainer_save(sweep_fixture_t *fixture, sweep_answer_t *answer);
+void sweep_run_mesh_load(sweep_fixture_t *fixture, sweep_answer_t *answer);
 
 /* rows_session.c */
 void sweep_run_session_builder(sweep_fixture_t *fixture, sweep_answer_t *answer);

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "mesh/gloo_load.h"
 #include "rows.h"
 
 /* hidden 32, one block, text only: the smallest trainer with every kind of tensor text has. */
@@ -110,4 +111,16 @@ void sweep_run_trainer_save(sweep_fixture_t *fixture, sweep_answer_t *answer) {
         uform_trainer_free(resumed);
     }
     uform_trainer_free(trainer);
+}
+
+/* Loading the collectives module, the first thing a bootstrap of more than one member does: dlopen
+ * of the module and of Gloo's tree beneath it, under failing allocations (a cold row: every run is
+ * its process's first load). */
+void sweep_run_mesh_load(sweep_fixture_t *fixture, sweep_answer_t *answer) {
+    (void)fixture;
+    const uform__gloo_api_t *api = NULL;
+    uform_outcome_t outcome = {0};
+    uform_status_t status = uform__gloo_load(&api, &outcome, "mesh_load");
+    sweep_answer_status(answer, status, &outcome);
+    if (status == UFORM_OK) answer->digest = api && api->connect && api->free ? 1 : 2;
 }

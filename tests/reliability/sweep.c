@@ -160,7 +160,7 @@ static int sweep_one(sweep_fixture_t *fixture, const sweep_row_t *row, size_t n,
     int turbojpeg_leak = strstr(answer.message, "cannot allocate a TurboJPEG decompressor") != NULL;
     /* Only growth is a leak: the count is process-wide, and a block another thread frees during the
      * call (seen about once in five quick sweeps, in arena_growth) lowers it without any fault here. */
-    if (!(row->flags & (SWEEP_THREADS | SWEEP_FFMPEG)) && live_after > live_before && !turbojpeg_leak) {
+    if (!(row->flags & (SWEEP_THREADS | SWEEP_FFMPEG | SWEEP_LOADS)) && live_after > live_before && !turbojpeg_leak) {
         snprintf(answer.message, sizeof answer.message, "%ld blocks live before the call, %ld after", live_before, live_after);
         violation(tally, row, n, mode, "blocks leaked", &answer);
     }

@@ -61,6 +61,9 @@ enum {
                            that never ran the row, so what the call sets up once (loading FFmpeg) is
                            set up under failing allocations each time. The row must come before any
                            row that would set the same thing up in the parent. */
+    SWEEP_LOADS = 16,   /* loads shared libraries that stay loaded by design (the collectives module and
+                           Gloo's tree): the blocks their constructors allocate stay live, which is
+                           not a leak of the call's */
 };
 
 typedef struct sweep_row_t {
