@@ -1,7 +1,8 @@
 /*
  * uform_mesh_bootstrap, uform_mesh_describe, uform_mesh_free (uform.h, training.md "Mesh").
  *
- * The bootstrap in directory/job/:
+ * The bootstrap in directory/job/ (a run of more than one member, once the collectives module is
+ * loaded: gloo_load.h):
  *   1. refuse a folder left by an earlier run: a collectives store, facts of a process on this host
  *      that has exited, or facts older than the timeout (measured against the file system's own
  *      clock, through the modification time of a file we have just written);

@@ -123,15 +123,19 @@ static load_result_t load(char *reason, size_t capacity) {
     own_folder(folders[0], sizeof folders[0]);
     snprintf(folders[1], sizeof folders[1], "%s", UFORM_MESH_INSTALL_DIR);
     snprintf(folders[2], sizeof folders[2], "%s", UFORM_MESH_BUILD_DIR);
+    char looked[sizeof failure] = "";
+    size_t used = 0;
     for (int i = 0; i < 3; ++i) {
+        if (!folders[i][0] || (i > 0 && !strcmp(folders[i], folders[0])) || (i > 1 && !strcmp(folders[i], folders[1])))
+            continue; /* the build folder is libuform.so's own when the tests run there */
         char path[PATH_MAX + sizeof UFORM__GLOO_MODULE_NAME + 1];
-        if (!folders[i][0]) continue;
         int written = snprintf(path, sizeof path, "%s/%s", folders[i], UFORM__GLOO_MODULE_NAME);
         if (written > 0 && (size_t)written < sizeof path && exists(path)) return open_module(path, reason, capacity);
+        written = snprintf(looked + used, sizeof looked - used, "%s%s", used ? ", " : "", folders[i]);
+        if (written > 0) used = (size_t)written < sizeof looked - used ? used + (size_t)written : sizeof looked - 1;
     }
-    say(reason, capacity, "%s is not installed (%s is unset; looked next to libuform in %s, then in %s and %s)",
-             UFORM__GLOO_MODULE_NAME, UFORM__GLOO_MODULE_VARIABLE, folders[0][0] ? folders[0] : "(unknown)",
-             folders[1][0] ? folders[1] : "(no libdir)", folders[2][0] ? folders[2] : "(no build folder)");
+    say(reason, capacity, "%s is not installed (%s is unset; looked in %s)", UFORM__GLOO_MODULE_NAME,
+        UFORM__GLOO_MODULE_VARIABLE, used ? looked : "no folder: dladdr could not say where libuform is");
     return absent;
 }
 
