@@ -1272,9 +1272,9 @@ UFORM_API void uform_mesh_free(uform_mesh_t mesh);
  *   total_steps          the cosine reaches 0.1·lr at this step and stays there; 0 keeps lr after warmup
  *   contrastive_weight, choice_weight  the total loss's weights (0: 1; negative: that loss is off)
  * Run:
- *   seed                 draws the initial weights (N(0, 0.02) for matrices, tables, modality vectors
- *                        and text.positions; N(0, 0.2) for the media position tables; biases and CLS
- *                        rows 0; norms 1 and 0; temperatures ln(1/0.07))
+ *   seed                 draws the initial weights (N(0, 0.02) for matrices, tables and modality
+ *                        vectors; N(0, 0.2) for position tables; biases and CLS rows 0; norms 1 and 0;
+ *                        temperatures ln(1/0.07))
  *   compute              F32, or BF16 operands with F32 accumulation and F32 master weights
  *                        (attention and the losses stay F32; see uform_compute_t)
  *   cpu_class            the kernels (UNKNOWN: the executor's class)

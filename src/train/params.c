@@ -98,14 +98,7 @@ void uform__train_params_initialise(uform_trainer_t trainer) {
         double std = 0.0, constant = 0.0;
         switch (param->spec.kind) {
         case UFORM__TENSOR_MATRIX: std = 0.02; break;
-        case UFORM__TENSOR_POSITIONS:
-            /* Media position tables at 0.2 learn where a shape is several times faster (training.md).
-             * The text table stays at the bytes' 0.02: at 0.2 it drowns the bytes (every caption's
-             * tokens are 90% its positions after the first norm), and on the demo's captions the
-             * contrastive loss then collapses to ln(batch) for hundreds of steps (measured in
-             * README.md, "The demo"). */
-            std = has_suffix(param->spec.name, "text.positions") ? 0.02 : 0.2;
-            break;
+        case UFORM__TENSOR_POSITIONS: std = 0.2; break;
         case UFORM__TENSOR_TABLE:
             /* text.bytes and the modality vectors are drawn; CLS rows start at 0 (training.md). */
             std = has_suffix(param->spec.name, ".cls") ? 0.0 : 0.02;
