@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "common/check.h"
+#include "common/read_file.h"
 #include "demo_media.h"
 #include "model/config.h"
 #include "model/layout.h"
@@ -21,18 +22,6 @@ static const char *checkpoint;
 static char work[256];
 
 static void path_in_work(char *buffer, size_t capacity, const char *name) { snprintf(buffer, capacity, "%s/%s", work, name); }
-
-static unsigned char *read_all(const char *path, size_t *size) {
-    FILE *file = fopen(path, "rb");
-    if (!file) return NULL;
-    fseek(file, 0, SEEK_END);
-    long length = ftell(file);
-    fseek(file, 0, SEEK_SET);
-    unsigned char *bytes = malloc(length > 0 ? (size_t)length : 1);
-    *size = fread(bytes, 1, (size_t)length, file);
-    fclose(file);
-    return bytes;
-}
 
 /* A tape of `count` buffers. */
 typedef struct files_t {
@@ -267,7 +256,7 @@ static void test_index(uform_model_t model, uform_executor_t executor) {
     CHECK_STATUS(uform_index_builder_from(index, &copy, &outcome), UFORM_OK);
     CHECK_STATUS(uform_index_builder_write(copy, copy_path, metadata, 1, &outcome), UFORM_OK);
     size_t size_a = 0, size_b = 0;
-    unsigned char *a = read_all(index_path, &size_a), *b = read_all(copy_path, &size_b);
+    unsigned char *a = test_read_file(index_path, &size_a), *b = test_read_file(copy_path, &size_b);
     CHECK(a && b && size_a == size_b && memcmp(a, b, size_a) == 0);
 
     /* Search: each text finds itself first, the image row too (scores near 1). */

@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/read_file.h"
 #include "demo_media.h"
 #include "uform/uform.h"
 
@@ -130,22 +131,6 @@ static inline int mesh_test_write(const char *path, const void *bytes, size_t le
     if (!file) return -1;
     int ok = fwrite(bytes, 1, length, file) == length;
     return (fclose(file) == 0 && ok) ? 0 : -1;
-}
-
-static inline void *mesh_test_read(const char *path, size_t *length) {
-    FILE *file = fopen(path, "rb");
-    if (!file) return NULL;
-    fseek(file, 0, SEEK_END);
-    long size = ftell(file);
-    fseek(file, 0, SEEK_SET);
-    void *bytes = malloc(size > 0 ? (size_t)size : 1);
-    if (bytes && size > 0 && fread(bytes, 1, (size_t)size, file) != (size_t)size) {
-        free(bytes);
-        bytes = NULL;
-    }
-    fclose(file);
-    if (bytes && length) *length = (size_t)size;
-    return bytes;
 }
 
 /* ---- training lines, shared out like `uform train` does ---- */

@@ -110,7 +110,7 @@ static void run(scenario_t scenario, report_t *reports) {
         char path[512];
         snprintf(path, sizeof path, "%s/report.%zu", folder, i);
         size_t length = 0;
-        report_t *report = mesh_test_read(path, &length);
+        report_t *report = test_read_file(path, &length);
         memset(&reports[i], 0, sizeof reports[i]);
         reports[i].init_status = -1;
         if (report && length == sizeof *report) reports[i] = *report;

@@ -72,7 +72,7 @@ static void run(scenario_t *scenario, size_t processes, outcome_t *outcomes, dou
         char path[512];
         snprintf(path, sizeof path, "%s/outcome.%zu", folder, i);
         size_t length = 0;
-        char *text = mesh_test_read(path, &length);
+        char *text = test_read_file(path, &length);
         outcomes[i].status = -1, outcomes[i].message[0] = 0, outcomes[i].seconds = members.ended[i];
         if (text) {
             text = realloc(text, length + 1);

@@ -194,7 +194,7 @@ static void check_survivors(const scenario_t *scenario, mesh_members_t *members)
         char path[512];
         snprintf(path, sizeof path, "%s/report.%zu", folder, i);
         size_t length = 0;
-        report_t *report = mesh_test_read(path, &length);
+        report_t *report = test_read_file(path, &length);
         CHECK_MSG(report && length == sizeof *report, "survivor %zu wrote no report", i);
         if (!report || length != sizeof *report) {
             free(report);

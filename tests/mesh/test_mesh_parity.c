@@ -185,7 +185,7 @@ int main(void) {
     char path[512];
     snprintf(path, sizeof path, "%s/reference", folder);
     size_t length = 0;
-    unsigned char *expected = mesh_test_read(path, &length);
+    unsigned char *expected = test_read_file(path, &length);
     CHECK(expected != NULL);
     if (!expected) return check_finish();
     result_t want;
@@ -203,7 +203,7 @@ int main(void) {
         for (size_t i = 0; i < count; ++i) {
             CHECK_MSG(members.exits[i] == 0, "member %zu of %zu exited with %d", i, count, members.exits[i]);
             snprintf(path, sizeof path, "%s/member-%zu-of-%zu", folder, i, count);
-            unsigned char *got = mesh_test_read(path, &length);
+            unsigned char *got = test_read_file(path, &length);
             CHECK_MSG(got != NULL, "member %zu of %zu wrote no result", i, count);
             if (!got) continue;
             result_t have;

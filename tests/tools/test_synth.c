@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "common/check.h"
+#include "common/read_file.h"
 #include "media/media.h"
 
 static const char *const shapes[5] = {"circle", "square", "triangle", "cross", "star"};
@@ -28,19 +29,6 @@ static const double palette[8][3] = {{215, 35, 35},  {245, 135, 20}, {235, 205, 
                                      {35, 75, 215},  {135, 50, 185}, {245, 120, 195}, {30, 30, 30}};
 /* Area of each shape in units of radius² (circle π, square 1.72², triangle and star from their vertices). */
 static const double shape_areas[5] = {3.14159, 2.958, 1.871, 2.258, 1.763};
-
-static unsigned char *read_file(const char *path, size_t *size) {
-    FILE *file = fopen(path, "rb");
-    if (!file) return NULL;
-    fseek(file, 0, SEEK_END);
-    long length = ftell(file);
-    fseek(file, 0, SEEK_SET);
-    unsigned char *bytes = malloc(length > 0 ? (size_t)length : 1);
-    if (bytes && fread(bytes, 1, (size_t)length, file) != (size_t)length) free(bytes), bytes = NULL;
-    fclose(file);
-    *size = (size_t)length;
-    return bytes;
-}
 
 static int run(const char *command) {
     int status = system(command);
@@ -238,12 +226,12 @@ static size_t check_manifest(const char *dir, const char *name, const char *same
     char path[4096];
     snprintf(path, sizeof path, "%s/%s.jsonl", dir, name);
     size_t size = 0, lines = 0;
-    unsigned char *manifest = read_file(path, &size);
+    unsigned char *manifest = test_read_file(path, &size);
     CHECK_MSG(manifest != NULL, "cannot read %s", path);
     if (!manifest) return 0;
     size_t other_size = 0, same_size = 0;
     snprintf(path, sizeof path, "%s/%s.jsonl", same, name);
-    unsigned char *same_manifest = read_file(path, &same_size);
+    unsigned char *same_manifest = test_read_file(path, &same_size);
     CHECK_MSG(same_manifest && same_size == size && memcmp(manifest, same_manifest, size) == 0,
               "%s.jsonl differs between two runs with the same seed", name);
     free(same_manifest);
@@ -261,15 +249,15 @@ static size_t check_manifest(const char *dir, const char *name, const char *same
             char full[4096];
             snprintf(full, sizeof full, "%s/%s", dir, relative);
             size_t bytes_size = 0, again_size = 0;
-            unsigned char *bytes = read_file(full, &bytes_size);
+            unsigned char *bytes = test_read_file(full, &bytes_size);
             CHECK_MSG(bytes && bytes_size > 0, "cannot read %s", full);
             snprintf(full, sizeof full, "%s/%s", same, relative);
-            unsigned char *again = read_file(full, &again_size);
+            unsigned char *again = test_read_file(full, &again_size);
             CHECK_MSG(bytes && again && again_size == bytes_size && memcmp(bytes, again, bytes_size) == 0,
                       "%s differs between two runs with the same seed", relative);
             free(again);
             snprintf(full, sizeof full, "%s/%s", other, relative);
-            unsigned char *different = read_file(full, &other_size);
+            unsigned char *different = test_read_file(full, &other_size);
             if (bytes && different) {
                 *compared += 1;
                 *differing += other_size != bytes_size || memcmp(bytes, different, bytes_size) != 0;

@@ -16,19 +16,7 @@
 
 #include "common/check.h"
 #include "train_test_batch.h"
-
-static unsigned char *read_all(const char *path, size_t *size) {
-    FILE *file = fopen(path, "rb");
-    if (!file) return NULL;
-    fseek(file, 0, SEEK_END);
-    long length = ftell(file);
-    fseek(file, 0, SEEK_SET);
-    unsigned char *bytes = malloc(length > 0 ? (size_t)length : 1);
-    if (bytes && length > 0 && fread(bytes, 1, (size_t)length, file) != (size_t)length) free(bytes), bytes = NULL;
-    fclose(file);
-    *size = length > 0 ? (size_t)length : 0;
-    return bytes;
-}
+#include "common/read_file.h"
 
 static int write_all(const char *path, const unsigned char *bytes, size_t size) {
     FILE *file = fopen(path, "wb");
@@ -64,7 +52,7 @@ int main(void) {
     if (!trainer) return check_finish();
     CHECK(save(trainer, path) == 0);
     size_t old_size = 0, new_size = 0;
-    unsigned char *old_bytes = read_all(path, &old_size);
+    unsigned char *old_bytes = test_read_file(path, &old_size);
     /* One step changes every tensor: the new checkpoint. */
     test_batch_t batch;
     memset(&batch, 0, sizeof batch);
@@ -79,7 +67,7 @@ int main(void) {
     double start = seconds_now();
     CHECK(save(trainer, new_copy) == 0);
     double save_seconds = seconds_now() - start;
-    unsigned char *new_bytes = read_all(new_copy, &new_size);
+    unsigned char *new_bytes = test_read_file(new_copy, &new_size);
     CHECK(old_bytes && new_bytes && (old_size != new_size || memcmp(old_bytes, new_bytes, old_size) != 0));
     printf("checkpoint: %zu bytes, one save takes %.1f ms\n", new_size, save_seconds * 1e3);
     size_t olds = 0, news = 0;
@@ -101,7 +89,7 @@ int main(void) {
         int status = 0;
         waitpid(child, &status, 0);
         size_t size = 0;
-        unsigned char *bytes = read_all(path, &size);
+        unsigned char *bytes = test_read_file(path, &size);
         int is_old = bytes && size == old_size && memcmp(bytes, old_bytes, size) == 0;
         int is_new = bytes && size == new_size && memcmp(bytes, new_bytes, size) == 0;
         CHECK_MSG(is_old || is_new, "round %d (killed after %.2f ms): the file is neither checkpoint (%zu bytes)", round,
