@@ -321,6 +321,10 @@ typedef void (*uform__gemm_pack_transposed_fn)(const float *source, size_t ld, s
  * panel[(t·NR + j)·2 + h] = bf16(source[(2t + h)·ld + j]) for j < cols, 0 for j ≥ cols and for the
  * missing row h = 1 of an odd kc; t < ⌈kc/2⌉. */
 typedef void (*uform__gemm_pack_pairs_fn)(const float *source, size_t ld, size_t kc, size_t cols, uform__bf16_t *panel);
+/* The same panel from BF16 rows (backward_w's BF16 X, as the trainer keeps it under native BF16
+ * compute): panel[(t·NR + j)·2 + h] = source[(2t + h)·ld + j] for j < cols, 0 elsewhere as above. */
+typedef void (*uform__gemm_pack_pairs16_fn)(const uform__bf16_t *source, size_t ld, size_t kc, size_t cols,
+                                            uform__bf16_t *panel);
 
 typedef struct uform__gemm_micro_t {
     uform__gemm_dtype_t panel_dtype; /* F32, or BF16 pairs */
@@ -334,6 +338,7 @@ typedef struct uform__gemm_micro_t {
     uform__gemm_convert_fn convert; /* used by BF16 panels to round F32 rows; NULL: scalar */
     uform__gemm_pack_transposed_fn pack_transposed; /* NULL: the driver's portable loop */
     uform__gemm_pack_pairs_fn pack_pairs;           /* BF16 panels only; NULL: the portable loop */
+    uform__gemm_pack_pairs16_fn pack_pairs16;       /* BF16 panels only; NULL: the portable loop */
 } uform__gemm_micro_t;
 
 /* The products through a class's micro-kernel: validate, pack, split, run. */

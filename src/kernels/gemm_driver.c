@@ -248,6 +248,10 @@ static void pack_b_panel(const uform__gemm_micro_t *micro, const gemm_operand_t 
         micro->pack_pairs((const float *)b->data + p0 * b->row + j0, b->row, kc, cols, panel_out);
         return;
     }
+    if (b->col == 1 && b->dtype == UFORM__GEMM_BF16 && micro->pack_pairs16) {
+        micro->pack_pairs16((const uform__bf16_t *)b->data + p0 * b->row + j0, b->row, kc, cols, panel_out);
+        return;
+    }
     if (b->col == 1) {
         /* Rows of W (backward_x) or X (backward_w): a K pair is two consecutive rows, interleaved
          * column by column (F32 rows rounded to BF16 on the way). */

@@ -1,5 +1,5 @@
 /*
- * The class packing hooks (uform__gemm_micro_t's pack_transposed and pack_pairs) against the
+ * The class packing hooks (uform__gemm_micro_t's pack_transposed, pack_pairs and pack_pairs16) against the
  * driver's portable loops, bit for bit, and backward_w's folded bias gradient against backward_b:
  *   - every micro-kernel with hooks that this CPU runs (HASWELL's, SKYLAKE's — which ICELAKE and
  *     GENOA's F32 products share — and GENOA's BF16) computes backward_w (F32 and BF16 X) and
@@ -96,7 +96,7 @@ typedef struct micro_case_t {
 static void test_micro_shape(const micro_case_t *test, const shape_t *shape, int strided, test_pool_t pools[2]) {
     const uform__gemm_micro_t *micro = test->micro;
     uform__gemm_micro_t portable = *micro;
-    portable.pack_transposed = NULL, portable.pack_pairs = NULL;
+    portable.pack_transposed = NULL, portable.pack_pairs = NULL, portable.pack_pairs16 = NULL;
     size_t m = shape->m, n = shape->n, k = shape->k;
     size_t lddy = n + (strided ? 3 : 0), ldx = k + (strided ? 5 : 0), lddw = k + (strided ? 2 : 0);
     size_t ldw = k + (strided ? 1 : 0), lddx = k + (strided ? 4 : 0);
