@@ -14,7 +14,10 @@
  * with BF16-rounded inputs — forward y = bf16(x)·bf16(W)ᵀ + b, backward dx = bf16(dy)·bf16(W) and
  * dW = bf16(dy)ᵀ·bf16(x), db = Σ dy — where Genoa's products round their inputs themselves and
  * the other classes get them rounded here (work->round_inputs; the saved activations are rounded
- * in place, which their own backward then reads, consistently). The attention forward is BF16
+ * in place, which their own backward then reads, consistently). On Genoa (uform__train_native_bf16)
+ * norm1(x), norm2(h) and gelu(u) are kept as BF16 rows, written rounded by the norm and GELU passes,
+ * and the products read them in place forward (X) and backward (dW's X): the same values the
+ * products rounded before, without their conversion passes, at half the bytes. The attention forward is BF16
  * (nn.h's attention_forward_bf16) and so is its backward (attention_backward_bf16: BF16 operands in
  * its five products, P recomputed with the forward's log-sum-exp; ~1.7× the F32 backward's speed
  * on GENOA, ~7% of the image step). Norms, GELU, residuals stay F32.
@@ -42,6 +45,13 @@ void uform__train_add(size_t n, const float *x, float *y, const uform__parallel_
 uform_status_t uform__train_linear_backward(uform__train_work_t *work, const uform__linear_t *layer,
                                             const uform__linear_t *grad, size_t rows, const float *x, size_t ldx,
                                             const float *dy, size_t lddy, float *dx, size_t lddx) {
+    return uform__train_linear_backward_typed(work, layer, grad, rows, x, UFORM__GEMM_F32, ldx, dy, lddy, dx, lddx);
+}
+
+uform_status_t uform__train_linear_backward_typed(uform__train_work_t *work, const uform__linear_t *layer,
+                                                  const uform__linear_t *grad, size_t rows, const void *x,
+                                                  uform__gemm_dtype_t x_dtype, size_t ldx, const float *dy,
+                                                  size_t lddy, float *dx, size_t lddx) {
     uform__compute_t *compute = &work->compute;
     uform_outcome_t *outcome = work->context->outcome;
     if (rows == 0) return UFORM_OK;
@@ -54,7 +64,7 @@ uform_status_t uform__train_linear_backward(uform__train_work_t *work, const ufo
         uform__round_to_bf16(work->dy_rounded, rows * n);
         dy = work->dy_rounded, lddy = n;
     }
-    uform__gemm_backward_w_t w = {rows, n, k, dy, lddy, x, ldx, UFORM__GEMM_F32, (float *)grad->weight, k,
+    uform__gemm_backward_w_t w = {rows, n, k, dy, lddy, x, ldx, x_dtype, (float *)grad->weight, k,
                                   compute->gemm_scratch, compute->gemm_scratch_bytes};
     /* db sums dY while backward_w packs it (backward_b's bits, one read of dY less), unless dY was
      * replaced by its rounded copy: the bias sums the unrounded values. */
@@ -99,6 +109,36 @@ static uform_status_t cancelled(uform__train_work_t *work, const char *where, si
                        block);
 }
 
+/* g = bf16(gelu(u)) over n values, for native BF16 compute: the exact-erf GELU of the products'
+ * epilogue kernel (gemm.h, EXACT), rounded to nearest even. Elementwise, so the split cannot
+ * matter. The fast form (inference's, |error| ≤ 2e-7·max(1, |u|), 24 instead of ≈47 vector
+ * instructions per 16 values) was tried and left out: no step-time difference showed on the loaded
+ * machine, and it moved test_train_parity_bf16's dump (a third tensor past 1e-2, step 2's
+ * trunk.0.norm1.weight at 1.03e-2), while the exact form keeps main's failures. */
+typedef struct gelu_loop_t {
+    const uform__gemm_kernels_t *gemm;
+    const uform__nn_kernels_t *nn;
+    const float *u;
+    uint16_t *g;
+} gelu_loop_t;
+
+static void gelu_bf16_range(void *context, size_t begin, size_t end) {
+    const gelu_loop_t *loop = context;
+    enum { chunk = 1024 };
+    _Alignas(64) float staging[chunk];
+    for (size_t i = begin; i < end; i += chunk) {
+        size_t count = end - i < chunk ? end - i : chunk;
+        memcpy(staging, loop->u + i, count * sizeof(float));
+        loop->gemm->epilogue(staging, count, 1, count, NULL, UFORM__GEMM_GELU_EXACT);
+        loop->nn->f32_to_bf16(count, staging, loop->g + i);
+    }
+}
+
+static void gelu_forward_bf16(const uform__compute_t *compute, size_t n, const float *u, uint16_t *g) {
+    gelu_loop_t loop = {compute->gemm, compute->nn, u, g};
+    uform__nn_parallel_ranges(compute->parallel, n, 1 << 14, gelu_bf16_range, &loop);
+}
+
 /* The block's second half over `rows` rows (every token, or the last block's read rows):
  * h = x + att·Woutᵀ + b; a2 = norm2(h); u = a2·Wupᵀ + b; g = gelu(u); y = h + g·Wdownᵀ + b.
  * x, att, h, a2, u, g, y have `rows` rows; the statistics land in saved->mean2/rstd2. */
@@ -114,15 +154,26 @@ static uform_status_t tail_forward(uform__train_work_t *work, const uform__block
     uform_status_t status =
         uform__linear_forward(compute, &block->out, rows, saved->att, d, saved->h, d, d, UFORM__LINEAR_ACCUMULATE, outcome);
     if (status != UFORM_OK) return status;
-    compute->nn->layernorm_forward(rows, d, saved->h, d, block->norm2.weight, block->norm2.bias, 1e-6f, saved->a2, d,
-                                   saved->mean2, saved->rstd2, compute->parallel);
-    if (work->round_inputs) uform__round_to_bf16(saved->a2, rows * d);
-    status = uform__linear_forward(compute, &block->up, rows, saved->a2, d, saved->u, F, F, 0, outcome);
+    int native = uform__train_native_bf16(work), x_bf16 = native ? UFORM__LINEAR_X_BF16 : 0;
+    if (native) {
+        compute->nn->layernorm_forward_bf16(rows, d, saved->h, d, block->norm2.weight, block->norm2.bias, 1e-6f,
+                                            (uint16_t *)saved->a2, d, saved->mean2, saved->rstd2, compute->parallel);
+    } else {
+        compute->nn->layernorm_forward(rows, d, saved->h, d, block->norm2.weight, block->norm2.bias, 1e-6f, saved->a2,
+                                       d, saved->mean2, saved->rstd2, compute->parallel);
+        if (work->round_inputs) uform__round_to_bf16(saved->a2, rows * d);
+    }
+    status = uform__linear_forward(compute, &block->up, rows, saved->a2, d, saved->u, F, F, x_bf16, outcome);
     if (status != UFORM_OK) return status;
-    compute->nn->gelu_forward(rows * F, saved->u, saved->g, compute->parallel);
-    if (work->round_inputs) uform__round_to_bf16(saved->g, rows * F);
+    if (native) {
+        gelu_forward_bf16(compute, rows * F, saved->u, (uint16_t *)saved->g);
+    } else {
+        compute->nn->gelu_forward(rows * F, saved->u, saved->g, compute->parallel);
+        if (work->round_inputs) uform__round_to_bf16(saved->g, rows * F);
+    }
     memcpy(y, saved->h, rows * d * sizeof(float));
-    return uform__linear_forward(compute, &block->down, rows, saved->g, F, y, d, d, UFORM__LINEAR_ACCUMULATE, outcome);
+    return uform__linear_forward(compute, &block->down, rows, saved->g, F, y, d, d, UFORM__LINEAR_ACCUMULATE | x_bf16,
+                                 outcome);
 }
 
 uform_status_t uform__train_blocks_forward(uform__train_work_t *work) {
@@ -142,11 +193,17 @@ uform_status_t uform__train_blocks_forward(uform__train_work_t *work) {
         const uform__block_t *block = &trainer->view.blocks[i];
         const uform__block_saved_t *saved = &work->blocks[i];
         int last = i + 1 == config->depth;
-        nn->layernorm_forward(T, d, saved->x, d, block->norm1.weight, block->norm1.bias, eps, saved->a1, d,
-                              saved->mean1, saved->rstd1, parallel);
-        if (work->round_inputs) uform__round_to_bf16(saved->a1, T * d);
-        uform_status_t status =
-            uform__linear_forward(compute, &block->qkv, T, saved->a1, d, saved->qkv, 3 * d, 3 * d, 0, outcome);
+        int native = uform__train_native_bf16(work);
+        if (native) {
+            nn->layernorm_forward_bf16(T, d, saved->x, d, block->norm1.weight, block->norm1.bias, eps,
+                                       (uint16_t *)saved->a1, d, saved->mean1, saved->rstd1, parallel);
+        } else {
+            nn->layernorm_forward(T, d, saved->x, d, block->norm1.weight, block->norm1.bias, eps, saved->a1, d,
+                                  saved->mean1, saved->rstd1, parallel);
+            if (work->round_inputs) uform__round_to_bf16(saved->a1, T * d);
+        }
+        uform_status_t status = uform__linear_forward(compute, &block->qkv, T, saved->a1, d, saved->qkv, 3 * d, 3 * d,
+                                                      native ? UFORM__LINEAR_X_BF16 : 0, outcome);
         if (status != UFORM_OK) return status;
         if (!last) {
             attention(&shape, saved->qkv, saved->att, saved->lse, parallel);
@@ -177,12 +234,14 @@ static uform_status_t tail_backward(uform__train_work_t *work, const uform__bloc
     const uform__nn_kernels_t *nn = work->compute.nn;
     const uform__parallel_t *parallel = work->compute.parallel;
     size_t d = config->hidden, F = config->mlp;
+    uform__gemm_dtype_t x_dtype = uform__train_native_bf16(work) ? UFORM__GEMM_BF16 : UFORM__GEMM_F32;
     /* MLP: dg = dy·Wdown (and dWdown, db), du = gelu'(u)·dg, da2 = du·Wup (and dWup, db). */
-    uform_status_t status =
-        uform__train_linear_backward(work, &block->down, &grad->down, rows, saved->g, F, dy, d, work->dg, F);
+    uform_status_t status = uform__train_linear_backward_typed(work, &block->down, &grad->down, rows, saved->g,
+                                                               x_dtype, F, dy, d, work->dg, F);
     if (status != UFORM_OK) return status;
     nn->gelu_backward(rows * F, saved->u, work->dg, work->dg, parallel);
-    status = uform__train_linear_backward(work, &block->up, &grad->up, rows, saved->a2, d, work->dg, F, work->dt, d);
+    status = uform__train_linear_backward_typed(work, &block->up, &grad->up, rows, saved->a2, x_dtype, d, work->dg, F,
+                                                work->dt, d);
     if (status != UFORM_OK) return status;
     /* dh = dy + norm2ᵀ(da2) */
     nn->layernorm_backward(rows, d, saved->h, d, block->norm2.weight, saved->mean2, saved->rstd2, work->dt, d, dh, d,
@@ -238,8 +297,9 @@ uform_status_t uform__train_blocks_backward(uform__train_work_t *work) {
         (compute->compute == UFORM_COMPUTE_BF16 ? nn->attention_backward_bf16 : nn->attention_backward)(
             &shape, saved->qkv, out, lse, work->datt, work->deltas, work->dqkv, parallel);
         compute->flops += 2.0 * attention_flops(work, 0);
-        status = uform__train_linear_backward(work, &block->qkv, &grad->qkv, T, saved->a1, d, work->dqkv, 3 * d,
-                                              work->dt, d);
+        status = uform__train_linear_backward_typed(
+            work, &block->qkv, &grad->qkv, T, saved->a1,
+            uform__train_native_bf16(work) ? UFORM__GEMM_BF16 : UFORM__GEMM_F32, d, work->dqkv, 3 * d, work->dt, d);
         if (status != UFORM_OK) return status;
         /* dx = dh + norm1ᵀ(da1), written over dy (no longer needed). */
         nn->layernorm_backward(T, d, saved->x, d, block->norm1.weight, saved->mean1, saved->rstd1, work->dt, d, dy, d,

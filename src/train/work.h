@@ -141,9 +141,21 @@ void uform__train_contrastive_backward(const uform__train_bags_t *bags, const uf
 /* y[i] += x[i] over n values. */
 void uform__train_add(size_t n, const float *x, float *y, const uform__parallel_t *parallel);
 /* The backward of a linear layer y = x·Wᵀ + b over `rows` rows: dW += dyᵀ·x, db += Σ dy (when the
- * layer has a bias), and dx = dy·W when `dx` is not NULL. `x_bf16`: x holds BF16 rows. */
+ * layer has a bias), and dx = dy·W when `dx` is not NULL. x holds F32 rows. */
 uform_status_t uform__train_linear_backward(uform__train_work_t *work, const uform__linear_t *layer,
                                             const uform__linear_t *grad, size_t rows, const float *x, size_t ldx,
                                             const float *dy, size_t lddy, float *dx, size_t lddx);
+/* The same with x of `x_dtype` (F32, or BF16 rows as the trunk keeps them under native BF16
+ * compute, see uform__train_native_bf16); ldx in elements. */
+uform_status_t uform__train_linear_backward_typed(uform__train_work_t *work, const uform__linear_t *layer,
+                                                  const uform__linear_t *grad, size_t rows, const void *x,
+                                                  uform__gemm_dtype_t x_dtype, size_t ldx, const float *dy,
+                                                  size_t lddy, float *dx, size_t lddx);
+/* BF16 compute on a class whose BF16 products round their own F32 inputs (GENOA and later): the
+ * trunk then keeps the products' inputs norm1(x), norm2(h) and gelu(u) as BF16 rows, written
+ * rounded by the pass that makes them, and the products read them in place (as inference does). */
+static inline int uform__train_native_bf16(const uform__train_work_t *work) {
+    return work->compute.compute == UFORM_COMPUTE_BF16 && !work->round_inputs;
+}
 
 #endif
