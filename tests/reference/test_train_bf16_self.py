@@ -206,14 +206,12 @@ def loop_attention(q, k, v, block):
 
 
 def spec_backward(q, k, v, out, lse, dout):
-    """The stated backward, in numpy, with the BF16 forward's out and lse: every product's operands
-    rounded (q, k, v, dout, p for dV, ds), D and ds's p unrounded."""
+    """The stated backward, in numpy, from unrounded q, k, v and the BF16 forward's out and lse."""
     scale = 1.0 / math.sqrt(q.shape[-1])
-    qr, kr, vr, gr = r64(q), r64(k), r64(v), r64(dout)
-    p = np.exp(scale * (qr @ kr.T) - lse[:, None])
+    p = np.exp(scale * (q @ k.T) - lse[:, None])
     d = (dout * out).sum(-1, keepdims=True)
-    ds = r64(p * (gr @ vr.T - d))
-    return scale * ds @ kr, scale * ds.T @ qr, r64(p).T @ gr
+    ds = p * (dout @ v.T - d)
+    return scale * ds @ k, scale * ds.T @ q, p.T @ dout
 
 
 def test_attention():

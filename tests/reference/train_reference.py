@@ -382,11 +382,9 @@ class BlockedAttention(torch.autograd.Function):
         out = acc / l,   lse = m + ln l.
 
     With at most `block` keys this is p_j = exp(s_j - rowmax) and out = sum r(p_j) r(v_j) / sum p_j.
-    The backward (the engine's attention_backward_bf16, kernels/nn.h) recomputes P from the rounded
-    q, k with the forward's lse and rounds the operands of its four products:
-    P = exp(scale r(q) r(k)^T - lse), D_i = sum_e dout_ie out_ie (unrounded), dV = r(P)^T r(dout),
-    dP = r(dout) r(V)^T, dS = P (dP - D) (from the unrounded P), dQ = scale r(dS) r(K),
-    dK = scale r(dS)^T r(Q)."""
+    The backward recomputes in full precision from the unrounded q, k, v and the forward's lse and
+    out:  P = exp(scale q k^T - lse), D_i = sum_e dout_ie out_ie, dV = P^T dout, dP = dout V^T,
+    dS = P (dP - D), dQ = scale dS K, dK = scale dS^T Q."""
 
     @staticmethod
     def forward(ctx, q, k, v, rounding, block):
@@ -408,21 +406,18 @@ class BlockedAttention(torch.autograd.Function):
         out = acc / total[..., None]
         lse = peak + torch.log(total)
         ctx.save_for_backward(q, k, v, out, lse)
-        ctx.rounding = rounding
         return out
 
     @staticmethod
     def backward(ctx, dout):
         q, k, v, out, lse = ctx.saved_tensors
-        r = ctx.rounding
         scale = 1.0 / math.sqrt(q.shape[-1])
-        qr, kr, vr, gr = r(q), r(k), r(v), r(dout)
-        p = torch.exp(scale * (qr @ kr.transpose(-1, -2)) - lse[..., None])         # [..., N, N]
+        p = torch.exp(scale * (q @ k.transpose(-1, -2)) - lse[..., None])           # [..., N, N]
         d = (dout * out).sum(-1, keepdim=True)                                      # [..., N, 1]
-        dv = r(p).transpose(-1, -2) @ gr
-        dp = gr @ vr.transpose(-1, -2)
-        ds = r(p * (dp - d))
-        return scale * (ds @ kr), scale * (ds.transpose(-1, -2) @ qr), dv, None, None
+        dv = p.transpose(-1, -2) @ dout
+        dp = dout @ v.transpose(-1, -2)
+        ds = p * (dp - d)
+        return scale * (ds @ k), scale * (ds.transpose(-1, -2) @ q), dv, None, None
 
 
 def blocked_attention(q, k, v, rounding=None, block=ATTENTION_BLOCK):
