@@ -103,58 +103,33 @@ static int read_number(reader_t *reader) {
 
 static int read_value(reader_t *reader);
 
-static int read_array(reader_t *reader) {
+/* An array ('[' values ']') or, when `keyed`, an object ('{' "key": value pairs '}'): one reader
+ * for both, since they differ only in the key before each value and the closing byte. */
+static int read_container(reader_t *reader, char close, int keyed) {
     if (reader->depth >= nesting_limit) return 0;
     ++reader->depth;
-    ++reader->at; /* '[' */
+    ++reader->at; /* '[' or '{' */
     skip_space(reader);
-    if (reader->at < reader->length && reader->text[reader->at] == ']') {
-        ++reader->at;
-        --reader->depth;
-        return 1;
-    }
-    for (;;) {
-        skip_space(reader);
-        if (!read_value(reader)) return 0;
-        skip_space(reader);
-        if (reader->at < reader->length && reader->text[reader->at] == ',') {
-            ++reader->at;
-            continue;
+    if (reader->at >= reader->length || reader->text[reader->at] != close) {
+        for (;;) {
+            skip_space(reader);
+            if (keyed) {
+                if (!read_string(reader)) return 0;
+                skip_space(reader);
+                if (reader->at >= reader->length || reader->text[reader->at] != ':') return 0;
+                ++reader->at;
+                skip_space(reader);
+            }
+            if (!read_value(reader)) return 0;
+            skip_space(reader);
+            if (reader->at < reader->length && reader->text[reader->at] == ',') {
+                ++reader->at;
+                continue;
+            }
+            break;
         }
-        break;
+        if (reader->at >= reader->length || reader->text[reader->at] != close) return 0;
     }
-    if (reader->at >= reader->length || reader->text[reader->at] != ']') return 0;
-    ++reader->at;
-    --reader->depth;
-    return 1;
-}
-
-static int read_object(reader_t *reader) {
-    if (reader->depth >= nesting_limit) return 0;
-    ++reader->depth;
-    ++reader->at; /* '{' */
-    skip_space(reader);
-    if (reader->at < reader->length && reader->text[reader->at] == '}') {
-        ++reader->at;
-        --reader->depth;
-        return 1;
-    }
-    for (;;) {
-        skip_space(reader);
-        if (!read_string(reader)) return 0;
-        skip_space(reader);
-        if (reader->at >= reader->length || reader->text[reader->at] != ':') return 0;
-        ++reader->at;
-        skip_space(reader);
-        if (!read_value(reader)) return 0;
-        skip_space(reader);
-        if (reader->at < reader->length && reader->text[reader->at] == ',') {
-            ++reader->at;
-            continue;
-        }
-        break;
-    }
-    if (reader->at >= reader->length || reader->text[reader->at] != '}') return 0;
     ++reader->at;
     --reader->depth;
     return 1;
@@ -167,8 +142,8 @@ static int read_value(reader_t *reader) {
     unsigned char c = reader->text[reader->at];
     if (c == '"') return read_string(reader);
     if (c == '-' || (c >= '0' && c <= '9')) return read_number(reader);
-    if (c == '[') return read_array(reader);
-    if (c == '{') return read_object(reader);
+    if (c == '[') return read_container(reader, ']', 0);
+    if (c == '{') return read_container(reader, '}', 1);
     return 0;
 }
 

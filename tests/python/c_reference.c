@@ -18,7 +18,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "common/read_file.h"
 #include "uform/uform.h"
 
 typedef struct buffer_t {
@@ -31,21 +33,15 @@ static const char *directory;
 static int read_file(const char *name, buffer_t *buffer, int required) {
     char path[4096];
     snprintf(path, sizeof path, "%s/%s", directory, name);
-    buffer->data = NULL, buffer->size = 0;
-    FILE *file = fopen(path, "rb");
-    if (!file) {
+    buffer->size = 0;
+    if (access(path, F_OK) != 0) {
+        buffer->data = NULL;
         if (required) fprintf(stderr, "c_reference: cannot open %s\n", path);
         return required ? -1 : 0;
     }
-    fseek(file, 0, SEEK_END);
-    long size = ftell(file);
-    fseek(file, 0, SEEK_SET);
-    buffer->data = malloc(size > 0 ? (size_t)size : 1);
-    buffer->size = size > 0 ? (size_t)size : 0;
-    int ok = buffer->data && fread(buffer->data, 1, buffer->size, file) == buffer->size;
-    fclose(file);
-    if (!ok) fprintf(stderr, "c_reference: cannot read %s\n", path);
-    return ok ? 0 : -1;
+    buffer->data = test_read_file(path, &buffer->size);
+    if (!buffer->data) fprintf(stderr, "c_reference: cannot read %s\n", path);
+    return buffer->data ? 0 : -1;
 }
 
 static int write_file(const char *name, const void *data, size_t size) {

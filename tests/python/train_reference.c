@@ -15,7 +15,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "common/read_file.h"
 #include "uform/uform.h"
 
 typedef struct buffer_t {
@@ -28,20 +30,14 @@ static const char *directory;
 static int read_file(const char *name, buffer_t *buffer, int required) {
     char path[4096];
     snprintf(path, sizeof path, "%s/%s", directory, name);
-    buffer->data = NULL, buffer->size = 0;
-    FILE *file = fopen(path, "rb");
-    if (!file) {
+    buffer->size = 0;
+    if (access(path, F_OK) != 0) {
+        buffer->data = NULL;
         if (required) fprintf(stderr, "train_reference: cannot open %s\n", path);
         return required ? -1 : 0;
     }
-    fseek(file, 0, SEEK_END);
-    long size = ftell(file);
-    fseek(file, 0, SEEK_SET);
-    buffer->size = size > 0 ? (size_t)size : 0;
-    buffer->data = malloc(buffer->size + 1);
-    int ok = buffer->data && fread(buffer->data, 1, buffer->size, file) == buffer->size;
-    fclose(file);
-    return ok ? 0 : -1;
+    buffer->data = test_read_file(path, &buffer->size);
+    return buffer->data ? 0 : -1;
 }
 
 static int write_rows(const char *name, const uform_matrix_t *view) {
