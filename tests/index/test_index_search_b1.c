@@ -68,10 +68,11 @@ static void make_corpus(corpus_t *corpus, size_t dims) {
                 target[bit / 8] ^= (uint8_t)(0x80u >> (bit % 8));
             }
         }
-    /* Sixty more copies of query 0 at distance 1 (one bit flipped each): text items 4950-4979, audio items 200-214 and 4700-4714. Text is scanned first and fills the heaps;
-     * the audio copies tie the heaps' worst entries (distance 1) and must still replace them, since
-     * they come first by item. Audio items past ~4100 sit in the second audio block, which starts
-     * with heaps full of distance-1 entries. */
+    /* Sixty more copies of query 0 at distance 1 (one bit flipped each): text items 4950-4979, audio
+     * items 200-214 and 4700-4714. Text is scanned first and fills the heaps; the audio copies tie
+     * the heaps' worst entries (distance 1) and must still replace them, since they come first by
+     * item. Audio items past ~4100 sit in the second audio block, which starts with heaps full of
+     * distance-1 entries. */
     for (size_t k = 0; k < 60; ++k) {
         size_t item = k < 30 ? 4950 + k : k < 45 ? 200 + (k - 30) : 4700 + (k - 45), bit = (k * 37) % dims;
         uint8_t *target = corpus->bits + item * corpus->bytes;
@@ -192,7 +193,8 @@ int main(void) {
         for (size_t c = 0; c < sizeof candidates_list / sizeof *candidates_list; ++c)
             for (size_t m = 0; m < sizeof masks / sizeof *masks; ++m) {
                 size_t candidates = candidates_list[c] ? candidates_list[c] : 4 * TOP;
-                for (size_t j = 0; j < QUERIES; ++j) brute_force(&corpus, j, masks[m] ? masks[m] : 0xFu, candidates, expected + j * TOP);
+                for (size_t j = 0; j < QUERIES; ++j)
+                    brute_force(&corpus, j, masks[m] ? masks[m] : 0xFu, candidates, expected + j * TOP);
                 for (size_t k = 0; k < sizeof classes / sizeof *classes; ++k) {
                     if (!uform_cpu_class_supported(classes[k])) continue;
                     for (size_t threads = 1; threads <= 3; ++threads) {
@@ -214,7 +216,9 @@ int main(void) {
                                     if ((hit->item != want->item || hit->score != want->score ||
                                          hit->modality != (uform_modality_t)corpus.modality[want->item]) &&
                                         wrong++ < 3)
-                                        fprintf(stderr, "%s, %zu threads, %zu dims, %zu queries, candidates %zu, modalities 0x%x: query %zu hit %zu is item %llu (%.9g), expected %llu (%.9g)\n",
+                                        fprintf(stderr,
+                                                "%s, %zu threads, %zu dims, %zu queries, candidates %zu, modalities 0x%x: "
+                                                "query %zu hit %zu is item %llu (%.9g), expected %llu (%.9g)\n",
                                                 uform_cpu_class_name(classes[k]), threads, corpus.dims, batches[b], candidates,
                                                 masks[m], j, i, (unsigned long long)hit->item, hit->score,
                                                 (unsigned long long)want->item, want->score);
