@@ -319,9 +319,10 @@ static size_t merge(const search_t *search, size_t j, uform_index_hit_t *merged)
 }
 
 /* B1's second stage: hits[i].score = Σ_c q[c]·s[c] / √dims with s = ±1 by the candidate's bits,
- * summed in double in column order. Four candidates go side by side (four independent chains of
- * additions, each in the same order as alone: the same scores), which takes a quarter of the time
- * of one chain after another when a single query's search is 1-2 ms. */
+ * summed in double in column order. Four candidates go side by side in four accumulators (each
+ * adds the same terms in the same order as alone: the same scores), and each term is q[c] times
+ * ±1.0 (exact) rather than a choice by the bit, whose branch the random bits mispredicted half of
+ * the time (merge and rescoring of 40 candidates of 256 dimensions: 15 → 13 µs). */
 static void rescore_b1(const search_t *search, uform_index_hit_t *hits, size_t count, const float *query) {
     uform_index_t index = search->index;
     const double scale = sqrt((double)search->dims);
@@ -332,11 +333,17 @@ static void rescore_b1(const search_t *search, uform_index_hit_t *hits, size_t c
             const uform_index_hit_t *hit = &hits[first + (k < lanes ? k : 0)];
             rows[k] = index->parts[hit->modality].data + index->rows_of[hit->item] * index->row_bytes;
         }
-        double sums[4] = {0, 0, 0, 0};
+        double sum0 = 0, sum1 = 0, sum2 = 0, sum3 = 0;
         for (size_t c = 0; c < search->dims; ++c) {
-            const size_t byte = c / 8, shift = 7 - c % 8;
-            for (size_t k = 0; k < 4; ++k) sums[k] += (rows[k][byte] >> shift & 1) ? query[c] : -(double)query[c];
+            const size_t byte = c / 8;
+            const unsigned shift = 7 - (unsigned)(c % 8);
+            const double value = query[c];
+            sum0 += (double)(2 * (rows[0][byte] >> shift & 1) - 1) * value;
+            sum1 += (double)(2 * (rows[1][byte] >> shift & 1) - 1) * value;
+            sum2 += (double)(2 * (rows[2][byte] >> shift & 1) - 1) * value;
+            sum3 += (double)(2 * (rows[3][byte] >> shift & 1) - 1) * value;
         }
+        const double sums[4] = {sum0, sum1, sum2, sum3};
         for (size_t k = 0; k < lanes; ++k) hits[first + k].score = (float)(sums[k] / scale);
     }
 }
