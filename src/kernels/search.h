@@ -6,6 +6,7 @@
  *   dot_bf16    scores[q][r] = Σ_c query_q[c] · row_r[c]                    BF16 rows, BF16 queries
  *   dot_i8      scores[q][r] = Σ_c query_q[c] · row_r[c]  (exact, in int32)  I8 rows, I8 queries
  *   hamming_b1  distances[q][r] = popcount(query_q XOR row_r)  (exact)       packed sign bits
+ *   hamming_b1_within  near[q] bit r = (distances[q][r] ≤ limits[q])          packed sign bits
  *
  * Why not the GEMM for every query count: a matrix product packs its weight side per call and runs
  * register tiles of 6 rows by 64 columns, which a batch of one query fills to 1/6 (queries as X)
@@ -22,6 +23,10 @@
  *
  * I8 values must lie in [-127, 127] (uform_scalar_kind_t's I8); the products of -128 are
  * unspecified (the kernels neither trap nor read out of bounds on it).
+ *
+ * hamming_b1_within is B1 search's scan once its heaps are full: almost every row lies farther than
+ * the heap's worst entry, so the kernel keeps the distances in registers, compares 16 at a time
+ * with the limit and returns one bit per row; the driver recomputes the few marked rows' distances.
  *
  * Strides count elements (bytes for I8 and B1). `queries` ≤ UFORM__SEARCH_MAX_QUERIES per call.
  * Kernels never allocate, print or fail; `parallel` splitting is the driver's job.
@@ -49,6 +54,12 @@ typedef struct uform__search_kernels_t {
      * rows and queries (the B1 format makes them 0). */
     void (*hamming_b1)(size_t rows, size_t bytes, const uint8_t *x, size_t x_stride, size_t queries,
                        const uint8_t *q, size_t q_stride, uint32_t *distances, size_t distances_stride);
+    /* The rows within `limits[j]` of query j: bit r % 64 of near[j * near_stride + r / 64] is set
+     * when popcount(query_j XOR row_r) ≤ limits[j] and clear otherwise, the bits past `rows` in the
+     * last word included. near_stride ≥ ceil(rows / 64) words; `bytes` as hamming_b1. */
+    void (*hamming_b1_within)(size_t rows, size_t bytes, const uint8_t *x, size_t x_stride, size_t queries,
+                              const uint8_t *q, size_t q_stride, const uint32_t *limits, uint64_t *near,
+                              size_t near_stride);
 } uform__search_kernels_t;
 
 /* The table for `cpu_class`, never NULL: SERIAL; HASWELL (AVX2, POPCNT; also SIERRA and

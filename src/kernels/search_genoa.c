@@ -39,5 +39,5 @@ GENOA_TARGET static void dot_bf16_genoa(size_t rows, size_t columns, const uint1
 
 const uform__search_kernels_t uform__search_kernels_genoa = {
     UFORM_CPU_CLASS_AMD_GENOA, uform__search_dot_f32_icelake, dot_bf16_genoa, uform__search_dot_i8_icelake,
-    uform__search_hamming_b1_icelake,
+    uform__search_hamming_b1_icelake, uform__search_hamming_b1_within_icelake,
 };

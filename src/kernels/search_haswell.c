@@ -144,32 +144,47 @@ HASWELL_TARGET static void dot_i8_haswell(size_t rows, size_t columns, const int
     }
 }
 
+/* popcount(row XOR query) over `bytes` bytes, 64 bits at a time; a ragged tail through zeroed words. */
+HASWELL_TARGET static inline uint32_t hamming_haswell(const uint8_t *row, const uint8_t *query, size_t bytes) {
+    uint64_t distance = 0;
+    size_t b = 0;
+    for (; b + 8 <= bytes; b += 8) {
+        uint64_t a, c;
+        memcpy(&a, row + b, 8);
+        memcpy(&c, query + b, 8);
+        distance += (uint64_t)_mm_popcnt_u64(a ^ c);
+    }
+    if (b < bytes) {
+        uint64_t a = 0, c = 0;
+        memcpy(&a, row + b, bytes - b);
+        memcpy(&c, query + b, bytes - b);
+        distance += (uint64_t)_mm_popcnt_u64(a ^ c);
+    }
+    return (uint32_t)distance;
+}
+
 HASWELL_TARGET static void hamming_b1_haswell(size_t rows, size_t bytes, const uint8_t *x, size_t x_stride,
                                               size_t queries, const uint8_t *q, size_t q_stride, uint32_t *distances,
                                               size_t distances_stride) {
-    const size_t words = bytes / 8, tail = bytes % 8;
-    for (size_t r = 0; r < rows; ++r) {
-        const uint8_t *row = x + r * x_stride;
-        for (size_t j = 0; j < queries; ++j) {
-            const uint8_t *query = q + j * q_stride;
-            uint64_t distance = 0;
-            for (size_t w = 0; w < words; ++w) {
-                uint64_t a, b;
-                memcpy(&a, row + 8 * w, 8);
-                memcpy(&b, query + 8 * w, 8);
-                distance += (uint64_t)_mm_popcnt_u64(a ^ b);
-            }
-            if (tail) {
-                uint64_t a = 0, b = 0;
-                memcpy(&a, row + 8 * words, tail);
-                memcpy(&b, query + 8 * words, tail);
-                distance += (uint64_t)_mm_popcnt_u64(a ^ b);
-            }
-            distances[j * distances_stride + r] = (uint32_t)distance;
+    for (size_t r = 0; r < rows; ++r)
+        for (size_t j = 0; j < queries; ++j)
+            distances[j * distances_stride + r] = hamming_haswell(x + r * x_stride, q + j * q_stride, bytes);
+}
+
+/* Query by query, 64 rows to a word; the rows of a block stay in L1 between queries. */
+HASWELL_TARGET static void hamming_b1_within_haswell(size_t rows, size_t bytes, const uint8_t *x, size_t x_stride,
+                                                     size_t queries, const uint8_t *q, size_t q_stride,
+                                                     const uint32_t *limits, uint64_t *near, size_t near_stride) {
+    for (size_t j = 0; j < queries; ++j)
+        for (size_t word = 0; word * 64 < rows; ++word) {
+            uint64_t bits = 0;
+            for (size_t k = 0; k < 64 && word * 64 + k < rows; ++k)
+                bits |= (uint64_t)(hamming_haswell(x + (word * 64 + k) * x_stride, q + j * q_stride, bytes) <= limits[j]) << k;
+            near[j * near_stride + word] = bits;
         }
-    }
 }
 
 const uform__search_kernels_t uform__search_kernels_haswell = {
     UFORM_CPU_CLASS_INTEL_HASWELL, dot_f32_haswell, dot_bf16_haswell, dot_i8_haswell, hamming_b1_haswell,
+    hamming_b1_within_haswell,
 };

@@ -10,8 +10,7 @@
  *             is biased to u = q + 128 (q XOR 0x80): Σ u·x = Σ q·x + 128·Σ x, and Σ x comes from
  *             one more VPDPBUSD with ones per row, shared by every query. Exact in int32 (each
  *             instruction adds at most 4·255·127 per lane: below 2^31 for rows up to 2^14 bytes).
- *   hamming   VPOPCNTQ over the XOR of row and query: one 256-bit group for rows of up to 32
- *             bytes (256 dimensions), 64-byte chunks beyond.
+ *   hamming   and hamming_within: search_b1_icelake.c.
  */
 #include <immintrin.h>
 
@@ -108,77 +107,7 @@ ICELAKE_TARGET void uform__search_dot_i8_icelake(size_t rows, size_t columns, co
     }
 }
 
-/* Packed rows of exactly 32 bytes (256 dimensions, the common width): eight rows per step, two per
- * 512-bit load against the query repeated twice; each row's four 64-bit counts are summed in
- * registers (swap 64-bit halves and add, swap 128-bit lanes and add: every lane of a row's half
- * then holds its total) and the eight totals gathered into one vector store. */
-ICELAKE_TARGET static void hamming_32_icelake(size_t rows, const uint8_t *x, size_t queries, const uint8_t *q,
-                                              size_t q_stride, uint32_t *distances, size_t distances_stride) {
-    const __m512i pick_low = _mm512_setr_epi64(0, 4, 8, 12, 0, 0, 0, 0), pick_high = _mm512_setr_epi64(0, 0, 0, 0, 0, 4, 8, 12);
-    for (size_t j = 0; j < queries; ++j) {
-        const __m512i query_u8x64 = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(q + j * q_stride)));
-        uint32_t *target = distances + j * distances_stride;
-        size_t r = 0;
-        for (; r + 8 <= rows; r += 8) {
-            __m512i totals[4];
-            for (int k = 0; k < 4; ++k) {
-                __m512i count_u64x8 =
-                    _mm512_popcnt_epi64(_mm512_xor_si512(_mm512_loadu_si512(x + (r + 2 * k) * 32), query_u8x64));
-                count_u64x8 = _mm512_add_epi64(count_u64x8, _mm512_shuffle_epi32(count_u64x8, _MM_PERM_BADC));
-                totals[k] = _mm512_add_epi64(count_u64x8, _mm512_shuffle_i64x2(count_u64x8, count_u64x8, 0xB1));
-            }
-            /* Rows 2k and 2k+1 sit in 64-bit lanes 0 and 4 of totals[k]. */
-            const __m512i low = _mm512_permutex2var_epi64(totals[0], pick_low, totals[1]);
-            const __m512i high = _mm512_permutex2var_epi64(totals[2], pick_high, totals[3]);
-            _mm256_storeu_si256((__m256i *)(target + r), _mm512_cvtepi64_epi32(_mm512_mask_blend_epi64(0xF0, low, high)));
-        }
-        for (; r < rows; ++r) {
-            const __m256i counts_u64x4 = _mm256_popcnt_epi64(_mm256_xor_si256(
-                _mm256_loadu_si256((const __m256i *)(x + r * 32)), _mm512_castsi512_si256(query_u8x64)));
-            const __m128i pair_u64x2 = _mm_add_epi64(_mm256_castsi256_si128(counts_u64x4), _mm256_extracti128_si256(counts_u64x4, 1));
-            target[r] = (uint32_t)(_mm_cvtsi128_si64(pair_u64x2) + _mm_extract_epi64(pair_u64x2, 1));
-        }
-    }
-}
-
-/* Rows of up to 32 bytes (256 dimensions) in one 256-bit lane group, longer ones in 64-byte chunks. */
-ICELAKE_TARGET void uform__search_hamming_b1_icelake(size_t rows, size_t bytes, const uint8_t *x, size_t x_stride,
-                                                     size_t queries, const uint8_t *q, size_t q_stride,
-                                                     uint32_t *distances, size_t distances_stride) {
-    if (bytes == 32 && x_stride == 32) {
-        hamming_32_icelake(rows, x, queries, q, q_stride, distances, distances_stride);
-        return;
-    }
-    if (bytes <= 32) {
-        const __mmask32 mask = bytes >= 32 ? (__mmask32)0xFFFFFFFFu : (__mmask32)((1u << bytes) - 1);
-        for (size_t r = 0; r < rows; ++r) {
-            const __m256i row_u8x32 = _mm256_maskz_loadu_epi8(mask, x + r * x_stride);
-            for (size_t j = 0; j < queries; ++j) {
-                const __m256i counts_u64x4 =
-                    _mm256_popcnt_epi64(_mm256_xor_si256(row_u8x32, _mm256_maskz_loadu_epi8(mask, q + j * q_stride)));
-                const __m128i pair_u64x2 = _mm_add_epi64(_mm256_castsi256_si128(counts_u64x4), _mm256_extracti128_si256(counts_u64x4, 1));
-                distances[j * distances_stride + r] = (uint32_t)(_mm_cvtsi128_si64(pair_u64x2) + _mm_extract_epi64(pair_u64x2, 1));
-            }
-        }
-        return;
-    }
-    for (size_t r = 0; r < rows; ++r) {
-        const uint8_t *row = x + r * x_stride;
-        for (size_t j = 0; j < queries; ++j) {
-            const uint8_t *query = q + j * q_stride;
-            __m512i count_u64x8 = _mm512_setzero_si512();
-            for (size_t c = 0; c < bytes; c += 64) {
-                const __mmask64 mask = mask64(bytes - c);
-                const __m512i difference = _mm512_xor_si512(_mm512_maskz_loadu_epi8(mask, row + c),
-                                                            _mm512_maskz_loadu_epi8(mask, query + c));
-                count_u64x8 = _mm512_add_epi64(count_u64x8, _mm512_popcnt_epi64(difference));
-            }
-            distances[j * distances_stride + r] = (uint32_t)_mm512_reduce_add_epi64(count_u64x8);
-        }
-    }
-}
-
 const uform__search_kernels_t uform__search_kernels_icelake = {
     UFORM_CPU_CLASS_INTEL_ICELAKE, uform__search_dot_f32_icelake, dot_bf16_icelake, uform__search_dot_i8_icelake,
-    uform__search_hamming_b1_icelake,
+    uform__search_hamming_b1_icelake, uform__search_hamming_b1_within_icelake,
 };

@@ -64,8 +64,26 @@ static void hamming_b1_serial(size_t rows, size_t bytes, const uint8_t *x, size_
         }
 }
 
+static void hamming_b1_within_serial(size_t rows, size_t bytes, const uint8_t *x, size_t x_stride, size_t queries,
+                                     const uint8_t *q, size_t q_stride, const uint32_t *limits, uint64_t *near,
+                                     size_t near_stride) {
+    for (size_t j = 0; j < queries; ++j) {
+        const uint8_t *query = q + j * q_stride;
+        for (size_t word = 0; word * 64 < rows; ++word) {
+            uint64_t bits = 0;
+            for (size_t k = 0; k < 64 && word * 64 + k < rows; ++k) {
+                const uint8_t *row = x + (word * 64 + k) * x_stride;
+                uint32_t distance = 0;
+                for (size_t b = 0; b < bytes; ++b) distance += popcount8((uint8_t)(row[b] ^ query[b]));
+                bits |= (uint64_t)(distance <= limits[j]) << k;
+            }
+            near[j * near_stride + word] = bits;
+        }
+    }
+}
+
 const uform__search_kernels_t uform__search_kernels_serial = {
-    UFORM_CPU_CLASS_SERIAL, dot_f32_serial, dot_bf16_serial, dot_i8_serial, hamming_b1_serial,
+    UFORM_CPU_CLASS_SERIAL, dot_f32_serial, dot_bf16_serial, dot_i8_serial, hamming_b1_serial, hamming_b1_within_serial,
 };
 
 const uform__search_kernels_t *uform__search_kernels(uform_cpu_class_t cpu_class) {

@@ -1,6 +1,7 @@
 /*
  * The search kernels of every class this machine runs, on shapes with 1, prime and ragged row and
- * column counts and 1..13 queries: dot_i8 and hamming_b1 equal exact integer references; dot_f32
+ * column counts and 1..13 queries: dot_i8 and hamming_b1 equal exact integer references, and
+ * hamming_b1_within marks exactly the rows those distances put within each query's limit; dot_f32
  * and dot_bf16 stay within F32 summation error of a double reference (the BF16 products are
  * exact). Equal rows must score bit-identically wherever they fall (first, middle, tail block),
  * because search orders ties by item. Inputs come from a fixed seed, printed on failure.
@@ -34,6 +35,41 @@ static const uform_cpu_class_t classes[] = {UFORM_CPU_CLASS_SERIAL, UFORM_CPU_CL
                                             UFORM_CPU_CLASS_INTEL_SKYLAKE, UFORM_CPU_CLASS_INTEL_ICELAKE,
                                             UFORM_CPU_CLASS_AMD_GENOA};
 
+/* hamming_b1_within against the distances hamming_b1 just produced (checked above against the
+ * popcount reference): every bit of every query's words, the bits past `rows` clear, the words
+ * past ceil(rows / 64) untouched. Limits per query: 0, 255, 256, UINT32_MAX, a random value, and
+ * the exact distance of some row (the test is "≤": that row must be marked, and one above it not). */
+static void check_within(const uform__search_kernels_t *kernels, size_t rows, size_t bytes, const uint8_t *xbits,
+                         size_t bits_stride, size_t queries, const uint8_t *qbits, size_t q_stride,
+                         const uint32_t *distances, size_t distances_stride) {
+    const size_t words = (rows + 63) / 64, near_stride = words + 1;
+    uint64_t *near = malloc(queries * near_stride * sizeof(uint64_t));
+    uint32_t *limits = malloc(queries * sizeof(uint32_t));
+    for (size_t j = 0; j < queries; ++j) {
+        const uint32_t fixed[4] = {0, 255, 256, UINT32_MAX};
+        const uint32_t at_row = distances[j * distances_stride + (j * 7) % rows];
+        const size_t choice = (j + rows) % 7;
+        limits[j] = choice < 4 ? fixed[choice] : choice == 4 ? next_random() % (8 * (uint32_t)bytes + 2)
+                  : choice == 5 ? at_row : (at_row ? at_row - 1 : 0);
+    }
+    for (size_t i = 0; i < queries * near_stride; ++i) near[i] = 0xA5A5A5A5A5A5A5A5ull;
+    kernels->hamming_b1_within(rows, bytes, xbits, bits_stride, queries, qbits, q_stride, limits, near, near_stride);
+    size_t mismatches = 0;
+    for (size_t j = 0; j < queries; ++j) {
+        for (size_t r = 0; r < words * 64; ++r) {
+            const int marked = (int)(near[j * near_stride + r / 64] >> (r % 64) & 1);
+            const int expected = r < rows && distances[j * distances_stride + r] <= limits[j];
+            if (marked != expected && mismatches++ < 5)
+                fprintf(stderr, "hamming_b1_within (%s, %zu rows of %zu bytes): query %zu row %zu limit %u: marked %d, expected %d\n",
+                        uform_cpu_class_name(kernels->cpu_class), rows, bytes, j, r, limits[j], marked, expected);
+        }
+        CHECK_MSG(near[j * near_stride + words] == 0xA5A5A5A5A5A5A5A5ull, "hamming_b1_within wrote past word %zu", words);
+    }
+    CHECK_MSG(mismatches == 0, "hamming_b1_within: %zu wrong bits (%s, %zu rows, %zu bytes, %zu queries)", mismatches,
+              uform_cpu_class_name(kernels->cpu_class), rows, bytes, queries);
+    free(near), free(limits);
+}
+
 static void check_shape(const uform__search_kernels_t *kernels, size_t rows, size_t columns, size_t queries, int dense) {
     size_t stride = dense ? columns : columns + 3; /* rows need not be dense */
     float *x = calloc(rows * stride, sizeof(float)), *q = calloc(queries * stride, sizeof(float));
@@ -62,6 +98,10 @@ static void check_shape(const uform__search_kernels_t *kernels, size_t rows, siz
         qbits[i] = (uint8_t)next_random();
     }
     if (rows > 1) memcpy(xi + (rows - 1) * stride, xi, columns), memcpy(xbits + (rows - 1) * bits_stride, xbits, bytes);
+    /* Distances 0 and 8·bytes (the largest, 256 for 32-byte rows): row 2 equals query 0's bits, row 3
+     * their complement. */
+    if (rows > 3)
+        for (size_t b = 0; b < bytes; ++b) xbits[2 * bits_stride + b] = qbits[b], xbits[3 * bits_stride + b] = (uint8_t)~qbits[b];
 
     kernels->dot_f32(rows, columns, x, stride, queries, q, stride, scores, rows);
     for (size_t j = 0; j < queries; ++j)
@@ -107,6 +147,7 @@ static void check_shape(const uform__search_kernels_t *kernels, size_t rows, siz
                 expected += (uint32_t)__builtin_popcount((unsigned)(xbits[r * bits_stride + b] ^ qbits[j * stride + b]));
             CHECK_EQ_INT(distances[j * rows + r], expected);
         }
+    check_within(kernels, rows, bytes, xbits, bits_stride, queries, qbits, stride, distances, rows);
     free(x), free(q), free(xb), free(qb), free(xi), free(qi), free(xbits), free(qbits);
     free(scores), free(integers), free(distances);
 }
@@ -132,6 +173,8 @@ int main(void) {
                 check_shape(kernels, rows_list[a], 256, queries_list[c], 1);
                 check_shape(kernels, rows_list[a], 96, queries_list[c], 1);
             }
+        /* Several 64-row words of 16-row steps with a ragged end (hamming_b1_within's packed path). */
+        for (size_t c = 0; c < sizeof queries_list / sizeof *queries_list; ++c) check_shape(kernels, 1000, 256, queries_list[c], 1);
         printf("%s (table %s): %s\n", uform_cpu_class_name(classes[k]), uform_cpu_class_name(kernels->cpu_class),
                check_failed_count == before ? "ok" : "FAILED");
     }
