@@ -98,19 +98,38 @@ def _matrix(matrix: S.Matrix, view: bool, keep) -> np.ndarray:
     return array
 
 
-def owned_rows(matrix: S.Matrix) -> np.ndarray:
-    """An owned, C-contiguous copy of a matrix (on every default call's path, so kept short)."""
-    rows, scalar, data = matrix.rows, matrix.scalar, matrix.data
+def _rows_view(placement: tuple) -> np.ndarray:
+    """A writable NumPy view of a matrix's rows where they lie (no copy, no owner kept alive)."""
+    data, rows, columns, stride, scalar = placement
     dtype = _DTYPES[scalar]
-    width = (matrix.columns + 7) // 8 if scalar == 4 else matrix.columns
+    width = (columns + 7) // 8 if scalar == 4 else columns
     row_bytes = width * dtype.itemsize
     if not rows or not row_bytes or not data:
         return np.empty((rows, width), dtype)
-    stride = matrix.stride_bytes
-    if stride == row_bytes:
-        return np.frombuffer((c_char * (rows * row_bytes)).from_address(data), dtype).reshape(rows, width).copy()
     buffer = (c_char * ((rows - 1) * stride + row_bytes)).from_address(data)
-    return np.ndarray((rows, width), dtype, buffer, 0, (stride, dtype.itemsize)).copy()
+    return np.ndarray((rows, width), dtype, buffer, 0, (stride, dtype.itemsize))
+
+
+# The placement (data, rows, columns, stride, scalar) of the matrix owned_rows copied last, and a
+# view of it. One tuple, replaced whole, so threads never see a placement with another's view.
+_last_rows: tuple = ((), None)
+
+
+def owned_rows(matrix: S.Matrix) -> np.ndarray:
+    """An owned, C-contiguous copy of a matrix (on every default call's path, so kept short).
+
+    The binding's own arenas rewind for every call, so a steady loop finds its outputs at the same
+    address with the same shape call after call: the view over them is kept and only ``copy()``
+    runs (building the view costs four times the copy of a batch-1 embedding). A kept view is read
+    only when the matrix just written lies exactly where it points, so it never reads memory the
+    library has since freed, and it keeps nothing alive."""
+    global _last_rows
+    placement = (matrix.data, matrix.rows, matrix.columns, matrix.stride_bytes, matrix.scalar)
+    last, view = _last_rows
+    if placement != last:
+        view = _rows_view(placement)
+        _last_rows = (placement, view)
+    return view.copy()
 
 
 def _offsets(rows: S.Rows, view: bool, keep) -> np.ndarray:
