@@ -1,7 +1,7 @@
 """The verbs every receiver offers (``Model``, ``model.on(executor)``, ``model.deferred(executor)``)
 and the one path they all take into C: check the arguments, fill the request, call, collect."""
 
-from ctypes import addressof, c_size_t
+from ctypes import addressof, c_char, c_int, c_size_t, sizeof
 from typing import Any, Callable, Generic, Iterable, Optional, TypeVar, Union
 
 from . import _inputs, _structs as S
@@ -11,7 +11,7 @@ from .arena import Arena
 from .deferred import Deferred
 from .enums import Outputs, Scalar, parse_enum
 from .errors import Status, from_outcome, invalid
-from .results import Encoded, chosen, encoded, owned_rows
+from .results import Encoded, chosen, encoded, owned_rows, placement_of, rows_view
 
 E = TypeVar("E")  # what an encode verb answers: Encoded, or Deferred[Encoded]
 C = TypeVar("C")  # what text_choose answers: Chosen, or Deferred[Chosen]
@@ -75,18 +75,45 @@ def _check_common(function: str, progress: Any, stats: Any, arena: Any) -> None:
 _TWO = c_size_t * 2
 _DEFAULTS = (1, 0, 0)  # embeddings, F32, the whole embedding
 
+# The embeddings' (data, rows, columns, stride_bytes, scalar) inside a text request, as raw bytes.
+_EMBEDDINGS_AT = S.TextEncode.encoded.offset + S.Encoded.embeddings.offset
+_PLACEMENT_BYTES = S.Matrix.scalar.offset + sizeof(c_int)
 
-_TEXT_REQUESTS: list = []  # free requests of _one_text (list.pop and append are atomic)
 
+class _TextSlot:
+    """A batch-1 text request an executor keeps for reuse, with one of its arenas.
 
-def _text_request() -> S.TextEncode:
-    """A batch-1 text request with its own offsets (0, length), kept for reuse."""
-    request = S.TextEncode()
-    request._offsets = _TWO(0, 0)
-    request._tape = request.texts  # a view of the request's own tape field
-    request._tape.offsets, request._tape.count, request.outputs = addressof(request._offsets), 1, 1
-    request._address = addressof(request)
-    return request
+    A fresh request costs more than the rest of a default ``text_encode(str)`` (the 768-byte
+    struct's constructor, cold memory for the library to write), so each executor keeps a free list
+    of these (``Executor._slots``; ``list.pop`` and ``append`` are atomic, so every call holds its
+    own slot, also from several threads). What never changes is filled once: executor, arena, the
+    tape's offsets and count, the outputs; a call fills the model, the text and its length.
+
+    ``placement`` reads the embeddings' (data, rows, columns, stride, scalar) as one bytes object;
+    ``view`` is a NumPy view of the rows where they lay last time (``last``). The arena rewinds for
+    every call, so a steady loop finds them there again and the result is one ``view.copy()``. The
+    view is read only right after a call wrote exactly there, so it never reads freed memory.
+    """
+
+    __slots__ = ("request", "tape", "offsets", "address", "arena", "placement", "last", "view")
+
+    def __init__(self, executor: Any, arena: int) -> None:
+        request = self.request = S.TextEncode()
+        self.offsets = _TWO(0, 0)
+        self.tape = tape = request.texts  # a view of the request's own tape field
+        tape.offsets, tape.count = addressof(self.offsets), 1
+        request.executor, request.arena, request.outputs = executor._handle, arena, 1
+        self.address, self.arena = addressof(request), arena
+        self.placement = memoryview((c_char * _PLACEMENT_BYTES).from_buffer(request, _EMBEDDINGS_AT))
+        self.last, self.view = b"", None
+
+    def embeddings(self) -> Any:
+        """The view of the embeddings a call just wrote (made anew when they moved or changed shape)."""
+        placement = self.placement.tobytes()
+        if placement != self.last:
+            self.view = rows_view(placement_of(self.request.encoded.embeddings))
+            self.last = placement
+        return self.view
 
 
 def _tape(items: _inputs.Items) -> S.Tape:
@@ -262,34 +289,33 @@ class Verbs(Generic[E, C]):
         return self._call(S.TextChoose, lib.uform_text_choose, inputs, keep, function, None, progress, stats, arena)
 
     def _one_text(self, data: bytes) -> Encoded:
-        """One text, default options, blocking: the binding's most frequent call. Its request comes
-        from a free list (a fresh 1.5 KiB struct costs ~2 µs more: the constructor, and cold memory
-        for the library to write), which is safe here because no Python code (no progress handler)
-        runs while the call holds it, and a result with owned arrays keeps no reference to it."""
-        model, executor = self._model, self._executor
-        handle = model._handle
+        """One text, default options, blocking: the binding's most frequent call, on a request the
+        executor keeps for reuse (``_TextSlot``). A result with owned arrays keeps no reference to
+        the request, and no Python code runs while the call holds it."""
+        handle = self._model._handle
         if handle is None:
             raise invalid("text_encode", "the model is closed")
-        if executor._closed:
-            raise invalid("text_encode", "the executor is closed")
-        pool = executor._arenas
-        arena_handle = pool.pop() if pool else executor._acquire_arena("text_encode")
-        request = _TEXT_REQUESTS.pop() if _TEXT_REQUESTS else _text_request()
-        tape = request._tape
-        tape.data = data
-        request._offsets[1] = len(data)
-        request.model, request.executor, request.arena = handle, executor._handle, arena_handle
+        executor = self._executor
+        slots = executor._slots
+        # A closed executor has no slots left, and making one raises "the executor is closed".
+        slot = slots.pop() if slots else _TextSlot(executor, executor._acquire_arena("text_encode"))
+        tape = slot.tape
         try:
-            if lib.uform_text_encode(request._address) != 0:
+            tape.data = data
+            slot.offsets[1] = len(data)
+            request = slot.request
+            request.model = handle
+            if lib.uform_text_encode(slot.address) != 0:
                 raise from_outcome(request.outcome)
-            return Encoded(owned_rows(request.encoded.embeddings), None, None, None, None)
+            placement = slot.placement.tobytes()
+            view = slot.view if placement == slot.last else slot.embeddings()
+            return Encoded(view.copy(), None, None, None, None)
         finally:
             tape.data = None  # the text goes; the request waits for the next call
-            _TEXT_REQUESTS.append(request)
             if executor._closed:
-                lib.uform_arena_free(arena_handle)
+                lib.uform_arena_free(slot.arena)
             else:
-                pool.append(arena_handle)
+                slots.append(slot)
 
     def _call(self, request_type, verb, inputs, keep, function: str, options, progress, stats, arena) -> Any:
         """Makes the request, runs the verb and answers the result (or a Deferred of it).

@@ -3,7 +3,7 @@
 import atexit
 import weakref
 from ctypes import addressof, byref, c_size_t, c_void_p
-from typing import Iterable, List, Optional, Union
+from typing import Any, Iterable, List, Optional, Union
 
 from . import _structs as S
 from ._inputs import non_negative
@@ -29,6 +29,7 @@ class Executor:
         self._calling = True
         self._closed = False
         self._arenas: List[int] = []  # the binding's own arenas for calls that answer owned arrays
+        self._slots: List[Any] = []  # reusable batch-1 text requests (_verbs._TextSlot), an arena each
 
     @classmethod
     def for_ram(
@@ -123,6 +124,8 @@ class Executor:
             lib.uform_executor_free(handle)
         while self._arenas:
             lib.uform_arena_free(self._arenas.pop())
+        while self._slots:
+            lib.uform_arena_free(self._slots.pop().arena)
 
     def __enter__(self) -> "Executor":
         return self

@@ -98,8 +98,14 @@ def _matrix(matrix: S.Matrix, view: bool, keep) -> np.ndarray:
     return array
 
 
-def _rows_view(placement: tuple) -> np.ndarray:
-    """A writable NumPy view of a matrix's rows where they lie (no copy, no owner kept alive)."""
+def placement_of(matrix: S.Matrix) -> tuple:
+    """Where and how a matrix lies: (data, rows, columns, stride_bytes, scalar)."""
+    return (matrix.data, matrix.rows, matrix.columns, matrix.stride_bytes, matrix.scalar)
+
+
+def rows_view(placement: tuple) -> np.ndarray:
+    """A writable NumPy view of the rows at ``placement`` (no copy, and it keeps nothing alive: read
+    it only while the memory is known to hold those rows)."""
     data, rows, columns, stride, scalar = placement
     dtype = _DTYPES[scalar]
     width = (columns + 7) // 8 if scalar == 4 else columns
@@ -124,10 +130,10 @@ def owned_rows(matrix: S.Matrix) -> np.ndarray:
     only when the matrix just written lies exactly where it points, so it never reads memory the
     library has since freed, and it keeps nothing alive."""
     global _last_rows
-    placement = (matrix.data, matrix.rows, matrix.columns, matrix.stride_bytes, matrix.scalar)
+    placement = placement_of(matrix)
     last, view = _last_rows
     if placement != last:
-        view = _rows_view(placement)
+        view = rows_view(placement)
         _last_rows = (placement, view)
     return view.copy()
 

@@ -74,6 +74,23 @@ def test_owned_results_survive_later_calls(model, executor):
     assert first.token_vectors[0].shape[1] == kept.shape[1]
 
 
+def test_reused_requests_follow_the_model(model, description, executor):
+    """A batch-1 text reuses a request of its executor and the view of where its embedding lay last;
+    a model of another width on the same executor moves that, and every answer still equals the
+    general path's, owned and writable (writing it changes no later answer)."""
+    wide, thin = description.embedding, 32 if description.embedding != 32 else 16
+    with uform.Trainer.init_ram(None, seed=1, embedding=thin, matryoshka=[thin]) as trainer:
+        with trainer.snapshot() as narrow:
+            for _ in range(3):
+                for receiver, width in ((model, wide), (narrow, thin), (model.on(executor), wide), (narrow.on(executor), thin)):
+                    one = receiver.text_encode("follow the model").embeddings
+                    listed = receiver.text_encode(["follow the model"]).embeddings
+                    assert one.shape == (1, width) == listed.shape, (one.shape, listed.shape, width)
+                    assert np.array_equal(one, listed), (one, listed)
+                    assert one.flags.owndata and one.flags.writeable
+                    one[:] = 0
+
+
 def test_deferred_calls_fill_their_arena(model, executor):
     with uform.Arena(executor) as arena:
         pending = model.deferred(executor).text_encode(["deferred view"], arena=arena)
