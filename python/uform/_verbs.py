@@ -11,7 +11,7 @@ from .arena import Arena
 from .deferred import Deferred
 from .enums import Outputs, Scalar, parse_enum
 from .errors import Status, from_outcome, invalid
-from .results import Encoded, chosen, encoded, owned_rows, placement_of, rows_view
+from .results import Encoded, _Guard, chosen, encoded, frozen_view, owned_rows, placement_of, rows_view
 
 E = TypeVar("E")  # what an encode verb answers: Encoded, or Deferred[Encoded]
 C = TypeVar("C")  # what text_choose answers: Chosen, or Deferred[Chosen]
@@ -78,6 +78,7 @@ _DEFAULTS = (1, 0, 0)  # embeddings, F32, the whole embedding
 # The embeddings' (data, rows, columns, stride_bytes, scalar) inside a text request, as raw bytes.
 _EMBEDDINGS_AT = S.TextEncode.encoded.offset + S.Encoded.embeddings.offset
 _PLACEMENT_BYTES = S.Matrix.scalar.offset + sizeof(c_int)
+_ENCODED_AT = S.TextEncode.encoded.offset
 
 
 class _TextSlot:
@@ -95,7 +96,7 @@ class _TextSlot:
     view is read only right after a call wrote exactly there, so it never reads freed memory.
     """
 
-    __slots__ = ("request", "tape", "offsets", "address", "arena", "placement", "last", "view")
+    __slots__ = ("request", "tape", "offsets", "address", "arena", "placement", "last", "view", "window")
 
     def __init__(self, executor: Any, arena: int) -> None:
         request = self.request = S.TextEncode()
@@ -105,13 +106,16 @@ class _TextSlot:
         request.executor, request.arena, request.outputs = executor._handle, arena, 1
         self.address, self.arena = addressof(request), arena
         self.placement = memoryview((c_char * _PLACEMENT_BYTES).from_buffer(request, _EMBEDDINGS_AT))
-        self.last, self.view = b"", None
+        self.last, self.view, self.window = b"", None, None
 
     def embeddings(self) -> Any:
         """The view of the embeddings a call just wrote (made anew when they moved or changed shape)."""
         placement = self.placement.tobytes()
         if placement != self.last:
-            self.view = rows_view(placement_of(self.request.encoded.embeddings))
+            view = self.view = rows_view(placement_of(self.request.encoded.embeddings))
+            # What a read-only view for the caller is made of: (buffer type, address), shape, dtype, strides.
+            base = view.base
+            self.window = (type(base), addressof(base), view.shape, view.dtype, view.strides) if base is not None else None
             self.last = placement
         return self.view
 
@@ -151,7 +155,7 @@ class Verbs(Generic[E, C]):
         """Encodes texts (``str`` as UTF-8, ``bytes`` as they are; one or a list). Bytes are the
         model's tokens; a text longer than the model's ``text_bytes`` keeps its first bytes."""
         if (type(texts) is str and outputs is None and dims is None and progress is None and stats is False
-                and arena is None and type(scalar) is str and scalar == "f32"):
+                and type(scalar) is str and scalar == "f32"):
             # One text with the defaults: the most frequent call, given the shortest path.
             try:
                 data = texts.encode()
@@ -159,10 +163,14 @@ class Verbs(Generic[E, C]):
                 data = None  # the general path below names the problem
             if data is not None:
                 if self._completion == BLOCKING:
-                    return self._one_text(data)
-                offsets = _TWO(0, len(data))
-                return self._call(S.TextEncode, lib.uform_text_encode, (S.Tape(data, addressof(offsets), 1),),
-                                  (data, offsets), "text_encode", _DEFAULTS, None, False, None)
+                    if arena is None:
+                        return self._one_text(data)
+                    if type(arena) is Arena:
+                        return self._one_text_view(data, arena)
+                elif arena is None:
+                    offsets = _TWO(0, len(data))
+                    return self._call(S.TextEncode, lib.uform_text_encode, (S.Tape(data, addressof(offsets), 1),),
+                                      (data, offsets), "text_encode", _DEFAULTS, None, False, None)
         options = _options("text_encode", outputs, scalar, dims, progress, stats, arena)
         items = _inputs.texts(texts, "text_encode")
         return self._call(S.TextEncode, lib.uform_text_encode, (_tape(items),), items.keep, "text_encode", options,
@@ -316,6 +324,42 @@ class Verbs(Generic[E, C]):
                 lib.uform_arena_free(slot.arena)
             else:
                 slots.append(slot)
+
+    def _one_text_view(self, data: bytes, arena: Arena) -> Encoded:
+        """One text, default options, blocking, answering a zero-copy view into ``arena``. The
+        request is one the arena keeps for reuse (``Arena._slots``): the arena's next call, which
+        makes this result stale, is the next one to use it. ``_raw`` is a copy of the C views."""
+        function = "text_encode"
+        handle = self._model._handle
+        if handle is None:
+            raise invalid(function, "the model is closed")
+        executor = self._executor
+        if executor._closed:
+            raise invalid(function, "the executor is closed")
+        arena_handle = arena._use(function)
+        slots = arena._slots
+        slot = slots.pop() if slots else _TextSlot(executor, arena_handle)
+        tape = slot.tape
+        try:
+            tape.data = data
+            slot.offsets[1] = len(data)
+            request = slot.request
+            request.model, request.executor, request.arena = handle, executor._handle, arena_handle
+            if lib.uform_text_encode(slot.address) != 0:
+                raise from_outcome(request.outcome)
+            raw = S.Encoded.from_buffer_copy(request, _ENCODED_AT)
+            slot.embeddings()
+            window = slot.window
+            if window is None:  # no rows
+                view = rows_view(placement_of(raw.embeddings), arena)
+            else:
+                buffer_type, address, shape, dtype, strides = window
+                view = frozen_view(buffer_type.from_address(address), arena, shape, dtype, strides)
+            # The generation the library stamped on the view: the arena's, until its next call.
+            return Encoded(view, None, None, None, _Guard(arena, raw.embeddings.generation), raw)
+        finally:
+            tape.data = None
+            slots.append(slot)
 
     def _call(self, request_type, verb, inputs, keep, function: str, options, progress, stats, arena) -> Any:
         """Makes the request, runs the verb and answers the result (or a Deferred of it).
