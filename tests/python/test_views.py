@@ -1,6 +1,7 @@
 """Zero-copy where promised, owned arrays where not, and the stale-view rule."""
 
 import ctypes
+import weakref
 
 import numpy as np
 import pytest
@@ -89,6 +90,31 @@ def test_reused_requests_follow_the_model(model, description, executor):
                     assert np.array_equal(one, listed), (one, listed)
                     assert one.flags.owndata and one.flags.writeable
                     one[:] = 0
+
+
+def test_batch_one_views_on_a_reused_request(model):
+    """text_encode(str, arena=...) runs on a request the arena keeps for reuse: each result keeps its
+    own C views (_raw), goes stale with the arena's next call, and an array taken from it keeps the
+    arena alive, which is freed as soon as nothing uses it (no reference cycle through the request)."""
+    arena = uform.Arena()
+    first = model.text_encode("first", arena=arena)
+    generation = first._raw.embeddings.generation
+    assert generation == arena.generation
+    assert address(first.embeddings) == c_row(first._raw.embeddings)
+    assert np.array_equal(first.embeddings, model.text_encode("first").embeddings)
+    second = model.text_encode("second", arena=arena)
+    assert first._raw.embeddings.generation == generation == second._raw.embeddings.generation - 1
+    with pytest.raises(uform.InvalidArgument, match="stale view"):
+        first.embeddings
+    expected = model.text_encode("second").embeddings
+    kept = second.embeddings
+    assert np.array_equal(kept, expected) and not kept.flags.writeable
+    alive = weakref.ref(arena)
+    del first, second, arena
+    assert alive() is not None, "a view no longer keeps its arena alive"
+    assert np.array_equal(kept, expected)
+    del kept
+    assert alive() is None, "the arena outlived its last view (a reference cycle)"
 
 
 def test_deferred_calls_fill_their_arena(model, executor):
