@@ -16,7 +16,8 @@ from .results import Encoded, _Guard, chosen, encoded, frozen_view, owned_rows, 
 E = TypeVar("E")  # what an encode verb answers: Encoded, or Deferred[Encoded]
 C = TypeVar("C")  # what text_choose answers: Chosen, or Deferred[Chosen]
 
-BLOCKING, DEFERRED = 0, 1
+BLOCKING, DEFERRED = 0, 1  # uform_completion_t
+_OK, _DEFERRED = int(Status.OK), int(Status.DEFERRED)  # plain ints: an IntEnum member costs a lookup
 
 OutputsArgument = Union[None, str, Outputs, Iterable[Union[str, Outputs]]]
 ScalarArgument = Union[str, int, Scalar]
@@ -88,7 +89,9 @@ class _TextSlot:
     struct's constructor, cold memory for the library to write), so each executor keeps a free list
     of these (``Executor._slots``; ``list.pop`` and ``append`` are atomic, so every call holds its
     own slot, also from several threads). What never changes is filled once: executor, arena, the
-    tape's offsets and count, the outputs; a call fills the model, the text and its length.
+    tape's offsets and count, the outputs; a call fills the model, the text and its length (and a
+    deferred one the completion, put back when ``_hand_back`` returns the slot). An ``Arena`` keeps
+    slots of its own for batch-1 views into it (``Arena._slots``), whose executor a call fills too.
 
     ``placement`` reads the embeddings' (data, rows, columns, stride, scalar) as one bytes object;
     ``view`` is a NumPy view of the rows where they lay last time (``last``). The arena rewinds for
@@ -96,7 +99,7 @@ class _TextSlot:
     view is read only right after a call wrote exactly there, so it never reads freed memory.
     """
 
-    __slots__ = ("request", "tape", "offsets", "address", "arena", "placement", "last", "view", "window")
+    __slots__ = ("request", "tape", "offsets", "address", "outcome", "arena", "placement", "last", "view", "window")
 
     def __init__(self, executor: Any, arena: int) -> None:
         request = self.request = S.TextEncode()
@@ -104,7 +107,7 @@ class _TextSlot:
         self.tape = tape = request.texts  # a view of the request's own tape field
         tape.offsets, tape.count = addressof(self.offsets), 1
         request.executor, request.arena, request.outputs = executor._handle, arena, 1
-        self.address, self.arena = addressof(request), arena
+        self.address, self.outcome, self.arena = addressof(request), addressof(request.outcome), arena
         self.placement = memoryview((c_char * _PLACEMENT_BYTES).from_buffer(request, _EMBEDDINGS_AT))
         self.last, self.view, self.window = b"", None, None
 
@@ -118,6 +121,16 @@ class _TextSlot:
             self.window = (type(base), addressof(base), view.shape, view.dtype, view.strides) if base is not None else None
             self.last = placement
         return self.view
+
+
+def _hand_back(slot: _TextSlot, executor: Any) -> None:
+    """Returns a slot of the executor's after a call (its arena is freed if the executor closed)."""
+    slot.tape.data = None  # the text goes; the request waits for the next call
+    slot.request.completion = BLOCKING
+    if executor._closed:
+        lib.uform_arena_free(slot.arena)
+    else:
+        executor._slots.append(slot)
 
 
 def _tape(items: _inputs.Items) -> S.Tape:
@@ -168,9 +181,7 @@ class Verbs(Generic[E, C]):
                     if type(arena) is Arena:
                         return self._one_text_view(data, arena)
                 elif arena is None:
-                    offsets = _TWO(0, len(data))
-                    return self._call(S.TextEncode, lib.uform_text_encode, (S.Tape(data, addressof(offsets), 1),),
-                                      (data, offsets), "text_encode", _DEFAULTS, None, False, None)
+                    return self._one_text_deferred(data)
         options = _options("text_encode", outputs, scalar, dims, progress, stats, arena)
         items = _inputs.texts(texts, "text_encode")
         return self._call(S.TextEncode, lib.uform_text_encode, (_tape(items),), items.keep, "text_encode", options,
@@ -324,6 +335,41 @@ class Verbs(Generic[E, C]):
                 lib.uform_arena_free(slot.arena)
             else:
                 slots.append(slot)
+
+    def _one_text_deferred(self, data: bytes) -> Any:
+        """One text, default options, deferred, on a request of the executor's (``_TextSlot``): the
+        Deferred holds it until its first ``wait()`` has built the result, which hands it back."""
+        handle = self._model._handle
+        if handle is None:
+            raise invalid("text_encode", "the model is closed")
+        model, executor = self._model, self._executor
+        slots = executor._slots
+        slot = slots.pop() if slots else _TextSlot(executor, executor._acquire_arena("text_encode"))
+        request = slot.request
+
+        def finish() -> Encoded:
+            try:
+                if request.outcome.status != _OK:
+                    raise from_outcome(request.outcome)
+                placement = slot.placement.tobytes()
+                view = slot.view if placement == slot.last else slot.embeddings()
+                return Encoded(view.copy(), None, None, None, None)
+            finally:
+                _hand_back(slot, executor)
+
+        try:
+            slot.tape.data = data  # the request keeps the text alive while the call runs
+            slot.offsets[1] = len(data)
+            request.model, request.completion = handle, DEFERRED
+            status = lib.uform_text_encode(slot.address)
+        except BaseException:
+            _hand_back(slot, executor)
+            raise
+        if status != _OK and status != _DEFERRED:
+            return finish()  # refused (a full queue: Contended): raises
+        deferred = Deferred(request, finish, (model, executor), slot.outcome)
+        model._pending.add(deferred)
+        return deferred
 
     def _one_text_view(self, data: bytes, arena: Arena) -> Encoded:
         """One text, default options, blocking, answering a zero-copy view into ``arena``. The
