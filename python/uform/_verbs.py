@@ -462,7 +462,7 @@ class Verbs(Generic[E, C]):
             try:
                 if relay is not None:
                     relay.reraise()
-                if request.outcome.status != Status.OK:
+                if request.outcome.status != _OK:
                     raise from_outcome(request.outcome)
                 generation = lib.uform_arena_generation(arena_handle) if arena is not None else 0
                 return _collect(request, flags, raw_stats, arena, generation)
@@ -477,7 +477,7 @@ class Verbs(Generic[E, C]):
         except BaseException:
             finish_quietly(relay, arena, executor, arena_handle)
             raise
-        if completion == BLOCKING or status not in (Status.OK, Status.DEFERRED):
+        if completion == BLOCKING or status not in (_OK, _DEFERRED):
             return finish()
         deferred = Deferred(request, finish, (keep, raw_stats, relay, arena, model, executor))
         model._pending.add(deferred)
