@@ -101,7 +101,6 @@ def main():
     image_bytes = [p.read_bytes() for p in images]
     text = "a photo of a cat"
 
-    rows = []  # (figure, python, c, unit)
     model = uform.Model.load_ram(None, tiny)
     one = uform.Executor.for_ram(threads=1)
     two = uform.Executor.for_ram(threads=2)

@@ -74,7 +74,6 @@ def _check_common(function: str, progress: Any, stats: Any, arena: Any) -> None:
 
 
 _TWO = c_size_t * 2
-_DEFAULTS = (1, 0, 0)  # embeddings, F32, the whole embedding
 
 # The embeddings' (data, rows, columns, stride_bytes, scalar) inside a text request, as raw bytes.
 _EMBEDDINGS_AT = S.TextEncode.encoded.offset + S.Encoded.embeddings.offset
