@@ -9,6 +9,7 @@ from .errors import Status
 
 T = TypeVar("T")
 _DEFERRED = Status.DEFERRED
+_STATUSES = {int(member): member for member in Status}  # a lookup: Status(n) costs 0.2 µs
 
 class Deferred(Generic[T]):
     """A submitted call. ``wait()`` blocks until it is final (releasing the GIL meanwhile) and
@@ -70,7 +71,7 @@ class Deferred(Generic[T]):
             if self._settled:
                 return
             # The first waiter here: nobody handed the request back yet, so `status` is this call's.
-            self._status = Status(status)
+            self._status = _STATUSES[status] if status in _STATUSES else Status(status)
             try:
                 self._result = self._finish()
             except BaseException as error:
