@@ -82,10 +82,11 @@ _ENCODED_AT = S.TextEncode.encoded.offset
 
 
 class _TextSlot:
-    """A batch-1 text request an executor keeps for reuse, with one of its arenas.
+    """A batch-1 text request an executor keeps for reuse, with an arena of its own (a new one,
+    never one a large call grew: see ``Executor._new_arena``).
 
-    A fresh request costs more than the rest of a default ``text_encode(str)`` (the 768-byte
-    struct's constructor, cold memory for the library to write), so each executor keeps a free list
+    A fresh request costs more than the rest of a default ``text_encode(str)`` (the struct's
+    constructor, cold memory for the library to write), so each executor keeps a free list
     of these (``Executor._slots``; ``list.pop`` and ``append`` are atomic, so every call holds its
     own slot, also from several threads). What never changes is filled once: executor, arena, the
     tape's offsets and count, the outputs; a call fills the model, the text and its length (and a
@@ -110,12 +111,12 @@ class _TextSlot:
         self.placement = memoryview((c_char * _PLACEMENT_BYTES).from_buffer(request, _EMBEDDINGS_AT))
         self.last, self.view, self.window = b"", None, None
 
-    def embeddings(self) -> Any:
-        """The view of the embeddings a call just wrote (made anew when they moved or changed shape)."""
+    def locate(self) -> Any:
+        """The writable view of the embeddings a call just wrote, rebuilt (with ``window``, what a
+        caller's read-only view is made of) when they moved or changed shape."""
         placement = self.placement.tobytes()
         if placement != self.last:
             view = self.view = rows_view(placement_of(self.request.encoded.embeddings))
-            # What a read-only view for the caller is made of: (buffer type, address), shape, dtype, strides.
             base = view.base
             self.window = (type(base), addressof(base), view.shape, view.dtype, view.strides) if base is not None else None
             self.last = placement
@@ -316,7 +317,7 @@ class Verbs(Generic[E, C]):
         executor = self._executor
         slots = executor._slots
         # A closed executor has no slots left, and making one raises "the executor is closed".
-        slot = slots.pop() if slots else _TextSlot(executor, executor._acquire_arena("text_encode"))
+        slot = slots.pop() if slots else _TextSlot(executor, executor._new_arena("text_encode"))
         tape = slot.tape
         try:
             tape.data = data
@@ -326,7 +327,7 @@ class Verbs(Generic[E, C]):
             if lib.uform_text_encode(slot.address) != 0:
                 raise from_outcome(request.outcome)
             placement = slot.placement.tobytes()
-            view = slot.view if placement == slot.last else slot.embeddings()
+            view = slot.view if placement == slot.last else slot.locate()
             return Encoded(view.copy(), None, None, None, None)
         finally:
             tape.data = None  # the text goes; the request waits for the next call
@@ -343,7 +344,7 @@ class Verbs(Generic[E, C]):
             raise invalid("text_encode", "the model is closed")
         model, executor = self._model, self._executor
         slots = executor._slots
-        slot = slots.pop() if slots else _TextSlot(executor, executor._acquire_arena("text_encode"))
+        slot = slots.pop() if slots else _TextSlot(executor, executor._new_arena("text_encode"))
         request = slot.request
 
         def finish() -> Encoded:
@@ -351,7 +352,7 @@ class Verbs(Generic[E, C]):
                 if request.outcome.status != _OK:
                     raise from_outcome(request.outcome)
                 placement = slot.placement.tobytes()
-                view = slot.view if placement == slot.last else slot.embeddings()
+                view = slot.view if placement == slot.last else slot.locate()
                 return Encoded(view.copy(), None, None, None, None)
             finally:
                 _hand_back(slot, executor)
@@ -393,7 +394,7 @@ class Verbs(Generic[E, C]):
             if lib.uform_text_encode(slot.address) != 0:
                 raise from_outcome(request.outcome)
             raw = S.Encoded.from_buffer_copy(request, _ENCODED_AT)
-            slot.embeddings()
+            slot.locate()
             window = slot.window
             if window is None:  # no rows
                 view = rows_view(placement_of(raw.embeddings), arena)

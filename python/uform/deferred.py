@@ -30,6 +30,8 @@ class Deferred(Generic[T]):
     __slots__ = ("_outcome", "_finish", "_keep", "_lock", "_settled", "_status", "_result", "_error", "__weakref__")
 
     def __init__(self, request: Any, finish: Callable[[], T], keep: Any, outcome: Optional[int] = None) -> None:
+        """``finish`` builds the result once the call is final; ``keep`` holds what the call's
+        addresses point into; ``outcome`` is the address of the request's outcome, when known."""
         self._outcome = addressof(request.outcome) if outcome is None else outcome
         self._finish = finish
         self._keep = (request, keep)

@@ -102,6 +102,14 @@ class Executor:
             return self._arenas.pop()
         except IndexError:
             pass
+        return self._new_arena(function)
+
+    def _new_arena(self, function: str) -> int:
+        """A new arena of the binding's own. A reused batch-1 request (``_slots``) gets one of these
+        rather than one from ``_arenas``, which a large call may have grown: its pages would stay
+        mapped for batch-1 calls only, and the kernel may back them with huge pages later (a
+        resident set that grows after the warm-up)."""
+        handle = self._use(function)
         arena, outcome = c_void_p(), S.Outcome()
         if lib.uform_arena_for_executor(handle, byref(arena), byref(outcome)) != 0:
             raise from_outcome(outcome)
