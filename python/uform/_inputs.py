@@ -93,6 +93,13 @@ def texts(value: Any, function: str, argument: str = "texts") -> Items:
             pass  # the general path below names the problem
     elif kind is bytes:
         return _single(value)
+    elif kind is list or kind is tuple:  # the common list: every item a str that encodes
+        try:
+            parts = [item.encode() for item in value if type(item) is str]
+        except UnicodeEncodeError:
+            parts = None  # the loop below names the item
+        if parts is not None and len(parts) == len(value):
+            return _join(parts)
     items = _listed(value, function, argument, (str,) + _BYTES, "str or bytes")
     parts = []
     for i, item in enumerate(items):

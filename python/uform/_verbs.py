@@ -1,7 +1,7 @@
 """The verbs every receiver offers (``Model``, ``model.on(executor)``, ``model.deferred(executor)``)
 and the one path they all take into C: check the arguments, fill the request, call, collect."""
 
-from ctypes import addressof, c_size_t
+from ctypes import addressof, c_char, c_int, c_size_t, sizeof
 from typing import Any, Callable, Generic, Iterable, Optional, TypeVar, Union
 
 from . import _inputs, _structs as S
@@ -11,12 +11,13 @@ from .arena import Arena
 from .deferred import Deferred
 from .enums import Outputs, Scalar, parse_enum
 from .errors import Status, from_outcome, invalid
-from .results import Encoded, chosen, encoded, owned_rows
+from .results import Encoded, _Guard, chosen, encoded, frozen_view, owned_rows, placement_of, rows_view
 
 E = TypeVar("E")  # what an encode verb answers: Encoded, or Deferred[Encoded]
 C = TypeVar("C")  # what text_choose answers: Chosen, or Deferred[Chosen]
 
-BLOCKING, DEFERRED = 0, 1
+BLOCKING, DEFERRED = 0, 1  # uform_completion_t
+_OK, _DEFERRED = int(Status.OK), int(Status.DEFERRED)  # plain ints: an IntEnum member costs a lookup
 
 OutputsArgument = Union[None, str, Outputs, Iterable[Union[str, Outputs]]]
 ScalarArgument = Union[str, int, Scalar]
@@ -73,20 +74,63 @@ def _check_common(function: str, progress: Any, stats: Any, arena: Any) -> None:
 
 
 _TWO = c_size_t * 2
-_DEFAULTS = (1, 0, 0)  # embeddings, F32, the whole embedding
+
+# The embeddings' (data, rows, columns, stride_bytes, scalar) inside a text request, as raw bytes.
+_EMBEDDINGS_AT = S.TextEncode.encoded.offset + S.Encoded.embeddings.offset
+_PLACEMENT_BYTES = S.Matrix.scalar.offset + sizeof(c_int)
+_ENCODED_AT = S.TextEncode.encoded.offset
 
 
-_TEXT_REQUESTS: list = []  # free requests of _one_text (list.pop and append are atomic)
+class _TextSlot:
+    """A batch-1 text request an executor keeps for reuse, with an arena of its own (a new one,
+    never one a large call grew: see ``Executor._new_arena``).
+
+    A fresh request costs more than the rest of a default ``text_encode(str)`` (the struct's
+    constructor, cold memory for the library to write), so each executor keeps a free list
+    of these (``Executor._slots``; ``list.pop`` and ``append`` are atomic, so every call holds its
+    own slot, also from several threads). What never changes is filled once: executor, arena, the
+    tape's offsets and count, the outputs; a call fills the model, the text and its length (and a
+    deferred one the completion, put back when ``_hand_back`` returns the slot). An ``Arena`` keeps
+    slots of its own for batch-1 views into it (``Arena._slots``), whose executor a call fills too.
+
+    ``placement`` reads the embeddings' (data, rows, columns, stride, scalar) as one bytes object;
+    ``view`` is a NumPy view of the rows where they lay last time (``last``). The arena rewinds for
+    every call, so a steady loop finds them there again and the result is one ``view.copy()``. The
+    view is read only right after a call wrote exactly there, so it never reads freed memory.
+    """
+
+    __slots__ = ("request", "tape", "offsets", "address", "outcome", "arena", "placement", "last", "view", "window")
+
+    def __init__(self, executor: Any, arena: int) -> None:
+        request = self.request = S.TextEncode()
+        self.offsets = _TWO(0, 0)
+        self.tape = tape = request.texts  # a view of the request's own tape field
+        tape.offsets, tape.count = addressof(self.offsets), 1
+        request.executor, request.arena, request.outputs = executor._handle, arena, 1
+        self.address, self.outcome, self.arena = addressof(request), addressof(request.outcome), arena
+        self.placement = memoryview((c_char * _PLACEMENT_BYTES).from_buffer(request, _EMBEDDINGS_AT))
+        self.last, self.view, self.window = b"", None, None
+
+    def locate(self) -> Any:
+        """The writable view of the embeddings a call just wrote, rebuilt (with ``window``, what a
+        caller's read-only view is made of) when they moved or changed shape."""
+        placement = self.placement.tobytes()
+        if placement != self.last:
+            view = self.view = rows_view(placement_of(self.request.encoded.embeddings))
+            base = view.base
+            self.window = (type(base), addressof(base), view.shape, view.dtype, view.strides) if base is not None else None
+            self.last = placement
+        return self.view
 
 
-def _text_request() -> S.TextEncode:
-    """A batch-1 text request with its own offsets (0, length), kept for reuse."""
-    request = S.TextEncode()
-    request._offsets = _TWO(0, 0)
-    request._tape = request.texts  # a view of the request's own tape field
-    request._tape.offsets, request._tape.count, request.outputs = addressof(request._offsets), 1, 1
-    request._address = addressof(request)
-    return request
+def _hand_back(slot: _TextSlot, executor: Any) -> None:
+    """Returns a slot of the executor's after a call (its arena is freed if the executor closed)."""
+    slot.tape.data = None  # the text goes; the request waits for the next call
+    slot.request.completion = BLOCKING
+    if executor._closed:
+        lib.uform_arena_free(slot.arena)
+    else:
+        executor._slots.append(slot)
 
 
 def _tape(items: _inputs.Items) -> S.Tape:
@@ -124,7 +168,7 @@ class Verbs(Generic[E, C]):
         """Encodes texts (``str`` as UTF-8, ``bytes`` as they are; one or a list). Bytes are the
         model's tokens; a text longer than the model's ``text_bytes`` keeps its first bytes."""
         if (type(texts) is str and outputs is None and dims is None and progress is None and stats is False
-                and arena is None and type(scalar) is str and scalar == "f32"):
+                and type(scalar) is str and scalar == "f32"):
             # One text with the defaults: the most frequent call, given the shortest path.
             try:
                 data = texts.encode()
@@ -132,10 +176,12 @@ class Verbs(Generic[E, C]):
                 data = None  # the general path below names the problem
             if data is not None:
                 if self._completion == BLOCKING:
-                    return self._one_text(data)
-                offsets = _TWO(0, len(data))
-                return self._call(S.TextEncode, lib.uform_text_encode, (S.Tape(data, addressof(offsets), 1),),
-                                  (data, offsets), "text_encode", _DEFAULTS, None, False, None)
+                    if arena is None:
+                        return self._one_text(data)
+                    if type(arena) is Arena:
+                        return self._one_text_view(data, arena)
+                elif arena is None:
+                    return self._one_text_deferred(data)
         options = _options("text_encode", outputs, scalar, dims, progress, stats, arena)
         items = _inputs.texts(texts, "text_encode")
         return self._call(S.TextEncode, lib.uform_text_encode, (_tape(items),), items.keep, "text_encode", options,
@@ -262,34 +308,104 @@ class Verbs(Generic[E, C]):
         return self._call(S.TextChoose, lib.uform_text_choose, inputs, keep, function, None, progress, stats, arena)
 
     def _one_text(self, data: bytes) -> Encoded:
-        """One text, default options, blocking: the binding's most frequent call. Its request comes
-        from a free list (a fresh 1.5 KiB struct costs ~2 µs more: the constructor, and cold memory
-        for the library to write), which is safe here because no Python code (no progress handler)
-        runs while the call holds it, and a result with owned arrays keeps no reference to it."""
-        model, executor = self._model, self._executor
-        handle = model._handle
+        """One text, default options, blocking: the binding's most frequent call, on a request the
+        executor keeps for reuse (``_TextSlot``). A result with owned arrays keeps no reference to
+        the request, and no Python code runs while the call holds it."""
+        handle = self._model._handle
         if handle is None:
             raise invalid("text_encode", "the model is closed")
-        if executor._closed:
-            raise invalid("text_encode", "the executor is closed")
-        pool = executor._arenas
-        arena_handle = pool.pop() if pool else executor._acquire_arena("text_encode")
-        request = _TEXT_REQUESTS.pop() if _TEXT_REQUESTS else _text_request()
-        tape = request._tape
-        tape.data = data
-        request._offsets[1] = len(data)
-        request.model, request.executor, request.arena = handle, executor._handle, arena_handle
+        executor = self._executor
+        slots = executor._slots
+        # A closed executor has no slots left, and making one raises "the executor is closed".
+        slot = slots.pop() if slots else _TextSlot(executor, executor._new_arena("text_encode"))
+        tape = slot.tape
         try:
-            if lib.uform_text_encode(request._address) != 0:
+            tape.data = data
+            slot.offsets[1] = len(data)
+            request = slot.request
+            request.model = handle
+            if lib.uform_text_encode(slot.address) != 0:
                 raise from_outcome(request.outcome)
-            return Encoded(owned_rows(request.encoded.embeddings), None, None, None, None)
+            placement = slot.placement.tobytes()
+            view = slot.view if placement == slot.last else slot.locate()
+            return Encoded(view.copy(), None, None, None, None)
         finally:
             tape.data = None  # the text goes; the request waits for the next call
-            _TEXT_REQUESTS.append(request)
             if executor._closed:
-                lib.uform_arena_free(arena_handle)
+                lib.uform_arena_free(slot.arena)
             else:
-                pool.append(arena_handle)
+                slots.append(slot)
+
+    def _one_text_deferred(self, data: bytes) -> Any:
+        """One text, default options, deferred, on a request of the executor's (``_TextSlot``): the
+        Deferred holds it until its first ``wait()`` has built the result, which hands it back."""
+        handle = self._model._handle
+        if handle is None:
+            raise invalid("text_encode", "the model is closed")
+        model, executor = self._model, self._executor
+        slots = executor._slots
+        slot = slots.pop() if slots else _TextSlot(executor, executor._new_arena("text_encode"))
+        request = slot.request
+
+        def finish() -> Encoded:
+            try:
+                if request.outcome.status != _OK:
+                    raise from_outcome(request.outcome)
+                placement = slot.placement.tobytes()
+                view = slot.view if placement == slot.last else slot.locate()
+                return Encoded(view.copy(), None, None, None, None)
+            finally:
+                _hand_back(slot, executor)
+
+        try:
+            slot.tape.data = data  # the request keeps the text alive while the call runs
+            slot.offsets[1] = len(data)
+            request.model, request.completion = handle, DEFERRED
+            status = lib.uform_text_encode(slot.address)
+        except BaseException:
+            _hand_back(slot, executor)
+            raise
+        if status != _OK and status != _DEFERRED:
+            return finish()  # refused (a full queue: Contended): raises
+        deferred = Deferred(request, finish, (model, executor), slot.outcome)
+        model._pending.add(deferred)
+        return deferred
+
+    def _one_text_view(self, data: bytes, arena: Arena) -> Encoded:
+        """One text, default options, blocking, answering a zero-copy view into ``arena``. The
+        request is one the arena keeps for reuse (``Arena._slots``): the arena's next call, which
+        makes this result stale, is the next one to use it. ``_raw`` is a copy of the C views."""
+        function = "text_encode"
+        handle = self._model._handle
+        if handle is None:
+            raise invalid(function, "the model is closed")
+        executor = self._executor
+        if executor._closed:
+            raise invalid(function, "the executor is closed")
+        arena_handle = arena._use(function)
+        slots = arena._slots
+        slot = slots.pop() if slots else _TextSlot(executor, arena_handle)
+        tape = slot.tape
+        try:
+            tape.data = data
+            slot.offsets[1] = len(data)
+            request = slot.request
+            request.model, request.executor, request.arena = handle, executor._handle, arena_handle
+            if lib.uform_text_encode(slot.address) != 0:
+                raise from_outcome(request.outcome)
+            raw = S.Encoded.from_buffer_copy(request, _ENCODED_AT)
+            slot.locate()
+            window = slot.window
+            if window is None:  # no rows
+                view = rows_view(placement_of(raw.embeddings), arena)
+            else:
+                buffer_type, address, shape, dtype, strides = window
+                view = frozen_view(buffer_type.from_address(address), arena, shape, dtype, strides)
+            # The generation the library stamped on the view: the arena's, until its next call.
+            return Encoded(view, None, None, None, _Guard(arena, raw.embeddings.generation), raw)
+        finally:
+            tape.data = None
+            slots.append(slot)
 
     def _call(self, request_type, verb, inputs, keep, function: str, options, progress, stats, arena) -> Any:
         """Makes the request, runs the verb and answers the result (or a Deferred of it).
@@ -346,7 +462,7 @@ class Verbs(Generic[E, C]):
             try:
                 if relay is not None:
                     relay.reraise()
-                if request.outcome.status != Status.OK:
+                if request.outcome.status != _OK:
                     raise from_outcome(request.outcome)
                 generation = lib.uform_arena_generation(arena_handle) if arena is not None else 0
                 return _collect(request, flags, raw_stats, arena, generation)
@@ -361,7 +477,7 @@ class Verbs(Generic[E, C]):
         except BaseException:
             finish_quietly(relay, arena, executor, arena_handle)
             raise
-        if completion == BLOCKING or status not in (Status.OK, Status.DEFERRED):
+        if completion == BLOCKING or status not in (_OK, _DEFERRED):
             return finish()
         deferred = Deferred(request, finish, (keep, raw_stats, relay, arena, model, executor))
         model._pending.add(deferred)

@@ -25,6 +25,7 @@ class Arena:
             raise invalid(function, f"executor: expected an Executor or None, got {type(executor).__name__}")
         self._handle: Optional[int] = None
         self._executor = executor  # kept alive while the arena lives
+        self._slots: list = []  # reusable batch-1 text requests writing into this arena (_verbs._TextSlot)
         handle, outcome = c_void_p(), S.Outcome()
         if executor is None:
             status = lib.uform_arena_for_host(byref(handle), byref(outcome))

@@ -3,7 +3,7 @@
 import atexit
 import weakref
 from ctypes import addressof, byref, c_size_t, c_void_p
-from typing import Iterable, List, Optional, Union
+from typing import Any, Iterable, List, Optional, Union
 
 from . import _structs as S
 from ._inputs import non_negative
@@ -29,6 +29,7 @@ class Executor:
         self._calling = True
         self._closed = False
         self._arenas: List[int] = []  # the binding's own arenas for calls that answer owned arrays
+        self._slots: List[Any] = []  # reusable batch-1 text requests (_verbs._TextSlot), an arena each
 
     @classmethod
     def for_ram(
@@ -101,6 +102,14 @@ class Executor:
             return self._arenas.pop()
         except IndexError:
             pass
+        return self._new_arena(function)
+
+    def _new_arena(self, function: str) -> int:
+        """A new arena of the binding's own. A reused batch-1 request (``_slots``) gets one of these
+        rather than one from ``_arenas``, which a large call may have grown: its pages would stay
+        mapped for batch-1 calls only, and the kernel may back them with huge pages later (a
+        resident set that grows after the warm-up)."""
+        handle = self._use(function)
         arena, outcome = c_void_p(), S.Outcome()
         if lib.uform_arena_for_executor(handle, byref(arena), byref(outcome)) != 0:
             raise from_outcome(outcome)
@@ -123,6 +132,8 @@ class Executor:
             lib.uform_executor_free(handle)
         while self._arenas:
             lib.uform_arena_free(self._arenas.pop())
+        while self._slots:
+            lib.uform_arena_free(self._slots.pop().arena)
 
     def __enter__(self) -> "Executor":
         return self

@@ -17,7 +17,7 @@ patterns; ``bfloat16_to_float32`` widens them exactly), ``i8`` → ``int8``, ``b
 
 from ctypes import c_char
 from dataclasses import dataclass
-from typing import Iterator, Optional
+from typing import Any, Iterator, Optional
 
 import numpy as np
 
@@ -75,53 +75,71 @@ class _Guard:
             )
 
 
-def _buffer(address: int, size: int, keep):
-    buffer = (c_char * size).from_address(address)
-    buffer._uform_keep = keep  # the arena outlives every array made over it
-    return buffer
-
-
 def _matrix(matrix: S.Matrix, view: bool, keep) -> np.ndarray:
     """A ``[rows, width]`` array of a matrix: a read-only view into the arena, or an owned copy."""
     if not view:
         return owned_rows(matrix)
-    dtype = _DTYPES[matrix.scalar]
-    rows = matrix.rows
-    width = (matrix.columns + 7) // 8 if matrix.scalar == 4 else matrix.columns
-    row_bytes = width * dtype.itemsize
-    if rows == 0 or row_bytes == 0 or not matrix.data:
-        return np.empty((rows, width), dtype)
-    stride = matrix.stride_bytes
-    buffer = _buffer(matrix.data, (rows - 1) * stride + row_bytes, keep)
-    array = np.ndarray((rows, width), dtype, buffer, 0, (stride, dtype.itemsize))
-    array.flags.writeable = False
-    return array
+    return rows_view(placement_of(matrix), keep)
 
 
-def owned_rows(matrix: S.Matrix) -> np.ndarray:
-    """An owned, C-contiguous copy of a matrix (on every default call's path, so kept short)."""
-    rows, scalar, data = matrix.rows, matrix.scalar, matrix.data
+def placement_of(matrix: S.Matrix) -> tuple:
+    """Where and how a matrix lies: (data, rows, columns, stride_bytes, scalar)."""
+    return (matrix.data, matrix.rows, matrix.columns, matrix.stride_bytes, matrix.scalar)
+
+
+def rows_view(placement: tuple, keep: Any = None) -> np.ndarray:
+    """A NumPy view of the rows at ``placement`` (no copy). With ``keep`` None it is writable and
+    keeps nothing alive: read it only while the memory is known to hold those rows. Otherwise it is
+    read-only and keeps ``keep`` (the arena) alive. Rows of no bytes answer an empty array."""
+    data, rows, columns, stride, scalar = placement
     dtype = _DTYPES[scalar]
-    width = (matrix.columns + 7) // 8 if scalar == 4 else matrix.columns
+    width = (columns + 7) // 8 if scalar == 4 else columns
     row_bytes = width * dtype.itemsize
     if not rows or not row_bytes or not data:
         return np.empty((rows, width), dtype)
-    stride = matrix.stride_bytes
-    if stride == row_bytes:
-        return np.frombuffer((c_char * (rows * row_bytes)).from_address(data), dtype).reshape(rows, width).copy()
     buffer = (c_char * ((rows - 1) * stride + row_bytes)).from_address(data)
-    return np.ndarray((rows, width), dtype, buffer, 0, (stride, dtype.itemsize)).copy()
+    if keep is None:
+        return np.ndarray((rows, width), dtype, buffer, 0, (stride, dtype.itemsize))
+    return frozen_view(buffer, keep, (rows, width), dtype, (stride, dtype.itemsize))
+
+
+def frozen_view(buffer: Any, keep: Any, shape: tuple, dtype: np.dtype, strides: tuple) -> np.ndarray:
+    """A read-only array over a ctypes buffer that keeps ``keep`` alive (a read-only memoryview
+    makes it so in one step: cheaper than setting ``flags.writeable`` after)."""
+    buffer._uform_keep = keep  # the arena outlives every array made over it
+    return np.ndarray(shape, dtype, memoryview(buffer).toreadonly(), 0, strides)
+
+
+# The placement (data, rows, columns, stride, scalar) of the matrix owned_rows copied last, and a
+# view of it. One tuple, replaced whole, so threads never see a placement with another's view.
+_last_rows: tuple = ((), None)
+
+
+def owned_rows(matrix: S.Matrix) -> np.ndarray:
+    """An owned, C-contiguous copy of a matrix (on every default call's path, so kept short).
+
+    The binding's own arenas rewind for every call, so a steady loop finds its outputs at the same
+    address with the same shape call after call: the view over them is kept and only ``copy()``
+    runs (building the view costs four times the copy of a batch-1 embedding). A kept view is read
+    only when the matrix just written lies exactly where it points, so it never reads memory the
+    library has since freed, and it keeps nothing alive."""
+    global _last_rows
+    placement = placement_of(matrix)
+    last, view = _last_rows
+    if placement != last:
+        view = rows_view(placement)
+        _last_rows = (placement, view)
+    return view.copy()
 
 
 def _offsets(rows: S.Rows, view: bool, keep) -> np.ndarray:
     count = rows.count
     if not rows.offsets:
         return np.zeros(count + 1, _OFFSET)
-    array = np.ndarray((count + 1,), _OFFSET, _buffer(rows.offsets, 8 * (count + 1), keep))
+    buffer = (c_char * (8 * (count + 1))).from_address(rows.offsets)
     if view:
-        array.flags.writeable = False
-        return array
-    return array.copy()
+        return frozen_view(buffer, keep, (count + 1,), _OFFSET, (8,))
+    return np.ndarray((count + 1,), _OFFSET, buffer).copy()
 
 
 class Ragged:

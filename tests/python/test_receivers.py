@@ -107,6 +107,29 @@ def test_deferred_calls_on_a_busy_executor_queue_behind_it(model, executor):
     assert second.wait().embeddings.shape == (1, first.wait().embeddings.shape[1])
 
 
+def test_a_settled_deferred_answers_its_own_status_after_its_request_is_reused(model, executor):
+    """Batch-1 deferred texts run on requests the executor keeps for reuse: once waited for, a
+    Deferred answers its own final status and result while its request carries a later call."""
+    first = model.deferred(executor).text_encode("first")
+    result = first.wait()
+    gate = Gate()
+    holder = model.deferred(executor).text_encode("holder", progress=gate)  # holds the executor
+    try:
+        assert gate.entered.wait(timeout=30)
+        texts = [f"queued {i}" for i in range(3)]
+        queued = [model.deferred(executor).text_encode(text) for text in texts]  # the first reuses first's request
+        assert not any(call.done() for call in queued)
+        assert first.done() and first.status() == uform.Status.OK, first.status()
+        assert first.wait() is result and repr(first) == "Deferred(ok)", repr(first)
+    finally:
+        gate.opened.set()
+    holder.wait()
+    got = np.concatenate([call.wait().embeddings for call in queued])
+    expected = model.on(executor).text_encode(texts).embeddings
+    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
+    assert all(call.status() == uform.Status.OK for call in queued)
+
+
 class GilWatcher:
     """Proves that a call released the GIL. A second thread, woken right before the call, needs the
     GIL to record what it saw; with a 30 s switch interval the interpreter does not take the GIL from

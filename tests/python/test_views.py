@@ -1,6 +1,7 @@
 """Zero-copy where promised, owned arrays where not, and the stale-view rule."""
 
 import ctypes
+import weakref
 
 import numpy as np
 import pytest
@@ -72,6 +73,48 @@ def test_owned_results_survive_later_calls(model, executor):
     assert address(first.embeddings) != address(second.embeddings)
     assert np.array_equal(first.embeddings, kept), "an owned array changed after a later call"
     assert first.token_vectors[0].shape[1] == kept.shape[1]
+
+
+def test_reused_requests_follow_the_model(model, description, executor):
+    """A batch-1 text reuses a request of its executor and the view of where its embedding lay last;
+    a model of another width on the same executor moves that, and every answer still equals the
+    general path's, owned and writable (writing it changes no later answer)."""
+    wide, thin = description.embedding, 32 if description.embedding != 32 else 16
+    with uform.Trainer.init_ram(None, seed=1, embedding=thin, matryoshka=[thin]) as trainer:
+        with trainer.snapshot() as narrow:
+            for _ in range(3):
+                for receiver, width in ((model, wide), (narrow, thin), (model.on(executor), wide), (narrow.on(executor), thin)):
+                    one = receiver.text_encode("follow the model").embeddings
+                    listed = receiver.text_encode(["follow the model"]).embeddings
+                    assert one.shape == (1, width) == listed.shape, (one.shape, listed.shape, width)
+                    assert np.array_equal(one, listed), (one, listed)
+                    assert one.flags.owndata and one.flags.writeable
+                    one[:] = 0
+
+
+def test_batch_one_views_on_a_reused_request(model):
+    """text_encode(str, arena=...) runs on a request the arena keeps for reuse: each result keeps its
+    own C views (_raw), goes stale with the arena's next call, and an array taken from it keeps the
+    arena alive, which is freed as soon as nothing uses it (no reference cycle through the request)."""
+    arena = uform.Arena()
+    first = model.text_encode("first", arena=arena)
+    generation = first._raw.embeddings.generation
+    assert generation == arena.generation
+    assert address(first.embeddings) == c_row(first._raw.embeddings)
+    assert np.array_equal(first.embeddings, model.text_encode("first").embeddings)
+    second = model.text_encode("second", arena=arena)
+    assert first._raw.embeddings.generation == generation == second._raw.embeddings.generation - 1
+    with pytest.raises(uform.InvalidArgument, match="stale view"):
+        first.embeddings
+    expected = model.text_encode("second").embeddings
+    kept = second.embeddings
+    assert np.array_equal(kept, expected) and not kept.flags.writeable
+    alive = weakref.ref(arena)
+    del first, second, arena
+    assert alive() is not None, "a view no longer keeps its arena alive"
+    assert np.array_equal(kept, expected)
+    del kept
+    assert alive() is None, "the arena outlived its last view (a reference cycle)"
 
 
 def test_deferred_calls_fill_their_arena(model, executor):
