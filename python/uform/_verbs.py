@@ -1,6 +1,7 @@
 """The verbs every receiver offers (``Model``, ``model.on(executor)``, ``model.deferred(executor)``)
 and the one path they all take into C: check the arguments, fill the request, call, collect."""
 
+from _thread import allocate_lock as _Lock
 from ctypes import addressof, c_char, c_int, c_size_t, sizeof
 from typing import Any, Callable, Generic, Iterable, Optional, TypeVar, Union
 
@@ -8,7 +9,7 @@ from . import _inputs, _structs as S
 from ._library import lib
 from ._progress import Relay, trampoline
 from .arena import Arena
-from .deferred import Deferred
+from .deferred import _STATUSES, Deferred
 from .enums import Outputs, Scalar, parse_enum
 from .errors import Status, from_outcome, invalid
 from .results import Encoded, _Guard, chosen, encoded, frozen_view, owned_rows, placement_of, rows_view
@@ -151,6 +152,42 @@ def _hand_back(slot: _TextSlot, executor: Any) -> None:
         lib.uform_arena_free(slot.arena)
     else:
         executor._slots.append(slot)
+
+
+class _TextDeferred(Deferred):
+    """The Deferred of a default batch-1 text submitted on a slot (``_one_text_deferred``). Its
+    ``_settle`` builds the result and hands the slot back itself: no closure per call, no
+    ``finish`` and ``_hand_back`` frames (the base class's contract otherwise holds: the first
+    waiter to take the lock settles, once, and the slot goes back only after ``_status`` is set)."""
+
+    __slots__ = ("_slot", "_executor", "_busy")
+
+    def __init__(self, slot: _TextSlot, model: Any, executor: Any) -> None:
+        self._outcome, self._finish, self._keep, self._lock = slot.outcome, None, model, _Lock()
+        self._settled, self._status, self._result, self._error = False, None, None, None
+        self._slot, self._executor, self._busy = slot, executor, model._busy
+
+    def _settle(self) -> None:
+        status = lib.uform_outcome_wait(self._outcome) if self._status is None else 0
+        with self._lock:
+            if self._settled:
+                return
+            self._status = _STATUSES[status] if status in _STATUSES else Status(status)
+            slot = self._slot
+            try:
+                request = slot.request
+                if request.outcome.status != _OK:
+                    raise from_outcome(request.outcome)
+                placement = slot.placement.tobytes()
+                view = slot.view if placement == slot.last else slot.locate()
+                self._result = Encoded(view.copy(), None, None, None, None)
+            except BaseException as error:
+                self._error = error
+            finally:
+                self._busy.discard(slot)
+                _hand_back(slot, self._executor)
+            self._settled = True
+            self._keep = self._slot = self._executor = self._busy = None
 
 
 def _tape(items: _inputs.Items) -> S.Tape:
@@ -372,18 +409,6 @@ class Verbs(Generic[E, C]):
         slots = executor._slots
         slot = slots.pop() if slots else _TextSlot(executor, executor._new_arena("text_encode"))
         request, busy = slot.request, model._busy
-
-        def finish() -> Encoded:
-            try:
-                if request.outcome.status != _OK:
-                    raise from_outcome(request.outcome)
-                placement = slot.placement.tobytes()
-                view = slot.view if placement == slot.last else slot.locate()
-                return Encoded(view.copy(), None, None, None, None)
-            finally:
-                busy.discard(slot)
-                _hand_back(slot, executor)
-
         size = len(data)
         try:
             if size <= _TEXT_BYTES:
@@ -394,13 +419,13 @@ class Verbs(Generic[E, C]):
             request.model, request.completion = handle, DEFERRED
             busy.add(slot)
             status = lib.uform_text_encode(slot.address)
+            if status != _OK and status != _DEFERRED:
+                raise from_outcome(request.outcome)  # refused (a full queue: Contended)
         except BaseException:
             busy.discard(slot)
             _hand_back(slot, executor)
             raise
-        if status != _OK and status != _DEFERRED:
-            return finish()  # refused (a full queue: Contended): raises
-        return Deferred(request, finish, (model, executor), slot.outcome)
+        return _TextDeferred(slot, model, executor)
 
     def _one_text_view(self, data: bytes, arena: Arena) -> Encoded:
         """One text, default options, blocking, answering a zero-copy view into ``arena``. The

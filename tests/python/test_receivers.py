@@ -76,6 +76,7 @@ def test_a_full_deferred_queue_is_contended(model):
         assert "queue is full" in caught.value.message, caught.value.message
         gate.opened.set()
         assert running.wait().embeddings.shape == queued.wait().embeddings.shape
+        assert not model._busy, "a refused or settled batch-1 call left its request marked busy"
 
 
 def test_two_hundred_deferred_calls_finish_in_order(model, executor):
