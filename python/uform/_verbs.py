@@ -1,6 +1,7 @@
 """The verbs every receiver offers (``Model``, ``model.on(executor)``, ``model.deferred(executor)``)
 and the one path they all take into C: check the arguments, fill the request, call, collect."""
 
+from _thread import allocate_lock as _Lock
 from ctypes import addressof, c_char, c_int, c_size_t, sizeof
 from typing import Any, Callable, Generic, Iterable, Optional, TypeVar, Union
 
@@ -8,7 +9,7 @@ from . import _inputs, _structs as S
 from ._library import lib
 from ._progress import Relay, trampoline
 from .arena import Arena
-from .deferred import Deferred
+from .deferred import _STATUSES, Deferred
 from .enums import Outputs, Scalar, parse_enum
 from .errors import Status, from_outcome, invalid
 from .results import Encoded, _Guard, chosen, encoded, frozen_view, owned_rows, placement_of, rows_view
@@ -79,6 +80,8 @@ _TWO = c_size_t * 2
 _EMBEDDINGS_AT = S.TextEncode.encoded.offset + S.Encoded.embeddings.offset
 _PLACEMENT_BYTES = S.Matrix.scalar.offset + sizeof(c_int)
 _ENCODED_AT = S.TextEncode.encoded.offset
+_TEXT_BYTES = 256  # a slot's own text buffer; longer texts are pointed at in place
+_TEXT_BUFFER = c_char * _TEXT_BYTES
 
 
 class _TextSlot:
@@ -93,19 +96,26 @@ class _TextSlot:
     deferred one the completion, put back when ``_hand_back`` returns the slot). An ``Arena`` keeps
     slots of its own for batch-1 views into it (``Arena._slots``), whose executor a call fills too.
 
+    The text is copied into the slot's own buffer (``text``, ``_TEXT_BYTES``; a memoryview slice
+    assignment costs a quarter of pointing the tape at the ``bytes`` and back); a longer text is
+    pointed at for the call and the tape put back on the buffer after (``_put``, ``_unput``).
+
     ``placement`` reads the embeddings' (data, rows, columns, stride, scalar) as one bytes object;
     ``view`` is a NumPy view of the rows where they lay last time (``last``). The arena rewinds for
     every call, so a steady loop finds them there again and the result is one ``view.copy()``. The
     view is read only right after a call wrote exactly there, so it never reads freed memory.
     """
 
-    __slots__ = ("request", "tape", "offsets", "address", "outcome", "arena", "placement", "last", "view", "window")
+    __slots__ = ("request", "tape", "offsets", "buffer", "text", "address", "outcome", "arena", "placement", "last",
+                 "view", "window")
 
     def __init__(self, executor: Any, arena: int) -> None:
         request = self.request = S.TextEncode()
         self.offsets = _TWO(0, 0)
+        self.buffer = _TEXT_BUFFER()
+        self.text = memoryview(self.buffer).cast("B")
         self.tape = tape = request.texts  # a view of the request's own tape field
-        tape.offsets, tape.count = addressof(self.offsets), 1
+        tape.data, tape.offsets, tape.count = addressof(self.buffer), addressof(self.offsets), 1
         request.executor, request.arena, request.outputs = executor._handle, arena, 1
         self.address, self.outcome, self.arena = addressof(request), addressof(request.outcome), arena
         self.placement = memoryview((c_char * _PLACEMENT_BYTES).from_buffer(request, _EMBEDDINGS_AT))
@@ -123,14 +133,61 @@ class _TextSlot:
         return self.view
 
 
+def _put(slot: _TextSlot, data: bytes) -> None:
+    """Points the slot's tape at a text longer than its buffer, for one call (``_unput`` after)."""
+    slot.tape.data = data  # the request keeps the text alive while the call runs
+    slot.offsets[1] = len(data)
+
+
+def _unput(slot: _TextSlot) -> None:
+    slot.tape.data = addressof(slot.buffer)  # the long text goes; the buffer is the tape again
+
+
 def _hand_back(slot: _TextSlot, executor: Any) -> None:
     """Returns a slot of the executor's after a call (its arena is freed if the executor closed)."""
-    slot.tape.data = None  # the text goes; the request waits for the next call
+    if slot.offsets[1] > _TEXT_BYTES:
+        _unput(slot)
     slot.request.completion = BLOCKING
     if executor._closed:
         lib.uform_arena_free(slot.arena)
     else:
         executor._slots.append(slot)
+
+
+class _TextDeferred(Deferred):
+    """The Deferred of a default batch-1 text submitted on a slot (``_one_text_deferred``). Its
+    ``_settle`` builds the result and hands the slot back itself: no closure per call, no
+    ``finish`` and ``_hand_back`` frames (the base class's contract otherwise holds: the first
+    waiter to take the lock settles, once, and the slot goes back only after ``_status`` is set)."""
+
+    __slots__ = ("_slot", "_executor", "_busy")
+
+    def __init__(self, slot: _TextSlot, model: Any, executor: Any) -> None:
+        self._outcome, self._finish, self._keep, self._lock = slot.outcome, None, model, _Lock()
+        self._settled, self._status, self._result, self._error = False, None, None, None
+        self._slot, self._executor, self._busy = slot, executor, model._busy
+
+    def _settle(self) -> None:
+        status = lib.uform_outcome_wait(self._outcome) if self._status is None else 0
+        with self._lock:
+            if self._settled:
+                return
+            self._status = _STATUSES[status] if status in _STATUSES else Status(status)
+            slot = self._slot
+            try:
+                request = slot.request
+                if request.outcome.status != _OK:
+                    raise from_outcome(request.outcome)
+                placement = slot.placement.tobytes()
+                view = slot.view if placement == slot.last else slot.locate()
+                self._result = Encoded(view.copy(), None, None, None, None)
+            except BaseException as error:
+                self._error = error
+            finally:
+                self._busy.discard(slot)
+                _hand_back(slot, self._executor)
+            self._settled = True
+            self._keep = self._slot = self._executor = self._busy = None
 
 
 def _tape(items: _inputs.Items) -> S.Tape:
@@ -318,10 +375,13 @@ class Verbs(Generic[E, C]):
         slots = executor._slots
         # A closed executor has no slots left, and making one raises "the executor is closed".
         slot = slots.pop() if slots else _TextSlot(executor, executor._new_arena("text_encode"))
-        tape = slot.tape
+        size = len(data)
         try:
-            tape.data = data
-            slot.offsets[1] = len(data)
+            if size <= _TEXT_BYTES:
+                slot.text[:size] = data
+                slot.offsets[1] = size
+            else:
+                _put(slot, data)
             request = slot.request
             request.model = handle
             if lib.uform_text_encode(slot.address) != 0:
@@ -330,7 +390,8 @@ class Verbs(Generic[E, C]):
             view = slot.view if placement == slot.last else slot.locate()
             return Encoded(view.copy(), None, None, None, None)
         finally:
-            tape.data = None  # the text goes; the request waits for the next call
+            if size > _TEXT_BYTES:
+                _unput(slot)
             if executor._closed:
                 lib.uform_arena_free(slot.arena)
             else:
@@ -338,38 +399,33 @@ class Verbs(Generic[E, C]):
 
     def _one_text_deferred(self, data: bytes) -> Any:
         """One text, default options, deferred, on a request of the executor's (``_TextSlot``): the
-        Deferred holds it until its first ``wait()`` has built the result, which hands it back."""
+        Deferred holds it until its first ``wait()`` has built the result, which hands it back.
+        Until then the slot is in the model's ``_busy`` set, which ``Model.close()`` waits for (a
+        plain set of slots costs less than registering the Deferred in the ``_pending`` WeakSet)."""
         handle = self._model._handle
         if handle is None:
             raise invalid("text_encode", "the model is closed")
         model, executor = self._model, self._executor
         slots = executor._slots
         slot = slots.pop() if slots else _TextSlot(executor, executor._new_arena("text_encode"))
-        request = slot.request
-
-        def finish() -> Encoded:
-            try:
-                if request.outcome.status != _OK:
-                    raise from_outcome(request.outcome)
-                placement = slot.placement.tobytes()
-                view = slot.view if placement == slot.last else slot.locate()
-                return Encoded(view.copy(), None, None, None, None)
-            finally:
-                _hand_back(slot, executor)
-
+        request, busy = slot.request, model._busy
+        size = len(data)
         try:
-            slot.tape.data = data  # the request keeps the text alive while the call runs
-            slot.offsets[1] = len(data)
+            if size <= _TEXT_BYTES:
+                slot.text[:size] = data
+                slot.offsets[1] = size
+            else:
+                _put(slot, data)
             request.model, request.completion = handle, DEFERRED
+            busy.add(slot)
             status = lib.uform_text_encode(slot.address)
+            if status != _OK and status != _DEFERRED:
+                raise from_outcome(request.outcome)  # refused (a full queue: Contended)
         except BaseException:
+            busy.discard(slot)
             _hand_back(slot, executor)
             raise
-        if status != _OK and status != _DEFERRED:
-            return finish()  # refused (a full queue: Contended): raises
-        deferred = Deferred(request, finish, (model, executor), slot.outcome)
-        model._pending.add(deferred)
-        return deferred
+        return _TextDeferred(slot, model, executor)
 
     def _one_text_view(self, data: bytes, arena: Arena) -> Encoded:
         """One text, default options, blocking, answering a zero-copy view into ``arena``. The
@@ -382,19 +438,25 @@ class Verbs(Generic[E, C]):
         executor = self._executor
         if executor._closed:
             raise invalid(function, "the executor is closed")
-        arena_handle = arena._use(function)
+        arena_handle = arena._handle
+        if arena_handle is None:
+            raise invalid(function, "arena: the arena is closed")
         slots = arena._slots
         slot = slots.pop() if slots else _TextSlot(executor, arena_handle)
-        tape = slot.tape
+        size = len(data)
         try:
-            tape.data = data
-            slot.offsets[1] = len(data)
+            if size <= _TEXT_BYTES:
+                slot.text[:size] = data
+                slot.offsets[1] = size
+            else:
+                _put(slot, data)
             request = slot.request
             request.model, request.executor, request.arena = handle, executor._handle, arena_handle
             if lib.uform_text_encode(slot.address) != 0:
                 raise from_outcome(request.outcome)
             raw = S.Encoded.from_buffer_copy(request, _ENCODED_AT)
-            slot.locate()
+            if slot.placement.tobytes() != slot.last:
+                slot.locate()
             window = slot.window
             if window is None:  # no rows
                 view = rows_view(placement_of(raw.embeddings), arena)
@@ -404,7 +466,8 @@ class Verbs(Generic[E, C]):
             # The generation the library stamped on the view: the arena's, until its next call.
             return Encoded(view, None, None, None, _Guard(arena, raw.embeddings.generation), raw)
         finally:
-            tape.data = None
+            if size > _TEXT_BYTES:
+                _unput(slot)
             slots.append(slot)
 
     def _call(self, request_type, verb, inputs, keep, function: str, options, progress, stats, arena) -> Any:

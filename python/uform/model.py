@@ -135,6 +135,7 @@ class Model(Verbs[Encoded, Chosen]):
         model._executor = calling_thread
         model._completion = BLOCKING
         model._pending = weakref.WeakSet()
+        model._busy = set()  # the _TextSlot of each deferred batch-1 text call not yet handed back
         model._path = label
         return model
 
@@ -175,6 +176,8 @@ class Model(Verbs[Encoded, Chosen]):
             return
         for deferred in list(self._pending):
             deferred._settle()
+        for slot in list(self._busy):
+            lib.uform_outcome_wait(slot.outcome)  # final: its Deferred builds the result from its arena later
         handle, self._handle = self._handle, None
         lib.uform_model_free(handle)
 

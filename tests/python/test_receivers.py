@@ -76,6 +76,7 @@ def test_a_full_deferred_queue_is_contended(model):
         assert "queue is full" in caught.value.message, caught.value.message
         gate.opened.set()
         assert running.wait().embeddings.shape == queued.wait().embeddings.shape
+        assert not model._busy, "a refused or settled batch-1 call left its request marked busy"
 
 
 def test_two_hundred_deferred_calls_finish_in_order(model, executor):
@@ -219,6 +220,40 @@ def test_closing_a_model_waits_for_its_deferred_calls(checkpoint, executor):
     with pytest.raises(uform.InvalidArgument, match="the model is closed"):
         model.text_encode("closed")
     model.close()  # a no-op
+
+
+def test_closing_a_model_waits_for_its_batch_one_deferred_calls(checkpoint, executor):
+    """A default deferred text_encode(str) runs on a request the executor reuses, which the model
+    tracks apart from its other Deferred calls: close() waits for it too."""
+    model = uform.Model.load_ram(executor, checkpoint)
+    gate = Gate()
+    blocker = model.deferred(executor).text_encode(["holds the executor"], progress=gate)
+    assert gate.entered.wait(timeout=30)
+    queued = model.deferred(executor).text_encode("queued behind it")
+    assert not queued.done()
+    opener = threading.Timer(0.1, gate.opened.set)
+    opener.start()
+    model.close()
+    opener.join()
+    assert blocker.done() and queued.done(), "close() returned before the calls were final"
+    assert queued.wait().embeddings.shape[0] == 1 and blocker.wait().embeddings.shape[0] == 1
+    with pytest.raises(uform.InvalidArgument, match="the model is closed"):
+        model.deferred(executor).text_encode("closed")
+
+
+def test_batch_one_texts_longer_than_a_reused_request_buffer(model, executor):
+    """The reused batch-1 requests copy a short text into a buffer of their own and point at a long
+    one in place: either way, every receiver answers what the general path does, and a short text
+    after a long one is read from the buffer again."""
+    long = "a long text, " * 60  # 780 bytes: more than the request's own buffer
+    for text in ("short", long, "x", "short again", long, "é" * 200):
+        expected = model.text_encode([text]).embeddings
+        assert np.array_equal(model.text_encode(text).embeddings, expected), text
+        with uform.Arena() as arena:
+            assert np.array_equal(model.text_encode(text, arena=arena).embeddings, expected), text
+        there = model.on(executor).text_encode([text]).embeddings
+        assert np.array_equal(model.on(executor).text_encode(text).embeddings, there), text
+        assert np.array_equal(model.deferred(executor).text_encode(text).wait().embeddings, there), text
 
 
 def test_dropping_an_unfinished_deferred_waits(model, executor):
