@@ -1,6 +1,7 @@
 /* Executors: contention, ordering, drain, limits, cancellation, parallel loops, pools, free. */
 #include <pthread.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -374,6 +375,68 @@ static void test_self_drain(void) {
     uform_executor_free(self_drain_executor);
 }
 
+/* ---- blocking calls leave a parked lead asleep ---- */
+
+/* Busy for `microseconds` without sleeping (a sleep would itself be a voluntary switch). */
+static void spin_for(long microseconds) {
+    struct timespec start, now;
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    do clock_gettime(CLOCK_MONOTONIC, &now);
+    while ((now.tv_sec - start.tv_sec) * 1000000L + (now.tv_nsec - start.tv_nsec) / 1000 < microseconds);
+}
+
+static long voluntary_switches(void) {
+    struct rusage usage;
+    getrusage(RUSAGE_SELF, &usage);
+    return usage.ru_nvcsw;
+}
+
+/* A blocking call runs on its caller's thread; the lead of a parked executor with nothing queued
+ * must sleep through it. Waking it after every call cost a futex wake and a context switch per
+ * call: with that, 300 calls 300 µs apart (time for the woken lead to sleep again, as between
+ * real calls) make about 300 voluntary switches; without, a handful. Then a deferred call queued while a blocking call holds
+ * the executor still runs once it ends, and a spinning lead still takes deferred calls. */
+static void test_parked_lead_sleeps(void) {
+    uform_executor_t executor = make_executor(1, 0);
+    test_verb_t request = {0};
+    request.executor = executor, request.units = 1;
+    CHECK_STATUS(test_verb(&request), UFORM_OK);
+    usleep(20000); /* the lead parks */
+    long before = voluntary_switches();
+    enum { calls = 300 };
+    for (int i = 0; i < calls; ++i) {
+        memset(&request.outcome, 0, sizeof request.outcome);
+        CHECK_STATUS(test_verb(&request), UFORM_OK);
+        spin_for(300);
+    }
+    long switches = voluntary_switches() - before;
+    CHECK_MSG(switches < calls / 10, "%ld voluntary context switches in %d blocking calls on a parked executor "
+              "(the lead was woken for nothing)", switches, calls);
+
+    race_t race = {.executor = executor};
+    pthread_t holder;
+    CHECK(pthread_create(&holder, NULL, race_holder, &race) == 0);
+    while (!__atomic_load_n(&race.started, __ATOMIC_ACQUIRE)) sched_yield();
+    test_verb_t queued = {0};
+    queued.executor = executor, queued.completion = UFORM_COMPLETION_DEFERRED, queued.units = 1;
+    CHECK_STATUS(test_verb(&queued), UFORM_DEFERRED);
+    usleep(20000); /* the lead, poked by the submission, sees the blocking call and sleeps again */
+    CHECK_STATUS(uform_outcome_status(&queued.outcome), UFORM_DEFERRED);
+    __atomic_store_n(&race.gate, 1, __ATOMIC_RELEASE);
+    pthread_join(holder, NULL);
+    CHECK_STATUS(race.status, UFORM_OK);
+    CHECK_STATUS(uform_outcome_wait(&queued.outcome), UFORM_OK);
+
+    CHECK_STATUS(uform_executor_drain(executor, UFORM_MOOD_SPINNING, NULL), UFORM_OK);
+    memset(&request.outcome, 0, sizeof request.outcome);
+    CHECK_STATUS(test_verb(&request), UFORM_OK);
+    test_verb_t spun = {0};
+    spun.executor = executor, spun.completion = UFORM_COMPLETION_DEFERRED, spun.units = 1;
+    CHECK_STATUS(test_verb(&spun), UFORM_DEFERRED);
+    CHECK_STATUS(uform_outcome_wait(&spun.outcome), UFORM_OK);
+    uform_executor_free(executor);
+}
+
 int main(void) {
     test_blocking_race();
     test_blocking_duel();
@@ -389,5 +452,6 @@ int main(void) {
     test_constructors();
     test_free_waits();
     test_self_drain();
+    test_parked_lead_sleeps();
     return check_finish();
 }
