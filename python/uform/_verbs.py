@@ -98,7 +98,7 @@ class _TextSlot:
 
     The text is copied into the slot's own buffer (``text``, ``_TEXT_BYTES``; a memoryview slice
     assignment costs a quarter of pointing the tape at the ``bytes`` and back); a longer text is
-    pointed at for the call and the tape put back on the buffer after (``_put``, ``_unput``).
+    pointed at for the call and the tape put back on the buffer after (``_fill``, ``_unput``).
 
     ``placement`` reads the embeddings' (data, rows, columns, stride, scalar) as one bytes object;
     ``view`` is a NumPy view of the rows where they lay last time (``last``). The arena rewinds for
@@ -133,10 +133,17 @@ class _TextSlot:
         return self.view
 
 
-def _put(slot: _TextSlot, data: bytes) -> None:
-    """Points the slot's tape at a text longer than its buffer, for one call (``_unput`` after)."""
-    slot.tape.data = data  # the request keeps the text alive while the call runs
-    slot.offsets[1] = len(data)
+def _fill(slot: _TextSlot, data: bytes) -> int:
+    """Puts one text on the slot's tape and answers its length: copied into the slot's buffer when
+    it fits, else pointed at in place for one call (``_unput`` after, when the length is over
+    ``_TEXT_BYTES``; the request keeps the text alive while the call runs)."""
+    size = len(data)
+    if size <= _TEXT_BYTES:
+        slot.text[:size] = data
+    else:
+        slot.tape.data = data
+    slot.offsets[1] = size
+    return size
 
 
 def _unput(slot: _TextSlot) -> None:
@@ -377,11 +384,7 @@ class Verbs(Generic[E, C]):
         slot = slots.pop() if slots else _TextSlot(executor, executor._new_arena("text_encode"))
         size = len(data)
         try:
-            if size <= _TEXT_BYTES:
-                slot.text[:size] = data
-                slot.offsets[1] = size
-            else:
-                _put(slot, data)
+            _fill(slot, data)
             request = slot.request
             request.model = handle
             if lib.uform_text_encode(slot.address) != 0:
@@ -409,13 +412,8 @@ class Verbs(Generic[E, C]):
         slots = executor._slots
         slot = slots.pop() if slots else _TextSlot(executor, executor._new_arena("text_encode"))
         request, busy = slot.request, model._busy
-        size = len(data)
         try:
-            if size <= _TEXT_BYTES:
-                slot.text[:size] = data
-                slot.offsets[1] = size
-            else:
-                _put(slot, data)
+            _fill(slot, data)
             request.model, request.completion = handle, DEFERRED
             busy.add(slot)
             status = lib.uform_text_encode(slot.address)
@@ -445,11 +443,7 @@ class Verbs(Generic[E, C]):
         slot = slots.pop() if slots else _TextSlot(executor, arena_handle)
         size = len(data)
         try:
-            if size <= _TEXT_BYTES:
-                slot.text[:size] = data
-                slot.offsets[1] = size
-            else:
-                _put(slot, data)
+            _fill(slot, data)
             request = slot.request
             request.model, request.executor, request.arena = handle, executor._handle, arena_handle
             if lib.uform_text_encode(slot.address) != 0:
