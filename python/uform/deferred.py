@@ -29,10 +29,10 @@ class Deferred(Generic[T]):
 
     __slots__ = ("_outcome", "_finish", "_keep", "_lock", "_settled", "_status", "_result", "_error", "__weakref__")
 
-    def __init__(self, request: Any, finish: Callable[[], T], keep: Any, outcome: Optional[int] = None) -> None:
+    def __init__(self, request: Any, finish: Callable[[], T], keep: Any) -> None:
         """``finish`` builds the result once the call is final; ``keep`` holds what the call's
-        addresses point into; ``outcome`` is the address of the request's outcome, when known."""
-        self._outcome = addressof(request.outcome) if outcome is None else outcome
+        addresses point into."""
+        self._outcome = addressof(request.outcome)
         self._finish = finish
         self._keep = (request, keep)
         self._lock = threading.Lock()
