@@ -112,24 +112,27 @@ typedef struct uform__nn_kernels_t {
                                const float *lse, const float *dout, float *deltas, float *dqkv,
                                const uform__parallel_t *parallel);
     /*
-     * Attention backward with BF16 products (what FlashAttention-2's backward computes in BF16),
-     * same arguments and layouts as attention_backward; F32 in, F32 out. Per item and head, for
-     * query rows r and keys c of the item, with bf16() rounding an F32 to nearest even (NaN
-     * stays NaN) and every Σ over exact BF16 products summed in F32:
+     * Attention backward with BF16 products where they cost the least accuracy, same arguments
+     * and layouts as attention_backward; F32 in, F32 out. Per item and head, for query rows r and
+     * keys c of the item, with bf16() rounding an F32 to nearest even (NaN stays NaN) and every Σ
+     * over exact BF16 products summed in F32:
      *   s_rc  = scale · Σ_e bf16(q_re)·bf16(k_ce);   p_rc = exp(s_rc − lse_r) in F32;
      *   dp_rc = Σ_e bf16(dout_re)·bf16(v_ce);
      *   D_r   = Σ_e dout_re·out_re in F32 from the unrounded values (stored in deltas);
      *   ds_rc = p_rc·(dp_rc − D_r) in F32, from the unrounded p;
      *   dv_c  = Σ_r bf16(p_rc)·bf16(dout_r);
-     *   dk_c  = scale · Σ_r bf16(ds_rc)·bf16(q_r);   dq_r = scale · Σ_c bf16(ds_rc)·bf16(k_c).
-     * Classes differ only by F32 summation order, their exp (nn.h's accuracy paragraph), and where
-     * a p or ds that close to a BF16 rounding boundary rounds the other way. GENOA and later
-     * (VDPBF16PS) count BF16 operands and products below 2^-126 in magnitude as zero, and flush
-     * F32 sums there; the others keep them. Pair it with attention_forward_bf16's out and lse.
+     *   dk_c  = scale · Σ_r ds_rc·q_r;   dq_r = scale · Σ_c ds_rc·k_c   (F32 products, nothing rounded).
+     * The scores are the BF16 forward's (so P matches its lse), and dS, which a difference of two
+     * near-equal sums makes the least accurate value of the backward, is never rounded: rounding
+     * it too (FlashAttention-2's all-BF16 backward) was ~1.2× faster still, but moved the trainer's
+     * BF16 step past its parity tolerance (src/train/blocks.c). Classes differ only by F32
+     * summation order, their exp (nn.h's accuracy paragraph), and where a p that close to a BF16
+     * rounding boundary rounds the other way. GENOA and later (VDPBF16PS) count BF16 operands and
+     * products below 2^-126 in magnitude as zero in s, dp and dv, and flush those F32 sums there;
+     * the others keep them. Pair it with attention_forward_bf16's out and lse.
      * Error against exact gradients: ~2^-8 relative per rounded operand; tests/kernels/
      * test_nn_attention_backward_bf16.c bounds it at 2e-2 of each gradient's max magnitude for
-     * inputs of unit scale (≤ 8e-3 seen), 1e-1 for a sharply peaked softmax (scores ~±20, ≤ 7e-2
-     * seen) or head width 1.
+     * inputs of unit scale, 1e-1 for a sharply peaked softmax (scores ~±20) or head width 1.
      * Each (item, head) is one unit of work (no two-pass fallback): deterministic, and the bits
      * do not depend on the thread count.
      */

@@ -408,8 +408,8 @@ static void backward_key_unit(const attention_context_t *context, unit_cursor_t 
  *     place in dqkv (zeroed first, scaled last: the same values as pass 1's stack tile);
  *   - D (the driver's, before the unit) is the same per-row sum as pass 1's.
  * `bf16` (attention_backward_bf16 on F32 primitives) rounds Q, K, V and dO to BF16 values before
- * every product that reads them, P after dS took it, and dS before dK and dQ (nn.h), so each F32
- * product is the exact BF16 product. */
+ * the products Sᵀ, dPᵀ and dV that read them, and P after dS took it (nn.h), so each of those F32
+ * products is the exact BF16 product; dK and dQ stay F32 products of the unrounded dS, Q and K. */
 static void backward_fused_unit_with(const uform__nn_attention_ops_t *ops, const uform__attention_backward_unit_t *unit,
                                      float *bf16_tiles) {
     int bf16 = bf16_tiles != NULL;
@@ -432,6 +432,7 @@ static void backward_fused_unit_with(const uform__nn_attention_ops_t *ops, const
     for (size_t k0 = 0; k0 < length; k0 += block) {
         size_t keys = length - k0 < block ? length - k0 : block;
         const float *k_block = k + k0 * qkv_stride, *v_block = v + k0 * qkv_stride;
+        const float *k_exact = k_block; /* dQ's operand, never rounded */
         size_t kv_stride = qkv_stride;
         if (bf16) {
             round_rows(k_block, qkv_stride, keys, dh, keys_bf16, dh);
@@ -443,6 +444,7 @@ static void backward_fused_unit_with(const uform__nn_attention_ops_t *ops, const
         for (size_t q0 = 0; q0 < length; q0 += block) {
             size_t rows = length - q0 < block ? length - q0 : block;
             const float *q_tile = q + q0 * qkv_stride, *g_tile = g + q0 * out_stride;
+            const float *q_exact = q_tile; /* dK's operand, never rounded */
             size_t q_stride = qkv_stride, g_stride = out_stride;
             if (bf16) {
                 round_rows(q_tile, qkv_stride, rows, dh, queries_bf16, dh);
@@ -458,15 +460,12 @@ static void backward_fused_unit_with(const uform__nn_attention_ops_t *ops, const
                 ops->exp_sub(p, lse + q0, rows);
                 for (size_t r = 0; r < rows; ++r) ds[r] = p[r] * (ds[r] - deltas[q0 + r]);
             }
-            if (bf16) {
-                round_rows(probabilities_t, block, keys, rows, probabilities_t, block);
-                round_rows(dscores_t, block, keys, rows, dscores_t, block);
-            }
+            if (bf16) round_rows(probabilities_t, block, keys, rows, probabilities_t, block);
             ops->accumulate(dv, dh, probabilities_t, block, g_tile, g_stride, keys, rows, dh);
-            ops->accumulate(dk, dh, dscores_t, block, q_tile, q_stride, keys, rows, dh);
+            ops->accumulate(dk, dh, dscores_t, block, q_exact, qkv_stride, keys, rows, dh);
             float *dscores = probabilities_t; /* [rows, keys]: Pᵀ is spent */
             ops->transpose(dscores_t, block, keys, rows, dscores, block);
-            ops->accumulate(dq + q0 * qkv_stride, qkv_stride, dscores, block, k_block, kv_stride, rows, keys, dh);
+            ops->accumulate(dq + q0 * qkv_stride, qkv_stride, dscores, block, k_exact, qkv_stride, rows, keys, dh);
         }
         for (size_t c = 0; c < keys; ++c) {
             float *target_k = unit->dk + (k0 + c) * qkv_stride, *target_v = unit->dv + (k0 + c) * qkv_stride;

@@ -349,21 +349,21 @@ void uform__nn_attention_forward_bf16_genoa(const uform__attention_shape_t *shap
 
 /* ---------------------------------------------------------------------------------------------
  * attention_backward_bf16 (nn.h), one unit of uform__nn_attention_backward_units per (item,
- * head). Query blocks outermost; per (query block, key block) pair, five VDPBF16PS products on
- * transposed tiles (keys as rows, the block's query rows across the lanes):
+ * head). Query blocks outermost; per (query block, key block) pair, three VDPBF16PS products and
+ * two F32 ones on transposed tiles (keys as rows, the block's query rows across the lanes):
  *   Sᵀ[c][r]  = Σ_e2 dot2(K2[c][e2], Q2ᵀ[e2][r])      K's natural pairs broadcast, Q's transposed
  *   dPᵀ[c][r] = Σ_e2 dot2(V2[c][e2], dO2ᵀ[e2][r])
  *   Pᵀ = exp(scale·Sᵀ − lse), dSᵀ = Pᵀ ⊙ (dPᵀ − D), elementwise with lse and D across lanes;
  *   dV[c][e] += Σ_r2 dot2(P2ᵀ[c][r2], dO2[r2][e])     Pᵀ's rows to natural pairs, dO's rows paired
- *   dK[c][e] += Σ_r2 dot2(dS2ᵀ[c][r2], Q2[r2][e])
- *   dQ[r][e] += Σ_c2 dot2(dS2[c2][r], K2'[c2][e])      dSᵀ's rows 2·c2, 2·c2+1 paired; K's rows paired
+ *   dK[c][e] += Σ_r dSᵀ[c][r]·Q[r][e]                 F32: dSᵀ broadcast, Q's rows as they lie
+ *   dQ[r][e] += Σ_c dSᵀ[c][r]·K[c][e]                 F32: dSᵀ's column broadcast, K's rows
  * dK and dV accumulate in place in dqkv (the unit owns those rows; the first query block writes
  * them, dK is scaled last),
- * dQ on the stack for the query block. A unit keeps ~200 KiB of tiles on the stack. Per (item,
+ * dQ on the stack for the query block. A unit keeps ~170 KiB of tiles on the stack. Per (item,
  * head), D comes from the shared driver. Measured (bench_attention, GENOA, 1 thread, GFLOP per
- * CPU-second counting 8·L²·d): 74 / 101 / 101 / 106 at 64 / 197 / 256 / 1,568 tokens, 1.5–2.0×
- * faster than the F32 backward (wall). The products take ~65% of the time, at ~80% of the
- * VDPBF16PS peak; exp and conversions ~20%, D (reading out from memory) ~6%.
+ * CPU-second counting 8·L²·d): 67 / 88 / 94 / 101 at 64 / 197 / 256 / 1,568 tokens, 1.36–1.56×
+ * the F32 backward; with dK and dQ as BF16 products of a rounded dS too it was 77 / 103 / 116 /
+ * 128 in the same run (nn.h says why it is not).
  */
 
 /* out[r][e] (=, or += when `accumulate`) Σ_k2 dot2(a[r·a_row + k2·a_pair], b[k2·b_stride + e]) for
@@ -468,6 +468,107 @@ UFORM_GENOA __attribute__((noinline)) static void product_genoa(const uint32_t *
     }
 }
 
+/* out[r][e] (=, or += when `accumulate`) Σ_k a[r·a_row + k·a_step]·b[k·b_stride + e] in F32 FMAs, for
+ * `rows` (1..6) rows and `vectors` (1..4) 16-wide column vectors, `count` ≤ 16·vectors columns (the
+ * rest neither read nor written): dK and dQ, whose dS stays F32. */
+UFORM_GENOA static inline __attribute__((always_inline)) void
+product_f32_block_genoa(const float *a, size_t a_row, size_t a_step, const float *b, size_t b_stride, size_t depth,
+                        float *out, size_t out_stride, size_t count, int accumulate, const size_t rows,
+                        const size_t vectors) {
+    __m512 acc_f32x16[6][4];
+    __mmask16 mask[4];
+#pragma GCC unroll 4
+    for (size_t v = 0; v < 4; ++v) mask[v] = nn_tail_mask16(count > v * 16 ? count - v * 16 : 0);
+#pragma GCC unroll 6
+    for (size_t r = 0; r < rows; ++r)
+#pragma GCC unroll 4
+        for (size_t v = 0; v < vectors; ++v)
+            acc_f32x16[r][v] = accumulate ? _mm512_maskz_loadu_ps(mask[v], out + r * out_stride + v * 16)
+                                          : _mm512_setzero_ps();
+    for (size_t k = 0; k < depth; ++k) {
+        __m512 b_f32x16[4];
+#pragma GCC unroll 4
+        for (size_t v = 0; v < vectors; ++v) b_f32x16[v] = _mm512_maskz_loadu_ps(mask[v], b + k * b_stride + v * 16);
+#pragma GCC unroll 6
+        for (size_t r = 0; r < rows; ++r) {
+            __m512 a_f32x16 = _mm512_set1_ps(a[r * a_row + k * a_step]);
+#pragma GCC unroll 4
+            for (size_t v = 0; v < vectors; ++v)
+                acc_f32x16[r][v] = _mm512_fmadd_ps(a_f32x16, b_f32x16[v], acc_f32x16[r][v]);
+        }
+    }
+#pragma GCC unroll 6
+    for (size_t r = 0; r < rows; ++r)
+#pragma GCC unroll 4
+        for (size_t v = 0; v < vectors; ++v) {
+            float *o = out + r * out_stride + v * 16;
+            if (mask[v] == 0xFFFF) _mm512_storeu_ps(o, acc_f32x16[r][v]);
+            else _mm512_mask_storeu_ps(o, mask[v], acc_f32x16[r][v]);
+        }
+}
+
+UFORM_GENOA static inline __attribute__((always_inline)) void
+product_f32_rows_genoa(const float *a, size_t a_row, size_t a_step, const float *b, size_t b_stride, size_t depth,
+                       size_t m, float *out, size_t out_stride, size_t count, int accumulate, const size_t vectors) {
+    size_t r = 0;
+    for (; r + 6 <= m; r += 6)
+        product_f32_block_genoa(a + r * a_row, a_row, a_step, b, b_stride, depth, out + r * out_stride, out_stride,
+                                count, accumulate, 6, vectors);
+    const float *a_rest = a + r * a_row;
+    float *out_rest = out + r * out_stride;
+    switch (m - r) {
+    case 5:
+        product_f32_block_genoa(a_rest, a_row, a_step, b, b_stride, depth, out_rest, out_stride, count, accumulate, 5,
+                                vectors);
+        break;
+    case 4:
+        product_f32_block_genoa(a_rest, a_row, a_step, b, b_stride, depth, out_rest, out_stride, count, accumulate, 4,
+                                vectors);
+        break;
+    case 3:
+        product_f32_block_genoa(a_rest, a_row, a_step, b, b_stride, depth, out_rest, out_stride, count, accumulate, 3,
+                                vectors);
+        break;
+    case 2:
+        product_f32_block_genoa(a_rest, a_row, a_step, b, b_stride, depth, out_rest, out_stride, count, accumulate, 2,
+                                vectors);
+        break;
+    case 1:
+        product_f32_block_genoa(a_rest, a_row, a_step, b, b_stride, depth, out_rest, out_stride, count, accumulate, 1,
+                                vectors);
+        break;
+    default: break;
+    }
+}
+
+/* out [m, n] (=, or +=) Σ_k A(r, k)·b[k][:] with A(r, k) = a[r·a_row + k·a_step], in F32. Not inlined. */
+UFORM_GENOA __attribute__((noinline)) static void product_f32_genoa(const float *a, size_t a_row, size_t a_step,
+                                                                    const float *b, size_t b_stride, size_t depth,
+                                                                    size_t m, size_t n, float *out,
+                                                                    size_t out_stride, int accumulate) {
+    for (size_t e0 = 0; e0 < n; e0 += 64) {
+        size_t count = n - e0 < 64 ? n - e0 : 64;
+        switch ((count + 15) / 16) {
+        case 1:
+            product_f32_rows_genoa(a, a_row, a_step, b + e0, b_stride, depth, m, out + e0, out_stride, count,
+                                   accumulate, 1);
+            break;
+        case 2:
+            product_f32_rows_genoa(a, a_row, a_step, b + e0, b_stride, depth, m, out + e0, out_stride, count,
+                                   accumulate, 2);
+            break;
+        case 3:
+            product_f32_rows_genoa(a, a_row, a_step, b + e0, b_stride, depth, m, out + e0, out_stride, count,
+                                   accumulate, 3);
+            break;
+        default:
+            product_f32_rows_genoa(a, a_row, a_step, b + e0, b_stride, depth, m, out + e0, out_stride, count,
+                                   accumulate, 4);
+            break;
+        }
+    }
+}
+
 /* pairs [ceil(rows/2), stride]: rows 2·r2 and 2·r2+1 of x [rows, width] (row stride x_stride)
  * paired column by column; a missing odd row and the columns past width are zero. */
 UFORM_GENOA static void rows_paired(const float *x, size_t x_stride, size_t rows, size_t width, size_t stride,
@@ -516,12 +617,11 @@ UFORM_GENOA static void backward_unit_bf16_genoa(const void *unused, const uform
     const float log2e = 1.44269504088896341f, scale = unit->scale, scale_log2 = scale * log2e;
 
     _Alignas(64) uint32_t q2t[max_pairs * block], g2t[max_pairs * block];       /* [pairs, 64] */
-    _Alignas(64) uint32_t q2[block / 2 * max_width], g2[block / 2 * max_width]; /* [rows/2, stride] */
+    _Alignas(64) uint32_t g2[block / 2 * max_width];                            /* [rows/2, stride] */
     _Alignas(64) uint32_t k2n[block * max_pairs], v2n[block * max_pairs];       /* [keys, pairs] */
-    _Alignas(64) uint32_t k2[block / 2 * max_width];                            /* [keys/2, stride] */
     _Alignas(64) float st[block * block], dpt[block * block];                   /* [keys, 64] */
-    _Alignas(64) uint32_t p2t[block * block / 2], ds2t[block * block / 2];      /* [keys, 32]: rows' pairs */
-    _Alignas(64) uint32_t ds2[block / 2 * block];                               /* [keys/2, 64]: rows paired */
+    _Alignas(64) uint32_t p2t[block * block / 2];                               /* [keys, 32]: rows' pairs */
+    _Alignas(64) float dst[block * block];                                      /* [keys, 64]: dSᵀ in F32 */
     _Alignas(64) float dq[block * max_width];                                   /* [rows, stride] */
     _Alignas(64) float lse_log2[block], deltas[block];
 
@@ -537,7 +637,6 @@ UFORM_GENOA static void backward_unit_bf16_genoa(const void *unused, const uform
                 __builtin_prefetch((char *)(unit->dq + (q0 + r) * qkv_stride) + b, 1, 2);
         rows_transposed_pairs(unit->q + q0 * qkv_stride, qkv_stride, rows, dh, k2n, q2t);
         rows_transposed_pairs(unit->dout + q0 * out_stride, out_stride, rows, dh, k2n, g2t);
-        rows_paired(unit->q + q0 * qkv_stride, qkv_stride, rows, dh, stride, q2);
         rows_paired(unit->dout + q0 * out_stride, out_stride, rows, dh, stride, g2);
         for (size_t r = 0; r < block; ++r) {
             lse_log2[r] = r < rows ? unit->lse[q0 + r] * log2e : 0.0f;
@@ -546,7 +645,7 @@ UFORM_GENOA static void backward_unit_bf16_genoa(const void *unused, const uform
         memset(dq, 0, rows * stride * sizeof(float));
 
         for (size_t k0 = 0; k0 < length; k0 += block) {
-            size_t keys = length - k0 < block ? length - k0 : block, key_pairs = (keys + 1) / 2;
+            size_t keys = length - k0 < block ? length - k0 : block;
             const float *k = unit->k + k0 * qkv_stride, *v = unit->v + k0 * qkv_stride;
             if (k0 + block < length) { /* the next key block; dK and dV rows are first written now */
                 size_t next = length - k0 - block < block ? length - k0 - block : block;
@@ -575,45 +674,29 @@ UFORM_GENOA static void backward_unit_bf16_genoa(const void *unused, const uform
                 row_pairs(k + c * qkv_stride, dh, k2n + c * pairs);
                 row_pairs(v + c * qkv_stride, dh, v2n + c * pairs);
             }
-            rows_paired(k, qkv_stride, keys, dh, stride, k2);
             product_genoa(k2n, pairs, 1, q2t, block, pairs, keys, row_vectors * 16, st, block, 0);
             product_genoa(v2n, pairs, 1, g2t, block, pairs, keys, row_vectors * 16, dpt, block, 0);
 
-            /* Pᵀ and dSᵀ, two key rows at a time: each row to its natural pairs (for dV and dK),
-             * and the two rows paired (for dQ). A missing odd row is zero. */
-            for (size_t c2 = 0; c2 < key_pairs; ++c2) {
-                __m512 ds_f32x16[2][4];
-                for (size_t half = 0; half < 2; ++half) {
-                    size_t c = 2 * c2 + half;
-                    __m512 p_f32x16[4];
+            /* Pᵀ to its natural BF16 pairs (for dV); dSᵀ stays F32 (for dK and dQ). */
+            for (size_t c = 0; c < keys; ++c) {
+                __m512 p_f32x16[4], ds_f32x16[4];
 #pragma GCC unroll 4
-                    for (size_t w = 0; w < 4; ++w) p_f32x16[w] = ds_f32x16[half][w] = _mm512_setzero_ps();
-                    if (c < keys)
-                        for (size_t w = 0; w < row_vectors; ++w)
-                            probabilities_f32x16(st + c * block + w * 16, dpt + c * block + w * 16, lse_log2 + w * 16,
-                                                 deltas + w * 16, scale_log2,
-                                                 nn_tail_mask16(rows > w * 16 ? rows - w * 16 : 0), &p_f32x16[w],
-                                                 &ds_f32x16[half][w]);
-                    if (c >= keys) continue;
-                    /* Natural pairs: lanes 0..15 of the pair vector are queries 0..31. */
-                    _mm512_store_si512(p2t + c * (block / 2),
-                                       (__m512i)_mm512_cvtne2ps_pbh(p_f32x16[1], p_f32x16[0]));
-                    _mm512_store_si512(p2t + c * (block / 2) + 16,
-                                       (__m512i)_mm512_cvtne2ps_pbh(p_f32x16[3], p_f32x16[2]));
-                    _mm512_store_si512(ds2t + c * (block / 2),
-                                       (__m512i)_mm512_cvtne2ps_pbh(ds_f32x16[half][1], ds_f32x16[half][0]));
-                    _mm512_store_si512(ds2t + c * (block / 2) + 16,
-                                       (__m512i)_mm512_cvtne2ps_pbh(ds_f32x16[half][3], ds_f32x16[half][2]));
-                }
+                for (size_t w = 0; w < 4; ++w) p_f32x16[w] = ds_f32x16[w] = _mm512_setzero_ps();
                 for (size_t w = 0; w < row_vectors; ++w)
-                    _mm512_store_si512(ds2 + c2 * block + w * 16, pairs_bf16x32(ds_f32x16[0][w], ds_f32x16[1][w]));
+                    probabilities_f32x16(st + c * block + w * 16, dpt + c * block + w * 16, lse_log2 + w * 16,
+                                         deltas + w * 16, scale_log2, nn_tail_mask16(rows > w * 16 ? rows - w * 16 : 0),
+                                         &p_f32x16[w], &ds_f32x16[w]);
+                /* Natural pairs: lanes 0..15 of the pair vector are queries 0..31. */
+                _mm512_store_si512(p2t + c * (block / 2), (__m512i)_mm512_cvtne2ps_pbh(p_f32x16[1], p_f32x16[0]));
+                _mm512_store_si512(p2t + c * (block / 2) + 16, (__m512i)_mm512_cvtne2ps_pbh(p_f32x16[3], p_f32x16[2]));
+                for (size_t w = 0; w < row_vectors; ++w) _mm512_store_ps(dst + c * block + w * 16, ds_f32x16[w]);
             }
             /* The first query block writes dK and dV, the others add to them. */
             product_genoa(p2t, block / 2, 1, g2, stride, row_pairs_count, keys, dh, unit->dv + k0 * qkv_stride,
                           qkv_stride, q0 > 0);
-            product_genoa(ds2t, block / 2, 1, q2, stride, row_pairs_count, keys, dh, unit->dk + k0 * qkv_stride,
-                          qkv_stride, q0 > 0);
-            product_genoa(ds2, 1, block, k2, stride, key_pairs, rows, stride, dq, stride, 1);
+            product_f32_genoa(dst, block, 1, unit->q + q0 * qkv_stride, qkv_stride, rows, keys, dh,
+                              unit->dk + k0 * qkv_stride, qkv_stride, q0 > 0);
+            product_f32_genoa(dst, 1, block, k, qkv_stride, keys, rows, dh, dq, stride, 1);
         }
         __m512 scale_f32x16 = _mm512_set1_ps(scale);
         for (size_t r = 0; r < rows; ++r) {
