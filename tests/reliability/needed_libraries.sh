@@ -30,14 +30,17 @@ fi
 echo "ok: $count libraries, no FFmpeg, no libnuma, no Gloo, no libstdc++; $(echo "$imports" | grep -c .) imports, none that exits, aborts or prints"
 if [ $# -ge 2 ]; then
   module="$2"
-  if ! readelf -d "$module" | grep -q 'NEEDED.*\[libgloo\.'; then
+  # No `producer | grep -q` under pipefail: grep -q leaves at the first match, and a producer still
+  # writing then dies of SIGPIPE, which fails the pipeline (this test failed so, now and then).
+  module_dynamic=$(readelf -d "$module")
+  if ! grep -q 'NEEDED.*\[libgloo\.' <<< "$module_dynamic"; then
     echo "FAIL: $module does not need libgloo: is it the collectives module?" >&2
     exit 1
   fi
   exports=$(nm -D --defined-only "$module" | awk '{print $NF}')
   for name in uform__gloo_module_abi uform__gloo_connect uform__gloo_allreduce_sum uform__gloo_allgatherv \
               uform__gloo_broadcast uform__gloo_barrier uform__gloo_close uform__gloo_free; do
-    if ! echo "$exports" | grep -qx "$name"; then
+    if ! grep -qx "$name" <<< "$exports"; then
       echo "FAIL: $module does not export $name" >&2
       exit 1
     fi
