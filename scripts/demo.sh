@@ -23,7 +23,7 @@ seed=${DEMO_SEED:-0}
 modalities=${DEMO_MODALITIES:-image,video,audio}
 synth_flags=(--pairs "${DEMO_PAIRS:-3500,2500,1250}" --heldout "${DEMO_HELDOUT:-300}" --modalities "$modalities")
 model_flags=(--audio-seconds 2)
-train_flags=(--steps "${DEMO_STEPS:-2500}" --batch "${DEMO_BATCH:-128}" --lr "${DEMO_LR:-2e-3}" --warmup "${DEMO_WARMUP:-500}" --bf16
+train_flags=(--steps "${DEMO_STEPS:-2500}" --batch "${DEMO_BATCH:-128}" --lr "${DEMO_LR:-2e-3}" --warmup "${DEMO_WARMUP:-800}" --bf16
              --eval-every "${DEMO_EVAL_EVERY:-500}")
 
 for program in "$uform" "$report"; do

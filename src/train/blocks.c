@@ -18,13 +18,11 @@
  * norm1(x), norm2(h) and gelu(u) are kept as BF16 rows, written rounded by the norm and GELU passes,
  * and the products read them in place forward (X) and backward (dW's X): the same values the
  * products rounded before, without their conversion passes, at half the bytes. The attention forward
- * is BF16 (nn.h's attention_forward_bf16); its backward stays F32 and recomputes the probabilities
- * from the unrounded Q, K and V with the forward's log-sum-exp. attention_backward_bf16 (dS, Q and K
- * unrounded for dQ and dK) would save ~4% of the `small` image step and passes the BF16 step parity
- * on every class, but it moves `make demo`'s training off its tuned path (pictures' held-out R@1
- * 0.970 → 0.877 at the demo's seed; 0.987 and 0.997 at training seeds 1 and 2): the demo's early
- * plateau makes its result hinge on the exact numerics. Branch attn2-trainer has the switch and the
- * reference's matching spec. Norms, GELU, residuals stay F32.
+ * is BF16 (nn.h's attention_forward_bf16), and so is its backward (attention_backward_bf16): the
+ * scores recomputed from BF16 Q and K, dP and dV as BF16 products, dS in F32 and dK, dQ as F32
+ * products of it with the unrounded Q and K (~5% of the `small` image step against the F32 backward;
+ * the all-BF16 backward, dS rounded too, saved ~7% but failed the BF16 step parity on tests/train's
+ * draw: trunk.1.mlp.up.weight's gradient 1.21e-2 against 1e-2). Norms, GELU, residuals stay F32.
  */
 #include <string.h>
 
@@ -298,7 +296,8 @@ uform_status_t uform__train_blocks_backward(uform__train_work_t *work) {
         }
         if (status != UFORM_OK) return status;
         /* dqkv = attentionᵀ(datt), da1 = dqkv·Wqkv (and dWqkv, db). */
-        nn->attention_backward(&shape, saved->qkv, out, lse, work->datt, work->deltas, work->dqkv, parallel);
+        (compute->compute == UFORM_COMPUTE_BF16 ? nn->attention_backward_bf16 : nn->attention_backward)(
+            &shape, saved->qkv, out, lse, work->datt, work->deltas, work->dqkv, parallel);
         compute->flops += 2.0 * attention_flops(work, 0);
         status = uform__train_linear_backward_typed(
             work, &block->qkv, &grad->qkv, T, saved->a1,

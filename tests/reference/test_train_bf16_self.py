@@ -9,7 +9,8 @@
   plain product when every operand is already a BF16 value, and the bias is never rounded.
 - BlockedAttention: without rounding, forward and backward equal plain softmax attention under
   autograd (one block, exactly one block, three blocks); with rounding, forward, log-sum-exp and
-  backward equal a per-row loop of the stated formulas, for one block and across blocks.
+  backward equal a per-row loop of the stated formulas, for one block and across blocks (the
+  backward's own roundings show: with them taken out it is not the stated one).
 - The whole BF16 forward: with rounding turned off it is the F32 forward (losses and gradients);
   exactly the documented weights are rounded (a recorder sees which leaves reach the rounding).
 - compare_train.py: an example dump written with --compute bf16 passes in BF16 mode with every
@@ -206,11 +207,20 @@ def loop_attention(q, k, v, block):
 
 
 def spec_backward(q, k, v, out, lse, dout):
-    """The stated backward, in numpy, from unrounded q, k, v and the BF16 forward's out and lse."""
+    """The stated backward, in numpy, with the BF16 forward's out and lse: P from the rounded
+    scores, dV and dP from rounded operands, dQ and dK from the unrounded dS, q and k."""
+    scale = 1.0 / math.sqrt(q.shape[-1])
+    p = np.exp(scale * (r64(q) @ r64(k).T) - lse[:, None])
+    d = (dout * out).sum(-1, keepdims=True)
+    ds = p * (r64(dout) @ r64(v).T - d)
+    return scale * ds @ k, scale * ds.T @ q, r64(p).T @ r64(dout)
+
+
+def spec_backward_unrounded(q, k, v, out, lse, dout):
+    """The same backward with nothing rounded (what the BF16 backward must differ from)."""
     scale = 1.0 / math.sqrt(q.shape[-1])
     p = np.exp(scale * (q @ k.T) - lse[:, None])
-    d = (dout * out).sum(-1, keepdims=True)
-    ds = p * (dout @ v.T - d)
+    ds = p * (dout @ v.T - (dout * out).sum(-1, keepdims=True))
     return scale * ds @ k, scale * ds.T @ q, p.T @ dout
 
 
@@ -243,6 +253,9 @@ def test_attention():
         expected = spec_backward(q.numpy(), k.numpy(), v.numpy(), out, lse, dout.numpy())
         for label, got, want in zip(("dq", "dk", "dv"), grads, expected):
             check_close(f"attention N={n} block {block} BF16: {label} = the stated backward", got, want, 1e-13)
+        unrounded_backward = spec_backward_unrounded(q.numpy(), k.numpy(), v.numpy(), out, lse, dout.numpy())
+        check(all(float(np.abs(g.numpy() - u).max()) > 1e-6 for g, u in zip(grads, unrounded_backward)),
+              f"attention N={n} block {block} BF16: the backward's rounding shows in dq, dk and dv")
         check(float((ours - plain_attention(q, k, v)).abs().max()) > 1e-6, f"attention N={n} BF16: the rounding shows")
     # Blocks matter only through p's rounding: a single block of 64 keys is the row-max form.
     q, k, v = (torch.randn(40, 8, dtype=torch.float64, generator=generator) * 2.0 for _ in range(3))

@@ -320,8 +320,9 @@ def total_loss(losses, optimizer):
 #   the embedding projections compute y = bf16(x) bf16(W)^T + b, and in the backward
 #   dx = bf16(dy) bf16(W), dW = bf16(dy)^T bf16(x), db = sum dy (`Bf16Linear`).
 # - Attention (`BlockedAttention`): scores from bf16(q), bf16(k); the value product from bf16(p),
-#   bf16(v), normalised by the sum of the unrounded p; the backward recomputes P in full precision
-#   from the unrounded q, k and the forward's log-sum-exp.
+#   bf16(v), normalised by the sum of the unrounded p; the backward recomputes P from the same
+#   scores and the forward's log-sum-exp, takes dV = bf16(P)^T bf16(dout), dP = bf16(dout)
+#   bf16(v)^T, and dQ, dK from the unrounded dS, q and k.
 # - Nothing else is rounded: choose.head (F32, as text_choose runs it), LayerNorms, GELU, residual
 #   adds, lookups, position/CLS/modality additions, the losses and the optimizer.
 # The products accumulate in the reference's dtype (float64 for parity; the engine: F32).
@@ -382,9 +383,10 @@ class BlockedAttention(torch.autograd.Function):
         out = acc / l,   lse = m + ln l.
 
     With at most `block` keys this is p_j = exp(s_j - rowmax) and out = sum r(p_j) r(v_j) / sum p_j.
-    The backward recomputes in full precision from the unrounded q, k, v and the forward's lse and
-    out:  P = exp(scale q k^T - lse), D_i = sum_e dout_ie out_ie, dV = P^T dout, dP = dout V^T,
-    dS = P (dP - D), dQ = scale dS K, dK = scale dS^T Q."""
+    The backward recomputes the forward's scores and takes the forward's lse and out:
+    P = exp(scale r(q) r(k)^T - lse), D_i = sum_e dout_ie out_ie (unrounded), dV = r(P)^T r(dout),
+    dP = r(dout) r(V)^T, dS = P (dP - D) (unrounded P), dQ = scale dS K, dK = scale dS^T Q (dS, Q
+    and K unrounded): BF16 products where the engine's attention_backward_bf16 has them."""
 
     @staticmethod
     def forward(ctx, q, k, v, rounding, block):
@@ -406,16 +408,18 @@ class BlockedAttention(torch.autograd.Function):
         out = acc / total[..., None]
         lse = peak + torch.log(total)
         ctx.save_for_backward(q, k, v, out, lse)
+        ctx.rounding = rounding
         return out
 
     @staticmethod
     def backward(ctx, dout):
         q, k, v, out, lse = ctx.saved_tensors
         scale = 1.0 / math.sqrt(q.shape[-1])
-        p = torch.exp(scale * (q @ k.transpose(-1, -2)) - lse[..., None])           # [..., N, N]
+        r = ctx.rounding
+        p = torch.exp(scale * (r(q) @ r(k).transpose(-1, -2)) - lse[..., None])     # [..., N, N]
         d = (dout * out).sum(-1, keepdim=True)                                      # [..., N, 1]
-        dv = p.transpose(-1, -2) @ dout
-        dp = dout @ v.transpose(-1, -2)
+        dv = r(p).transpose(-1, -2) @ r(dout)
+        dp = r(dout) @ r(v).transpose(-1, -2)
         ds = p * (dp - d)
         return scale * (ds @ k), scale * (ds.transpose(-1, -2) @ q), dv, None, None
 

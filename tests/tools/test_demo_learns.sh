@@ -2,7 +2,7 @@
 # The demo learns, in small: scripts/demo.sh on pictures only (1,000 training pairs, 100 held-out
 # renders of 100 different captions), 300 steps, then the held-out text->image recall must be far
 # above chance (chance R@1 is about 1/100: each caption appears once among the held-out pictures).
-# The run is too short for the demo's schedule (its 500 warmup steps), so it pins its own: learning
+# The run is too short for the demo's schedule (its 800 warmup steps), so it pins its own: learning
 # rate 1e-3 after 250 warmup steps. A faster start pulls every embedding together within tens of
 # steps (loss ln 128, gradient norms ~1e-3), and when training leaves that plateau then depends on
 # the seed and on the exact numerics: with 50 warmup steps, seeds 0-3 gave R@1 0.27 / 0.01 / 0.63 /
