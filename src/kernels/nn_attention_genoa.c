@@ -405,69 +405,6 @@ product_block_genoa(const uint32_t *a, size_t a_row, size_t a_pair, const uint32
         }
 }
 
-UFORM_GENOA static inline __attribute__((always_inline)) void
-product_rows_genoa(const uint32_t *a, size_t a_row, size_t a_pair, const uint32_t *b, size_t b_stride, size_t depth,
-                   size_t m, float *out, size_t out_stride, size_t count, int accumulate, const size_t vectors) {
-    size_t r = 0;
-    for (; r + 6 <= m; r += 6)
-        product_block_genoa(a + r * a_row, a_row, a_pair, b, b_stride, depth, out + r * out_stride, out_stride, count,
-                            accumulate, 6, vectors);
-    const uint32_t *a_rest = a + r * a_row;
-    float *out_rest = out + r * out_stride;
-    switch (m - r) {
-    case 5:
-        product_block_genoa(a_rest, a_row, a_pair, b, b_stride, depth, out_rest, out_stride, count, accumulate, 5,
-                            vectors);
-        break;
-    case 4:
-        product_block_genoa(a_rest, a_row, a_pair, b, b_stride, depth, out_rest, out_stride, count, accumulate, 4,
-                            vectors);
-        break;
-    case 3:
-        product_block_genoa(a_rest, a_row, a_pair, b, b_stride, depth, out_rest, out_stride, count, accumulate, 3,
-                            vectors);
-        break;
-    case 2:
-        product_block_genoa(a_rest, a_row, a_pair, b, b_stride, depth, out_rest, out_stride, count, accumulate, 2,
-                            vectors);
-        break;
-    case 1:
-        product_block_genoa(a_rest, a_row, a_pair, b, b_stride, depth, out_rest, out_stride, count, accumulate, 1,
-                            vectors);
-        break;
-    default: break;
-    }
-}
-
-/* out [m, n] (=, or +=) Σ_k2 dot2(A(r, k2), b[k2][:]) with A(r, k2) = a[r·a_row + k2·a_pair]: every
- * product of the backward, whichever operand is transposed. Not inlined (its registers apart). */
-UFORM_GENOA __attribute__((noinline)) static void product_genoa(const uint32_t *a, size_t a_row, size_t a_pair,
-                                                                const uint32_t *b, size_t b_stride, size_t depth,
-                                                                size_t m, size_t n, float *out, size_t out_stride,
-                                                                int accumulate) {
-    for (size_t e0 = 0; e0 < n; e0 += 64) {
-        size_t count = n - e0 < 64 ? n - e0 : 64;
-        switch ((count + 15) / 16) {
-        case 1:
-            product_rows_genoa(a, a_row, a_pair, b + e0, b_stride, depth, m, out + e0, out_stride, count, accumulate,
-                               1);
-            break;
-        case 2:
-            product_rows_genoa(a, a_row, a_pair, b + e0, b_stride, depth, m, out + e0, out_stride, count, accumulate,
-                               2);
-            break;
-        case 3:
-            product_rows_genoa(a, a_row, a_pair, b + e0, b_stride, depth, m, out + e0, out_stride, count, accumulate,
-                               3);
-            break;
-        default:
-            product_rows_genoa(a, a_row, a_pair, b + e0, b_stride, depth, m, out + e0, out_stride, count, accumulate,
-                               4);
-            break;
-        }
-    }
-}
-
 /* out[r][e] (=, or += when `accumulate`) Σ_k a[r·a_row + k·a_step]·b[k·b_stride + e] in F32 FMAs, for
  * `rows` (1..6) rows and `vectors` (1..4) 16-wide column vectors, `count` ≤ 16·vectors columns (the
  * rest neither read nor written): dK and dQ, whose dS stays F32. */
@@ -507,66 +444,101 @@ product_f32_block_genoa(const float *a, size_t a_row, size_t a_step, const float
         }
 }
 
+/* The two block kinds behind one dispatch: BF16 pairs (`f32` 0: a and b hold pairs, dot2 products)
+ * or F32 (`f32` 1: a and b hold floats, FMAs). Both elements are 4 bytes, so one set of offsets
+ * serves both; `f32` is a constant at every call, so each kind compiles to its own code. */
+_Static_assert(sizeof(float) == sizeof(uint32_t), "F32 and BF16-pair elements share offsets");
+
 UFORM_GENOA static inline __attribute__((always_inline)) void
-product_f32_rows_genoa(const float *a, size_t a_row, size_t a_step, const float *b, size_t b_stride, size_t depth,
-                       size_t m, float *out, size_t out_stride, size_t count, int accumulate, const size_t vectors) {
+product_block_of_kind(int f32, const uint32_t *a, size_t a_row, size_t a_step, const uint32_t *b, size_t b_stride,
+                      size_t depth, float *out, size_t out_stride, size_t count, int accumulate, const size_t rows,
+                      const size_t vectors) {
+    if (f32)
+        product_f32_block_genoa((const float *)a, a_row, a_step, (const float *)b, b_stride, depth, out, out_stride,
+                                count, accumulate, rows, vectors);
+    else
+        product_block_genoa(a, a_row, a_step, b, b_stride, depth, out, out_stride, count, accumulate, rows, vectors);
+}
+
+/* m rows: blocks of 6, then the rest in one smaller block. */
+UFORM_GENOA static inline __attribute__((always_inline)) void
+product_rows_genoa(int f32, const uint32_t *a, size_t a_row, size_t a_step, const uint32_t *b, size_t b_stride,
+                   size_t depth, size_t m, float *out, size_t out_stride, size_t count, int accumulate,
+                   const size_t vectors) {
     size_t r = 0;
     for (; r + 6 <= m; r += 6)
-        product_f32_block_genoa(a + r * a_row, a_row, a_step, b, b_stride, depth, out + r * out_stride, out_stride,
-                                count, accumulate, 6, vectors);
-    const float *a_rest = a + r * a_row;
+        product_block_of_kind(f32, a + r * a_row, a_row, a_step, b, b_stride, depth, out + r * out_stride, out_stride,
+                              count, accumulate, 6, vectors);
+    const uint32_t *a_rest = a + r * a_row;
     float *out_rest = out + r * out_stride;
     switch (m - r) {
     case 5:
-        product_f32_block_genoa(a_rest, a_row, a_step, b, b_stride, depth, out_rest, out_stride, count, accumulate, 5,
-                                vectors);
+        product_block_of_kind(f32, a_rest, a_row, a_step, b, b_stride, depth, out_rest, out_stride, count, accumulate,
+                              5, vectors);
         break;
     case 4:
-        product_f32_block_genoa(a_rest, a_row, a_step, b, b_stride, depth, out_rest, out_stride, count, accumulate, 4,
-                                vectors);
+        product_block_of_kind(f32, a_rest, a_row, a_step, b, b_stride, depth, out_rest, out_stride, count, accumulate,
+                              4, vectors);
         break;
     case 3:
-        product_f32_block_genoa(a_rest, a_row, a_step, b, b_stride, depth, out_rest, out_stride, count, accumulate, 3,
-                                vectors);
+        product_block_of_kind(f32, a_rest, a_row, a_step, b, b_stride, depth, out_rest, out_stride, count, accumulate,
+                              3, vectors);
         break;
     case 2:
-        product_f32_block_genoa(a_rest, a_row, a_step, b, b_stride, depth, out_rest, out_stride, count, accumulate, 2,
-                                vectors);
+        product_block_of_kind(f32, a_rest, a_row, a_step, b, b_stride, depth, out_rest, out_stride, count, accumulate,
+                              2, vectors);
         break;
     case 1:
-        product_f32_block_genoa(a_rest, a_row, a_step, b, b_stride, depth, out_rest, out_stride, count, accumulate, 1,
-                                vectors);
+        product_block_of_kind(f32, a_rest, a_row, a_step, b, b_stride, depth, out_rest, out_stride, count, accumulate,
+                              1, vectors);
         break;
     default: break;
     }
 }
 
-/* out [m, n] (=, or +=) Σ_k A(r, k)·b[k][:] with A(r, k) = a[r·a_row + k·a_step], in F32. Not inlined. */
-UFORM_GENOA __attribute__((noinline)) static void product_f32_genoa(const float *a, size_t a_row, size_t a_step,
-                                                                    const float *b, size_t b_stride, size_t depth,
-                                                                    size_t m, size_t n, float *out,
-                                                                    size_t out_stride, int accumulate) {
+/* out [m, n] in column panels of up to 64 (4 vectors of 16). */
+UFORM_GENOA static inline __attribute__((always_inline)) void
+product_columns_genoa(int f32, const uint32_t *a, size_t a_row, size_t a_step, const uint32_t *b, size_t b_stride,
+                      size_t depth, size_t m, size_t n, float *out, size_t out_stride, int accumulate) {
     for (size_t e0 = 0; e0 < n; e0 += 64) {
         size_t count = n - e0 < 64 ? n - e0 : 64;
         switch ((count + 15) / 16) {
         case 1:
-            product_f32_rows_genoa(a, a_row, a_step, b + e0, b_stride, depth, m, out + e0, out_stride, count,
-                                   accumulate, 1);
+            product_rows_genoa(f32, a, a_row, a_step, b + e0, b_stride, depth, m, out + e0, out_stride, count,
+                               accumulate, 1);
             break;
         case 2:
-            product_f32_rows_genoa(a, a_row, a_step, b + e0, b_stride, depth, m, out + e0, out_stride, count,
-                                   accumulate, 2);
+            product_rows_genoa(f32, a, a_row, a_step, b + e0, b_stride, depth, m, out + e0, out_stride, count,
+                               accumulate, 2);
             break;
         case 3:
-            product_f32_rows_genoa(a, a_row, a_step, b + e0, b_stride, depth, m, out + e0, out_stride, count,
-                                   accumulate, 3);
+            product_rows_genoa(f32, a, a_row, a_step, b + e0, b_stride, depth, m, out + e0, out_stride, count,
+                               accumulate, 3);
             break;
         default:
-            product_f32_rows_genoa(a, a_row, a_step, b + e0, b_stride, depth, m, out + e0, out_stride, count,
-                                   accumulate, 4);
+            product_rows_genoa(f32, a, a_row, a_step, b + e0, b_stride, depth, m, out + e0, out_stride, count,
+                               accumulate, 4);
             break;
         }
     }
+}
+
+/* out [m, n] (=, or +=) Σ_k2 dot2(A(r, k2), b[k2][:]) with A(r, k2) = a[r·a_row + k2·a_pair]: the
+ * backward's BF16 products, whichever operand is transposed. Not inlined (its registers apart). */
+UFORM_GENOA __attribute__((noinline)) static void product_genoa(const uint32_t *a, size_t a_row, size_t a_pair,
+                                                                const uint32_t *b, size_t b_stride, size_t depth,
+                                                                size_t m, size_t n, float *out, size_t out_stride,
+                                                                int accumulate) {
+    product_columns_genoa(0, a, a_row, a_pair, b, b_stride, depth, m, n, out, out_stride, accumulate);
+}
+
+/* out [m, n] (=, or +=) Σ_k A(r, k)·b[k][:] with A(r, k) = a[r·a_row + k·a_step], in F32: dK and dQ. */
+UFORM_GENOA __attribute__((noinline)) static void product_f32_genoa(const float *a, size_t a_row, size_t a_step,
+                                                                    const float *b, size_t b_stride, size_t depth,
+                                                                    size_t m, size_t n, float *out,
+                                                                    size_t out_stride, int accumulate) {
+    product_columns_genoa(1, (const uint32_t *)a, a_row, a_step, (const uint32_t *)b, b_stride, depth, m, n, out,
+                          out_stride, accumulate);
 }
 
 /* pairs [ceil(rows/2), stride]: rows 2·r2 and 2·r2+1 of x [rows, width] (row stride x_stride)
