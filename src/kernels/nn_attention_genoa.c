@@ -366,12 +366,17 @@ void uform__nn_attention_forward_bf16_genoa(const uform__attention_shape_t *shap
  * 128 in the same run (nn.h says why it is not).
  */
 
-/* out[r][e] (=, or += when `accumulate`) Σ_k2 dot2(a[r·a_row + k2·a_pair], b[k2·b_stride + e]) for
- * `rows` (1..6) rows and `vectors` (1..4) 16-wide column vectors, `count` ≤ 16·vectors columns
- * (the rest neither read nor written in `out`); b is 64-byte aligned with b_stride a multiple of 16. */
+/* out[r][e] (=, or += when `accumulate`) Σ_k A(r, k)·b[k·b_stride + e] with A(r, k) = a[r·a_row + k·a_step],
+ * for `rows` (1..6) rows and `vectors` (1..4) 16-wide column vectors, `count` ≤ 16·vectors columns
+ * (the rest neither read nor written in `out`). Two kinds: BF16 pairs (`f32` 0: a and b hold pairs,
+ * dot2 products; b is 64-byte aligned with b_stride a multiple of 16) or F32 (`f32` 1: a and b hold
+ * floats, FMAs: dK and dQ, whose dS stays F32). Both elements are 4 bytes, so one set of offsets
+ * serves both; `f32` is a constant at every call, so each kind compiles to its own code. */
+_Static_assert(sizeof(float) == sizeof(uint32_t), "F32 and BF16-pair elements share offsets");
+
 UFORM_GENOA static inline __attribute__((always_inline)) void
-product_block_genoa(const uint32_t *a, size_t a_row, size_t a_pair, const uint32_t *b, size_t b_stride, size_t depth,
-                    float *out, size_t out_stride, size_t count, int accumulate, const size_t rows,
+product_block_genoa(int f32, const uint32_t *a, size_t a_row, size_t a_step, const uint32_t *b, size_t b_stride,
+                    size_t depth, float *out, size_t out_stride, size_t count, int accumulate, const size_t rows,
                     const size_t vectors) {
     __m512 acc_f32x16[6][4];
     __mmask16 mask[4];
@@ -383,55 +388,27 @@ product_block_genoa(const uint32_t *a, size_t a_row, size_t a_pair, const uint32
         for (size_t v = 0; v < vectors; ++v)
             acc_f32x16[r][v] = accumulate ? _mm512_maskz_loadu_ps(mask[v], out + r * out_stride + v * 16)
                                           : _mm512_setzero_ps();
-    for (size_t k2 = 0; k2 < depth; ++k2) {
-        __m512i b_bf16x32[4];
-#pragma GCC unroll 4
-        for (size_t v = 0; v < vectors; ++v) b_bf16x32[v] = _mm512_load_si512(b + k2 * b_stride + v * 16);
-#pragma GCC unroll 6
-        for (size_t r = 0; r < rows; ++r) {
-            __m512i a_bf16x32 = _mm512_set1_epi32((int)a[r * a_row + k2 * a_pair]);
-#pragma GCC unroll 4
-            for (size_t v = 0; v < vectors; ++v)
-                acc_f32x16[r][v] = _mm512_dpbf16_ps(acc_f32x16[r][v], (__m512bh)a_bf16x32, (__m512bh)b_bf16x32[v]);
-        }
-    }
-#pragma GCC unroll 6
-    for (size_t r = 0; r < rows; ++r)
-#pragma GCC unroll 4
-        for (size_t v = 0; v < vectors; ++v) {
-            float *o = out + r * out_stride + v * 16;
-            if (mask[v] == 0xFFFF) _mm512_storeu_ps(o, acc_f32x16[r][v]);
-            else _mm512_mask_storeu_ps(o, mask[v], acc_f32x16[r][v]);
-        }
-}
-
-/* out[r][e] (=, or += when `accumulate`) Σ_k a[r·a_row + k·a_step]·b[k·b_stride + e] in F32 FMAs, for
- * `rows` (1..6) rows and `vectors` (1..4) 16-wide column vectors, `count` ≤ 16·vectors columns (the
- * rest neither read nor written): dK and dQ, whose dS stays F32. */
-UFORM_GENOA static inline __attribute__((always_inline)) void
-product_f32_block_genoa(const float *a, size_t a_row, size_t a_step, const float *b, size_t b_stride, size_t depth,
-                        float *out, size_t out_stride, size_t count, int accumulate, const size_t rows,
-                        const size_t vectors) {
-    __m512 acc_f32x16[6][4];
-    __mmask16 mask[4];
-#pragma GCC unroll 4
-    for (size_t v = 0; v < 4; ++v) mask[v] = nn_tail_mask16(count > v * 16 ? count - v * 16 : 0);
-#pragma GCC unroll 6
-    for (size_t r = 0; r < rows; ++r)
+    for (size_t k = 0; k < depth; ++k) {
+        __m512 b_x16[4]; /* 32 BF16 (as 16 pairs) or 16 F32 */
 #pragma GCC unroll 4
         for (size_t v = 0; v < vectors; ++v)
-            acc_f32x16[r][v] = accumulate ? _mm512_maskz_loadu_ps(mask[v], out + r * out_stride + v * 16)
-                                          : _mm512_setzero_ps();
-    for (size_t k = 0; k < depth; ++k) {
-        __m512 b_f32x16[4];
-#pragma GCC unroll 4
-        for (size_t v = 0; v < vectors; ++v) b_f32x16[v] = _mm512_maskz_loadu_ps(mask[v], b + k * b_stride + v * 16);
+            b_x16[v] = f32 ? _mm512_maskz_loadu_ps(mask[v], (const float *)b + k * b_stride + v * 16)
+                           : _mm512_castsi512_ps(_mm512_load_si512(b + k * b_stride + v * 16));
 #pragma GCC unroll 6
         for (size_t r = 0; r < rows; ++r) {
-            __m512 a_f32x16 = _mm512_set1_ps(a[r * a_row + k * a_step]);
+            const uint32_t *a_element = a + r * a_row + k * a_step;
+            if (f32) {
+                __m512 a_f32x16 = _mm512_set1_ps(*(const float *)a_element);
 #pragma GCC unroll 4
-            for (size_t v = 0; v < vectors; ++v)
-                acc_f32x16[r][v] = _mm512_fmadd_ps(a_f32x16, b_f32x16[v], acc_f32x16[r][v]);
+                for (size_t v = 0; v < vectors; ++v)
+                    acc_f32x16[r][v] = _mm512_fmadd_ps(a_f32x16, b_x16[v], acc_f32x16[r][v]);
+            } else {
+                __m512i a_bf16x32 = _mm512_set1_epi32((int)*a_element);
+#pragma GCC unroll 4
+                for (size_t v = 0; v < vectors; ++v)
+                    acc_f32x16[r][v] = _mm512_dpbf16_ps(acc_f32x16[r][v], (__m512bh)a_bf16x32,
+                                                        (__m512bh)_mm512_castps_si512(b_x16[v]));
+            }
         }
     }
 #pragma GCC unroll 6
@@ -442,22 +419,6 @@ product_f32_block_genoa(const float *a, size_t a_row, size_t a_step, const float
             if (mask[v] == 0xFFFF) _mm512_storeu_ps(o, acc_f32x16[r][v]);
             else _mm512_mask_storeu_ps(o, mask[v], acc_f32x16[r][v]);
         }
-}
-
-/* The two block kinds behind one dispatch: BF16 pairs (`f32` 0: a and b hold pairs, dot2 products)
- * or F32 (`f32` 1: a and b hold floats, FMAs). Both elements are 4 bytes, so one set of offsets
- * serves both; `f32` is a constant at every call, so each kind compiles to its own code. */
-_Static_assert(sizeof(float) == sizeof(uint32_t), "F32 and BF16-pair elements share offsets");
-
-UFORM_GENOA static inline __attribute__((always_inline)) void
-product_block_of_kind(int f32, const uint32_t *a, size_t a_row, size_t a_step, const uint32_t *b, size_t b_stride,
-                      size_t depth, float *out, size_t out_stride, size_t count, int accumulate, const size_t rows,
-                      const size_t vectors) {
-    if (f32)
-        product_f32_block_genoa((const float *)a, a_row, a_step, (const float *)b, b_stride, depth, out, out_stride,
-                                count, accumulate, rows, vectors);
-    else
-        product_block_genoa(a, a_row, a_step, b, b_stride, depth, out, out_stride, count, accumulate, rows, vectors);
 }
 
 /* m rows: blocks of 6, then the rest in one smaller block. */
@@ -467,30 +428,30 @@ product_rows_genoa(int f32, const uint32_t *a, size_t a_row, size_t a_step, cons
                    const size_t vectors) {
     size_t r = 0;
     for (; r + 6 <= m; r += 6)
-        product_block_of_kind(f32, a + r * a_row, a_row, a_step, b, b_stride, depth, out + r * out_stride, out_stride,
-                              count, accumulate, 6, vectors);
+        product_block_genoa(f32, a + r * a_row, a_row, a_step, b, b_stride, depth, out + r * out_stride, out_stride,
+                            count, accumulate, 6, vectors);
     const uint32_t *a_rest = a + r * a_row;
     float *out_rest = out + r * out_stride;
     switch (m - r) {
     case 5:
-        product_block_of_kind(f32, a_rest, a_row, a_step, b, b_stride, depth, out_rest, out_stride, count, accumulate,
-                              5, vectors);
+        product_block_genoa(f32, a_rest, a_row, a_step, b, b_stride, depth, out_rest, out_stride, count, accumulate,
+                            5, vectors);
         break;
     case 4:
-        product_block_of_kind(f32, a_rest, a_row, a_step, b, b_stride, depth, out_rest, out_stride, count, accumulate,
-                              4, vectors);
+        product_block_genoa(f32, a_rest, a_row, a_step, b, b_stride, depth, out_rest, out_stride, count, accumulate,
+                            4, vectors);
         break;
     case 3:
-        product_block_of_kind(f32, a_rest, a_row, a_step, b, b_stride, depth, out_rest, out_stride, count, accumulate,
-                              3, vectors);
+        product_block_genoa(f32, a_rest, a_row, a_step, b, b_stride, depth, out_rest, out_stride, count, accumulate,
+                            3, vectors);
         break;
     case 2:
-        product_block_of_kind(f32, a_rest, a_row, a_step, b, b_stride, depth, out_rest, out_stride, count, accumulate,
-                              2, vectors);
+        product_block_genoa(f32, a_rest, a_row, a_step, b, b_stride, depth, out_rest, out_stride, count, accumulate,
+                            2, vectors);
         break;
     case 1:
-        product_block_of_kind(f32, a_rest, a_row, a_step, b, b_stride, depth, out_rest, out_stride, count, accumulate,
-                              1, vectors);
+        product_block_genoa(f32, a_rest, a_row, a_step, b, b_stride, depth, out_rest, out_stride, count, accumulate,
+                            1, vectors);
         break;
     default: break;
     }
