@@ -206,22 +206,16 @@ def loop_attention(q, k, v, block):
     return out, lse
 
 
-def spec_backward(q, k, v, out, lse, dout):
+def spec_backward(q, k, v, out, lse, dout, rounding=r64):
     """The stated backward, in numpy, with the BF16 forward's out and lse: P from the rounded
-    scores, dV and dP from rounded operands, dQ and dK from the unrounded dS, q and k."""
+    scores, dV and dP from rounded operands, dQ and dK from the unrounded dS, q and k. With
+    `rounding` T.no_rounding, nothing is rounded (what the BF16 backward must differ from)."""
+    r = rounding
     scale = 1.0 / math.sqrt(q.shape[-1])
-    p = np.exp(scale * (r64(q) @ r64(k).T) - lse[:, None])
+    p = np.exp(scale * (r(q) @ r(k).T) - lse[:, None])
     d = (dout * out).sum(-1, keepdims=True)
-    ds = p * (r64(dout) @ r64(v).T - d)
-    return scale * ds @ k, scale * ds.T @ q, r64(p).T @ r64(dout)
-
-
-def spec_backward_unrounded(q, k, v, out, lse, dout):
-    """The same backward with nothing rounded (what the BF16 backward must differ from)."""
-    scale = 1.0 / math.sqrt(q.shape[-1])
-    p = np.exp(scale * (q @ k.T) - lse[:, None])
-    ds = p * (dout @ v.T - (dout * out).sum(-1, keepdims=True))
-    return scale * ds @ k, scale * ds.T @ q, p.T @ dout
+    ds = p * (r(dout) @ r(v).T - d)
+    return scale * ds @ k, scale * ds.T @ q, r(p).T @ r(dout)
 
 
 def test_attention():
@@ -253,7 +247,7 @@ def test_attention():
         expected = spec_backward(q.numpy(), k.numpy(), v.numpy(), out, lse, dout.numpy())
         for label, got, want in zip(("dq", "dk", "dv"), grads, expected):
             check_close(f"attention N={n} block {block} BF16: {label} = the stated backward", got, want, 1e-13)
-        unrounded_backward = spec_backward_unrounded(q.numpy(), k.numpy(), v.numpy(), out, lse, dout.numpy())
+        unrounded_backward = spec_backward(q.numpy(), k.numpy(), v.numpy(), out, lse, dout.numpy(), T.no_rounding)
         check(all(float(np.abs(g.numpy() - u).max()) > 1e-6 for g, u in zip(grads, unrounded_backward)),
               f"attention N={n} block {block} BF16: the backward's rounding shows in dq, dk and dv")
         check(float((ours - plain_attention(q, k, v)).abs().max()) > 1e-6, f"attention N={n} BF16: the rounding shows")
