@@ -126,10 +126,11 @@ extern const char *const synth_voice_names[SYNTH_VOICES];
 int synth_speech_available(void);
 /* Starts espeak-ng once per process; answers SYNTH_SPEECH_RATE, or -1 with the reason. */
 int synth_speech_start(char *error, size_t capacity);
-/* Speaks `text` with voice `voice` at `words_per_minute` and `pitch` (0–100): answers malloc'ed
- * mono samples at SYNTH_SPEECH_RATE (free() them) and their count, or NULL with the reason. */
-int16_t *synth_speak(const char *text, int voice, int words_per_minute, int pitch, size_t *count, char *error,
-                     size_t capacity);
+/* Speaks `text` with voice `voice` at `words_per_minute` and `pitch` (0–100), espeak-ng's breath
+ * noise drawn from `noise_seed`: answers malloc'ed mono samples at SYNTH_SPEECH_RATE (free() them)
+ * and their count, or NULL with the reason. */
+int16_t *synth_speak(const char *text, int voice, int words_per_minute, int pitch, unsigned noise_seed, size_t *count,
+                     char *error, size_t capacity);
 void synth_speech_stop(void);
 
 #endif

@@ -81,7 +81,8 @@ static int write_speech(const synth_item_t *item, const char *path, const char *
     int voice = (int)(synth_random_next(&random) % SYNTH_VOICES);
     int wpm = (int)lrint(synth_random_range(&random, 190, 240)), pitch = (int)lrint(synth_random_range(&random, 30, 70));
     size_t spoken = 0;
-    int16_t *speech = synth_speak(text, voice, wpm, pitch, &spoken, error, capacity);
+    const unsigned noise_seed = (unsigned)(synth_random_next(&random) >> 32);
+    int16_t *speech = synth_speak(text, voice, wpm, pitch, noise_seed, &spoken, error, capacity);
     if (!speech) return -1;
     size_t total = (size_t)(SPEECH_SECONDS * rate), lead = (size_t)(synth_random_range(&random, 0, 0.15) * rate);
     int16_t *samples = malloc(total * sizeof *samples);

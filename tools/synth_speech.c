@@ -2,7 +2,9 @@
  * Speech for `uform synth` (synth.h) through espeak-ng's C library (speak_lib.h), started once per
  * process in synchronous mode: espeak_Synth returns when the whole caption has been handed to the
  * callback, which appends the samples to one growing buffer. espeak-ng keeps global state, so the
- * calls below are for one thread at a time.
+ * calls below are for one thread at a time. Its breathy voice variants (+f2, +f3) draw their noise
+ * from the C library's rand(), so each caption reseeds it first: a recording depends on its own
+ * item alone, not on what was spoken before it in the process.
  *
  * espeak-ng speaks at 22,050 Hz; the files are written at 16 kHz, the rate speech models (and the
  * demo's model) read, so the engine's resampler has nothing to do at training time. The resampler
@@ -119,14 +121,15 @@ int synth_speech_start(char *error, size_t capacity) {
     return SYNTH_SPEECH_RATE;
 }
 
-int16_t *synth_speak(const char *text, int voice, int words_per_minute, int pitch, size_t *count, char *error,
-                     size_t capacity) {
+int16_t *synth_speak(const char *text, int voice, int words_per_minute, int pitch, unsigned noise_seed, size_t *count,
+                     char *error, size_t capacity) {
     if (!started) return snprintf(error, capacity, "espeak-ng is not started"), NULL;
     const char *name = synth_voice_names[voice % SYNTH_VOICES];
     if (espeak_SetVoiceByName(name) != EE_OK) return snprintf(error, capacity, "espeak-ng has no voice '%s'", name), NULL;
     espeak_SetParameter(espeakRATE, words_per_minute, 0);
     espeak_SetParameter(espeakPITCH, pitch, 0);
     buffer.count = 0, buffer.failed = 0;
+    srand(noise_seed);
     espeak_ERROR code = espeak_Synth(text, strlen(text) + 1, 0, POS_CHARACTER, 0, espeakCHARS_UTF8, NULL, NULL);
     if (code == EE_OK) code = espeak_Synchronize();
     if (code != EE_OK || buffer.failed || buffer.count == 0) {
@@ -156,9 +159,9 @@ int synth_speech_start(char *error, size_t capacity) {
     return -1;
 }
 
-int16_t *synth_speak(const char *text, int voice, int words_per_minute, int pitch, size_t *count, char *error,
-                     size_t capacity) {
-    (void)text, (void)voice, (void)words_per_minute, (void)pitch, (void)count;
+int16_t *synth_speak(const char *text, int voice, int words_per_minute, int pitch, unsigned noise_seed, size_t *count,
+                     char *error, size_t capacity) {
+    (void)text, (void)voice, (void)words_per_minute, (void)pitch, (void)noise_seed, (void)count;
     snprintf(error, capacity, "this build has no espeak-ng");
     return NULL;
 }

@@ -14,15 +14,20 @@
  * MP4 and WebM, WAV and FLAC, so every decoder of the engine is exercised. Each manifest line also
  * names the attributes drawn ("shape", "colour", "place", "size", "motion", "voice", "wpm"), which
  * `uform train` ignores and tests check against the pixels. Items are independent, each drawn from
- * its own random stream, so the threads (pictures and clips on all of them, speech on the first,
- * because espeak-ng keeps global state) never change a byte: the same seed writes the same files.
+ * its own random stream, so the threads (pictures and clips) never change a byte: the same seed
+ * writes the same files. Speech runs in a child process of its own, forked before any thread
+ * starts: espeak-ng keeps global state, draws its breath noise from the C library's rand() and
+ * reads heap memory whose history the other threads would otherwise share, and a recording once
+ * differed between two runs with the same seed when the machine was loaded (see synth_speech.c).
  */
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -87,11 +92,19 @@ static size_t list_scenes(int kind, int novel, synth_scene_t *scenes) {
 
 #define LINE_CAPACITY 512
 
+/* What the speech process reports to the parent, in memory both share. */
+typedef struct speech_report_t {
+    size_t done;      /* atomic: recordings written */
+    int failed;       /* set before the child exits */
+    char error[8400]; /* the child's first failure */
+} speech_report_t;
+
 typedef struct work_t {
     const char *dir;
     int speech_rate;
     synth_item_t *items;
-    char *lines;             /* [count][LINE_CAPACITY] manifest lines, written in item order at the end */
+    char *lines;             /* [count][LINE_CAPACITY] manifest lines, written in item order at the end; shared
+                                with the speech process */
     size_t count;
     size_t *shared;          /* indexes of the pictures and clips, taken by any thread */
     size_t shared_count;
@@ -99,6 +112,7 @@ typedef struct work_t {
     int failed;              /* atomic */
     pthread_mutex_t lock;
     char error[8400];        /* the first failure */
+    speech_report_t *speech; /* shared with the speech process */
 } work_t;
 
 static int run_item(work_t *work, size_t i) {
@@ -132,31 +146,72 @@ static double now_seconds(void) {
 }
 
 static void draw_progress(work_t *work, double start) {
-    size_t done = __atomic_load_n(&work->done, __ATOMIC_RELAXED);
+    size_t done = __atomic_load_n(&work->done, __ATOMIC_RELAXED) + __atomic_load_n(&work->speech->done, __ATOMIC_RELAXED);
     double rate = (double)done / (now_seconds() - start + 1e-9);
     fprintf(stderr, "\rsynth  %zu/%zu files  %.0f files/s  ETA %.0f s   ", done, work->count, rate,
             rate > 0 ? (double)(work->count - done) / rate : 0.0);
 }
 
-/* Speech on the calling thread (espeak-ng is one instance per process), then pictures and clips
- * with the helpers. */
+/* The speech process: every recording in item order, on its one thread; never returns. */
+static void run_speech(work_t *work) {
+    char error[8400];
+    for (size_t i = 0; i < work->count; ++i) {
+        if (work->items[i].kind != SYNTH_AUDIO) continue;
+        if (synth_item_write(&work->items[i], work->dir, work->speech_rate, work->lines + i * LINE_CAPACITY,
+                             LINE_CAPACITY, error, sizeof error)) {
+            snprintf(work->speech->error, sizeof work->speech->error, "%s", error);
+            work->speech->failed = 1;
+            _exit(1);
+        }
+        __atomic_fetch_add(&work->speech->done, 1, __ATOMIC_RELAXED);
+    }
+    _exit(0);
+}
+
+/* Speech in a child process forked before any thread exists, pictures and clips on `threads` threads
+ * of this one; answers when both are done. */
 static void run_all(work_t *work, size_t threads, int bar, double start) {
+    pid_t speech = 0;
+    for (size_t i = 0; i < work->count && speech == 0; ++i)
+        if (work->items[i].kind == SYNTH_AUDIO) speech = -1;
+    if (speech) {
+        fflush(NULL); /* nothing buffered is written twice */
+        speech = fork();
+        if (speech == 0) run_speech(work);
+        if (speech < 0) {
+            snprintf(work->error, sizeof work->error, "cannot start the speech process: %s", strerror(errno));
+            work->failed = 1;
+            return;
+        }
+    }
     pthread_t helpers[64];
     size_t started = 0;
     for (; started + 1 < threads && started < 64; ++started)
         if (pthread_create(&helpers[started], NULL, run_shared, work) != 0) break;
     double last_draw = 0;
-    for (size_t i = 0; i < work->count && !__atomic_load_n(&work->failed, __ATOMIC_RELAXED); ++i) {
-        if (work->items[i].kind != SYNTH_AUDIO) continue;
-        if (run_item(work, i)) break;
-        if (bar && now_seconds() - last_draw > 0.1) draw_progress(work, start), last_draw = now_seconds();
-    }
     while (!__atomic_load_n(&work->failed, __ATOMIC_RELAXED)) {
         size_t k = __atomic_fetch_add(&work->next, 1, __ATOMIC_RELAXED);
         if (k >= work->shared_count || run_item(work, work->shared[k])) break;
         if (bar && now_seconds() - last_draw > 0.1) draw_progress(work, start), last_draw = now_seconds();
     }
     for (size_t t = 0; t < started; ++t) pthread_join(helpers[t], NULL);
+    if (speech > 0) {
+        /* The recordings go on after the pictures; the bar keeps moving while they do. */
+        int status = 0;
+        pid_t waited;
+        while ((waited = waitpid(speech, &status, bar ? WNOHANG : 0)) == 0 || (waited < 0 && errno == EINTR)) {
+            if (waited == 0) draw_progress(work, start), usleep(100000);
+        }
+        int clean = waited == speech && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+        if (!clean && !work->failed) {
+            if (work->speech->failed) snprintf(work->error, sizeof work->error, "%s", work->speech->error);
+            else if (waited == speech && WIFSIGNALED(status))
+                snprintf(work->error, sizeof work->error, "the speech process died of signal %d", WTERMSIG(status));
+            else snprintf(work->error, sizeof work->error, "the speech process failed (status %d)", status);
+            work->failed = 1;
+        }
+        if (!clean) work->failed = 1;
+    }
     if (bar) draw_progress(work, start), fputc('\n', stderr);
 }
 
@@ -287,11 +342,18 @@ int uform_command_synth(int argc, char **argv) {
             total += sizes[split][k];
         }
     work.items = calloc(total + 1, sizeof *work.items);
-    work.lines = calloc(total + 1, LINE_CAPACITY);
+    /* Lines and the speech report live in memory shared with the speech process (zeroed by mmap). */
+    const size_t lines_bytes = (total + 1) * LINE_CAPACITY + sizeof(speech_report_t);
+    void *mapped = mmap(NULL, lines_bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (mapped != MAP_FAILED) {
+        work.speech = mapped;
+        work.lines = (char *)mapped + sizeof(speech_report_t);
+    }
     work.shared = calloc(total + 1, sizeof *work.shared);
     if (!work.items || !work.lines || !work.shared) {
         fprintf(stderr, "uform: synth: out of memory for %zu items\n", total);
-        free(work.items), free(work.lines), free(work.shared);
+        free(work.items), free(work.shared);
+        if (work.speech) munmap(work.speech, lines_bytes);
         synth_speech_stop();
         return 1;
     }
@@ -323,7 +385,8 @@ int uform_command_synth(int argc, char **argv) {
     for (unsigned split = 0; status == 0 && split < 3; ++split) status = write_manifest(&work, dir, split, work.error, sizeof work.error);
     synth_speech_stop();
     pthread_mutex_destroy(&work.lock);
-    free(work.items), free(work.lines), free(work.shared);
+    free(work.items), free(work.shared);
+    munmap(work.speech, lines_bytes);
     if (status) {
         fprintf(stderr, "uform: synth: %s\n", work.error);
         return 1;

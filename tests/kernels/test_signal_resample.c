@@ -4,6 +4,7 @@
  * its quality measured with sines: pass-band gain and the aliasing of tones above the new Nyquist.
  * Usage: test_signal_resample PYTHON SCRIPT [SEED].
  */
+#include "core/cpu.h"
 #include "kernels/signal.h"
 #include "test_signal_common.h"
 
@@ -39,7 +40,7 @@ static void compare(const resample_case_t *c, const char *name, const float *x) 
                   (double)actual[at], (double)expected[at]);
         printf("%-9s %6zu samples %5zu -> %5zu Hz (%zu/%zu, width %zu): %zu out, max |diff| %.3g\n", name, c->samples,
                c->from, c->to, plan.next, plan.orig, plan.width, n, worst);
-        uform__signal_resample_f32(&plan, x, c->samples, threaded, uform__signal_kernels(UFORM_CPU_CLASS_AMD_GENOA),
+        uform__signal_resample_f32(&plan, x, c->samples, threaded, uform__signal_kernels(uform__cpu_class_hardware()),
                                    &signal_pool);
         CHECK_MSG(memcmp(threaded, actual, n * sizeof(float)) == 0, "%s: 3 threads differ from serial", name);
     }

@@ -4,6 +4,7 @@
  * layout; the image stem's shorter-side-then-centre-crop geometry; thread-count independence;
  * argument errors. Usage: test_signal_resize PYTHON SCRIPT [SEED].
  */
+#include "core/cpu.h"
 #include "kernels/signal.h"
 #include "test_signal_common.h"
 
@@ -91,7 +92,7 @@ static void test_resize_to(const resize_case_t *c, const char *name, const uint8
         printf("%-10s %4zux%-4zu -> %4zux%-4zu float max |diff| %.3g\n", name, c->height, c->width, c->out_height,
                c->out_width, worst);
         CHECK_STATUS(resize(&plan, image, c->width * 3, UFORM__SIGNAL_PIXELS_F32_HWC, NULL, NULL, 0,
-                                               threaded, uform__signal_kernels(UFORM_CPU_CLASS_AMD_GENOA),
+                                               threaded, uform__signal_kernels(uform__cpu_class_hardware()),
                                                &signal_pool, &outcome),
                      UFORM_OK);
         CHECK_MSG(memcmp(threaded, actual, n * sizeof(float)) == 0, "%s: 3 threads differ from serial", name);
