@@ -20,6 +20,13 @@ packages=(
   libcmocka-dev python3 python3-numpy python3-pytest python3-pil python3-torch python3-torchvision python3-torchaudio
   # benchmark peers (bench/ only, never linked into libuform)
   libopenblas-dev libdnnl-dev
+  # WebDataset shards (src/data: tar, pax and GNU long names, .tar.gz through libarchive)
+  libarchive-dev
+  # uform serve: HTTP (libmicrohttpd), the page's test in a real browser, the load generator and
+  # the FastAPI peer of its benchmark
+  libmicrohttpd-dev chromium chromium-driver wrk python3-fastapi python3-uvicorn
+  # the mesh's tests: network namespaces and shaped links, Redis rendezvous, a real mpirun
+  iproute2 redis-server openmpi-bin
 )
 
 missing=()
