@@ -1,6 +1,6 @@
 /*
  * Files → index, side by side in one run, on a folder of 224×224 JPEG photos (textured, quality
- * 90: tools/media_fixtures --photos), `small` with BF16 compute, batch 32:
+ * 90: tests/media/media_fixtures --photos), `small` with BF16 compute, batch 32:
  *   - in memory: every file's bytes already in RAM, uform_image_encode batch after batch (decode
  *     included), on an executor of `threads` threads: the engine's own speed on these files;
  *   - `uform index` (the command, as a user runs it) with the decode stage on the compute

@@ -23,7 +23,7 @@ seed=${DEMO_SEED:-0}
 modalities=${DEMO_MODALITIES:-image,video,audio}
 synth_flags=(--pairs "${DEMO_PAIRS:-3500,2500,1250}" --heldout "${DEMO_HELDOUT:-300}" --modalities "$modalities")
 model_flags=(--audio-seconds 2)
-train_flags=(--steps "${DEMO_STEPS:-2500}" --batch "${DEMO_BATCH:-128}" --lr "${DEMO_LR:-2e-3}" --warmup "${DEMO_WARMUP:-800}" --bf16
+train_flags=(--steps "${DEMO_STEPS:-2500}" --batch "${DEMO_BATCH:-128}" --lr "${DEMO_LR:-2e-3}" --warmup "${DEMO_WARMUP:-800}"
              --eval-every "${DEMO_EVAL_EVERY:-500}")
 
 for program in "$uform" "$report"; do
@@ -67,38 +67,34 @@ say "3/5 held-out recall"
 "$report" recall "$out"
 
 say "4/5 uform index of the held-out media, and searches by text, picture, speech and a clip's caption"
-if "$uform" index --help > /dev/null 2>&1 && "$uform" search --help > /dev/null 2>&1; then
-  stage index "$uform" index "$out/model.safetensors" "$out/data/heldout" --out "$out/heldout.index" --threads "$threads" --quiet
-  # Queries (each '|| true': under pipefail a grep that finds nothing in a reduced demo must not stop it):
-  # a held-out caption as text; a training picture and a training recording (not in the index).
-  text_query=$(grep -o '"text": "a large red star at the top"' "$out/data/heldout.jsonl" | head -1 | cut -d'"' -f4 || true)
-  [ -n "$text_query" ] || text_query=$(head -1 "$out/data/heldout.jsonl" | cut -d'"' -f4)
-  # first_media KIND WORDS: the file of the first training line of KIND whose caption holds WORDS,
-  # else of the first line of KIND at all.
-  first_media() {
-    local lines
-    lines=$(grep "\"$1\": " "$out/data/train.jsonl" || true)
-    { grep "$2" <<< "$lines" || true; printf '%s\n' "$lines"; } | sed -n "s/.*\"$1\": \"\([^\"]*\)\".*/\1/p" | awk 'NR == 1'
-  }
-  image_query=$out/data/$(first_media image "blue square")
-  audio_query=$out/data/$(first_media audio "green triangle")
-  : > "$out/searches.tsv"
-  n=0
-  search() { # KIND QUERY
-    "$uform" search "$out/heldout.index" "$out/model.safetensors" "--$1" "$2" --top 5 --json > "$out/search-$n.jsonl"
-    printf '%s\t%s\t%s\n' "$1" "$2" "search-$n.jsonl" >> "$out/searches.tsv"
-    "$report" search "$out" "$n"
-    n=$((n + 1))
-  }
-  stage search search text "$text_query"
-  case ",$modalities," in *,image,*) stage search search image "$image_query" ;; esac
-  case ",$modalities," in *,audio,*) stage search search audio "$audio_query" ;; esac
-  # A fourth query, a held-out clip's caption ("... moving left"), so the report shows clips too.
-  video_text=$(grep '"video": ' "$out/data/heldout.jsonl" | awk 'NR == 1' | cut -d'"' -f4 || true)
-  [ -z "$video_text" ] || stage search search text "$video_text"
-else
-  echo "skipped: this build has no 'uform index' / 'uform search' yet (issue 13), so nothing was indexed or searched"
-fi
+stage index "$uform" index "$out/model.safetensors" "$out/data/heldout" --out "$out/heldout.index" --threads "$threads" --quiet
+# Queries (each '|| true': under pipefail a grep that finds nothing in a reduced demo must not stop it):
+# a held-out caption as text; a training picture and a training recording (not in the index).
+text_query=$(grep -o '"text": "a large red star at the top"' "$out/data/heldout.jsonl" | head -1 | cut -d'"' -f4 || true)
+[ -n "$text_query" ] || text_query=$(head -1 "$out/data/heldout.jsonl" | cut -d'"' -f4)
+# first_media KIND WORDS: the file of the first training line of KIND whose caption holds WORDS,
+# else of the first line of KIND at all.
+first_media() {
+  local lines
+  lines=$(grep "\"$1\": " "$out/data/train.jsonl" || true)
+  { grep "$2" <<< "$lines" || true; printf '%s\n' "$lines"; } | sed -n "s/.*\"$1\": \"\([^\"]*\)\".*/\1/p" | awk 'NR == 1'
+}
+image_query=$out/data/$(first_media image "blue square")
+audio_query=$out/data/$(first_media audio "green triangle")
+: > "$out/searches.tsv"
+n=0
+search() { # KIND QUERY
+  "$uform" search "$out/heldout.index" "$out/model.safetensors" "--$1" "$2" --top 5 --json > "$out/search-$n.jsonl"
+  printf '%s\t%s\t%s\n' "$1" "$2" "search-$n.jsonl" >> "$out/searches.tsv"
+  "$report" search "$out" "$n"
+  n=$((n + 1))
+}
+stage search search text "$text_query"
+case ",$modalities," in *,image,*) stage search search image "$image_query" ;; esac
+case ",$modalities," in *,audio,*) stage search search audio "$audio_query" ;; esac
+# A fourth query, a held-out clip's caption ("... moving left"), so the report shows clips too.
+video_text=$(grep '"video": ' "$out/data/heldout.jsonl" | awk 'NR == 1' | cut -d'"' -f4 || true)
+[ -z "$video_text" ] || stage search search text "$video_text"
 
 say "5/5 the report"
 stage report "$report" html "$out"

@@ -16,64 +16,6 @@
 #include <time.h>
 #include <unistd.h>
 
-const char train_mesh_usage[] =
-    "                   [--mesh DIR --job NAME --index I --count K [--mesh-timeout S] [--mesh-address IP]]\n"
-    "                   [--processes K]\n";
-
-const char train_mesh_help[] =
-    "\n"
-    "Data-parallel training (the mesh): K processes, on one host or several, train one model as one\n"
-    "process would with the same --batch: each step every member takes its contiguous share of the\n"
-    "global batch of lines, the members exchange bag embeddings and gradients, and all apply the same\n"
-    "update. Every member gets the same flags except --index; member 0 writes --out and --log and runs\n"
-    "--eval (the others wait for it in their next step, within the mesh timeout).\n"
-    "  --mesh DIR          a folder every member can reach (a shared file system across hosts) where\n"
-    "                      the members meet; the job's folder in it is removed once they have met\n"
-    "  --job NAME          the run's name (one path component); a folder left by a failed run of the\n"
-    "                      same name is refused: remove it or choose another name\n"
-    "  --index I           this member, in 0..K-1\n"
-    "  --count K           members of the run\n"
-    "  --mesh-timeout S    how long to wait for every member to arrive, and for a peer's answer in a\n"
-    "                      step, before failing (default 120)\n"
-    "  --mesh-address IP   the address this member's collectives listen on, reachable from the other\n"
-    "                      hosts (default: the host's first non-loopback IPv4 address)\n"
-    "  --processes K       start K local members of this same command over a temporary folder on\n"
-    "                      127.0.0.1, their output prefixed with [i]; --threads defaults to the cores / K.\n"
-    "                      The run fails as a whole when a member fails\n";
-
-static const char *const flags[] = {"--mesh", "--job", "--index", "--count", "--mesh-timeout", "--mesh-address",
-                                    "--processes"};
-
-int train_mesh_is_flag(const char *flag) {
-    for (size_t i = 0; i < sizeof flags / sizeof flags[0]; ++i)
-        if (strcmp(flag, flags[i]) == 0) return 1;
-    return 0;
-}
-
-static int parse_count(const char *text, size_t *value) {
-    char *end = NULL;
-    errno = 0;
-    unsigned long long number = strtoull(text, &end, 10);
-    if (!*text || *end || errno || text[0] == '-' || number > 1000000) return -1;
-    *value = (size_t)number;
-    return 0;
-}
-
-int train_mesh_flag(train_mesh_t *mesh, const char *flag, const char *value) {
-    if (strcmp(flag, "--mesh") == 0) mesh->directory = value;
-    else if (strcmp(flag, "--job") == 0) mesh->job = value;
-    else if (strcmp(flag, "--mesh-address") == 0) mesh->address = value;
-    else if (strcmp(flag, "--index") == 0) return (mesh->have_index = 1, parse_count(value, &mesh->index));
-    else if (strcmp(flag, "--count") == 0) return (mesh->have_count = 1, parse_count(value, &mesh->count)) || !mesh->count ? -1 : 0;
-    else if (strcmp(flag, "--processes") == 0) return parse_count(value, &mesh->processes) || !mesh->processes ? -1 : 0;
-    else if (strcmp(flag, "--mesh-timeout") == 0) {
-        char *end = NULL;
-        mesh->timeout = strtod(value, &end);
-        return (!*value || *end || !(mesh->timeout > 0) || mesh->timeout > 86400) ? -1 : 0;
-    }
-    return 0;
-}
-
 int train_mesh_check(const train_mesh_t *mesh, int skip_bad, char *why, size_t capacity) {
     int any = mesh->directory || mesh->job || mesh->have_index || mesh->have_count || mesh->address || mesh->timeout > 0;
     if (mesh->processes && any) {
@@ -83,6 +25,14 @@ int train_mesh_check(const train_mesh_t *mesh, int skip_bad, char *why, size_t c
     }
     if (any && !(mesh->directory && mesh->job && mesh->have_index && mesh->have_count)) {
         snprintf(why, capacity, "a member of a mesh needs all of --mesh DIR, --job NAME, --index I and --count K");
+        return -1;
+    }
+    if (mesh->processes > 64 || mesh->count > 1000000) {
+        snprintf(why, capacity, "--processes %zu / --count %zu: too many members", mesh->processes, mesh->count);
+        return -1;
+    }
+    if (mesh->timeout > 86400) {
+        snprintf(why, capacity, "--mesh-timeout %g is more than a day", mesh->timeout);
         return -1;
     }
     if (any && mesh->index >= mesh->count) {
@@ -124,12 +74,6 @@ static void forward(stream_t *stream, size_t member, int flush) {
     memmove(stream->pending, stream->pending + start, stream->used - start);
     stream->used -= start;
     fflush(stream->to);
-}
-
-static double now_seconds(void) {
-    struct timespec time;
-    clock_gettime(CLOCK_MONOTONIC, &time);
-    return (double)time.tv_sec + (double)time.tv_nsec * 1e-9;
 }
 
 /* Removes the temporary folder: normally empty (the members clear the job's folder once they have
@@ -185,6 +129,7 @@ int train_mesh_launch(const train_mesh_t *mesh, int argc, char **argv) {
     arguments[n++] = "/proc/self/exe";
     arguments[n++] = "train";
     for (int i = 1; i < argc; ++i) {
+        if (strncmp(argv[i], "--processes=", 12) == 0) continue;
         if (strcmp(argv[i], "--processes") == 0) {
             ++i;
             continue;
@@ -231,7 +176,7 @@ int train_mesh_launch(const train_mesh_t *mesh, int argc, char **argv) {
     size_t running = started, first_failure = K;
     double stop_at = 0; /* once a member failed: when the others are stopped */
     int status = started < K ? 1 : 0;
-    if (started < K) stop_at = now_seconds();
+    if (started < K) stop_at = cli_now();
     while (running > 0) {
         struct pollfd polls[128];
         size_t owners[128], count_polls = 0;
@@ -262,10 +207,10 @@ int train_mesh_launch(const train_mesh_t *mesh, int argc, char **argv) {
             running -= 1;
             if (exits[i] != 0 && first_failure == K) {
                 first_failure = i;
-                stop_at = now_seconds() + 5.0;
+                stop_at = cli_now() + 5.0;
             }
         }
-        if (stop_at > 0 && now_seconds() >= stop_at)
+        if (stop_at > 0 && cli_now() >= stop_at)
             for (size_t i = 0; i < started; ++i)
                 if (exits[i] == -1) kill(pids[i], SIGKILL);
     }

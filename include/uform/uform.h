@@ -344,6 +344,12 @@ typedef enum uform_compute_t {
  * logits are exponentiated, which magnifies rounding). Expect ~1e-2 relative differences from F32
  * compute; F32 compute stays within 1e-4 of an exact reference. */
 
+/* The compute kernels of `cpu_class` run fastest: BF16 where the class has native BF16 dot products
+ * (AMD_GENOA, INTEL_SAPPHIRE, INTEL_GRANITE, INTEL_DIAMOND: `vdpbf16ps`), else F32 — on the other
+ * classes BF16 compute is emulated (rounding then F32 products) and slower than F32. UNKNOWN asks
+ * about uform_cpu_class_detect()'s class. The `uform` commands default to this answer. Thread-safe. */
+UFORM_API uform_compute_t uform_compute_best(uform_cpu_class_t cpu_class);
+
 /*
  * Where a host executor places its threads and memory, and which kernels it dispatches.
  * `memory_domains` lists NUMA node numbers (`memory_domains_count` of them, borrowed for the call);

@@ -20,8 +20,8 @@
  * Thread-safe: the first caller loads under a lock, later callers read the finished table.
  * Private to libuform.
  */
-#ifndef UFORM_MEDIA_AV_LOAD_H
-#define UFORM_MEDIA_AV_LOAD_H
+#ifndef UFORM_CORE_AV_LOAD_H
+#define UFORM_CORE_AV_LOAD_H
 
 #include <stddef.h>
 

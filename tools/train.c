@@ -23,209 +23,95 @@
 
 #include <cjson/cJSON.h>
 
-#include "commands.h"
+#include "cli.h"
 #include "train_eval.h"
 #include "train_manifest.h"
 #include "train_mesh.h"
 #include "uform/uform.h"
 
-static const char usage_text[] =
-    "usage: uform train MANIFEST.jsonl --out CKPT [--resume CKPT] [--size tiny|small|base]\n"
-    "                   [--steps N] [--minutes M] [--batch B] [--lr X] [--warmup N] [--total-steps N]\n"
-    "                   [--weight-decay X] [--clip X] [--seed N] [--threads N] [--bf16]\n"
-    "                   [--eval HELDOUT.jsonl] [--eval-every N] [--save-every N] [--log FILE.csv]\n"
-    "                   [--skip-bad] [--quiet] [--hidden N --depth N ... (the architecture)]\n";
-
-static const char help_text[] =
-    "\n"
-    "Trains a model on MANIFEST.jsonl (one JSON object a line):\n"
-    "  {\"text\": \"a red star\", \"image\": \"img/1.png\"}   a pair; also \"video\" or \"audio\" (paths relative\n"
-    "                                                 to the manifest's folder)\n"
-    "  {\"text\": \"is it red? \", \"choices\": \"yn\", \"target\": \"y\"}   a choice example (text_choose)\n"
-    "\n"
-    "  --out CKPT          the checkpoint written at the end (with optimizer state; required)\n"
-    "  --resume CKPT       continue from a checkpoint: weights, moments, schedule and, for a checkpoint\n"
-    "                      of this command, the data order (the flags below override the stored values)\n"
-    "  --size S            tiny, small or base for a fresh model (default tiny)\n"
-    "  --hidden N, --depth N, --heads N, --mlp N, --embedding N, --text-bytes N, --image-size N,\n"
-    "  --image-patch N, --video-size N, --video-patch N, --video-frames N, --video-tubelet N,\n"
-    "  --audio-seconds N, --audio-mels N\n"
-    "                      one field of a fresh model's architecture (model.md's config keys; default:\n"
-    "                      --size's value); the checkpoint's config records them\n"
-    "  --steps N           optimisation steps in this run (default 1000, or unbounded with --minutes)\n"
-    "  --minutes M         stop the training loop after M minutes (the final save is not counted)\n"
-    "  --batch B           manifest lines per step (default 32; above the line count: all lines)\n"
-    "  --lr X              peak learning rate (default 1e-3)\n"
-    "  --warmup N          linear warmup steps (default 0)\n"
-    "  --total-steps N     the cosine reaches 0.1 x lr at step N (default --steps; 0 keeps lr);\n"
-    "                      with --minutes alone the cosine runs on elapsed time instead\n"
-    "  --weight-decay X    decoupled weight decay (default 0.1)\n"
-    "  --clip X            gradient-norm clipping (default 1.0; 0 disables)\n"
-    "  --seed N            initial weights and data order (default 0)\n"
-    "  --threads N         compute threads (default 0: the library's choice)\n"
-    "  --bf16              BF16 matrix products (F32 master weights)\n"
-    "  --eval HELDOUT      print recall@1 and @5 per modality pair, text->media and media->text, on the\n"
-    "                      held-out pairs (a hit is an item with the query's caption); up to 4 --eval,\n"
-    "                      each line then ending with its manifest's name\n"
-    "  --eval-every N      evaluate every N steps as well as at the end\n"
-    "  --save-every N      also write --out every N steps\n"
-    "  --log FILE.csv      one row per step: step,seconds,loss,contrastive,choice,learning_rate,grad_norm\n"
-    "  --skip-bad          drop (and count) lines whose media cannot be decoded instead of stopping\n"
-    "  --quiet             no progress and no summary\n"
-    "\n"
-    "Exit status: 0 done; 1 failed (the library's message is printed); 2 usage; 3 done, but lines were\n"
-    "skipped (--skip-bad); 130 interrupted (Ctrl-C: --out holds the steps completed so far).\n";
-
-static volatile sig_atomic_t interrupted = 0;
-static void on_interrupt(int signal_number) { (void)signal_number, interrupted = 1; }
-
-static double now_seconds(void) {
-    struct timespec time;
-    clock_gettime(CLOCK_MONOTONIC, &time);
-    return (double)time.tv_sec + (double)time.tv_nsec * 1e-9;
-}
-
-static int fail_outcome(const uform_outcome_t *outcome, const char *what) {
-    char line[640];
-    uform_outcome_format(outcome, line, sizeof line);
-    if (what) fprintf(stderr, "uform: %s (%s)\n", line, what);
-    else fprintf(stderr, "uform: %s\n", line);
-    return 1;
-}
-
-static int usage_error(const char *why) {
-    fprintf(stderr, "%s%suform train: %s\n", usage_text, train_mesh_usage, why);
-    return 2;
-}
+static void defaults(void *raw);
 
 /* The architecture flags: each sets one size_t field of the trainer config (zero keeps --size's). */
-typedef struct architecture_flag_t {
-    const char *flag;
-    size_t offset;
-} architecture_flag_t;
-
-static const architecture_flag_t architecture_flags[] = {
-    {"--hidden", offsetof(uform_trainer_config_t, hidden)},
-    {"--depth", offsetof(uform_trainer_config_t, depth)},
-    {"--heads", offsetof(uform_trainer_config_t, heads)},
-    {"--mlp", offsetof(uform_trainer_config_t, mlp)},
-    {"--embedding", offsetof(uform_trainer_config_t, embedding)},
-    {"--text-bytes", offsetof(uform_trainer_config_t, text_bytes)},
-    {"--image-size", offsetof(uform_trainer_config_t, image_size)},
-    {"--image-patch", offsetof(uform_trainer_config_t, image_patch)},
-    {"--video-size", offsetof(uform_trainer_config_t, video_size)},
-    {"--video-patch", offsetof(uform_trainer_config_t, video_patch)},
-    {"--video-frames", offsetof(uform_trainer_config_t, video_frames)},
-    {"--video-tubelet", offsetof(uform_trainer_config_t, video_tubelet)},
-    {"--audio-seconds", offsetof(uform_trainer_config_t, audio_seconds)},
-    {"--audio-mels", offsetof(uform_trainer_config_t, audio_mels)},
-};
-#define ARCHITECTURE_FLAGS (sizeof architecture_flags / sizeof architecture_flags[0])
+#define ARCHITECTURE_FLAGS 14
 
 #define EVAL_SETS 4
 
 typedef struct options_t {
     const char *manifest, *out, *resume, *size, *log;
-    const char *eval[EVAL_SETS];
-    size_t eval_count;
+    cli_texts_t eval;
     size_t architecture[ARCHITECTURE_FLAGS]; /* 0: --size's value */
     size_t steps, batch, warmup, total_steps, threads, eval_every, save_every;
     double minutes, lr, weight_decay, clip;
     uint64_t seed;
-    int bf16, skip_bad, quiet, have_steps, have_total, have_warmup, have_lr, have_decay, have_clip, have_seed;
+    int compute, skip_bad, quiet, have_steps, have_total, have_warmup, have_lr, have_decay, have_clip, have_seed;
     train_mesh_t mesh;      /* --mesh ... or --processes (train_mesh.h) */
 } options_t;
 
-static int parse_number(const char *text, double *value) {
-    char *end = NULL;
-    errno = 0;
-    *value = strtod(text, &end);
-    return (!end || *end || end == text || errno || !isfinite(*value)) ? -1 : 0;
-}
+/* The trainer config field each architecture flag sets, in the order of the table below. */
+static const size_t architecture_fields[ARCHITECTURE_FLAGS] = {
+    offsetof(uform_trainer_config_t, hidden),        offsetof(uform_trainer_config_t, depth),
+    offsetof(uform_trainer_config_t, heads),         offsetof(uform_trainer_config_t, mlp),
+    offsetof(uform_trainer_config_t, embedding),     offsetof(uform_trainer_config_t, text_bytes),
+    offsetof(uform_trainer_config_t, image_size),    offsetof(uform_trainer_config_t, image_patch),
+    offsetof(uform_trainer_config_t, video_size),    offsetof(uform_trainer_config_t, video_patch),
+    offsetof(uform_trainer_config_t, video_frames),  offsetof(uform_trainer_config_t, video_tubelet),
+    offsetof(uform_trainer_config_t, audio_seconds), offsetof(uform_trainer_config_t, audio_mels),
+};
 
-static int parse_count(const char *text, size_t *value) {
-    double number;
-    if (parse_number(text, &number) || number < 0 || number != floor(number) || number > 1e15) return -1;
-    *value = (size_t)number;
-    return 0;
-}
+#define ARCHITECTURE(flag, index, help) CLI_FLAG(flag, CLI_POSITIVE, options_t, architecture[index], "N", help)
 
-static int parse_options(int argc, char **argv, options_t *options) {
-    memset(options, 0, sizeof *options);
+static const cli_flag_t flags[] = {
+    CLI_FLAG("--out", CLI_TEXT, options_t, out, "CKPT", "the checkpoint written at the end (with optimizer state; required)"),
+    CLI_FLAG("--resume", CLI_TEXT, options_t, resume, "CKPT",
+             "continue from a checkpoint: weights, moments, schedule and, for a checkpoint\n"
+             "of this command, the data order (the flags below override the stored values)"),
+    CLI_FLAG("--steps", CLI_SIZE, options_t, steps, "N", "optimisation steps in this run (default 1000, or unbounded with --minutes)"),
+    CLI_FLAG("--minutes", CLI_POSITIVE_NUMBER, options_t, minutes, "M", "stop the training loop after M minutes (the final save is not counted)"),
+    CLI_FLAG("--batch", CLI_POSITIVE, options_t, batch, "B", "manifest lines per step (default 32; above the line count: all lines)"),
+    CLI_FLAG("--lr", CLI_POSITIVE_NUMBER, options_t, lr, "X", "peak learning rate (default 1e-3)"),
+    CLI_FLAG("--warmup", CLI_SIZE, options_t, warmup, "N", "linear warmup steps (default 0)"),
+    CLI_FLAG("--total-steps", CLI_SIZE, options_t, total_steps, "N",
+             "the cosine reaches 0.1 x lr at step N (default --steps; 0 keeps lr);\n"
+             "with --minutes alone the cosine runs on elapsed time instead"),
+    CLI_FLAG("--weight-decay", CLI_NUMBER, options_t, weight_decay, "X", "decoupled weight decay (default 0.1)"),
+    CLI_FLAG("--clip", CLI_NUMBER, options_t, clip, "X", "gradient-norm clipping (default 1.0; 0 disables)"),
+    CLI_SEED(options_t, seed),
+    CLI_THREADS(options_t, threads),
+    CLI_COMPUTE_FLAGS(options_t, compute),
+    CLI_FLAG("--eval", CLI_TEXTS, options_t, eval, "HELDOUT",
+             "print recall@1 and @5 per modality pair, text->media and media->text, on the\n"
+             "held-out pairs (a hit is an item with the query's caption); up to 4 --eval,\n"
+             "each line then ending with its manifest's name"),
+    CLI_FLAG("--eval-every", CLI_SIZE, options_t, eval_every, "N", "evaluate every N steps as well as at the end"),
+    CLI_FLAG("--save-every", CLI_SIZE, options_t, save_every, "N", "also write --out every N steps"),
+    CLI_FLAG("--log", CLI_TEXT, options_t, log, "FILE.csv",
+             "one row per step: step,seconds,loss,contrastive,choice,learning_rate,grad_norm"),
+    CLI_SWITCH_FLAG("--skip-bad", options_t, skip_bad, "drop (and count) lines whose media cannot be decoded instead of stopping"),
+    CLI_QUIET(options_t, quiet),
+    CLI_HEADING("A fresh model's architecture (model.md's config keys; default: --size's value; the checkpoint's\n"
+                "config records them):"),
+    CLI_FLAG("--size", CLI_TEXT, options_t, size, "S", "tiny, small or base (default tiny)"),
+    ARCHITECTURE("--hidden", 0, "the trunk's width"),
+    ARCHITECTURE("--depth", 1, "trunk blocks"),
+    ARCHITECTURE("--heads", 2, "attention heads"),
+    ARCHITECTURE("--mlp", 3, "the MLP's width"),
+    ARCHITECTURE("--embedding", 4, "the embedding's width"),
+    ARCHITECTURE("--text-bytes", 5, "bytes per text"),
+    ARCHITECTURE("--image-size", 6, "an image's side in pixels"),
+    ARCHITECTURE("--image-patch", 7, "an image patch's side"),
+    ARCHITECTURE("--video-size", 8, "a video frame's side"),
+    ARCHITECTURE("--video-patch", 9, "a video patch's side"),
+    ARCHITECTURE("--video-frames", 10, "frames per clip"),
+    ARCHITECTURE("--video-tubelet", 11, "frames per tubelet"),
+    ARCHITECTURE("--audio-seconds", 12, "seconds per recording"),
+    ARCHITECTURE("--audio-mels", 13, "mel bands"),
+    TRAIN_MESH_FLAGS(options_t, mesh),
+    CLI_FLAGS_END,
+};
+
+static void defaults(void *raw) {
+    options_t *options = raw;
     options->batch = 32, options->steps = 1000;
-    for (int i = 1; i < argc; ++i) {
-        const char *flag = argv[i];
-        if (strcmp(flag, "--help") == 0 || strcmp(flag, "-h") == 0) {
-            printf("%s%s%s%s", usage_text, train_mesh_usage, help_text, train_mesh_help);
-            exit(0);
-        }
-        if (flag[0] != '-') {
-            if (options->manifest) return usage_error("more than one manifest");
-            options->manifest = flag;
-            continue;
-        }
-        int boolean = strcmp(flag, "--bf16") == 0 || strcmp(flag, "--skip-bad") == 0 || strcmp(flag, "--quiet") == 0;
-        if (boolean) {
-            if (strcmp(flag, "--bf16") == 0) options->bf16 = 1;
-            else if (strcmp(flag, "--skip-bad") == 0) options->skip_bad = 1;
-            else options->quiet = 1;
-            continue;
-        }
-        static const char *const valued[] = {"--out", "--resume", "--size", "--eval", "--log", "--steps", "--batch",
-                                             "--warmup", "--total-steps", "--threads", "--eval-every", "--save-every",
-                                             "--seed", "--minutes", "--lr", "--weight-decay", "--clip"};
-        int known = 0, architecture = -1;
-        for (size_t k = 0; k < sizeof valued / sizeof valued[0]; ++k) known |= strcmp(flag, valued[k]) == 0;
-        for (size_t k = 0; k < ARCHITECTURE_FLAGS; ++k)
-            if (strcmp(flag, architecture_flags[k].flag) == 0) known = 1, architecture = (int)k;
-        known |= train_mesh_is_flag(flag);
-        if (!known || i + 1 >= argc) {
-            char why[128];
-            snprintf(why, sizeof why, known ? "%s needs a value" : "unknown flag %s", flag);
-            return usage_error(why);
-        }
-        const char *value = argv[++i];
-        double number = 0;
-        int bad = 0;
-        if (architecture >= 0) bad = parse_count(value, &options->architecture[architecture]) || !options->architecture[architecture];
-        else if (strcmp(flag, "--out") == 0) options->out = value;
-        else if (strcmp(flag, "--resume") == 0) options->resume = value;
-        else if (strcmp(flag, "--size") == 0) options->size = value;
-        else if (strcmp(flag, "--eval") == 0) {
-            if (options->eval_count == EVAL_SETS) return usage_error("more than 4 --eval");
-            options->eval[options->eval_count++] = value;
-        }
-        else if (strcmp(flag, "--log") == 0) options->log = value;
-        else if (strcmp(flag, "--steps") == 0) bad = parse_count(value, &options->steps), options->have_steps = 1;
-        else if (strcmp(flag, "--batch") == 0) bad = parse_count(value, &options->batch) || options->batch == 0;
-        else if (strcmp(flag, "--warmup") == 0) bad = parse_count(value, &options->warmup), options->have_warmup = 1;
-        else if (strcmp(flag, "--total-steps") == 0) bad = parse_count(value, &options->total_steps), options->have_total = 1;
-        else if (strcmp(flag, "--threads") == 0) bad = parse_count(value, &options->threads);
-        else if (strcmp(flag, "--eval-every") == 0) bad = parse_count(value, &options->eval_every);
-        else if (strcmp(flag, "--save-every") == 0) bad = parse_count(value, &options->save_every);
-        else if (strcmp(flag, "--seed") == 0) {
-            size_t seed;
-            bad = parse_count(value, &seed), options->seed = seed, options->have_seed = 1;
-        } else if (strcmp(flag, "--minutes") == 0) bad = parse_number(value, &options->minutes) || options->minutes <= 0;
-        else if (strcmp(flag, "--lr") == 0) bad = parse_number(value, &options->lr) || options->lr <= 0, options->have_lr = 1;
-        else if (strcmp(flag, "--weight-decay") == 0)
-            bad = parse_number(value, &options->weight_decay) || options->weight_decay < 0, options->have_decay = 1;
-        else if (strcmp(flag, "--clip") == 0) bad = parse_number(value, &options->clip) || options->clip < 0, options->have_clip = 1;
-        else bad = train_mesh_flag(&options->mesh, flag, value) != 0;
-        (void)number;
-        if (bad) {
-            char why[160];
-            snprintf(why, sizeof why, "%s %s is not a valid value", flag, value);
-            return usage_error(why);
-        }
-    }
-    char why[200];
-    if (train_mesh_check(&options->mesh, options->skip_bad, why, sizeof why)) return usage_error(why);
-    if (options->mesh.processes) return 0; /* the members check the rest */
-    if (!options->manifest) return usage_error("the manifest is missing");
-    if (!options->out) return usage_error("--out is missing");
-    if (options->minutes > 0 && !options->have_steps) options->steps = SIZE_MAX;
-    return 0;
 }
 
 /* ---- the batch of one step ---- */
@@ -370,7 +256,7 @@ static double deadline = 0;
 
 static uform_continuation_t step_progress(size_t completed, size_t total, void *state) {
     (void)completed, (void)total, (void)state;
-    return interrupted || (deadline > 0 && now_seconds() >= deadline) ? UFORM_CANCEL : UFORM_CONTINUE;
+    return cli_interrupted || (deadline > 0 && cli_now() >= deadline) ? UFORM_CANCEL : UFORM_CONTINUE;
 }
 
 /* What every member of a mesh must agree on beyond the trainer's config (train_mesh_join). */
@@ -453,7 +339,7 @@ static int save_checkpoint(uform_trainer_t trainer, const char *path, const samp
     char *state = sampler_state(sampler, batch, manifest);
     uform_trainer_save_t save = {0};
     save.trainer = trainer, save.path = path, save.user_metadata = state;
-    int status = uform_trainer_save(&save) == UFORM_OK ? 0 : fail_outcome(&save.outcome, path);
+    int status = uform_trainer_save(&save) == UFORM_OK ? 0 : cli_fail(&save.outcome, path);
     free(state);
     return status;
 }
@@ -477,21 +363,36 @@ static int failed_content(const uform_outcome_t *outcome, size_t *content) {
 /* Every --eval set; with more than one, each line names its manifest. Answers 0 or 1. */
 static int evaluate_all(const options_t *options, uform_trainer_t trainer, uform_executor_t executor,
                         const manifest_t *heldout, uint64_t step) {
-    for (size_t e = 0; e < options->eval_count; ++e) {
-        const char *slash = strrchr(options->eval[e], '/');
-        const char *label = options->eval_count > 1 ? (slash ? slash + 1 : options->eval[e]) : NULL;
-        if (train_evaluate(trainer, executor, &heldout[e], options->bf16, step, options->skip_bad, label)) return 1;
+    for (size_t e = 0; e < options->eval.count; ++e) {
+        const char *slash = strrchr(options->eval.items[e], '/');
+        const char *label = options->eval.count > 1 ? (slash ? slash + 1 : options->eval.items[e]) : NULL;
+        if (train_evaluate(trainer, executor, &heldout[e], cli_compute(options->compute) == UFORM_COMPUTE_BF16, step, options->skip_bad, label))
+            return 1;
     }
     return 0;
 }
 
-int uform_command_train(int argc, char **argv) {
-    options_t options;
-    if (parse_options(argc, argv, &options)) return 2;
-    if (options.mesh.processes) return train_mesh_launch(&options.mesh, argc, argv);
+static int run(void *raw, const cli_parsed_t *parsed) {
+    options_t options = *(options_t *)raw;
+    const cli_command_t *command = parsed->command;
+    options.manifest = parsed->positional_count ? parsed->positional[0] : NULL;
+    options.have_steps = cli_given(parsed, "--steps"), options.have_total = cli_given(parsed, "--total-steps");
+    options.have_warmup = cli_given(parsed, "--warmup"), options.have_lr = cli_given(parsed, "--lr");
+    options.have_decay = cli_given(parsed, "--weight-decay"), options.have_clip = cli_given(parsed, "--clip");
+    options.have_seed = cli_given(parsed, "--seed");
+    options.mesh.have_index = cli_given(parsed, "--index"), options.mesh.have_count = cli_given(parsed, "--count");
+    if (options.weight_decay < 0) return cli_usage_error(command, "--weight-decay %g is not a valid value (a non-negative number)", options.weight_decay);
+    if (options.clip < 0) return cli_usage_error(command, "--clip %g is not a valid value (a non-negative number)", options.clip);
+    if (options.eval.count > EVAL_SETS) return cli_usage_error(command, "more than %d --eval", EVAL_SETS);
+    char why[200];
+    if (train_mesh_check(&options.mesh, options.skip_bad, why, sizeof why)) return cli_usage_error(command, "%s", why);
+    if (options.mesh.processes) return train_mesh_launch(&options.mesh, parsed->argc, parsed->argv);
+    if (!options.manifest) return cli_usage_error(command, "the manifest is missing");
+    if (!options.out) return cli_usage_error(command, "--out is missing");
+    if (options.minutes > 0 && !options.have_steps) options.steps = SIZE_MAX;
     /* Over a mesh, member 0 alone writes --out and --log and evaluates. */
     int follower = options.mesh.directory && options.mesh.index != 0;
-    if (follower) options.log = NULL, options.eval_count = 0, options.save_every = 0;
+    if (follower) options.log = NULL, options.eval.count = 0, options.save_every = 0;
     char error[512];
     manifest_t manifest, heldout[EVAL_SETS];
     memset(heldout, 0, sizeof heldout);
@@ -499,8 +400,8 @@ int uform_command_train(int argc, char **argv) {
         fprintf(stderr, "uform: %s\n", error);
         return 1;
     }
-    for (size_t e = 0; e < options.eval_count; ++e)
-        if (manifest_read(options.eval[e], &heldout[e], error, sizeof error)) {
+    for (size_t e = 0; e < options.eval.count; ++e)
+        if (manifest_read(options.eval.items[e], &heldout[e], error, sizeof error)) {
             fprintf(stderr, "uform: %s\n", error);
             manifest_free(&manifest);
             for (size_t k = 0; k < e; ++k) manifest_free(&heldout[k]);
@@ -523,15 +424,15 @@ int uform_command_train(int argc, char **argv) {
         goto done;
     }
     if (uform_executor_for_ram(NULL, options.threads, 0, &executor, &outcome) != UFORM_OK) {
-        status = fail_outcome(&outcome, NULL);
+        status = cli_fail(&outcome, NULL);
         goto done;
     }
     uform_trainer_config_t config = {0};
     if (options.size) snprintf(config.size, sizeof config.size, "%s", options.size);
     for (size_t k = 0; k < ARCHITECTURE_FLAGS; ++k)
-        if (options.architecture[k]) *(size_t *)((char *)&config + architecture_flags[k].offset) = options.architecture[k];
+        if (options.architecture[k]) *(size_t *)((char *)&config + architecture_fields[k]) = options.architecture[k];
     config.seed = options.seed;
-    config.compute = options.bf16 ? UFORM_COMPUTE_BF16 : UFORM_COMPUTE_F32;
+    config.compute = cli_compute(options.compute);
     config.resume = options.resume;
     if (options.have_lr) config.learning_rate = options.lr;
     if (options.have_warmup) config.warmup_steps = options.warmup;
@@ -554,10 +455,10 @@ int uform_command_train(int argc, char **argv) {
             goto done;
         }
         config.mesh = options.mesh.mesh;
-        if (options.minutes > 0) deadline = now_seconds() + options.minutes * 60.0;
+        if (options.minutes > 0) deadline = cli_now() + options.minutes * 60.0;
     }
     if (uform_trainer_init_ram(executor, &config, &trainer, &outcome) != UFORM_OK) {
-        status = fail_outcome(&outcome, options.resume);
+        status = cli_fail(&outcome, options.resume);
         goto done;
     }
     if (options.resume) {
@@ -569,7 +470,7 @@ int uform_command_train(int argc, char **argv) {
     uform_trainer_description_t description;
     uform_trainer_describe(trainer, &description);
     if (uform_arena_for_executor(executor, &arena, &outcome) != UFORM_OK) {
-        status = fail_outcome(&outcome, NULL);
+        status = cli_fail(&outcome, NULL);
         goto done;
     }
     if (options.log) {
@@ -581,18 +482,18 @@ int uform_command_train(int argc, char **argv) {
         }
         fprintf(log, "step,seconds,loss,contrastive,choice,learning_rate,grad_norm\n");
     }
-    signal(SIGINT, on_interrupt);
+    cli_catch_interrupts(0);
     int bar = !options.quiet && isatty(2);
     if (!options.quiet)
         fprintf(stderr, "uform: training %s (%zu parameters, %s) on %zu lines, batch %zu, %zu threads%s\n",
                 description.model.size[0] ? description.model.size : "model", (size_t)description.model.parameters,
-                options.bf16 ? "bf16" : "f32", manifest.count, options.batch, uform_executor_threads(executor),
+                cli_compute_name(config.compute), manifest.count, options.batch, uform_executor_threads(executor),
                 options.resume ? ", resumed" : "");
-    double start = now_seconds(), last_loss = 0;
+    double start = cli_now(), last_loss = 0;
     uint64_t first_step = description.steps, skipped = 0, done_steps = 0;
     int warned_twins = 0;
-    while (done_steps < options.steps && (config.mesh || !interrupted)) {
-        double elapsed = now_seconds() - start;
+    while (done_steps < options.steps && (config.mesh || !cli_interrupted)) {
+        double elapsed = cli_now() - start;
         if (!config.mesh && options.minutes > 0 && elapsed >= options.minutes * 60.0) break;
         size_t count = sampler_next(&sampler, options.batch, lines), bad_line = SIZE_MAX, first, end;
         train_mesh_share(&options.mesh, count, &first, &end);
@@ -643,15 +544,15 @@ int uform_command_train(int argc, char **argv) {
                 char where[1200];
                 snprintf(where, sizeof where, "%s, line %zu of %s", manifest.lines[line].path ? manifest.lines[line].path : "",
                          manifest.lines[line].number, options.manifest);
-                status = fail_outcome(&step.outcome, where);
+                status = cli_fail(&step.outcome, where);
             } else {
-                status = fail_outcome(&step.outcome, NULL);
+                status = cli_fail(&step.outcome, NULL);
             }
             break;
         }
         done_steps += 1;
         last_loss = step.loss;
-        double seconds = now_seconds() - start;
+        double seconds = cli_now() - start;
         if (log)
             fprintf(log, "%llu,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g\n", (unsigned long long)step.step, seconds, step.loss,
                     step.contrastive, step.choice, step.learning_rate, step.grad_norm);
@@ -661,7 +562,7 @@ int uform_command_train(int argc, char **argv) {
             status = 1;
             break;
         }
-        if (options.eval_count && options.eval_every && done_steps % options.eval_every == 0) {
+        if (options.eval.count && options.eval_every && done_steps % options.eval_every == 0) {
             if (bar) fputc('\n', stderr);
             if (evaluate_all(&options, trainer, executor, heldout, step.step)) {
                 status = 1;
@@ -672,11 +573,11 @@ int uform_command_train(int argc, char **argv) {
     if (bar) fputc('\n', stderr);
     if (log) fclose(log), log = NULL;
     if (status == 0 && follower) {
-        status = interrupted ? 130 : 0;
+        status = cli_interrupted ? 130 : 0;
     } else if (status == 0) {
-        double seconds = now_seconds() - start;
+        double seconds = cli_now() - start;
         if (save_checkpoint(trainer, options.out, &sampler, options.batch, &manifest)) status = 1;
-        else if (interrupted) {
+        else if (cli_interrupted) {
             fprintf(stderr, "uform: interrupted after step %llu; %s holds it: continue with --resume %s\n",
                     (unsigned long long)(first_step + done_steps), options.out, options.out);
             status = 130;
@@ -687,7 +588,7 @@ int uform_command_train(int argc, char **argv) {
                         last_loss, (unsigned long long)skipped, options.out);
             /* The final evaluation, unless --eval-every has just made it. */
             int evaluated = options.eval_every && done_steps > 0 && done_steps % options.eval_every == 0;
-            if (options.eval_count && !evaluated && evaluate_all(&options, trainer, executor, heldout, first_step + done_steps))
+            if (options.eval.count && !evaluated && evaluate_all(&options, trainer, executor, heldout, first_step + done_steps))
                 status = 1;
             if (status == 0 && skipped) status = 3;
         }
@@ -702,6 +603,26 @@ done:
     train_mesh_free(&options.mesh);
     uform_executor_free(executor);
     manifest_free(&manifest);
-    for (size_t e = 0; e < options.eval_count; ++e) manifest_free(&heldout[e]);
+    for (size_t e = 0; e < options.eval.count; ++e) manifest_free(&heldout[e]);
     return status;
 }
+
+const cli_command_t cli_train = {
+    .name = "train",
+    .summary = "trains a model on text-media pairs and choice examples (several processes: --processes)",
+    .usage = "MANIFEST.jsonl --out CKPT [options]",
+    .description =
+        "Trains a model on MANIFEST.jsonl (one JSON object a line):\n"
+        "  {\"text\": \"a red star\", \"image\": \"img/1.png\"}   a pair; also \"video\" or \"audio\" (paths relative\n"
+        "                                                 to the manifest's folder)\n"
+        "  {\"text\": \"is it red? \", \"choices\": \"yn\", \"target\": \"y\"}   a choice example (text_choose)\n",
+    .epilogue = TRAIN_MESH_HELP,
+    .statuses = "0 done; 1 failed (the library's message is printed); 2 usage; 3 done, but lines were\n"
+                "skipped (--skip-bad); 130 interrupted (Ctrl-C: --out holds the steps completed so far).",
+    .flags = flags,
+    .options_size = sizeof(options_t),
+    .defaults = defaults,
+    .positional_min = 0,
+    .positional_max = 1,
+    .run = run,
+};

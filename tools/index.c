@@ -28,55 +28,48 @@
 
 #include <cjson/cJSON.h>
 
+#include "cli.h"
 #include "uform_index.h"
-#include "uform_tool.h"
-
-static volatile sig_atomic_t interrupted = 0;
-static void on_interrupt(int signal_number) { (void)signal_number, interrupted = 1; }
-
-static const char usage_text[] =
-    "usage: uform index CKPT (DIR | FILE | --manifest FILE.jsonl)... --out INDEX [options]\n"
-    "\n"
-    "Embeds every item found into INDEX (one safetensors file) and lists bad files in INDEX.errors.jsonl.\n"
-    "Folders are walked recursively and files recognised by content. A manifest holds one JSON object\n"
-    "per line: {\"path\": \"a.jpg\"} (relative to the manifest's folder; \"modality\" optional) or\n"
-    "{\"text\": \"a caption\", \"id\": \"name\"}.\n"
-    "\n"
-    "options:\n"
-    "  --out INDEX            the index file to write (required; written atomically)\n"
-    "  --modalities LIST      which of text,image,video,audio to index (default: all the checkpoint has);\n"
-    "                         items of the others are counted as skipped\n"
-    "  --batch N              items per batch (default 32)\n"
-    "  --threads N            compute threads (default 0: the library's choice)\n"
-    "  --decode-threads N     threads of a separate decode stage that overlaps compute (default 0:\n"
-    "                         decode on the compute threads before each batch)\n"
-    "  --bf16                 BF16 compute (faster; ~1e-2 relative difference)\n"
-    "  --dims N               Matryoshka prefix of the embeddings (default: the full width)\n"
-    "  --scalar KIND          f32, f16, bf16, i8 or b1 (default f32)\n"
-    "  --checkpoint N         write the index every N inputs (default 10000; 0: only at the end)\n"
-    "  --resume               continue from INDEX (a checkpoint or a finished index): skip what it holds\n"
-    "  --hidden               also walk hidden files and folders\n"
-    "  --json                 print the summary as one JSON object on stdout\n"
-    "  --progress             without a terminal, print a progress line every ~10%\n"
-    "  --quiet                no progress and no summary\n"
-    "\n"
-    "exit status: 0 every item indexed; 1 the run failed (the reason is printed); 2 usage error;\n"
-    "3 finished, but some inputs failed (listed in INDEX.errors.jsonl); 130 interrupted (INDEX keeps\n"
-    "the last checkpoint: run the same command with --resume to continue).\n";
-
-static int usage_error(const char *why) {
-    fprintf(stderr, "usage: uform index CKPT (DIR | FILE | --manifest FILE.jsonl)... --out INDEX [options]\n"
-                    "uform index: %s (see uform index --help)\n", why);
-    return 2;
-}
 
 typedef struct options_t {
-    const char *checkpoint_path, *out;
+    const char *out;
+    cli_texts_t manifests;
     unsigned modalities;
     size_t batch, threads, decode_threads, dims, checkpoint;
     uform_scalar_kind_t scalar;
-    int bf16, resume, hidden, json, progress, quiet, dims_given, scalar_given;
+    int compute, resume, hidden, json, progress, quiet, dims_given, scalar_given;
+    const char *checkpoint_path;
 } options_t;
+
+static void defaults(void *raw) {
+    options_t *options = raw;
+    options->batch = 32, options->checkpoint = 10000;
+}
+
+static const cli_flag_t flags[] = {
+    CLI_FLAG("--out", CLI_TEXT, options_t, out, "INDEX", "the index file to write (required; written atomically)"),
+    CLI_FLAG("--manifest", CLI_TEXTS, options_t, manifests, "FILE",
+             "a JSON-lines manifest of inputs (repeatable): {\"path\": \"a.jpg\"} (relative to the\n"
+             "manifest's folder; \"modality\" optional) or {\"text\": \"a caption\", \"id\": \"name\"}"),
+    CLI_FLAG("--modalities", CLI_MODALITIES, options_t, modalities, "LIST",
+             "which of text,image,video,audio to index (default: all the checkpoint has);\n"
+             "items of the others are counted as skipped"),
+    CLI_FLAG("--batch", CLI_POSITIVE, options_t, batch, "N", "items per batch (default 32)"),
+    CLI_THREADS(options_t, threads),
+    CLI_FLAG("--decode-threads", CLI_SIZE, options_t, decode_threads, "N",
+             "threads of a separate decode stage that overlaps compute (default 0:\n"
+             "decode on the compute threads before each batch)"),
+    CLI_COMPUTE_FLAGS(options_t, compute),
+    CLI_DIMS(options_t, dims),
+    CLI_SCALAR_FLAG(options_t, scalar),
+    CLI_FLAG("--checkpoint", CLI_SIZE, options_t, checkpoint, "N", "write the index every N inputs (default 10000; 0: only at the end)"),
+    CLI_SWITCH_FLAG("--resume", options_t, resume, "continue from INDEX (a checkpoint or a finished index): skip what it holds"),
+    CLI_SWITCH_FLAG("--hidden", options_t, hidden, "also walk hidden files and folders"),
+    CLI_SWITCH_FLAG("--json", options_t, json, "print the summary as one JSON object on stdout"),
+    CLI_SWITCH_FLAG("--progress", options_t, progress, "without a terminal, print a progress line every ~10%"),
+    CLI_QUIET(options_t, quiet),
+    CLI_FLAGS_END,
+};
 
 /* ---- inputs ---- */
 
@@ -173,7 +166,7 @@ static int read_manifest(inputs_t *inputs, const char *manifest) {
         const cJSON *modality = cJSON_GetObjectItemCaseSensitive(object, "modality");
         unsigned bits = 0;
         int forced = -1;
-        if (cJSON_IsString(modality) && uform_tool_parse_modalities(modality->valuestring, &bits) == 0 && (bits & (bits - 1)) == 0)
+        if (cJSON_IsString(modality) && cli_parse_modalities(modality->valuestring, &bits) == 0 && (bits & (bits - 1)) == 0)
             forced = __builtin_ctz(bits);
         if (!cJSON_IsObject(object)) {
             add_input(inputs, label, NULL, -1, "manifest line is not a JSON object");
@@ -265,26 +258,26 @@ typedef struct run_t {
 
 static uform_continuation_t check_interrupt(size_t completed, size_t total, void *state) {
     (void)completed, (void)total, (void)state;
-    return interrupted ? UFORM_CANCEL : UFORM_CONTINUE;
+    return cli_interrupted ? UFORM_CANCEL : UFORM_CONTINUE;
 }
 
 static void draw_progress(run_t *run, int final) {
     if (run->options.quiet) return;
-    double now = uform_tool_now(), elapsed = now - run->start;
+    double now = cli_now(), elapsed = now - run->start;
     double rate = elapsed > 0 ? (double)(run->done - run->resumed_done) / elapsed : 0;
     char done[32], total[32], eta[32];
     if (run->interactive) {
         double fraction = run->total ? (double)run->done / (double)run->total : 1;
         int filled = (int)(fraction * 24);
         fprintf(stderr, "\r[%.*s%*s] %s/%s  %.1f items/s  ETA %s  %zu failed\033[K", filled, "########################",
-                24 - filled, "", uform_tool_thousands(run->done, done, sizeof done),
-                uform_tool_thousands(run->total, total, sizeof total), rate,
-                uform_tool_duration(rate > 0 ? (double)(run->total - run->done) / rate : 0, eta, sizeof eta), run->failed);
+                24 - filled, "", cli_thousands(run->done, done, sizeof done),
+                cli_thousands(run->total, total, sizeof total), rate,
+                cli_duration(rate > 0 ? (double)(run->total - run->done) / rate : 0, eta, sizeof eta), run->failed);
         run->bar_drawn = 1;
     } else if (run->options.progress && !final && run->total &&
                (size_t)(10.0 * run->done / run->total) > (size_t)(10.0 * run->last_report / run->total)) {
-        fprintf(stderr, "uform: %s/%s items, %.1f items/s\n", uform_tool_thousands(run->done, done, sizeof done),
-                uform_tool_thousands(run->total, total, sizeof total), rate);
+        fprintf(stderr, "uform: %s/%s items, %.1f items/s\n", cli_thousands(run->done, done, sizeof done),
+                cli_thousands(run->total, total, sizeof total), rate);
         run->last_report = (double)run->done;
     }
     fflush(stderr);
@@ -296,9 +289,9 @@ static void end_progress_line(run_t *run) {
 
 static void write_error(run_t *run, const char *path, size_t path_length, uform_status_t status, const char *message) {
     fputs("{\"path\": ", run->errors);
-    uform_tool_json_string(run->errors, path, path_length);
+    cli_json_string(run->errors, path, path_length);
     fprintf(run->errors, ", \"status\": \"%s\", \"message\": ", uform_status_name(status));
-    uform_tool_json_string(run->errors, message, strlen(message));
+    cli_json_string(run->errors, message, strlen(message));
     fputs("}\n", run->errors);
     run->error_lines += 1, run->failed += 1;
 }
@@ -317,7 +310,7 @@ static int write_index(run_t *run, size_t consumed) {
     uform_outcome_t outcome = {0};
     if (uform_index_builder_write(run->builder, run->options.out, metadata, 2, &outcome) != UFORM_OK) {
         end_progress_line(run);
-        return uform_tool_fail(&outcome, NULL);
+        return cli_fail(&outcome, NULL);
     }
     return 0;
 }
@@ -355,7 +348,7 @@ static int encode_batch(run_t *run, index_unit_t *unit) {
         status = uform_text_encode(&text), outcome = &text.outcome, embeddings = &text.encoded.embeddings;
     } else {
         status = unit->preparing ? uform_outcome_wait(&unit->prepare.outcome) : prepare_start(run, unit, 0);
-        if (status != UFORM_OK) return status == UFORM_CANCELLED ? 130 : (end_progress_line(run), uform_tool_fail(&unit->prepare.outcome, NULL));
+        if (status != UFORM_OK) return status == UFORM_CANCELLED ? 130 : (end_progress_line(run), cli_fail(&unit->prepare.outcome, NULL));
         prepared = &unit->prepare.prepared;
         for (size_t i = 0; i < unit->count; ++i)
             if (prepared->item_outcomes[i].status != UFORM_OK)
@@ -369,7 +362,7 @@ static int encode_batch(run_t *run, index_unit_t *unit) {
     if (status == UFORM_CANCELLED) return 130;
     if (status != UFORM_OK) {
         end_progress_line(run);
-        return uform_tool_fail(outcome, NULL);
+        return cli_fail(outcome, NULL);
     }
     for (size_t i = 0, row = 0; i < unit->count; ++i) {
         if (prepared && prepared->item_outcomes[i].status != UFORM_OK) continue;
@@ -380,7 +373,7 @@ static int encode_batch(run_t *run, index_unit_t *unit) {
         uform_outcome_t add = {0};
         if (uform_index_builder_add(run->builder, unit->modality, &one, &path, &add) != UFORM_OK) {
             end_progress_line(run);
-            return uform_tool_fail(&add, NULL);
+            return cli_fail(&add, NULL);
         }
         run->indexed += 1;
     }
@@ -409,15 +402,15 @@ static int pipeline(run_t *run, index_reader_t *reader) {
         if (next && run->decoder) {
             /* Batch n+1 decodes into the other arena while batch n computes. */
             uform_status_t started = prepare_start(run, next, slot ^ 1);
-            if (started != UFORM_OK) status = started == UFORM_CANCELLED ? 130 : uform_tool_fail(&next->prepare.outcome, NULL);
+            if (started != UFORM_OK) status = started == UFORM_CANCELLED ? 130 : cli_fail(&next->prepare.outcome, NULL);
             slot ^= 1;
         }
-        if (status == 0) status = interrupted ? 130 : process(run, current);
+        if (status == 0) status = cli_interrupted ? 130 : process(run, current);
         int ended = current->kind == UNIT_END;
         index_unit_free(current);
         current = next;
         if (ended) break;
-        if (!current && status == 0) status = interrupted ? 130 : 1; /* the reader stopped early */
+        if (!current && status == 0) status = cli_interrupted ? 130 : 1; /* the reader stopped early */
     }
     if (current) {
         if (current->preparing) uform_outcome_wait(&current->prepare.outcome);
@@ -475,23 +468,23 @@ static int resume(run_t *run, string_set_t *skip, char ***kept_paths, size_t *ke
         if (!options->quiet) fprintf(stderr, "uform: '%s' does not exist yet: starting from the beginning\n", options->out);
         return -1; /* nothing to resume */
     }
-    if (status != UFORM_OK) return uform_tool_fail(&outcome, options->out);
+    if (status != UFORM_OK) return cli_fail(&outcome, options->out);
     uform_index_description_t description;
     uform_index_describe(index, &description);
     if ((options->dims_given && options->dims != description.dimensions) ||
         (options->scalar_given && options->scalar != description.scalar)) {
         fprintf(stderr, "uform: '%s' holds %zu dims of %s; --resume continues it as it is (drop --dims/--scalar, or start over)\n",
-                options->out, description.dimensions, uform_tool_scalar_name(description.scalar));
+                options->out, description.dimensions, cli_scalar_name(description.scalar));
         uform_index_free(index);
         return 2;
     }
     options->dims = description.dimensions, options->scalar = description.scalar;
     const char *errors = uform_index_metadata(index, "uform.cli.errors");
     size_t lines = 0;
-    if (errors) uform_tool_parse_size(errors, &lines);
+    if (errors) cli_parse_size(errors, &lines);
     if (uform_index_builder_from(index, &run->builder, &outcome) != UFORM_OK) {
         uform_index_free(index);
-        return uform_tool_fail(&outcome, NULL);
+        return cli_fail(&outcome, NULL);
     }
     uform_index_free(index);
     for (size_t i = 0; i < description.count; ++i) {
@@ -505,57 +498,6 @@ static int resume(run_t *run, string_set_t *skip, char ***kept_paths, size_t *ke
 
 /* ---- the command ---- */
 
-static int parse(int argc, char **argv, options_t *options, inputs_t *inputs, const char ***manifests, size_t *manifest_count) {
-    memset(options, 0, sizeof *options);
-    options->batch = 32, options->checkpoint = 10000;
-    for (int i = 2; i < argc; ++i) {
-        const char *flag = argv[i];
-        const char *value = i + 1 < argc ? argv[i + 1] : NULL;
-        if (strcmp(flag, "--help") == 0 || strcmp(flag, "-h") == 0) {
-            fputs(usage_text, stdout);
-            exit(0);
-        } else if (strcmp(flag, "--out") == 0 && value) options->out = argv[++i];
-        else if (strcmp(flag, "--manifest") == 0 && value) {
-            *manifests = realloc(*manifests, (*manifest_count + 1) * sizeof(char *));
-            (*manifests)[(*manifest_count)++] = argv[++i];
-        } else if (strcmp(flag, "--modalities") == 0 && value) {
-            if (uform_tool_parse_modalities(argv[++i], &options->modalities)) return usage_error("--modalities takes a list of text, image, video, audio");
-        } else if (strcmp(flag, "--batch") == 0 && value) {
-            if (uform_tool_parse_size(argv[++i], &options->batch) || !options->batch) return usage_error("--batch takes a positive integer");
-        } else if (strcmp(flag, "--threads") == 0 && value) {
-            if (uform_tool_parse_size(argv[++i], &options->threads)) return usage_error("--threads takes an integer");
-        } else if (strcmp(flag, "--decode-threads") == 0 && value) {
-            if (uform_tool_parse_size(argv[++i], &options->decode_threads)) return usage_error("--decode-threads takes an integer");
-        } else if (strcmp(flag, "--dims") == 0 && value) {
-            if (uform_tool_parse_size(argv[++i], &options->dims)) return usage_error("--dims takes an integer");
-            options->dims_given = 1;
-        } else if (strcmp(flag, "--scalar") == 0 && value) {
-            if (uform_tool_parse_scalar(argv[++i], &options->scalar)) return usage_error("--scalar takes f32, f16, bf16, i8 or b1");
-            options->scalar_given = 1;
-        } else if (strcmp(flag, "--checkpoint") == 0 && value) {
-            if (uform_tool_parse_size(argv[++i], &options->checkpoint)) return usage_error("--checkpoint takes an integer");
-        } else if (strcmp(flag, "--bf16") == 0) options->bf16 = 1;
-        else if (strcmp(flag, "--resume") == 0) options->resume = 1;
-        else if (strcmp(flag, "--hidden") == 0) options->hidden = 1;
-        else if (strcmp(flag, "--json") == 0) options->json = 1;
-        else if (strcmp(flag, "--progress") == 0) options->progress = 1;
-        else if (strcmp(flag, "--quiet") == 0) options->quiet = 1;
-        else if (flag[0] == '-' && flag[1] == '-') {
-            char why[256];
-            snprintf(why, sizeof why, "unknown flag or missing value: %s", flag);
-            return usage_error(why);
-        } else if (!options->checkpoint_path) options->checkpoint_path = flag;
-        else {
-            struct stat info;
-            if (stat(flag, &info) == 0 && S_ISDIR(info.st_mode)) walk(inputs, flag, options->hidden);
-            else add_input(inputs, flag, NULL, -1, NULL); /* a missing file is listed as an error, not fatal */
-        }
-    }
-    if (!options->checkpoint_path) return usage_error("missing the checkpoint");
-    if (!options->out) return usage_error("missing --out INDEX");
-    return 0;
-}
-
 static void free_inputs(inputs_t *inputs) {
     for (size_t i = 0; i < inputs->count; ++i)
         free(inputs->items[i].path), free(inputs->items[i].text), free(inputs->items[i].error);
@@ -566,11 +508,11 @@ static int setup(run_t *run) {
     options_t *options = &run->options;
     uform_outcome_t outcome = {0};
     if (uform_executor_for_ram(NULL, options->threads, 0, &run->executor, &outcome) != UFORM_OK)
-        return uform_tool_fail(&outcome, NULL);
+        return cli_fail(&outcome, NULL);
     if (options->decode_threads &&
         uform_executor_for_ram(NULL, options->decode_threads, 0, &run->decoder, &outcome) != UFORM_OK)
-        return uform_tool_fail(&outcome, NULL);
-    run->model = uform_tool_load(options->checkpoint_path, run->executor, options->bf16);
+        return cli_fail(&outcome, NULL);
+    run->model = cli_load(options->checkpoint_path, run->executor, cli_compute(options->compute));
     if (!run->model) return 1;
     uform_model_describe_t describe = {run->model};
     uform_model_describe(&describe);
@@ -588,8 +530,8 @@ static int setup(run_t *run) {
     }
     for (int i = 0; i < 2; ++i)
         if (uform_arena_for_executor(run->decoder ? run->decoder : run->executor, &run->prepared[i], &outcome) != UFORM_OK)
-            return uform_tool_fail(&outcome, NULL);
-    if (uform_arena_for_executor(run->executor, &run->encoded, &outcome) != UFORM_OK) return uform_tool_fail(&outcome, NULL);
+            return cli_fail(&outcome, NULL);
+    if (uform_arena_for_executor(run->executor, &run->encoded, &outcome) != UFORM_OK) return cli_fail(&outcome, NULL);
     run->errors_path = malloc(strlen(options->out) + 16);
     sprintf(run->errors_path, "%s.errors.jsonl", options->out);
     return 0;
@@ -613,17 +555,17 @@ static void summary(run_t *run, size_t skipped, size_t duplicates, size_t resume
         printf("{\"indexed\": %zu, \"failed\": %zu, \"skipped\": %zu, \"duplicates\": %zu, \"resumed\": %zu, "
                "\"seconds\": %.3f, \"items_per_second\": %.3f, \"index\": ",
                run->indexed, run->failed, skipped, duplicates, resumed_items, seconds, seconds > 0 ? items / seconds : 0);
-        uform_tool_json_string(stdout, run->options.out, strlen(run->options.out));
+        cli_json_string(stdout, run->options.out, strlen(run->options.out));
         printf(", \"errors\": ");
-        uform_tool_json_string(stdout, run->errors_path, strlen(run->errors_path));
+        cli_json_string(stdout, run->errors_path, strlen(run->errors_path));
         struct rusage usage;
         getrusage(RUSAGE_SELF, &usage);
         printf(", \"error_lines\": %zu, \"peak_rss_kib\": %ld, \"minor_faults\": %ld}\n", run->error_lines, usage.ru_maxrss,
                usage.ru_minflt);
     }
     if (run->options.quiet) return;
-    fprintf(stderr, "uform: %s items in %s (%.1f items/s)", uform_tool_thousands(items, count, sizeof count),
-            uform_tool_duration(seconds, duration, sizeof duration), seconds > 0 ? items / seconds : 0.0);
+    fprintf(stderr, "uform: %s items in %s (%.1f items/s)", cli_thousands(items, count, sizeof count),
+            cli_duration(seconds, duration, sizeof duration), seconds > 0 ? items / seconds : 0.0);
     if (run->failed) fprintf(stderr, ", %zu failed (listed in %s)", run->failed, run->errors_path);
     if (skipped) fprintf(stderr, ", %zu skipped (other modalities)", skipped);
     if (duplicates) fprintf(stderr, ", %zu duplicate paths dropped", duplicates);
@@ -631,16 +573,22 @@ static void summary(run_t *run, size_t skipped, size_t duplicates, size_t resume
     fputc('\n', stderr);
 }
 
-int uform_tool_index(int argc, char **argv) {
+static int run_command(void *raw, const cli_parsed_t *parsed) {
     run_t run;
     memset(&run, 0, sizeof run);
+    run.options = *(options_t *)raw;
+    run.options.checkpoint_path = parsed->positional[0];
+    run.options.dims_given = cli_given(parsed, "--dims"), run.options.scalar_given = cli_given(parsed, "--scalar");
     inputs_t inputs = {0};
-    const char **manifests = NULL;
-    size_t manifest_count = 0;
-    int status = parse(argc, argv, &run.options, &inputs, &manifests, &manifest_count);
-    for (size_t i = 0; status == 0 && i < manifest_count; ++i) status = read_manifest(&inputs, manifests[i]);
-    free(manifests);
-    if (status == 0 && inputs.count == 0) status = usage_error("no inputs: give folders, files or --manifest");
+    int status = run.options.out ? 0 : cli_usage_error(parsed->command, "missing --out INDEX");
+    for (size_t i = 1; status == 0 && i < parsed->positional_count; ++i) {
+        struct stat info;
+        const char *input = parsed->positional[i];
+        if (stat(input, &info) == 0 && S_ISDIR(info.st_mode)) walk(&inputs, input, run.options.hidden);
+        else add_input(&inputs, input, NULL, -1, NULL); /* a missing file is listed as an error, not fatal */
+    }
+    for (size_t i = 0; status == 0 && i < run.options.manifests.count; ++i) status = read_manifest(&inputs, run.options.manifests.items[i]);
+    if (status == 0 && inputs.count == 0) status = cli_usage_error(parsed->command, "no inputs: give folders, files or --manifest");
     if (status == 0) status = setup(&run);
     string_set_t skip = {0}, seen = {0};
     char **kept_paths = NULL;
@@ -652,7 +600,7 @@ int uform_tool_index(int argc, char **argv) {
     if (status == 0 && !run.builder) {
         uform_outcome_t outcome = {0};
         if (uform_index_builder_create(run.model, run.options.dims, run.options.scalar, &run.builder, &outcome) != UFORM_OK)
-            status = uform_tool_fail(&outcome, NULL);
+            status = cli_fail(&outcome, NULL);
         else if (!(run.errors = fopen(run.errors_path, "w")))
             status = (fprintf(stderr, "uform: cannot write '%s': %s\n", run.errors_path, strerror(errno)), 1);
     }
@@ -684,25 +632,21 @@ int uform_tool_index(int argc, char **argv) {
     index_reader_t reader;
     memset(&reader, 0, sizeof reader);
     if (status == 0) {
-        struct sigaction action;
-        memset(&action, 0, sizeof action);
-        action.sa_handler = on_interrupt;
-        sigaction(SIGINT, &action, NULL);
-        sigaction(SIGTERM, &action, NULL);
+        cli_catch_interrupts(1);
         run.interactive = isatty(2) && !run.options.quiet;
         run.total = inputs.count, run.done = run.resumed_done = 0;
-        run.start = uform_tool_now();
+        run.start = cli_now();
         reader.inputs = inputs.items, reader.input_count = inputs.count, reader.skip = skipped_inputs;
         reader.modalities = run.options.modalities, reader.batch = run.options.batch;
         reader.batch_bytes = (size_t)256 << 20, reader.checkpoint = run.options.checkpoint;
-        reader.interrupted = &interrupted;
+        reader.interrupted = &cli_interrupted;
         if (index_reader_start(&reader, 3) != 0) status = (fprintf(stderr, "uform: cannot start the reader thread\n"), 1);
         else {
             status = pipeline(&run, &reader);
             index_reader_stop(&reader);
         }
         end_progress_line(&run);
-        double seconds = uform_tool_now() - run.start;
+        double seconds = cli_now() - run.start;
         if (status == 130 && access(run.options.out, F_OK) == 0)
             fprintf(stderr, "uform: interrupted; '%s' keeps the last checkpoint; run the same command with --resume to continue\n",
                     run.options.out);
@@ -717,3 +661,20 @@ int uform_tool_index(int argc, char **argv) {
     teardown(&run);
     return status;
 }
+
+const cli_command_t cli_index = {
+    .name = "index",
+    .summary = "embeds every item of folders, files or manifests into one searchable index file",
+    .usage = "CKPT (DIR | FILE | --manifest FILE.jsonl)... --out INDEX [options]",
+    .description = "Embeds every item found into INDEX (one safetensors file) and lists bad files in INDEX.errors.jsonl.\n"
+                   "Folders are walked recursively and files recognised by content.\n",
+    .statuses = "0 every item indexed; 1 the run failed (the reason is printed); 2 usage error;\n"
+                "3 finished, but some inputs failed (listed in INDEX.errors.jsonl); 130 interrupted (INDEX keeps\n"
+                "the last checkpoint: run the same command with --resume to continue).",
+    .flags = flags,
+    .options_size = sizeof(options_t),
+    .defaults = defaults,
+    .positional_min = 1,
+    .positional_max = SIZE_MAX,
+    .run = run_command,
+};

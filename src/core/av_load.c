@@ -1,5 +1,5 @@
 /* Shared libraries loaded on first use (av_load.h). */
-#include "media/av_load.h"
+#include "core/av_load.h"
 
 #include <dlfcn.h>
 #include <pthread.h>
