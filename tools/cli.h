@@ -161,6 +161,13 @@ uform_status_t cli_encode(uform_model_t model, uform_executor_t executor, uform_
                           const uform_tape_t *tape, uform_outputs_t outputs, const uform_encode_config_t *config,
                           uform_encoded_t *encoded, uform_outcome_t *outcome);
 
+/* The kind of dataset a path names: a folder is FOLDER, a path with ".tar" in it (a shard or a
+ * shard list) SHARDS, anything else a MANIFEST. */
+uform_dataset_source_t cli_source_of(const char *path);
+/* Opens a dataset of `source` over `path` with `options`' other fields; prints the failure (with
+ * where it is) and answers NULL. */
+uform_dataset_t cli_dataset_open(const char *path, uform_dataset_source_t source, const uform_dataset_options_t *options);
+
 /* Writes `length` bytes as a JSON string (quotes included): ", \ and control bytes escaped, bytes
  * that are not valid UTF-8 as \u00XX of their value, so any path round-trips to readable JSON. */
 void cli_json_string(FILE *out, const char *bytes, size_t length);

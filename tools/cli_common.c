@@ -182,3 +182,19 @@ void cli_catch_interrupts(int terminate_too) {
     sigaction(SIGINT, &action, NULL);
     if (terminate_too) sigaction(SIGTERM, &action, NULL);
 }
+
+uform_dataset_source_t cli_source_of(const char *path) {
+    struct stat info;
+    if (stat(path, &info) == 0 && S_ISDIR(info.st_mode)) return UFORM_DATASET_FOLDER;
+    return strstr(path, ".tar") ? UFORM_DATASET_SHARDS : UFORM_DATASET_MANIFEST;
+}
+
+uform_dataset_t cli_dataset_open(const char *path, uform_dataset_source_t source, const uform_dataset_options_t *options) {
+    uform_dataset_options_t opened = options ? *options : (uform_dataset_options_t){0};
+    opened.source = source, opened.path = path, opened.paths = NULL, opened.path_count = 0;
+    uform_dataset_t dataset = NULL;
+    uform_data_error_t error;
+    uform_outcome_t outcome = {0};
+    if (uform_dataset_open(&opened, &dataset, &error, &outcome) != UFORM_OK) cli_fail(&outcome, NULL);
+    return dataset;
+}

@@ -1,31 +1,19 @@
 /*
- * uform train MANIFEST.jsonl --out CKPT [options] — the trainer of libuform (uform_trainer_*) on a
- * manifest of text↔media pairs and choice examples. `uform train --help` documents every flag.
- *
- * A manifest line is one JSON object:
- *   {"text": "a red star", "image": "img/1.png"}     a pair (or "video", or "audio"), paths relative
- *                                                    to the manifest's folder
- *   {"text": "is it red? ", "choices": "yn", "target": "y"}   a choice example
- * A pair is two bags (text on side 0, media on side 1) and one relation in temperature group
- * modality − 1 (image 0, video 1, audio 2); a choice example is a text content in no bag, with its
- * legal next bytes and target. Each step takes `--batch` lines in an order reshuffled each epoch from
- * `--seed`, never a line twice, avoiding two lines with the same text.
+ * uform train (MANIFEST.jsonl | FOLDER | --shards LIST) --out CKPT [options] — the trainer of libuform
+ * (uform_trainer_*) fed by a dataset and its loader (uform_dataset_*, uform_loader_*: the sampler,
+ * decoding ahead and the cursor that resumes the data order live in the library). Argument handling
+ * and printing only; `uform train --help` documents every flag.
  */
 #include <errno.h>
 #include <math.h>
 #include <stddef.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
-
-#include <cjson/cJSON.h>
 
 #include "cli.h"
 #include "train_eval.h"
-#include "train_manifest.h"
 #include "train_mesh.h"
 #include "uform/uform.h"
 
@@ -37,7 +25,8 @@ static void defaults(void *raw);
 #define EVAL_SETS 4
 
 typedef struct options_t {
-    const char *manifest, *out, *resume, *size, *log;
+    const char *data, *shards, *out, *resume, *size, *log, *eval_log;
+    size_t shuffle_buffer;
     cli_texts_t eval;
     size_t architecture[ARCHITECTURE_FLAGS]; /* 0: --size's value */
     size_t steps, batch, warmup, total_steps, threads, eval_every, save_every;
@@ -61,13 +50,18 @@ static const size_t architecture_fields[ARCHITECTURE_FLAGS] = {
 #define ARCHITECTURE(flag, index, help) CLI_FLAG(flag, CLI_POSITIVE, options_t, architecture[index], "N", help)
 
 static const cli_flag_t flags[] = {
+    CLI_FLAG("--shards", CLI_TEXT, options_t, shards, "LIST",
+             "train on WebDataset shards instead of MANIFEST: \"data/{00000..00099}.tar\", lists\n"
+             "joined with \"::\", .tar or .tar.gz (docs/data.md)"),
+    CLI_FLAG("--shuffle-buffer", CLI_POSITIVE, options_t, shuffle_buffer, "N",
+             "shards: samples held to shuffle the stream (default 2000; 1: none)"),
     CLI_FLAG("--out", CLI_TEXT, options_t, out, "CKPT", "the checkpoint written at the end (with optimizer state; required)"),
     CLI_FLAG("--resume", CLI_TEXT, options_t, resume, "CKPT",
              "continue from a checkpoint: weights, moments, schedule and, for a checkpoint\n"
              "of this command, the data order (the flags below override the stored values)"),
     CLI_FLAG("--steps", CLI_SIZE, options_t, steps, "N", "optimisation steps in this run (default 1000, or unbounded with --minutes)"),
     CLI_FLAG("--minutes", CLI_POSITIVE_NUMBER, options_t, minutes, "M", "stop the training loop after M minutes (the final save is not counted)"),
-    CLI_FLAG("--batch", CLI_POSITIVE, options_t, batch, "B", "manifest lines per step (default 32; above the line count: all lines)"),
+    CLI_FLAG("--batch", CLI_POSITIVE, options_t, batch, "B", "samples per step (default 32; above a manifest's line count: all lines)"),
     CLI_FLAG("--lr", CLI_POSITIVE_NUMBER, options_t, lr, "X", "peak learning rate (default 1e-3)"),
     CLI_FLAG("--warmup", CLI_SIZE, options_t, warmup, "N", "linear warmup steps (default 0)"),
     CLI_FLAG("--total-steps", CLI_SIZE, options_t, total_steps, "N",
@@ -81,12 +75,16 @@ static const cli_flag_t flags[] = {
     CLI_FLAG("--eval", CLI_TEXTS, options_t, eval, "HELDOUT",
              "print recall@1 and @5 per modality pair, text->media and media->text, on the\n"
              "held-out pairs (a hit is an item with the query's caption); up to 4 --eval,\n"
-             "each line then ending with its manifest's name"),
+             "each line then ending with its name; a manifest, a folder or shards"),
+    CLI_FLAG("--eval-log", CLI_TEXT, options_t, eval_log, "FILE.jsonl",
+             "also write each evaluation as JSON lines: step, set, modality, pairs, recall"),
     CLI_FLAG("--eval-every", CLI_SIZE, options_t, eval_every, "N", "evaluate every N steps as well as at the end"),
     CLI_FLAG("--save-every", CLI_SIZE, options_t, save_every, "N", "also write --out every N steps"),
     CLI_FLAG("--log", CLI_TEXT, options_t, log, "FILE.csv",
              "one row per step: step,seconds,loss,contrastive,choice,learning_rate,grad_norm"),
-    CLI_SWITCH_FLAG("--skip-bad", options_t, skip_bad, "drop (and count) lines whose media cannot be decoded instead of stopping"),
+    CLI_SWITCH_FLAG("--skip-bad", options_t, skip_bad,
+                    "list and replace bad samples (a malformed line or member, a sample without\n"
+                    "text, media that cannot be read or decoded) instead of stopping"),
     CLI_QUIET(options_t, quiet),
     CLI_HEADING("A fresh model's architecture (model.md's config keys; default: --size's value; the checkpoint's\n"
                 "config records them):"),
@@ -114,141 +112,8 @@ static void defaults(void *raw) {
     options->batch = 32, options->steps = 1000;
 }
 
-/* ---- the batch of one step ---- */
 
-typedef struct step_batch_t {
-    unsigned char *data;
-    size_t used, capacity;
-    size_t *offsets;           /* [contents + 1] */
-    uform_modality_t *modalities;
-    size_t *content_line;      /* which line each content came from */
-    size_t *bags, *lefts, *rights, *groups;
-    uint8_t *sides, *targets;
-    char *choices;
-    size_t *choice_offsets;
-    size_t contents, pairs, choice_count;
-} step_batch_t;
-
-static int append(step_batch_t *batch, const void *bytes, size_t length) {
-    if (batch->used + length > batch->capacity) {
-        size_t capacity = (batch->used + length) * 2 + 4096;
-        unsigned char *grown = realloc(batch->data, capacity);
-        if (!grown) return -1;
-        batch->data = grown, batch->capacity = capacity;
-    }
-    memcpy(batch->data + batch->used, bytes, length);
-    batch->used += length;
-    return 0;
-}
-
-static int append_file(step_batch_t *batch, const char *path, char *error, size_t capacity) {
-    FILE *file = fopen(path, "rb");
-    if (!file) {
-        snprintf(error, capacity, "cannot open '%s': %s", path, strerror(errno));
-        return -1;
-    }
-    unsigned char chunk[65536];
-    size_t got;
-    int status = 0;
-    while (status == 0 && (got = fread(chunk, 1, sizeof chunk, file)) > 0) status = append(batch, chunk, got);
-    if (ferror(file)) {
-        snprintf(error, capacity, "cannot read '%s': %s", path, strerror(errno));
-        status = -1;
-    } else if (status) {
-        snprintf(error, capacity, "out of memory reading '%s'", path);
-    }
-    fclose(file);
-    return status;
-}
-
-static int batch_reserve(step_batch_t *batch, size_t lines) {
-    size_t contents = 2 * lines + 1;
-    batch->offsets = realloc(batch->offsets, (contents + 1) * sizeof *batch->offsets);
-    batch->modalities = realloc(batch->modalities, contents * sizeof *batch->modalities);
-    batch->content_line = realloc(batch->content_line, contents * sizeof *batch->content_line);
-    batch->bags = realloc(batch->bags, (contents + 1) * sizeof *batch->bags);
-    batch->lefts = realloc(batch->lefts, (lines + 1) * sizeof *batch->lefts);
-    batch->rights = realloc(batch->rights, (lines + 1) * sizeof *batch->rights);
-    batch->groups = realloc(batch->groups, (lines + 1) * sizeof *batch->groups);
-    batch->sides = realloc(batch->sides, contents);
-    batch->targets = realloc(batch->targets, contents);
-    batch->choice_offsets = realloc(batch->choice_offsets, (contents + 1) * sizeof *batch->choice_offsets);
-    return batch->offsets && batch->modalities && batch->content_line && batch->bags && batch->lefts &&
-                   batch->rights && batch->groups && batch->sides && batch->targets && batch->choice_offsets
-               ? 0
-               : -1;
-}
-
-static void batch_free(step_batch_t *batch) {
-    free(batch->data), free(batch->offsets), free(batch->modalities), free(batch->content_line), free(batch->bags);
-    free(batch->lefts), free(batch->rights), free(batch->groups), free(batch->sides), free(batch->targets);
-    free(batch->choices), free(batch->choice_offsets);
-}
-
-/* Pairs first (text then media, each its own bag), then the choice examples after the bags. On a
- * file that cannot be read, answers -1 and sets *bad_line. */
-static int batch_build(step_batch_t *batch, const manifest_t *manifest, const size_t *lines, size_t count,
-                       size_t *bad_line, char *error, size_t capacity) {
-    if (batch_reserve(batch, count)) {
-        snprintf(error, capacity, "out of memory for a batch of %zu lines", count);
-        return -1;
-    }
-    batch->used = 0, batch->contents = 0, batch->pairs = 0, batch->choice_count = 0;
-    batch->offsets[0] = 0;
-    size_t choice_bytes = 0;
-    for (size_t i = 0; i < count; ++i) choice_bytes += manifest->lines[lines[i]].choices_length;
-    free(batch->choices);
-    batch->choices = malloc(choice_bytes + 1);
-    if (!batch->choices) {
-        snprintf(error, capacity, "out of memory for a batch of %zu lines", count);
-        return -1;
-    }
-    for (int pass = 0; pass < 2; ++pass) {
-        for (size_t i = 0; i < count; ++i) {
-            const manifest_line_t *line = &manifest->lines[lines[i]];
-            if ((line->modality != 0) != (pass == 0)) continue;
-            size_t c = batch->contents;
-            if (append(batch, line->text, line->text_length)) goto memory;
-            batch->modalities[c] = UFORM_MODALITY_TEXT, batch->content_line[c] = lines[i];
-            batch->offsets[c + 1] = batch->used;
-            batch->contents += 1;
-            if (pass == 1) continue;
-            if (append_file(batch, line->path, error, capacity)) {
-                *bad_line = lines[i];
-                return -1;
-            }
-            batch->modalities[c + 1] = (uform_modality_t)line->modality, batch->content_line[c + 1] = lines[i];
-            batch->offsets[c + 2] = batch->used;
-            batch->contents += 1;
-            size_t p = batch->pairs++;
-            batch->lefts[p] = c, batch->rights[p] = c + 1, batch->groups[p] = (size_t)line->modality - 1;
-        }
-    }
-    /* Bags: one per pair content; choice contents (after them) are in none. */
-    for (size_t j = 0; j <= 2 * batch->pairs; ++j) batch->bags[j] = j;
-    for (size_t j = 0; j < 2 * batch->pairs; ++j) batch->sides[j] = (uint8_t)(j % 2);
-    batch->choice_offsets[0] = 0;
-    size_t cursor = 0;
-    for (size_t c = 0; c < batch->contents; ++c) {
-        const manifest_line_t *line = &manifest->lines[batch->content_line[c]];
-        int choice = line->modality == 0;
-        if (choice) {
-            memcpy(batch->choices + cursor, line->choices, line->choices_length);
-            cursor += line->choices_length;
-            batch->targets[c] = line->target;
-            batch->choice_count += 1;
-        } else {
-            batch->targets[c] = 0;
-        }
-        batch->choice_offsets[c + 1] = cursor;
-    }
-    return 0;
-memory:
-    snprintf(error, capacity, "out of memory for a batch of %zu lines", count);
-    return -1;
-}
-
-/* ---- progress, interrupts, logging ---- */
+/* ---- the loop's parts ---- */
 
 /* Over a mesh the members stop together: an interrupt or the --minutes deadline cancels the step
  * in progress, and a cancel on one member cancels it on all. */
@@ -257,19 +122,6 @@ static double deadline = 0;
 static uform_continuation_t step_progress(size_t completed, size_t total, void *state) {
     (void)completed, (void)total, (void)state;
     return cli_interrupted || (deadline > 0 && cli_now() >= deadline) ? UFORM_CANCEL : UFORM_CONTINUE;
-}
-
-/* What every member of a mesh must agree on beyond the trainer's config (train_mesh_join). */
-static void agreement_of(const options_t *options, const manifest_t *manifest, char *text, size_t capacity) {
-    uint64_t hash = 0xcbf29ce484222325ull;
-    for (size_t i = 0; i < manifest->count; ++i) {
-        const manifest_line_t *line = &manifest->lines[i];
-        for (size_t k = 0; k < line->text_length; ++k) hash = (hash ^ (unsigned char)line->text[k]) * 0x100000001b3ull;
-        for (size_t k = 0; k < line->choices_length; ++k) hash = (hash ^ (unsigned char)line->choices[k]) * 0x100000001b3ull;
-        hash = (hash ^ (unsigned)line->modality ^ ((unsigned)line->target << 8)) * 0x100000001b3ull;
-    }
-    snprintf(text, capacity, "batch=%zu\nsteps=%zu\nminutes=%g\nlines=%zu\nmanifest=%016llx\n", options->batch,
-             options->steps, options->minutes, manifest->count, (unsigned long long)hash);
 }
 
 static void draw_bar(const options_t *options, uint64_t step, uint64_t first, double loss, double elapsed) {
@@ -285,97 +137,122 @@ static void draw_bar(const options_t *options, uint64_t step, uint64_t first, do
     if (options->steps != SIZE_MAX)
         fprintf(stderr, "\rtrain  step %llu/%llu  loss %.4f  %.2f steps/s%s   ", (unsigned long long)step,
                 (unsigned long long)(first + options->steps), loss, rate, eta);
-    else
-        fprintf(stderr, "\rtrain  step %llu  loss %.4f  %.2f steps/s%s   ", (unsigned long long)step, loss, rate, eta);
+    else fprintf(stderr, "\rtrain  step %llu  loss %.4f  %.2f steps/s%s   ", (unsigned long long)step, loss, rate, eta);
     fflush(stderr);
 }
 
-/* The sampler's state, kept in the checkpoint's "uform.user" so a resume continues the data order. */
-static char *sampler_state(const sampler_t *sampler, size_t batch, const manifest_t *manifest) {
-    cJSON *root = cJSON_CreateObject();
-    cJSON *state = cJSON_AddObjectToObject(root, "uform_train");
-    cJSON_AddNumberToObject(state, "seed", (double)sampler->seed);
-    cJSON_AddNumberToObject(state, "batches", (double)sampler->batches);
-    cJSON_AddNumberToObject(state, "batch", (double)batch);
-    cJSON_AddNumberToObject(state, "lines", (double)manifest->count);
-    cJSON *bad = cJSON_AddArrayToObject(state, "bad_lines");
-    for (size_t i = 0; i < manifest->count; ++i)
-        if (sampler->bad[i]) cJSON_AddItemToArray(bad, cJSON_CreateNumber((double)manifest->lines[i].number));
-    char *json = cJSON_PrintUnformatted(root);
-    cJSON_Delete(root);
-    return json;
-}
-
-/* Restores the data order of a resumed run by replaying its batches. Answers 0, or -1 when the
- * stored state does not fit this manifest (then the order starts afresh, with a warning). */
-static int sampler_restore(sampler_t *sampler, const char *json, const manifest_t *manifest, size_t *lines) {
-    cJSON *root = json ? cJSON_Parse(json) : NULL;
-    const cJSON *state = root ? cJSON_GetObjectItemCaseSensitive(root, "uform_train") : NULL;
-    const cJSON *seed = cJSON_GetObjectItemCaseSensitive(state, "seed");
-    const cJSON *batches = cJSON_GetObjectItemCaseSensitive(state, "batches");
-    const cJSON *batch = cJSON_GetObjectItemCaseSensitive(state, "batch");
-    const cJSON *count = cJSON_GetObjectItemCaseSensitive(state, "lines");
-    const cJSON *bad = cJSON_GetObjectItemCaseSensitive(state, "bad_lines");
-    int ok = cJSON_IsNumber(seed) && cJSON_IsNumber(batches) && cJSON_IsNumber(batch) && cJSON_IsNumber(count) &&
-             (size_t)count->valuedouble == manifest->count;
-    if (ok) {
-        sampler_free(sampler);
-        ok = sampler_init(sampler, manifest, (uint64_t)seed->valuedouble) == 0;
-    }
-    if (ok && cJSON_IsArray(bad)) {
-        const cJSON *item;
-        cJSON_ArrayForEach(item, bad) {
-            for (size_t i = 0; i < manifest->count; ++i)
-                if (cJSON_IsNumber(item) && manifest->lines[i].number == (size_t)item->valuedouble) sampler->bad[i] = 1;
+/* Prints the bad samples the loader listed since the last call ("skipped line 6 ('img/7.png'): ..."). */
+static void print_skipped(uform_loader_t loader, size_t *printed, int quiet, int bar) {
+    uform_data_error_t errors[16];
+    size_t count = 0;
+    uform_loader_stats(loader, NULL, NULL, 0, &count);
+    while (*printed < count) {
+        size_t kept = 0;
+        uform_data_error_t *all = calloc(count, sizeof *all);
+        if (!all) break;
+        uform_loader_stats(loader, NULL, all, count, &kept);
+        for (; *printed < count && *printed < 10000; ++*printed) {
+            const uform_data_error_t *error = &all[*printed];
+            if (quiet) continue;
+            if (error->line)
+                fprintf(stderr, "%suform: skipped line %zu of %s ('%s'): %s\n", bar ? "\n" : "", error->line, error->source,
+                        error->key, error->message);
+            else if (error->shard != SIZE_MAX)
+                fprintf(stderr, "%suform: skipped sample '%s' of shard '%s': %s\n", bar ? "\n" : "", error->key, error->source,
+                        error->message);
+            else fprintf(stderr, "%suform: skipped '%s': %s\n", bar ? "\n" : "", error->key[0] ? error->key : error->source, error->message);
         }
+        free(all);
+        *printed = count;
     }
-    for (uint64_t b = 0; ok && b < (uint64_t)batches->valuedouble; ++b) sampler_next(sampler, (size_t)batch->valuedouble, lines);
-    cJSON_Delete(root);
-    return ok ? 0 : -1;
+    (void)errors;
 }
 
-static int save_checkpoint(uform_trainer_t trainer, const char *path, const sampler_t *sampler, size_t batch,
-                           const manifest_t *manifest) {
-    char *state = sampler_state(sampler, batch, manifest);
-    uform_trainer_save_t save = {0};
-    save.trainer = trainer, save.path = path, save.user_metadata = state;
-    int status = uform_trainer_save(&save) == UFORM_OK ? 0 : cli_fail(&save.outcome, path);
-    free(state);
+/* The loader's cursor (collective over a mesh of shards), saved by the leader into --out with it. */
+static int save_checkpoint(uform_trainer_t trainer, uform_loader_t loader, const char *path, int leads) {
+    size_t length = 0;
+    uform_outcome_t outcome = {0};
+    if (uform_loader_cursor(loader, NULL, 0, &length, &outcome) != UFORM_OK) return cli_fail(&outcome, "the data cursor");
+    char *cursor = malloc(length + 1);
+    if (!cursor) return cli_fail_errno(ENOMEM, "cannot hold the data cursor of %zu bytes", length);
+    int status = uform_loader_cursor(loader, cursor, length + 1, &length, &outcome) == UFORM_OK ? 0 : cli_fail(&outcome, "the data cursor");
+    if (status == 0 && leads) {
+        uform_trainer_save_t save = {0};
+        save.trainer = trainer, save.path = path, save.user_metadata = cursor;
+        if (uform_trainer_save(&save) != UFORM_OK) status = cli_fail(&save.outcome, path);
+    }
+    free(cursor);
     return status;
 }
 
-/* The lr of a --minutes run without --steps: the warmup by steps, then the cosine on elapsed time. */
-static double time_schedule(const options_t *options, const uform_trainer_description_t *description, uint64_t step,
-                            double elapsed) {
-    double lr = description->learning_rate;
-    if (step <= description->warmup_steps) return lr * (double)step / (double)description->warmup_steps;
-    double fraction = elapsed / (options->minutes * 60.0);
-    if (fraction > 1) fraction = 1;
-    return lr * (0.1 + 0.45 * (1.0 + cos(3.14159265358979323846 * fraction)));
-}
-
-/* Reads "contents[7]" from a step's failure message: the content that failed to decode. */
-static int failed_content(const uform_outcome_t *outcome, size_t *content) {
-    const char *at = strstr(outcome->message, "contents[");
-    return at && sscanf(at, "contents[%zu]", content) == 1 ? 0 : -1;
-}
-
-/* Every --eval set; with more than one, each line names its manifest. Answers 0 or 1. */
+/* Every --eval set; with more than one, each line names its set. */
 static int evaluate_all(const options_t *options, uform_trainer_t trainer, uform_executor_t executor,
-                        const manifest_t *heldout, uint64_t step) {
+                        uform_dataset_t *heldout, uform_compute_t compute, uint64_t step, FILE *log) {
     for (size_t e = 0; e < options->eval.count; ++e) {
         const char *slash = strrchr(options->eval.items[e], '/');
-        const char *label = options->eval.count > 1 ? (slash ? slash + 1 : options->eval.items[e]) : NULL;
-        if (train_evaluate(trainer, executor, &heldout[e], cli_compute(options->compute) == UFORM_COMPUTE_BF16, step, options->skip_bad, label))
-            return 1;
+        const char *name = slash ? slash + 1 : options->eval.items[e];
+        if (train_evaluate(trainer, executor, heldout[e], compute, step, options->eval.count > 1 ? name : NULL, log)) return 1;
     }
     return 0;
+}
+
+/* The dataset to train on: a manifest or folder argument, or --shards. */
+static uform_dataset_t open_training(const options_t *options) {
+    uform_dataset_options_t dataset = {0};
+    dataset.seed = options->seed, dataset.skip_bad = options->skip_bad, dataset.shuffle_buffer = options->shuffle_buffer;
+    if (options->shards) return cli_dataset_open(options->shards, UFORM_DATASET_SHARDS, &dataset);
+    return cli_dataset_open(options->data, cli_source_of(options->data), &dataset);
+}
+
+/* What every member of a mesh must agree on beyond the trainer's config (train_mesh_join). */
+static void agreement_of(const options_t *options, uform_dataset_t dataset, char *text, size_t capacity) {
+    uform_dataset_description_t description;
+    uform_dataset_describe(dataset, &description);
+    snprintf(text, capacity, "batch=%zu\nsteps=%zu\nminutes=%g\nsamples=%zu\nshards=%zu\ndata=%s\n", options->batch, options->steps,
+             options->minutes, description.samples, description.shards, description.fingerprint);
+}
+
+typedef struct run_t {
+    uform_executor_t executor;
+    uform_trainer_t trainer;
+    uform_arena_t arena;
+    uform_dataset_t dataset, heldout[EVAL_SETS];
+    uform_loader_t loader;
+    FILE *log, *eval_log;
+} run_t;
+
+static void run_free(run_t *run, const options_t *options) {
+    if (run->log) fclose(run->log);
+    if (run->eval_log) fclose(run->eval_log);
+    uform_loader_free(run->loader);
+    uform_arena_free(run->arena);
+    uform_trainer_free(run->trainer);
+    uform_dataset_free(run->dataset);
+    for (size_t e = 0; e < options->eval.count && e < EVAL_SETS; ++e) uform_dataset_free(run->heldout[e]);
+    uform_executor_free(run->executor);
+}
+
+/* The loader, resuming the data order a checkpoint of this command stored; another order starts anew. */
+static int open_loader(const options_t *options, run_t *run, const char *cursor) {
+    uform_loader_options_t loader = {0};
+    loader.dataset = run->dataset, loader.trainer = run->trainer, loader.batch = options->batch;
+    if (options->mesh.directory) loader.member = options->mesh.index, loader.members = options->mesh.count;
+    loader.cursor = cursor;
+    uform_outcome_t outcome = {0};
+    uform_status_t status = uform_loader_open(&loader, &run->loader, &outcome);
+    if (status != UFORM_OK && cursor && (status == UFORM_CONFIG_MISMATCH || status == UFORM_INVALID_ARGUMENT)) {
+        if (!options->quiet)
+            fprintf(stderr, "uform: the checkpoint's data order does not fit this data (%s): starting a new order\n", outcome.message);
+        loader.cursor = NULL;
+        status = uform_loader_open(&loader, &run->loader, &outcome);
+    }
+    return status == UFORM_OK ? 0 : cli_fail(&outcome, NULL);
 }
 
 static int run(void *raw, const cli_parsed_t *parsed) {
     options_t options = *(options_t *)raw;
     const cli_command_t *command = parsed->command;
-    options.manifest = parsed->positional_count ? parsed->positional[0] : NULL;
+    options.data = parsed->positional_count ? parsed->positional[0] : NULL;
     options.have_steps = cli_given(parsed, "--steps"), options.have_total = cli_given(parsed, "--total-steps");
     options.have_warmup = cli_given(parsed, "--warmup"), options.have_lr = cli_given(parsed, "--lr");
     options.have_decay = cli_given(parsed, "--weight-decay"), options.have_clip = cli_given(parsed, "--clip");
@@ -387,52 +264,30 @@ static int run(void *raw, const cli_parsed_t *parsed) {
     char why[200];
     if (train_mesh_check(&options.mesh, options.skip_bad, why, sizeof why)) return cli_usage_error(command, "%s", why);
     if (options.mesh.processes) return train_mesh_launch(&options.mesh, parsed->argc, parsed->argv);
-    if (!options.manifest) return cli_usage_error(command, "the manifest is missing");
+    if (!options.data && !options.shards) return cli_usage_error(command, "the manifest is missing (or --shards)");
+    if (options.data && options.shards) return cli_usage_error(command, "give a manifest or --shards, not both");
     if (!options.out) return cli_usage_error(command, "--out is missing");
     if (options.minutes > 0 && !options.have_steps) options.steps = SIZE_MAX;
     /* Over a mesh, member 0 alone writes --out and --log and evaluates. */
-    int follower = options.mesh.directory && options.mesh.index != 0;
-    if (follower) options.log = NULL, options.eval.count = 0, options.save_every = 0;
-    char error[512];
-    manifest_t manifest, heldout[EVAL_SETS];
-    memset(heldout, 0, sizeof heldout);
-    if (manifest_read(options.manifest, &manifest, error, sizeof error)) {
-        fprintf(stderr, "uform: %s\n", error);
-        return 1;
+    int leads = !options.mesh.directory || options.mesh.index == 0;
+    if (!leads) options.log = NULL, options.eval_log = NULL, options.eval.count = 0;
+    uform_compute_t compute = cli_compute(options.compute);
+    run_t run;
+    memset(&run, 0, sizeof run);
+    int status = (run.dataset = open_training(&options)) ? 0 : 1;
+    for (size_t e = 0; status == 0 && e < options.eval.count; ++e) {
+        uform_dataset_options_t heldout = {0};
+        heldout.sequential = 1;
+        const char *path = options.eval.items[e];
+        if (!(run.heldout[e] = cli_dataset_open(path, cli_source_of(path), &heldout))) status = 1;
     }
-    for (size_t e = 0; e < options.eval.count; ++e)
-        if (manifest_read(options.eval.items[e], &heldout[e], error, sizeof error)) {
-            fprintf(stderr, "uform: %s\n", error);
-            manifest_free(&manifest);
-            for (size_t k = 0; k < e; ++k) manifest_free(&heldout[k]);
-            return 1;
-        }
-    int status = 0;
-    uform_outcome_t outcome = {0};
-    uform_executor_t executor = NULL;
-    uform_trainer_t trainer = NULL;
-    uform_arena_t arena = NULL;
-    sampler_t sampler;
-    memset(&sampler, 0, sizeof sampler);
-    step_batch_t batch;
-    memset(&batch, 0, sizeof batch);
-    size_t *lines = malloc((manifest.count + 1) * sizeof *lines);
-    FILE *log = NULL;
-    if (!lines || sampler_init(&sampler, &manifest, options.seed)) {
-        fprintf(stderr, "uform: out of memory for %zu manifest lines\n", manifest.count);
-        status = 1;
-        goto done;
-    }
-    if (uform_executor_for_ram(NULL, options.threads, 0, &executor, &outcome) != UFORM_OK) {
-        status = cli_fail(&outcome, NULL);
-        goto done;
-    }
+    if (status == 0) status = cli_executor(options.threads, &run.executor);
     uform_trainer_config_t config = {0};
     if (options.size) snprintf(config.size, sizeof config.size, "%s", options.size);
     for (size_t k = 0; k < ARCHITECTURE_FLAGS; ++k)
         if (options.architecture[k]) *(size_t *)((char *)&config + architecture_fields[k]) = options.architecture[k];
     config.seed = options.seed;
-    config.compute = cli_compute(options.compute);
+    config.compute = compute;
     config.resume = options.resume;
     if (options.have_lr) config.learning_rate = options.lr;
     if (options.have_warmup) config.warmup_steps = options.warmup;
@@ -441,183 +296,167 @@ static int run(void *raw, const cli_parsed_t *parsed) {
     /* --total-steps defaults to --steps for a fresh run (a resumed one keeps its stored schedule). */
     if (options.have_total) config.total_steps = options.total_steps;
     else if (!options.resume && options.steps != SIZE_MAX) config.total_steps = options.steps;
-    if (options.mesh.directory) {
+    if (status == 0 && options.mesh.directory) {
         char agreement[512];
-        agreement_of(&options, &manifest, agreement, sizeof agreement);
-        if (manifest.count < options.mesh.count || options.batch < options.mesh.count) {
-            fprintf(stderr, "uform: %zu members need at least one line each per step: --batch %zu and %zu lines\n",
-                    options.mesh.count, options.batch, manifest.count);
-            status = 1;
-            goto done;
-        }
-        if (train_mesh_join(&options.mesh, executor, &config, agreement, options.quiet)) {
-            status = 1;
-            goto done;
-        }
+        agreement_of(&options, run.dataset, agreement, sizeof agreement);
+        status = train_mesh_join(&options.mesh, run.executor, &config, agreement, options.quiet);
         config.mesh = options.mesh.mesh;
         if (options.minutes > 0) deadline = cli_now() + options.minutes * 60.0;
     }
-    if (uform_trainer_init_ram(executor, &config, &trainer, &outcome) != UFORM_OK) {
+    uform_outcome_t outcome = {0};
+    if (status == 0 && uform_trainer_init_ram(run.executor, &config, &run.trainer, &outcome) != UFORM_OK)
         status = cli_fail(&outcome, options.resume);
-        goto done;
+    uform_trainer_description_t resumed;
+    uform_trainer_describe(run.trainer, &resumed);
+    if (status == 0 && options.resume && !options.have_seed && resumed.seed != options.seed) {
+        /* A resumed run keeps its seed, the data order's too, unless --seed says otherwise. */
+        options.seed = resumed.seed;
+        uform_dataset_free(run.dataset);
+        if (!(run.dataset = open_training(&options))) status = 1;
     }
-    if (options.resume) {
-        const char *state = uform_trainer_user_metadata(trainer);
-        if (state && sampler_restore(&sampler, state, &manifest, lines) != 0 && !options.quiet)
-            fprintf(stderr, "uform: the checkpoint's data order does not fit %s (another manifest?): starting a new order\n",
-                    options.manifest);
+    if (status == 0) {
+        const char *state = options.resume ? uform_trainer_user_metadata(run.trainer) : NULL;
+        if (state && strncmp(state, "{\"format\":\"uform.data.cursor/", 29) != 0) {
+            if (!options.quiet) fprintf(stderr, "uform: the checkpoint holds no data order of this command: starting a new order\n");
+            state = NULL;
+        }
+        status = open_loader(&options, &run, state);
     }
     uform_trainer_description_t description;
-    uform_trainer_describe(trainer, &description);
-    if (uform_arena_for_executor(executor, &arena, &outcome) != UFORM_OK) {
-        status = cli_fail(&outcome, NULL);
-        goto done;
+    uform_trainer_describe(run.trainer, &description);
+    if (status == 0 && uform_arena_for_executor(run.executor, &run.arena, &outcome) != UFORM_OK) status = cli_fail(&outcome, NULL);
+    if (status == 0 && options.log) {
+        if (!(run.log = fopen(options.log, "w"))) status = cli_fail_errno(errno, "cannot write '%s'", options.log);
+        else fprintf(run.log, "step,seconds,loss,contrastive,choice,learning_rate,grad_norm\n");
     }
-    if (options.log) {
-        log = fopen(options.log, "w");
-        if (!log) {
-            fprintf(stderr, "uform: cannot write '%s': %s\n", options.log, strerror(errno));
-            status = 1;
-            goto done;
-        }
-        fprintf(log, "step,seconds,loss,contrastive,choice,learning_rate,grad_norm\n");
+    if (status == 0 && options.eval_log && !(run.eval_log = fopen(options.eval_log, "w")))
+        status = cli_fail_errno(errno, "cannot write '%s'", options.eval_log);
+    if (status) {
+        run_free(&run, &options);
+        train_mesh_free(&options.mesh);
+        return status;
     }
     cli_catch_interrupts(0);
     int bar = !options.quiet && isatty(2);
-    if (!options.quiet)
-        fprintf(stderr, "uform: training %s (%zu parameters, %s) on %zu lines, batch %zu, %zu threads%s\n",
+    uform_dataset_description_t data;
+    uform_dataset_describe(run.dataset, &data);
+    if (!options.quiet) {
+        char samples[64];
+        if (data.shards) snprintf(samples, sizeof samples, "%zu shards", data.shards);
+        else snprintf(samples, sizeof samples, "%zu samples", data.samples);
+        fprintf(stderr, "uform: training %s (%zu parameters, %s) on %s, batch %zu, %zu threads%s\n",
                 description.model.size[0] ? description.model.size : "model", (size_t)description.model.parameters,
-                cli_compute_name(config.compute), manifest.count, options.batch, uform_executor_threads(executor),
+                cli_compute_name(compute), samples, options.batch, uform_executor_threads(run.executor),
                 options.resume ? ", resumed" : "");
-    double start = cli_now(), last_loss = 0;
-    uint64_t first_step = description.steps, skipped = 0, done_steps = 0;
+    }
+    double start = cli_now(), last_loss = 0, stepping = 0;
+    uint64_t first_step = description.steps, done_steps = 0;
+    size_t printed = 0;
     int warned_twins = 0;
     while (done_steps < options.steps && (config.mesh || !cli_interrupted)) {
         double elapsed = cli_now() - start;
         if (!config.mesh && options.minutes > 0 && elapsed >= options.minutes * 60.0) break;
-        size_t count = sampler_next(&sampler, options.batch, lines), bad_line = SIZE_MAX, first, end;
-        train_mesh_share(&options.mesh, count, &first, &end);
-        if (sampler.twins_unavoidable && !warned_twins && !options.quiet) {
-            fprintf(stderr, "%suform: the manifest repeats a text so often that some batch holds two lines with the same "
-                            "text (the contrastive loss counts the twin as a wrong match)\n", bar ? "\n" : "");
+        uform_trainer_step_t step = {0};
+        step.trainer = run.trainer, step.arena = run.arena;
+        step.progress.callback = step_progress;
+        uform_loader_next_t next = {0};
+        next.loader = run.loader, next.step = &step;
+        uform_status_t got = uform_loader_next(&next);
+        print_skipped(run.loader, &printed, options.quiet, bar);
+        if (got != UFORM_OK || next.done) {
+            if (bar) fputc('\n', stderr);
+            status = got != UFORM_OK ? cli_fail(&next.outcome, NULL) : 0;
+            break;
+        }
+        if (next.twins && !warned_twins && !options.quiet) {
+            fprintf(stderr, "%suform: the data repeats a text so often that some batch holds two samples with the same text "
+                            "(the contrastive loss counts the twin as a wrong match)\n", bar ? "\n" : "");
             warned_twins = 1;
         }
-        if (batch_build(&batch, &manifest, lines + first, end - first, &bad_line, error, sizeof error)) {
-            if (bad_line != SIZE_MAX && options.skip_bad) {
-                sampler.bad[bad_line] = 1, skipped += 1;
-                if (!options.quiet) fprintf(stderr, "%suform: skipped line %zu: %s\n", bar ? "\n" : "", manifest.lines[bad_line].number, error);
-                continue;
-            }
-            fprintf(stderr, "%suform: %s%s%zu\n", bar ? "\n" : "", error, bad_line != SIZE_MAX ? " at line " : "",
-                    bad_line != SIZE_MAX ? manifest.lines[bad_line].number : 0);
-            status = 1;
-            break;
+        if (options.minutes > 0 && options.steps == SIZE_MAX) {
+            /* The schedule on elapsed time: the warmup by steps, then the cosine at the fraction of time gone. */
+            uint64_t number = description.steps + done_steps + 1;
+            double fraction = elapsed / (options.minutes * 60.0), warmup = (double)description.warmup_steps;
+            if (fraction > 1) fraction = 1;
+            step.learning_rate_override = (double)number <= warmup ? uform_trainer_schedule(run.trainer, (double)number, 0)
+                                                                   : uform_trainer_schedule(run.trainer, warmup + fraction, warmup + 1);
         }
-        uform_trainer_step_t step = {0};
-        step.trainer = trainer, step.arena = arena;
-        step.modalities = batch.modalities;
-        step.contents = (uform_tape_t){batch.data, batch.offsets, batch.contents};
-        step.bags = batch.bags, step.bag_count = 2 * batch.pairs, step.sides = batch.sides;
-        step.relations = (uform_relations_t){batch.lefts, batch.rights, batch.groups, batch.pairs};
-        if (batch.choice_count) {
-            step.choices = (uform_tape_t){batch.choices, batch.choice_offsets, batch.contents};
-            step.choice_targets = batch.targets;
-        }
-        step.progress.callback = step_progress;
-        if (options.minutes > 0 && options.steps == SIZE_MAX)
-            step.learning_rate_override = time_schedule(&options, &description, description.steps + done_steps + 1, elapsed);
+        double step_start = cli_now();
         if (uform_trainer_step(&step) != UFORM_OK) {
-            size_t content;
-            uform_status_t code = uform_outcome_status(&step.outcome);
-            if (code == UFORM_CANCELLED) break;
-            int peers = strncmp(step.outcome.message, "member ", 7) == 0; /* another member's content */
-            if ((code == UFORM_FORMAT || code == UFORM_UNSUPPORTED) && !peers && failed_content(&step.outcome, &content) == 0 &&
-                content < batch.contents) {
-                size_t line = batch.content_line[content];
-                if (options.skip_bad) {
-                    sampler.bad[line] = 1, skipped += 1;
-                    if (!options.quiet)
-                        fprintf(stderr, "%suform: skipped line %zu ('%s'): %s\n", bar ? "\n" : "", manifest.lines[line].number,
-                                manifest.lines[line].path ? manifest.lines[line].path : "", step.outcome.message);
-                    continue;
-                }
-                char where[1200];
-                snprintf(where, sizeof where, "%s, line %zu of %s", manifest.lines[line].path ? manifest.lines[line].path : "",
-                         manifest.lines[line].number, options.manifest);
-                status = cli_fail(&step.outcome, where);
-            } else {
-                status = cli_fail(&step.outcome, NULL);
-            }
+            if (bar) fputc('\n', stderr);
+            if (uform_outcome_status(&step.outcome) != UFORM_CANCELLED) status = cli_fail(&step.outcome, NULL);
             break;
         }
+        stepping += cli_now() - step_start;
         done_steps += 1;
         last_loss = step.loss;
         double seconds = cli_now() - start;
-        if (log)
-            fprintf(log, "%llu,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g\n", (unsigned long long)step.step, seconds, step.loss,
+        if (run.log)
+            fprintf(run.log, "%llu,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g\n", (unsigned long long)step.step, seconds, step.loss,
                     step.contrastive, step.choice, step.learning_rate, step.grad_norm);
         if (bar) draw_bar(&options, step.step, first_step, step.loss, seconds);
         if (options.save_every && done_steps % options.save_every == 0 &&
-            save_checkpoint(trainer, options.out, &sampler, options.batch, &manifest)) {
+            save_checkpoint(run.trainer, run.loader, options.out, leads)) {
             status = 1;
             break;
         }
         if (options.eval.count && options.eval_every && done_steps % options.eval_every == 0) {
             if (bar) fputc('\n', stderr);
-            if (evaluate_all(&options, trainer, executor, heldout, step.step)) {
+            if (evaluate_all(&options, run.trainer, run.executor, run.heldout, compute, step.step, run.eval_log)) {
                 status = 1;
                 break;
             }
         }
     }
-    if (bar) fputc('\n', stderr);
-    if (log) fclose(log), log = NULL;
-    if (status == 0 && follower) {
-        status = cli_interrupted ? 130 : 0;
-    } else if (status == 0) {
+    if (bar && status == 0) fputc('\n', stderr);
+    uform_loader_stats_t stats;
+    uform_loader_stats(run.loader, &stats, NULL, 0, NULL);
+    if (status == 0) {
         double seconds = cli_now() - start;
-        if (save_checkpoint(trainer, options.out, &sampler, options.batch, &manifest)) status = 1;
+        if (save_checkpoint(run.trainer, run.loader, options.out, leads)) status = 1;
         else if (cli_interrupted) {
-            fprintf(stderr, "uform: interrupted after step %llu; %s holds it: continue with --resume %s\n",
-                    (unsigned long long)(first_step + done_steps), options.out, options.out);
+            if (leads)
+                fprintf(stderr, "uform: interrupted after step %llu; %s holds it: continue with --resume %s\n",
+                        (unsigned long long)(first_step + done_steps), options.out, options.out);
             status = 130;
-        } else {
-            if (!options.quiet)
-                fprintf(stderr, "uform: %llu steps in %.1f s (%.2f steps/s), final loss %.4f, %llu skipped, saved %s\n",
-                        (unsigned long long)done_steps, seconds, seconds > 0 ? (double)done_steps / seconds : 0.0,
-                        last_loss, (unsigned long long)skipped, options.out);
+        } else if (leads) {
+            if (!options.quiet) {
+                fprintf(stderr, "uform: %llu steps in %.1f s (%.2f steps/s), final loss %.4f, %zu skipped, saved %s\n",
+                        (unsigned long long)done_steps, seconds, seconds > 0 ? (double)done_steps / seconds : 0.0, last_loss,
+                        stats.skipped, options.out);
+                fprintf(stderr, "uform: data: %.2f s waiting for batches (%.1f%% of the steps' %.1f s), %.1f s reading and %.1f s "
+                                "decoding ahead, epoch %llu\n",
+                        stats.wait_seconds, stepping > 0 ? 100.0 * stats.wait_seconds / stepping : 0.0, stepping,
+                        stats.read_seconds, stats.decode_seconds, (unsigned long long)stats.epoch);
+            }
             /* The final evaluation, unless --eval-every has just made it. */
             int evaluated = options.eval_every && done_steps > 0 && done_steps % options.eval_every == 0;
-            if (options.eval.count && !evaluated && evaluate_all(&options, trainer, executor, heldout, first_step + done_steps))
+            if (options.eval.count && !evaluated &&
+                evaluate_all(&options, run.trainer, run.executor, run.heldout, compute, first_step + done_steps, run.eval_log))
                 status = 1;
-            if (status == 0 && skipped) status = 3;
         }
+        if (status == 0 && stats.skipped) status = 3;
     }
-done:
-    if (log) fclose(log);
-    batch_free(&batch);
-    sampler_free(&sampler);
-    free(lines);
-    uform_arena_free(arena);
-    uform_trainer_free(trainer);
+    run_free(&run, &options);
     train_mesh_free(&options.mesh);
-    uform_executor_free(executor);
-    manifest_free(&manifest);
-    for (size_t e = 0; e < options.eval.count; ++e) manifest_free(&heldout[e]);
     return status;
 }
 
 const cli_command_t cli_train = {
     .name = "train",
     .summary = "trains a model on text-media pairs and choice examples (several processes: --processes)",
-    .usage = "MANIFEST.jsonl --out CKPT [options]",
+    .usage = "(MANIFEST.jsonl | FOLDER | --shards LIST) --out CKPT [options]",
     .description =
         "Trains a model on MANIFEST.jsonl (one JSON object a line):\n"
         "  {\"text\": \"a red star\", \"image\": \"img/1.png\"}   a pair; also \"video\" or \"audio\" (paths relative\n"
         "                                                 to the manifest's folder)\n"
-        "  {\"text\": \"is it red? \", \"choices\": \"yn\", \"target\": \"y\"}   a choice example (text_choose)\n",
+        "  {\"text\": \"is it red? \", \"choices\": \"yn\", \"target\": \"y\"}   a choice example (text_choose)\n"
+        "or on a FOLDER (17.jpg with 17.txt is a pair), or on WebDataset shards (--shards: 000012.jpg with\n"
+        "000012.txt or a .json \"caption\" is a pair). Each step takes --batch samples in an order reshuffled\n"
+        "every epoch from --seed, never one twice, keeping two samples with the same text apart; media are\n"
+        "decoded a batch ahead. --resume continues the weights, moments, schedule and data order exactly.\n",
     .epilogue = TRAIN_MESH_HELP,
-    .statuses = "0 done; 1 failed (the library's message is printed); 2 usage; 3 done, but lines were\n"
+    .statuses = "0 done; 1 failed (the library's message is printed); 2 usage; 3 done, but samples were\n"
                 "skipped (--skip-bad); 130 interrupted (Ctrl-C: --out holds the steps completed so far).",
     .flags = flags,
     .options_size = sizeof(options_t),

@@ -256,16 +256,6 @@ int train_mesh_join(train_mesh_t *mesh, uform_executor_t executor, const uform_t
     return 0;
 }
 
-void train_mesh_share(const train_mesh_t *mesh, size_t count, size_t *first, size_t *end) {
-    if (!mesh->mesh) {
-        *first = 0, *end = count;
-        return;
-    }
-    *first = count * mesh->index / mesh->count, *end = count * (mesh->index + 1) / mesh->count;
-}
-
-int train_mesh_leads(const train_mesh_t *mesh) { return !mesh->mesh || mesh->index == 0; }
-
 void train_mesh_free(train_mesh_t *mesh) {
     uform_mesh_free(mesh->mesh);
     mesh->mesh = NULL;

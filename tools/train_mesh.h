@@ -63,12 +63,6 @@ int train_mesh_launch(const train_mesh_t *mesh, int argc, char **argv);
 int train_mesh_join(train_mesh_t *mesh, uform_executor_t executor, const uform_trainer_config_t *config,
                     const char *agreement, int quiet);
 
-/* This member's contiguous share [first, end) of a global batch of `count` lines. */
-void train_mesh_share(const train_mesh_t *mesh, size_t count, size_t *first, size_t *end);
-
-/* Whether this process writes --out, the log, evaluations and the summary (member 0, or no mesh). */
-int train_mesh_leads(const train_mesh_t *mesh);
-
 void train_mesh_free(train_mesh_t *mesh);
 
 #endif

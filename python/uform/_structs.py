@@ -380,6 +380,9 @@ class TrainerStep(Structure):
         ("step", c_uint64),
         ("temperatures", Matrix),
         ("bag_embeddings", Matrix),
+        ("prepared", c_void_p * 4),
+        ("failed_content", c_size_t),
+        ("failed_member", c_size_t),
     ]
 
 

@@ -23,7 +23,7 @@
 
 /* Protocol of the trainer's exchanges; bumped whenever a fixed-size record changes, and compared at
  * the bootstrap, so members never exchange records of different sizes. */
-#define UFORM__MESH_PROTOCOL 1
+#define UFORM__MESH_PROTOCOL 2
 
 struct uform_mesh_s {
     size_t index, count;          /* this member, of `count` */

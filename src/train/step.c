@@ -185,6 +185,7 @@ static uform_status_t step_run(void *pointer, uform__call_context_t *context) {
     uform__train_work_t work;
     memset(&work, 0, sizeof work);
     work.trainer = trainer, work.plan = &plan, work.request = request, work.context = context;
+    work.failed_content = work.failed_member = SIZE_MAX;
     work.compute.gemm = uform__gemm_kernels(trainer->cpu_class);
     work.compute.nn = uform__nn_kernels(trainer->cpu_class);
     work.compute.signal = uform__signal_kernels(trainer->cpu_class);
@@ -260,6 +261,9 @@ static uform_status_t step_run(void *pointer, uform__call_context_t *context) {
     }
     stats.flops = work.compute.flops;
     if (request->stats) *request->stats = stats;
+    request->failed_content = work.failed_content;
+    request->failed_member = work.failed_content != SIZE_MAX && trainer->mesh && work.failed_member == SIZE_MAX
+                                 ? trainer->mesh->index : work.failed_member;
     if (trainer->mesh) uform__train_mesh_end(&mesh_step);
     free(blocks);
     uform__train_batch_free(&plan);
@@ -272,6 +276,7 @@ UFORM_API uform_status_t uform_trainer_step(uform_trainer_step_t *request) {
     request->loss = request->contrastive = request->choice = 0;
     request->learning_rate = request->grad_norm = 0;
     request->step = 0;
+    request->failed_content = request->failed_member = SIZE_MAX;
     memset(&request->temperatures, 0, sizeof request->temperatures);
     memset(&request->bag_embeddings, 0, sizeof request->bag_embeddings);
     if (!request->trainer) return uform__fail(&request->outcome, UFORM_INVALID_ARGUMENT, function, "trainer is NULL");

@@ -137,7 +137,8 @@ int main(void) {
     STEP(trainer), STEP(completion), STEP(modalities), STEP(contents), STEP(bags), STEP(bag_count), STEP(sides);
     STEP(relations), STEP(choices), STEP(choice_targets), STEP(arena), STEP(outputs_scalar), STEP(progress);
     STEP(stats), STEP(learning_rate_override), STEP(outcome), STEP(loss), STEP(contrastive), STEP(choice);
-    STEP(learning_rate), STEP(grad_norm), STEP(step), STEP(temperatures), STEP(bag_embeddings);
+    STEP(learning_rate), STEP(grad_norm), STEP(step), STEP(temperatures), STEP(bag_embeddings), STEP(prepared);
+    STEP(failed_content), STEP(failed_member);
 
     SIZE(uform_trainer_save_t);
     FIELD(uform_trainer_save_t, trainer), FIELD(uform_trainer_save_t, completion), FIELD(uform_trainer_save_t, path);
