@@ -26,7 +26,7 @@ static void defaults(void *raw);
 
 typedef struct options_t {
     const char *data, *shards, *out, *resume, *size, *log, *eval_log;
-    size_t shuffle_buffer;
+    size_t shuffle_buffer, partitions;
     cli_texts_t eval;
     size_t architecture[ARCHITECTURE_FLAGS]; /* 0: --size's value */
     size_t steps, batch, warmup, total_steps, threads, eval_every, save_every;
@@ -55,6 +55,9 @@ static const cli_flag_t flags[] = {
              "joined with \"::\", .tar or .tar.gz (docs/data.md)"),
     CLI_FLAG("--shuffle-buffer", CLI_POSITIVE, options_t, shuffle_buffer, "N",
              "shards: samples held to shuffle the stream (default 2000; 1: none)"),
+    CLI_FLAG("--partitions", CLI_POSITIVE, options_t, partitions, "P",
+             "shards: read the stream as P partitions (default: the mesh's members, each\n"
+             "reading its own); one process with --partitions K draws the batches K members do"),
     CLI_FLAG("--out", CLI_TEXT, options_t, out, "CKPT", "the checkpoint written at the end (with optimizer state; required)"),
     CLI_FLAG("--resume", CLI_TEXT, options_t, resume, "CKPT",
              "continue from a checkpoint: weights, moments, schedule and, for a checkpoint\n"
@@ -200,6 +203,7 @@ static int evaluate_all(const options_t *options, uform_trainer_t trainer, uform
 static uform_dataset_t open_training(const options_t *options) {
     uform_dataset_options_t dataset = {0};
     dataset.seed = options->seed, dataset.skip_bad = options->skip_bad, dataset.shuffle_buffer = options->shuffle_buffer;
+    dataset.partitions = options->partitions;
     if (options->shards) return cli_dataset_open(options->shards, UFORM_DATASET_SHARDS, &dataset);
     return cli_dataset_open(options->data, cli_source_of(options->data), &dataset);
 }

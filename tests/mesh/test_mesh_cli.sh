@@ -43,37 +43,7 @@ PY
 
 # Compares the optimizer.weights.* tensors of two checkpoints: ||a - b|| / ||b|| <= 1e-5 over all of
 # them, and <= 1e-4 per tensor (test_mesh_parity.c says why the two bounds differ).
-same_weights() {
-  "$python" - "$1" "$2" <<'PY'
-import json, struct, sys
-import numpy as np
-def tensors(path):
-    data = open(path, "rb").read()
-    size = struct.unpack("<Q", data[:8])[0]
-    header = json.loads(data[8:8 + size])
-    out = {}
-    for name, entry in header.items():
-        if not name.startswith("optimizer.weights."):
-            continue
-        begin, end = entry["data_offsets"]
-        out[name] = np.frombuffer(data[8 + size + begin:8 + size + end], dtype=np.float32).astype(np.float64)
-    return out
-a, b = tensors(sys.argv[1]), tensors(sys.argv[2])
-if not b or a.keys() != b.keys():
-    print(f"tensors differ: {len(a)} and {len(b)}", file=sys.stderr)
-    sys.exit(1)
-worst, where, difference, norm = 0.0, "", 0.0, 0.0
-for name in b:
-    d, n = float(np.sum((a[name] - b[name]) ** 2)), float(np.sum(b[name] ** 2))
-    difference, norm = difference + d, norm + n
-    error = (d / n) ** 0.5 if n > 0 else d ** 0.5
-    if error > worst:
-        worst, where = error, name
-overall = (difference / norm) ** 0.5
-print(f"weights {overall:.3g} relative (worst tensor {worst:.3g}, {where})", file=sys.stderr)
-sys.exit(0 if overall <= 1e-5 and worst <= 1e-4 else 1)
-PY
-}
+same_weights() { "$python" "$(dirname "$0")/../common/same_weights.py" "$1" "$2"; }
 
 # F32 compute: k members equal one to 1e-5 relative in F32 (training.md); BF16 rounds differently per split.
 common=(--batch 10 --steps 3 --seed 4 --warmup 1 --quiet --f32)
