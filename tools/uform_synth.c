@@ -219,7 +219,7 @@ static int write_manifest(const work_t *work, const char *dir, unsigned split, c
 
 typedef struct synth_options_t {
     const char *pairs, *modalities;
-    size_t heldout, threads;
+    size_t heldout, threads, shards;
     uint64_t seed;
     int quiet;
 } synth_options_t;
@@ -236,6 +236,9 @@ static const cli_flag_t flags[] = {
     CLI_FLAG("--heldout", CLI_SIZE, synth_options_t, heldout, "N", "held-out pairs per modality, and the most compositional ones (default 300)"),
     CLI_FLAG("--modalities", CLI_TEXT, synth_options_t, modalities, "LIST", "which of image, video, audio to write (default all three)"),
     CLI_FLAG("--threads", CLI_SIZE, synth_options_t, threads, "N", "threads drawing and encoding (default 0: one per core)"),
+    CLI_FLAG("--shards", CLI_SIZE, synth_options_t, shards, "N",
+             "also write the training split as N WebDataset shards, DIR/shards/train-{00000..N-1}.tar\n"
+             "(KEY.png/.jpg/.mp4/.webm/.wav/.flac, KEY.txt, KEY.json; samples shuffled over them)"),
     CLI_QUIET(synth_options_t, quiet),
     CLI_FLAGS_END,
 };
@@ -325,6 +328,9 @@ static int run(void *raw, const cli_parsed_t *parsed) {
         status = work.failed ? -1 : 0;
     }
     for (unsigned split = 0; status == 0 && split < 3; ++split) status = write_manifest(&work, dir, split, work.error, sizeof work.error);
+    if (status == 0 && options->shards)
+        status = synth_write_shards(work.items, work.count, work.lines, LINE_CAPACITY, dir, options->shards, seed, work.error,
+                                    sizeof work.error);
     synth_speech_stop();
     pthread_mutex_destroy(&work.lock);
     free(work.items), free(work.shared);
@@ -335,15 +341,17 @@ static int run(void *raw, const cli_parsed_t *parsed) {
     }
     if (!quiet) {
         double seconds = cli_now() - start;
-        fprintf(stderr, "uform: %zu files in %.1f s (%.0f files/s, %zu threads) in %s: train.jsonl, heldout.jsonl, novel.jsonl\n",
+        fprintf(stderr, "uform: %zu files in %.1f s (%.0f files/s, %zu threads) in %s: train.jsonl, heldout.jsonl, novel.jsonl",
                 total, seconds, seconds > 0 ? (double)total / seconds : 0.0, threads, dir);
+        if (options->shards) fprintf(stderr, ", shards/train-{00000..%05zu}.tar", options->shards - 1);
+        fputc('\n', stderr);
     }
     return 0;
 }
 
 const cli_command_t cli_synth = {
     .name = "synth",
-    .summary = "the demo's generated data: pictures, clips and speech with manifests",
+    .summary = "the demo's generated data: pictures, clips and speech, with manifests or shards",
     .usage = "DIR [options]",
     .description =
         "Writes the demo's generated data into DIR: pictures of 5 shapes x 8 colours x 5 places x 2 sizes\n"

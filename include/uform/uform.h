@@ -1278,8 +1278,8 @@ UFORM_API void uform_mesh_free(uform_mesh_t mesh);
  *   total_steps          the cosine reaches 0.1·lr at this step and stays there; 0 keeps lr after warmup
  *   contrastive_weight, choice_weight  the total loss's weights (0: 1; negative: that loss is off)
  * Run:
- *   seed                 draws the initial weights (N(0, 0.02) for matrices, tables and modality
- *                        vectors; N(0, 0.2) for position tables; biases and CLS rows 0; norms 1 and 0;
+ *   seed                 draws the initial weights (N(0, 0.02) for matrices, tables, text.positions and
+ *                        modality vectors; N(0, 0.2) for the media position tables; biases and CLS rows 0; norms 1 and 0;
  *                        temperatures ln(1/0.07))
  *   compute              F32, or BF16 operands with F32 accumulation and F32 master weights
  *                        (attention and the losses stay F32; see uform_compute_t)
@@ -1684,6 +1684,7 @@ typedef struct uform_dataset_item_t {
  * `skip` items are passed over first without reading their bytes (cheap for plain .tar: headers
  * only), so a build that stopped after n items continues with skip = n on a fresh dataset.
  *   dataset   in
+ *   rewind    in: non-zero: start again from the first item (a read goes on where the last stopped)
  *   skip      in: items to pass over first
  *   outcome   out
  *   done      out: 1 when no item was left (then `item` is zeroed)
@@ -1695,6 +1696,7 @@ typedef struct uform_dataset_item_t {
  */
 typedef struct uform_dataset_read_t {
     uform_dataset_t dataset;
+    int rewind;
     size_t skip;
     uform_outcome_t outcome;
     int done;

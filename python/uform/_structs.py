@@ -450,3 +450,12 @@ MIRRORED = {
     "uform_program_t": ProgramHandle,
     "uform_descriptor_t": Descriptor,
 }
+
+
+def _merge_data_structs():
+    from . import _data_structs  # the Data section's mirrors, in a file of their own
+
+    MIRRORED.update(_data_structs.MIRRORED)
+
+
+_merge_data_structs()

@@ -55,6 +55,9 @@ typedef struct batch_t {
     uform_arena_t arenas[4];
     uform_media_prepare_t prepare[4];
     int prepared[4];
+    unsigned char *media;          /* one modality's media end to end, for its prepare (kept: no page faults) */
+    size_t *media_offsets, *media_owners;
+    size_t media_capacity, media_count_capacity;
     char *cursor;                  /* after this batch */
     uint64_t epoch;                /* the epoch the next batch draws from */
     int twins, done;
@@ -146,6 +149,7 @@ static void batch_free(batch_t *batch) {
     free(batch->samples), free(batch->data), free(batch->offsets), free(batch->bags), free(batch->lefts);
     free(batch->rights), free(batch->groups), free(batch->choice_offsets), free(batch->modalities);
     free(batch->sides), free(batch->targets), free(batch->choices), free(batch->cursor);
+    free(batch->media), free(batch->media_offsets), free(batch->media_owners);
     for (int m = 0; m < 4; ++m) uform_arena_free(batch->arenas[m]);
 }
 
@@ -265,19 +269,28 @@ static uform_status_t decode(uform_loader_t loader, batch_t *batch, size_t *bad,
         batch->prepared[m] = 0;
         if (!count) continue;
         /* The tape of this modality's media, in content order (pairs are in sample order). */
-        size_t *offsets = malloc((count + 1) * sizeof *offsets), *owners = malloc((count + 1) * sizeof *owners);
+        if (count + 1 > batch->media_count_capacity) {
+            size_t *offsets = realloc(batch->media_offsets, (count + 1) * sizeof *offsets);
+            if (offsets) batch->media_offsets = offsets;
+            size_t *owners = realloc(batch->media_owners, (count + 1) * sizeof *owners);
+            if (owners) batch->media_owners = owners;
+            if (!offsets || !owners) return uform__fail(outcome, UFORM_OUT_OF_MEMORY, function, "cannot allocate %zu media records", count);
+            batch->media_count_capacity = count + 1;
+        }
+        size_t *offsets = batch->media_offsets, *owners = batch->media_owners;
         size_t total = 0, k = 0;
-        for (size_t i = 0; offsets && owners && i < batch->count; ++i) {
+        for (size_t i = 0; i < batch->count; ++i) {
             const sample_t *sample = &batch->samples[i];
             if (sample->choice || sample->modality != (uform_modality_t)m) continue;
             total += sample->line != SIZE_MAX ? sample->size : sample->shard.size;
             owners[k++] = i;
         }
-        unsigned char *data = offsets && owners ? malloc(total + 1) : NULL;
-        if (!data) {
-            free(offsets), free(owners);
-            return uform__fail(outcome, UFORM_OUT_OF_MEMORY, function, "cannot allocate %zu bytes of media", total);
+        if (total + 1 > batch->media_capacity) {
+            unsigned char *grown = realloc(batch->media, total + total / 2 + 1);
+            if (!grown) return uform__fail(outcome, UFORM_OUT_OF_MEMORY, function, "cannot allocate %zu bytes of media", total);
+            batch->media = grown, batch->media_capacity = total + total / 2 + 1;
         }
+        unsigned char *data = batch->media;
         offsets[0] = 0;
         for (size_t j = 0; j < count; ++j) {
             const sample_t *sample = &batch->samples[owners[j]];
@@ -296,12 +309,10 @@ static uform_status_t decode(uform_loader_t loader, batch_t *batch, size_t *bad,
         double start = now_seconds();
         uform_status_t status = uform_media_prepare(prepare);
         double seconds = now_seconds() - start;
-        free(data), free(offsets);
         pthread_mutex_lock(&loader->lock);
         loader->stats.decode_seconds += seconds;
         pthread_mutex_unlock(&loader->lock);
         if (status != UFORM_OK) {
-            free(owners);
             uform__outcome_copy_text(outcome, &prepare->outcome);
             return uform__fail(outcome, status, function, "%s", prepare->outcome.message);
         }
@@ -310,11 +321,8 @@ static uform_status_t decode(uform_loader_t loader, batch_t *batch, size_t *bad,
             if (prepare->prepared.item_outcomes[j].status != UFORM_OK) {
                 *bad = owners[j];
                 snprintf(message, capacity, "%s", prepare->prepared.item_outcomes[j].message);
-                status = prepare->prepared.item_outcomes[j].status;
-                free(owners);
-                return status;
+                return prepare->prepared.item_outcomes[j].status;
             }
-        free(owners);
     }
     return UFORM_OK;
 }

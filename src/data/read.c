@@ -174,6 +174,7 @@ UFORM_API uform_status_t uform_dataset_read(uform_dataset_read_t *request) {
     if (!dataset) return uform__fail(&request->outcome, UFORM_INVALID_ARGUMENT, function, "dataset is NULL");
     if (__atomic_load_n(&dataset->busy, __ATOMIC_ACQUIRE) == 1)
         return uform__fail(&request->outcome, UFORM_INVALID_ARGUMENT, function, "a loader reads this dataset");
+    if (request->rewind) uform__dataset_rewind(dataset);
     if (request->skip) {
         uform_status_t status = skip_items(request, request->skip, function);
         if (status != UFORM_OK) return status;

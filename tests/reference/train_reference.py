@@ -561,7 +561,7 @@ def example_config():
 
 
 def example_checkpoint(path, config, seed):
-    """Initialised like training.md (matrices N(0, 0.02), position tables N(0, 0.2), biases and CLS
+    """Initialised like training.md (matrices and text.positions N(0, 0.02), the media position tables N(0, 0.2), biases and CLS
     rows 0), except that norms, biases, CLS rows and modality vectors are drawn away from 1 and 0
     and the temperatures differ per group (group 2 beyond the clamp at 100), so a swapped or
     missing tensor shows."""
@@ -575,7 +575,7 @@ def example_checkpoint(path, config, seed):
             base = 1.0 if name.endswith(".weight") else 0.0
             tensors[name] = ("F32", (base + 0.1 * generator.standard_normal(shape)).astype(np.float32))
         else:
-            std = 0.2 if is_position_table(name) else 0.02
+            std = 0.2 if is_position_table(name) and name != "text.positions" else 0.02
             tensors[name] = ("BF16", (std * generator.standard_normal(shape)).astype(np.float32))
     R.write_safetensors(path, tensors, {"uform.format": "4", "uform.config": json.dumps(config)})
 
