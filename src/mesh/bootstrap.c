@@ -1,5 +1,5 @@
 /*
- * uform_mesh_bootstrap, uform_mesh_describe, uform_mesh_free (uform.h, training.md "Mesh").
+ * uform_mesh_bootstrap, uform_mesh_describe, uform_mesh_free (uform.h, docs/mesh.md).
  *
  * The bootstrap in directory/job/ (a run of more than one member, once the collectives module is
  * loaded: gloo_load.h):
