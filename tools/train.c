@@ -89,7 +89,7 @@ static const cli_flag_t flags[] = {
                     "list and replace bad samples (a malformed line or member, a sample without\n"
                     "text, media that cannot be read or decoded) instead of stopping"),
     CLI_QUIET(options_t, quiet),
-    CLI_HEADING("A fresh model's architecture (model.md's config keys; default: --size's value; the checkpoint's\n"
+    CLI_HEADING("A fresh model's architecture (docs/model.md's config keys; default: --size's value; the checkpoint's\n"
                 "config records them):"),
     CLI_FLAG("--size", CLI_TEXT, options_t, size, "S", "tiny, small or base (default tiny)"),
     ARCHITECTURE("--hidden", 0, "the trunk's width"),

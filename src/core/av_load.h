@@ -31,7 +31,8 @@
 typedef struct uform__av_library_t {
     const char *soname_format;
     unsigned major, minor;       /* the version the code was written for (its headers') */
-    const char *version_function; /* answers (major << 16 | minor << 8 | micro), e.g. "avutil_version" */
+    const char *version_function; /* answers (major << 16 | minor << 8 | micro), e.g. "avutil_version";
+                                     NULL: no check beyond the soname's major (libarchive's) */
     int optional;                /* loaded when present, so that others find it; not an error when absent */
 } uform__av_library_t;
 

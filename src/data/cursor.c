@@ -172,7 +172,7 @@ static size_t *read_sizes(reading_t *reading, const cJSON *object, const char *n
     size_t length = (size_t)cJSON_GetArraySize(array);
     size_t *values = malloc((length + 1) * sizeof *values);
     if (!values) {
-        if (!reading->failed) uform__fail(reading->outcome, UFORM_OUT_OF_MEMORY, reading->function, "cannot read the cursor");
+        if (!reading->failed) uform__fail(reading->outcome, UFORM_OUT_OF_MEMORY, reading->function, "cannot allocate memory to read the cursor");
         reading->failed = 1;
         return NULL;
     }
@@ -259,7 +259,7 @@ uform_status_t uform__cursor_read(const char *text, const uform__cursor_head_t *
                                   uform_outcome_t *outcome, const char *function) {
     cJSON *root = NULL;
     uform_status_t status = uform__json_parse(text, strlen(text), &root, NULL, NULL);
-    if (status == UFORM_OUT_OF_MEMORY) return uform__fail(outcome, status, function, "cannot parse the cursor");
+    if (status == UFORM_OUT_OF_MEMORY) return uform__fail(outcome, status, function, "cannot allocate memory to parse the cursor");
     const cJSON *format = cJSON_GetObjectItemCaseSensitive(root, "format");
     if (status != UFORM_OK || !cJSON_IsObject(root) || !cJSON_IsString(format) || strcmp(format->valuestring, FORMAT) != 0) {
         cJSON_Delete(root);

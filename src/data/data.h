@@ -120,7 +120,11 @@ typedef struct uform__shard_sample_t {
 void uform__shard_sample_free(uform__shard_sample_t *sample);
 
 typedef struct uform__shard_reader_t {
+    const struct uform__archive_t *api; /* libarchive's functions, loaded on first use (archive_api.h) */
     void *archive;              /* struct archive * */
+    void *entry;                /* struct archive_entry *: our own, checked (see shard_read.c) */
+    int descriptor;             /* the shard's file, read through our own callbacks */
+    unsigned char *block;       /* the read callback's buffer */
     const char *path;
     size_t shard;
     size_t next_ordinal;        /* of the next sample */

@@ -62,6 +62,7 @@ unsigned char *uform__data_read_file(const char *path, size_t max_bytes, size_t 
     *status = UFORM_IO, *size = 0;
     int descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
     if (descriptor < 0) {
+        if (errno == ENOMEM) *status = UFORM_OUT_OF_MEMORY;
         snprintf(message, capacity, "cannot open '%s': %s", path, strerror(errno));
         return NULL;
     }

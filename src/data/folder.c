@@ -40,6 +40,8 @@ static uform_status_t add_line(uform__lines_t *lines, const char *source, const 
 static uform_status_t walk(uform__lines_t *lines, const char *source, const char *folder, int hidden, uform_outcome_t *outcome,
                            const char *function) {
     DIR *directory = opendir(folder);
+    if (!directory && errno == ENOMEM)
+        return uform__fail(outcome, UFORM_OUT_OF_MEMORY, function, "cannot allocate the listing of the folder '%s'", folder);
     if (!directory) {
         char message[600];
         snprintf(message, sizeof message, "cannot read the folder '%s': %s", folder, strerror(errno));
@@ -55,13 +57,13 @@ static uform_status_t walk(uform__lines_t *lines, const char *source, const char
             capacity = capacity ? capacity * 2 : 64;
             char **grown = realloc(names, capacity * sizeof *grown);
             if (!grown) {
-                status = uform__fail(outcome, UFORM_OUT_OF_MEMORY, function, "cannot list '%s'", folder);
+                status = uform__fail(outcome, UFORM_OUT_OF_MEMORY, function, "cannot allocate the listing of '%s'", folder);
                 break;
             }
             names = grown;
         }
         if (!(names[count] = strdup(entry->d_name)))
-            status = uform__fail(outcome, UFORM_OUT_OF_MEMORY, function, "cannot list '%s'", folder);
+            status = uform__fail(outcome, UFORM_OUT_OF_MEMORY, function, "cannot allocate the listing of '%s'", folder);
         else count += 1;
     }
     closedir(directory);
@@ -69,7 +71,7 @@ static uform_status_t walk(uform__lines_t *lines, const char *source, const char
     for (size_t i = 0; i < count; ++i) {
         char *path = status == UFORM_OK ? join(folder, names[i]) : NULL;
         struct stat link, target;
-        if (status == UFORM_OK && !path) status = uform__fail(outcome, UFORM_OUT_OF_MEMORY, function, "cannot list '%s'", folder);
+        if (status == UFORM_OK && !path) status = uform__fail(outcome, UFORM_OUT_OF_MEMORY, function, "cannot allocate the listing of '%s'", folder);
         if (path && lstat(path, &link) == 0) {
             if (S_ISDIR(link.st_mode)) status = walk(lines, source, path, hidden, outcome, function);
             else if (!S_ISLNK(link.st_mode) || (stat(path, &target) == 0 && !S_ISDIR(target.st_mode)))
@@ -110,10 +112,10 @@ static int has_extension(const char *path, size_t key, const char *extension) {
 
 /* The caption a .txt file holds (one trailing line break dropped), or a .json file's "caption" or
  * "text"; NULL with `why` when there is none. */
-static char *caption_of(const char *path, int json, size_t max_bytes, size_t *length, char *why, size_t capacity) {
-    uform_status_t status;
+static char *caption_of(const char *path, int json, size_t max_bytes, size_t *length, char *why, size_t capacity,
+                        uform_status_t *status) {
     size_t size;
-    unsigned char *bytes = uform__data_read_file(path, max_bytes, &size, &status, why, capacity);
+    unsigned char *bytes = uform__data_read_file(path, max_bytes, &size, status, why, capacity);
     if (!bytes) return NULL;
     if (!json) {
         if (size && bytes[size - 1] == '\n') bytes[--size] = 0;
@@ -123,12 +125,17 @@ static char *caption_of(const char *path, int json, size_t max_bytes, size_t *le
     }
     cJSON *root = NULL;
     char *text = NULL;
-    if (uform__json_parse((const char *)bytes, size, &root, NULL, NULL) == UFORM_OK) {
+    uform_status_t parsed = uform__json_parse((const char *)bytes, size, &root, NULL, NULL);
+    if (parsed == UFORM_OK) {
         const cJSON *caption = cJSON_GetObjectItemCaseSensitive(root, "caption");
         if (!cJSON_IsString(caption)) caption = cJSON_GetObjectItemCaseSensitive(root, "text");
-        if (cJSON_IsString(caption)) text = strdup(caption->valuestring), *length = text ? strlen(text) : 0;
+        if (cJSON_IsString(caption)) {
+            text = strdup(caption->valuestring), *length = text ? strlen(text) : 0;
+            if (!text) parsed = UFORM_OUT_OF_MEMORY;
+        }
     }
-    if (!text) snprintf(why, capacity, "'%s' has no \"caption\" or \"text\" string", path);
+    *status = parsed == UFORM_OUT_OF_MEMORY ? UFORM_OUT_OF_MEMORY : UFORM_OK;
+    if (!text) snprintf(why, capacity, parsed == UFORM_OUT_OF_MEMORY ? "cannot allocate the caption of '%s'" : "'%s' has no \"caption\" or \"text\" string", path);
     cJSON_Delete(root);
     free(bytes);
     return text;
@@ -169,7 +176,9 @@ uform_status_t uform__folder_samples(const uform__lines_t *files, int skip_bad, 
         if (!why[0] && !text_file && !json_file) snprintf(why, sizeof why, "no text: no .txt or .json file with the key of '%s'", medium->path);
         if (!why[0]) {
             const uform__line_t *caption = text_file ? text_file : json_file;
-            sample->text = caption_of(caption->path, caption == json_file, max_bytes, &sample->text_length, why, sizeof why);
+            uform_status_t read = UFORM_OK;
+            sample->text = caption_of(caption->path, caption == json_file, max_bytes, &sample->text_length, why, sizeof why, &read);
+            if (read == UFORM_OUT_OF_MEMORY) return uform__fail(outcome, UFORM_OUT_OF_MEMORY, function, "%s", why);
         }
         if (why[0]) {
             sample->kind = UFORM__LINE_BAD;

@@ -9,6 +9,7 @@
  * the consumed items and cuts the same batches an uninterrupted build cuts.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,7 +31,8 @@ typedef struct build_t {
     uform_arena_t prepared[2], encoded;
     uform_index_builder_t builder;
     char *errors_path;
-    FILE *errors;
+    int errors;                  /* the errors file, appended with write(2) (libuform prints nothing) */
+    int errors_failed;           /* a line could not be written: the next checkpoint fails */
     size_t error_lines;          /* lines in the errors file (resumed ones included) */
     size_t total, done;
     volatile int cancelled;
@@ -50,26 +52,38 @@ static void report(build_t *build) {
         __atomic_store_n(&build->cancelled, 1, __ATOMIC_RELEASE);
 }
 
-static void json_string(FILE *out, const char *bytes, size_t length) {
+/* `bytes` as a quoted JSON string (cJSON's escaping), malloc'ed; NULL without memory. */
+static char *json_string(const char *bytes, size_t length) {
     cJSON *string = cJSON_CreateString("");
-    char *copy = strndup(bytes, length);
-    if (string && copy) {
-        cJSON_SetValuestring(string, copy);
-        char *printed = cJSON_PrintUnformatted(string);
-        if (printed) fputs(printed, out);
-        free(printed);
-    }
+    char *copy = strndup(bytes, length), *printed = NULL;
+    if (string && copy && cJSON_SetValuestring(string, copy)) printed = cJSON_PrintUnformatted(string);
     free(copy);
     cJSON_Delete(string);
+    return printed;
 }
 
+/* Appends {"path", "status", "message"} to the errors file and counts the item as failed. */
 static void write_error(build_t *build, const char *path, size_t length, uform_status_t status, const char *message,
                         const uform_data_error_t *where) {
-    fputs("{\"path\": ", build->errors);
-    json_string(build->errors, path, length);
-    fprintf(build->errors, ", \"status\": \"%s\", \"message\": ", uform_status_name(status));
-    json_string(build->errors, message, strlen(message));
-    fputs("}\n", build->errors);
+    char *quoted_path = json_string(path, length), *quoted_message = json_string(message, strlen(message));
+    size_t capacity = (quoted_path ? strlen(quoted_path) : 0) + (quoted_message ? strlen(quoted_message) : 0) + 96;
+    char *line = quoted_path && quoted_message ? malloc(capacity) : NULL;
+    if (line) {
+        int used = snprintf(line, capacity, "{\"path\": %s, \"status\": \"%s\", \"message\": %s}\n", quoted_path,
+                            uform_status_name(status), quoted_message);
+        for (size_t done = 0; used > 0 && done < (size_t)used;) {
+            ssize_t wrote = write(build->errors, line + done, (size_t)used - done);
+            if (wrote < 0 && errno == EINTR) continue;
+            if (wrote <= 0) {
+                build->errors_failed = errno ? errno : EIO;
+                break;
+            }
+            done += (size_t)wrote;
+        }
+    } else {
+        build->errors_failed = ENOMEM;
+    }
+    free(line), free(quoted_path), free(quoted_message);
     build->error_lines += 1, build->request->failed += 1;
     if (where) build->request->error = *where;
     else uform__data_error_set(&build->request->error, status, 0, SIZE_MAX, NULL, path, "%s", message);
@@ -78,9 +92,11 @@ static void write_error(build_t *build, const char *path, size_t length, uform_s
 /* Writes the index (and makes the errors it mentions durable first). */
 static uform_status_t write_index(build_t *build, size_t consumed) {
     uform_index_build_t *request = build->request;
-    if (fflush(build->errors) != 0 || fsync(fileno(build->errors)) != 0)
+    if (build->errors_failed == ENOMEM)
+        return uform__fail(&request->outcome, UFORM_OUT_OF_MEMORY, build->function, "cannot allocate a line of '%s'", build->errors_path);
+    if (build->errors_failed || fsync(build->errors) != 0)
         return uform__fail(&request->outcome, UFORM_IO, build->function, "cannot write '%s': %s", build->errors_path,
-                           strerror(errno));
+                           strerror(build->errors_failed ? build->errors_failed : errno));
     char consumed_text[24], errors_text[24];
     snprintf(consumed_text, sizeof consumed_text, "%zu", consumed);
     snprintf(errors_text, sizeof errors_text, "%zu", build->error_lines);
@@ -134,6 +150,8 @@ static uform_status_t encode_batch(build_t *build, uform__unit_t *unit) {
         status = unit->preparing ? uform_outcome_wait(&unit->prepare.outcome) : prepare_start(build, unit, 0);
         if (status != UFORM_OK) return failed(build, &unit->prepare.outcome);
         prepared = &unit->prepare.prepared;
+        for (size_t i = 0; i < unit->count; ++i) /* memory is the build's failure, not the item's */
+            if (prepared->item_outcomes[i].status == UFORM_OUT_OF_MEMORY) return failed(build, &prepared->item_outcomes[i]);
         for (size_t i = 0; i < unit->count; ++i)
             if (prepared->item_outcomes[i].status != UFORM_OK) {
                 uform_data_error_t where;
@@ -185,6 +203,7 @@ static uform_status_t pipeline(build_t *build, uform__reader_t *reader) {
     uform__unit_t *current = uform__reader_next(reader);
     if (current && build->request->decoder && prepare_start(build, current, slot) != UFORM_OK)
         status = failed(build, &current->prepare.outcome);
+    int ended = 0;
     while (current && status == UFORM_OK) {
         uform__unit_t *next = current->kind == UFORM__UNIT_END ? NULL : uform__reader_next(reader);
         if (next && build->request->decoder) {
@@ -193,7 +212,7 @@ static uform_status_t pipeline(build_t *build, uform__reader_t *reader) {
             slot ^= 1;
         }
         if (status == UFORM_OK) status = build->cancelled ? cancelled(build) : process(build, current);
-        int ended = current->kind == UFORM__UNIT_END;
+        ended = current->kind == UFORM__UNIT_END;
         uform__unit_free(current);
         current = next;
         if (ended) break;
@@ -207,6 +226,10 @@ static uform_status_t pipeline(build_t *build, uform__reader_t *reader) {
         if (current->preparing) uform_outcome_wait(&current->prepare.outcome);
         uform__unit_free(current);
     }
+    if (status == UFORM_OK && !ended) /* the reader stopped before handing over anything */
+        status = build->cancelled ? cancelled(build)
+                 : reader->failure ? uform__fail(&build->request->outcome, reader->failure, build->function, "%s", reader->message)
+                                   : uform__fail(&build->request->outcome, UFORM_INTERNAL, build->function, "the reader stopped early");
     if (status == UFORM_CANCELLED || uform_outcome_status(&build->request->outcome) == UFORM_CANCELLED) return cancelled(build);
     return status;
 }
@@ -230,7 +253,7 @@ static uform_status_t resume_errors(build_t *build, size_t lines, uform__key_set
                 cJSON_Delete(object);
                 free(line);
                 fclose(file);
-                return uform__fail(&build->request->outcome, UFORM_OUT_OF_MEMORY, build->function, "cannot hold the listed errors");
+                return uform__fail(&build->request->outcome, UFORM_OUT_OF_MEMORY, build->function, "cannot allocate the set of listed errors");
             }
             cJSON_Delete(object);
             kept += 1;
@@ -242,9 +265,9 @@ static uform_status_t resume_errors(build_t *build, size_t lines, uform__key_set
     if (truncate(build->errors_path, keep_bytes) != 0 && errno != ENOENT)
         return uform__fail(&build->request->outcome, UFORM_IO, build->function, "cannot truncate '%s': %s", build->errors_path,
                            strerror(errno));
-    build->errors = fopen(build->errors_path, "a");
+    build->errors = open(build->errors_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     build->error_lines = kept;
-    if (!build->errors)
+    if (build->errors < 0)
         return uform__fail(&build->request->outcome, UFORM_IO, build->function, "cannot open '%s': %s", build->errors_path,
                            strerror(errno));
     return UFORM_OK;
@@ -285,7 +308,7 @@ static uform_status_t resume(build_t *build, uform__key_set_t *seen, size_t *con
         size_t length;
         uform_index_builder_item(build->builder, i, NULL, &path, &length);
         if (uform__key_set_insert(seen, path, length) < 0)
-            return uform__fail(&request->outcome, UFORM_OUT_OF_MEMORY, build->function, "cannot hold the index's keys");
+            return uform__fail(&request->outcome, UFORM_OUT_OF_MEMORY, build->function, "cannot allocate the set of the index's keys");
     }
     request->resumed = *consumed;
     return resume_errors(build, lines, seen);
@@ -316,7 +339,7 @@ UFORM_API uform_status_t uform_index_build(uform_index_build_t *request) {
                            modalities, present);
     build_t build;
     memset(&build, 0, sizeof build);
-    build.request = request, build.function = function;
+    build.request = request, build.function = function, build.errors = -1;
     size_t errors_length = request->errors_path ? strlen(request->errors_path) : strlen(request->out) + 14;
     build.errors_path = malloc(errors_length + 1);
     uform_status_t status = build.errors_path ? UFORM_OK : uform__fail(outcome, UFORM_OUT_OF_MEMORY, function, "cannot allocate a path");
@@ -334,8 +357,9 @@ UFORM_API uform_status_t uform_index_build(uform_index_build_t *request) {
     }
     if (status == UFORM_OK && !build.builder) {
         status = uform_index_builder_create(request->model, request->dimensions, request->scalar, &build.builder, outcome);
-        if (status == UFORM_OK && !(build.errors = fopen(build.errors_path, "w")))
-            status = uform__fail(outcome, UFORM_IO, function, "cannot write '%s': %s", build.errors_path, strerror(errno));
+        if (status == UFORM_OK && (build.errors = open(build.errors_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)) < 0)
+            status = uform__fail(outcome, errno == ENOMEM ? UFORM_OUT_OF_MEMORY : UFORM_IO, function, "cannot write '%s': %s",
+                                 build.errors_path, strerror(errno));
     }
     for (size_t d = 0; d < request->dataset_count; ++d) {
         uform_dataset_description_t description;
@@ -355,7 +379,7 @@ UFORM_API uform_status_t uform_index_build(uform_index_build_t *request) {
         reader.batch_bytes = (size_t)256 << 20, reader.checkpoint = request->checkpoint;
         reader.cancelled = &build.cancelled;
         report(&build);
-        if (uform__reader_start(&reader, 3) != 0) status = uform__fail(outcome, UFORM_OUT_OF_MEMORY, function, "cannot start the reader thread");
+        if (uform__reader_start(&reader, 3) != 0) status = uform__fail(outcome, UFORM_OUT_OF_MEMORY, function, "cannot allocate the reader thread");
         else {
             status = pipeline(&build, &reader);
             uform__reader_stop(&reader);
@@ -365,7 +389,7 @@ UFORM_API uform_status_t uform_index_build(uform_index_build_t *request) {
     }
     free(own[0]), free(own[1]);
     uform__key_set_free(&seen);
-    if (build.errors) fclose(build.errors);
+    if (build.errors >= 0) close(build.errors);
     free(build.errors_path);
     uform_index_builder_free(build.builder);
     for (int i = 0; i < 2; ++i) uform_arena_free(build.prepared[i]);

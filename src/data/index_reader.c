@@ -247,11 +247,13 @@ static void *reader_main(void *pointer) {
             }
         }
     }
-    if (!failed && ended && flush_batches(&reading, consumed) == 0) {
-        uform__unit_t *end = calloc(1, sizeof *end);
+    if (!failed && ended) {
+        uform__unit_t *end = flush_batches(&reading, consumed) == 0 ? calloc(1, sizeof *end) : NULL;
         if (end) {
             end->kind = UFORM__UNIT_END, end->consumed = consumed;
             hand_over(&reading, end);
+        } else {
+            failed = 1; /* memory, or the consumer stopped (then no failure is recorded below) */
         }
     }
     for (int m = 0; m < 4; ++m) uform__unit_free(reading.batches[m]);

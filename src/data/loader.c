@@ -412,7 +412,7 @@ static int draw_lines(uform_loader_t loader, batch_t *batch, size_t want, uform_
     long got = uform__lines_sampler_draw(&loader->lines, want, taken, batch->count, picked, &batch->twins);
     if (got < 0) {
         free(taken);
-        uform__fail(outcome, UFORM_OUT_OF_MEMORY, function, "cannot record the order's swaps");
+        uform__fail(outcome, UFORM_OUT_OF_MEMORY, function, "cannot allocate the record of the order's swaps");
         return -1;
     }
     for (long k = 0; k < got; ++k) sample_from_line(loader, &batch->samples[batch->count++], picked[k]);
@@ -442,7 +442,7 @@ static int draw_batch(uform_loader_t loader, batch_t *batch, uform_outcome_t *ou
     long got = uform__lines_sampler_draw(&loader->lines, B, NULL, 0, picked, &batch->twins);
     if (got < 0) {
         free(picked);
-        uform__fail(outcome, UFORM_OUT_OF_MEMORY, function, "cannot record the order's swaps");
+        uform__fail(outcome, UFORM_OUT_OF_MEMORY, function, "cannot allocate the record of the order's swaps");
         return -1;
     }
     size_t members = loader->options.members ? loader->options.members : 1, member = loader->options.member;
@@ -538,7 +538,7 @@ static void produce(uform_loader_t loader, batch_t *batch) {
                                                   loader->use_lines ? NULL : streams, loader->stream_count)
                             : NULL;
     free(streams);
-    if (!batch->cursor) batch->status = uform__fail(outcome, UFORM_OUT_OF_MEMORY, function, "cannot write the cursor");
+    if (!batch->cursor) batch->status = uform__fail(outcome, UFORM_OUT_OF_MEMORY, function, "cannot allocate the cursor's text");
     batch->epoch = loader->use_lines ? loader->lines.epoch : loader->stream_count ? loader->streams[0].epoch : 0;
 }
 
@@ -675,7 +675,7 @@ UFORM_API uform_status_t uform_loader_open(const uform_loader_options_t *options
         for (size_t s = 0; streams && s < loader->stream_count; ++s) streams[s] = &loader->streams[s];
         status = streams ? uform__cursor_read(options->cursor, &loader->head, &head, loader->use_lines ? &loader->lines : NULL,
                                               loader->use_lines ? NULL : streams, loader->stream_count, outcome, function)
-                         : uform__fail(outcome, UFORM_OUT_OF_MEMORY, function, "cannot read the cursor");
+                         : uform__fail(outcome, UFORM_OUT_OF_MEMORY, function, "cannot allocate memory to read the cursor");
         free(streams);
         if (status == UFORM_OK) loader->stats.skipped = head.skipped, loader->head.batches = head.batches;
     }
@@ -687,7 +687,7 @@ UFORM_API uform_status_t uform_loader_open(const uform_loader_options_t *options
                                                                loader->use_lines ? NULL : streams, loader->stream_count)
                                          : NULL;
         free(streams);
-        if (!loader->initial_cursor) status = uform__fail(outcome, UFORM_OUT_OF_MEMORY, function, "cannot write the cursor");
+        if (!loader->initial_cursor) status = uform__fail(outcome, UFORM_OUT_OF_MEMORY, function, "cannot allocate the cursor's text");
     }
     if (status == UFORM_OK) {
         if (pthread_create(&loader->thread, NULL, loader_main, loader) != 0)
@@ -792,21 +792,21 @@ static uform_status_t gather(uform_loader_t loader, const char *mine, uform_outc
     uint64_t *lengths = calloc(K, sizeof *lengths);
     size_t *sizes = calloc(K, sizeof *sizes);
     char *texts = NULL;
-    if (!lengths || !sizes) status = uform__fail(outcome, UFORM_OUT_OF_MEMORY, function, "cannot gather the cursors");
+    if (!lengths || !sizes) status = uform__fail(outcome, UFORM_OUT_OF_MEMORY, function, "cannot allocate the gathered cursors");
     uint64_t own = length;
     for (size_t j = 0; status == UFORM_OK && j < K; ++j) sizes[j] = sizeof(uint64_t);
     if (status == UFORM_OK) status = uform__mesh_allgather(mesh, &own, lengths, sizes, "the data cursors' lengths", outcome, function);
     size_t total = 0;
     for (size_t j = 0; status == UFORM_OK && j < K; ++j) sizes[j] = (size_t)lengths[j], total += sizes[j];
     if (status == UFORM_OK && !(texts = malloc(total + 1)))
-        status = uform__fail(outcome, UFORM_OUT_OF_MEMORY, function, "cannot gather the cursors");
+        status = uform__fail(outcome, UFORM_OUT_OF_MEMORY, function, "cannot allocate the gathered cursors");
     if (status == UFORM_OK) status = uform__mesh_allgather(mesh, mine, texts, sizes, "the data cursors", outcome, function);
     uform__mesh_release(mesh);
     /* Splice every member's "streams" entries into one list: each text ends with `]}`. */
     char *combined = NULL;
     if (status == UFORM_OK) {
         combined = malloc(total + 1);
-        if (!combined) status = uform__fail(outcome, UFORM_OUT_OF_MEMORY, function, "cannot gather the cursors");
+        if (!combined) status = uform__fail(outcome, UFORM_OUT_OF_MEMORY, function, "cannot allocate the gathered cursors");
     }
     if (status == UFORM_OK) {
         size_t used = 0, at = 0;

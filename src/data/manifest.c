@@ -129,8 +129,10 @@ uform_status_t uform__manifest_read(const char *path, int skip_bad, uform__lines
                                     uform_outcome_t *outcome, const char *function) {
     FILE *file = fopen(path, "rb");
     if (!file) {
-        uform__data_error_set(error, UFORM_IO, 0, SIZE_MAX, path, NULL, "cannot open the manifest: %s", strerror(errno));
-        return uform__fail(outcome, UFORM_IO, function, "cannot open '%s': %s", path, strerror(errno));
+        int why = errno;
+        uform_status_t status = why == ENOMEM ? UFORM_OUT_OF_MEMORY : UFORM_IO;
+        uform__data_error_set(error, status, 0, SIZE_MAX, path, NULL, "cannot open the manifest: %s", strerror(why));
+        return uform__fail(outcome, status, function, "cannot open '%s': %s", path, strerror(why));
     }
     char **sources = realloc(lines->sources, (lines->source_count + 1) * sizeof *sources);
     char *source = sources ? copy(path, strlen(path)) : NULL;
@@ -144,7 +146,7 @@ uform_status_t uform__manifest_read(const char *path, int skip_bad, uform__lines
     size_t buffer_capacity = 0, number = 0;
     ssize_t length;
     uform_status_t status = UFORM_OK;
-    while (status == UFORM_OK && (length = getline(&buffer, &buffer_capacity, file)) >= 0) {
+    while (status == UFORM_OK && (errno = 0, length = getline(&buffer, &buffer_capacity, file)) >= 0) {
         number += 1;
         size_t used = (size_t)length;
         while (used && (buffer[used - 1] == '\n' || buffer[used - 1] == '\r' || buffer[used - 1] == ' ')) --used;
@@ -184,8 +186,9 @@ uform_status_t uform__manifest_read(const char *path, int skip_bad, uform__lines
         if (!line->message || !line->key)
             status = uform__fail(outcome, UFORM_OUT_OF_MEMORY, function, "%s:%zu: out of memory", path, number);
     }
-    if (status == UFORM_OK && ferror(file))
-        status = uform__fail(outcome, UFORM_IO, function, "cannot read '%s': %s", path, strerror(errno));
+    if (status == UFORM_OK && (ferror(file) || errno == ENOMEM))
+        status = uform__fail(outcome, errno == ENOMEM ? UFORM_OUT_OF_MEMORY : UFORM_IO, function,
+                             errno == ENOMEM ? "cannot allocate a line of '%s': %s" : "cannot read '%s': %s", path, strerror(errno));
     free(buffer);
     fclose(file);
     return status;

@@ -161,7 +161,7 @@ static uform_status_t flush(evaluation_t *evaluation, side_t *side, uform_modali
         uint64_t *labels = realloc(side->labels, capacity * sizeof(uint64_t));
         if (labels) side->labels = labels;
         if (!texts || !media || !labels)
-            return uform__fail(&request->outcome, UFORM_OUT_OF_MEMORY, function, "cannot hold %zu embeddings", capacity);
+            return uform__fail(&request->outcome, UFORM_OUT_OF_MEMORY, function, "cannot allocate room for %zu embeddings", capacity);
         side->capacity = capacity;
     }
     uform_text_encode_t text = {0};
@@ -217,12 +217,12 @@ static uform_status_t add_pair(side_t *side, const uform_dataset_item_t *item, u
         side->keys = realloc(side->keys, capacity * sizeof(char *));
         side->pending_labels = realloc(side->pending_labels, capacity * sizeof(uint64_t));
         if (!side->text_offsets || !side->media_offsets || !side->keys || !side->pending_labels)
-            return uform__fail(outcome, UFORM_OUT_OF_MEMORY, function, "cannot hold a batch");
+            return uform__fail(outcome, UFORM_OUT_OF_MEMORY, function, "cannot allocate a batch's records");
         side->pending_capacity = capacity;
     }
     if (grow_bytes(&side->text_bytes, &side->text_capacity, side->text_used + item->text_length + 1) ||
         grow_bytes(&side->media_bytes, &side->media_capacity, side->media_used + item->size + 1))
-        return uform__fail(outcome, UFORM_OUT_OF_MEMORY, function, "cannot hold a batch's bytes");
+        return uform__fail(outcome, UFORM_OUT_OF_MEMORY, function, "cannot allocate a batch's bytes");
     size_t i = side->pending;
     side->text_offsets[0] = side->media_offsets[0] = 0;
     memcpy(side->text_bytes + side->text_used, item->text, item->text_length);
@@ -230,7 +230,7 @@ static uform_status_t add_pair(side_t *side, const uform_dataset_item_t *item, u
     memcpy(side->media_bytes + side->media_used, item->bytes, item->size);
     side->media_used += item->size, side->media_offsets[i + 1] = side->media_used;
     side->keys[i] = strndup(item->key, item->key_length);
-    if (!side->keys[i]) return uform__fail(outcome, UFORM_OUT_OF_MEMORY, function, "cannot hold a key");
+    if (!side->keys[i]) return uform__fail(outcome, UFORM_OUT_OF_MEMORY, function, "cannot allocate an item's key");
     side->pending_labels[i] = label; /* into `labels` once the flush has grown it */
     side->pending += 1;
     return UFORM_OK;
@@ -277,7 +277,7 @@ UFORM_API uform_status_t uform_evaluate(uform_evaluate_t *request) {
         if (!(describe.description.modalities & (1u << item->modality))) continue;
         uint64_t label = label_of(&labels, item->text, item->text_length);
         if (label == UINT64_MAX) {
-            status = uform__fail(outcome, UFORM_OUT_OF_MEMORY, function, "cannot hold the captions");
+            status = uform__fail(outcome, UFORM_OUT_OF_MEMORY, function, "cannot allocate the table of captions");
             break;
         }
         side_t *side = &sides[item->modality];

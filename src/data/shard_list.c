@@ -28,11 +28,11 @@ static uform_status_t emit(expansion_t *expansion, const char *path, size_t leng
     if (*expansion->count == expansion->capacity) {
         size_t capacity = expansion->capacity ? 2 * expansion->capacity : 64;
         char **grown = realloc(*expansion->paths, capacity * sizeof *grown);
-        if (!grown) return uform__fail(expansion->outcome, UFORM_OUT_OF_MEMORY, expansion->function, "cannot list the shards");
+        if (!grown) return uform__fail(expansion->outcome, UFORM_OUT_OF_MEMORY, expansion->function, "cannot allocate the list of shards");
         *expansion->paths = grown, expansion->capacity = capacity;
     }
     char *copy = strndup(path, length);
-    if (!copy) return uform__fail(expansion->outcome, UFORM_OUT_OF_MEMORY, expansion->function, "cannot list the shards");
+    if (!copy) return uform__fail(expansion->outcome, UFORM_OUT_OF_MEMORY, expansion->function, "cannot allocate the list of shards");
     (*expansion->paths)[(*expansion->count)++] = copy;
     return UFORM_OK;
 }
@@ -57,7 +57,7 @@ static uform_status_t expand(expansion_t *expansion, const char *prefix, size_t 
             return uform__fail(expansion->outcome, UFORM_INVALID_ARGUMENT, expansion->function,
                                "the shard list '%s' has a '}' without its '{'", expansion->spec);
         char *path = malloc(prefix_length + length + 1);
-        if (!path) return uform__fail(expansion->outcome, UFORM_OUT_OF_MEMORY, expansion->function, "cannot list the shards");
+        if (!path) return uform__fail(expansion->outcome, UFORM_OUT_OF_MEMORY, expansion->function, "cannot allocate the list of shards");
         memcpy(path, prefix, prefix_length), memcpy(path + prefix_length, pattern, length);
         uform_status_t status = emit(expansion, path, prefix_length + length);
         free(path);
@@ -72,7 +72,7 @@ static uform_status_t expand(expansion_t *expansion, const char *prefix, size_t 
     const char *rest = close + 1;
     size_t rest_length = length - (size_t)(rest - pattern);
     char *base = malloc(prefix_length + head + 32 + inner);
-    if (!base) return uform__fail(expansion->outcome, UFORM_OUT_OF_MEMORY, expansion->function, "cannot list the shards");
+    if (!base) return uform__fail(expansion->outcome, UFORM_OUT_OF_MEMORY, expansion->function, "cannot allocate the list of shards");
     memcpy(base, prefix, prefix_length), memcpy(base + prefix_length, pattern, head);
     size_t stem = prefix_length + head;
     uform_status_t status = UFORM_OK;

@@ -169,7 +169,7 @@ int uform__stream_draw(uform__stream_t *stream, uform__shard_sample_t *const *pi
         }
         stream->epoch += 1;
         if (begin_epoch(stream) != UFORM_OK) {
-            uform__fail(outcome, UFORM_OUT_OF_MEMORY, function, "cannot order the shards of epoch %llu",
+            uform__fail(outcome, UFORM_OUT_OF_MEMORY, function, "cannot allocate the shard order of epoch %llu",
                         (unsigned long long)stream->epoch);
             return -1;
         }
@@ -220,6 +220,7 @@ static uform_status_t read_again(const struct uform_dataset_s *dataset, uform__s
     for (;;) {
         int wanted = reader->next_ordinal == ordinal;
         int got = uform__shard_next(reader, wanted, sample);
+        if (got < 0 && reader->broken == UFORM_OUT_OF_MEMORY) return uform__fail(outcome, UFORM_OUT_OF_MEMORY, function, "%s", reader->message);
         if (got <= 0)
             return uform__fail(outcome, got < 0 ? reader->broken : UFORM_FORMAT, function,
                                "the cursor names sample %zu of shard '%s', which %s", ordinal, dataset->shards[shard],
@@ -247,14 +248,14 @@ uform_status_t uform__stream_restore(uform__stream_t *stream, const uform__strea
                            "the cursor holds %zu buffered samples, more than this dataset's shuffle buffer of %zu",
                            entry_count, stream->buffer_capacity);
     stream->epoch = state->epoch;
-    if (begin_epoch(stream) != UFORM_OK) return uform__fail(outcome, UFORM_OUT_OF_MEMORY, function, "cannot order the shards");
+    if (begin_epoch(stream) != UFORM_OK) return uform__fail(outcome, UFORM_OUT_OF_MEMORY, function, "cannot allocate the shard order");
     if (state->at > stream->sequence_count)
         return uform__fail(outcome, UFORM_CONFIG_MISMATCH, function, "the cursor is at shard %zu of %zu", state->at,
                            stream->sequence_count);
     stream->rng = state->rng, stream->at = state->at, stream->counter = state->counter;
     stream->epoch_samples = state->epoch_samples, stream->exhausted = state->exhausted;
     entry_t *sorted = malloc((entry_count + 1) * sizeof *sorted);
-    if (!sorted) return uform__fail(outcome, UFORM_OUT_OF_MEMORY, function, "cannot restore the shuffle buffer");
+    if (!sorted) return uform__fail(outcome, UFORM_OUT_OF_MEMORY, function, "cannot allocate the shuffle buffer's restoring");
     for (size_t i = 0; i < entry_count; ++i) {
         sorted[i] = (entry_t){entries[2 * i], entries[2 * i + 1], i};
         if (sorted[i].shard >= dataset->shard_count) {
@@ -284,7 +285,9 @@ uform_status_t uform__stream_restore(uform__stream_t *stream, const uform__strea
             uform__shard_sample_t skipped;
             int got = uform__shard_next(&stream->reader, 0, &skipped);
             uform__shard_sample_free(&skipped);
-            if (got <= 0)
+            if (got < 0 && stream->reader.broken == UFORM_OUT_OF_MEMORY)
+                status = uform__fail(outcome, UFORM_OUT_OF_MEMORY, function, "%s", stream->reader.message);
+            else if (got <= 0)
                 status = uform__fail(outcome, UFORM_CONFIG_MISMATCH, function, "the cursor is at sample %zu of shard '%s', which %s",
                                      state->ordinal, dataset->shards[shard], got < 0 ? stream->reader.message : "ends before it");
         }

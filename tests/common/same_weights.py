@@ -1,8 +1,9 @@
 """Whether two training checkpoints hold the same master weights: k mesh members against one
-process (training.md: 1e-5 relative in F32), by the L2 norm of the difference over every
-optimizer.weights.* tensor, and at most 1e-4 in any one tensor. Prints both; exits 0 or 1.
+process (docs/training.md: 1e-5 relative in F32), by the L2 norm of the difference over every
+optimizer.weights.* tensor, and at most PER_TENSOR (default 1e-4) in any one tensor. Prints both;
+exits 0 or 1.
 
-Usage: same_weights.py A.safetensors B.safetensors
+Usage: same_weights.py A.safetensors B.safetensors [PER_TENSOR]
 """
 import json
 import struct
@@ -24,7 +25,7 @@ def tensors(path):
     return out
 
 
-def main(first, second):
+def main(first, second, per_tensor=1e-4):
     a, b = tensors(first), tensors(second)
     if not b or a.keys() != b.keys():
         print(f"tensors differ: {len(a)} and {len(b)}", file=sys.stderr)
@@ -38,8 +39,8 @@ def main(first, second):
             worst, where = error, name
     overall = (difference / norm) ** 0.5
     print(f"weights {overall:.3g} relative (worst tensor {worst:.3g}, {where})", file=sys.stderr)
-    return 0 if overall <= 1e-5 and worst <= 1e-4 else 1
+    return 0 if overall <= 1e-5 and worst <= per_tensor else 1
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1], sys.argv[2]))
+    sys.exit(main(sys.argv[1], sys.argv[2], float(sys.argv[3]) if len(sys.argv) > 3 else 1e-4))

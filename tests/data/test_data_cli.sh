@@ -16,7 +16,10 @@ passed=0 failed=0
 check() { if "$@"; then passed=$((passed + 1)); else echo "failed: $*" >&2; failed=$((failed + 1)); fi; }
 contains() { grep -q -- "$2" "$1"; }
 status_is() { local want=$1; shift; "$@"; local got=$?; [ "$got" -eq "$want" ] || { echo "exit $got, expected $want: $*" >&2; return 1; }; }
-same_weights() { "$python" "$here/../common/same_weights.py" "$1" "$2"; }
+# The whole model to 1e-5 (docs/training.md); any one tensor to 1e-3: a bias that starts at 0 moves
+# by Adam's normalised steps, which magnify the members' different summation order in its tiny
+# gradients (trunk.0.attn.qkv.bias: 2.4e-4 here, the whole model 4.3e-7).
+same_weights() { "$python" "$here/../common/same_weights.py" "$1" "$2" 1e-3; }
 
 shards="$corpus/shards/{000..005}.tar"
 common=(--batch 8 --seed 4 --warmup 1 --quiet --shuffle-buffer 6)

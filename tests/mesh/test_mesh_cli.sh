@@ -45,7 +45,7 @@ PY
 # them, and <= 1e-4 per tensor (test_mesh_parity.c says why the two bounds differ).
 same_weights() { "$python" "$(dirname "$0")/../common/same_weights.py" "$1" "$2"; }
 
-# F32 compute: k members equal one to 1e-5 relative in F32 (training.md); BF16 rounds differently per split.
+# F32 compute: k members equal one to 1e-5 relative in F32 (docs/training.md); BF16 rounds differently per split.
 common=(--batch 10 --steps 3 --seed 4 --warmup 1 --quiet --f32)
 check status_is 0 "$uform" train "$work/train.jsonl" --out "$work/one.safetensors" --threads 2 "${common[@]}"
 check status_is 0 "$uform" train "$work/train.jsonl" --out "$work/two.safetensors" --processes 2 --batch 10 --steps 3 --seed 4 --warmup 1 --f32 --log "$work/two.csv" > "$work/two.out" 2> "$work/two.err"

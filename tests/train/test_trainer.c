@@ -409,7 +409,7 @@ static void test_init_errors(uform_executor_t executor) {
     CHECK_CONTAINS(step.outcome.message, "trainer is NULL");
 }
 
-/* A fresh trainer's tensors have training.md's spreads: N(0, 0.02) for matrices, tables and
+/* A fresh trainer's tensors have docs/training.md's spreads: N(0, 0.02) for matrices, tables and
  * text.positions, N(0, 0.2) for the media position tables, norms 1 and 0, biases and CLS rows 0. */
 static void test_initialisation(uform_executor_t executor) {
     uform_trainer_t trainer = make_trainer(executor, 42, UFORM_COMPUTE_F32);
