@@ -197,6 +197,8 @@ typedef struct uform__stream_t {
     int reading;              /* the reader is open */
     int exhausted;            /* this epoch's shards are all read (the buffer drains) */
     size_t epoch_samples;     /* samples this partition took into the buffer this epoch */
+    uint64_t bytes_read;      /* members read, over every shard so far */
+    double read_seconds;
 } uform__stream_t;
 
 /* Makes partition `partition` of `partitions` of the dataset's shard stream (seeded from the dataset). */

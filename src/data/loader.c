@@ -375,8 +375,8 @@ static int draw_stream(uform_loader_t loader, batch_t *batch, size_t s, size_t w
     size_t mine = 0;
     for (size_t i = 0; i < batch->count; ++i)
         if (batch->samples[i].partition == stream->partition) picked[mine++] = &batch->samples[i].shard;
-    double read_before = stream->reader.seconds;
-    uint64_t bytes_before = stream->reader.bytes_read;
+    double read_before = stream->read_seconds;
+    uint64_t bytes_before = stream->bytes_read;
     int result = 1;
     for (size_t k = 0; k < want; ++k) {
         uform__shard_sample_t drawn;
@@ -393,8 +393,8 @@ static int draw_stream(uform_loader_t loader, batch_t *batch, size_t s, size_t w
     }
     free(picked);
     pthread_mutex_lock(&loader->lock);
-    if (stream->reader.seconds >= read_before) loader->stats.read_seconds += stream->reader.seconds - read_before;
-    if (stream->reader.bytes_read >= bytes_before) loader->stats.bytes_read += stream->reader.bytes_read - bytes_before;
+    loader->stats.read_seconds += stream->read_seconds - read_before;
+    loader->stats.bytes_read += stream->bytes_read - bytes_before;
     pthread_mutex_unlock(&loader->lock);
     return result;
 }

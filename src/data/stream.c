@@ -105,7 +105,11 @@ static int next_from_stream(uform__stream_t *stream, uform__shard_sample_t *samp
             }
             stream->reading = 1;
         }
+        uint64_t bytes_before = stream->reader.bytes_read;
+        double seconds_before = stream->reader.seconds;
         int got = uform__shard_next(&stream->reader, 1, sample);
+        stream->bytes_read += stream->reader.bytes_read - bytes_before;
+        stream->read_seconds += stream->reader.seconds - seconds_before;
         if (got <= 0) {
             uform_status_t broken = stream->reader.broken;
             size_t shard = stream->reader.shard;
