@@ -24,6 +24,7 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Unio
 import numpy as np
 
 from . import _data_structs as D, _inputs, _structs as S
+from ._closing import Closing
 from ._library import lib
 from ._progress import Relay, trampoline
 from .enums import Modality
@@ -88,7 +89,7 @@ class Item:
     error: Optional[DataError]
 
 
-class Dataset:
+class Dataset(Closing):
     """A dataset: open it with ``Dataset.open``; ``close()`` (or ``with``) frees it."""
 
     def __init__(self) -> None:
@@ -195,18 +196,6 @@ class Dataset:
         handle, self._handle = self._handle, None
         lib.uform_dataset_free(handle)
 
-    def __enter__(self) -> "Dataset":
-        return self
-
-    def __exit__(self, *exc_info) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        try:
-            self.close()
-        except Exception:
-            pass
-
 
 @dataclass(frozen=True)
 class LoaderStats:
@@ -234,7 +223,7 @@ class Batch:
     twins: bool
 
 
-class Loader:
+class Loader(Closing):
     """Training batches of a dataset for a trainer (``uform_loader_t``): iterate it for ``Batch``
     summaries, or let ``Trainer.fit`` step on it. ``cursor()`` answers the text that resumes the
     data order exactly (``Dataset.loader(..., cursor=...)``)."""
@@ -317,18 +306,6 @@ class Loader:
         lib.uform_loader_free(handle)
         if self in self._dataset._loaders:
             self._dataset._loaders.remove(self)
-
-    def __enter__(self) -> "Loader":
-        return self
-
-    def __exit__(self, *exc_info) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        try:
-            self.close()
-        except Exception:
-            pass
 
 
 # ---- recall ----

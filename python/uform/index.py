@@ -15,6 +15,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence
 import numpy as np
 
 from . import _data_structs as D, _inputs, _structs as S
+from ._closing import Closing
 from ._library import lib
 from ._progress import Relay, trampoline
 from .data import Dataset, DataError, _error_of, _raise
@@ -71,7 +72,7 @@ class BuildResult:
     error: Optional[DataError]
 
 
-class Index:
+class Index(Closing):
     """An open index file (``uform_index_t``); any number of threads may search it."""
 
     def __init__(self) -> None:
@@ -211,15 +212,3 @@ class Index:
             return
         handle, self._handle = self._handle, None
         lib.uform_index_free(handle)
-
-    def __enter__(self) -> "Index":
-        return self
-
-    def __exit__(self, *exc_info) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        try:
-            self.close()
-        except Exception:
-            pass

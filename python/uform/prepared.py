@@ -16,6 +16,7 @@ from typing import Any, List, Optional
 import numpy as np
 
 from . import _data_structs as D, _structs as S
+from ._closing import Closing
 from ._library import lib
 from .errors import from_outcome, invalid
 from .results import _matrix
@@ -23,7 +24,7 @@ from .results import _matrix
 _MODALITIES = {"image": 1, "video": 2, "audio": 3}
 
 
-class Prepared:
+class Prepared(Closing):
     """Decoded media of one modality, ready for ``prepared_encode`` on any executor."""
 
     def __init__(self, request: D.MediaPrepare, arena: int, keep: Any) -> None:
@@ -49,18 +50,6 @@ class Prepared:
             return
         arena, self._arena = self._arena, None
         lib.uform_arena_free(arena)
-
-    def __enter__(self) -> "Prepared":
-        return self
-
-    def __exit__(self, *exc_info) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        try:
-            self.close()
-        except Exception:
-            pass
 
 
 def media_prepare(receiver: Any, files: Any, modality: str) -> Prepared:

@@ -20,6 +20,7 @@ from typing import Any, Optional, Sequence, Tuple, Union
 import numpy as np
 
 from . import _batch, _inputs, _structs as S
+from ._closing import Closing
 from ._library import lib
 from ._progress import Relay, trampoline
 from ._verbs import _SCALAR_NAMES, _check_common
@@ -157,7 +158,7 @@ def _config(values: dict, function: str) -> Tuple[S.TrainerConfig, tuple]:
     return config, tuple(keep)
 
 
-class Trainer:
+class Trainer(Closing):
     """A trainer over one executor. Make it with ``Trainer.init_ram``; run its verbs through
     ``on(executor)`` or ``deferred(executor)``; ``close()`` waits for its Deferred calls and frees it."""
 
@@ -275,18 +276,6 @@ class Trainer:
             pending._settle()
         handle, self._handle = self._handle, None
         lib.uform_trainer_free(handle)
-
-    def __enter__(self) -> "Trainer":
-        return self
-
-    def __exit__(self, *exc_info) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        try:
-            self.close()
-        except Exception:
-            pass
 
 
 class TrainerReceiver:

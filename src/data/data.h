@@ -286,4 +286,8 @@ void uform__stream_shard_order(const struct uform_dataset_s *dataset, uint64_t e
 unsigned char *uform__data_read_file(const char *path, size_t max_bytes, size_t *size, uform_status_t *status,
                                      char *message, size_t capacity);
 
+/* The "caption" (else "text") string of a JSON object's bytes (a shard's KEY.json, a folder's
+ * KEY.json), malloc'ed; NULL when there is none, with *memory set when that is for lack of memory. */
+char *uform__data_json_caption(const unsigned char *bytes, size_t size, int *memory);
+
 #endif

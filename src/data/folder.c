@@ -13,7 +13,6 @@
 
 #include "core/outcome.h"
 #include "data/data.h"
-#include "io/json.h"
 
 static int compare_names(const void *left, const void *right) { return strcmp(*(char *const *)left, *(char *const *)right); }
 
@@ -123,20 +122,11 @@ static char *caption_of(const char *path, int json, size_t max_bytes, size_t *le
         *length = size;
         return (char *)bytes;
     }
-    cJSON *root = NULL;
-    char *text = NULL;
-    uform_status_t parsed = uform__json_parse((const char *)bytes, size, &root, NULL, NULL);
-    if (parsed == UFORM_OK) {
-        const cJSON *caption = cJSON_GetObjectItemCaseSensitive(root, "caption");
-        if (!cJSON_IsString(caption)) caption = cJSON_GetObjectItemCaseSensitive(root, "text");
-        if (cJSON_IsString(caption)) {
-            text = strdup(caption->valuestring), *length = text ? strlen(text) : 0;
-            if (!text) parsed = UFORM_OUT_OF_MEMORY;
-        }
-    }
-    *status = parsed == UFORM_OUT_OF_MEMORY ? UFORM_OUT_OF_MEMORY : UFORM_OK;
-    if (!text) snprintf(why, capacity, parsed == UFORM_OUT_OF_MEMORY ? "cannot allocate the caption of '%s'" : "'%s' has no \"caption\" or \"text\" string", path);
-    cJSON_Delete(root);
+    int memory = 0;
+    char *text = uform__data_json_caption(bytes, size, &memory);
+    if (text) *length = strlen(text);
+    *status = memory ? UFORM_OUT_OF_MEMORY : UFORM_OK;
+    if (!text) snprintf(why, capacity, memory ? "cannot allocate the caption of '%s'" : "'%s' has no \"caption\" or \"text\" string", path);
     free(bytes);
     return text;
 }

@@ -237,8 +237,7 @@ static void bad(uform__shard_sample_t *sample, uform_status_t status, const char
     sample->message = strdup(message);
 }
 
-/* The caption of a .json member, or NULL (*memory set when that is for lack of memory). */
-static char *json_caption(const unsigned char *bytes, size_t size, int *memory) {
+char *uform__data_json_caption(const unsigned char *bytes, size_t size, int *memory) {
     cJSON *root = NULL;
     char *text = NULL;
     uform_status_t parsed = uform__json_parse((const char *)bytes, size, &root, NULL, NULL);
@@ -346,7 +345,7 @@ int uform__shard_next(uform__shard_reader_t *reader, int with_bytes, uform__shar
     }
     if (result == 1 && !sample->text && json) {
         int memory = 0;
-        sample->text = json_caption((const unsigned char *)json, strlen(json), &memory);
+        sample->text = uform__data_json_caption((const unsigned char *)json, strlen(json), &memory);
         if (sample->text) sample->text_length = strlen(sample->text);
         if (memory) result = out_of_memory(reader, "a .json member's caption");
     }

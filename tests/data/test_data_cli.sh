@@ -10,12 +10,7 @@
 set -u
 uform=$1 corpus=$2 checkpoint=$3 python=${4:-/usr/bin/python3}
 here=$(cd "$(dirname "$0")" && pwd)
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-passed=0 failed=0
-check() { if "$@"; then passed=$((passed + 1)); else echo "failed: $*" >&2; failed=$((failed + 1)); fi; }
-contains() { grep -q -- "$2" "$1"; }
-status_is() { local want=$1; shift; "$@"; local got=$?; [ "$got" -eq "$want" ] || { echo "exit $got, expected $want: $*" >&2; return 1; }; }
+. "$here/../common/checks.sh"
 # The whole model to 1e-5 (docs/training.md); any one tensor to 1e-3: a bias that starts at 0 moves
 # by Adam's normalised steps, which magnify the members' different summation order in its tiny
 # gradients (trunk.0.attn.qkv.bias: 2.4e-4 here, the whole model 4.3e-7).
@@ -78,5 +73,4 @@ PY
 "$uform" search "$work/shards.index" "$checkpoint" --image "$corpus/loose/000017.png" --top 1 --json > "$work/hit.json"
 check grep -q '005.tar:000017.png\|002.tar:000017.png' "$work/hit.json"
 
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+finish

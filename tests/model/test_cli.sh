@@ -4,11 +4,8 @@
 # Usage: test_cli.sh UFORM_BINARY CHECKPOINT PYTHON
 set -u
 uform=$1 checkpoint=$2 python=${3:-/usr/bin/python3}
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-passed=0 failed=0
-check() { if "$@"; then passed=$((passed + 1)); else echo "failed: $*" >&2; failed=$((failed + 1)); fi; }
-contains() { grep -q -- "$2" "$1"; }
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/../common/checks.sh"
 
 check "$uform" describe "$checkpoint" > "$work/describe.txt"
 check contains "$work/describe.txt" "hidden 128, depth 2"
@@ -55,5 +52,4 @@ check contains "$work/err3.txt" "lists byte 97 twice"
 "$uform" describe "$work/missing.safetensors" 2> "$work/err4.txt"; check test $? -eq 1
 check contains "$work/err4.txt" "UForm: io \[uform_model_load_ram\]"
 
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+finish
