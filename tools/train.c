@@ -32,7 +32,7 @@ typedef struct options_t {
     size_t steps, batch, warmup, total_steps, threads, eval_every, save_every;
     double minutes, lr, weight_decay, clip;
     uint64_t seed;
-    int compute, skip_bad, quiet, have_steps, have_total, have_warmup, have_lr, have_decay, have_clip, have_seed;
+    int compute, skip_bad, quiet, json, have_steps, have_total, have_warmup, have_lr, have_decay, have_clip, have_seed;
     train_mesh_t mesh;      /* --mesh ... or --processes (train_mesh.h) */
 } options_t;
 
@@ -89,6 +89,9 @@ static const cli_flag_t flags[] = {
                     "list and replace bad samples (a malformed line or member, a sample without\n"
                     "text, media that cannot be read or decoded) instead of stopping"),
     CLI_QUIET(options_t, quiet),
+    CLI_SWITCH_FLAG("--json", options_t, json,
+                    "print the summary as one JSON object on stdout: steps, seconds, steps/s, the final\n"
+                    "loss, and the data's wait, reading and decoding seconds (the loader's stats)"),
     CLI_HEADING("A fresh model's architecture (docs/model.md's config keys; default: --size's value; the checkpoint's\n"
                 "config records them):"),
     CLI_FLAG("--size", CLI_TEXT, options_t, size, "S", "tiny, small or base (default tiny)"),
@@ -432,6 +435,19 @@ static int run(void *raw, const cli_parsed_t *parsed) {
                                 "decoding ahead, epoch %llu\n",
                         stats.wait_seconds, stepping > 0 ? 100.0 * stats.wait_seconds / stepping : 0.0, stepping,
                         stats.read_seconds, stats.decode_seconds, (unsigned long long)stats.epoch);
+            }
+            if (options.json) {
+                printf("{\"steps\": %llu, \"seconds\": %.6f, \"stepping_seconds\": %.6f, \"steps_per_second\": %.6f, "
+                       "\"final_loss\": %.9g, \"skipped\": %zu, \"out\": ",
+                       (unsigned long long)done_steps, seconds, stepping, seconds > 0 ? (double)done_steps / seconds : 0.0,
+                       last_loss, stats.skipped);
+                cli_json_string(stdout, options.out, strlen(options.out));
+                printf(", \"data\": {\"batches\": %zu, \"samples\": %zu, \"epoch\": %llu, \"wait_seconds\": %.6f, "
+                       "\"wait_fraction\": %.6f, \"read_seconds\": %.6f, \"decode_seconds\": %.6f, \"bytes_read\": %llu}}\n",
+                       stats.batches, stats.samples, (unsigned long long)stats.epoch, stats.wait_seconds,
+                       stepping > 0 ? stats.wait_seconds / stepping : 0.0, stats.read_seconds, stats.decode_seconds,
+                       (unsigned long long)stats.bytes_read);
+                fflush(stdout);
             }
             /* The final evaluation, unless --eval-every has just made it. */
             int evaluated = options.eval_every && done_steps > 0 && done_steps % options.eval_every == 0;

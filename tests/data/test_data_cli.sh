@@ -47,6 +47,16 @@ check status_is 1 "$uform" train --shards "$corpus/bad/002.tar" --out "$work/fai
 check contains "$work/err.txt" "shard '.*bad/002.tar', sample '000018'"
 check test ! -e "$work/failed.st"
 
+# The summary as JSON: the steps and the loader's stats (a sample's bytes were read, a wait was timed).
+check status_is 0 "$uform" train --shards "$shards" --out "$work/json.st" --steps 3 --batch 8 --quiet --json > "$work/summary.json"
+check "$python" -c "
+import json
+s = json.load(open('$work/summary.json'))
+assert s['steps'] == 3 and s['out'].endswith('json.st') and s['steps_per_second'] > 0, s
+d = s['data']
+assert d['batches'] == 3 and d['samples'] == 24 and d['bytes_read'] > 0 and 0 <= d['wait_fraction'] and d['wait_seconds'] >= 0, s
+"
+
 # Held-out recall from shards.
 check status_is 0 "$uform" train "$corpus/manifest.jsonl" --out "$work/eval.st" --steps 2 --batch 8 --quiet \
   --eval "$corpus/gz/{000..005}.tar.gz" --eval-log "$work/eval.jsonl" > "$work/eval.txt"
