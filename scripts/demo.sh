@@ -27,8 +27,8 @@ modalities=${DEMO_MODALITIES:-image,video,audio}
 shards=${DEMO_SHARDS:-8}
 synth_flags=(--pairs "${DEMO_PAIRS:-3500,2500,1250}" --heldout "${DEMO_HELDOUT:-300}" --modalities "$modalities" --shards "$shards")
 model_flags=(--audio-seconds 2)
-train_flags=(--steps "${DEMO_STEPS:-2500}" --batch "${DEMO_BATCH:-128}" --lr "${DEMO_LR:-2e-3}" --warmup "${DEMO_WARMUP:-800}"
-             --eval-every "${DEMO_EVAL_EVERY:-500}")
+train_flags=(--steps "${DEMO_STEPS:-1400}" --batch "${DEMO_BATCH:-128}" --lr "${DEMO_LR:-2e-3}" --warmup "${DEMO_WARMUP:-400}"
+             --eval-every "${DEMO_EVAL_EVERY:-700}")
 
 for program in "$uform" "$report"; do
   [ -x "$program" ] || { echo "demo: $program is missing: run 'make demo' (it builds first)" >&2; exit 1; }
