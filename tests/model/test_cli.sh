@@ -51,5 +51,16 @@ check contains "$work/err3.txt" "lists byte 97 twice"
 "$uform" encode "$checkpoint" --text a --scalar f64 2> /dev/null; check test $? -eq 2
 "$uform" describe "$work/missing.safetensors" 2> "$work/err4.txt"; check test $? -eq 1
 check contains "$work/err4.txt" "UForm: io \[uform_model_load_ram\]"
+check contains "$work/err1.txt" "cannot open '.*missing.jpg': No such file or directory"
+
+# Out of memory reads as such (the system's reason): a 4 GiB sparse file under a 2 GB address-space
+# limit. Not under a sanitizer, whose shadow memory needs more address space than the limit allows.
+if ldd "$uform" | grep -q 'libasan\|libtsan'; then
+  echo "skipped: out-of-memory message (sanitizer build)"
+else
+  truncate -s 4G "$work/big.jpg"
+  (ulimit -v 2000000; "$uform" encode "$checkpoint" --image "$work/big.jpg") 2> "$work/err5.txt"; check test $? -eq 1
+  check contains "$work/err5.txt" "uform: cannot read '.*big.jpg': Cannot allocate memory"
+fi
 
 finish
