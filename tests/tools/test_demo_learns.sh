@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The demo learns, in small: scripts/demo.sh as shipped (all three modalities, its learning rate,
 # batch and compute, its schedule's shape: warmup for 2/7 of the steps, then the cosine decay), on
-# less data (1,200 / 900 / 450 training pairs, 100 held-out items per modality) for 500 steps
+# less data (1,200 / 900 / 450 training pairs, 100 held-out items per modality) for 600 steps
 # instead of 1,400. Every held-out text->media recall must then be far above chance (chance R@1 is
 # about 1/100: each caption appears once among its modality's held-out items). Reads the
 # structured evaluations (eval.jsonl, `uform train --eval-log`), never the printed lines.
@@ -11,21 +11,25 @@
 set -u
 source_dir=$1 build_dir=$2 out_dir=$3 python=${4:-python3}
 
-steps=500
+steps=600
 warmup=$(( steps * 400 / 1400 ))   # the shipped 400 of 1,400
 start=$(date +%s)
 if ! DEMO_OUT="$out_dir" DEMO_PAIRS=1200,900,450 DEMO_HELDOUT=100 DEMO_STEPS=$steps DEMO_WARMUP=$warmup \
-     DEMO_EVAL_EVERY=250 "$source_dir/scripts/demo.sh" "$build_dir"; then
+     DEMO_EVAL_EVERY=300 "$source_dir/scripts/demo.sh" "$build_dir"; then
   echo "FAILED: scripts/demo.sh exited non-zero" >&2
   exit 1
 fi
 echo "reduced demo: $(( $(date +%s) - start )) s"
 
-# limits: held-out text->media R@1 and R@5 per modality, at least 20x and 6x chance (0.01, 0.05).
+# limits: held-out text->media R@1 >= 0.10 and R@5 >= 0.40 in every modality (10x and 8x chance).
+# Measured at step 600 with training seeds 0 / 1 / 2 on this data (data seed 0), R@1: pictures
+# 0.50 / 0.47 / 0.73, clips 0.53 / 0.25 / 0.63, speech 0.33 / 0.30 / 0.36; R@5 at least 0.97, 0.75
+# and 0.78. At step 500 speech was still at 0.12 / 0.15 / 0.08 (it learns last, as in the full run),
+# hence 600 steps.
 "$python" - "$out_dir/eval.jsonl" "$steps" <<'EOF'
 import json, sys
 path, steps = sys.argv[1], int(sys.argv[2])
-limits = {"image": (0.20, 0.60), "video": (0.20, 0.60), "audio": (0.04, 0.25)}
+limits = {"image": (0.10, 0.40), "video": (0.10, 0.40), "audio": (0.10, 0.40)}
 last = {}
 with open(path) as lines:
     for line in lines:
