@@ -285,12 +285,7 @@ static uform_status_t load_run(void *pointer, uform__call_context_t *context) {
         uform_model_free(model);
         return status;
     }
-    const uform__model_config_t *config = &model->config;
-    if (config->hidden / config->heads > UFORM__NN_ATTENTION_MAX_HEAD_WIDTH) {
-        uform_model_free(model);
-        return uform__fail(outcome, UFORM_UNSUPPORTED, function, "a head width of %zu exceeds the kernels' %d",
-                           config->hidden / config->heads, UFORM__NN_ATTENTION_MAX_HEAD_WIDTH);
-    }
+    const uform__model_config_t *config = &model->config; /* the parser checked the head width too */
     loader_t loader = {model, function, outcome, UFORM_OK, 0, NULL};
     loader.seen = calloc(uform__safetensors_count(model->file) + 1, 1);
     if (!loader.seen) {

@@ -389,6 +389,10 @@ static void test_init_errors(uform_executor_t executor) {
     CHECK_STATUS(uform_trainer_init_ram(executor, &config, &trainer, &outcome), UFORM_INVALID_ARGUMENT);
     CHECK_CONTAINS(outcome.message, "heads");
     memset(&config, 0, sizeof config);
+    config.hidden = 258, config.heads = 2; /* heads 129 wide: past the attention kernels' 128 */
+    CHECK_STATUS(uform_trainer_init_ram(executor, &config, &trainer, &outcome), UFORM_UNSUPPORTED);
+    CHECK_CONTAINS(outcome.message, "config: a head width of 129 (hidden 258 / heads 2)");
+    memset(&config, 0, sizeof config);
     config.image_size = 30;
     CHECK_STATUS(uform_trainer_init_ram(executor, &config, &trainer, &outcome), UFORM_INVALID_ARGUMENT);
     CHECK_CONTAINS(outcome.message, "image.size 30");
