@@ -71,6 +71,7 @@ def test_two_members_equal_one_process(tmp_path):
     for index, answer in enumerate(answers):
         assert "error" not in answer, answer
         assert answer["members_total"] == 2 and answer["index"] == index, answer
+    assert len(answers[0]["steps"]) == 2, answers  # two steps ran (the loop below compares each)
     assert answers[0]["steps"] == answers[1]["steps"], answers  # the global losses, bit for bit
     first, second = (tmp_path / "parity.member0.safetensors").read_bytes(), (tmp_path / "parity.member1.safetensors").read_bytes()
     assert first == second, "the members' weights differ"

@@ -73,10 +73,19 @@ assert rates[-1] < max(rates), rates          # past the warmup the cosine decay
 assert float(rows[-1]["seconds"]) < 10, rows[-1]["seconds"]
 PY
 
-# Ctrl-C: the running step is cancelled, --out holds the steps completed, exit 130.
-"$uform" train "$work/train.jsonl" --out "$work/interrupted.safetensors" --steps 100000 "${common[@]}" 2> "$work/int.txt" &
+# Ctrl-C: the running step is cancelled, --out holds the steps completed, exit 130. The signal goes
+# once the log shows a completed step (not after a guessed time, which on a busy machine could land
+# before the trainer exists; the log is buffered, so that is some tens of steps in); the run has
+# 100,000 steps to go, so it is still running.
+"$uform" train "$work/train.jsonl" --out "$work/interrupted.safetensors" --steps 100000 --log "$work/int.csv" \
+  "${common[@]}" 2> "$work/int.txt" &
 pid=$!
-sleep 3
+for wait_step in $(seq 1 12000); do                    # at most 120 s
+    [ "$(wc -l < "$work/int.csv" 2> /dev/null || echo 0)" -ge 2 ] && break
+    kill -0 $pid 2> /dev/null || break
+    sleep 0.01
+done
+check test "$(wc -l < "$work/int.csv")" -ge 2
 kill -INT $pid
 wait $pid
 check test $? -eq 130
