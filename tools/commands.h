@@ -10,4 +10,7 @@ int uform_command_synth(int argc, char **argv);
 /* `uform synth`: replaces the process with uform-synth next to it (tools/synth_exec.c). */
 int uform_command_synth_exec(int argc, char **argv);
 
+/* `uform serve CKPT ...`: embeddings, search and choices over HTTP (tools/serve/); argv[0] is "serve". */
+int uform_command_serve(int argc, char **argv);
+
 #endif
