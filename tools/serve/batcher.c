@@ -251,10 +251,19 @@ int serve_batcher_start(const serve_batcher_config_t *config, serve_batcher_t **
     return 0;
 }
 
+void serve_batcher_flush(serve_batcher_t *batcher) {
+    if (!batcher) return;
+    pthread_mutex_lock(&batcher->lock);
+    batcher->flushing = 1;
+    pthread_cond_broadcast(&batcher->compute_wakeup);
+    pthread_cond_broadcast(&batcher->prepare_wakeup);
+    pthread_mutex_unlock(&batcher->lock);
+}
+
 void serve_batcher_stop(serve_batcher_t *batcher) {
     if (!batcher || !batcher->threads_started) return;
     pthread_mutex_lock(&batcher->lock);
-    batcher->stopping = 1;
+    batcher->stopping = 1, batcher->flushing = 1;
     pthread_cond_broadcast(&batcher->compute_wakeup);
     pthread_cond_broadcast(&batcher->prepare_wakeup);
     pthread_mutex_unlock(&batcher->lock);

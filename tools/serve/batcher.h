@@ -113,6 +113,10 @@ void serve_batcher_depths(serve_batcher_t *batcher, size_t depths[SERVE_QUEUE_CO
 /* The embedding width E (every item's `output` holds E floats) and the index's dimensions. */
 size_t serve_batcher_embedding(const serve_batcher_t *batcher);
 
+/* From now on batches take what is queued without waiting for more (a draining server still
+ * accepts the requests it is reading). Thread-safe. */
+void serve_batcher_flush(serve_batcher_t *batcher);
+
 /* Refuses new jobs (submit answers SERVE_STOPPING from now on), runs every queued item to the end
  * without waiting for batches to fill, and joins the threads: every submitted job's `done` has
  * been called when it returns. The batcher stays valid (for late submits) until freed. */

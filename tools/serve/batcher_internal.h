@@ -37,6 +37,7 @@ struct serve_batcher_s {
     serve_queue_t queues[SERVE_QUEUE_COUNT];
     size_t queued;                  /* items in all queues */
     int stopping;
+    int flushing;                   /* batches no longer wait for company (set by flush and stop) */
     int preparer_exited;
     serve_slot_t slots[2];
 

@@ -276,7 +276,7 @@ void *serve__compute_main(void *pointer) {
             if (pick >= 0) {
                 serve_queue_t *q = &batcher->queues[pick];
                 uint64_t fill = fill_deadline(batcher, q->head);
-                if (q->length < batcher->config.max_batch && !batcher->stopping && now < fill) {
+                if (q->length < batcher->config.max_batch && !batcher->flushing && now < fill) {
                     if (expired) break; /* answer those first, then come back */
                     serve__wait_locked(batcher, &batcher->compute_wakeup, earlier(fill, serve__earliest_deadline_locked(batcher)));
                     continue;
@@ -344,7 +344,7 @@ void *serve__prepare_main(void *pointer) {
             }
             serve_queue_t *q = &batcher->queues[pick];
             uint64_t fill = fill_deadline(batcher, q->head);
-            if (q->length < batcher->config.max_batch && !batcher->stopping && now < fill) {
+            if (q->length < batcher->config.max_batch && !batcher->flushing && now < fill) {
                 if (expired) break;
                 serve__wait_locked(batcher, &batcher->prepare_wakeup, earlier(fill, serve__earliest_deadline_locked(batcher)));
                 continue;

@@ -83,7 +83,7 @@ unsigned serve_read_input(serve_request_t *request, const cJSON *value, const ch
         if (!input->value)
             return serve_error(out, 400, "invalid_input", where, "%s is an empty object; give one of \"text\", \"image\", \"audio\", \"video\"",
                                where);
-    } else if (cJSON_IsNumber(value) || (cJSON_IsArray(value) && value->child && cJSON_IsNumber(value->child))) {
+    } else if (cJSON_IsArray(value) && value->child && cJSON_IsNumber(value->child)) {
         return serve_error(out, 400, "unsupported_input", where,
                            "%s is a token array: this model reads the bytes of a text, so send the text itself", where);
     } else {

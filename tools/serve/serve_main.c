@@ -110,8 +110,10 @@ int uform_command_serve(int argc, char **argv) {
                 caught == SIGINT ? "SIGINT" : "SIGTERM");
     atomic_store_explicit(&server->state, SERVE_DRAINING, memory_order_release);
     serve_http_quiesce(server);
-    /* Queued jobs finish on the batcher; their connections then answer. The wait is bounded by the
-     * request timeout (jobs past it answer 504) and a margin for the last batch and the writes. */
+    /* Queued jobs run at once (no batch waits for company now); their connections then answer.
+     * Requests still being read are served too. The wait is bounded by the request timeout (jobs
+     * past it answer 504) and a margin for the last batch and the writes. */
+    serve_batcher_flush(server->batcher);
     wait_for_answers(server, &signals, (options->timeout > 0 ? options->timeout : 60) + 10);
     serve_batcher_stop(server->batcher); /* anything still queued runs now: every suspended connection resumes */
     wait_for_answers(server, &signals, 5);
