@@ -1,7 +1,8 @@
 /*
  * Base64 of RFC 4648 §4 (the standard alphabet, '=' padding): what `data:` URIs carry and what
  * OpenAI's `encoding_format: "base64"` answers. Two small functions, tested against the RFC's
- * vectors and Python's `base64` module (tests/serve/test_serve_base64.c).
+ * vectors, refusals and random round trips (tests/serve/test_serve_text.c), and end to end by
+ * Python's `base64` module and the `openai` npm client.
  */
 #ifndef UFORM_TOOLS_SERVE_BASE64_H
 #define UFORM_TOOLS_SERVE_BASE64_H
