@@ -7,6 +7,7 @@ index's own items, /media (bytes, content types, ranges), choices against `uform
 Usage: test_serve_api.py UFORM CHECKPOINT FIXTURES WORK"""
 
 import base64
+import json
 import os
 import re
 import shutil
@@ -125,6 +126,8 @@ def check_search(t, server, uform, work, corpus, index):
             f"a picture finds itself: {answer['data'][0] if status == 200 else answer}")
     if status != 200:
         return
+    t.check(answer["data"][0].get("caption") == "a picture with a caption" and "caption" not in answer["data"][1],
+            f"--captions: {answer['data'][:2]}")
     # Its file, from /media/ROW: the same bytes, a picture's content type, ranges.
     row = answer["data"][0]["item"]
     status, headers, body = server.get(f"/media/{row}")
@@ -246,7 +249,15 @@ def main(argv):
         file.write("a photo of a cat")
     index = os.path.join(work, "corpus.index")
     subprocess.run([uform, "index", CHECKPOINT, corpus, "--out", index, "--quiet"], check=True)
-    server = Server(uform, CHECKPOINT, "--index", index)
+    # Captions from a manifest in the training format, paths relative to its folder.
+    manifest = os.path.join(corpus, "captions.jsonl")
+    first = sorted(os.listdir(os.path.join(corpus, "images")))[0]
+    with open(manifest, "w") as file:
+        file.write(json.dumps({"text": "a picture with a caption", "image": "images/" + first}) + "\n")
+        file.write(json.dumps({"text": "a file that is not there", "image": "images/missing.png"}) + "\n")
+        file.write(json.dumps({"image": "images/" + first}) + "\n\n")
+    server = Server(uform, CHECKPOINT, "--index", index, "--captions", manifest)
+    t.check(any("captions for 1 of" in line for line in server.lines), f"the captions matched: {server.lines}")
     try:
         check_embeddings(t, server, uform, CHECKPOINT, work)
         check_media(t, server, uform, CHECKPOINT, work, fixtures)

@@ -24,15 +24,29 @@ size_t serve_base64_encode(const unsigned char *bytes, size_t length, char *out)
     return written;
 }
 
-/* The 6-bit value of a base64 character, or -1. */
-static int value_of(unsigned char c) {
-    if (c >= 'A' && c <= 'Z') return c - 'A';
-    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
-    if (c >= '0' && c <= '9') return c - '0' + 52;
-    if (c == '+') return 62;
-    if (c == '/') return 63;
-    return -1;
-}
+/* The 6-bit value of each byte, or 0xFF for a byte outside the alphabet. */
+static const unsigned char values[256] = {
+#define X 0xFF
+     X,  X,  X,  X,  X,  X,  X,  X,  X,  X,  X,  X,  X,  X,  X,  X,
+     X,  X,  X,  X,  X,  X,  X,  X,  X,  X,  X,  X,  X,  X,  X,  X,
+     X,  X,  X,  X,  X,  X,  X,  X,  X,  X,  X, 62,  X,  X,  X, 63,
+    52, 53, 54, 55, 56, 57, 58, 59, 60, 61,  X,  X,  X,  X,  X,  X,
+     X,  0,  1,  2,  3,  4,  5,  6,  7,  8,  9, 10, 11, 12, 13, 14,
+    15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25,  X,  X,  X,  X,  X,
+     X, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40,
+    41, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51,  X,  X,  X,  X,  X,
+     X,  X,  X,  X,  X,  X,  X,  X,  X,  X,  X,  X,  X,  X,  X,  X,
+     X,  X,  X,  X,  X,  X,  X,  X,  X,  X,  X,  X,  X,  X,  X,  X,
+     X,  X,  X,  X,  X,  X,  X,  X,  X,  X,  X,  X,  X,  X,  X,  X,
+     X,  X,  X,  X,  X,  X,  X,  X,  X,  X,  X,  X,  X,  X,  X,  X,
+     X,  X,  X,  X,  X,  X,  X,  X,  X,  X,  X,  X,  X,  X,  X,  X,
+     X,  X,  X,  X,  X,  X,  X,  X,  X,  X,  X,  X,  X,  X,  X,  X,
+     X,  X,  X,  X,  X,  X,  X,  X,  X,  X,  X,  X,  X,  X,  X,  X,
+     X,  X,  X,  X,  X,  X,  X,  X,  X,  X,  X,  X,  X,  X,  X,  X,
+#undef X
+};
+
+static int value_of(unsigned char c) { return values[c] == 0xFF ? -1 : values[c]; }
 
 int serve_base64_decode(const char *text, size_t length, unsigned char *out, size_t *decoded, size_t *bad_at) {
     const unsigned char *in = (const unsigned char *)text;
@@ -40,13 +54,13 @@ int serve_base64_decode(const char *text, size_t length, unsigned char *out, siz
     if (length % 4 == 0 && length >= 2 && in[length - 1] == '=') data = in[length - 2] == '=' ? length - 2 : length - 1;
     size_t written = 0, i = 0;
     for (; i + 4 <= data; i += 4) {
-        int a = value_of(in[i]), b = value_of(in[i + 1]), c = value_of(in[i + 2]), d = value_of(in[i + 3]);
-        if ((a | b | c | d) < 0) {
-            size_t k = a < 0 ? 0 : b < 0 ? 1 : c < 0 ? 2 : 3;
-            *bad_at = i + k;
+        /* A byte outside the alphabet is 0xFF in the table: OR-ing the four finds it at once. */
+        uint32_t a = values[in[i]], b = values[in[i + 1]], c = values[in[i + 2]], d = values[in[i + 3]];
+        if ((a | b | c | d) & 0x80) {
+            *bad_at = i + (a & 0x80 ? 0 : b & 0x80 ? 1 : c & 0x80 ? 2 : 3);
             return -1;
         }
-        uint32_t quad = (uint32_t)a << 18 | (uint32_t)b << 12 | (uint32_t)c << 6 | (uint32_t)d;
+        uint32_t quad = a << 18 | b << 12 | c << 6 | d;
         out[written++] = (unsigned char)(quad >> 16);
         out[written++] = (unsigned char)(quad >> 8);
         out[written++] = (unsigned char)quad;
@@ -57,18 +71,18 @@ int serve_base64_decode(const char *text, size_t length, unsigned char *out, siz
         return -1;
     }
     if (tail) {
-        int values[3] = {0, 0, 0};
+        int last[3] = {0, 0, 0};
         for (size_t k = 0; k < tail; ++k)
-            if ((values[k] = value_of(in[i + k])) < 0) {
+            if ((last[k] = value_of(in[i + k])) < 0) {
                 *bad_at = i + k;
                 return -1;
             }
         /* The bits past the last whole byte must be zero (canonical encoding). */
-        if ((tail == 2 && (values[1] & 15)) || (tail == 3 && (values[2] & 3))) {
+        if ((tail == 2 && (last[1] & 15)) || (tail == 3 && (last[2] & 3))) {
             *bad_at = i + tail - 1;
             return -1;
         }
-        uint32_t quad = (uint32_t)values[0] << 18 | (uint32_t)values[1] << 12 | (uint32_t)values[2] << 6;
+        uint32_t quad = (uint32_t)last[0] << 18 | (uint32_t)last[1] << 12 | (uint32_t)last[2] << 6;
         out[written++] = (unsigned char)(quad >> 16);
         if (tail == 3) out[written++] = (unsigned char)(quad >> 8);
     }

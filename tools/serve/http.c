@@ -24,7 +24,7 @@
 #include "api.h"
 
 /* Per connection: headers and the read buffer (the body is copied out as it arrives). */
-enum { CONNECTION_MEMORY = 64 * 1024 };
+enum { CONNECTION_MEMORY = 32 * 1024 };
 
 /* ---- errors ---------------------------------------------------------------------------------- */
 
@@ -381,7 +381,7 @@ static int bind_socket(serve_server_t *server, char *error, size_t capacity) {
 int serve_http_start(serve_server_t *server, char *error, size_t capacity) {
     server->listen_socket = -1;
     if (bind_socket(server, error, capacity)) return -1;
-    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_TURBO | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
     unsigned timeout = server->options.timeout > 0 ? (unsigned)(server->options.timeout + 0.999) : 0;
     struct MHD_OptionItem pool[] = {
         {server->options.http_threads > 1 ? MHD_OPTION_THREAD_POOL_SIZE : MHD_OPTION_END,

@@ -35,12 +35,13 @@ unsigned serve_parse_body(serve_request_t *request) {
     if (!serve_utf8_valid((const unsigned char *)body, length, &bad))
         return serve_error(out, 400, "invalid_utf8", NULL, "the body is not valid UTF-8 (byte %zu)", bad);
     /* cJSON keeps strings NUL-terminated, so "\u0000" would silently cut a text short. */
-    for (size_t i = 0; i + 1 < length; ++i) {
-        if (body[i] != '\\') continue;
+    for (const char *at = memchr(body, '\\', length); at && at + 1 < body + length;
+         at = memchr(at + 2, '\\', (size_t)(body + length - (at + 2)))) {
+        size_t i = (size_t)(at - body);
         if (body[i + 1] == 'u' && i + 5 < length && hex_value(body[i + 2]) == 0 && hex_value(body[i + 3]) == 0 &&
             hex_value(body[i + 4]) == 0 && hex_value(body[i + 5]) == 0)
             return serve_error(out, 400, "invalid_json", NULL, "strings may not hold NUL (\\u0000, byte %zu)", i);
-        ++i; /* skip the escaped character */
+        if (at + 2 >= body + length) break; /* the escaped character is the last byte */
     }
     const char *end = NULL;
     request->json = cJSON_ParseWithLengthOpts(body, length, &end, 0);

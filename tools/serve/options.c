@@ -27,6 +27,9 @@ static const char usage_text[] =
     "\n"
     "options:\n"
     "  --index INDEX          an index made by `uform index` with CKPT: /v1/search and the page\n"
+    "  --captions FILE        captions of the indexed files: a manifest of JSON lines {\"text\", \"image\"\n"
+    "                         | \"video\" | \"audio\" | \"path\"} (paths relative to its folder), as\n"
+    "                         `uform synth` writes them; search hits and the page show them\n"
     "  --host HOST            the address to listen on (default 127.0.0.1: this machine only)\n"
     "  --port N               the port (default 8080; 0: any free port, printed at start)\n"
     "  --threads N            compute threads (default 0: the library's choice)\n"
@@ -154,6 +157,7 @@ int serve_options_parse(int argc, char **argv, serve_options_t *options) {
         if (flag[0] == '-' && flag[1] == '-' && strcmp(flag, "--bf16") != 0 && strcmp(flag, "--quiet") != 0 && !value)
             return serve_options_free(options), usage_error("%s needs a value", flag);
         if (strcmp(flag, "--index") == 0) options->index = argv[++i];
+        else if (strcmp(flag, "--captions") == 0) options->captions = argv[++i];
         else if (strcmp(flag, "--host") == 0) options->host = argv[++i];
         else if (strcmp(flag, "--port") == 0) {
             if (parse_count(argv[++i], &number) || number > 65535)
@@ -197,6 +201,8 @@ int serve_options_parse(int argc, char **argv, serve_options_t *options) {
         else return serve_options_free(options), usage_error("one checkpoint per server; '%s' is a second", flag);
     }
     if (!options->model.checkpoint) return serve_options_free(options), usage_error("missing CKPT%s", "");
+    if (options->captions && !options->index)
+        return serve_options_free(options), usage_error("--captions names the files of an index: give --index too%s", "");
     if (key && key_file) return serve_options_free(options), usage_error("give --api-key or --api-key-file, not both%s", "");
     if (key && !*key) return serve_options_free(options), usage_error("--api-key is empty%s", "");
     if (key) options->api_key = strdup(key);

@@ -1,7 +1,8 @@
 /*
  * POST /v1/search over the server's --index: {"query": a text, or {"text"|"image"|"audio"|"video":
  * ...}, "top_k": K (default 10), "modality": a name or a list of names (default: all)}. Answers
- * {"object": "list", "data": [{"rank", "item", "score", "modality", "path", "media"}], "model",
+ * {"object": "list", "data": [{"rank", "item", "score", "modality", "path", "caption" (with
+ * --captions, when known), "media"}], "model",
  * "usage"}: the exact top K by cosine, best first, ties by item number (uform_index_search).
  */
 #include <stdlib.h>
@@ -78,6 +79,11 @@ unsigned serve_search_answer(serve_request_t *request) {
         serve_buffer_float(out, hit->score);
         serve_buffer_printf(out, ", \"modality\": \"%s\", \"path\": ", (unsigned)modality < 4 ? names[modality] : "unknown");
         serve_buffer_json_string(out, path ? path : "", path ? length : 0);
+        const serve_captions_t *captions = &request->server->captions;
+        if (captions->by_item && hit->item < captions->count && captions->by_item[hit->item]) {
+            serve_buffer_text(out, ", \"caption\": ");
+            serve_buffer_json_string(out, captions->by_item[hit->item], strlen(captions->by_item[hit->item]));
+        }
         serve_buffer_printf(out, ", \"media\": \"/media/%llu\"}", (unsigned long long)hit->item);
     }
     serve_buffer_text(out, "], \"model\": ");

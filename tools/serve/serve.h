@@ -8,7 +8,8 @@
  * model.c (executors, checkpoint, index: every model-loading option in one place), http.c (the
  * daemon, routing, authentication, limits, errors), inputs.c (JSON inputs, data: URIs),
  * embeddings.c, search.c, choose.c (the API routes), info.c (health, models, metrics, the page,
- * media), batcher.c and batcher_run.c (dynamic batching), metrics.c, buffer.c, base64.c.
+ * media), captions.c (--captions), batcher.c and batcher_run.c (dynamic batching), metrics.c,
+ * buffer.c, base64.c.
  */
 #ifndef UFORM_TOOLS_SERVE_SERVE_H
 #define UFORM_TOOLS_SERVE_SERVE_H
@@ -19,6 +20,7 @@
 
 #include "batcher.h"
 #include "buffer.h"
+#include "captions.h"
 #include "metrics.h"
 #include "uform/uform.h"
 
@@ -35,6 +37,7 @@ typedef struct serve_model_options_t {
 typedef struct serve_options_t {
     serve_model_options_t model;
     const char *index;          /* --index, or NULL */
+    const char *captions;       /* --captions, or NULL */
     const char *host;           /* --host (default 127.0.0.1) */
     unsigned port;              /* --port (default 8080; 0: any free port) */
     size_t max_batch;           /* --max-batch */
@@ -89,6 +92,7 @@ typedef struct serve_server_t {
     serve_metrics_t metrics;
     serve_model_t model;               /* valid once READY */
     serve_batcher_t *batcher;          /* valid once READY */
+    serve_captions_t captions;         /* --captions (empty without) */
 } serve_server_t;
 
 /* The HTTP side (http.c): binds, starts the daemon (answering 503 until READY), stops accepting,

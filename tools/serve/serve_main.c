@@ -74,6 +74,15 @@ int uform_command_serve(int argc, char **argv) {
         fprintf(stderr, "uform serve: %s\n", error);
         status = 1;
     }
+    if (status == 0 && options->captions) {
+        if (serve_captions_load(options->captions, server->model.index, &server->captions, error, sizeof error) != 0) {
+            fprintf(stderr, "uform serve: %s\n", error);
+            status = 1;
+        } else if (!options->quiet) {
+            fprintf(stderr, "uform serve: captions for %zu of %zu indexed items from %s\n", server->captions.matched,
+                    server->captions.count, options->captions);
+        }
+    }
     if (status == 0) {
         serve_batcher_config_t config = {0};
         config.model = server->model.model, config.compute = server->model.compute, config.decode = server->model.decode;
@@ -87,6 +96,7 @@ int uform_command_serve(int argc, char **argv) {
     if (status != 0) {
         serve_http_quiesce(server);
         serve_http_stop(server);
+        serve_captions_free(&server->captions);
         serve_model_close(&server->model);
         serve_options_free(&server->options);
         free(server);
@@ -120,6 +130,7 @@ int uform_command_serve(int argc, char **argv) {
     serve_http_stop(server);             /* no handler runs after this: the batcher can go */
     serve_batcher_free(server->batcher);
     server->batcher = NULL;
+    serve_captions_free(&server->captions);
     serve_model_close(&server->model);
     long long answered = 0;
     for (int route = 0; route < SERVE_ROUTE_COUNT; ++route)
