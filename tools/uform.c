@@ -412,6 +412,6 @@ int main(int argc, char **argv) {
     if (argc >= 2 && strcmp(argv[1], "search") == 0) return uform_tool_search(argc, argv);
     if (argc >= 2 && strcmp(argv[1], "train") == 0) return uform_command_train(argc - 1, argv + 1);
     if (argc >= 2 && strcmp(argv[1], "synth") == 0) return uform_command_synth_exec(argc - 1, argv + 1);
-    if (argc >= 2 && strcmp(argv[1], "serve") == 0) return uform_command_serve(argc - 1, argv + 1);
+    if (argc >= 2 && strcmp(argv[1], "serve") == 0) return uform_command_exec_sibling("uform-serve", argc - 1, argv + 1);
     return usage();
 }
