@@ -58,13 +58,14 @@ int main(int argc, char **argv) {
     size_t threads = strtoull(argv[2], NULL, 10), batch = strtoull(argv[3], NULL, 10);
     double seconds = strtod(argv[4], NULL);
     int repeats = atoi(argv[5]);
-    argv += 1, argc -= 1; /* the rest as before REPEATS was an argument */
+    const char *checkpoint = argv[1];
+    argv += 1, argc -= 1; /* TEXTS_FILE and the images are argv[5] and on from here */
     uform_outcome_t outcome = {0};
     uform_executor_t executor = NULL;
     uform_model_t model = NULL;
     uform_arena_t arena = NULL;
     if (uform_executor_for_ram(NULL, threads, 0, &executor, &outcome) != UFORM_OK ||
-        uform_model_load_ram(executor, argv[1], NULL, &model, &outcome) != UFORM_OK ||
+        uform_model_load_ram(executor, checkpoint, NULL, &model, &outcome) != UFORM_OK ||
         uform_arena_for_executor(executor, &arena, &outcome) != UFORM_OK)
         return fail(&outcome);
 
