@@ -1,5 +1,6 @@
 /* The response buffer and its JSON writers (buffer.h). */
 #include "buffer.h"
+#include "uform_tool.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -48,16 +49,7 @@ void serve_buffer_printf(serve_buffer_t *buffer, const char *format, ...) {
     buffer->length += (size_t)needed;
 }
 
-size_t serve_utf8_sequence(const unsigned char *bytes, size_t available) {
-    unsigned char lead = bytes[0];
-    size_t length = lead < 0x80 ? 1 : lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC2 ? 2 : 0;
-    if (length == 0 || lead > 0xF4 || length > available) return 0;
-    for (size_t i = 1; i < length; ++i)
-        if ((bytes[i] & 0xC0) != 0x80) return 0;
-    if (length == 3 && ((lead == 0xE0 && bytes[1] < 0xA0) || (lead == 0xED && bytes[1] >= 0xA0))) return 0;
-    if (length == 4 && ((lead == 0xF0 && bytes[1] < 0x90) || (lead == 0xF4 && bytes[1] >= 0x90))) return 0;
-    return length;
-}
+size_t serve_utf8_sequence(const unsigned char *bytes, size_t available) { return uform_tool_utf8_length(bytes, available); }
 
 int serve_utf8_valid(const unsigned char *bytes, size_t length, size_t *bad_at) {
     size_t at = 0;

@@ -4,7 +4,7 @@
 static const unsigned statuses[SERVE_STATUS_SLOTS - 1] = {200, 206, 400, 401, 404, 405, 413, 416, 422, 429, 431, 500, 503, 504};
 static const double latency_bounds[SERVE_LATENCY_BUCKETS] = {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
                                                              0.05,   0.1,     0.25,   0.5,   1,      2.5,   5,     10};
-static const unsigned batch_bounds[SERVE_BATCH_BUCKETS] = {1, 2, 4, 8, 16, 32, 64, 128, 256, 512};
+static const double batch_bounds[SERVE_BATCH_BUCKETS] = {1, 2, 4, 8, 16, 32, 64, 128, 256, 512};
 
 const char *serve_route_name(serve_route_t route) {
     static const char *const names[SERVE_ROUTE_COUNT] = {"/v1/embeddings", "/v1/search", "/v1/choose", "/health",
@@ -42,6 +42,24 @@ void serve_metrics_batch(serve_metrics_t *metrics, int queue, size_t items, doub
 
 static uint64_t load(const _Atomic uint64_t *value) { return atomic_load_explicit(value, memory_order_relaxed); }
 
+/* One series of a histogram: `buckets` counts per bucket (`count` bounds, then +Inf), written
+ * cumulative as Prometheus wants, with the sum and the count. Skipped while empty when `sparse`. */
+static void histogram(serve_buffer_t *out, const char *name, const char *label, const char *value,
+                      const _Atomic uint64_t *buckets, const double *bounds, size_t count, double sum, int sparse) {
+    uint64_t total = 0;
+    for (size_t b = 0; b <= count; ++b) total += load(&buckets[b]);
+    if (sparse && !total) return;
+    uint64_t cumulative = 0;
+    for (size_t b = 0; b < count; ++b) {
+        cumulative += load(&buckets[b]);
+        serve_buffer_printf(out, "%s_bucket{%s=\"%s\",le=\"%g\"} %llu\n", name, label, value, bounds[b],
+                            (unsigned long long)cumulative);
+    }
+    serve_buffer_printf(out, "%s_bucket{%s=\"%s\",le=\"+Inf\"} %llu\n", name, label, value, (unsigned long long)total);
+    serve_buffer_printf(out, "%s_sum{%s=\"%s\"} %.6g\n", name, label, value, sum);
+    serve_buffer_printf(out, "%s_count{%s=\"%s\"} %llu\n", name, label, value, (unsigned long long)total);
+}
+
 void serve_metrics_render(const serve_metrics_t *metrics, const size_t depths[SERVE_QUEUE_COUNT], int ready,
                           serve_buffer_t *out) {
     serve_buffer_text(out, "# HELP uform_ready Whether the model is loaded and requests are served (0 while loading or draining).\n"
@@ -62,24 +80,9 @@ void serve_metrics_render(const serve_metrics_t *metrics, const size_t depths[SE
         }
     serve_buffer_text(out, "# HELP uform_request_duration_seconds Time from a request's headers to its answer, by route.\n"
                            "# TYPE uform_request_duration_seconds histogram\n");
-    for (int route = 0; route < SERVE_ROUTE_COUNT; ++route) {
-        uint64_t cumulative = 0;
-        for (int b = 0; b <= SERVE_LATENCY_BUCKETS; ++b) cumulative += load(&metrics->latency[route][b]);
-        if (!cumulative) continue;
-        uint64_t total = cumulative;
-        cumulative = 0;
-        for (int b = 0; b < SERVE_LATENCY_BUCKETS; ++b) {
-            cumulative += load(&metrics->latency[route][b]);
-            serve_buffer_printf(out, "uform_request_duration_seconds_bucket{route=\"%s\",le=\"%g\"} %llu\n",
-                                serve_route_name(route), latency_bounds[b], (unsigned long long)cumulative);
-        }
-        serve_buffer_printf(out, "uform_request_duration_seconds_bucket{route=\"%s\",le=\"+Inf\"} %llu\n",
-                            serve_route_name(route), (unsigned long long)total);
-        serve_buffer_printf(out, "uform_request_duration_seconds_sum{route=\"%s\"} %.6f\n", serve_route_name(route),
-                            (double)load(&metrics->latency_us[route]) * 1e-6);
-        serve_buffer_printf(out, "uform_request_duration_seconds_count{route=\"%s\"} %llu\n", serve_route_name(route),
-                            (unsigned long long)total);
-    }
+    for (int route = 0; route < SERVE_ROUTE_COUNT; ++route)
+        histogram(out, "uform_request_duration_seconds", "route", serve_route_name(route), metrics->latency[route],
+                  latency_bounds, SERVE_LATENCY_BUCKETS, (double)load(&metrics->latency_us[route]) * 1e-6, 1);
     serve_buffer_text(out, "# HELP uform_items_total Inputs encoded (or chosen over), by queue.\n"
                            "# TYPE uform_items_total counter\n");
     for (int queue = 0; queue < SERVE_QUEUE_COUNT; ++queue)
@@ -87,21 +90,9 @@ void serve_metrics_render(const serve_metrics_t *metrics, const size_t depths[SE
                             (unsigned long long)load(&metrics->items[queue]));
     serve_buffer_text(out, "# HELP uform_batch_size Items per batch run on the executor, by queue.\n"
                            "# TYPE uform_batch_size histogram\n");
-    for (int queue = 0; queue < SERVE_QUEUE_COUNT; ++queue) {
-        uint64_t cumulative = 0;
-        for (int b = 0; b < SERVE_BATCH_BUCKETS; ++b) {
-            cumulative += load(&metrics->batches[queue][b]);
-            serve_buffer_printf(out, "uform_batch_size_bucket{queue=\"%s\",le=\"%u\"} %llu\n", serve_queue_name(queue),
-                                batch_bounds[b], (unsigned long long)cumulative);
-        }
-        cumulative += load(&metrics->batches[queue][SERVE_BATCH_BUCKETS]);
-        serve_buffer_printf(out, "uform_batch_size_bucket{queue=\"%s\",le=\"+Inf\"} %llu\n", serve_queue_name(queue),
-                            (unsigned long long)cumulative);
-        serve_buffer_printf(out, "uform_batch_size_sum{queue=\"%s\"} %llu\n", serve_queue_name(queue),
-                            (unsigned long long)load(&metrics->batch_items[queue]));
-        serve_buffer_printf(out, "uform_batch_size_count{queue=\"%s\"} %llu\n", serve_queue_name(queue),
-                            (unsigned long long)cumulative);
-    }
+    for (int queue = 0; queue < SERVE_QUEUE_COUNT; ++queue)
+        histogram(out, "uform_batch_size", "queue", serve_queue_name(queue), metrics->batches[queue], batch_bounds,
+                  SERVE_BATCH_BUCKETS, (double)load(&metrics->batch_items[queue]), 0);
     serve_buffer_text(out, "# HELP uform_batch_seconds_total Time batches spent on the executor, by queue.\n"
                            "# TYPE uform_batch_seconds_total counter\n");
     for (int queue = 0; queue < SERVE_QUEUE_COUNT; ++queue)
