@@ -1,6 +1,8 @@
 # uform_add_test(NAME name SOURCES a.c [b.c] [LABELS l ...] [LIBRARIES lib ...] [ARGS ...] [TIMEOUT s])
 # One executable per test, linked to the static library with internal headers visible.
-# Label `tsan` marks tests that `make tsan` runs; `slow` marks those skipped by `make asan`.
+# Labels: `tsan` marks the tests `make tsan` runs; `noasan` those `make asan` leaves out (the Makefile
+# says which and why); `cpu_class` a test about one CPU class, skipped (77) where the CPU lacks it;
+# `slow` a test that takes a minute or more on two cores (information only: every stage runs them).
 function(uform_add_test)
   cmake_parse_arguments(T "" "NAME;TIMEOUT" "SOURCES;LABELS;LIBRARIES;ARGS" ${ARGN})
   add_executable(${T_NAME} ${T_SOURCES})
