@@ -1,9 +1,6 @@
 #!/usr/bin/env bash
-# Runs a Node test of `uform serve` with Debian's (or NodeSource's) node; without node it fails
-# under CI=true and answers "skipped" (77) otherwise. Usage: run_node.sh SCRIPT.mjs ARGS...
-if ! command -v node > /dev/null; then
-  echo "node is missing (scripts/install-deps.sh installs it)"
-  [ "${CI:-}" = true ] && exit 1
-  exit 77
-fi
+# Runs a Node test of `uform serve` with the machine's node (Debian's or NodeSource's); without
+# node it skips (77), and fails under CI=true (tests/common/skip.sh). Usage: run_node.sh SCRIPT.mjs ARGS...
+source "$(dirname "$0")/../common/skip.sh"
+command -v node > /dev/null || skip_missing "node"
 exec node "$@"

@@ -17,7 +17,7 @@ try {
   const required = createRequire(path.join(nodeDir, "package.json"))("openai");
   OpenAI = required.OpenAI || required.default;
 } catch (error) {
-  skip(`the openai package is not in ${nodeDir}: ${error.message}`);
+  skip(`the openai npm package in ${nodeDir} (the fixture serve_npm installs it): ${error.message}`);
 }
 rmSync(work, { recursive: true, force: true });
 mkdirSync(work, { recursive: true });

@@ -13,7 +13,7 @@ import { Tally, skip, startServer } from "./serve_node.mjs";
 
 const [uform, checkpoint, fixtures, work] = process.argv.slice(2);
 const browserPath = process.env.UFORM_CHROMIUM || "/usr/bin/chromium";
-if (!existsSync(browserPath)) skip(`${browserPath} is missing (scripts/install-deps.sh installs Debian's chromium)`);
+if (!existsSync(browserPath)) skip(`Debian's chromium (${browserPath})`);
 rmSync(work, { recursive: true, force: true });
 mkdirSync(work, { recursive: true });
 const t = new Tally();
