@@ -129,6 +129,15 @@ def batch_sizes(port):
     return {q: (int(sums[q]), int(counts.get(q, 0))) for q in sums}
 
 
+def describe(name, load, concurrency, result):
+    head = f"{name:<22} {load:<8} c={concurrency:<3}"
+    if not result["requests"]:
+        return head + "   no request answered within the run (each waits behind the others longer)"
+    return (head + f" {result['requests_per_second']:9.1f} req/s {result['items_per_second']:9.1f} items/s  "
+            f"p50 {result['p50_us'] / 1000:8.3f} ms  p99 {result['p99_us'] / 1000:8.3f} ms  "
+            f"errors {result['socket_errors'] + result['non_2xx']}")
+
+
 def run_server(name, command, port, loads, args, scrape=False):
     """Starts a server, warms it up, runs every load; -> {load name: {concurrency: result}}."""
     if args.server_cpus:
@@ -151,9 +160,7 @@ def run_server(name, command, port, loads, args, scrape=False):
                     done = [after.get(queue, (0, 0))[k] - before.get(queue, (0, 0))[k] for k in (0, 1)]
                     result["mean_batch"] = done[0] / done[1] if done[1] else 0
                 results[load][concurrency] = result
-                print(f"  {name:<22} {load:<8} c={concurrency:<3} {result['requests_per_second']:9.1f} req/s "
-                      f"{result['items_per_second']:9.1f} items/s  p50 {result['p50_us'] / 1000:8.3f} ms  "
-                      f"p99 {result['p99_us'] / 1000:8.3f} ms  errors {result['socket_errors'] + result['non_2xx']}"
+                print(f"  {describe(name, load, concurrency, result)}"
                       + (f"  mean batch {result['mean_batch']:.1f}" if scrape else ""), flush=True)
     finally:
         stop(process)
@@ -254,9 +261,7 @@ def main(argv):
     for name, results in servers.items():
         for load, by_concurrency in results.items():
             for concurrency, result in sorted(by_concurrency.items()):
-                print(f"  {name:<22} {load:<8} c={concurrency:<3} {result['requests_per_second']:9.1f} req/s "
-                      f"{result['items_per_second']:9.1f} items/s  p50 {result['p50_us'] / 1000:8.3f} ms  "
-                      f"p99 {result['p99_us'] / 1000:8.3f} ms  errors {result['socket_errors'] + result['non_2xx']}")
+                print(f"  {describe(name, load, concurrency, result)}")
 
     # The issue's targets.
     uform = servers["uform serve"]

@@ -74,8 +74,8 @@ static const route_t *find_route(const char *url, char *tail, size_t capacity) {
         size_t length = strlen(routes[i].path);
         int prefix = length > 1 && routes[i].path[length - 1] == '/';
         if (prefix ? strncmp(url, routes[i].path, length) == 0 && url[length] : strcmp(url, routes[i].path) == 0) {
+            if (prefix && strlen(url + length) >= capacity) return NULL; /* no row or model name is that long */
             snprintf(tail, capacity, "%s", prefix ? url + length : "");
-            if (prefix && strlen(url + length) >= capacity) tail[0] = 0, tail[1] = 1; /* too long: no match below */
             return &routes[i];
         }
     }
