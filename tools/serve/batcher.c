@@ -69,7 +69,10 @@ static serve_item_t *pop_locked(serve_batcher_t *batcher, int queue) {
 }
 
 void serve__expire_locked(serve_batcher_t *batcher, uint64_t now, serve_item_t **expired) {
-    /* Every job gets the same timeout, so deadlines grow along each FIFO: only heads can expire. */
+    /* Every request gets the same timeout from its headers' arrival, so deadlines grow along each
+     * FIFO except behind a request whose body took long to arrive: only heads are checked, and an
+     * item that expired behind a later head answers 504 when it reaches the head or when its batch
+     * finishes (finish() checks again). */
     for (int queue = 0; queue < SERVE_QUEUE_COUNT; ++queue) {
         serve_item_t *head;
         while ((head = batcher->queues[queue].head) && head->job->deadline_ns && head->job->deadline_ns <= now) {
