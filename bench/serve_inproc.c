@@ -26,6 +26,14 @@ static double now(void) {
     return (double)time.tv_sec + (double)time.tv_nsec * 1e-9;
 }
 
+/* CPU seconds of the whole process (every thread): on a shared machine, items per CPU-second
+ * compare where wall-clock rates cannot. */
+static double cpu_now(void) {
+    struct timespec time;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &time);
+    return (double)time.tv_sec + (double)time.tv_nsec * 1e-9;
+}
+
 static int fail(const uform_outcome_t *outcome) {
     char line[600];
     uform_outcome_format(outcome, line, sizeof line);
@@ -100,10 +108,10 @@ int main(int argc, char **argv) {
     double p50 = times[CALLS / 2], p99 = times[CALLS * 99 / 100];
 
     /* Batched texts. */
-    double text_best = 0;
+    double text_best = 0, text_cpu_best = 0;
     for (int repeat = 0; repeat < repeats; ++repeat) {
         size_t items = 0, first = 0;
-        double start = now(), elapsed = 0;
+        double start = now(), cpu_start = cpu_now(), elapsed = 0;
         do {
             if (first + batch > count) first = 0;
             uform_text_encode_t request = {0};
@@ -114,6 +122,8 @@ int main(int argc, char **argv) {
             elapsed = now() - start;
         } while (elapsed < seconds);
         if (items / elapsed > text_best) text_best = (double)items / elapsed;
+        double cpu = cpu_now() - cpu_start;
+        if (cpu > 0 && items / cpu > text_cpu_best) text_cpu_best = (double)items / cpu;
     }
 
     /* Batches of image files, decoding included. */
@@ -131,10 +141,10 @@ int main(int argc, char **argv) {
         memcpy(tape + image_offsets[i], files[i], sizes[i]);
         image_offsets[i + 1] = image_offsets[i] + sizes[i];
     }
-    double image_best = 0;
+    double image_best = 0, image_cpu_best = 0;
     for (int repeat = 0; repeat < repeats; ++repeat) {
         size_t items = 0;
-        double start = now(), elapsed = 0;
+        double start = now(), cpu_start = cpu_now(), elapsed = 0;
         do {
             uform_image_encode_t request = {0};
             request.model = model, request.executor = executor, request.arena = arena;
@@ -144,10 +154,14 @@ int main(int argc, char **argv) {
             elapsed = now() - start;
         } while (elapsed < seconds);
         if (items / elapsed > image_best) image_best = (double)items / elapsed;
+        double cpu = cpu_now() - cpu_start;
+        if (cpu > 0 && items / cpu > image_cpu_best) image_cpu_best = (double)items / cpu;
     }
     printf("{\"threads\": %zu, \"batch\": %zu, \"text_batch1_p50_us\": %.2f, \"text_batch1_p99_us\": %.2f, "
-           "\"text_batched_items_per_second\": %.1f, \"image_batch\": %zu, \"image_batched_items_per_second\": %.1f}\n",
-           uform_executor_threads(executor), batch, p50 * 1e6, p99 * 1e6, text_best, images, image_best);
+           "\"text_batched_items_per_second\": %.1f, \"text_batched_items_per_cpu_second\": %.1f, \"image_batch\": %zu, "
+           "\"image_batched_items_per_second\": %.1f, \"image_batched_items_per_cpu_second\": %.1f}\n",
+           uform_executor_threads(executor), batch, p50 * 1e6, p99 * 1e6, text_best, text_cpu_best, images, image_best,
+           image_cpu_best);
     uform_arena_free(arena);
     uform_model_free(model);
     uform_executor_free(executor);
