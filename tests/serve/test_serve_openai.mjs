@@ -14,7 +14,7 @@ import { Tally, cosine, skip, startServer } from "./serve_node.mjs";
 const [uform, checkpoint, fixtures, nodeDir, work] = process.argv.slice(2);
 let OpenAI;
 try {
-  const required = createRequire(path.join(nodeDir, "package.json"))("openai");
+  const required = createRequire(path.join(path.resolve(nodeDir), "package.json"))("openai");
   OpenAI = required.OpenAI || required.default;
 } catch (error) {
   skip(`the openai npm package in ${nodeDir} (the fixture serve_npm installs it): ${error.message}`);
