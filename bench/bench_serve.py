@@ -298,20 +298,24 @@ def main(argv):
             for concurrency, result in sorted(by_concurrency.items()):
                 print(f"  {describe(name, load, concurrency, result)}")
 
-    # The targets.
+    # The targets. Each throughput ratio is taken both ways, per second of wall-clock and
+    # per CPU-second of the processes, and a target is met only when both meet it: on a shared
+    # machine one side of a wall-clock ratio can be starved by chance, never both figures.
     uform = servers["uform serve"]
     verdicts = []
     for load, reference_key in (("text", "text_batched_items_per_second"), ("pictures", "image_batched_items_per_second")):
         if load not in uform:
             continue
         best = max(r["items_per_second"] for r in uform[load].values())
-        ratio = best / inproc[reference_key]
         best_cpu = max(r.get("items_per_cpu_second", 0) for r in uform[load].values())
+        ratio = best / inproc[reference_key]
         cpu_ratio = best_cpu / inproc[reference_key.replace("per_second", "per_cpu_second")]
         verdicts.append({"target": f"{load}: saturated throughput >= 90% of in-process batched encode",
-                         "value": ratio, "met": ratio >= 0.9, "per_cpu_second": cpu_ratio,
+                         "value": min(ratio, cpu_ratio), "met": min(ratio, cpu_ratio) >= 0.9,
+                         "wall": ratio, "per_cpu_second": cpu_ratio,
                          "detail": f"{best:.1f} items/s against {inproc[reference_key]:.1f} in process ({ratio:.1%}); "
-                                   f"per CPU-second {cpu_ratio:.1%}"})
+                                   f"per CPU-second {best_cpu:.1f} against "
+                                   f"{inproc[reference_key.replace('per_second', 'per_cpu_second')]:.1f} ({cpu_ratio:.1%})"})
     if "text" in uform and 1 in uform["text"]:
         overhead = uform["text"][1]["p50_us"] - inproc["text_batch1_p50_us"]
         verdicts.append({"target": "text, concurrency 1: p50 <= in-process batch-1 p50 + 150 us", "value": overhead,
@@ -322,13 +326,20 @@ def main(argv):
         if not peers or 16 not in uform[load]:
             continue
         peer = max(peers, key=lambda name: servers[name][load][16]["items_per_second"])
+        peer_cpu = max(servers[name][load][16].get("items_per_cpu_second", 0) for name in peers)
         mine, theirs = uform[load][16], servers[peer][load][16]
         ratio = mine["items_per_second"] / theirs["items_per_second"]
-        verdicts.append({"target": f"{load}, concurrency 16: >= 3x FastAPI's throughput, lower p99", "value": ratio,
-                         "met": ratio >= 3 and mine["p99_us"] < theirs["p99_us"],
+        cpu_ratio = mine.get("items_per_cpu_second", 0) / peer_cpu if peer_cpu else 0
+        verdicts.append({"target": f"{load}, concurrency 16: >= 3x FastAPI's throughput, lower p99",
+                         "value": min(ratio, cpu_ratio), "wall": ratio, "per_cpu_second": cpu_ratio,
+                         "met": min(ratio, cpu_ratio) >= 3 and mine["p99_us"] < theirs["p99_us"],
                          "detail": f"{mine['items_per_second']:.1f} against {theirs['items_per_second']:.1f} items/s "
-                                   f"({peer}): {ratio:.2f}x; p99 {mine['p99_us'] / 1000:.2f} against "
-                                   f"{theirs['p99_us'] / 1000:.2f} ms"})
+                                   f"({peer}): {ratio:.2f}x, per CPU-second {cpu_ratio:.2f}x; p99 "
+                                   f"{mine['p99_us'] / 1000:.2f} against {theirs['p99_us'] / 1000:.2f} ms"})
+    load_now = os.getloadavg()[0]
+    if load_now > 1.5:
+        print(f"\nnote: load average {load_now:.1f} from other processes: wall-clock figures are noisy; "
+              "the per-CPU-second ones compare better")
     print("\ntargets:")
     for verdict in verdicts:
         print(f"  {'met    ' if verdict['met'] else 'NOT MET'}  {verdict['target']}: {verdict['detail']}")
