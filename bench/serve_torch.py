@@ -14,7 +14,7 @@ again), and either
            inputs) per forward pass: dynamic batching, as the engine's server does it.
 bench_serve runs both and reports the better at each concurrency. Texts of one batch are grouped by
 length (the encoder has no padding mask); pictures go through PIL and torchvision's Resize
-(antialias) + CenterCrop + Normalize, the preprocessing model.md specifies.
+(antialias) + CenterCrop + Normalize, the preprocessing docs/preprocessing.md specifies.
 """
 
 import argparse
