@@ -3,7 +3,8 @@ an OpenAI-style error object, and /health still answering 200 after each: malfor
 types, token arrays, invalid UTF-8, NUL, deep nesting, huge numbers, URLs and bad data: URIs,
 an undecodable picture (422 naming the input), bodies over --max-body (413, declared and chunked),
 a full queue (429 with Retry-After), --timeout (504), too many inputs (413), unknown routes and
-methods, 10,000 headers, slow clients (slowloris) and path traversal in /media/.
+methods, foreign Host headers (DNS rebinding), 10,000 headers, slow clients (slowloris) and path
+traversal in /media/.
 
 Usage: test_serve_bad_inputs.py UFORM CHECKPOINT FIXTURES WORK"""
 
@@ -111,6 +112,18 @@ def routes(t, server):
     healthy(t, server, "methods and routes")
 
 
+def hosts(t, server):
+    """A loopback server answers requests addressed to this machine only (DNS rebinding)."""
+    for host, expected in (("127.0.0.1:%d" % server.port, 200), ("localhost", 200), ("[::1]:%d" % server.port, 200),
+                           ("LOCALHOST:1", 200), ("attacker.example", 403), ("attacker.example:%d" % server.port, 403),
+                           ("127.0.0.1.attacker.example", 403)):
+        status, _, body = server.request("GET", "/v1/models", headers={"Host": host})
+        t.check(status == expected and (expected == 200 or b"forbidden_host" in body), f"Host: {host}: {status}")
+    response = raw_exchange(server.port, b"GET /health HTTP/1.0\r\n\r\n", 5)
+    t.check(status_of(response) == 200, f"HTTP/1.0 without Host: {response[:40]}")
+    healthy(t, server, "foreign Host headers")
+
+
 def media_traversal(t, server):
     with open("/etc/passwd", "rb") as file:
         secret = file.read()[:16]
@@ -118,7 +131,7 @@ def media_traversal(t, server):
                  "/media/-1", "/media/1e3", "/media/0x1", "/media/+1", "/media/01", "/media/ 1", "/media/1/",
                  "/media/99999999999999999999", "/media/9223372036854775807", "/media/0/../../etc/passwd",
                  "/media//etc/passwd", "/media/%00", "/etc/passwd", "/media/"):
-        response = raw_exchange(server.port, f"GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".encode(), 10)
+        response = raw_exchange(server.port, f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n".encode(), 10)
         status = status_of(response)
         t.check(status in (400, 404) and secret not in response, f"GET {path}: {status}")
     status, _, body = server.get("/media/1000000")
@@ -128,17 +141,17 @@ def media_traversal(t, server):
 
 def bodies(t, server):
     # Declared too large (with Expect: 100-continue, as curl sends for large bodies): refused unread.
-    response = raw_exchange(server.port, b"POST /v1/embeddings HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+    response = raw_exchange(server.port, b"POST /v1/embeddings HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
                             b"Content-Length: 100000000\r\nExpect: 100-continue\r\n\r\n", 10)
     t.check(status_of(response) == 413 and b"request_too_large" in response, f"a declared 100 MB body: {response[:80]}")
     healthy(t, server, "a declared body over --max-body")
     # Declared too large without Expect, the first bytes sent: refused too.
-    response = raw_exchange(server.port, b"POST /v1/embeddings HTTP/1.1\r\nHost: x\r\nContent-Length: 100000000\r\n\r\n"
+    response = raw_exchange(server.port, b"POST /v1/embeddings HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 100000000\r\n\r\n"
                             + b"x" * 1000, 10)
     t.check(status_of(response) == 413, f"a declared body with its first bytes: {response[:80]}")
     # Chunked past the limit: answered 413 once it ends.
     chunk = b"x" * 65536
-    payload = (b"POST /v1/embeddings HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
+    payload = (b"POST /v1/embeddings HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
                + (b"10000\r\n" + chunk + b"\r\n") * 6 + b"0\r\n\r\n")
     response = raw_exchange(server.port, payload, 20)
     t.check(status_of(response) == 413, f"a chunked body over --max-body: {response[:80]}")
@@ -150,11 +163,11 @@ def bodies(t, server):
 
 
 def headers(t, server):
-    request = b"GET /health HTTP/1.1\r\nHost: x\r\n" + b"".join(b"X-Header-%d: value\r\n" % i for i in range(10000)) + b"\r\n"
+    request = b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n" + b"".join(b"X-Header-%d: value\r\n" % i for i in range(10000)) + b"\r\n"
     response = raw_exchange(server.port, request, 10)
     t.check(status_of(response) == 431, f"10,000 headers: {response[:60]}")
     healthy(t, server, "10,000 headers")
-    request = b"GET /" + b"a" * 100000 + b" HTTP/1.1\r\nHost: x\r\n\r\n"
+    request = b"GET /" + b"a" * 100000 + b" HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
     response = raw_exchange(server.port, request, 10)
     t.check(status_of(response) in (414, 431), f"a 100 kB request line: {response[:60]}")
     healthy(t, server, "a 100 kB request line")
@@ -169,7 +182,7 @@ def slow_clients(t, server):
     sockets = []
     for _ in range(200):
         sock = socket.create_connection(("127.0.0.1", server.port), timeout=10)
-        sock.sendall(b"POST /v1/embeddings HTTP/1.1\r\nHost: x\r\n")
+        sock.sendall(b"POST /v1/embeddings HTTP/1.1\r\nHost: 127.0.0.1\r\n")
         sockets.append(sock)
     answered = 0
     for round_ in range(6):
@@ -195,7 +208,7 @@ def slow_clients(t, server):
     for sock in sockets:
         sock.close()
     # The same with a body that never comes.
-    response = raw_exchange(server.port, b"POST /v1/embeddings HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{", 15)
+    response = raw_exchange(server.port, b"POST /v1/embeddings HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 100\r\n\r\n{", 15)
     t.check(response == b"" or status_of(response) in (408, 400), f"a body that never comes: {response[:40]}")
     healthy(t, server, "a body that never comes")
 
@@ -240,6 +253,7 @@ def main(argv):
         json_cases(t, server)
         undecodable(t, server, work)
         routes(t, server)
+        hosts(t, server)
         media_traversal(t, server)
         bodies(t, server)
         headers(t, server)

@@ -70,7 +70,7 @@ def health_while_draining(t, uform, checkpoint):
     t.check(status == 200, "healthy before the signal")
     slow = socket.create_connection(("127.0.0.1", server.port), timeout=30)
     body = b'{"input": "sent slowly"}'
-    slow.sendall(b"POST /v1/embeddings HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+    slow.sendall(b"POST /v1/embeddings HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
                  b"Content-Length: %d\r\n\r\n" % len(body) + body[:5])
     t.check(wait_until(lambda: server.metric("uform_in_flight_requests") == 2, 20), "the slow request is in flight")
     server.process.send_signal(signal.SIGTERM)

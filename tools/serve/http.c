@@ -111,6 +111,36 @@ static unsigned authenticate(serve_request_t *request) {
     return 0;
 }
 
+/*
+ * A server bound to this machine only answers requests addressed to it: a Host header naming
+ * another name is refused (403). A web page on another site can otherwise make a browser talk to
+ * 127.0.0.1 under a name of its own that resolves there (DNS rebinding) and read the answers as
+ * its own origin's. A request without Host (HTTP/1.0) is allowed.
+ */
+static unsigned check_host(serve_request_t *request) {
+    serve_server_t *server = request->server;
+    if (!server->loopback) return 0;
+    const char *host = MHD_lookup_connection_value(request->connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST);
+    if (!host) return 0;
+    char name[256];
+    size_t length = strlen(host);
+    if (host[0] == '[') { /* [::1]:8080 */
+        const char *close = strchr(host, ']');
+        length = close ? (size_t)(close - host) + 1 : length;
+    } else {
+        const char *colon = strchr(host, ':');
+        if (colon) length = (size_t)(colon - host);
+    }
+    if (length >= sizeof name) length = sizeof name - 1;
+    memcpy(name, host, length);
+    name[length] = 0;
+    if (serve_host_is_loopback(name) || strcasecmp(name, server->options.host) == 0) return 0;
+    return serve_error(&request->answer, 403, "forbidden_host", NULL,
+                       "this server listens on %s and answers requests addressed to it only, not to '%s' (a name that "
+                       "resolves to this machine from elsewhere is how DNS rebinding reaches it); start it with "
+                       "--host to serve other names", server->options.host, name);
+}
+
 /* Decides what can be decided from the request line and headers alone. */
 static void begin(serve_request_t *request, const char *url, const char *method) {
     serve_server_t *server = request->server;
@@ -119,22 +149,24 @@ static void begin(serve_request_t *request, const char *url, const char *method)
     const route_t *route = find_route(url, request->tail, sizeof request->tail);
     request->route = route ? route->route : SERVE_ROUTE_OTHER;
     int state = atomic_load_explicit(&server->state, memory_order_acquire);
-    unsigned status = 0;
-    if (!route)
+    unsigned status = check_host(request);
+    if (!status && !route) {
         status = serve_error(&request->answer, 404, "not_found", NULL,
                              "no route %s: the routes are POST /v1/embeddings, /v1/search, /v1/choose and GET /health, "
                              "/v1/models, /metrics, /, /media/ROW", url);
-    else if (route->post ? !post : !get)
-        request->allow = route->post ? "POST" : "GET, HEAD",
+    } else if (!status && (route->post ? !post : !get)) {
+        request->allow = route->post ? "POST" : "GET, HEAD";
         status = serve_error(&request->answer, 405, "method_not_allowed", NULL, "%s takes %s, not %s", route->path,
                              route->post ? "POST" : "GET", method);
-    else if (state == SERVE_DRAINING && request->route != SERVE_ROUTE_HEALTH && request->route != SERVE_ROUTE_METRICS)
-        status = serve_error(&request->answer, 503, "shutting_down", NULL, "the server is shutting down");
-    else if (state == SERVE_LOADING && request->route != SERVE_ROUTE_HEALTH && request->route != SERVE_ROUTE_METRICS)
-        status = serve_error(&request->answer, 503, "loading", NULL, "the model is still loading; try again shortly");
-    else if (!route->open)
+    } else if (!status && state != SERVE_READY && request->route != SERVE_ROUTE_HEALTH &&
+               request->route != SERVE_ROUTE_METRICS) {
+        status = state == SERVE_DRAINING
+                     ? serve_error(&request->answer, 503, "shutting_down", NULL, "the server is shutting down")
+                     : serve_error(&request->answer, 503, "loading", NULL, "the model is still loading; try again shortly");
+    } else if (!status && !route->open) {
         status = authenticate(request);
-    if (!status && route->post) {
+    }
+    if (!status && route && route->post) {
         const char *declared = MHD_lookup_connection_value(request->connection, MHD_HEADER_KIND,
                                                            MHD_HTTP_HEADER_CONTENT_LENGTH);
         char *end = NULL;

@@ -1,7 +1,7 @@
 /* Counters and their Prometheus rendering (metrics.h). */
 #include "metrics.h"
 
-static const unsigned statuses[SERVE_STATUS_SLOTS - 1] = {200, 206, 400, 401, 404, 405, 413, 416, 422, 429, 431, 500, 503, 504};
+static const unsigned statuses[SERVE_STATUS_SLOTS - 1] = {200, 206, 400, 401, 403, 404, 405, 413, 416, 422, 429, 431, 500, 503, 504};
 static const double latency_bounds[SERVE_LATENCY_BUCKETS] = {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
                                                              0.05,   0.1,     0.25,   0.5,   1,      2.5,   5,     10};
 static const double batch_bounds[SERVE_BATCH_BUCKETS] = {1, 2, 4, 8, 16, 32, 64, 128, 256, 512};

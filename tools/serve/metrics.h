@@ -31,7 +31,7 @@ typedef enum serve_route_t {
 /* The batcher's queues: one per modality (numbered as uform_modality_t) and one for text_choose. */
 enum { SERVE_QUEUE_CHOOSE = 4, SERVE_QUEUE_COUNT = 5 };
 
-enum { SERVE_STATUS_SLOTS = 15, SERVE_LATENCY_BUCKETS = 16, SERVE_BATCH_BUCKETS = 10 };
+enum { SERVE_STATUS_SLOTS = 16, SERVE_LATENCY_BUCKETS = 16, SERVE_BATCH_BUCKETS = 10 };
 
 typedef struct serve_metrics_t {
     _Atomic uint64_t requests[SERVE_ROUTE_COUNT][SERVE_STATUS_SLOTS];

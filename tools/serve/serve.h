@@ -88,6 +88,7 @@ typedef struct serve_server_t {
     struct MHD_Daemon *daemon;
     int listen_socket;
     unsigned port;                     /* the bound port */
+    int loopback;                      /* bound to this machine only: Host headers must name it */
     atomic_int state;                  /* serve_state_t */
     serve_metrics_t metrics;
     serve_model_t model;               /* valid once READY */
@@ -100,6 +101,9 @@ typedef struct serve_server_t {
 int serve_http_start(serve_server_t *server, char *error, size_t capacity);
 void serve_http_quiesce(serve_server_t *server);
 void serve_http_stop(serve_server_t *server);
+
+/* Whether `host` names only this machine (127.0.0.0/8, ::1, localhost). */
+int serve_host_is_loopback(const char *host);
 
 /* `uform serve ...` (serve_main.c); argv[0] is "serve". Answers the exit status. */
 int uform_command_serve(int argc, char **argv);

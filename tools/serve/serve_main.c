@@ -10,14 +10,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "serve.h"
 
-/* Whether `host` names only this machine (so serving it without a key exposes nothing). */
-static int loopback(const char *host) {
-    if (strcmp(host, "localhost") == 0 || strcmp(host, "::1") == 0) return 1;
+int serve_host_is_loopback(const char *host) {
+    if (strcasecmp(host, "localhost") == 0 || strcmp(host, "::1") == 0 || strcmp(host, "[::1]") == 0) return 1;
     struct in_addr address;
     return inet_pton(AF_INET, host, &address) == 1 && (ntohl(address.s_addr) >> 24) == 127;
 }
@@ -65,7 +65,8 @@ int uform_command_serve(int argc, char **argv) {
     if (!options->quiet)
         fprintf(stderr, "uform serve: listening on http://%s%s%s:%u/ (loading %s)\n", open_bracket, options->host, close_bracket,
                 server->port, options->model.checkpoint);
-    if (!loopback(options->host) && !options->api_key)
+    server->loopback = serve_host_is_loopback(options->host);
+    if (!server->loopback && !options->api_key)
         fprintf(stderr, "uform serve: warning: --host %s without --api-key: anyone who can reach port %u can use this "
                         "server (give --api-key-file FILE to require a key)\n", options->host, server->port);
     double started = (double)serve_now_ns() * 1e-9;
