@@ -29,6 +29,7 @@
 #include <string.h>
 
 #include "common/check.h"
+#include "common/round_bits.h"
 #include "kernels/gemm.h"
 #include "kernels/test_gemm_support.h"
 
@@ -39,19 +40,6 @@ static size_t inexact; /* operands or sums the construction failed to keep exact
 static int64_t random_integer(int64_t limit) {
     int64_t value = (int64_t)(check_random_next(&seed_state) % (uint64_t)(2 * limit + 1)) - limit;
     return value ? value : 1;
-}
-
-/* The integer a rounded to `bits` significant bits, ties to even: BF16 keeps 8. */
-static int64_t round_bits(int64_t a, int bits) {
-    int64_t magnitude = a < 0 ? -a : a;
-    int length = 0;
-    while ((magnitude >> length) != 0) ++length;
-    if (length <= bits) return a;
-    int drop = length - bits;
-    int64_t kept = magnitude >> drop, rest = magnitude & (((int64_t)1 << drop) - 1), half = (int64_t)1 << (drop - 1);
-    if (rest > half || (rest == half && (kept & 1))) kept += 1;
-    kept <<= drop;
-    return a < 0 ? -kept : kept;
 }
 
 /* Integers as the values the kernels read: a · 2^exponent. */
@@ -72,7 +60,7 @@ static float *as_f32(const operand_t *operand, size_t rows, size_t cols, size_t 
     for (size_t r = 0; r < rows; ++r)
         for (size_t c = 0; c < cols; ++c) {
             int64_t a = operand->integers[r * cols + c];
-            values[r * ld + c] = (float)ldexp((double)(rounded ? round_bits(a, 8) : a), operand->exponent);
+            values[r * ld + c] = (float)ldexp((double)(rounded ? test_round_bits(a, 8) : a), operand->exponent);
         }
     return values;
 }
@@ -82,7 +70,7 @@ static uform__bf16_t *as_bf16(const operand_t *operand, size_t rows, size_t cols
     uform__bf16_t *values = calloc(rows * ld + 1, sizeof(uform__bf16_t));
     for (size_t r = 0; r < rows; ++r)
         for (size_t c = 0; c < cols; ++c) {
-            float value = (float)ldexp((double)round_bits(operand->integers[r * cols + c], 8), operand->exponent);
+            float value = (float)ldexp((double)test_round_bits(operand->integers[r * cols + c], 8), operand->exponent);
             values[r * ld + c] = uform__gemm_bf16_from_f32(value);
             inexact += uform__gemm_f32_from_bf16(values[r * ld + c]) != value; /* exact in BF16 */
         }
@@ -97,9 +85,9 @@ static double exact_dot(const operand_t *a, size_t a_row, size_t a_step, const o
     int64_t sum = initial << (initial_exponent - exponent); /* initial_exponent ≥ exponent */
     for (size_t p = 0; p < length; ++p) {
         int64_t x = a->integers[a_row + p * a_step], y = b->integers[b_row + p * b_step];
-        sum += (round_a ? round_bits(x, 8) : x) * (round_b ? round_bits(y, 8) : y);
+        sum += (round_a ? test_round_bits(x, 8) : x) * (round_b ? test_round_bits(y, 8) : y);
     }
-    inexact += round_bits(sum, 24) != sum; /* every partial sum is then exact too: the bound below */
+    inexact += test_round_bits(sum, 24) != sum; /* every partial sum is then exact too: the bound below */
     return ldexp((double)sum, exponent);
 }
 
@@ -253,18 +241,18 @@ static void test_backward_b(const uform__gemm_kernels_t *table, const shape_t *s
 }
 
 /* The integer rounding itself, against the library's F32 → BF16 on the same values. */
-static void test_round_bits(void) {
+static void test_round_bits_itself(void) {
     size_t wrong = 0;
     for (int64_t a = -70000; a <= 70000; ++a) {
         float value = (float)a;
-        if ((double)uform__gemm_f32_from_bf16(uform__gemm_bf16_from_f32(value)) != (double)round_bits(a, 8)) wrong += 1;
+        if ((double)uform__gemm_f32_from_bf16(uform__gemm_bf16_from_f32(value)) != (double)test_round_bits(a, 8)) wrong += 1;
     }
-    CHECK_MSG(wrong == 0, "round_bits(a, 8) differs from BF16 rounding for %zu integers", wrong);
+    CHECK_MSG(wrong == 0, "test_round_bits(a, 8) differs from BF16 rounding for %zu integers", wrong);
 }
 
 int main(int argc, char **argv) {
     seed_state = test_gemm_seed(argc, argv, 20261201u);
-    test_round_bits();
+    test_round_bits_itself();
     for (size_t c = 0; c < test_gemm_class_count; ++c) {
         const uform__gemm_kernels_t *table = test_gemm_table(test_gemm_classes[c]);
         if (!table) continue;

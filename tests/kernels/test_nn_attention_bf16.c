@@ -15,6 +15,7 @@
  */
 #include "kernels/nn_attention_test_cases.h"
 #include "kernels/nn_test_support.h"
+#include "common/round_bits.h"
 #include "common/skip.h"
 
 enum { reference_block = 64 }; /* UFORM__NN_ATTENTION_BLOCK, restated: the semantics depend on it */
@@ -279,18 +280,6 @@ static void check_tables(void) {
  * Σ_r bf16(p_rc)·bf16(dout_r) with bf16(p) = 2^-5 (p = exp(s − lse) is within a few ulps of 1/32,
  * far from a BF16 boundary) for matching keys and 0 for the others. */
 
-static int64_t round_bits8(int64_t a) {
-    int64_t magnitude = a < 0 ? -a : a;
-    int length = 0;
-    while ((magnitude >> length) != 0) ++length;
-    if (length <= 8) return a;
-    int drop = length - 8;
-    int64_t kept = magnitude >> drop, rest = magnitude & (((int64_t)1 << drop) - 1), half = (int64_t)1 << (drop - 1);
-    if (rest > half || (rest == half && (kept & 1))) kept += 1;
-    kept <<= drop;
-    return a < 0 ? -kept : kept;
-}
-
 static void check_exact_rounding(void) {
     enum { H = 2, dh = 64, d = H * dh, T = 233, matching = 32 };
     size_t offsets[3] = {0, 200, 233};
@@ -324,9 +313,9 @@ static void check_exact_rounding(void) {
         for (size_t c = 0; c < d; ++c) {
             int64_t rounded = 0, plain = 0, rows = 0, absolute = 0;
             for (size_t j = begin; j < end; ++j) {
-                if (match[j]) rounded += round_bits8(v_int[j * d + c]), plain += v_int[j * d + c];
-                if (match[j]) absolute += llabs(round_bits8(v_int[j * d + c]));
-                rows += round_bits8(dout_int[j * d + c]);
+                if (match[j]) rounded += test_round_bits(v_int[j * d + c], 8), plain += v_int[j * d + c];
+                if (match[j]) absolute += llabs(test_round_bits(v_int[j * d + c], 8));
+                rows += test_round_bits(dout_int[j * d + c], 8);
             }
             for (size_t i = begin; i < end; ++i) {
                 want[i * d + c] = ldexp((double)rounded, -8) / (double)count;
