@@ -211,6 +211,7 @@ static uform_status_t step_run(void *pointer, uform__call_context_t *context) {
     if (status == UFORM_OK && uform__progress_advance(&context->progress, ++work.done) == UFORM_CANCEL)
         status = cancelled(context, "after decoding");
     if (trainer->mesh) status = uform__train_mesh_begin(&mesh_step, &work, status);
+    if (trainer->mesh && mesh_step.overlap) work.block_done = uform__train_mesh_block_done, work.block_done_state = &mesh_step;
     /* Forward. */
     double forward_start = now_seconds();
     if (status == UFORM_OK) status = uform__train_stems_forward(&work, work.blocks[0].x);
@@ -259,6 +260,8 @@ static uform_status_t step_run(void *pointer, uform__call_context_t *context) {
         uform__progress_advance(&context->progress, ++work.done);
     }
     stats.flops = work.compute.flops;
+    stats.exchange_wait_seconds = mesh_step.exchange_wait, stats.exchange_seconds = mesh_step.exchange_ran;
+    stats.chunks = 1;
     if (request->stats) *request->stats = stats;
     if (trainer->mesh) uform__train_mesh_end(&mesh_step);
     free(blocks);

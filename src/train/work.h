@@ -64,6 +64,9 @@ typedef struct uform__train_work_t {
     double contrastive, choice;           /* the losses */
     float *bag_embeddings;                /* [B, E] full-width bag embeddings (F32) */
     size_t choice_total;                  /* choices of the global batch (a mesh), 0: plan->choices */
+    /* Called after each trunk block's backward (the mesh's overlap), or NULL. */
+    void (*block_done)(void *state, size_t block);
+    void *block_done_state;
 } uform__train_work_t;
 
 /* The bags the contrastive loss sees: the step's own, or over a mesh the global batch's
