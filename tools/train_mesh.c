@@ -18,7 +18,8 @@
 
 const char train_mesh_usage[] =
     "                   [--mesh DIR|tcp://HOST:PORT|redis://HOST:PORT|auto [--job NAME] [--index I --count K]\n"
-    "                    [--mesh-timeout S] [--mesh-address IP] [--mesh-overlap backward|none]] [--processes K]\n";
+    "                    [--mesh-timeout S] [--mesh-address IP] [--mesh-overlap backward|none]] [--processes K]\n"
+    "                   [--accumulate K]\n";
 
 const char train_mesh_help[] =
     "\n"
@@ -49,12 +50,16 @@ const char train_mesh_help[] =
     "  --processes K       start K local members of this same command over a temporary folder on\n"
     "                      127.0.0.1, their output prefixed with [i]; --threads defaults to the cores / K.\n"
     "                      The run fails as a whole when a member fails\n"
+    "  --accumulate K      run each step's batch (a member's share of it) in K chunks: the same step as\n"
+    "                      the whole batch at once (every chunk's embeddings first, the loss over all of\n"
+    "                      them, then each chunk's forward again and its backward), with the activations'\n"
+    "                      memory of one chunk, for a second forward's time. With a mesh or without\n"
     "A member that dies or stops answering makes the others stop within the timeout; member 0 then\n"
     "saves the last completed step to --out (optimizer and data order) and prints the command that\n"
     "resumes, which may run on another number of members.\n";
 
 static const char *const flags[] = {"--mesh", "--job", "--index", "--count", "--mesh-timeout", "--mesh-address",
-                                    "--mesh-overlap", "--processes"};
+                                    "--mesh-overlap", "--processes", "--accumulate"};
 
 int train_mesh_is_flag(const char *flag) {
     for (size_t i = 0; i < sizeof flags / sizeof flags[0]; ++i)
@@ -84,6 +89,7 @@ int train_mesh_flag(train_mesh_t *mesh, const char *flag, const char *value) {
     } else if (strcmp(flag, "--index") == 0) return (mesh->have_index = 1, parse_count(value, &mesh->index));
     else if (strcmp(flag, "--count") == 0) return (mesh->have_count = 1, parse_count(value, &mesh->count)) || !mesh->count ? -1 : 0;
     else if (strcmp(flag, "--processes") == 0) return parse_count(value, &mesh->processes) || !mesh->processes ? -1 : 0;
+    else if (strcmp(flag, "--accumulate") == 0) return parse_count(value, &mesh->accumulate) || !mesh->accumulate ? -1 : 0;
     else if (strcmp(flag, "--mesh-timeout") == 0) {
         char *end = NULL;
         mesh->timeout = strtod(value, &end);

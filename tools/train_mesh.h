@@ -3,7 +3,8 @@
  * [--index I --count K] [--mesh-timeout S] [--mesh-address IP] [--mesh-overlap backward|none], or
  * --processes K for K local members), the launcher's variables when --index and --count are not
  * given (torchrun, mpirun, srun), the bootstrap and the line that prints the mesh's shape, each
- * member's share of a global batch, and the launcher behind --processes.
+ * member's share of a global batch, and the launcher behind --processes; and --accumulate K, which
+ * runs each member's share in K chunks (the step of the whole batch, with a chunk's memory).
  */
 #ifndef UFORM_TOOLS_TRAIN_MESH_H
 #define UFORM_TOOLS_TRAIN_MESH_H
@@ -21,6 +22,7 @@ typedef struct train_mesh_t {
     double timeout;
     int have_index, have_count;
     int overlap_none;          /* --mesh-overlap none */
+    size_t accumulate;         /* --accumulate K (0: the batch at once) */
     uform_mesh_launch_t launch; /* when --index and --count come from a launcher */
     uform_mesh_t mesh;         /* after train_mesh_join; NULL without --mesh */
 } train_mesh_t;

@@ -624,6 +624,7 @@ int uform_command_train(int argc, char **argv) {
             step.choice_targets = batch.targets;
         }
         step.progress.callback = step_progress;
+        step.accumulate = options.mesh.accumulate;
         if (options.minutes > 0 && options.steps == SIZE_MAX)
             step.learning_rate_override = time_schedule(&options, &description, description.steps + done_steps + 1, elapsed);
         if (uform_trainer_step(&step) != UFORM_OK) {

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# `uform train` over a mesh, end to end on a generated manifest: --processes 2 and 3 end with the
-# weights of one process (optimizer.weights.*, 1e-5 relative), the members' output
+# `uform train` over a mesh, end to end on a generated manifest: --processes 2 and 3, and --accumulate
+# alone and over a mesh, end with the weights of one process (optimizer.weights.*, 1e-5 relative), the members' output
 # carries their prefixes and the mesh's shape, only member 0 writes --out; members started by hand
 # with --mesh/--job/--index/--count that disagree on --batch fail naming it; a member that fails
 # fails the whole --processes run; usage errors exit 2. Every member is waited for.
@@ -27,6 +27,13 @@ check contains "$work/two.err" "^\[0\] uform: 3 steps in"
 check test "$(wc -l < "$work/two.csv")" -eq 4
 check status_is 0 "$uform" train "$work/train.jsonl" --out "$work/three.safetensors" --processes 3 "${common[@]}"
 check same_weights "$work/three.safetensors" "$work/one.safetensors"
+
+# --accumulate K: the same steps in K chunks, alone and over a mesh.
+check status_is 0 "$uform" train "$work/train.jsonl" --out "$work/chunks.safetensors" --threads 2 --accumulate 3 "${common[@]}"
+check same_weights "$work/chunks.safetensors" "$work/one.safetensors"
+check status_is 0 "$uform" train "$work/train.jsonl" --out "$work/two-chunks.safetensors" --processes 2 --accumulate 4 "${common[@]}"
+check same_weights "$work/two-chunks.safetensors" "$work/one.safetensors"
+check status_is 2 "$uform" train "$work/train.jsonl" --out x --accumulate 0 2> "$work/err.txt"
 
 # Members by hand, disagreeing on the global batch: both fail, naming it.
 mkdir -p "$work/meet"
