@@ -7,6 +7,8 @@
  * step hands to the collectives, a paper estimate of a step of `base` on 8 hosts at 25 Gbit/s.
  *
  *   bench_mesh [--quick] [--steps N] [--repeats N] [--sizes tiny,small] [--json bench/results/mesh.json]
+ *   bench_mesh --links ...        the mesh on links shaped with tc, and the scaling table (bench_mesh_links.c)
+ *   bench_mesh --accumulate ...   peak memory of a global batch of 4,096 pairs by chunks (bench_mesh_memory.c)
  *
  * Batches: tiny — 24 pairs of a 32×32 JPEG and a caption; small — 12 pairs of 64-byte texts (text
  * to text, sides 0 and 1). BF16 compute. Members are forked children meeting on 127.0.0.1.
@@ -21,6 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_mesh_links.h"
 #include "bench_mesh_raw.h"
 #include "demo_media.h"
 #include "mesh/mesh.h"
@@ -279,13 +282,19 @@ int main(int argc, char **argv) {
     const char *json_path = "bench/results/mesh.json", *sizes_text = "tiny,small";
     size_t steps = 5, repeats = 9;
     for (int i = 1; i < argc; ++i) {
+        if (!strcmp(argv[i], "--links")) return bench_mesh_links(argc, argv);
+        if (!strcmp(argv[i], "--accumulate")) return bench_mesh_accumulate(argc, argv);
+    }
+    for (int i = 1; i < argc; ++i) {
         if (!strcmp(argv[i], "--quick")) steps = 2, repeats = 3;
         else if (!strcmp(argv[i], "--steps") && i + 1 < argc) steps = (size_t)atol(argv[++i]);
         else if (!strcmp(argv[i], "--repeats") && i + 1 < argc) repeats = (size_t)atol(argv[++i]);
         else if (!strcmp(argv[i], "--sizes") && i + 1 < argc) sizes_text = argv[++i];
         else if (!strcmp(argv[i], "--json") && i + 1 < argc) json_path = argv[++i];
         else {
-            fprintf(stderr, "usage: bench_mesh [--quick] [--steps N] [--repeats N] [--sizes tiny,small] [--json PATH]\n");
+            fprintf(stderr, "usage: bench_mesh [--quick] [--steps N] [--repeats N] [--sizes tiny,small] [--json PATH]\n"
+                            "       bench_mesh --links ... (shaped links: bench_mesh_links.c)\n"
+                            "       bench_mesh --accumulate ... (peak memory of large batches: bench_mesh_memory.c)\n");
             return 2;
         }
     }
