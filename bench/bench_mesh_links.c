@@ -298,6 +298,7 @@ static int realtime = 1; /* the all-reduce's members run SCHED_FIFO when they ma
 static int member(const job_t *job, int index) {
     member_result_t result;
     memset(&result, 0, sizeof result);
+    made_members = 0, hub[0] = 0; /* the namespaces are the parent's to remove */
     if (enter(index) != 0) return 1;
     /* On a machine that other jobs keep busy, a member woken by a packet waits for a time slice,
      * milliseconds that say nothing about the link. The collectives' members run SCHED_FIFO (their
@@ -486,7 +487,7 @@ int bench_mesh_links(int argc, char **argv) {
     snprintf(folder, sizeof folder, "%s/uform-bench-links-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
     if (!mkdtemp(folder)) return 1;
     atexit(teardown);
-    signal(SIGINT, on_signal), signal(SIGTERM, on_signal);
+    signal(SIGINT, on_signal), signal(SIGTERM, on_signal), signal(SIGHUP, on_signal), signal(SIGPIPE, on_signal);
     int most_members = 0;
     for (int m = 0; m < member_count; ++m) most_members = (int)fmax(most_members, members_list[m]);
     if (make_namespaces(most_members) != 0) {
