@@ -46,7 +46,7 @@ asan: deps
 # LeakSanitizer (FFmpeg's rows at every 8th allocation there, for CI's time).
 sweep: build
 	ctest --test-dir $(BUILD) -R '^(media_fixtures|model_checkpoint_tiny)$$' --output-on-failure
-	$(BUILD)/tests/reliability/reliability_sweep $(BUILD)/tests/model/tiny.safetensors $(BUILD)/tests/media/fixtures
+	$(BUILD)/tests/reliability/reliability_sweep $(BUILD)/tests/model/tiny.safetensors $(BUILD)/tests/media/fixtures --long-persistent
 
 # The executor, outcome and arena tests under ThreadSanitizer.
 tsan: deps

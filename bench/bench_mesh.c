@@ -1,5 +1,5 @@
 /*
- * The mesh's cost (training.md, "Mesh"): step time of the tiny and small models with 1, 2 and 3
+ * The mesh's cost (docs/mesh.md): step time of the tiny and small models with 1, 2 and 3
  * processes on this machine, each process with cores / processes threads, so the processes share the
  * same cores as one process would; the same members stepping their shares with no mesh side by side
  * (what the mesh adds); and, for the small model's gradients, the mesh's all-reduce against raw
@@ -23,6 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_mesh_batch.h"
 #include "bench_mesh_links.h"
 #include "bench_mesh_raw.h"
 #include "demo_media.h"
@@ -30,8 +31,8 @@
 #include "train/trainer.h"
 
 #define MAX_PROCESSES 3
-#define PAIRS 24
-#define SMALL_PAIRS 12
+#define PAIRS BENCH_MESH_PAIRS
+#define SMALL_PAIRS BENCH_MESH_SMALL_PAIRS
 
 static char folder[256];
 
@@ -50,103 +51,6 @@ typedef struct result_t {
     double flops;                           /* per step, this member */
     double mesh_reduce, raw_reduce;         /* medians, seconds */
 } result_t;
-
-static double now(void) {
-    struct timespec time;
-    clock_gettime(CLOCK_MONOTONIC, &time);
-    return (double)time.tv_sec + (double)time.tv_nsec * 1e-9;
-}
-
-static int compare_doubles(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *values, size_t count) {
-    qsort(values, count, sizeof *values, compare_doubles);
-    return count ? values[count / 2] : 0;
-}
-
-typedef struct batch_t {
-    unsigned char *data;
-    size_t used, count, offsets[2 * PAIRS + 1], bags[2 * PAIRS + 1], lefts[PAIRS], rights[PAIRS], pairs;
-    uform_modality_t modalities[2 * PAIRS];
-    uint8_t sides[2 * PAIRS];
-} batch_t;
-
-static void append(batch_t *batch, const void *bytes, size_t length, uform_modality_t modality) {
-    size_t i = batch->count++;
-    batch->data = realloc(batch->data, batch->used + length);
-    memcpy(batch->data + batch->used, bytes, length);
-    batch->used += length;
-    batch->offsets[i + 1] = batch->used;
-    batch->modalities[i] = modality;
-}
-
-/* Pairs [first, end) of the global batch. */
-static void make_batch(batch_t *batch, int images, size_t first, size_t end) {
-    memset(batch, 0, sizeof *batch);
-    for (size_t p = first; p < end; ++p) {
-        char text[65];
-        for (size_t i = 0; i < 64; ++i) text[i] = (char)('a' + (p * 7 + i * 13) % 26);
-        append(batch, text, images ? 20 : 64, UFORM_MODALITY_TEXT);
-        if (images) {
-            uint8_t pixels[32 * 32 * 3], rgb[3] = {(uint8_t)(40 * p), (uint8_t)(255 - 9 * p), 120};
-            demo_draw(pixels, 32, 32, (int)(p % 2), rgb, 8 + (double)(p % 16), 16, 6);
-            size_t size = 0;
-            unsigned char *jpeg = demo_jpeg(pixels, 32, 32, &size);
-            append(batch, jpeg, size, UFORM_MODALITY_IMAGE);
-            free(jpeg);
-        } else {
-            for (size_t i = 0; i < 64; ++i) text[i] = (char)('A' + (p * 5 + i * 3) % 26);
-            append(batch, text, 64, UFORM_MODALITY_TEXT);
-        }
-        size_t r = batch->pairs++;
-        batch->lefts[r] = 2 * r, batch->rights[r] = 2 * r + 1;
-    }
-    for (size_t j = 0; j <= 2 * batch->pairs; ++j) batch->bags[j] = j;
-    for (size_t j = 0; j < 2 * batch->pairs; ++j) batch->sides[j] = (uint8_t)(j % 2);
-}
-
-static void request_of(const batch_t *batch, uform_trainer_t trainer, uform_arena_t arena, uform_trainer_step_t *step,
-                       uform_trainer_stats_t *stats) {
-    memset(step, 0, sizeof *step);
-    step->trainer = trainer, step->arena = arena, step->modalities = batch->modalities;
-    step->contents = (uform_tape_t){batch->data, batch->offsets, 2 * batch->pairs};
-    step->bags = batch->bags, step->bag_count = 2 * batch->pairs, step->sides = batch->sides;
-    step->relations = (uform_relations_t){batch->lefts, batch->rights, NULL, batch->pairs};
-    step->stats = stats;
-}
-
-/* Steps `steps` times after one warm-up; answers the median step time (negative on failure). */
-static double time_steps(uform_trainer_t trainer, uform_arena_t arena, const batch_t *batch, size_t steps,
-                         double *flops) {
-    double times[64];
-    for (size_t s = 0; s <= steps && s < 64; ++s) {
-        uform_trainer_step_t step;
-        uform_trainer_stats_t stats;
-        request_of(batch, trainer, arena, &step, &stats);
-        double start = now();
-        if (uform_trainer_step(&step) != UFORM_OK) {
-            fprintf(stderr, "bench_mesh: step: %s\n", step.outcome.message);
-            return -1;
-        }
-        if (s) times[s - 1] = now() - start;
-        if (flops) *flops = stats.flops;
-    }
-    return median(times, steps < 64 ? steps : 63);
-}
-
-static uform_trainer_t make_trainer(uform_executor_t executor, const char *size, uform_mesh_t mesh) {
-    uform_trainer_config_t config = {0};
-    snprintf(config.size, sizeof config.size, "%s", size);
-    config.compute = UFORM_COMPUTE_BF16, config.seed = 1, config.mesh = mesh;
-    uform_trainer_t trainer = NULL;
-    uform_outcome_t outcome = {0};
-    if (uform_trainer_init_ram(executor, &config, &trainer, &outcome) != UFORM_OK)
-        fprintf(stderr, "bench_mesh: init: %s\n", outcome.message);
-    return trainer;
-}
 
 /* The mesh's all-reduce and raw Gloo's, alternated, on the trainer's gradient count. */
 static void time_collectives(const plan_t *plan, size_t index, uform_mesh_t mesh, size_t total, result_t *result) {
@@ -170,17 +74,17 @@ static void time_collectives(const plan_t *plan, size_t index, uform_mesh_t mesh
         for (int turn = 0; turn < 2; ++turn) {
             int mesh_turn = (int)(r % 2) == turn;
             if (bench_raw_allreduce(raw, &token, 1) != 0) goto done;
-            double start = now();
+            double start = bench_now();
             int failed = mesh_turn ? uform__mesh_allreduce_f32(mesh, values, total, "a benchmark", &outcome,
                                                                "bench_mesh") != UFORM_OK
                                    : bench_raw_allreduce(raw, values, total) != 0;
             if (failed) goto done;
-            if (r) (mesh_turn ? mesh_times : raw_times)[r - 1] = now() - start;
+            if (r) (mesh_turn ? mesh_times : raw_times)[r - 1] = bench_now() - start;
         }
         for (size_t i = 0; i < total; ++i) values[i] *= 1.0f / (float)(plan->processes * plan->processes);
     }
 done:
-    result->mesh_reduce = median(mesh_times, repeats), result->raw_reduce = median(raw_times, repeats);
+    result->mesh_reduce = bench_median(mesh_times, repeats), result->raw_reduce = bench_median(raw_times, repeats);
     free(values);
     bench_raw_free(raw);
 }
@@ -204,15 +108,17 @@ static int member(const plan_t *plan, size_t index) {
         fprintf(stderr, "bench_mesh: bootstrap: %s\n", outcome.message);
         return 1;
     }
-    batch_t batch;
+    bench_batch_t batch;
     size_t pairs = plan->images ? PAIRS : SMALL_PAIRS;
-    make_batch(&batch, plan->images, pairs * index / plan->processes, pairs * (index + 1) / plan->processes);
-    uform_trainer_t trainer = make_trainer(executor, plan->size, mesh);
+    bench_batch_make(&batch, plan->images, pairs * index / plan->processes, pairs * (index + 1) / plan->processes);
+    uform_trainer_t trainer = bench_trainer(executor, plan->size, mesh);
     if (trainer) {
         result.total = trainer->total;
         uint64_t payload[3], calls[3];
         memcpy(payload, mesh->payload_bytes, sizeof payload), memcpy(calls, mesh->collectives, sizeof calls);
-        result.step_median = time_steps(trainer, arena, &batch, plan->steps, &result.flops);
+        bench_steps_t measured;
+        result.step_median = bench_batch_steps(trainer, arena, &batch, plan->steps, &measured) ? -1 : measured.seconds;
+        result.flops = measured.flops;
         for (int k = 0; k < 3; ++k) {
             result.payload[k] = (double)(mesh->payload_bytes[k] - payload[k]) / (double)(plan->steps + 1);
             result.collectives[k] = (double)(mesh->collectives[k] - calls[k]) / (double)(plan->steps + 1);
@@ -220,8 +126,8 @@ static int member(const plan_t *plan, size_t index) {
         if (plan->collective && plan->processes > 1) time_collectives(plan, index, mesh, trainer->total, &result);
         uform_trainer_free(trainer);
         /* The same share with no mesh, the members side by side as before. */
-        uform_trainer_t alone = make_trainer(executor, plan->size, NULL);
-        if (alone) result.alone_median = time_steps(alone, arena, &batch, plan->steps, NULL);
+        uform_trainer_t alone = bench_trainer(executor, plan->size, NULL);
+        if (alone) result.alone_median = bench_batch_steps(alone, arena, &batch, plan->steps, &measured) ? -1 : measured.seconds;
         uform_trainer_free(alone);
         result.ok = result.step_median > 0 && result.alone_median > 0;
     }
@@ -248,11 +154,11 @@ static int run_plan(const plan_t *plan, result_t *results) {
         if (pids[i] == 0) _exit(member(plan, i));
     }
     int failed = 0;
-    double deadline = now() + 1800;
+    double deadline = bench_now() + 1800;
     for (size_t i = 0; i < plan->processes; ++i) {
         int status = 0;
         while (waitpid(pids[i], &status, WNOHANG) == 0) {
-            if (now() > deadline) kill(pids[i], SIGKILL);
+            if (bench_now() > deadline) kill(pids[i], SIGKILL);
             struct timespec pause = {0, 20000000};
             nanosleep(&pause, NULL);
         }
@@ -371,7 +277,7 @@ int main(int argc, char **argv) {
         }
     }
     /* base on 8 hosts at 25 Gbit/s, on paper: what a step hands to the collectives (mesh_step.c). */
-    uform_trainer_t base = make_trainer(NULL, "base", NULL);
+    uform_trainer_t base = bench_trainer(NULL, "base", NULL);
     if (base) {
         const uform__model_config_t *config = &base->config;
         double P = (double)base->total, k = 8, link = 25e9 / 8, pairs = 256, B = 2 * pairs, N = B;

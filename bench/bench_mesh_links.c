@@ -35,6 +35,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_mesh_batch.h"
 #include "bench_mesh_links.h"
 #include "demo_media.h"
 #include "mesh/mesh.h"
@@ -49,23 +50,6 @@ static const double sizes_mib[SIZES] = {1.0 / 256, 1, 4, 16, 64};
 static char folder[256];
 static char hub[64], names[MOST_MEMBERS][64];
 static int made_members = 0;
-
-static double now(void) {
-    struct timespec time;
-    clock_gettime(CLOCK_MONOTONIC, &time);
-    return (double)time.tv_sec + (double)time.tv_nsec * 1e-9;
-}
-
-static int compare_doubles(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *values, size_t count) {
-    if (!count) return 0;
-    qsort(values, count, sizeof *values, compare_doubles);
-    return values[count / 2];
-}
 
 static int run(const char *command) {
     int status = system(command);
@@ -199,98 +183,15 @@ static void time_reduces(const job_t *job, uform_mesh_t mesh, member_result_t *r
         for (size_t r = 0; r <= repeats; ++r) {
             /* A one-float all-reduce first: no timed call pays for a late member. */
             if (uform__mesh_allreduce_f32(mesh, &token, 1, "a barrier", &outcome, "bench") != UFORM_OK) goto done;
-            double start = now();
+            double start = bench_now();
             if (uform__mesh_allreduce_f32(mesh, values, count, "a benchmark", &outcome, "bench") != UFORM_OK) goto done;
-            if (r) times[r - 1] = now() - start;
+            if (r) times[r - 1] = bench_now() - start;
         }
-        result->reduce[s] = median(times, repeats);
+        result->reduce[s] = bench_median(times, repeats);
     }
     result->ok = 1;
 done:
     free(values);
-}
-
-typedef struct batch_t {
-    unsigned char *data;
-    size_t used, count, pairs;
-    size_t offsets[129], bags[129], lefts[64], rights[64];
-    uform_modality_t modalities[128];
-    uint8_t sides[128];
-} batch_t;
-
-/* tiny: 24 pairs of a caption and a 32×32 JPEG; small: 12 pairs of 64-byte texts (as bench_mesh). */
-static void make_batch(batch_t *batch, int images, size_t first, size_t end) {
-    memset(batch, 0, sizeof *batch);
-    for (size_t p = first; p < end; ++p) {
-        char text[65];
-        for (size_t i = 0; i < 64; ++i) text[i] = (char)('a' + (p * 7 + i * 13) % 26);
-        size_t lengths[2] = {images ? 20u : 64u, 64u};
-        for (int side = 0; side < 2; ++side) {
-            unsigned char *bytes = (unsigned char *)text;
-            size_t length = lengths[side];
-            uform_modality_t modality = UFORM_MODALITY_TEXT;
-            unsigned char *jpeg = NULL;
-            if (side == 1 && images) {
-                uint8_t pixels[32 * 32 * 3], rgb[3] = {(uint8_t)(40 * p), (uint8_t)(255 - 9 * p), 120};
-                demo_draw(pixels, 32, 32, (int)(p % 2), rgb, 8 + (double)(p % 16), 16, 6);
-                jpeg = demo_jpeg(pixels, 32, 32, &length);
-                bytes = jpeg, modality = UFORM_MODALITY_IMAGE;
-            } else if (side == 1) {
-                for (size_t i = 0; i < 64; ++i) text[i] = (char)('A' + (p * 5 + i * 3) % 26);
-            }
-            size_t c = batch->count++;
-            batch->data = realloc(batch->data, batch->used + length);
-            memcpy(batch->data + batch->used, bytes, length);
-            batch->used += length;
-            batch->offsets[c + 1] = batch->used, batch->modalities[c] = modality;
-            free(jpeg);
-        }
-        size_t r = batch->pairs++;
-        batch->lefts[r] = 2 * r, batch->rights[r] = 2 * r + 1;
-    }
-    for (size_t j = 0; j <= 2 * batch->pairs; ++j) batch->bags[j] = j;
-    for (size_t j = 0; j < 2 * batch->pairs; ++j) batch->sides[j] = (uint8_t)(j % 2);
-}
-
-/* Median step seconds after one warm-up; the stats' medians into `result` when `meshed`. */
-static double time_steps(uform_trainer_t trainer, uform_arena_t arena, const batch_t *batch, size_t steps,
-                         member_result_t *result) {
-    double times[32], waits[32], exchanges[32], backwards[32];
-    steps = steps < 31 ? steps : 31;
-    for (size_t s = 0; s <= steps; ++s) {
-        uform_trainer_step_t step;
-        uform_trainer_stats_t stats;
-        memset(&step, 0, sizeof step);
-        step.trainer = trainer, step.arena = arena, step.modalities = batch->modalities;
-        step.contents = (uform_tape_t){batch->data, batch->offsets, 2 * batch->pairs};
-        step.bags = batch->bags, step.bag_count = 2 * batch->pairs, step.sides = batch->sides;
-        step.relations = (uform_relations_t){batch->lefts, batch->rights, NULL, batch->pairs};
-        step.stats = &stats;
-        double start = now();
-        if (uform_trainer_step(&step) != UFORM_OK) {
-            fprintf(stderr, "bench_mesh --links: step: %s\n", step.outcome.message);
-            return -1;
-        }
-        if (!s) continue;
-        times[s - 1] = now() - start, waits[s - 1] = stats.exchange_wait_seconds;
-        exchanges[s - 1] = stats.exchange_seconds, backwards[s - 1] = stats.backward_seconds;
-    }
-    if (result) {
-        result->wait = median(waits, steps), result->exchange = median(exchanges, steps);
-        result->backward = median(backwards, steps);
-    }
-    return median(times, steps);
-}
-
-static uform_trainer_t make_trainer(uform_executor_t executor, const char *size, uform_mesh_t mesh) {
-    uform_trainer_config_t config = {0};
-    snprintf(config.size, sizeof config.size, "%s", size);
-    config.compute = UFORM_COMPUTE_BF16, config.seed = 1, config.mesh = mesh;
-    uform_trainer_t trainer = NULL;
-    uform_outcome_t outcome = {0};
-    if (uform_trainer_init_ram(executor, &config, &trainer, &outcome) != UFORM_OK)
-        fprintf(stderr, "bench_mesh --links: init: %s\n", outcome.message);
-    return trainer;
 }
 
 static int realtime = 1; /* the all-reduce's members run SCHED_FIFO when they may */
@@ -318,19 +219,22 @@ static int member(const job_t *job, int index) {
     if (mesh && job->collective) time_reduces(job, mesh, &result);
     if (mesh && !job->collective) {
         int images = strcmp(job->model, "tiny") == 0;
-        size_t pairs = images ? 24 : 12;
-        batch_t batch;
-        make_batch(&batch, images, pairs * (size_t)index / (size_t)job->members,
-                   pairs * (size_t)(index + 1) / (size_t)job->members);
-        uform_trainer_t trainer = make_trainer(executor, job->model, mesh);
+        size_t pairs = images ? BENCH_MESH_PAIRS : BENCH_MESH_SMALL_PAIRS;
+        bench_batch_t batch;
+        bench_batch_make(&batch, images, pairs * (size_t)index / (size_t)job->members,
+                         pairs * (size_t)(index + 1) / (size_t)job->members);
+        uform_trainer_t trainer = bench_trainer(executor, job->model, mesh);
+        bench_steps_t meshed = {0}, alone = {0};
         if (trainer) {
             result.total = trainer->total;
-            result.step = time_steps(trainer, arena, &batch, job->steps, &result);
+            int failed = bench_batch_steps(trainer, arena, &batch, job->steps, &meshed);
             uform_trainer_free(trainer);
-            uform_trainer_t alone = make_trainer(executor, job->model, NULL);
-            if (alone) result.alone = time_steps(alone, arena, &batch, job->steps, NULL);
-            uform_trainer_free(alone);
-            result.ok = result.step > 0 && result.alone > 0;
+            uform_trainer_t single = failed ? NULL : bench_trainer(executor, job->model, NULL);
+            if (single) failed = bench_batch_steps(single, arena, &batch, job->steps, &alone);
+            uform_trainer_free(single);
+            result.ok = !failed && single;
+            result.step = meshed.seconds, result.alone = alone.seconds, result.wait = meshed.waited;
+            result.exchange = meshed.exchange, result.backward = meshed.backward;
         }
         free(batch.data);
     }
@@ -353,12 +257,12 @@ static int run_job(const job_t *job, member_result_t *slowest) {
         if (pids[i] == 0) _exit(member(job, i));
     }
     int failed = 0;
-    double deadline = now() + 1200;
+    double deadline = bench_now() + 1200;
     memset(slowest, 0, sizeof *slowest);
     for (int i = 0; i < job->members; ++i) {
         int status = 0;
         while (waitpid(pids[i], &status, WNOHANG) == 0) {
-            if (now() > deadline) kill(pids[i], SIGKILL);
+            if (bench_now() > deadline) kill(pids[i], SIGKILL);
             struct timespec pause = {0, 20000000};
             nanosleep(&pause, NULL);
         }

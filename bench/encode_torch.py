@@ -12,7 +12,7 @@ of a batch has the same length, so the batch is a dense tensor and no mask is ne
 work is stems + trunk + head (embeddings: CLS state normalised, projected, L2-normalised);
 preprocessing is not timed.  Prints one JSON line.
 
-Set OMP_WAIT_POLICY=PASSIVE in the environment (quality.md): without it PyTorch's OpenMP threads
+Set OMP_WAIT_POLICY=PASSIVE in the environment (docs/benchmarks.md): without it PyTorch's OpenMP threads
 spin against other work on this 2-core machine and F32 runs 2-4x slower.
 """
 
@@ -35,7 +35,7 @@ TRUNK_NORM_EPS = 1e-6
 
 
 class Block(nn.Module):
-    """Pre-norm block of model.md: h = x + out(attn(norm1 x)); y = h + down(gelu(up(norm2 h)))."""
+    """Pre-norm block of docs/model.md: h = x + out(attn(norm1 x)); y = h + down(gelu(up(norm2 h)))."""
 
     def __init__(self, d, heads, mlp, eps=TRUNK_NORM_EPS):
         super().__init__()

@@ -45,6 +45,47 @@ void uform__bootstrap_list_missing(const unsigned char *arrived, size_t count, c
     }
 }
 
+uform_status_t uform__bootstrap_barrier(uform__bootstrap_t *boot, const char *where, const char *what,
+                                        uform__bootstrap_look_t look, void *state) {
+    unsigned char *arrived = calloc(boot->count, 1);
+    if (!arrived)
+        return uform__fail(boot->outcome, UFORM_OUT_OF_MEMORY, boot->function, "cannot allocate memory to track %zu members",
+                           boot->count);
+    arrived[boot->index] = 1;
+    size_t waiting = boot->count - 1;
+    double deadline = uform__bootstrap_now() + (double)boot->timeout_ms / 1000.0;
+    uform_status_t status = UFORM_OK;
+    while (status == UFORM_OK && waiting > 0) {
+        status = look(state, arrived, &waiting);
+        if (status != UFORM_OK || waiting == 0) break;
+        if (uform__bootstrap_now() >= deadline) {
+            char missing[256];
+            uform__bootstrap_list_missing(arrived, boot->count, missing, sizeof missing);
+            status = uform__fail(boot->outcome, UFORM_TIMEOUT, boot->function,
+                                 "member%s %s of %zu did not arrive %s within %.3g s: start every member with the "
+                                 "same %s and job within the timeout",
+                                 waiting == 1 ? "" : "s", missing, boot->count, where, (double)boot->timeout_ms / 1000.0,
+                                 what);
+            break;
+        }
+        uform__bootstrap_sleep(UFORM__BOOTSTRAP_POLL_MS);
+    }
+    free(arrived);
+    return status;
+}
+
+uform_status_t uform__bootstrap_arrived(uform__bootstrap_t *boot, const uform__facts_t *theirs, size_t index,
+                                        unsigned char *arrived, size_t *waiting, const char *where,
+                                        const char *advice) {
+    char message[UFORM_OUTCOME_MESSAGE_CAPACITY];
+    /* A member that counts differently may even sit beyond our count. */
+    if (uform__facts_compare(&boot->mine, boot->index, theirs, index, message, sizeof message) != 0)
+        return uform__fail(boot->outcome, UFORM_CONFIG_MISMATCH, boot->function, "the members of job %s disagree: %s (%s)",
+                           where, message, advice);
+    if (index < boot->count && !arrived[index]) arrived[index] = 1, *waiting -= 1;
+    return UFORM_OK;
+}
+
 int uform__bootstrap_process_gone(const uform__facts_t *facts, const char *host) {
     const char *their_host = uform__facts_get(facts, "host"), *pid = uform__facts_get(facts, "pid");
     if (!their_host || !pid || strcmp(their_host, host) != 0) return 0;
@@ -87,6 +128,9 @@ static uform_status_t check_bindable(const char *address, uform_outcome_t *outco
     memset(&hints, 0, sizeof hints);
     hints.ai_family = AF_UNSPEC, hints.ai_socktype = SOCK_STREAM, hints.ai_flags = AI_NUMERICHOST | AI_PASSIVE;
     int error = getaddrinfo(address, "0", &hints, &found);
+    if (error == EAI_MEMORY || (error == EAI_SYSTEM && errno == ENOMEM))
+        return uform__fail(outcome, UFORM_OUT_OF_MEMORY, function, "cannot allocate memory to resolve options.address '%s'",
+                           address);
     if (error != 0)
         return uform__fail(outcome, UFORM_INVALID_ARGUMENT, function, "options.address '%s': %s", address,
                            gai_strerror(error));
@@ -131,14 +175,16 @@ static uform_status_t make_facts(uform__bootstrap_t *boot, uform_executor_t exec
     if (status == UFORM_OK) status = uform__facts_set(facts, "launcher", "%s", uform_mesh_launcher_name(launcher));
     if (status == UFORM_OK && options->trainer_config) status = uform__facts_add_trainer(facts, options->trainer_config);
     if (status != UFORM_OK)
-        return uform__fail(boot->outcome, status, boot->function, "cannot hold this member's facts%s",
-                           status == UFORM_INVALID_ARGUMENT ? ": a value is too long" : "");
+        return uform__fail(boot->outcome, status, boot->function, "%s",
+                           status == UFORM_INVALID_ARGUMENT ? "cannot hold this member's facts: a value is too long"
+                                                            : "cannot allocate memory for this member's facts");
     if (options->agreement) {
         status = uform__facts_add_agreement(facts, options->agreement, boot->outcome, boot->function);
         if (status != UFORM_OK) return status;
     }
     status = uform__facts_add_fingerprint(facts);
-    if (status != UFORM_OK) return uform__fail(boot->outcome, status, boot->function, "cannot hold this member's facts");
+    if (status != UFORM_OK)
+        return uform__fail(boot->outcome, status, boot->function, "cannot allocate memory for this member's facts");
     return UFORM_OK;
 }
 

@@ -51,6 +51,23 @@ void uform__bootstrap_list_missing(const unsigned char *arrived, size_t count, c
 /* Whether `facts` are of a process on `host` (this one's) that has exited. */
 int uform__bootstrap_process_gone(const uform__facts_t *facts, const char *host);
 
+/* One look at the rendezvous for the hello barrier: reads the facts of members that have not arrived
+ * (arrived[j] 0), compares each through uform__bootstrap_arrived, and answers UFORM_OK (keep
+ * waiting, or done once *waiting is 0) or a failure. */
+typedef uform_status_t (*uform__bootstrap_look_t)(void *state, unsigned char *arrived, size_t *waiting);
+
+/* The hello barrier: looks every UFORM__BOOTSTRAP_POLL_MS until every member has arrived, a look
+ * fails, or the timeout passes (UFORM_TIMEOUT listing the missing members, "did not arrive WHERE",
+ * with `what` the rendezvous' kind in the advice: "directory", "rendezvous"). */
+uform_status_t uform__bootstrap_barrier(uform__bootstrap_t *boot, const char *where, const char *what,
+                                        uform__bootstrap_look_t look, void *state);
+
+/* Member `index`'s facts have arrived: compared with ours, UFORM_CONFIG_MISMATCH naming the first
+ * difference (`advice` ends the message), else marked arrived (when within our count). */
+uform_status_t uform__bootstrap_arrived(uform__bootstrap_t *boot, const uform__facts_t *theirs, size_t index,
+                                        unsigned char *arrived, size_t *waiting, const char *where,
+                                        const char *advice);
+
 /* Meets in directory/job (rendezvous_folder.c): boot->job_path is set. */
 uform_status_t uform__bootstrap_folder(uform__bootstrap_t *boot, uform_mesh_t mesh);
 

@@ -45,6 +45,20 @@ using steady = std::chrono::steady_clock;
  * plus a minute for a slow member's clean-up. */
 int64_t ttl_for(milliseconds timeout) { return (int64_t)timeout.count() + 60000; }
 
+/* Waits until `found(key)` holds for every key, polling every 10 ms, at most `timeout`; then throws
+ * status_error(UFORM_TIMEOUT) naming the key ("where" says whose store). */
+template <typename Found>
+void wait_for(const std::vector<std::string> &keys, const milliseconds &timeout, const std::string &where, Found found) {
+    auto deadline = steady::now() + timeout;
+    for (const std::string &key : keys)
+        while (!found(key)) {
+            if (steady::now() >= deadline)
+                throw status_error(UFORM_TIMEOUT, where + "timed out after " + std::to_string(timeout.count()) +
+                                                      " ms waiting for '" + key + "'");
+            std::this_thread::sleep_for(milliseconds(10));
+        }
+}
+
 /* Debian's FileStore::get waits for a key with the store's fixed default (30 s), whatever the
  * context's timeout; every wait here takes the mesh's timeout instead. */
 class timed_file_store : public gloo::rendezvous::FileStore {
@@ -87,17 +101,7 @@ class redis_store : public gloo::rendezvous::RedisStore {
     void wait(const std::vector<std::string> &keys) override { wait(keys, timeout_); }
 
     void wait(const std::vector<std::string> &keys, const milliseconds &timeout) override {
-        auto deadline = steady::now() + timeout;
-        for (const std::string &key : keys) {
-            std::vector<char> ignored;
-            while (!exists(key)) {
-                if (steady::now() >= deadline)
-                    throw status_error(UFORM_TIMEOUT, where_ + ": timed out after " +
-                                                          std::to_string(timeout.count()) + " ms waiting for '" +
-                                                          key + "'");
-                std::this_thread::sleep_for(milliseconds(10));
-            }
-        }
+        wait_for(keys, timeout, where_ + ": ", [&](const std::string &key) { return exists(key); });
     }
 
     bool add(const std::string &key, const void *value, size_t length, int64_t ttl_ms) {
@@ -256,16 +260,9 @@ class kv_store : public gloo::rendezvous::Store {
     void wait(const std::vector<std::string> &keys) override { wait(keys, timeout_); }
 
     void wait(const std::vector<std::string> &keys, const milliseconds &timeout) override {
-        auto deadline = steady::now() + timeout;
-        for (const std::string &key : keys) {
-            std::vector<char> ignored;
-            while (!try_get(key, ignored)) {
-                if (steady::now() >= deadline)
-                    throw status_error(UFORM_TIMEOUT, "timed out after " + std::to_string(timeout.count()) +
-                                                          " ms waiting for '" + prefix_ + key + "'");
-                std::this_thread::sleep_for(milliseconds(10));
-            }
-        }
+        std::vector<char> ignored;
+        wait_for(keys, timeout, "the rendezvous store, under '" + prefix_ + "': ",
+                 [&](const std::string &key) { return try_get(key, ignored); });
     }
 
   private:

@@ -83,7 +83,7 @@ uform_status_t uform__mesh_overlap_start(uform_mesh_t mesh, uform_outcome_t *out
         pthread_cond_destroy(&buckets->wake), pthread_cond_destroy(&buckets->done);
         free(buckets);
         return uform__fail(outcome, started == EAGAIN || started == ENOMEM ? UFORM_OUT_OF_MEMORY : UFORM_INTERNAL,
-                           function, "cannot start the gradients' all-reduce thread: %s", strerror(started));
+                           function, "cannot allocate a thread for the gradients' all-reduce: %s", strerror(started));
     }
     mesh->buckets = buckets;
     return UFORM_OK;

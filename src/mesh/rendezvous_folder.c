@@ -87,7 +87,8 @@ static uform_status_t refuse_stale(uform__bootstrap_t *boot, time_t now) {
     int stored = stat(path, &info) == 0;
     DIR *folder = opendir(boot->job_path);
     if (!folder)
-        return uform__fail(boot->outcome, UFORM_IO, boot->function, "cannot list '%s': %s", boot->job_path, strerror(errno));
+        return uform__fail(boot->outcome, errno == ENOMEM ? UFORM_OUT_OF_MEMORY : UFORM_IO, boot->function,
+                           "cannot list '%s': %s", boot->job_path, strerror(errno));
     uform_status_t status = UFORM_OK;
     struct dirent *entry;
     double limit = (double)boot->timeout_ms / 1000.0 + 10.0;
@@ -97,7 +98,13 @@ static uform_status_t refuse_stale(uform__bootstrap_t *boot, time_t now) {
         snprintf(path, sizeof path, "%s/%s", boot->job_path, entry->d_name);
         uform__facts_t theirs;
         memset(&theirs, 0, sizeof theirs);
-        if (stat(path, &info) != 0 || read_facts(path, &theirs) != 0) continue; /* gone meanwhile */
+        if (stat(path, &info) != 0) continue; /* gone meanwhile */
+        if (read_facts(path, &theirs) != 0) {
+            if (errno != ENOMEM) continue; /* gone meanwhile */
+            status = uform__fail(boot->outcome, UFORM_OUT_OF_MEMORY, boot->function, "cannot allocate memory to read '%s'",
+                                 path);
+            break;
+        }
         char why[600];
         const char *pid = uform__facts_get(&theirs, "pid"), *host = uform__facts_get(&theirs, "host");
         if (stored && !uform__bootstrap_process_gone(&theirs, boot->host) && difftime(now, info.st_mtime) <= limit) {
@@ -125,7 +132,7 @@ static uform_status_t refuse_stale(uform__bootstrap_t *boot, time_t now) {
 /* Writes our facts to a temporary file and syncs it; answers the file system's time through *now. */
 static uform_status_t write_temporary(uform__bootstrap_t *boot, const char *temporary, time_t *now) {
     char *text = uform__facts_print(&boot->mine);
-    if (!text) return uform__fail(boot->outcome, UFORM_OUT_OF_MEMORY, boot->function, "cannot print the facts");
+    if (!text) return uform__fail(boot->outcome, UFORM_OUT_OF_MEMORY, boot->function, "cannot allocate memory to print the facts");
     int fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     int failed = fd < 0;
     size_t length = strlen(text), done = 0;
@@ -178,51 +185,41 @@ static uform_status_t claim(uform__bootstrap_t *boot) {
     return status;
 }
 
-/* Step 3: every member's facts, each compared as it arrives. */
-static uform_status_t hello_barrier(uform__bootstrap_t *boot) {
-    unsigned char *arrived = calloc(boot->count, 1);
-    if (!arrived) return uform__fail(boot->outcome, UFORM_OUT_OF_MEMORY, boot->function, "cannot track %zu members", boot->count);
-    arrived[boot->index] = 1;
-    size_t waiting = boot->count - 1;
-    double deadline = uform__bootstrap_now() + (double)boot->timeout_ms / 1000.0;
+/* Step 3: every member's facts, each compared as it arrives (one look at the folder). */
+static uform_status_t look(void *state, unsigned char *arrived, size_t *waiting) {
+    uform__bootstrap_t *boot = state;
+    DIR *folder = opendir(boot->job_path);
+    if (!folder && errno == ENOMEM) /* waiting would not bring memory back: say so now */
+        return uform__fail(boot->outcome, UFORM_OUT_OF_MEMORY, boot->function, "cannot allocate memory to list '%s'",
+                           boot->job_path);
     uform_status_t status = UFORM_OK;
-    char path[PATH_MAX + 300], message[UFORM_OUTCOME_MESSAGE_CAPACITY];
-    while (status == UFORM_OK && waiting > 0) {
-        DIR *folder = opendir(boot->job_path);
-        struct dirent *entry;
-        while (status == UFORM_OK && folder && (entry = readdir(folder)) != NULL) {
-            size_t index;
-            if (!facts_index(entry->d_name, &index) || (index < boot->count && arrived[index])) continue;
-            snprintf(path, sizeof path, "%s/%s", boot->job_path, entry->d_name);
-            uform__facts_t theirs;
-            memset(&theirs, 0, sizeof theirs);
-            if (read_facts(path, &theirs) != 0) continue;
-            /* A member that counts differently may even sit beyond our count. */
-            if (uform__facts_compare(&boot->mine, boot->index, &theirs, index, message, sizeof message) != 0)
-                status = uform__fail(boot->outcome, UFORM_CONFIG_MISMATCH, boot->function,
-                                     "the members of job '%s' disagree: %s (fix it, remove the job folder and start "
-                                     "every member again)",
-                                     boot->job_path, message);
-            else if (index < boot->count)
-                arrived[index] = 1, waiting -= 1;
-            uform__facts_free(&theirs);
+    char path[PATH_MAX + 300], where[PATH_MAX + 8];
+    snprintf(where, sizeof where, "'%s'", boot->job_path);
+    struct dirent *entry;
+    while (status == UFORM_OK && folder && (entry = readdir(folder)) != NULL) {
+        size_t index;
+        if (!facts_index(entry->d_name, &index) || (index < boot->count && arrived[index])) continue;
+        snprintf(path, sizeof path, "%s/%s", boot->job_path, entry->d_name);
+        uform__facts_t theirs;
+        memset(&theirs, 0, sizeof theirs);
+        if (read_facts(path, &theirs) != 0) {
+            if (errno == ENOMEM)
+                status = uform__fail(boot->outcome, UFORM_OUT_OF_MEMORY, boot->function,
+                                     "cannot allocate memory to read '%s'", path);
+            continue;
         }
-        if (folder) closedir(folder);
-        if (status != UFORM_OK || waiting == 0) break;
-        if (uform__bootstrap_now() >= deadline) {
-            char missing[256];
-            uform__bootstrap_list_missing(arrived, boot->count, missing, sizeof missing);
-            status = uform__fail(boot->outcome, UFORM_TIMEOUT, boot->function,
-                                 "member%s %s of %zu did not arrive in '%s' within %.3g s: start every member with the "
-                                 "same directory and job within the timeout",
-                                 waiting == 1 ? "" : "s", missing, boot->count, boot->job_path,
-                                 (double)boot->timeout_ms / 1000.0);
-            break;
-        }
-        uform__bootstrap_sleep(UFORM__BOOTSTRAP_POLL_MS);
+        status = uform__bootstrap_arrived(boot, &theirs, index, arrived, waiting, where,
+                                          "fix it, remove the job folder and start every member again");
+        uform__facts_free(&theirs);
     }
-    free(arrived);
+    if (folder) closedir(folder);
     return status;
+}
+
+static uform_status_t hello_barrier(uform__bootstrap_t *boot) {
+    char where[PATH_MAX + 8];
+    snprintf(where, sizeof where, "in '%s'", boot->job_path);
+    return uform__bootstrap_barrier(boot, where, "directory", look, boot);
 }
 
 /* Removes a folder's files and the folder (one level: the store holds only files). */

@@ -32,6 +32,7 @@ typedef struct meeting_t {
     char where[300];      /* "tcp://HOST:PORT" or "redis://HOST:PORT" */
     char prefix[160];     /* "uform/{job}/" */
     int claimed;
+    int store_broken;     /* a store call failed: nothing more is asked of it */
     int64_t ttl_ms;
 } meeting_t;
 
@@ -40,7 +41,8 @@ static void key_of(const meeting_t *meeting, const char *name, char *key, size_t
 }
 
 /* A store call that failed: the bootstrap fails with its status, saying where. */
-static uform_status_t store_failed(const meeting_t *meeting, uform_status_t status, const char *doing, const char *said) {
+static uform_status_t store_failed(meeting_t *meeting, uform_status_t status, const char *doing, const char *said) {
+    meeting->store_broken = 1;
     return uform__fail(meeting->boot->outcome, status, meeting->boot->function,
                        "member %zu of %zu, job '%s' at %s: %s: %s", meeting->boot->index, meeting->boot->count,
                        meeting->boot->job, meeting->where, doing, said);
@@ -57,7 +59,8 @@ static uform_status_t read_facts(meeting_t *meeting, const char *name, uform__fa
     memset(facts, 0, sizeof *facts);
     if (*found && uform__facts_parse(value, length, facts) != UFORM_OK) {
         free(value);
-        return uform__fail(meeting->boot->outcome, UFORM_OUT_OF_MEMORY, meeting->boot->function, "cannot read facts");
+        return uform__fail(meeting->boot->outcome, UFORM_OUT_OF_MEMORY, meeting->boot->function,
+                           "cannot allocate memory to read the facts");
     }
     free(value);
     return UFORM_OK;
@@ -137,7 +140,7 @@ static uform_status_t claim(meeting_t *meeting, int64_t now) {
     uform__bootstrap_t *boot = meeting->boot;
     uform_status_t status = uform__facts_set(&boot->mine, "written_ms", "%lld", (long long)now);
     char *text = status == UFORM_OK ? uform__facts_print(&boot->mine) : NULL;
-    if (!text) return uform__fail(boot->outcome, UFORM_OUT_OF_MEMORY, boot->function, "cannot print the facts");
+    if (!text) return uform__fail(boot->outcome, UFORM_OUT_OF_MEMORY, boot->function, "cannot allocate memory to print the facts");
     char name[64], key[UFORM__KV_KEY_LIMIT], said[UFORM_OUTCOME_MESSAGE_CAPACITY] = "";
     snprintf(name, sizeof name, "facts.%zu", boot->index);
     key_of(meeting, name, key, sizeof key);
@@ -194,62 +197,53 @@ static int aborted(meeting_t *meeting, uform_status_t *status) {
     const char *text = value;
     if (sscanf(text, "%lu\t%d\t%n", &member, &code, &consumed) < 2 || code <= 0 || code > UFORM_INTERNAL)
         code = UFORM_INTERNAL, consumed = 0;
-    *status = uform__fail(meeting->boot->outcome, (uform_status_t)code, meeting->boot->function,
-                          "member %lu stopped the bootstrap of job '%s' at %s: %s", member, meeting->boot->job,
-                          meeting->where, text + consumed);
+    /* A disagreement is every member's; any other failure was that member's own, and it has gone. */
+    if (code == UFORM_CONFIG_MISMATCH)
+        *status = uform__fail(meeting->boot->outcome, UFORM_CONFIG_MISMATCH, meeting->boot->function,
+                              "member %lu stopped the bootstrap of job '%s' at %s: %s", member, meeting->boot->job,
+                              meeting->where, text + consumed);
+    else
+        *status = uform__fail(meeting->boot->outcome, UFORM_PEER_LOST, meeting->boot->function,
+                              "member %lu left the bootstrap of job '%s' at %s (%s: %s)", member, meeting->boot->job,
+                              meeting->where, uform_status_name((uform_status_t)code), text + consumed);
     free(value);
     return 1;
 }
 
-/* Step 3. */
-static uform_status_t hello_barrier(meeting_t *meeting) {
+/* Step 3: one look at the store (the facts of every member not yet arrived, and "abort"). */
+static uform_status_t look(void *state, unsigned char *arrived, size_t *waiting) {
+    meeting_t *meeting = state;
     uform__bootstrap_t *boot = meeting->boot;
-    unsigned char *arrived = calloc(boot->count, 1);
-    if (!arrived) return uform__fail(boot->outcome, UFORM_OUT_OF_MEMORY, boot->function, "cannot track %zu members", boot->count);
-    arrived[boot->index] = 1;
-    size_t waiting = boot->count - 1;
-    double deadline = uform__bootstrap_now() + (double)boot->timeout_ms / 1000.0;
     uform_status_t status = UFORM_OK;
-    char name[64], message[UFORM_OUTCOME_MESSAGE_CAPACITY];
-    while (status == UFORM_OK && waiting > 0) {
-        for (size_t j = 0; j < boot->count && status == UFORM_OK; ++j) {
-            if (arrived[j]) continue;
-            snprintf(name, sizeof name, "facts.%zu", j);
-            uform__facts_t theirs;
-            int found = 0;
-            status = read_facts(meeting, name, &theirs, &found);
-            if (status != UFORM_OK || !found) continue;
-            if (uform__facts_compare(&boot->mine, boot->index, &theirs, j, message, sizeof message) != 0) {
-                status = uform__fail(boot->outcome, UFORM_CONFIG_MISMATCH, boot->function,
-                                     "the members of job '%s' at %s disagree: %s (fix it and start every member again)",
-                                     boot->job, meeting->where, message);
-                /* The others read it as "member 2 stopped the bootstrap ...: count: member 0 has ...". */
-                char *mark = strstr(message, " (this process)");
-                if (mark) memmove(mark, mark + 15, strlen(mark + 15) + 1);
-                char told[UFORM_OUTCOME_MESSAGE_CAPACITY + 64];
-                snprintf(told, sizeof told, "%s (fix it and start every member again)", message);
-                add_abort(meeting, status, told); /* best effort: the others may still read it */
-            } else {
-                arrived[j] = 1, waiting -= 1;
-            }
-            uform__facts_free(&theirs);
+    char name[64], where[sizeof boot->job + sizeof meeting->where + 8];
+    snprintf(where, sizeof where, "'%s' at %s", boot->job, meeting->where);
+    for (size_t j = 0; j < boot->count && status == UFORM_OK; ++j) {
+        if (arrived[j]) continue;
+        snprintf(name, sizeof name, "facts.%zu", j);
+        uform__facts_t theirs;
+        int found = 0;
+        status = read_facts(meeting, name, &theirs, &found);
+        if (status != UFORM_OK || !found) continue;
+        status = uform__bootstrap_arrived(boot, &theirs, j, arrived, waiting, where, "fix it and start every member again");
+        if (status == UFORM_CONFIG_MISMATCH) {
+            /* The others read it as "member 2 stopped the bootstrap ...: count: member 0 has ...". */
+            char message[UFORM_OUTCOME_MESSAGE_CAPACITY], told[UFORM_OUTCOME_MESSAGE_CAPACITY + 64];
+            uform__facts_compare(&boot->mine, boot->index, &theirs, j, message, sizeof message);
+            char *mark = strstr(message, " (this process)");
+            if (mark) memmove(mark, mark + 15, strlen(mark + 15) + 1);
+            snprintf(told, sizeof told, "%s (fix it and start every member again)", message);
+            add_abort(meeting, status, told); /* best effort: the others may still read it */
         }
-        if (status != UFORM_OK || waiting == 0) break;
-        if (aborted(meeting, &status)) break;
-        if (uform__bootstrap_now() >= deadline) {
-            char missing[256];
-            uform__bootstrap_list_missing(arrived, boot->count, missing, sizeof missing);
-            status = uform__fail(boot->outcome, UFORM_TIMEOUT, boot->function,
-                                 "member%s %s of %zu did not arrive at %s (job '%s') within %.3g s: start every member "
-                                 "with the same rendezvous and job within the timeout",
-                                 waiting == 1 ? "" : "s", missing, boot->count, meeting->where, boot->job,
-                                 (double)boot->timeout_ms / 1000.0);
-            break;
-        }
-        uform__bootstrap_sleep(UFORM__BOOTSTRAP_POLL_MS);
+        uform__facts_free(&theirs);
     }
-    free(arrived);
+    if (status == UFORM_OK && *waiting > 0) aborted(meeting, &status);
     return status;
+}
+
+static uform_status_t hello_barrier(meeting_t *meeting) {
+    char where[sizeof meeting->where + sizeof meeting->boot->job + 16];
+    snprintf(where, sizeof where, "at %s (job '%s')", meeting->where, meeting->boot->job);
+    return uform__bootstrap_barrier(meeting->boot, where, "rendezvous", look, meeting);
 }
 
 static void remove_key(meeting_t *meeting, const char *name) {
@@ -322,6 +316,7 @@ uform_status_t uform__bootstrap_store(uform__bootstrap_t *boot, uform_mesh_t mes
         status = uform__kv_server_start(meeting.url.port, boot->job, &server, boot->outcome, boot->function);
     if (status == UFORM_OK && meeting.url.scheme == UFORM__KV_TCP) {
         status = uform__kv_tcp_open(&meeting.url, boot->job, boot->timeout_ms, &meeting.kv, boot->outcome, boot->function);
+        if (status == UFORM_OK && server) uform__kv_tcp_host(&meeting.kv, server);
     } else if (status == UFORM_OK) {
         char said[UFORM_OUTCOME_MESSAGE_CAPACITY] = "";
         status = mesh->gloo_api->redis_open(meeting.url.host, meeting.url.port, boot->timeout_ms, &meeting.kv, said,
@@ -330,6 +325,13 @@ uform_status_t uform__bootstrap_store(uform__bootstrap_t *boot, uform_mesh_t mes
     }
     if (status == UFORM_OK) {
         status = meet(&meeting, mesh);
+        /* A member that holds its index and fails on its own (memory, the collectives' transport)
+         * tells the others at once through the "abort" key rather than leave them to time out — but
+         * not when the store failed, nor for a timeout (each member names the missing ones itself),
+         * nor for what others already report (a disagreement, a lost peer). */
+        if (meeting.claimed && !meeting.store_broken && status != UFORM_OK && status != UFORM_CONFIG_MISMATCH &&
+            status != UFORM_TIMEOUT && status != UFORM_PEER_LOST)
+            add_abort(&meeting, status, boot->outcome ? boot->outcome->message : uform_status_name(status));
         if (meeting.claimed) {
             char name[64];
             snprintf(name, sizeof name, "facts.%zu", boot->index);

@@ -58,6 +58,10 @@ typedef struct uform__kv_server_s uform__kv_server_t;
 uform_status_t uform__kv_server_start(int port, const char *job, uform__kv_server_t **server, uform_outcome_t *outcome,
                                       const char *function);
 
+/* Whether the server's thread ran out of memory serving a request (its client was told so, and
+ * the connection closed): the bootstrap of the member that hosts it fails with UFORM_OUT_OF_MEMORY. */
+int uform__kv_server_out_of_memory(uform__kv_server_t *server);
+
 /* Connections open right now (they say hello, work and close; member 0 waits for them to go). */
 size_t uform__kv_server_connections(uform__kv_server_t *server);
 
@@ -73,6 +77,10 @@ void uform__kv_server_stop(uform__kv_server_t *server);
  * UFORM_OUT_OF_MEMORY. */
 uform_status_t uform__kv_tcp_open(const uform__kv_url_t *url, const char *job, int64_t timeout_ms, uform__gloo_kv_t *kv,
                                   uform_outcome_t *outcome, const char *function);
+
+/* The client of the member that hosts `server` (member 0): every later call first checks whether
+ * the server ran out of memory, and answers UFORM_OUT_OF_MEMORY then. */
+void uform__kv_tcp_host(uform__gloo_kv_t *kv, uform__kv_server_t *server);
 
 /* ---- frames, shared by both ends ---- */
 

@@ -45,6 +45,8 @@ struct uform__kv_server_s {
     size_t entry_count, entry_capacity, stored_bytes;
     connection_t *connections;
     size_t connection_count;     /* written by the thread, read by others: atomic */
+    struct pollfd *polls;        /* [UFORM__KV_CONNECTIONS + 2], made before the thread starts */
+    int out_of_memory;           /* the thread could not allocate (atomic): member 0's bootstrap fails */
 };
 
 static uint64_t monotonic_ms(void) {
@@ -60,13 +62,26 @@ static void connection_close(connection_t *connection) {
     connection->fd = -1;
 }
 
-/* Appends a reply frame; -1 without memory (the connection is then closed). */
-static int reply(connection_t *connection, char code, const void *value, size_t length) {
+/* Without memory for a reply, the client still learns why before the connection closes: this frame
+ * is sent as it is (best effort: a non-blocking send of 29 bytes into an empty socket buffer). */
+static void say_out_of_memory(uform__kv_server_t *server, connection_t *connection) {
+    __atomic_store_n(&server->out_of_memory, 1, __ATOMIC_RELEASE);
+    static const char text[] = "the store is out of memory";
+    unsigned char frame[4 + 1 + sizeof text - 1];
+    uform__kv_put32(frame, (uint32_t)sizeof text);
+    frame[4] = 'X';
+    memcpy(frame + 5, text, sizeof text - 1);
+    if (send(connection->fd, frame, sizeof frame, MSG_NOSIGNAL | MSG_DONTWAIT) < 0) {
+    }
+}
+
+/* Appends a reply frame; -1 without memory (the connection is then closed, after saying so). */
+static int reply(uform__kv_server_t *server, connection_t *connection, char code, const void *value, size_t length) {
     size_t need = connection->out_used + 5 + length;
     if (need > connection->out_capacity) {
         size_t capacity = need * 2;
         unsigned char *grown = realloc(connection->out, capacity);
-        if (!grown) return -1;
+        if (!grown) return say_out_of_memory(server, connection), -1;
         connection->out = grown, connection->out_capacity = capacity;
     }
     unsigned char *at = connection->out + connection->out_used;
@@ -77,12 +92,20 @@ static int reply(connection_t *connection, char code, const void *value, size_t 
     return 0;
 }
 
-static int reply_text(connection_t *connection, const char *text) { return reply(connection, 'X', text, strlen(text)); }
+static int reply_text(uform__kv_server_t *server, connection_t *connection, const char *text) {
+    return reply(server, connection, 'X', text, strlen(text));
+}
 
 static entry_t *find(uform__kv_server_t *server, const char *key) {
     for (size_t i = 0; i < server->entry_count; ++i)
         if (strcmp(server->entries[i].key, key) == 0) return &server->entries[i];
     return NULL;
+}
+
+static int out_of_memory(uform__kv_server_t *server, const char **why) {
+    __atomic_store_n(&server->out_of_memory, 1, __ATOMIC_RELEASE);
+    *why = "the store is out of memory";
+    return -1;
 }
 
 /* Stores key = value (replacing); -1 with the reason in `why`. */
@@ -92,18 +115,18 @@ static int store(uform__kv_server_t *server, const char *key, const unsigned cha
     size_t previous = entry ? entry->length : 0;
     if (server->stored_bytes - previous + length > ((size_t)64 << 20)) return *why = "the store holds 64 MiB already", -1;
     unsigned char *copy = malloc(length + 1);
-    if (!copy) return *why = "the store is out of memory", -1;
+    if (!copy) return out_of_memory(server, why);
     if (length) memcpy(copy, value, length);
     if (!entry) {
         if (server->entry_count == UFORM__KV_KEYS) return free(copy), *why = "the store holds too many keys", -1;
         if (server->entry_count == server->entry_capacity) {
             size_t capacity = server->entry_capacity ? 2 * server->entry_capacity : 64;
             entry_t *grown = realloc(server->entries, capacity * sizeof *grown);
-            if (!grown) return free(copy), *why = "the store is out of memory", -1;
+            if (!grown) return free(copy), out_of_memory(server, why);
             server->entries = grown, server->entry_capacity = capacity;
         }
         char *name = strdup(key);
-        if (!name) return free(copy), *why = "the store is out of memory", -1;
+        if (!name) return free(copy), out_of_memory(server, why);
         entry = &server->entries[server->entry_count++];
         entry->key = name, entry->value = NULL, entry->length = 0;
     }
@@ -134,7 +157,7 @@ static int serve(uform__kv_server_t *server, connection_t *connection, const uns
     const unsigned char *value = payload + 3 + key_length;
     size_t value_length = length - 3 - key_length;
     if (!connection->greeted && op != 'H') {
-        reply_text(connection, "say hello first");
+        reply_text(server, connection, "say hello first");
         return -1;
     }
     const char *why = NULL;
@@ -148,34 +171,34 @@ static int serve(uform__kv_server_t *server, connection_t *connection, const uns
         char text[UFORM__KV_KEY_LIMIT + 400];
         if (strcmp(key, UFORM__KV_PROTOCOL) != 0) {
             snprintf(text, sizeof text, "this store speaks %s, not '%s'", UFORM__KV_PROTOCOL, key);
-            return reply_text(connection, text), -1;
+            return reply_text(server, connection, text), -1;
         }
         if (value_length != strlen(server->job) || strcmp(job, server->job) != 0) {
             snprintf(text, sizeof text, "this store serves job '%s', not '%s'", server->job, job);
-            return reply_text(connection, text), -1;
+            return reply_text(server, connection, text), -1;
         }
         connection->greeted = 1;
         uform__kv_put64(word, server->nonce);
-        return reply(connection, 'O', word, 8);
+        return reply(server, connection, 'O', word, 8);
     }
     case 'A':
-        if (find(server, key)) return reply(connection, 'E', NULL, 0);
-        if (store(server, key, value, value_length, &why) != 0) return reply_text(connection, why);
-        return reply(connection, 'O', NULL, 0);
+        if (find(server, key)) return reply(server, connection, 'E', NULL, 0);
+        if (store(server, key, value, value_length, &why) != 0) return reply_text(server, connection, why);
+        return reply(server, connection, 'O', NULL, 0);
     case 'S':
-        if (store(server, key, value, value_length, &why) != 0) return reply_text(connection, why);
-        return reply(connection, 'O', NULL, 0);
+        if (store(server, key, value, value_length, &why) != 0) return reply_text(server, connection, why);
+        return reply(server, connection, 'O', NULL, 0);
     case 'G': {
         entry_t *entry = find(server, key);
-        return entry ? reply(connection, 'O', entry->value, entry->length) : reply(connection, 'M', NULL, 0);
+        return entry ? reply(server, connection, 'O', entry->value, entry->length) : reply(server, connection, 'M', NULL, 0);
     }
     case 'D':
         erase(server, key);
-        return reply(connection, 'O', NULL, 0);
+        return reply(server, connection, 'O', NULL, 0);
     case 'T':
         uform__kv_put64(word, monotonic_ms());
-        return reply(connection, 'O', word, 8);
-    default: return reply_text(connection, "unknown op"), -1;
+        return reply(server, connection, 'O', word, 8);
+    default: return reply_text(server, connection, "unknown op"), -1;
     }
 }
 
@@ -187,7 +210,7 @@ static int read_some(uform__kv_server_t *server, connection_t *connection) {
         if (want > connection->in_capacity) {
             size_t capacity = want < 256 ? 256 : want;
             unsigned char *grown = realloc(connection->in, capacity);
-            if (!grown) return -1;
+            if (!grown) return say_out_of_memory(server, connection), -1;
             connection->in = grown, connection->in_capacity = capacity;
         }
         if (connection->in_used < want) {
@@ -233,8 +256,7 @@ static void accept_all(uform__kv_server_t *server) {
 
 static void *run(void *pointer) {
     uform__kv_server_t *server = pointer;
-    struct pollfd *polls = calloc(UFORM__KV_CONNECTIONS + 2, sizeof *polls);
-    if (!polls) return NULL; /* the clients time out; member 0's own client first */
+    struct pollfd *polls = server->polls;
     for (;;) {
         size_t count = server->connection_count;
         polls[0] = (struct pollfd){server->wake[0], POLLIN, 0};
@@ -261,7 +283,6 @@ static void *run(void *pointer) {
         __atomic_store_n(&server->connection_count, kept, __ATOMIC_RELEASE);
         if (polls[1].revents & POLLIN) accept_all(server);
     }
-    free(polls);
     return NULL;
 }
 
@@ -297,18 +318,19 @@ uform_status_t uform__kv_server_start(int port, const char *job, uform__kv_serve
     *server = NULL;
     uform__kv_server_t *made = calloc(1, sizeof *made);
     connection_t *connections = calloc(UFORM__KV_CONNECTIONS, sizeof *connections);
-    if (!made || !connections) {
-        free(made), free(connections);
+    struct pollfd *polls = calloc(UFORM__KV_CONNECTIONS + 2, sizeof *polls);
+    if (!made || !connections || !polls) {
+        free(made), free(connections), free(polls);
         return uform__fail(outcome, UFORM_OUT_OF_MEMORY, function, "cannot allocate the rendezvous store");
     }
-    made->connections = connections;
+    made->connections = connections, made->polls = polls;
     made->wake[0] = made->wake[1] = -1;
     snprintf(made->job, sizeof made->job, "%s", job);
     made->nonce = monotonic_ms() * 0x9E3779B97F4A7C15ull ^ (uint64_t)getpid() << 32 ^ (uint64_t)(uintptr_t)made;
     int error = 0;
     made->listener = bind_any(port, &error);
     if (made->listener < 0) {
-        free(connections), free(made);
+        free(connections), free(polls), free(made);
         return uform__fail(outcome, UFORM_IO, function,
                            "member 0 cannot host the rendezvous store on port %d: %s (another job's store, or an "
                            "earlier run's; choose another port)",
@@ -317,19 +339,23 @@ uform_status_t uform__kv_server_start(int port, const char *job, uform__kv_serve
     if (pipe2(made->wake, O_CLOEXEC) != 0) {
         int saved = errno;
         close(made->listener);
-        free(connections), free(made);
+        free(connections), free(polls), free(made);
         return uform__fail(outcome, saved == ENOMEM ? UFORM_OUT_OF_MEMORY : UFORM_IO, function,
                            "cannot make the rendezvous store's pipe: %s", strerror(saved));
     }
     int started = pthread_create(&made->thread, NULL, run, made);
     if (started != 0) {
         close(made->listener), close(made->wake[0]), close(made->wake[1]);
-        free(connections), free(made);
+        free(connections), free(polls), free(made);
         return uform__fail(outcome, started == EAGAIN || started == ENOMEM ? UFORM_OUT_OF_MEMORY : UFORM_INTERNAL,
-                           function, "cannot start the rendezvous store's thread: %s", strerror(started));
+                           function, "cannot allocate a thread for the rendezvous store: %s", strerror(started));
     }
     *server = made;
     return UFORM_OK;
+}
+
+int uform__kv_server_out_of_memory(uform__kv_server_t *server) {
+    return __atomic_load_n(&server->out_of_memory, __ATOMIC_ACQUIRE);
 }
 
 size_t uform__kv_server_connections(uform__kv_server_t *server) {
@@ -345,6 +371,6 @@ void uform__kv_server_stop(uform__kv_server_t *server) {
     for (size_t i = 0; i < server->connection_count; ++i) connection_close(&server->connections[i]);
     for (size_t i = 0; i < server->entry_count; ++i) free(server->entries[i].key), free(server->entries[i].value);
     close(server->listener), close(server->wake[0]), close(server->wake[1]);
-    free(server->entries), free(server->connections);
+    free(server->entries), free(server->connections), free(server->polls);
     free(server);
 }

@@ -26,6 +26,7 @@ typedef struct tcp_client_t {
     char where[300];     /* "the store at tcp://HOST:PORT (member 0)" */
     int broken;          /* the connection failed: every later call answers that */
     uform_status_t broken_status;
+    uform__kv_server_t *server; /* the store this member hosts, or NULL */
 } tcp_client_t;
 
 static int64_t now_ms(void) {
@@ -137,6 +138,10 @@ static uform_status_t exchange(tcp_client_t *client, char op, const char *key, c
                                char *code, unsigned char **answer, size_t *answer_length, char *message,
                                size_t capacity) {
     *answer = NULL, *answer_length = 0;
+    if (client->server && uform__kv_server_out_of_memory(client->server)) {
+        snprintf(message, capacity, "the rendezvous store this member hosts could not allocate memory for a request");
+        return UFORM_OUT_OF_MEMORY;
+    }
     if (client->broken) {
         snprintf(message, capacity, "%s: the connection broke earlier", client->where);
         return client->broken_status;
@@ -203,22 +208,32 @@ static uform_status_t exchange(tcp_client_t *client, char op, const char *key, c
     in[want - 1] = 0;
     *answer = in, *answer_length = want - 1;
     if (*code == 'X') {
+        /* The store's host ran out of memory (the host is member 0: its own bootstrap's failure). */
+        int memory = strstr((const char *)in, "out of memory") != NULL;
         snprintf(message, capacity, "%s refused: %s", client->where, (const char *)in);
         free(in);
         *answer = NULL;
-        return UFORM_IO;
+        if (memory) client->broken = 1, client->broken_status = UFORM_OUT_OF_MEMORY;
+        return memory ? UFORM_OUT_OF_MEMORY : UFORM_IO;
     }
     return UFORM_OK;
+}
+
+/* A request whose reply's value does not matter: answers the status, and the reply's code. */
+static uform_status_t request(void *state, char op, const char *key, const void *value, size_t length, char *code,
+                              char *message, size_t capacity) {
+    unsigned char *answer;
+    size_t answer_length;
+    uform_status_t status = exchange(state, op, key, value, length, code, &answer, &answer_length, message, capacity);
+    free(answer);
+    return status;
 }
 
 static uform_status_t tcp_add(void *state, const char *key, const void *value, size_t length, int64_t ttl_ms,
                               int *added, char *message, size_t capacity) {
     (void)ttl_ms; /* the store lives only as long as the bootstrap */
     char code = 0;
-    unsigned char *answer;
-    size_t answer_length;
-    uform_status_t status = exchange(state, 'A', key, value, length, &code, &answer, &answer_length, message, capacity);
-    free(answer);
+    uform_status_t status = request(state, 'A', key, value, length, &code, message, capacity);
     *added = code == 'O';
     return status;
 }
@@ -227,11 +242,7 @@ static uform_status_t tcp_set(void *state, const char *key, const void *value, s
                               char *message, size_t capacity) {
     (void)ttl_ms;
     char code = 0;
-    unsigned char *answer;
-    size_t answer_length;
-    uform_status_t status = exchange(state, 'S', key, value, length, &code, &answer, &answer_length, message, capacity);
-    free(answer);
-    return status;
+    return request(state, 'S', key, value, length, &code, message, capacity);
 }
 
 static uform_status_t tcp_get(void *state, const char *key, void **value, size_t *length, int *found, char *message,
@@ -247,11 +258,7 @@ static uform_status_t tcp_get(void *state, const char *key, void **value, size_t
 
 static uform_status_t tcp_remove(void *state, const char *key, char *message, size_t capacity) {
     char code = 0;
-    unsigned char *answer;
-    size_t answer_length;
-    uform_status_t status = exchange(state, 'D', key, NULL, 0, &code, &answer, &answer_length, message, capacity);
-    free(answer);
-    return status;
+    return request(state, 'D', key, NULL, 0, &code, message, capacity);
 }
 
 static uform_status_t tcp_now(void *state, int64_t *now, char *message, size_t capacity) {
@@ -311,4 +318,9 @@ uform_status_t uform__kv_tcp_open(const uform__kv_url_t *url, const char *job, i
     kv->add = tcp_add, kv->set = tcp_set, kv->get = tcp_get, kv->remove = tcp_remove, kv->now_ms = tcp_now;
     kv->close = tcp_close;
     return UFORM_OK;
+}
+
+void uform__kv_tcp_host(uform__gloo_kv_t *kv, uform__kv_server_t *server) {
+    tcp_client_t *client = kv->state;
+    if (client) client->server = server;
 }

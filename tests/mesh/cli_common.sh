@@ -31,30 +31,35 @@ open(os.path.join(folder, "broken.jsonl"), "w").write("\n".join(broken) + "\n")
 PY
 }
 
-# Compares the optimizer.weights.* tensors of two checkpoints: ||a - b|| / ||b|| <= 1e-5 over all of
-# them, and <= 1e-4 per tensor (test_mesh_parity.c says why the two bounds differ).
-same_weights() {
-  "$python" - "$1" "$2" <<'PY'
+# compare_checkpoints close|identical A B. close: the optimizer.weights.* tensors of two checkpoints
+# are within ||a - b|| / ||b|| <= 1e-5 over all of them and <= 1e-4 per tensor (test_mesh_parity.c
+# says why the two bounds differ); identical: every optimizer.* tensor (master weights, moments,
+# step) is the same bits — a resumed run that must be exactly an uninterrupted one.
+compare_checkpoints() {
+  "$python" - "$@" <<'PY'
 import json, struct, sys
 import numpy as np
+mode, first, second = sys.argv[1:4]
 def tensors(path):
     data = open(path, "rb").read()
     size = struct.unpack("<Q", data[:8])[0]
     header = json.loads(data[8:8 + size])
-    out = {}
-    for name, entry in header.items():
-        if not name.startswith("optimizer.weights."):
-            continue
-        begin, end = entry["data_offsets"]
-        out[name] = np.frombuffer(data[8 + size + begin:8 + size + end], dtype=np.float32).astype(np.float64)
-    return out
-a, b = tensors(sys.argv[1]), tensors(sys.argv[2])
+    prefix = "optimizer." if mode == "identical" else "optimizer.weights."
+    return {name: data[8 + size + entry["data_offsets"][0]:8 + size + entry["data_offsets"][1]]
+            for name, entry in header.items() if name.startswith(prefix)}
+a, b = tensors(first), tensors(second)
 if not b or a.keys() != b.keys():
     print(f"tensors differ: {len(a)} and {len(b)}", file=sys.stderr)
     sys.exit(1)
+if mode == "identical":
+    different = sorted(name for name in b if a[name] != b[name])
+    if different:
+        print(f"{len(different)} of {len(b)} optimizer tensors differ: {different[:3]}", file=sys.stderr)
+    sys.exit(1 if different else 0)
 worst, where, difference, norm = 0.0, "", 0.0, 0.0
 for name in b:
-    d, n = float(np.sum((a[name] - b[name]) ** 2)), float(np.sum(b[name] ** 2))
+    x, y = (np.frombuffer(t[name], dtype=np.float32).astype(np.float64) for t in (a, b))
+    d, n = float(np.sum((x - y) ** 2)), float(np.sum(y ** 2))
     difference, norm = difference + d, norm + n
     error = (d / n) ** 0.5 if n > 0 else d ** 0.5
     if error > worst:
@@ -64,25 +69,14 @@ print(f"weights {overall:.3g} relative (worst tensor {worst:.3g}, {where})", fil
 sys.exit(0 if overall <= 1e-5 and worst <= 1e-4 else 1)
 PY
 }
+same_weights() { compare_checkpoints close "$1" "$2"; }
+identical_weights() { compare_checkpoints identical "$1" "$2"; }
 
-
-# Whether the master weights of two checkpoints are the same bits (optimizer.weights.*, moments,
-# step): a resumed run that must be exactly an uninterrupted one.
-identical_weights() {
-  "$python" - "$1" "$2" <<'PY'
-import json, struct, sys
-def tensors(path):
-    data = open(path, "rb").read()
-    size = struct.unpack("<Q", data[:8])[0]
-    header = json.loads(data[8:8 + size])
-    return {name: data[8 + size + entry["data_offsets"][0]:8 + size + entry["data_offsets"][1]]
-            for name, entry in header.items() if name.startswith("optimizer.")}
-a, b = tensors(sys.argv[1]), tensors(sys.argv[2])
-different = sorted(name for name in b if a.get(name) != b[name])
-if not b or a.keys() != b.keys() or different:
-    print(f"{len(different)} of {len(b)} optimizer tensors differ: {different[:3]}", file=sys.stderr)
-    sys.exit(1)
-PY
+# Unsets every launcher's variables: whatever launched the test suite is not what a test is about.
+clear_launchers() {
+  unset RANK WORLD_SIZE LOCAL_RANK LOCAL_WORLD_SIZE MASTER_ADDR MASTER_PORT TORCHELASTIC_RUN_ID \
+    OMPI_COMM_WORLD_RANK OMPI_COMM_WORLD_SIZE OMPI_COMM_WORLD_LOCAL_RANK OMPI_COMM_WORLD_LOCAL_SIZE \
+    PMI_RANK PMI_SIZE MPI_LOCALRANKID MPI_LOCALNRANKS SLURM_PROCID SLURM_NTASKS SLURM_LOCALID SLURM_JOB_ID
 }
 
 # A TCP port of 127.0.0.1 that was free a moment ago.

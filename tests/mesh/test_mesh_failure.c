@@ -1,5 +1,5 @@
 /*
- * A member lost in the middle of a step (training.md, "Mesh"): every other member's step fails with
+ * A member lost in the middle of a step (docs/mesh.md, "Failure detection"): every other member's step fails with
  * UFORM_PEER_LOST or UFORM_TIMEOUT within the mesh's timeout (plus 3 s) — never a hang, never an
  * abort — its trainer exactly as before the step, its next step refused at once (the mesh is broken),
  * and the checkpoint member 0 saved after the last good step loads and resumes.

@@ -16,9 +16,7 @@ check() { if "$@"; then passed=$((passed + 1)); else echo "failed: $*" >&2; fail
 contains() { grep -q -- "$2" "$1" || { echo "$1 lacks '$2':" >&2; cat "$1" >&2; return 1; }; }
 source "$(dirname "$0")/cli_common.sh"
 mesh_cli_manifest "$work" || { echo "cannot generate the manifest" >&2; exit 1; }
-# Whatever launched the suite is not what these runs are about.
-unset RANK WORLD_SIZE LOCAL_RANK LOCAL_WORLD_SIZE MASTER_ADDR MASTER_PORT TORCHELASTIC_RUN_ID \
-  OMPI_COMM_WORLD_RANK OMPI_COMM_WORLD_SIZE PMI_RANK PMI_SIZE SLURM_PROCID SLURM_NTASKS SLURM_JOB_ID
+clear_launchers
 
 common=(--batch 10 --steps 3 --seed 4 --warmup 1)
 check "$uform" train "$work/train.jsonl" --out "$work/one.safetensors" --threads 2 "${common[@]}" --quiet

@@ -17,8 +17,7 @@ check() { if "$@"; then passed=$((passed + 1)); else echo "failed: $*" >&2; fail
 contains() { grep -q -- "$2" "$1" || { echo "$1 lacks '$2':" >&2; cat "$1" >&2; return 1; }; }
 source "$(dirname "$0")/cli_common.sh"
 mesh_cli_manifest "$work" || { echo "cannot generate the manifest" >&2; exit 1; }
-unset RANK WORLD_SIZE LOCAL_RANK LOCAL_WORLD_SIZE MASTER_ADDR MASTER_PORT TORCHELASTIC_RUN_ID \
-  OMPI_COMM_WORLD_RANK OMPI_COMM_WORLD_SIZE PMI_RANK PMI_SIZE SLURM_PROCID SLURM_NTASKS SLURM_JOB_ID
+clear_launchers
 
 steps=60
 common=(--batch 9 --seed 4 --warmup 2 --threads 1 --mesh auto --mesh-address 127.0.0.1 --mesh-timeout 20)

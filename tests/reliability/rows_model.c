@@ -269,3 +269,15 @@ void sweep_run_ffmpeg_load(sweep_fixture_t *fixture, sweep_answer_t *answer) {
     if (status == UFORM_OK) answer->digest = av && av->avcodec_find_decoder(AV_CODEC_ID_H264) ? 1 : 2;
 }
 #endif
+
+/* A fresh model's fingerprint (the first call hashes the whole checkpoint; the model keeps it). */
+void sweep_run_model_fingerprint(sweep_fixture_t *fixture, sweep_answer_t *answer) {
+    uform_model_t model = NULL;
+    uform_outcome_t outcome = {0};
+    uform_status_t status = uform_model_load_ram(NULL, fixture->checkpoint, NULL, &model, &outcome);
+    char fingerprint[UFORM_FINGERPRINT_CAPACITY];
+    if (status == UFORM_OK) status = uform_model_fingerprint(model, fingerprint, &outcome);
+    sweep_answer_status(answer, status, &outcome);
+    if (status == UFORM_OK) answer->digest = sweep_digest(0, fingerprint, sizeof fingerprint);
+    uform_model_free(model);
+}
