@@ -293,9 +293,11 @@ static uform_status_t meet(meeting_t *meeting, uform_mesh_t mesh) {
 }
 
 /* Member 0 keeps its store up until the others have let go of it (they close their connection once
- * they are through, or once they have read why the bootstrap stopped), at most a few seconds. */
-static void stop_store(uform__kv_server_t *server, int64_t timeout_ms) {
-    double limit = (double)timeout_ms / 1000.0;
+ * they are through, once they have read the disagreement that stopped the bootstrap, or once their
+ * own wait for a missing member ends), at most a few seconds; after any other failure it stops the
+ * store at once, and the others fail as soon as they next ask it (UFORM_PEER_LOST: member 0 left). */
+static void stop_store(uform__kv_server_t *server, int64_t timeout_ms, int linger) {
+    double limit = linger ? (double)timeout_ms / 1000.0 : 0;
     double deadline = uform__bootstrap_now() + (limit < 5.0 ? limit : 5.0);
     while (uform__kv_server_connections(server) > 0 && uform__bootstrap_now() < deadline)
         uform__bootstrap_sleep(UFORM__BOOTSTRAP_POLL_MS);
@@ -325,12 +327,13 @@ uform_status_t uform__bootstrap_store(uform__bootstrap_t *boot, uform_mesh_t mes
     }
     if (status == UFORM_OK) {
         status = meet(&meeting, mesh);
-        /* A member that holds its index and fails on its own (memory, the collectives' transport)
-         * tells the others at once through the "abort" key rather than leave them to time out — but
+        /* A member that holds its index (or hosts the store) and fails on its own (memory, the
+         * collectives' transport) tells the others at once through the "abort" key rather than leave
+         * them to time out — but
          * not when the store failed, nor for a timeout (each member names the missing ones itself),
          * nor for what others already report (a disagreement, a lost peer). */
-        if (meeting.claimed && !meeting.store_broken && status != UFORM_OK && status != UFORM_CONFIG_MISMATCH &&
-            status != UFORM_TIMEOUT && status != UFORM_PEER_LOST)
+        if ((meeting.claimed || server) && !meeting.store_broken && status != UFORM_OK &&
+            status != UFORM_CONFIG_MISMATCH && status != UFORM_TIMEOUT && status != UFORM_PEER_LOST)
             add_abort(&meeting, status, boot->outcome ? boot->outcome->message : uform_status_name(status));
         if (meeting.claimed) {
             char name[64];
@@ -339,6 +342,8 @@ uform_status_t uform__bootstrap_store(uform__bootstrap_t *boot, uform_mesh_t mes
         }
     }
     if (meeting.kv.close) meeting.kv.close(meeting.kv.state);
-    if (server) stop_store(server, boot->timeout_ms);
+    if (server)
+        stop_store(server, boot->timeout_ms,
+                   status == UFORM_OK || status == UFORM_CONFIG_MISMATCH || status == UFORM_TIMEOUT);
     return status;
 }
