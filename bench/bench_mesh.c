@@ -9,6 +9,7 @@
  *   bench_mesh [--quick] [--steps N] [--repeats N] [--sizes tiny,small] [--json bench/results/mesh.json]
  *   bench_mesh --links ...        the mesh on links shaped with tc, and the scaling table (bench_mesh_links.c)
  *   bench_mesh --accumulate ...   peak memory of a global batch of 4,096 pairs by chunks (bench_mesh_memory.c)
+ *   bench_mesh --scaling SHARE ALPHA_US   the scaling table alone, from a link model measured before
  *
  * Batches: tiny — 24 pairs of a 32×32 JPEG and a caption; small — 12 pairs of 64-byte texts (text
  * to text, sides 0 and 1). BF16 compute. Members are forked children meeting on 127.0.0.1.
@@ -190,6 +191,12 @@ int main(int argc, char **argv) {
     for (int i = 1; i < argc; ++i) {
         if (!strcmp(argv[i], "--links")) return bench_mesh_links(argc, argv);
         if (!strcmp(argv[i], "--accumulate")) return bench_mesh_accumulate(argc, argv);
+        if (!strcmp(argv[i], "--scaling") && i + 2 < argc) { /* the table alone, from a model measured before */
+            cJSON *root = cJSON_CreateObject();
+            bench_mesh_scaling(atof(argv[i + 1]), atof(argv[i + 2]) * 1e-6, root);
+            cJSON_Delete(root);
+            return 0;
+        }
     }
     for (int i = 1; i < argc; ++i) {
         if (!strcmp(argv[i], "--quick")) steps = 2, repeats = 3;
@@ -200,7 +207,8 @@ int main(int argc, char **argv) {
         else {
             fprintf(stderr, "usage: bench_mesh [--quick] [--steps N] [--repeats N] [--sizes tiny,small] [--json PATH]\n"
                             "       bench_mesh --links ... (shaped links: bench_mesh_links.c)\n"
-                            "       bench_mesh --accumulate ... (peak memory of large batches: bench_mesh_memory.c)\n");
+                            "       bench_mesh --accumulate ... (peak memory of large batches: bench_mesh_memory.c)\n"
+                            "       bench_mesh --scaling BETA_SHARE ALPHA_US (the scaling table from a link model)\n");
             return 2;
         }
     }
