@@ -149,6 +149,7 @@ static void chunk_work(chunked_t *run, size_t k, uform__train_work_t *work) {
     uform__train_work_carve(work, run->trainer->memory.base);
     work->compute.gemm_scratch_bytes = run->gemm_bytes;
     work->done = run->work.done;
+    work->content_base = run->chunks[k].first; /* a failing content is named by the request's index */
 }
 
 /* Decoding, the stems, the blocks and the heads of chunk k. */

@@ -64,6 +64,7 @@ typedef struct uform__train_work_t {
     double contrastive, choice;           /* the losses */
     float *bag_embeddings;                /* [B, E] full-width bag embeddings (F32) */
     size_t choice_total;                  /* choices of the global batch (a mesh), 0: plan->choices */
+    size_t content_base;                  /* the request's index of this work's content 0 (a chunk's first) */
     /* Called after each trunk block's backward (the mesh's overlap), or NULL. */
     void (*block_done)(void *state, size_t block);
     void *block_done_state;

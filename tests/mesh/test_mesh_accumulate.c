@@ -5,7 +5,8 @@
  * says why), with the same losses and gradient norms — for K = 1 (bit for bit: the same path), 2, 4
  * and 7 (chunks of uneven size, some without bags, some with choice examples only), and K above the
  * number of contents. Over a mesh too: member 0 in 3 chunks and member 1 in 2 against one process
- * with the whole batch at once. The stats say how many chunks ran.
+ * with the whole batch at once. The stats say how many chunks ran. A content that cannot be decoded
+ * in a later chunk is named by its index in the batch, as the batch at once names it.
  */
 #include <math.h>
 #include <stdint.h>
@@ -191,9 +192,40 @@ static void test_mesh(void) {
     uform_trainer_free(reference);
 }
 
+static void test_bad_content(void) {
+    uform_trainer_config_t config = mesh_test_config();
+    uform_outcome_t outcome = {0};
+    uform_trainer_t trainer = NULL;
+    uform_arena_t arena = NULL;
+    CHECK_STATUS(uform_trainer_init_ram(NULL, &config, &trainer, &outcome), UFORM_OK);
+    CHECK_STATUS(uform_arena_for_host(&arena, &outcome), UFORM_OK);
+    if (!trainer || !arena) return;
+    mesh_batch_t batch;
+    mesh_batch_build(&batch, 0, MESH_TEST_LINES);
+    size_t last = batch.count;
+    for (size_t i = 0; i < batch.count; ++i)
+        if (batch.modalities[i] == UFORM_MODALITY_IMAGE) last = i;
+    CHECK(last < batch.count);
+    memset(batch.data + batch.offsets[last], 0, batch.offsets[last + 1] - batch.offsets[last]); /* not a JPEG */
+    char expected[32];
+    snprintf(expected, sizeof expected, "contents[%zu]", last);
+    for (size_t k = 1; k <= 4; k += 3) {
+        uform_trainer_step_t step;
+        mesh_batch_request(&batch, trainer, arena, &step);
+        step.accumulate = k;
+        CHECK_STATUS(uform_trainer_step(&step), UFORM_FORMAT);
+        CHECK_CONTAINS(step.outcome.message, expected);
+    }
+    CHECK_EQ_INT(trainer->steps, 0);
+    free(batch.data);
+    uform_arena_free(arena);
+    uform_trainer_free(trainer);
+}
+
 int main(void) {
     mesh_test_folder(folder, sizeof folder, "accumulate");
     test_alone();
+    test_bad_content();
     test_mesh();
     mesh_test_remove(folder);
     return check_finish();
