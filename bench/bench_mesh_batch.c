@@ -58,27 +58,34 @@ void bench_batch_make(bench_batch_t *batch, int images, size_t first, size_t end
     for (size_t j = 0; j < 2 * batch->pairs; ++j) batch->sides[j] = (uint8_t)(j % 2);
 }
 
+double bench_batch_step(uform_trainer_t trainer, uform_arena_t arena, const bench_batch_t *batch,
+                        uform_trainer_stats_t *stats) {
+    uform_trainer_step_t step;
+    memset(&step, 0, sizeof step);
+    memset(stats, 0, sizeof *stats);
+    step.trainer = trainer, step.arena = arena, step.modalities = batch->modalities;
+    step.contents = (uform_tape_t){batch->data, batch->offsets, 2 * batch->pairs};
+    step.bags = batch->bags, step.bag_count = 2 * batch->pairs, step.sides = batch->sides;
+    step.relations = (uform_relations_t){batch->lefts, batch->rights, NULL, batch->pairs};
+    step.stats = stats;
+    double start = bench_now();
+    if (uform_trainer_step(&step) != UFORM_OK) {
+        fprintf(stderr, "bench_mesh: step: %s\n", step.outcome.message);
+        return -1;
+    }
+    return bench_now() - start;
+}
+
 int bench_batch_steps(uform_trainer_t trainer, uform_arena_t arena, const bench_batch_t *batch, size_t steps,
                       bench_steps_t *measured) {
     double times[64], flops[64], waited[64], exchange[64], backward[64];
     if (steps > 63) steps = 63;
     for (size_t s = 0; s <= steps; ++s) {
-        uform_trainer_step_t step;
         uform_trainer_stats_t stats;
-        memset(&step, 0, sizeof step);
-        memset(&stats, 0, sizeof stats);
-        step.trainer = trainer, step.arena = arena, step.modalities = batch->modalities;
-        step.contents = (uform_tape_t){batch->data, batch->offsets, 2 * batch->pairs};
-        step.bags = batch->bags, step.bag_count = 2 * batch->pairs, step.sides = batch->sides;
-        step.relations = (uform_relations_t){batch->lefts, batch->rights, NULL, batch->pairs};
-        step.stats = &stats;
-        double start = bench_now();
-        if (uform_trainer_step(&step) != UFORM_OK) {
-            fprintf(stderr, "bench_mesh: step: %s\n", step.outcome.message);
-            return -1;
-        }
+        double seconds = bench_batch_step(trainer, arena, batch, &stats);
+        if (seconds < 0) return -1;
         if (!s) continue;
-        times[s - 1] = bench_now() - start, flops[s - 1] = stats.flops, waited[s - 1] = stats.exchange_wait_seconds;
+        times[s - 1] = seconds, flops[s - 1] = stats.flops, waited[s - 1] = stats.exchange_wait_seconds;
         exchange[s - 1] = stats.exchange_seconds, backward[s - 1] = stats.backward_seconds;
     }
     measured->seconds = bench_median(times, steps), measured->flops = bench_median(flops, steps);

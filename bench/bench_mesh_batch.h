@@ -31,6 +31,10 @@ double bench_median(double *values, size_t count);
  * batch->data. */
 void bench_batch_make(bench_batch_t *batch, int images, size_t first, size_t end);
 
+/* One step: its seconds and stats; negative after a failed step (printed). */
+double bench_batch_step(uform_trainer_t trainer, uform_arena_t arena, const bench_batch_t *batch,
+                        uform_trainer_stats_t *stats);
+
 /* `steps` timed steps after one warm-up into *measured; 0, or -1 after a failed step (printed). */
 int bench_batch_steps(uform_trainer_t trainer, uform_arena_t arena, const bench_batch_t *batch, size_t steps,
                       bench_steps_t *measured);

@@ -10,8 +10,9 @@
  *      w = 2 (K − 1) / K · bytes gives β (against the tbf rate), and the 4 KiB call, whose wire time is
  *      negligible, gives α (against the ring's 2 (K − 1) hops): the measured link model;
  *   2. training steps of tiny and small on 2 members at the slowest rate, with the gradients'
- *      all-reduce beside the backward and after it, and the same shares stepped without a mesh: the
- *      step time, how long it waited for the all-reduce, and the efficiency (alone / meshed);
+ *      all-reduce beside the backward and after it, each meshed step followed by the same share
+ *      stepped without a mesh (so both see the same load): the step time, how long it waited for the
+ *      all-reduce, and the efficiency (alone / meshed);
  *   3. from the measured model, the scaling efficiency of small and base on 2–64 hosts at 10, 25 and
  *      100 Gbit/s, 32 pairs a host (weak scaling), with and without overlap (see scaling()).
  *
@@ -223,19 +224,30 @@ static int member(const job_t *job, int index) {
         bench_batch_t batch;
         bench_batch_make(&batch, images, pairs * (size_t)index / (size_t)job->members,
                          pairs * (size_t)(index + 1) / (size_t)job->members);
+        /* The meshed and the lone trainer step in turn, one step each, so that both see the same
+         * load from whatever else runs on the machine; the first step of each is a warm-up. */
         uform_trainer_t trainer = bench_trainer(executor, job->model, mesh);
-        bench_steps_t meshed = {0}, alone = {0};
-        if (trainer) {
-            result.total = trainer->total;
-            int failed = bench_batch_steps(trainer, arena, &batch, job->steps, &meshed);
-            uform_trainer_free(trainer);
-            uform_trainer_t single = failed ? NULL : bench_trainer(executor, job->model, NULL);
-            if (single) failed = bench_batch_steps(single, arena, &batch, job->steps, &alone);
-            uform_trainer_free(single);
-            result.ok = !failed && single;
-            result.step = meshed.seconds, result.alone = alone.seconds, result.wait = meshed.waited;
-            result.exchange = meshed.exchange, result.backward = meshed.backward;
+        uform_trainer_t single = trainer ? bench_trainer(executor, job->model, NULL) : NULL;
+        double meshed[32], alone[32], waited[32], exchange[32], backward[32];
+        size_t steps = job->steps < 31 ? job->steps : 31;
+        int failed = !trainer || !single;
+        for (size_t s = 0; s <= steps && !failed; ++s) {
+            uform_trainer_stats_t stats, ignored;
+            double a = bench_batch_step(trainer, arena, &batch, &stats);
+            double b = a < 0 ? -1 : bench_batch_step(single, arena, &batch, &ignored);
+            failed = a < 0 || b < 0;
+            if (failed || !s) continue;
+            meshed[s - 1] = a, alone[s - 1] = b, waited[s - 1] = stats.exchange_wait_seconds;
+            exchange[s - 1] = stats.exchange_seconds, backward[s - 1] = stats.backward_seconds;
         }
+        if (trainer) result.total = trainer->total;
+        if (!failed) {
+            result.step = bench_median(meshed, steps), result.alone = bench_median(alone, steps);
+            result.wait = bench_median(waited, steps), result.exchange = bench_median(exchange, steps);
+            result.backward = bench_median(backward, steps), result.ok = 1;
+        }
+        uform_trainer_free(single);
+        uform_trainer_free(trainer);
         free(batch.data);
     }
     char path[512];
