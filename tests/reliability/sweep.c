@@ -11,7 +11,8 @@
  *   --mode   transient: only allocation N fails; persistent: N and every later one fail (the
  *            error paths themselves run without memory); both (the default).
  *   --at     only allocation N (to debug one failure).
- *   --long-stride K  the same for the SWEEP_LONG rows (Gloo's bootstrap); default every one.
+ *   --long-stride K  the same for the SWEEP_LONG rows (Gloo's bootstrap) and for every row whose call
+ *            makes more than 512 allocations (a model load, a checkpoint save); default every one.
  *   --long-persistent  also the persistent mode of SWEEP_LONG rows: under persistent exhaustion
  *            Gloo's store polls until the bootstrap's timeout (5 s a run), so only `make sweep` asks.
  *   --ffmpeg-stride K  in rows through FFmpeg (thousands of allocations each), fail allocations
@@ -391,9 +392,11 @@ static size_t sweep_cold(sweep_range_t *range, sweep_tally_t *tally) {
 static size_t ffmpeg_stride = 1, long_stride = 1;
 static int long_persistent;
 
-/* The stride of a row's allocation numbers (see --ffmpeg-stride and --long-stride). */
-static size_t row_stride(const sweep_row_t *row) {
-    return row->flags & SWEEP_FFMPEG ? ffmpeg_stride : row->flags & SWEEP_LONG ? long_stride : 1;
+/* The stride of a row's allocation numbers (see --ffmpeg-stride and --long-stride); `total` is what
+ * the row's counting run made (0 when not known yet). */
+static size_t row_stride(const sweep_row_t *row, size_t total) {
+    if (row->flags & SWEEP_FFMPEG) return ffmpeg_stride;
+    return (row->flags & SWEEP_LONG) || total > 512 ? long_stride : 1;
 }
 
 /* Prints a row's line; answers 1 when it has violations. */
@@ -416,7 +419,7 @@ static int sweep_row(sweep_fixture_t *fixture, const sweep_row_t *row, int quick
         size_t total = 0;
         for (int mode = 0; mode < 2; ++mode) {
             if (!(modes & (1 << mode))) continue;
-            sweep_range_t range = {fixture, row, (failing_alloc_mode_t)mode, quick, row_stride(row), at, 0, 0};
+            sweep_range_t range = {fixture, row, (failing_alloc_mode_t)mode, quick, row_stride(row, 0), at, 0, 0};
             total = sweep_cold(&range, &tally);
         }
         return report_row(row, total, &tally, start);
@@ -444,7 +447,7 @@ static int sweep_row(sweep_fixture_t *fixture, const sweep_row_t *row, int quick
             printf("%-26s persistent mode left to --long-persistent (make sweep)\n", row->name);
             continue;
         }
-        sweep_range_t range = {fixture, row, (failing_alloc_mode_t)mode, quick, row_stride(row),
+        sweep_range_t range = {fixture, row, (failing_alloc_mode_t)mode, quick, row_stride(row, total),
                                at, total, first.digest};
         if (row->flags & SWEEP_ISOLATE) sweep_isolated(&range, &tally);
         else sweep_from(&range, 1, &tally, -1);
