@@ -90,7 +90,8 @@ done:
     bench_raw_free(raw);
 }
 
-static int member(const plan_t *plan, size_t index) {
+static int member(size_t index, void *context, void *answer) {
+    const plan_t *plan = context;
     result_t result;
     memset(&result, 0, sizeof result);
     uform_executor_t executor = NULL;
@@ -133,10 +134,7 @@ static int member(const plan_t *plan, size_t index) {
         result.ok = result.step_median > 0 && result.alone_median > 0;
     }
     free(batch.data);
-    char path[512];
-    snprintf(path, sizeof path, "%s/result.%zu", folder, index);
-    FILE *file = fopen(path, "wb");
-    if (file) fwrite(&result, sizeof result, 1, file), fclose(file);
+    memcpy(answer, &result, sizeof result);
     uform_arena_free(arena);
     uform_mesh_free(mesh);
     uform_executor_free(executor);
@@ -148,32 +146,7 @@ static int run_plan(const plan_t *plan, result_t *results) {
     char store[512];
     snprintf(store, sizeof store, "%s/raw-%s-%zu", folder, plan->size, plan->processes);
     mkdir(store, 0755);
-    pid_t pids[MAX_PROCESSES];
-    fflush(stdout), fflush(stderr);
-    for (size_t i = 0; i < plan->processes; ++i) {
-        pids[i] = fork();
-        if (pids[i] == 0) _exit(member(plan, i));
-    }
-    int failed = 0;
-    double deadline = bench_now() + 1800;
-    for (size_t i = 0; i < plan->processes; ++i) {
-        int status = 0;
-        while (waitpid(pids[i], &status, WNOHANG) == 0) {
-            if (bench_now() > deadline) kill(pids[i], SIGKILL);
-            struct timespec pause = {0, 20000000};
-            nanosleep(&pause, NULL);
-        }
-        failed |= !WIFEXITED(status) || WEXITSTATUS(status) != 0;
-        char path[512];
-        snprintf(path, sizeof path, "%s/result.%zu", folder, i);
-        FILE *file = fopen(path, "rb");
-        memset(&results[i], 0, sizeof results[i]);
-        if (file) {
-            if (fread(&results[i], sizeof results[i], 1, file) != 1) failed = 1;
-            fclose(file);
-            unlink(path);
-        }
-    }
+    int failed = bench_members_run(folder, plan->processes, sizeof *results, member, (void *)plan, results, 1800);
     char command[600];
     snprintf(command, sizeof command, "rm -rf '%s'", store);
     if (system(command) != 0) fprintf(stderr, "bench_mesh: cannot remove %s\n", store);

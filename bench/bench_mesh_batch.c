@@ -1,10 +1,13 @@
 /* What bench_mesh's modes share (bench_mesh_batch.h). */
 #include "bench_mesh_batch.h"
 
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "demo_media.h"
 
@@ -103,4 +106,41 @@ uform_trainer_t bench_trainer(uform_executor_t executor, const char *size, uform
     if (uform_trainer_init_ram(executor, &config, &trainer, &outcome) != UFORM_OK)
         fprintf(stderr, "bench_mesh: init: %s\n", outcome.message);
     return trainer;
+}
+
+int bench_members_run(const char *folder, size_t count, size_t bytes, int (*member)(size_t, void *, void *),
+                      void *context, void *results, double limit) {
+    pid_t pids[64];
+    if (count > 64) return -1;
+    fflush(stdout), fflush(stderr);
+    for (size_t i = 0; i < count; ++i) {
+        pids[i] = fork();
+        if (pids[i] != 0) continue;
+        void *result = calloc(1, bytes);
+        int answer = result ? member(i, context, result) : 1;
+        char path[512];
+        snprintf(path, sizeof path, "%s/result.%zu", folder, i);
+        FILE *file = result ? fopen(path, "wb") : NULL;
+        if (file) fwrite(result, bytes, 1, file), fclose(file);
+        _exit(answer);
+    }
+    int failed = 0;
+    double deadline = bench_now() + limit;
+    for (size_t i = 0; i < count; ++i) {
+        int status = 0;
+        while (pids[i] > 0 && waitpid(pids[i], &status, WNOHANG) == 0) {
+            if (bench_now() > deadline) kill(pids[i], SIGKILL);
+            struct timespec pause = {0, 20000000};
+            nanosleep(&pause, NULL);
+        }
+        failed |= pids[i] <= 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0;
+        char path[512];
+        snprintf(path, sizeof path, "%s/result.%zu", folder, i);
+        unsigned char *result = (unsigned char *)results + i * bytes;
+        memset(result, 0, bytes);
+        FILE *file = fopen(path, "rb");
+        if (!file || fread(result, bytes, 1, file) != 1) failed = 1;
+        if (file) fclose(file), unlink(path);
+    }
+    return failed;
 }

@@ -42,4 +42,11 @@ int bench_batch_steps(uform_trainer_t trainer, uform_arena_t arena, const bench_
 /* A BF16 trainer of `size` with seed 1 over `mesh` (NULL: alone); NULL after printing the failure. */
 uform_trainer_t bench_trainer(uform_executor_t executor, const char *size, uform_mesh_t mesh);
 
+/* Runs `count` members as forked children: child i runs member(i, context, result), `result` being
+ * `bytes` zeroed bytes it fills, and exits with member's answer; its result comes back through
+ * folder/result.{i} into results + i * bytes. A child still running `limit` seconds after the start
+ * is killed. Answers 0 when every child exited 0 and gave its result. */
+int bench_members_run(const char *folder, size_t count, size_t bytes, int (*member)(size_t, void *, void *),
+                      void *context, void *results, double limit);
+
 #endif

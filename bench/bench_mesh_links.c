@@ -197,7 +197,9 @@ done:
 
 static int realtime = 1; /* the all-reduce's members run SCHED_FIFO when they may */
 
-static int member(const job_t *job, int index) {
+static int member(size_t member_index, void *context, void *answer) {
+    const job_t *job = context;
+    int index = (int)member_index;
     member_result_t result;
     memset(&result, 0, sizeof result);
     made_members = 0, hub[0] = 0; /* the namespaces are the parent's to remove */
@@ -250,10 +252,7 @@ static int member(const job_t *job, int index) {
         uform_trainer_free(trainer);
         free(batch.data);
     }
-    char path[512];
-    snprintf(path, sizeof path, "%s/result.%d", folder, index);
-    FILE *file = fopen(path, "wb");
-    if (file) fwrite(&result, sizeof result, 1, file), fclose(file);
+    memcpy(answer, &result, sizeof result);
     uform_mesh_free(mesh);
     uform_arena_free(arena);
     uform_executor_free(executor);
@@ -262,34 +261,15 @@ static int member(const job_t *job, int index) {
 
 /* Runs a job's members; the slowest member's figures into *slowest; 0 when all succeeded. */
 static int run_job(const job_t *job, member_result_t *slowest) {
-    pid_t pids[MOST_MEMBERS];
-    fflush(stdout), fflush(stderr);
-    for (int i = 0; i < job->members; ++i) {
-        pids[i] = fork();
-        if (pids[i] == 0) _exit(member(job, i));
-    }
-    int failed = 0;
-    double deadline = bench_now() + 1200;
+    member_result_t results[MOST_MEMBERS];
+    int failed = bench_members_run(folder, (size_t)job->members, sizeof results[0], member, (void *)job, results, 1200);
     memset(slowest, 0, sizeof *slowest);
-    for (int i = 0; i < job->members; ++i) {
-        int status = 0;
-        while (waitpid(pids[i], &status, WNOHANG) == 0) {
-            if (bench_now() > deadline) kill(pids[i], SIGKILL);
-            struct timespec pause = {0, 20000000};
-            nanosleep(&pause, NULL);
-        }
-        failed |= !WIFEXITED(status) || WEXITSTATUS(status) != 0;
-        char path[512];
-        snprintf(path, sizeof path, "%s/result.%d", folder, i);
-        member_result_t result;
-        FILE *file = fopen(path, "rb");
-        if (!file || fread(&result, sizeof result, 1, file) != 1) failed = 1;
-        if (file) fclose(file), unlink(path);
-        if (failed) continue;
-        for (int s = 0; s < SIZES; ++s) slowest->reduce[s] = fmax(slowest->reduce[s], result.reduce[s]);
-        slowest->step = fmax(slowest->step, result.step), slowest->alone = fmax(slowest->alone, result.alone);
-        slowest->wait = fmax(slowest->wait, result.wait), slowest->exchange = fmax(slowest->exchange, result.exchange);
-        slowest->backward = fmax(slowest->backward, result.backward), slowest->total = result.total;
+    for (int i = 0; i < job->members && !failed; ++i) {
+        const member_result_t *result = &results[i];
+        for (int s = 0; s < SIZES; ++s) slowest->reduce[s] = fmax(slowest->reduce[s], result->reduce[s]);
+        slowest->step = fmax(slowest->step, result->step), slowest->alone = fmax(slowest->alone, result->alone);
+        slowest->wait = fmax(slowest->wait, result->wait), slowest->exchange = fmax(slowest->exchange, result->exchange);
+        slowest->backward = fmax(slowest->backward, result->backward), slowest->total = result->total;
     }
     return failed;
 }

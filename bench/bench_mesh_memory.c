@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_mesh_batch.h"
 #include "bench_mesh_links.h"
 #include "demo_media.h"
 #include "uform/uform.h"
@@ -42,7 +43,13 @@ static long peak_kib(void) {
     return usage.ru_maxrss;
 }
 
-static int member(size_t index, size_t members, size_t pairs, size_t chunks) {
+typedef struct run_t {
+    size_t members, pairs, chunks;
+} run_t;
+
+static int member(size_t index, void *context, void *answer) {
+    const run_t *run = context;
+    size_t members = run->members, pairs = run->pairs, chunks = run->chunks;
     result_t result;
     memset(&result, 0, sizeof result);
     size_t first = pairs * index / members, end = pairs * (index + 1) / members, n = 2 * (end - first);
@@ -100,10 +107,7 @@ static int member(size_t index, size_t members, size_t pairs, size_t chunks) {
         }
     }
     if (!result.ok && outcome.message[0]) fprintf(stderr, "bench_mesh --accumulate: %s\n", outcome.message);
-    char path[512];
-    snprintf(path, sizeof path, "%s/result.%zu", folder, index);
-    FILE *file = fopen(path, "wb");
-    if (file) fwrite(&result, sizeof result, 1, file), fclose(file);
+    memcpy(answer, &result, sizeof result);
     uform_trainer_free(trainer);
     uform_mesh_free(mesh);
     uform_arena_free(arena);
@@ -145,29 +149,15 @@ int bench_mesh_accumulate(int argc, char **argv) {
     cJSON_AddNumberToObject(root, "members", (double)members);
     for (int c = 0; c < chunk_count; ++c) {
         size_t chunks = (size_t)chunk_list[c];
-        pid_t pids[8];
-        fflush(stdout), fflush(stderr);
-        for (size_t i = 0; i < members; ++i) {
-            pids[i] = fork();
-            if (pids[i] == 0) _exit(member(i, members, pairs, chunks));
-        }
-        result_t worst;
+        run_t run = {members, pairs, chunks};
+        result_t results[8], worst;
         memset(&worst, 0, sizeof worst);
-        int failed = 0;
-        for (size_t i = 0; i < members; ++i) {
-            int status = 0;
-            waitpid(pids[i], &status, 0);
-            failed |= !WIFEXITED(status) || WEXITSTATUS(status) != 0;
-            char path[512];
-            snprintf(path, sizeof path, "%s/result.%zu", folder, i);
-            result_t result;
-            FILE *file = fopen(path, "rb");
-            if (!file || fread(&result, sizeof result, 1, file) != 1) failed = 1;
-            if (file) fclose(file), unlink(path);
-            if (failed) continue;
-            worst.peak_kib = result.peak_kib > worst.peak_kib ? result.peak_kib : worst.peak_kib;
-            worst.before_kib = result.before_kib > worst.before_kib ? result.before_kib : worst.before_kib;
-            worst.seconds = fmax(worst.seconds, result.seconds), worst.loss = result.loss;
+        int failed = bench_members_run(folder, members, sizeof results[0], member, &run, results, 3600);
+        for (size_t i = 0; i < members && !failed; ++i) {
+            const result_t *result = &results[i];
+            worst.peak_kib = result->peak_kib > worst.peak_kib ? result->peak_kib : worst.peak_kib;
+            worst.before_kib = result->before_kib > worst.before_kib ? result->before_kib : worst.before_kib;
+            worst.seconds = fmax(worst.seconds, result->seconds), worst.loss = result->loss;
         }
         if (failed) {
             printf("%8zu (failed)\n", chunks);
