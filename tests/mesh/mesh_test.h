@@ -333,4 +333,45 @@ static inline void mesh_test_print(const char *what, const uform_outcome_t *outc
     fprintf(stderr, "%s: %s\n", what, line);
 }
 
+/* `steps` steps of mesh_test_config's trainer (over `mesh`, or alone when NULL) on lines [first,
+ * end), each in `accumulate` chunks: losses[s] = {loss, contrastive, choice, grad_norm}, *chunks the
+ * stats' chunks, *out the trainer (the caller frees it). Answers 0, or 1 after printing a failure. */
+static inline int mesh_test_steps(uform_mesh_t mesh, uform_executor_t executor, size_t first, size_t end,
+                                  size_t accumulate, int steps, double (*losses)[4], size_t *chunks,
+                                  uform_trainer_t *out) {
+    uform_trainer_config_t config = mesh_test_config();
+    config.mesh = mesh;
+    uform_outcome_t outcome = {0};
+    uform_trainer_t trainer = NULL;
+    *out = NULL;
+    if (uform_trainer_init_ram(executor, &config, &trainer, &outcome) != UFORM_OK) {
+        mesh_test_print("init", &outcome);
+        return 1;
+    }
+    uform_arena_t arena = NULL;
+    uform_arena_for_executor(executor, &arena, &outcome);
+    mesh_batch_t batch;
+    mesh_batch_build(&batch, first, end);
+    int failed = 0;
+    for (int s = 0; s < steps && !failed; ++s) {
+        uform_trainer_step_t step;
+        uform_trainer_stats_t stats;
+        memset(&stats, 0, sizeof stats);
+        mesh_batch_request(&batch, trainer, arena, &step);
+        step.accumulate = accumulate, step.stats = &stats;
+        if (uform_trainer_step(&step) != UFORM_OK) {
+            mesh_test_print("step", &step.outcome);
+            failed = 1;
+            break;
+        }
+        losses[s][0] = step.loss, losses[s][1] = step.contrastive, losses[s][2] = step.choice;
+        losses[s][3] = step.grad_norm;
+        if (chunks) *chunks = stats.chunks;
+    }
+    free(batch.data);
+    uform_arena_free(arena);
+    *out = trainer;
+    return failed;
+}
+
 #endif

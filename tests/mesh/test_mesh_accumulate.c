@@ -25,43 +25,17 @@ typedef struct run_t {
     float *weights;            /* [total] */
 } run_t;
 
-/* Three steps over lines [first, end) in `accumulate` chunks. */
+/* Three steps over lines [first, end) in `accumulate` chunks, on an executor of one thread. */
 static int train(uform_mesh_t mesh, size_t first, size_t end, size_t accumulate, run_t *run, uform_trainer_t *out) {
-    uform_trainer_config_t config = mesh_test_config();
-    config.mesh = mesh;
     uform_outcome_t outcome = {0};
     uform_executor_t executor = NULL;
-    uform_trainer_t trainer = NULL;
-    if (uform_executor_for_ram(NULL, 1, 0, &executor, &outcome) != UFORM_OK ||
-        uform_trainer_init_ram(executor, &config, &trainer, &outcome) != UFORM_OK) {
-        mesh_test_print("init", &outcome);
-        uform_executor_free(executor);
+    *out = NULL;
+    if (uform_executor_for_ram(NULL, 1, 0, &executor, &outcome) != UFORM_OK) {
+        mesh_test_print("executor", &outcome);
         return 1;
     }
-    uform_arena_t arena = NULL;
-    uform_arena_for_executor(executor, &arena, &outcome);
-    mesh_batch_t batch;
-    mesh_batch_build(&batch, first, end);
-    int failed = 0;
-    for (int s = 0; s < STEPS && !failed; ++s) {
-        uform_trainer_step_t step;
-        uform_trainer_stats_t stats;
-        memset(&stats, 0, sizeof stats);
-        mesh_batch_request(&batch, trainer, arena, &step);
-        step.accumulate = accumulate, step.stats = &stats;
-        if (uform_trainer_step(&step) != UFORM_OK) {
-            mesh_test_print("step", &step.outcome);
-            failed = 1;
-            break;
-        }
-        run->losses[s][0] = step.loss, run->losses[s][1] = step.contrastive;
-        run->losses[s][2] = step.choice, run->losses[s][3] = step.grad_norm;
-        run->chunks = stats.chunks;
-    }
-    free(batch.data);
-    uform_arena_free(arena);
-    uform_executor_free(executor);
-    *out = trainer;
+    int failed = mesh_test_steps(mesh, executor, first, end, accumulate, STEPS, run->losses, &run->chunks, out);
+    uform_executor_free(executor); /* the trainer keeps its own reference */
     return failed;
 }
 

@@ -41,34 +41,7 @@ typedef struct param_entry_t {
 /* Three steps over lines [first, end) with or without a mesh; fills the result and the weights. */
 static int train(uform_mesh_t mesh, size_t first, size_t end, result_t *result, uform_trainer_t *out,
                  uform_executor_t executor) {
-    uform_trainer_config_t config = mesh_test_config();
-    config.mesh = mesh;
-    uform_outcome_t outcome = {0};
-    uform_trainer_t trainer = NULL;
-    if (uform_trainer_init_ram(executor, &config, &trainer, &outcome) != UFORM_OK) {
-        mesh_test_print("init", &outcome);
-        return 1;
-    }
-    uform_arena_t arena = NULL;
-    uform_arena_for_executor(executor, &arena, &outcome);
-    mesh_batch_t batch;
-    mesh_batch_build(&batch, first, end);
-    int failed = 0;
-    for (int s = 0; s < STEPS && !failed; ++s) {
-        uform_trainer_step_t step;
-        mesh_batch_request(&batch, trainer, arena, &step);
-        if (uform_trainer_step(&step) != UFORM_OK) {
-            mesh_test_print("step", &step.outcome);
-            failed = 1;
-            break;
-        }
-        result->losses[s][0] = step.loss, result->losses[s][1] = step.contrastive;
-        result->losses[s][2] = step.choice, result->losses[s][3] = step.grad_norm;
-    }
-    free(batch.data);
-    uform_arena_free(arena);
-    *out = trainer;
-    return failed;
+    return mesh_test_steps(mesh, executor, first, end, 0, STEPS, result->losses, NULL, out);
 }
 
 static int save_result(const char *name, const result_t *result, uform_trainer_t trainer) {
