@@ -320,6 +320,22 @@ extern "C" uform_status_t uform__gloo_redis_open(const char *host, int port, int
     auto deadline = steady::now() + milliseconds(timeout_ms);
     std::string last;
     for (;;) {
+        /* Gloo's RedisStore throws from its constructor when the server refuses, leaking the hiredis
+         * context it made (its destructor never runs): knock first with a context of our own. */
+        struct timeval knock = {2, 0};
+        redisContext *probe = redisConnectWithTimeout(host, port, knock);
+        std::string refused = !probe ? std::string("out of memory") : probe->err ? std::string(probe->errstr) : "";
+        if (probe) redisFree(probe);
+        if (!refused.empty()) {
+            if (steady::now() >= deadline) {
+                write_message(message, capacity, "no Redis server answered at " + std::string(host) + ":" +
+                                                     std::to_string(port) + " within " + std::to_string(timeout_ms) +
+                                                     " ms (Connecting to Redis: " + refused + ")");
+                return UFORM_TIMEOUT;
+            }
+            std::this_thread::sleep_for(milliseconds(50));
+            continue;
+        }
         redis_store *store = nullptr;
         uform_status_t status = redis_call(message, capacity, [&] {
             try {
