@@ -17,32 +17,49 @@
 #include <unistd.h>
 
 const char train_mesh_usage[] =
-    "                   [--mesh DIR --job NAME --index I --count K [--mesh-timeout S] [--mesh-address IP]]\n"
-    "                   [--processes K]\n";
+    "                   [--mesh DIR|tcp://HOST:PORT|redis://HOST:PORT|auto [--job NAME] [--index I --count K]\n"
+    "                    [--mesh-timeout S] [--mesh-address IP] [--mesh-overlap backward|none]] [--processes K]\n"
+    "                   [--accumulate K]\n";
 
 const char train_mesh_help[] =
     "\n"
     "Data-parallel training (the mesh): K processes, on one host or several, train one model as one\n"
     "process would with the same --batch: each step every member takes its contiguous share of the\n"
     "global batch of lines, the members exchange bag embeddings and gradients, and all apply the same\n"
-    "update. Every member gets the same flags except --index; member 0 writes --out and --log and runs\n"
-    "--eval (the others wait for it in their next step, within the mesh timeout).\n"
-    "  --mesh DIR          a folder every member can reach (a shared file system across hosts) where\n"
-    "                      the members meet; the job's folder in it is removed once they have met\n"
-    "  --job NAME          the run's name (one path component); a folder left by a failed run of the\n"
-    "                      same name is refused: remove it or choose another name\n"
-    "  --index I           this member, in 0..K-1\n"
+    "update. Every member gets the same flags but --index; member 0 writes --out and --log and runs\n"
+    "--eval (the others wait for it in their next step, within the mesh timeout). Under a launcher\n"
+    "(torchrun, Open MPI's or MPICH's mpirun, Slurm's srun) leave out --index and --count: they, the job\n"
+    "and --threads (the cores / the members on the host) come from its variables.\n"
+    "  --mesh WHERE        where the members meet: a folder every member can reach (a shared file\n"
+    "                      system across hosts; the job's folder in it is removed once they have met),\n"
+    "                      tcp://HOST:PORT (member 0 hosts a small store on PORT while they meet; HOST is\n"
+    "                      member 0's host), redis://HOST:PORT (a Redis server), or auto (the launcher's:\n"
+    "                      tcp://MASTER_ADDR:MASTER_PORT+1 under torchrun, or where MASTER_ADDR and\n"
+    "                      MASTER_PORT say; Slurm's first node; the loopback when all are on this host)\n"
+    "  --job NAME          the run's name (one path component; default: the launcher's job id, or\n"
+    "                      'uform' at a tcp:// store); a folder or keys left by a failed run of the\n"
+    "                      same name are refused: remove them or choose another name\n"
+    "  --index I           this member, in 0..K-1 (with --count; without both: the launcher's)\n"
     "  --count K           members of the run\n"
     "  --mesh-timeout S    how long to wait for every member to arrive, and for a peer's answer in a\n"
     "                      step, before failing (default 120)\n"
     "  --mesh-address IP   the address this member's collectives listen on, reachable from the other\n"
     "                      hosts (default: the host's first non-loopback IPv4 address)\n"
+    "  --mesh-overlap X    backward (default): all-reduce the gradients bucket by bucket while the\n"
+    "                      backward runs; none: after it (the same result, bit for bit)\n"
     "  --processes K       start K local members of this same command over a temporary folder on\n"
     "                      127.0.0.1, their output prefixed with [i]; --threads defaults to the cores / K.\n"
-    "                      The run fails as a whole when a member fails\n";
+    "                      The run fails as a whole when a member fails\n"
+    "  --accumulate K      run each step's batch (a member's share of it) in K chunks: the same step as\n"
+    "                      the whole batch at once (every chunk's embeddings first, the loss over all of\n"
+    "                      them, then each chunk's forward again and its backward), with the activations'\n"
+    "                      memory of one chunk, for a second forward's time. With a mesh or without\n"
+    "A member that dies or stops answering makes the others stop within the timeout; member 0 then\n"
+    "saves the last completed step to --out (optimizer and data order) and prints the command that\n"
+    "resumes, which may run on another number of members.\n";
 
 static const char *const flags[] = {"--mesh", "--job", "--index", "--count", "--mesh-timeout", "--mesh-address",
-                                    "--processes"};
+                                    "--mesh-overlap", "--processes", "--accumulate"};
 
 int train_mesh_is_flag(const char *flag) {
     for (size_t i = 0; i < sizeof flags / sizeof flags[0]; ++i)
@@ -60,12 +77,19 @@ static int parse_count(const char *text, size_t *value) {
 }
 
 int train_mesh_flag(train_mesh_t *mesh, const char *flag, const char *value) {
-    if (strcmp(flag, "--mesh") == 0) mesh->directory = value;
-    else if (strcmp(flag, "--job") == 0) mesh->job = value;
+    if (strcmp(flag, "--mesh") == 0) {
+        mesh->where = value;
+        if (strncmp(value, "tcp://", 6) == 0 || strncmp(value, "redis://", 8) == 0) mesh->rendezvous = value;
+        else if (strcmp(value, "auto") != 0) mesh->directory = value;
+    } else if (strcmp(flag, "--job") == 0) mesh->job = value;
     else if (strcmp(flag, "--mesh-address") == 0) mesh->address = value;
-    else if (strcmp(flag, "--index") == 0) return (mesh->have_index = 1, parse_count(value, &mesh->index));
+    else if (strcmp(flag, "--mesh-overlap") == 0) {
+        if (strcmp(value, "none") && strcmp(value, "backward")) return -1;
+        mesh->overlap_none = strcmp(value, "none") == 0;
+    } else if (strcmp(flag, "--index") == 0) return (mesh->have_index = 1, parse_count(value, &mesh->index));
     else if (strcmp(flag, "--count") == 0) return (mesh->have_count = 1, parse_count(value, &mesh->count)) || !mesh->count ? -1 : 0;
     else if (strcmp(flag, "--processes") == 0) return parse_count(value, &mesh->processes) || !mesh->processes ? -1 : 0;
+    else if (strcmp(flag, "--accumulate") == 0) return parse_count(value, &mesh->accumulate) || !mesh->accumulate ? -1 : 0;
     else if (strcmp(flag, "--mesh-timeout") == 0) {
         char *end = NULL;
         mesh->timeout = strtod(value, &end);
@@ -74,15 +98,47 @@ int train_mesh_flag(train_mesh_t *mesh, const char *flag, const char *value) {
     return 0;
 }
 
-int train_mesh_check(const train_mesh_t *mesh, int skip_bad, char *why, size_t capacity) {
-    int any = mesh->directory || mesh->job || mesh->have_index || mesh->have_count || mesh->address || mesh->timeout > 0;
+int train_mesh_wanted(const train_mesh_t *mesh) { return mesh->where != NULL; }
+
+int train_mesh_check(train_mesh_t *mesh, int skip_bad, char *why, size_t capacity) {
+    int any = mesh->where || mesh->job || mesh->have_index || mesh->have_count || mesh->address || mesh->timeout > 0 ||
+              mesh->overlap_none;
     if (mesh->processes && any) {
         snprintf(why, capacity, "--processes starts its own mesh: it takes none of --mesh, --job, --index, --count, "
-                                "--mesh-timeout, --mesh-address");
+                                "--mesh-timeout, --mesh-address, --mesh-overlap");
         return -1;
     }
-    if (any && !(mesh->directory && mesh->job && mesh->have_index && mesh->have_count)) {
-        snprintf(why, capacity, "a member of a mesh needs all of --mesh DIR, --job NAME, --index I and --count K");
+    if (any && !mesh->where) {
+        snprintf(why, capacity, "a member of a mesh needs --mesh DIR, tcp://HOST:PORT, redis://HOST:PORT or auto");
+        return -1;
+    }
+    if (mesh->have_index != mesh->have_count) {
+        snprintf(why, capacity, "--index and --count go together (leave both out under a launcher: torchrun, mpirun, "
+                                "srun)");
+        return -1;
+    }
+    if (any && !mesh->have_index) {
+        uform_outcome_t outcome = {0};
+        if (uform_mesh_launch_read(&mesh->launch, &outcome) != UFORM_OK) {
+            snprintf(why, capacity, "%s", outcome.message);
+            return -1;
+        }
+        if (mesh->launch.launcher == UFORM_MESH_LAUNCHER_NONE) {
+            snprintf(why, capacity, "--mesh without --index and --count reads them from a launcher's variables, and "
+                                    "none is set (torchrun's RANK, mpirun's OMPI_COMM_WORLD_RANK or PMI_RANK, srun's "
+                                    "SLURM_PROCID): give --index I --count K");
+            return -1;
+        }
+        mesh->index = mesh->launch.index, mesh->count = mesh->launch.count, mesh->threads = mesh->launch.threads;
+        if (!mesh->directory && !mesh->rendezvous && !mesh->launch.rendezvous[0] && mesh->count > 1) {
+            snprintf(why, capacity, "--mesh auto: %s started %zu members on several hosts and nothing says where member "
+                                    "0 is: export MASTER_ADDR and MASTER_PORT, or give --mesh tcp://HOST:PORT",
+                     uform_mesh_launcher_name(mesh->launch.launcher), mesh->count);
+            return -1;
+        }
+    }
+    if (mesh->directory && !mesh->job && !mesh->launch.job[0]) {
+        snprintf(why, capacity, "--mesh DIR needs --job NAME (the run's folder in DIR)");
         return -1;
     }
     if (any && mesh->index >= mesh->count) {
@@ -288,11 +344,13 @@ int train_mesh_launch(const train_mesh_t *mesh, int argc, char **argv) {
 
 int train_mesh_join(train_mesh_t *mesh, uform_executor_t executor, const uform_trainer_config_t *config,
                     const char *agreement, int quiet) {
-    if (!mesh->directory) return 0;
+    if (!mesh->where) return 0;
     uform_mesh_options_t options = {0};
     options.host_domain_index = mesh->index, options.host_domain_count = mesh->count;
-    options.directory = mesh->directory, options.job = mesh->job, options.address = mesh->address;
-    options.timeout_seconds = mesh->timeout;
+    options.directory = mesh->directory, options.rendezvous = mesh->rendezvous, options.job = mesh->job;
+    options.address = mesh->address, options.timeout_seconds = mesh->timeout;
+    options.launcher = mesh->have_index ? UFORM_MESH_LAUNCHER_NONE : UFORM_MESH_LAUNCHER_AUTO;
+    options.overlap = mesh->overlap_none ? UFORM_MESH_OVERLAP_NONE : UFORM_MESH_OVERLAP_BACKWARD;
     options.trainer_config = config;
     options.agreement = agreement;
     uform_outcome_t outcome = {0};
@@ -304,10 +362,20 @@ int train_mesh_join(train_mesh_t *mesh, uform_executor_t executor, const uform_t
     }
     uform_mesh_description_t description;
     uform_mesh_describe(mesh->mesh, &description);
-    if (!quiet)
-        fprintf(stderr, "uform: mesh of %zu members (%zu per host domain), this is member %zu; job '%s' in %s\n",
-                description.members_total, description.members_per_host_domain, description.first_member_index,
-                mesh->job, mesh->directory);
+    if (quiet) return 0;
+    char launched[300] = "";
+    const uform_mesh_launch_t *launch = &mesh->launch;
+    if (description.launcher != UFORM_MESH_LAUNCHER_NONE)
+        snprintf(launched, sizeof launched, ", %zu on this host; launched by %s (%s)", description.local_members,
+                 uform_mesh_launcher_name(description.launcher), launch->variables);
+    const char *where = mesh->directory ? mesh->directory : mesh->rendezvous ? mesh->rendezvous : launch->rendezvous;
+    char from[140] = "";
+    if (!mesh->directory && !mesh->rendezvous) snprintf(from, sizeof from, " (%s)", launch->rendezvous_from);
+    const char *job = mesh->job ? mesh->job : launch->job[0] ? launch->job : "uform";
+    fprintf(stderr, "uform: mesh of %zu members (%zu per host domain), this is member %zu%s; job '%s' at %s%s; "
+                    "%zu threads\n",
+            description.members_total, description.members_per_host_domain, description.first_member_index, launched,
+            job, where, from, uform_executor_threads(executor));
     return 0;
 }
 
@@ -317,6 +385,42 @@ void train_mesh_share(const train_mesh_t *mesh, size_t count, size_t *first, siz
         return;
     }
     *first = count * mesh->index / mesh->count, *end = count * (mesh->index + 1) / mesh->count;
+}
+
+/* Prints `word` quoted for a POSIX shell when it needs it. */
+static void print_word(FILE *to, const char *word) {
+    int plain = *word != 0;
+    for (const char *c = word; *c; ++c)
+        plain &= (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ||
+                 strchr("-_./:=,+@%", *c) != NULL;
+    if (plain) {
+        fputs(word, to);
+        return;
+    }
+    fputc('\'', to);
+    for (const char *c = word; *c; ++c) {
+        if (*c == '\'') fputs("'\\''", to);
+        else fputc(*c, to);
+    }
+    fputc('\'', to);
+}
+
+void train_mesh_say_resume(int argc, char **argv, const char *out, uint64_t step, size_t remaining) {
+    fprintf(stderr, "uform: saved step %llu to %s (weights, optimizer, data order); resume every member with\n  uform",
+            (unsigned long long)step, out);
+    for (int i = 0; i < argc; ++i) {
+        int resume = strcmp(argv[i], "--resume") == 0, steps = strcmp(argv[i], "--steps") == 0 && remaining;
+        if ((resume || steps) && i + 1 < argc) {
+            ++i; /* replaced below */
+            continue;
+        }
+        fputc(' ', stderr);
+        print_word(stderr, argv[i]);
+    }
+    fputs(" --resume ", stderr);
+    print_word(stderr, out);
+    if (remaining) fprintf(stderr, " --steps %zu", remaining);
+    fputs("\n  (under a launcher: the same launch with these arguments; any number of members)\n", stderr);
 }
 
 int train_mesh_leads(const train_mesh_t *mesh) { return !mesh->mesh || mesh->index == 0; }

@@ -490,7 +490,7 @@ int uform_command_train(int argc, char **argv) {
     if (parse_options(argc, argv, &options)) return 2;
     if (options.mesh.processes) return train_mesh_launch(&options.mesh, argc, argv);
     /* Over a mesh, member 0 alone writes --out and --log and evaluates. */
-    int follower = options.mesh.directory && options.mesh.index != 0;
+    int follower = train_mesh_wanted(&options.mesh) && options.mesh.index != 0;
     if (follower) options.log = NULL, options.eval_count = 0, options.save_every = 0;
     char error[512];
     manifest_t manifest, heldout[EVAL_SETS];
@@ -522,7 +522,8 @@ int uform_command_train(int argc, char **argv) {
         status = 1;
         goto done;
     }
-    if (uform_executor_for_ram(NULL, options.threads, 0, &executor, &outcome) != UFORM_OK) {
+    if (uform_executor_for_ram(NULL, options.threads ? options.threads : options.mesh.threads, 0, &executor, &outcome) !=
+        UFORM_OK) {
         status = fail_outcome(&outcome, NULL);
         goto done;
     }
@@ -540,7 +541,7 @@ int uform_command_train(int argc, char **argv) {
     /* --total-steps defaults to --steps for a fresh run (a resumed one keeps its stored schedule). */
     if (options.have_total) config.total_steps = options.total_steps;
     else if (!options.resume && options.steps != SIZE_MAX) config.total_steps = options.steps;
-    if (options.mesh.directory) {
+    if (train_mesh_wanted(&options.mesh)) {
         char agreement[512];
         agreement_of(&options, &manifest, agreement, sizeof agreement);
         if (manifest.count < options.mesh.count || options.batch < options.mesh.count) {
@@ -623,6 +624,7 @@ int uform_command_train(int argc, char **argv) {
             step.choice_targets = batch.targets;
         }
         step.progress.callback = step_progress;
+        step.accumulate = options.mesh.accumulate;
         if (options.minutes > 0 && options.steps == SIZE_MAX)
             step.learning_rate_override = time_schedule(&options, &description, description.steps + done_steps + 1, elapsed);
         if (uform_trainer_step(&step) != UFORM_OK) {
@@ -646,6 +648,14 @@ int uform_command_train(int argc, char **argv) {
                 status = fail_outcome(&step.outcome, where);
             } else {
                 status = fail_outcome(&step.outcome, NULL);
+            }
+            /* A member died or stopped answering: the trainer holds the last completed step on every
+             * member, and member 0 keeps it (the failed step's batch goes back to the data order). */
+            if ((code == UFORM_PEER_LOST || code == UFORM_TIMEOUT) && train_mesh_wanted(&options.mesh) && !follower) {
+                sampler.batches -= 1;
+                if (save_checkpoint(trainer, options.out, &sampler, options.batch, &manifest) == 0)
+                    train_mesh_say_resume(argc, argv, options.out, first_step + done_steps,
+                                          options.steps == SIZE_MAX ? 0 : options.steps - done_steps);
             }
             break;
         }

@@ -73,7 +73,8 @@ uform_status_t uform__train_stems_decode(uform__train_work_t *work) {
         uform__round_to_bf16(work->patches[m], plan->patch_rows[m] *
                                                    uform__stem_patch_width(&work->trainer->config, (uform_modality_t)m));
     if (worst != SIZE_MAX)
-        status = uform__fail(context->outcome, statuses[at], context->function, "contents[%zu] (%s): %s", worst,
+        status = uform__fail(context->outcome, statuses[at], context->function, "contents[%zu] (%s): %s",
+                             work->content_base + worst,
                              uform__modality_name(plan->sequence[first + at].modality), outcomes[at].message);
     free(outcomes), free(statuses);
     return status;

@@ -9,6 +9,7 @@
 #include "core/cpu.h"
 #include "core/outcome.h"
 #include "exec/executor.h"
+#include "mesh/mesh.h"
 #include "train/trainer.h"
 
 /* The architecture a fresh trainer builds: the named size, then every non-zero field. Checked by
@@ -135,6 +136,7 @@ static void trainer_destroy(uform_trainer_t trainer) {
     uform__train_params_free(trainer);
     free(trainer->memory.base);
     free(trainer->user_metadata);
+    free(trainer->buckets);
     if (trainer->executor) uform__executor_release(trainer->executor);
     free(trainer);
 }
@@ -181,6 +183,12 @@ UFORM_API uform_status_t uform_trainer_init_ram(uform_executor_t executor, const
     if (trainer) *trainer = NULL;
     uform_trainer_t made = NULL;
     uform_status_t status = init_local(executor, config, trainer ? &made : NULL, outcome, function);
+    /* The gradients' buckets: the same plan on every member, made before they meet so that a member
+     * without the memory for it fails the init on every member. */
+    if (status == UFORM_OK && config && config->mesh && config->mesh->count > 1) {
+        made->buckets = uform__train_buckets_plan(made, &made->bucket_count);
+        if (!made->buckets) status = uform__fail(outcome, UFORM_OUT_OF_MEMORY, function, "cannot plan the gradients' buckets");
+    }
     /* Over a mesh every member meets the others even after a failure, so none of them waits. */
     if (config && config->mesh) status = uform__train_mesh_join(made, config->mesh, status, outcome, function);
     if (status != UFORM_OK) {
