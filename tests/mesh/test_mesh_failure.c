@@ -224,7 +224,10 @@ static void check_survivors(const scenario_t *scenario, mesh_members_t *members)
                   report->good_seconds, TIMEOUT_SECONDS);
         CHECK_MSG(report->unchanged, "survivor %zu's trainer changed in the failed step", i);
         CHECK_STATUS(report->again_status, UFORM_PEER_LOST);
-        CHECK_MSG(report->again_seconds < 1, "the step after the failure took %.2f s", report->again_seconds);
+        /* A broken mesh answers at once rather than waiting on a peer again: well under the timeout
+         * (not a fixed second, which a loaded machine under ASan overran once: 1.16 s). */
+        CHECK_MSG(report->again_seconds < TIMEOUT_SECONDS, "the step after the failure took %.2f s, as long as the %.0f s "
+                  "timeout: it waited on a peer", report->again_seconds, TIMEOUT_SECONDS);
         free(report);
     }
     /* Member 0's checkpoint of the last good step loads and resumes. */
