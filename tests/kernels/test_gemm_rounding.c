@@ -82,7 +82,7 @@ static uform__bf16_t *as_bf16(const operand_t *operand, size_t rows, size_t cols
 static double exact_dot(const operand_t *a, size_t a_row, size_t a_step, const operand_t *b, size_t b_row,
                         size_t b_step, size_t length, int round_a, int round_b, int64_t initial, int initial_exponent) {
     int exponent = a->exponent + b->exponent;
-    int64_t sum = initial << (initial_exponent - exponent); /* initial_exponent ≥ exponent */
+    int64_t sum = initial * ((int64_t)1 << (initial_exponent - exponent)); /* initial_exponent ≥ exponent; a product, since shifting a negative is undefined */
     for (size_t p = 0; p < length; ++p) {
         int64_t x = a->integers[a_row + p * a_step], y = b->integers[b_row + p * b_step];
         sum += (round_a ? test_round_bits(x, 8) : x) * (round_b ? test_round_bits(y, 8) : y);
