@@ -49,7 +49,7 @@ install: build
 #   test_train_learns, test_demo_learns (and test_demo_report, test_demo_render, which read the
 #                        reduced demo's folder)   minutes of training each, 10x slower here
 asan: deps
-	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DUFORM_SANITIZE=address,undefined -DUFORM_BUILD_BENCH=OFF $(CMAKE_FLAGS)
+	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DUFORM_SANITIZE=address,undefined -DUFORM_BUILD_BENCH=OFF -DUFORM_TEST_TIMEOUT_SCALE=2 $(CMAKE_FLAGS)
 	cmake --build build-asan -j$(JOBS)
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	  ctest --test-dir build-asan --output-on-failure -j$(JOBS) -LE "noasan"
@@ -63,9 +63,9 @@ sweep: build
 
 # The executor, outcome and arena tests under ThreadSanitizer.
 tsan: deps
-	cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=Debug -DUFORM_SANITIZE=thread -DUFORM_BUILD_BENCH=OFF $(CMAKE_FLAGS)
+	cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=Debug -DUFORM_SANITIZE=thread -DUFORM_BUILD_BENCH=OFF -DUFORM_TEST_TIMEOUT_SCALE=4 $(CMAKE_FLAGS)
 	cmake --build build-tsan -j$(JOBS)
-	TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 ctest --test-dir build-tsan --output-on-failure -L tsan
+	TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 ctest --test-dir build-tsan --output-on-failure -j$(JOBS) -L tsan
 
 # libFuzzer targets (clang): the short runs CTest knows, then `make fuzz-long` for an hour-scale run.
 fuzz: deps

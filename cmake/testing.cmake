@@ -4,7 +4,8 @@
 # says which and why); `cpu_class` a test about one CPU class, skipped (77) where the CPU lacks it;
 # `slow` a test that takes a minute or more on two cores (information only: every stage runs them).
 # Timeouts scale by UFORM_TEST_TIMEOUT_SCALE (a whole number): `make test-avx2` runs the tests under an
-# emulator, about 13 times slower than the hardware.
+# emulator, about 13 times slower than the hardware (15); the sanitizers' Debug builds are slower too
+# (`make asan` 2, `make tsan` 4).
 set(UFORM_TEST_TIMEOUT_SCALE 1 CACHE STRING "Factor applied to every test's timeout (emulated runs)")
 function(uform_test_timeout variable seconds)
   math(EXPR scaled "${seconds} * ${UFORM_TEST_TIMEOUT_SCALE}")

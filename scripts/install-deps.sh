@@ -23,8 +23,8 @@ packages=(
   # WebDataset shards (src/data: tar, pax and GNU long names, .tar.gz through libarchive)
   libarchive-dev
   # uform serve: HTTP (libmicrohttpd), the page's test in a real browser, the load generator and
-  # the FastAPI peer of its benchmark
-  libmicrohttpd-dev chromium chromium-driver wrk python3-fastapi python3-uvicorn
+  # the FastAPI peer of its benchmark (with uvloop and httptools, uvicorn's fastest mode)
+  libmicrohttpd-dev chromium chromium-driver wrk python3-fastapi python3-uvicorn python3-uvloop python3-httptools
   # the mesh's tests: network namespaces and shaped links, Redis rendezvous, a real mpirun
   iproute2 redis-server openmpi-bin
 )
@@ -35,6 +35,21 @@ for package in "${packages[@]}"; do
     missing+=("$package")
   fi
 done
+
+# Node and npm for the tests of uform serve (the official `openai` npm package, and the driver of
+# headless Chromium). Checked by command, not by package: a machine may have NodeSource's nodejs,
+# which bundles npm and which Debian's npm package would conflict with, so Debian's nodejs and npm
+# are installed only where the commands are missing.
+if ! command -v node > /dev/null; then
+  missing+=(nodejs)
+  command -v npm > /dev/null || missing+=(npm)
+elif ! command -v npm > /dev/null; then
+  if dpkg-query -W -f='${Version}' nodejs 2>/dev/null | grep -q nodesource; then
+    echo "install-deps: NodeSource's nodejs is installed without npm; reinstall it (it bundles npm): Debian's npm would replace it" >&2
+  else
+    missing+=(npm)
+  fi
+fi
 
 sudo_cmd=()
 if [ "$(id -u)" -ne 0 ]; then sudo_cmd=(sudo); fi

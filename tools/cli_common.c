@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "utf8.h"
 
 double cli_now(void) {
     struct timespec time;
@@ -124,24 +125,12 @@ uform_status_t cli_encode(uform_model_t model, uform_executor_t executor, uform_
     return status;
 }
 
-/* The length of the valid UTF-8 sequence at `bytes` (1..4), or 0 when it is not one. */
-static size_t utf8_length(const unsigned char *bytes, size_t available) {
-    unsigned char lead = bytes[0];
-    size_t length = lead < 0x80 ? 1 : lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC2 ? 2 : 0;
-    if (length == 0 || lead > 0xF4 || length > available) return 0;
-    for (size_t i = 1; i < length; ++i)
-        if ((bytes[i] & 0xC0) != 0x80) return 0;
-    if (length == 3 && ((lead == 0xE0 && bytes[1] < 0xA0) || (lead == 0xED && bytes[1] >= 0xA0))) return 0;
-    if (length == 4 && ((lead == 0xF0 && bytes[1] < 0x90) || (lead == 0xF4 && bytes[1] >= 0x90))) return 0;
-    return length;
-}
-
 void cli_json_string(FILE *out, const char *bytes, size_t length) {
     const unsigned char *at = (const unsigned char *)bytes, *end = at + length;
     fputc('"', out);
     while (at < end) {
         unsigned char byte = *at;
-        size_t run = utf8_length(at, (size_t)(end - at));
+        size_t run = cli_utf8_length(at, (size_t)(end - at));
         if (byte == '"' || byte == '\\') fprintf(out, "\\%c", byte), at += 1;
         else if (byte == '\n') fputs("\\n", out), at += 1;
         else if (byte == '\t') fputs("\\t", out), at += 1;

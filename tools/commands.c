@@ -16,6 +16,14 @@ static const cli_command_t cli_synth_launcher = {
     .program = "uform-synth",
 };
 
+/* `uform serve` runs in the program uform-serve (tools/serve/serve_program.c): libmicrohttpd stays
+ * out of `uform`. */
+static const cli_command_t cli_serve_launcher = {
+    .name = "serve",
+    .summary = "embeddings, search and choices over HTTP (OpenAI-compatible), with a page",
+    .program = "uform-serve",
+};
+
 const cli_command_t *const cli_commands[] = {
     &cli_describe,
     &cli_encode_command,
@@ -24,6 +32,7 @@ const cli_command_t *const cli_commands[] = {
     &cli_search,
     &cli_train,
     &cli_synth_launcher,
+    &cli_serve_launcher,
     NULL,
 };
 

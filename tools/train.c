@@ -174,19 +174,34 @@ static void print_skipped(uform_loader_t loader, size_t *printed, int quiet, int
     (void)errors;
 }
 
-/* The loader's cursor (collective over a mesh of shards), saved by the leader into --out with it. */
-static int save_checkpoint(uform_trainer_t trainer, uform_loader_t loader, const char *path, int leads) {
+/* The loader's cursor after the batches handed over so far (collective over a mesh of shards), as
+ * text to free; NULL after printing why not. */
+static char *loader_cursor(uform_loader_t loader) {
     size_t length = 0;
     uform_outcome_t outcome = {0};
-    if (uform_loader_cursor(loader, NULL, 0, &length, &outcome) != UFORM_OK) return cli_fail(&outcome, "the data cursor");
+    if (uform_loader_cursor(loader, NULL, 0, &length, &outcome) != UFORM_OK) return cli_fail(&outcome, "the data cursor"), NULL;
     char *cursor = malloc(length + 1);
-    if (!cursor) return cli_fail_errno(ENOMEM, "cannot hold the data cursor of %zu bytes", length);
-    int status = uform_loader_cursor(loader, cursor, length + 1, &length, &outcome) == UFORM_OK ? 0 : cli_fail(&outcome, "the data cursor");
-    if (status == 0 && leads) {
-        uform_trainer_save_t save = {0};
-        save.trainer = trainer, save.path = path, save.user_metadata = cursor;
-        if (uform_trainer_save(&save) != UFORM_OK) status = cli_fail(&save.outcome, path);
+    if (!cursor) return cli_fail_errno(ENOMEM, "cannot hold the data cursor of %zu bytes", length), NULL;
+    if (uform_loader_cursor(loader, cursor, length + 1, &length, &outcome) != UFORM_OK) {
+        free(cursor);
+        return cli_fail(&outcome, "the data cursor"), NULL;
     }
+    return cursor;
+}
+
+/* The trainer with the data order `cursor` into --out (the leader only). */
+static int save_with_cursor(uform_trainer_t trainer, const char *cursor, const char *path, int leads) {
+    if (!leads) return 0;
+    uform_trainer_save_t save = {0};
+    save.trainer = trainer, save.path = path, save.user_metadata = cursor;
+    return uform_trainer_save(&save) == UFORM_OK ? 0 : cli_fail(&save.outcome, path);
+}
+
+/* The trainer and the loader's cursor into --out: every member takes part (the cursor may be a
+ * collective), the leader writes. */
+static int save_checkpoint(uform_trainer_t trainer, uform_loader_t loader, const char *path, int leads) {
+    char *cursor = loader_cursor(loader);
+    int status = cursor ? save_with_cursor(trainer, cursor, path, leads) : 1;
     free(cursor);
     return status;
 }
@@ -243,7 +258,7 @@ static void run_free(run_t *run, const options_t *options) {
 static int open_loader(const options_t *options, run_t *run, const char *cursor) {
     uform_loader_options_t loader = {0};
     loader.dataset = run->dataset, loader.trainer = run->trainer, loader.batch = options->batch;
-    if (options->mesh.directory) loader.member = options->mesh.index, loader.members = options->mesh.count;
+    if (train_mesh_wanted(&options->mesh)) loader.member = options->mesh.index, loader.members = options->mesh.count;
     loader.cursor = cursor;
     uform_outcome_t outcome = {0};
     uform_status_t status = uform_loader_open(&loader, &run->loader, &outcome);
@@ -276,7 +291,7 @@ static int run(void *raw, const cli_parsed_t *parsed) {
     if (!options.out) return cli_usage_error(command, "--out is missing");
     if (options.minutes > 0 && !options.have_steps) options.steps = SIZE_MAX;
     /* Over a mesh, member 0 alone writes --out and --log and evaluates. */
-    int leads = !options.mesh.directory || options.mesh.index == 0;
+    int leads = !train_mesh_wanted(&options.mesh) || options.mesh.index == 0;
     if (!leads) options.log = NULL, options.eval_log = NULL, options.eval.count = 0;
     uform_compute_t compute = cli_compute(options.compute);
     run_t run;
@@ -288,7 +303,7 @@ static int run(void *raw, const cli_parsed_t *parsed) {
         const char *path = options.eval.items[e];
         if (!(run.heldout[e] = cli_dataset_open(path, cli_source_of(path), &heldout))) status = 1;
     }
-    if (status == 0) status = cli_executor(options.threads, &run.executor);
+    if (status == 0) status = cli_executor(options.threads ? options.threads : options.mesh.threads, &run.executor);
     uform_trainer_config_t config = {0};
     if (options.size) snprintf(config.size, sizeof config.size, "%s", options.size);
     for (size_t k = 0; k < ARCHITECTURE_FLAGS; ++k)
@@ -303,7 +318,7 @@ static int run(void *raw, const cli_parsed_t *parsed) {
     /* --total-steps defaults to --steps for a fresh run (a resumed one keeps its stored schedule). */
     if (options.have_total) config.total_steps = options.total_steps;
     else if (!options.resume && options.steps != SIZE_MAX) config.total_steps = options.steps;
-    if (status == 0 && options.mesh.directory) {
+    if (status == 0 && train_mesh_wanted(&options.mesh)) {
         char agreement[512];
         agreement_of(&options, run.dataset, agreement, sizeof agreement);
         status = train_mesh_join(&options.mesh, run.executor, &config, agreement, options.quiet);
@@ -360,12 +375,24 @@ static int run(void *raw, const cli_parsed_t *parsed) {
     uint64_t first_step = description.steps, done_steps = 0;
     size_t printed = 0;
     int warned_twins = 0;
+    /* Over a mesh, the data order before each step: when a member is lost in the step, member 0 saves
+     * the last completed step with it (the lost step's batch comes again on resuming). Taken while
+     * every member still answers, since over shards it is a collective. */
+    char *before_step = NULL;
     while (done_steps < options.steps && (config.mesh || !cli_interrupted)) {
         double elapsed = cli_now() - start;
         if (!config.mesh && options.minutes > 0 && elapsed >= options.minutes * 60.0) break;
         uform_trainer_step_t step = {0};
         step.trainer = run.trainer, step.arena = run.arena;
         step.progress.callback = step_progress;
+        step.accumulate = options.mesh.accumulate;
+        if (config.mesh) {
+            free(before_step);
+            if (!(before_step = loader_cursor(run.loader))) {
+                status = 1;
+                break;
+            }
+        }
         uform_loader_next_t next = {0};
         next.loader = run.loader, next.step = &step;
         uform_status_t got = uform_loader_next(&next);
@@ -391,7 +418,14 @@ static int run(void *raw, const cli_parsed_t *parsed) {
         double step_start = cli_now();
         if (uform_trainer_step(&step) != UFORM_OK) {
             if (bar) fputc('\n', stderr);
-            if (uform_outcome_status(&step.outcome) != UFORM_CANCELLED) status = cli_fail(&step.outcome, NULL);
+            uform_status_t code = uform_outcome_status(&step.outcome);
+            if (code != UFORM_CANCELLED) status = cli_fail(&step.outcome, NULL);
+            /* A member died or stopped answering: the trainer holds the last completed step on every
+             * member, and member 0 keeps it with the data order from before the failed step. */
+            if ((code == UFORM_PEER_LOST || code == UFORM_TIMEOUT) && config.mesh && leads &&
+                save_with_cursor(run.trainer, before_step, options.out, leads) == 0)
+                train_mesh_say_resume(parsed->argc, parsed->argv, options.out, first_step + done_steps,
+                                      options.steps == SIZE_MAX ? 0 : options.steps - done_steps);
             break;
         }
         stepping += cli_now() - step_start;
@@ -457,6 +491,7 @@ static int run(void *raw, const cli_parsed_t *parsed) {
         }
         if (status == 0 && stats.skipped) status = 3;
     }
+    free(before_step);
     run_free(&run, &options);
     train_mesh_free(&options.mesh);
     return status;

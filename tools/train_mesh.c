@@ -16,23 +16,63 @@
 #include <time.h>
 #include <unistd.h>
 
-int train_mesh_check(const train_mesh_t *mesh, int skip_bad, char *why, size_t capacity) {
-    int any = mesh->directory || mesh->job || mesh->have_index || mesh->have_count || mesh->address || mesh->timeout > 0;
-    if (mesh->processes && any) {
-        snprintf(why, capacity, "--processes starts its own mesh: it takes none of --mesh, --job, --index, --count, "
-                                "--mesh-timeout, --mesh-address");
+int train_mesh_wanted(const train_mesh_t *mesh) { return mesh->where != NULL; }
+
+int train_mesh_check(train_mesh_t *mesh, int skip_bad, char *why, size_t capacity) {
+    const char *where = mesh->where;
+    if (where && (strncmp(where, "tcp://", 6) == 0 || strncmp(where, "redis://", 8) == 0)) mesh->rendezvous = where;
+    else if (where && strcmp(where, "auto") != 0) mesh->directory = where;
+    if (mesh->overlap && strcmp(mesh->overlap, "none") != 0 && strcmp(mesh->overlap, "backward") != 0) {
+        snprintf(why, capacity, "--mesh-overlap '%s' is not backward or none", mesh->overlap);
         return -1;
     }
-    if (any && !(mesh->directory && mesh->job && mesh->have_index && mesh->have_count)) {
-        snprintf(why, capacity, "a member of a mesh needs all of --mesh DIR, --job NAME, --index I and --count K");
-        return -1;
-    }
+    mesh->overlap_none = mesh->overlap && strcmp(mesh->overlap, "none") == 0;
     if (mesh->processes > 64 || mesh->count > 1000000) {
         snprintf(why, capacity, "--processes %zu / --count %zu: too many members", mesh->processes, mesh->count);
         return -1;
     }
     if (mesh->timeout > 86400) {
         snprintf(why, capacity, "--mesh-timeout %g is more than a day", mesh->timeout);
+        return -1;
+    }
+    int any = mesh->where || mesh->job || mesh->have_index || mesh->have_count || mesh->address || mesh->timeout > 0 ||
+              mesh->overlap_none;
+    if (mesh->processes && any) {
+        snprintf(why, capacity, "--processes starts its own mesh: it takes none of --mesh, --job, --index, --count, "
+                                "--mesh-timeout, --mesh-address, --mesh-overlap");
+        return -1;
+    }
+    if (any && !mesh->where) {
+        snprintf(why, capacity, "a member of a mesh needs --mesh DIR, tcp://HOST:PORT, redis://HOST:PORT or auto");
+        return -1;
+    }
+    if (mesh->have_index != mesh->have_count) {
+        snprintf(why, capacity, "--index and --count go together (leave both out under a launcher: torchrun, mpirun, "
+                                "srun)");
+        return -1;
+    }
+    if (any && !mesh->have_index) {
+        uform_outcome_t outcome = {0};
+        if (uform_mesh_launch_read(&mesh->launch, &outcome) != UFORM_OK) {
+            snprintf(why, capacity, "%s", outcome.message);
+            return -1;
+        }
+        if (mesh->launch.launcher == UFORM_MESH_LAUNCHER_NONE) {
+            snprintf(why, capacity, "--mesh without --index and --count reads them from a launcher's variables, and "
+                                    "none is set (torchrun's RANK, mpirun's OMPI_COMM_WORLD_RANK or PMI_RANK, srun's "
+                                    "SLURM_PROCID): give --index I --count K");
+            return -1;
+        }
+        mesh->index = mesh->launch.index, mesh->count = mesh->launch.count, mesh->threads = mesh->launch.threads;
+        if (!mesh->directory && !mesh->rendezvous && !mesh->launch.rendezvous[0] && mesh->count > 1) {
+            snprintf(why, capacity, "--mesh auto: %s started %zu members on several hosts and nothing says where member "
+                                    "0 is: export MASTER_ADDR and MASTER_PORT, or give --mesh tcp://HOST:PORT",
+                     uform_mesh_launcher_name(mesh->launch.launcher), mesh->count);
+            return -1;
+        }
+    }
+    if (mesh->directory && !mesh->job && !mesh->launch.job[0]) {
+        snprintf(why, capacity, "--mesh DIR needs --job NAME (the run's folder in DIR)");
         return -1;
     }
     if (any && mesh->index >= mesh->count) {
@@ -233,11 +273,13 @@ int train_mesh_launch(const train_mesh_t *mesh, int argc, char **argv) {
 
 int train_mesh_join(train_mesh_t *mesh, uform_executor_t executor, const uform_trainer_config_t *config,
                     const char *agreement, int quiet) {
-    if (!mesh->directory) return 0;
+    if (!mesh->where) return 0;
     uform_mesh_options_t options = {0};
     options.host_domain_index = mesh->index, options.host_domain_count = mesh->count;
-    options.directory = mesh->directory, options.job = mesh->job, options.address = mesh->address;
-    options.timeout_seconds = mesh->timeout;
+    options.directory = mesh->directory, options.rendezvous = mesh->rendezvous, options.job = mesh->job;
+    options.address = mesh->address, options.timeout_seconds = mesh->timeout;
+    options.launcher = mesh->have_index ? UFORM_MESH_LAUNCHER_NONE : UFORM_MESH_LAUNCHER_AUTO;
+    options.overlap = mesh->overlap_none ? UFORM_MESH_OVERLAP_NONE : UFORM_MESH_OVERLAP_BACKWARD;
     options.trainer_config = config;
     options.agreement = agreement;
     uform_outcome_t outcome = {0};
@@ -249,12 +291,60 @@ int train_mesh_join(train_mesh_t *mesh, uform_executor_t executor, const uform_t
     }
     uform_mesh_description_t description;
     uform_mesh_describe(mesh->mesh, &description);
-    if (!quiet)
-        fprintf(stderr, "uform: mesh of %zu members (%zu per host domain), this is member %zu; job '%s' in %s\n",
-                description.members_total, description.members_per_host_domain, description.first_member_index,
-                mesh->job, mesh->directory);
+    if (quiet) return 0;
+    char launched[300] = "";
+    const uform_mesh_launch_t *launch = &mesh->launch;
+    if (description.launcher != UFORM_MESH_LAUNCHER_NONE)
+        snprintf(launched, sizeof launched, ", %zu on this host; launched by %s (%s)", description.local_members,
+                 uform_mesh_launcher_name(description.launcher), launch->variables);
+    const char *where = mesh->directory ? mesh->directory : mesh->rendezvous ? mesh->rendezvous : launch->rendezvous;
+    char from[140] = "";
+    if (!mesh->directory && !mesh->rendezvous) snprintf(from, sizeof from, " (%s)", launch->rendezvous_from);
+    const char *job = mesh->job ? mesh->job : launch->job[0] ? launch->job : "uform";
+    fprintf(stderr, "uform: mesh of %zu members (%zu per host domain), this is member %zu%s; job '%s' at %s%s; "
+                    "%zu threads\n",
+            description.members_total, description.members_per_host_domain, description.first_member_index, launched,
+            job, where, from, uform_executor_threads(executor));
     return 0;
 }
+
+/* Prints `word` quoted for a POSIX shell when it needs it. */
+static void print_word(FILE *to, const char *word) {
+    int plain = *word != 0;
+    for (const char *c = word; *c; ++c)
+        plain &= (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ||
+                 strchr("-_./:=,+@%", *c) != NULL;
+    if (plain) {
+        fputs(word, to);
+        return;
+    }
+    fputc('\'', to);
+    for (const char *c = word; *c; ++c) {
+        if (*c == '\'') fputs("'\\''", to);
+        else fputc(*c, to);
+    }
+    fputc('\'', to);
+}
+
+void train_mesh_say_resume(int argc, char **argv, const char *out, uint64_t step, size_t remaining) {
+    fprintf(stderr, "uform: saved step %llu to %s (weights, optimizer, data order); resume every member with\n  uform",
+            (unsigned long long)step, out);
+    for (int i = 0; i < argc; ++i) {
+        int resume = strcmp(argv[i], "--resume") == 0, steps = strcmp(argv[i], "--steps") == 0 && remaining;
+        if ((resume || steps) && i + 1 < argc) {
+            ++i; /* replaced below */
+            continue;
+        }
+        fputc(' ', stderr);
+        print_word(stderr, argv[i]);
+    }
+    fputs(" --resume ", stderr);
+    print_word(stderr, out);
+    if (remaining) fprintf(stderr, " --steps %zu", remaining);
+    fputs("\n  (under a launcher: the same launch with these arguments; any number of members)\n", stderr);
+}
+
+int train_mesh_leads(const train_mesh_t *mesh) { return !mesh->mesh || mesh->index == 0; }
 
 void train_mesh_free(train_mesh_t *mesh) {
     uform_mesh_free(mesh->mesh);

@@ -1123,15 +1123,17 @@ typedef struct uform_trainer_s *uform_trainer_t;
 
 /*
  * A mesh joins the trainers of several processes, on one host or many, into one data-parallel run
- * (docs/mesh.md). Every process of a run is a *member* with an index in [0, count); a CPU
- * process counts as one member. Each member bootstraps the mesh with the same `directory` (a folder
- * every member can read and write: local for one host, a shared file system such as NFS for
- * several) and the same `job` name, then makes its trainer over it:
+ * (docs/mesh.md). Every process of a run is a *member* with an index in [0, count); a CPU process
+ * counts as one member. The members meet at a *rendezvous*: a folder every member can read and
+ * write (`directory`: local for one host, a shared file system such as NFS for several), a Redis
+ * server (`rendezvous = "redis://HOST:PORT"`), or a small key–value store that member 0 hosts for
+ * the bootstrap's duration (`rendezvous = "tcp://HOST:PORT"`, HOST naming member 0's host) — with
+ * the same `job` name; then each makes its trainer over the mesh:
  *
  *     uform_mesh_options_t options = {0};
  *     options.host_domain_index = rank, options.host_domain_count = 4;  // this member, of 4
- *     options.directory = "/shared/uform", options.job = "run-17";
- *     options.address = "10.0.0.5";        // where this member's collectives listen
+ *     options.rendezvous = "tcp://10.0.0.5:29501", options.job = "run-17";
+ *     options.address = "10.0.0.7";        // where this member's collectives listen
  *     options.trainer_config = &config;    // compared between members at the bootstrap
  *     uform_mesh_t mesh = NULL;
  *     if (uform_mesh_bootstrap(executor, &options, &mesh, &outcome) != UFORM_OK) ...;
@@ -1141,25 +1143,38 @@ typedef struct uform_trainer_s *uform_trainer_t;
  *     uform_trainer_free(trainer);
  *     uform_mesh_free(mesh);
  *
- * The bootstrap writes this member's facts into `directory/job/facts.{index}` atomically (index,
- * count, host name, process id, executor kind and CPU class, the library version, the timeout, the
- * address its collectives bind and, when given, every field of `trainer_config` and the caller's
- * `agreement` lines, with a fingerprint of all that must agree), waits until every member's facts
- * are there (our own barrier, bounded by the timeout), checks that they agree, and only then connects
- * the collectives (Gloo, over TCP, rendezvous through `directory/job/store`). A bootstrap that
- * succeeded removes its facts and the store again, so a finished or running job leaves nothing; a
- * job folder that still holds facts or a store was left by a run that failed or crashed, and is
- * refused rather than joined.
+ * Started by a launcher (torchrun, Open MPI's or MPICH's mpirun, Slurm's srun), a member reads its
+ * index, the count, its job and a default rendezvous from the launcher's variables: set
+ * `options.launcher = UFORM_MESH_LAUNCHER_AUTO` and leave the index and count at 0 (see
+ * uform_mesh_launch_read for the variables and the order they are read in).
+ *
+ * The bootstrap writes this member's facts (index, count, host name, process id, executor kind and
+ * CPU class, the library version, the timeout, the address its collectives bind and, when given,
+ * every field of `trainer_config` and the caller's `agreement` lines, with a fingerprint of all that
+ * must agree) at the rendezvous — `directory/job/facts.{index}`, written atomically, or the key
+ * `uform/{job}/facts.{index}` of the store, added only if absent — waits until every member's facts
+ * are there (our own barrier, bounded by the timeout), checks that they agree, and only then
+ * connects the collectives (Gloo, over TCP, rendezvous through `directory/job/store` or the same
+ * store). A bootstrap that succeeded removes its facts and the collectives' keys again, so a
+ * finished or running job leaves nothing; facts or a store left by a run that failed or crashed are
+ * refused rather than joined (in a Redis server they also expire, after the timeout plus a minute).
  *
  * The collectives are not linked into libuform: they live in a module, libuform-gloo.so.4 (the only
- * binary that needs Gloo and the C++ runtime), which the first bootstrap of more than one member
- * loads; a process that never joins a mesh of two or more maps none of it. Where from, the first
- * that exists: the path in the environment variable UFORM_MESH_MODULE when it is set (then nothing
- * else is tried); the folder of libuform.so (or of the program linked with libuform.a); the install
- * libdir (`make install` puts the module beside libuform); the build folder (for the tests and tools
- * of a build tree). When it cannot be loaded (not there, Gloo missing beneath it, a stale module of
- * another version), a bootstrap of more than one member answers UFORM_UNSUPPORTED naming what is
- * missing in the loader's words, and so does every later one; a mesh of one and everything else work.
+ * binary that needs Gloo, hiredis and the C++ runtime), which the first bootstrap of more than one
+ * member loads; a process that never joins a mesh of two or more maps none of it. Where from, the
+ * first that exists: the path in the environment variable UFORM_MESH_MODULE when it is set (then
+ * nothing else is tried); the folder of libuform.so (or of the program linked with libuform.a); the
+ * install libdir (`make install` puts the module beside libuform); the build folder (for the tests
+ * and tools of a build tree). When it cannot be loaded (not there, Gloo missing beneath it, a stale
+ * module of another version), a bootstrap of more than one member answers UFORM_UNSUPPORTED naming
+ * what is missing in the loader's words, and so does every later one; a mesh of one and everything
+ * else work.
+ *
+ * A step's gradients are all-reduced in buckets (whole trunk blocks, last block first, then the
+ * rest) while the backward is still running, as PyTorch's DDP does: each bucket as soon as the
+ * backward has finished its blocks (`overlap`; UFORM_MESH_OVERLAP_NONE sends the same buckets after
+ * the backward instead, with bit-identical results). The step's stats say how long the step waited
+ * for them (uform_trainer_stats_t).
  *
  * Thread contract: bootstrap and free block the calling thread; describe may be called from any
  * thread. A mesh serves one trainer call at a time (a step of a second trainer over the same mesh
@@ -1171,16 +1186,87 @@ typedef struct uform_trainer_s *uform_trainer_t;
 typedef struct uform_mesh_s *uform_mesh_t;
 
 /*
+ * Who started this process, as uform_mesh_launch_read finds it. Numbers are fixed.
+ *   NONE      nobody we know: the options say everything (a member started by hand)
+ *   AUTO      (options only) read the launcher's variables
+ *   TORCHRUN  torchrun / torch.distributed.run: RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE;
+ *             job TORCHELASTIC_RUN_ID; rendezvous tcp://MASTER_ADDR:(MASTER_PORT + 1), the port
+ *             after the agent's own store
+ *   OPEN_MPI  Open MPI's mpirun: OMPI_COMM_WORLD_RANK, _SIZE, _LOCAL_RANK, _LOCAL_SIZE; job
+ *             OMPI_MCA_ess_base_jobid (else PMIX_NAMESPACE)
+ *   MPICH     MPICH's and Intel MPI's mpiexec (Hydra): PMI_RANK, PMI_SIZE, MPI_LOCALRANKID,
+ *             MPI_LOCALNRANKS
+ *   SLURM     Slurm's srun: SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID, SLURM_NODEID with
+ *             SLURM_STEP_TASKS_PER_NODE (or SLURM_TASKS_PER_NODE); job SLURM_JOB_ID; rendezvous
+ *             tcp://FIRST_NODE:(20000 + SLURM_JOB_ID mod 10000), FIRST_NODE the first host of
+ *             SLURM_STEP_NODELIST (or SLURM_JOB_NODELIST), where srun starts task 0
+ */
+typedef enum uform_mesh_launcher_t {
+    UFORM_MESH_LAUNCHER_NONE = 0,
+    UFORM_MESH_LAUNCHER_AUTO = 1,
+    UFORM_MESH_LAUNCHER_TORCHRUN = 2,
+    UFORM_MESH_LAUNCHER_OPEN_MPI = 3,
+    UFORM_MESH_LAUNCHER_MPICH = 4,
+    UFORM_MESH_LAUNCHER_SLURM = 5,
+} uform_mesh_launcher_t;
+
+/* "none", "auto", "torchrun", "open-mpi", "mpich", "slurm"; "unknown" for other values. */
+UFORM_API const char *uform_mesh_launcher_name(uform_mesh_launcher_t launcher);
+
+/* What the launcher's variables say about this process (uform_mesh_launch_read). */
+typedef struct uform_mesh_launch_t {
+    uform_mesh_launcher_t launcher;  /* NONE when no launcher's variables are set */
+    size_t index, count;             /* this member, of `count` */
+    size_t local_index, local_count; /* this member among the members on this host */
+    size_t threads;                  /* compute threads for this member: the cores it may run on,
+                                        divided by local_count unless the launcher bound it to a
+                                        subset of them already; at least 1 */
+    char job[129];                   /* the launcher's job id made a job name ("" when it has none) */
+    char rendezvous[320];            /* the default rendezvous, "tcp://HOST:PORT", or "" */
+    char rendezvous_from[96];        /* what it came from ("MASTER_ADDR:MASTER_PORT+1", ...) */
+    char variables[96];              /* the variables read, for messages ("RANK, WORLD_SIZE, ...") */
+} uform_mesh_launch_t;
+
+/*
+ * Reads the launcher's variables of this process's environment into `*launch` (zeroed first). The
+ * launchers are tried in this order, and the first whose rank variable is set is the one: torchrun,
+ * Open MPI, MPICH / Intel MPI, Slurm — an inner launcher first, since a launcher started by another
+ * (torchrun under srun, mpirun inside an sbatch script) sees the outer one's variables too, and those
+ * describe the outer launch. Where the launcher gives neither a local rank nor a local count, this
+ * member is taken as the only one on its host (0 of 1: pass the threads yourself then).
+ *
+ * The default rendezvous: tcp://MASTER_ADDR:(MASTER_PORT + 1) whenever both are set (torchrun sets
+ * them; export them under Slurm or mpirun to choose member 0's host and port); else Slurm's first
+ * node (see SLURM above); else, when every member runs on this host (local_count == count), the
+ * loopback tcp://127.0.0.1:(20000 + a hash of the job mod 10000); else "" (the members are on several
+ * hosts and nothing says where member 0 is: name a rendezvous).
+ *
+ * Statuses: UFORM_OK (also when no launcher is found: launcher NONE); UFORM_INVALID_ARGUMENT when the
+ * variables contradict each other or are not numbers, naming them ("RANK=5 is not below
+ * WORLD_SIZE=4 (torchrun)", "RANK is set but WORLD_SIZE is not", "LOCAL_WORLD_SIZE=8 is above
+ * WORLD_SIZE=4"); NULL `launch`. Reads the environment only (getenv); thread-safe as getenv is.
+ */
+UFORM_API uform_status_t uform_mesh_launch_read(uform_mesh_launch_t *launch, uform_outcome_t *outcome);
+
+/* When a step's gradients are all-reduced (see "Mesh" above). Numbers are fixed. */
+typedef enum uform_mesh_overlap_t {
+    UFORM_MESH_OVERLAP_BACKWARD = 0, /* bucket by bucket while the backward runs (the default) */
+    UFORM_MESH_OVERLAP_NONE = 1,     /* the same buckets, after the backward */
+} uform_mesh_overlap_t;
+
+/*
  * How this process joins a mesh. Zeroed fields take the defaults noted.
  *   host_domain_index   this member's index, in [0, host_domain_count)
  *   host_domain_count   members of the run (0 derives 1: a run with no peers, which needs no
- *                       directory and behaves exactly like a trainer without a mesh)
+ *                       rendezvous and behaves exactly like a trainer without a mesh; with the
+ *                       launcher AUTO, 0 takes the launcher's count)
  *   gpus_per_multimem_domain  GPUs sharing memory per domain; must be 0 in this build (no GPUs)
- *   directory, job      required with peers: the run's folder is directory/job (directory must
- *                       exist; job is one path component of letters, digits, '.', '-' and '_')
- *   timeout_seconds     how long the bootstrap waits for every member, and how long any collective
- *                       of a step waits for a peer before the step fails with UFORM_TIMEOUT
- *                       (0 derives 120; at most one day)
+ *   directory, job      the run's folder is directory/job (directory must exist; job is one path
+ *                       component of letters, digits, '.', '-' and '_'); the job names the run in a
+ *                       store too. One rendezvous is required with peers: `directory` or `rendezvous`
+ *   timeout_seconds     how long the bootstrap waits for every member, how long any wait on the
+ *                       rendezvous takes at most, and how long any collective of a step waits for a
+ *                       peer before the step fails with UFORM_TIMEOUT (0 derives 120; at most one day)
  *   address             the IPv4 or IPv6 address this member's collectives bind and peers connect to
  *                       (NULL: the first configured non-loopback IPv4 address of this host, else
  *                       127.0.0.1). Name the interface the peers reach: host names often resolve to
@@ -1190,6 +1276,16 @@ typedef struct uform_mesh_s *uform_mesh_t;
  *   agreement           optional: the caller's own "key=value" lines (at most 4 KiB) that every member
  *                       must pass with the same keys and values, such as a command line's global batch
  *                       size; a disagreement is reported as "agreement.key"
+ *   rendezvous          instead of a directory: "redis://HOST:PORT" (a Redis server every member
+ *                       reaches, through Gloo's RedisStore) or "tcp://HOST:PORT" (member 0 hosts the
+ *                       store on PORT of every interface of its host while it bootstraps; HOST names
+ *                       that host for the others). HOST is a name or a numeric address ("[::1]" for
+ *                       IPv6). The protocol is in docs/mesh.md.
+ *   launcher            NONE: the fields above say everything; AUTO: the index, count, job (when `job`
+ *                       is NULL) and rendezvous (when neither `directory` nor `rendezvous` is given)
+ *                       come from the launcher's variables (uform_mesh_launch_read); an index or count
+ *                       given as well must agree with them
+ *   overlap             when a step's gradients are all-reduced (uform_mesh_overlap_t); agreed
  * Everything given is copied during the call.
  */
 typedef struct uform_mesh_options_t {
@@ -1202,6 +1298,9 @@ typedef struct uform_mesh_options_t {
     const char *address;
     const struct uform_trainer_config_t *trainer_config;
     const char *agreement;
+    const char *rendezvous;
+    uform_mesh_launcher_t launcher;
+    uform_mesh_overlap_t overlap;
 } uform_mesh_options_t;
 
 /*
@@ -1210,25 +1309,34 @@ typedef struct uform_mesh_options_t {
  * there and the collectives are connected, or fails within the timeout (plus a few seconds).
  * Statuses:
  *   UFORM_OK
- *   UFORM_INVALID_ARGUMENT  NULL `mesh`; an index not below the count; peers without a directory or
- *                       job; a job name that is not one path component; a malformed agreement; a
- *                       timeout out of range; another live process already holding this index
+ *   UFORM_INVALID_ARGUMENT  NULL `mesh`; an index not below the count; peers without a rendezvous or
+ *                       job, or with both a directory and a rendezvous; a rendezvous that is not
+ *                       redis://HOST:PORT or tcp://HOST:PORT; a job name that is not one path
+ *                       component; a malformed agreement; a timeout out of range; the launcher AUTO
+ *                       without a launcher's variables, with variables that contradict each other, or
+ *                       with an index or count that disagrees with them, or with members on several
+ *                       hosts and no rendezvous named; another live process already holding this index
  *                       ("index 1 of job 'j' is already claimed by process 4242 on host h: give
- *                       every member its own index"); a job folder left by an earlier run (facts of
+ *                       every member its own index"); a job left by an earlier run (facts of
  *                       processes that have gone, facts older than the timeout, or a store: "remove
  *                       it or choose another job name")
- *   UFORM_TIMEOUT       some member did not arrive within the timeout; the message lists the missing
- *                       indices
+ *   UFORM_TIMEOUT       some member did not arrive within the timeout (the message lists the missing
+ *                       indices); nobody answered at the rendezvous (a tcp:// store whose member 0
+ *                       never came, a Redis server that does not answer)
  *   UFORM_CONFIG_MISMATCH  members disagree: the message names the field and both values ("count:
  *                       member 2 has 3, member 0 (this process) has 4"); compared are the protocol,
  *                       the library version, the count, gpus_per_multimem_domain, the timeout, the
- *                       executor's memory and CPU class, the trainer config's fields and the
- *                       agreement lines — everything that fixes the size of a buffer the collectives
- *                       exchange, because the collectives library cannot survive a size mismatch
+ *                       overlap, the executor's memory and CPU class, the trainer config's fields and
+ *                       the agreement lines — everything that fixes the size or order of what the
+ *                       collectives exchange, because the collectives library cannot survive a size
+ *                       mismatch. A store tells every member of the first disagreement any member saw
  *   UFORM_UNSUPPORTED   GPUs asked for (gpus_per_multimem_domain, a VRAM executor); more than one
  *                       member, and the collectives module cannot be loaded (see above)
- *   UFORM_IO            the job folder cannot be made or written; the address cannot be bound
- *   UFORM_PEER_LOST     a member left while the collectives connected
+ *   UFORM_IO            the job folder cannot be made or written; the address cannot be bound; member
+ *                       0 cannot host a tcp:// store on its port (in use); a Redis server refuses a
+ *                       command
+ *   UFORM_PEER_LOST     a member left while the collectives connected; the host of a tcp:// store
+ *                       (member 0) left during the bootstrap
  *   UFORM_OUT_OF_MEMORY (also when loading the collectives module ran out of memory; a later call
  *                       tries again)
  * On failure `*mesh` is NULL and this member's facts are removed again.
@@ -1238,7 +1346,7 @@ UFORM_API uform_status_t uform_mesh_bootstrap(uform_executor_t executor, const u
 
 /* The shape of a mesh. The first seven fields are the reference documents' (GPU fields are 0 for CPU
  * processes); a CPU process counts as one member, so members_per_host_domain is 1 and a member's
- * index is its host_domain_index. */
+ * index is its host_domain_index. The last four say how the run was launched. */
 typedef struct uform_mesh_description_t {
     size_t gpus_per_host_domain;
     size_t gpus_per_multimem_domain;
@@ -1250,6 +1358,10 @@ typedef struct uform_mesh_description_t {
     size_t members_per_host_domain;
     size_t members_total;
     size_t first_member_index;
+    uform_mesh_launcher_t launcher;  /* who started the members (NONE: by hand) */
+    size_t local_member_index;       /* this member among those on its host, as the launcher says */
+    size_t local_members;            /* (0 and 1 when started by hand: unknown) */
+    uform_mesh_overlap_t overlap;
 } uform_mesh_description_t;
 
 /* Fills `*description` (NULL arguments: UFORM_INVALID_ARGUMENT). Thread-safe: the shape never changes. */
@@ -1390,6 +1502,12 @@ typedef struct uform_trainer_stats_t {
     double backward_seconds;
     double optimizer_seconds;  /* gradient norm, clipping, AdamW, BF16 copies */
     double flops;              /* matrix products and attention, forward and backward */
+    /* Over a mesh: how long the step waited for the gradients' all-reduce once its backward was done
+     * (with overlap only the buckets still in flight; without it the whole all-reduce), and how long
+     * the all-reduce ran in all, overlapped or not. 0 without a mesh. */
+    double exchange_wait_seconds;
+    double exchange_seconds;
+    size_t chunks;             /* the chunks the batch ran in (1, or the step's accumulate) */
 } uform_trainer_stats_t;
 
 /*
@@ -1418,6 +1536,15 @@ typedef struct uform_trainer_stats_t {
  *   learning_rate_override: 0 (the default) takes the trainer's schedule for this step's number; a
  *     positive value is the rate this step uses instead (a caller running its own schedule, such
  *     as one on elapsed time). Negative is UFORM_INVALID_ARGUMENT.
+ *   accumulate: 0 or 1 runs the batch at once. K > 1 splits the contents into K contiguous chunks
+ *     (content counts differing by at most one; K above the count runs one content a chunk) and
+ *     gives the same step as the whole batch at once, to float rounding: every chunk's forward runs
+ *     first keeping only its embeddings and choice logits, the losses and their gradients are
+ *     computed on the whole batch (every relation still sees every candidate), then each chunk's
+ *     forward runs again keeping its activations, and its backward runs with those gradients (the
+ *     gradient cache of Gao et al., 2021). The activations' memory then follows the largest chunk,
+ *     not the batch, for a second forward's time. Progress then counts per chunk. Over a mesh each
+ *     member may choose its own K.
  *   prepared: optional, by modality: media decoded ahead (uform_media_prepare on a model of the
  *     trainer's geometry, or a uform_loader, which fills it): prepared[m] holds the batch's contents
  *     of modality m in content order (item k is the k-th content of modality m), all decoded
@@ -1479,6 +1606,7 @@ typedef struct uform_trainer_step_t {
     uint64_t step;                           /* out */
     uform_matrix_t temperatures;             /* out */
     uform_matrix_t bag_embeddings;           /* out */
+    size_t accumulate;                       /* in: chunks (0 or 1: the whole batch at once) */
     const uform_prepared_t *prepared[4];     /* in: optional, by uform_modality_t (see above) */
     size_t failed_content;                   /* out: the content a failure concerns, or SIZE_MAX */
     size_t failed_member;                    /* out: over a mesh, the member whose content failed, or SIZE_MAX */

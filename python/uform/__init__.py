@@ -47,7 +47,7 @@ from .errors import (
     status_name,
 )
 from .executor import Executor
-from .mesh import Mesh, MeshDescription
+from .mesh import Mesh, MeshDescription, MeshLaunch
 from .model import DeferredReceiver, Description, Model, Receiver
 from .results import Chosen, Encoded, Ragged, Stats, bfloat16_to_float32
 from .session import Descriptor, DType, Program, Session
@@ -118,6 +118,7 @@ __all__ = [
     "LaunchFailed",
     "Mesh",
     "MeshDescription",
+    "MeshLaunch",
     "Modality",
     "Model",
     "Mood",

@@ -95,6 +95,8 @@ for _verb in (
 
 # The mesh.
 _declare("uform_mesh_bootstrap", c_int, _P, _P, POINTER(c_void_p), _P)
+_declare("uform_mesh_launch_read", c_int, _P, _P)
+_declare("uform_mesh_launcher_name", c_char_p, c_int)
 _declare("uform_mesh_describe", c_int, _P, _P)
 _declare("uform_mesh_free", None, _P)
 

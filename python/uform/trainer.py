@@ -75,6 +75,9 @@ class TrainerStats:
     backward_seconds: float
     optimizer_seconds: float
     flops: float
+    exchange_wait_seconds: float  # over a mesh: the step's wait for the gradients' all-reduce
+    exchange_seconds: float       # over a mesh: the all-reduce's own time, overlapped or not
+    chunks: int                   # the chunks the batch ran in (accumulate)
 
 
 class StepResult:
@@ -299,6 +302,7 @@ class TrainerReceiver:
         progress: Optional[Any] = None,
         stats: bool = False,
         arena: Any = None,
+        accumulate: Optional[int] = None,
     ) -> Any:
         """One optimisation step over one batch (docs/training.md, "A batch"):
 
@@ -309,7 +313,10 @@ class TrainerReceiver:
         - ``relations``: positive pairs ``(left, right)`` or ``(left, right, group)`` of bags;
         - ``choices`` and ``targets``: per content, its legal next bytes (empty for none) and the
           byte to choose (None where there are none): the text_choose loss;
-        - ``scalar``: of the bag embeddings; ``learning_rate``: this step's rate instead of the schedule.
+        - ``scalar``: of the bag embeddings; ``learning_rate``: this step's rate instead of the schedule;
+        - ``accumulate``: run the batch in that many chunks, the same step as the whole batch at once
+          with the activations' memory of one chunk (the gradient cache: every chunk's embeddings,
+          the loss over all of them, then each chunk's forward again and its backward).
 
         Answers a ``StepResult`` (or a ``Deferred`` of it). A refused batch leaves the trainer as it was."""
         function = "Trainer.step"
@@ -331,6 +338,8 @@ class TrainerReceiver:
         request.bags, request.bag_count, request.sides = batch.bags, batch.bag_count, batch.sides
         request.relations, request.choices, request.choice_targets = batch.relations, batch.choices, batch.targets
         request.outputs_scalar, request.learning_rate_override = kind, rate
+        if accumulate is not None:
+            request.accumulate = _inputs.non_negative(accumulate, function, "accumulate")
         raw_stats = S.TrainerStats() if stats else None
         if raw_stats is not None:
             request.stats = addressof(raw_stats)
@@ -341,7 +350,8 @@ class TrainerReceiver:
             if raw_stats is not None:
                 measured = TrainerStats(raw_stats.items, raw_stats.sequences, raw_stats.tokens, raw_stats.decode_seconds,
                                         raw_stats.forward_seconds, raw_stats.backward_seconds,
-                                        raw_stats.optimizer_seconds, raw_stats.flops)
+                                        raw_stats.optimizer_seconds, raw_stats.flops, raw_stats.exchange_wait_seconds,
+                                        raw_stats.exchange_seconds, raw_stats.chunks)
             return StepResult(request, measured, arena, generation)
 
         return self._submit(lib.uform_trainer_step, request, function, progress, arena, collect,

@@ -27,6 +27,7 @@ static const struct {
     size_t offset;
 } symbols[] = {
     {"uform__gloo_connect", offsetof(uform__gloo_api_t, connect)},
+    {"uform__gloo_redis_open", offsetof(uform__gloo_api_t, redis_open)},
     {"uform__gloo_allreduce_sum", offsetof(uform__gloo_api_t, allreduce_sum)},
     {"uform__gloo_allgatherv", offsetof(uform__gloo_api_t, allgatherv)},
     {"uform__gloo_broadcast", offsetof(uform__gloo_api_t, broadcast)},

@@ -43,11 +43,11 @@ static void decode_prong(void *context, size_t thread, size_t prong) {
     job.inputs = &work->request->contents;
     size_t width = uform__stem_patch_width(config, sequence->modality);
     float *target = work->patches[sequence->modality] + sequence->first_patch * width;
-    const uform_prepared_t *prepared = work->request->prepared[sequence->modality];
+    const uform_prepared_t *prepared = work->whole->prepared[sequence->modality];
     if (prepared) {
         /* Decoded ahead (uform_media_prepare): the same rows, copied. */
         size_t per_item = prepared->rows_per_item;
-        const float *rows = (const float *)prepared->rows.data + work->media_ordinal[sequence->content] * per_item * width;
+        const float *rows = (const float *)prepared->rows.data + work->media_ordinal[work->content_base + sequence->content] * per_item * width;
         memcpy(target, rows, per_item * width * sizeof(float));
         loop->statuses[prong] = UFORM_OK;
         return;
@@ -65,13 +65,13 @@ uform_status_t uform__train_stems_decode(uform__train_work_t *work) {
     if (count == 0) return UFORM_OK;
     uform_outcome_t *outcomes = calloc(count, sizeof *outcomes);
     uform_status_t *statuses = calloc(count, sizeof *statuses);
-    size_t n = work->request->contents.count;
+    size_t n = work->whole->contents.count; /* a chunk's contents are indexed in the whole request's */
     int any_prepared = 0;
-    for (int m = 0; m < 4; ++m) any_prepared |= work->request->prepared[m] != NULL;
+    for (int m = 0; m < 4; ++m) any_prepared |= work->whole->prepared[m] != NULL;
     work->media_ordinal = any_prepared ? calloc(n + 1, sizeof *work->media_ordinal) : NULL;
     if (work->media_ordinal) {
         size_t seen[4] = {0};
-        for (size_t i = 0; i < n; ++i) work->media_ordinal[i] = seen[work->request->modalities[i]]++;
+        for (size_t i = 0; i < n; ++i) work->media_ordinal[i] = seen[work->whole->modalities[i]]++;
     }
     if (!outcomes || !statuses || (any_prepared && !work->media_ordinal)) {
         free(outcomes), free(statuses), free(work->media_ordinal);
@@ -91,9 +91,10 @@ uform_status_t uform__train_stems_decode(uform__train_work_t *work) {
         uform__round_to_bf16(work->patches[m], plan->patch_rows[m] *
                                                    uform__stem_patch_width(&work->trainer->config, (uform_modality_t)m));
     if (worst != SIZE_MAX) {
-        status = uform__fail(context->outcome, statuses[at], context->function, "contents[%zu] (%s): %s", worst,
+        status = uform__fail(context->outcome, statuses[at], context->function, "contents[%zu] (%s): %s",
+                             work->content_base + worst,
                              uform__modality_name(plan->sequence[first + at].modality), outcomes[at].message);
-        work->failed_content = worst;
+        work->failed_content = work->content_base + worst;
     }
     free(outcomes), free(statuses), free(work->media_ordinal);
     work->media_ordinal = NULL;

@@ -100,13 +100,20 @@ int main(void) {
 #define MESH_OPTIONS(field) FIELD(uform_mesh_options_t, field)
     MESH_OPTIONS(host_domain_index), MESH_OPTIONS(host_domain_count), MESH_OPTIONS(gpus_per_multimem_domain);
     MESH_OPTIONS(directory), MESH_OPTIONS(job), MESH_OPTIONS(timeout_seconds), MESH_OPTIONS(address);
-    MESH_OPTIONS(trainer_config), MESH_OPTIONS(agreement);
+    MESH_OPTIONS(trainer_config), MESH_OPTIONS(agreement), MESH_OPTIONS(rendezvous), MESH_OPTIONS(launcher);
+    MESH_OPTIONS(overlap);
+
+    SIZE(uform_mesh_launch_t);
+#define LAUNCH(field) FIELD(uform_mesh_launch_t, field)
+    LAUNCH(launcher), LAUNCH(index), LAUNCH(count), LAUNCH(local_index), LAUNCH(local_count), LAUNCH(threads);
+    LAUNCH(job), LAUNCH(rendezvous), LAUNCH(rendezvous_from), LAUNCH(variables);
 
     SIZE(uform_mesh_description_t);
 #define MESH(field) FIELD(uform_mesh_description_t, field)
     MESH(gpus_per_host_domain), MESH(gpus_per_multimem_domain), MESH(gpus_per_colocated_domain);
     MESH(host_domain_index), MESH(first_gpu_index), MESH(multimem_tier), MESH(gpu_class);
     MESH(members_per_host_domain), MESH(members_total), MESH(first_member_index);
+    MESH(launcher), MESH(local_member_index), MESH(local_members), MESH(overlap);
 
     SIZE(uform_trainer_config_t);
 #define CONFIG(field) FIELD(uform_trainer_config_t, field)
@@ -130,15 +137,16 @@ int main(void) {
     SIZE(uform_trainer_stats_t);
 #define STATS(field) FIELD(uform_trainer_stats_t, field)
     STATS(items), STATS(sequences), STATS(tokens), STATS(decode_seconds), STATS(forward_seconds);
-    STATS(backward_seconds), STATS(optimizer_seconds), STATS(flops);
+    STATS(backward_seconds), STATS(optimizer_seconds), STATS(flops), STATS(exchange_wait_seconds);
+    STATS(exchange_seconds), STATS(chunks);
 
     SIZE(uform_trainer_step_t);
 #define STEP(field) FIELD(uform_trainer_step_t, field)
     STEP(trainer), STEP(completion), STEP(modalities), STEP(contents), STEP(bags), STEP(bag_count), STEP(sides);
     STEP(relations), STEP(choices), STEP(choice_targets), STEP(arena), STEP(outputs_scalar), STEP(progress);
     STEP(stats), STEP(learning_rate_override), STEP(outcome), STEP(loss), STEP(contrastive), STEP(choice);
-    STEP(learning_rate), STEP(grad_norm), STEP(step), STEP(temperatures), STEP(bag_embeddings), STEP(prepared);
-    STEP(failed_content), STEP(failed_member);
+    STEP(learning_rate), STEP(grad_norm), STEP(step), STEP(temperatures), STEP(bag_embeddings), STEP(accumulate);
+    STEP(prepared), STEP(failed_content), STEP(failed_member);
 
     SIZE(uform_trainer_save_t);
     FIELD(uform_trainer_save_t, trainer), FIELD(uform_trainer_save_t, completion), FIELD(uform_trainer_save_t, path);

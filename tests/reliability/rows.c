@@ -50,6 +50,9 @@ const sweep_row_t sweep_rows[] = {
     {"mesh_load", sweep_run_mesh_load, SWEEP_ISOLATE | SWEEP_COLD | SWEEP_LOADS},
     /* a two-member bootstrap through a job folder, the peer a process of its own per run */
     {"mesh_bootstrap", sweep_run_mesh_bootstrap, SWEEP_ISOLATE | SWEEP_THREADS | SWEEP_LOADS | SWEEP_LONG},
+    /* the same at a tcp:// store that member 0 hosts, and a launcher's variables read */
+    {"mesh_bootstrap_tcp", sweep_run_mesh_bootstrap_tcp, SWEEP_ISOLATE | SWEEP_THREADS | SWEEP_LOADS | SWEEP_LONG},
+    {"mesh_launch", sweep_run_mesh_launch, 0},
     {"image_gif", sweep_run_image_gif, SWEEP_FFMPEG | SWEEP_ISOLATE},
     {"image_bmp", sweep_run_image_bmp, SWEEP_FFMPEG | SWEEP_ISOLATE},
     {"image_pixels", sweep_run_image_pixels, SWEEP_THREADS},

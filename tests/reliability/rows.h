@@ -61,6 +61,8 @@ void sweep_run_trainer_snapshot(sweep_fixture_t *fixture, sweep_answer_t *answer
 /* rows_mesh.c */
 void sweep_run_mesh_load(sweep_fixture_t *fixture, sweep_answer_t *answer);
 void sweep_run_mesh_bootstrap(sweep_fixture_t *fixture, sweep_answer_t *answer);
+void sweep_run_mesh_bootstrap_tcp(sweep_fixture_t *fixture, sweep_answer_t *answer);
+void sweep_run_mesh_launch(sweep_fixture_t *fixture, sweep_answer_t *answer);
 
 /* rows_media.c */
 void sweep_run_media_probe(sweep_fixture_t *fixture, sweep_answer_t *answer);

@@ -178,6 +178,87 @@ static void test_resume(uform_executor_t executor, uform_arena_t arena, const te
     uform_trainer_free(straight), uform_trainer_free(resumed);
 }
 
+/* Copies checkpoint `from` to `to` with its uform.optimizer replaced by `optimizer`. */
+static void with_optimizer_json(const char *from, const char *to, const char *optimizer) {
+    uform__safetensors_t *file = NULL;
+    CHECK_STATUS(uform__safetensors_open(from, &file, NULL), UFORM_OK);
+    if (!file) return;
+    size_t count = uform__safetensors_count(file), pairs = uform__safetensors_metadata_count(file);
+    uform__safetensors_source_t *sources = calloc(count, sizeof *sources);
+    uform__safetensors_pair_t *metadata = calloc(pairs, sizeof *metadata);
+    for (size_t i = 0; i < count; ++i) {
+        const uform__safetensors_tensor_t *tensor = uform__safetensors_at(file, i);
+        sources[i] = (uform__safetensors_source_t){tensor->name, tensor->dtype, tensor->rank, tensor->shape, tensor->data};
+    }
+    for (size_t i = 0; i < pairs; ++i) {
+        uform__safetensors_metadata_at(file, i, &metadata[i].key, &metadata[i].value);
+        if (strcmp(metadata[i].key, "uform.optimizer") == 0) metadata[i].value = optimizer;
+    }
+    uform__safetensors_write_t request = {sources, count, metadata, pairs, NULL, NULL};
+    CHECK_STATUS(uform__safetensors_write(to, &request, NULL), UFORM_OK);
+    free(sources), free(metadata);
+    uform__safetensors_close(file);
+}
+
+/* The stored optimizer settings are the resumed run's: a uform.optimizer that cannot be read
+ * fails the resume naming the key, never falls back to defaults in silence. */
+static void test_stored_optimizer(uform_executor_t executor) {
+    uform_trainer_t trainer = make_trainer(executor, 5, UFORM_COMPUTE_F32);
+    if (!trainer) return;
+    char path[512], edited[512];
+    path_in(path, sizeof path, "stored.safetensors");
+    path_in(edited, sizeof edited, "stored_edited.safetensors");
+    uform_trainer_save_t save = {0};
+    save.trainer = trainer, save.path = path;
+    CHECK_STATUS(uform_trainer_save(&save), UFORM_OK);
+    uform_trainer_free(trainer);
+    static const struct { const char *json, *message; } cases[] = {
+        {"{\"learning_rate\": 0.001, \"beta1\": 0.9, \"epsilon\": 1e-6, \"weight_decay\": 0.1, \"clip_norm\": 1, "
+         "\"warmup_steps\": 2, \"total_steps\": 8, \"contrastive_weight\": 1, \"choice_weight\": 1, \"seed\": 5}",
+         "uform.optimizer lacks 'beta2'"},
+        {"{\"learning_rate\": 0.001, \"beta1\": 0.9, \"beta2\": 0.98, \"epsilon\": 1e-6, \"weight_decay\": 0.1, "
+         "\"clip_norm\": 1, \"warmup_steps\": 2, \"total_steps\": 8, \"contrastive_weight\": 1, \"choice_weight\": 1}",
+         "uform.optimizer lacks 'seed'"},
+        {"{\"learning_rate\": \"fast\", \"beta1\": 0.9, \"beta2\": 0.98, \"epsilon\": 1e-6, \"weight_decay\": 0.1, "
+         "\"clip_norm\": 1, \"warmup_steps\": 2, \"total_steps\": 8, \"contrastive_weight\": 1, \"choice_weight\": 1, "
+         "\"seed\": 5}",
+         "uform.optimizer 'learning_rate' is not a number"},
+        {"{\"learning_rate\": 0.001, \"beta1\": 0.9, \"beta2\": 0.98, \"epsilon\": 1e-6, \"weight_decay\": 0.1, "
+         "\"clip_norm\": 1, \"warmup_steps\": -2, \"total_steps\": 8, \"contrastive_weight\": 1, \"choice_weight\": 1, "
+         "\"seed\": 5}",
+         "uform.optimizer 'warmup_steps' is not an integer"},
+        {"{\"learning_rate\": 0.001,", "uform.optimizer is not a JSON object"},
+        {"[1, 2]", "uform.optimizer is not a JSON object"}};
+    uform_trainer_config_t config = {0};
+    config.resume = edited;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
+        with_optimizer_json(path, edited, cases[i].json);
+        uform_outcome_t outcome = {0};
+        uform_trainer_t resumed = NULL;
+        CHECK_STATUS(uform_trainer_init_ram(executor, &config, &resumed, &outcome), UFORM_FORMAT);
+        CHECK_CONTAINS(outcome.message, cases[i].message);
+        CHECK(resumed == NULL);
+        uform_trainer_free(resumed);
+    }
+    /* The unedited settings come back exactly. */
+    with_optimizer_json(path, edited,
+                        "{\"learning_rate\": 0.003, \"beta1\": 0.8, \"beta2\": 0.97, \"epsilon\": 1e-7, \"weight_decay\": 0, "
+                        "\"clip_norm\": 0, \"warmup_steps\": 3, \"total_steps\": 9, \"contrastive_weight\": 0.5, "
+                        "\"choice_weight\": 2, \"seed\": 17}");
+    uform_outcome_t outcome = {0};
+    uform_trainer_t resumed = NULL;
+    CHECK_STATUS(uform_trainer_init_ram(executor, &config, &resumed, &outcome), UFORM_OK);
+    uform_trainer_description_t description;
+    if (resumed && uform_trainer_describe(resumed, &description) == UFORM_OK) {
+        CHECK(description.learning_rate == 0.003 && description.beta1 == 0.8 && description.beta2 == 0.97);
+        CHECK(description.epsilon == 1e-7 && description.weight_decay == 0 && description.clip_norm == 0);
+        CHECK(description.warmup_steps == 3 && description.total_steps == 9 && description.seed == 17);
+        CHECK(description.contrastive_weight == 0.5 && description.choice_weight == 2);
+    }
+    uform_trainer_free(resumed);
+    unlink(path), unlink(edited);
+}
+
 /* The saved checkpoint loads for inference and encodes exactly what the snapshot encodes. */
 static void test_checkpoint_and_snapshot(uform_executor_t executor, uform_arena_t arena, const test_batch_t *batch) {
     uform_trainer_t trainer = make_trainer(executor, 5, UFORM_COMPUTE_F32);
@@ -390,6 +471,10 @@ static void test_init_errors(uform_executor_t executor) {
     CHECK_STATUS(uform_trainer_init_ram(executor, &config, &trainer, &outcome), UFORM_INVALID_ARGUMENT);
     CHECK_CONTAINS(outcome.message, "heads");
     memset(&config, 0, sizeof config);
+    config.hidden = 258, config.heads = 2; /* heads 129 wide: past the attention kernels' 128 */
+    CHECK_STATUS(uform_trainer_init_ram(executor, &config, &trainer, &outcome), UFORM_UNSUPPORTED);
+    CHECK_CONTAINS(outcome.message, "config: a head width of 129 (hidden 258 / heads 2)");
+    memset(&config, 0, sizeof config);
     config.image_size = 30;
     CHECK_STATUS(uform_trainer_init_ram(executor, &config, &trainer, &outcome), UFORM_INVALID_ARGUMENT);
     CHECK_CONTAINS(outcome.message, "image.size 30");
@@ -454,6 +539,7 @@ int main(void) {
     test_determinism(&batch, UFORM_COMPUTE_F32);
     test_determinism(&batch, UFORM_COMPUTE_BF16);
     test_resume(executor, arena, &batch);
+    test_stored_optimizer(executor);
     test_checkpoint_and_snapshot(executor, arena, &batch);
     test_bad_input(executor, arena, &batch);
     test_receivers(executor, &batch);
