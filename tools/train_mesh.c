@@ -16,91 +16,25 @@
 #include <time.h>
 #include <unistd.h>
 
-const char train_mesh_usage[] =
-    "                   [--mesh DIR|tcp://HOST:PORT|redis://HOST:PORT|auto [--job NAME] [--index I --count K]\n"
-    "                    [--mesh-timeout S] [--mesh-address IP] [--mesh-overlap backward|none]] [--processes K]\n"
-    "                   [--accumulate K]\n";
-
-const char train_mesh_help[] =
-    "\n"
-    "Data-parallel training (the mesh): K processes, on one host or several, train one model as one\n"
-    "process would with the same --batch: each step every member takes its contiguous share of the\n"
-    "global batch of lines, the members exchange bag embeddings and gradients, and all apply the same\n"
-    "update. Every member gets the same flags but --index; member 0 writes --out and --log and runs\n"
-    "--eval (the others wait for it in their next step, within the mesh timeout). Under a launcher\n"
-    "(torchrun, Open MPI's or MPICH's mpirun, Slurm's srun) leave out --index and --count: they, the job\n"
-    "and --threads (the cores / the members on the host) come from its variables.\n"
-    "  --mesh WHERE        where the members meet: a folder every member can reach (a shared file\n"
-    "                      system across hosts; the job's folder in it is removed once they have met),\n"
-    "                      tcp://HOST:PORT (member 0 hosts a small store on PORT while they meet; HOST is\n"
-    "                      member 0's host), redis://HOST:PORT (a Redis server), or auto (the launcher's:\n"
-    "                      tcp://MASTER_ADDR:MASTER_PORT+1 under torchrun, or where MASTER_ADDR and\n"
-    "                      MASTER_PORT say; Slurm's first node; the loopback when all are on this host)\n"
-    "  --job NAME          the run's name (one path component; default: the launcher's job id, or\n"
-    "                      'uform' at a tcp:// store); a folder or keys left by a failed run of the\n"
-    "                      same name are refused: remove them or choose another name\n"
-    "  --index I           this member, in 0..K-1 (with --count; without both: the launcher's)\n"
-    "  --count K           members of the run\n"
-    "  --mesh-timeout S    how long to wait for every member to arrive, and for a peer's answer in a\n"
-    "                      step, before failing (default 120)\n"
-    "  --mesh-address IP   the address this member's collectives listen on, reachable from the other\n"
-    "                      hosts (default: the host's first non-loopback IPv4 address)\n"
-    "  --mesh-overlap X    backward (default): all-reduce the gradients bucket by bucket while the\n"
-    "                      backward runs; none: after it (the same result, bit for bit)\n"
-    "  --processes K       start K local members of this same command over a temporary folder on\n"
-    "                      127.0.0.1, their output prefixed with [i]; --threads defaults to the cores / K.\n"
-    "                      The run fails as a whole when a member fails\n"
-    "  --accumulate K      run each step's batch (a member's share of it) in K chunks: the same step as\n"
-    "                      the whole batch at once (every chunk's embeddings first, the loss over all of\n"
-    "                      them, then each chunk's forward again and its backward), with the activations'\n"
-    "                      memory of one chunk, for a second forward's time. With a mesh or without\n"
-    "A member that dies or stops answering makes the others stop within the timeout; member 0 then\n"
-    "saves the last completed step to --out (optimizer and data order) and prints the command that\n"
-    "resumes, which may run on another number of members.\n";
-
-static const char *const flags[] = {"--mesh", "--job", "--index", "--count", "--mesh-timeout", "--mesh-address",
-                                    "--mesh-overlap", "--processes", "--accumulate"};
-
-int train_mesh_is_flag(const char *flag) {
-    for (size_t i = 0; i < sizeof flags / sizeof flags[0]; ++i)
-        if (strcmp(flag, flags[i]) == 0) return 1;
-    return 0;
-}
-
-static int parse_count(const char *text, size_t *value) {
-    char *end = NULL;
-    errno = 0;
-    unsigned long long number = strtoull(text, &end, 10);
-    if (!*text || *end || errno || text[0] == '-' || number > 1000000) return -1;
-    *value = (size_t)number;
-    return 0;
-}
-
-int train_mesh_flag(train_mesh_t *mesh, const char *flag, const char *value) {
-    if (strcmp(flag, "--mesh") == 0) {
-        mesh->where = value;
-        if (strncmp(value, "tcp://", 6) == 0 || strncmp(value, "redis://", 8) == 0) mesh->rendezvous = value;
-        else if (strcmp(value, "auto") != 0) mesh->directory = value;
-    } else if (strcmp(flag, "--job") == 0) mesh->job = value;
-    else if (strcmp(flag, "--mesh-address") == 0) mesh->address = value;
-    else if (strcmp(flag, "--mesh-overlap") == 0) {
-        if (strcmp(value, "none") && strcmp(value, "backward")) return -1;
-        mesh->overlap_none = strcmp(value, "none") == 0;
-    } else if (strcmp(flag, "--index") == 0) return (mesh->have_index = 1, parse_count(value, &mesh->index));
-    else if (strcmp(flag, "--count") == 0) return (mesh->have_count = 1, parse_count(value, &mesh->count)) || !mesh->count ? -1 : 0;
-    else if (strcmp(flag, "--processes") == 0) return parse_count(value, &mesh->processes) || !mesh->processes ? -1 : 0;
-    else if (strcmp(flag, "--accumulate") == 0) return parse_count(value, &mesh->accumulate) || !mesh->accumulate ? -1 : 0;
-    else if (strcmp(flag, "--mesh-timeout") == 0) {
-        char *end = NULL;
-        mesh->timeout = strtod(value, &end);
-        return (!*value || *end || !(mesh->timeout > 0) || mesh->timeout > 86400) ? -1 : 0;
-    }
-    return 0;
-}
-
 int train_mesh_wanted(const train_mesh_t *mesh) { return mesh->where != NULL; }
 
 int train_mesh_check(train_mesh_t *mesh, int skip_bad, char *why, size_t capacity) {
+    const char *where = mesh->where;
+    if (where && (strncmp(where, "tcp://", 6) == 0 || strncmp(where, "redis://", 8) == 0)) mesh->rendezvous = where;
+    else if (where && strcmp(where, "auto") != 0) mesh->directory = where;
+    if (mesh->overlap && strcmp(mesh->overlap, "none") != 0 && strcmp(mesh->overlap, "backward") != 0) {
+        snprintf(why, capacity, "--mesh-overlap '%s' is not backward or none", mesh->overlap);
+        return -1;
+    }
+    mesh->overlap_none = mesh->overlap && strcmp(mesh->overlap, "none") == 0;
+    if (mesh->processes > 64 || mesh->count > 1000000) {
+        snprintf(why, capacity, "--processes %zu / --count %zu: too many members", mesh->processes, mesh->count);
+        return -1;
+    }
+    if (mesh->timeout > 86400) {
+        snprintf(why, capacity, "--mesh-timeout %g is more than a day", mesh->timeout);
+        return -1;
+    }
     int any = mesh->where || mesh->job || mesh->have_index || mesh->have_count || mesh->address || mesh->timeout > 0 ||
               mesh->overlap_none;
     if (mesh->processes && any) {
@@ -182,12 +116,6 @@ static void forward(stream_t *stream, size_t member, int flush) {
     fflush(stream->to);
 }
 
-static double now_seconds(void) {
-    struct timespec time;
-    clock_gettime(CLOCK_MONOTONIC, &time);
-    return (double)time.tv_sec + (double)time.tv_nsec * 1e-9;
-}
-
 /* Removes the temporary folder: normally empty (the members clear the job's folder once they have
  * met), but a failed run leaves facts and perhaps a store in run/. */
 static void remove_tree(const char *path) {
@@ -241,6 +169,7 @@ int train_mesh_launch(const train_mesh_t *mesh, int argc, char **argv) {
     arguments[n++] = "/proc/self/exe";
     arguments[n++] = "train";
     for (int i = 1; i < argc; ++i) {
+        if (strncmp(argv[i], "--processes=", 12) == 0) continue;
         if (strcmp(argv[i], "--processes") == 0) {
             ++i;
             continue;
@@ -287,7 +216,7 @@ int train_mesh_launch(const train_mesh_t *mesh, int argc, char **argv) {
     size_t running = started, first_failure = K;
     double stop_at = 0; /* once a member failed: when the others are stopped */
     int status = started < K ? 1 : 0;
-    if (started < K) stop_at = now_seconds();
+    if (started < K) stop_at = cli_now();
     while (running > 0) {
         struct pollfd polls[128];
         size_t owners[128], count_polls = 0;
@@ -318,10 +247,10 @@ int train_mesh_launch(const train_mesh_t *mesh, int argc, char **argv) {
             running -= 1;
             if (exits[i] != 0 && first_failure == K) {
                 first_failure = i;
-                stop_at = now_seconds() + 5.0;
+                stop_at = cli_now() + 5.0;
             }
         }
-        if (stop_at > 0 && now_seconds() >= stop_at)
+        if (stop_at > 0 && cli_now() >= stop_at)
             for (size_t i = 0; i < started; ++i)
                 if (exits[i] == -1) kill(pids[i], SIGKILL);
     }
@@ -377,14 +306,6 @@ int train_mesh_join(train_mesh_t *mesh, uform_executor_t executor, const uform_t
             description.members_total, description.members_per_host_domain, description.first_member_index, launched,
             job, where, from, uform_executor_threads(executor));
     return 0;
-}
-
-void train_mesh_share(const train_mesh_t *mesh, size_t count, size_t *first, size_t *end) {
-    if (!mesh->mesh) {
-        *first = 0, *end = count;
-        return;
-    }
-    *first = count * mesh->index / mesh->count, *end = count * (mesh->index + 1) / mesh->count;
 }
 
 /* Prints `word` quoted for a POSIX shell when it needs it. */

@@ -408,6 +408,9 @@ class TrainerStep(Structure):
         ("temperatures", Matrix),
         ("bag_embeddings", Matrix),
         ("accumulate", c_size_t),
+        ("prepared", c_void_p * 4),
+        ("failed_content", c_size_t),
+        ("failed_member", c_size_t),
     ]
 
 
@@ -476,3 +479,12 @@ MIRRORED = {
     "uform_program_t": ProgramHandle,
     "uform_descriptor_t": Descriptor,
 }
+
+
+def _merge_data_structs():
+    from . import _data_structs  # the Data section's mirrors, in a file of their own
+
+    MIRRORED.update(_data_structs.MIRRORED)
+
+
+_merge_data_structs()

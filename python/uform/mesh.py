@@ -21,6 +21,7 @@ from typing import Any, Mapping, Optional, Union
 import weakref
 
 from . import _inputs, _structs as S
+from ._closing import Closing
 from ._library import lib
 from .enums import GpuClass
 from .errors import from_outcome, invalid
@@ -94,7 +95,7 @@ def _agreement(value: Union[None, str, Mapping[str, Any]], function: str) -> Opt
     return _text("\n".join(lines) + ("\n" if lines else ""), function, "agreement")
 
 
-class Mesh:
+class Mesh(Closing):
     """This process's membership of a run. ``close()`` (or leaving a ``with`` block) first closes
     the trainers made over the mesh (each waits for its calls), then leaves the run; peers still
     stepping then see ``PeerLost``. After a collective fails the mesh is broken for good: every
@@ -212,15 +213,3 @@ class Mesh:
             trainer.close()
         handle, self._handle = self._handle, None
         lib.uform_mesh_free(handle)
-
-    def __enter__(self) -> "Mesh":
-        return self
-
-    def __exit__(self, *exc_info) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        try:
-            self.close()
-        except Exception:
-            pass

@@ -20,6 +20,7 @@ from typing import Any, Optional, Sequence, Tuple, Union
 import numpy as np
 
 from . import _batch, _inputs, _structs as S
+from ._closing import Closing
 from ._library import lib
 from ._progress import Relay, trampoline
 from ._verbs import _SCALAR_NAMES, _check_common
@@ -160,7 +161,7 @@ def _config(values: dict, function: str) -> Tuple[S.TrainerConfig, tuple]:
     return config, tuple(keep)
 
 
-class Trainer:
+class Trainer(Closing):
     """A trainer over one executor. Make it with ``Trainer.init_ram``; run its verbs through
     ``on(executor)`` or ``deferred(executor)``; ``close()`` waits for its Deferred calls and frees it."""
 
@@ -254,6 +255,22 @@ class Trainer:
             raise from_outcome(outcome)
         return Model._adopt(handle.value, "snapshot")
 
+    def fit(self, dataset: Any, steps: int, batch: int = 32, **options: Any) -> Any:
+        """Trains on ``dataset`` (a ``uform.Dataset``) for ``steps`` steps of ``batch`` samples,
+        decoding each batch ahead on a loader's thread, and answers a ``FitResult``. Options:
+        ``eval`` (a Dataset or a list: held-out recall per modality), ``eval_every`` (steps; the
+        end always evaluates), ``out`` (a checkpoint written at the end, with the data order's
+        cursor), ``save_every`` (steps), ``resume`` (continue the data order stored in the checkpoint
+        this trainer resumed from), ``log`` (``callable(StepResult)`` after every step), ``member``
+        and ``members`` (a mesh member's share), ``compute`` (of the models evaluated)."""
+        from .data import fit
+
+        return fit(self, dataset, steps, batch, **options)
+
+    def schedule(self, step: float, total_steps: float = 0) -> float:
+        """The learning rate of the trainer's schedule at ``step`` (fractional steps allowed)."""
+        return lib.uform_trainer_schedule(self._use("Trainer.schedule"), float(step), float(total_steps))
+
     def close(self) -> None:
         """Waits for the trainer's unfinished Deferred calls, then frees it. Closing twice is a no-op."""
         if getattr(self, "_handle", None) is None:
@@ -262,18 +279,6 @@ class Trainer:
             pending._settle()
         handle, self._handle = self._handle, None
         lib.uform_trainer_free(handle)
-
-    def __enter__(self) -> "Trainer":
-        return self
-
-    def __exit__(self, *exc_info) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        try:
-            self.close()
-        except Exception:
-            pass
 
 
 class TrainerReceiver:

@@ -1,4 +1,4 @@
-/* The collectives module, loaded on first use (gloo_load.h). The same pattern as media/av_load.c:
+/* The collectives module, loaded on first use (gloo_load.h). The same pattern as core/av_load.c:
  * a lock for the first load, an atomic state for everyone after, nothing allocated here. */
 #include "mesh/gloo_load.h"
 
@@ -13,7 +13,7 @@
 #include <sys/stat.h>
 
 #include "core/outcome.h"
-#include "media/av_load.h"
+#include "core/av_load.h"
 
 #ifndef UFORM_MESH_INSTALL_DIR
 #define UFORM_MESH_INSTALL_DIR ""

@@ -150,6 +150,7 @@ static void chunk_work(chunked_t *run, size_t k, uform__train_work_t *work) {
     work->compute.gemm_scratch_bytes = run->gemm_bytes;
     work->done = run->work.done;
     work->content_base = run->chunks[k].first; /* a failing content is named by the request's index */
+    work->whole = run->request;                /* and prepared inputs are found by it */
 }
 
 /* Decoding, the stems, the blocks and the heads of chunk k. */
@@ -174,7 +175,10 @@ static uform_status_t embed_all(chunked_t *run) {
         chunk_work(run, k, &work);
         status = chunk_forward(run, &work);
         run->work.done = work.done, run->stats.flops += work.compute.flops;
-        if (status != UFORM_OK) break;
+        if (status != UFORM_OK) {
+            run->work.failed_content = work.failed_content;
+            break;
+        }
         const uform__batch_plan_t *plan = &run->chunks[k].plan;
         for (size_t s = 0; s < plan->sequences; ++s) {
             size_t row = row_of(run, &run->chunks[k], s);
@@ -207,6 +211,7 @@ static uform_status_t backward_all(chunked_t *run, uform__train_mesh_step_t *mes
         if (status == UFORM_OK) status = uform__train_blocks_backward(&work);
         if (status == UFORM_OK) status = uform__train_stems_backward(&work, work.dx);
         run->work.done = work.done, run->stats.flops += work.compute.flops;
+        if (work.failed_content != SIZE_MAX) run->work.failed_content = work.failed_content;
     }
     if (status == UFORM_OK) {
         float *d_temperatures = (float *)run->trainer->grad_view.temperatures;
@@ -286,6 +291,9 @@ uform_status_t uform__train_step_chunked(uform_trainer_step_t *request, uform__c
                                  &run.stats);
     run.stats.exchange_wait_seconds = mesh_step.exchange_wait, run.stats.exchange_seconds = mesh_step.exchange_ran;
     if (request->stats) *request->stats = run.stats;
+    request->failed_content = run.work.failed_content;
+    request->failed_member = run.work.failed_content != SIZE_MAX && trainer->mesh && run.work.failed_member == SIZE_MAX
+                                 ? trainer->mesh->index : run.work.failed_member;
     if (trainer->mesh) uform__train_mesh_end(&mesh_step);
     chunked_free(&run);
     return status;

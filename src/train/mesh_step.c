@@ -28,6 +28,7 @@ struct uform__mesh_shape_t {
     uint64_t steps;
     uint64_t bags, rows, relations, choices;
     double learning_rate_override;
+    uint64_t failed_content; /* the member's own content that failed, or UINT64_MAX */
     char message[MESSAGE_BYTES];
 };
 
@@ -78,6 +79,7 @@ uform_status_t uform__train_mesh_begin(uform__train_mesh_step_t *step, uform__tr
     const uform__batch_plan_t *plan = work->plan;
     mine.status = (uint32_t)status;
     mine.steps = trainer->steps;
+    mine.failed_content = work->failed_content == SIZE_MAX ? UINT64_MAX : (uint64_t)work->failed_content;
     if (status == UFORM_OK) {
         mine.have_sides = (uint32_t)plan->have_sides;
         mine.bags = plan->bags, mine.rows = plan->embeddings;
@@ -111,6 +113,10 @@ uform_status_t uform__train_mesh_begin(uform__train_mesh_step_t *step, uform__tr
             char message[MESSAGE_BYTES + 1];
             memcpy(message, shape->message, MESSAGE_BYTES);
             message[MESSAGE_BYTES] = 0;
+            if (status == UFORM_OK) {
+                work->failed_member = j;
+                work->failed_content = shape->failed_content == UINT64_MAX ? SIZE_MAX : (size_t)shape->failed_content;
+            }
             return agreed_failure(step, work, status, j, (uform_status_t)shape->status, message);
         }
     }

@@ -88,6 +88,8 @@ void uform__train_work_begin(uform__train_work_t *work, uform_trainer_t trainer,
     work->compute.parallel = context->parallel;
     work->compute.compute = trainer->compute;
     work->round_inputs = trainer->compute == UFORM_COMPUTE_BF16 && !uform__gemm_rounds_to_bf16(work->compute.gemm);
+    work->whole = request;
+    work->failed_content = work->failed_member = SIZE_MAX;
 }
 
 void uform__train_work_carve(uform__train_work_t *work, void *memory) {
@@ -282,6 +284,9 @@ static uform_status_t step_run(void *pointer, uform__call_context_t *context) {
     stats.exchange_wait_seconds = mesh_step.exchange_wait, stats.exchange_seconds = mesh_step.exchange_ran;
     stats.chunks = 1;
     if (request->stats) *request->stats = stats;
+    request->failed_content = work.failed_content;
+    request->failed_member = work.failed_content != SIZE_MAX && trainer->mesh && work.failed_member == SIZE_MAX
+                                 ? trainer->mesh->index : work.failed_member;
     if (trainer->mesh) uform__train_mesh_end(&mesh_step);
     free(blocks);
     uform__train_batch_free(&plan);
@@ -294,6 +299,7 @@ UFORM_API uform_status_t uform_trainer_step(uform_trainer_step_t *request) {
     request->loss = request->contrastive = request->choice = 0;
     request->learning_rate = request->grad_norm = 0;
     request->step = 0;
+    request->failed_content = request->failed_member = SIZE_MAX;
     memset(&request->temperatures, 0, sizeof request->temperatures);
     memset(&request->bag_embeddings, 0, sizeof request->bag_embeddings);
     if (!request->trainer) return uform__fail(&request->outcome, UFORM_INVALID_ARGUMENT, function, "trainer is NULL");

@@ -28,9 +28,12 @@ typedef struct uform__train_work_t {
     uform_trainer_t trainer;
     const uform__batch_plan_t *plan;
     const uform_trainer_step_t *request;
+    const uform_trainer_step_t *whole;    /* the caller's request (a chunk's request is a part of it): prepared inputs */
     uform__compute_t compute;
     uform__call_context_t *context;
     size_t done;                          /* progress units */
+    size_t failed_content, failed_member; /* what request->failed_content/member get (SIZE_MAX: none) */
+    size_t *media_ordinal;                /* [contents]: a media content's index among its modality's (prepared inputs) */
     /* BF16 compute on a class whose BF16 products widen their F32 inputs: the inputs of every BF16
      * product (activations forward, upstream gradients backward) are rounded explicitly, so every
      * class computes the same BF16-operand products (uform__gemm_rounds_to_bf16). */

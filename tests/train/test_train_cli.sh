@@ -7,12 +7,8 @@
 # Usage: test_train_cli.sh UFORM_BINARY PYTHON
 set -u
 uform=$1 python=${2:-/usr/bin/python3}
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-passed=0 failed=0
-check() { if "$@"; then passed=$((passed + 1)); else echo "failed: $*" >&2; failed=$((failed + 1)); fi; }
-contains() { grep -q -- "$2" "$1"; }
-status_is() { local want=$1; shift; "$@"; local got=$?; [ "$got" -eq "$want" ] || { echo "exit $got, expected $want: $*" >&2; return 1; }; }
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/../common/checks.sh"
 
 "$python" - "$work" <<'PY' || { echo "cannot generate the manifest" >&2; exit 1; }
 import json, os, random, sys
@@ -122,5 +118,4 @@ check contains "$work/err.txt" "unknown flag --frobnicate"
 check status_is 0 "$uform" train --help > "$work/help.txt"
 check contains "$work/help.txt" "--skip-bad"
 
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+finish

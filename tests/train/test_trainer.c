@@ -4,6 +4,7 @@
  * bit-identical), an undecodable content, cancellation, deferred steps and CONTENDED, and the
  * init errors. Plain C with the project's check.h; prints "N passed, N failed".
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -493,6 +494,35 @@ static void test_init_errors(uform_executor_t executor) {
     CHECK_CONTAINS(step.outcome.message, "trainer is NULL");
 }
 
+/* A fresh trainer's tensors have docs/training.md's spreads: N(0, 0.02) for matrices, tables and
+ * text.positions, N(0, 0.2) for the media position tables, norms 1 and 0, biases and CLS rows 0. */
+static void test_initialisation(uform_executor_t executor) {
+    uform_trainer_t trainer = make_trainer(executor, 42, UFORM_COMPUTE_F32);
+    if (!trainer) return;
+    struct { const char *name; double std, mean; } expected[] = {
+        {"text.positions", 0.02, 0}, {"text.bytes", 0.02, 0}, {"image.positions", 0.2, 0},
+        {"audio.positions", 0.2, 0}, {"trunk.0.attn.qkv.weight", 0.02, 0}, {"image.cls", 0, 0},
+        {"trunk.0.norm1.weight", 0, 1}, {"trunk.0.mlp.up.bias", 0, 0},
+    };
+    for (size_t e = 0; e < sizeof expected / sizeof expected[0]; ++e) {
+        const uform__param_t *param = NULL;
+        for (size_t i = 0; i < trainer->param_count; ++i)
+            if (strcmp(trainer->params[i].spec.name, expected[e].name) == 0) param = &trainer->params[i];
+        CHECK_MSG(param != NULL, "no tensor %s", expected[e].name);
+        if (!param) continue;
+        const float *values = trainer->weights + param->offset;
+        double sum = 0, squares = 0;
+        for (size_t k = 0; k < param->count; ++k) sum += values[k], squares += (double)values[k] * values[k];
+        double mean = sum / (double)param->count, std = sqrt(squares / (double)param->count - mean * mean);
+        /* A sample of n values from N(0, s): its standard deviation is within 10% for every table here. */
+        double tolerance = expected[e].std > 0 ? 0.1 * expected[e].std : 1e-7;
+        CHECK_MSG(fabs(std - expected[e].std) <= tolerance && fabs(mean - expected[e].mean) <= 0.1 * (expected[e].std + 1e-6),
+                  "%s: mean %.5f std %.5f over %zu values, expected mean %g std %g", expected[e].name, mean, std, param->count,
+                  expected[e].mean, expected[e].std);
+    }
+    uform_trainer_free(trainer);
+}
+
 int main(void) {
     snprintf(scratch_dir, sizeof scratch_dir, "/tmp/uform-test-trainer-%d", (int)getpid());
     char command[512];
@@ -505,6 +535,7 @@ int main(void) {
     uform_arena_t arena = NULL;
     uform_arena_for_executor(executor, &arena, NULL);
     test_init_errors(executor);
+    test_initialisation(executor);
     test_determinism(&batch, UFORM_COMPUTE_F32);
     test_determinism(&batch, UFORM_COMPUTE_BF16);
     test_resume(executor, arena, &batch);

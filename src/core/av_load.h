@@ -20,8 +20,8 @@
  * Thread-safe: the first caller loads under a lock, later callers read the finished table.
  * Private to libuform.
  */
-#ifndef UFORM_MEDIA_AV_LOAD_H
-#define UFORM_MEDIA_AV_LOAD_H
+#ifndef UFORM_CORE_AV_LOAD_H
+#define UFORM_CORE_AV_LOAD_H
 
 #include <stddef.h>
 
@@ -31,7 +31,8 @@
 typedef struct uform__av_library_t {
     const char *soname_format;
     unsigned major, minor;       /* the version the code was written for (its headers') */
-    const char *version_function; /* answers (major << 16 | minor << 8 | micro), e.g. "avutil_version" */
+    const char *version_function; /* answers (major << 16 | minor << 8 | micro), e.g. "avutil_version";
+                                     NULL: no check beyond the soname's major (libarchive's) */
     int optional;                /* loaded when present, so that others find it; not an error when absent */
 } uform__av_library_t;
 

@@ -1,5 +1,5 @@
 /* Shared libraries loaded on first use (av_load.h). */
-#include "media/av_load.h"
+#include "core/av_load.h"
 
 #include <dlfcn.h>
 #include <pthread.h>
@@ -69,6 +69,7 @@ static load_result_t load(uform__av_loader_t *loader, char *reason, size_t capac
                          why, loader->what, loader->directory_variable);
             return absent;
         }
+        if (!library->version_function) continue; /* the soname's major alone pins the ABI */
         unsigned (*version)(void) = NULL;
         void *address = dlsym(loader->handles[i], library->version_function);
         memcpy(&version, &address, sizeof version);
