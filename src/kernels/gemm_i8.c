@@ -151,7 +151,7 @@ void uform__gemm_i8_quantize_drive(const uform__gemm_i8_micro_t *micro, size_t r
 static size_t round_up(size_t value, size_t step) { return (value + step - 1) / step * step; }
 
 static size_t panels_bytes(const uform__gemm_i8_micro_t *micro, size_t n, size_t k) {
-    return round_up(round_up(n, micro->nr) * uform__gemm_i8_k_padded(k), 64);
+    return round_up(round_up(n, micro->nr) * uform__gemm_i8_k_padded(k) * (micro->wide ? 2 : 1), 64);
 }
 
 size_t uform__gemm_i8_packed_size_for(const uform__gemm_i8_micro_t *micro, size_t n, size_t k) {
@@ -180,23 +180,24 @@ uform_status_t uform__gemm_i8_pack_for(const uform__gemm_i8_micro_t *micro, cons
     if ((uintptr_t)memory % 64)
         return uform__fail(outcome, UFORM_INVALID_ARGUMENT, function, "the packing buffer %p is not 64-byte aligned",
                            memory);
-    size_t nr = micro->nr, k_padded = uform__gemm_i8_k_padded(k), quads = k_padded / 4;
+    size_t nr = micro->nr, k_padded = uform__gemm_i8_k_padded(k), group = micro->wide ? 2 : 4, groups = k_padded / group;
     int8_t *panels = memory;
+    int16_t *panels16 = memory;
     float *scales = (float *)((unsigned char *)memory + panels_bytes(micro, n, k));
-    /* panel p, quad t, column j, byte i  ←  q[p·NR + j][4t + i] (+128 as u8 when biased). */
-    for (size_t p = 0; p < (n + nr - 1) / nr; ++p) {
-        int8_t *panel = panels + p * nr * k_padded;
+    /* panel p, group t, column j, element i  ←  q[p·NR + j][group·t + i]: groups of 4 bytes (+128 as
+     * u8 when biased), or of 2 int16 when wide. */
+    for (size_t p = 0; p < (n + nr - 1) / nr; ++p)
         for (size_t j = 0; j < nr; ++j) {
             size_t column = p * nr + j;
             const int8_t *row = column < n ? q + column * ldq : NULL;
-            for (size_t t = 0; t < quads; ++t)
-                for (size_t i = 0; i < 4; ++i) {
-                    size_t kk = 4 * t + i;
+            for (size_t t = 0; t < groups; ++t)
+                for (size_t i = 0; i < group; ++i) {
+                    size_t kk = group * t + i, at = p * nr * k_padded + (t * nr + j) * group + i;
                     int value = row && kk < k ? row[kk] : 0;
-                    panel[(t * nr + j) * 4 + i] = (int8_t)(micro->biased ? (uint8_t)(value + 128) : value);
+                    if (micro->wide) panels16[at] = (int16_t)value;
+                    else panels[at] = (int8_t)(micro->biased ? (uint8_t)(value + 128) : value);
                 }
         }
-    }
     for (size_t j = 0; j < round_up(n, nr); ++j) scales[j] = j < n ? scale[j] : 0.0f;
     *packed = (uform__gemm_i8_packed_t){.data = panels, .scale = scales, .n = n, .k = k, .k_padded = k_padded,
                                         .nr = nr, .layout = micro->layout};
@@ -209,10 +210,14 @@ typedef struct forward_job_t {
     const uform__gemm_i8_micro_t *micro;
     const uform__gemm_i8_forward_t *args;
     size_t mc, row_blocks, groups, panels;
+    unsigned char *scratch; /* wide classes: per thread [mc][k_padded] int16 */
+    size_t scratch_stride;
 } forward_job_t;
 
+/* The bytes of one row block a prong works on: int8 rows, or int16 for wide classes. */
+static size_t block_budget(void) { return (size_t)256 << 10; }
+
 static void forward_prong(void *context, size_t thread, size_t prong) {
-    (void)thread;
     const forward_job_t *job = context;
     const uform__gemm_i8_micro_t *micro = job->micro;
     const uform__gemm_i8_forward_t *args = job->args;
@@ -223,19 +228,25 @@ static void forward_prong(void *context, size_t thread, size_t prong) {
     uform__split_range(job->panels, job->groups, group, &p_begin, &p_end);
     size_t nr = micro->nr, mr = micro->mr, quads = packed->k_padded / 4;
     size_t element = args->output == UFORM__GEMM_I8_BF16 ? 2 : 4;
-    const int8_t *a_rows[8];
+    const int8_t *a = args->x.q + i_begin * args->x.ld;
+    size_t lda = args->x.ld;
+    if (micro->wide) { /* sign-extend the block's rows once; every panel of the prong reads them */
+        int16_t *wide = (int16_t *)(job->scratch + thread * job->scratch_stride);
+        for (size_t i = i_begin; i < i_end; ++i)
+            for (size_t p = 0; p < packed->k_padded; ++p) wide[(i - i_begin) * packed->k_padded + p] = args->x.q[i * args->x.ld + p];
+        a = (const int8_t *)wide, lda = packed->k_padded;
+    }
     for (size_t p = p_begin; p < p_end; ++p) {
         size_t j0 = p * nr, cols = args->n - j0 < nr ? args->n - j0 : nr;
-        const int8_t *panel = packed->data + p * nr * packed->k_padded;
+        const int8_t *panel = packed->data + p * nr * packed->k_padded * (micro->wide ? 2 : 1);
         for (size_t i0 = i_begin; i0 < i_end; i0 += mr) {
             size_t rows = i_end - i0 < mr ? i_end - i0 : mr;
-            for (size_t r = 0; r < mr; ++r) a_rows[r] = args->x.q + (i0 + (r < rows ? r : rows - 1)) * args->x.ld;
             uform__gemm_i8_tile_out_t out = {
                 .y = (unsigned char *)args->y + (i0 * args->ldy + j0) * element, .ldy = args->ldy,
                 .output = args->output, .rows = rows, .cols = cols, .x_scale = args->x.scale + i0,
                 .x_sums = args->x.sums + i0, .w_scale = packed->scale + j0, .bias = args->bias ? args->bias + j0 : NULL,
                 .accumulate = args->accumulate, .gelu = args->gelu};
-            micro->tile(quads, a_rows, panel, &out);
+            micro->tile(quads, a + (i0 - i_begin) * lda * (micro->wide ? 2 : 1), lda, panel, &out);
         }
     }
 }
@@ -280,7 +291,7 @@ uform_status_t uform__gemm_i8_forward_drive(const uform__gemm_i8_micro_t *micro,
                            args->n, args->ldy, args->n);
     /* Row blocks: at most MC rows, and few enough that the block's K bytes fit in 256 KiB (half of
      * the smallest L2 of the classes), so the row panels stream from L2 while a panel is reused. */
-    size_t mr = micro->mr, mc = micro->mc, budget = (size_t)256 << 10;
+    size_t mr = micro->mr, mc = micro->mc, budget = block_budget() / (micro->wide ? 2 : 1);
     if (mc * packed->k_padded > budget) mc = budget / packed->k_padded / mr * mr;
     if (mc < mr) mc = mr;
     size_t threads = uform__parallel_threads(parallel);
@@ -297,7 +308,22 @@ uform_status_t uform__gemm_i8_forward_drive(const uform__gemm_i8_micro_t *micro,
         groups = (4 * threads + row_blocks - 1) / row_blocks;
         if (groups > panels) groups = panels;
     }
-    forward_job_t job = {micro, args, mc, row_blocks, groups, panels};
+    forward_job_t job = {micro, args, mc, row_blocks, groups, panels, NULL, 0};
+    void *owned = NULL;
+    if (micro->wide) {
+        job.scratch_stride = round_up(mc * packed->k_padded * 2, 64);
+        size_t bytes = job.scratch_stride * threads;
+        if (args->scratch && args->scratch_capacity >= bytes && (uintptr_t)args->scratch % 64 == 0) job.scratch = args->scratch;
+        else if (!(job.scratch = owned = aligned_alloc(64, bytes)))
+            return uform__fail(outcome, UFORM_OUT_OF_MEMORY, function, "cannot allocate %zu bytes of scratch", bytes);
+    }
     uform__parallel_for(parallel, row_blocks * groups, forward_prong, &job);
+    free(owned);
     return UFORM_OK;
+}
+
+size_t uform__gemm_i8_scratch_bytes_for(const uform__gemm_i8_micro_t *micro, size_t threads) {
+    /* A row block never exceeds the budget (or MR rows of the largest K, 65,536 × 2 bytes each). */
+    size_t per_thread = block_budget() > micro->mr * UFORM__GEMM_I8_MAX_K * 2 ? block_budget() : micro->mr * UFORM__GEMM_I8_MAX_K * 2;
+    return micro->wide ? round_up(per_thread + 64, 64) * (threads ? threads : 1) : 0;
 }

@@ -117,6 +117,7 @@ typedef struct uform__gemm_i8_forward_t {
     void *y; size_t ldy;                     /* ldy in elements of `output` */
     uform__gemm_i8_output_t output;
     int accumulate;                          /* F32 only: Y += the product's value */
+    void *scratch; size_t scratch_capacity;  /* optional (see scratch_bytes): else the call allocates its own */
 } uform__gemm_i8_forward_t;
 
 typedef struct uform__gemm_i8_kernels_t {
@@ -138,6 +139,9 @@ typedef struct uform__gemm_i8_kernels_t {
      * accumulate, accumulate without F32 output, NULL pointers. */
     uform_status_t (*forward)(const uform__gemm_i8_forward_t *args, const uform__parallel_t *parallel,
                               uform_outcome_t *outcome);
+    /* Scratch bytes (64-byte aligned) that spare every product of this table with `threads`
+     * threads an allocation; 0 when its products need none. A scratch serves one call at a time. */
+    size_t (*scratch_bytes)(size_t threads);
 } uform__gemm_i8_kernels_t;
 
 /* The table for `cpu_class` (see the top of this file for which classes share one). Never NULL.
@@ -163,10 +167,26 @@ typedef struct uform__gemm_i8_tile_out_t {
     int accumulate, gelu;
 } uform__gemm_i8_tile_out_t;
 
-/* An MR×NR tile over k_padded/4 quads: A is MR rows of quantized activations (row pointers, so
- * rows past `out->rows` may repeat a valid row), B one panel [k_padded/4][NR][4]. */
-typedef void (*uform__gemm_i8_tile_fn)(size_t quads, const int8_t *const *a_rows, const int8_t *b_panel,
+/* An MR×NR tile over k_padded/4 quads: A is `out->rows` ≤ MR rows of quantized activations read in
+ * place (row stride `lda`; the tile repeats the last one for rows past them, whose sums it does
+ * not store), B one panel [k_padded/4][NR][4]. */
+typedef void (*uform__gemm_i8_tile_fn)(size_t quads, const int8_t *a, size_t lda, const int8_t *b_panel,
                                        const uform__gemm_i8_tile_out_t *out);
+/* Starts fetching the Y lines a tile writes after its K loop (as gemm.h's float tiles do: Y is
+ * written once, and stores to lines not in cache stall the tile's end). */
+static inline void uform__gemm_i8_prefetch_y(const uform__gemm_i8_tile_out_t *out) {
+    size_t element = out->output == UFORM__GEMM_I8_BF16 ? 2 : 4, bytes = out->cols * element;
+    for (size_t r = 0; r < out->rows; ++r)
+        for (size_t offset = 0; offset < bytes; offset += 64)
+            __builtin_prefetch((const char *)out->y + (r * out->ldy) * element + offset, 1, 3);
+}
+
+/* Row r of a tile's A: rows past `rows` repeat the last one (computed on, never stored). Plain
+ * arithmetic: a pointer array built by the caller would be stored and then reloaded as one wider
+ * vector by the tile, which store-to-load forwarding cannot serve (measured: ~10% of the tile). */
+static inline const int8_t *uform__gemm_i8_row(const int8_t *a, size_t lda, size_t rows, size_t r) {
+    return a + (r < rows ? r : rows - 1) * lda;
+}
 /* Quantizes one row (the quantize slot's work per row; the driver runs it in parallel). */
 typedef void (*uform__gemm_i8_quantize_row_fn)(size_t k, const void *x, uform__gemm_dtype_t x_dtype, int8_t *q,
                                                size_t k_padded, float *scale, int32_t *sum);
@@ -175,6 +195,10 @@ typedef struct uform__gemm_i8_micro_t {
     size_t mr, nr, mc;
     uint32_t layout;       /* tag of the packed format (distinct per nr and per biased/plain bytes) */
     int biased;            /* panels hold qw + 128 (VNNI's offset trick) */
+    /* Operands widened to int16 (HASWELL's vpmaddwd form): panels are [k_padded/2][NR][2] int16 and
+     * each prong sign-extends its block of activation rows once into its share of the scratch,
+     * [rows][k_padded] int16, which the tile reads (its `a` then points to int16 values). */
+    int wide;
     uform__gemm_i8_tile_fn tile;
     uform__gemm_i8_quantize_row_fn quantize_row;
 } uform__gemm_i8_micro_t;
@@ -183,6 +207,7 @@ void uform__gemm_i8_quantize_drive(const uform__gemm_i8_micro_t *micro, size_t r
                                    size_t ldx, uform__gemm_dtype_t x_dtype, int8_t *q, size_t ldq, float *scale,
                                    int32_t *sums, const uform__parallel_t *parallel);
 size_t uform__gemm_i8_packed_size_for(const uform__gemm_i8_micro_t *micro, size_t n, size_t k);
+size_t uform__gemm_i8_scratch_bytes_for(const uform__gemm_i8_micro_t *micro, size_t threads);
 uform_status_t uform__gemm_i8_pack_for(const uform__gemm_i8_micro_t *micro, const int8_t *q, size_t ldq,
                                        const float *scale, size_t n, size_t k, void *memory, size_t capacity,
                                        uform__gemm_i8_packed_t *packed, uform_outcome_t *outcome);

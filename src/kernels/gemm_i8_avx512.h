@@ -57,39 +57,49 @@ GEMM_I8_AVX512_TARGET static inline void gemm_i8_quantize_row_avx512(size_t k, c
 }
 
 /* One row vector of a tile's corrected int32 sums to Y (F32 or I32): fma(float(acc), sx·sw,
- * bias), then (old Y +) and GELU, stored under `mask`; `v` is the 16-column vector's index. */
+ * bias), then (old Y +) and GELU, stored under `mask`; `v` is the 16-column vector's index. Full
+ * vectors use plain loads and stores: Zen 4 runs a masked zmm store several times slower. */
 GEMM_I8_AVX512_TARGET static inline void gemm_i8_finish_f32x16(__m512i acc_i32x16, size_t r, size_t v,
                                                                __mmask16 mask, const uform__gemm_i8_tile_out_t *out) {
+    int full = mask == (__mmask16)0xFFFF;
     if (out->output == UFORM__GEMM_I8_I32) {
-        _mm512_mask_storeu_epi32((int32_t *)out->y + r * out->ldy + 16 * v, mask, acc_i32x16);
+        int32_t *target = (int32_t *)out->y + r * out->ldy + 16 * v;
+        if (full) _mm512_storeu_si512(target, acc_i32x16);
+        else _mm512_mask_storeu_epi32(target, mask, acc_i32x16);
         return;
     }
-    __m512 scale_f32x16 = _mm512_mul_ps(_mm512_set1_ps(out->x_scale[r]), _mm512_maskz_loadu_ps(mask, out->w_scale + 16 * v));
-    __m512 bias_f32x16 = out->bias ? _mm512_maskz_loadu_ps(mask, out->bias + 16 * v) : _mm512_setzero_ps();
+    const float *w_scale = out->w_scale + 16 * v, *bias = out->bias ? out->bias + 16 * v : NULL;
+    __m512 w_scale_f32x16 = full ? _mm512_loadu_ps(w_scale) : _mm512_maskz_loadu_ps(mask, w_scale);
+    __m512 bias_f32x16 = !bias ? _mm512_setzero_ps() : full ? _mm512_loadu_ps(bias) : _mm512_maskz_loadu_ps(mask, bias);
+    __m512 scale_f32x16 = _mm512_mul_ps(_mm512_set1_ps(out->x_scale[r]), w_scale_f32x16);
     __m512 y_f32x16 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc_i32x16), scale_f32x16, bias_f32x16);
     float *target = (float *)out->y + r * out->ldy + 16 * v;
-    if (out->accumulate) y_f32x16 = _mm512_add_ps(_mm512_maskz_loadu_ps(mask, target), y_f32x16);
+    if (out->accumulate)
+        y_f32x16 = _mm512_add_ps(full ? _mm512_loadu_ps(target) : _mm512_maskz_loadu_ps(mask, target), y_f32x16);
     if (out->gelu) y_f32x16 = gemm_gelu_f32x16(y_f32x16, out->gelu);
-    _mm512_mask_storeu_ps(target, mask, y_f32x16);
+    if (full) _mm512_storeu_ps(target, y_f32x16);
+    else _mm512_mask_storeu_ps(target, mask, y_f32x16);
 }
 
-/* The end of a tile of `mr` rows × 64 columns whose corrected sums are acc[r·4 + v] (4 zmm per
- * row): F32 and I32 outputs from the registers, BF16 through the portable store. */
-GEMM_I8_AVX512_TARGET static inline __attribute__((always_inline)) void
-gemm_i8_finish_tile_avx512(const __m512i *acc, size_t mr, const uform__gemm_i8_tile_out_t *out,
-                           uform_cpu_class_t cpu_class) {
-    if (out->output == UFORM__GEMM_I8_BF16) {
-        int32_t sums[8 * 64];
-        for (size_t r = 0; r < mr; ++r)
-            for (int v = 0; v < 4; ++v) _mm512_storeu_si512(sums + r * 64 + 16 * v, acc[r * 4 + v]);
-        uform__gemm_i8_tile_store(sums, 64, out, uform__gemm_kernels(cpu_class));
-        return;
-    }
+/* The end of a tile whose int32 sums the K loop stored, row-major [rows][64] (a local array: the
+ * K loop keeps its 24 accumulators in registers only when nothing after it indexes them, so the
+ * epilogue reads them back from L1). `biased`: subtract VNNI's 128·Σ_k qx per row first. BF16
+ * output goes through the portable store; F32 and I32 from registers, 16 columns at a time. */
+GEMM_I8_AVX512_TARGET static inline void gemm_i8_finish_tile_avx512(int32_t *sums, int biased,
+                                                                    const uform__gemm_i8_tile_out_t *out,
+                                                                    uform_cpu_class_t cpu_class) {
     __mmask16 mask[4];
     for (int v = 0; v < 4; ++v) mask[v] = out->cols > (size_t)(16 * v) ? gemm_columns_mask(out->cols - 16 * v) : 0;
-    for (size_t r = 0; r < out->rows; ++r)
-        for (int v = 0; v < 4; ++v)
-            if (mask[v]) gemm_i8_finish_f32x16(acc[r * 4 + v], r, (size_t)v, mask[v], out);
+    for (size_t r = 0; r < out->rows; ++r) {
+        __m512i correction_i32x16 = _mm512_set1_epi32(biased ? (int32_t)((uint32_t)out->x_sums[r] << 7) : 0);
+        for (int v = 0; v < 4; ++v) {
+            if (!mask[v]) break;
+            __m512i acc_i32x16 = _mm512_sub_epi32(_mm512_loadu_si512(sums + r * 64 + 16 * v), correction_i32x16);
+            if (out->output == UFORM__GEMM_I8_BF16) _mm512_storeu_si512(sums + r * 64 + 16 * v, acc_i32x16);
+            else gemm_i8_finish_f32x16(acc_i32x16, r, (size_t)v, mask[v], out);
+        }
+    }
+    if (out->output == UFORM__GEMM_I8_BF16) uform__gemm_i8_tile_store(sums, 64, out, uform__gemm_kernels(cpu_class));
 }
 
 #endif

@@ -13,13 +13,17 @@
 
 enum { ICELAKE_MR = 6, ICELAKE_NR = 64 };
 
-ICELAKE_TARGET static void tile_i8_icelake(size_t quads, const int8_t *const *a_rows, const int8_t *b_panel,
-                                           const uform__gemm_i8_tile_out_t *out) {
-    __m512i sum_i32x16[ICELAKE_MR * 4];
-#pragma GCC unroll 24
-    for (int i = 0; i < ICELAKE_MR * 4; ++i) sum_i32x16[i] = _mm512_setzero_si512();
+/* sums [6][64] = Σ_t (qw + 128)·qx over the quads: per quad four panel vectors, one broadcast per
+ * row, 24 vpdpbusd; the accumulators stay in registers (stored once at the end). */
+ICELAKE_TARGET static inline __attribute__((always_inline)) void
+sums_i8_icelake(size_t quads, const int8_t *a_block, size_t lda, size_t rows, const int8_t *b_panel, int32_t *sums) {
+    __m512i sum_i32x16[ICELAKE_MR][4];
+#pragma GCC unroll 6
+    for (int r = 0; r < ICELAKE_MR; ++r)
+#pragma GCC unroll 4
+        for (int v = 0; v < 4; ++v) sum_i32x16[r][v] = _mm512_setzero_si512();
     const int8_t *a[ICELAKE_MR];
-    for (int r = 0; r < ICELAKE_MR; ++r) a[r] = a_rows[r];
+    for (int r = 0; r < ICELAKE_MR; ++r) a[r] = uform__gemm_i8_row(a_block, lda, rows, (size_t)r);
     for (size_t t = 0; t < quads; ++t) {
         const int8_t *b = b_panel + t * ICELAKE_NR * 4;
         __m512i b_u8x64[4];
@@ -31,17 +35,21 @@ ICELAKE_TARGET static void tile_i8_icelake(size_t quads, const int8_t *const *a_
             __builtin_memcpy(&quad, a[r] + 4 * t, sizeof quad);
             __m512i a_i8x64 = _mm512_set1_epi32(quad);
 #pragma GCC unroll 4
-            for (int v = 0; v < 4; ++v) sum_i32x16[r * 4 + v] = _mm512_dpbusd_epi32(sum_i32x16[r * 4 + v], b_u8x64[v], a_i8x64);
+            for (int v = 0; v < 4; ++v) sum_i32x16[r][v] = _mm512_dpbusd_epi32(sum_i32x16[r][v], b_u8x64[v], a_i8x64);
         }
     }
-    /* The offset trick's correction: 128·Σ_k qx per row (exact in int32, gemm_i8.h). */
 #pragma GCC unroll 6
-    for (int r = 0; r < ICELAKE_MR; ++r) {
-        __m512i correction_i32x16 = _mm512_set1_epi32((int32_t)((uint32_t)out->x_sums[(size_t)r < out->rows ? r : 0] << 7));
+    for (int r = 0; r < ICELAKE_MR; ++r)
 #pragma GCC unroll 4
-        for (int v = 0; v < 4; ++v) sum_i32x16[r * 4 + v] = _mm512_sub_epi32(sum_i32x16[r * 4 + v], correction_i32x16);
-    }
-    gemm_i8_finish_tile_avx512(sum_i32x16, ICELAKE_MR, out, UFORM_CPU_CLASS_INTEL_ICELAKE);
+        for (int v = 0; v < 4; ++v) _mm512_store_si512(sums + r * 64 + 16 * v, sum_i32x16[r][v]);
+}
+
+ICELAKE_TARGET static void tile_i8_icelake(size_t quads, const int8_t *a_block, size_t lda, const int8_t *b_panel,
+                                           const uform__gemm_i8_tile_out_t *out) {
+    int32_t sums[ICELAKE_MR * 64] __attribute__((aligned(64)));
+    uform__gemm_i8_prefetch_y(out);
+    sums_i8_icelake(quads, a_block, lda, out->rows, b_panel, sums);
+    gemm_i8_finish_tile_avx512(sums, 1, out, UFORM_CPU_CLASS_INTEL_ICELAKE);
 }
 
 ICELAKE_TARGET static void quantize_row_icelake(size_t k, const void *x, uform__gemm_dtype_t x_dtype, int8_t *q,
@@ -70,10 +78,13 @@ static uform_status_t forward_icelake(const uform__gemm_i8_forward_t *args, cons
     return uform__gemm_i8_forward_drive(&micro_i8_icelake, args, parallel, outcome);
 }
 
+static size_t scratch_bytes_none(size_t threads) { return 0; }
+
 const uform__gemm_i8_kernels_t uform__gemm_i8_kernels_icelake = {
     .cpu_class = UFORM_CPU_CLASS_INTEL_ICELAKE,
     .quantize = quantize_icelake,
     .packed_size = packed_size_icelake,
     .pack = pack_icelake,
     .forward = forward_icelake,
+    .scratch_bytes = scratch_bytes_none,
 };

@@ -8,13 +8,13 @@
 enum { SERIAL_MR = 4, SERIAL_NR = 16 };
 
 /* sums[r][j] = Σ_t Σ_i a_r[4t + i] · panel[t][j][i], in int32. */
-static void tile_i8_serial(size_t quads, const int8_t *const *a_rows, const int8_t *b_panel,
+static void tile_i8_serial(size_t quads, const int8_t *a_block, size_t lda, const int8_t *b_panel,
                            const uform__gemm_i8_tile_out_t *out) {
     int32_t sums[SERIAL_MR * SERIAL_NR] = {0};
     for (size_t t = 0; t < quads; ++t) {
         const int8_t *b = b_panel + t * SERIAL_NR * 4;
         for (size_t r = 0; r < SERIAL_MR; ++r) {
-            const int8_t *a = a_rows[r] + 4 * t;
+            const int8_t *a = uform__gemm_i8_row(a_block, lda, out->rows, r) + 4 * t;
             for (size_t j = 0; j < SERIAL_NR; ++j)
                 sums[r * SERIAL_NR + j] += a[0] * b[4 * j] + a[1] * b[4 * j + 1] + a[2] * b[4 * j + 2] + a[3] * b[4 * j + 3];
         }
@@ -43,10 +43,13 @@ static uform_status_t forward_serial(const uform__gemm_i8_forward_t *args, const
     return uform__gemm_i8_forward_drive(&micro_i8_serial, args, parallel, outcome);
 }
 
+static size_t scratch_bytes_none(size_t threads) { return 0; }
+
 const uform__gemm_i8_kernels_t uform__gemm_i8_kernels_serial = {
     .cpu_class = UFORM_CPU_CLASS_SERIAL,
     .quantize = quantize_serial,
     .packed_size = packed_size_serial,
     .pack = pack_serial,
     .forward = forward_serial,
+    .scratch_bytes = scratch_bytes_none,
 };

@@ -13,13 +13,16 @@
 
 enum { SKYLAKE_MR = 4, SKYLAKE_NR = 64 };
 
-SKYLAKE_TARGET static void tile_i8_skylake(size_t quads, const int8_t *const *a_rows, const int8_t *b_panel,
-                                           const uform__gemm_i8_tile_out_t *out) {
-    __m512i sum_i32x16[SKYLAKE_MR * 4];
-#pragma GCC unroll 16
-    for (int i = 0; i < SKYLAKE_MR * 4; ++i) sum_i32x16[i] = _mm512_setzero_si512();
+/* sums [4][64] = Σ_t qw·qx over the quads, the accumulators in registers (stored once at the end). */
+SKYLAKE_TARGET static inline __attribute__((always_inline)) void
+sums_i8_skylake(size_t quads, const int8_t *a_block, size_t lda, size_t rows, const int8_t *b_panel, int32_t *sums) {
+    __m512i sum_i32x16[SKYLAKE_MR][4];
+#pragma GCC unroll 4
+    for (int r = 0; r < SKYLAKE_MR; ++r)
+#pragma GCC unroll 4
+        for (int v = 0; v < 4; ++v) sum_i32x16[r][v] = _mm512_setzero_si512();
     const int8_t *a[SKYLAKE_MR];
-    for (int r = 0; r < SKYLAKE_MR; ++r) a[r] = a_rows[r];
+    for (int r = 0; r < SKYLAKE_MR; ++r) a[r] = uform__gemm_i8_row(a_block, lda, rows, (size_t)r);
     const __m512i ones_i16x32 = _mm512_set1_epi16(1), zero = _mm512_setzero_si512();
     for (size_t t = 0; t < quads; ++t) {
         const int8_t *b = b_panel + t * SKYLAKE_NR * 4;
@@ -37,11 +40,22 @@ SKYLAKE_TARGET static void tile_i8_skylake(size_t quads, const int8_t *const *a_
             for (int v = 0; v < 4; ++v) {
                 __m512i signed_i8x64 = _mm512_mask_sub_epi8(w_i8x64[v], negative, zero, w_i8x64[v]);
                 __m512i pairs_i16x32 = _mm512_maddubs_epi16(magnitude_u8x64, signed_i8x64);
-                sum_i32x16[r * 4 + v] = _mm512_add_epi32(sum_i32x16[r * 4 + v], _mm512_madd_epi16(pairs_i16x32, ones_i16x32));
+                sum_i32x16[r][v] = _mm512_add_epi32(sum_i32x16[r][v], _mm512_madd_epi16(pairs_i16x32, ones_i16x32));
             }
         }
     }
-    gemm_i8_finish_tile_avx512(sum_i32x16, SKYLAKE_MR, out, UFORM_CPU_CLASS_INTEL_SKYLAKE);
+#pragma GCC unroll 4
+    for (int r = 0; r < SKYLAKE_MR; ++r)
+#pragma GCC unroll 4
+        for (int v = 0; v < 4; ++v) _mm512_store_si512(sums + r * 64 + 16 * v, sum_i32x16[r][v]);
+}
+
+SKYLAKE_TARGET static void tile_i8_skylake(size_t quads, const int8_t *a_block, size_t lda, const int8_t *b_panel,
+                                           const uform__gemm_i8_tile_out_t *out) {
+    int32_t sums[SKYLAKE_MR * 64] __attribute__((aligned(64)));
+    uform__gemm_i8_prefetch_y(out);
+    sums_i8_skylake(quads, a_block, lda, out->rows, b_panel, sums);
+    gemm_i8_finish_tile_avx512(sums, 0, out, UFORM_CPU_CLASS_INTEL_SKYLAKE);
 }
 
 SKYLAKE_TARGET static void quantize_row_skylake(size_t k, const void *x, uform__gemm_dtype_t x_dtype, int8_t *q,
@@ -70,10 +84,13 @@ static uform_status_t forward_skylake(const uform__gemm_i8_forward_t *args, cons
     return uform__gemm_i8_forward_drive(&micro_i8_skylake, args, parallel, outcome);
 }
 
+static size_t scratch_bytes_none(size_t threads) { return 0; }
+
 const uform__gemm_i8_kernels_t uform__gemm_i8_kernels_skylake = {
     .cpu_class = UFORM_CPU_CLASS_INTEL_SKYLAKE,
     .quantize = quantize_skylake,
     .packed_size = packed_size_skylake,
     .pack = pack_skylake,
     .forward = forward_skylake,
+    .scratch_bytes = scratch_bytes_none,
 };
