@@ -333,16 +333,29 @@ typedef struct uform_progress_t {
  * including deferred ones (they are final when the verb returns). */
 typedef struct uform_executor_s *uform_executor_t;
 
-/* The scalar type of activations in matrix products; accumulation is always F32. */
+/* The scalar type of activations in matrix products; float accumulation is always F32. */
 typedef enum uform_compute_t {
-    UFORM_COMPUTE_F32 = 0, /* F32 activations (the default) */
-    UFORM_COMPUTE_BF16 = 1 /* activations rounded to BF16 (nearest even) before each matrix product */
+    UFORM_COMPUTE_F32 = 0,  /* F32 activations (the default) */
+    UFORM_COMPUTE_BF16 = 1, /* activations rounded to BF16 (nearest even) before each matrix product */
+    UFORM_COMPUTE_I8 = 2    /* the trunk's products in int8 (model loads only; see below) */
 } uform_compute_t;
 /* BF16 compute, like PyTorch's BF16 autocast: attention multiplies BF16 Q·Kᵀ and P·V with the
  * softmax in F32, and the MLP's GELU is an erf form accurate to 2e-7·max(1,|x|) (its output is
  * rounded to BF16 next anyway). text_choose's byte head still runs in F32 (one row per text; its
  * logits are exponentiated, which magnifies rounding). Expect ~1e-2 relative differences from F32
- * compute; F32 compute stays within 1e-4 of an exact reference. */
+ * compute; F32 compute stays within 1e-4 of an exact reference.
+ *
+ * I8 compute (inference only: model loads; a trainer refuses it): every linear layer of the trunk
+ * (attn.qkv, attn.out, mlp.up, mlp.down) multiplies int8 weights, quantized symmetrically per
+ * output channel at load (or read from a checkpoint `uform_model_quantize` wrote), by activations
+ * quantized symmetrically per row (per token) on the fly, q = rint(x·127/max|x|), sums the
+ * products exactly in int32 and scales back to F32 with the bias fused. Everything else — the
+ * stems' patch projections, the norms, softmax, GELU, attention's two products, the heads'
+ * projections and text_choose's head — stays in the float compute the CPU class does best: BF16
+ * (as BF16 compute does) on classes with BF16 dot products (AMD_GENOA, SAPPHIRE and later), F32
+ * elsewhere. docs/int8.md states the scheme to the last rounding and the accuracy measured: on
+ * `small` and on a trained model's held-out items, embeddings within cosine ≥ 0.995 (mean) of F32
+ * compute's for every modality. Outputs keep their scalar kinds. */
 
 /*
  * Where a host executor places its threads and memory, and which kernels it dispatches.
@@ -355,7 +368,7 @@ typedef struct uform_ram_options_t {
     const size_t *memory_domains;
     size_t memory_domains_count;
     uform_cpu_class_t cpu_class;
-    uform_compute_t compute; /* model loads only: F32 (0) or BF16 activations; executors ignore it */
+    uform_compute_t compute; /* model loads only: F32 (0), BF16 (1) or I8 (2); executors ignore it */
 } uform_ram_options_t;
 
 /* GPU devices for a VRAM executor: `devices` lists ordinals as `uform_gpu_devices` answers them. */

@@ -113,7 +113,8 @@ class Model(Verbs[Encoded, Chosen]):
         cpu_class: Union[None, str, int, CpuClass] = None,
     ) -> "Model":
         """Maps the checkpoint at ``path`` and prepares it on ``executor`` (None: the calling
-        thread), with ``compute`` ``"f32"`` or ``"bf16"`` activations and the kernels of ``cpu_class``
+        thread), with ``compute`` ``"f32"``, ``"bf16"`` or ``"i8"`` (int8 weights and activations
+        in the trunk's products, docs/int8.md) and the kernels of ``cpu_class``
         (None: the executor's). Raises ``IoError`` (cannot open), ``FormatError`` (not a UForm
         checkpoint; the message names the tensor) or ``Unsupported``."""
         function = "Model.load_ram"

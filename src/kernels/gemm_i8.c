@@ -200,8 +200,21 @@ uform_status_t uform__gemm_i8_pack_for(const uform__gemm_i8_micro_t *micro, cons
         }
     for (size_t j = 0; j < round_up(n, nr); ++j) scales[j] = j < n ? scale[j] : 0.0f;
     *packed = (uform__gemm_i8_packed_t){.data = panels, .scale = scales, .n = n, .k = k, .k_padded = k_padded,
-                                        .nr = nr, .layout = micro->layout};
+                                        .nr = nr, .layout = micro->layout, .biased = micro->biased, .wide = micro->wide};
     return UFORM_OK;
+}
+
+void uform__gemm_i8_unpack(const uform__gemm_i8_packed_t *packed, int8_t *q, size_t ldq) {
+    size_t nr = packed->nr, k_padded = packed->k_padded, group = packed->wide ? 2 : 4;
+    const int16_t *panels16 = (const int16_t *)packed->data;
+    for (size_t column = 0; column < packed->n; ++column) {
+        size_t p = column / nr, j = column % nr;
+        for (size_t kk = 0; kk < packed->k; ++kk) {
+            size_t at = p * nr * k_padded + ((kk / group) * nr + j) * group + kk % group;
+            int value = packed->wide ? panels16[at] : packed->biased ? (int)(uint8_t)packed->data[at] - 128 : packed->data[at];
+            q[column * ldq + kk] = (int8_t)value;
+        }
+    }
 }
 
 /* ---- The product ---- */

@@ -105,6 +105,7 @@ typedef struct uform__gemm_i8_packed_t {
     const float *scale;   /* [N] per output channel, inside `data`'s memory */
     size_t n, k, k_padded, nr;
     uint32_t layout;      /* the micro-kernel family's tag; checked on use */
+    int biased, wide;     /* how the panels hold the values (gemm_i8.c's pack), for unpacking */
 } uform__gemm_i8_packed_t;
 
 /* Y[M,N] (+)= dequantized X · Wᵀ (+ bias) (then GELU); see the top of this file. */
@@ -147,6 +148,11 @@ typedef struct uform__gemm_i8_kernels_t {
 /* The table for `cpu_class` (see the top of this file for which classes share one). Never NULL.
  * The caller checks that the machine runs the class before calling through it. */
 const uform__gemm_i8_kernels_t *uform__gemm_i8_kernels(uform_cpu_class_t cpu_class);
+
+/* The quantized rows q [N, ldq] (ldq ≥ K) of a weight packed by any class: the inverse of its
+ * pack, so a weight packed for one class can be repacked for another (a call on an executor of
+ * another class than the model's). The scales are `packed->scale`. */
+void uform__gemm_i8_unpack(const uform__gemm_i8_packed_t *packed, int8_t *q, size_t ldq);
 
 /* ⌈k/4⌉·4: the bytes of a quantized row's K, padded to whole quads. */
 static inline size_t uform__gemm_i8_k_padded(size_t k) { return (k + 3) / 4 * 4; }
