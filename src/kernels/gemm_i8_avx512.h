@@ -81,13 +81,50 @@ GEMM_I8_AVX512_TARGET static inline void gemm_i8_finish_f32x16(__m512i acc_i32x1
     else _mm512_mask_storeu_ps(target, mask, y_f32x16);
 }
 
+/* The end of a whole F32 tile without GELU (the common case): the columns' scales and biases
+ * loaded once, every field of `out` read once into locals (a store through Y could alias them,
+ * so the compiler would otherwise reload them after every store), the loops fully unrolled. The
+ * same operations as gemm_i8_finish_f32x16 in the same order. */
+GEMM_I8_AVX512_TARGET static inline __attribute__((always_inline)) void
+gemm_i8_finish_whole_avx512(const int32_t *sums, size_t mr, int biased, const uform__gemm_i8_tile_out_t *out) {
+    const float *x_scale = out->x_scale, *w_scale = out->w_scale, *bias = out->bias;
+    const int32_t *x_sums = out->x_sums;
+    float *y = out->y;
+    size_t ldy = out->ldy;
+    int accumulate = out->accumulate;
+    __m512 w_scale_f32x16[4], bias_f32x16[4];
+#pragma GCC unroll 4
+    for (int v = 0; v < 4; ++v) {
+        w_scale_f32x16[v] = _mm512_loadu_ps(w_scale + 16 * v);
+        bias_f32x16[v] = bias ? _mm512_loadu_ps(bias + 16 * v) : _mm512_setzero_ps();
+    }
+#pragma GCC unroll 6
+    for (size_t r = 0; r < mr; ++r) {
+        __m512 x_scale_f32x16 = _mm512_set1_ps(x_scale[r]);
+        __m512i correction_i32x16 = _mm512_set1_epi32(biased ? (int32_t)((uint32_t)x_sums[r] << 7) : 0);
+#pragma GCC unroll 4
+        for (int v = 0; v < 4; ++v) {
+            __m512i acc_i32x16 = _mm512_sub_epi32(_mm512_load_si512(sums + r * 64 + 16 * v), correction_i32x16);
+            __m512 y_f32x16 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc_i32x16), _mm512_mul_ps(x_scale_f32x16, w_scale_f32x16[v]),
+                                              bias_f32x16[v]);
+            float *target = y + r * ldy + 16 * v;
+            if (accumulate) y_f32x16 = _mm512_add_ps(_mm512_loadu_ps(target), y_f32x16);
+            _mm512_storeu_ps(target, y_f32x16);
+        }
+    }
+}
+
 /* The end of a tile whose int32 sums the K loop stored, row-major [rows][64] (a local array: the
  * K loop keeps its 24 accumulators in registers only when nothing after it indexes them, so the
  * epilogue reads them back from L1). `biased`: subtract VNNI's 128·Σ_k qx per row first. BF16
  * output goes through the portable store; F32 and I32 from registers, 16 columns at a time. */
-GEMM_I8_AVX512_TARGET static inline void gemm_i8_finish_tile_avx512(int32_t *sums, int biased,
-                                                                    const uform__gemm_i8_tile_out_t *out,
-                                                                    uform_cpu_class_t cpu_class) {
+GEMM_I8_AVX512_TARGET static inline __attribute__((always_inline)) void
+gemm_i8_finish_tile_avx512(int32_t *sums, size_t mr, int biased, const uform__gemm_i8_tile_out_t *out,
+                           uform_cpu_class_t cpu_class) {
+    if (out->output == UFORM__GEMM_I8_F32 && !out->gelu && out->rows == mr && out->cols == 64) {
+        gemm_i8_finish_whole_avx512(sums, mr, biased, out);
+        return;
+    }
     __mmask16 mask[4];
     for (int v = 0; v < 4; ++v) mask[v] = out->cols > (size_t)(16 * v) ? gemm_columns_mask(out->cols - 16 * v) : 0;
     for (size_t r = 0; r < out->rows; ++r) {

@@ -62,18 +62,23 @@ HASWELL_TARGET static void tile_i8_haswell(size_t quads, const int8_t *a_block, 
         uform__gemm_i8_tile_store(sums, HASWELL_NR, out, uform__gemm_kernels(UFORM_CPU_CLASS_INTEL_HASWELL));
         return;
     }
-    /* A full-width F32 tile: fma(float(acc), sx·sw, bias) (+ old Y), 8 columns at a time. */
+    /* A full-width F32 tile: fma(float(acc), sx·sw, bias) (+ old Y), 8 columns at a time; every
+     * field of `out` read once (a store through Y could alias them). */
+    const float *x_scale = out->x_scale, *bias = out->bias;
+    float *y = out->y;
+    size_t ldy = out->ldy, rows = out->rows;
+    int accumulate = out->accumulate;
     __m256 w_scale0_f32x8 = _mm256_loadu_ps(out->w_scale), w_scale1_f32x8 = _mm256_loadu_ps(out->w_scale + 8);
-    __m256 bias0_f32x8 = out->bias ? _mm256_loadu_ps(out->bias) : _mm256_setzero_ps();
-    __m256 bias1_f32x8 = out->bias ? _mm256_loadu_ps(out->bias + 8) : _mm256_setzero_ps();
-    for (size_t r = 0; r < out->rows; ++r) {
-        __m256 x_scale_f32x8 = _mm256_set1_ps(out->x_scale[r]);
+    __m256 bias0_f32x8 = bias ? _mm256_loadu_ps(bias) : _mm256_setzero_ps();
+    __m256 bias1_f32x8 = bias ? _mm256_loadu_ps(bias + 8) : _mm256_setzero_ps();
+    for (size_t r = 0; r < rows; ++r) {
+        __m256 x_scale_f32x8 = _mm256_set1_ps(x_scale[r]);
         __m256i acc0_i32x8 = _mm256_load_si256((const __m256i *)(sums + r * HASWELL_NR));
         __m256i acc1_i32x8 = _mm256_load_si256((const __m256i *)(sums + r * HASWELL_NR + 8));
         __m256 y0_f32x8 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(acc0_i32x8), _mm256_mul_ps(x_scale_f32x8, w_scale0_f32x8), bias0_f32x8);
         __m256 y1_f32x8 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(acc1_i32x8), _mm256_mul_ps(x_scale_f32x8, w_scale1_f32x8), bias1_f32x8);
-        float *target = (float *)out->y + r * out->ldy;
-        if (out->accumulate) {
+        float *target = y + r * ldy;
+        if (accumulate) {
             y0_f32x8 = _mm256_add_ps(_mm256_loadu_ps(target), y0_f32x8);
             y1_f32x8 = _mm256_add_ps(_mm256_loadu_ps(target + 8), y1_f32x8);
         }

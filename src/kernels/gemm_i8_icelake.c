@@ -49,7 +49,7 @@ ICELAKE_TARGET static void tile_i8_icelake(size_t quads, const int8_t *a_block, 
     int32_t sums[ICELAKE_MR * 64] __attribute__((aligned(64)));
     uform__gemm_i8_prefetch_y(out);
     sums_i8_icelake(quads, a_block, lda, out->rows, b_panel, sums);
-    gemm_i8_finish_tile_avx512(sums, 1, out, UFORM_CPU_CLASS_INTEL_ICELAKE);
+    gemm_i8_finish_tile_avx512(sums, ICELAKE_MR, 1, out, UFORM_CPU_CLASS_INTEL_ICELAKE);
 }
 
 ICELAKE_TARGET static void quantize_row_icelake(size_t k, const void *x, uform__gemm_dtype_t x_dtype, int8_t *q,

@@ -55,7 +55,7 @@ SKYLAKE_TARGET static void tile_i8_skylake(size_t quads, const int8_t *a_block, 
     int32_t sums[SKYLAKE_MR * 64] __attribute__((aligned(64)));
     uform__gemm_i8_prefetch_y(out);
     sums_i8_skylake(quads, a_block, lda, out->rows, b_panel, sums);
-    gemm_i8_finish_tile_avx512(sums, 0, out, UFORM_CPU_CLASS_INTEL_SKYLAKE);
+    gemm_i8_finish_tile_avx512(sums, SKYLAKE_MR, 0, out, UFORM_CPU_CLASS_INTEL_SKYLAKE);
 }
 
 SKYLAKE_TARGET static void quantize_row_skylake(size_t k, const void *x, uform__gemm_dtype_t x_dtype, int8_t *q,
