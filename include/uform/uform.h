@@ -624,6 +624,23 @@ UFORM_API uform_status_t uform_model_describe(uform_model_describe_t *request);
 UFORM_API uform_status_t uform_model_fingerprint(uform_model_t model, char fingerprint[UFORM_FINGERPRINT_CAPACITY],
                                                  uform_outcome_t *outcome);
 
+/*
+ * Writes a quantized copy of the checkpoint at `path` to `output` (atomically, like every
+ * checkpoint writer here): each matrix that I8 compute runs in int8 (the trunk's attn.qkv,
+ * attn.out, mlp.up and mlp.down weights) becomes NAME as I8 [out, in] plus NAME_scale as F32 [out],
+ * quantized per output channel exactly as a load with UFORM_COMPUTE_I8 quantizes it, so that
+ * loading the copy with I8 compute gives bit-identical outputs; every other tensor and the metadata
+ * are copied unchanged (`optimizer.*` training state is dropped), and the metadata gains
+ * "uform.quantization": "int8-per-channel". About half the bytes of a BF16 checkpoint. Loads with
+ * F32 or BF16 compute dequantize the matrices (w = q·scale). Quantizing a quantized checkpoint
+ * copies it. docs/int8.md names the tensors. The copy has its own fingerprint: an index built
+ * with the original is searched with the original. Runs on the calling thread (for `small`, a
+ * fraction of a second). Statuses: UFORM_OK; UFORM_INVALID_ARGUMENT (NULL `path` or `output`, or
+ * both the same file); UFORM_IO and UFORM_FORMAT as uform_model_load_ram answers them for `path`,
+ * or UFORM_IO naming `output` when it cannot be written; UFORM_OUT_OF_MEMORY.
+ */
+UFORM_API uform_status_t uform_model_quantize(const char *path, const char *output, uform_outcome_t *outcome);
+
 /* ------------------------------------------------------------------------------------------ */
 /* Encoding — the verbs                                                                        */
 /* ------------------------------------------------------------------------------------------ */

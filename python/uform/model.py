@@ -104,6 +104,18 @@ class Model(Verbs[Encoded, Chosen]):
     def __init__(self) -> None:
         raise TypeError("use uform.Model.load_ram(executor, path)")
 
+    @staticmethod
+    def quantize(path: PathArgument, output: PathArgument) -> None:
+        """Writes a quantized copy of the checkpoint at ``path`` to ``output`` (uform.h's
+        ``uform_model_quantize``): the trunk's matrices as I8 with per-channel F32 scales, the rest
+        unchanged; loading it with ``compute="i8"`` gives the same outputs as quantizing at load.
+        Raises ``IoError``, ``FormatError`` or ``InvalidArgument``."""
+        function = "Model.quantize"
+        source, target = path_bytes(path, function, "path"), path_bytes(output, function, "output")
+        outcome = S.Outcome()
+        if lib.uform_model_quantize(source, target, byref(outcome)) != 0:
+            raise from_outcome(outcome)
+
     @classmethod
     def load_ram(
         cls,
