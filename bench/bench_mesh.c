@@ -1,5 +1,5 @@
 /*
- * The mesh's cost (training.md, "Mesh"): step time of the tiny and small models with 1, 2 and 3
+ * The mesh's cost (docs/mesh.md): step time of the tiny and small models with 1, 2 and 3
  * processes on this machine, each process with cores / processes threads, so the processes share the
  * same cores as one process would; the same members stepping their shares with no mesh side by side
  * (what the mesh adds); and, for the small model's gradients, the mesh's all-reduce against raw

@@ -17,7 +17,7 @@ preprocessing is not timed.  Prints one JSON line.
 quantized per tensor on the fly: fbgemm on x86), the peer of the engine's I8 compute, and also
 reports the cosine of its embeddings to the F32 model's on the same inputs (mean and worst).
 
-Set OMP_WAIT_POLICY=PASSIVE in the environment (quality.md): without it PyTorch's OpenMP threads
+Set OMP_WAIT_POLICY=PASSIVE in the environment (docs/benchmarks.md): without it PyTorch's OpenMP threads
 spin against other work on this 2-core machine and F32 runs 2-4x slower.
 """
 
@@ -40,7 +40,7 @@ TRUNK_NORM_EPS = 1e-6
 
 
 class Block(nn.Module):
-    """Pre-norm block of model.md: h = x + out(attn(norm1 x)); y = h + down(gelu(up(norm2 h)))."""
+    """Pre-norm block of docs/model.md: h = x + out(attn(norm1 x)); y = h + down(gelu(up(norm2 h)))."""
 
     def __init__(self, d, heads, mlp, eps=TRUNK_NORM_EPS):
         super().__init__()

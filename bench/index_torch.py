@@ -3,7 +3,7 @@
     OMP_WAIT_POLICY=PASSIVE /usr/bin/python3 bench/index_torch.py CHECKPOINT FOLDER BATCH THREADS WORKERS [--bf16]
 
 A Dataset opens each image with PIL (convert("RGB")), applies torchvision's Resize(S, antialias=True),
-CenterCrop(S), ToTensor and Normalize (the CLIP preprocessing model.md specifies), a DataLoader
+CenterCrop(S), ToTensor and Normalize (the CLIP preprocessing docs/preprocessing.md specifies), a DataLoader
 batches it with WORKERS worker processes, and the image encoder of bench/encode_torch.py (the same
 weights, nn.Linear blocks) runs under torch.inference_mode and, with --bf16, CPU BF16 autocast.
 The timed part is one pass over every file, decode to embeddings, after a warm-up batch; model

@@ -4,7 +4,7 @@
         [--case image|text|all] [--mode f32|bf16|all] [--batch 32] [--threads 2]
         [--steps N] [--quick] [--image-text-bytes 32] [--json FILE]
 
-The step is training.md's, on text<->image pairs (case `image`: images of the config's S/p paired
+The step is docs/training.md's, on text<->image pairs (case `image`: images of the config's S/p paired
 with short texts) or on pairs of T-byte texts (case `text`: 256 bytes at `small`): both towers
 through the shared trunk, `{modality}.norm`, `{modality}.projection`, the contrastive loss averaged
 over the config's Matryoshka prefixes with the learned temperature of group 0 (clamped at 100), text
@@ -22,7 +22,7 @@ AdamW + zeroing gradients).  GFLOP per step = 3 x the forward's matrix-product a
 (stems, qkv, attention scores and values, out, mlp, projections, similarity logits).  Writes JSON
 (stdout, or --json FILE with a table on stdout).
 
-Set OMP_WAIT_POLICY=PASSIVE (quality.md): PyTorch's spinning OpenMP threads otherwise fight on
+Set OMP_WAIT_POLICY=PASSIVE (docs/benchmarks.md): PyTorch's spinning OpenMP threads otherwise fight on
 this 2-core machine.  Memory (peak RSS measured at `small`, batch 32): 4.4 GB for the image case,
 9.8 GB for text-256; pass a smaller --batch on a crowded machine.
 """
@@ -52,7 +52,7 @@ OPTIMIZER = {"learning_rate": 1e-3, "beta1": 0.9, "beta2": 0.98, "epsilon": 1e-6
 
 
 class Stem(nn.Module):
-    """Text or image stem of model.md (with its modality vector), batched."""
+    """Text or image stem of docs/model.md (with its modality vector), batched."""
 
     def __init__(self, config, tensors, modality):
         super().__init__()
@@ -117,7 +117,7 @@ class TrainModel(nn.Module):
         return self.projections[modality](self.norms[modality](h[:, 0]))
 
     def forward(self, left, right):
-        """Contrastive loss of pairs (left[i], right[i]): training.md's loss with sides, in F32."""
+        """Contrastive loss of pairs (left[i], right[i]): docs/training.md's loss with sides, in F32."""
         a = self.embed(self.modalities[0], left)
         b = self.embed(self.modalities[1], right)
         dtype = torch.float64 if a.dtype == torch.float64 else torch.float32

@@ -1,6 +1,17 @@
 # uform_add_test(NAME name SOURCES a.c [b.c] [LABELS l ...] [LIBRARIES lib ...] [ARGS ...] [TIMEOUT s])
 # One executable per test, linked to the static library with internal headers visible.
-# Label `tsan` marks tests that `make tsan` runs; `slow` marks those skipped by `make asan`.
+# Labels: `tsan` marks the tests `make tsan` runs; `noasan` those `make asan` leaves out (the Makefile
+# says which and why); `cpu_class` a test about one CPU class, skipped (77) where the CPU lacks it;
+# `slow` a test that takes a minute or more on two cores (information only: every stage runs them).
+# Timeouts scale by UFORM_TEST_TIMEOUT_SCALE (a whole number): `make test-avx2` runs the tests under an
+# emulator, about 13 times slower than the hardware (15); the sanitizers' Debug builds are slower too
+# (`make asan` 2, `make tsan` 4).
+set(UFORM_TEST_TIMEOUT_SCALE 1 CACHE STRING "Factor applied to every test's timeout (emulated runs)")
+function(uform_test_timeout variable seconds)
+  math(EXPR scaled "${seconds} * ${UFORM_TEST_TIMEOUT_SCALE}")
+  set(${variable} ${scaled} PARENT_SCOPE)
+endfunction()
+
 function(uform_add_test)
   cmake_parse_arguments(T "" "NAME;TIMEOUT" "SOURCES;LABELS;LIBRARIES;ARGS" ${ARGN})
   add_executable(${T_NAME} ${T_SOURCES})
@@ -9,5 +20,6 @@ function(uform_add_test)
   if(NOT T_TIMEOUT)
     set(T_TIMEOUT 300)
   endif()
+  uform_test_timeout(T_TIMEOUT ${T_TIMEOUT})
   set_tests_properties(${T_NAME} PROPERTIES TIMEOUT ${T_TIMEOUT} LABELS "${T_LABELS}")
 endfunction()

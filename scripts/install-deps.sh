@@ -23,8 +23,8 @@ packages=(
   # WebDataset shards (src/data: tar, pax and GNU long names, .tar.gz through libarchive)
   libarchive-dev
   # uform serve: HTTP (libmicrohttpd), the page's test in a real browser, the load generator and
-  # the FastAPI peer of its benchmark
-  libmicrohttpd-dev chromium chromium-driver wrk python3-fastapi python3-uvicorn
+  # the FastAPI peer of its benchmark (with uvloop and httptools, uvicorn's fastest mode)
+  libmicrohttpd-dev chromium chromium-driver wrk python3-fastapi python3-uvicorn python3-uvloop python3-httptools
   # the mesh's tests: network namespaces and shaped links, Redis rendezvous, a real mpirun
   iproute2 redis-server openmpi-bin
   # an AVX2-only CPU emulated (qemu-x86_64 -cpu max) for the Haswell class's int8 kernels test
@@ -38,14 +38,50 @@ for package in "${packages[@]}"; do
   fi
 done
 
-if [ ${#missing[@]} -eq 0 ]; then
-  echo "install-deps: all ${#packages[@]} packages present"
-  exit 0
+# Node and npm for the tests of uform serve (the official `openai` npm package, and the driver of
+# headless Chromium). Checked by command, not by package: a machine may have NodeSource's nodejs,
+# which bundles npm and which Debian's npm package would conflict with, so Debian's nodejs and npm
+# are installed only where the commands are missing.
+if ! command -v node > /dev/null; then
+  missing+=(nodejs)
+  command -v npm > /dev/null || missing+=(npm)
+elif ! command -v npm > /dev/null; then
+  if dpkg-query -W -f='${Version}' nodejs 2>/dev/null | grep -q nodesource; then
+    echo "install-deps: NodeSource's nodejs is installed without npm; reinstall it (it bundles npm): Debian's npm would replace it" >&2
+  else
+    missing+=(npm)
+  fi
 fi
 
-echo "install-deps: installing ${missing[*]}"
 sudo_cmd=()
 if [ "$(id -u)" -ne 0 ]; then sudo_cmd=(sudo); fi
 export DEBIAN_FRONTEND=noninteractive
-"${sudo_cmd[@]}" apt-get update -qq
-"${sudo_cmd[@]}" apt-get install -y --no-install-recommends "${missing[@]}"
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#packages[@]} packages present"
+else
+  echo "install-deps: installing ${missing[*]}"
+  "${sudo_cmd[@]}" apt-get update -qq
+  "${sudo_cmd[@]}" apt-get install -y --no-install-recommends "${missing[@]}"
+fi
+
+# QEMU 10's user-mode emulator for `make test-avx2` (scripts/test-avx2.sh): on an AVX-512 machine it
+# runs the C tests on an emulated AVX2-only CPU (`-cpu max`: AVX2, FMA, F16C, no AVX-512), so a kernel
+# or a test that executes AVX-512 where the CPU lacks it dies of SIGILL here as it would on a Zen 3.
+# Debian 12's own qemu-user (7.2) emulates AVX2 gathers wrongly (the resize kernel's vpgatherdd gave
+# other pixels than on hardware), so the statically linked build from bookworm-backports is taken,
+# unpacked into a folder of its own: the system's apt sources and packages stay as they are.
+qemu_dir=/opt/uform/qemu
+if [ "$(uname -m)" = x86_64 ] && [ ! -x "$qemu_dir/usr/bin/qemu-x86_64" ]; then
+  echo "install-deps: fetching qemu-user 10 from bookworm-backports into $qemu_dir"
+  state=$(mktemp -d)
+  trap 'rm -rf "$state"' EXIT
+  mkdir -p "$state/lists/partial" "$state/archives/partial"
+  echo "deb http://deb.debian.org/debian bookworm-backports main" > "$state/sources.list"
+  apt_options=(-o "Dir::Etc::sourcelist=$state/sources.list" -o "Dir::Etc::sourceparts=-"
+               -o "Dir::State::Lists=$state/lists" -o "Dir::Cache::Archives=$state/archives" -o "APT::Sandbox::User=root")
+  "${sudo_cmd[@]}" apt-get "${apt_options[@]}" update -qq
+  (cd "$state" && "${sudo_cmd[@]}" apt-get "${apt_options[@]}" download -qq qemu-user/bookworm-backports)
+  "${sudo_cmd[@]}" mkdir -p "$qemu_dir"
+  "${sudo_cmd[@]}" dpkg-deb -x "$state"/qemu-user_*.deb "$qemu_dir"
+  "$qemu_dir/usr/bin/qemu-x86_64" --version | head -1
+fi

@@ -38,7 +38,8 @@ static int usage(void) {
             "  uform index CKPT (DIR | FILE | --manifest FILE.jsonl)... --out INDEX [options]   (uform index --help)\n"
             "  uform search INDEX CKPT (--text T | --image F | --audio F | --video F) [--top K] [--json]\n"
             "  uform train MANIFEST.jsonl --out CKPT [...]   (uform train --help)\n"
-            "  uform synth DIR [--seed N] [--pairs N] [--heldout N] [--modalities LIST]   (uform synth --help)\n");
+            "  uform synth DIR [--seed N] [--pairs N] [--heldout N] [--modalities LIST]   (uform synth --help)\n"
+            "  uform serve CKPT [--index INDEX] [--host H] [--port N] [...]   (uform serve --help)\n");
     return 2;
 }
 
@@ -411,5 +412,6 @@ int main(int argc, char **argv) {
     if (argc >= 2 && strcmp(argv[1], "search") == 0) return uform_tool_search(argc, argv);
     if (argc >= 2 && strcmp(argv[1], "train") == 0) return uform_command_train(argc - 1, argv + 1);
     if (argc >= 2 && strcmp(argv[1], "synth") == 0) return uform_command_synth_exec(argc - 1, argv + 1);
+    if (argc >= 2 && strcmp(argv[1], "serve") == 0) return uform_command_exec_sibling("uform-serve", argc - 1, argv + 1);
     return usage();
 }

@@ -2,7 +2,7 @@
  * uform_tiny_checkpoint <path> [--seed N] [--size tiny|small|base]
  *
  * Writes a checkpoint with every modality and weights drawn deterministically from the seed
- * (model.md, "The tiny checkpoint"), so tests, examples and benchmarks have a model without
+ * (docs/model.md, "The tiny checkpoint"), so tests, examples and benchmarks have a model without
  * downloads. `--size small` writes the `small` shape with random weights (for benchmarks).
  */
 #include <stdio.h>

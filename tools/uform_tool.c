@@ -74,8 +74,7 @@ double uform_tool_now(void) {
     return (double)time.tv_sec + (double)time.tv_nsec * 1e-9;
 }
 
-/* The length of the valid UTF-8 sequence at `bytes` (1..4), or 0 when it is not one. */
-static size_t utf8_length(const unsigned char *bytes, size_t available) {
+size_t uform_tool_utf8_length(const unsigned char *bytes, size_t available) {
     unsigned char lead = bytes[0];
     size_t length = lead < 0x80 ? 1 : lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC2 ? 2 : 0;
     if (length == 0 || lead > 0xF4 || length > available) return 0;
@@ -91,7 +90,7 @@ void uform_tool_json_string(FILE *out, const char *bytes, size_t length) {
     fputc('"', out);
     while (at < end) {
         unsigned char byte = *at;
-        size_t run = utf8_length(at, (size_t)(end - at));
+        size_t run = uform_tool_utf8_length(at, (size_t)(end - at));
         if (byte == '"' || byte == '\\') fprintf(out, "\\%c", byte), at += 1;
         else if (byte == '\n') fputs("\\n", out), at += 1;
         else if (byte == '\t') fputs("\\t", out), at += 1;

@@ -33,6 +33,10 @@ uform_model_t uform_tool_load(const char *path, uform_executor_t executor, int b
 /* Seconds on the monotonic clock. */
 double uform_tool_now(void);
 
+/* The length of the valid UTF-8 sequence at `bytes` (1..4; overlong forms, surrogates and values
+ * above U+10FFFF are not valid), or 0 when none starts there. `available` must be at least 1. */
+size_t uform_tool_utf8_length(const unsigned char *bytes, size_t available);
+
 /* Writes `length` bytes as a JSON string (quotes included): ", \ and control bytes escaped,
  * bytes that are not valid UTF-8 as \u00XX of their value, so any path round-trips to readable JSON. */
 void uform_tool_json_string(FILE *out, const char *bytes, size_t length);

@@ -50,7 +50,7 @@ static const char help_text[] =
     "  --hidden N, --depth N, --heads N, --mlp N, --embedding N, --text-bytes N, --image-size N,\n"
     "  --image-patch N, --video-size N, --video-patch N, --video-frames N, --video-tubelet N,\n"
     "  --audio-seconds N, --audio-mels N\n"
-    "                      one field of a fresh model's architecture (model.md's config keys; default:\n"
+    "                      one field of a fresh model's architecture (docs/model.md's config keys; default:\n"
     "                      --size's value); the checkpoint's config records them\n"
     "  --steps N           optimisation steps in this run (default 1000, or unbounded with --minutes)\n"
     "  --minutes M         stop the training loop after M minutes (the final save is not counted)\n"

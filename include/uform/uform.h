@@ -548,7 +548,7 @@ UFORM_API uform_status_t uform_tape_validate(const uform_tape_t *tape, uform_out
 /* Models — loading a checkpoint                                                               */
 /* ------------------------------------------------------------------------------------------ */
 
-/* A loaded perception model (model.md). Immutable after load: several executors may use one model
+/* A loaded perception model (docs/model.md). Immutable after load: several executors may use one model
  * at once, each running its own calls. */
 typedef struct uform_model_s *uform_model_t;
 
@@ -560,7 +560,7 @@ typedef enum uform_residency_t {
 
 /*
  * Maps the checkpoint at `path` (a safetensors file whose `__metadata__` holds "uform.format": "4"
- * and "uform.config"; model.md), checks every tensor against the config and prepares the weights
+ * and "uform.config"; docs/model.md), checks every tensor against the config and prepares the weights
  * (BF16 matrices are used in place from the mapping, or repacked once for the kernels of the
  * executor's CPU class; norms and embedding tables are widened to F32). The load runs on
  * `executor` (NULL: the calling thread); `ram_options` chooses the CPU class as for executors
@@ -804,7 +804,7 @@ typedef struct uform_audio_encode_samples_t {
 UFORM_API uform_status_t uform_audio_encode_samples(uform_audio_encode_samples_t *request);
 
 /*
- * Constrained next-byte choice (model.md, text_choose). `texts` are prefixes (a prefix longer than
+ * Constrained next-byte choice (docs/model.md, text_choose). `texts` are prefixes (a prefix longer than
  * the model's `text_bytes` keeps its last `text_bytes` bytes, the ones next to the byte being
  * chosen, where encoding keeps a text's first bytes); `choices` holds one
  * entry per text listing its legal next bytes (distinct; an empty or duplicated list is
@@ -852,8 +852,8 @@ UFORM_API uform_status_t uform_media_probe(const void *bytes, size_t size, uform
                                            uform_outcome_t *outcome);
 
 /*
- * Model-ready inputs of media items, decoded and preprocessed ahead of an encode (model.md's
- * stems up to their patch projection): item i owns rows i·rows_per_item .. (i+1)·rows_per_item of
+ * Model-ready inputs of media items, decoded and preprocessed ahead of an encode (docs/preprocessing.md:
+ * the stems up to their patch projection): item i owns rows i·rows_per_item .. (i+1)·rows_per_item of
  * `rows`, F32 [count · rows_per_item, patch_width], contiguous (stride = patch_width · 4 bytes):
  *   IMAGE  the (S/p)² patches, each (c, y, x), normalised: rows_per_item = (S/p)², width 3·p·p;
  *   VIDEO  the tubelets, time-major, each (c, frame, y, x): (F/t)·(S/p)² rows of 3·t·p·p;
@@ -1114,7 +1114,7 @@ typedef struct uform_index_search_t {
 UFORM_API uform_status_t uform_index_search(uform_index_search_t *request);
 
 /* ------------------------------------------------------------------------------------------ */
-/* Training (training.md)                                                                      */
+/* Training (docs/training.md)                                                                 */
 /* ------------------------------------------------------------------------------------------ */
 /*
  * A trainer owns a model's F32 master weights, its AdamW moments and the scratch its steps need.
@@ -1122,7 +1122,7 @@ UFORM_API uform_status_t uform_index_search(uform_index_search_t *request);
  * receivers): a blocking step that finds the executor busy answers UFORM_CONTENDED, deferred steps
  * and saves run in submission order. Typical use:
  *
- *     uform_trainer_config_t config = {0};          // tiny, training.md's optimizer, seed 0
+ *     uform_trainer_config_t config = {0};          // tiny, docs/training.md's optimizer, seed 0
  *     config.total_steps = 1000;
  *     uform_trainer_t trainer = NULL;
  *     uform_trainer_init_ram(executor, &config, &trainer, &outcome);
@@ -1147,7 +1147,7 @@ typedef struct uform_trainer_s *uform_trainer_t;
 
 /*
  * A mesh joins the trainers of several processes, on one host or many, into one data-parallel run
- * (training.md, "Mesh"). Every process of a run is a *member* with an index in [0, count); a CPU
+ * (docs/mesh.md). Every process of a run is a *member* with an index in [0, count); a CPU
  * process counts as one member. Each member bootstraps the mesh with the same `directory` (a folder
  * every member can read and write: local for one host, a shared file system such as NFS for
  * several) and the same `job` name, then makes its trainer over it:
@@ -1284,15 +1284,15 @@ UFORM_API uform_status_t uform_mesh_describe(uform_mesh_t mesh, uform_mesh_descr
 UFORM_API void uform_mesh_free(uform_mesh_t mesh);
 
 /*
- * What a trainer is made of. A zeroed config is a fresh `tiny` model (model.md) with
- * training.md's optimizer and seed 0. Fields, and what zero means:
+ * What a trainer is made of. A zeroed config is a fresh `tiny` model (docs/model.md) with
+ * docs/training.md's optimizer and seed 0. Fields, and what zero means:
  *
- * Architecture (model.md's config keys; zero takes the value of `size`, whose own zero is "tiny"):
+ * Architecture (docs/model.md's config keys; zero takes the value of `size`, whose own zero is "tiny"):
  *   size                 "tiny", "small" or "base" (the informative "size" of the checkpoint)
- *   hidden ... audio_mels  as model.md; `matryoshka` lists `matryoshka_count` prefixes (0: E/4,
+ *   hidden ... audio_mels  as docs/model.md; `matryoshka` lists `matryoshka_count` prefixes (0: E/4,
  *                        E/2, E); `modalities` is a mask of (1 << uform_modality_t) (0: all four);
  *                        `audio_rate` is always 16000.
- * Optimizer (AdamW with torch.optim.AdamW's semantics, dense; training.md):
+ * Optimizer (AdamW with torch.optim.AdamW's semantics, dense; docs/training.md):
  *   learning_rate        peak rate (0: 1e-3)
  *   beta1, beta2         (0: 0.9, 0.98)
  *   epsilon              added after the square root (0: 1e-6)
@@ -1410,7 +1410,7 @@ typedef struct uform_trainer_stats_t {
 } uform_trainer_stats_t;
 
 /*
- * One optimisation step over one batch (training.md, "A batch" and "Losses").
+ * One optimisation step over one batch (docs/training.md, "A batch" and "Losses").
  *
  * Inputs (borrowed until the call is final):
  *   modalities [n] and contents (a tape of n items): text bytes, or whole image, video or audio
@@ -1497,7 +1497,7 @@ typedef enum uform_trainer_save_optimizer_t {
 } uform_trainer_save_optimizer_t;
 
 /*
- * Writes the trainer's model to `path` as a checkpoint that uform_model_load_ram loads (model.md:
+ * Writes the trainer's model to `path` as a checkpoint that uform_model_load_ram loads (docs/model.md:
  * BF16 matrices, tables and biases; F32 norms and temperatures; the config in "uform.config"),
  * plus, by default, the optimizer's state: `optimizer.weights.{name}` (F32 master weights),
  * `optimizer.m.{name}`, `optimizer.v.{name}` (F32 moments), `optimizer.step` (I64 [1]) and the
@@ -1533,12 +1533,12 @@ UFORM_API uform_status_t uform_trainer_snapshot(uform_trainer_t trainer, const u
                                                 uform_model_t *model, uform_outcome_t *outcome);
 
 /* ------------------------------------------------------------------------------------------ */
-/* Tensor-program session (session.md)                                                         */
+/* Tensor-program session (docs/session.md)                                                    */
 /* ------------------------------------------------------------------------------------------ */
 /* BEGIN SESSION SECTION */
 /*
  * A session compiles small tensor programs (dataflow graphs sent as versioned wire bytes, see
- * src/session/WIRE.md) for this CPU and runs them on buffers the caller supplies. Forward only.
+ * docs/wire.md) for this CPU and runs them on buffers the caller supplies. Forward only.
  * This example is compiled and run as the `test_session_example` test:
  *
  *     // y = softmax(x · wᵀ) over rows: x [2, 3], w [4, 3] (a linear layer's layout), y [2, 4].
@@ -1642,7 +1642,7 @@ typedef enum uform_session_dtype_t {
 /*
  * Operations; the numbers are the wire format's opcodes, fixed forever. Operand counts and
  * attributes (a list of signed 64-bit integers) per opcode; "float" means F32, F64, F16 or BF16;
- * "numeric" means every dtype but BOOL; axes are in [0, rank). Full rules in src/session/WIRE.md.
+ * "numeric" means every dtype but BOOL; axes are in [0, rank). Full rules in docs/wire.md.
  *   NEG ABS RELU (numeric), EXP LOG SQRT RSQRT TANH ERF SIGMOID GELU (float): 1 operand, result of
  *     the same type. GELU is the exact form 0.5·x·(1 + erf(x/√2)) (torch.nn.functional.gelu).
  *   ADD SUB MUL DIV MAX MIN (numeric), POW (float): 2 operands of one dtype, NumPy broadcasting.

@@ -1,4 +1,4 @@
-"""A training batch from Python lists (training.md, "A batch"), checked before anything reaches C.
+"""A training batch from Python lists (docs/training.md, "A batch"), checked before anything reaches C.
 
 Only the shapes and types are checked here (lengths, integers in range, byte values); the rules
 between fields (a relation between a bag and itself, a target outside its choices …) are the

@@ -1,4 +1,4 @@
-"""The mesh (training.md, "Mesh"): several processes, on one host or many, in one data-parallel run.
+"""The mesh (docs/mesh.md): several processes, on one host or many, in one data-parallel run.
 
 Every process of a run bootstraps with the same folder and job name and its own index, then makes
 its trainer over the mesh; each then steps with its own share of every global batch:

@@ -1,4 +1,4 @@
-"""The trainer (training.md): a model's F32 master weights, AdamW state and step scratch.
+"""The trainer (docs/training.md): a model's F32 master weights, AdamW state and step scratch.
 
 A trainer is made over one executor and every verb of it runs there, so it has only executor
 receivers: ``trainer.on(executor).step(...)`` blocks, ``trainer.deferred(executor).step(...)``
@@ -295,7 +295,7 @@ class TrainerReceiver:
         stats: bool = False,
         arena: Any = None,
     ) -> Any:
-        """One optimisation step over one batch (training.md, "A batch"):
+        """One optimisation step over one batch (docs/training.md, "A batch"):
 
         - ``contents``: texts (str or bytes) and media (paths or file bytes), with ``modalities``
           one name per content (or one name for all);

@@ -94,7 +94,7 @@ UFORM_API uform_status_t uform_index_builder_from(uform_index_t index, uform_ind
     for (int m = 0; m < 4 && ok; ++m) ok = reserve(&made->rows[m], index->parts[m].rows * made->row_bytes);
     if (!ok) {
         uform_index_builder_free(made);
-        return uform__fail(outcome, UFORM_OUT_OF_MEMORY, __func__, "cannot copy an index of %zu items", index->count);
+        return uform__fail(outcome, UFORM_OUT_OF_MEMORY, __func__, "cannot allocate memory to copy an index of %zu items", index->count);
     }
     append(&made->modality, index->modality, index->count);
     for (size_t i = 1; i <= index->count; ++i) {
@@ -137,7 +137,7 @@ UFORM_API uform_status_t uform_index_builder_add(uform_index_builder_t builder, 
     if (count > SIZE_MAX / 16 / builder->row_bytes || !reserve(rows, count * builder->row_bytes) ||
         !reserve(&builder->modality, count) || !reserve(&builder->path_offsets, count * sizeof(uint64_t)) ||
         !reserve(&builder->paths, path_bytes))
-        return uform__fail(outcome, UFORM_OUT_OF_MEMORY, function, "cannot grow the index past %zu items",
+        return uform__fail(outcome, UFORM_OUT_OF_MEMORY, function, "cannot allocate memory to grow the index past %zu items",
                            builder->count);
     uint8_t modality_byte = (uint8_t)modality;
     for (size_t k = 0; k < count; ++k) {

@@ -1,5 +1,5 @@
 /*
- * safetensors: the checkpoint container (design/model.md). Private to libuform.
+ * safetensors: the checkpoint container (docs/model.md). Private to libuform.
  *
  * A file is an 8-byte little-endian header length N, N bytes of JSON, then the data section:
  *

@@ -20,11 +20,11 @@
  *     exactly as PyTorch's BF16 autocast and oneDNN's BF16 matmul do. Each product then carries a
  *     relative error of at most 2^-8 from that rounding; the sum is accumulated in F32. Decision:
  *     the dot-product instruction runs at twice the F32 FMA rate (measured here on one core:
- *     ≈230 vs ≈115 GFLOP/s), and BF16 compute (training.md) already means BF16 operands with F32
+ *     ≈230 vs ≈115 GFLOP/s), and BF16 compute (docs/training.md) already means BF16 operands with F32
  *     accumulation. A caller that needs F32 activations kept exact uses forward_f32 with the
  *     weights widened (or the Skylake table).
  *   - backward_w multiplies in F32 on every class. backward_w_bf16 is the BF16-compute form
- *     (training.md: BF16 operands, F32 accumulation): GENOA rounds dY and F32 X to BF16 and uses
+ *     (docs/training.md: BF16 operands, F32 accumulation): GENOA rounds dY and F32 X to BF16 and uses
  *     vdpbf16ps (twice the rate); the other classes compute it exactly as backward_w.
  *
  * Blocking (GotoBLAS/BLIS loop order, gemm_driver.c). The output is cut into column chunks of at

@@ -1,5 +1,5 @@
 /*
- * uform_mesh_bootstrap, uform_mesh_describe, uform_mesh_free (uform.h, training.md "Mesh").
+ * uform_mesh_bootstrap, uform_mesh_describe, uform_mesh_free (uform.h, docs/mesh.md).
  *
  * The bootstrap in directory/job/ (a run of more than one member, once the collectives module is
  * loaded: gloo_load.h):
@@ -137,6 +137,9 @@ static uform_status_t check_bindable(const char *address, uform_outcome_t *outco
     memset(&hints, 0, sizeof hints);
     hints.ai_family = AF_UNSPEC, hints.ai_socktype = SOCK_STREAM, hints.ai_flags = AI_NUMERICHOST | AI_PASSIVE;
     int error = getaddrinfo(address, "0", &hints, &found);
+    if (error == EAI_MEMORY || (error == EAI_SYSTEM && errno == ENOMEM))
+        return uform__fail(outcome, UFORM_OUT_OF_MEMORY, function, "cannot allocate memory to resolve options.address '%s'",
+                           address);
     if (error != 0)
         return uform__fail(outcome, UFORM_INVALID_ARGUMENT, function, "options.address '%s': %s", address,
                            gai_strerror(error));
@@ -177,14 +180,15 @@ static uform_status_t make_facts(bootstrap_t *boot, uform_executor_t executor, u
     if (status == UFORM_OK) status = uform__facts_set(facts, "address", "%s", address);
     if (status == UFORM_OK && options->trainer_config) status = uform__facts_add_trainer(facts, options->trainer_config);
     if (status != UFORM_OK)
-        return uform__fail(boot->outcome, status, boot->function, "cannot hold this member's facts%s",
-                           status == UFORM_INVALID_ARGUMENT ? ": a value is too long" : "");
+        return uform__fail(boot->outcome, status, boot->function, "%s",
+                           status == UFORM_INVALID_ARGUMENT ? "cannot hold this member's facts: a value is too long"
+                                                            : "cannot allocate memory for this member's facts");
     if (options->agreement) {
         status = uform__facts_add_agreement(facts, options->agreement, boot->outcome, boot->function);
         if (status != UFORM_OK) return status;
     }
     status = uform__facts_add_fingerprint(facts);
-    if (status != UFORM_OK) return uform__fail(boot->outcome, status, boot->function, "cannot hold this member's facts");
+    if (status != UFORM_OK) return uform__fail(boot->outcome, status, boot->function, "cannot allocate memory for this member's facts");
     return UFORM_OK;
 }
 
@@ -218,7 +222,8 @@ static uform_status_t refuse_stale(bootstrap_t *boot, time_t now) {
     int stored = stat(path, &info) == 0;
     DIR *folder = opendir(boot->job_path);
     if (!folder)
-        return uform__fail(boot->outcome, UFORM_IO, boot->function, "cannot list '%s': %s", boot->job_path, strerror(errno));
+        return uform__fail(boot->outcome, errno == ENOMEM ? UFORM_OUT_OF_MEMORY : UFORM_IO, boot->function, "cannot list '%s': %s",
+                           boot->job_path, strerror(errno));
     uform_status_t status = UFORM_OK;
     struct dirent *entry;
     double limit = (double)boot->timeout_ms / 1000.0 + 10.0;
@@ -228,7 +233,12 @@ static uform_status_t refuse_stale(bootstrap_t *boot, time_t now) {
         snprintf(path, sizeof path, "%s/%s", boot->job_path, entry->d_name);
         uform__facts_t theirs;
         memset(&theirs, 0, sizeof theirs);
-        if (stat(path, &info) != 0 || read_facts(path, &theirs) != 0) continue; /* gone meanwhile */
+        if (stat(path, &info) != 0) continue; /* gone meanwhile */
+        if (read_facts(path, &theirs) != 0) {
+            if (errno != ENOMEM) continue; /* gone meanwhile */
+            status = uform__fail(boot->outcome, UFORM_OUT_OF_MEMORY, boot->function, "cannot allocate memory to read '%s'", path);
+            break;
+        }
         char why[600];
         const char *pid = uform__facts_get(&theirs, "pid"), *host = uform__facts_get(&theirs, "host");
         if (stored && !process_gone(&theirs, boot->host) && difftime(now, info.st_mtime) <= limit) {
@@ -256,7 +266,7 @@ static uform_status_t refuse_stale(bootstrap_t *boot, time_t now) {
 /* Writes our facts to a temporary file and syncs it; answers the file system's time through *now. */
 static uform_status_t write_temporary(bootstrap_t *boot, const char *temporary, time_t *now) {
     char *text = uform__facts_print(&boot->mine);
-    if (!text) return uform__fail(boot->outcome, UFORM_OUT_OF_MEMORY, boot->function, "cannot print the facts");
+    if (!text) return uform__fail(boot->outcome, UFORM_OUT_OF_MEMORY, boot->function, "cannot allocate memory to print the facts");
     int fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     int failed = fd < 0;
     size_t length = strlen(text), done = 0;
@@ -329,7 +339,9 @@ static void list_missing(const unsigned char *arrived, size_t count, char *text,
 /* Step 3: every member's facts, each compared as it arrives. */
 static uform_status_t hello_barrier(bootstrap_t *boot) {
     unsigned char *arrived = calloc(boot->count, 1);
-    if (!arrived) return uform__fail(boot->outcome, UFORM_OUT_OF_MEMORY, boot->function, "cannot track %zu members", boot->count);
+    if (!arrived)
+        return uform__fail(boot->outcome, UFORM_OUT_OF_MEMORY, boot->function, "cannot allocate memory to track %zu members",
+                           boot->count);
     arrived[boot->index] = 1;
     size_t waiting = boot->count - 1;
     double deadline = now_seconds() + (double)boot->timeout_ms / 1000.0;
@@ -337,6 +349,9 @@ static uform_status_t hello_barrier(bootstrap_t *boot) {
     char path[PATH_MAX + 300], message[UFORM_OUTCOME_MESSAGE_CAPACITY];
     while (status == UFORM_OK && waiting > 0) {
         DIR *folder = opendir(boot->job_path);
+        if (!folder && errno == ENOMEM) /* waiting would not bring memory back: say so now */
+            status = uform__fail(boot->outcome, UFORM_OUT_OF_MEMORY, boot->function, "cannot allocate memory to list '%s'",
+                                 boot->job_path);
         struct dirent *entry;
         while (status == UFORM_OK && folder && (entry = readdir(folder)) != NULL) {
             size_t index;
@@ -344,7 +359,12 @@ static uform_status_t hello_barrier(bootstrap_t *boot) {
             snprintf(path, sizeof path, "%s/%s", boot->job_path, entry->d_name);
             uform__facts_t theirs;
             memset(&theirs, 0, sizeof theirs);
-            if (read_facts(path, &theirs) != 0) continue;
+            if (read_facts(path, &theirs) != 0) {
+                if (errno == ENOMEM)
+                    status = uform__fail(boot->outcome, UFORM_OUT_OF_MEMORY, boot->function, "cannot allocate memory to read '%s'",
+                                         path);
+                continue;
+            }
             /* A member that counts differently may even sit beyond our count. */
             if (uform__facts_compare(&boot->mine, boot->index, &theirs, index, message, sizeof message) != 0)
                 status = uform__fail(boot->outcome, UFORM_CONFIG_MISMATCH, boot->function,

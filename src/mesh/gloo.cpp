@@ -22,11 +22,13 @@
 #include <signal.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <exception>
 #include <memory>
 #include <new>
+#include <cstring>
 #include <string>
 #include <system_error>
 #include <vector>
@@ -117,20 +119,38 @@ enum class blame {
     peers  /* collectives: every failure is about a peer (UFORM_PEER_LOST, or UFORM_TIMEOUT) */
 };
 
+/* Gloo reports a failed system call with strerror's words, and a failed std::ofstream (its buffer
+ * could not be allocated) only as "File cannot be created": either is memory when the text says so
+ * or errno, cleared before the body ran, is ENOMEM when the exception is caught. */
+bool out_of_memory(const std::string &text, int saved_errno) {
+    return saved_errno == ENOMEM || text.find("Cannot allocate memory") != std::string::npos;
+}
+
 /* Runs `body`, translating whatever it throws. */
 template <typename Body>
 uform_status_t guarded(const char *what, blame about, char *message, size_t capacity, Body body) {
     sigpipe_guard guard;
+    errno = 0;
     try {
         body();
         return UFORM_OK;
     } catch (const gloo::IoException &error) {
+        const int saved = errno;
         std::string text = words_of(error.what());
+        if (out_of_memory(text, saved)) {
+            write_message(message, capacity, std::string(what) + ": out of memory (" + text + ")");
+            return UFORM_OUT_OF_MEMORY;
+        }
         write_message(message, capacity, std::string(what) + ": " + text);
         if (mentions_timeout(text)) return UFORM_TIMEOUT;
         return about == blame::host ? UFORM_IO : UFORM_PEER_LOST;
     } catch (const gloo::EnforceNotMet &error) {
+        const int saved = errno;
         std::string text = words_of(error.what());
+        if (out_of_memory(text, saved)) {
+            write_message(message, capacity, std::string(what) + ": out of memory (" + text + ")");
+            return UFORM_OUT_OF_MEMORY;
+        }
         write_message(message, capacity, std::string(what) + ": " + text);
         if (mentions_timeout(text)) return UFORM_TIMEOUT;
         return about == blame::peers ? UFORM_PEER_LOST : UFORM_IO;
@@ -138,6 +158,11 @@ uform_status_t guarded(const char *what, blame about, char *message, size_t capa
         write_message(message, capacity, std::string(what) + ": out of memory");
         return UFORM_OUT_OF_MEMORY;
     } catch (const std::system_error &error) {
+        /* std::thread's constructor throws EAGAIN when pthread_create cannot have a stack: memory. */
+        if (error.code() == std::errc::resource_unavailable_try_again || error.code() == std::errc::not_enough_memory) {
+            write_message(message, capacity, std::string(what) + ": out of memory (cannot start a thread: " + error.what() + ")");
+            return UFORM_OUT_OF_MEMORY;
+        }
         write_message(message, capacity, std::string(what) + ": " + error.what());
         return UFORM_IO;
     } catch (const std::exception &error) {
@@ -198,6 +223,13 @@ extern "C" uform_status_t uform__gloo_connect(const char *store, const char *add
         attr.hostname = address;
         made->device = gloo::transport::tcp::CreateDevice(attr);
     });
+    /* Gloo resolves the address again (getaddrinfo) and says only "Unable to find address" when that
+     * fails. The bootstrap has just resolved and bound this numeric address itself, so a resolver
+     * failure here is one of resources (EAI_MEMORY), as the allocation-failure sweep shows. */
+    if (status == UFORM_IO && message && strstr(message, "Unable to find address")) {
+        write_message(message, capacity, std::string("binding the TCP transport: cannot allocate memory to resolve ") + address);
+        status = UFORM_OUT_OF_MEMORY;
+    }
     if (status == UFORM_OK)
         status = guarded("connecting to the other members", blame::store, message, capacity, [&] {
             auto context = std::make_shared<gloo::rendezvous::Context>((int)rank, (int)size);
@@ -206,6 +238,14 @@ extern "C" uform_status_t uform__gloo_connect(const char *store, const char *add
             context->connectFullMesh(files, made->device);
             made->context = context;
         });
+    /* FileStore writes each key through a std::ofstream, which says only "File cannot be created" when
+     * it cannot allocate its buffer. The store's folder was made by the bootstrap; while it is still
+     * writable, that failure is one of memory. */
+    if (status == UFORM_IO && message && strstr(message, "File cannot be created") && access(store, W_OK) == 0) {
+        write_message(message, capacity, std::string("connecting to the other members: cannot allocate memory to write a key "
+                                                     "of the store in ") + store);
+        status = UFORM_OUT_OF_MEMORY;
+    }
     if (status != UFORM_OK) {
         uform__gloo_free(made);
         return status;

@@ -1,5 +1,5 @@
 /*
- * The mesh (training.md, "Mesh"): the members of one data-parallel run and the collectives between
+ * The mesh (docs/mesh.md): the members of one data-parallel run and the collectives between
  * them. src/train/ uses these functions; only src/mesh/ knows the collectives library.
  *
  * Files of this module, one idea each:

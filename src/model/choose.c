@@ -1,5 +1,5 @@
 /*
- * text_choose (model.md): the [NEXT] row's final state through choose.norm and choose.head gives
+ * text_choose (docs/model.md): the [NEXT] row's final state through choose.norm and choose.head gives
  * 256 byte logits; those of the legal bytes, scaled by exp(temperatures[g]), are soft-maxed over
  * the legal bytes only, in the order the choices list them.
  */

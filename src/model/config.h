@@ -1,5 +1,5 @@
 /*
- * The model's hyperparameters, read from the checkpoint's "uform.config" JSON (model.md).
+ * The model's hyperparameters, read from the checkpoint's "uform.config" JSON (docs/model.md).
  * Keys are fixed so checkpoints written by other tools load; unknown keys are ignored.
  */
 #ifndef UFORM_MODEL_CONFIG_H
@@ -11,7 +11,7 @@
 
 #define UFORM__MODEL_MAX_MATRYOSHKA 8
 
-/* Whisper's STFT geometry, fixed by model.md: a window of 400 samples every 160 at 16 kHz. */
+/* Whisper's STFT geometry, fixed by docs/preprocessing.md: a window of 400 samples every 160 at 16 kHz. */
 #define UFORM__AUDIO_N_FFT 400
 #define UFORM__AUDIO_HOP 160
 /* Log-mel frames per audio token. */
@@ -47,7 +47,7 @@ uform_status_t uform__model_config_parse(const char *json, uform__model_config_t
 /* Writes the config as JSON into a malloc'ed string (NULL when memory runs out). */
 char *uform__model_config_print(const uform__model_config_t *config);
 
-/* The named sizes of model.md ("tiny", "small", "base"); UFORM_INVALID_ARGUMENT for another name. */
+/* The named sizes of docs/model.md ("tiny", "small", "base"); UFORM_INVALID_ARGUMENT for another name. */
 uform_status_t uform__model_config_named(const char *size, uform__model_config_t *config, uform_outcome_t *outcome,
                                          const char *function);
 

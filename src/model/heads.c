@@ -1,5 +1,5 @@
 /*
- * The heads (model.md): {modality}.norm over the final token states gives the STATES; the CLS
+ * The heads (docs/model.md): {modality}.norm over the final token states gives the STATES; the CLS
  * state projected by {modality}.projection and L2-normalised is the EMBEDDING; every token's
  * state projected and normalised is its TOKEN VECTOR. A Matryoshka prefix of `dimensions`
  * columns is taken before normalising, and `outputs_scalar` converts at the very end.

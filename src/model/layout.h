@@ -1,5 +1,5 @@
 /*
- * The list of tensors a config implies (model.md), in one place so the random checkpoint writer
+ * The list of tensors a config implies (docs/model.md), in one place so the random checkpoint writer
  * and the trainer's checkpoints name and shape them exactly as the loader expects.
  */
 #ifndef UFORM_MODEL_LAYOUT_H
@@ -30,7 +30,7 @@ size_t uform__model_tensor_specs(const uform__model_config_t *config, uform__ten
  * sequence on every machine for a given seed. */
 double uform__random_normal(uint64_t *state);
 
-/* Writes a checkpoint of `config` with every tensor drawn from `seed` (model.md, "The tiny
+/* Writes a checkpoint of `config` with every tensor drawn from `seed` (docs/model.md, "The tiny
  * checkpoint"): matrices, biases and tables from N(0, 0.02), norms at 1 and 0, temperatures at
  * ln(1/0.07); matrices, biases and tables stored as BF16, norms and temperatures as F32. */
 uform_status_t uform__model_write_random(const char *path, const uform__model_config_t *config, uint64_t seed,

@@ -1,5 +1,5 @@
 /*
- * Loading a checkpoint: map it, check every tensor against the config (model.md), widen the small
+ * Loading a checkpoint: map it, check every tensor against the config (docs/model.md), widen the small
  * tables to F32 and pack the large matrices once for the kernels of the load's CPU class.
  */
 #include <stdio.h>
@@ -379,7 +379,7 @@ static uform_status_t load_run(void *pointer, uform__call_context_t *context) {
     model->temperatures = widen(&loader, "temperatures", 1, config->temperature_groups, 0);
     for (int m = 0; m < 4; ++m)
         if (config->modalities & (1u << m)) load_stem(&loader, (uform_modality_t)m);
-    /* Everything else must be an optimizer tensor (training.md), which inference ignores. */
+    /* Everything else must be an optimizer tensor (docs/training.md), which inference ignores. */
     for (size_t i = 0; loader.status == UFORM_OK && i < uform__safetensors_count(model->file); ++i) {
         const char *name = uform__safetensors_at(model->file, i)->name;
         if (!loader.seen[i] && strncmp(name, "optimizer.", 10) != 0)

@@ -1,6 +1,6 @@
 /*
- * The stems (model.md): every modality turns its items into rows of width d, starting with a
- * [CLS] row, with `modality.{name}` added to every row.
+ * The stems (docs/model.md; the preprocessing in docs/preprocessing.md): every modality turns its
+ * items into rows of width d, starting with a [CLS] row, with `modality.{name}` added to every row.
  *
  *   text   row k = text.bytes[id_k] + text.positions[k]; ids [CLS] bytes… ([NEXT] for text_choose)
  *   image  decode → shorter side to S (antialiased) → centre crop → /255 → mean/std → p×p patches

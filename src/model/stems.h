@@ -11,7 +11,7 @@ size_t uform__stem_item_tokens(const uform__encode_job_t *job, size_t item);
 size_t uform__stem_patch_width(const uform__model_config_t *config, uform_modality_t modality);
 
 /* Decodes and preprocesses media item `item` of the job (any media source) into its patch rows
- * `target` [tokens − 1, patch_width] (model.md's order). Failures are written to `outcome` with an
+ * `target` [tokens − 1, patch_width] (docs/preprocessing.md). Failures are written to `outcome` with an
  * empty function name and no item prefix (the caller adds them). Thread-safe for distinct targets. */
 uform_status_t uform__stem_decode_item(const uform__encode_job_t *job, size_t item, float *target,
                                       const uform__signal_kernels_t *signal, uform_outcome_t *outcome);

@@ -1,5 +1,5 @@
 /*
- * The trunk (model.md): L pre-norm blocks over every token of a chunk, packed end to end.
+ * The trunk (docs/model.md): L pre-norm blocks over every token of a chunk, packed end to end.
  *
  *   h = x + attn.out( attention( norm1(x) ) )         attention per item, bidirectional
  *   y = h + mlp.down( gelu( mlp.up( norm2(h) ) ) )    GELU in the exact erf form
@@ -136,7 +136,7 @@ uform_status_t uform__trunk_forward(const uform_model_t model, uform__compute_t 
     const uform__nn_kernels_t *nn = compute->nn;
     const uform__parallel_t *parallel = compute->parallel;
     size_t d = config->hidden, mlp = config->mlp;
-    /* model.md fixes the trunk's norms at eps 1e-6; the config's norm_eps is the heads'. */
+    /* docs/model.md fixes the trunk's norms at eps 1e-6; the config's norm_eps is the heads'. */
     const float eps = 1e-6f;
     /* BF16 compute rounds the activations entering each product — unless the kernels' BF16 dot
      * products round them on the way in anyway (Genoa and later), where the pass would be redundant. */

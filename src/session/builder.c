@@ -1,6 +1,6 @@
 /*
  * The program builder: records values, parameters, constants, operations and outputs, and writes
- * them in the wire layout of src/session/WIRE.md. It checks only what it must to write (and the
+ * them in the wire layout of docs/wire.md. It checks only what it must to write (and the
  * operation's type rule when asked to infer), so tests can also write malformed programs.
  */
 #include <stdarg.h>

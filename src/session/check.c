@@ -1,5 +1,5 @@
 /*
- * The type rules of every operation (src/session/WIRE.md lists them) and the whole-program check:
+ * The type rules of every operation (docs/wire.md lists them) and the whole-program check:
  * operands defined before use (which also rules out cycles) and declared result types equal to
  * the inferred ones. Broadcasting follows NumPy: dims align from the right, and each pair must be
  * equal or contain a 1.

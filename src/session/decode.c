@@ -1,5 +1,5 @@
 /*
- * Wire decoding (layout in src/session/WIRE.md). Every read goes through a cursor that checks
+ * Wire decoding (layout in docs/wire.md). Every read goes through a cursor that checks
  * the bytes left first, so malformed input of any length ends in INVALID_PROGRAM with a cause
  * naming the table and entry, never an over-read. Counts are bounded by the bytes left before
  * anything is allocated, so a short program cannot ask for a large allocation.

@@ -1,5 +1,5 @@
 /*
- * A step's batch: validation of everything the caller passed (training.md: anything inconsistent
+ * A step's batch: validation of everything the caller passed (docs/training.md: anything inconsistent
  * is UFORM_INVALID_ARGUMENT naming the field and index, before anything changes), and the plan of
  * the sequences the trunk runs. Private to libuform.
  *

@@ -1,5 +1,5 @@
 /*
- * The trunk under training (model.md, "The trunk"), every block keeping what its backward needs:
+ * The trunk under training (docs/model.md, "The trunk"), every block keeping what its backward needs:
  *
  *   a1 = norm1(x);  qkv = a1·Wqkvᵀ + b;  att = attention(qkv);  h = x + att·Woutᵀ + b
  *   a2 = norm2(h);  u = a2·Wupᵀ + b;     g = gelu(u);           y = h + g·Wdownᵀ + b
@@ -10,7 +10,7 @@
  *   dh = dy + norm2ᵀ(da2); datt = dh·Wout; dWout += dhᵀ·att; dqkv = attentionᵀ(datt)
  *   da1 = dqkv·Wqkv; dWqkv += dqkvᵀ·a1; dx = dh + norm1ᵀ(da1)
  *
- * BF16 compute (training.md: BF16 operands, F32 accumulation) multiplies BF16 copies of the weights
+ * BF16 compute (docs/training.md: BF16 operands, F32 accumulation) multiplies BF16 copies of the weights
  * with BF16-rounded inputs — forward y = bf16(x)·bf16(W)ᵀ + b, backward dx = bf16(dy)·bf16(W) and
  * dW = bf16(dy)ᵀ·bf16(x), db = Σ dy — where Genoa's products round their inputs themselves and
  * the other classes get them rounded here (work->round_inputs; the saved activations are rounded
@@ -187,7 +187,7 @@ uform_status_t uform__train_blocks_forward(uform__train_work_t *work) {
     const uform__parallel_t *parallel = compute->parallel;
     uform_outcome_t *outcome = work->context->outcome;
     size_t T = plan->tokens, S = plan->sequences, d = config->hidden;
-    const float eps = 1e-6f; /* model.md fixes the trunk's norms at 1e-6 */
+    const float eps = 1e-6f; /* docs/model.md fixes the trunk's norms at 1e-6 */
     uform__attention_shape_t shape = attention_shape(work);
     void (*attention)(const uform__attention_shape_t *, const float *, float *, float *, const uform__parallel_t *) =
         compute->compute == UFORM_COMPUTE_BF16 ? nn->attention_forward_bf16 : nn->attention_forward;

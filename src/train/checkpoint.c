@@ -1,5 +1,5 @@
 /*
- * Training checkpoints (training.md): what uform_model_load_ram loads — BF16 matrices, tables and
+ * Training checkpoints (docs/training.md): what uform_model_load_ram loads — BF16 matrices, tables and
  * biases, F32 norms and temperatures, the config in "uform.config" — plus the optimizer's state:
  * `optimizer.weights.{name}` (F32 master weights), `optimizer.m.{name}`, `optimizer.v.{name}` (F32)
  * and `optimizer.step` (I64 [1]), the optimizer settings in "uform.optimizer" and the caller's

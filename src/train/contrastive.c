@@ -1,5 +1,5 @@
 /*
- * The contrastive loss (training.md, "Losses"), forward and backward, in double precision: the
+ * The contrastive loss (docs/training.md, "Losses"), forward and backward, in double precision: the
  * batch's bags and relations are few (a few hundred vectors), so this costs nothing next to the
  * trunk and keeps the loss exact to float rounding of its inputs.
  *

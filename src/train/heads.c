@@ -1,5 +1,5 @@
 /*
- * The heads under training (model.md, "Heads and outputs" and "text_choose"), forward and backward.
+ * The heads under training (docs/model.md, "Heads and outputs" and "text_choose"), forward and backward.
  *
  *   embeddings  [CLS] final state → {modality}.norm → {modality}.projection → e [N, E] (F32; the
  *               contrastive loss normalises every Matryoshka prefix itself)

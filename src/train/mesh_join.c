@@ -1,5 +1,5 @@
 /*
- * A trainer joining its mesh (training.md, "Data-parallel semantics"): after every member has made
+ * A trainer joining its mesh (docs/mesh.md, "Data-parallel semantics"): after every member has made
  * its trainer (or failed to), the members exchange fixed-size records of their resolved configs and
  * statuses. A failure anywhere fails every member's init; a disagreement is UFORM_CONFIG_MISMATCH
  * naming the field and both values (every member compares every record with member 0's in the same

@@ -1,5 +1,5 @@
 /*
- * A step over a mesh (training.md, "Data-parallel semantics"): the exchanges step.c makes at three
+ * A step over a mesh (docs/mesh.md, "Data-parallel semantics"): the exchanges step.c makes at three
  * points of a step, and the rules that keep every member in the same place. Private to src/train/.
  *
  *   begin   after decoding: every member's shape and status (fixed-size records), so the sizes of

@@ -1,5 +1,5 @@
 /*
- * The optimizer (training.md, "Optimizer"): the warmup-then-cosine schedule, the global gradient
+ * The optimizer (docs/training.md, "Optimizer"): the warmup-then-cosine schedule, the global gradient
  * norm and clipping, and AdamW with torch.optim.AdamW's semantics, dense — every tensor is stepped
  * every step, so a tensor the batch never reached still decays and its moments shrink.
  */
@@ -23,7 +23,7 @@ double uform__train_learning_rate(const uform__optimizer_t *optimizer, uint64_t 
 uform_status_t uform__train_optimizer_resolve(const uform__optimizer_t *given, uform__optimizer_t *resolved,
                                               uform_outcome_t *outcome, const char *function) {
     *resolved = *given;
-    /* Zero takes training.md's default; a negative weight decay, clip norm or loss weight means 0. */
+    /* Zero takes docs/training.md's default; a negative weight decay, clip norm or loss weight means 0. */
     if (resolved->learning_rate == 0) resolved->learning_rate = 1e-3;
     if (resolved->beta1 == 0) resolved->beta1 = 0.9;
     if (resolved->beta2 == 0) resolved->beta2 = 0.98;
@@ -82,7 +82,7 @@ static void scale_range(void *context, size_t begin, size_t end) {
 void uform__train_update(uform_trainer_t trainer, double grad_norm, uint64_t step, double learning_rate,
                          const uform__nn_kernels_t *nn, const uform__parallel_t *parallel) {
     const uform__optimizer_t *optimizer = &trainer->optimizer;
-    /* Global clipping: every gradient times clip / norm when the norm exceeds clip (training.md). */
+    /* Global clipping: every gradient times clip / norm when the norm exceeds clip (docs/training.md). */
     if (optimizer->clip_norm > 0 && grad_norm > optimizer->clip_norm) {
         scale_loop_t loop = {trainer->grads, (float)(optimizer->clip_norm / grad_norm)};
         uform__nn_parallel_ranges(parallel, trainer->total, 1 << 14, scale_range, &loop);

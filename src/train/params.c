@@ -1,5 +1,5 @@
 /*
- * The trainer's parameters: the tensors model.md names for the config (model/layout.c lists them),
+ * The trainer's parameters: the tensors docs/model.md names for the config (model/layout.c lists them),
  * laid out in four parallel F32 blocks (weights, gradients, first and second moments) at the same
  * offsets, each tensor 64-byte aligned, plus BF16 copies of the matrices the products read under
  * BF16 compute. Two model views point into the blocks, so the forward reuses the inference
@@ -100,7 +100,7 @@ void uform__train_params_initialise(uform_trainer_t trainer) {
         case UFORM__TENSOR_MATRIX: std = 0.02; break;
         case UFORM__TENSOR_POSITIONS: std = 0.2; break;
         case UFORM__TENSOR_TABLE:
-            /* text.bytes and the modality vectors are drawn; CLS rows start at 0 (training.md). */
+            /* text.bytes and the modality vectors are drawn; CLS rows start at 0 (docs/training.md). */
             std = has_suffix(param->spec.name, ".cls") ? 0.0 : 0.02;
             break;
         case UFORM__TENSOR_NORM_WEIGHT: constant = 1.0; break;

@@ -1,5 +1,5 @@
 /*
- * The stems under training (model.md, "Tokens: the stems"), forward and backward:
+ * The stems under training (docs/model.md, "The stems"), forward and backward:
  *
  *   text   x[k] = text.bytes[id_k] + text.positions[k] + modality.text
  *   media  x[0] = cls + positions[0] + modality;  x[k] = patch_k·Wᵀ + b + positions[k] (+ time) + modality

@@ -1,5 +1,5 @@
 /*
- * The step verb (training.md): decode → stems → blocks → heads → losses → backward → clip → AdamW.
+ * The step verb (docs/training.md): decode → stems → blocks → heads → losses → backward → clip → AdamW.
  *
  * Nothing the trainer keeps changes before the update, and the update cannot fail: a bad batch,
  * an undecodable content, a cancel or a failed allocation leaves weights, moments and the step

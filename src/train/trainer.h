@@ -1,5 +1,5 @@
 /*
- * The trainer (design/training.md): F32 master weights, their gradients and AdamW moments in four
+ * The trainer (docs/training.md): F32 master weights, their gradients and AdamW moments in four
  * parallel blocks, BF16 copies of the matrices for BF16 compute, and a model view whose layers
  * point into them so the forward reuses the inference kernels' wrappers. Private to libuform.
  *
@@ -81,7 +81,7 @@ struct uform_trainer_s {
  * grads and moments). UFORM_OUT_OF_MEMORY on failure (the caller frees what was made). */
 uform_status_t uform__train_params_create(uform_trainer_t trainer, uform_outcome_t *outcome, const char *function);
 
-/* Draws fresh weights from `trainer->seed` (training.md, "Initialisation"). */
+/* Draws fresh weights from `trainer->seed` (docs/training.md, "Initialisation"). */
 void uform__train_params_initialise(uform_trainer_t trainer);
 
 /* Points both model views' layers into the blocks (after create; the pointers never move). */
@@ -101,7 +101,7 @@ void uform__train_params_free(uform_trainer_t trainer);
 /* The learning rate of step `step` (from 1): warmup, then cosine to 0.1·lr at total_steps. */
 double uform__train_learning_rate(const uform__optimizer_t *optimizer, uint64_t step);
 
-/* Replaces zeroes with training.md's defaults; UFORM_INVALID_ARGUMENT names a value out of range. */
+/* Replaces zeroes with docs/training.md's defaults; UFORM_INVALID_ARGUMENT names a value out of range. */
 uform_status_t uform__train_optimizer_resolve(const uform__optimizer_t *given, uform__optimizer_t *resolved,
                                               uform_outcome_t *outcome, const char *function);
 

@@ -1,6 +1,6 @@
 /*
  * A step's working memory and the passes that share it: stems, blocks and heads, each forward
- * with its backward (training.md, "Backward passes"). Private to src/train/.
+ * with its backward (docs/training.md, "Backward passes"). Private to src/train/.
  *
  * Shapes: T tokens of the packed batch, d hidden, H heads, F = mlp, E embedding, S sequences
  * (N of them embeddings, C choices), P_m patch rows of media modality m with width w_m.
@@ -117,7 +117,7 @@ double uform__train_choice_loss(uform__train_work_t *work, double weight);
 uform_status_t uform__train_heads_backward(uform__train_work_t *work);
 
 /* ---- contrastive.c ---- */
-/* The Matryoshka contrastive loss (training.md, "Losses") of the batch's relations from
+/* The Matryoshka contrastive loss (docs/training.md, "Losses") of the batch's relations from
  * work->embeddings; its gradient (times `weight`) into work->d_embeddings (overwritten) and the
  * temperatures' into work->d_temperatures (accumulated); the full-width bag embeddings into
  * work->bag_embeddings. Answers the loss (0 without relations). */

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 
 #include "common/check.h"
+#include "common/skip.h"
 #include "core/arena.h"
 #include "kernels/nn.h"
 #include "model/config.h"
@@ -59,8 +60,7 @@ int main(int argc, char **argv) {
     char command[2048];
     snprintf(command, sizeof command, "%s -c 'import numpy' 2>/dev/null", argv[2]);
     if (system(command) != 0) {
-        printf("skipped: %s has no NumPy\n", argv[2]);
-        return 77;
+        return check_skip_missing("%s has no NumPy (python3-numpy)", argv[2]);
     }
     float *vectors = malloc((size_t)ITEMS * DIMS * sizeof(float));
     uint8_t modalities[ITEMS];

@@ -13,6 +13,7 @@
  * modalities and two of them.
  */
 #include "common/check.h"
+#include "common/skip.h"
 #include "core/arena.h"
 #include "index/index.h"
 #include "io/safetensors.h"
@@ -196,7 +197,7 @@ int main(void) {
                 for (size_t j = 0; j < QUERIES; ++j)
                     brute_force(&corpus, j, masks[m] ? masks[m] : 0xFu, candidates, expected + j * TOP);
                 for (size_t k = 0; k < sizeof classes / sizeof *classes; ++k) {
-                    if (!uform_cpu_class_supported(classes[k])) continue;
+                    if (!check_class_runs(classes[k])) continue;
                     for (size_t threads = 1; threads <= 3; ++threads) {
                         uform_ram_options_t options = {NULL, 0, classes[k], UFORM_COMPUTE_F32};
                         uform_executor_t executor = NULL;

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "common/check.h"
+#include "common/skip.h"
 #include "io/safetensors.h"
 
 typedef struct reference_t {
@@ -128,8 +129,7 @@ static uint64_t element_count(const reference_t *reference) {
 
 int main(int argc, char **argv) {
     if (argc < 3 || access(argv[1], X_OK) != 0) {
-        printf("skipped: no Python interpreter at %s\n", argc > 1 ? argv[1] : "(none given)");
-        return 77;
+        return check_skip_missing("no Python interpreter at %s", argc > 1 ? argv[1] : "(none given)");
     }
     char directory[] = "/tmp/uform_io_python_XXXXXX";
     if (!mkdtemp(directory)) return 1;

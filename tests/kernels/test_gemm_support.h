@@ -11,6 +11,7 @@
 #include <stdlib.h>
 
 #include "common/check.h"
+#include "common/skip.h"
 #include "kernels/gemm.h"
 #include "uform/uform.h"
 
@@ -29,8 +30,7 @@ static inline uint64_t test_gemm_seed(int argc, char **argv, uint64_t fallback) 
 
 /* The class's GEMM table, or NULL, with a line that says so, when this CPU does not run it. */
 static inline const uform__gemm_kernels_t *test_gemm_table(uform_cpu_class_t cpu_class) {
-    if (!uform_cpu_class_supported(cpu_class)) {
-        printf("%s: not supported by this CPU, skipped\n", uform_cpu_class_name(cpu_class));
+    if (!check_class_runs(cpu_class)) {
         return NULL;
     }
     return uform__gemm_kernels(cpu_class);

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "common/check.h"
+#include "common/skip.h"
 #include "kernels/gemm.h"
 
 static int write_floats(const char *folder, const char *name, const float *values, size_t count) {
@@ -107,7 +108,7 @@ static void run_shape(const char *python, const char *script, size_t m, size_t n
                                                     UFORM_CPU_CLASS_AMD_GENOA};
         float *out = malloc((m * k + n * k + m * n + n) * sizeof(float));
         for (size_t c = 0; c < sizeof classes / sizeof classes[0]; ++c) {
-            if (!uform_cpu_class_supported(classes[c])) continue;
+            if (!check_class_runs(classes[c])) continue;
             const uform__gemm_kernels_t *table = uform__gemm_kernels(classes[c]);
             const char *name = uform_cpu_class_name(classes[c]);
             int genoa = classes[c] == UFORM_CPU_CLASS_AMD_GENOA;

@@ -6,6 +6,7 @@
  */
 #include "kernels/nn_attention_test_cases.h"
 #include "kernels/nn_test_support.h"
+#include "common/skip.h"
 
 /* Naive attention in double. qkv [T, 3d] → out [T, d], lse [H, T]. */
 static void reference_forward(const uform__attention_shape_t *shape, const double *qkv, double *out, double *lse) {
@@ -140,8 +141,7 @@ static void check_against_reference(const attention_case_t *c, uint64_t seed) {
 
     for (size_t k = 0; k < test_simd_class_count; ++k) {
         uform_cpu_class_t cpu_class = test_simd_classes[k];
-        if (!uform_cpu_class_supported(cpu_class)) {
-            printf("skipping %s: not supported here\n", uform_cpu_class_name(cpu_class));
+        if (!check_class_runs(cpu_class)) {
             continue;
         }
         const uform__nn_kernels_t *kernels = uform__nn_kernels(cpu_class);
@@ -198,7 +198,7 @@ static void check_schedules(const attention_case_t *c, uint64_t seed, float spre
                                          UFORM_CPU_CLASS_INTEL_SKYLAKE, UFORM_CPU_CLASS_INTEL_ICELAKE,
                                          UFORM_CPU_CLASS_AMD_GENOA};
     for (size_t k = 0; k < sizeof classes / sizeof classes[0]; ++k) {
-        if (!uform_cpu_class_supported(classes[k])) continue;
+        if (!check_class_runs(classes[k])) continue;
         const uform__nn_attention_ops_t *ops = uform__nn_attention_ops(classes[k]);
         uform__nn_kernels(classes[k])->attention_forward(&b.shape, b.qkv, b.out, b.lse, NULL);
         memset(dqkv_two, 0xFF, T * 3 * d * sizeof(float));
@@ -251,7 +251,7 @@ static void check_finite_differences(uint64_t seed) {
     const uform_cpu_class_t classes[] = {UFORM_CPU_CLASS_SERIAL, UFORM_CPU_CLASS_INTEL_HASWELL,
                                          UFORM_CPU_CLASS_INTEL_SKYLAKE, UFORM_CPU_CLASS_AMD_GENOA};
     for (size_t k = 0; k < sizeof classes / sizeof classes[0]; ++k) {
-        if (!uform_cpu_class_supported(classes[k])) continue;
+        if (!check_class_runs(classes[k])) continue;
         run(uform__nn_kernels(classes[k]), &b, NULL);
         char label[96];
         snprintf(label, sizeof label, "%s dqkv vs finite differences", uform_cpu_class_name(classes[k]));
@@ -271,7 +271,7 @@ static void check_nan_propagates(void) {
     const uform_cpu_class_t classes[] = {UFORM_CPU_CLASS_SERIAL, UFORM_CPU_CLASS_INTEL_HASWELL,
                                          UFORM_CPU_CLASS_INTEL_SKYLAKE};
     for (size_t k = 0; k < 3; ++k) {
-        if (!uform_cpu_class_supported(classes[k])) continue;
+        if (!check_class_runs(classes[k])) continue;
         uform__nn_kernels(classes[k])->attention_forward(&b.shape, b.qkv, b.out, b.lse, NULL);
         CHECK_MSG(isnan(b.out[0]), "%s: a NaN key gave out[0] = %g", uform_cpu_class_name(classes[k]), b.out[0]);
         CHECK_MSG(!isnan(b.out[5 * b.d]), "%s: a NaN in item 0 leaked into item 1", uform_cpu_class_name(classes[k]));
@@ -307,7 +307,7 @@ static void check_queries(uint64_t seed) {
                                          UFORM_CPU_CLASS_INTEL_SKYLAKE, UFORM_CPU_CLASS_AMD_GENOA};
     float *row_out = malloc(count * d * sizeof(float)), *row_lse = malloc(H * count * sizeof(float));
     for (size_t k = 0; k < sizeof classes / sizeof classes[0]; ++k) {
-        if (!uform_cpu_class_supported(classes[k])) continue;
+        if (!check_class_runs(classes[k])) continue;
         for (size_t threads = 1; threads <= 2; ++threads) {
             test_pool_t pool;
             uform__parallel_t parallel;

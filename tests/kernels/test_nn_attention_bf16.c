@@ -11,6 +11,7 @@
  */
 #include "kernels/nn_attention_test_cases.h"
 #include "kernels/nn_test_support.h"
+#include "common/skip.h"
 
 enum { reference_block = 64 }; /* UFORM__NN_ATTENTION_BLOCK, restated: the semantics depend on it */
 
@@ -152,8 +153,7 @@ static void check_case(const attention_case_t *c, int one_query, uint64_t seed) 
     float *one = malloc((n * d + 1) * sizeof(float)), *one_lse = malloc((H * n + 1) * sizeof(float));
     char label[128];
     for (size_t k = 0; k < class_count; ++k) {
-        if (!uform_cpu_class_supported(classes[k])) {
-            printf("skipping %s: not supported here\n", uform_cpu_class_name(classes[k]));
+        if (!check_class_runs(classes[k])) {
             continue;
         }
         const uform__nn_kernels_t *kernels = uform__nn_kernels(classes[k]);
@@ -216,7 +216,7 @@ static void check_nan_propagates(void) {
         size_t token = which == 0 ? 3 : 66; /* Q: row 3 only; K, V: a key in the second key block */
         qkv[token * 3 * d + (size_t)which * d + 5] = NAN;
         for (size_t k = 0; k < class_count; ++k) {
-            if (!uform_cpu_class_supported(classes[k])) continue;
+            if (!check_class_runs(classes[k])) continue;
             uform__nn_kernels(classes[k])->attention_forward_bf16(&shape, qkv, out, lse, NULL);
             const char *name = uform_cpu_class_name(classes[k]), *part = which == 0 ? "q" : which == 1 ? "k" : "v";
             CHECK_MSG(isnan(out[3 * d + 5]), "%s: a NaN in %s gave out[3][5] = %g", name, part, out[3 * d + 5]);
@@ -250,7 +250,7 @@ static void check_tables(void) {
     uform__attention_shape_t shape = {3, 1, 129, offsets, 1, NULL};
     float qkv[3 * 3 * 129] = {0}, out[3 * 129], lse[3];
     for (size_t k = 0; k < class_count; ++k) {
-        if (!uform_cpu_class_supported(classes[k])) continue;
+        if (!check_class_runs(classes[k])) continue;
         uform__nn_kernels(classes[k])->attention_forward_bf16(&shape, qkv, out, lse, NULL);
         CHECK_MSG(isnan(out[0]) && isnan(out[3 * 129 - 1]) && isnan(lse[2]), "%s: head width 129 gave %g, %g",
                   uform_cpu_class_name(classes[k]), out[0], lse[2]);

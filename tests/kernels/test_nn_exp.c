@@ -11,6 +11,7 @@
 #include <stdlib.h>
 
 #include "common/check.h"
+#include "common/skip.h"
 #include "kernels/nn.h"
 
 int main(void) {
@@ -23,7 +24,7 @@ int main(void) {
     enum { rows = 64, width = 197 };
     float *x = malloc(rows * width * sizeof(float)), *y = malloc(rows * width * sizeof(float));
     for (size_t c = 0; c < sizeof classes / sizeof classes[0]; ++c) {
-        if (!uform_cpu_class_supported(classes[c])) continue;
+        if (!check_class_runs(classes[c])) continue;
         const uform__nn_kernels_t *nn = uform__nn_kernels(classes[c]);
         for (size_t m = 0; m < sizeof maxima / sizeof maxima[0]; ++m) {
             /* Row r: the max, one probe at max − 12·r/rows and the rest at max − 20 .. max − 103,

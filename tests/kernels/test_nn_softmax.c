@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include "common/check.h"
+#include "common/skip.h"
 #include "kernels/nn.h"
 
 static void reference(size_t width, const float *x, double *y) {
@@ -25,7 +26,7 @@ int main(void) {
     static const size_t widths[] = {1, 2, 7, 16, 17, 31, 64, 97, 256, 1031};
     enum { rows = 5, stride_extra = 3 };
     for (size_t c = 0; c < sizeof classes / sizeof classes[0]; ++c) {
-        if (!uform_cpu_class_supported(classes[c])) continue;
+        if (!check_class_runs(classes[c])) continue;
         const uform__nn_kernels_t *nn = uform__nn_kernels(classes[c]);
         CHECK(nn->softmax_forward != NULL);
         for (size_t w = 0; w < sizeof widths / sizeof widths[0]; ++w) {

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "kernels/nn_test_support.h"
+#include "common/skip.h"
 
 #ifndef NN_TORCH_PYTHON
 #define NN_TORCH_PYTHON "/usr/bin/python3"
@@ -46,7 +47,7 @@ static size_t classes_here(uform_cpu_class_t *classes) {
     size_t count = 0;
     classes[count++] = UFORM_CPU_CLASS_SERIAL;
     for (size_t k = 0; k < test_simd_class_count; ++k)
-        if (uform_cpu_class_supported(test_simd_classes[k])) classes[count++] = test_simd_classes[k];
+        if (check_class_runs(test_simd_classes[k])) classes[count++] = test_simd_classes[k];
     return count;
 }
 
@@ -169,10 +170,8 @@ int main(int argc, char **argv) {
     snprintf(command, sizeof command, "'%s' '%s' '%s'", NN_TORCH_PYTHON, NN_REFERENCE_SCRIPT, directory);
     int status = system(command);
     int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    if (code == 77 || code == 127) { /* the script's "no torch", or the shell's "no such interpreter" */
-        printf("skipped: %s cannot run the torch reference\n", NN_TORCH_PYTHON);
-        return 77;
-    }
+    if (code == 77 || code == 127) /* the script's "no torch", or the shell's "no such interpreter" */
+        return check_skip_missing("%s cannot run the torch reference (python3-torch)", NN_TORCH_PYTHON);
     CHECK_MSG(code == 0, "%s exited with %d", command, code);
     if (code != 0) return check_finish();
 

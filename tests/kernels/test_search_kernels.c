@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "common/check.h"
+#include "common/skip.h"
 #include "kernels/search.h"
 
 static uint64_t seed = 0x5EA4C4;
@@ -157,8 +158,7 @@ int main(void) {
     const size_t columns_list[] = {1, 7, 8, 16, 31, 33, 64, 65, 127, 256, 259};
     const size_t queries_list[] = {1, 2, 5, 13};
     for (size_t k = 0; k < sizeof classes / sizeof classes[0]; ++k) {
-        if (!uform_cpu_class_supported(classes[k])) {
-            printf("%s: not supported here, skipped\n", uform_cpu_class_name(classes[k]));
+        if (!check_class_runs(classes[k])) {
             continue;
         }
         const uform__search_kernels_t *kernels = uform__search_kernels(classes[k]);

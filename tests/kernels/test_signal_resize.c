@@ -7,6 +7,7 @@
 #include "core/cpu.h"
 #include "kernels/signal.h"
 #include "test_signal_common.h"
+#include "common/skip.h"
 
 typedef struct resize_case_t {
     size_t height, width, out_height, out_width; /* resize_to */
@@ -266,8 +267,9 @@ static void test_classes(uint64_t *state) {
         CHECK_STATUS(resize(&plan, image, w * 3, UFORM__SIGNAL_PIXELS_F32_HWC, NULL, NULL, 0,
                                                expected, serial, NULL, NULL),
                      UFORM_OK);
-        for (int cls = UFORM_CPU_CLASS_SERIAL; cls <= UFORM_CPU_CLASS_MONOVERSIONED; ++cls) {
-            if (!uform_cpu_class_supported((uform_cpu_class_t)cls)) continue;
+        for (size_t k = 0; k < CHECK_KERNEL_CLASSES; ++k) {
+            const uform_cpu_class_t cls = check_kernel_classes[k];
+            if (!check_class_runs(cls)) continue;
             const uform__signal_kernels_t *kernels = uform__signal_kernels((uform_cpu_class_t)cls);
             memset(actual, 0xFF, n * sizeof(float));
             CHECK_STATUS(resize(&plan, image, w * 3, UFORM__SIGNAL_PIXELS_F32_HWC, NULL, NULL, 0,

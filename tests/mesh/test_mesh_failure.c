@@ -1,5 +1,5 @@
 /*
- * A member lost in the middle of a step (training.md, "Mesh"): every other member's step fails with
+ * A member lost in the middle of a step (docs/mesh.md, "Failure detection"): every other member's step fails with
  * UFORM_PEER_LOST or UFORM_TIMEOUT within the mesh's timeout (plus 3 s) — never a hang, never an
  * abort — its trainer exactly as before the step, its next step refused at once (the mesh is broken),
  * and the checkpoint member 0 saved after the last good step loads and resumes.
@@ -17,6 +17,7 @@
 #include <sched.h>
 
 #include "common/check.h"
+#include "common/skip.h"
 #include "mesh_test.h"
 #include "train/trainer.h"
 
@@ -249,8 +250,7 @@ static int run_signal(const char *mode, int signal_number, size_t victim, int af
 
 static int run_netns(void) {
     if (geteuid() != 0 || run_command("ip netns list > /dev/null 2>&1") != 0) {
-        printf("skipped: cutting a link between network namespaces needs root and iproute2\n");
-        return 77;
+        return check_skip_missing("cutting a link between network namespaces needs root and iproute2");
     }
     scenario_t scenario = {.mode = "netns", .members = 2, .victim = 99, .signal_number = 0,
                            .addresses = {"10.77.0.1", "10.77.0.2"}};
@@ -270,8 +270,7 @@ static int run_netns(void) {
         snprintf(command, sizeof command, "ip netns del %s 2>/dev/null; ip netns del %s 2>/dev/null",
                  scenario.namespaces[0], scenario.namespaces[1]);
         run_command(command);
-        printf("skipped: this machine refuses network namespaces with a veth pair\n");
-        return 77;
+        return check_skip_missing("this machine refuses network namespaces with a veth pair (root and iproute2)");
     }
     mesh_members_t members;
     mesh_members_start(&members, 2, member, &scenario);

@@ -1,5 +1,5 @@
 /*
- * k processes equal one (training.md, "Data-parallel semantics"): 2 and 3 members, each stepping
+ * k processes equal one (docs/mesh.md, "Data-parallel semantics"): 2 and 3 members, each stepping
  * with its contiguous share of every batch, end with the weights of one process that stepped with the
  * whole batch — to 1e-5 relative in F32 compute after 3 steps (see relative_difference) — with the same global
  * losses and gradient norms, and the members' weights bit-identical to each other. A mesh of one is

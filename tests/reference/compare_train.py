@@ -162,7 +162,7 @@ def compare_after(tally, label, path, state, tolerance, excusable=None):
                 tally.record(False, f"{label}.{key}", "missing from the engine's checkpoint")
                 continue
             if dtypes[key] != "F32":
-                tally.record(False, f"{label}.{key}", f"dtype {dtypes[key]}, training.md says F32")
+                tally.record(False, f"{label}.{key}", f"dtype {dtypes[key]}, docs/training.md says F32")
                 continue
             compare_tensor(tally, f"{label}.{key}", arrays[key], store[name].numpy(),
                            square_tolerance(tolerance) if kind == "v" else tolerance, FLOORS[kind],

@@ -140,7 +140,7 @@ static void tape_add(tape_t *tape, const void *bytes, size_t length) {
     }
     tape->offsets = realloc(tape->offsets, (tape->count + 2) * sizeof(size_t));
     if (tape->count == 0) tape->offsets[0] = 0;
-    memcpy(tape->data + tape->used, bytes, length);
+    if (length) memcpy(tape->data + tape->used, bytes, length); /* the first text is empty: data may be NULL */
     tape->used += length;
     tape->offsets[++tape->count] = tape->used;
 }

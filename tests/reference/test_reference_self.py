@@ -121,7 +121,7 @@ def test_checkpoint_and_tokens(model, config):
     mel = torch.randn(R.audio_frames(config), config["audio"]["mels"], dtype=torch.float64)
     check(model.audio_tokens(mel).shape == (R.audio_frames(config) // 4 + 1, d), "audio tokens")
 
-    # Contents against explicit loops written straight from model.md's wording.
+    # Contents against explicit loops written straight from docs/model.md's wording.
     w = model.w
     rows = model.text_tokens(b"\x00\xff", True)
     for k, token in enumerate([256, 0, 255, 257]):

@@ -1,6 +1,6 @@
 """Self-tests of the training reference (no engine needed): /usr/bin/python3 test_train_reference_self.py
 
-Checks train_reference.py against restatements of training.md that share no code with it: the
+Checks train_reference.py against restatements of docs/training.md that share no code with it: the
 batched contrastive loss against a per-relation Python loop, bag embeddings and the choice loss
 against the inference reference (Model.encode, Model.choose), the whole loss's gradient against
 central finite differences in float64, the learning-rate schedule at chosen steps, the hand
@@ -69,7 +69,7 @@ def example(directory):
 # ---------------------------------------------------------------------------------------------
 
 def loop_contrastive(embeddings, sides, lefts, rights, groups, temperatures):
-    """training.md's formula one relation, one prefix and one candidate at a time, in Python floats."""
+    """docs/training.md's formula one relation, one prefix and one candidate at a time, in Python floats."""
     if not lefts:
         return 0.0
     per_prefix = []

@@ -1,6 +1,6 @@
-"""Independent PyTorch reference of the UForm 4 training step (shared/design/training.md).
+"""Independent PyTorch reference of the UForm 4 training step (docs/training.md).
 
-Written from training.md and model.md (never from the engine's C sources), on top of the model
+Written from docs/training.md and docs/model.md (never from the engine's C sources), on top of the model
 reference in uform_reference.py.  Run by Debian's /usr/bin/python3 (torch 1.13, numpy 1.24).
 
     /usr/bin/python3 train_reference.py write-dump DIR [--compute f32|bf16] [--dtype float32|float64] [--seed N]
@@ -9,7 +9,7 @@ writes an example step-parity dump (format: README.md) in which this reference s
 engine (in float32 for F32 compute, float64 for BF16 compute: `example_dtype`); compare_train.py
 checks such a dump.
 
-One step (`TrainerState.step`), as training.md defines it:
+One step (`TrainerState.step`), as docs/training.md defines it:
 
 - Every content in a bag is encoded like inference encodes it (text: [CLS] + its first T bytes;
   media: the stems of preprocessed tensors), through the trunk and `{modality}.norm`; its CLS state
@@ -61,7 +61,7 @@ def is_position_table(name):
 
 
 def decays(name, shape):
-    """training.md: weight decay on the rank-2 tensors except the position tables (text.bytes, the
+    """docs/training.md: weight decay on the rank-2 tensors except the position tables (text.bytes, the
     patch weights, the trunk's matrices, the projections, choose.head.weight); never on biases,
     norms, CLS rows, modality vectors or temperatures (all rank 1)."""
     return len(shape) == 2 and not is_position_table(name)
@@ -100,7 +100,7 @@ def adamw_update(parameter, gradient, m, v, step, lr, optimizer, decay):
 
 class Batch:
     """contents: list of (modality, item): text bytes, or a preprocessed media tensor (image
-    [3, S, S], video [F, 3, S, S], audio log-mel [frames, M]).  The other fields follow training.md;
+    [3, S, S], video [F, 3, S, S], audio log-mel [frames, M]).  The other fields follow docs/training.md;
     empty sequences take their documented defaults."""
 
     def __init__(self, contents, bags=(), sides=(), lefts=(), rights=(), groups=(), choices=(),
@@ -124,7 +124,7 @@ class Batch:
         return [i for i, entry in enumerate(self.choices) if entry]
 
     def validate(self, config):
-        """Raises ValueError naming the field and index of the first inconsistency training.md
+        """Raises ValueError naming the field and index of the first inconsistency docs/training.md
         lists (and the ones this reference adds: see README.md)."""
         n = len(self.contents)
         for i, (modality, item) in enumerate(self.contents):
@@ -314,7 +314,7 @@ def total_loss(losses, optimizer):
 
 
 # ---------------------------------------------------------------------------------------------
-# BF16 compute (training.md: "BF16 operands with F32 accumulation"), as the engine documents it.
+# BF16 compute (docs/training.md: "BF16 operands with F32 accumulation"), as the engine documents it.
 #
 # - The trunk's products (attn.qkv, attn.out, mlp.up, mlp.down), the stems' patch projections and
 #   the embedding projections compute y = bf16(x) bf16(W)^T + b, and in the backward
@@ -531,7 +531,7 @@ class TrainerState:
 
     def checkpoint_tensors(self, optimizer_state=True):
         """{name: (kind, array)} for R.write_safetensors: BF16 weights (norms and temperatures F32,
-        as model.md allows) and, optionally, the F32 optimizer tensors."""
+        as docs/model.md allows) and, optionally, the F32 optimizer tensors."""
         tensors = {}
         for name in self.names:
             array = self.weights[name].detach().to(torch.float32).numpy()
@@ -561,7 +561,7 @@ def example_config():
 
 
 def example_checkpoint(path, config, seed):
-    """Initialised like training.md (matrices N(0, 0.02), position tables N(0, 0.2), biases and CLS
+    """Initialised like docs/training.md (matrices N(0, 0.02), position tables N(0, 0.2), biases and CLS
     rows 0), except that norms, biases, CLS rows and modality vectors are drawn away from 1 and 0
     and the temperatures differ per group (group 2 beyond the clamp at 100), so a swapped or
     missing tensor shows."""

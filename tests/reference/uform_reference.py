@@ -1,6 +1,6 @@
 """Independent PyTorch reference of the UForm 4 perception model.
 
-Written from shared/design/model.md (never from the engine's C sources), so the parity tests
+Written from the design now in docs/model.md (never from the engine's C sources), so the parity tests
 compare two implementations of one specification.  Importing this module has no side effects;
 `python3 uform_reference.py random-checkpoint PATH [--size tiny|small|base] [--seed N]` writes a
 checkpoint with random weights (used by the benchmarks and the self-tests).
@@ -8,8 +8,8 @@ checkpoint with random weights (used by the benchmarks and the self-tests).
 Run it with Debian's interpreter /usr/bin/python3 (torch 1.13, torchvision 0.14, torchaudio 0.13,
 numpy 1.24); no other packages are used: the safetensors reader and writer are below.
 
-Tensor names.  model.md states most names; the ones it leaves implicit are ASSUMED here, and the
-engine must use the same spelling:
+Tensor names.  The design (docs/model.md) stated most names; the ones it left implicit are ASSUMED
+here (docs/model.md now states them all, as below), and the engine must use the same spelling:
 
     text.bytes [260, d], text.positions [T+2, d], modality.{m} [d]            (stated)
     image.patch.weight [d, 3*p*p], image.patch.bias [d], image.cls [d],
@@ -28,10 +28,10 @@ engine must use the same spelling:
     choose.norm.weight, choose.norm.bias [d]                                 (ASSUMED .weight/.bias)
     choose.head.weight [256, d], choose.head.bias [256]                      (stated)
     temperatures [G]                                                         (ASSUMED always present:
-                                                                              training.md uses it for
+                                                                              docs/training.md uses it for
                                                                               every relation)
 
-LayerNorm epsilon.  model.md gives the trunk's norm1/norm2 eps 1e-6 literally and the heads
+LayerNorm epsilon.  docs/model.md gives the trunk's norm1/norm2 eps 1e-6 literally and the heads
 (`{m}.norm`, and `choose.norm`, ASSUMED) config "norm_eps".  Every named size has norm_eps = 1e-6,
 so the two agree; TRUNK_NORM_EPS keeps the literal value should a checkpoint differ.
 
@@ -353,7 +353,7 @@ def truncate_text(data, config, keep_end=False):
 
 
 # ---------------------------------------------------------------------------------------------
-# Output scalar conversions (abi.md): the storage the engine's dumps use.
+# Output scalar conversions (docs/abi.md): the storage the engine's dumps use.
 
 def convert_scalar(values, kind):
     """float [rows, cols] -> numpy in the dump's storage: f32; f16/bf16 as uint16 bits (round to

@@ -15,12 +15,15 @@ void sweep_run_safetensors_open(sweep_fixture_t *fixture, sweep_answer_t *answer
 void sweep_run_safetensors_open_memory(sweep_fixture_t *fixture, sweep_answer_t *answer);
 void sweep_run_safetensors_encode(sweep_fixture_t *fixture, sweep_answer_t *answer);
 void sweep_run_safetensors_write(sweep_fixture_t *fixture, sweep_answer_t *answer);
+void sweep_run_executor_drain(sweep_fixture_t *fixture, sweep_answer_t *answer);
+void sweep_run_accessors(sweep_fixture_t *fixture, sweep_answer_t *answer);
 
 /* rows_model.c */
 void sweep_run_model_load(sweep_fixture_t *fixture, sweep_answer_t *answer);
 void sweep_run_model_load_on_executor(sweep_fixture_t *fixture, sweep_answer_t *answer);
 void sweep_run_model_describe(sweep_fixture_t *fixture, sweep_answer_t *answer);
 void sweep_run_model_write(sweep_fixture_t *fixture, sweep_answer_t *answer);
+void sweep_run_model_fingerprint(sweep_fixture_t *fixture, sweep_answer_t *answer);
 void sweep_run_text_encode(sweep_fixture_t *fixture, sweep_answer_t *answer);
 void sweep_run_text_encode_on_executor(sweep_fixture_t *fixture, sweep_answer_t *answer);
 void sweep_run_text_encode_deferred(sweep_fixture_t *fixture, sweep_answer_t *answer);
@@ -53,11 +56,28 @@ void sweep_run_audio_samples(sweep_fixture_t *fixture, sweep_answer_t *answer);
 void sweep_run_trainer_init(sweep_fixture_t *fixture, sweep_answer_t *answer);
 void sweep_run_trainer_step(sweep_fixture_t *fixture, sweep_answer_t *answer);
 void sweep_run_trainer_save(sweep_fixture_t *fixture, sweep_answer_t *answer);
+void sweep_run_trainer_snapshot(sweep_fixture_t *fixture, sweep_answer_t *answer);
+
+/* rows_mesh.c */
 void sweep_run_mesh_load(sweep_fixture_t *fixture, sweep_answer_t *answer);
+void sweep_run_mesh_bootstrap(sweep_fixture_t *fixture, sweep_answer_t *answer);
+
+/* rows_media.c */
+void sweep_run_media_probe(sweep_fixture_t *fixture, sweep_answer_t *answer);
+void sweep_run_media_prepare(sweep_fixture_t *fixture, sweep_answer_t *answer);
+void sweep_run_prepared_encode(sweep_fixture_t *fixture, sweep_answer_t *answer);
+
+/* rows_index.c */
+void sweep_run_index_builder(sweep_fixture_t *fixture, sweep_answer_t *answer);
+void sweep_run_index_builder_from(sweep_fixture_t *fixture, sweep_answer_t *answer);
+void sweep_run_index_search_f32(sweep_fixture_t *fixture, sweep_answer_t *answer);
+void sweep_run_index_search_gemm(sweep_fixture_t *fixture, sweep_answer_t *answer);
+void sweep_run_index_search_b1(sweep_fixture_t *fixture, sweep_answer_t *answer);
 
 /* rows_session.c */
 void sweep_run_session_builder(sweep_fixture_t *fixture, sweep_answer_t *answer);
 void sweep_run_session_compile(sweep_fixture_t *fixture, sweep_answer_t *answer);
 void sweep_run_session_invoke(sweep_fixture_t *fixture, sweep_answer_t *answer);
+void sweep_run_session_builder_constant(sweep_fixture_t *fixture, sweep_answer_t *answer);
 
 #endif

@@ -168,3 +168,67 @@ void sweep_run_safetensors_write(sweep_fixture_t *fixture, sweep_answer_t *answe
         answer->digest = got > 0 ? sweep_digest(0, buffer, (size_t)got) : 1;
     }
 }
+
+/* Draining the fixture's executor into each mood and back. */
+void sweep_run_executor_drain(sweep_fixture_t *fixture, sweep_answer_t *answer) {
+    uform_executor_t executor = sweep_executor(fixture);
+    uform_outcome_t outcome = {0};
+    uform_status_t status = uform_executor_drain(executor, UFORM_MOOD_SPINNING, &outcome);
+    if (status == UFORM_OK) status = uform_executor_drain(executor, UFORM_MOOD_PARKED, &outcome);
+    sweep_answer_status(answer, status, &outcome);
+    if (status == UFORM_OK) answer->digest = uform_executor_threads(executor);
+}
+
+/* The accessors and checks that allocate nothing by contract, in one row whose sweep shows it: a run
+ * with 0 allocations has no allocation to fail. The views come from an encode in an arena of the
+ * row's own, made in its first (unarmed) run. */
+void sweep_run_accessors(sweep_fixture_t *fixture, sweep_answer_t *answer) {
+    static uform_arena_t arena;
+    static uform_encoded_t encoded;
+    static int made;
+    if (!made) {
+        static const char texts[] = "two texts";
+        static const size_t offsets[3] = {0, 3, 9};
+        uform_text_encode_t request;
+        memset(&request, 0, sizeof request);
+        request.model = fixture->model, request.texts = (uform_tape_t){texts, offsets, 2};
+        request.outputs = UFORM_OUTPUTS_EMBEDDINGS | UFORM_OUTPUTS_TOKEN_VECTORS;
+        if (uform_arena_for_host(&arena, NULL) == UFORM_OK) request.arena = arena;
+        uform_status_t status = uform_text_encode(&request);
+        if (status != UFORM_OK) {
+            sweep_answer_status(answer, status, &request.outcome);
+            return;
+        }
+        encoded = request.encoded, made = 1;
+    }
+    int major = 0, minor = 0, patch = 0;
+    uform_version(&major, &minor, &patch);
+    uint64_t digest = sweep_digest(0, &major, sizeof major);
+    const char *names[] = {uform_status_name(UFORM_OUT_OF_MEMORY), uform_session_status_name(UFORM_SESSION_OK),
+                           uform_cpu_class_name(uform_cpu_class_detect())};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; ++i) digest = sweep_digest(digest, names[i], strlen(names[i]));
+    int supported = uform_cpu_class_supported(UFORM_CPU_CLASS_SERIAL);
+    uform_cpu_class_t executor_class = uform_executor_cpu_class(NULL);
+    size_t bytes = uform_scalar_row_bytes(UFORM_SCALAR_B1, 13), devices = 7;
+    uint64_t generation = uform_arena_generation(arena);
+    digest = sweep_digest(digest, &supported, sizeof supported);
+    digest = sweep_digest(digest, &executor_class, sizeof executor_class);
+    digest = sweep_digest(digest, &bytes, sizeof bytes);
+    digest = sweep_digest(digest, &generation, sizeof generation);
+    uform_outcome_t outcome = {0};
+    uform_status_t status = uform_gpu_devices(NULL, 0, &devices);
+    if (status == UFORM_OK) status = uform_matrix_check(&encoded.embeddings);
+    uform_matrix_t item;
+    if (status == UFORM_OK) status = uform_rows_item(&encoded.token_vectors, 1, &item);
+    static const size_t offsets[3] = {0, 2, 1}; /* decreasing: the check names offsets[2] */
+    uform_tape_t bad = {"abc", offsets, 2};
+    if (status == UFORM_OK && uform_tape_validate(&bad, &outcome) == UFORM_INVALID_ARGUMENT) {
+        char line[UFORM_OUTCOME_MESSAGE_CAPACITY + 64];
+        uform_outcome_format(&outcome, line, sizeof line);
+        digest = sweep_digest(digest, line, strlen(line));
+        digest = sweep_digest(digest, &item.rows, sizeof item.rows);
+        status = uform_outcome_status(&outcome) == UFORM_INVALID_ARGUMENT ? UFORM_OK : UFORM_INTERNAL;
+    }
+    sweep_answer_status(answer, status, NULL);
+    if (status == UFORM_OK) answer->digest = digest;
+}

@@ -269,3 +269,32 @@ void sweep_run_ffmpeg_load(sweep_fixture_t *fixture, sweep_answer_t *answer) {
     if (status == UFORM_OK) answer->digest = av && av->avcodec_find_decoder(AV_CODEC_ID_H264) ? 1 : 2;
 }
 #endif
+
+/* A fresh model's fingerprint (the first call hashes the whole checkpoint; the model keeps it). The
+ * model is model_write's small one, written once by the row's first (unarmed) run: the load's own
+ * allocations are model_load's row, and fewer tensors keep this row cheap. */
+void sweep_run_model_fingerprint(sweep_fixture_t *fixture, sweep_answer_t *answer) {
+    static char path[300];
+    uform_outcome_t outcome = {0};
+    if (!path[0]) {
+        snprintf(path, sizeof path, "%s/fingerprinted.safetensors", fixture->scratch);
+        uform__model_config_t config;
+        uform_status_t status = uform__model_config_named("tiny", &config, &outcome, "model_fingerprint");
+        config.hidden = 32, config.depth = 1, config.heads = 2, config.mlp = 64, config.embedding = 16;
+        config.matryoshka[0] = 4, config.matryoshka[1] = 8, config.matryoshka[2] = 16;
+        config.text_bytes = 16;
+        if (status == UFORM_OK) status = uform__model_write_random(path, &config, 5, &outcome, "model_fingerprint");
+        if (status != UFORM_OK) {
+            path[0] = 0;
+            sweep_answer_status(answer, status, &outcome);
+            return;
+        }
+    }
+    uform_model_t model = NULL;
+    uform_status_t status = uform_model_load_ram(NULL, path, NULL, &model, &outcome);
+    char fingerprint[UFORM_FINGERPRINT_CAPACITY];
+    if (status == UFORM_OK) status = uform_model_fingerprint(model, fingerprint, &outcome);
+    sweep_answer_status(answer, status, &outcome);
+    if (status == UFORM_OK) answer->digest = sweep_digest(0, fingerprint, sizeof fingerprint);
+    uform_model_free(model);
+}

@@ -84,6 +84,12 @@ void sweep_run_session_compile(sweep_fixture_t *fixture, sweep_answer_t *answer)
     sweep_answer_session(answer, status, session_cause(session));
     if (status == UFORM_SESSION_OK) {
         answer->digest = uform_session_scratch_size(session, program);
+        /* The program's descriptors, read in place (nothing allocated). */
+        const uform_descriptor_t *inputs = NULL, *outputs = NULL;
+        size_t input_count = 0, output_count = 0;
+        if (uform_session_inputs(session, program, &inputs, &input_count) == UFORM_SESSION_OK &&
+            uform_session_outputs(session, program, &outputs, &output_count) == UFORM_SESSION_OK)
+            answer->digest = sweep_digest(answer->digest, &input_count, sizeof input_count) + output_count;
         uform_session_release(session, program);
     }
     uform_session_free(session);
@@ -109,4 +115,35 @@ void sweep_run_session_invoke(sweep_fixture_t *fixture, sweep_answer_t *answer) 
     sweep_answer_session(answer, status, session_cause(session));
     if (status == UFORM_SESSION_OK) answer->digest = sweep_digest(0, y, sizeof y);
     uform_session_free(session);
+}
+
+/* The builder's other entry points: a constant (its payload copied), an operation on it, the type the
+ * builder inferred, and the finished bytes. */
+void sweep_run_session_builder_constant(sweep_fixture_t *fixture, sweep_answer_t *answer) {
+    (void)fixture;
+    uform_program_builder_t builder = NULL;
+    uform_session_status_t status = uform_program_builder_init(&builder);
+    static const float bias[6] = {1, 2, 3, 4, 5, 6};
+    size_t dims[2] = {2, 3}, rank = 0, inferred[UFORM_SESSION_MAX_RANK];
+    uint32_t x = 0, c = 0, sum = 0, operands[2];
+    uform_session_dtype_t dtype = UFORM_SESSION_DTYPE_F32;
+    if (status == UFORM_SESSION_OK) status = uform_program_builder_parameter(builder, "x", UFORM_SESSION_DTYPE_F32, 2, dims, &x);
+    if (status == UFORM_SESSION_OK)
+        status = uform_program_builder_constant(builder, UFORM_SESSION_DTYPE_F32, 2, dims, bias, sizeof bias, &c);
+    operands[0] = x, operands[1] = c;
+    if (status == UFORM_SESSION_OK)
+        status = uform_program_builder_operation(builder, UFORM_SESSION_OP_ADD, operands, 2, NULL, 0, UFORM_SESSION_DTYPE_F32,
+                                                 UFORM_SESSION_INFER, NULL, &sum);
+    if (status == UFORM_SESSION_OK) status = uform_program_builder_type(builder, sum, &dtype, &rank, inferred);
+    if (status == UFORM_SESSION_OK) status = uform_program_builder_output(builder, NULL, sum);
+    const void *bytes = NULL;
+    size_t length = 0;
+    if (status == UFORM_SESSION_OK) status = uform_program_builder_finish(builder, &bytes, &length);
+    sweep_answer_session(answer, status,
+                         builder ? uform_program_builder_cause(builder) : "the builder itself could not be allocated");
+    if (status == UFORM_SESSION_OK) {
+        answer->digest = sweep_digest(0, bytes, length);
+        answer->digest = sweep_digest(answer->digest, inferred, rank * sizeof inferred[0]);
+    }
+    uform_program_builder_free(builder);
 }

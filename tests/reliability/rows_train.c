@@ -7,7 +7,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "mesh/gloo_load.h"
 #include "rows.h"
 
 /* hidden 32, one block, text only: the smallest trainer with every kind of tensor text has. */
@@ -107,20 +106,37 @@ void sweep_run_trainer_save(sweep_fixture_t *fixture, sweep_answer_t *answer) {
             uform_trainer_description_t description;
             uform_trainer_describe(resumed, &description);
             answer->digest = sweep_digest(answer->digest, &description.steps, sizeof description.steps);
+            const char *metadata = uform_trainer_user_metadata(resumed);
+            if (metadata) answer->digest = sweep_digest(answer->digest, metadata, strlen(metadata));
         }
         uform_trainer_free(resumed);
     }
     uform_trainer_free(trainer);
 }
 
-/* Loading the collectives module, the first thing a bootstrap of more than one member does: dlopen
- * of the module and of Gloo's tree beneath it, under failing allocations (a cold row: every run is
- * its process's first load). */
-void sweep_run_mesh_load(sweep_fixture_t *fixture, sweep_answer_t *answer) {
-    (void)fixture;
-    const uform__gloo_api_t *api = NULL;
+/* An inference model from the trainer's weights after a step, and an encode with it. */
+void sweep_run_trainer_snapshot(sweep_fixture_t *fixture, sweep_answer_t *answer) {
+    uform_trainer_t trainer = NULL;
     uform_outcome_t outcome = {0};
-    uform_status_t status = uform__gloo_load(&api, &outcome, "mesh_load");
+    uform_status_t status = small_trainer(&trainer, &outcome);
     sweep_answer_status(answer, status, &outcome);
-    if (status == UFORM_OK) answer->digest = api && api->connect && api->free ? 1 : 2;
+    if (status == UFORM_OK) status = one_step(trainer, fixture->arena, answer);
+    uform_model_t model = NULL;
+    if (status == UFORM_OK) {
+        status = uform_trainer_snapshot(trainer, NULL, &model, &outcome);
+        sweep_answer_status(answer, status, &outcome);
+    }
+    if (status == UFORM_OK) {
+        static const char text[] = "a red dot";
+        size_t offsets[2] = {0, 9};
+        uform_text_encode_t request;
+        memset(&request, 0, sizeof request);
+        request.model = model, request.texts = (uform_tape_t){text, offsets, 1};
+        request.outputs = UFORM_OUTPUTS_EMBEDDINGS, request.arena = fixture->arena;
+        status = uform_text_encode(&request);
+        sweep_answer_status(answer, status, &request.outcome);
+        if (status == UFORM_OK) answer->digest = sweep_digest_matrix(answer->digest, &request.encoded.embeddings);
+    }
+    uform_model_free(model);
+    uform_trainer_free(trainer);
 }

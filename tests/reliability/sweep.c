@@ -5,12 +5,16 @@
  * memory that must give the reference digest again.
  *
  * usage: reliability_sweep CHECKPOINT FIXTURES [--quick] [--mode transient|persistent|both] [--only a,b] [--at N]
- *                          [--ffmpeg-stride K] [--no-cold]
+ *                          [--ffmpeg-stride K] [--long-stride K] [--long-persistent] [--no-cold]
  *   --quick  N = 1..8, then about 24 numbers spread over the rest, then the last few (make test);
  *            without it every N (make asan, make sweep).
  *   --mode   transient: only allocation N fails; persistent: N and every later one fail (the
  *            error paths themselves run without memory); both (the default).
  *   --at     only allocation N (to debug one failure).
+ *   --long-stride K  the same for the SWEEP_LONG rows (Gloo's bootstrap) and for every row whose call
+ *            makes more than 512 allocations (a model load, a checkpoint save); default every one.
+ *   --long-persistent  also the persistent mode of SWEEP_LONG rows: under persistent exhaustion
+ *            Gloo's store polls until the bootstrap's timeout (5 s a run), so only `make sweep` asks.
  *   --ffmpeg-stride K  in rows through FFmpeg (thousands of allocations each), fail allocations
  *            1..32, every K-th after that and the last 8 (CI's time budget); default every one.
  *   --no-cold  skip the SWEEP_COLD rows (loading FFmpeg afresh in a child per run: under
@@ -94,6 +98,22 @@ static int leftovers(const char *folder, char *found, size_t capacity) {
     }
     closedir(directory);
     return count;
+}
+
+/* Removes a folder and everything below it (the scratch folder: written files, index files kept
+ * for the reading rows, the mesh rows' job folders). */
+static void remove_tree(const char *folder) {
+    DIR *directory = opendir(folder);
+    if (directory) {
+        for (struct dirent *entry; (entry = readdir(directory));) {
+            if (!strcmp(entry->d_name, ".") || !strcmp(entry->d_name, "..")) continue;
+            char path[1024];
+            snprintf(path, sizeof path, "%s/%s", folder, entry->d_name);
+            if (unlink(path) != 0) remove_tree(path);
+        }
+        closedir(directory);
+    }
+    rmdir(folder);
 }
 
 static void violation(sweep_tally_t *tally, const sweep_row_t *row, size_t n, failing_alloc_mode_t mode, const char *what,
@@ -369,7 +389,15 @@ static size_t sweep_cold(sweep_range_t *range, sweep_tally_t *tally) {
     return range->total;
 }
 
-static size_t ffmpeg_stride = 1;
+static size_t ffmpeg_stride = 1, long_stride = 1;
+static int long_persistent;
+
+/* The stride of a row's allocation numbers (see --ffmpeg-stride and --long-stride); `total` is what
+ * the row's counting run made (0 when not known yet). */
+static size_t row_stride(const sweep_row_t *row, size_t total) {
+    if (row->flags & SWEEP_FFMPEG) return ffmpeg_stride;
+    return (row->flags & SWEEP_LONG) || total > 512 ? long_stride : 1;
+}
 
 /* Prints a row's line; answers 1 when it has violations. */
 static int report_row(const sweep_row_t *row, size_t total, const sweep_tally_t *tally, double start) {
@@ -391,7 +419,7 @@ static int sweep_row(sweep_fixture_t *fixture, const sweep_row_t *row, int quick
         size_t total = 0;
         for (int mode = 0; mode < 2; ++mode) {
             if (!(modes & (1 << mode))) continue;
-            sweep_range_t range = {fixture, row, (failing_alloc_mode_t)mode, quick, row->flags & SWEEP_FFMPEG ? ffmpeg_stride : 1, at, 0, 0};
+            sweep_range_t range = {fixture, row, (failing_alloc_mode_t)mode, quick, row_stride(row, 0), at, 0, 0};
             total = sweep_cold(&range, &tally);
         }
         return report_row(row, total, &tally, start);
@@ -415,7 +443,11 @@ static int sweep_row(sweep_fixture_t *fixture, const sweep_row_t *row, int quick
     }
     for (int mode = 0; mode < 2; ++mode) {
         if (!(modes & (1 << mode))) continue;
-        sweep_range_t range = {fixture, row, (failing_alloc_mode_t)mode, quick, row->flags & SWEEP_FFMPEG ? ffmpeg_stride : 1,
+        if ((row->flags & SWEEP_LONG) && mode == FAILING_ALLOC_PERSISTENT && !long_persistent && !at) {
+            printf("%-26s persistent mode left to --long-persistent (make sweep)\n", row->name);
+            continue;
+        }
+        sweep_range_t range = {fixture, row, (failing_alloc_mode_t)mode, quick, row_stride(row, total),
                                at, total, first.digest};
         if (row->flags & SWEEP_ISOLATE) sweep_isolated(&range, &tally);
         else sweep_from(&range, 1, &tally, -1);
@@ -432,7 +464,7 @@ static int listed(const char *list, const char *name) {
 }
 
 static int usage(void) {
-    fprintf(stderr, "usage: reliability_sweep CHECKPOINT FIXTURES [--quick] [--mode transient|persistent|both] [--only a,b] [--at N] [--ffmpeg-stride K] [--no-cold]\n");
+    fprintf(stderr, "usage: reliability_sweep CHECKPOINT FIXTURES [--quick] [--mode transient|persistent|both] [--only a,b] [--at N] [--ffmpeg-stride K] [--long-stride K] [--long-persistent] [--no-cold]\n");
     return 2;
 }
 
@@ -455,6 +487,8 @@ int main(int argc, char **argv) {
         } else if (!strcmp(argv[i], "--only") && i + 1 < argc) only = argv[++i];
         else if (!strcmp(argv[i], "--at") && i + 1 < argc) at = strtoull(argv[++i], NULL, 10);
         else if (!strcmp(argv[i], "--ffmpeg-stride") && i + 1 < argc) ffmpeg_stride = strtoull(argv[++i], NULL, 10);
+        else if (!strcmp(argv[i], "--long-stride") && i + 1 < argc) long_stride = strtoull(argv[++i], NULL, 10);
+        else if (!strcmp(argv[i], "--long-persistent")) long_persistent = 1;
         else if (!strcmp(argv[i], "--no-cold")) no_cold = 1;
         else return usage();
     }
@@ -503,14 +537,7 @@ int main(int argc, char **argv) {
         failed |= sweep_row(&fixture, row, quick, modes, at);
         ran += 1;
     }
-    char found[300];
-    while (leftovers(fixture.scratch, found, sizeof found)) {}
-    char path[300];
-    snprintf(path, sizeof path, "%s/sample.safetensors", fixture.scratch);
-    unlink(path);
-    snprintf(path, sizeof path, "%s/written.safetensors", fixture.scratch);
-    unlink(path);
-    rmdir(fixture.scratch);
+    remove_tree(fixture.scratch);
     uform_arena_free(fixture.arena);
     uform_executor_free(fixture.executor);
     uform_model_free(fixture.model);

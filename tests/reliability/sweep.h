@@ -64,6 +64,8 @@ enum {
     SWEEP_LOADS = 16,   /* loads shared libraries that stay loaded by design (the collectives module and
                            Gloo's tree): the blocks their constructors allocate stay live, which is
                            not a leak of the call's */
+    SWEEP_LONG = 32,    /* thousands of allocations, most in a library beneath UForm (Gloo's C++):
+                           --long-stride K fails every K-th one after the first 32, as for FFmpeg's rows */
 };
 
 typedef struct sweep_row_t {

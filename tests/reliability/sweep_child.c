@@ -78,6 +78,12 @@ static void mapping_of(unsigned long address, char *library, size_t capacity) {
     close(descriptor);
 }
 
+/* UForm's code: the test executable (libuform is linked into it) and the collectives module
+ * (libuform-gloo.so.4, the C++ shim the mesh loads). */
+static int is_ours(const char *library) {
+    return !strcmp(library, base_name(own_executable)) || !strncmp(library, "libuform", 8);
+}
+
 static int is_system_runtime(const char *library) {
     return !strncmp(library, "libc.so", 7) || !strncmp(library, "ld-linux", 8);
 }
@@ -89,7 +95,7 @@ static void locate(unsigned long address, int signal_number, sweep_death_t *deat
     snprintf(death->failed, sizeof death->failed, "%s", failing_alloc_failed_function());
     snprintf(death->symbol, sizeof death->symbol, "?");
     mapping_of(address, death->library, sizeof death->library);
-    death->ours = !strcmp(death->library, base_name(own_executable));
+    death->ours = is_ours(death->library);
 }
 
 static void send_death(const sweep_death_t *death) {
@@ -135,7 +141,7 @@ static void on_crash(int signal_number, siginfo_t *info, void *context) {
             if (in_allocator) continue;
             snprintf(death.library, sizeof death.library, "%s", library);
             snprintf(death.symbol, sizeof death.symbol, "%s", where.dli_sname ? where.dli_sname : "?");
-            death.ours = !strcmp(library, base_name(own_executable));
+            death.ours = is_ours(library);
             send_death(&death);
             break;
         }

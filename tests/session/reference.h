@@ -2,7 +2,7 @@
  * A straightforward double-precision evaluator of tensor programs, written apart from the
  * session's compiler: it reads its own description of a program (the one the tests also hand to
  * the builder), derives every result's dtype and dims itself and computes every value in binary64
- * (integers in int64), rounding each result to its dtype the way session.md and uform.h define:
+ * (integers in int64), rounding each result to its dtype the way docs/wire.md and uform.h define:
  * F32 by a cast, F16 and BF16 to nearest even by scaling, integers wrapping.
  */
 #ifndef UFORM_TESTS_SESSION_REFERENCE_H

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# `make test-avx2`: the C tests that dispatch by CPU class, on an emulated AVX2-only CPU. QEMU's user-mode emulator
+# (`-cpu max`: AVX2, FMA and F16C, no AVX-512; fetched by scripts/install-deps.sh) runs every test
+# executable through CTest's emulator hook, so CPU detection answers the Haswell class and any
+# AVX-512 instruction dies of SIGILL, as on an AMD Zen 3. The list below holds the tests that walk the
+# classes or dispatch through the library's kernels (kernels, signal, search, session, model, index,
+# media, the executor); tests that are Python or shell scripts would run natively and are not in it
+# (CTest adds the fixtures they need). About 8 minutes on two shared cores. On a CPU without
+# AVX-512 the stage has nothing to emulate: `make test` already ran everything on the real thing.
+# Usage: scripts/test-avx2.sh BUILD_DIR [JOBS]
+set -euo pipefail
+build=$1 jobs=${2:-2}
+qemu=/opt/uform/qemu/usr/bin/qemu-x86_64
+if ! grep -q avx512f /proc/cpuinfo; then
+  echo "test-avx2: this CPU has no AVX-512: make test ran every test on an AVX2-class CPU already"
+  exit 0
+fi
+[ -x "$qemu" ] || { echo "test-avx2: $qemu is missing (scripts/install-deps.sh fetches it)" >&2; exit 1; }
+cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DUFORM_BUILD_BENCH=OFF \
+  "-DCMAKE_CROSSCOMPILING_EMULATOR=$qemu;-cpu;max" -DUFORM_TEST_TIMEOUT_SCALE=15 > /dev/null
+cmake --build "$build" -j"$jobs"
+echo "test-avx2: $("$qemu" --version | head -1) -cpu max (the summary names the classes it lacks)"
+tests='test_core|test_arena|test_executor|test_gemm|test_gemm_gelu|test_gemm_output|test_gemm_pack|test_gemm_accumulate'
+tests+='|test_nn_attention|test_nn_attention_bf16|test_nn_attention_backward_bf16|test_nn_ops|test_nn_convert'
+tests+='|test_nn_softmax|test_nn_exp|test_search_kernels|test_signal_resize|test_signal_fft|test_signal_mel'
+tests+='|test_signal_resample|media_image|media_audio|test_model|test_session_random_serial|test_session_random_haswell'
+tests+='|test_session_random_skylake|test_session_random_genoa|test_index_api|test_index_search_b1|test_serve_batcher'
+scripts/run-tests.sh "$build" -R "^($tests)\$" -j"$jobs"

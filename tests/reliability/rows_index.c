@@ -1,0 +1,224 @@
+/*
+ * The index API's rows of the sweep: a builder filled, described, read back and written; an index
+ * opened, searched (F32 through the matrix-vector path and the GEMM path, and B1's two stages) and
+ * read; a builder extended from an open index. The embeddings come from one text encode into an
+ * arena of this file's own, made in a row's first (unarmed) run and kept, so every armed run sweeps
+ * the index calls alone; the files the rows read are written the same way.
+ */
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "rows.h"
+
+enum { texts_count = 9 };
+
+/* [texts_count, E] F32 embeddings of nine texts, current in a private arena; NULL when the encode
+ * failed (the first run then fails, which the driver reports). */
+static const uform_matrix_t *embeddings(sweep_fixture_t *fixture) {
+    static uform_arena_t arena;
+    static uform_matrix_t view;
+    static int made;
+    if (made) return &view;
+    static const char texts[] = "a cata doga red stara blue squaretreesa housethe seaa green circlemusic";
+    static const size_t offsets[texts_count + 1] = {0, 5, 10, 20, 33, 38, 45, 52, 66, 71};
+    if (!arena && uform_arena_for_host(&arena, NULL) != UFORM_OK) return NULL;
+    uform_text_encode_t request;
+    memset(&request, 0, sizeof request);
+    request.model = fixture->model;
+    request.texts = (uform_tape_t){texts, offsets, texts_count};
+    request.outputs = UFORM_OUTPUTS_EMBEDDINGS;
+    request.arena = arena;
+    if (uform_text_encode(&request) != UFORM_OK) return NULL;
+    view = request.encoded.embeddings, made = 1;
+    return &view;
+}
+
+/* The paths of the items: one tape over "item-0" .. "item-8". */
+static uform_tape_t item_paths(size_t offsets[texts_count + 1]) {
+    static const char paths[] = "item-0item-1item-2item-3item-4item-5item-6item-7item-8";
+    for (size_t i = 0; i <= texts_count; ++i) offsets[i] = 6 * i;
+    return (uform_tape_t){paths, offsets, texts_count};
+}
+
+/* The digest of what a builder or index holds. */
+static uint64_t digest_description(uint64_t digest, const uform_index_description_t *description) {
+    digest = sweep_digest(digest, &description->count, sizeof description->count);
+    digest = sweep_digest(digest, description->counts, sizeof description->counts);
+    return sweep_digest(digest, description->fingerprint, sizeof description->fingerprint);
+}
+
+/* A builder with the nine texts in F32, or NULL with the answer filled. */
+static uform_index_builder_t filled_builder(sweep_fixture_t *fixture, uform_scalar_kind_t scalar, sweep_answer_t *answer) {
+    const uform_matrix_t *rows = embeddings(fixture);
+    if (!rows) {
+        sweep_answer_status(answer, UFORM_INTERNAL, NULL);
+        snprintf(answer->message, sizeof answer->message, "the texts to index could not be encoded");
+        return NULL;
+    }
+    uform_index_builder_t builder = NULL;
+    uform_outcome_t outcome = {0};
+    uform_status_t status = uform_index_builder_create(fixture->model, 0, scalar, &builder, &outcome);
+    size_t offsets[texts_count + 1];
+    uform_tape_t paths = item_paths(offsets);
+    if (status == UFORM_OK && scalar == UFORM_SCALAR_F32)
+        status = uform_index_builder_add(builder, UFORM_MODALITY_TEXT, rows, &paths, &outcome);
+    sweep_answer_status(answer, status, &outcome);
+    if (status != UFORM_OK) {
+        uform_index_builder_free(builder);
+        return NULL;
+    }
+    return builder;
+}
+
+/* Create, add, describe, item and write (with caller metadata), then free. */
+void sweep_run_index_builder(sweep_fixture_t *fixture, sweep_answer_t *answer) {
+    uform_index_builder_t builder = filled_builder(fixture, UFORM_SCALAR_F32, answer);
+    if (!builder) return;
+    uform_index_description_t description;
+    uform_index_builder_describe(builder, &description);
+    uint64_t digest = digest_description(0, &description);
+    uform_modality_t modality;
+    const char *path = NULL;
+    size_t length = 0;
+    uform_outcome_t outcome = {0};
+    uform_status_t status = uform_index_builder_item(builder, 4, &modality, &path, &length);
+    if (status == UFORM_OK) digest = sweep_digest(digest, path, length);
+    char file[300];
+    snprintf(file, sizeof file, "%s/built.index", fixture->scratch);
+    static const char *const metadata[2] = {"source", "sweep"};
+    if (status == UFORM_OK) status = uform_index_builder_write(builder, file, metadata, 1, &outcome);
+    sweep_answer_status(answer, status, &outcome);
+    if (status == UFORM_OK) answer->digest = digest;
+    uform_index_builder_free(builder);
+    unlink(file);
+}
+
+/* The index file the reading rows open: the nine texts in `scalar`, written once, unarmed, and kept
+ * until the sweep's scratch folder is cleaned. Answers its path, or NULL. */
+static const char *index_file(sweep_fixture_t *fixture, uform_scalar_kind_t scalar) {
+    static char paths[5][300];
+    char *path = paths[scalar % 5];
+    if (path[0]) return path;
+    sweep_answer_t answer;
+    memset(&answer, 0, sizeof answer);
+    uform_index_builder_t builder = filled_builder(fixture, UFORM_SCALAR_F32, &answer);
+    if (!builder) return NULL;
+    snprintf(path, 300, "%s/search-%d.index", fixture->scratch, (int)scalar);
+    uform_status_t status = UFORM_OK;
+    if (scalar != UFORM_SCALAR_F32) {
+        /* Another scalar: the rows again through an encode that writes it. */
+        uform_index_builder_free(builder);
+        builder = NULL;
+        static uform_arena_t arena;
+        if (!arena && uform_arena_for_host(&arena, NULL) != UFORM_OK) return NULL;
+        static const char texts[] = "a cata doga red stara blue squaretreesa housethe seaa green circlemusic";
+        static const size_t offsets[texts_count + 1] = {0, 5, 10, 20, 33, 38, 45, 52, 66, 71};
+        uform_text_encode_t request;
+        memset(&request, 0, sizeof request);
+        request.model = fixture->model;
+        request.texts = (uform_tape_t){texts, offsets, texts_count};
+        request.outputs = UFORM_OUTPUTS_EMBEDDINGS;
+        request.config.outputs_scalar = scalar;
+        request.arena = arena;
+        size_t path_offsets[texts_count + 1];
+        uform_tape_t paths = item_paths(path_offsets);
+        status = uform_text_encode(&request);
+        if (status == UFORM_OK) status = uform_index_builder_create(fixture->model, 0, scalar, &builder, NULL);
+        if (status == UFORM_OK)
+            status = uform_index_builder_add(builder, UFORM_MODALITY_TEXT, &request.encoded.embeddings, &paths, NULL);
+    }
+    if (status == UFORM_OK) status = uform_index_builder_write(builder, path, NULL, 0, NULL);
+    uform_index_builder_free(builder);
+    if (status != UFORM_OK) path[0] = 0;
+    return path[0] ? path : NULL;
+}
+
+/* Open (fingerprint checked), describe, metadata, item, a search of `queries` queries, free. */
+static void open_and_search(sweep_fixture_t *fixture, uform_scalar_kind_t scalar, size_t queries, sweep_answer_t *answer) {
+    const char *path = index_file(fixture, scalar);
+    const uform_matrix_t *rows = embeddings(fixture);
+    if (!path || !rows) {
+        sweep_answer_status(answer, UFORM_INTERNAL, NULL);
+        snprintf(answer->message, sizeof answer->message, "the index to search could not be written");
+        return;
+    }
+    uform_index_t index = NULL;
+    uform_outcome_t outcome = {0};
+    uform_status_t status = uform_index_open(path, fixture->model, &index, &outcome);
+    sweep_answer_status(answer, status, &outcome);
+    if (status != UFORM_OK) return;
+    uform_index_description_t description;
+    uform_index_describe(index, &description);
+    uint64_t digest = digest_description(0, &description);
+    const char *format = uform_index_metadata(index, "uform.index.format");
+    if (format) digest = sweep_digest(digest, format, strlen(format));
+    /* Queries: the first rows of the embeddings (F32, normalised), repeated to fill a GEMM batch. */
+    static float query_rows[16][1024];
+    const size_t columns = rows->columns < 1024 ? rows->columns : 1024;
+    for (size_t q = 0; q < queries && q < 16; ++q) {
+        const void *row = NULL;
+        if (uform_matrix_row(rows, q % rows->rows, &row) == UFORM_OK) memcpy(query_rows[q], row, columns * sizeof(float));
+    }
+    uform_index_search_t search;
+    memset(&search, 0, sizeof search);
+    search.index = index, search.arena = fixture->arena;
+    search.queries = &query_rows[0][0], search.queries_count = queries, search.queries_columns = columns;
+    search.queries_stride = sizeof query_rows[0], search.top = 3;
+    status = uform_index_search(&search);
+    sweep_answer_status(answer, status, &search.outcome);
+    if (status == UFORM_OK) {
+        for (size_t i = 0; i < queries * search.hits_per_query; ++i)
+            digest = sweep_digest(digest, &search.hits[i].item, sizeof search.hits[i].item);
+        uform_modality_t modality;
+        const char *item_path = NULL;
+        size_t length = 0;
+        if (uform_index_item(index, search.hits[0].item, &modality, &item_path, &length) == UFORM_OK)
+            digest = sweep_digest(digest, item_path, length);
+        answer->digest = digest;
+    }
+    uform_index_free(index);
+}
+
+void sweep_run_index_search_f32(sweep_fixture_t *fixture, sweep_answer_t *answer) {
+    open_and_search(fixture, UFORM_SCALAR_F32, 2, answer);
+}
+
+void sweep_run_index_search_gemm(sweep_fixture_t *fixture, sweep_answer_t *answer) {
+    open_and_search(fixture, UFORM_SCALAR_F32, 9, answer);
+}
+
+void sweep_run_index_search_b1(sweep_fixture_t *fixture, sweep_answer_t *answer) {
+    open_and_search(fixture, UFORM_SCALAR_B1, 2, answer);
+}
+
+/* Resuming: a builder holding an open index's items, extended by the same rows again and written. */
+void sweep_run_index_builder_from(sweep_fixture_t *fixture, sweep_answer_t *answer) {
+    const char *path = index_file(fixture, UFORM_SCALAR_F32);
+    const uform_matrix_t *rows = embeddings(fixture);
+    if (!path || !rows) {
+        sweep_answer_status(answer, UFORM_INTERNAL, NULL);
+        snprintf(answer->message, sizeof answer->message, "the index to extend could not be written");
+        return;
+    }
+    uform_index_t index = NULL;
+    uform_index_builder_t builder = NULL;
+    uform_outcome_t outcome = {0};
+    uform_status_t status = uform_index_open(path, fixture->model, &index, &outcome);
+    if (status == UFORM_OK) status = uform_index_builder_from(index, &builder, &outcome);
+    uform_index_free(index);
+    size_t offsets[texts_count + 1];
+    uform_tape_t paths = item_paths(offsets);
+    if (status == UFORM_OK) status = uform_index_builder_add(builder, UFORM_MODALITY_TEXT, rows, &paths, &outcome);
+    char file[300];
+    snprintf(file, sizeof file, "%s/extended.index", fixture->scratch);
+    if (status == UFORM_OK) status = uform_index_builder_write(builder, file, NULL, 0, &outcome);
+    sweep_answer_status(answer, status, &outcome);
+    if (status == UFORM_OK) {
+        uform_index_description_t description;
+        uform_index_builder_describe(builder, &description);
+        answer->digest = digest_description(0, &description);
+    }
+    uform_index_builder_free(builder);
+    unlink(file);
+}

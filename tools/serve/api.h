@@ -1,0 +1,107 @@
+/*
+ * One HTTP request as the routes see it (http.c owns its life), and the routes' entry points.
+ * An API route parses the body, allocates the job with its items and outputs (the only
+ * allocations a request makes; the batcher allocates nothing), queues it, and once the job is
+ * done writes the answer on an HTTP thread.
+ */
+#ifndef UFORM_TOOLS_SERVE_API_H
+#define UFORM_TOOLS_SERVE_API_H
+
+#include <cJSON.h>
+
+#include "serve.h"
+
+typedef struct serve_request_t {
+    serve_server_t *server;
+    struct MHD_Connection *connection;
+    serve_route_t route;
+    uint64_t started_ns;
+    unsigned status;            /* the answer's HTTP status, once known */
+    int early;                  /* answered before reading the body (auth, method, state, size) */
+    int waiting;                /* suspended while its job runs */
+    int queued;                 /* the job was queued (its `done` resumes the connection) */
+    char *body;                 /* the body read so far */
+    size_t length, capacity;
+    int too_large;              /* the body passed --max-body */
+    char tail[96];              /* the URL after a route's prefix (/media/ROW, /v1/models/NAME) */
+    serve_buffer_t answer;      /* the answer's body */
+    const char *content_type;   /* of `answer` (JSON when NULL) */
+    const char *allow;          /* a 405's Allow header */
+    /* The API call. */
+    cJSON *json;
+    serve_job_t job;
+    serve_item_t *items;
+    float *outputs;
+    unsigned char *media;       /* decoded data: URIs */
+    uform_index_hit_t *hits;
+    size_t tokens;              /* usage */
+    int base64;                 /* embeddings: encoding_format "base64" */
+    size_t dimensions;          /* embeddings: 0, or a Matryoshka prefix */
+    int query_modality;         /* search */
+} serve_request_t;
+
+/* Writes an OpenAI-style error {"error": {"message", "type", "param", "code"}} into `out` and
+ * answers `status` (the type follows from it). `param` may be NULL. */
+unsigned serve_error(serve_buffer_t *out, unsigned status, const char *code, const char *param, const char *format, ...)
+    __attribute__((format(printf, 5, 6)));
+
+/* API routes: `begin` parses the body and queues the job (answers 0: the request waits for its
+ * `done`), or writes an error and answers its status; `answer` writes the finished job's answer
+ * and answers its status. */
+unsigned serve_embeddings_begin(serve_request_t *request);
+unsigned serve_embeddings_answer(serve_request_t *request);
+unsigned serve_search_begin(serve_request_t *request);
+unsigned serve_search_answer(serve_request_t *request);
+unsigned serve_choose_begin(serve_request_t *request);
+unsigned serve_choose_answer(serve_request_t *request);
+
+/* Queues the request's job (http.c: the connection is suspended first); answers 0 or the status
+ * of the error it wrote (429, 413, 503, 404). */
+unsigned serve_request_submit(serve_request_t *request);
+
+/* Answers that need no batch (info.c): each writes `answer` (and `content_type`) and answers the
+ * status. /media answers through its own response (a file): it answers 0 after queueing it. */
+unsigned serve_health(serve_request_t *request);
+unsigned serve_models(serve_request_t *request);
+unsigned serve_metrics_page(serve_request_t *request);
+unsigned serve_page(serve_request_t *request);
+unsigned serve_media(serve_request_t *request);
+
+/* Inputs (inputs.c). */
+
+/* Parses the body as JSON (UTF-8, no NUL, one value and white space); answers 0 with
+ * request->json set, or the status of the error it wrote. */
+unsigned serve_parse_body(serve_request_t *request);
+
+/* One input: a JSON string (text) or an object with one of "text", "image", "audio", "video",
+ * whose media value is a data: URI. */
+typedef struct serve_input_t {
+    int modality;
+    const cJSON *value;         /* the string */
+} serve_input_t;
+
+/* Reads one input (an element of "input", or "query"); `where` names it in messages ("input[3]").
+ * Answers 0, or the status of the error it wrote. Checks the model has the modality and the text
+ * is valid UTF-8; media is decoded later (serve_decode_media). */
+unsigned serve_read_input(serve_request_t *request, const cJSON *value, const char *where, serve_input_t *input);
+
+/* Bytes that decoding the media value of `input` may need (an upper bound); 0 for a text. */
+size_t serve_media_bound(const serve_input_t *input);
+/* Decodes a data: URI into `out` (room for serve_media_bound); answers 0 with `*size`, or the
+ * status of the error it wrote (400: not a data: URI, a URL, bad base64). */
+unsigned serve_decode_media(serve_request_t *request, const serve_input_t *input, const char *where,
+                            unsigned char *out, size_t *size);
+
+/* Reads an integer member in [low, high]; answers 0 (absent members leave `*value`), or the
+ * status of the error it wrote. */
+unsigned serve_read_integer(serve_request_t *request, const cJSON *object, const char *name, long long low,
+                            long long high, long long *value);
+
+/* Checks the optional "model" member against the served model: another name is 404
+ * model_not_found. */
+unsigned serve_check_model(serve_request_t *request);
+
+/* "image", "text" ...: the modality named, or -1. */
+int serve_modality_named(const char *name);
+
+#endif

@@ -1,0 +1,130 @@
+/*
+ * The dynamic batcher of `uform serve`: requests from many connections become batches on one
+ * executor.
+ *
+ * A request is a job of items. Each item enters the queue of its kind (one per modality, one for
+ * text_choose); a batch takes up to `max_batch` items of one queue, or whatever arrived within
+ * `max_wait_us` of its oldest item, so a request with more items than a batch is split across
+ * batches and a batch mixes items of many requests. Every item's result goes straight to the
+ * place its job gave it, so results come back in each request's order whatever the batches were.
+ *
+ * Two threads run it. The compute thread takes text and choose batches just in time (when the
+ * executor is free: items that arrive while a batch computes join the next one) and runs every
+ * batch on the compute executor. The prepare thread takes media batches and decodes them on the
+ * decode executor (uform_media_prepare) into one of two slots while the compute thread encodes the
+ * other (uform_prepared_encode): decoding runs beside compute. Searches run on the compute
+ * executor right after their query's batch (all queries of a batch in one uform_index_search).
+ *
+ * Nothing on that path allocates once the buffers have grown to the largest batch: tapes, offsets,
+ * queries and arenas belong to the batcher, outputs to the jobs, and queue links to the items.
+ *
+ * Why this lives in tools/ and not in libuform: it is a server's policy (how long to wait, how
+ * deep to queue, when to give up), built entirely on the public ABI (blocking calls on executors,
+ * arenas, prepare + prepared_encode, index search), so it needs nothing internal; in the library it
+ * would freeze an ABI for one caller and add threads that no executor owns. A C or Python program
+ * that needs batching across its own threads calls the same verbs; `uform serve` is the batching
+ * front end for everyone else.
+ */
+#ifndef UFORM_TOOLS_SERVE_BATCHER_H
+#define UFORM_TOOLS_SERVE_BATCHER_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "metrics.h"
+#include "uform/uform.h"
+
+typedef struct serve_job_t serve_job_t;
+
+/* One input of a job. The job's owner fills the fields marked "in" before submitting; the
+ * batcher owns `next` and `queued_ns` while the item is queued. */
+typedef struct serve_item_t {
+    struct serve_item_t *next;   /* batcher: the queue's link */
+    uint64_t queued_ns;          /* batcher: when it was queued (CLOCK_MONOTONIC) */
+    serve_job_t *job;            /* in */
+    size_t index;                /* in: its position in the request (error messages name it) */
+    int queue;                   /* in: a uform_modality_t, or SERVE_QUEUE_CHOOSE */
+    const unsigned char *bytes;  /* in: the text, or the whole file; borrowed until the job is done */
+    size_t size;
+    const unsigned char *choices; /* in, choose: the legal next bytes (1..256, distinct) */
+    size_t choices_size;
+    size_t group;                /* in, choose: the temperature group */
+    float *output;               /* in: where the result goes: E floats (the full, normalised
+                                    embedding), or `choices_size` probabilities */
+} serve_item_t;
+
+/*
+ * A request's work. The owner allocates it with its items and outputs, fills the "in" fields and
+ * submits it; the batcher calls `done` exactly once, on one of its threads, when every item is
+ * resolved (computed, failed or timed out). After `done`, the job and its items belong to the
+ * owner again; `failed` and `message` say how it ended.
+ */
+struct serve_job_t {
+    serve_item_t *items;         /* in: [count] */
+    size_t count;                /* in: at least 1 */
+    uint64_t deadline_ns;        /* in: CLOCK_MONOTONIC time after which it answers 504; 0: none */
+    /* Search (`search` non-zero): item 0's embedding is the query, searched over the index with
+     * the `top` best items of the `modalities` (bits; 0: all) written to `hits` (room for `top`). */
+    int search;                  /* in */
+    size_t top;                  /* in */
+    unsigned modalities;         /* in */
+    uform_index_hit_t *hits;     /* in: [top] */
+    size_t hits_count;           /* out */
+    void (*done)(serve_job_t *job); /* in */
+    void *context;               /* in: the owner's */
+    atomic_size_t remaining;     /* batcher: items not yet resolved */
+    atomic_int failed;           /* out: 0, or the HTTP status of the first failure (422, 500, 504) */
+    char message[480];           /* out: that failure's message, naming the input ("input[3]: ...") */
+};
+
+typedef struct serve_batcher_config_t {
+    uform_model_t model;
+    uform_executor_t compute;    /* every encode, choose and search runs here */
+    uform_executor_t decode;     /* media decoding; another executor than `compute` */
+    uform_index_t index;         /* may be NULL: no searches */
+    size_t max_batch;            /* items per batch (≥ 1) */
+    uint64_t max_wait_us;        /* how long a batch waits for more items after its oldest one */
+    size_t max_queue;            /* items queued (not yet in a batch), all queues together */
+    serve_metrics_t *metrics;    /* may be NULL */
+} serve_batcher_config_t;
+
+typedef struct serve_batcher_s serve_batcher_t;
+
+/* Starts the two threads and allocates every buffer for batches of `max_batch` (media tapes grow
+ * with the largest files seen). Answers 0, or -1 with a message in `error`. */
+int serve_batcher_start(const serve_batcher_config_t *config, serve_batcher_t **batcher, char *error, size_t capacity);
+
+/* What `serve_batcher_submit` answers. */
+typedef enum serve_submit_t {
+    SERVE_SUBMITTED = 0,   /* queued: `done` will be called */
+    SERVE_QUEUE_FULL = 1,  /* the queues hold too many items now (429; try again later) */
+    SERVE_TOO_MANY = 2,    /* the job has more items than the queues ever hold (413) */
+    SERVE_STOPPING = 3,    /* the batcher is stopping (503) */
+    SERVE_NO_INDEX = 4     /* a search without an index */
+} serve_submit_t;
+
+/* Queues every item of `job` (all or none). Thread-safe. Never calls `done` itself. */
+serve_submit_t serve_batcher_submit(serve_batcher_t *batcher, serve_job_t *job);
+
+/* Items queued now, per queue (a racy but exact-per-queue read, for /metrics). */
+void serve_batcher_depths(serve_batcher_t *batcher, size_t depths[SERVE_QUEUE_COUNT]);
+
+/* The embedding width E (every item's `output` holds E floats) and the index's dimensions. */
+size_t serve_batcher_embedding(const serve_batcher_t *batcher);
+
+/* From now on batches take what is queued without waiting for more (a draining server still
+ * accepts the requests it is reading). Thread-safe. */
+void serve_batcher_flush(serve_batcher_t *batcher);
+
+/* Refuses new jobs (submit answers SERVE_STOPPING from now on), runs every queued item to the end
+ * without waiting for batches to fill, and joins the threads: every submitted job's `done` has
+ * been called when it returns. The batcher stays valid (for late submits) until freed. */
+void serve_batcher_stop(serve_batcher_t *batcher);
+/* Stops it if needed and frees it. NULL is a no-op. */
+void serve_batcher_free(serve_batcher_t *batcher);
+
+/* CLOCK_MONOTONIC in nanoseconds. */
+uint64_t serve_now_ns(void);
+
+#endif

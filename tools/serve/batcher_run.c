@@ -1,0 +1,371 @@
+/*
+ * The batcher's two threads (batcher.h): the prepare thread decodes media batches into slots, the
+ * compute thread runs text and choose batches and prepared media slots on the compute executor,
+ * then searches, and hands every item's result to its job. Neither allocates once its buffers
+ * have grown to the largest batch.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "batcher_internal.h"
+
+/* ---- finishing a batch ------------------------------------------------------------------------ */
+
+/* The HTTP status of a failed call: the server's own trouble, never the client's (the inputs were
+ * checked before they were queued). */
+static int status_of(uform_status_t status) { return status == UFORM_OUT_OF_MEMORY ? 503 : 500; }
+
+static void fail_all(serve_item_t **items, size_t count, const uform_outcome_t *outcome) {
+    char line[600];
+    uform_outcome_format(outcome, line, sizeof line);
+    for (size_t i = 0; i < count; ++i) {
+        if (!items[i]) continue;
+        serve__fail(items[i]->job, status_of(uform_outcome_status(outcome)), "input[%zu]: %s", items[i]->index, line);
+        serve__resolve(items[i]->job, 1);
+    }
+}
+
+/* Copies the rows of an embeddings view into the items' outputs (row k to items[k]). */
+static int scatter_rows(serve_batcher_t *batcher, const uform_matrix_t *view, serve_item_t **items, size_t count) {
+    for (size_t k = 0; k < count; ++k) {
+        const void *row = NULL;
+        if (uform_matrix_row(view, k, &row) != UFORM_OK) return -1;
+        memcpy(items[k]->output, row, batcher->embedding * sizeof(float));
+    }
+    return 0;
+}
+
+/* Searches the index with the queries gathered in `batcher->queries` (rows of index_dims). */
+static void search(serve_batcher_t *batcher, serve_item_t **items, size_t queries) {
+    /* One call for the whole batch when the queries agree on their modality filter (K is the
+     * largest asked: a shorter top-K is a prefix of a longer one, ties being ordered by item);
+     * otherwise one call per query. */
+    int same = 1;
+    size_t top = 0;
+    for (size_t j = 0; j < queries; ++j) {
+        const serve_job_t *job = items[batcher->query_items[j]]->job;
+        same &= job->modalities == items[batcher->query_items[0]]->job->modalities;
+        if (job->top > top) top = job->top;
+    }
+    size_t calls = same ? 1 : queries, per_call = same ? queries : 1;
+    for (size_t c = 0; c < calls; ++c) {
+        const serve_job_t *first = items[batcher->query_items[c * per_call]]->job;
+        uform_index_search_t request = {0};
+        request.index = batcher->config.index, request.executor = batcher->config.compute;
+        request.queries = batcher->queries + c * per_call * batcher->index_dims;
+        request.queries_count = per_call, request.queries_columns = batcher->index_dims;
+        request.top = same ? top : first->top, request.modalities = first->modalities;
+        request.arena = batcher->search_arena;
+        uform_status_t status = uform_index_search(&request);
+        for (size_t j = c * per_call; j < (c + 1) * per_call; ++j) {
+            serve_item_t *item = items[batcher->query_items[j]];
+            serve_job_t *job = item->job;
+            if (status != UFORM_OK) {
+                char line[600];
+                uform_outcome_format(&request.outcome, line, sizeof line);
+                serve__fail(job, status_of(status), "search: %s", line);
+            } else {
+                size_t n = request.hits_per_query < job->top ? request.hits_per_query : job->top;
+                memcpy(job->hits, request.hits + (j - c * per_call) * request.hits_per_query, n * sizeof *job->hits);
+                job->hits_count = n;
+            }
+            serve__resolve(job, 1);
+        }
+    }
+}
+
+/* Every item of a computed batch (its output written): late ones answer 504, search queries are
+ * searched, the rest resolve. NULL entries were resolved already. */
+static void finish(serve_batcher_t *batcher, serve_item_t **items, size_t count) {
+    uint64_t now = serve_now_ns();
+    size_t queries = 0, dims = batcher->index_dims;
+    for (size_t i = 0; i < count; ++i) {
+        serve_item_t *item = items[i];
+        if (!item) continue;
+        serve_job_t *job = item->job;
+        if (job->deadline_ns && now > job->deadline_ns) {
+            serve__fail(job, 504, "the request took longer than --timeout (input[%zu] was computed too late)", item->index);
+            serve__resolve(job, 1);
+        } else if (job->search) {
+            /* The index holds a Matryoshka prefix of `dims` columns: the prefix renormalised, as an
+             * encode with config.dimensions = dims computes it. */
+            float *query = batcher->queries + queries * dims;
+            double norm = 0;
+            for (size_t c = 0; c < dims; ++c) norm += (double)item->output[c] * item->output[c];
+            float scale = norm > 0 ? (float)(1.0 / sqrt(norm)) : 0.0f;
+            for (size_t c = 0; c < dims; ++c) query[c] = item->output[c] * scale;
+            batcher->query_items[queries++] = i;
+        } else {
+            serve__resolve(job, 1);
+        }
+    }
+    if (queries) search(batcher, items, queries);
+}
+
+/* ---- the batches ------------------------------------------------------------------------------ */
+
+static void run_text(serve_batcher_t *batcher, size_t count) {
+    serve_item_t **items = batcher->batch;
+    size_t used = 0;
+    batcher->offsets[0] = 0;
+    for (size_t i = 0; i < count; ++i) {
+        /* The model reads a text's first text_bytes bytes: the rest never reaches it. */
+        size_t size = items[i]->size < batcher->text_bytes ? items[i]->size : batcher->text_bytes;
+        if (size) memcpy(batcher->tape + used, items[i]->bytes, size);
+        used += size;
+        batcher->offsets[i + 1] = used;
+    }
+    uform_text_encode_t request = {0};
+    request.model = batcher->config.model, request.executor = batcher->config.compute;
+    request.texts = (uform_tape_t){batcher->tape, batcher->offsets, count};
+    request.outputs = UFORM_OUTPUTS_EMBEDDINGS, request.arena = batcher->arena;
+    uint64_t started = serve_now_ns();
+    uform_status_t status = uform_text_encode(&request);
+    serve_metrics_batch(batcher->config.metrics, UFORM_MODALITY_TEXT, count, (double)(serve_now_ns() - started) * 1e-9);
+    if (status != UFORM_OK || scatter_rows(batcher, &request.encoded.embeddings, items, count) != 0) {
+        fail_all(items, count, &request.outcome);
+        return;
+    }
+    finish(batcher, items, count);
+}
+
+static void run_choose(serve_batcher_t *batcher, size_t count) {
+    serve_item_t **items = batcher->batch;
+    size_t used = 0, chosen = 0;
+    batcher->offsets[0] = batcher->choice_offsets[0] = 0;
+    for (size_t i = 0; i < count; ++i) {
+        /* A prefix keeps its last text_bytes bytes, the ones next to the byte being chosen. */
+        size_t size = items[i]->size < batcher->text_bytes ? items[i]->size : batcher->text_bytes;
+        if (size) memcpy(batcher->tape + used, items[i]->bytes + items[i]->size - size, size);
+        used += size;
+        batcher->offsets[i + 1] = used;
+        memcpy(batcher->choices + chosen, items[i]->choices, items[i]->choices_size);
+        chosen += items[i]->choices_size;
+        batcher->choice_offsets[i + 1] = chosen;
+        batcher->groups[i] = items[i]->group;
+    }
+    uform_text_choose_t request = {0};
+    request.model = batcher->config.model, request.executor = batcher->config.compute;
+    request.texts = (uform_tape_t){batcher->tape, batcher->offsets, count};
+    request.choices = (uform_tape_t){batcher->choices, batcher->choice_offsets, count};
+    request.groups = batcher->groups, request.arena = batcher->arena;
+    uint64_t started = serve_now_ns();
+    uform_status_t status = uform_text_choose(&request);
+    serve_metrics_batch(batcher->config.metrics, SERVE_QUEUE_CHOOSE, count, (double)(serve_now_ns() - started) * 1e-9);
+    if (status == UFORM_OK) {
+        for (size_t i = 0; i < count && status == UFORM_OK; ++i)
+            for (size_t c = 0; c < items[i]->choices_size; ++c) {
+                const void *row = NULL;
+                if (uform_matrix_row(&request.probabilities.matrix, request.probabilities.offsets[i] + c, &row) != UFORM_OK) {
+                    status = UFORM_INTERNAL;
+                    break;
+                }
+                items[i]->output[c] = *(const float *)row;
+            }
+    }
+    if (status != UFORM_OK) {
+        fail_all(items, count, &request.outcome);
+        return;
+    }
+    finish(batcher, items, count);
+}
+
+/* Decodes a slot's files on the decode executor; an item that does not decode answers 422 naming
+ * it and leaves the batch. Answers how many items are left to encode. */
+static size_t prepare_slot(serve_batcher_t *batcher, serve_slot_t *slot) {
+    size_t bytes = 0;
+    for (size_t i = 0; i < slot->count; ++i) bytes += slot->items[i]->size;
+    if (bytes + 1 > slot->capacity) { /* grows to the largest batch of files, then stays */
+        unsigned char *grown = realloc(slot->data, bytes + 1);
+        if (!grown) {
+            uform_outcome_t outcome = {UFORM_OUT_OF_MEMORY, 0, "uform serve", "cannot hold a batch of media files"};
+            fail_all(slot->items, slot->count, &outcome);
+            return 0;
+        }
+        slot->data = grown, slot->capacity = bytes + 1;
+    }
+    size_t used = 0;
+    slot->offsets[0] = 0;
+    for (size_t i = 0; i < slot->count; ++i) {
+        memcpy(slot->data + used, slot->items[i]->bytes, slot->items[i]->size);
+        used += slot->items[i]->size;
+        slot->offsets[i + 1] = used;
+    }
+    uform_media_prepare_t *prepare = &slot->prepare;
+    memset(prepare, 0, sizeof *prepare);
+    prepare->model = batcher->config.model, prepare->executor = batcher->config.decode;
+    prepare->modality = slot->modality;
+    prepare->files = (uform_tape_t){slot->data, slot->offsets, slot->count};
+    prepare->arena = slot->arena;
+    if (uform_media_prepare(prepare) != UFORM_OK) {
+        fail_all(slot->items, slot->count, &prepare->outcome);
+        return 0;
+    }
+    size_t left = slot->count;
+    for (size_t i = 0; i < slot->count; ++i) {
+        const uform_outcome_t *outcome = &prepare->prepared.item_outcomes[i];
+        if (outcome->status == UFORM_OK) continue;
+        serve_item_t *item = slot->items[i];
+        int http = outcome->status == UFORM_FORMAT || outcome->status == UFORM_UNSUPPORTED ? 422 : status_of(outcome->status);
+        serve__fail(item->job, http, "input[%zu]: cannot decode the %s: %s", item->index,
+                    serve_queue_name(slot->modality), outcome->message);
+        serve__resolve(item->job, 1);
+        slot->items[i] = NULL;
+        left -= 1;
+    }
+    return left;
+}
+
+static void run_slot(serve_batcher_t *batcher, serve_slot_t *slot) {
+    serve_item_t **items = batcher->batch; /* the slot's items that decoded, in order */
+    size_t count = 0;
+    for (size_t i = 0; i < slot->count; ++i)
+        if (slot->items[i]) items[count++] = slot->items[i];
+    uform_prepared_encode_t request = {0};
+    request.model = batcher->config.model, request.executor = batcher->config.compute;
+    request.prepared = &slot->prepare.prepared;
+    request.outputs = UFORM_OUTPUTS_EMBEDDINGS, request.arena = batcher->arena;
+    uint64_t started = serve_now_ns();
+    uform_status_t status = uform_prepared_encode(&request);
+    serve_metrics_batch(batcher->config.metrics, slot->modality, count, (double)(serve_now_ns() - started) * 1e-9);
+    /* Row k belongs to the k-th item that decoded. */
+    if (status != UFORM_OK || scatter_rows(batcher, &request.encoded.embeddings, items, count) != 0) {
+        fail_all(items, count, &request.outcome);
+        return;
+    }
+    finish(batcher, items, count);
+}
+
+/* ---- the threads ------------------------------------------------------------------------------ */
+
+static uint64_t fill_deadline(const serve_batcher_t *batcher, const serve_item_t *head) {
+    return head->queued_ns + batcher->config.max_wait_us * 1000u;
+}
+
+static uint64_t earlier(uint64_t a, uint64_t b) { return a < b ? a : b; }
+
+void *serve__compute_main(void *pointer) {
+    serve_batcher_t *batcher = pointer;
+    static const int direct[2] = {UFORM_MODALITY_TEXT, SERVE_QUEUE_CHOOSE};
+    for (;;) {
+        serve_item_t *expired = NULL, *dropped = NULL;
+        serve_slot_t *slot = NULL;
+        int queue = -1, exiting = 0;
+        size_t count = 0;
+        pthread_mutex_lock(&batcher->lock);
+        for (;;) {
+            uint64_t now = serve_now_ns();
+            serve__expire_locked(batcher, now, &expired);
+            /* The oldest work first: a ready media slot, or the head of the text or choose queue. */
+            uint64_t oldest = UINT64_MAX;
+            int pick = -1;
+            serve_slot_t *ready = NULL;
+            for (int k = 0; k < 2; ++k) {
+                const serve_item_t *head = batcher->queues[direct[k]].head;
+                if (head && head->queued_ns < oldest) oldest = head->queued_ns, pick = direct[k];
+            }
+            for (int s = 0; s < 2; ++s)
+                if (batcher->slots[s].state == SLOT_READY && batcher->slots[s].oldest_ns < oldest)
+                    oldest = batcher->slots[s].oldest_ns, ready = &batcher->slots[s], pick = -1;
+            if (ready) {
+                ready->state = SLOT_COMPUTING;
+                slot = ready;
+                break;
+            }
+            if (pick >= 0) {
+                serve_queue_t *q = &batcher->queues[pick];
+                uint64_t fill = fill_deadline(batcher, q->head);
+                if (q->length < batcher->config.max_batch && !batcher->flushing && now < fill) {
+                    if (expired) break; /* answer those first, then come back */
+                    serve__wait_locked(batcher, &batcher->compute_wakeup, earlier(fill, serve__earliest_deadline_locked(batcher)));
+                    continue;
+                }
+                count = serve__take_locked(batcher, pick, batcher->batch, &dropped);
+                queue = pick;
+                break;
+            }
+            int slots_busy = batcher->slots[0].state != SLOT_FREE || batcher->slots[1].state != SLOT_FREE;
+            if (batcher->stopping && batcher->preparer_exited && !slots_busy) {
+                exiting = 1;
+                break;
+            }
+            if (expired) break;
+            serve__wait_locked(batcher, &batcher->compute_wakeup, serve__earliest_deadline_locked(batcher));
+        }
+        pthread_mutex_unlock(&batcher->lock);
+        serve__resolve_expired(batcher, expired);
+        serve__resolve_dropped(dropped);
+        if (exiting) return NULL;
+        if (slot) {
+            run_slot(batcher, slot);
+            pthread_mutex_lock(&batcher->lock);
+            slot->state = SLOT_FREE;
+            pthread_cond_signal(&batcher->prepare_wakeup);
+            pthread_mutex_unlock(&batcher->lock);
+        } else if (count && queue == UFORM_MODALITY_TEXT) {
+            run_text(batcher, count);
+        } else if (count) {
+            run_choose(batcher, count);
+        }
+    }
+}
+
+void *serve__prepare_main(void *pointer) {
+    serve_batcher_t *batcher = pointer;
+    static const int media[3] = {UFORM_MODALITY_IMAGE, UFORM_MODALITY_VIDEO, UFORM_MODALITY_AUDIO};
+    for (;;) {
+        serve_item_t *expired = NULL, *dropped = NULL;
+        serve_slot_t *slot = NULL;
+        int exiting = 0;
+        pthread_mutex_lock(&batcher->lock);
+        for (;;) {
+            uint64_t now = serve_now_ns();
+            serve__expire_locked(batcher, now, &expired);
+            int pick = -1;
+            uint64_t oldest = UINT64_MAX;
+            for (int k = 0; k < 3; ++k) {
+                const serve_item_t *head = batcher->queues[media[k]].head;
+                if (head && head->queued_ns < oldest) oldest = head->queued_ns, pick = media[k];
+            }
+            serve_slot_t *free_slot = batcher->slots[0].state == SLOT_FREE   ? &batcher->slots[0]
+                                      : batcher->slots[1].state == SLOT_FREE ? &batcher->slots[1]
+                                                                              : NULL;
+            if (pick < 0 && batcher->stopping) {
+                exiting = 1;
+                batcher->preparer_exited = 1;
+                pthread_cond_broadcast(&batcher->compute_wakeup);
+                break;
+            }
+            if (pick < 0 || !free_slot) {
+                if (expired) break;
+                serve__wait_locked(batcher, &batcher->prepare_wakeup, serve__earliest_deadline_locked(batcher));
+                continue;
+            }
+            serve_queue_t *q = &batcher->queues[pick];
+            uint64_t fill = fill_deadline(batcher, q->head);
+            if (q->length < batcher->config.max_batch && !batcher->flushing && now < fill) {
+                if (expired) break;
+                serve__wait_locked(batcher, &batcher->prepare_wakeup, earlier(fill, serve__earliest_deadline_locked(batcher)));
+                continue;
+            }
+            size_t count = serve__take_locked(batcher, pick, free_slot->items, &dropped);
+            if (count) {
+                slot = free_slot;
+                slot->state = SLOT_PREPARING, slot->modality = (uform_modality_t)pick, slot->count = count;
+                slot->oldest_ns = slot->items[0]->queued_ns;
+            }
+            break;
+        }
+        pthread_mutex_unlock(&batcher->lock);
+        serve__resolve_expired(batcher, expired);
+        serve__resolve_dropped(dropped);
+        if (exiting) return NULL;
+        if (!slot) continue;
+        size_t left = prepare_slot(batcher, slot);
+        pthread_mutex_lock(&batcher->lock);
+        slot->state = left ? SLOT_READY : SLOT_FREE;
+        if (left) pthread_cond_signal(&batcher->compute_wakeup);
+        pthread_mutex_unlock(&batcher->lock);
+    }
+}

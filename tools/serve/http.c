@@ -1,0 +1,450 @@
+/*
+ * The HTTP side of `uform serve` through libmicrohttpd: one listening socket bound here, the
+ * daemon polling it with epoll on --http-threads threads, a request's life (headers, body, route,
+ * queued job, answer), authentication, limits and errors. No HTTP is parsed here: the library
+ * does it, within a per-connection memory limit (headers beyond it answer 431) and an idle timeout.
+ *
+ * A request whose job is queued suspends its connection before the job is submitted (so the
+ * batcher's `done` can never resume it before it was suspended); `done` resumes it, and the
+ * daemon calls the handler again on an HTTP thread, which writes the answer.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <microhttpd.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "api.h"
+
+/* Per connection: headers and the read buffer (the body is copied out as it arrives). */
+enum { CONNECTION_MEMORY = 32 * 1024 };
+
+/* ---- errors ---------------------------------------------------------------------------------- */
+
+unsigned serve_error(serve_buffer_t *out, unsigned status, const char *code, const char *param, const char *format, ...) {
+    const char *type = status == 401   ? "authentication_error"
+                       : status == 429 ? "rate_limit_error"
+                       : status >= 500 ? "server_error"
+                                       : "invalid_request_error";
+    char message[1024];
+    va_list arguments;
+    va_start(arguments, format);
+    vsnprintf(message, sizeof message, format, arguments);
+    va_end(arguments);
+    out->length = 0;
+    serve_buffer_text(out, "{\"error\": {\"message\": ");
+    serve_buffer_json_string(out, message, strlen(message));
+    serve_buffer_text(out, ", \"type\": \"");
+    serve_buffer_text(out, type);
+    serve_buffer_text(out, "\", \"param\": ");
+    if (param) serve_buffer_json_string(out, param, strlen(param));
+    else serve_buffer_text(out, "null");
+    serve_buffer_text(out, ", \"code\": \"");
+    serve_buffer_text(out, code);
+    serve_buffer_text(out, "\"}}\n");
+    return status;
+}
+
+/* ---- routes ------------------------------------------------------------------------------------ */
+
+typedef struct route_t {
+    const char *path;   /* exact, or a prefix when it ends with '/' */
+    int post;           /* POST, else GET (and HEAD) */
+    serve_route_t route;
+    int open;           /* served without the API key */
+} route_t;
+
+static const route_t routes[] = {
+    {"/v1/embeddings", 1, SERVE_ROUTE_EMBEDDINGS, 0}, {"/v1/search", 1, SERVE_ROUTE_SEARCH, 0},
+    {"/v1/choose", 1, SERVE_ROUTE_CHOOSE, 0},         {"/health", 0, SERVE_ROUTE_HEALTH, 1},
+    {"/v1/models", 0, SERVE_ROUTE_MODELS, 0},         {"/v1/models/", 0, SERVE_ROUTE_MODELS, 0},
+    {"/metrics", 0, SERVE_ROUTE_METRICS, 1},          {"/", 0, SERVE_ROUTE_PAGE, 1},
+    {"/index.html", 0, SERVE_ROUTE_PAGE, 1},          {"/media/", 0, SERVE_ROUTE_MEDIA, 0},
+};
+
+static const route_t *find_route(const char *url, char *tail, size_t capacity) {
+    for (size_t i = 0; i < sizeof routes / sizeof *routes; ++i) {
+        size_t length = strlen(routes[i].path);
+        int prefix = length > 1 && routes[i].path[length - 1] == '/';
+        if (prefix ? strncmp(url, routes[i].path, length) == 0 && url[length] : strcmp(url, routes[i].path) == 0) {
+            if (prefix && strlen(url + length) >= capacity) return NULL; /* no row or model name is that long */
+            snprintf(tail, capacity, "%s", prefix ? url + length : "");
+            return &routes[i];
+        }
+    }
+    return NULL;
+}
+
+/* Compares the whole key whatever the first difference: the time depends on the key's length only. */
+static int same_key(const char *given, size_t given_length, const char *key) {
+    size_t key_length = strlen(key);
+    volatile unsigned char difference = given_length != key_length;
+    for (size_t i = 0; i < key_length; ++i) difference |= (unsigned char)(key[i] ^ (i < given_length ? given[i] : 0));
+    return difference == 0;
+}
+
+/* 0 when the request carries the key (or none is required), else 401 with the error written. */
+static unsigned authenticate(serve_request_t *request) {
+    const char *key = request->server->options.api_key;
+    if (!key) return 0;
+    const char *header = MHD_lookup_connection_value(request->connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+    if (!header)
+        return serve_error(&request->answer, 401, "missing_api_key", NULL,
+                           "this server requires an API key: send the header 'Authorization: Bearer KEY'");
+    while (*header == ' ') ++header;
+    if (strncasecmp(header, "Bearer ", 7) != 0)
+        return serve_error(&request->answer, 401, "invalid_api_key", NULL,
+                           "the Authorization header must be 'Bearer KEY'");
+    header += 7;
+    while (*header == ' ') ++header;
+    size_t length = strlen(header);
+    while (length && header[length - 1] == ' ') --length;
+    if (!same_key(header, length, key))
+        return serve_error(&request->answer, 401, "invalid_api_key", NULL, "the API key is not this server's");
+    return 0;
+}
+
+/*
+ * A server bound to this machine only answers requests addressed to it: a Host header naming
+ * another name is refused (403). A web page on another site can otherwise make a browser talk to
+ * 127.0.0.1 under a name of its own that resolves there (DNS rebinding) and read the answers as
+ * its own origin's. A request without Host (HTTP/1.0) is allowed.
+ */
+static unsigned check_host(serve_request_t *request) {
+    serve_server_t *server = request->server;
+    if (!server->loopback) return 0;
+    const char *host = MHD_lookup_connection_value(request->connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST);
+    if (!host) return 0;
+    char name[256];
+    size_t length = strlen(host);
+    if (host[0] == '[') { /* [::1]:8080 */
+        const char *close = strchr(host, ']');
+        length = close ? (size_t)(close - host) + 1 : length;
+    } else {
+        const char *colon = strchr(host, ':');
+        if (colon) length = (size_t)(colon - host);
+    }
+    if (length >= sizeof name) length = sizeof name - 1;
+    memcpy(name, host, length);
+    name[length] = 0;
+    if (serve_host_is_loopback(name) || strcasecmp(name, server->options.host) == 0) return 0;
+    return serve_error(&request->answer, 403, "forbidden_host", NULL,
+                       "this server listens on %s and answers requests addressed to it only, not to '%s' (a name that "
+                       "resolves to this machine from elsewhere is how DNS rebinding reaches it); start it with "
+                       "--host to serve other names", server->options.host, name);
+}
+
+/* Decides what can be decided from the request line and headers alone. */
+static void begin(serve_request_t *request, const char *url, const char *method) {
+    serve_server_t *server = request->server;
+    int get = strcmp(method, MHD_HTTP_METHOD_GET) == 0 || strcmp(method, MHD_HTTP_METHOD_HEAD) == 0;
+    int post = strcmp(method, MHD_HTTP_METHOD_POST) == 0;
+    const route_t *route = find_route(url, request->tail, sizeof request->tail);
+    request->route = route ? route->route : SERVE_ROUTE_OTHER;
+    int state = atomic_load_explicit(&server->state, memory_order_acquire);
+    unsigned status = check_host(request);
+    if (!status && !route) {
+        status = serve_error(&request->answer, 404, "not_found", NULL,
+                             "no route %s: the routes are POST /v1/embeddings, /v1/search, /v1/choose and GET /health, "
+                             "/v1/models, /metrics, /, /media/ROW", url);
+    } else if (!status && (route->post ? !post : !get)) {
+        request->allow = route->post ? "POST" : "GET, HEAD";
+        status = serve_error(&request->answer, 405, "method_not_allowed", NULL, "%s takes %s, not %s", route->path,
+                             route->post ? "POST" : "GET", method);
+    } else if (!status && state != SERVE_READY && request->route != SERVE_ROUTE_HEALTH &&
+               request->route != SERVE_ROUTE_METRICS) {
+        status = state == SERVE_DRAINING
+                     ? serve_error(&request->answer, 503, "shutting_down", NULL, "the server is shutting down")
+                     : serve_error(&request->answer, 503, "loading", NULL, "the model is still loading; try again shortly");
+    } else if (!status && !route->open) {
+        status = authenticate(request);
+    }
+    if (!status && route && route->post) {
+        const char *declared = MHD_lookup_connection_value(request->connection, MHD_HEADER_KIND,
+                                                           MHD_HTTP_HEADER_CONTENT_LENGTH);
+        char *end = NULL;
+        unsigned long long length = declared ? strtoull(declared, &end, 10) : 0;
+        if (declared && (length > server->options.max_body || (end && *end))) {
+            request->too_large = 1;
+            status = serve_error(&request->answer, 413, "request_too_large", NULL,
+                                 "the body holds %s bytes; this server takes at most %zu (--max-body)", declared,
+                                 server->options.max_body);
+        }
+    }
+    if (status) request->early = 1, request->status = status;
+}
+
+/* ---- answering ----------------------------------------------------------------------------------- */
+
+static enum MHD_Result respond(serve_request_t *request) {
+    serve_server_t *server = request->server;
+    if (request->answer.failed) {
+        serve_buffer_free(&request->answer);
+        request->status = 500;
+        serve_buffer_text(&request->answer, "{\"error\": {\"message\": \"out of memory writing the answer\", \"type\": "
+                                            "\"server_error\", \"param\": null, \"code\": \"out_of_memory\"}}\n");
+        if (request->answer.failed) return MHD_NO;
+    }
+    size_t length = 0;
+    char *body = serve_buffer_take(&request->answer, &length);
+    struct MHD_Response *response = MHD_create_response_from_buffer(length, body ? body : (char *)"",
+                                                                    body ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_PERSISTENT);
+    if (!response) {
+        free(body);
+        return MHD_NO;
+    }
+    MHD_add_response_header(response, MHD_HTTP_HEADER_CONTENT_TYPE,
+                            request->content_type ? request->content_type : "application/json");
+    MHD_add_response_header(response, "X-Content-Type-Options", "nosniff");
+    if (request->status == 401) MHD_add_response_header(response, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer");
+    if (request->status == 429 || request->status == 503) MHD_add_response_header(response, MHD_HTTP_HEADER_RETRY_AFTER, "1");
+    if (request->status == 405 && request->allow) MHD_add_response_header(response, MHD_HTTP_HEADER_ALLOW, request->allow);
+    if (atomic_load_explicit(&server->state, memory_order_acquire) == SERVE_DRAINING || request->too_large)
+        MHD_add_response_header(response, MHD_HTTP_HEADER_CONNECTION, "close");
+    enum MHD_Result queued = MHD_queue_response(request->connection, request->status, response);
+    MHD_destroy_response(response);
+    return queued;
+}
+
+static void job_done(serve_job_t *job) {
+    serve_request_t *request = job->context;
+    MHD_resume_connection(request->connection);
+}
+
+unsigned serve_request_submit(serve_request_t *request) {
+    serve_server_t *server = request->server;
+    serve_job_t *job = &request->job;
+    job->done = job_done, job->context = request;
+    job->deadline_ns = server->options.timeout > 0 ? request->started_ns + (uint64_t)(server->options.timeout * 1e9) : 0;
+    switch (serve_batcher_submit(server->batcher, job)) {
+    case SERVE_SUBMITTED: request->queued = 1; return 0;
+    case SERVE_QUEUE_FULL:
+        return serve_error(&request->answer, 429, "queue_full", NULL,
+                           "the server's queue is full (%zu items, --max-queue); retry after a moment",
+                           server->options.max_queue);
+    case SERVE_TOO_MANY:
+        return serve_error(&request->answer, 413, "too_many_inputs", "input",
+                           "the request holds %zu inputs; this server queues at most %zu (--max-queue)", job->count,
+                           server->options.max_queue);
+    case SERVE_NO_INDEX:
+        return serve_error(&request->answer, 404, "index_not_found", NULL,
+                           "this server has no index: start it with `uform serve CKPT --index INDEX` (make one with "
+                           "`uform index CKPT FOLDER --out INDEX`)");
+    default: return serve_error(&request->answer, 503, "shutting_down", NULL, "the server is shutting down");
+    }
+}
+
+/* The API routes' two halves. */
+static unsigned api_begin(serve_request_t *request) {
+    switch (request->route) {
+    case SERVE_ROUTE_EMBEDDINGS: return serve_embeddings_begin(request);
+    case SERVE_ROUTE_SEARCH: return serve_search_begin(request);
+    default: return serve_choose_begin(request);
+    }
+}
+
+static unsigned api_answer(serve_request_t *request) {
+    serve_job_t *job = &request->job;
+    int failed = atomic_load_explicit(&job->failed, memory_order_acquire);
+    if (failed) {
+        const char *code = failed == 504 ? "timeout" : failed == 422 ? "undecodable_input" : "internal_error";
+        return serve_error(&request->answer, (unsigned)failed, code, NULL, "%s", job->message);
+    }
+    switch (request->route) {
+    case SERVE_ROUTE_EMBEDDINGS: return serve_embeddings_answer(request);
+    case SERVE_ROUTE_SEARCH: return serve_search_answer(request);
+    default: return serve_choose_answer(request);
+    }
+}
+
+static enum MHD_Result handle(void *context, struct MHD_Connection *connection, const char *url, const char *method,
+                              const char *version, const char *upload_data, size_t *upload_data_size, void **state) {
+    serve_server_t *server = context;
+    serve_request_t *request = *state;
+    (void)version;
+    if (!request) { /* the headers are in */
+        if (!(request = calloc(1, sizeof *request))) return MHD_NO;
+        request->server = server, request->connection = connection, request->started_ns = serve_now_ns();
+        atomic_fetch_add_explicit(&server->metrics.in_flight, 1, memory_order_relaxed);
+        *state = request;
+        begin(request, url, method);
+        /* An oversized body is refused before it is read (a client that sent "Expect: 100-continue"
+         * sends none of it); other refusals read the body first, so the connection stays usable. */
+        if (request->too_large) return respond(request);
+        return MHD_YES;
+    }
+    if (*upload_data_size) {
+        size_t size = *upload_data_size;
+        *upload_data_size = 0;
+        if (request->early) return MHD_YES; /* read and dropped */
+        size_t limit = server->options.max_body;
+        if (request->length + size > limit) {
+            /* A chunked body that grew past the limit: the answer can only follow its end. */
+            if (!request->too_large)
+                request->too_large = 1, request->early = 1,
+                request->status = serve_error(&request->answer, 413, "request_too_large", NULL,
+                                              "the body holds more than %zu bytes (--max-body)", limit);
+            return MHD_YES;
+        }
+        if (request->length + size + 1 > request->capacity) {
+            size_t wanted = request->capacity ? request->capacity : 4096;
+            while (wanted < request->length + size + 1) wanted *= 2;
+            if (wanted > limit + 1) wanted = limit + 1;
+            char *grown = realloc(request->body, wanted);
+            if (!grown) return MHD_NO;
+            request->body = grown, request->capacity = wanted;
+        }
+        memcpy(request->body + request->length, upload_data, size);
+        request->length += size;
+        request->body[request->length] = 0;
+        return MHD_YES;
+    }
+    if (request->waiting) { /* resumed: the job is done, or it was never queued */
+        request->waiting = 0;
+        if (request->queued) request->status = api_answer(request);
+        return respond(request);
+    }
+    if (request->early) return respond(request);
+    switch (request->route) {
+    case SERVE_ROUTE_EMBEDDINGS:
+    case SERVE_ROUTE_SEARCH:
+    case SERVE_ROUTE_CHOOSE: {
+        unsigned status = api_begin(request);
+        if (status) {
+            request->status = status;
+            return respond(request);
+        }
+        /* Suspend first: the job may be done before this returns. */
+        request->waiting = 1;
+        MHD_suspend_connection(connection);
+        status = serve_request_submit(request);
+        if (status) {
+            request->status = status;
+            MHD_resume_connection(connection); /* answered when the handler is called again */
+        }
+        return MHD_YES;
+    }
+    case SERVE_ROUTE_HEALTH: request->status = serve_health(request); break;
+    case SERVE_ROUTE_MODELS: request->status = serve_models(request); break;
+    case SERVE_ROUTE_METRICS: request->status = serve_metrics_page(request); break;
+    case SERVE_ROUTE_PAGE: request->status = serve_page(request); break;
+    case SERVE_ROUTE_MEDIA: {
+        unsigned status = serve_media(request);
+        if (status == 0) return MHD_YES; /* answered with the file */
+        request->status = status;
+        break;
+    }
+    default: request->status = serve_error(&request->answer, 404, "not_found", NULL, "no such route");
+    }
+    return respond(request);
+}
+
+static void completed(void *context, struct MHD_Connection *connection, void **state, enum MHD_RequestTerminationCode code) {
+    serve_server_t *server = context;
+    serve_request_t *request = *state;
+    (void)connection;
+    if (!request) return;
+    *state = NULL;
+    double seconds = (double)(serve_now_ns() - request->started_ns) * 1e-9;
+    /* A request that ended without an answer (the client went away) counts as status 0 ("other"). */
+    serve_metrics_request(&server->metrics, request->route, code == MHD_REQUEST_TERMINATED_COMPLETED_OK ? request->status : 0,
+                          seconds);
+    atomic_fetch_sub_explicit(&server->metrics.in_flight, 1, memory_order_release);
+    cJSON_Delete(request->json);
+    free(request->items), free(request->outputs), free(request->media), free(request->hits);
+    free(request->body);
+    serve_buffer_free(&request->answer);
+    free(request);
+}
+
+static void log_line(void *context, const char *format, va_list arguments) {
+    serve_server_t *server = context;
+    if (server->options.quiet) return;
+    fprintf(stderr, "uform serve: ");
+    vfprintf(stderr, format, arguments);
+}
+
+/* ---- the daemon ---------------------------------------------------------------------------------- */
+
+static int bind_socket(serve_server_t *server, char *error, size_t capacity) {
+    struct addrinfo hints = {0}, *found = NULL;
+    hints.ai_family = AF_UNSPEC, hints.ai_socktype = SOCK_STREAM, hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+    char port[8];
+    snprintf(port, sizeof port, "%u", server->options.port);
+    int code = getaddrinfo(server->options.host, port, &hints, &found);
+    if (code != 0) {
+        snprintf(error, capacity, "cannot resolve --host '%s': %s", server->options.host, gai_strerror(code));
+        return -1;
+    }
+    int fd = -1, saved = 0;
+    for (struct addrinfo *at = found; at && fd < 0; at = at->ai_next) {
+        fd = socket(at->ai_family, at->ai_socktype | SOCK_CLOEXEC, at->ai_protocol);
+        if (fd < 0) continue;
+        int one = 1;
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+        if (bind(fd, at->ai_addr, at->ai_addrlen) != 0 || listen(fd, 1024) != 0) {
+            saved = errno;
+            close(fd);
+            fd = -1;
+        }
+    }
+    freeaddrinfo(found);
+    if (fd < 0) {
+        snprintf(error, capacity, "cannot listen on %s port %u: %s", server->options.host, server->options.port,
+                 strerror(saved ? saved : EADDRNOTAVAIL));
+        return -1;
+    }
+    struct sockaddr_storage address;
+    socklen_t length = sizeof address;
+    getsockname(fd, (struct sockaddr *)&address, &length);
+    server->port = address.ss_family == AF_INET6 ? ntohs(((struct sockaddr_in6 *)&address)->sin6_port)
+                                                 : ntohs(((struct sockaddr_in *)&address)->sin_port);
+    server->listen_socket = fd;
+    return 0;
+}
+
+int serve_http_start(serve_server_t *server, char *error, size_t capacity) {
+    server->listen_socket = -1;
+    if (bind_socket(server, error, capacity)) return -1;
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_TURBO | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
+    unsigned timeout = server->options.timeout > 0 ? (unsigned)(server->options.timeout + 0.999) : 0;
+    struct MHD_OptionItem pool[] = {
+        {server->options.http_threads > 1 ? MHD_OPTION_THREAD_POOL_SIZE : MHD_OPTION_END,
+         (intptr_t)server->options.http_threads, NULL},
+        {MHD_OPTION_END, 0, NULL}};
+    server->daemon = MHD_start_daemon(
+        flags, 0, NULL, NULL, handle, server, MHD_OPTION_EXTERNAL_LOGGER, log_line, server,
+        MHD_OPTION_LISTEN_SOCKET, server->listen_socket,
+        MHD_OPTION_NOTIFY_COMPLETED, completed, server, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONNECTION_MEMORY,
+        MHD_OPTION_CONNECTION_LIMIT, (unsigned)server->options.max_connections, MHD_OPTION_CONNECTION_TIMEOUT, timeout,
+        MHD_OPTION_ARRAY, pool, MHD_OPTION_END);
+    if (!server->daemon) {
+        snprintf(error, capacity, "cannot start the HTTP daemon on port %u", server->port);
+        close(server->listen_socket);
+        server->listen_socket = -1;
+        return -1;
+    }
+    return 0;
+}
+
+void serve_http_quiesce(serve_server_t *server) {
+    if (!server->daemon) return;
+    /* No more connections: the socket leaves the daemon's poll set; shutting it down makes the
+     * kernel refuse connection attempts instead of queueing them in the backlog. */
+    MHD_quiesce_daemon(server->daemon);
+    if (server->listen_socket >= 0) shutdown(server->listen_socket, SHUT_RDWR);
+}
+
+void serve_http_stop(serve_server_t *server) {
+    if (server->daemon) MHD_stop_daemon(server->daemon);
+    server->daemon = NULL;
+    if (server->listen_socket >= 0) close(server->listen_socket);
+    server->listen_socket = -1;
+}

@@ -1,0 +1,75 @@
+/* The model side of `uform serve`: executors, the checkpoint and the index (serve.h). */
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "serve.h"
+
+static int fail(char *error, size_t capacity, const uform_outcome_t *outcome, const char *context) {
+    char line[640];
+    uform_outcome_format(outcome, line, sizeof line);
+    if (context) snprintf(error, capacity, "%s (%s)", line, context);
+    else snprintf(error, capacity, "%s", line);
+    return -1;
+}
+
+int serve_model_open(const serve_model_options_t *options, const char *index_path, serve_model_t *model, char *error,
+                     size_t capacity) {
+    memset(model, 0, sizeof *model);
+    uform_outcome_t outcome = {0};
+    if (uform_executor_for_ram(NULL, options->threads, 0, &model->compute, &outcome) != UFORM_OK)
+        return fail(error, capacity, &outcome, "the compute executor");
+    if (uform_executor_for_ram(NULL, options->decode_threads ? options->decode_threads : 1, 0, &model->decode, &outcome) !=
+        UFORM_OK)
+        return serve_model_close(model), fail(error, capacity, &outcome, "the decode executor");
+    uform_ram_options_t ram = {0};
+    ram.compute = options->bf16 ? UFORM_COMPUTE_BF16 : UFORM_COMPUTE_F32;
+    if (uform_model_load_ram(model->compute, options->checkpoint, &ram, &model->model, &outcome) != UFORM_OK)
+        return serve_model_close(model), fail(error, capacity, &outcome, NULL);
+    uform_model_describe_t describe = {model->model};
+    if (uform_model_describe(&describe) != UFORM_OK) return serve_model_close(model), fail(error, capacity, &describe.outcome, NULL);
+    model->description = describe.description;
+    if (index_path) {
+        if (uform_index_open(index_path, model->model, &model->index, &outcome) != UFORM_OK)
+            return serve_model_close(model), fail(error, capacity, &outcome, index_path);
+        uform_index_describe(model->index, &model->index_description);
+    }
+    /* The model's name, as /v1/models lists it and requests name it: the file's base name. */
+    const char *base = strrchr(options->checkpoint, '/');
+    base = base ? base + 1 : options->checkpoint;
+    size_t length = strlen(base);
+    if (length > 12 && strcmp(base + length - 12, ".safetensors") == 0) length -= 12;
+    if (length == 0) base = "model", length = 5;
+    if (length >= sizeof model->name) length = sizeof model->name - 1;
+    memcpy(model->name, base, length);
+    model->name[length] = 0;
+    struct stat info;
+    model->created = stat(options->checkpoint, &info) == 0 ? (int64_t)info.st_mtime : 0;
+    return 0;
+}
+
+void serve_model_close(serve_model_t *model) {
+    uform_index_free(model->index);
+    uform_model_free(model->model);
+    uform_executor_free(model->decode);
+    uform_executor_free(model->compute);
+    memset(model, 0, sizeof *model);
+}
+
+size_t serve_model_tokens(const serve_model_t *model, int modality, size_t bytes) {
+    const uform_model_description_t *d = &model->description;
+    switch (modality) {
+    case UFORM_MODALITY_TEXT: return (bytes < d->text_bytes ? bytes : d->text_bytes) + 1;
+    case UFORM_MODALITY_IMAGE: {
+        size_t grid = d->image_patch ? d->image_size / d->image_patch : 0;
+        return grid * grid + 1;
+    }
+    case UFORM_MODALITY_VIDEO: {
+        size_t grid = d->video_patch ? d->video_size / d->video_patch : 0;
+        return (d->video_tubelet ? d->video_frames / d->video_tubelet : 0) * grid * grid + 1;
+    }
+    case UFORM_MODALITY_AUDIO: /* 100 mel frames a second (hop 160 at 16 kHz), 4 frames a token */
+        return d->audio_seconds * 100 / 4 + 1;
+    default: return 0;
+    }
+}

@@ -1,0 +1,111 @@
+/*
+ * `uform serve`: one process that loads a checkpoint (and optionally an index), batches the
+ * requests of many clients on one executor (batcher.h) and answers over HTTP (libmicrohttpd):
+ * OpenAI-compatible embeddings, search, choices, health, models, Prometheus metrics, a search
+ * page and the indexed media. docs/serve.md describes the API and the decisions behind it.
+ *
+ * Files: serve_main.c (the command: start, signals, drain), options.c (flags and --help),
+ * model.c (executors, checkpoint, index: every model-loading option in one place), http.c (the
+ * daemon, routing, authentication, limits, errors), inputs.c (JSON inputs, data: URIs),
+ * embeddings.c, search.c, choose.c (the API routes), info.c (health, models, metrics, the page,
+ * media), captions.c (--captions), batcher.c and batcher_run.c (dynamic batching), metrics.c,
+ * buffer.c, base64.c.
+ */
+#ifndef UFORM_TOOLS_SERVE_SERVE_H
+#define UFORM_TOOLS_SERVE_SERVE_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "batcher.h"
+#include "buffer.h"
+#include "captions.h"
+#include "metrics.h"
+#include "uform/uform.h"
+
+/* How the checkpoint is loaded and computed: every such option lives here, parsed by
+ * serve_model_flag and applied by serve_model_open (a new one, such as --int8, is added in
+ * those two places only). */
+typedef struct serve_model_options_t {
+    const char *checkpoint;
+    size_t threads;        /* --threads: compute threads (0: the library's default) */
+    size_t decode_threads; /* --decode-threads: media decoding threads beside compute */
+    int bf16;              /* --bf16 */
+} serve_model_options_t;
+
+typedef struct serve_options_t {
+    serve_model_options_t model;
+    const char *index;          /* --index, or NULL */
+    const char *captions;       /* --captions, or NULL */
+    const char *host;           /* --host (default 127.0.0.1) */
+    unsigned port;              /* --port (default 8080; 0: any free port) */
+    size_t max_batch;           /* --max-batch */
+    uint64_t max_wait_us;       /* --max-wait-us */
+    size_t max_queue;           /* --max-queue */
+    size_t max_body;            /* --max-body, bytes */
+    double timeout;             /* --timeout, seconds (0: none) */
+    char *api_key;              /* --api-key or the first line of --api-key-file (owned), or NULL */
+    size_t http_threads;        /* --http-threads */
+    size_t max_connections;     /* --max-connections */
+    int quiet;                  /* --quiet: no startup lines */
+} serve_options_t;
+
+/* Parses argv (argv[0] is "serve"); answers -1 to go on, or the exit status (0 after --help, 2 for
+ * a usage error, whose line was printed). */
+int serve_options_parse(int argc, char **argv, serve_options_t *options);
+void serve_options_free(serve_options_t *options);
+
+/* Takes a model flag (`flag` with its `value`, which may be NULL when none follows); answers 1 when
+ * it used the value too, 0 when the flag alone, -1 when the flag is not a model flag, -2 when its
+ * value is bad (the reason printed). */
+int serve_model_flag(serve_model_options_t *options, const char *flag, const char *value);
+
+/* What the model side of a server holds once loaded. */
+typedef struct serve_model_t {
+    uform_executor_t compute, decode;
+    uform_model_t model;
+    uform_model_description_t description;
+    uform_index_t index;               /* NULL without --index */
+    uform_index_description_t index_description;
+    char name[128];                    /* the checkpoint's file name without ".safetensors" */
+    int64_t created;                   /* the checkpoint's modification time (Unix seconds) */
+} serve_model_t;
+
+/* Loads executors, the checkpoint and the index; answers 0, or -1 with the reason in `error`. */
+int serve_model_open(const serve_model_options_t *options, const char *index_path, serve_model_t *model, char *error,
+                     size_t capacity);
+void serve_model_close(serve_model_t *model);
+
+/* Tokens one input costs, as the model counts them: its bytes (up to text_bytes) and [CLS] for a
+ * text, patches and [CLS] for media. */
+size_t serve_model_tokens(const serve_model_t *model, int modality, size_t bytes);
+
+typedef enum serve_state_t { SERVE_LOADING = 0, SERVE_READY = 1, SERVE_DRAINING = 2 } serve_state_t;
+
+typedef struct serve_server_t {
+    serve_options_t options;
+    struct MHD_Daemon *daemon;
+    int listen_socket;
+    unsigned port;                     /* the bound port */
+    int loopback;                      /* bound to this machine only: Host headers must name it */
+    atomic_int state;                  /* serve_state_t */
+    serve_metrics_t metrics;
+    serve_model_t model;               /* valid once READY */
+    serve_batcher_t *batcher;          /* valid once READY */
+    serve_captions_t captions;         /* --captions (empty without) */
+} serve_server_t;
+
+/* The HTTP side (http.c): binds, starts the daemon (answering 503 until READY), stops accepting,
+ * stops. */
+int serve_http_start(serve_server_t *server, char *error, size_t capacity);
+void serve_http_quiesce(serve_server_t *server);
+void serve_http_stop(serve_server_t *server);
+
+/* Whether `host` names only this machine (127.0.0.0/8, ::1, localhost). */
+int serve_host_is_loopback(const char *host);
+
+/* `uform serve ...` (serve_main.c); argv[0] is "serve". Answers the exit status. */
+int uform_command_serve(int argc, char **argv);
+
+#endif
