@@ -4,8 +4,9 @@
  *   uform describe CKPT
  *   uform encode CKPT (--text T... | --image F... | --audio F... | --video F...)
  *                [--outputs embeddings,tokens,states] [--scalar f32|f16|bf16|i8|b1] [--dims N]
- *                [--batch N] [--threads N] [--bf16] [--out FILE.npy|FILE.jsonl]
- *   uform choose CKPT PREFIX --choices BYTES [--group G]
+ *                [--batch N] [--threads N] [--bf16 | --int8] [--out FILE.npy|FILE.jsonl]
+ *   uform choose CKPT PREFIX --choices BYTES [--group G] [--bf16 | --int8]
+ *   uform quantize CKPT --out Q   (the trunk's matrices as int8 with per-channel scales; docs/int8.md)
  *   uform index CKPT (DIR | FILE | --manifest FILE.jsonl)... --out INDEX [options]   (uform_index.c)
  *   uform search INDEX CKPT (--text T | --image F | --audio F | --video F) [--top K]  (uform_search.c)
  *
@@ -33,8 +34,9 @@ static int usage(void) {
             "  uform describe CKPT\n"
             "  uform encode CKPT (--text T... | --image F... | --audio F... | --video F...)\n"
             "               [--outputs embeddings,tokens,states] [--scalar f32|f16|bf16|i8|b1] [--dims N]\n"
-            "               [--batch N] [--threads N] [--bf16] [--out FILE.npy|FILE.jsonl]\n"
-            "  uform choose CKPT PREFIX --choices BYTES [--group G]\n"
+            "               [--batch N] [--threads N] [--bf16 | --int8] [--out FILE.npy|FILE.jsonl]\n"
+            "  uform choose CKPT PREFIX --choices BYTES [--group G] [--bf16 | --int8]\n"
+            "  uform quantize CKPT --out Q\n"
             "  uform index CKPT (DIR | FILE | --manifest FILE.jsonl)... --out INDEX [options]   (uform index --help)\n"
             "  uform search INDEX CKPT (--text T | --image F | --audio F | --video F) [--top K] [--json]\n"
             "  uform train MANIFEST.jsonl --out CKPT [...]   (uform train --help)\n"
@@ -50,10 +52,10 @@ static int report(const uform_outcome_t *outcome) {
     return 1;
 }
 
-static uform_model_t load(const char *path, uform_executor_t executor, int bf16) {
+static uform_model_t load(const char *path, uform_executor_t executor, uform_compute_t compute) {
     uform_outcome_t outcome = {0};
     uform_ram_options_t options = {0};
-    options.compute = bf16 ? UFORM_COMPUTE_BF16 : UFORM_COMPUTE_F32;
+    options.compute = compute;
     uform_model_t model = NULL;
     if (uform_model_load_ram(executor, path, &options, &model, &outcome) != UFORM_OK) report(&outcome);
     return model;
@@ -62,7 +64,7 @@ static uform_model_t load(const char *path, uform_executor_t executor, int bf16)
 /* ---- describe ---- */
 
 static int describe(const char *path) {
-    uform_model_t model = load(path, NULL, 0);
+    uform_model_t model = load(path, NULL, UFORM_COMPUTE_F32);
     if (!model) return 1;
     uform_model_describe_t request = {model};
     uform_model_describe(&request);
@@ -85,7 +87,7 @@ static int describe(const char *path) {
     if (d->modalities & 8) printf("audio        %zu s at %zu Hz, %zu mels\n", d->audio_seconds, d->audio_rate, d->audio_mels);
     printf("temperatures %zu groups\n", d->temperature_groups);
     printf("parameters   %llu (%.1f MiB of weights)\n", (unsigned long long)d->parameters, (double)d->weight_bytes / 1048576.0);
-    printf("kernels      %s, %s compute\n", uform_cpu_class_name(d->cpu_class), d->compute == UFORM_COMPUTE_BF16 ? "bf16" : "f32");
+    printf("kernels      %s, %s compute\n", uform_cpu_class_name(d->cpu_class), uform_tool_compute_name(d->compute));
     uform_model_free(model);
     return 0;
 }
@@ -216,7 +218,8 @@ static int release(item_list_t *items, int status) {
 static int encode(int argc, char **argv) {
     if (argc < 3) return usage();
     const char *path = argv[2], *out = NULL;
-    int modality = -1, bf16 = 0;
+    int modality = -1, used = 0;
+    uform_compute_t compute = UFORM_COMPUTE_F32;
     uform_outputs_t outputs = UFORM_OUTPUTS_EMBEDDINGS;
     uform_scalar_kind_t scalar = UFORM_SCALAR_F32;
     size_t dimensions = 0, batch = 32, threads = 0;
@@ -265,8 +268,8 @@ static int encode(int argc, char **argv) {
             if (parse_size(argv[++i], &threads)) return release(&items, usage());
         } else if (strcmp(flag, "--out") == 0 && i + 1 < argc) {
             out = argv[++i];
-        } else if (strcmp(flag, "--bf16") == 0) {
-            bf16 = 1;
+        } else if ((used = uform_tool_compute_flag(flag, &compute)) != 0) {
+            if (used < 0) return release(&items, 2); /* --bf16 and --int8 together */
         } else {
             return release(&items, usage());
         }
@@ -275,7 +278,7 @@ static int encode(int argc, char **argv) {
     uform_outcome_t outcome = {0};
     uform_executor_t executor = NULL;
     if (uform_executor_for_ram(NULL, threads, 0, &executor, &outcome) != UFORM_OK) return release(&items, report(&outcome));
-    uform_model_t model = load(path, executor, bf16);
+    uform_model_t model = load(path, executor, compute);
     uform_arena_t arena = NULL;
     if (!model || uform_arena_for_executor(executor, &arena, &outcome) != UFORM_OK) {
         int status = model ? report(&outcome) : 1;
@@ -367,18 +370,40 @@ static int encode(int argc, char **argv) {
 
 /* ---- choose ---- */
 
+/* ---- quantize ---- */
+
+static int quantize(int argc, char **argv) {
+    if (argc == 3 && (strcmp(argv[2], "--help") == 0 || strcmp(argv[2], "-h") == 0)) {
+        printf("usage: uform quantize CKPT --out Q\n"
+               "Writes a copy of CKPT whose trunk matrices (attn.qkv, attn.out, mlp.up, mlp.down) are int8 with one\n"
+               "F32 scale per output channel (NAME and NAME_scale), as --int8 quantizes them at load: loading Q with\n"
+               "--int8 gives the same outputs, from about half the bytes. Other computes dequantize it. docs/int8.md.\n");
+        return 0;
+    }
+    if (argc != 5 || strcmp(argv[3], "--out") != 0) return usage();
+    uform_outcome_t outcome = {0};
+    double start = now_seconds();
+    if (uform_model_quantize(argv[2], argv[4], &outcome) != UFORM_OK) return report(&outcome);
+    fprintf(stderr, "uform: wrote %s in %.2f s\n", argv[4], now_seconds() - start);
+    return 0;
+}
+
 static int choose(int argc, char **argv) {
     if (argc < 6) return usage();
     const char *path = argv[2], *prefix = argv[3], *choices = NULL;
     size_t group = 0;
+    uform_compute_t compute = UFORM_COMPUTE_F32;
     for (int i = 4; i < argc; ++i) {
+        int used = 0;
         if (strcmp(argv[i], "--choices") == 0 && i + 1 < argc) choices = argv[++i];
         else if (strcmp(argv[i], "--group") == 0 && i + 1 < argc) {
             if (parse_size(argv[++i], &group)) return usage();
+        } else if ((used = uform_tool_compute_flag(argv[i], &compute)) != 0) {
+            if (used < 0) return 2;
         } else return usage();
     }
     if (!choices) return usage();
-    uform_model_t model = load(path, NULL, 0);
+    uform_model_t model = load(path, NULL, compute);
     if (!model) return 1;
     uform_arena_t arena = NULL;
     uform_arena_for_host(&arena, NULL);
@@ -408,6 +433,7 @@ int main(int argc, char **argv) {
     if (argc >= 3 && strcmp(argv[1], "describe") == 0) return describe(argv[2]);
     if (argc >= 2 && strcmp(argv[1], "encode") == 0) return encode(argc, argv);
     if (argc >= 2 && strcmp(argv[1], "choose") == 0) return choose(argc, argv);
+    if (argc >= 2 && strcmp(argv[1], "quantize") == 0) return quantize(argc, argv);
     if (argc >= 2 && strcmp(argv[1], "index") == 0) return uform_tool_index(argc, argv);
     if (argc >= 2 && strcmp(argv[1], "search") == 0) return uform_tool_search(argc, argv);
     if (argc >= 2 && strcmp(argv[1], "train") == 0) return uform_command_train(argc - 1, argv + 1);

@@ -51,6 +51,8 @@ static const char usage_text[] =
     "  --decode-threads N     threads of a separate decode stage that overlaps compute (default 0:\n"
     "                         decode on the compute threads before each batch)\n"
     "  --bf16                 BF16 compute (faster; ~1e-2 relative difference)\n"
+    "  --int8                 I8 compute: the trunk's products in int8 (fastest; embeddings within cosine\n"
+    "                         ~0.999 of F32's; docs/int8.md). Search the index with the same flag\n"
     "  --dims N               Matryoshka prefix of the embeddings (default: the full width)\n"
     "  --scalar KIND          f32, f16, bf16, i8 or b1 (default f32)\n"
     "  --checkpoint N         write the index every N inputs (default 10000; 0: only at the end)\n"
@@ -75,7 +77,8 @@ typedef struct options_t {
     unsigned modalities;
     size_t batch, threads, decode_threads, dims, checkpoint;
     uform_scalar_kind_t scalar;
-    int bf16, resume, hidden, json, progress, quiet, dims_given, scalar_given;
+    int resume, hidden, json, progress, quiet, dims_given, scalar_given;
+    uform_compute_t compute; /* --bf16, --int8 */
 } options_t;
 
 /* ---- inputs ---- */
@@ -511,6 +514,7 @@ static int parse(int argc, char **argv, options_t *options, inputs_t *inputs, co
     for (int i = 2; i < argc; ++i) {
         const char *flag = argv[i];
         const char *value = i + 1 < argc ? argv[i + 1] : NULL;
+        int used = 0;
         if (strcmp(flag, "--help") == 0 || strcmp(flag, "-h") == 0) {
             fputs(usage_text, stdout);
             exit(0);
@@ -534,8 +538,9 @@ static int parse(int argc, char **argv, options_t *options, inputs_t *inputs, co
             options->scalar_given = 1;
         } else if (strcmp(flag, "--checkpoint") == 0 && value) {
             if (uform_tool_parse_size(argv[++i], &options->checkpoint)) return usage_error("--checkpoint takes an integer");
-        } else if (strcmp(flag, "--bf16") == 0) options->bf16 = 1;
-        else if (strcmp(flag, "--resume") == 0) options->resume = 1;
+        } else if ((used = uform_tool_compute_flag(flag, &options->compute)) != 0) {
+            if (used < 0) return 2;
+        } else if (strcmp(flag, "--resume") == 0) options->resume = 1;
         else if (strcmp(flag, "--hidden") == 0) options->hidden = 1;
         else if (strcmp(flag, "--json") == 0) options->json = 1;
         else if (strcmp(flag, "--progress") == 0) options->progress = 1;
@@ -570,7 +575,7 @@ static int setup(run_t *run) {
     if (options->decode_threads &&
         uform_executor_for_ram(NULL, options->decode_threads, 0, &run->decoder, &outcome) != UFORM_OK)
         return uform_tool_fail(&outcome, NULL);
-    run->model = uform_tool_load(options->checkpoint_path, run->executor, options->bf16);
+    run->model = uform_tool_load(options->checkpoint_path, run->executor, options->compute);
     if (!run->model) return 1;
     uform_model_describe_t describe = {run->model};
     uform_model_describe(&describe);

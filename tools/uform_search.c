@@ -23,6 +23,7 @@ static const char usage_text[] =
     "  --json             one JSON object per result: rank, item, score, modality, path\n"
     "  --threads N        threads (default 0: the library's choice)\n"
     "  --bf16             BF16 compute for the query\n"
+    "  --int8             I8 compute for the query (the trunk in int8; docs/int8.md)\n"
     "\n"
     "exit status: 0 results printed; 1 failed (a missing file, an index built by another checkpoint:\n"
     "the reason is printed); 2 usage error.\n";
@@ -90,7 +91,8 @@ static int encode_query(uform_model_t model, uform_executor_t executor, uform_ar
 
 int uform_tool_search(int argc, char **argv) {
     const char *index_path = NULL, *checkpoint = NULL, *argument = NULL;
-    int modality = -1, json = 0, bf16 = 0;
+    int modality = -1, json = 0, used = 0;
+    uform_compute_t compute = UFORM_COMPUTE_F32;
     size_t top = 10, threads = 0, candidates = 0;
     unsigned modalities = 0;
     for (int i = 2; i < argc; ++i) {
@@ -112,8 +114,9 @@ int uform_tool_search(int argc, char **argv) {
         } else if (strcmp(flag, "--modalities") == 0 && value) {
             if (uform_tool_parse_modalities(argv[++i], &modalities)) return usage_error("--modalities takes a list of text, image, video, audio");
         } else if (strcmp(flag, "--json") == 0) json = 1;
-        else if (strcmp(flag, "--bf16") == 0) bf16 = 1;
-        else if (flag[0] == '-' && flag[1] == '-') {
+        else if ((used = uform_tool_compute_flag(flag, &compute)) != 0) {
+            if (used < 0) return 2;
+        } else if (flag[0] == '-' && flag[1] == '-') {
             char why[256];
             snprintf(why, sizeof why, "unknown flag or missing value: %s", flag);
             return usage_error(why);
@@ -132,7 +135,7 @@ int uform_tool_search(int argc, char **argv) {
     float *query = NULL;
     int status = 0;
     if (uform_executor_for_ram(NULL, threads, 0, &executor, &outcome) != UFORM_OK) status = uform_tool_fail(&outcome, NULL);
-    if (status == 0 && !(model = uform_tool_load(checkpoint, executor, bf16))) status = 1;
+    if (status == 0 && !(model = uform_tool_load(checkpoint, executor, compute))) status = 1;
     if (status == 0 && uform_index_open(index_path, model, &index, &outcome) != UFORM_OK)
         status = uform_tool_fail(&outcome, index_path);
     uform_index_description_t description;

@@ -59,13 +59,29 @@ const char *uform_tool_scalar_name(uform_scalar_kind_t scalar) {
     return (unsigned)scalar < 5 ? scalar_names[scalar] : "unknown";
 }
 
-uform_model_t uform_tool_load(const char *path, uform_executor_t executor, int bf16) {
+uform_model_t uform_tool_load(const char *path, uform_executor_t executor, uform_compute_t compute) {
     uform_outcome_t outcome = {0};
     uform_ram_options_t options = {0};
-    options.compute = bf16 ? UFORM_COMPUTE_BF16 : UFORM_COMPUTE_F32;
+    options.compute = compute;
     uform_model_t model = NULL;
     if (uform_model_load_ram(executor, path, &options, &model, &outcome) != UFORM_OK) uform_tool_fail(&outcome, NULL);
     return model;
+}
+
+int uform_tool_compute_flag(const char *flag, uform_compute_t *compute) {
+    uform_compute_t wanted = strcmp(flag, "--bf16") == 0 ? UFORM_COMPUTE_BF16 : strcmp(flag, "--int8") == 0 ? UFORM_COMPUTE_I8
+                                                                                                          : UFORM_COMPUTE_F32;
+    if (wanted == UFORM_COMPUTE_F32) return 0;
+    if (*compute != UFORM_COMPUTE_F32 && *compute != wanted) {
+        fprintf(stderr, "uform: --bf16 and --int8 exclude each other (one compute per model)\n");
+        return -1;
+    }
+    *compute = wanted;
+    return 1;
+}
+
+const char *uform_tool_compute_name(uform_compute_t compute) {
+    return compute == UFORM_COMPUTE_BF16 ? "bf16" : compute == UFORM_COMPUTE_I8 ? "i8" : "f32";
 }
 
 double uform_tool_now(void) {

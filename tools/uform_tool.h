@@ -27,8 +27,15 @@ int uform_tool_parse_modalities(const char *text, unsigned *bits);
 const char *uform_tool_modality_name(uform_modality_t modality);
 const char *uform_tool_scalar_name(uform_scalar_kind_t scalar);
 
-/* Loads a checkpoint on `executor` with F32 or BF16 compute; prints the failure and answers NULL. */
-uform_model_t uform_tool_load(const char *path, uform_executor_t executor, int bf16);
+/* Loads a checkpoint on `executor` with `compute`; prints the failure and answers NULL. */
+uform_model_t uform_tool_load(const char *path, uform_executor_t executor, uform_compute_t compute);
+
+/* The compute flags every command that loads a model takes: --bf16 (BF16 compute) and --int8 (I8
+ * compute, docs/int8.md). Answers 1 when `flag` is one of them (setting `*compute`), 0 when it is
+ * not, and -1 (printed) when the other one came first: they exclude each other. */
+int uform_tool_compute_flag(const char *flag, uform_compute_t *compute);
+/* "f32", "bf16" or "i8". */
+const char *uform_tool_compute_name(uform_compute_t compute);
 
 /* Seconds on the monotonic clock. */
 double uform_tool_now(void);

@@ -43,6 +43,28 @@ values = [float(l.split()[-1]) for l in lines if l.strip()]
 assert len(values) == 2 and abs(sum(values) - 1) < 1e-5, values
 "
 
+# I8 compute (--int8) and a quantized checkpoint (uform quantize): the same embeddings from both,
+# close to F32's, from a smaller file; --int8 with --bf16 is refused.
+check "$uform" encode "$checkpoint" --text "a red star" "a blue circle on the left" --out "$work/f32.npy"
+check "$uform" encode "$checkpoint" --text "a red star" "a blue circle on the left" --int8 --out "$work/i8.npy"
+check "$uform" quantize "$checkpoint" --out "$work/q.safetensors"
+check "$uform" encode "$work/q.safetensors" --text "a red star" "a blue circle on the left" --int8 --out "$work/q.npy"
+check "$uform" choose "$work/q.safetensors" "yes or n" --choices "oa" --int8 > "$work/choose_i8.txt"
+check "$python" -c "
+import os
+import numpy as np
+f, i, q = (np.load('$work/%s.npy' % name) for name in ('f32', 'i8', 'q'))
+assert np.array_equal(i, q), 'quantizing at load and reading a quantized checkpoint must agree bit for bit'
+cosines = (f * i).sum(axis=1)
+assert cosines.min() > 0.99, cosines
+assert 0.4 < os.path.getsize('$work/q.safetensors') / os.path.getsize('$checkpoint') < 0.8
+values = [float(l.split()[-1]) for l in open('$work/choose_i8.txt') if l.strip()]
+assert len(values) == 2 and abs(sum(values) - 1) < 1e-5, values
+"
+"$uform" describe "$work/q.safetensors" > "$work/describe_q.txt"; check test $? -eq 0
+"$uform" encode "$checkpoint" --text a --int8 --bf16 2> "$work/err5.txt"; check test $? -eq 2
+check contains "$work/err5.txt" "exclude each other"
+
 # Failures: a missing file, a text given as an image, duplicated choices, a bad flag.
 "$uform" encode "$checkpoint" --image "$work/missing.jpg" 2> "$work/err1.txt"; check test $? -eq 1
 check contains "$work/err1.txt" "cannot open"

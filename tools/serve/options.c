@@ -9,7 +9,7 @@
 #include "serve.h"
 
 static const char usage_line[] =
-    "usage: uform serve CKPT [--index INDEX] [--host 127.0.0.1] [--port 8080] [--threads N] [--bf16]\n"
+    "usage: uform serve CKPT [--index INDEX] [--host 127.0.0.1] [--port 8080] [--threads N] [--bf16 | --int8]\n"
     "                   [--max-batch N] [--max-wait-us N] [--max-queue N] [--max-body BYTES] [--timeout S]\n"
     "                   [--api-key KEY | --api-key-file FILE] [options]\n";
 
@@ -35,6 +35,7 @@ static const char usage_text[] =
     "  --threads N            compute threads (default 0: the library's choice)\n"
     "  --decode-threads N     threads decoding media beside compute (default 1)\n"
     "  --bf16                 BF16 compute (faster; ~1e-2 relative difference)\n"
+    "  --int8                 I8 compute: the trunk's products in int8 (fastest; docs/int8.md)\n"
     "  --max-batch N          items per batch (default 32)\n"
     "  --max-wait-us N        how long a batch waits for more items after its first one\n"
     "                         (default 0: it takes what is queued when the executor is free)\n"
@@ -94,8 +95,14 @@ static int parse_bytes(const char *text, uint64_t *value) {
 
 int serve_model_flag(serve_model_options_t *options, const char *flag, const char *value) {
     uint64_t number = 0;
-    if (strcmp(flag, "--bf16") == 0) {
-        options->bf16 = 1;
+    uform_compute_t wanted = strcmp(flag, "--bf16") == 0 ? UFORM_COMPUTE_BF16 : strcmp(flag, "--int8") == 0 ? UFORM_COMPUTE_I8
+                                                                                                           : UFORM_COMPUTE_F32;
+    if (wanted != UFORM_COMPUTE_F32) {
+        if (options->compute != UFORM_COMPUTE_F32 && options->compute != wanted) {
+            usage_error("%s: --bf16 and --int8 exclude each other (one compute per model)", flag);
+            return -2;
+        }
+        options->compute = wanted;
         return 0;
     }
     if (strcmp(flag, "--threads") == 0 || strcmp(flag, "--decode-threads") == 0) {
@@ -154,7 +161,8 @@ int serve_options_parse(int argc, char **argv, serve_options_t *options) {
             i += used;
             continue;
         }
-        if (flag[0] == '-' && flag[1] == '-' && strcmp(flag, "--bf16") != 0 && strcmp(flag, "--quiet") != 0 && !value)
+        if (flag[0] == '-' && flag[1] == '-' && strcmp(flag, "--bf16") != 0 && strcmp(flag, "--int8") != 0 &&
+            strcmp(flag, "--quiet") != 0 && !value)
             return serve_options_free(options), usage_error("%s needs a value", flag);
         if (strcmp(flag, "--index") == 0) options->index = argv[++i];
         else if (strcmp(flag, "--captions") == 0) options->captions = argv[++i];
