@@ -281,7 +281,10 @@ enum { MAX_CANDIDATES = 48 };
 static double row_peak(const double probes[BENCH_PROBE_KINDS], const char *class_name, const char *product) {
     if (!class_name) {
         if (product[0] == 'b' && probes[BENCH_PROBE_BF16_ZMM] > 0) return probes[BENCH_PROBE_BF16_ZMM];
-        if (product[0] == 'i' && probes[BENCH_PROBE_I8_VNNI] > 0) return probes[BENCH_PROBE_I8_VNNI];
+        if (product[0] == 'i') /* the widest integer dot product the CPU has */
+            return probes[BENCH_PROBE_I8_VNNI] > 0   ? probes[BENCH_PROBE_I8_VNNI]
+                   : probes[BENCH_PROBE_I8_ZMM] > 0 ? probes[BENCH_PROBE_I8_ZMM]
+                                                    : probes[BENCH_PROBE_I8_YMM];
         return probes[BENCH_PROBE_F32_ZMM] > 0 ? probes[BENCH_PROBE_F32_ZMM] : probes[BENCH_PROBE_F32_YMM];
     }
     for (size_t c = 0; c < sizeof bench_classes / sizeof bench_classes[0]; ++c)

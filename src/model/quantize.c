@@ -18,10 +18,12 @@ static int ends_with(const char *text, const char *suffix) {
 
 /*
  * The trunk's four products run in int8; the stems' patch projections, the heads' projections and
- * text_choose's head stay float. Measured (docs/int8.md, "Which layers"): the trunk holds 94% of
- * `small`'s multiply-adds per image, the patch projection 3% and the heads' projections under
- * 0.1%, so quantizing the rest buys ≤ 3% of speed while the patch projection alone, quantized,
- * moved the image embeddings' cosine to F32 the most of any layer.
+ * text_choose's head stay float (docs/int8.md, "Which layers, and why"). The trunk holds 94% of
+ * `small`'s multiply-adds per image, the patch projection 3%, the heads' projections under 0.1%.
+ * Measured on the demo's trained model (300 held-out items per medium), the worst cosine of I8 to
+ * F32 embeddings: trunk only, image 0.99997 and audio 0.99994; with the patch projections too,
+ * 0.99989 and 0.99980 (three to four times as far from F32) for at most 3% of the work; with the
+ * heads' projections as well, the text embeddings' mean fell from 0.999991 to 0.999987.
  */
 int uform__i8_quantizes(const char *name) {
     if (strncmp(name, "trunk.", 6) != 0) return 0;

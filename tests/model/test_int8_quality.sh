@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# I8 compute's embeddings against F32 compute's, on a trained model and on random `small` weights,
+# for text, images, video and audio (tests/model/int8_quality.py judges: cosine mean >= 0.995 and
+# worst >= 0.98 per modality; on the trained model also held-out R@1 within one point of BF16's).
+# The trained model is a reduced run of the demo's pipeline (scripts/demo.sh: pictures, clips and
+# speech, 300 steps at learning rate 1e-3 after 250 warmup steps, as test_demo_learns pins it for
+# short runs); the full demo's model is measured in bench/README.md ("INT8").
+# Usage: test_int8_quality.sh SOURCE_DIR BUILD_DIR OUT_DIR SMALL_CHECKPOINT PYTHON
+set -u
+source_dir=$1 build_dir=$2 out_dir=$3 small=$4 python=$5
+start=$(date +%s)
+if ! DEMO_OUT="$out_dir" DEMO_MODALITIES=image,video,audio DEMO_PAIRS=1000,600,400 DEMO_HELDOUT=100 DEMO_STEPS=300 \
+     DEMO_EVAL_EVERY=300 DEMO_LR=1e-3 DEMO_WARMUP=250 "$source_dir/scripts/demo.sh" "$build_dir" > "$out_dir.log" 2>&1; then
+  tail -20 "$out_dir.log"
+  echo "FAILED: the reduced demo (scripts/demo.sh) exited non-zero" >&2
+  exit 1
+fi
+echo "reduced demo: $(( $(date +%s) - start )) s"
+export PYTHONPATH="$source_dir/python${PYTHONPATH:+:$PYTHONPATH}" UFORM_LIBRARY="$build_dir/libuform.so.4"
+status=0
+"$python" "$source_dir/tests/model/int8_quality.py" "$out_dir/model.safetensors" "$out_dir/data/heldout.jsonl" || status=1
+"$python" "$source_dir/tests/model/int8_quality.py" "$small" "$out_dir/data/heldout.jsonl" --limit 16 --no-recall || status=1
+exit $status
