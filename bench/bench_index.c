@@ -1,6 +1,6 @@
 /*
  * Files → index, side by side in one run, on a folder of 224×224 JPEG photos (textured, quality
- * 90: tools/media_fixtures --photos), `small` with BF16 compute, batch 32:
+ * 90: tests/media/media_fixtures --photos), `small` with BF16 compute, batch 32:
  *   - in memory: every file's bytes already in RAM, uform_image_encode batch after batch (decode
  *     included), on an executor of `threads` threads: the engine's own speed on these files;
  *   - `uform index` (the command, as a user runs it) with the decode stage on the compute
@@ -202,6 +202,29 @@ int main(int argc, char **argv) {
             return 1;
         }
     }
+    /* The same photos as 4 WebDataset shards (plain tar: KEY.jpg per sample), for `uform index --shards`. */
+    char shards[2048];
+    snprintf(shards, sizeof shards, "%.1900s/shards_%zu", work, photos);
+    mkdir(shards, 0755);
+    for (size_t s = 0; s < 4; ++s) {
+        char shard[2100], *tar[16 + 4096];
+        snprintf(shard, sizeof shard, "%s/photos-%04zu.tar", shards, s);
+        if (access(shard, R_OK) == 0) continue;
+        int n = 0;
+        tar[n++] = "/usr/bin/tar", tar[n++] = "-cf", tar[n++] = shard, tar[n++] = "-C", tar[n++] = folder;
+        static char names[4096][32];
+        for (size_t i = s * photos / 4; i < (s + 1) * photos / 4 && n < 4096; ++i) {
+            snprintf(names[n], sizeof names[n], "photo_%06zu.jpg", i);
+            tar[n] = names[n], n++;
+        }
+        tar[n] = NULL;
+        if (run_child(tar, &child) != 0 || child.status != 0) {
+            fprintf(stderr, "bench_index: tar could not write %s\n", shard);
+            return 1;
+        }
+    }
+    char shard_list[2200];
+    snprintf(shard_list, sizeof shard_list, "%s/photos-{0000..0003}.tar", shards);
     corpus_t corpus;
     if (load_corpus(folder, photos, &corpus) != 0) {
         fprintf(stderr, "bench_index: cannot read the photos in %s\n", folder);
@@ -222,11 +245,16 @@ int main(int argc, char **argv) {
     }
     in_memory_rate(model, executor, arena, &corpus, batch); /* warm-up */
 
-    char *index_command[2][20];
-    for (int d = 0; d < 2; ++d) {
-        char **a = index_command[d];
-        int n = 0;
-        a[n++] = BENCH_UFORM, a[n++] = "index", a[n++] = (char *)checkpoint, a[n++] = folder, a[n++] = "--out";
+    /* Variants: decode-threads 0 and 1 over the folder, then the same over the shards. */
+    enum { VARIANTS = 4 };
+    char *index_command[VARIANTS][20];
+    for (int v = 0; v < VARIANTS; ++v) {
+        char **a = index_command[v];
+        int n = 0, d = v % 2;
+        a[n++] = BENCH_UFORM, a[n++] = "index", a[n++] = (char *)checkpoint;
+        if (v < 2) a[n++] = folder;
+        else a[n++] = "--shards", a[n++] = shard_list;
+        a[n++] = "--out";
         a[n++] = index_path, a[n++] = "--batch", a[n++] = batch_text, a[n++] = "--threads", a[n++] = threads_text;
         a[n++] = "--bf16", a[n++] = "--quiet", a[n++] = "--json", a[n++] = "--checkpoint", a[n++] = "0";
         a[n++] = "--decode-threads", a[n++] = d ? "1" : "0", a[n] = NULL;
@@ -243,14 +271,14 @@ int main(int argc, char **argv) {
         for (size_t i = 0; i < corpus.count && i < 4096; ++i) encode_command[n++] = corpus.paths[i];
         encode_command[n] = NULL;
     }
-    double memory = 0, memory_cpu = 0, indexed[2] = {0, 0}, index_wall[2] = {0, 0};
-    child_t index_child[2], encode_child;
+    double memory = 0, memory_cpu = 0, indexed[VARIANTS] = {0}, index_wall[VARIANTS] = {0};
+    child_t index_child[VARIANTS], encode_child;
     memset(index_child, 0, sizeof index_child);
     for (int round = 0; round < rounds; ++round) {
         double rate = in_memory_rate(model, executor, arena, &corpus, batch);
         if (rate > memory) memory = rate;
         if (memory_cpu == 0 || last_cpu_seconds < memory_cpu) memory_cpu = last_cpu_seconds;
-        for (int d = 0; d < 2; ++d) {
+        for (int d = 0; d < VARIANTS; ++d) {
             if (run_child(index_command[d], &child) != 0 || (child.status != 0 && child.status != 3)) {
                 fprintf(stderr, "bench_index: uform index failed (status %d)\n", child.status);
                 return 1;
@@ -283,19 +311,22 @@ int main(int argc, char **argv) {
         if (torch_cpu[workers] > best_torch_cpu) best_torch_cpu = torch_cpu[workers];
     }
     double best_index = indexed[0] > indexed[1] ? indexed[0] : indexed[1];
+    double best_shards = indexed[2] > indexed[3] ? indexed[2] : indexed[3];
     printf("%zu photos 224x224 JPEG q90, small, BF16, batch %zu, %zu threads, %s; best of %d rounds\n", photos, batch,
            threads, uform_cpu_class_name(uform_cpu_class_detect()), rounds);
-    double memory_per_cpu = memory_cpu > 0 ? (double)photos / memory_cpu : 0, index_per_cpu[2];
+    double memory_per_cpu = memory_cpu > 0 ? (double)photos / memory_cpu : 0, index_per_cpu[VARIANTS];
     printf("  in memory (uform_image_encode)       %8.1f items/s, %.1f items per CPU-second, decoding %.1f%% of it\n",
            memory, memory_per_cpu, 100 * last_decode_fraction);
-    for (int d = 0; d < 2; ++d) {
+    for (int d = 0; d < VARIANTS; ++d) {
         double cpu = index_child[d].user + index_child[d].system;
         index_per_cpu[d] = cpu > 0 ? (double)photos / cpu : 0; /* the whole process: load and walk included */
-        printf("  uform index, decode-threads %d         %8.1f items/s  (%.2fx in memory; process %.2f s, %ld minor faults, "
+        printf("  uform index %s, decode-threads %d  %8.1f items/s  (%.2fx in memory; process %.2f s, %ld minor faults, "
                "%.2f s system of %.2f s CPU: %.1f items per CPU-second)\n",
-               d, indexed[d], memory > 0 ? indexed[d] / memory : 0, index_wall[d], index_child[d].minor_faults,
+               d < 2 ? "(folder)" : "--shards", d % 2, indexed[d], memory > 0 ? indexed[d] / memory : 0, index_wall[d], index_child[d].minor_faults,
                index_child[d].system, cpu, index_per_cpu[d]);
     }
+    printf("  uform index --shards / in memory: %.2fx (asked: >= 0.95x); / uform index of the folder: %.2fx\n",
+           memory > 0 ? best_shards / memory : 0, best_index > 0 ? best_shards / best_index : 0);
     printf("  uform encode (all files in memory)    process %.2f s, %ld minor faults, %.2f s system of %.2f s CPU\n",
            encode_child.wall, encode_child.minor_faults, encode_child.system, encode_child.user + encode_child.system);
     for (int workers = 0; with_torch && workers < 3; ++workers)
@@ -313,13 +344,15 @@ int main(int argc, char **argv) {
                 "\"encode_minor_faults\": %ld, \"encode_system_seconds\": %.3f, \"encode_cpu_seconds\": %.3f, "
                 "\"torch_items_per_second\": [%.3f, %.3f, %.3f], \"torch_items_per_cpu_second\": [%.3f, %.3f, %.3f], "
                 "\"in_memory_items_per_cpu_second\": %.3f, \"index_items_per_cpu_second\": [%.3f, %.3f], "
-                "\"index_vs_in_memory\": %.3f, \"index_vs_best_torch\": %.3f, \"index_vs_best_torch_per_cpu\": %.3f}\n",
+                "\"index_vs_in_memory\": %.3f, \"index_vs_best_torch\": %.3f, \"index_vs_best_torch_per_cpu\": %.3f, "
+                "\"shards_index_items_per_second\": [%.3f, %.3f], \"shards_vs_in_memory\": %.3f}\n",
                 photos, batch, threads, uform_cpu_class_name(uform_cpu_class_detect()), memory, indexed[0], indexed[1],
                 index_child[0].minor_faults, index_child[1].minor_faults, index_child[0].system, index_child[1].system,
                 encode_child.minor_faults, encode_child.system, encode_child.user + encode_child.system, torch[0], torch[1],
                 torch[2], torch_cpu[0], torch_cpu[1], torch_cpu[2], memory_per_cpu, index_per_cpu[0], index_per_cpu[1],
                 memory > 0 ? best_index / memory : 0, best_torch > 0 ? best_index / best_torch : 0,
-                best_torch_cpu > 0 ? best_index_per_cpu / best_torch_cpu : 0);
+                best_torch_cpu > 0 ? best_index_per_cpu / best_torch_cpu : 0, indexed[2], indexed[3],
+                memory > 0 ? best_shards / memory : 0);
         fclose(json);
     }
     return 0;

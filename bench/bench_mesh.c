@@ -7,6 +7,9 @@
  * step hands to the collectives, a paper estimate of a step of `base` on 8 hosts at 25 Gbit/s.
  *
  *   bench_mesh [--quick] [--steps N] [--repeats N] [--sizes tiny,small] [--json bench/results/mesh.json]
+ *   bench_mesh --links ...        the mesh on links shaped with tc, and the scaling table (bench_mesh_links.c)
+ *   bench_mesh --accumulate ...   peak memory of a global batch of 4,096 pairs by chunks (bench_mesh_memory.c)
+ *   bench_mesh --scaling SHARE ALPHA_US   the scaling table alone, from a link model measured before
  *
  * Batches: tiny — 24 pairs of a 32×32 JPEG and a caption; small — 12 pairs of 64-byte texts (text
  * to text, sides 0 and 1). BF16 compute. Members are forked children meeting on 127.0.0.1.
@@ -21,14 +24,16 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_mesh_batch.h"
+#include "bench_mesh_links.h"
 #include "bench_mesh_raw.h"
 #include "demo_media.h"
 #include "mesh/mesh.h"
 #include "train/trainer.h"
 
 #define MAX_PROCESSES 3
-#define PAIRS 24
-#define SMALL_PAIRS 12
+#define PAIRS BENCH_MESH_PAIRS
+#define SMALL_PAIRS BENCH_MESH_SMALL_PAIRS
 
 static char folder[256];
 
@@ -47,103 +52,6 @@ typedef struct result_t {
     double flops;                           /* per step, this member */
     double mesh_reduce, raw_reduce;         /* medians, seconds */
 } result_t;
-
-static double now(void) {
-    struct timespec time;
-    clock_gettime(CLOCK_MONOTONIC, &time);
-    return (double)time.tv_sec + (double)time.tv_nsec * 1e-9;
-}
-
-static int compare_doubles(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *values, size_t count) {
-    qsort(values, count, sizeof *values, compare_doubles);
-    return count ? values[count / 2] : 0;
-}
-
-typedef struct batch_t {
-    unsigned char *data;
-    size_t used, count, offsets[2 * PAIRS + 1], bags[2 * PAIRS + 1], lefts[PAIRS], rights[PAIRS], pairs;
-    uform_modality_t modalities[2 * PAIRS];
-    uint8_t sides[2 * PAIRS];
-} batch_t;
-
-static void append(batch_t *batch, const void *bytes, size_t length, uform_modality_t modality) {
-    size_t i = batch->count++;
-    batch->data = realloc(batch->data, batch->used + length);
-    memcpy(batch->data + batch->used, bytes, length);
-    batch->used += length;
-    batch->offsets[i + 1] = batch->used;
-    batch->modalities[i] = modality;
-}
-
-/* Pairs [first, end) of the global batch. */
-static void make_batch(batch_t *batch, int images, size_t first, size_t end) {
-    memset(batch, 0, sizeof *batch);
-    for (size_t p = first; p < end; ++p) {
-        char text[65];
-        for (size_t i = 0; i < 64; ++i) text[i] = (char)('a' + (p * 7 + i * 13) % 26);
-        append(batch, text, images ? 20 : 64, UFORM_MODALITY_TEXT);
-        if (images) {
-            uint8_t pixels[32 * 32 * 3], rgb[3] = {(uint8_t)(40 * p), (uint8_t)(255 - 9 * p), 120};
-            demo_draw(pixels, 32, 32, (int)(p % 2), rgb, 8 + (double)(p % 16), 16, 6);
-            size_t size = 0;
-            unsigned char *jpeg = demo_jpeg(pixels, 32, 32, &size);
-            append(batch, jpeg, size, UFORM_MODALITY_IMAGE);
-            free(jpeg);
-        } else {
-            for (size_t i = 0; i < 64; ++i) text[i] = (char)('A' + (p * 5 + i * 3) % 26);
-            append(batch, text, 64, UFORM_MODALITY_TEXT);
-        }
-        size_t r = batch->pairs++;
-        batch->lefts[r] = 2 * r, batch->rights[r] = 2 * r + 1;
-    }
-    for (size_t j = 0; j <= 2 * batch->pairs; ++j) batch->bags[j] = j;
-    for (size_t j = 0; j < 2 * batch->pairs; ++j) batch->sides[j] = (uint8_t)(j % 2);
-}
-
-static void request_of(const batch_t *batch, uform_trainer_t trainer, uform_arena_t arena, uform_trainer_step_t *step,
-                       uform_trainer_stats_t *stats) {
-    memset(step, 0, sizeof *step);
-    step->trainer = trainer, step->arena = arena, step->modalities = batch->modalities;
-    step->contents = (uform_tape_t){batch->data, batch->offsets, 2 * batch->pairs};
-    step->bags = batch->bags, step->bag_count = 2 * batch->pairs, step->sides = batch->sides;
-    step->relations = (uform_relations_t){batch->lefts, batch->rights, NULL, batch->pairs};
-    step->stats = stats;
-}
-
-/* Steps `steps` times after one warm-up; answers the median step time (negative on failure). */
-static double time_steps(uform_trainer_t trainer, uform_arena_t arena, const batch_t *batch, size_t steps,
-                         double *flops) {
-    double times[64];
-    for (size_t s = 0; s <= steps && s < 64; ++s) {
-        uform_trainer_step_t step;
-        uform_trainer_stats_t stats;
-        request_of(batch, trainer, arena, &step, &stats);
-        double start = now();
-        if (uform_trainer_step(&step) != UFORM_OK) {
-            fprintf(stderr, "bench_mesh: step: %s\n", step.outcome.message);
-            return -1;
-        }
-        if (s) times[s - 1] = now() - start;
-        if (flops) *flops = stats.flops;
-    }
-    return median(times, steps < 64 ? steps : 63);
-}
-
-static uform_trainer_t make_trainer(uform_executor_t executor, const char *size, uform_mesh_t mesh) {
-    uform_trainer_config_t config = {0};
-    snprintf(config.size, sizeof config.size, "%s", size);
-    config.compute = UFORM_COMPUTE_BF16, config.seed = 1, config.mesh = mesh;
-    uform_trainer_t trainer = NULL;
-    uform_outcome_t outcome = {0};
-    if (uform_trainer_init_ram(executor, &config, &trainer, &outcome) != UFORM_OK)
-        fprintf(stderr, "bench_mesh: init: %s\n", outcome.message);
-    return trainer;
-}
 
 /* The mesh's all-reduce and raw Gloo's, alternated, on the trainer's gradient count. */
 static void time_collectives(const plan_t *plan, size_t index, uform_mesh_t mesh, size_t total, result_t *result) {
@@ -167,22 +75,23 @@ static void time_collectives(const plan_t *plan, size_t index, uform_mesh_t mesh
         for (int turn = 0; turn < 2; ++turn) {
             int mesh_turn = (int)(r % 2) == turn;
             if (bench_raw_allreduce(raw, &token, 1) != 0) goto done;
-            double start = now();
+            double start = bench_now();
             int failed = mesh_turn ? uform__mesh_allreduce_f32(mesh, values, total, "a benchmark", &outcome,
                                                                "bench_mesh") != UFORM_OK
                                    : bench_raw_allreduce(raw, values, total) != 0;
             if (failed) goto done;
-            if (r) (mesh_turn ? mesh_times : raw_times)[r - 1] = now() - start;
+            if (r) (mesh_turn ? mesh_times : raw_times)[r - 1] = bench_now() - start;
         }
         for (size_t i = 0; i < total; ++i) values[i] *= 1.0f / (float)(plan->processes * plan->processes);
     }
 done:
-    result->mesh_reduce = median(mesh_times, repeats), result->raw_reduce = median(raw_times, repeats);
+    result->mesh_reduce = bench_median(mesh_times, repeats), result->raw_reduce = bench_median(raw_times, repeats);
     free(values);
     bench_raw_free(raw);
 }
 
-static int member(const plan_t *plan, size_t index) {
+static int member(size_t index, void *context, void *answer) {
+    const plan_t *plan = context;
     result_t result;
     memset(&result, 0, sizeof result);
     uform_executor_t executor = NULL;
@@ -201,15 +110,17 @@ static int member(const plan_t *plan, size_t index) {
         fprintf(stderr, "bench_mesh: bootstrap: %s\n", outcome.message);
         return 1;
     }
-    batch_t batch;
+    bench_batch_t batch;
     size_t pairs = plan->images ? PAIRS : SMALL_PAIRS;
-    make_batch(&batch, plan->images, pairs * index / plan->processes, pairs * (index + 1) / plan->processes);
-    uform_trainer_t trainer = make_trainer(executor, plan->size, mesh);
+    bench_batch_make(&batch, plan->images, pairs * index / plan->processes, pairs * (index + 1) / plan->processes);
+    uform_trainer_t trainer = bench_trainer(executor, plan->size, mesh);
     if (trainer) {
         result.total = trainer->total;
         uint64_t payload[3], calls[3];
         memcpy(payload, mesh->payload_bytes, sizeof payload), memcpy(calls, mesh->collectives, sizeof calls);
-        result.step_median = time_steps(trainer, arena, &batch, plan->steps, &result.flops);
+        bench_steps_t measured;
+        result.step_median = bench_batch_steps(trainer, arena, &batch, plan->steps, &measured) ? -1 : measured.seconds;
+        result.flops = measured.flops;
         for (int k = 0; k < 3; ++k) {
             result.payload[k] = (double)(mesh->payload_bytes[k] - payload[k]) / (double)(plan->steps + 1);
             result.collectives[k] = (double)(mesh->collectives[k] - calls[k]) / (double)(plan->steps + 1);
@@ -217,16 +128,13 @@ static int member(const plan_t *plan, size_t index) {
         if (plan->collective && plan->processes > 1) time_collectives(plan, index, mesh, trainer->total, &result);
         uform_trainer_free(trainer);
         /* The same share with no mesh, the members side by side as before. */
-        uform_trainer_t alone = make_trainer(executor, plan->size, NULL);
-        if (alone) result.alone_median = time_steps(alone, arena, &batch, plan->steps, NULL);
+        uform_trainer_t alone = bench_trainer(executor, plan->size, NULL);
+        if (alone) result.alone_median = bench_batch_steps(alone, arena, &batch, plan->steps, &measured) ? -1 : measured.seconds;
         uform_trainer_free(alone);
         result.ok = result.step_median > 0 && result.alone_median > 0;
     }
     free(batch.data);
-    char path[512];
-    snprintf(path, sizeof path, "%s/result.%zu", folder, index);
-    FILE *file = fopen(path, "wb");
-    if (file) fwrite(&result, sizeof result, 1, file), fclose(file);
+    memcpy(answer, &result, sizeof result);
     uform_arena_free(arena);
     uform_mesh_free(mesh);
     uform_executor_free(executor);
@@ -238,32 +146,7 @@ static int run_plan(const plan_t *plan, result_t *results) {
     char store[512];
     snprintf(store, sizeof store, "%s/raw-%s-%zu", folder, plan->size, plan->processes);
     mkdir(store, 0755);
-    pid_t pids[MAX_PROCESSES];
-    fflush(stdout), fflush(stderr);
-    for (size_t i = 0; i < plan->processes; ++i) {
-        pids[i] = fork();
-        if (pids[i] == 0) _exit(member(plan, i));
-    }
-    int failed = 0;
-    double deadline = now() + 1800;
-    for (size_t i = 0; i < plan->processes; ++i) {
-        int status = 0;
-        while (waitpid(pids[i], &status, WNOHANG) == 0) {
-            if (now() > deadline) kill(pids[i], SIGKILL);
-            struct timespec pause = {0, 20000000};
-            nanosleep(&pause, NULL);
-        }
-        failed |= !WIFEXITED(status) || WEXITSTATUS(status) != 0;
-        char path[512];
-        snprintf(path, sizeof path, "%s/result.%zu", folder, i);
-        FILE *file = fopen(path, "rb");
-        memset(&results[i], 0, sizeof results[i]);
-        if (file) {
-            if (fread(&results[i], sizeof results[i], 1, file) != 1) failed = 1;
-            fclose(file);
-            unlink(path);
-        }
-    }
+    int failed = bench_members_run(folder, plan->processes, sizeof *results, member, (void *)plan, results, 1800);
     char command[600];
     snprintf(command, sizeof command, "rm -rf '%s'", store);
     if (system(command) != 0) fprintf(stderr, "bench_mesh: cannot remove %s\n", store);
@@ -279,13 +162,26 @@ int main(int argc, char **argv) {
     const char *json_path = "bench/results/mesh.json", *sizes_text = "tiny,small";
     size_t steps = 5, repeats = 9;
     for (int i = 1; i < argc; ++i) {
+        if (!strcmp(argv[i], "--links")) return bench_mesh_links(argc, argv);
+        if (!strcmp(argv[i], "--accumulate")) return bench_mesh_accumulate(argc, argv);
+        if (!strcmp(argv[i], "--scaling") && i + 2 < argc) { /* the table alone, from a model measured before */
+            cJSON *root = cJSON_CreateObject();
+            bench_mesh_scaling(atof(argv[i + 1]), atof(argv[i + 2]) * 1e-6, root);
+            cJSON_Delete(root);
+            return 0;
+        }
+    }
+    for (int i = 1; i < argc; ++i) {
         if (!strcmp(argv[i], "--quick")) steps = 2, repeats = 3;
         else if (!strcmp(argv[i], "--steps") && i + 1 < argc) steps = (size_t)atol(argv[++i]);
         else if (!strcmp(argv[i], "--repeats") && i + 1 < argc) repeats = (size_t)atol(argv[++i]);
         else if (!strcmp(argv[i], "--sizes") && i + 1 < argc) sizes_text = argv[++i];
         else if (!strcmp(argv[i], "--json") && i + 1 < argc) json_path = argv[++i];
         else {
-            fprintf(stderr, "usage: bench_mesh [--quick] [--steps N] [--repeats N] [--sizes tiny,small] [--json PATH]\n");
+            fprintf(stderr, "usage: bench_mesh [--quick] [--steps N] [--repeats N] [--sizes tiny,small] [--json PATH]\n"
+                            "       bench_mesh --links ... (shaped links: bench_mesh_links.c)\n"
+                            "       bench_mesh --accumulate ... (peak memory of large batches: bench_mesh_memory.c)\n"
+                            "       bench_mesh --scaling BETA_SHARE ALPHA_US (the scaling table from a link model)\n");
             return 2;
         }
     }
@@ -362,7 +258,7 @@ int main(int argc, char **argv) {
         }
     }
     /* base on 8 hosts at 25 Gbit/s, on paper: what a step hands to the collectives (mesh_step.c). */
-    uform_trainer_t base = make_trainer(NULL, "base", NULL);
+    uform_trainer_t base = bench_trainer(NULL, "base", NULL);
     if (base) {
         const uform__model_config_t *config = &base->config;
         double P = (double)base->total, k = 8, link = 25e9 / 8, pairs = 256, B = 2 * pairs, N = B;

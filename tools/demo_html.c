@@ -177,9 +177,8 @@ static const char *resolve(const demo_run_t *run, const char *path, char *buffer
 
 static int searches(FILE *out, const demo_run_t *run) {
     if (!run->searched) {
-        fprintf(out, "<p class=\"miss\">No searches: this build has no <code>uform index</code> / <code>uform search</code> "
-                     "yet, so the index-and-search step of the demo did not run.</p>\n");
-        return 0;
+        fprintf(stderr, "uform_demo_report: %s/searches.tsv is missing: the demo's index-and-search stage did not run\n", run->dir);
+        return -1;
     }
     int status = 0;
     char path[4096];

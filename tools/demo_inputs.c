@@ -54,21 +54,34 @@ static int read_log(const char *dir, demo_log_t *log) {
     return log->count ? 0 : -1;
 }
 
-/* "eval step 400  image   300 pairs  text->image R@1 0.953 R@5 0.997 | image->text R@1 0.950 R@5 0.993  (novel.jsonl)" */
+/* `uform train --eval-log` lines: {"step": 400, "set": "novel.jsonl", "modality": "image", "pairs": 300,
+ * "text_to_media": {"1": 0.953, "5": 0.997}, "media_to_text": {"1": 0.950, "5": 0.993}}. */
 static int read_evals(const char *dir, demo_evals_t *evals) {
-    FILE *file = open_in(dir, "eval.txt", 1);
+    FILE *file = open_in(dir, "eval.jsonl", 1);
     if (!file) return -1;
-    char line[1024];
-    size_t capacity = 0;
-    while (fgets(line, sizeof line, file)) {
+    char *line = NULL;
+    size_t length = 0, capacity = 0;
+    while (getline(&line, &length, file) > 0) {
+        cJSON *root = cJSON_Parse(line);
+        const cJSON *step = cJSON_GetObjectItemCaseSensitive(root, "step");
+        const cJSON *set = cJSON_GetObjectItemCaseSensitive(root, "set");
+        const cJSON *modality = cJSON_GetObjectItemCaseSensitive(root, "modality");
+        const cJSON *pairs = cJSON_GetObjectItemCaseSensitive(root, "pairs");
+        const cJSON *forward = cJSON_GetObjectItemCaseSensitive(root, "text_to_media");
+        const cJSON *backward = cJSON_GetObjectItemCaseSensitive(root, "media_to_text");
+        const cJSON *numbers[4] = {cJSON_GetObjectItemCaseSensitive(forward, "1"), cJSON_GetObjectItemCaseSensitive(forward, "5"),
+                                   cJSON_GetObjectItemCaseSensitive(backward, "1"), cJSON_GetObjectItemCaseSensitive(backward, "5")};
+        int ok = cJSON_IsNumber(step) && cJSON_IsString(set) && cJSON_IsString(modality) && cJSON_IsNumber(pairs);
+        for (int k = 0; k < 4; ++k) ok = ok && cJSON_IsNumber(numbers[k]);
         demo_eval_t eval = {0};
-        char name[16], forward[40], backward[40];
-        if (sscanf(line, "eval step %lf %15s %zu pairs %39s R@1 %lf R@5 %lf | %39s R@1 %lf R@5 %lf", &eval.step, name,
-                   &eval.pairs, forward, &eval.text_r1, &eval.text_r5, backward, &eval.media_r1, &eval.media_r5) != 9)
-            continue;
-        eval.modality = modality_index(name);
-        eval.novel = strstr(line, "(novel.jsonl)") != NULL;
-        if (eval.modality < 1) continue;
+        if (ok) {
+            eval.step = step->valuedouble, eval.modality = modality_index(modality->valuestring);
+            eval.novel = strstr(set->valuestring, "novel") != NULL, eval.pairs = (size_t)pairs->valuedouble;
+            eval.text_r1 = numbers[0]->valuedouble, eval.text_r5 = numbers[1]->valuedouble;
+            eval.media_r1 = numbers[2]->valuedouble, eval.media_r5 = numbers[3]->valuedouble;
+        }
+        cJSON_Delete(root);
+        if (!ok || eval.modality < 1) continue;
         if (evals->count == capacity) {
             capacity = capacity ? 2 * capacity : 64;
             demo_eval_t *grown = realloc(evals->items, capacity * sizeof *grown);
@@ -77,8 +90,9 @@ static int read_evals(const char *dir, demo_evals_t *evals) {
         }
         evals->items[evals->count++] = eval;
     }
+    free(line);
     fclose(file);
-    if (evals->count == 0) fprintf(stderr, "uform_demo_report: %s/eval.txt has no evaluations\n", dir);
+    if (evals->count == 0) fprintf(stderr, "uform_demo_report: %s/eval.jsonl has no evaluations\n", dir);
     return evals->count ? 0 : -1;
 }
 

@@ -1,7 +1,7 @@
 /*
  * uform_demo_report: the terminal tables and the HTML report of `make demo` (scripts/demo.sh).
  *
- *   uform_demo_report recall DIR         the held-out recall table, from DIR/eval.txt
+ *   uform_demo_report recall DIR         the held-out recall table, from DIR/eval.jsonl
  *   uform_demo_report search DIR N       the results of the N-th search in DIR/searches.tsv, with captions
  *   uform_demo_report html DIR           DIR/report.html (written atomically); prints its path
  *
@@ -21,7 +21,7 @@ static const double targets[4] = {0, 0.95, 0.80, 0.80};
 static int print_recall(const demo_run_t *run) {
     const demo_eval_t *any = NULL;
     for (int m = 1; m < 4 && !any; ++m) any = demo_run_final(run, m, 0);
-    if (!any) return fprintf(stderr, "uform_demo_report: no held-out evaluation in %s/eval.txt\n", run->dir), 1;
+    if (!any) return fprintf(stderr, "uform_demo_report: no held-out evaluation in %s/eval.jsonl\n", run->dir), 1;
     printf("held-out recall after %.0f steps, scored by caption (a hit is any item with the query's caption)\n", any->step);
     printf("          pairs   text->media      media->text     target\n");
     printf("                  R@1    R@5       R@1    R@5      text->media R@1\n");

@@ -5,8 +5,7 @@
  *
  * The folder DIR holds:
  *   train.csv             `uform train --log`: step,seconds,loss,contrastive,choice,learning_rate,grad_norm
- *   eval.txt              `uform train --eval ... --eval-every N` stdout: "eval step S  image  300 pairs
- *                         text->image R@1 a R@5 b | image->text R@1 c R@5 d  (heldout.jsonl)" lines
+ *   eval.jsonl            `uform train --eval ... --eval-log`: one JSON object per evaluation, set and modality
  *   data/                 `uform synth`: train.jsonl, heldout.jsonl, novel.jsonl and the media
  *   model.safetensors     the trained checkpoint
  *   times.tsv             stage \t wall seconds \t CPU seconds, one line per stage of the demo
@@ -82,7 +81,7 @@ typedef struct demo_run_t {
     int searched;       /* searches.tsv exists */
 } demo_run_t;
 
-/* Reads everything DIR holds; a missing train.csv or eval.txt is an error (answers -1 after printing
+/* Reads everything DIR holds; a missing train.csv or eval.jsonl is an error (answers -1 after printing
  * the reason), missing searches or times are allowed. */
 int demo_run_read(const char *dir, demo_run_t *run);
 void demo_run_free(demo_run_t *run);

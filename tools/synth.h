@@ -115,6 +115,14 @@ void synth_item_relative(const synth_item_t *item, char *relative, size_t capaci
 int synth_item_write(const synth_item_t *item, const char *dir, int speech_rate, char *line, size_t line_capacity,
                      char *error, size_t capacity);
 
+/* ---- shards (synth_shards.c) ---- */
+
+/* Writes the training items (split 0) of `items` into `shards` WebDataset shards DIR/shards/train-NNNNN.tar
+ * in an order shuffled from `seed`: KEY.EXT (the file), KEY.txt (its caption), KEY.json (its manifest
+ * line, from `lines`, one per item of `line_capacity` bytes). Answers 0, or -1 with the reason. */
+int synth_write_shards(const synth_item_t *items, size_t count, const char *lines, size_t line_capacity, const char *dir,
+                       size_t shards, uint64_t seed, char *error, size_t capacity);
+
 /* ---- speech (synth_speech.c: espeak-ng's C library, one process) ---- */
 
 enum { SYNTH_VOICES = 4 };

@@ -16,73 +16,63 @@
 #include <time.h>
 #include <unistd.h>
 
-const char train_mesh_usage[] =
-    "                   [--mesh DIR --job NAME --index I --count K [--mesh-timeout S] [--mesh-address IP]]\n"
-    "                   [--processes K]\n";
+int train_mesh_wanted(const train_mesh_t *mesh) { return mesh->where != NULL; }
 
-const char train_mesh_help[] =
-    "\n"
-    "Data-parallel training (the mesh): K processes, on one host or several, train one model as one\n"
-    "process would with the same --batch: each step every member takes its contiguous share of the\n"
-    "global batch of lines, the members exchange bag embeddings and gradients, and all apply the same\n"
-    "update. Every member gets the same flags except --index; member 0 writes --out and --log and runs\n"
-    "--eval (the others wait for it in their next step, within the mesh timeout).\n"
-    "  --mesh DIR          a folder every member can reach (a shared file system across hosts) where\n"
-    "                      the members meet; the job's folder in it is removed once they have met\n"
-    "  --job NAME          the run's name (one path component); a folder left by a failed run of the\n"
-    "                      same name is refused: remove it or choose another name\n"
-    "  --index I           this member, in 0..K-1\n"
-    "  --count K           members of the run\n"
-    "  --mesh-timeout S    how long to wait for every member to arrive, and for a peer's answer in a\n"
-    "                      step, before failing (default 120)\n"
-    "  --mesh-address IP   the address this member's collectives listen on, reachable from the other\n"
-    "                      hosts (default: the host's first non-loopback IPv4 address)\n"
-    "  --processes K       start K local members of this same command over a temporary folder on\n"
-    "                      127.0.0.1, their output prefixed with [i]; --threads defaults to the cores / K.\n"
-    "                      The run fails as a whole when a member fails\n";
-
-static const char *const flags[] = {"--mesh", "--job", "--index", "--count", "--mesh-timeout", "--mesh-address",
-                                    "--processes"};
-
-int train_mesh_is_flag(const char *flag) {
-    for (size_t i = 0; i < sizeof flags / sizeof flags[0]; ++i)
-        if (strcmp(flag, flags[i]) == 0) return 1;
-    return 0;
-}
-
-static int parse_count(const char *text, size_t *value) {
-    char *end = NULL;
-    errno = 0;
-    unsigned long long number = strtoull(text, &end, 10);
-    if (!*text || *end || errno || text[0] == '-' || number > 1000000) return -1;
-    *value = (size_t)number;
-    return 0;
-}
-
-int train_mesh_flag(train_mesh_t *mesh, const char *flag, const char *value) {
-    if (strcmp(flag, "--mesh") == 0) mesh->directory = value;
-    else if (strcmp(flag, "--job") == 0) mesh->job = value;
-    else if (strcmp(flag, "--mesh-address") == 0) mesh->address = value;
-    else if (strcmp(flag, "--index") == 0) return (mesh->have_index = 1, parse_count(value, &mesh->index));
-    else if (strcmp(flag, "--count") == 0) return (mesh->have_count = 1, parse_count(value, &mesh->count)) || !mesh->count ? -1 : 0;
-    else if (strcmp(flag, "--processes") == 0) return parse_count(value, &mesh->processes) || !mesh->processes ? -1 : 0;
-    else if (strcmp(flag, "--mesh-timeout") == 0) {
-        char *end = NULL;
-        mesh->timeout = strtod(value, &end);
-        return (!*value || *end || !(mesh->timeout > 0) || mesh->timeout > 86400) ? -1 : 0;
-    }
-    return 0;
-}
-
-int train_mesh_check(const train_mesh_t *mesh, int skip_bad, char *why, size_t capacity) {
-    int any = mesh->directory || mesh->job || mesh->have_index || mesh->have_count || mesh->address || mesh->timeout > 0;
-    if (mesh->processes && any) {
-        snprintf(why, capacity, "--processes starts its own mesh: it takes none of --mesh, --job, --index, --count, "
-                                "--mesh-timeout, --mesh-address");
+int train_mesh_check(train_mesh_t *mesh, int skip_bad, char *why, size_t capacity) {
+    const char *where = mesh->where;
+    if (where && (strncmp(where, "tcp://", 6) == 0 || strncmp(where, "redis://", 8) == 0)) mesh->rendezvous = where;
+    else if (where && strcmp(where, "auto") != 0) mesh->directory = where;
+    if (mesh->overlap && strcmp(mesh->overlap, "none") != 0 && strcmp(mesh->overlap, "backward") != 0) {
+        snprintf(why, capacity, "--mesh-overlap '%s' is not backward or none", mesh->overlap);
         return -1;
     }
-    if (any && !(mesh->directory && mesh->job && mesh->have_index && mesh->have_count)) {
-        snprintf(why, capacity, "a member of a mesh needs all of --mesh DIR, --job NAME, --index I and --count K");
+    mesh->overlap_none = mesh->overlap && strcmp(mesh->overlap, "none") == 0;
+    if (mesh->processes > 64 || mesh->count > 1000000) {
+        snprintf(why, capacity, "--processes %zu / --count %zu: too many members", mesh->processes, mesh->count);
+        return -1;
+    }
+    if (mesh->timeout > 86400) {
+        snprintf(why, capacity, "--mesh-timeout %g is more than a day", mesh->timeout);
+        return -1;
+    }
+    int any = mesh->where || mesh->job || mesh->have_index || mesh->have_count || mesh->address || mesh->timeout > 0 ||
+              mesh->overlap_none;
+    if (mesh->processes && any) {
+        snprintf(why, capacity, "--processes starts its own mesh: it takes none of --mesh, --job, --index, --count, "
+                                "--mesh-timeout, --mesh-address, --mesh-overlap");
+        return -1;
+    }
+    if (any && !mesh->where) {
+        snprintf(why, capacity, "a member of a mesh needs --mesh DIR, tcp://HOST:PORT, redis://HOST:PORT or auto");
+        return -1;
+    }
+    if (mesh->have_index != mesh->have_count) {
+        snprintf(why, capacity, "--index and --count go together (leave both out under a launcher: torchrun, mpirun, "
+                                "srun)");
+        return -1;
+    }
+    if (any && !mesh->have_index) {
+        uform_outcome_t outcome = {0};
+        if (uform_mesh_launch_read(&mesh->launch, &outcome) != UFORM_OK) {
+            snprintf(why, capacity, "%s", outcome.message);
+            return -1;
+        }
+        if (mesh->launch.launcher == UFORM_MESH_LAUNCHER_NONE) {
+            snprintf(why, capacity, "--mesh without --index and --count reads them from a launcher's variables, and "
+                                    "none is set (torchrun's RANK, mpirun's OMPI_COMM_WORLD_RANK or PMI_RANK, srun's "
+                                    "SLURM_PROCID): give --index I --count K");
+            return -1;
+        }
+        mesh->index = mesh->launch.index, mesh->count = mesh->launch.count, mesh->threads = mesh->launch.threads;
+        if (!mesh->directory && !mesh->rendezvous && !mesh->launch.rendezvous[0] && mesh->count > 1) {
+            snprintf(why, capacity, "--mesh auto: %s started %zu members on several hosts and nothing says where member "
+                                    "0 is: export MASTER_ADDR and MASTER_PORT, or give --mesh tcp://HOST:PORT",
+                     uform_mesh_launcher_name(mesh->launch.launcher), mesh->count);
+            return -1;
+        }
+    }
+    if (mesh->directory && !mesh->job && !mesh->launch.job[0]) {
+        snprintf(why, capacity, "--mesh DIR needs --job NAME (the run's folder in DIR)");
         return -1;
     }
     if (any && mesh->index >= mesh->count) {
@@ -124,12 +114,6 @@ static void forward(stream_t *stream, size_t member, int flush) {
     memmove(stream->pending, stream->pending + start, stream->used - start);
     stream->used -= start;
     fflush(stream->to);
-}
-
-static double now_seconds(void) {
-    struct timespec time;
-    clock_gettime(CLOCK_MONOTONIC, &time);
-    return (double)time.tv_sec + (double)time.tv_nsec * 1e-9;
 }
 
 /* Removes the temporary folder: normally empty (the members clear the job's folder once they have
@@ -185,6 +169,7 @@ int train_mesh_launch(const train_mesh_t *mesh, int argc, char **argv) {
     arguments[n++] = "/proc/self/exe";
     arguments[n++] = "train";
     for (int i = 1; i < argc; ++i) {
+        if (strncmp(argv[i], "--processes=", 12) == 0) continue;
         if (strcmp(argv[i], "--processes") == 0) {
             ++i;
             continue;
@@ -231,7 +216,7 @@ int train_mesh_launch(const train_mesh_t *mesh, int argc, char **argv) {
     size_t running = started, first_failure = K;
     double stop_at = 0; /* once a member failed: when the others are stopped */
     int status = started < K ? 1 : 0;
-    if (started < K) stop_at = now_seconds();
+    if (started < K) stop_at = cli_now();
     while (running > 0) {
         struct pollfd polls[128];
         size_t owners[128], count_polls = 0;
@@ -262,10 +247,10 @@ int train_mesh_launch(const train_mesh_t *mesh, int argc, char **argv) {
             running -= 1;
             if (exits[i] != 0 && first_failure == K) {
                 first_failure = i;
-                stop_at = now_seconds() + 5.0;
+                stop_at = cli_now() + 5.0;
             }
         }
-        if (stop_at > 0 && now_seconds() >= stop_at)
+        if (stop_at > 0 && cli_now() >= stop_at)
             for (size_t i = 0; i < started; ++i)
                 if (exits[i] == -1) kill(pids[i], SIGKILL);
     }
@@ -288,11 +273,13 @@ int train_mesh_launch(const train_mesh_t *mesh, int argc, char **argv) {
 
 int train_mesh_join(train_mesh_t *mesh, uform_executor_t executor, const uform_trainer_config_t *config,
                     const char *agreement, int quiet) {
-    if (!mesh->directory) return 0;
+    if (!mesh->where) return 0;
     uform_mesh_options_t options = {0};
     options.host_domain_index = mesh->index, options.host_domain_count = mesh->count;
-    options.directory = mesh->directory, options.job = mesh->job, options.address = mesh->address;
-    options.timeout_seconds = mesh->timeout;
+    options.directory = mesh->directory, options.rendezvous = mesh->rendezvous, options.job = mesh->job;
+    options.address = mesh->address, options.timeout_seconds = mesh->timeout;
+    options.launcher = mesh->have_index ? UFORM_MESH_LAUNCHER_NONE : UFORM_MESH_LAUNCHER_AUTO;
+    options.overlap = mesh->overlap_none ? UFORM_MESH_OVERLAP_NONE : UFORM_MESH_OVERLAP_BACKWARD;
     options.trainer_config = config;
     options.agreement = agreement;
     uform_outcome_t outcome = {0};
@@ -304,19 +291,57 @@ int train_mesh_join(train_mesh_t *mesh, uform_executor_t executor, const uform_t
     }
     uform_mesh_description_t description;
     uform_mesh_describe(mesh->mesh, &description);
-    if (!quiet)
-        fprintf(stderr, "uform: mesh of %zu members (%zu per host domain), this is member %zu; job '%s' in %s\n",
-                description.members_total, description.members_per_host_domain, description.first_member_index,
-                mesh->job, mesh->directory);
+    if (quiet) return 0;
+    char launched[300] = "";
+    const uform_mesh_launch_t *launch = &mesh->launch;
+    if (description.launcher != UFORM_MESH_LAUNCHER_NONE)
+        snprintf(launched, sizeof launched, ", %zu on this host; launched by %s (%s)", description.local_members,
+                 uform_mesh_launcher_name(description.launcher), launch->variables);
+    const char *where = mesh->directory ? mesh->directory : mesh->rendezvous ? mesh->rendezvous : launch->rendezvous;
+    char from[140] = "";
+    if (!mesh->directory && !mesh->rendezvous) snprintf(from, sizeof from, " (%s)", launch->rendezvous_from);
+    const char *job = mesh->job ? mesh->job : launch->job[0] ? launch->job : "uform";
+    fprintf(stderr, "uform: mesh of %zu members (%zu per host domain), this is member %zu%s; job '%s' at %s%s; "
+                    "%zu threads\n",
+            description.members_total, description.members_per_host_domain, description.first_member_index, launched,
+            job, where, from, uform_executor_threads(executor));
     return 0;
 }
 
-void train_mesh_share(const train_mesh_t *mesh, size_t count, size_t *first, size_t *end) {
-    if (!mesh->mesh) {
-        *first = 0, *end = count;
+/* Prints `word` quoted for a POSIX shell when it needs it. */
+static void print_word(FILE *to, const char *word) {
+    int plain = *word != 0;
+    for (const char *c = word; *c; ++c)
+        plain &= (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ||
+                 strchr("-_./:=,+@%", *c) != NULL;
+    if (plain) {
+        fputs(word, to);
         return;
     }
-    *first = count * mesh->index / mesh->count, *end = count * (mesh->index + 1) / mesh->count;
+    fputc('\'', to);
+    for (const char *c = word; *c; ++c) {
+        if (*c == '\'') fputs("'\\''", to);
+        else fputc(*c, to);
+    }
+    fputc('\'', to);
+}
+
+void train_mesh_say_resume(int argc, char **argv, const char *out, uint64_t step, size_t remaining) {
+    fprintf(stderr, "uform: saved step %llu to %s (weights, optimizer, data order); resume every member with\n  uform",
+            (unsigned long long)step, out);
+    for (int i = 0; i < argc; ++i) {
+        int resume = strcmp(argv[i], "--resume") == 0, steps = strcmp(argv[i], "--steps") == 0 && remaining;
+        if ((resume || steps) && i + 1 < argc) {
+            ++i; /* replaced below */
+            continue;
+        }
+        fputc(' ', stderr);
+        print_word(stderr, argv[i]);
+    }
+    fputs(" --resume ", stderr);
+    print_word(stderr, out);
+    if (remaining) fprintf(stderr, " --steps %zu", remaining);
+    fputs("\n  (under a launcher: the same launch with these arguments; any number of members)\n", stderr);
 }
 
 int train_mesh_leads(const train_mesh_t *mesh) { return !mesh->mesh || mesh->index == 0; }

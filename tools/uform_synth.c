@@ -31,38 +31,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "commands.h"
+#include "cli.h"
 #include "synth.h"
 
-static const char usage_text[] =
-    "usage: uform synth DIR [--seed N] [--pairs N|I,V,A] [--heldout N] [--modalities image,video,audio]\n"
-    "                       [--threads N] [--quiet]\n";
-
-static const char help_text[] =
-    "\n"
-    "Writes the demo's generated data into DIR: pictures of 5 shapes x 8 colours x 5 places x 2 sizes\n"
-    "(\"a small red star at the top\"; PNG and JPEG), 8-frame clips of a shape moving left, right, up or\n"
-    "down (\"a blue circle moving left\"; MP4 and WebM) and captions spoken by espeak-ng (\"a red star at\n"
-    "the top\"; WAV and FLAC, about 2 s), with the manifests train.jsonl, heldout.jsonl (fresh renders\n"
-    "of training captions) and novel.jsonl (colour-shape combinations never shown in training).\n"
-    "\n"
-    "  --seed N            random seed of every render (default 0; the same seed writes the same bytes)\n"
-    "  --pairs N           training pairs per modality, or I,V,A for pictures, clips and speech apart\n"
-    "                      (default 2000)\n"
-    "  --heldout N         held-out pairs per modality, and the most compositional ones (default 300)\n"
-    "  --modalities LIST   which of image, video, audio to write (default all three)\n"
-    "  --threads N         threads drawing and encoding (default 0: one per core)\n"
-    "  --quiet             no progress and no summary\n"
-    "\n"
-    "Exit status: 0 done; 1 failed (the reason is printed); 2 usage.\n";
-
-static int usage_error(const char *why) {
-    fprintf(stderr, "%suform synth: %s\n", usage_text, why);
-    return 2;
-}
-
 static const char *const split_names[3] = {"train", "heldout", "novel"};
-static const char *const kind_names[3] = {"image", "video", "audio"};
 
 /* ---- which captions each split uses ---- */
 
@@ -139,15 +111,9 @@ static void *run_shared(void *argument) {
     return NULL;
 }
 
-static double now_seconds(void) {
-    struct timespec time;
-    clock_gettime(CLOCK_MONOTONIC, &time);
-    return (double)time.tv_sec + (double)time.tv_nsec * 1e-9;
-}
-
 static void draw_progress(work_t *work, double start) {
     size_t done = __atomic_load_n(&work->done, __ATOMIC_RELAXED) + __atomic_load_n(&work->speech->done, __ATOMIC_RELAXED);
-    double rate = (double)done / (now_seconds() - start + 1e-9);
+    double rate = (double)done / (cli_now() - start + 1e-9);
     fprintf(stderr, "\rsynth  %zu/%zu files  %.0f files/s  ETA %.0f s   ", done, work->count, rate,
             rate > 0 ? (double)(work->count - done) / rate : 0.0);
 }
@@ -192,7 +158,7 @@ static void run_all(work_t *work, size_t threads, int bar, double start) {
     while (!__atomic_load_n(&work->failed, __ATOMIC_RELAXED)) {
         size_t k = __atomic_fetch_add(&work->next, 1, __ATOMIC_RELAXED);
         if (k >= work->shared_count || run_item(work, work->shared[k])) break;
-        if (bar && now_seconds() - last_draw > 0.1) draw_progress(work, start), last_draw = now_seconds();
+        if (bar && cli_now() - last_draw > 0.1) draw_progress(work, start), last_draw = cli_now();
     }
     for (size_t t = 0; t < started; ++t) pthread_join(helpers[t], NULL);
     if (speech > 0) {
@@ -219,42 +185,18 @@ static void run_all(work_t *work, size_t threads, int bar, double start) {
 
 static int make_folder(const char *path) { return mkdir(path, 0755) == 0 || errno == EEXIST ? 0 : -1; }
 
-static int parse_count(const char *text, size_t *value) {
-    char *end = NULL;
-    errno = 0;
-    unsigned long long number = strtoull(text, &end, 10);
-    if (!end || *end || end == text || errno || text[0] == '-' || number > 1000000000ull) return -1;
-    *value = (size_t)number;
-    return 0;
-}
-
 /* "N" (every modality) or "I,V,A". */
 static int parse_pairs(const char *text, size_t pairs[3]) {
     char copy[96];
     snprintf(copy, sizeof copy, "%s", text);
     char *parts[3] = {copy, strchr(copy, ','), NULL};
-    if (!parts[1]) return parse_count(copy, &pairs[0]) ? -1 : (pairs[1] = pairs[2] = pairs[0], 0);
+    if (!parts[1]) return cli_parse_size(copy, &pairs[0]) ? -1 : (pairs[1] = pairs[2] = pairs[0], 0);
     *parts[1]++ = 0;
     if (!(parts[2] = strchr(parts[1], ','))) return -1;
     *parts[2]++ = 0;
     for (int k = 0; k < 3; ++k)
-        if (parse_count(parts[k], &pairs[k])) return -1;
+        if (cli_parse_size(parts[k], &pairs[k])) return -1;
     return 0;
-}
-
-static int parse_modalities(const char *list, int *mask) {
-    *mask = 0;
-    const char *at = list;
-    while (*at) {
-        size_t length = strcspn(at, ",");
-        int found = -1;
-        for (int k = 0; k < 3; ++k)
-            if (length == strlen(kind_names[k]) && strncmp(at, kind_names[k], length) == 0) found = k;
-        if (found < 0) return -1;
-        *mask |= 1 << found;
-        at += length + (at[length] == ',');
-    }
-    return *mask ? 0 : -1;
 }
 
 /* Writes DIR/SPLIT.jsonl from the items' lines, atomically. */
@@ -275,44 +217,47 @@ static int write_manifest(const work_t *work, const char *dir, unsigned split, c
     return ok ? 0 : -1;
 }
 
-int uform_command_synth(int argc, char **argv) {
-    const char *dir = NULL;
-    size_t pairs[3] = {2000, 2000, 2000}, heldout = 300, seed = 0, threads = 0;
-    int mask = 7, quiet = 0;
-    for (int i = 1; i < argc; ++i) {
-        const char *flag = argv[i];
-        if (strcmp(flag, "--help") == 0 || strcmp(flag, "-h") == 0) {
-            printf("%s%s", usage_text, help_text);
-            return 0;
-        }
-        if (flag[0] != '-') {
-            if (dir) return usage_error("more than one DIR");
-            dir = flag;
-            continue;
-        }
-        if (strcmp(flag, "--quiet") == 0) {
-            quiet = 1;
-            continue;
-        }
-        int valued = !strcmp(flag, "--seed") || !strcmp(flag, "--pairs") || !strcmp(flag, "--heldout") ||
-                     !strcmp(flag, "--modalities") || !strcmp(flag, "--threads");
-        char why[160];
-        if (!valued || i + 1 >= argc) {
-            snprintf(why, sizeof why, valued ? "%s needs a value" : "unknown flag %s", flag);
-            return usage_error(why);
-        }
-        const char *value = argv[++i];
-        int bad = !strcmp(flag, "--seed")      ? parse_count(value, &seed)
-                  : !strcmp(flag, "--pairs")   ? parse_pairs(value, pairs)
-                  : !strcmp(flag, "--heldout") ? parse_count(value, &heldout)
-                  : !strcmp(flag, "--threads") ? parse_count(value, &threads)
-                                               : parse_modalities(value, &mask);
-        if (bad) {
-            snprintf(why, sizeof why, "%s %s is not a valid value", flag, value);
-            return usage_error(why);
-        }
+typedef struct synth_options_t {
+    const char *pairs, *modalities;
+    size_t heldout, threads, shards;
+    uint64_t seed;
+    int quiet;
+} synth_options_t;
+
+static void defaults(void *raw) {
+    synth_options_t *options = raw;
+    options->heldout = 300;
+}
+
+static const cli_flag_t flags[] = {
+    CLI_FLAG("--seed", CLI_U64, synth_options_t, seed, "N", "random seed of every render (default 0; the same seed writes the same bytes)"),
+    CLI_FLAG("--pairs", CLI_TEXT, synth_options_t, pairs, "N",
+             "training pairs per modality, or I,V,A for pictures, clips and speech apart\n(default 2000)"),
+    CLI_FLAG("--heldout", CLI_SIZE, synth_options_t, heldout, "N", "held-out pairs per modality, and the most compositional ones (default 300)"),
+    CLI_FLAG("--modalities", CLI_TEXT, synth_options_t, modalities, "LIST", "which of image, video, audio to write (default all three)"),
+    CLI_FLAG("--threads", CLI_SIZE, synth_options_t, threads, "N", "threads drawing and encoding (default 0: one per core)"),
+    CLI_FLAG("--shards", CLI_SIZE, synth_options_t, shards, "N",
+             "also write the training split as N WebDataset shards, DIR/shards/train-{00000..N-1}.tar\n"
+             "(KEY.png/.jpg/.mp4/.webm/.wav/.flac, KEY.txt, KEY.json; samples shuffled over them)"),
+    CLI_QUIET(synth_options_t, quiet),
+    CLI_FLAGS_END,
+};
+
+static int run(void *raw, const cli_parsed_t *parsed) {
+    synth_options_t *options = raw;
+    const char *dir = parsed->positional[0];
+    size_t pairs[3] = {2000, 2000, 2000}, heldout = options->heldout, threads = options->threads;
+    uint64_t seed = options->seed;
+    int mask = 7, quiet = options->quiet;
+    if (options->pairs && (parse_pairs(options->pairs, pairs) || pairs[0] > 1000000000 || pairs[1] > 1000000000 || pairs[2] > 1000000000))
+        return cli_usage_error(parsed->command, "--pairs %s is not a valid value (N or I,V,A)", options->pairs);
+    if (heldout > 1000000000) return cli_usage_error(parsed->command, "--heldout %zu is too many", heldout);
+    if (options->modalities) {
+        unsigned bits = 0;
+        if (cli_parse_modalities(options->modalities, &bits) || (bits & 1) || !bits)
+            return cli_usage_error(parsed->command, "--modalities %s is not a list of image, video, audio", options->modalities);
+        mask = (int)(bits >> 1);
     }
-    if (!dir) return usage_error("DIR is missing");
     if (threads == 0) {
         long cores = sysconf(_SC_NPROCESSORS_ONLN);
         threads = cores > 0 ? (size_t)cores : 1;
@@ -377,12 +322,15 @@ int uform_command_synth(int argc, char **argv) {
         status = make_folder(path);
     }
     if (status) snprintf(work.error, sizeof work.error, "cannot create '%s': %s", path, strerror(errno));
-    double start = now_seconds();
+    double start = cli_now();
     if (status == 0) {
         run_all(&work, threads, !quiet && isatty(2), start);
         status = work.failed ? -1 : 0;
     }
     for (unsigned split = 0; status == 0 && split < 3; ++split) status = write_manifest(&work, dir, split, work.error, sizeof work.error);
+    if (status == 0 && options->shards)
+        status = synth_write_shards(work.items, work.count, work.lines, LINE_CAPACITY, dir, options->shards, seed, work.error,
+                                    sizeof work.error);
     synth_speech_stop();
     pthread_mutex_destroy(&work.lock);
     free(work.items), free(work.shared);
@@ -392,9 +340,30 @@ int uform_command_synth(int argc, char **argv) {
         return 1;
     }
     if (!quiet) {
-        double seconds = now_seconds() - start;
-        fprintf(stderr, "uform: %zu files in %.1f s (%.0f files/s, %zu threads) in %s: train.jsonl, heldout.jsonl, novel.jsonl\n",
+        double seconds = cli_now() - start;
+        fprintf(stderr, "uform: %zu files in %.1f s (%.0f files/s, %zu threads) in %s: train.jsonl, heldout.jsonl, novel.jsonl",
                 total, seconds, seconds > 0 ? (double)total / seconds : 0.0, threads, dir);
+        if (options->shards) fprintf(stderr, ", shards/train-{00000..%05zu}.tar", options->shards - 1);
+        fputc('\n', stderr);
     }
     return 0;
 }
+
+const cli_command_t cli_synth = {
+    .name = "synth",
+    .summary = "the demo's generated data: pictures, clips and speech, with manifests or shards",
+    .usage = "DIR [options]",
+    .description =
+        "Writes the demo's generated data into DIR: pictures of 5 shapes x 8 colours x 5 places x 2 sizes\n"
+        "(\"a small red star at the top\"; PNG and JPEG), 8-frame clips of a shape moving left, right, up or\n"
+        "down (\"a blue circle moving left\"; MP4 and WebM) and captions spoken by espeak-ng (\"a red star at\n"
+        "the top\"; WAV and FLAC, about 2 s), with the manifests train.jsonl, heldout.jsonl (fresh renders\n"
+        "of training captions) and novel.jsonl (colour-shape combinations never shown in training).\n",
+    .statuses = "0 done; 1 failed (the reason is printed); 2 usage error.",
+    .flags = flags,
+    .options_size = sizeof(synth_options_t),
+    .defaults = defaults,
+    .positional_min = 1,
+    .positional_max = 1,
+    .run = run,
+};

@@ -12,7 +12,9 @@
         print(pending.wait().embeddings.shape)
 
 A ``Trainer`` trains such models (its verbs run only on its executor: ``trainer.on(executor).step``),
-alone or with other processes through a ``Mesh``.
+alone or with other processes through a ``Mesh``; ``trainer.fit(uform.Dataset.open(...), steps=...)``
+trains from a manifest, a folder or WebDataset shards. ``uform.Index.build`` and ``uform.Index.open``
+make and search index files.
 Receivers choose where a verb runs: the model itself (the calling thread), ``model.on(executor)``
 (blocking on the executor's threads) or ``model.deferred(executor)`` (a ``Deferred``). Results are
 NumPy arrays the caller owns, or zero-copy views into an ``Arena`` passed as ``arena=``. Every
@@ -45,7 +47,7 @@ from .errors import (
     status_name,
 )
 from .executor import Executor
-from .mesh import Mesh, MeshDescription
+from .mesh import Mesh, MeshDescription, MeshLaunch
 from .model import DeferredReceiver, Description, Model, Receiver
 from .results import Chosen, Encoded, Ragged, Stats, bfloat16_to_float32
 from .session import Descriptor, DType, Program, Session
@@ -62,12 +64,31 @@ from .session_errors import (
     UnsupportedVersion,
 )
 from .trainer import StepResult, Trainer, TrainerDescription, TrainerReceiver, TrainerStats
+from .data import Batch, DataError, Dataset, DatasetDescription, Evaluation, FitResult, Item, Loader, LoaderStats, evaluate, recall
+from .index import BuildResult, Hits, Index, IndexDescription
+from .prepared import Prepared
 from .system import GpuDevice, cpu_class_detect, cpu_class_name, cpu_class_supported, gpu_devices, version
 
 __version__ = "%d.%d.%d" % version()
 
 __all__ = [
     "Arena",
+    "Batch",
+    "BuildResult",
+    "DataError",
+    "Dataset",
+    "DatasetDescription",
+    "Evaluation",
+    "FitResult",
+    "Hits",
+    "Index",
+    "IndexDescription",
+    "Item",
+    "Loader",
+    "LoaderStats",
+    "Prepared",
+    "evaluate",
+    "recall",
     "Cancelled",
     "Chosen",
     "CompileFailed",
@@ -97,6 +118,7 @@ __all__ = [
     "LaunchFailed",
     "Mesh",
     "MeshDescription",
+    "MeshLaunch",
     "Modality",
     "Model",
     "Mood",

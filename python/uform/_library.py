@@ -9,7 +9,7 @@ other Python threads run; callbacks from C take the GIL back for as long as they
 """
 
 import os
-from ctypes import CDLL, POINTER, byref, c_char_p, c_int, c_size_t, c_uint32, c_uint64, c_void_p
+from ctypes import CDLL, POINTER, byref, c_char_p, c_double, c_int, c_size_t, c_uint32, c_uint64, c_void_p
 
 from . import _structs as S
 
@@ -96,6 +96,8 @@ for _verb in (
 
 # The mesh.
 _declare("uform_mesh_bootstrap", c_int, _P, _P, POINTER(c_void_p), _P)
+_declare("uform_mesh_launch_read", c_int, _P, _P)
+_declare("uform_mesh_launcher_name", c_char_p, c_int)
 _declare("uform_mesh_describe", c_int, _P, _P)
 _declare("uform_mesh_free", None, _P)
 
@@ -107,6 +109,31 @@ _declare("uform_trainer_user_metadata", c_char_p, _P)
 _declare("uform_trainer_step", c_int, _P)
 _declare("uform_trainer_save", c_int, _P)
 _declare("uform_trainer_snapshot", c_int, _P, _P, POINTER(c_void_p), _P)
+
+_declare("uform_trainer_schedule", c_double, _P, c_double, c_double)
+_declare("uform_compute_best", c_int, c_int)
+
+# Media preparation, indexes and data (datasets, loaders, recall, the index pipeline).
+_declare("uform_media_prepare", c_int, _P)
+_declare("uform_prepared_encode", c_int, _P)
+_declare("uform_index_open", c_int, c_char_p, _P, POINTER(c_void_p), _P)
+_declare("uform_index_free", None, _P)
+_declare("uform_index_describe", None, _P, _P)
+_declare("uform_index_item", c_int, _P, c_size_t, _P, POINTER(c_void_p), POINTER(c_size_t))
+_declare("uform_index_metadata", c_char_p, _P, c_char_p)
+_declare("uform_index_search", c_int, _P)
+_declare("uform_index_build", c_int, _P)
+_declare("uform_dataset_open", c_int, _P, POINTER(c_void_p), _P, _P)
+_declare("uform_dataset_free", None, _P)
+_declare("uform_dataset_describe", None, _P, _P)
+_declare("uform_dataset_read", c_int, _P)
+_declare("uform_loader_open", c_int, _P, POINTER(c_void_p), _P)
+_declare("uform_loader_free", None, _P)
+_declare("uform_loader_next", c_int, _P)
+_declare("uform_loader_cursor", c_int, _P, c_char_p, c_size_t, POINTER(c_size_t), _P)
+_declare("uform_loader_stats", None, _P, _P, _P, c_size_t, POINTER(c_size_t))
+_declare("uform_recall", c_int, _P)
+_declare("uform_evaluate", c_int, _P)
 
 # The tensor-program session and its builder.
 _declare("uform_session_status_name", c_char_p, c_int)

@@ -250,6 +250,26 @@ class MeshOptions(Structure):
         ("address", c_char_p),
         ("trainer_config", c_void_p),
         ("agreement", c_char_p),
+        ("rendezvous", c_char_p),
+        ("launcher", c_int),
+        ("overlap", c_int),
+    ]
+
+
+class MeshLaunch(Structure):
+    """uform_mesh_launch_t: what a launcher's variables say about this process."""
+
+    _fields_ = [
+        ("launcher", c_int),
+        ("index", c_size_t),
+        ("count", c_size_t),
+        ("local_index", c_size_t),
+        ("local_count", c_size_t),
+        ("threads", c_size_t),
+        ("job", c_char * 129),
+        ("rendezvous", c_char * 320),
+        ("rendezvous_from", c_char * 96),
+        ("variables", c_char * 96),
     ]
 
 
@@ -267,6 +287,10 @@ class MeshDescription(Structure):
         ("members_per_host_domain", c_size_t),
         ("members_total", c_size_t),
         ("first_member_index", c_size_t),
+        ("launcher", c_int),
+        ("local_member_index", c_size_t),
+        ("local_members", c_size_t),
+        ("overlap", c_int),
     ]
 
 
@@ -349,6 +373,9 @@ class TrainerStats(Structure):
         ("backward_seconds", c_double),
         ("optimizer_seconds", c_double),
         ("flops", c_double),
+        ("exchange_wait_seconds", c_double),
+        ("exchange_seconds", c_double),
+        ("chunks", c_size_t),
     ]
 
 
@@ -380,6 +407,10 @@ class TrainerStep(Structure):
         ("step", c_uint64),
         ("temperatures", Matrix),
         ("bag_embeddings", Matrix),
+        ("accumulate", c_size_t),
+        ("prepared", c_void_p * 4),
+        ("failed_content", c_size_t),
+        ("failed_member", c_size_t),
     ]
 
 
@@ -437,6 +468,7 @@ MIRRORED = {
     "uform_audio_encode_samples_t": AudioEncodeSamples,
     "uform_text_choose_t": TextChoose,
     "uform_mesh_options_t": MeshOptions,
+    "uform_mesh_launch_t": MeshLaunch,
     "uform_mesh_description_t": MeshDescription,
     "uform_trainer_config_t": TrainerConfig,
     "uform_trainer_description_t": TrainerDescription,
@@ -447,3 +479,12 @@ MIRRORED = {
     "uform_program_t": ProgramHandle,
     "uform_descriptor_t": Descriptor,
 }
+
+
+def _merge_data_structs():
+    from . import _data_structs  # the Data section's mirrors, in a file of their own
+
+    MIRRORED.update(_data_structs.MIRRORED)
+
+
+_merge_data_structs()

@@ -371,6 +371,22 @@ class Verbs(Generic[E, C]):
         keep = (text_items.keep, choice_items.keep, group_array)
         return self._call(S.TextChoose, lib.uform_text_choose, inputs, keep, function, None, progress, stats, arena)
 
+    def media_prepare(self, files: Any, modality: str) -> Any:
+        """Decodes image, video or audio files (paths or bytes) into model-ready rows ahead of an
+        encode, on this receiver's executor (blocking receivers only): a ``uform.Prepared`` whose
+        ``errors`` say per item why it could not be decoded (the call itself does not fail)."""
+        from .prepared import media_prepare
+
+        return media_prepare(self, files, modality)
+
+    def prepared_encode(self, prepared: Any, *, outputs: OutputsArgument = None, scalar: ScalarArgument = "f32",
+                        dims: Optional[int] = None) -> Any:
+        """Encodes a ``uform.Prepared`` (its items that decoded, in order), as the modality's
+        encode verb would the same files; owned results (blocking receivers only)."""
+        from .prepared import prepared_encode
+
+        return prepared_encode(self, prepared, outputs, scalar, dims)
+
     def _one_text(self, data: bytes) -> Encoded:
         """One text, default options, blocking: the binding's most frequent call, on a request the
         executor keeps for reuse (``_TextSlot``). A result with owned arrays keeps no reference to

@@ -4,12 +4,13 @@ from ctypes import byref, c_void_p
 from typing import Optional
 
 from . import _structs as S
+from ._closing import Closing
 from ._library import lib
 from .errors import from_outcome, invalid
 from .executor import Executor
 
 
-class Arena:
+class Arena(Closing):
     """Memory a call's outputs are written into; pass ``arena=`` to a verb to get zero-copy views.
 
     ``Arena(executor)`` places pages where that executor computes (its NUMA nodes); ``Arena()``
@@ -62,17 +63,6 @@ class Arena:
         if handle:
             lib.uform_arena_free(handle)
 
-    def __enter__(self) -> "Arena":
-        return self
-
-    def __exit__(self, *exc_info) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        try:
-            self.close()
-        except Exception:
-            pass
 
     def __repr__(self) -> str:
         if self._handle is None:

@@ -20,6 +20,7 @@ from typing import Any, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
+from ._closing import Closing
 from ._inputs import non_negative
 from ._library import lib
 from .enums import parse_enum
@@ -82,7 +83,7 @@ def float_bits(value: float) -> int:
     return struct.unpack("<q", struct.pack("<d", float(value)))[0]
 
 
-class ProgramBuilder:
+class ProgramBuilder(Closing):
     """Builds one program's wire bytes; ``finish()`` answers them (and building may go on)."""
 
     def __init__(self) -> None:
@@ -212,18 +213,6 @@ class ProgramBuilder:
         handle, self._handle = self._handle, None
         if handle:
             lib.uform_program_builder_free(handle)
-
-    def __enter__(self) -> "ProgramBuilder":
-        return self
-
-    def __exit__(self, *exc_info) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        try:
-            self.close()
-        except Exception:
-            pass
 
 
 def _name(name: Optional[str], function: str) -> Optional[bytes]:

@@ -6,6 +6,7 @@ from ctypes import addressof, byref, c_size_t, c_void_p
 from typing import Any, Iterable, List, Optional, Union
 
 from . import _structs as S
+from ._closing import Closing
 from ._inputs import non_negative
 from ._library import lib
 from .enums import CpuClass, Mood, parse_cpu_class, parse_enum
@@ -14,7 +15,7 @@ from .errors import from_outcome, invalid
 _live: "weakref.WeakSet[Executor]" = weakref.WeakSet()
 
 
-class Executor:
+class Executor(Closing):
     """Where a verb runs. ``Executor()`` is the calling thread: it owns nothing and runs every call
     inline. ``Executor.for_ram(...)`` starts host threads of its own.
 
@@ -135,17 +136,6 @@ class Executor:
         while self._slots:
             lib.uform_arena_free(self._slots.pop().arena)
 
-    def __enter__(self) -> "Executor":
-        return self
-
-    def __exit__(self, *exc_info) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        try:
-            self.close()
-        except Exception:
-            pass
 
     def __repr__(self) -> str:
         if self._closed:

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Optional, Tuple, Union
 
 from . import _structs as S
+from ._closing import Closing
 from ._inputs import path_bytes
 from ._library import lib
 from ._verbs import BLOCKING, DEFERRED, Verbs
@@ -92,7 +93,7 @@ def _executor_argument(executor: Optional[Executor], function: str) -> Executor:
     return executor
 
 
-class Model(Verbs[Encoded, Chosen]):
+class Model(Verbs[Encoded, Chosen], Closing):
     """A loaded perception model. Its own verbs run on the calling thread; ``on(executor)`` and
     ``deferred(executor)`` run them elsewhere. Immutable after load: any number of executors and
     Python threads may use one model at once.
@@ -194,17 +195,6 @@ class Model(Verbs[Encoded, Chosen]):
         handle, self._handle = self._handle, None
         lib.uform_model_free(handle)
 
-    def __enter__(self) -> "Model":
-        return self
-
-    def __exit__(self, *exc_info) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        try:
-            self.close()
-        except Exception:
-            pass
 
     def __repr__(self) -> str:
         state = "closed" if self._handle is None else repr(self._path)

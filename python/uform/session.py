@@ -19,6 +19,7 @@ from typing import Any, Optional, Sequence, Tuple, Union
 import numpy as np
 
 from . import _structs as S
+from ._closing import Closing
 from ._library import lib
 from .errors import invalid
 from .session_errors import SessionStatus, session_error
@@ -82,7 +83,7 @@ def _descriptors(pointer: int, count: int) -> Tuple[Descriptor, ...]:
     return tuple(answer)
 
 
-class Session:
+class Session(Closing):
     """Up to 64 compiled programs and the scratch memory they run in. The C session is not
     thread-safe; this object serialises its calls with a lock, so Python threads may share it."""
 
@@ -125,18 +126,6 @@ class Session:
             handle, self._handle = self._handle, None
             if handle:
                 lib.uform_session_free(handle)
-
-    def __enter__(self) -> "Session":
-        return self
-
-    def __exit__(self, *exc_info) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        try:
-            self.close()
-        except Exception:
-            pass
 
 
 class Program:

@@ -20,6 +20,7 @@ from typing import Any, Optional, Sequence, Tuple, Union
 import numpy as np
 
 from . import _batch, _inputs, _structs as S
+from ._closing import Closing
 from ._library import lib
 from ._progress import Relay, trampoline
 from ._verbs import _SCALAR_NAMES, _check_common
@@ -74,6 +75,9 @@ class TrainerStats:
     backward_seconds: float
     optimizer_seconds: float
     flops: float
+    exchange_wait_seconds: float  # over a mesh: the step's wait for the gradients' all-reduce
+    exchange_seconds: float       # over a mesh: the all-reduce's own time, overlapped or not
+    chunks: int                   # the chunks the batch ran in (accumulate)
 
 
 class StepResult:
@@ -157,7 +161,7 @@ def _config(values: dict, function: str) -> Tuple[S.TrainerConfig, tuple]:
     return config, tuple(keep)
 
 
-class Trainer:
+class Trainer(Closing):
     """A trainer over one executor. Make it with ``Trainer.init_ram``; run its verbs through
     ``on(executor)`` or ``deferred(executor)``; ``close()`` waits for its Deferred calls and frees it."""
 
@@ -251,6 +255,22 @@ class Trainer:
             raise from_outcome(outcome)
         return Model._adopt(handle.value, "snapshot")
 
+    def fit(self, dataset: Any, steps: int, batch: int = 32, **options: Any) -> Any:
+        """Trains on ``dataset`` (a ``uform.Dataset``) for ``steps`` steps of ``batch`` samples,
+        decoding each batch ahead on a loader's thread, and answers a ``FitResult``. Options:
+        ``eval`` (a Dataset or a list: held-out recall per modality), ``eval_every`` (steps; the
+        end always evaluates), ``out`` (a checkpoint written at the end, with the data order's
+        cursor), ``save_every`` (steps), ``resume`` (continue the data order stored in the checkpoint
+        this trainer resumed from), ``log`` (``callable(StepResult)`` after every step), ``member``
+        and ``members`` (a mesh member's share), ``compute`` (of the models evaluated)."""
+        from .data import fit
+
+        return fit(self, dataset, steps, batch, **options)
+
+    def schedule(self, step: float, total_steps: float = 0) -> float:
+        """The learning rate of the trainer's schedule at ``step`` (fractional steps allowed)."""
+        return lib.uform_trainer_schedule(self._use("Trainer.schedule"), float(step), float(total_steps))
+
     def close(self) -> None:
         """Waits for the trainer's unfinished Deferred calls, then frees it. Closing twice is a no-op."""
         if getattr(self, "_handle", None) is None:
@@ -259,18 +279,6 @@ class Trainer:
             pending._settle()
         handle, self._handle = self._handle, None
         lib.uform_trainer_free(handle)
-
-    def __enter__(self) -> "Trainer":
-        return self
-
-    def __exit__(self, *exc_info) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        try:
-            self.close()
-        except Exception:
-            pass
 
 
 class TrainerReceiver:
@@ -294,6 +302,7 @@ class TrainerReceiver:
         progress: Optional[Any] = None,
         stats: bool = False,
         arena: Any = None,
+        accumulate: Optional[int] = None,
     ) -> Any:
         """One optimisation step over one batch (docs/training.md, "A batch"):
 
@@ -304,7 +313,10 @@ class TrainerReceiver:
         - ``relations``: positive pairs ``(left, right)`` or ``(left, right, group)`` of bags;
         - ``choices`` and ``targets``: per content, its legal next bytes (empty for none) and the
           byte to choose (None where there are none): the text_choose loss;
-        - ``scalar``: of the bag embeddings; ``learning_rate``: this step's rate instead of the schedule.
+        - ``scalar``: of the bag embeddings; ``learning_rate``: this step's rate instead of the schedule;
+        - ``accumulate``: run the batch in that many chunks, the same step as the whole batch at once
+          with the activations' memory of one chunk (the gradient cache: every chunk's embeddings,
+          the loss over all of them, then each chunk's forward again and its backward).
 
         Answers a ``StepResult`` (or a ``Deferred`` of it). A refused batch leaves the trainer as it was."""
         function = "Trainer.step"
@@ -326,6 +338,8 @@ class TrainerReceiver:
         request.bags, request.bag_count, request.sides = batch.bags, batch.bag_count, batch.sides
         request.relations, request.choices, request.choice_targets = batch.relations, batch.choices, batch.targets
         request.outputs_scalar, request.learning_rate_override = kind, rate
+        if accumulate is not None:
+            request.accumulate = _inputs.non_negative(accumulate, function, "accumulate")
         raw_stats = S.TrainerStats() if stats else None
         if raw_stats is not None:
             request.stats = addressof(raw_stats)
@@ -336,7 +350,8 @@ class TrainerReceiver:
             if raw_stats is not None:
                 measured = TrainerStats(raw_stats.items, raw_stats.sequences, raw_stats.tokens, raw_stats.decode_seconds,
                                         raw_stats.forward_seconds, raw_stats.backward_seconds,
-                                        raw_stats.optimizer_seconds, raw_stats.flops)
+                                        raw_stats.optimizer_seconds, raw_stats.flops, raw_stats.exchange_wait_seconds,
+                                        raw_stats.exchange_seconds, raw_stats.chunks)
             return StepResult(request, measured, arena, generation)
 
         return self._submit(lib.uform_trainer_step, request, function, progress, arena, collect,

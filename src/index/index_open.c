@@ -10,6 +10,7 @@
 
 #include "core/outcome.h"
 #include "index/index.h"
+#include "model/model.h"
 
 static const char *const scalar_names[5] = {"f32", "f16", "bf16", "i8", "b1"};
 static const char *const tensor_names[4] = {"embeddings.text", "embeddings.image", "embeddings.video",
@@ -204,7 +205,7 @@ static uform_status_t finish_open(uform_index_t index, uform_model_t model, ufor
     if (status == UFORM_OK && model) {
         char fingerprint[UFORM_FINGERPRINT_CAPACITY];
         status = uform_model_fingerprint(model, fingerprint, outcome);
-        if (status == UFORM_OK && strcmp(fingerprint, index->fingerprint) != 0)
+        if (status == UFORM_OK && !uform__model_fingerprint_matches(model, index->fingerprint))
             status = uform__fail(outcome, UFORM_CONFIG_MISMATCH, function,
                                  "the index was built by checkpoint %s (%zu dims, %s), this model is checkpoint %s: "
                                  "encode queries with the index's checkpoint, or rebuild the index",

@@ -6,7 +6,7 @@
 
 #include <libswresample/version.h>
 
-#include "media/av_load.h"
+#include "core/av_load.h"
 
 enum { avutil, swresample, swscale, avcodec, avformat };
 

@@ -82,11 +82,11 @@ uform_status_t uform__media_image_decode(const void *bytes, size_t size, const u
         return uform__fail(outcome, UFORM_UNSUPPORTED, __func__,
                            "HEIF/AVIF image: no decoder for HEIF or AVIF stills in this build (convert to JPEG, PNG or WebP)");
     case UFORM__MEDIA_UNKNOWN: {
-        unsigned char head[8] = {0};
-        memcpy(head, data, size < 8 ? size : 8);
+        char head[3 * 8];
+        uform__media_head_hex(data, size, 8, head, sizeof head);
         return uform__fail(outcome, UFORM_FORMAT, __func__,
-                           "not an image: the first bytes match no known format (%zu bytes starting %02x %02x %02x %02x %02x %02x %02x %02x)",
-                           size, head[0], head[1], head[2], head[3], head[4], head[5], head[6], head[7]);
+                           "not an image: the first bytes match no known format (%zu %s %s)", size,
+                           size > 8 ? "bytes starting" : size == 1 ? "byte:" : "bytes:", head);
     }
     default:
         return uform__fail(outcome, UFORM_FORMAT, __func__, "not an image: the bytes look like %s %s", uform__media_kind_article(kind),

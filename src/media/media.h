@@ -86,6 +86,9 @@ const char *uform__media_kind_name(uform__media_kind_t kind);
 int uform__media_kind_is_image(uform__media_kind_t kind);
 /* "a" or "an", whichever reads right before uform__media_kind_name(kind). */
 const char *uform__media_kind_article(uform__media_kind_t kind);
+/* Writes the first min(size, count) bytes as lower-case hex pairs separated by spaces ("76 6d 0a"):
+ * only the bytes there are, for messages about unrecognised data. `capacity` ≥ 3·count. */
+void uform__media_head_hex(const uint8_t *bytes, size_t size, size_t count, char *text, size_t capacity);
 
 /* ---- Images ---------------------------------------------------------------------------------- */
 

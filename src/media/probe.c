@@ -239,9 +239,13 @@ UFORM_API uform_status_t uform_media_probe(const void *bytes, size_t size, uform
     switch (kind) {
     case UFORM__MEDIA_UNKNOWN:
         if (is_text(data, size)) return uform__succeed(outcome, __func__);
-        return uform__fail(outcome, UFORM_FORMAT, __func__,
-                           "neither media of a known format nor UTF-8 text (first bytes %02x %02x %02x %02x)", data[0],
-                           size > 1 ? data[1] : 0, size > 2 ? data[2] : 0, size > 3 ? data[3] : 0);
+        {
+            char head[3 * 4];
+            uform__media_head_hex(data, size, 4, head, sizeof head);
+            return uform__fail(outcome, UFORM_FORMAT, __func__,
+                               "neither media of a known format nor UTF-8 text (%s %s)",
+                               size > 4 ? "first bytes" : size == 1 ? "its byte" : "its bytes", head);
+        }
     case UFORM__MEDIA_WAV: case UFORM__MEDIA_FLAC: case UFORM__MEDIA_MP3: case UFORM__MEDIA_ADTS:
         *modality = UFORM_MODALITY_AUDIO;
         return uform__succeed(outcome, __func__);

@@ -1,4 +1,5 @@
 /* Format recognition from magic numbers, and the limits' defaults. */
+#include <stdio.h>
 #include <string.h>
 
 #include "media/media.h"
@@ -89,5 +90,15 @@ const char *uform__media_kind_article(uform__media_kind_t kind) {
     case UFORM__MEDIA_MP4: case UFORM__MEDIA_MP3: case UFORM__MEDIA_ADTS: case UFORM__MEDIA_OGG: case UFORM__MEDIA_AVI:
     case UFORM__MEDIA_UNKNOWN: return "an";
     default: return "a";
+    }
+}
+
+void uform__media_head_hex(const uint8_t *bytes, size_t size, size_t count, char *text, size_t capacity) {
+    if (!capacity) return;
+    text[0] = 0;
+    for (size_t i = 0, used = 0; i < size && i < count; ++i) {
+        int wrote = snprintf(text + used, capacity - used, i ? " %02x" : "%02x", bytes[i]);
+        if (wrote < 0 || (size_t)wrote >= capacity - used) break;
+        used += (size_t)wrote;
     }
 }

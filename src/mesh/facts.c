@@ -63,8 +63,8 @@ const char *uform__facts_get(const uform__facts_t *facts, const char *key) {
 }
 
 int uform__fact_agreed(const char *key) {
-    static const char *const agreed[] = {"protocol", "version", "count", "gpus_per_multimem_domain",
-                                         "timeout_ms", "memory",  "cpu_class"};
+    static const char *const agreed[] = {"protocol", "version", "count",  "gpus_per_multimem_domain",
+                                         "timeout_ms", "memory",  "cpu_class", "overlap"};
     for (size_t i = 0; i < sizeof agreed / sizeof agreed[0]; ++i)
         if (strcmp(key, agreed[i]) == 0) return 1;
     return strncmp(key, "trainer.", 8) == 0 || strncmp(key, "agreement.", 10) == 0;

@@ -36,7 +36,7 @@ uform_status_t uform__facts_set(uform__facts_t *facts, const char *key, const ch
 const char *uform__facts_get(const uform__facts_t *facts, const char *key);
 
 /* Whether members must agree on `key`: the protocol, version, count, GPU domain size, timeout,
- * memory and CPU class, and every "trainer." and "agreement." key. */
+ * memory, CPU class and overlap, and every "trainer." and "agreement." key. */
 int uform__fact_agreed(const char *key);
 
 /* Adds the fields of a trainer config as "trainer.*" keys (not `resume`'s path, nor `mesh`). */

@@ -1,7 +1,7 @@
 /*
- * The shim over Gloo (gloo.h): the project's only C++ file and the only one that includes a Gloo
- * header. It is built alone into the module libuform-gloo.so.4 (CMakeLists.txt), which libuform
- * loads on demand (gloo_load.c). Patterns follow PyTorch's ProcessGroupGloo: a store for the rendezvous, one context per
+ * The shim over Gloo (gloo.h): with gloo_store.cpp (the rendezvous stores), the project's only C++
+ * and the only code that includes a Gloo header. Both are built into the module libuform-gloo.so.4
+ * (CMakeLists.txt), which libuform loads on demand (gloo_load.c). Patterns follow PyTorch's ProcessGroupGloo: a store for the rendezvous, one context per
  * group, the context's timeout on every operation. What we add:
  *
  * - No exception escapes: every entry point catches everything and answers a uform_status_t. Gloo
@@ -16,6 +16,7 @@
  *   restoring the caller's mask (the technique OpenSSL and libcurl document).
  */
 #include "mesh/gloo.h"
+#include "mesh/gloo_store.hpp"
 
 #include <errno.h>
 #include <pthread.h>
@@ -40,7 +41,6 @@
 #include <gloo/common/error.h>
 #include <gloo/common/logging.h>
 #include <gloo/rendezvous/context.h>
-#include <gloo/rendezvous/file_store.h>
 #include <gloo/transport/tcp/device.h>
 
 struct uform__gloo_s {
@@ -134,6 +134,9 @@ uform_status_t guarded(const char *what, blame about, char *message, size_t capa
     try {
         body();
         return UFORM_OK;
+    } catch (const uform_gloo::status_error &error) { /* a store's answer, its status kept */
+        write_message(message, capacity, std::string(what) + ": " + error.what());
+        return error.status;
     } catch (const gloo::IoException &error) {
         const int saved = errno;
         std::string text = words_of(error.what());
@@ -181,20 +184,6 @@ void sum_into(void *c, const void *a, const void *b, size_t n) {
     for (size_t i = 0; i < n; ++i) out[i] = x[i] + y[i];
 }
 
-/* Debian's FileStore::get waits for a key with the store's fixed default (30 s), whatever the
- * context's timeout; every wait here takes the mesh's timeout instead. */
-class timed_file_store : public gloo::rendezvous::FileStore {
-  public:
-    timed_file_store(const std::string &path, std::chrono::milliseconds timeout) : FileStore(path), timeout_(timeout) {}
-    void wait(const std::vector<std::string> &keys) override { FileStore::wait(keys, timeout_); }
-    void wait(const std::vector<std::string> &keys, const std::chrono::milliseconds &timeout) override {
-        FileStore::wait(keys, timeout);
-    }
-
-  private:
-    std::chrono::milliseconds timeout_;
-};
-
 bool usable(uform__gloo_t *gloo, char *message, size_t capacity) {
     if (gloo && gloo->context && !gloo->closed) return true;
     write_message(message, capacity, "the collectives are closed");
@@ -205,9 +194,9 @@ bool usable(uform__gloo_t *gloo, char *message, size_t capacity) {
 
 extern "C" uint32_t uform__gloo_module_abi(void) { return UFORM__GLOO_ABI; }
 
-extern "C" uform_status_t uform__gloo_connect(const char *store, const char *address, size_t rank, size_t size,
-                                              int64_t timeout_ms, uform__gloo_t **gloo, char *message,
-                                              size_t capacity) {
+extern "C" uform_status_t uform__gloo_connect(const char *folder, const uform__gloo_kv_t *kv, const char *prefix,
+                                              const char *address, size_t rank, size_t size, int64_t timeout_ms,
+                                              uform__gloo_t **gloo, char *message, size_t capacity) {
     *gloo = nullptr;
     uform__gloo_t *made = nullptr;
     try {
@@ -234,16 +223,17 @@ extern "C" uform_status_t uform__gloo_connect(const char *store, const char *add
         status = guarded("connecting to the other members", blame::store, message, capacity, [&] {
             auto context = std::make_shared<gloo::rendezvous::Context>((int)rank, (int)size);
             context->setTimeout(std::chrono::milliseconds(timeout_ms));
-            timed_file_store files(store, std::chrono::milliseconds(timeout_ms));
-            context->connectFullMesh(files, made->device);
+            std::unique_ptr<gloo::rendezvous::Store> store =
+                uform_gloo::make_store(folder, kv, prefix ? prefix : "", std::chrono::milliseconds(timeout_ms));
+            context->connectFullMesh(*store, made->device);
             made->context = context;
         });
     /* FileStore writes each key through a std::ofstream, which says only "File cannot be created" when
      * it cannot allocate its buffer. The store's folder was made by the bootstrap; while it is still
      * writable, that failure is one of memory. */
-    if (status == UFORM_IO && message && strstr(message, "File cannot be created") && access(store, W_OK) == 0) {
+    if (status == UFORM_IO && message && strstr(message, "File cannot be created") && folder && access(folder, W_OK) == 0) {
         write_message(message, capacity, std::string("connecting to the other members: cannot allocate memory to write a key "
-                                                     "of the store in ") + store);
+                                                     "of the store in ") + folder);
         status = UFORM_OUT_OF_MEMORY;
     }
     if (status != UFORM_OK) {

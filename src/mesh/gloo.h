@@ -36,7 +36,7 @@ extern "C" {
  * a revision of this header in the low 16. Bump the revision whenever a declaration here changes
  * (or a type they use: uform_status_t, uform__gloo_scalar_t), so that a stale module left in a
  * library folder is refused rather than called with the wrong arguments. */
-#define UFORM__GLOO_ABI ((UFORM_VERSION_MAJOR << 16) | 1)
+#define UFORM__GLOO_ABI ((UFORM_VERSION_MAJOR << 16) | 2)
 
 typedef struct uform__gloo_s uform__gloo_t;
 
@@ -46,13 +46,51 @@ UFORM__GLOO_EXPORT uint32_t uform__gloo_module_abi(void);
 typedef enum uform__gloo_scalar_t { UFORM__GLOO_F32 = 0, UFORM__GLOO_F64 = 1 } uform__gloo_scalar_t;
 
 /*
- * Binds the TCP transport on `address` (numeric IPv4 or IPv6; an ephemeral port per peer), meets the
- * other `size - 1` members through Gloo's FileStore in the existing folder `store`, connects to each
- * of them and sets `timeout_ms` as the timeout of the rendezvous and of every later collective.
- * Answers UFORM_OK, UFORM_IO (the address cannot be bound, the store cannot be written),
- * UFORM_TIMEOUT, UFORM_PEER_LOST, UFORM_OUT_OF_MEMORY or UFORM_INTERNAL.
+ * A key–value store as the bootstrap sees it (docs/mesh.md, "Rendezvous"): the TCP store's client
+ * in libuform (store_tcp.c) or a Redis server through the module (uform__gloo_redis_open). Every call
+ * is bounded by the timeout the store was opened with and answers UFORM_OK, UFORM_TIMEOUT (no answer
+ * in time), UFORM_PEER_LOST (the store's host closed the connection), UFORM_IO (the store refused),
+ * UFORM_OUT_OF_MEMORY or UFORM_INTERNAL, with the store's words in `message`.
+ *   add     stores `value` under `key` unless the key exists (*added 0 then); the key expires after
+ *           `ttl_ms` where the store can expire keys (Redis), else lives as long as the store
+ *   set     stores `value` under `key`, replacing it (the collectives' rendezvous; same expiry)
+ *   get     a key's value, malloc'ed (free it), without waiting: *found 0 when it is not there
+ *   remove  deletes a key (there or not)
+ *   now_ms  the store's own clock in milliseconds (the age of a key is measured against it)
+ *   close   ends the connection and frees `state`
  */
-UFORM__GLOO_EXPORT uform_status_t uform__gloo_connect(const char *store, const char *address, size_t rank,
+typedef struct uform__gloo_kv_t {
+    void *state;
+    uform_status_t (*add)(void *state, const char *key, const void *value, size_t length, int64_t ttl_ms, int *added,
+                          char *message, size_t capacity);
+    uform_status_t (*set)(void *state, const char *key, const void *value, size_t length, int64_t ttl_ms,
+                          char *message, size_t capacity);
+    uform_status_t (*get)(void *state, const char *key, void **value, size_t *length, int *found, char *message,
+                          size_t capacity);
+    uform_status_t (*remove)(void *state, const char *key, char *message, size_t capacity);
+    uform_status_t (*now_ms)(void *state, int64_t *now, char *message, size_t capacity);
+    void (*close)(void *state);
+} uform__gloo_kv_t;
+
+/*
+ * Connects to the Redis server at host:port (retrying a refused connection until the timeout) and
+ * fills `*kv` with the functions above over it, Gloo's RedisStore underneath: every command bounded
+ * by `timeout_ms`, keys set with an expiry. UFORM_TIMEOUT when nobody answers in time.
+ */
+UFORM__GLOO_EXPORT uform_status_t uform__gloo_redis_open(const char *host, int port, int64_t timeout_ms,
+                                                         uform__gloo_kv_t *kv, char *message, size_t capacity);
+
+/*
+ * Binds the TCP transport on `address` (numeric IPv4 or IPv6; an ephemeral port per peer), meets the
+ * other `size - 1` members through a store — Gloo's FileStore in the existing folder `folder` when it
+ * is not NULL, else `kv` under the key prefix `prefix` (a Redis store of uform__gloo_redis_open
+ * through Gloo's own RedisStore, any other through its functions) — connects to each of them and sets
+ * `timeout_ms` as the timeout of the rendezvous and of every later collective. Answers UFORM_OK,
+ * UFORM_IO (the address cannot be bound, the store cannot be written), UFORM_TIMEOUT,
+ * UFORM_PEER_LOST, UFORM_OUT_OF_MEMORY or UFORM_INTERNAL.
+ */
+UFORM__GLOO_EXPORT uform_status_t uform__gloo_connect(const char *folder, const uform__gloo_kv_t *kv,
+                                                      const char *prefix, const char *address, size_t rank,
                                                       size_t size, int64_t timeout_ms, uform__gloo_t **gloo,
                                                       char *message, size_t capacity);
 

@@ -1,4 +1,4 @@
-/* The collectives module, loaded on first use (gloo_load.h). The same pattern as media/av_load.c:
+/* The collectives module, loaded on first use (gloo_load.h). The same pattern as core/av_load.c:
  * a lock for the first load, an atomic state for everyone after, nothing allocated here. */
 #include "mesh/gloo_load.h"
 
@@ -13,7 +13,7 @@
 #include <sys/stat.h>
 
 #include "core/outcome.h"
-#include "media/av_load.h"
+#include "core/av_load.h"
 
 #ifndef UFORM_MESH_INSTALL_DIR
 #define UFORM_MESH_INSTALL_DIR ""
@@ -27,6 +27,7 @@ static const struct {
     size_t offset;
 } symbols[] = {
     {"uform__gloo_connect", offsetof(uform__gloo_api_t, connect)},
+    {"uform__gloo_redis_open", offsetof(uform__gloo_api_t, redis_open)},
     {"uform__gloo_allreduce_sum", offsetof(uform__gloo_api_t, allreduce_sum)},
     {"uform__gloo_allgatherv", offsetof(uform__gloo_api_t, allgatherv)},
     {"uform__gloo_broadcast", offsetof(uform__gloo_api_t, broadcast)},

@@ -40,6 +40,7 @@
 /* The module's functions, typed by their declarations in gloo.h. */
 typedef struct uform__gloo_api_t {
     __typeof__(uform__gloo_connect) *connect;
+    __typeof__(uform__gloo_redis_open) *redis_open;
     __typeof__(uform__gloo_allreduce_sum) *allreduce_sum;
     __typeof__(uform__gloo_allgatherv) *allgatherv;
     __typeof__(uform__gloo_broadcast) *broadcast;

@@ -3,17 +3,25 @@
  * them. src/train/ uses these functions; only src/mesh/ knows the collectives library.
  *
  * Files of this module, one idea each:
- *   facts.c        a member's facts: "key=value" lines, the agreed keys, comparison
- *   bootstrap.c    uform_mesh_bootstrap / describe / free: the job folder, the hello barrier, the
- *                  refusals (stale folder, duplicated index), then the collectives' rendezvous
- *   collectives.c  the collectives as the trainer sees them: statuses, messages, a broken mesh
- *   gloo_load.c    opening the collectives module on the first mesh of more than one member
- *   gloo.cpp       the shim over Gloo (gloo.h), the project's only C++ file: not in libuform, but
- *                  alone in the module libuform-gloo.so.4 (gloo_load.h)
+ *   facts.c            a member's facts: "key=value" lines, the agreed keys, comparison
+ *   launcher.c         uform_mesh_launch_read: index, count and job from torchrun, MPI or Slurm
+ *   bootstrap.c        uform_mesh_bootstrap / describe / free: the options, this member's facts, then
+ *                      one of the two ways of meeting (bootstrap.h)
+ *   rendezvous_folder.c  meeting in directory/job: claims, the hello barrier, stale folders
+ *   rendezvous_store.c   the same through a key–value store (tcp:// or redis://)
+ *   store_server.c     the tcp:// store member 0 hosts while the members meet (store.h)
+ *   store_tcp.c        its client, and rendezvous URLs
+ *   collectives.c      the collectives as the trainer sees them: statuses, messages, a broken mesh
+ *   overlap.c          the gradients' buckets, all-reduced on a thread of their own during the backward
+ *   gloo_load.c        opening the collectives module on the first mesh of more than one member
+ *   gloo.cpp           the shim over Gloo (gloo.h), and gloo_store.cpp its rendezvous stores (Redis
+ *                      among them): the project's only C++, not in libuform but in the module
+ *                      libuform-gloo.so.4 (gloo_load.h)
  */
 #ifndef UFORM_MESH_MESH_H
 #define UFORM_MESH_MESH_H
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -23,12 +31,15 @@
 
 /* Protocol of the trainer's exchanges; bumped whenever a fixed-size record changes, and compared at
  * the bootstrap, so members never exchange records of different sizes. */
-#define UFORM__MESH_PROTOCOL 1
+#define UFORM__MESH_PROTOCOL 2
 
 struct uform_mesh_s {
     size_t index, count;          /* this member, of `count` */
     int64_t timeout_ms;           /* the bootstrap's wait and every collective's */
     uform_cpu_class_t cpu_class;  /* of the executor it was bootstrapped with */
+    uform_mesh_launcher_t launcher; /* who started the members, and where this one is on its host */
+    size_t local_index, local_count;
+    uform_mesh_overlap_t overlap;
     char address[64];             /* where this member's collectives listen */
     const uform__gloo_api_t *gloo_api; /* the module's functions; NULL for a mesh of one */
     uform__gloo_t *gloo;          /* NULL for a mesh of one */
@@ -41,6 +52,7 @@ struct uform_mesh_s {
      * call holding the mesh. */
     uint64_t payload_bytes[3];
     uint64_t collectives[3];
+    struct uform__mesh_buckets_s *buckets; /* the gradients' all-reduce thread (overlap.c); NULL alone */
 };
 
 enum { UFORM__MESH_ALLREDUCE = 0, UFORM__MESH_ALLGATHER = 1, UFORM__MESH_BROADCAST = 2 };
@@ -64,7 +76,29 @@ uform_status_t uform__mesh_allgather(uform_mesh_t mesh, const void *input, void 
 uform_status_t uform__mesh_broadcast(uform_mesh_t mesh, void *data, size_t bytes, size_t root, const char *what,
                                      uform_outcome_t *outcome, const char *function);
 
-/* Largest all-reduce issued at once (the gradients go in buckets of this many bytes). */
+/* Largest all-reduce issued at once (the gradients go in buckets of this many bytes at most). */
 #define UFORM__MESH_BUCKET_BYTES ((size_t)64 << 20)
+
+/* ---- overlap.c: the gradients' buckets, all-reduced by a thread of the mesh's own ----
+ *
+ * A step hands its gradients to the thread bucket by bucket (each a contiguous range of floats), in
+ * the same order on every member, while its backward goes on; the thread all-reduces them one after
+ * the other (sums, in place) through the collectives above, so exactly one thread uses the
+ * collectives while buckets are in flight, and the step makes no other exchange until it has
+ * waited for them. Every member hands over every bucket of a step, also after its own work failed,
+ * so the members' collectives stay in step; the statuses are exchanged after. */
+
+/* Starts the thread (bootstrap, meshes of more than one member). UFORM_OUT_OF_MEMORY when it cannot. */
+uform_status_t uform__mesh_overlap_start(uform_mesh_t mesh, uform_outcome_t *outcome, const char *function);
+/* Stops and joins the thread (uform_mesh_free). No-op without one. */
+void uform__mesh_overlap_stop(uform_mesh_t mesh);
+/* Hands values[count] to the thread; without a thread (a mesh of one) nothing happens. Never fails:
+ * a failure is kept for uform__mesh_buckets_finish. */
+void uform__mesh_bucket_submit(uform_mesh_t mesh, float *values, size_t count);
+/* Waits until every bucket handed over has been reduced. UFORM_OK, or the first failure (the mesh is
+ * then broken) on behalf of `function`. `waited`: seconds this call waited; `ran`: seconds the
+ * thread spent reducing this round's buckets. */
+uform_status_t uform__mesh_buckets_finish(uform_mesh_t mesh, uform_outcome_t *outcome,
+                                          const char *function, double *waited, double *ran);
 
 #endif

@@ -1,16 +1,42 @@
 #include "model/config.h"
 
+#include <float.h>
+#include <stdarg.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/outcome.h"
 #include "io/json.h"
+#include "kernels/nn.h"
+#include "model/layout.h"
 
 static const float clip_mean[3] = {0.48145466f, 0.4578275f, 0.40821073f};
 static const float clip_std[3] = {0.26862954f, 0.26130258f, 0.27577711f};
 static const char *const modality_names[4] = {"text", "image", "video", "audio"};
+
+/* The limits of docs/model.md ("The config"), each with the reason a message gives. */
+#define EXACT_MAX 9007199254740991.0 /* 2^53 − 1 */
+#define EXACT_REASON "2^53 - 1, the largest integer a JSON number holds exactly"
+#define SIDE_MAX 16384.0
+#define SIDE_REASON "16384, the largest side of a picture preprocessing makes (2^28 pixels, docs/preprocessing.md#limits)"
+#define FRAMES_MAX 1024.0
+#define FRAMES_REASON "1024, the most frames a video item has (docs/preprocessing.md#limits)"
+/* A header is at most 100 MiB, and a block's 12 tensors take more than 800 bytes of it. */
+#define DEPTH_MAX 131072.0
+#define DEPTH_REASON "131072: a block's 12 tensors take over 800 bytes of a header of at most 100 MiB"
+#define RATE_MAX 768000.0
+#define RATE_REASON "768000 Hz, the highest sample rate preprocessing reads (docs/preprocessing.md#limits)"
+#define SECONDS_MAX 3600.0
+#define SECONDS_REASON "3600, one hour, the longest recording preprocessing reads (docs/preprocessing.md#limits)"
+#define MELS_MAX 65536.0
+#define MELS_REASON "65536, the most filters the mel filter bank makes"
+/* The decoded-video limit of docs/preprocessing.md, which the frames the stem resizes to share. */
+#define VIDEO_PIXELS_MAX ((size_t)1 << 30)
+/* The largest end offset a checkpoint's data may have: the reader refuses 2^53 and more. */
+#define DATA_MAX 9007199254740991ull
 
 typedef struct parser_t {
     uform_outcome_t *outcome;
@@ -20,23 +46,45 @@ typedef struct parser_t {
 
 static int failed(parser_t *parser) { return parser->status != UFORM_OK; }
 
-/* A positive integer at `object[key]`, named `path` in messages; `fallback` 0 makes it required. */
-static size_t read_size(parser_t *parser, const cJSON *object, const char *key, const char *path, size_t fallback) {
+static void refuse(parser_t *parser, uform_status_t status, const char *format, ...) __attribute__((format(printf, 3, 4)));
+
+static void refuse(parser_t *parser, uform_status_t status, const char *format, ...) {
+    if (failed(parser)) return;
+    char message[UFORM_OUTCOME_MESSAGE_CAPACITY];
+    va_list arguments;
+    va_start(arguments, format);
+    vsnprintf(message, sizeof message, format, arguments);
+    va_end(arguments);
+    parser->status = uform__fail(parser->outcome, status, parser->function, "uform.config: %s", message);
+}
+
+/* An integer in [minimum, maximum] (`item`, or `object[key]` below), named `path` in messages; a
+ * missing item takes `fallback`, and `fallback` 0 makes it required. `below` and `above` complete "'path' V is below ..." and "... exceeds ...". */
+static size_t integer_of(parser_t *parser, const cJSON *item, const char *path, size_t fallback, double minimum,
+                         const char *below, double maximum, const char *above) {
     if (failed(parser)) return 0;
-    const cJSON *item = object ? cJSON_GetObjectItemCaseSensitive(object, key) : NULL;
     if (!item) {
         if (fallback) return fallback;
-        parser->status = uform__fail(parser->outcome, UFORM_FORMAT, parser->function,
-                                     "uform.config: the required key '%s' is missing", path);
+        refuse(parser, UFORM_FORMAT, "the required key '%s' is missing", path);
         return 0;
     }
-    double value = cJSON_IsNumber(item) ? item->valuedouble : -1;
-    if (!cJSON_IsNumber(item) || value < 1 || value > 1e9 || value != floor(value)) {
-        parser->status = uform__fail(parser->outcome, UFORM_FORMAT, parser->function,
-                                     "uform.config: '%s' must be a positive integer", path);
-        return 0;
-    }
-    return (size_t)value;
+    double value = cJSON_IsNumber(item) ? item->valuedouble : NAN;
+    if (!cJSON_IsNumber(item)) refuse(parser, UFORM_FORMAT, "'%s' must be an integer, not %s", path,
+                                      cJSON_IsString(item) ? "a string" : "another JSON type");
+    else if (!isfinite(value) || value != floor(value)) refuse(parser, UFORM_FORMAT, "'%s' %.17g is not an integer", path, value);
+    else if (value < minimum) refuse(parser, UFORM_FORMAT, "'%s' %.17g is below %s", path, value, below);
+    else if (value > maximum) refuse(parser, UFORM_FORMAT, "'%s' %.17g exceeds %s", path, value, above);
+    return failed(parser) ? 0 : (size_t)value;
+}
+
+static size_t read_integer(parser_t *parser, const cJSON *object, const char *key, const char *path, size_t fallback,
+                           double minimum, const char *below, double maximum, const char *above) {
+    const cJSON *item = object ? cJSON_GetObjectItemCaseSensitive(object, key) : NULL;
+    return integer_of(parser, item, path, fallback, minimum, below, maximum, above);
+}
+
+static size_t read_size(parser_t *parser, const cJSON *object, const char *key, const char *path, size_t fallback) {
+    return read_integer(parser, object, key, path, fallback, 1, "1", EXACT_MAX, EXACT_REASON);
 }
 
 static void read_triple(parser_t *parser, const cJSON *object, const char *key, const char *path, float *values,
@@ -48,18 +96,31 @@ static void read_triple(parser_t *parser, const cJSON *object, const char *key, 
         return;
     }
     if (!cJSON_IsArray(item) || cJSON_GetArraySize(item) != 3) {
-        parser->status = uform__fail(parser->outcome, UFORM_FORMAT, parser->function,
-                                     "uform.config: '%s' must be an array of 3 numbers", path);
+        refuse(parser, UFORM_FORMAT, "'%s' must be an array of 3 numbers", path);
         return;
     }
     for (int i = 0; i < 3; ++i) {
         const cJSON *number = cJSON_GetArrayItem(item, i);
         if (!cJSON_IsNumber(number) || !isfinite(number->valuedouble)) {
-            parser->status = uform__fail(parser->outcome, UFORM_FORMAT, parser->function,
-                                         "uform.config: '%s[%d]' must be a finite number", path, i);
+            refuse(parser, UFORM_FORMAT, "'%s[%d]' must be a finite number", path, i);
             return;
         }
         values[i] = (float)number->valuedouble;
+    }
+}
+
+/* Preprocessing maps a channel value x in [0, 1] to (x − mean) / std in F32 (signal_resize.c):
+ * both ends must be finite, which refuses a zero std, a mean or std beyond F32's range, and a
+ * std so small that the quotient overflows. */
+static void check_normalisation(parser_t *parser, const char *section, const float *mean, const float *std) {
+    for (int c = 0; c < 3 && !failed(parser); ++c) {
+        volatile float low = (0.0f - mean[c]) / std[c], high = (1.0f - mean[c]) / std[c];
+        if (!isfinite(low) || !isfinite(high))
+            refuse(parser, UFORM_FORMAT,
+                   "'%s.std[%d]' %.9g with '%s.mean[%d]' %.9g makes a normalised pixel (x - mean) / std %s in F32 "
+                   "(x in [0, 1]); std must be non-zero and |x - mean| / |std| at most %.9g",
+                   section, c, (double)std[c], section, c, (double)mean[c], std[c] == 0.0f ? "divide by zero" : "overflow",
+                   (double)FLT_MAX);
     }
 }
 
@@ -67,8 +128,7 @@ static const cJSON *section(parser_t *parser, const cJSON *root, const char *nam
     if (failed(parser)) return NULL;
     const cJSON *item = cJSON_GetObjectItemCaseSensitive(root, name);
     if (!cJSON_IsObject(item)) {
-        parser->status = uform__fail(parser->outcome, UFORM_FORMAT, parser->function,
-                                     "uform.config: the required object '%s' is %s", name, item ? "not an object" : "missing");
+        refuse(parser, UFORM_FORMAT, "the required object '%s' is %s", name, item ? "not an object" : "missing");
         return NULL;
     }
     return item;
@@ -78,7 +138,55 @@ static void check(parser_t *parser, int condition, const char *format, size_t a,
     if (failed(parser) || condition) return;
     char message[256];
     snprintf(message, sizeof message, format, a, b);
-    parser->status = uform__fail(parser->outcome, UFORM_FORMAT, parser->function, "uform.config: %s", message);
+    refuse(parser, UFORM_FORMAT, "%s", message);
+}
+
+static uint64_t saturating_multiply(uint64_t a, uint64_t b) { return a && b > UINT64_MAX / a ? UINT64_MAX : a * b; }
+static uint64_t saturating_add(uint64_t a, uint64_t b) { return b > UINT64_MAX - a ? UINT64_MAX : a + b; }
+
+/* The config keys a tensor's shape comes from, for the message of check_bytes. */
+static const char *shaped_by(const char *name) {
+    static const struct { const char *part, *keys; } table[] = {
+        {"mlp.", "mlp x hidden"}, {"projection", "embedding x hidden"}, {"text.positions", "text.bytes x hidden"},
+        {"image.patch.weight", "image.patch^2 x hidden"}, {"image.positions", "(image.size / image.patch)^2 x hidden"},
+        {"video.patch.weight", "video.tubelet x video.patch^2 x hidden"},
+        {"video.space", "(video.size / video.patch)^2 x hidden"}, {"video.time", "video.frames / video.tubelet x hidden"},
+        {"audio.patch.weight", "audio.mels x hidden"}, {"audio.positions", "audio.rate x audio.seconds x hidden"},
+        {"attn.qkv", "3 x hidden x hidden"}, {"attn.out", "hidden x hidden"}, {"text.bytes", "260 x hidden"},
+        {"choose.head", "256 x hidden"}, {"temperatures", "temperature_groups"}};
+    for (size_t i = 0; i < sizeof table / sizeof table[0]; ++i)
+        if (strstr(name, table[i].part)) return table[i].keys;
+    return "hidden";
+}
+
+/* The tensors the config implies must fit a checkpoint: the reader refuses data that ends at 2^53
+ * bytes or beyond, and every tensor takes at least 2 bytes an element (BF16 or F16). One block's
+ * tensors are listed and counted depth times, so this costs the same for any depth. */
+static void check_bytes(parser_t *parser, const uform__model_config_t *config) {
+    if (failed(parser)) return;
+    uform__model_config_t one = *config;
+    one.depth = 1;
+    uform__tensor_spec_t specs[64];
+    size_t count = uform__model_tensor_specs(&one, specs, sizeof specs / sizeof specs[0]);
+    uint64_t total = 0, largest = 0;
+    size_t which = 0;
+    for (size_t i = 0; i < count && i < sizeof specs / sizeof specs[0]; ++i) {
+        uint64_t bytes = saturating_multiply(2, saturating_multiply(specs[i].rows, specs[i].columns ? specs[i].columns : 1));
+        int per_block = strncmp(specs[i].name, "trunk.", 6) == 0;
+        total = saturating_add(total, per_block ? saturating_multiply(bytes, config->depth) : bytes);
+        if (bytes > largest) largest = bytes, which = i;
+    }
+    if (total <= DATA_MAX) return;
+    char shape[64];
+    if (specs[which].columns) snprintf(shape, sizeof shape, "[%zu, %zu]", specs[which].rows, specs[which].columns);
+    else snprintf(shape, sizeof shape, "[%zu]", specs[which].rows);
+    const char *name = specs[which].name;
+    refuse(parser, UFORM_FORMAT,
+           "its tensors would take %s%.3g bytes even as BF16 (with %zu trunk block%s), past the 2^53 - 1 bytes a "
+           "checkpoint's data may span; the largest is '%s%s' %s (%s)",
+           total == UINT64_MAX ? "over " : "", (double)total, config->depth, config->depth == 1 ? "" : "s",
+           strncmp(name, "trunk.0.", 8) == 0 ? "trunk.{i}." : name, strncmp(name, "trunk.0.", 8) == 0 ? name + 8 : "",
+           shape, shaped_by(name));
 }
 
 uform_status_t uform__model_config_parse(const char *json, uform__model_config_t *config, uform_outcome_t *outcome,
@@ -96,35 +204,39 @@ uform_status_t uform__model_config_parse(const char *json, uform__model_config_t
     }
     const cJSON *format = cJSON_GetObjectItemCaseSensitive(root, "format");
     if (!format) {
-        parser.status = uform__fail(outcome, UFORM_FORMAT, function, "uform.config: the required key 'format' is missing");
+        refuse(&parser, UFORM_FORMAT, "the required key 'format' is missing");
     } else if (!cJSON_IsNumber(format) && !cJSON_IsString(format)) {
-        parser.status = uform__fail(outcome, UFORM_FORMAT, function, "uform.config: 'format' must be 4");
+        refuse(&parser, UFORM_FORMAT, "'format' must be 4");
     } else {
         double number = cJSON_IsNumber(format) ? format->valuedouble : atof(format->valuestring);
-        if (number > 4)
-            parser.status = uform__fail(outcome, UFORM_UNSUPPORTED, function,
-                                        "uform.config: format %g is newer than this library reads (4)", number);
-        else if (number != 4)
-            parser.status = uform__fail(outcome, UFORM_FORMAT, function, "uform.config: format %g is not 4", number);
+        if (number > 4) refuse(&parser, UFORM_UNSUPPORTED, "format %g is newer than this library reads (4)", number);
+        else if (number != 4) refuse(&parser, UFORM_FORMAT, "format %g is not 4", number);
     }
     const cJSON *size = cJSON_GetObjectItemCaseSensitive(root, "size");
     if (cJSON_IsString(size)) snprintf(config->size, sizeof config->size, "%s", size->valuestring);
     config->hidden = read_size(&parser, root, "hidden", "hidden", 0);
-    config->depth = read_size(&parser, root, "depth", "depth", 0);
+    config->depth = read_integer(&parser, root, "depth", "depth", 0, 1, "1", DEPTH_MAX, DEPTH_REASON);
     config->heads = read_size(&parser, root, "heads", "heads", 0);
     config->mlp = read_size(&parser, root, "mlp", "mlp", 0);
     config->embedding = read_size(&parser, root, "embedding", "embedding", 0);
     config->temperature_groups = read_size(&parser, root, "temperature_groups", "temperature_groups", 1);
     config->norm_eps = 1e-6;
     const cJSON *eps = cJSON_GetObjectItemCaseSensitive(root, "norm_eps");
+    /* The heads' LayerNorms take it as F32: it must stay positive there. */
     if (!failed(&parser) && eps) {
-        if (!cJSON_IsNumber(eps) || !(eps->valuedouble > 0) || eps->valuedouble > 1)
-            parser.status = uform__fail(outcome, UFORM_FORMAT, function, "uform.config: 'norm_eps' must be in (0, 1]");
+        if (!cJSON_IsNumber(eps) || !((float)eps->valuedouble > 0.0f) || eps->valuedouble > 1)
+            refuse(&parser, UFORM_FORMAT, "'norm_eps' must be in (0, 1] and positive as F32 (above 2^-150)");
         else
             config->norm_eps = eps->valuedouble;
     }
+    if (!failed(&parser) && config->heads > config->hidden)
+        refuse(&parser, UFORM_FORMAT, "'heads' %zu exceeds hidden %zu (a head is at least 1 wide)", config->heads,
+               config->hidden);
     check(&parser, config->hidden % (config->heads ? config->heads : 1) == 0, "hidden %zu is not a multiple of heads %zu",
           config->hidden, config->heads);
+    if (!failed(&parser) && config->hidden / config->heads > UFORM__NN_ATTENTION_MAX_HEAD_WIDTH)
+        refuse(&parser, UFORM_UNSUPPORTED, "a head width of %zu (hidden %zu / heads %zu) exceeds the attention kernels' %d",
+               config->hidden / config->heads, config->hidden, config->heads, UFORM__NN_ATTENTION_MAX_HEAD_WIDTH);
 
     const cJSON *matryoshka = cJSON_GetObjectItemCaseSensitive(root, "matryoshka");
     if (!failed(&parser)) {
@@ -136,24 +248,14 @@ uform_status_t uform__model_config_parse(const char *json, uform__model_config_t
                     config->matryoshka[config->matryoshka_count++] = defaults[i];
         } else if (!cJSON_IsArray(matryoshka) || cJSON_GetArraySize(matryoshka) < 1 ||
                    cJSON_GetArraySize(matryoshka) > UFORM__MODEL_MAX_MATRYOSHKA) {
-            parser.status = uform__fail(outcome, UFORM_FORMAT, function,
-                                        "uform.config: 'matryoshka' must be an array of 1 to %d sizes",
-                                        UFORM__MODEL_MAX_MATRYOSHKA);
+            refuse(&parser, UFORM_FORMAT, "'matryoshka' must be an array of 1 to %d sizes", UFORM__MODEL_MAX_MATRYOSHKA);
         } else {
-            char path[32];
+            char path[32], embedding[48];
+            snprintf(embedding, sizeof embedding, "embedding %zu", config->embedding);
             for (int i = 0; i < cJSON_GetArraySize(matryoshka) && !failed(&parser); ++i) {
                 snprintf(path, sizeof path, "matryoshka[%d]", i);
-                const cJSON *item = cJSON_GetArrayItem(matryoshka, i);
-                cJSON wrapper;
-                (void)wrapper;
-                double value = cJSON_IsNumber(item) ? item->valuedouble : -1;
-                if (value < 1 || value != floor(value) || value > (double)config->embedding) {
-                    parser.status = uform__fail(outcome, UFORM_FORMAT, function,
-                                                "uform.config: '%s' must be an integer in 1..embedding (%zu)", path,
-                                                config->embedding);
-                    break;
-                }
-                config->matryoshka[config->matryoshka_count++] = (size_t)value;
+                config->matryoshka[config->matryoshka_count++] = integer_of(
+                    &parser, cJSON_GetArrayItem(matryoshka, i), path, 0, 1, "1", (double)config->embedding, embedding);
             }
         }
     }
@@ -161,9 +263,7 @@ uform_status_t uform__model_config_parse(const char *json, uform__model_config_t
     const cJSON *modalities = cJSON_GetObjectItemCaseSensitive(root, "modalities");
     if (!failed(&parser)) {
         if (!cJSON_IsArray(modalities)) {
-            parser.status = uform__fail(outcome, UFORM_FORMAT, function,
-                                        "uform.config: the required array 'modalities' is %s",
-                                        modalities ? "not an array" : "missing");
+            refuse(&parser, UFORM_FORMAT, "the required array 'modalities' is %s", modalities ? "not an array" : "missing");
         } else {
             const cJSON *item;
             cJSON_ArrayForEach(item, modalities) {
@@ -174,11 +274,9 @@ uform_status_t uform__model_config_parse(const char *json, uform__model_config_t
                         known = 1;
                     }
                 if (!known) {
-                    parser.status = uform__fail(outcome, UFORM_FORMAT, function,
-                                                "uform.config: 'modalities' lists an unknown modality %s%s%s",
-                                                cJSON_IsString(item) ? "'" : "",
-                                                cJSON_IsString(item) ? item->valuestring : "(not a string)",
-                                                cJSON_IsString(item) ? "'" : "");
+                    refuse(&parser, UFORM_FORMAT, "'modalities' lists an unknown modality %s%s%s",
+                           cJSON_IsString(item) ? "'" : "", cJSON_IsString(item) ? item->valuestring : "(not a string)",
+                           cJSON_IsString(item) ? "'" : "");
                     break;
                 }
             }
@@ -186,24 +284,27 @@ uform_status_t uform__model_config_parse(const char *json, uform__model_config_t
     }
     if (config->modalities & (1u << UFORM_MODALITY_TEXT)) {
         const cJSON *text = section(&parser, root, "text");
-        config->text_bytes = read_size(&parser, text, "bytes", "text.bytes", 0);
+        /* text.positions has T + 2 rows. */
+        config->text_bytes = read_integer(&parser, text, "bytes", "text.bytes", 0, 1, "1", EXACT_MAX - 2,
+                                          "2^53 - 3 (text.positions has text.bytes + 2 rows, an exact JSON integer)");
     }
     if (config->modalities & (1u << UFORM_MODALITY_IMAGE)) {
         const cJSON *image = section(&parser, root, "image");
-        config->image_size = read_size(&parser, image, "size", "image.size", 0);
-        config->image_patch = read_size(&parser, image, "patch", "image.patch", 0);
+        config->image_size = read_integer(&parser, image, "size", "image.size", 0, 1, "1", SIDE_MAX, SIDE_REASON);
+        config->image_patch = read_integer(&parser, image, "patch", "image.patch", 0, 1, "1", SIDE_MAX, SIDE_REASON);
         read_triple(&parser, image, "mean", "image.mean", config->image_mean, clip_mean);
         read_triple(&parser, image, "std", "image.std", config->image_std, clip_std);
         check(&parser, config->image_size % (config->image_patch ? config->image_patch : 1) == 0,
               "image.size %zu is not a multiple of image.patch %zu", config->image_size, config->image_patch);
+        if (!failed(&parser)) check_normalisation(&parser, "image", config->image_mean, config->image_std);
     }
     if (config->modalities & (1u << UFORM_MODALITY_VIDEO)) {
         const cJSON *video = section(&parser, root, "video");
         const cJSON *image = cJSON_GetObjectItemCaseSensitive(root, "image");
-        config->video_size = read_size(&parser, video, "size", "video.size", 0);
-        config->video_patch = read_size(&parser, video, "patch", "video.patch", 0);
-        config->video_frames = read_size(&parser, video, "frames", "video.frames", 0);
-        config->video_tubelet = read_size(&parser, video, "tubelet", "video.tubelet", 0);
+        config->video_size = read_integer(&parser, video, "size", "video.size", 0, 1, "1", SIDE_MAX, SIDE_REASON);
+        config->video_patch = read_integer(&parser, video, "patch", "video.patch", 0, 1, "1", SIDE_MAX, SIDE_REASON);
+        config->video_frames = read_integer(&parser, video, "frames", "video.frames", 0, 1, "1", FRAMES_MAX, FRAMES_REASON);
+        config->video_tubelet = read_integer(&parser, video, "tubelet", "video.tubelet", 0, 1, "1", FRAMES_MAX, FRAMES_REASON);
         /* Frames are preprocessed like images: the video's own mean/std, else the image's, else CLIP's. */
         float image_mean[3], image_std[3];
         read_triple(&parser, cJSON_IsObject(image) ? image : NULL, "mean", "image.mean", image_mean, clip_mean);
@@ -214,21 +315,24 @@ uform_status_t uform__model_config_parse(const char *json, uform__model_config_t
               "video.size %zu is not a multiple of video.patch %zu", config->video_size, config->video_patch);
         check(&parser, config->video_frames % (config->video_tubelet ? config->video_tubelet : 1) == 0,
               "video.frames %zu is not a multiple of video.tubelet %zu", config->video_frames, config->video_tubelet);
+        if (!failed(&parser) && config->video_frames * config->video_size * config->video_size > VIDEO_PIXELS_MAX)
+            refuse(&parser, UFORM_FORMAT,
+                   "video.frames %zu x video.size %zu^2 is %zu pixels, past the 2^30 of a decoded video "
+                   "(docs/preprocessing.md#limits)",
+                   config->video_frames, config->video_size, config->video_frames * config->video_size * config->video_size);
+        if (!failed(&parser)) check_normalisation(&parser, "video", config->video_mean, config->video_std);
     }
     if (config->modalities & (1u << UFORM_MODALITY_AUDIO)) {
         const cJSON *audio = section(&parser, root, "audio");
-        config->audio_rate = read_size(&parser, audio, "rate", "audio.rate", 0);
-        config->audio_seconds = read_size(&parser, audio, "seconds", "audio.seconds", 0);
-        config->audio_mels = read_size(&parser, audio, "mels", "audio.mels", 0);
-        check(&parser, config->audio_rate >= 2 * UFORM__AUDIO_N_FFT, "audio.rate %zu is below %zu Hz",
-              config->audio_rate, 2 * UFORM__AUDIO_N_FFT);
-        check(&parser, uform__model_audio_tokens(config) >= 2, "audio.seconds %zu gives no audio tokens%.0zu",
-              config->audio_seconds, (size_t)0);
+        char below[64];
+        snprintf(below, sizeof below, "%d Hz (twice the STFT's %d-sample window)", 2 * UFORM__AUDIO_N_FFT, UFORM__AUDIO_N_FFT);
+        config->audio_rate = read_integer(&parser, audio, "rate", "audio.rate", 0, 2 * UFORM__AUDIO_N_FFT, below, RATE_MAX,
+                                          RATE_REASON);
+        config->audio_seconds = read_integer(&parser, audio, "seconds", "audio.seconds", 0, 1, "1", SECONDS_MAX, SECONDS_REASON);
+        config->audio_mels = read_integer(&parser, audio, "mels", "audio.mels", 0, 1, "1", MELS_MAX, MELS_REASON);
     }
     cJSON_Delete(root);
-    for (size_t m = 0; m < config->matryoshka_count && !failed(&parser); ++m)
-        check(&parser, config->matryoshka[m] <= config->embedding, "matryoshka %zu exceeds embedding %zu",
-              config->matryoshka[m], config->embedding);
+    check_bytes(&parser, config);
     return parser.status;
 }
 
@@ -301,6 +405,17 @@ char *uform__model_config_print(const uform__model_config_t *config) {
         add_number(&printer, video, "patch", (double)config->video_patch);
         add_number(&printer, video, "frames", (double)config->video_frames);
         add_number(&printer, video, "tubelet", (double)config->video_tubelet);
+        /* Written only where they differ from what the parser would take in their absence (the
+         * image's, else CLIP's), so a config without them prints as it always did. */
+        int image = (config->modalities & (1u << UFORM_MODALITY_IMAGE)) != 0;
+        const float *inferred_mean = image ? config->image_mean : clip_mean, *inferred_std = image ? config->image_std : clip_std;
+        const float *values[2] = {config->video_mean, config->video_std}, *inferred[2] = {inferred_mean, inferred_std};
+        static const char *const keys[2] = {"mean", "std"};
+        for (int k = 0; k < 2; ++k) {
+            if (memcmp(values[k], inferred[k], 3 * sizeof(float)) == 0) continue;
+            cJSON *triple = add_array(&printer, video, keys[k]);
+            for (int c = 0; c < 3; ++c) append(&printer, triple, cJSON_CreateNumber(values[k][c]));
+        }
     }
     if (config->modalities & (1u << UFORM_MODALITY_AUDIO)) {
         cJSON *audio = add_object(&printer, root, "audio");

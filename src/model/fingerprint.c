@@ -1,7 +1,9 @@
 /*
  * The checkpoint's fingerprint: 128 bits that change whenever anything the encoder reads changes
- * (the config text, any tensor's name, dtype, shape or bytes), so an index built by one checkpoint
- * is refused by another instead of answering nonsense. Training state (`optimizer.*` tensors) is
+ * (any value of the config, any tensor's name, dtype, shape or bytes), so an index built by one
+ * checkpoint is refused by another instead of answering nonsense. The config is hashed as
+ * uform__model_config_print writes it, not as the file stores it: the same config written with
+ * other spacing, key order or unknown keys keeps its fingerprint (docs/model.md#fingerprint). Training state (`optimizer.*` tensors) is
  * left out: a checkpoint exported without it keeps its fingerprint.
  *
  * The hash is this project's own: four 64-bit lanes each absorb one 8-byte word of every 32-byte
@@ -87,10 +89,10 @@ static void hash_field(hasher_t *hasher, const void *data, uint64_t size) {
     hasher_update(hasher, data, (size_t)size);
 }
 
-static void compute(const uform_model_t model, unsigned char digest[16]) {
+/* The digest of `config` (text) and every tensor but the optimizer's. */
+static void compute(const uform_model_t model, const char *config, unsigned char digest[16]) {
     hasher_t hasher;
     hasher_init(&hasher);
-    const char *config = uform__safetensors_metadata_find(model->file, "uform.config");
     hash_field(&hasher, config ? config : "", config ? strlen(config) : 0);
     size_t count = uform__safetensors_count(model->file);
     for (size_t i = 0; i < count; ++i) { /* name order: the file's own sort */
@@ -105,6 +107,8 @@ static void compute(const uform_model_t model, unsigned char digest[16]) {
     hasher_digest(&hasher, digest);
 }
 
+static void hex_of(const unsigned char digest[16], char fingerprint[UFORM_FINGERPRINT_CAPACITY]);
+
 UFORM_API uform_status_t uform_model_fingerprint(uform_model_t model, char fingerprint[UFORM_FINGERPRINT_CAPACITY],
                                                  uform_outcome_t *outcome) {
     if (!model || !fingerprint)
@@ -113,7 +117,7 @@ UFORM_API uform_status_t uform_model_fingerprint(uform_model_t model, char finge
     if (__atomic_load_n(&model->fingerprint_state, __ATOMIC_ACQUIRE) == 2) {
         memcpy(digest, model->fingerprint, sizeof digest);
     } else {
-        compute(model, digest);
+        compute(model, model->config_text, digest);
         /* The first thread to finish publishes; a thread that loses the race keeps its own, equal, digest. */
         uint32_t expected = 0;
         if (__atomic_compare_exchange_n(&model->fingerprint_state, &expected, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
@@ -121,6 +125,26 @@ UFORM_API uform_status_t uform_model_fingerprint(uform_model_t model, char finge
             __atomic_store_n(&model->fingerprint_state, 2, __ATOMIC_RELEASE);
         }
     }
-    for (int i = 0; i < 16; ++i) snprintf(fingerprint + 2 * i, 3, "%02x", digest[i]);
+    hex_of(digest, fingerprint);
     return uform__succeed(outcome, __func__);
+}
+
+static void hex_of(const unsigned char digest[16], char fingerprint[UFORM_FINGERPRINT_CAPACITY]) {
+    static const char digits[] = "0123456789abcdef";
+    for (int i = 0; i < 16; ++i) fingerprint[2 * i] = digits[digest[i] >> 4], fingerprint[2 * i + 1] = digits[digest[i] & 15];
+    fingerprint[32] = 0;
+}
+
+int uform__model_fingerprint_matches(uform_model_t model, const char *fingerprint) {
+    char mine[UFORM_FINGERPRINT_CAPACITY];
+    if (uform_model_fingerprint(model, mine, NULL) != UFORM_OK) return 0;
+    if (strcmp(mine, fingerprint) == 0) return 1;
+    /* Before the config was hashed as printed, the stored text was: where the two differ, the index
+     * may carry that older fingerprint of this same checkpoint. */
+    const char *stored = uform__safetensors_metadata_find(model->file, "uform.config");
+    if (!stored || strcmp(stored, model->config_text) == 0) return 0;
+    unsigned char digest[16];
+    compute(model, stored, digest);
+    hex_of(digest, mine);
+    return strcmp(mine, fingerprint) == 0;
 }

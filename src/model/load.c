@@ -345,11 +345,16 @@ static uform_status_t load_run(void *pointer, uform__call_context_t *context) {
         uform_model_free(model);
         return status;
     }
-    const uform__model_config_t *config = &model->config;
-    if (config->hidden / config->heads > UFORM__NN_ATTENTION_MAX_HEAD_WIDTH) {
+    const uform__model_config_t *config = &model->config; /* the parser checked the head width too */
+    /* The fingerprint hashes the config as printed, so re-serialising the same config keeps it. */
+    char *printed = uform__model_config_print(config);
+    size_t printed_length = printed ? strlen(printed) + 1 : 0;
+    model->config_text = printed ? own(model, printed_length) : NULL;
+    if (model->config_text) memcpy(model->config_text, printed, printed_length);
+    free(printed);
+    if (!model->config_text) {
         uform_model_free(model);
-        return uform__fail(outcome, UFORM_UNSUPPORTED, function, "a head width of %zu exceeds the kernels' %d",
-                           config->hidden / config->heads, UFORM__NN_ATTENTION_MAX_HEAD_WIDTH);
+        return uform__fail(outcome, UFORM_OUT_OF_MEMORY, function, "cannot allocate the text of the model's config");
     }
     loader_t loader = {model, function, outcome, UFORM_OK, 0, NULL};
     loader.seen = calloc(uform__safetensors_count(model->file) + 1, 1);

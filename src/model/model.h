@@ -67,9 +67,15 @@ struct uform_model_s {
     void **owned;                  /* allocations made at load (widened tables, packed weights) */
     size_t owned_count, owned_capacity;
     uint64_t parameters, weight_bytes;
+    char *config_text;             /* the config as uform__model_config_print writes it (owned): fingerprinted */
     uint32_t fingerprint_state;    /* 0: not computed, 1: being stored, 2: `fingerprint` ready (atomic) */
     unsigned char fingerprint[16]; /* see fingerprint.c */
 };
+
+/* Whether `fingerprint` (32 hex digits, an index's) names this model: its fingerprint, or the one
+ * earlier builds gave it, which hashed the checkpoint's config text as stored rather than as
+ * printed (docs/model.md#fingerprint). Allocates nothing. */
+int uform__model_fingerprint_matches(uform_model_t model, const char *fingerprint);
 
 /* Loads a checkpoint held in RAM (`size` bytes, malloc'ed) inside a call already running on an
  * executor (`context`), as uform_model_load_ram would load the same bytes from a file; the model
@@ -85,7 +91,7 @@ const char *uform__modality_name(uform_modality_t modality);
 /* ---- I8 compute (quantize.c) ---- */
 
 /* Whether I8 compute runs the layer named `name` (a checkpoint tensor name) in int8: the trunk's
- * four products. The one place that decides (docs/int8.md, "Which layers"). */
+ * four products. The one place that decides (docs/int8.md, "Which layers, and why"). */
 int uform__i8_quantizes(const char *name);
 
 /* The scale tensor of a quantized matrix `name` ("trunk.0.attn.qkv.weight" → "..._scale"). */

@@ -91,6 +91,32 @@ uform_status_t uform__train_batch_check(uform_trainer_t trainer, const uform_tra
                                "relations.groups[%zu] = %zu, but the model has %zu temperature groups", r,
                                relations->groups[r], config->temperature_groups);
     }
+    /* Media decoded ahead: prepared[m] holds every content of modality m, in content order. */
+    for (int m = 0; m < 4; ++m) {
+        const uform_prepared_t *prepared = request->prepared[m];
+        if (!prepared) continue;
+        size_t count = 0;
+        for (size_t i = 0; i < n; ++i) count += request->modalities[i] == (uform_modality_t)m;
+        const char *name = uform__modality_name((uform_modality_t)m);
+        if (m == UFORM_MODALITY_TEXT || prepared->modality != (uform_modality_t)m)
+            return uform__fail(outcome, UFORM_INVALID_ARGUMENT, function, "prepared[%d] holds %s items, not %s media", m,
+                               uform__modality_name(prepared->modality), name);
+        if (prepared->count != count || prepared->failed)
+            return uform__fail(outcome, UFORM_INVALID_ARGUMENT, function,
+                               "prepared[%d] holds %zu items (%zu failed), but the batch has %zu %s contents", m,
+                               prepared->count, prepared->failed, count, name);
+        size_t tokens = m == UFORM_MODALITY_IMAGE   ? uform__model_image_tokens(config)
+                        : m == UFORM_MODALITY_VIDEO ? uform__model_video_tokens(config)
+                                                    : uform__model_audio_tokens(config);
+        size_t per_item = tokens - 1, width = uform__stem_patch_width(config, (uform_modality_t)m);
+        if (count && (uform_matrix_check(&prepared->rows) != UFORM_OK || prepared->rows_per_item != per_item ||
+                      prepared->rows.columns != width || prepared->rows.rows != count * per_item ||
+                      prepared->rows.scalar != UFORM_SCALAR_F32 || !prepared->item_outcomes))
+            return uform__fail(outcome, UFORM_INVALID_ARGUMENT, function,
+                               "prepared[%d] is stale or was made for another geometry (%zu rows of %zu per item; the "
+                               "trainer's %s stem takes %zu rows of %zu)",
+                               m, prepared->rows_per_item, prepared->rows.columns, name, per_item, width);
+    }
     /* Choices. */
     if (request->choices.count) {
         status = uform__tape_check(&request->choices, "choices", outcome, function);

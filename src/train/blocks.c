@@ -315,6 +315,8 @@ uform_status_t uform__train_blocks_backward(uform__train_work_t *work) {
                 for (size_t c = 0; c < d; ++c) row[c] += add[c];
             }
         }
+        /* Block i's gradients are final: over a mesh they may go now. */
+        if (work->block_done) work->block_done(work->block_done_state, i);
         work->done += 1;
         if (uform__progress_advance(&work->context->progress, work->done) == UFORM_CANCEL)
             return cancelled(work, "backward", i);

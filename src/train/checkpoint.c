@@ -5,63 +5,75 @@
  * and `optimizer.step` (I64 [1]), the optimizer settings in "uform.optimizer" and the caller's
  * "uform.user". Written through the atomic safetensors writer; read back by resume.
  */
-#include <cjson/cJSON.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/outcome.h"
+#include "io/json.h"
 #include "io/safetensors.h"
 #include "train/trainer.h"
 
+/* The settings' JSON, or NULL when memory runs out (a key that failed to be added would make a
+ * checkpoint whose resume refuses it, so no text is better than a text with holes). */
 char *uform__train_optimizer_json(const uform__optimizer_t *optimizer, uint64_t seed) {
     cJSON *root = cJSON_CreateObject();
     if (!root) return NULL;
-    cJSON_AddNumberToObject(root, "learning_rate", optimizer->learning_rate);
-    cJSON_AddNumberToObject(root, "beta1", optimizer->beta1);
-    cJSON_AddNumberToObject(root, "beta2", optimizer->beta2);
-    cJSON_AddNumberToObject(root, "epsilon", optimizer->epsilon);
-    cJSON_AddNumberToObject(root, "weight_decay", optimizer->weight_decay);
-    cJSON_AddNumberToObject(root, "clip_norm", optimizer->clip_norm);
-    cJSON_AddNumberToObject(root, "warmup_steps", (double)optimizer->warmup_steps);
-    cJSON_AddNumberToObject(root, "total_steps", (double)optimizer->total_steps);
-    cJSON_AddNumberToObject(root, "contrastive_weight", optimizer->contrastive_weight);
-    cJSON_AddNumberToObject(root, "choice_weight", optimizer->choice_weight);
-    cJSON_AddNumberToObject(root, "seed", (double)seed);
-    char *json = cJSON_PrintUnformatted(root);
+    const struct { const char *key; double value; } fields[] = {
+        {"learning_rate", optimizer->learning_rate}, {"beta1", optimizer->beta1}, {"beta2", optimizer->beta2},
+        {"epsilon", optimizer->epsilon}, {"weight_decay", optimizer->weight_decay}, {"clip_norm", optimizer->clip_norm},
+        {"warmup_steps", (double)optimizer->warmup_steps}, {"total_steps", (double)optimizer->total_steps},
+        {"contrastive_weight", optimizer->contrastive_weight}, {"choice_weight", optimizer->choice_weight},
+        {"seed", (double)seed}};
+    int added = 1;
+    for (size_t i = 0; i < sizeof fields / sizeof fields[0]; ++i)
+        added &= cJSON_AddNumberToObject(root, fields[i].key, fields[i].value) != NULL;
+    char *json = added ? cJSON_PrintUnformatted(root) : NULL;
     cJSON_Delete(root);
     return json;
 }
 
-/* The stored settings, exactly as resolved then (a value of 0 was stored as 0, e.g. no decay). */
-static int optimizer_parse(const char *json, uform__optimizer_t *optimizer, uint64_t *seed) {
-    cJSON *root = cJSON_Parse(json);
+/* The stored settings, exactly as resolved then (a value of 0 was stored as 0, e.g. no decay).
+ * Every key of docs/training.md must be there: a resume that silently ran on defaults would not
+ * continue the run it claims to. UFORM_FORMAT names the key; UFORM_OUT_OF_MEMORY when the text
+ * could not be parsed for lack of memory. */
+static uform_status_t optimizer_parse(const char *json, const char *path, uform__optimizer_t *optimizer, uint64_t *seed,
+                                      uform_outcome_t *outcome, const char *function) {
+    cJSON *root = NULL;
+    uform_status_t status = uform__json_parse(json, strlen(json) + 1, &root, NULL, NULL);
+    if (status == UFORM_OUT_OF_MEMORY)
+        return uform__fail(outcome, status, function, "cannot allocate the parsed uform.optimizer of '%s' (%zu bytes of JSON)",
+                           path, strlen(json));
     if (!cJSON_IsObject(root)) {
         cJSON_Delete(root);
-        return 0;
+        return uform__fail(outcome, UFORM_FORMAT, function, "checkpoint '%s': uform.optimizer is not a JSON object", path);
     }
-    struct { const char *key; double *value; } reals[] = {
-        {"learning_rate", &optimizer->learning_rate}, {"beta1", &optimizer->beta1}, {"beta2", &optimizer->beta2},
-        {"epsilon", &optimizer->epsilon}, {"weight_decay", &optimizer->weight_decay},
-        {"clip_norm", &optimizer->clip_norm}, {"contrastive_weight", &optimizer->contrastive_weight},
-        {"choice_weight", &optimizer->choice_weight}};
-    int ok = 1;
-    for (size_t i = 0; i < sizeof reals / sizeof reals[0]; ++i) {
-        const cJSON *item = cJSON_GetObjectItemCaseSensitive(root, reals[i].key);
-        if (cJSON_IsNumber(item)) *reals[i].value = item->valuedouble;
-        else ok = 0;
+    struct { const char *key; double *real; uint64_t *count; } fields[] = {
+        {"learning_rate", &optimizer->learning_rate, NULL}, {"beta1", &optimizer->beta1, NULL},
+        {"beta2", &optimizer->beta2, NULL}, {"epsilon", &optimizer->epsilon, NULL},
+        {"weight_decay", &optimizer->weight_decay, NULL}, {"clip_norm", &optimizer->clip_norm, NULL},
+        {"warmup_steps", NULL, &optimizer->warmup_steps}, {"total_steps", NULL, &optimizer->total_steps},
+        {"contrastive_weight", &optimizer->contrastive_weight, NULL}, {"choice_weight", &optimizer->choice_weight, NULL},
+        {"seed", NULL, seed}};
+    for (size_t i = 0; i < sizeof fields / sizeof fields[0] && status == UFORM_OK; ++i) {
+        const cJSON *item = cJSON_GetObjectItemCaseSensitive(root, fields[i].key);
+        double value = cJSON_IsNumber(item) ? item->valuedouble : NAN;
+        if (!item)
+            status = uform__fail(outcome, UFORM_FORMAT, function, "checkpoint '%s': uform.optimizer lacks '%s'", path,
+                                 fields[i].key);
+        else if (fields[i].real && !isfinite(value))
+            status = uform__fail(outcome, UFORM_FORMAT, function, "checkpoint '%s': uform.optimizer '%s' is not a number",
+                                 path, fields[i].key);
+        else if (fields[i].count && !(value >= 0 && value <= 9007199254740991.0 && value == floor(value)))
+            status = uform__fail(outcome, UFORM_FORMAT, function,
+                                 "checkpoint '%s': uform.optimizer '%s' is not an integer in 0 ... 2^53 - 1", path,
+                                 fields[i].key);
+        else if (fields[i].real) *fields[i].real = value;
+        else *fields[i].count = (uint64_t)value;
     }
-    const cJSON *warmup = cJSON_GetObjectItemCaseSensitive(root, "warmup_steps");
-    const cJSON *total = cJSON_GetObjectItemCaseSensitive(root, "total_steps");
-    const cJSON *seed_item = cJSON_GetObjectItemCaseSensitive(root, "seed");
-    if (cJSON_IsNumber(warmup) && warmup->valuedouble >= 0) optimizer->warmup_steps = (uint64_t)warmup->valuedouble;
-    else ok = 0;
-    if (cJSON_IsNumber(total) && total->valuedouble >= 0) optimizer->total_steps = (uint64_t)total->valuedouble;
-    else ok = 0;
-    if (cJSON_IsNumber(seed_item) && seed_item->valuedouble >= 0) *seed = (uint64_t)seed_item->valuedouble;
     cJSON_Delete(root);
-    return ok;
+    return status;
 }
 
 /* ---- writing ---- */
@@ -293,7 +305,8 @@ uform_status_t uform__train_resume(uform_trainer_t trainer, const char *path, co
         const char *optimizer_json = uform__safetensors_metadata_find(file, "uform.optimizer");
         if (status == UFORM_OK && optimizer_json) {
             memset(stored, 0, sizeof *stored);
-            *has_stored = optimizer_parse(optimizer_json, stored, &trainer->seed);
+            status = optimizer_parse(optimizer_json, path, stored, &trainer->seed, outcome, function);
+            *has_stored = status == UFORM_OK;
         }
         const char *user = uform__safetensors_metadata_find(file, "uform.user");
         if (status == UFORM_OK && user) {

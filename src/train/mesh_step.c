@@ -10,9 +10,11 @@
  * members, each member's terms already divided by the global counts (relations, choices), so the
  * all-reduced gradient is the global batch's.
  */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "core/outcome.h"
 #include "train/mesh_step.h"
@@ -26,10 +28,17 @@ struct uform__mesh_shape_t {
     uint64_t steps;
     uint64_t bags, rows, relations, choices;
     double learning_rate_override;
+    uint64_t failed_content; /* the member's own content that failed, or UINT64_MAX */
     char message[MESSAGE_BYTES];
 };
 
 static const char *function_of(const uform__train_work_t *work) { return work->context->function; }
+
+static double uform__train_mesh_now(void) {
+    struct timespec time;
+    clock_gettime(CLOCK_MONOTONIC, &time);
+    return (double)time.tv_sec + (double)time.tv_nsec * 1e-9;
+}
 
 /* The step failed on `member` (its status): every member now fails it. */
 static uform_status_t agreed_failure(uform__train_mesh_step_t *step, uform__train_work_t *work, uform_status_t local,
@@ -47,6 +56,9 @@ uform_status_t uform__train_mesh_begin(uform__train_mesh_step_t *step, uform__tr
     uform__call_context_t *context = work->context;
     memset(step, 0, sizeof *step);
     step->mesh = trainer->mesh, step->members = trainer->mesh->count, step->me = trainer->mesh->index;
+    step->trainer = trainer;
+    step->buckets = trainer->buckets, step->bucket_count = trainer->bucket_count;
+    step->overlap = trainer->buckets && trainer->mesh->overlap == UFORM_MESH_OVERLAP_BACKWARD;
     uform_status_t taken = uform__mesh_acquire(step->mesh, context->outcome, context->function);
     if (taken != UFORM_OK) {
         step->settled = 1;
@@ -67,6 +79,7 @@ uform_status_t uform__train_mesh_begin(uform__train_mesh_step_t *step, uform__tr
     const uform__batch_plan_t *plan = work->plan;
     mine.status = (uint32_t)status;
     mine.steps = trainer->steps;
+    mine.failed_content = work->failed_content == SIZE_MAX ? UINT64_MAX : (uint64_t)work->failed_content;
     if (status == UFORM_OK) {
         mine.have_sides = (uint32_t)plan->have_sides;
         mine.bags = plan->bags, mine.rows = plan->embeddings;
@@ -100,6 +113,10 @@ uform_status_t uform__train_mesh_begin(uform__train_mesh_step_t *step, uform__tr
             char message[MESSAGE_BYTES + 1];
             memcpy(message, shape->message, MESSAGE_BYTES);
             message[MESSAGE_BYTES] = 0;
+            if (status == UFORM_OK) {
+                work->failed_member = j;
+                work->failed_content = shape->failed_content == UINT64_MAX ? SIZE_MAX : (size_t)shape->failed_content;
+            }
             return agreed_failure(step, work, status, j, (uform_status_t)shape->status, message);
         }
     }
@@ -348,15 +365,85 @@ uform_status_t uform__train_mesh_losses(uform__train_mesh_step_t *step, uform__t
     return status;
 }
 
-uform_status_t uform__train_mesh_reduce(uform__train_mesh_step_t *step, uform__train_work_t *work,
+/* ---- the gradients' buckets ---- */
+
+uform__train_bucket_t *uform__train_buckets_plan(uform_trainer_t trainer, size_t *count) {
+    const size_t limit = UFORM__MESH_BUCKET_BYTES / sizeof(float), merge = UFORM__TRAIN_BUCKET_MERGE / sizeof(float);
+    size_t depth = trainer->config.depth, blocks_end = trainer->total;
+    const uform__param_t *temperatures = uform__train_param(trainer, "temperatures");
+    if (temperatures) blocks_end = temperatures->offset; /* the trunk's blocks come first (model/layout.c) */
+    /* Block i's floats: from its first tensor to the next block's (or the trunk's end). */
+    size_t *starts = calloc(depth + 1, sizeof *starts);
+    size_t capacity = depth + 2 + 2 * trainer->total / limit + 2;
+    uform__train_bucket_t *buckets = calloc(capacity, sizeof *buckets);
+    if (!starts || !buckets) {
+        free(starts), free(buckets);
+        return NULL;
+    }
+    for (size_t i = 0; i < depth; ++i) {
+        char name[64];
+        snprintf(name, sizeof name, "trunk.%zu.norm1.weight", i);
+        const uform__param_t *first = uform__train_param(trainer, name);
+        starts[i] = first ? first->offset : 0;
+    }
+    starts[depth] = blocks_end;
+    size_t n = 0, i = depth;
+    while (i > 0) {
+        size_t end = starts[i], lowest = --i;
+        while (lowest > 0 && end - starts[lowest] < merge) --lowest; /* small blocks share a bucket */
+        if (end - starts[lowest] < merge) lowest = 0;
+        /* Pieces of at most `limit` floats, from the end down, each final with block `lowest`. */
+        for (size_t top = end; top > starts[lowest];) {
+            size_t bottom = top - starts[lowest] > limit ? top - limit : starts[lowest];
+            buckets[n++] = (uform__train_bucket_t){bottom, top - bottom, lowest};
+            top = bottom;
+        }
+        i = lowest;
+    }
+    for (size_t first = blocks_end; first < trainer->total; first += limit)
+        buckets[n++] = (uform__train_bucket_t){first, trainer->total - first < limit ? trainer->total - first : limit,
+                                               SIZE_MAX};
+    free(starts);
+    *count = n;
+    return buckets;
+}
+
+static void submit(uform__train_mesh_step_t *step, uform_trainer_t trainer, size_t until) {
+    if (!step->buckets) return; /* a mesh of one */
+    for (; step->submitted < until; ++step->submitted) {
+        const uform__train_bucket_t *bucket = &step->buckets[step->submitted];
+        uform__mesh_bucket_submit(step->mesh, trainer->grads + bucket->first, bucket->count);
+    }
+}
+
+void uform__train_mesh_block_done(void *state, size_t block) {
+    uform__train_mesh_step_t *step = state;
+    size_t until = step->submitted;
+    while (until < step->bucket_count && step->buckets[until].lowest == block) ++until;
+    submit(step, step->trainer, until);
+}
+
+/* Every bucket not yet handed over, then the wait for all of them. */
+static uform_status_t reduce_buckets(uform__train_mesh_step_t *step, uform__train_work_t *work,
+                                     uform_outcome_t *exchange, double *waited) {
+    double start = uform__train_mesh_now();
+    submit(step, work->trainer, step->bucket_count);
+    double wait = 0;
+    uform_status_t status =
+        uform__mesh_buckets_finish(step->mesh, exchange, work->context->function, &wait, &step->exchange_ran);
+    *waited = step->overlap ? wait : uform__train_mesh_now() - start;
+    return status;
+}
+
+/* Every member's status after the backward (an all-reduce of one float each). */
+static uform_status_t exchange_statuses(uform__train_mesh_step_t *step, uform__train_work_t *work,
                                         uform_status_t status) {
-    if (step->settled) return status;
-    uform_trainer_t trainer = work->trainer;
     uform__call_context_t *context = work->context;
     size_t K = step->members;
-    /* Statuses first: the gradients are only worth sending when every member has them. */
     float *words = calloc(K, sizeof *words);
-    if (!words) {
+    uint32_t *statuses = calloc(K, sizeof *statuses);
+    if (!words || !statuses) {
+        free(words), free(statuses);
         step->settled = 1;
         return status != UFORM_OK ? status
                                   : uform__fail(context->outcome, UFORM_OUT_OF_MEMORY, context->function,
@@ -367,24 +454,34 @@ uform_status_t uform__train_mesh_reduce(uform__train_mesh_step_t *step, uform__t
     memset(&exchange, 0, sizeof exchange);
     uform_status_t exchanged = uform__mesh_allreduce_f32(step->mesh, words, K, "the members' statuses", &exchange,
                                                          context->function);
-    if (exchanged != UFORM_OK) {
-        free(words);
-        return exchange_failed(step, work, status, exchanged, &exchange);
-    }
-    uint32_t *statuses = calloc(K, sizeof *statuses);
-    for (size_t j = 0; statuses && j < K; ++j) statuses[j] = (uint32_t)words[j];
+    for (size_t j = 0; j < K; ++j) statuses[j] = (uint32_t)words[j];
     free(words);
-    if (!statuses) {
-        step->settled = 1;
-        return status != UFORM_OK ? status
-                                  : uform__fail(context->outcome, UFORM_OUT_OF_MEMORY, context->function,
-                                                "cannot allocate statuses");
+    if (exchanged != UFORM_OK) {
+        free(statuses);
+        return exchange_failed(step, work, status, exchanged, &exchange);
     }
     status = check_statuses(step, work, status, statuses, "backward");
     free(statuses);
+    return status;
+}
+
+uform_status_t uform__train_mesh_reduce(uform__train_mesh_step_t *step, uform__train_work_t *work,
+                                        uform_status_t status) {
+    if (step->settled) return status;
+    uform_outcome_t exchange;
+    memset(&exchange, 0, sizeof exchange);
+    uform_status_t exchanged;
+    if (step->overlap) {
+        /* Some buckets are on their way already; every member hands over every bucket, whatever
+         * became of its own backward, and the statuses come after. */
+        exchanged = reduce_buckets(step, work, &exchange, &step->exchange_wait);
+        if (exchanged != UFORM_OK) return exchange_failed(step, work, status, exchanged, &exchange);
+        return exchange_statuses(step, work, status);
+    }
+    /* Statuses first: the gradients are only worth sending when every member has them. */
+    status = exchange_statuses(step, work, status);
     if (status != UFORM_OK) return status;
-    exchanged = uform__mesh_allreduce_f32(step->mesh, trainer->grads, trainer->total, "the gradients", &exchange,
-                                          context->function);
+    exchanged = reduce_buckets(step, work, &exchange, &step->exchange_wait);
     if (exchanged != UFORM_OK) return exchange_failed(step, work, UFORM_OK, exchanged, &exchange);
     return UFORM_OK;
 }

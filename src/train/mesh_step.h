@@ -7,7 +7,10 @@
  *   losses  after the heads: the bag embeddings of the global batch (all-gather), the loss terms of
  *           this member's relations over them, then d e of every bag and the loss sums (all-reduce
  *           in double precision), and the backward of this member's own bags
- *   reduce  after the backward: every member's status, then the parameter gradients (all-reduce)
+ *   reduce  after the backward: the parameter gradients (all-reduce, in buckets) and every member's
+ *           status — with overlap (the default) the buckets go while the backward runs, a trunk
+ *           block's as soon as its backward is done (uform__train_mesh_block_done), the rest here,
+ *           then the statuses; without, the statuses first and then every bucket
  *
  * Every member makes the same exchanges in the same order. A member whose own work failed still
  * takes part, carrying its status, so nobody waits for it; once a failure is known to all (or the
@@ -21,6 +24,7 @@
 
 typedef struct uform__mesh_shape_t uform__mesh_shape_t;
 
+
 typedef struct uform__train_mesh_step_t {
     uform_mesh_t mesh;
     size_t members, me;
@@ -31,7 +35,16 @@ typedef struct uform__train_mesh_step_t {
     size_t bag_base, row_base;      /* this member's first bag and embedding row in it */
     int have_sides;                 /* the global batch's bags have sides */
     double learning_rate_override;  /* member 0's */
+    uform_trainer_t trainer;
+    int overlap;                    /* the buckets go during the backward */
+    const uform__train_bucket_t *buckets; /* the trainer's, in the order every member hands them over */
+    size_t bucket_count, submitted;
+    double exchange_wait, exchange_ran; /* seconds: the step's wait for them, their all-reduce */
 } uform__train_mesh_step_t;
+
+
+/* The backward has finished trunk block `block`: its buckets go (overlap). `state` is the step. */
+void uform__train_mesh_block_done(void *state, size_t block);
 
 /* Each takes the step's status so far and answers the status after the exchange. */
 uform_status_t uform__train_mesh_begin(uform__train_mesh_step_t *step, uform__train_work_t *work, uform_status_t status);

@@ -10,14 +10,25 @@
 #include "core/outcome.h"
 #include "train/trainer.h"
 
-double uform__train_learning_rate(const uform__optimizer_t *optimizer, uint64_t step) {
-    double lr = optimizer->learning_rate;
-    uint64_t warmup = optimizer->warmup_steps, total = optimizer->total_steps;
-    if (step <= warmup) return lr * (double)step / (double)warmup;
+/* The one schedule: `step` and `total` may be fractional (uform_trainer_schedule maps other clocks
+ * onto steps); at whole steps this is exactly what the optimizer has always used. */
+static double schedule(double lr, double warmup, double total, double step) {
+    if (step <= warmup) return lr * step / warmup;
     if (total == 0) return lr;
     if (step > total || total <= warmup) return 0.1 * lr;
-    double progress = (double)(step - warmup) / (double)(total - warmup);
+    double progress = (step - warmup) / (total - warmup);
     return lr * (0.1 + 0.45 * (1.0 + cos(3.14159265358979323846 * progress)));
+}
+
+double uform__train_learning_rate(const uform__optimizer_t *optimizer, uint64_t step) {
+    return schedule(optimizer->learning_rate, (double)optimizer->warmup_steps, (double)optimizer->total_steps, (double)step);
+}
+
+UFORM_API double uform_trainer_schedule(uform_trainer_t trainer, double step, double total_steps) {
+    if (!trainer || !(step >= 0)) return 0;
+    const uform__optimizer_t *optimizer = &trainer->optimizer;
+    double total = total_steps > 0 ? total_steps : (double)optimizer->total_steps;
+    return schedule(optimizer->learning_rate, (double)optimizer->warmup_steps, total, step);
 }
 
 uform_status_t uform__train_optimizer_resolve(const uform__optimizer_t *given, uform__optimizer_t *resolved,

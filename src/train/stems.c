@@ -43,6 +43,15 @@ static void decode_prong(void *context, size_t thread, size_t prong) {
     job.inputs = &work->request->contents;
     size_t width = uform__stem_patch_width(config, sequence->modality);
     float *target = work->patches[sequence->modality] + sequence->first_patch * width;
+    const uform_prepared_t *prepared = work->whole->prepared[sequence->modality];
+    if (prepared) {
+        /* Decoded ahead (uform_media_prepare): the same rows, copied. */
+        size_t per_item = prepared->rows_per_item;
+        const float *rows = (const float *)prepared->rows.data + work->media_ordinal[work->content_base + sequence->content] * per_item * width;
+        memcpy(target, rows, per_item * width * sizeof(float));
+        loop->statuses[prong] = UFORM_OK;
+        return;
+    }
     loop->statuses[prong] =
         uform__stem_decode_item(&job, sequence->content, target, work->compute.signal, &loop->outcomes[prong]);
 }
@@ -56,8 +65,17 @@ uform_status_t uform__train_stems_decode(uform__train_work_t *work) {
     if (count == 0) return UFORM_OK;
     uform_outcome_t *outcomes = calloc(count, sizeof *outcomes);
     uform_status_t *statuses = calloc(count, sizeof *statuses);
-    if (!outcomes || !statuses) {
-        free(outcomes), free(statuses);
+    size_t n = work->whole->contents.count; /* a chunk's contents are indexed in the whole request's */
+    int any_prepared = 0;
+    for (int m = 0; m < 4; ++m) any_prepared |= work->whole->prepared[m] != NULL;
+    work->media_ordinal = any_prepared ? calloc(n + 1, sizeof *work->media_ordinal) : NULL;
+    if (work->media_ordinal) {
+        size_t seen[4] = {0};
+        for (size_t i = 0; i < n; ++i) work->media_ordinal[i] = seen[work->whole->modalities[i]]++;
+    }
+    if (!outcomes || !statuses || (any_prepared && !work->media_ordinal)) {
+        free(outcomes), free(statuses), free(work->media_ordinal);
+        work->media_ordinal = NULL;
         return uform__fail(context->outcome, UFORM_OUT_OF_MEMORY, context->function,
                            "cannot allocate the records of %zu media contents", count);
     }
@@ -72,10 +90,14 @@ uform_status_t uform__train_stems_decode(uform__train_work_t *work) {
     for (int m = UFORM_MODALITY_IMAGE; work->round_inputs && m <= UFORM_MODALITY_AUDIO; ++m)
         uform__round_to_bf16(work->patches[m], plan->patch_rows[m] *
                                                    uform__stem_patch_width(&work->trainer->config, (uform_modality_t)m));
-    if (worst != SIZE_MAX)
-        status = uform__fail(context->outcome, statuses[at], context->function, "contents[%zu] (%s): %s", worst,
+    if (worst != SIZE_MAX) {
+        status = uform__fail(context->outcome, statuses[at], context->function, "contents[%zu] (%s): %s",
+                             work->content_base + worst,
                              uform__modality_name(plan->sequence[first + at].modality), outcomes[at].message);
-    free(outcomes), free(statuses);
+        work->failed_content = work->content_base + worst;
+    }
+    free(outcomes), free(statuses), free(work->media_ordinal);
+    work->media_ordinal = NULL;
     return status;
 }
 

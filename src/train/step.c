@@ -71,6 +71,27 @@ static size_t layout_total(const layout_t *layout, size_t depth) {
            layout->backward + layout->bags + layout->contrastive + layout->gemm + 64;
 }
 
+size_t uform__train_work_bytes(uform_trainer_t trainer, const uform__batch_plan_t *plan, size_t threads,
+                               size_t *gemm_bytes) {
+    layout_t layout = layout_of(trainer, plan, threads);
+    *gemm_bytes = layout.gemm;
+    return layout_total(&layout, trainer->config.depth);
+}
+
+void uform__train_work_begin(uform__train_work_t *work, uform_trainer_t trainer, const uform__batch_plan_t *plan,
+                             const uform_trainer_step_t *request, uform__call_context_t *context) {
+    memset(work, 0, sizeof *work);
+    work->trainer = trainer, work->plan = plan, work->request = request, work->context = context;
+    work->compute.gemm = uform__gemm_kernels(trainer->cpu_class);
+    work->compute.nn = uform__nn_kernels(trainer->cpu_class);
+    work->compute.signal = uform__signal_kernels(trainer->cpu_class);
+    work->compute.parallel = context->parallel;
+    work->compute.compute = trainer->compute;
+    work->round_inputs = trainer->compute == UFORM_COMPUTE_BF16 && !uform__gemm_rounds_to_bf16(work->compute.gemm);
+    work->whole = request;
+    work->failed_content = work->failed_member = SIZE_MAX;
+}
+
 void uform__train_work_carve(uform__train_work_t *work, void *memory) {
     const uform__model_config_t *config = &work->trainer->config;
     const uform__batch_plan_t *plan = work->plan;
@@ -132,7 +153,7 @@ void uform__train_work_carve(uform__train_work_t *work, void *memory) {
  * into transparent huge pages where the kernel offers them on request (the arena does the same):
  * the activations are walked column-wise by the products' transposing packs and the norm
  * backward, which on 4 KiB pages miss the TLB once per row. */
-static uform_status_t step_memory(uform_trainer_t trainer, size_t bytes, uform__call_context_t *context) {
+uform_status_t uform__train_step_memory(uform_trainer_t trainer, size_t bytes, uform__call_context_t *context) {
     if (trainer->memory.bytes >= bytes) return UFORM_OK;
     free(trainer->memory.base);
     const size_t huge = (size_t)2 << 20;
@@ -148,14 +169,14 @@ static uform_status_t step_memory(uform_trainer_t trainer, size_t bytes, uform__
     return UFORM_OK;
 }
 
-static uform_status_t cancelled(uform__call_context_t *context, const char *where) {
+uform_status_t uform__train_cancelled(uform__call_context_t *context, const char *where) {
     return uform__fail(context->outcome, UFORM_CANCELLED, context->function,
                        "cancelled by the progress handler %s; the trainer is unchanged", where);
 }
 
 /* The outputs' views, in the arena, before anything changes. */
-static uform_status_t output_views(uform_trainer_t trainer, uform_trainer_step_t *request, size_t bags,
-                                   uform__call_context_t *context) {
+uform_status_t uform__train_output_views(uform_trainer_t trainer, uform_trainer_step_t *request, size_t bags,
+                                         uform__call_context_t *context) {
     const uform__model_config_t *config = &trainer->config;
     uform_status_t status = uform__arena_matrix(context->arena, 1, config->temperature_groups, UFORM_SCALAR_F32,
                                                 &request->temperatures, context->outcome, context->function);
@@ -165,8 +186,29 @@ static uform_status_t output_views(uform_trainer_t trainer, uform_trainer_step_t
                                &request->bag_embeddings, context->outcome, context->function);
 }
 
+void uform__train_step_update(uform__train_work_t *work, uform_trainer_step_t *request, double override,
+                              uform_trainer_stats_t *stats) {
+    uform_trainer_t trainer = work->trainer;
+    const uform__model_config_t *config = &trainer->config;
+    double update_start = now_seconds();
+    double norm = uform__train_grad_norm(trainer, work->compute.nn, work->compute.parallel);
+    uint64_t step = trainer->steps + 1;
+    double rate = override > 0 ? override : uform__train_learning_rate(&trainer->optimizer, step);
+    uform__convert_rows(work->compute.nn, work->bag_embeddings, config->embedding, work->plan->bags, config->embedding,
+                        &request->bag_embeddings, 0);
+    uform__train_update(trainer, norm, step, rate, work->compute.nn, work->compute.parallel);
+    trainer->steps = step;
+    request->step = step, request->learning_rate = rate, request->grad_norm = norm;
+    request->contrastive = work->contrastive, request->choice = work->choice;
+    request->loss = trainer->optimizer.contrastive_weight * work->contrastive +
+                    trainer->optimizer.choice_weight * work->choice;
+    stats->optimizer_seconds = now_seconds() - update_start;
+    uform__progress_advance(&work->context->progress, ++work->done);
+}
+
 static uform_status_t step_run(void *pointer, uform__call_context_t *context) {
     uform_trainer_step_t *request = pointer;
+    if (request->accumulate > 1 && request->contents.count > 1) return uform__train_step_chunked(request, context);
     uform_trainer_t trainer = request->trainer;
     const uform__model_config_t *config = &trainer->config;
     uform_trainer_stats_t stats;
@@ -183,22 +225,15 @@ static uform_status_t step_run(void *pointer, uform__call_context_t *context) {
     stats.sequences = plan.sequences, stats.tokens = plan.tokens;
 
     uform__train_work_t work;
-    memset(&work, 0, sizeof work);
-    work.trainer = trainer, work.plan = &plan, work.request = request, work.context = context;
-    work.compute.gemm = uform__gemm_kernels(trainer->cpu_class);
-    work.compute.nn = uform__nn_kernels(trainer->cpu_class);
-    work.compute.signal = uform__signal_kernels(trainer->cpu_class);
-    work.compute.parallel = context->parallel;
-    work.compute.compute = trainer->compute;
-    work.round_inputs = trainer->compute == UFORM_COMPUTE_BF16 && !uform__gemm_rounds_to_bf16(work.compute.gemm);
+    uform__train_work_begin(&work, trainer, &plan, request, context);
     size_t threads = uform__parallel_threads(context->parallel);
     layout_t layout = layout_of(trainer, &plan, threads);
     uform__block_saved_t *blocks = calloc(config->depth, sizeof *blocks);
     uform__train_mesh_step_t mesh_step;
     memset(&mesh_step, 0, sizeof mesh_step);
     if (status == UFORM_OK && !blocks) status = uform__fail(context->outcome, UFORM_OUT_OF_MEMORY, context->function, "cannot allocate %zu block records", config->depth);
-    if (status == UFORM_OK) status = step_memory(trainer, layout_total(&layout, config->depth), context);
-    if (status == UFORM_OK) status = output_views(trainer, request, plan.bags, context);
+    if (status == UFORM_OK) status = uform__train_step_memory(trainer, layout_total(&layout, config->depth), context);
+    if (status == UFORM_OK) status = uform__train_output_views(trainer, request, plan.bags, context);
     if (status == UFORM_OK) {
         work.blocks = blocks;
         uform__train_work_carve(&work, trainer->memory.base);
@@ -209,8 +244,9 @@ static uform_status_t step_run(void *pointer, uform__call_context_t *context) {
         stats.decode_seconds = now_seconds() - decode_start;
     }
     if (status == UFORM_OK && uform__progress_advance(&context->progress, ++work.done) == UFORM_CANCEL)
-        status = cancelled(context, "after decoding");
+        status = uform__train_cancelled(context, "after decoding");
     if (trainer->mesh) status = uform__train_mesh_begin(&mesh_step, &work, status);
+    if (trainer->mesh && mesh_step.overlap) work.block_done = uform__train_mesh_block_done, work.block_done_state = &mesh_step;
     /* Forward. */
     double forward_start = now_seconds();
     if (status == UFORM_OK) status = uform__train_stems_forward(&work, work.blocks[0].x);
@@ -239,27 +275,18 @@ static uform_status_t step_run(void *pointer, uform__call_context_t *context) {
     }
     /* The last chance to cancel: after this the step completes. */
     if (status == UFORM_OK && uform__progress_advance(&context->progress, work.done) == UFORM_CANCEL)
-        status = cancelled(context, "before the update");
+        status = uform__train_cancelled(context, "before the update");
     if (trainer->mesh) status = uform__train_mesh_reduce(&mesh_step, &work, status);
-    if (status == UFORM_OK) {
-        double update_start = now_seconds();
-        double norm = uform__train_grad_norm(trainer, work.compute.nn, work.compute.parallel);
-        uint64_t step = trainer->steps + 1;
-        double override = trainer->mesh ? mesh_step.learning_rate_override : request->learning_rate_override;
-        double rate = override > 0 ? override : uform__train_learning_rate(&trainer->optimizer, step);
-        uform__convert_rows(work.compute.nn, work.bag_embeddings, config->embedding, plan.bags, config->embedding,
-                            &request->bag_embeddings, 0);
-        uform__train_update(trainer, norm, step, rate, work.compute.nn, work.compute.parallel);
-        trainer->steps = step;
-        request->step = step, request->learning_rate = rate, request->grad_norm = norm;
-        request->contrastive = work.contrastive, request->choice = work.choice;
-        request->loss = trainer->optimizer.contrastive_weight * work.contrastive +
-                        trainer->optimizer.choice_weight * work.choice;
-        stats.optimizer_seconds = now_seconds() - update_start;
-        uform__progress_advance(&context->progress, ++work.done);
-    }
+    if (status == UFORM_OK)
+        uform__train_step_update(&work, request, trainer->mesh ? mesh_step.learning_rate_override
+                                                                : request->learning_rate_override, &stats);
     stats.flops = work.compute.flops;
+    stats.exchange_wait_seconds = mesh_step.exchange_wait, stats.exchange_seconds = mesh_step.exchange_ran;
+    stats.chunks = 1;
     if (request->stats) *request->stats = stats;
+    request->failed_content = work.failed_content;
+    request->failed_member = work.failed_content != SIZE_MAX && trainer->mesh && work.failed_member == SIZE_MAX
+                                 ? trainer->mesh->index : work.failed_member;
     if (trainer->mesh) uform__train_mesh_end(&mesh_step);
     free(blocks);
     uform__train_batch_free(&plan);
@@ -272,6 +299,7 @@ UFORM_API uform_status_t uform_trainer_step(uform_trainer_step_t *request) {
     request->loss = request->contrastive = request->choice = 0;
     request->learning_rate = request->grad_norm = 0;
     request->step = 0;
+    request->failed_content = request->failed_member = SIZE_MAX;
     memset(&request->temperatures, 0, sizeof request->temperatures);
     memset(&request->bag_embeddings, 0, sizeof request->bag_embeddings);
     if (!request->trainer) return uform__fail(&request->outcome, UFORM_INVALID_ARGUMENT, function, "trainer is NULL");

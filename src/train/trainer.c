@@ -9,6 +9,7 @@
 #include "core/cpu.h"
 #include "core/outcome.h"
 #include "exec/executor.h"
+#include "mesh/mesh.h"
 #include "train/trainer.h"
 
 /* The architecture a fresh trainer builds: the named size, then every non-zero field. Checked by
@@ -50,12 +51,13 @@ static uform_status_t architecture(const uform_trainer_config_t *given, uform__m
     uform__model_config_t parsed;
     status = uform__model_config_parse(json, &parsed, outcome, function);
     free(json);
-    if (status == UFORM_FORMAT) {
+    if (status == UFORM_FORMAT || status == UFORM_UNSUPPORTED) {
         /* The loader's words ("uform.config: image.size 30 is not a multiple of image.patch 8") name the
-         * field; for a trainer they are the caller's mistake. */
+         * field; for a trainer they are the caller's mistake, or (a head width past the attention
+         * kernels') what this build cannot run. */
         char message[UFORM_OUTCOME_MESSAGE_CAPACITY];
         snprintf(message, sizeof message, "%s", outcome ? outcome->message : "");
-        return uform__fail(outcome, UFORM_INVALID_ARGUMENT, function, "config: %s",
+        return uform__fail(outcome, status == UFORM_FORMAT ? UFORM_INVALID_ARGUMENT : status, function, "config: %s",
                            strncmp(message, "uform.config: ", 14) == 0 ? message + 14 : message);
     }
     if (status != UFORM_OK) return status; /* out of memory, not the caller's mistake */
@@ -113,10 +115,7 @@ static uform_status_t init_run(void *pointer, uform__call_context_t *context) {
         if (status != UFORM_OK) return status;
         uform__train_params_initialise(trainer);
     }
-    const uform__model_config_t *model = &trainer->config;
-    if (model->hidden / model->heads > UFORM__NN_ATTENTION_MAX_HEAD_WIDTH)
-        return uform__fail(outcome, UFORM_UNSUPPORTED, function, "a head width of %zu exceeds the kernels' %d",
-                           model->hidden / model->heads, UFORM__NN_ATTENTION_MAX_HEAD_WIDTH);
+    const uform__model_config_t *model = &trainer->config; /* its parse checked the head width */
     trainer->view.blocks = calloc(model->depth, sizeof *trainer->view.blocks);
     trainer->grad_view.blocks = calloc(model->depth, sizeof *trainer->grad_view.blocks);
     if (!trainer->view.blocks || !trainer->grad_view.blocks)
@@ -137,6 +136,7 @@ static void trainer_destroy(uform_trainer_t trainer) {
     uform__train_params_free(trainer);
     free(trainer->memory.base);
     free(trainer->user_metadata);
+    free(trainer->buckets);
     if (trainer->executor) uform__executor_release(trainer->executor);
     free(trainer);
 }
@@ -183,6 +183,12 @@ UFORM_API uform_status_t uform_trainer_init_ram(uform_executor_t executor, const
     if (trainer) *trainer = NULL;
     uform_trainer_t made = NULL;
     uform_status_t status = init_local(executor, config, trainer ? &made : NULL, outcome, function);
+    /* The gradients' buckets: the same plan on every member, made before they meet so that a member
+     * without the memory for it fails the init on every member. */
+    if (status == UFORM_OK && config && config->mesh && config->mesh->count > 1) {
+        made->buckets = uform__train_buckets_plan(made, &made->bucket_count);
+        if (!made->buckets) status = uform__fail(outcome, UFORM_OUT_OF_MEMORY, function, "cannot plan the gradients' buckets");
+    }
     /* Over a mesh every member meets the others even after a failure, so none of them waits. */
     if (config && config->mesh) status = uform__train_mesh_join(made, config->mesh, status, outcome, function);
     if (status != UFORM_OK) {

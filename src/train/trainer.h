@@ -35,6 +35,13 @@ typedef struct uform__optimizer_t {
     double contrastive_weight, choice_weight;
 } uform__optimizer_t;
 
+/* A bucket of the gradients: floats [first, first + count) of the trainer's gradient block. Trunk
+ * buckets hold whole blocks (`lowest` is the first block in it, whose backward finishes it); the
+ * last buckets hold the rest (temperatures, heads, stems: lowest SIZE_MAX, after the backward). */
+typedef struct uform__train_bucket_t {
+    size_t first, count, lowest;
+} uform__train_bucket_t;
+
 /* One parameter tensor: where it lives in the parallel F32 blocks and how it is treated. */
 typedef struct uform__param_t {
     uform__tensor_spec_t spec; /* name, rows, columns (0 for a vector), kind */
@@ -73,6 +80,8 @@ struct uform_trainer_s {
 
     uform__train_memory_t memory;   /* step scratch, grown on demand and kept */
     uform_mesh_t mesh;              /* borrowed; NULL: a run in this process alone */
+    uform__train_bucket_t *buckets; /* over a mesh: the gradients' buckets (mesh_step.c) */
+    size_t bucket_count;
 };
 
 /* ---- params.c ---- */
@@ -138,6 +147,15 @@ uform_status_t uform__train_resume(uform_trainer_t trainer, const char *path, co
 
 /* The optimizer settings as the JSON stored in "uform.optimizer" (malloc'ed; NULL without memory). */
 char *uform__train_optimizer_json(const uform__optimizer_t *optimizer, uint64_t seed);
+
+/* ---- mesh_step.c ---- */
+
+/* The gradients' buckets of a trainer (the same plan on every member: it follows the config).
+ * Trunk blocks are taken last first, each its own bucket unless under UFORM__TRAIN_BUCKET_MERGE bytes
+ * (then merged with the block below), none over UFORM__MESH_BUCKET_BYTES. malloc'ed; NULL without
+ * memory. */
+#define UFORM__TRAIN_BUCKET_MERGE ((size_t)512 << 10)
+uform__train_bucket_t *uform__train_buckets_plan(uform_trainer_t trainer, size_t *count);
 
 /* ---- mesh_join.c ---- */
 

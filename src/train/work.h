@@ -28,9 +28,12 @@ typedef struct uform__train_work_t {
     uform_trainer_t trainer;
     const uform__batch_plan_t *plan;
     const uform_trainer_step_t *request;
+    const uform_trainer_step_t *whole;    /* the caller's request (a chunk's request is a part of it): prepared inputs */
     uform__compute_t compute;
     uform__call_context_t *context;
     size_t done;                          /* progress units */
+    size_t failed_content, failed_member; /* what request->failed_content/member get (SIZE_MAX: none) */
+    size_t *media_ordinal;                /* [contents]: a media content's index among its modality's (prepared inputs) */
     /* BF16 compute on a class whose BF16 products widen their F32 inputs: the inputs of every BF16
      * product (activations forward, upstream gradients backward) are rounded explicitly, so every
      * class computes the same BF16-operand products (uform__gemm_rounds_to_bf16). */
@@ -64,6 +67,10 @@ typedef struct uform__train_work_t {
     double contrastive, choice;           /* the losses */
     float *bag_embeddings;                /* [B, E] full-width bag embeddings (F32) */
     size_t choice_total;                  /* choices of the global batch (a mesh), 0: plan->choices */
+    size_t content_base;                  /* the request's index of this work's content 0 (a chunk's first) */
+    /* Called after each trunk block's backward (the mesh's overlap), or NULL. */
+    void (*block_done)(void *state, size_t block);
+    void *block_done_state;
 } uform__train_work_t;
 
 /* The bags the contrastive loss sees: the step's own, or over a mesh the global batch's
@@ -82,8 +89,29 @@ typedef struct uform__train_bags_t {
     size_t own_first_row, own_rows;       /* and their rows of `embeddings` */
 } uform__train_bags_t;
 
-/* Carves the working memory of work->plan out of `memory` (step.c sizes it; 64-byte pieces). */
+/* ---- step.c ---- */
+/* A work over `plan` for one step of `request`: the kernels and the compute, nothing carved yet. */
+void uform__train_work_begin(uform__train_work_t *work, uform_trainer_t trainer, const uform__batch_plan_t *plan,
+                             const uform_trainer_step_t *request, uform__call_context_t *context);
+/* Bytes of working memory `plan` needs on `threads` threads (the GEMM's scratch among them). */
+size_t uform__train_work_bytes(uform_trainer_t trainer, const uform__batch_plan_t *plan, size_t threads,
+                               size_t *gemm_bytes);
+/* Carves the working memory of work->plan out of `memory` (64-byte pieces). */
 void uform__train_work_carve(uform__train_work_t *work, void *memory);
+/* Makes the trainer's kept step memory hold `bytes` (it only grows). */
+uform_status_t uform__train_step_memory(uform_trainer_t trainer, size_t bytes, uform__call_context_t *context);
+/* Places the outputs' views (temperatures, `bags` bag embeddings) in the arena. */
+uform_status_t uform__train_output_views(uform_trainer_t trainer, uform_trainer_step_t *request, size_t bags,
+                                         uform__call_context_t *context);
+uform_status_t uform__train_cancelled(uform__call_context_t *context, const char *where);
+/* The update once every gradient is in: norm, clipping, AdamW with the rate of the schedule (or
+ * `override` when positive), the outputs; a progress unit. Cannot fail. */
+void uform__train_step_update(uform__train_work_t *work, uform_trainer_step_t *request, double override,
+                              uform_trainer_stats_t *stats);
+
+/* ---- accumulate.c ---- */
+/* A step whose batch runs in request->accumulate chunks (uform.h, "accumulate"). */
+uform_status_t uform__train_step_chunked(uform_trainer_step_t *request, uform__call_context_t *context);
 
 /* ---- stems.c ---- */
 /* Decodes every media sequence (in parallel, one sequence per prong) into work->patches; the

@@ -104,6 +104,7 @@ def equal(index, modality, npy, scalar="f32"):
     _, all_paths, kinds, rows = load(index)
     ours = [row for row, m in zip(rows, kinds) if NAMES[m] == modality]
     theirs = np.load(npy)
+    expect(len(ours) > 0, f"the index holds no {modality} rows: nothing to compare")
     expect(len(ours) == theirs.shape[0], f"{len(ours)} {modality} rows in the index, {theirs.shape[0]} from uform encode")
     for i, (a, b) in enumerate(zip(ours, theirs)):
         a = np.asarray(a).reshape(-1)
@@ -133,6 +134,7 @@ def same_items(a, b):
     _, paths_b, kinds_b, rows_b = load(b)
     left = {p: (k, r.tobytes()) for p, k, r in zip(paths_a, kinds_a, rows_a)}
     right = {p: (k, r.tobytes()) for p, k, r in zip(paths_b, kinds_b, rows_b)}
+    expect(bool(right), f"{b} holds no items: nothing to compare")
     expect(left == right, f"{a} and {b} differ: {len(left)} vs {len(right)} items, "
                           f"{sum(1 for p in left if p in right and left[p] != right[p])} different rows")
 

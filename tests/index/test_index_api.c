@@ -3,7 +3,9 @@
  *   - uform_media_probe on every kind the demo encoders make, text, random bytes and nothing;
  *   - uform_media_prepare + uform_prepared_encode equal the encode verbs bit for bit, a bad item in
  *     the middle is reported in its own outcome without failing the call, misuse is refused;
- *   - fingerprints: stable per checkpoint, different for another seed;
+ *   - fingerprints: stable per checkpoint, different for another seed; the same for the same config
+ *     written otherwise, different for a changed config value or weight; an index carrying the
+ *     fingerprint earlier builds gave a checkpoint (hashing its stored config text) still opens;
  *   - a builder's file reopens with the same items, paths, metadata; a copy through
  *     uform_index_builder_from writes the same bytes; another checkpoint is UFORM_CONFIG_MISMATCH;
  *     a truncated file and a checkpoint are UFORM_FORMAT;
@@ -16,6 +18,8 @@
 #include "demo_media.h"
 #include "model/config.h"
 #include "model/layout.h"
+#include "model/model.h"
+#include "io/safetensors.h"
 #include "uform/uform.h"
 
 static const char *checkpoint;
@@ -176,6 +180,9 @@ static void test_index(uform_model_t model, uform_executor_t executor) {
     CHECK_EQ_INT(strlen(fingerprint), 32);
     CHECK_STATUS(uform_model_fingerprint(model, again, NULL), UFORM_OK);
     CHECK(strcmp(fingerprint, again) == 0);
+    /* A checkpoint this project wrote stores its config as printed: its fingerprint is the one
+     * earlier builds gave it, so indexes built before keep opening. */
+    CHECK(strcmp(uform__safetensors_metadata_find(model->file, "uform.config"), model->config_text) == 0);
 
     /* Another checkpoint: same shape, another seed. */
     char other_path[300];
@@ -308,6 +315,120 @@ static void test_index(uform_model_t model, uform_executor_t executor) {
     remove(other_path), remove(index_path), remove(copy_path), remove(truncated_path);
 }
 
+/* ---- the fingerprint hashes the config as printed (docs/model.md#fingerprint) ---- */
+
+/* Writes a checkpoint of `config` (parsed from `text`, stored as `text` verbatim) whose every
+ * element is `value`: BF16 for matrices, tables and biases, F32 for norms and temperatures. */
+static void write_constant(const char *path, const char *text, float value) {
+    uform__model_config_t config;
+    CHECK_STATUS(uform__model_config_parse(text, &config, NULL, "test"), UFORM_OK);
+    size_t count = uform__model_tensor_specs(&config, NULL, 0);
+    uform__tensor_spec_t *specs = calloc(count, sizeof *specs);
+    uform__safetensors_source_t *sources = calloc(count, sizeof *sources);
+    uint64_t *shapes = calloc(2 * count, sizeof *shapes);
+    uform__model_tensor_specs(&config, specs, count);
+    size_t largest = 0;
+    for (size_t i = 0; i < count; ++i)
+        largest = specs[i].rows * (specs[i].columns ? specs[i].columns : 1) > largest
+                      ? specs[i].rows * (specs[i].columns ? specs[i].columns : 1) : largest;
+    float *wide = malloc(largest * sizeof *wide);
+    uint16_t *narrow = malloc(largest * sizeof *narrow);
+    uint32_t bits;
+    memcpy(&bits, &value, sizeof bits);
+    for (size_t e = 0; e < largest; ++e) wide[e] = value, narrow[e] = (uint16_t)(bits >> 16);
+    for (size_t i = 0; i < count; ++i) {
+        int f32 = specs[i].kind == UFORM__TENSOR_NORM_WEIGHT || specs[i].kind == UFORM__TENSOR_NORM_BIAS ||
+                  specs[i].kind == UFORM__TENSOR_TEMPERATURES;
+        shapes[2 * i] = specs[i].rows, shapes[2 * i + 1] = specs[i].columns;
+        sources[i] = (uform__safetensors_source_t){specs[i].name, f32 ? UFORM__SAFETENSORS_F32 : UFORM__SAFETENSORS_BF16,
+                                                   specs[i].columns ? 2 : 1, &shapes[2 * i],
+                                                   f32 ? (const void *)wide : (const void *)narrow};
+    }
+    uform__safetensors_pair_t metadata[2] = {{"uform.format", "4"}, {"uform.config", text}};
+    uform__safetensors_write_t request = {sources, count, metadata, 2, NULL, NULL};
+    CHECK_STATUS(uform__safetensors_write(path, &request, NULL), UFORM_OK);
+    free(specs), free(sources), free(shapes), free(wide), free(narrow);
+}
+
+static void fingerprint_of(const char *path, char fingerprint[UFORM_FINGERPRINT_CAPACITY], uform_model_t *kept) {
+    uform_model_t model = NULL;
+    fingerprint[0] = 0;
+    CHECK_STATUS(uform_model_load_ram(NULL, path, NULL, &model, NULL), UFORM_OK);
+    if (model) CHECK_STATUS(uform_model_fingerprint(model, fingerprint, NULL), UFORM_OK);
+    if (kept) *kept = model;
+    else uform_model_free(model);
+}
+
+/* Replaces the 32 hex digits `from` by `to` in the file at `path` (the index's fingerprint). */
+static void replace_fingerprint(const char *path, const char *from, const char *to) {
+    size_t size = 0;
+    unsigned char *bytes = test_read_file(path, &size);
+    int replaced = 0;
+    for (size_t i = 0; bytes && i + 32 <= size && !replaced; ++i)
+        if (memcmp(bytes + i, from, 32) == 0) memcpy(bytes + i, to, 32), replaced = 1;
+    CHECK(replaced);
+    FILE *file = fopen(path, "wb");
+    fwrite(bytes, 1, size, file);
+    fclose(file);
+    free(bytes);
+}
+
+static void test_fingerprint_config(uform_executor_t executor) {
+    /* Builds before the config was hashed as printed hashed the stored text: `legacy` is this file's
+     * fingerprint as main at f60dcdb computed it, pinned so that old indexes keep opening. */
+    static const char stored[] =
+        "{\"format\": 4,\n \"hidden\": 8, \"depth\": 1, \"heads\": 2, \"mlp\": 16, \"embedding\": 4,\n"
+        " \"modalities\": [\"text\"], \"text\": {\"bytes\": 8}, \"comment\": \"written by hand\"}";
+    static const char legacy[] = "9817b9390f0a9f2017fc5ba39777e5fb";
+    static const char reordered[] =
+        "{\"text\":{\"bytes\":8},\"modalities\":[\"text\"],\"embedding\":4,\"mlp\":16,\"heads\":2,\"depth\":1,"
+        "\"hidden\":8,\"format\":\"4\",\"matryoshka\":[1,2,4],\"temperature_groups\":1,\"norm_eps\":1e-6}";
+    static const char changed[] =
+        "{\"format\": 4, \"hidden\": 8, \"depth\": 1, \"heads\": 2, \"mlp\": 16, \"embedding\": 4, \"norm_eps\": 2e-6,"
+        " \"modalities\": [\"text\"], \"text\": {\"bytes\": 8}}";
+    char path[300], fingerprint[UFORM_FINGERPRINT_CAPACITY], other[UFORM_FINGERPRINT_CAPACITY];
+    path_in_work(path, sizeof path, "constant.safetensors");
+    uform_model_t model = NULL;
+    write_constant(path, stored, 0.25f);
+    fingerprint_of(path, fingerprint, &model);
+    printf("fingerprint of the stored config: %s (earlier builds: %s)\n", fingerprint, legacy);
+    /* The same config written otherwise (key order, spacing, "4" for 4, an unknown key, defaults
+     * spelled out): the same fingerprint. */
+    write_constant(path, reordered, 0.25f);
+    fingerprint_of(path, other, NULL);
+    CHECK_MSG(strcmp(fingerprint, other) == 0, "re-serialised config: %s, stored: %s", other, fingerprint);
+    /* A value of the config, or of a weight, changed: another fingerprint. */
+    write_constant(path, changed, 0.25f);
+    fingerprint_of(path, other, NULL);
+    CHECK_MSG(strcmp(fingerprint, other) != 0, "norm_eps changed, fingerprint %s kept", other);
+    write_constant(path, stored, 0.5f);
+    fingerprint_of(path, other, NULL);
+    CHECK_MSG(strcmp(fingerprint, other) != 0, "weights changed, fingerprint %s kept", other);
+    CHECK(strcmp(fingerprint, legacy) != 0); /* the stored text is not the printed one */
+
+    /* An index carrying the earlier fingerprint of this checkpoint still opens with it. */
+    if (!model) return;
+    uform_index_builder_t builder = NULL;
+    CHECK_STATUS(uform_index_builder_create(model, 0, UFORM_SCALAR_F32, &builder, NULL), UFORM_OK);
+    char index_path[300];
+    path_in_work(index_path, sizeof index_path, "legacy.index");
+    CHECK_STATUS(uform_index_builder_write(builder, index_path, NULL, 0, NULL), UFORM_OK);
+    uform_index_builder_free(builder);
+    replace_fingerprint(index_path, fingerprint, legacy);
+    uform_index_t index = NULL;
+    uform_outcome_t outcome = {0};
+    CHECK_STATUS(uform_index_open(index_path, model, &index, &outcome), UFORM_OK);
+    uform_index_free(index);
+    char wrong[UFORM_FINGERPRINT_CAPACITY];
+    memcpy(wrong, legacy, sizeof wrong);
+    wrong[31] = wrong[31] == '0' ? '1' : '0';
+    replace_fingerprint(index_path, legacy, wrong);
+    CHECK_STATUS(uform_index_open(index_path, model, &index, &outcome), UFORM_CONFIG_MISMATCH);
+    uform_model_free(model);
+    unlink(index_path), unlink(path);
+    (void)executor;
+}
+
 int main(int argc, char **argv) {
     if (argc < 2) {
         fprintf(stderr, "usage: test_index_api TINY_CHECKPOINT\n");
@@ -327,6 +448,7 @@ int main(int argc, char **argv) {
     test_probe();
     test_prepare(model, executor);
     test_index(model, executor);
+    test_fingerprint_config(executor);
     uform_model_free(model);
     uform_executor_free(executor);
     rmdir(work);

@@ -6,3 +6,5 @@ uform_add_test(NAME test_gemm_torch SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_gemm_
 uform_add_test(NAME test_gemm_gelu SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_gemm_gelu.c LABELS kernels TIMEOUT 120)
 uform_add_test(NAME test_gemm_output SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_gemm_output.c LABELS kernels TIMEOUT 120)
 uform_add_test(NAME test_gemm_pack SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_gemm_pack.c LABELS kernels TIMEOUT 120)
+# Where the BF16 products round, bit for bit against an exact integer reference (test_gemm_rounding.c).
+uform_add_test(NAME test_gemm_rounding SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_gemm_rounding.c LABELS kernels TIMEOUT 120)

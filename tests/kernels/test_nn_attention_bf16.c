@@ -6,11 +6,16 @@
  *     that sit so close to a BF16 rounding boundary that F32 noise may round them either way;
  *   - against exact attention in double within 1.5e-2 of max|out| (BF16's own error);
  *   - F32 compute must miss the tight tolerance (so the test sees the rounding points);
+ *   - on inputs built so that everything but the documented roundings is exact (p is 0 or 1),
+ *     out (within a few ulps where the class's exp(0) is not 1) and the backward's dV bit for bit
+ *     against an exact reference that rounds Q, K, V and dout where nn.h says
+ *     (check_exact_rounding says why general inputs cannot be exact);
  *   - lengths 1, odd, 64, 65, 197, 256, an empty item; head widths 1, 13, 64, 128; one query
  *     per item; NaN propagation; bit-identical results on 1, 2 and 3 threads; no NULL slot.
  */
 #include "kernels/nn_attention_test_cases.h"
 #include "kernels/nn_test_support.h"
+#include "common/round_bits.h"
 #include "common/skip.h"
 
 enum { reference_block = 64 }; /* UFORM__NN_ATTENTION_BLOCK, restated: the semantics depend on it */
@@ -257,6 +262,127 @@ static void check_tables(void) {
     }
 }
 
+/* ---- Rounding pinned bit for bit, on inputs where everything else is exact ----
+ *
+ * nn.h's rounding points cannot all be pinned bit for bit: p = exp(s − m) is the class's own exp,
+ * and the normaliser sums F32 p in a class-specific order, so on general inputs only a tolerance
+ * (with the doubt of near-boundary p, above) can judge them. On these inputs they can: every
+ * query row is G·(x, y, 0, …) with x = 1 + 2^-10 and y = 1 + 2^-9, which both round to 1 in BF16;
+ * the 32 "matching" keys of an item are (1 + δ, 0, …) or (0, 1 + δ, …) with δ < 2^-8 (1 in BF16),
+ * spread over several 64-key blocks with none in the first; every other key is (−256, 0, …). With
+ * Q and K rounded as documented every matching score is exactly scale·G and every other one is
+ * 257 below it, so p is exp(0) or (nearly) 0 — exp(−257) is 0 or 2^-149 — and the first block's
+ * running max is rescaled away; where exp(0) is 1, l = 32 and out = Σ bf16(v_j) / 32 over the
+ * matching keys exactly (SKYLAKE's exp gives 1 + 2^-23, hence a slack of a few ulps there): exact for
+ * values of 12 significant bits, whose BF16 rounding is visible. Without Q's rounding the two
+ * kinds of matching keys would score differently, without K's the matching keys would, and
+ * without V's the sum would be Σ v_j: each gives another out. The backward's dV is then exactly
+ * Σ_r bf16(p_rc)·bf16(dout_r) with bf16(p) = 2^-5 (p = exp(s − lse) is within a few ulps of 1/32,
+ * far from a BF16 boundary) for matching keys and 0 for the others. */
+
+static void check_exact_rounding(void) {
+    enum { H = 2, dh = 64, d = H * dh, T = 233, matching = 32 };
+    size_t offsets[3] = {0, 200, 233};
+    uform__attention_shape_t shape = {T, H, dh, offsets, 2, NULL};
+    /* matching keys: item 0 tokens 70..85 and 140..155 (blocks 2 and 3), item 1 tokens 205..220 */
+    int match[T] = {0};
+    for (size_t j = 0; j < 16; ++j) match[70 + j] = match[140 + j] = match[205 + j] = 1;
+    float *qkv = calloc(T * 3 * d, sizeof(float)), *out = malloc(T * d * sizeof(float)), *lse = malloc(H * T * sizeof(float));
+    int64_t *v_int = malloc(T * d * sizeof(int64_t)), *dout_int = malloc(T * d * sizeof(int64_t));
+    float *dout = malloc(T * d * sizeof(float)), *deltas = malloc(H * T * sizeof(float)), *dqkv = malloc(T * 3 * d * sizeof(float));
+    uint64_t state = 0xE7AC7;
+    const float G = 8.0f, x = 1.0f + 0x1p-10f, y = 1.0f + 0x1p-9f, deltas_k[4] = {0.0f, 0x1p-10f, 0x1p-9f, 0x3p-10f};
+    for (size_t t = 0; t < T; ++t)
+        for (size_t h = 0; h < H; ++h) {
+            float *q = qkv + t * 3 * d + h * dh, *k = q + d, *v = q + 2 * d;
+            q[0] = G * x, q[1] = G * y;
+            if (match[t]) k[t % 2] = 1.0f + deltas_k[(t / 2) % 4];
+            else k[0] = -256.0f;
+            for (size_t e = 0; e < dh; ++e) {
+                int64_t a = (int64_t)(check_random_next(&state) % 4095) - 2047, b = (int64_t)(check_random_next(&state) % 4095) - 2047;
+                v_int[t * d + h * dh + e] = a, dout_int[t * d + h * dh + e] = b;
+                v[e] = ldexpf((float)a, -8), dout[t * d + h * dh + e] = ldexpf((float)b, -8);
+            }
+        }
+    /* out: Σ over the item's matching keys of bf16(v) / 32 (item 1: 16 keys); dV: Σ over the
+     * item's rows of bf16(dout) / 32 (or / 16) for a matching key, 0 for the others. */
+    double *want = malloc(T * d * sizeof(double)), *unrounded = malloc(T * d * sizeof(double));
+    double *want_dv = malloc(T * d * sizeof(double)), *magnitude = malloc(T * d * sizeof(double));
+    for (size_t item = 0; item < 2; ++item) {
+        size_t begin = offsets[item], end = offsets[item + 1], count = item ? 16 : matching;
+        for (size_t c = 0; c < d; ++c) {
+            int64_t rounded = 0, plain = 0, rows = 0, absolute = 0;
+            for (size_t j = begin; j < end; ++j) {
+                if (match[j]) rounded += test_round_bits(v_int[j * d + c], 8), plain += v_int[j * d + c];
+                if (match[j]) absolute += llabs(test_round_bits(v_int[j * d + c], 8));
+                rows += test_round_bits(dout_int[j * d + c], 8);
+            }
+            for (size_t i = begin; i < end; ++i) {
+                want[i * d + c] = ldexp((double)rounded, -8) / (double)count;
+                unrounded[i * d + c] = ldexp((double)plain, -8) / (double)count;
+                magnitude[i * d + c] = ldexp((double)absolute, -8) / (double)count;
+                want_dv[i * d + c] = match[i] ? ldexp((double)rows, -8) / (double)count : 0.0;
+            }
+        }
+    }
+    size_t differs = 0;
+    for (size_t i = 0; i < T * d; ++i) differs += (float)want[i] != (float)unrounded[i];
+    CHECK_MSG(differs > T * d / 2, "exact rounding: V's rounding changes only %zu of %zu outputs", differs, (size_t)(T * d));
+    for (size_t k = 0; k < class_count; ++k) {
+        if (!check_class_runs(classes[k])) continue;
+        const uform__nn_kernels_t *kernels = uform__nn_kernels(classes[k]);
+        const char *name = uform_cpu_class_name(classes[k]);
+        kernels->attention_forward_bf16(&shape, qkv, out, lse, NULL);
+        /* SKYLAKE's base-2 exp (ICELAKE and GENOA use it too) gives exp(0) = 1 + 2^-23, so there
+         * l sums n values 1 + 2^-23 in F32 (each addition rounding by up to 2^-24), a running
+         * max that stays put still rescales acc and l by exp(0) at each of up to 3 later blocks
+         * (2^-23 + 2^-24 each, relative to the partial Σ|v|/n), and out is acc / l: a slack of
+         * (n + 3)·2^-24·|out| + 12·2^-24·Σ|bf16(v)|/n, at most 4e-6 here, where a missing
+         * rounding of Q, K or V moves out by about 1e-3 (V's per-value 2^-9, Q's and K's 2^-10 in
+         * the scores). SERIAL and HASWELL, whose exp(0) is 1, must be exact. */
+        int exact_exp = classes[k] == UFORM_CPU_CLASS_SERIAL || classes[k] == UFORM_CPU_CLASS_INTEL_HASWELL;
+        size_t wrong = 0, first = 0;
+        for (size_t i = 0; i < T * d; ++i) {
+            double slack = exact_exp ? 0.0
+                                     : (double)((i / d < 200 ? matching : 16) + 3) * ldexp(fabs(want[i]), -24) +
+                                           12.0 * ldexp(magnitude[i], -24);
+            if (!(fabs((double)out[i] - want[i]) <= slack) && wrong++ == 0) first = i;
+        }
+        CHECK_MSG(wrong == 0, "%s: attention_forward_bf16 on exact inputs: %zu of %zu outputs differ from Σ bf16(v)/n%s "
+                  "(first [%zu, %zu]: %.9g, expected %.9g)", name, wrong, (size_t)(T * d), exact_exp ? "" : " beyond the slack of exp(0) = 1 + 2^-23",
+                  first / d, first % d, wrong ? out[first] : 0.0f, wrong ? want[first] : 0.0);
+        wrong = 0;
+        for (size_t h = 0; h < H; ++h)
+            for (size_t i = 0; i < T; ++i) {
+                double expected = 1.0 + log(i < 200 ? 32.0 : 16.0); /* m = scale·G = 1 */
+                if (!(fabs(lse[h * T + i] - expected) <= 2e-6 * expected)) wrong += 1;
+            }
+        CHECK_MSG(wrong == 0, "%s: lse on exact inputs is not 1 + ln(n)", name);
+        /* F32 compute rounds nothing, so it must miss these outputs. */
+        float *f32_out = malloc(T * d * sizeof(float)), *f32_lse = malloc(H * T * sizeof(float));
+        kernels->attention_forward(&shape, qkv, f32_out, f32_lse, NULL);
+        size_t same = 0;
+        for (size_t i = 0; i < T * d; ++i) same += (double)f32_out[i] == want[i];
+        CHECK_MSG(same < T * d / 2, "%s: F32 attention gives %zu of %zu of the BF16 outputs: the inputs are blind", name,
+                  same, (size_t)(T * d));
+        free(f32_out), free(f32_lse);
+        kernels->attention_backward_bf16(&shape, qkv, out, lse, dout, deltas, dqkv, NULL);
+        wrong = 0;
+        for (size_t t = 0; t < T; ++t)
+            for (size_t c = 0; c < d; ++c) {
+                double got = dqkv[t * 3 * d + 2 * d + c];
+                if (!(got == want_dv[t * d + c]) && wrong++ == 0) first = t * d + c;
+            }
+        CHECK_MSG(wrong == 0, "%s: attention_backward_bf16's dV on exact inputs: %zu of %zu differ from Σ bf16(p)·bf16(dout) "
+                  "(first [%zu, %zu]: %.9g, expected %.9g)", name, wrong, (size_t)(T * d), first / d, first % d,
+                  wrong ? dqkv[(first / d) * 3 * d + 2 * d + first % d] : 0.0f, wrong ? want_dv[first] : 0.0);
+        printf("%-14s exact inputs: out %s, dV bit for bit as nn.h's roundings give them\n", name,
+               exact_exp ? "bit for bit" : "within the slack of exp(0) = 1 + 2^-23");
+    }
+    free(qkv), free(out), free(lse), free(v_int), free(dout_int), free(dout), free(deltas), free(dqkv);
+    free(want), free(unrounded), free(want_dv), free(magnitude);
+}
+
 int main(int argc, char **argv) {
     uint64_t seed = argc > 1 ? strtoull(argv[1], NULL, 0) : 0xBF16A77Eull;
     printf("seed 0x%llx\n", (unsigned long long)seed);
@@ -270,5 +396,6 @@ int main(int argc, char **argv) {
     check_case(&queries_case, 1, seed + 100);
     check_nan_propagates();
     check_tables();
+    check_exact_rounding();
     return check_finish();
 }

@@ -72,6 +72,19 @@ static void check_garbage(void) {
     garbage[0] = 0x00, garbage[1] = 0x13;
     expect_image_failure(garbage, sizeof garbage, NULL, UFORM_FORMAT, "not an image: the first bytes match no known format (1000 bytes starting 00 13");
     media_decode_all(garbage, sizeof garbage, "garbage");
+    /* A short item shows only the bytes it has, never zeros past its end. */
+    expect_image_failure((const uint8_t *)"vm\n", 3, NULL, UFORM_FORMAT, "no known format (3 bytes: 76 6d 0a)");
+    expect_image_failure(garbage, 1, NULL, UFORM_FORMAT, "no known format (1 byte: 00)");
+    expect_image_failure(garbage, 8, NULL, UFORM_FORMAT, "no known format (8 bytes: 00 13 ");
+    uform_modality_t modality;
+    uform_outcome_t outcome = {0};
+    static const uint8_t binary[5] = {0x00, 0x01, 0x02, 0x03, 0x04};
+    CHECK_STATUS(uform_media_probe(binary, 2, &modality, &outcome), UFORM_FORMAT);
+    CHECK_CONTAINS(outcome.message, "nor UTF-8 text (its bytes 00 01)");
+    CHECK_STATUS(uform_media_probe(binary, 1, &modality, &outcome), UFORM_FORMAT);
+    CHECK_CONTAINS(outcome.message, "nor UTF-8 text (its byte 00)");
+    CHECK_STATUS(uform_media_probe(binary, 5, &modality, &outcome), UFORM_FORMAT);
+    CHECK_CONTAINS(outcome.message, "nor UTF-8 text (first bytes 00 01 02 03)");
     const char text[] = "just some text, certainly not a picture or a recording";
     expect_image_failure((const uint8_t *)text, sizeof text, NULL, UFORM_FORMAT, "not an image");
     /* A JPEG start marker followed by nothing sensible: TurboJPEG may call this a success without a size. */

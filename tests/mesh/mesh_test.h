@@ -6,8 +6,12 @@
 #ifndef UFORM_TESTS_MESH_TEST_H
 #define UFORM_TESTS_MESH_TEST_H
 
+#include <arpa/inet.h>
 #include <dirent.h>
+#include <fcntl.h>
 #include <errno.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -131,6 +135,74 @@ static inline int mesh_test_write(const char *path, const void *bytes, size_t le
     if (!file) return -1;
     int ok = fwrite(bytes, 1, length, file) == length;
     return (fclose(file) == 0 && ok) ? 0 : -1;
+}
+
+/* ---- rendezvous without a folder ---- */
+
+/* A TCP port on 127.0.0.1 that was free a moment ago (bound to port 0, read back, let go). */
+static inline int mesh_test_free_port(void) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in address;
+    memset(&address, 0, sizeof address);
+    address.sin_family = AF_INET, address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t length = sizeof address;
+    int port = -1;
+    if (fd >= 0 && bind(fd, (struct sockaddr *)&address, sizeof address) == 0 &&
+        getsockname(fd, (struct sockaddr *)&address, &length) == 0)
+        port = ntohs(address.sin_port);
+    if (fd >= 0) close(fd);
+    return port;
+}
+
+/* Whether something accepts connections on 127.0.0.1:port. */
+static inline int mesh_test_listening(int port) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in address;
+    memset(&address, 0, sizeof address);
+    address.sin_family = AF_INET, address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    address.sin_port = htons((uint16_t)port);
+    int ok = fd >= 0 && connect(fd, (struct sockaddr *)&address, sizeof address) == 0;
+    if (fd >= 0) close(fd);
+    return ok;
+}
+
+/* Starts Debian's redis-server on 127.0.0.1:port (no persistence, its files in `folder`) and waits
+ * until it answers (at most 10 s). Answers its process id; 0 when redis-server is not installed;
+ * -1 when it did not come up. */
+static inline pid_t mesh_test_redis_start(const char *folder, int port) {
+    if (access("/usr/bin/redis-server", X_OK) != 0) return 0;
+    char port_text[16];
+    snprintf(port_text, sizeof port_text, "%d", port);
+    fflush(stdout), fflush(stderr);
+    pid_t pid = fork();
+    if (pid == 0) {
+        int null = open("/dev/null", O_WRONLY);
+        if (null >= 0) dup2(null, 1), dup2(null, 2);
+        execl("/usr/bin/redis-server", "redis-server", "--port", port_text, "--bind", "127.0.0.1", "--save", "",
+              "--appendonly", "no", "--daemonize", "no", "--dir", folder, "--loglevel", "warning", (char *)NULL);
+        _exit(127);
+    }
+    if (pid < 0) return -1;
+    for (int i = 0; i < 1000; ++i) {
+        if (mesh_test_listening(port)) return pid;
+        int status;
+        if (waitpid(pid, &status, WNOHANG) == pid) return -1;
+        mesh_test_sleep(0.01);
+    }
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+    return -1;
+}
+
+static inline void mesh_test_redis_stop(pid_t pid) {
+    if (pid <= 0) return;
+    kill(pid, SIGTERM);
+    for (int i = 0; i < 500; ++i) {
+        if (waitpid(pid, NULL, WNOHANG) == pid) return;
+        mesh_test_sleep(0.01);
+    }
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
 }
 
 /* ---- training lines, shared out like `uform train` does ---- */
@@ -259,6 +331,47 @@ static inline void mesh_test_print(const char *what, const uform_outcome_t *outc
     char line[640];
     uform_outcome_format(outcome, line, sizeof line);
     fprintf(stderr, "%s: %s\n", what, line);
+}
+
+/* `steps` steps of mesh_test_config's trainer (over `mesh`, or alone when NULL) on lines [first,
+ * end), each in `accumulate` chunks: losses[s] = {loss, contrastive, choice, grad_norm}, *chunks the
+ * stats' chunks, *out the trainer (the caller frees it). Answers 0, or 1 after printing a failure. */
+static inline int mesh_test_steps(uform_mesh_t mesh, uform_executor_t executor, size_t first, size_t end,
+                                  size_t accumulate, int steps, double (*losses)[4], size_t *chunks,
+                                  uform_trainer_t *out) {
+    uform_trainer_config_t config = mesh_test_config();
+    config.mesh = mesh;
+    uform_outcome_t outcome = {0};
+    uform_trainer_t trainer = NULL;
+    *out = NULL;
+    if (uform_trainer_init_ram(executor, &config, &trainer, &outcome) != UFORM_OK) {
+        mesh_test_print("init", &outcome);
+        return 1;
+    }
+    uform_arena_t arena = NULL;
+    uform_arena_for_executor(executor, &arena, &outcome);
+    mesh_batch_t batch;
+    mesh_batch_build(&batch, first, end);
+    int failed = 0;
+    for (int s = 0; s < steps && !failed; ++s) {
+        uform_trainer_step_t step;
+        uform_trainer_stats_t stats;
+        memset(&stats, 0, sizeof stats);
+        mesh_batch_request(&batch, trainer, arena, &step);
+        step.accumulate = accumulate, step.stats = &stats;
+        if (uform_trainer_step(&step) != UFORM_OK) {
+            mesh_test_print("step", &step.outcome);
+            failed = 1;
+            break;
+        }
+        losses[s][0] = step.loss, losses[s][1] = step.contrastive, losses[s][2] = step.choice;
+        losses[s][3] = step.grad_norm;
+        if (chunks) *chunks = stats.chunks;
+    }
+    free(batch.data);
+    uform_arena_free(arena);
+    *out = trainer;
+    return failed;
 }
 
 #endif

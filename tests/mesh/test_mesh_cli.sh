@@ -1,83 +1,22 @@
 #!/usr/bin/env bash
-# `uform train` over a mesh, end to end on a generated manifest: --processes 2 and 3 end with the
-# weights of one process (optimizer.weights.*, 1e-5 relative), the members' output
+# `uform train` over a mesh, end to end on a generated manifest: --processes 2 and 3, and --accumulate
+# alone and over a mesh, end with the weights of one process (optimizer.weights.*, 1e-5 relative), the members' output
 # carries their prefixes and the mesh's shape, only member 0 writes --out; members started by hand
 # with --mesh/--job/--index/--count that disagree on --batch fail naming it; a member that fails
 # fails the whole --processes run; usage errors exit 2. Every member is waited for.
 # Usage: test_mesh_cli.sh UFORM_BINARY PYTHON
 set -u
 uform=$1 python=${2:-/usr/bin/python3}
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-passed=0 failed=0
-check() { if "$@"; then passed=$((passed + 1)); else echo "failed: $*" >&2; failed=$((failed + 1)); fi; }
-contains() { grep -q -- "$2" "$1"; }
-status_is() { local want=$1; shift; "$@"; local got=$?; [ "$got" -eq "$want" ] || { echo "exit $got, expected $want: $*" >&2; return 1; }; }
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/../common/checks.sh"
 
-"$python" - "$work" <<'PY' || { echo "cannot generate the manifest" >&2; exit 1; }
-import json, os, random, sys
-from PIL import Image, ImageDraw
-folder = sys.argv[1]
-os.makedirs(os.path.join(folder, "img"))
-random.seed(2)
-colours = {"red": (220, 30, 30), "green": (30, 170, 40), "blue": (30, 50, 220)}
-lines = []
-n = 0
-for colour, rgb in colours.items():
-    for shape in ("disc", "square"):
-        for place, cx in (("left", 9), ("right", 23)):
-            image = Image.new("RGB", (32, 32), (255, 255, 255))
-            draw = ImageDraw.Draw(image)
-            x, y, r = cx + random.randint(-2, 2), 16 + random.randint(-2, 2), 6
-            (draw.ellipse if shape == "disc" else draw.rectangle)([x - r, y - r, x + r, y + r], fill=rgb)
-            name = f"img/{n}.png"
-            image.save(os.path.join(folder, name))
-            n += 1
-            lines.append(json.dumps({"text": f"a {colour} {shape} on the {place}", "image": name}))
-lines.insert(3, json.dumps({"text": "is red a colour? ", "choices": "yn", "target": "y"}))
-lines.insert(9, json.dumps({"text": "pick a vowel: ", "choices": "aeiou", "target": "e"}))
-open(os.path.join(folder, "train.jsonl"), "w").write("\n".join(lines) + "\n")
-broken = lines[:10] + [json.dumps({"text": "gone", "image": "img/missing.png"})] + lines[10:]
-open(os.path.join(folder, "broken.jsonl"), "w").write("\n".join(broken) + "\n")
-PY
+source "$here/cli_common.sh"
+mesh_cli_manifest "$work" || { echo "cannot generate the manifest" >&2; exit 1; }
 
-# Compares the optimizer.weights.* tensors of two checkpoints: ||a - b|| / ||b|| <= 1e-5 over all of
-# them, and <= 1e-4 per tensor (test_mesh_parity.c says why the two bounds differ).
-same_weights() {
-  "$python" - "$1" "$2" <<'PY'
-import json, struct, sys
-import numpy as np
-def tensors(path):
-    data = open(path, "rb").read()
-    size = struct.unpack("<Q", data[:8])[0]
-    header = json.loads(data[8:8 + size])
-    out = {}
-    for name, entry in header.items():
-        if not name.startswith("optimizer.weights."):
-            continue
-        begin, end = entry["data_offsets"]
-        out[name] = np.frombuffer(data[8 + size + begin:8 + size + end], dtype=np.float32).astype(np.float64)
-    return out
-a, b = tensors(sys.argv[1]), tensors(sys.argv[2])
-if not b or a.keys() != b.keys():
-    print(f"tensors differ: {len(a)} and {len(b)}", file=sys.stderr)
-    sys.exit(1)
-worst, where, difference, norm = 0.0, "", 0.0, 0.0
-for name in b:
-    d, n = float(np.sum((a[name] - b[name]) ** 2)), float(np.sum(b[name] ** 2))
-    difference, norm = difference + d, norm + n
-    error = (d / n) ** 0.5 if n > 0 else d ** 0.5
-    if error > worst:
-        worst, where = error, name
-overall = (difference / norm) ** 0.5
-print(f"weights {overall:.3g} relative (worst tensor {worst:.3g}, {where})", file=sys.stderr)
-sys.exit(0 if overall <= 1e-5 and worst <= 1e-4 else 1)
-PY
-}
-
-common=(--batch 10 --steps 3 --seed 4 --warmup 1 --quiet)
+# F32 compute: k members equal one to 1e-5 relative in F32 (docs/training.md); BF16 rounds differently per split.
+common=(--batch 10 --steps 3 --seed 4 --warmup 1 --quiet --f32)
 check status_is 0 "$uform" train "$work/train.jsonl" --out "$work/one.safetensors" --threads 2 "${common[@]}"
-check status_is 0 "$uform" train "$work/train.jsonl" --out "$work/two.safetensors" --processes 2 --batch 10 --steps 3 --seed 4 --warmup 1 --log "$work/two.csv" > "$work/two.out" 2> "$work/two.err"
+check status_is 0 "$uform" train "$work/train.jsonl" --out "$work/two.safetensors" --processes 2 --batch 10 --steps 3 --seed 4 --warmup 1 --f32 --log "$work/two.csv" > "$work/two.out" 2> "$work/two.err"
 check same_weights "$work/two.safetensors" "$work/one.safetensors"
 check contains "$work/two.err" "^\[0\] uform: mesh of 2 members (1 per host domain), this is member 0"
 check contains "$work/two.err" "^\[1\] uform: mesh of 2 members (1 per host domain), this is member 1"
@@ -85,6 +24,13 @@ check contains "$work/two.err" "^\[0\] uform: 3 steps in"
 check test "$(wc -l < "$work/two.csv")" -eq 4
 check status_is 0 "$uform" train "$work/train.jsonl" --out "$work/three.safetensors" --processes 3 "${common[@]}"
 check same_weights "$work/three.safetensors" "$work/one.safetensors"
+
+# --accumulate K: the same steps in K chunks, alone and over a mesh.
+check status_is 0 "$uform" train "$work/train.jsonl" --out "$work/chunks.safetensors" --threads 2 --accumulate 3 "${common[@]}"
+check same_weights "$work/chunks.safetensors" "$work/one.safetensors"
+check status_is 0 "$uform" train "$work/train.jsonl" --out "$work/two-chunks.safetensors" --processes 2 --accumulate 4 "${common[@]}"
+check same_weights "$work/two-chunks.safetensors" "$work/one.safetensors"
+check status_is 2 "$uform" train "$work/train.jsonl" --out x --accumulate 0 2> "$work/err.txt"
 
 # Members by hand, disagreeing on the global batch: both fail, naming it.
 mkdir -p "$work/meet"
@@ -109,7 +55,7 @@ check test ! -e "$work/broken.safetensors"
 
 # Usage.
 check status_is 2 "$uform" train "$work/train.jsonl" --out x --mesh "$work/meet" --index 0 --count 2 2> "$work/err.txt"
-check contains "$work/err.txt" "needs all of --mesh DIR, --job NAME, --index I and --count K"
+check contains "$work/err.txt" "--mesh DIR needs --job NAME"
 check status_is 2 "$uform" train "$work/train.jsonl" --out x --processes 2 --skip-bad 2> "$work/err.txt"
 check contains "$work/err.txt" "--skip-bad cannot be used with a mesh"
 check status_is 2 "$uform" train "$work/train.jsonl" --out x --mesh "$work/meet" --job j --index 2 --count 2 2> "$work/err.txt"
@@ -118,5 +64,4 @@ check status_is 2 "$uform" train "$work/train.jsonl" --out x --processes 0 2> "$
 check status_is 0 "$uform" train --help > "$work/help.txt"
 check contains "$work/help.txt" "--processes K"
 
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+finish

@@ -17,12 +17,17 @@ def main(spec_path: str) -> int:
     answer = {}
     try:
         with uform.Executor.for_ram(threads=1) as executor:
-            mesh = uform.Mesh.bootstrap(executor, spec["index"], spec["count"], directory=spec["directory"],
-                                        job=spec["job"], timeout=spec["timeout"], address="127.0.0.1",
-                                        trainer_config=spec["config"], agreement=spec.get("agreement"))
+            if spec.get("launcher") == "auto":  # the index, count, job and rendezvous from the variables
+                mesh = uform.Mesh.bootstrap(executor, launcher="auto", timeout=spec["timeout"], address="127.0.0.1",
+                                            trainer_config=spec["config"], agreement=spec.get("agreement"))
+            else:
+                mesh = uform.Mesh.bootstrap(executor, spec["index"], spec["count"], directory=spec["directory"],
+                                            job=spec["job"], timeout=spec["timeout"], address="127.0.0.1",
+                                            trainer_config=spec["config"], agreement=spec.get("agreement"))
             with mesh:
                 shape = mesh.describe()
                 answer["members_total"], answer["index"] = shape.members_total, shape.host_domain_index
+                answer["launcher"] = shape.launcher
                 trainer = uform.Trainer.init_ram(executor, mesh=mesh, **spec["config"])
                 steps = []
                 for _ in range(spec["steps"]):

@@ -100,13 +100,20 @@ int main(void) {
 #define MESH_OPTIONS(field) FIELD(uform_mesh_options_t, field)
     MESH_OPTIONS(host_domain_index), MESH_OPTIONS(host_domain_count), MESH_OPTIONS(gpus_per_multimem_domain);
     MESH_OPTIONS(directory), MESH_OPTIONS(job), MESH_OPTIONS(timeout_seconds), MESH_OPTIONS(address);
-    MESH_OPTIONS(trainer_config), MESH_OPTIONS(agreement);
+    MESH_OPTIONS(trainer_config), MESH_OPTIONS(agreement), MESH_OPTIONS(rendezvous), MESH_OPTIONS(launcher);
+    MESH_OPTIONS(overlap);
+
+    SIZE(uform_mesh_launch_t);
+#define LAUNCH(field) FIELD(uform_mesh_launch_t, field)
+    LAUNCH(launcher), LAUNCH(index), LAUNCH(count), LAUNCH(local_index), LAUNCH(local_count), LAUNCH(threads);
+    LAUNCH(job), LAUNCH(rendezvous), LAUNCH(rendezvous_from), LAUNCH(variables);
 
     SIZE(uform_mesh_description_t);
 #define MESH(field) FIELD(uform_mesh_description_t, field)
     MESH(gpus_per_host_domain), MESH(gpus_per_multimem_domain), MESH(gpus_per_colocated_domain);
     MESH(host_domain_index), MESH(first_gpu_index), MESH(multimem_tier), MESH(gpu_class);
     MESH(members_per_host_domain), MESH(members_total), MESH(first_member_index);
+    MESH(launcher), MESH(local_member_index), MESH(local_members), MESH(overlap);
 
     SIZE(uform_trainer_config_t);
 #define CONFIG(field) FIELD(uform_trainer_config_t, field)
@@ -130,14 +137,16 @@ int main(void) {
     SIZE(uform_trainer_stats_t);
 #define STATS(field) FIELD(uform_trainer_stats_t, field)
     STATS(items), STATS(sequences), STATS(tokens), STATS(decode_seconds), STATS(forward_seconds);
-    STATS(backward_seconds), STATS(optimizer_seconds), STATS(flops);
+    STATS(backward_seconds), STATS(optimizer_seconds), STATS(flops), STATS(exchange_wait_seconds);
+    STATS(exchange_seconds), STATS(chunks);
 
     SIZE(uform_trainer_step_t);
 #define STEP(field) FIELD(uform_trainer_step_t, field)
     STEP(trainer), STEP(completion), STEP(modalities), STEP(contents), STEP(bags), STEP(bag_count), STEP(sides);
     STEP(relations), STEP(choices), STEP(choice_targets), STEP(arena), STEP(outputs_scalar), STEP(progress);
     STEP(stats), STEP(learning_rate_override), STEP(outcome), STEP(loss), STEP(contrastive), STEP(choice);
-    STEP(learning_rate), STEP(grad_norm), STEP(step), STEP(temperatures), STEP(bag_embeddings);
+    STEP(learning_rate), STEP(grad_norm), STEP(step), STEP(temperatures), STEP(bag_embeddings), STEP(accumulate);
+    STEP(prepared), STEP(failed_content), STEP(failed_member);
 
     SIZE(uform_trainer_save_t);
     FIELD(uform_trainer_save_t, trainer), FIELD(uform_trainer_save_t, completion), FIELD(uform_trainer_save_t, path);
@@ -150,5 +159,81 @@ int main(void) {
     SIZE(uform_descriptor_t);
     FIELD(uform_descriptor_t, dtype), FIELD(uform_descriptor_t, rank), FIELD(uform_descriptor_t, dims);
     FIELD(uform_descriptor_t, byte_size), FIELD(uform_descriptor_t, alignment);
+
+    /* Data, indexes and media preparation (python/uform/_data_structs.py). */
+    SIZE(uform_data_error_t);
+    FIELD(uform_data_error_t, status), FIELD(uform_data_error_t, line), FIELD(uform_data_error_t, shard);
+    FIELD(uform_data_error_t, content), FIELD(uform_data_error_t, source), FIELD(uform_data_error_t, key);
+    FIELD(uform_data_error_t, message);
+    SIZE(uform_dataset_options_t);
+    FIELD(uform_dataset_options_t, source), FIELD(uform_dataset_options_t, path), FIELD(uform_dataset_options_t, paths);
+    FIELD(uform_dataset_options_t, path_count), FIELD(uform_dataset_options_t, seed), FIELD(uform_dataset_options_t, shuffle_buffer);
+    FIELD(uform_dataset_options_t, sequential), FIELD(uform_dataset_options_t, partitions), FIELD(uform_dataset_options_t, skip_bad);
+    FIELD(uform_dataset_options_t, hidden), FIELD(uform_dataset_options_t, max_sample_bytes);
+    SIZE(uform_dataset_description_t);
+    FIELD(uform_dataset_description_t, source), FIELD(uform_dataset_description_t, shards), FIELD(uform_dataset_description_t, samples);
+    FIELD(uform_dataset_description_t, pairs), FIELD(uform_dataset_description_t, choices), FIELD(uform_dataset_description_t, items);
+    FIELD(uform_dataset_description_t, bad), FIELD(uform_dataset_description_t, fingerprint);
+    SIZE(uform_dataset_item_t);
+    FIELD(uform_dataset_item_t, modality), FIELD(uform_dataset_item_t, key), FIELD(uform_dataset_item_t, key_length);
+    FIELD(uform_dataset_item_t, bytes), FIELD(uform_dataset_item_t, size), FIELD(uform_dataset_item_t, text);
+    FIELD(uform_dataset_item_t, text_length), FIELD(uform_dataset_item_t, ordinal);
+    SIZE(uform_dataset_read_t);
+    FIELD(uform_dataset_read_t, dataset), FIELD(uform_dataset_read_t, rewind), FIELD(uform_dataset_read_t, skip), FIELD(uform_dataset_read_t, outcome);
+    FIELD(uform_dataset_read_t, done), FIELD(uform_dataset_read_t, item), FIELD(uform_dataset_read_t, error);
+    SIZE(uform_loader_options_t);
+    FIELD(uform_loader_options_t, dataset), FIELD(uform_loader_options_t, trainer), FIELD(uform_loader_options_t, batch);
+    FIELD(uform_loader_options_t, member), FIELD(uform_loader_options_t, members), FIELD(uform_loader_options_t, ahead);
+    FIELD(uform_loader_options_t, decode_threads), FIELD(uform_loader_options_t, cursor);
+    SIZE(uform_loader_next_t);
+    FIELD(uform_loader_next_t, loader), FIELD(uform_loader_next_t, step), FIELD(uform_loader_next_t, outcome);
+    FIELD(uform_loader_next_t, done), FIELD(uform_loader_next_t, samples), FIELD(uform_loader_next_t, twins);
+    FIELD(uform_loader_next_t, error);
+    SIZE(uform_loader_stats_t);
+    FIELD(uform_loader_stats_t, batches), FIELD(uform_loader_stats_t, samples), FIELD(uform_loader_stats_t, epoch);
+    FIELD(uform_loader_stats_t, skipped), FIELD(uform_loader_stats_t, wait_seconds), FIELD(uform_loader_stats_t, read_seconds);
+    FIELD(uform_loader_stats_t, decode_seconds), FIELD(uform_loader_stats_t, bytes_read);
+    SIZE(uform_recall_t);
+    FIELD(uform_recall_t, queries), FIELD(uform_recall_t, queries_count), FIELD(uform_recall_t, columns);
+    FIELD(uform_recall_t, candidates), FIELD(uform_recall_t, candidates_count), FIELD(uform_recall_t, query_labels);
+    FIELD(uform_recall_t, candidate_labels), FIELD(uform_recall_t, ks), FIELD(uform_recall_t, ks_count);
+    FIELD(uform_recall_t, outcome), FIELD(uform_recall_t, recall);
+    SIZE(uform_evaluation_t);
+    FIELD(uform_evaluation_t, pairs), FIELD(uform_evaluation_t, text_to_media), FIELD(uform_evaluation_t, media_to_text);
+    SIZE(uform_evaluate_t);
+    FIELD(uform_evaluate_t, model), FIELD(uform_evaluate_t, executor), FIELD(uform_evaluate_t, dataset);
+    FIELD(uform_evaluate_t, arena), FIELD(uform_evaluate_t, batch), FIELD(uform_evaluate_t, ks);
+    FIELD(uform_evaluate_t, ks_count), FIELD(uform_evaluate_t, progress), FIELD(uform_evaluate_t, outcome);
+    FIELD(uform_evaluate_t, results), FIELD(uform_evaluate_t, error);
+    SIZE(uform_index_build_t);
+    FIELD(uform_index_build_t, model), FIELD(uform_index_build_t, executor), FIELD(uform_index_build_t, decoder);
+    FIELD(uform_index_build_t, datasets), FIELD(uform_index_build_t, dataset_count), FIELD(uform_index_build_t, out);
+    FIELD(uform_index_build_t, errors_path), FIELD(uform_index_build_t, dimensions), FIELD(uform_index_build_t, scalar);
+    FIELD(uform_index_build_t, modalities), FIELD(uform_index_build_t, batch), FIELD(uform_index_build_t, checkpoint);
+    FIELD(uform_index_build_t, resume), FIELD(uform_index_build_t, progress), FIELD(uform_index_build_t, outcome);
+    FIELD(uform_index_build_t, indexed), FIELD(uform_index_build_t, failed), FIELD(uform_index_build_t, skipped);
+    FIELD(uform_index_build_t, duplicates), FIELD(uform_index_build_t, resumed), FIELD(uform_index_build_t, error);
+    SIZE(uform_index_description_t);
+    FIELD(uform_index_description_t, count), FIELD(uform_index_description_t, counts), FIELD(uform_index_description_t, dimensions);
+    FIELD(uform_index_description_t, scalar), FIELD(uform_index_description_t, fingerprint);
+    SIZE(uform_index_hit_t);
+    FIELD(uform_index_hit_t, item), FIELD(uform_index_hit_t, score), FIELD(uform_index_hit_t, modality);
+    SIZE(uform_index_search_t);
+    FIELD(uform_index_search_t, index), FIELD(uform_index_search_t, executor), FIELD(uform_index_search_t, completion);
+    FIELD(uform_index_search_t, queries), FIELD(uform_index_search_t, queries_count), FIELD(uform_index_search_t, queries_columns);
+    FIELD(uform_index_search_t, queries_stride), FIELD(uform_index_search_t, top), FIELD(uform_index_search_t, modalities);
+    FIELD(uform_index_search_t, candidates), FIELD(uform_index_search_t, progress), FIELD(uform_index_search_t, arena);
+    FIELD(uform_index_search_t, outcome), FIELD(uform_index_search_t, hits), FIELD(uform_index_search_t, hits_per_query);
+    SIZE(uform_prepared_t);
+    FIELD(uform_prepared_t, modality), FIELD(uform_prepared_t, count), FIELD(uform_prepared_t, rows_per_item);
+    FIELD(uform_prepared_t, rows), FIELD(uform_prepared_t, item_outcomes), FIELD(uform_prepared_t, failed);
+    SIZE(uform_media_prepare_t);
+    FIELD(uform_media_prepare_t, model), FIELD(uform_media_prepare_t, executor), FIELD(uform_media_prepare_t, completion);
+    FIELD(uform_media_prepare_t, modality), FIELD(uform_media_prepare_t, files), FIELD(uform_media_prepare_t, arena);
+    FIELD(uform_media_prepare_t, progress), FIELD(uform_media_prepare_t, outcome), FIELD(uform_media_prepare_t, prepared);
+    SIZE(uform_prepared_encode_t);
+    FIELD(uform_prepared_encode_t, model), FIELD(uform_prepared_encode_t, executor), FIELD(uform_prepared_encode_t, completion);
+    FIELD(uform_prepared_encode_t, prepared), FIELD(uform_prepared_encode_t, outputs), FIELD(uform_prepared_encode_t, arena);
+    FIELD(uform_prepared_encode_t, config), FIELD(uform_prepared_encode_t, outcome), FIELD(uform_prepared_encode_t, encoded);
     return 0;
 }

@@ -1,7 +1,11 @@
 """The mesh from Python: a mesh of one is no mesh at all, two member processes stepping their
-shares equal one process with the whole batch and each other, and refusals name what was wrong."""
+shares equal one process with the whole batch and each other (by hand in a folder, and started as
+torchrun would start them, meeting at a tcp:// store), a launcher's variables read, a batch in chunks
+equal to the batch at once, and refusals name what was wrong."""
 
 import json
+import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -22,18 +26,37 @@ def share(pairs):
     return contents, [0, 1] * len(pairs), [(2 * i, 2 * i + 1) for i in range(len(pairs))]
 
 
-def run_members(tmp_path, job, configs, shares, steps=2, timeout=60, count=None):
-    """Starts one process per member and answers what each printed."""
+LAUNCHERS = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
+             "TORCHELASTIC_RUN_ID", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "PMI_RANK", "PMI_SIZE",
+             "SLURM_PROCID", "SLURM_NTASKS", "SLURM_JOB_ID")
+
+
+def free_port():
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def run_members(tmp_path, job, configs, shares, steps=2, timeout=60, count=None, torchrun=False):
+    """Starts one process per member (with torchrun's variables when `torchrun`) and answers what
+    each printed."""
     processes = []
+    port = free_port() - 1
     for index, (config, pairs) in enumerate(zip(configs, shares)):
         contents, sides, relations = share(pairs)
         spec = {"index": index, "count": count or len(configs), "directory": str(tmp_path), "job": job,
                 "timeout": timeout, "config": config, "contents": contents, "sides": sides, "relations": relations,
                 "steps": steps, "save": str(tmp_path / f"{job}.member{index}.safetensors"), "agreement": {"pairs": 4}}
+        environment = {key: value for key, value in os.environ.items() if key not in LAUNCHERS}
+        if torchrun:
+            spec["launcher"] = "auto"
+            environment.update(RANK=str(index), WORLD_SIZE=str(len(configs)), LOCAL_RANK=str(index),
+                               LOCAL_WORLD_SIZE=str(len(configs)), MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port),
+                               TORCHELASTIC_RUN_ID=job)
         path = tmp_path / f"{job}.member{index}.json"
         path.write_text(json.dumps(spec))
         processes.append(subprocess.Popen([sys.executable, str(MEMBER), str(path)], stdout=subprocess.PIPE,
-                                          stderr=subprocess.PIPE, text=True))
+                                          stderr=subprocess.PIPE, text=True, env=environment))
     answers = []
     for process in processes:
         try:
@@ -71,6 +94,7 @@ def test_two_members_equal_one_process(tmp_path):
     for index, answer in enumerate(answers):
         assert "error" not in answer, answer
         assert answer["members_total"] == 2 and answer["index"] == index, answer
+    assert len(answers[0]["steps"]) == 2, answers  # two steps ran (the loop below compares each)
     assert answers[0]["steps"] == answers[1]["steps"], answers  # the global losses, bit for bit
     first, second = (tmp_path / "parity.member0.safetensors").read_bytes(), (tmp_path / "parity.member1.safetensors").read_bytes()
     assert first == second, "the members' weights differ"
@@ -84,6 +108,50 @@ def test_two_members_equal_one_process(tmp_path):
                 assert abs(theirs - ours) <= 1e-5 * abs(ours) + 1e-7, f"step {k + 1} {key}: mesh {theirs} vs one process {ours}"
     job = tmp_path / "parity"
     assert not job.exists() or not any(job.iterdir()), f"the job folder was not left clean: {list(job.iterdir())}"
+
+
+def test_members_started_as_torchrun_starts_them(tmp_path):
+    config = {"seed": 3}
+    by_hand = run_members(tmp_path, "hand", [config, config], [PAIRS[:2], PAIRS[2:]])
+    launched = run_members(tmp_path, "launched", [config, config], [PAIRS[:2], PAIRS[2:]], torchrun=True)
+    for index, answer in enumerate(launched):
+        assert "error" not in answer, answer
+        assert (answer["members_total"], answer["index"], answer["launcher"]) == (2, index, "torchrun"), answer
+    assert [a["steps"] for a in launched] == [a["steps"] for a in by_hand], (launched, by_hand)
+    assert (tmp_path / "launched.member0.safetensors").read_bytes() == (tmp_path / "hand.member0.safetensors").read_bytes()
+
+
+def test_a_launchers_variables_are_read(monkeypatch):
+    for key in LAUNCHERS:
+        monkeypatch.delenv(key, raising=False)
+    assert uform.Mesh.launch().launcher == "none"
+    for key, value in {"SLURM_PROCID": "5", "SLURM_NTASKS": "8", "SLURM_LOCALID": "1", "SLURM_NODEID": "2",
+                       "SLURM_STEP_TASKS_PER_NODE": "2(x4)", "SLURM_JOB_ID": "12345",
+                       "SLURM_STEP_NODELIST": "gpu[07-10]"}.items():
+        monkeypatch.setenv(key, value)
+    launch = uform.Mesh.launch()
+    assert (launch.launcher, launch.index, launch.count, launch.local_index, launch.local_count) == ("slurm", 5, 8, 1, 2)
+    assert (launch.job, launch.rendezvous) == ("12345", "tcp://gpu07:22345"), launch
+    monkeypatch.setenv("RANK", "9")  # torchrun's, read first, and incomplete
+    with pytest.raises(uform.InvalidArgument, match="RANK=9 is set but WORLD_SIZE is not"):
+        uform.Mesh.launch()
+    with pytest.raises(uform.InvalidArgument, match="RANK=9 is set but WORLD_SIZE is not"):
+        uform.Mesh.bootstrap(None, launcher="auto")
+    with pytest.raises(uform.InvalidArgument, match="launcher"):
+        uform.Mesh.bootstrap(None, launcher="slurm")
+
+
+def test_a_batch_in_chunks_steps_like_the_whole_batch():
+    contents, sides, relations = share(PAIRS)
+    executor = uform.Executor.for_ram(threads=1)
+    with uform.Trainer.init_ram(executor, seed=3) as whole, uform.Trainer.init_ram(executor, seed=3) as chunked:
+        for _ in range(2):
+            a = whole.on(executor).step(contents, "text", sides=sides, relations=relations)
+            b = chunked.on(executor).step(contents, "text", sides=sides, relations=relations, accumulate=3, stats=True)
+            assert b.stats.chunks == 3, b.stats
+            for key in ("loss", "grad_norm"):
+                assert abs(getattr(a, key) - getattr(b, key)) <= 1e-6 * abs(getattr(a, key)), (key, a, b)
+            assert np.allclose(a.bag_embeddings, b.bag_embeddings, rtol=0, atol=1e-5)  # the weights differ by rounding
 
 
 def test_disagreements_and_absences_are_named(tmp_path):

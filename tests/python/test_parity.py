@@ -171,7 +171,7 @@ def test_cli_npy_outputs_match(model, executor, tmp_path):
     out = tmp_path / "e.npy"
     subprocess.run([required("UFORM_PYTEST_CLI"), "encode", os.environ.get("UFORM_TEST_CHECKPOINT") or
                     required("UFORM_PYTEST_TINY"), "--text", *texts, "--outputs", "embeddings,tokens,states",
-                    "--scalar", "i8", "--threads", "2", "--out", str(out)], check=True, capture_output=True)
+                    "--scalar", "i8", "--threads", "2", "--f32", "--out", str(out)], check=True, capture_output=True)
     encoded = model.on(executor).text_encode(texts, outputs=ALL_OUTPUTS, scalar="i8")
     cli = np.load(out)
     assert cli.dtype == encoded.embeddings.dtype and np.array_equal(cli, encoded.embeddings), (cli, encoded.embeddings)

@@ -293,13 +293,18 @@ def main(argv):
     cache = {}
     if not cases:
         tally.record(False, manifest_path, "no cases")
+    for missing in sorted(set(args.case or []) - {entry.get("name") for entry in cases}):
+        tally.record(False, missing, "no such case in the dump")
     for entry in cases:
         if args.case and entry.get("name") not in args.case:
             continue
         started = time.perf_counter()
+        before = tally.passed + tally.failed
         try:
             Case(args.dump_dir, entry, model, cache).run(tally)
             print(f"# case {entry.get('name')}: {time.perf_counter() - started:.2f} s", flush=True)
+            if tally.passed + tally.failed == before:    # a case that names no outputs proves nothing
+                tally.record(False, f"{entry.get('name', '?')}", "the case names no outputs to compare")
         except Exception as error:
             traceback.print_exc()
             tally.record(False, f"{entry.get('name', '?')}", f"{type(error).__name__}: {error}")

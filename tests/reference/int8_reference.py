@@ -1,6 +1,6 @@
 """NumPy implementation of the engine's I8 compute (docs/int8.md), written from the documentation.
 
-The model (model.md) in float64, except where the I8 scheme fixes a rounding:
+The model (docs/model.md) in float64, except where the I8 scheme fixes a rounding:
 
 - every linear layer of the trunk (attn.qkv, attn.out, mlp.up, mlp.down) quantizes its weight rows
   (per output channel) and its input rows (per token) with the same function: amax = max |x| over

@@ -477,6 +477,24 @@ def test_compare(directory, checkpoint, config):
     corrupt("audio_f32_mel1.npy", lambda a: a + 2e-4, "audio_f32", "a log-mel off by 2e-4")
     corrupt("video_f16_pre0_3.npy", lambda a: a[:, ::-1].copy(), "video_f16", "a flipped video frame")
 
+    # Nothing compared is a failure: a case whose outputs are gone, a --case that names no case.
+    manifest_path = os.path.join(dump, "manifest.json")
+    with open(manifest_path) as handle:
+        manifest = json.load(handle)
+    emptied = json.loads(json.dumps(manifest))
+    for case in emptied["cases"]:
+        if case["name"] == "text_f32":
+            case["outputs"] = {}
+            case.pop("preprocessed", None)
+    with open(manifest_path, "w") as handle:
+        json.dump(emptied, handle)
+    code, output = run_compare(dump, "--case", "text_f32")
+    check(code == 1 and "names no outputs to compare" in output, "compare.py fails a case with no outputs", output[-1500:])
+    with open(manifest_path, "w") as handle:
+        json.dump(manifest, handle)
+    code, output = run_compare(dump, "--case", "no_such_case")
+    check(code == 1 and "no such case" in output, "compare.py fails a --case that names no case", output[-1500:])
+
 
 def main():
     if len(sys.argv) == 3 and sys.argv[1] == "--write-dump":

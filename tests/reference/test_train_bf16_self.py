@@ -314,9 +314,12 @@ def test_model(checkpoint, config):
 # ---------------------------------------------------------------------------------------------
 # compare_train.py end to end.
 
-def run_compare(directory, *extra):
-    result = subprocess.run([sys.executable, os.path.join(HERE, "compare_train.py"), directory, "--threads", "1", *extra],
-                            capture_output=True, text=True, timeout=300)
+def run_compare(directory, *extra, flat="1e-2"):
+    """compare_train.py on an example dump, judged flat at `flat` (the measured CHAINED tables are
+    for train_parity_dump's model and batches; flat=None uses them)."""
+    flags = ["--flat", flat] if flat else []
+    result = subprocess.run([sys.executable, os.path.join(HERE, "compare_train.py"), directory, "--threads", "1",
+                             *flags, *extra], capture_output=True, text=True, timeout=300)
     return result.returncode, result.stdout + result.stderr
 
 
@@ -360,11 +363,11 @@ def test_compare(directory):
     check(len(spread) == 3 and all(0 < float(twin) < 1 and float(engine) < 1e-6 for _, engine, twin in spread),
           "--spread prints the engine's and a jittered twin's worst gradient error per step", str(spread))
 
-    def corrupt(path, change, label, expect):
+    def corrupt(path, change, label, expect, flat="1e-2"):
         backup = path + ".orig"
         shutil.copyfile(path, backup)
         change(path)
-        code, output = run_compare(dump)
+        code, output = run_compare(dump, flat=flat)
         shutil.move(backup, path)
         found = [line for line in output.splitlines() if line.startswith("FAIL")]
         check(code == 1 and any(expect in line for line in found), f"compare_train.py (BF16) catches {label}",
@@ -396,7 +399,14 @@ def test_compare(directory):
         with open(path, "w") as handle:
             json.dump(data, handle)
 
-    corrupt(os.path.join(dump, "manifest.json"), as_f32, "the BF16 dump judged as F32 compute", "step0/gradient.")
+    corrupt(os.path.join(dump, "manifest.json"), as_f32, "the BF16 dump judged as F32 compute", "step0/gradient.",
+            flat=None)
+    # The measured BF16 tables pass the float64 stand-in and catch the 5 % learning-rate control.
+    code, output = run_compare(dump, flat=None)
+    check(code == 0, "compare_train.py's chained BF16 tables pass the float64 stand-in", output[-1500:])
+    code, output = run_compare(dump, "--control", "lr=1.05", flat=None)
+    check(code == 0 and "caught" in output and "FAIL step1/whole." in output, "the BF16 lr control is caught",
+          output[-1500:])
 
 
 def main():

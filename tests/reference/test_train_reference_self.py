@@ -357,9 +357,12 @@ def test_bench_model(checkpoint, config):
 # ---------------------------------------------------------------------------------------------
 # compare_train.py end to end.
 
-def run_compare(directory, *extra):
-    result = subprocess.run([sys.executable, os.path.join(HERE, "compare_train.py"), directory, "--threads", "1", *extra],
-                            capture_output=True, text=True, timeout=300)
+def run_compare(directory, *extra, flat="1e-4"):
+    """compare_train.py on an example dump, judged flat at `flat` (the measured CHAINED tables are
+    for train_parity_dump's model and batches; flat=None uses them)."""
+    flags = ["--flat", flat] if flat else []
+    result = subprocess.run([sys.executable, os.path.join(HERE, "compare_train.py"), directory, "--threads", "1",
+                             *flags, *extra], capture_output=True, text=True, timeout=300)
     return result.returncode, result.stdout + result.stderr
 
 
@@ -440,6 +443,23 @@ def test_compare(directory):
         "step0/temperatures")
     corrupt("s1_bags.npy", lambda p: np.save(p, np.load(p)[[1, 0] + list(range(2, 8))]), "swapped bag embeddings",
             "step1/bag_embeddings")
+
+    # The measured tables (no --flat) pass a float64 stand-in, and a learning rate 5 % off is caught
+    # by them: --control answers 0 when the comparison fails, 1 when it does not.
+    exact = os.path.join(directory, "exact")
+    T.write_example_dump(exact, "f32", SEED, dtype=torch.float64)
+    code, output = run_compare(exact, flat=None)
+    check(code == 0 and "whole.update" in output, "compare_train.py's chained F32 tables pass a float64 stand-in",
+          "\n".join(line for line in output.splitlines() if not line.startswith("PASS"))[-2000:])
+    code, output = run_compare(exact, "--control", "lr=1.05", flat=None)
+    check(code == 0 and "control lr=1.05: caught" in output and "FAIL step1/whole.update" in output,
+          "the lr control is caught", output[-1500:])
+    code, output = run_compare(exact, "--control", "lr=1", flat=None)
+    check(code == 1 and "NOT caught" in output, "a control that changes nothing is not caught (exit 1)", output[-800:])
+    # The whole-model update sees a learning rate 0.5 % off that no per-tensor line sees at step 0.
+    code, output = run_compare(exact, "--control", "lr=1.005", flat=None)
+    check(code == 0 and "FAIL step0/whole.update" in output, "a learning rate 0.5 % off fails the step-0 update",
+          output[-1500:])
 
     # A start with optimizer state (the engine's checkpoint after step 0): the reference continues it.
     resumed = os.path.join(directory, "resumed")

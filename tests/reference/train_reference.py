@@ -342,6 +342,28 @@ def no_rounding(x):
     return x
 
 
+# The places BF16 compute rounds (the negative controls of compare_train.py drop one at a time):
+# the products' activations x, weights and output gradients dy; the attention's q and k (scores,
+# forward and backward), v (forward and backward), p (forward and backward) and dout (backward).
+ROUNDING_SITES = ("x", "weight", "dy", "qk", "v", "p", "dout")
+
+
+def rounding_without(site):
+    """`bf16` everywhere but at `site` (one of ROUNDING_SITES), where the value passes unrounded."""
+    if site not in ROUNDING_SITES:
+        raise ValueError(f"rounding site {site!r} is not one of {ROUNDING_SITES}")
+
+    def rounding(x):
+        return bf16(x)
+    rounding.skip = frozenset([site])
+    return rounding
+
+
+def _round(rounding, site, x):
+    """rounding(x), unless the rounding function names `site` among those it skips."""
+    return x if site in getattr(rounding, "skip", ()) else rounding(x)
+
+
 class Bf16Linear(torch.autograd.Function):
     """y = r(x) r(W)^T + b with x [..., in], W [out, in], b [out] or None; backward
     dx = r(dy) r(W), dW = r(dy)^T r(x) (over every leading index), db = sum dy.  r is `bf16` in
@@ -349,7 +371,7 @@ class Bf16Linear(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, x, weight, bias, rounding):
-        xr, wr = rounding(x), rounding(weight)
+        xr, wr = _round(rounding, "x", x), _round(rounding, "weight", weight)
         ctx.save_for_backward(xr, wr)
         ctx.rounding = rounding
         y = xr @ wr.T
@@ -358,7 +380,7 @@ class Bf16Linear(torch.autograd.Function):
     @staticmethod
     def backward(ctx, dy):
         xr, wr = ctx.saved_tensors
-        dyr = ctx.rounding(dy)
+        dyr = _round(ctx.rounding, "dy", dy)
         dx = dw = db = None
         if ctx.needs_input_grad[0]:
             dx = dyr @ wr                                                            # [..., in]
@@ -391,8 +413,8 @@ class BlockedAttention(torch.autograd.Function):
     @staticmethod
     def forward(ctx, q, k, v, rounding, block):
         scale = 1.0 / math.sqrt(q.shape[-1])
-        scores = scale * (rounding(q) @ rounding(k).transpose(-1, -2))              # [..., N, N]
-        vr = rounding(v)
+        scores = scale * (_round(rounding, "qk", q) @ _round(rounding, "qk", k).transpose(-1, -2))  # [..., N, N]
+        vr = _round(rounding, "v", v)
         n = k.shape[-2]
         peak = torch.full(scores.shape[:-1], float("-inf"), dtype=q.dtype)         # [..., N]
         total = torch.zeros(scores.shape[:-1], dtype=q.dtype)
@@ -403,7 +425,7 @@ class BlockedAttention(torch.autograd.Function):
             carry = torch.exp(peak - new_peak)                                      # 0 on the first block
             p = torch.exp(s - new_peak[..., None])
             total = total * carry + p.sum(-1)
-            acc = acc * carry[..., None] + rounding(p) @ vr[..., start:start + block, :]
+            acc = acc * carry[..., None] + _round(rounding, "p", p) @ vr[..., start:start + block, :]
             peak = new_peak
         out = acc / total[..., None]
         lse = peak + torch.log(total)
@@ -415,11 +437,12 @@ class BlockedAttention(torch.autograd.Function):
     def backward(ctx, dout):
         q, k, v, out, lse = ctx.saved_tensors
         scale = 1.0 / math.sqrt(q.shape[-1])
-        r = ctx.rounding
-        p = torch.exp(scale * (r(q) @ r(k).transpose(-1, -2)) - lse[..., None])     # [..., N, N]
+        def r(site, x):
+            return _round(ctx.rounding, site, x)
+        p = torch.exp(scale * (r("qk", q) @ r("qk", k).transpose(-1, -2)) - lse[..., None])  # [..., N, N]
         d = (dout * out).sum(-1, keepdim=True)                                      # [..., N, 1]
-        dv = r(p).transpose(-1, -2) @ r(dout)
-        dp = r(dout) @ r(v).transpose(-1, -2)
+        dv = r("p", p).transpose(-1, -2) @ r("dout", dout)
+        dp = r("dout", dout) @ r("v", v).transpose(-1, -2)
         ds = p * (dp - d)
         return scale * (ds @ k), scale * (ds.transpose(-1, -2) @ q), dv, None, None
 
@@ -498,13 +521,14 @@ class TrainerState:
         step = int(arrays["optimizer.step"].reshape(-1)[0]) if "optimizer.step" in arrays else 0
         return cls(config, weights, m, v, step, optimizer, dtype)
 
-    def step(self, batch, bf16=False):
+    def step(self, batch, bf16=False, rounding=None):
         """One optimisation step; returns the step's outputs (all before the update):
         loss, contrastive, choice, learning_rate, grad_norm (before clipping), temperatures,
-        bag_embeddings [bags, E], gradients {name: tensor} (before clipping)."""
+        bag_embeddings [bags, E], gradients {name: tensor} (before clipping). `rounding` replaces
+        `bf16` in BF16 compute (the negative controls: rounding_without(site), no_rounding)."""
         batch.validate(self.config)
         leaves = {name: self.weights[name].clone().requires_grad_(True) for name in self.names}
-        losses = forward(self.config, leaves, batch, bf16_compute=bf16)
+        losses = forward(self.config, leaves, batch, bf16_compute=bf16, rounding=rounding)
         loss = total_loss(losses, self.optimizer)
         if loss.requires_grad:
             found = torch.autograd.grad(loss, [leaves[n] for n in self.names], allow_unused=True)
@@ -561,7 +585,7 @@ def example_config():
 
 
 def example_checkpoint(path, config, seed):
-    """Initialised like docs/training.md (matrices N(0, 0.02), position tables N(0, 0.2), biases and CLS
+    """Initialised like docs/training.md (matrices and text.positions N(0, 0.02), the media position tables N(0, 0.2), biases and CLS
     rows 0), except that norms, biases, CLS rows and modality vectors are drawn away from 1 and 0
     and the temperatures differ per group (group 2 beyond the clamp at 100), so a swapped or
     missing tensor shows."""
@@ -575,7 +599,7 @@ def example_checkpoint(path, config, seed):
             base = 1.0 if name.endswith(".weight") else 0.0
             tensors[name] = ("F32", (base + 0.1 * generator.standard_normal(shape)).astype(np.float32))
         else:
-            std = 0.2 if is_position_table(name) else 0.02
+            std = 0.2 if is_position_table(name) and name != "text.positions" else 0.02
             tensors[name] = ("BF16", (std * generator.standard_normal(shape)).astype(np.float32))
     R.write_safetensors(path, tensors, {"uform.format": "4", "uform.config": json.dumps(config)})
 

@@ -50,6 +50,9 @@ const sweep_row_t sweep_rows[] = {
     {"mesh_load", sweep_run_mesh_load, SWEEP_ISOLATE | SWEEP_COLD | SWEEP_LOADS},
     /* a two-member bootstrap through a job folder, the peer a process of its own per run */
     {"mesh_bootstrap", sweep_run_mesh_bootstrap, SWEEP_ISOLATE | SWEEP_THREADS | SWEEP_LOADS | SWEEP_LONG},
+    /* the same at a tcp:// store that member 0 hosts, and a launcher's variables read */
+    {"mesh_bootstrap_tcp", sweep_run_mesh_bootstrap_tcp, SWEEP_ISOLATE | SWEEP_THREADS | SWEEP_LOADS | SWEEP_LONG},
+    {"mesh_launch", sweep_run_mesh_launch, 0},
     {"image_gif", sweep_run_image_gif, SWEEP_FFMPEG | SWEEP_ISOLATE},
     {"image_bmp", sweep_run_image_bmp, SWEEP_FFMPEG | SWEEP_ISOLATE},
     {"image_pixels", sweep_run_image_pixels, SWEEP_THREADS},
@@ -78,6 +81,16 @@ const sweep_row_t sweep_rows[] = {
     {"session_builder_constant", sweep_run_session_builder_constant, 0},
     {"session_compile", sweep_run_session_compile, 0},
     {"session_invoke", sweep_run_session_invoke, 0},
+    /* data: datasets, loaders, recall, evaluation, the index pipeline */
+    {"data_manifest", sweep_run_data_manifest, 0},
+    {"data_folder", sweep_run_data_folder, 0},
+    /* libarchive prints and exits on some failed allocations ("Fatal Internal Error in libarchive: Out
+     * of memory"): each run in a child of its own, where such an exit is a third-party finding */
+    {"data_shards", sweep_run_data_shards, SWEEP_ISOLATE},
+    {"data_loader", sweep_run_data_loader, SWEEP_THREADS | SWEEP_ISOLATE},
+    {"data_recall", sweep_run_data_recall, 0},
+    {"data_evaluate", sweep_run_data_evaluate, 0},
+    {"data_index_build", sweep_run_data_index_build, SWEEP_THREADS},
 };
 
 const size_t sweep_row_count = sizeof sweep_rows / sizeof sweep_rows[0];

@@ -61,6 +61,8 @@ void sweep_run_trainer_snapshot(sweep_fixture_t *fixture, sweep_answer_t *answer
 /* rows_mesh.c */
 void sweep_run_mesh_load(sweep_fixture_t *fixture, sweep_answer_t *answer);
 void sweep_run_mesh_bootstrap(sweep_fixture_t *fixture, sweep_answer_t *answer);
+void sweep_run_mesh_bootstrap_tcp(sweep_fixture_t *fixture, sweep_answer_t *answer);
+void sweep_run_mesh_launch(sweep_fixture_t *fixture, sweep_answer_t *answer);
 
 /* rows_media.c */
 void sweep_run_media_probe(sweep_fixture_t *fixture, sweep_answer_t *answer);
@@ -79,5 +81,14 @@ void sweep_run_session_builder(sweep_fixture_t *fixture, sweep_answer_t *answer)
 void sweep_run_session_compile(sweep_fixture_t *fixture, sweep_answer_t *answer);
 void sweep_run_session_invoke(sweep_fixture_t *fixture, sweep_answer_t *answer);
 void sweep_run_session_builder_constant(sweep_fixture_t *fixture, sweep_answer_t *answer);
+
+/* rows_data.c */
+void sweep_run_data_manifest(sweep_fixture_t *fixture, sweep_answer_t *answer);
+void sweep_run_data_folder(sweep_fixture_t *fixture, sweep_answer_t *answer);
+void sweep_run_data_shards(sweep_fixture_t *fixture, sweep_answer_t *answer);
+void sweep_run_data_loader(sweep_fixture_t *fixture, sweep_answer_t *answer);
+void sweep_run_data_recall(sweep_fixture_t *fixture, sweep_answer_t *answer);
+void sweep_run_data_evaluate(sweep_fixture_t *fixture, sweep_answer_t *answer);
+void sweep_run_data_index_build(sweep_fixture_t *fixture, sweep_answer_t *answer);
 
 #endif

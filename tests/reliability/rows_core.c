@@ -205,7 +205,8 @@ void sweep_run_accessors(sweep_fixture_t *fixture, sweep_answer_t *answer) {
     uform_version(&major, &minor, &patch);
     uint64_t digest = sweep_digest(0, &major, sizeof major);
     const char *names[] = {uform_status_name(UFORM_OUT_OF_MEMORY), uform_session_status_name(UFORM_SESSION_OK),
-                           uform_cpu_class_name(uform_cpu_class_detect())};
+                           uform_cpu_class_name(uform_cpu_class_detect()),
+                           uform_mesh_launcher_name(UFORM_MESH_LAUNCHER_TORCHRUN)};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; ++i) digest = sweep_digest(digest, names[i], strlen(names[i]));
     int supported = uform_cpu_class_supported(UFORM_CPU_CLASS_SERIAL);
     uform_cpu_class_t executor_class = uform_executor_cpu_class(NULL);

@@ -15,6 +15,8 @@ static uform_status_t small_trainer(uform_trainer_t *trainer, uform_outcome_t *o
     memset(&config, 0, sizeof config);
     config.hidden = 32, config.depth = 1, config.heads = 2, config.mlp = 64, config.embedding = 16;
     config.text_bytes = 16, config.modalities = 1u << UFORM_MODALITY_TEXT, config.seed = 3;
+    /* Settings away from the defaults, so a resume that lost the stored ones would show. */
+    config.learning_rate = 2e-3, config.warmup_steps = 5, config.total_steps = 50, config.choice_weight = 0.5;
     return uform_trainer_init_ram(NULL, &config, trainer, outcome);
 }
 
@@ -106,6 +108,13 @@ void sweep_run_trainer_save(sweep_fixture_t *fixture, sweep_answer_t *answer) {
             uform_trainer_description_t description;
             uform_trainer_describe(resumed, &description);
             answer->digest = sweep_digest(answer->digest, &description.steps, sizeof description.steps);
+            /* The stored optimizer settings and seed, which the resume must take from uform.optimizer. */
+            const double reals[8] = {description.learning_rate, description.beta1, description.beta2,
+                                     description.epsilon, description.weight_decay, description.clip_norm,
+                                     description.contrastive_weight, description.choice_weight};
+            const uint64_t counts[3] = {description.warmup_steps, description.total_steps, description.seed};
+            answer->digest = sweep_digest(answer->digest, reals, sizeof reals);
+            answer->digest = sweep_digest(answer->digest, counts, sizeof counts);
             const char *metadata = uform_trainer_user_metadata(resumed);
             if (metadata) answer->digest = sweep_digest(answer->digest, metadata, strlen(metadata));
         }

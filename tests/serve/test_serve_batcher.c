@@ -305,8 +305,9 @@ int main(int argc, char **argv) {
         fprintf(stderr, "usage: test_serve_batcher CHECKPOINT [SEED]\n");
         return 2;
     }
-    uint64_t seed = argc > 2 ? strtoull(argv[2], NULL, 10) : (uint64_t)time(NULL);
-    printf("seed %llu (rerun with it as the second argument)\n", (unsigned long long)seed);
+    /* A fixed seed (docs/testing.md: seeds never come from the time); another as the second argument. */
+    uint64_t seed = argc > 2 ? strtoull(argv[2], NULL, 10) : 20261201u;
+    printf("seed %llu (another: the second argument)\n", (unsigned long long)seed);
     if (support_open(&support, argv[1], 2) != 0) return 1;
     test_concurrent(seed);
     test_failures();

@@ -7,7 +7,6 @@
  * Usage: test_serve_text [SEED]
  */
 #include <stdint.h>
-#include <time.h>
 
 #include "base64.h"
 #include "buffer.h"
@@ -165,8 +164,9 @@ static void test_json_strings(void) {
 }
 
 int main(int argc, char **argv) {
-    uint64_t seed = argc > 1 ? strtoull(argv[1], NULL, 10) : (uint64_t)time(NULL);
-    printf("seed %llu (rerun with it as the argument)\n", (unsigned long long)seed);
+    /* A fixed seed (docs/testing.md: seeds never come from the time); another as the argument. */
+    uint64_t seed = argc > 1 ? strtoull(argv[1], NULL, 10) : 20261201u;
+    printf("seed %llu (another: the argument)\n", (unsigned long long)seed);
     uint64_t state = seed;
     test_base64_vectors();
     test_base64_refusals();

@@ -1,12 +1,13 @@
 """The demo's report.html, read back: well-formed (parsed as XML, so every element is closed);
 every picture, clip and recording it references inline as a data: URI whose bytes are a file of the
 type it claims, or a file that exists; the loss chart has one point per logged step of train.csv
-and the recall chart one point per evaluation in eval.txt, per modality and set; the recall table
+and the recall chart one point per evaluation in eval.jsonl, per modality and set; the recall table
 shows the last evaluation's numbers; and each search shows at most five results per modality.
 
 Usage: python3 test_demo_report.py DEMO_DIR   (a folder scripts/demo.sh wrote)
 """
 import base64
+import json
 import csv
 import os
 import re
@@ -72,24 +73,21 @@ def main(folder):
     with open(os.path.join(folder, "train.csv")) as log:
         steps = sum(1 for row in csv.reader(log) if row and row[0] != "step")
     evaluations = {}
-    pattern = re.compile(r"eval step (\d+)\s+(\w+)\s+(\d+) pairs\s+text->\w+ R@1 ([\d.]+) R@5 ([\d.]+) \| \w+->text R@1 ([\d.]+) R@5 ([\d.]+)(.*)")
     last = {}
-    for line in open(os.path.join(folder, "eval.txt")):
-        match = pattern.match(line.strip())
-        if not match:
-            continue
-        modality, suffix = match.group(2), match.group(8)
-        novel = "novel.jsonl" in suffix
-        evaluations[(modality, novel)] = evaluations.get((modality, novel), 0) + 1
+    for line in open(os.path.join(folder, "eval.jsonl")):
+        row = json.loads(line)
+        novel = "novel" in row["set"]
+        key = (row["modality"], novel)
+        evaluations[key] = evaluations.get(key, 0) + 1
         if not novel:
-            last[modality] = match.groups()
+            last[row["modality"]] = row
     series = {p.get("data-series"): len(p.get("points", "").split()) for p in root.iter(SVG + "polyline")}
     check(series.get("loss per step") == steps, f"the loss chart has {series.get('loss per step')} points, train.csv {steps} steps")
     names = {"image": "image", "video": "video", "audio": "speech"}
     for (modality, novel), count in evaluations.items():
         name = names[modality] + (", compositional" if novel else "")
-        check(series.get(name) == count, f"the recall chart's '{name}' has {series.get(name)} points, eval.txt {count} evaluations")
-    check(bool(evaluations), "eval.txt holds no evaluation")
+        check(series.get(name) == count, f"the recall chart's '{name}' has {series.get(name)} points, eval.jsonl {count} evaluations")
+    check(bool(evaluations), "eval.jsonl holds no evaluation")
 
     # The recall table shows the last held-out evaluation of each modality.
     rows = {}
@@ -99,28 +97,28 @@ def main(folder):
         cells = ["".join(cell.itertext()).strip() for cell in row]
         if cells and cells[0] in ("image", "video", "speech"):
             rows[cells[0]] = cells
-    for modality, groups in last.items():
+    for modality, row in last.items():
         cells = rows.get(names[modality])
         check(cells is not None, f"the recall table has no row for {names[modality]}")
         if cells:
-            check(cells[1] == groups[2], f"{modality}: the table shows {cells[1]} pairs, eval.txt {groups[2]}")
-            check(cells[2:6] == [groups[3], groups[4], groups[5], groups[6]],
-                  f"{modality}: the table shows {cells[2:6]}, the last evaluation {list(groups[3:7])}")
+            check(cells[1] == str(row["pairs"]), f"{modality}: the table shows {cells[1]} pairs, eval.jsonl {row['pairs']}")
+            expected = [f"{row['text_to_media']['1']:.3f}", f"{row['text_to_media']['5']:.3f}",
+                        f"{row['media_to_text']['1']:.3f}", f"{row['media_to_text']['5']:.3f}"]
+            check(cells[2:6] == expected, f"{modality}: the table shows {cells[2:6]}, the last evaluation {expected}")
 
-    # Searches: each section shows its query and at most five results of each modality.
-    searched = os.path.exists(os.path.join(folder, "searches.tsv"))
+    # The demo always indexes and searches: a report without its searches fails.
     sections = [s for s in root.iter() if local(s.tag) == "section"]
-    if searched:
-        queries = [line for line in open(os.path.join(folder, "searches.tsv")) if line.strip()]
-        check(len(sections) == len(queries), f"{len(sections)} search sections for {len(queries)} searches")
-        for section in sections:
-            for group in section.iter():
-                if local(group.tag) == "div" and group.get("class") == "hits":
-                    hits = [h for h in group if h.get("class") == "hit"]
-                    check(1 <= len(hits) <= 5, f"a result row shows {len(hits)} results")
-    else:
-        check("no <code>uform index</code>" in text.replace("\n", " ") or "No searches" in text,
-              "the report neither shows searches nor says why there are none")
+    searches = os.path.join(folder, "searches.tsv")
+    check(os.path.exists(searches), f"{searches} is missing: the demo did not search")
+    queries = [line for line in open(searches) if line.strip()] if os.path.exists(searches) else []
+    check(len(queries) >= 2, f"{len(queries)} searches in searches.tsv, expected at least a text and a media query")
+    check(len(sections) == len(queries), f"{len(sections)} search sections for {len(queries)} searches")
+    for section in sections:
+        rows = [g for g in section.iter() if local(g.tag) == "div" and g.get("class") == "hits"]
+        check(bool(rows), "a search section shows no results")
+        for group in rows:
+            hits = [h for h in group if h.get("class") == "hit"]
+            check(1 <= len(hits) <= 5, f"a result row shows {len(hits)} results")
 
     print(f"{path}: {len(media)} media elements ({inline} inline), {steps} loss points, "
           f"{sum(evaluations.values())} evaluations, {len(sections)} searches; {len(failures)} failures")

@@ -4,6 +4,7 @@
  * bit-identical), an undecodable content, cancellation, deferred steps and CONTENDED, and the
  * init errors. Plain C with the project's check.h; prints "N passed, N failed".
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -175,6 +176,87 @@ static void test_resume(uform_executor_t executor, uform_arena_t arena, const te
     CHECK_CONTAINS(outcome.message, "config.hidden is 256");
     CHECK(mismatched == NULL);
     uform_trainer_free(straight), uform_trainer_free(resumed);
+}
+
+/* Copies checkpoint `from` to `to` with its uform.optimizer replaced by `optimizer`. */
+static void with_optimizer_json(const char *from, const char *to, const char *optimizer) {
+    uform__safetensors_t *file = NULL;
+    CHECK_STATUS(uform__safetensors_open(from, &file, NULL), UFORM_OK);
+    if (!file) return;
+    size_t count = uform__safetensors_count(file), pairs = uform__safetensors_metadata_count(file);
+    uform__safetensors_source_t *sources = calloc(count, sizeof *sources);
+    uform__safetensors_pair_t *metadata = calloc(pairs, sizeof *metadata);
+    for (size_t i = 0; i < count; ++i) {
+        const uform__safetensors_tensor_t *tensor = uform__safetensors_at(file, i);
+        sources[i] = (uform__safetensors_source_t){tensor->name, tensor->dtype, tensor->rank, tensor->shape, tensor->data};
+    }
+    for (size_t i = 0; i < pairs; ++i) {
+        uform__safetensors_metadata_at(file, i, &metadata[i].key, &metadata[i].value);
+        if (strcmp(metadata[i].key, "uform.optimizer") == 0) metadata[i].value = optimizer;
+    }
+    uform__safetensors_write_t request = {sources, count, metadata, pairs, NULL, NULL};
+    CHECK_STATUS(uform__safetensors_write(to, &request, NULL), UFORM_OK);
+    free(sources), free(metadata);
+    uform__safetensors_close(file);
+}
+
+/* The stored optimizer settings are the resumed run's: a uform.optimizer that cannot be read
+ * fails the resume naming the key, never falls back to defaults in silence. */
+static void test_stored_optimizer(uform_executor_t executor) {
+    uform_trainer_t trainer = make_trainer(executor, 5, UFORM_COMPUTE_F32);
+    if (!trainer) return;
+    char path[512], edited[512];
+    path_in(path, sizeof path, "stored.safetensors");
+    path_in(edited, sizeof edited, "stored_edited.safetensors");
+    uform_trainer_save_t save = {0};
+    save.trainer = trainer, save.path = path;
+    CHECK_STATUS(uform_trainer_save(&save), UFORM_OK);
+    uform_trainer_free(trainer);
+    static const struct { const char *json, *message; } cases[] = {
+        {"{\"learning_rate\": 0.001, \"beta1\": 0.9, \"epsilon\": 1e-6, \"weight_decay\": 0.1, \"clip_norm\": 1, "
+         "\"warmup_steps\": 2, \"total_steps\": 8, \"contrastive_weight\": 1, \"choice_weight\": 1, \"seed\": 5}",
+         "uform.optimizer lacks 'beta2'"},
+        {"{\"learning_rate\": 0.001, \"beta1\": 0.9, \"beta2\": 0.98, \"epsilon\": 1e-6, \"weight_decay\": 0.1, "
+         "\"clip_norm\": 1, \"warmup_steps\": 2, \"total_steps\": 8, \"contrastive_weight\": 1, \"choice_weight\": 1}",
+         "uform.optimizer lacks 'seed'"},
+        {"{\"learning_rate\": \"fast\", \"beta1\": 0.9, \"beta2\": 0.98, \"epsilon\": 1e-6, \"weight_decay\": 0.1, "
+         "\"clip_norm\": 1, \"warmup_steps\": 2, \"total_steps\": 8, \"contrastive_weight\": 1, \"choice_weight\": 1, "
+         "\"seed\": 5}",
+         "uform.optimizer 'learning_rate' is not a number"},
+        {"{\"learning_rate\": 0.001, \"beta1\": 0.9, \"beta2\": 0.98, \"epsilon\": 1e-6, \"weight_decay\": 0.1, "
+         "\"clip_norm\": 1, \"warmup_steps\": -2, \"total_steps\": 8, \"contrastive_weight\": 1, \"choice_weight\": 1, "
+         "\"seed\": 5}",
+         "uform.optimizer 'warmup_steps' is not an integer"},
+        {"{\"learning_rate\": 0.001,", "uform.optimizer is not a JSON object"},
+        {"[1, 2]", "uform.optimizer is not a JSON object"}};
+    uform_trainer_config_t config = {0};
+    config.resume = edited;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
+        with_optimizer_json(path, edited, cases[i].json);
+        uform_outcome_t outcome = {0};
+        uform_trainer_t resumed = NULL;
+        CHECK_STATUS(uform_trainer_init_ram(executor, &config, &resumed, &outcome), UFORM_FORMAT);
+        CHECK_CONTAINS(outcome.message, cases[i].message);
+        CHECK(resumed == NULL);
+        uform_trainer_free(resumed);
+    }
+    /* The unedited settings come back exactly. */
+    with_optimizer_json(path, edited,
+                        "{\"learning_rate\": 0.003, \"beta1\": 0.8, \"beta2\": 0.97, \"epsilon\": 1e-7, \"weight_decay\": 0, "
+                        "\"clip_norm\": 0, \"warmup_steps\": 3, \"total_steps\": 9, \"contrastive_weight\": 0.5, "
+                        "\"choice_weight\": 2, \"seed\": 17}");
+    uform_outcome_t outcome = {0};
+    uform_trainer_t resumed = NULL;
+    CHECK_STATUS(uform_trainer_init_ram(executor, &config, &resumed, &outcome), UFORM_OK);
+    uform_trainer_description_t description;
+    if (resumed && uform_trainer_describe(resumed, &description) == UFORM_OK) {
+        CHECK(description.learning_rate == 0.003 && description.beta1 == 0.8 && description.beta2 == 0.97);
+        CHECK(description.epsilon == 1e-7 && description.weight_decay == 0 && description.clip_norm == 0);
+        CHECK(description.warmup_steps == 3 && description.total_steps == 9 && description.seed == 17);
+        CHECK(description.contrastive_weight == 0.5 && description.choice_weight == 2);
+    }
+    uform_trainer_free(resumed);
+    unlink(path), unlink(edited);
 }
 
 /* The saved checkpoint loads for inference and encodes exactly what the snapshot encodes. */
@@ -389,6 +471,10 @@ static void test_init_errors(uform_executor_t executor) {
     CHECK_STATUS(uform_trainer_init_ram(executor, &config, &trainer, &outcome), UFORM_INVALID_ARGUMENT);
     CHECK_CONTAINS(outcome.message, "heads");
     memset(&config, 0, sizeof config);
+    config.hidden = 258, config.heads = 2; /* heads 129 wide: past the attention kernels' 128 */
+    CHECK_STATUS(uform_trainer_init_ram(executor, &config, &trainer, &outcome), UFORM_UNSUPPORTED);
+    CHECK_CONTAINS(outcome.message, "config: a head width of 129 (hidden 258 / heads 2)");
+    memset(&config, 0, sizeof config);
     config.image_size = 30;
     CHECK_STATUS(uform_trainer_init_ram(executor, &config, &trainer, &outcome), UFORM_INVALID_ARGUMENT);
     CHECK_CONTAINS(outcome.message, "image.size 30");
@@ -408,6 +494,35 @@ static void test_init_errors(uform_executor_t executor) {
     CHECK_CONTAINS(step.outcome.message, "trainer is NULL");
 }
 
+/* A fresh trainer's tensors have docs/training.md's spreads: N(0, 0.02) for matrices, tables and
+ * text.positions, N(0, 0.2) for the media position tables, norms 1 and 0, biases and CLS rows 0. */
+static void test_initialisation(uform_executor_t executor) {
+    uform_trainer_t trainer = make_trainer(executor, 42, UFORM_COMPUTE_F32);
+    if (!trainer) return;
+    struct { const char *name; double std, mean; } expected[] = {
+        {"text.positions", 0.02, 0}, {"text.bytes", 0.02, 0}, {"image.positions", 0.2, 0},
+        {"audio.positions", 0.2, 0}, {"trunk.0.attn.qkv.weight", 0.02, 0}, {"image.cls", 0, 0},
+        {"trunk.0.norm1.weight", 0, 1}, {"trunk.0.mlp.up.bias", 0, 0},
+    };
+    for (size_t e = 0; e < sizeof expected / sizeof expected[0]; ++e) {
+        const uform__param_t *param = NULL;
+        for (size_t i = 0; i < trainer->param_count; ++i)
+            if (strcmp(trainer->params[i].spec.name, expected[e].name) == 0) param = &trainer->params[i];
+        CHECK_MSG(param != NULL, "no tensor %s", expected[e].name);
+        if (!param) continue;
+        const float *values = trainer->weights + param->offset;
+        double sum = 0, squares = 0;
+        for (size_t k = 0; k < param->count; ++k) sum += values[k], squares += (double)values[k] * values[k];
+        double mean = sum / (double)param->count, std = sqrt(squares / (double)param->count - mean * mean);
+        /* A sample of n values from N(0, s): its standard deviation is within 10% for every table here. */
+        double tolerance = expected[e].std > 0 ? 0.1 * expected[e].std : 1e-7;
+        CHECK_MSG(fabs(std - expected[e].std) <= tolerance && fabs(mean - expected[e].mean) <= 0.1 * (expected[e].std + 1e-6),
+                  "%s: mean %.5f std %.5f over %zu values, expected mean %g std %g", expected[e].name, mean, std, param->count,
+                  expected[e].mean, expected[e].std);
+    }
+    uform_trainer_free(trainer);
+}
+
 int main(void) {
     snprintf(scratch_dir, sizeof scratch_dir, "/tmp/uform-test-trainer-%d", (int)getpid());
     char command[512];
@@ -420,9 +535,11 @@ int main(void) {
     uform_arena_t arena = NULL;
     uform_arena_for_executor(executor, &arena, NULL);
     test_init_errors(executor);
+    test_initialisation(executor);
     test_determinism(&batch, UFORM_COMPUTE_F32);
     test_determinism(&batch, UFORM_COMPUTE_BF16);
     test_resume(executor, arena, &batch);
+    test_stored_optimizer(executor);
     test_checkpoint_and_snapshot(executor, arena, &batch);
     test_bad_input(executor, arena, &batch);
     test_receivers(executor, &batch);

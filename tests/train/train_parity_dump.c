@@ -1,5 +1,5 @@
 /*
- * train_parity_dump DIRECTORY [--bf16] [--steps N] [--lr X]
+ * train_parity_dump DIRECTORY [--bf16] [--steps N] [--lr X] [--seed N]
  *
  * Trains a fresh tiny model for N steps (3 by default) on one generated batch that has pairs of
  * every modality with text, a bag of several contents, sides, two temperature groups and choice
@@ -158,23 +158,25 @@ static void draw_constants(uform_trainer_t trainer) {
 
 int main(int argc, char **argv) {
     if (argc < 2) {
-        fprintf(stderr, "usage: train_parity_dump DIRECTORY [--bf16] [--steps N]\n");
+        fprintf(stderr, "usage: train_parity_dump DIRECTORY [--bf16] [--steps N] [--lr X] [--seed N]\n");
         return 2;
     }
     directory = argv[1];
     int bf16 = 0, steps = 3;
+    uint64_t seed = 5; /* the starting point; others measure the BF16 spread (tests/reference/README.md) */
     double learning_rate = 0;
     for (int i = 2; i < argc; ++i) {
         if (strcmp(argv[i], "--bf16") == 0) bf16 = 1;
         else if (strcmp(argv[i], "--lr") == 0 && i + 1 < argc) learning_rate = atof(argv[++i]);
         else if (strcmp(argv[i], "--steps") == 0 && i + 1 < argc) steps = atoi(argv[++i]);
+        else if (strcmp(argv[i], "--seed") == 0 && i + 1 < argc) seed = strtoull(argv[++i], NULL, 10);
     }
     mkdir(directory, 0755);
     uform_outcome_t outcome = {0};
     uform_executor_t executor = NULL;
     if (uform_executor_for_ram(NULL, 2, 0, &executor, &outcome) != UFORM_OK) fail("executor", &outcome);
     uform_trainer_config_t config = {0};
-    config.seed = 5;
+    config.seed = seed;
     config.compute = bf16 ? UFORM_COMPUTE_BF16 : UFORM_COMPUTE_F32;
     config.warmup_steps = 2, config.total_steps = 10;
     config.learning_rate = learning_rate;

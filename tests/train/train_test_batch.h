@@ -1,6 +1,6 @@
 /*
  * A training batch built in memory for the trainer's tests: contents (text, or media files made by
- * the codecs' encoders through tools/demo_media.c), per-content choices and targets, and helpers to
+ * the codecs' encoders through tests/fixtures/demo_media.c), per-content choices and targets, and helpers to
  * fill a uform_trainer_step_t. Header-only; each test includes it once.
  */
 #ifndef UFORM_TESTS_TRAIN_TEST_BATCH_H

@@ -1,6 +1,6 @@
 /* The response buffer and its JSON writers (buffer.h). */
 #include "buffer.h"
-#include "uform_tool.h"
+#include "utf8.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -49,7 +49,7 @@ void serve_buffer_printf(serve_buffer_t *buffer, const char *format, ...) {
     buffer->length += (size_t)needed;
 }
 
-size_t serve_utf8_sequence(const unsigned char *bytes, size_t available) { return uform_tool_utf8_length(bytes, available); }
+size_t serve_utf8_sequence(const unsigned char *bytes, size_t available) { return cli_utf8_length(bytes, available); }
 
 int serve_utf8_valid(const unsigned char *bytes, size_t length, size_t *bad_at) {
     size_t at = 0;

@@ -14,7 +14,7 @@ add_custom_command(
 # The parts without HTTP: batching, metrics, buffers, base64 (the TSan and unit tests link these).
 add_library(uform_serve_core OBJECT ${UFORM_SERVE_DIR}/batcher.c ${UFORM_SERVE_DIR}/batcher_run.c
             ${UFORM_SERVE_DIR}/metrics.c ${UFORM_SERVE_DIR}/buffer.c ${UFORM_SERVE_DIR}/base64.c
-            ${UFORM_SERVE_DIR}/../uform_tool.c)
+            ${UFORM_SERVE_DIR}/../utf8.c)
 target_include_directories(uform_serve_core PUBLIC ${PROJECT_SOURCE_DIR}/include ${UFORM_SERVE_DIR} ${UFORM_SERVE_DIR}/..)
 target_compile_definitions(uform_serve_core PRIVATE _GNU_SOURCE)
 

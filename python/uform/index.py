@@ -1,0 +1,214 @@
+"""Indexes (uform.h, "Indexes" and "Data"): a corpus's embeddings in one file, searched exactly.
+
+    uform.Index.build(model, "photos/", "recordings/", out="corpus.index", executor=executor)
+    index = uform.Index.open("corpus.index", model)              # refuses another checkpoint's index
+    query = model.text_encode("a red star at the top").embeddings
+    hits = index.search(query, top=5)
+    for path, score in zip(hits.paths[0], hits.scores[0]):
+        print(f"{score:.3f} {path}")
+"""
+
+from ctypes import addressof, byref, c_char_p, c_int, c_size_t, c_void_p, string_at
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, List, Optional, Sequence
+
+import numpy as np
+
+from . import _data_structs as D, _inputs, _structs as S
+from ._closing import Closing
+from ._library import lib
+from ._progress import Relay, trampoline
+from .data import Dataset, DataError, _error_of, _raise
+from .enums import Scalar, parse_enum
+from .errors import invalid
+
+_MODALITY_NAMES = ("text", "image", "video", "audio")
+_SCALAR_NAMES = ("f32", "f16", "bf16", "i8", "b1")
+
+
+def _modality_bits(modalities: Optional[Sequence[str]], function: str) -> int:
+    if modalities is None:
+        return 0
+    bits = 0
+    for name in [modalities] if isinstance(modalities, str) else modalities:
+        if name not in _MODALITY_NAMES:
+            raise invalid(function, f"modalities: {name!r} is not one of text, image, video, audio")
+        bits |= 1 << _MODALITY_NAMES.index(name)
+    return bits
+
+
+@dataclass(frozen=True)
+class IndexDescription:
+    count: int
+    counts: Dict[str, int]
+    dimensions: int
+    scalar: str
+    fingerprint: str
+
+
+@dataclass(frozen=True)
+class Hits:
+    """Search results, best first: ``items`` [queries, k] (item numbers), ``scores`` [queries, k],
+    and per query the hits' ``paths`` and ``modalities``."""
+
+    items: np.ndarray
+    scores: np.ndarray
+    paths: List[List[str]]
+    modalities: List[List[str]]
+
+
+@dataclass(frozen=True)
+class BuildResult:
+    """What ``Index.build`` did: items indexed, bad items listed in the errors file (the last one's
+    place in ``error``), items of other modalities skipped, duplicate keys dropped, and items a
+    resume found done."""
+
+    indexed: int
+    failed: int
+    skipped: int
+    duplicates: int
+    resumed: int
+    errors_path: str
+    error: Optional[DataError]
+
+
+class Index(Closing):
+    """An open index file (``uform_index_t``); any number of threads may search it."""
+
+    def __init__(self) -> None:
+        raise TypeError("use uform.Index.open(path, model) or uform.Index.build(...)")
+
+    @classmethod
+    def open(cls, path: Any, model: Any = None) -> "Index":
+        """Maps ``path`` read-only and checks it; with a ``model``, the index must be that
+        checkpoint's (else ``ConfigMismatch``)."""
+        function = "Index.open"
+        name = _inputs.path_bytes(path, function, "path")
+        handle, outcome = c_void_p(), S.Outcome()
+        model_handle = model._handle if model is not None else None
+        if lib.uform_index_open(name, model_handle, byref(handle), addressof(outcome)) != 0:
+            _raise(outcome)
+        index = object.__new__(cls)
+        index._handle = handle.value
+        return index
+
+    def _use(self, function: str) -> int:
+        if self._handle is None:
+            raise invalid(function, "the index is closed")
+        return self._handle
+
+    def describe(self) -> IndexDescription:
+        """Its items (per modality), width, scalar and the checkpoint's fingerprint."""
+        raw = D.IndexDescription()
+        lib.uform_index_describe(self._use("Index.describe"), addressof(raw))
+        return IndexDescription(raw.count, {_MODALITY_NAMES[m]: raw.counts[m] for m in range(4)}, raw.dimensions,
+                                _SCALAR_NAMES[raw.scalar], raw.fingerprint.decode())
+
+    def __len__(self) -> int:
+        return self.describe().count
+
+    def item(self, number: int) -> "tuple[str, str]":
+        """Item ``number``'s modality and path (or key)."""
+        modality, path, length = c_int(), c_void_p(), c_size_t()
+        if lib.uform_index_item(self._use("Index.item"), number, addressof(modality), byref(path), byref(length)) != 0:
+            raise invalid("Index.item", f"item {number} is out of range ({len(self)} items)")
+        return _MODALITY_NAMES[modality.value], string_at(path.value, length.value).decode(errors="replace")
+
+    def metadata(self, key: str) -> Optional[str]:
+        """The value of the file's metadata ``key``, or None."""
+        value = lib.uform_index_metadata(self._use("Index.metadata"), key.encode())
+        return None if value is None else value.decode()
+
+    def search(self, queries: Any, top: int = 10, *, modalities: Optional[Sequence[str]] = None, candidates: int = 0,
+               executor: Any = None) -> Hits:
+        """The ``top`` items closest to each query (float32 rows of the index's width, unit length:
+        an ``Encoded.embeddings``), best first, ties by item number."""
+        function = "Index.search"
+        from .executor import calling_thread
+
+        rows = np.ascontiguousarray(queries, dtype=np.float32)
+        if rows.ndim == 1:
+            rows = rows[None, :]
+        runner = calling_thread if executor is None else executor
+        arena = runner._acquire_arena(function)
+        request = D.IndexSearch()
+        request.index, request.executor = self._use(function), runner._use(function)
+        request.queries, request.queries_count, request.queries_columns = rows.ctypes.data, rows.shape[0], rows.shape[1]
+        request.top, request.modalities = _inputs.non_negative(top, function, "top"), _modality_bits(modalities, function)
+        request.candidates, request.arena = _inputs.non_negative(candidates, function, "candidates"), arena
+        try:
+            if lib.uform_index_search(addressof(request)) != 0:
+                _raise(request.outcome)
+            k = request.hits_per_query
+            hits = (D.IndexHit * (rows.shape[0] * k)).from_address(request.hits) if k else []
+            items = np.array([h.item for h in hits], dtype=np.uint64).reshape(rows.shape[0], k)
+            scores = np.array([h.score for h in hits], dtype=np.float32).reshape(rows.shape[0], k)
+            kinds = [[_MODALITY_NAMES[hits[q * k + i].modality] for i in range(k)] for q in range(rows.shape[0])]
+        finally:
+            runner._release_arena(arena)
+        paths = [[self.item(int(n))[1] for n in row] for row in items]
+        return Hits(items, scores, paths, kinds)
+
+    @staticmethod
+    def build(model: Any, *inputs: Any, out: Any, manifests: Sequence[Any] = (), shards: Optional[str] = None,
+              datasets: Sequence[Dataset] = (), executor: Any = None, decoder: Any = None, dims: int = 0,
+              scalar: Any = "f32", modalities: Optional[Sequence[str]] = None, batch: int = 32, checkpoint: int = 0,
+              resume: bool = False, hidden: bool = False, errors_path: Any = None,
+              progress: Optional[Callable[[int, int], Any]] = None) -> BuildResult:
+        """Embeds every item of the folders and files ``inputs``, the ``manifests``, the ``shards``
+        and any ``datasets`` into ``out`` (``uform_index_build``: a reader thread, decoding on
+        ``decoder`` a batch ahead, bad items listed in ``out.errors.jsonl``, a checkpoint every
+        ``checkpoint`` items, ``resume`` to continue one)."""
+        function = "Index.build"
+        from .executor import calling_thread
+
+        opened = []
+        try:
+            if inputs:
+                opened.append(Dataset.open(list(inputs), source="folder", sequential=True, skip_bad=True, hidden=hidden))
+            if manifests:
+                opened.append(Dataset.open(list(manifests), source="manifest", sequential=True, skip_bad=True))
+            if shards is not None:
+                opened.append(Dataset.open(shards=shards, sequential=True, skip_bad=True))
+            every = opened + list(datasets)
+            if not every:
+                raise invalid(function, "no inputs: give folders, files, manifests=, shards= or datasets=")
+            handles = (c_void_p * len(every))(*[d._use(function) for d in every])
+            runner = calling_thread if executor is None else executor
+            name = _inputs.path_bytes(out, function, "out")
+            errors = _inputs.path_bytes(errors_path, function, "errors_path") if errors_path is not None else None
+            request = D.IndexBuild()
+            request.model, request.executor = model._handle, runner._use(function)
+            request.decoder = decoder._use(function) if decoder is not None else None
+            request.datasets, request.dataset_count = addressof(handles), len(every)
+            request.out, request.errors_path = name, errors
+            request.dimensions = _inputs.non_negative(dims, function, "dims")
+            request.scalar = int(parse_enum(Scalar, scalar, function, "scalar"))
+            request.modalities = _modality_bits(modalities, function)
+            request.batch, request.checkpoint, request.resume = batch, checkpoint, int(bool(resume))
+            relay = None
+            if progress is not None:
+                relay = Relay(progress)
+                request.progress = S.Progress(trampoline, relay.key, 0)
+            try:
+                status = lib.uform_index_build(addressof(request))
+                if relay is not None:
+                    relay.reraise()
+                if status != 0:
+                    _raise(request.outcome, request.error)
+            finally:
+                if relay is not None:
+                    relay.close()
+            path = (errors or name + b".errors.jsonl").decode()
+            return BuildResult(request.indexed, request.failed, request.skipped, request.duplicates, request.resumed, path,
+                               _error_of(request.error) if request.failed else None)
+        finally:
+            for dataset in opened:
+                dataset.close()
+
+    def close(self) -> None:
+        """Unmaps and frees the index. Closing twice is a no-op."""
+        if getattr(self, "_handle", None) is None:
+            return
+        handle, self._handle = self._handle, None
+        lib.uform_index_free(handle)

@@ -1,0 +1,79 @@
+/*
+ * uform_index_build's two halves: the reader thread (index_reader.c) turns the datasets' items into
+ * work units — batches of one modality's bytes, checkpoint markers and the end — through a bounded
+ * queue, so reading overlaps decoding and computing and memory holds a few batches; the build
+ * (index_build.c) decodes, encodes and adds them, and writes checkpoints. Private to libuform.
+ */
+#ifndef UFORM_DATA_INDEX_BUILD_H
+#define UFORM_DATA_INDEX_BUILD_H
+
+#include <pthread.h>
+
+#include "data/data.h"
+
+/* A failure to list in the errors file. */
+typedef struct uform__build_error_t {
+    char *path;
+    uform_status_t status;
+    char *message;
+    uform_data_error_t where;
+} uform__build_error_t;
+
+typedef enum uform__unit_kind_t { UFORM__UNIT_BATCH = 0, UFORM__UNIT_CHECKPOINT = 1, UFORM__UNIT_END = 2 } uform__unit_kind_t;
+
+/* What the reader hands over, in item order. */
+typedef struct uform__unit_t {
+    uform__unit_kind_t kind;
+    uform_modality_t modality;   /* batches */
+    size_t count;                /* items */
+    unsigned char *data;         /* the items' bytes end to end */
+    size_t *offsets;             /* [count + 1] */
+    size_t bytes, capacity, offsets_capacity;
+    char **paths;                /* [count] the items' keys */
+    uform__build_error_t *errors; /* items that failed before encoding, listed before this unit */
+    size_t error_count, error_capacity;
+    size_t consumed;             /* items consumed once this unit is done (checkpoints record it) */
+    uform_media_prepare_t prepare; /* decoding ahead, owned by the build: must not move while deferred */
+    int preparing;
+} uform__unit_t;
+
+void uform__unit_free(uform__unit_t *unit);
+
+/* Keys already seen (resume and duplicates): a set of byte strings it owns. */
+typedef struct uform__key_set_t {
+    char **keys;
+    size_t *lengths, capacity, count;
+} uform__key_set_t;
+
+/* Answers 1 when the key was there, 0 when it was added, -1 without memory. */
+int uform__key_set_insert(uform__key_set_t *set, const char *key, size_t length);
+void uform__key_set_free(uform__key_set_t *set);
+
+typedef struct uform__reader_t {
+    const uform_dataset_t *datasets;
+    size_t dataset_count;
+    size_t skip;                 /* items a resume passes over first */
+    uform__key_set_t *seen;      /* keys indexed or listed so far (the reader's own while it runs) */
+    const char *own[2];          /* the index and errors file's real paths: never indexed */
+    unsigned modalities;         /* bits to index; others are counted as skipped */
+    size_t batch;                /* items per batch */
+    size_t batch_bytes;          /* a batch is handed over once its bytes reach this */
+    size_t checkpoint;           /* flush and mark a checkpoint every this many items */
+    volatile int *cancelled;
+    pthread_mutex_t lock;
+    pthread_cond_t changed;
+    uform__unit_t **queue;
+    size_t capacity, head, length;
+    int stop;                    /* the consumer gave up: pushes fail */
+    size_t skipped, duplicates;  /* the reader's counts (read once it is joined) */
+    uform_status_t failure;      /* the reader's own failure (memory), with `message` */
+    char message[UFORM_OUTCOME_MESSAGE_CAPACITY];
+    pthread_t thread;
+} uform__reader_t;
+
+int uform__reader_start(uform__reader_t *reader, size_t capacity);
+/* The next unit in order (blocking), or NULL when the reader stopped without an END unit. */
+uform__unit_t *uform__reader_next(uform__reader_t *reader);
+void uform__reader_stop(uform__reader_t *reader);
+
+#endif

@@ -1,0 +1,85 @@
+# Shared by the mesh's command-line tests (sourced; `python` must be set): a generated manifest of
+# 12 picture pairs and 2 choice examples (train.jsonl, and broken.jsonl with a missing picture), and
+# same_weights A B, the comparison of two checkpoints' master weights.
+
+mesh_cli_manifest() {
+  "$python" - "$1" <<'PY'
+import json, os, random, sys
+from PIL import Image, ImageDraw
+folder = sys.argv[1]
+os.makedirs(os.path.join(folder, "img"))
+random.seed(2)
+colours = {"red": (220, 30, 30), "green": (30, 170, 40), "blue": (30, 50, 220)}
+lines = []
+n = 0
+for colour, rgb in colours.items():
+    for shape in ("disc", "square"):
+        for place, cx in (("left", 9), ("right", 23)):
+            image = Image.new("RGB", (32, 32), (255, 255, 255))
+            draw = ImageDraw.Draw(image)
+            x, y, r = cx + random.randint(-2, 2), 16 + random.randint(-2, 2), 6
+            (draw.ellipse if shape == "disc" else draw.rectangle)([x - r, y - r, x + r, y + r], fill=rgb)
+            name = f"img/{n}.png"
+            image.save(os.path.join(folder, name))
+            n += 1
+            lines.append(json.dumps({"text": f"a {colour} {shape} on the {place}", "image": name}))
+lines.insert(3, json.dumps({"text": "is red a colour? ", "choices": "yn", "target": "y"}))
+lines.insert(9, json.dumps({"text": "pick a vowel: ", "choices": "aeiou", "target": "e"}))
+open(os.path.join(folder, "train.jsonl"), "w").write("\n".join(lines) + "\n")
+broken = lines[:10] + [json.dumps({"text": "gone", "image": "img/missing.png"})] + lines[10:]
+open(os.path.join(folder, "broken.jsonl"), "w").write("\n".join(broken) + "\n")
+PY
+}
+
+# compare_checkpoints close|identical A B. close: the optimizer.weights.* tensors of two checkpoints
+# are within ||a - b|| / ||b|| <= 1e-5 over all of them and <= 1e-4 per tensor (test_mesh_parity.c
+# says why the two bounds differ); identical: every optimizer.* tensor (master weights, moments,
+# step) is the same bits — a resumed run that must be exactly an uninterrupted one.
+compare_checkpoints() {
+  "$python" - "$@" <<'PY'
+import json, struct, sys
+import numpy as np
+mode, first, second = sys.argv[1:4]
+def tensors(path):
+    data = open(path, "rb").read()
+    size = struct.unpack("<Q", data[:8])[0]
+    header = json.loads(data[8:8 + size])
+    prefix = "optimizer." if mode == "identical" else "optimizer.weights."
+    return {name: data[8 + size + entry["data_offsets"][0]:8 + size + entry["data_offsets"][1]]
+            for name, entry in header.items() if name.startswith(prefix)}
+a, b = tensors(first), tensors(second)
+if not b or a.keys() != b.keys():
+    print(f"tensors differ: {len(a)} and {len(b)}", file=sys.stderr)
+    sys.exit(1)
+if mode == "identical":
+    different = sorted(name for name in b if a[name] != b[name])
+    if different:
+        print(f"{len(different)} of {len(b)} optimizer tensors differ: {different[:3]}", file=sys.stderr)
+    sys.exit(1 if different else 0)
+worst, where, difference, norm = 0.0, "", 0.0, 0.0
+for name in b:
+    x, y = (np.frombuffer(t[name], dtype=np.float32).astype(np.float64) for t in (a, b))
+    d, n = float(np.sum((x - y) ** 2)), float(np.sum(y ** 2))
+    difference, norm = difference + d, norm + n
+    error = (d / n) ** 0.5 if n > 0 else d ** 0.5
+    if error > worst:
+        worst, where = error, name
+overall = (difference / norm) ** 0.5
+print(f"weights {overall:.3g} relative (worst tensor {worst:.3g}, {where})", file=sys.stderr)
+sys.exit(0 if overall <= 1e-5 and worst <= 1e-4 else 1)
+PY
+}
+same_weights() { compare_checkpoints close "$1" "$2"; }
+identical_weights() { compare_checkpoints identical "$1" "$2"; }
+
+# Unsets every launcher's variables: whatever launched the test suite is not what a test is about.
+clear_launchers() {
+  unset RANK WORLD_SIZE LOCAL_RANK LOCAL_WORLD_SIZE MASTER_ADDR MASTER_PORT TORCHELASTIC_RUN_ID \
+    OMPI_COMM_WORLD_RANK OMPI_COMM_WORLD_SIZE OMPI_COMM_WORLD_LOCAL_RANK OMPI_COMM_WORLD_LOCAL_SIZE \
+    PMI_RANK PMI_SIZE MPI_LOCALRANKID MPI_LOCALNRANKS SLURM_PROCID SLURM_NTASKS SLURM_LOCALID SLURM_JOB_ID
+}
+
+# A TCP port of 127.0.0.1 that was free a moment ago.
+free_port() {
+  "$python" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}

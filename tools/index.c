@@ -1,0 +1,241 @@
+/*
+ * uform index CKPT (DIR | FILE | --manifest FILE.jsonl | --shards LIST)... --out INDEX [options]
+ *
+ * Embeds every item of a corpus into one index file with uform_index_build (uform.h, "Data"): the
+ * folders and files given (walked recursively in byte order of names, hidden entries skipped unless
+ * --hidden), then the manifests, then the shards, each a dataset read in stored order. The library
+ * reads ahead on a thread of its own, decodes (on --decode-threads of their own, a batch ahead) and
+ * encodes; bad items go to INDEX.errors.jsonl; every --checkpoint N items the index is written
+ * atomically, and --resume continues it to the same bytes an uninterrupted run writes. This file
+ * handles the arguments and prints.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+typedef struct options_t {
+    const char *out, *shards;
+    cli_texts_t manifests;
+    unsigned modalities;
+    size_t batch, threads, decode_threads, dims, checkpoint;
+    uform_scalar_kind_t scalar;
+    int compute, resume, hidden, json, progress, quiet;
+} options_t;
+
+static void defaults(void *raw) {
+    options_t *options = raw;
+    options->batch = 32, options->checkpoint = 10000;
+}
+
+static const cli_flag_t flags[] = {
+    CLI_FLAG("--out", CLI_TEXT, options_t, out, "INDEX", "the index file to write (required; written atomically)"),
+    CLI_FLAG("--manifest", CLI_TEXTS, options_t, manifests, "FILE",
+             "a JSON-lines manifest of inputs (repeatable): {\"path\": \"a.jpg\"} (relative to the\n"
+             "manifest's folder; \"modality\" optional) or {\"text\": \"a caption\", \"id\": \"name\"}"),
+    CLI_FLAG("--shards", CLI_TEXT, options_t, shards, "LIST",
+             "WebDataset shards (\"data/{00000..00099}.tar\", lists joined with \"::\"): each sample's\n"
+             "medium (its text when it has none), named SHARD:MEMBER"),
+    CLI_FLAG("--modalities", CLI_MODALITIES, options_t, modalities, "LIST",
+             "which of text,image,video,audio to index (default: all the checkpoint has);\n"
+             "items of the others are counted as skipped"),
+    CLI_FLAG("--batch", CLI_POSITIVE, options_t, batch, "N", "items per batch (default 32)"),
+    CLI_THREADS(options_t, threads),
+    CLI_FLAG("--decode-threads", CLI_SIZE, options_t, decode_threads, "N",
+             "threads of a separate decode stage that overlaps compute (default 0:\n"
+             "decode on the compute threads before each batch)"),
+    CLI_INFERENCE_COMPUTE_FLAGS(options_t, compute),
+    CLI_DIMS(options_t, dims),
+    CLI_SCALAR_FLAG(options_t, scalar),
+    CLI_FLAG("--checkpoint", CLI_SIZE, options_t, checkpoint, "N", "write the index every N items (default 10000; 0: only at the end)"),
+    CLI_SWITCH_FLAG("--resume", options_t, resume, "continue from INDEX (a checkpoint or a finished index): skip what it holds"),
+    CLI_SWITCH_FLAG("--hidden", options_t, hidden, "also walk hidden files and folders"),
+    CLI_SWITCH_FLAG("--json", options_t, json, "print the summary as one JSON object on stdout"),
+    CLI_SWITCH_FLAG("--progress", options_t, progress, "without a terminal, print a progress line every ~10%"),
+    CLI_QUIET(options_t, quiet),
+    CLI_FLAGS_END,
+};
+
+/* ---- progress ---- */
+
+typedef struct bar_t {
+    const options_t *options;
+    double start;
+    size_t first, last_report;
+    int interactive, drawn;
+} bar_t;
+
+static uform_continuation_t progress(size_t done, size_t total, void *state) {
+    bar_t *bar = state;
+    if (cli_interrupted) return UFORM_CANCEL;
+    if (bar->options->quiet) return UFORM_CONTINUE;
+    double elapsed = cli_now() - bar->start, rate = elapsed > 0 ? (double)(done - bar->first) / elapsed : 0;
+    char done_text[32], total_text[32], eta[32];
+    if (bar->interactive) {
+        double fraction = total ? (double)done / (double)total : 0;
+        int filled = (int)(fraction * 24);
+        fprintf(stderr, "\r[%.*s%*s] %s/%s  %.1f items/s  ETA %s\033[K", filled, "########################", 24 - filled, "",
+                cli_thousands(done, done_text, sizeof done_text), total ? cli_thousands(total, total_text, sizeof total_text) : "?",
+                rate, total && rate > 0 ? cli_duration((double)(total - done) / rate, eta, sizeof eta) : "?");
+        bar->drawn = 1;
+    } else if (bar->options->progress && total && (size_t)(10.0 * done / total) > (size_t)(10.0 * bar->last_report / total)) {
+        fprintf(stderr, "uform: %s/%s items, %.1f items/s\n", cli_thousands(done, done_text, sizeof done_text),
+                cli_thousands(total, total_text, sizeof total_text), rate);
+        bar->last_report = done;
+    }
+    fflush(stderr);
+    return UFORM_CONTINUE;
+}
+
+static void summary(const options_t *options, const uform_index_build_t *build, const char *errors_path, double seconds) {
+    char count[32], duration[32];
+    size_t items = build->indexed + build->failed;
+    if (options->json) {
+        printf("{\"indexed\": %zu, \"failed\": %zu, \"skipped\": %zu, \"duplicates\": %zu, \"resumed\": %zu, "
+               "\"seconds\": %.3f, \"items_per_second\": %.3f, \"index\": ",
+               build->indexed, build->failed, build->skipped, build->duplicates, build->resumed, seconds,
+               seconds > 0 ? items / seconds : 0);
+        cli_json_string(stdout, options->out, strlen(options->out));
+        printf(", \"errors\": ");
+        cli_json_string(stdout, errors_path, strlen(errors_path));
+        struct rusage usage;
+        getrusage(RUSAGE_SELF, &usage);
+        printf(", \"peak_rss_kib\": %ld, \"minor_faults\": %ld}\n", usage.ru_maxrss, usage.ru_minflt);
+    }
+    if (options->quiet) return;
+    fprintf(stderr, "uform: %s items in %s (%.1f items/s)", cli_thousands(items, count, sizeof count),
+            cli_duration(seconds, duration, sizeof duration), seconds > 0 ? items / seconds : 0.0);
+    if (build->failed) fprintf(stderr, ", %zu failed (listed in %s)", build->failed, errors_path);
+    if (build->skipped) fprintf(stderr, ", %zu skipped (other modalities)", build->skipped);
+    if (build->duplicates) fprintf(stderr, ", %zu duplicate paths dropped", build->duplicates);
+    if (build->resumed) fprintf(stderr, ", %zu already in the index", build->resumed);
+    fputc('\n', stderr);
+}
+
+/* --resume without --dims or --scalar continues the index at its own; with them, they must agree. */
+static int resume_shape(options_t *options, const cli_parsed_t *parsed, uform_model_t model) {
+    uform_index_t index = NULL;
+    uform_outcome_t outcome = {0};
+    uform_status_t status = uform_index_open(options->out, model, &index, &outcome);
+    if (status == UFORM_IO && access(options->out, F_OK) != 0) {
+        if (!options->quiet) fprintf(stderr, "uform: '%s' does not exist yet: starting from the beginning\n", options->out);
+        options->resume = 0;
+        return 0;
+    }
+    if (status != UFORM_OK) return cli_fail(&outcome, options->out);
+    uform_index_description_t description;
+    uform_index_describe(index, &description);
+    uform_index_free(index);
+    if ((cli_given(parsed, "--dims") && options->dims != description.dimensions) ||
+        (cli_given(parsed, "--scalar") && options->scalar != description.scalar)) {
+        fprintf(stderr, "uform: '%s' holds %zu dims of %s; --resume continues it as it is (drop --dims/--scalar, or start over)\n",
+                options->out, description.dimensions, cli_scalar_name(description.scalar));
+        return 2;
+    }
+    options->dims = description.dimensions, options->scalar = description.scalar;
+    return 0;
+}
+
+static int run(void *raw, const cli_parsed_t *parsed) {
+    options_t options = *(options_t *)raw;
+    const cli_command_t *command = parsed->command;
+    if (!options.out) return cli_usage_error(command, "missing --out INDEX");
+    if (parsed->positional_count < 2 && !options.manifests.count && !options.shards)
+        return cli_usage_error(command, "no inputs: give folders, files, --manifest or --shards");
+    uform_dataset_t datasets[3] = {NULL, NULL, NULL};
+    size_t dataset_count = 0;
+    uform_data_error_t error;
+    uform_outcome_t outcome = {0};
+    int status = 0;
+    /* Folders and files, then manifests (bad lines are listed, not fatal), then shards. */
+    uform_dataset_options_t kinds[3] = {{0}, {0}, {0}};
+    kinds[0].source = UFORM_DATASET_FOLDER, kinds[0].paths = parsed->positional + 1, kinds[0].path_count = parsed->positional_count - 1;
+    kinds[1].source = UFORM_DATASET_MANIFEST, kinds[1].paths = options.manifests.items, kinds[1].path_count = options.manifests.count;
+    kinds[2].source = UFORM_DATASET_SHARDS, kinds[2].path = options.shards;
+    for (int k = 0; k < 3 && status == 0; ++k) {
+        if (!kinds[k].path_count && !kinds[k].path) continue;
+        kinds[k].hidden = options.hidden, kinds[k].skip_bad = 1, kinds[k].sequential = 1;
+        kinds[k].max_sample_bytes = (size_t)4 << 30;
+        if (uform_dataset_open(&kinds[k], &datasets[dataset_count], &error, &outcome) != UFORM_OK) status = cli_fail(&outcome, NULL);
+        else dataset_count += 1;
+    }
+    uform_executor_t executor = NULL, decoder = NULL;
+    uform_model_t model = NULL;
+    if (status == 0) status = cli_executor(options.threads, &executor);
+    if (status == 0 && options.decode_threads) status = cli_executor(options.decode_threads, &decoder);
+    if (status == 0 && !(model = cli_load(parsed->positional[0], executor, cli_compute(options.compute)))) status = 1;
+    if (status == 0) {
+        uform_model_describe_t describe = {model};
+        uform_model_describe(&describe);
+        unsigned present = describe.description.modalities;
+        if (options.modalities & ~present)
+            status = cli_usage_error(command, "--modalities asks for a modality the checkpoint lacks (it has:%s%s%s%s)",
+                                     present & 1 ? " text" : "", present & 2 ? " image" : "", present & 4 ? " video" : "",
+                                     present & 8 ? " audio" : "");
+        else if (options.dims > describe.description.embedding)
+            status = cli_usage_error(command, "--dims %zu exceeds the checkpoint's embedding width %zu", options.dims,
+                                     describe.description.embedding);
+    }
+    if (status == 0 && options.resume) status = resume_shape(&options, parsed, model);
+    char *errors_path = malloc(strlen(options.out) + 16);
+    if (status == 0 && !errors_path) status = cli_fail_errno(ENOMEM, "cannot start");
+    if (errors_path) sprintf(errors_path, "%s.errors.jsonl", options.out);
+    if (status == 0) {
+        cli_catch_interrupts(1);
+        bar_t bar = {&options, cli_now(), 0, 0, isatty(2) && !options.quiet, 0};
+        uform_index_build_t build = {0};
+        build.model = model, build.executor = executor, build.decoder = decoder;
+        build.datasets = datasets, build.dataset_count = dataset_count;
+        build.out = options.out, build.errors_path = errors_path;
+        build.dimensions = options.dims, build.scalar = options.scalar, build.modalities = options.modalities;
+        build.batch = options.batch, build.checkpoint = options.checkpoint, build.resume = options.resume;
+        build.progress = (uform_progress_t){progress, &bar, 0};
+        uform_status_t built = uform_index_build(&build);
+        if (bar.drawn) fputc('\n', stderr);
+        double seconds = cli_now() - bar.start;
+        if (built == UFORM_CANCELLED || (built == UFORM_OK && cli_interrupted)) {
+            if (access(options.out, F_OK) == 0)
+                fprintf(stderr, "uform: interrupted; '%s' keeps the last checkpoint; run the same command with --resume to continue\n",
+                        options.out);
+            else fprintf(stderr, "uform: interrupted before the first checkpoint; nothing was written\n");
+            status = 130;
+        } else if (built != UFORM_OK) {
+            status = cli_fail(&build.outcome, NULL);
+        } else {
+            summary(&options, &build, errors_path, seconds);
+            if (build.failed || build.resumed) {
+                /* Bad items of this run, or listed by the run it resumed: exit 3 while the errors file lists any. */
+                FILE *listed = fopen(errors_path, "r");
+                int any = listed && fgetc(listed) != EOF;
+                if (listed) fclose(listed);
+                if (any) status = 3;
+            }
+        }
+    }
+    free(errors_path);
+    uform_model_free(model);
+    for (size_t d = 0; d < dataset_count; ++d) uform_dataset_free(datasets[d]);
+    uform_executor_free(decoder);
+    uform_executor_free(executor);
+    return status;
+}
+
+const cli_command_t cli_index = {
+    .name = "index",
+    .summary = "embeds every item of folders, files, manifests or shards into one searchable index file",
+    .usage = "CKPT (DIR | FILE | --manifest FILE.jsonl | --shards LIST)... --out INDEX [options]",
+    .description = "Embeds every item found into INDEX (one safetensors file) and lists bad items in INDEX.errors.jsonl.\n"
+                   "Folders are walked recursively and files recognised by content.\n",
+    .statuses = "0 every item indexed; 1 the run failed (the reason is printed); 2 usage error;\n"
+                "3 finished, but some items failed (listed in INDEX.errors.jsonl); 130 interrupted (INDEX keeps\n"
+                "the last checkpoint: run the same command with --resume to continue).",
+    .flags = flags,
+    .options_size = sizeof(options_t),
+    .defaults = defaults,
+    .positional_min = 1,
+    .positional_max = SIZE_MAX,
+    .run = run,
+};
