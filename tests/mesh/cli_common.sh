@@ -34,7 +34,10 @@ PY
 # compare_checkpoints close|identical A B. close: the optimizer.weights.* tensors of two checkpoints
 # are within ||a - b|| / ||b|| <= 1e-5 over all of them and <= 1e-4 per tensor (test_mesh_parity.c
 # says why the two bounds differ); identical: every optimizer.* tensor (master weights, moments,
-# step) is the same bits — a resumed run that must be exactly an uninterrupted one.
+# step) is the same bits — a resumed run that must be exactly an uninterrupted one; near: within
+# 1e-3 overall and 1e-2 per tensor, for runs of tens of steps whose sums ran in another order (the
+# rounding grows through training's fast phase: 2 and 3 members of test_mesh_resume's 60 steps end
+# 8e-5 apart, while another --seed, i.e. another data order, ends 0.8 apart).
 compare_checkpoints() {
   "$python" - "$@" <<'PY'
 import json, struct, sys
@@ -66,7 +69,8 @@ for name in b:
         worst, where = error, name
 overall = (difference / norm) ** 0.5
 print(f"weights {overall:.3g} relative (worst tensor {worst:.3g}, {where})", file=sys.stderr)
-sys.exit(0 if overall <= 1e-5 and worst <= 1e-4 else 1)
+bounds = {"close": (1e-5, 1e-4), "near": (1e-3, 1e-2)}[mode]
+sys.exit(0 if overall <= bounds[0] and worst <= bounds[1] else 1)
 PY
 }
 same_weights() { compare_checkpoints close "$1" "$2"; }

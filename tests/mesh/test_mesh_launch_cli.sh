@@ -18,7 +18,7 @@ source "$(dirname "$0")/cli_common.sh"
 mesh_cli_manifest "$work" || { echo "cannot generate the manifest" >&2; exit 1; }
 clear_launchers
 
-common=(--batch 10 --steps 3 --seed 4 --warmup 1)
+common=(--batch 10 --steps 3 --seed 4 --warmup 1 --f32) # F32: k members equal one to 1e-5; BF16 rounds differently per split
 check "$uform" train "$work/train.jsonl" --out "$work/one.safetensors" --threads 2 "${common[@]}" --quiet
 
 # torchrun: RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT.

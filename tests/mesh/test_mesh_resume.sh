@@ -3,7 +3,7 @@
 # auto on loopback) train; one is SIGKILLed mid-run; the others fail with peer_lost, and member 0
 # saves the last completed step (weights, optimizer, data order) to --out and prints the command
 # that resumes. Resuming it with 3 members gives an uninterrupted 3-member run's weights bit for bit,
-# and with 2 members the same to 1e-5 relative (the sums run in another order): the global batch
+# and with 2 members the same to 1e-3 relative (the sums run in another order, and 60 steps grow the rounding): the global batch
 # sequence goes on where it stopped. Every member is waited for or killed; bounded in time.
 # Usage: test_mesh_resume.sh UFORM_BINARY PYTHON
 set -u
@@ -20,7 +20,7 @@ mesh_cli_manifest "$work" || { echo "cannot generate the manifest" >&2; exit 1; 
 clear_launchers
 
 steps=60
-common=(--batch 9 --seed 4 --warmup 2 --threads 1 --mesh auto --mesh-address 127.0.0.1 --mesh-timeout 20)
+common=(--batch 9 --seed 4 --warmup 2 --threads 1 --f32 --mesh auto --mesh-address 127.0.0.1 --mesh-timeout 20)
 
 # Starts `count` members of a run; their process ids in members[], stderr in NAME.RANK.err.
 members=()
@@ -83,12 +83,13 @@ finish
 for rank in 0 1 2; do check test "${exits[$rank]}" -eq 0; done
 check identical_weights "$work/three.safetensors" "$work/whole.safetensors"
 
-# Resumed by 2 members: the same global batches, summed in another order.
+# Resumed by 2 members: the same global batches, summed in another order (near: uninterrupted 2- and
+# 3-member runs of these 60 steps end 8e-5 apart; a data order off by one batch or seed, ~1).
 cp "$work/lost.safetensors" "$work/two.safetensors"
 start two 2 --out "$work/two.safetensors" --resume "$work/two.safetensors" --steps $((steps - saved)) --quiet
 finish
 for rank in 0 1; do check test "${exits[$rank]}" -eq 0; done
-check same_weights "$work/two.safetensors" "$work/whole.safetensors"
+check compare_checkpoints near "$work/two.safetensors" "$work/whole.safetensors"
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -23,7 +23,7 @@ int serve_model_open(const serve_model_options_t *options, const char *index_pat
         UFORM_OK)
         return serve_model_close(model), fail(error, capacity, &outcome, "the decode executor");
     uform_ram_options_t ram = {0};
-    ram.compute = options->compute;
+    ram.compute = options->compute >= 0 ? (uform_compute_t)options->compute : uform_compute_best(UFORM_CPU_CLASS_UNKNOWN);
     if (uform_model_load_ram(model->compute, options->checkpoint, &ram, &model->model, &outcome) != UFORM_OK)
         return serve_model_close(model), fail(error, capacity, &outcome, NULL);
     uform_model_describe_t describe = {model->model};
