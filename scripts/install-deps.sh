@@ -27,8 +27,6 @@ packages=(
   libmicrohttpd-dev chromium chromium-driver wrk python3-fastapi python3-uvicorn python3-uvloop python3-httptools
   # the mesh's tests: network namespaces and shaped links, Redis rendezvous, a real mpirun
   iproute2 redis-server openmpi-bin
-  # an AVX2-only CPU emulated (qemu-x86_64 -cpu max) for the Haswell class's int8 kernels test
-  qemu-user
 )
 
 missing=()

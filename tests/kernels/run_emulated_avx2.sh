@@ -1,13 +1,14 @@
 #!/bin/sh
 # run_emulated_avx2.sh PROGRAM [ARGS...]: runs a kernel test under QEMU's user-mode emulator with
-# `-cpu max` (AVX2, FMA and F16C, no AVX-512: Debian's qemu-user), as on an AVX2-only CPU such as a
-# Zen 3. Any AVX-512 instruction reached from the Haswell class's code dies there of SIGILL. Passes
-# when the program passes, ran the Haswell class, and ran no AVX-512 class (which would mean the
-# emulator offered AVX-512 and proved nothing).
+# `-cpu max` (AVX2, FMA and F16C, no AVX-512), as on an AVX2-only CPU such as a Zen 3. Any AVX-512
+# instruction reached from the Haswell class's code dies there of SIGILL. The emulator is QEMU 10,
+# which scripts/install-deps.sh unpacks into /opt/uform/qemu (as for `make test-avx2`): Debian 12's
+# own qemu-user 7.2 emulates AVX2 gathers wrongly. Passes when the program passes, ran the Haswell
+# class, and ran no AVX-512 class (which would mean the emulator offered AVX-512 and proved nothing).
 set -u
-emulator=$(command -v qemu-x86_64 || true)
-if [ -z "$emulator" ]; then
-  echo "qemu-x86_64 is missing (Debian's qemu-user; scripts/install-deps.sh installs it)"
+emulator=/opt/uform/qemu/usr/bin/qemu-x86_64
+if [ ! -x "$emulator" ]; then
+  echo "FAIL: $emulator is missing (scripts/install-deps.sh fetches QEMU 10 there)"
   exit 1
 fi
 output=$("$emulator" -cpu max "$@" 2>&1)
