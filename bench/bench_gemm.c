@@ -272,6 +272,21 @@ typedef struct candidate_t {
     double difference;
 } candidate_t;
 
+/* Warm-up (page faults, oneDNN's JIT, thread start), then `rounds` interleaved rounds: each calls
+ * every candidate once, in order, and each keeps its fastest call. SERIAL runs in the first only. */
+static void measure(candidate_t *candidates, size_t count, int rounds) {
+    for (size_t i = 0; i < count; ++i) {
+        if (!candidates[i].serial) candidates[i].call(candidates[i].state);
+        if (candidates[i].sleep_after_us) usleep(candidates[i].sleep_after_us);
+    }
+    for (int round = 0; round < rounds; ++round)
+        for (size_t i = 0; i < count; ++i) {
+            if (candidates[i].serial && round > 0) continue;
+            candidates[i].best = fmin(candidates[i].best, time_call(candidates[i].call, candidates[i].state));
+            if (candidates[i].sleep_after_us) usleep(candidates[i].sleep_after_us);
+        }
+}
+
 enum { MAX_CANDIDATES = 48 };
 
 /* The instruction peak a row is read against (bench_probe.h): the one `class_name`'s kernels use
@@ -411,16 +426,7 @@ static void run_backward_shape(const bench_shape_t *shape, size_t threads, const
         snprintf(candidates[count - 1].variant, sizeof candidates[count - 1].variant, "%s", kind ? "bw f32" : "bx f32");
         snprintf(candidates[count - 1].label, sizeof candidates[count - 1].label, "openblas %s", kind ? "bw f32" : "bx f32");
     }
-    for (size_t i = 0; i < count; ++i) {
-        if (!candidates[i].serial) candidates[i].call(candidates[i].state);
-        if (candidates[i].sleep_after_us) usleep(candidates[i].sleep_after_us);
-    }
-    for (int round = 0; round < rounds; ++round)
-        for (size_t i = 0; i < count; ++i) {
-            if (candidates[i].serial && round > 0) continue;
-            candidates[i].best = fmin(candidates[i].best, time_call(candidates[i].call, candidates[i].state));
-            if (candidates[i].sleep_after_us) usleep(candidates[i].sleep_after_us);
-        }
+    measure(candidates, count, rounds);
     /* Results against OpenBLAS's, once more each from a zero dW, untimed. */
     memset(dw_reference, 0, n * k * sizeof(float));
     openblas_backward_call(&openblas[0]);
@@ -483,20 +489,6 @@ static void fill_random(uint64_t *state, float *values, uform__bf16_t *values16,
     }
 }
 
-/* Warm-up (page faults, oneDNN's JIT, thread start), then `rounds` interleaved rounds: each calls
- * every candidate once, in order, and each keeps its fastest call. SERIAL runs in the first only. */
-static void measure(candidate_t *candidates, size_t count, int rounds) {
-    for (size_t i = 0; i < count; ++i) {
-        if (!candidates[i].serial) candidates[i].call(candidates[i].state);
-        if (candidates[i].sleep_after_us) usleep(candidates[i].sleep_after_us);
-    }
-    for (int round = 0; round < rounds; ++round)
-        for (size_t i = 0; i < count; ++i) {
-            if (candidates[i].serial && round > 0) continue;
-            candidates[i].best = fmin(candidates[i].best, time_call(candidates[i].call, candidates[i].state));
-            if (candidates[i].sleep_after_us) usleep(candidates[i].sleep_after_us);
-        }
-}
 
 /* oneDNN's two variants (plain and blocked weights) of `type`, appended to `candidates`; when
  * this CPU has no kernel for `type` (dnnl_unimplemented: BF16 without AVX-512, s8 without VNNI or

@@ -36,16 +36,7 @@ import torch
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import int8_reference as Q  # noqa: E402
 import uform_reference as R  # noqa: E402
-
-
-class Tally:
-    def __init__(self):
-        self.passed = self.failed = 0
-
-    def record(self, ok, label, detail):
-        print(f"{'PASS' if ok else 'FAIL'} {label}: {detail}", flush=True)
-        self.passed += bool(ok)
-        self.failed += not ok
+from compare import Tally, comparable  # noqa: E402
 
 
 def compare(tally, label, engine, reference, tolerance):
@@ -56,12 +47,8 @@ def compare(tally, label, engine, reference, tolerance):
     lands one step apart, and a random checkpoint's small residual stream lets the final norm
     magnify it in a few rows (measured on random `small`, one block alone: up to 1.0e-3 of max|b|
     in the row concerned, 1e-7 elsewhere)."""
-    engine, reference = np.asarray(engine, np.float64), np.asarray(reference, np.float64)
-    if engine.shape != reference.shape:
-        tally.record(False, label, f"shape {list(engine.shape)}, reference {list(reference.shape)}")
-        return
-    if not np.all(np.isfinite(engine)):
-        tally.record(False, label, f"{int(np.sum(~np.isfinite(engine)))} non-finite values")
+    engine, reference = comparable(tally, label, engine, reference)
+    if engine is None:
         return
     norm = max(float(np.linalg.norm(reference)), 1e-30)
     relative = float(np.linalg.norm(engine - reference)) / norm
