@@ -31,7 +31,7 @@ open(os.path.join(folder, "broken.jsonl"), "w").write("\n".join(broken) + "\n")
 PY
 }
 
-# compare_checkpoints close|identical A B. close: the optimizer.weights.* tensors of two checkpoints
+# compare_checkpoints close|identical|near A B (tests/common/same_weights.py). close: the optimizer.weights.* tensors of two checkpoints
 # are within ||a - b|| / ||b|| <= 1e-5 over all of them and <= 1e-4 per tensor (test_mesh_parity.c
 # says why the two bounds differ); identical: every optimizer.* tensor (master weights, moments,
 # step) is the same bits — a resumed run that must be exactly an uninterrupted one; near: within
@@ -39,39 +39,14 @@ PY
 # rounding grows through training's fast phase: 2 and 3 members of test_mesh_resume's 60 steps end
 # 8e-5 apart, while another --seed, i.e. another data order, ends 0.8 apart).
 compare_checkpoints() {
-  "$python" - "$@" <<'PY'
-import json, struct, sys
-import numpy as np
-mode, first, second = sys.argv[1:4]
-def tensors(path):
-    data = open(path, "rb").read()
-    size = struct.unpack("<Q", data[:8])[0]
-    header = json.loads(data[8:8 + size])
-    prefix = "optimizer." if mode == "identical" else "optimizer.weights."
-    return {name: data[8 + size + entry["data_offsets"][0]:8 + size + entry["data_offsets"][1]]
-            for name, entry in header.items() if name.startswith(prefix)}
-a, b = tensors(first), tensors(second)
-if not b or a.keys() != b.keys():
-    print(f"tensors differ: {len(a)} and {len(b)}", file=sys.stderr)
-    sys.exit(1)
-if mode == "identical":
-    different = sorted(name for name in b if a[name] != b[name])
-    if different:
-        print(f"{len(different)} of {len(b)} optimizer tensors differ: {different[:3]}", file=sys.stderr)
-    sys.exit(1 if different else 0)
-worst, where, difference, norm = 0.0, "", 0.0, 0.0
-for name in b:
-    x, y = (np.frombuffer(t[name], dtype=np.float32).astype(np.float64) for t in (a, b))
-    d, n = float(np.sum((x - y) ** 2)), float(np.sum(y ** 2))
-    difference, norm = difference + d, norm + n
-    error = (d / n) ** 0.5 if n > 0 else d ** 0.5
-    if error > worst:
-        worst, where = error, name
-overall = (difference / norm) ** 0.5
-print(f"weights {overall:.3g} relative (worst tensor {worst:.3g}, {where})", file=sys.stderr)
-bounds = {"close": (1e-5, 1e-4), "near": (1e-3, 1e-2)}[mode]
-sys.exit(0 if overall <= bounds[0] and worst <= bounds[1] else 1)
-PY
+  local here
+  here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+  case $1 in
+    identical) "$python" "$here/../common/same_weights.py" --identical "$2" "$3" ;;
+    close) "$python" "$here/../common/same_weights.py" "$2" "$3" ;;
+    near) "$python" "$here/../common/same_weights.py" "$2" "$3" 1e-2 1e-3 ;;
+    *) echo "compare_checkpoints: unknown mode '$1'" >&2; return 2 ;;
+  esac
 }
 same_weights() { compare_checkpoints close "$1" "$2"; }
 identical_weights() { compare_checkpoints identical "$1" "$2"; }
