@@ -7,11 +7,13 @@
  * Shapes: M = 4096 tokens with (K, N) ∈ {(384, 1152), (384, 1536), (1536, 384), (768, 2304),
  * (768, 3072), (3072, 768)}, and square 1024 and 2048; 1 and 2 threads.
  * Ours, per class: "f32" (F32 X and W, W plain), "f32 packed", "bf16" (BF16 X and W, W plain),
- * "bf16 packed"; packing scratch is passed in (allocated once, as an arena would). Ratios: F32 against OpenBLAS, BF16 against oneDNN blocked.
+ * "bf16 packed"; packing scratch is passed in (allocated once, as an arena would). Ratios: F32
+ * against OpenBLAS, BF16 against oneDNN blocked. Where oneDNN has no BF16 matmul for the CPU (no
+ * AVX-512: status dnnl_unimplemented), its F32 matmul runs in its place, labelled "f32*", and says so.
  *
  * Usage: bench_gemm [--json PATH] [--threads 1,2] [--classes serial,haswell,skylake,icelake,genoa]
  *                   [--rounds R] [--quick] [--shape M,K,N] [--epilogue bias|gelu|gelu-fast] [--y-bf16]
- *                   [--backward]
+ *                   [--backward | --int8]
  * --shape replaces the shape list with one shape. --epilogue measures the cost of the bias (and GELU,
  * exact or fast) folded into our products: each class then runs its packed variants twice, without
  * and with the epilogue ("+bias", "+gelu", "+gelu-fast"), with F32 activations as the model passes
@@ -24,6 +26,12 @@
  * the F32 and the BF16 slot, each also with the bias gradient folded in ("+db": backward_w's `db`),
  * and backward_b (db[N] += Σ_m dY[m,:]) alone, against OpenBLAS's
  * sgemm of the same products (NoTrans·NoTrans and Trans·NoTrans).
+ * --int8 measures the INT8 products (kernels/gemm_i8.h) at the trunk's shapes (M = 6,304 tokens, a
+ * batch of 32 images of `small`: qkv, out, up, down; `base`'s up and down; 2048³): per class the
+ * F32 and BF16 packed products, "i8" (rows already quantized) and "i8+q" (F32 rows quantized in
+ * every call, as the model runs it), each INT8 row's ratio to the same class's faster float
+ * product and to oneDNN's s8 matmul (blocked weights, one output scale per column; its F32 matmul
+ * where s8 is unimplemented), and its difference from OpenBLAS's F32 product (the quantization's).
  * The JSON path defaults to bench/results/gemm.json (relative to the working directory).
  *
  * This machine is shared (2 cores, other builds running). With 1 thread every engine is timed by
@@ -31,9 +39,11 @@
  * which other processes cannot inflate; with 2 threads by wall-clock time. The engines are measured
  * interleaved: each round calls every engine once, in the same order, and each keeps its fastest
  * call over R rounds (default 5; one warm-up call first). SERIAL is timed in the first round only.
- * The F32 FMA and BF16 dot-product peaks are measured the same way (the fastest of three
- * instruction loops per thread, see "Peaks" below) and printed, so every number can be read as a
- * fraction of what the cores gave.
+ * The instruction peaks of every kind this CPU has (bench_probe.h: F32 FMA on ymm and zmm,
+ * vdpbf16ps, and the integer dot products the INT8 kernels use) are measured the same way and
+ * printed, and every row is read as a fraction of the peak of the instructions its class runs
+ * (a SERIAL row has none; a peer's is the widest of its kind the CPU has). On an AVX2-only CPU
+ * the AVX-512 kinds print "not on this CPU".
  *
  * OpenBLAS: OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE may be set in this environment and would pin
  * OpenBLAS to another core's kernels; OpenBLAS reads them when it loads, so the benchmark re-runs
@@ -54,7 +64,9 @@
 #include <unistd.h>
 
 #include "bench_gemm_pool.h"
+#include "bench_probe.h"
 #include "kernels/gemm.h"
+#include "kernels/gemm_i8.h"
 
 typedef struct bench_shape_t {
     size_t m, k, n;
@@ -63,6 +75,13 @@ typedef struct bench_shape_t {
 static const bench_shape_t bench_shapes[] = {
     {4096, 384, 1152}, {4096, 384, 1536}, {4096, 1536, 384}, {4096, 768, 2304},
     {4096, 768, 3072}, {4096, 3072, 768}, {1024, 1024, 1024}, {2048, 2048, 2048},
+};
+
+/* --int8: the trunk's four products of `small` (qkv, out, up, down) and of `base`'s up and down,
+ * at M = 6,304 tokens (a batch of 32 images), and the square 2048. */
+static const bench_shape_t bench_int8_shapes[] = {
+    {6304, 384, 1152}, {6304, 384, 384}, {6304, 384, 1536}, {6304, 1536, 384}, {6304, 768, 3072}, {6304, 3072, 768},
+    {2048, 2048, 2048},
 };
 
 /* With one thread every engine computes on the calling thread (OpenBLAS and oneDNN's OpenMP
@@ -92,13 +111,28 @@ typedef struct ours_state_t {
     const uform__parallel_t *parallel;
     int bf16;
     int failed;
+    /* --int8: the INT8 product, and with `quantize` the F32 rows quantized first in every call */
+    const uform__gemm_i8_kernels_t *i8;
+    uform__gemm_i8_forward_t i8_args;
+    const float *x32;
+    int quantize;
 } ours_state_t;
 
 static void ours_call(void *state_pointer) {
     ours_state_t *state = state_pointer;
     uform_outcome_t outcome = {0};
-    uform__gemm_forward_fn forward = state->bf16 ? state->table->forward_bf16 : state->table->forward_f32;
-    if (forward(&state->args, state->parallel, &outcome) != UFORM_OK) {
+    uform_status_t status;
+    if (state->i8) {
+        const uform__gemm_i8_forward_t *args = &state->i8_args;
+        if (state->quantize)
+            state->i8->quantize(args->m, args->k, state->x32, args->k, UFORM__GEMM_F32, (int8_t *)args->x.q, args->x.ld,
+                                (float *)args->x.scale, (int32_t *)args->x.sums, state->parallel);
+        status = state->i8->forward(args, state->parallel, &outcome);
+    } else {
+        uform__gemm_forward_fn forward = state->bf16 ? state->table->forward_bf16 : state->table->forward_f32;
+        status = forward(&state->args, state->parallel, &outcome);
+    }
+    if (status != UFORM_OK) {
         if (!state->failed) fprintf(stderr, "ours failed: %s\n", outcome.message);
         state->failed = 1;
     }
@@ -143,26 +177,36 @@ static void onednn_call(void *state_pointer) {
         dnnl_status_t dnnl_status_ = (expression);                                         \
         if (dnnl_status_ != dnnl_success) {                                                \
             fprintf(stderr, "oneDNN: %s failed with status %d\n", #expression, (int)dnnl_status_); \
-            return -1;                                                                     \
+            return (int)dnnl_status_;                                                      \
         }                                                                                  \
     } while (0)
 
-/* oneDNN's BF16 matmul: src [M,K] bf16, weights [K,N] bf16 given as our [N,K] rows (tag "ba"),
- * dst [M,N] f32; `blocked` lets oneDNN choose the weight layout (format_tag_any) and reorders the
- * weights into it once, before any timing. Answers 0 on success. */
+/* oneDNN's matmul of `type` (bf16, f32 or s8): src [M,K], weights [K,N] given as our [N,K] rows
+ * (tag "ba"), dst [M,N] f32 (s8: with one output scale per column, `scales` [N], as a per-channel
+ * dynamic quantization applies its weight scales); `blocked` lets oneDNN choose the weight layout
+ * (format_tag_any) and reorders the weights into it once, before any timing. Answers 0 on success,
+ * else oneDNN's status (dnnl_unimplemented where this CPU lacks the ISA oneDNN needs for it). */
 static int onednn_prepare(onednn_state_t *state, dnnl_engine_t engine, dnnl_stream_t stream, size_t m, size_t n,
-                          size_t k, const uform__bf16_t *x, const uform__bf16_t *w, float *y, int blocked) {
+                          size_t k, dnnl_data_type_t type, const void *x, const void *w, float *y, int blocked,
+                          const float *scales) {
     *state = (onednn_state_t){.stream = stream};
     dnnl_memory_desc_t src_md, weights_plain_md, weights_md, dst_md;
     dnnl_dims_t src_dims = {(dnnl_dim_t)m, (dnnl_dim_t)k}, weights_dims = {(dnnl_dim_t)k, (dnnl_dim_t)n},
                 dst_dims = {(dnnl_dim_t)m, (dnnl_dim_t)n};
-    DNNL_TRY(dnnl_memory_desc_init_by_tag(&src_md, 2, src_dims, dnnl_bf16, dnnl_ab));
-    DNNL_TRY(dnnl_memory_desc_init_by_tag(&weights_plain_md, 2, weights_dims, dnnl_bf16, dnnl_ba));
-    DNNL_TRY(dnnl_memory_desc_init_by_tag(&weights_md, 2, weights_dims, dnnl_bf16, blocked ? dnnl_format_tag_any : dnnl_ba));
+    DNNL_TRY(dnnl_memory_desc_init_by_tag(&src_md, 2, src_dims, type, dnnl_ab));
+    DNNL_TRY(dnnl_memory_desc_init_by_tag(&weights_plain_md, 2, weights_dims, type, dnnl_ba));
+    DNNL_TRY(dnnl_memory_desc_init_by_tag(&weights_md, 2, weights_dims, type, blocked ? dnnl_format_tag_any : dnnl_ba));
     DNNL_TRY(dnnl_memory_desc_init_by_tag(&dst_md, 2, dst_dims, dnnl_f32, dnnl_ab));
     dnnl_matmul_desc_t matmul_desc;
     DNNL_TRY(dnnl_matmul_desc_init(&matmul_desc, &src_md, &weights_md, NULL, &dst_md));
-    DNNL_TRY(dnnl_primitive_desc_create(&state->matmul_pd, &matmul_desc, NULL, engine, NULL));
+    dnnl_primitive_attr_t attr = NULL;
+    if (scales) {
+        DNNL_TRY(dnnl_primitive_attr_create(&attr));
+        DNNL_TRY(dnnl_primitive_attr_set_output_scales(attr, (dnnl_dim_t)n, 1 << 1, scales));
+    }
+    dnnl_status_t created = dnnl_primitive_desc_create(&state->matmul_pd, &matmul_desc, attr, engine, NULL);
+    if (attr) dnnl_primitive_attr_destroy(attr);
+    if (created != dnnl_success) return (int)created;
     const dnnl_memory_desc_t *chosen_md = dnnl_primitive_desc_query_md(state->matmul_pd, dnnl_query_weights_md, 0);
     DNNL_TRY(dnnl_primitive_create(&state->matmul, state->matmul_pd));
     DNNL_TRY(dnnl_memory_create(&state->src, &src_md, engine, (void *)x));
@@ -192,109 +236,6 @@ static void onednn_release(onednn_state_t *state) {
     if (state->dst) dnnl_memory_destroy(state->dst);
     if (state->matmul) dnnl_primitive_destroy(state->matmul);
     if (state->matmul_pd) dnnl_primitive_desc_destroy(state->matmul_pd);
-}
-
-/* ---- Peaks: independent accumulator chains per thread, as many prongs as threads ----
- *
- * A peak is the best of three instruction loops, because a loop that one core issues at full rate
- * another may not (a Zen 5 machine reported the F32 products at 157–195% of the first loop alone):
- *   chains   24 accumulators, each `acc = a·a + acc` (or vdpbf16ps) on one register operand;
- *   pairs    16 accumulators over two different multiplicand registers;
- *   memory   12 accumulators with an embedded-broadcast memory operand, the form the GEMM tiles
- *            issue (vfmadd231ps zmm, zmm, m32bcst / vdpbf16ps zmm, zmm, m32bcst).
- * Each runs ≈0.1 s per call (the iteration count is calibrated first) and keeps its best of the
- * rounds; the peak is the fastest loop, so no product can honestly exceed it. */
-
-typedef struct peak_job_t {
-    int bf16, variant; /* variant 0 chains, 1 pairs, 2 memory */
-    long iterations;
-    float sink[64];
-    float operands[16];
-} peak_job_t;
-
-enum { peak_variants = 3 };
-static const int peak_chains[peak_variants] = {24, 16, 12};
-static const char *const peak_names[peak_variants] = {"chains", "pairs", "memory"};
-
-__attribute__((target("avx512f,avx512bf16"))) static void peak_prong(void *context, size_t thread, size_t prong) {
-    peak_job_t *job = context;
-    __m512 sum_f32x16[24];
-    for (int i = 0; i < 24; ++i) sum_f32x16[i] = _mm512_set1_ps((float)i * 1e-9f);
-    __m512 a_f32x16 = _mm512_set1_ps(1.0000001f), b_f32x16 = _mm512_set1_ps(0.9999999f);
-    __m512i a_bf16x32 = _mm512_set1_epi32(0x3F803F80), b_bf16x32 = _mm512_set1_epi32(0x3F7F3F7F);
-    const float *memory = job->operands;
-    long iterations = job->iterations;
-    if (!job->bf16 && job->variant == 0) {
-        for (long it = 0; it < iterations; ++it) {
-#pragma GCC unroll 24
-            for (int i = 0; i < 24; ++i) sum_f32x16[i] = _mm512_fmadd_ps(a_f32x16, a_f32x16, sum_f32x16[i]);
-            __asm__ volatile("" : "+v"(a_f32x16));
-        }
-    } else if (!job->bf16 && job->variant == 1) {
-        for (long it = 0; it < iterations; ++it) {
-#pragma GCC unroll 16
-            for (int i = 0; i < 16; ++i)
-                sum_f32x16[i] = _mm512_fmadd_ps(i % 2 ? a_f32x16 : b_f32x16, i % 4 < 2 ? b_f32x16 : a_f32x16, sum_f32x16[i]);
-            __asm__ volatile("" : "+v"(a_f32x16), "+v"(b_f32x16));
-        }
-    } else if (!job->bf16) {
-        for (long it = 0; it < iterations; ++it) {
-#pragma GCC unroll 12
-            for (int i = 0; i < 12; ++i) sum_f32x16[i] = _mm512_fmadd_ps(_mm512_set1_ps(memory[i]), a_f32x16, sum_f32x16[i]);
-            __asm__ volatile("" : "+v"(a_f32x16), "+r"(memory));
-        }
-    } else if (job->variant == 0) {
-        for (long it = 0; it < iterations; ++it) {
-#pragma GCC unroll 24
-            for (int i = 0; i < 24; ++i) sum_f32x16[i] = _mm512_dpbf16_ps(sum_f32x16[i], (__m512bh)a_bf16x32, (__m512bh)a_bf16x32);
-            __asm__ volatile("" : "+v"(a_bf16x32));
-        }
-    } else if (job->variant == 1) {
-        for (long it = 0; it < iterations; ++it) {
-#pragma GCC unroll 16
-            for (int i = 0; i < 16; ++i)
-                sum_f32x16[i] = _mm512_dpbf16_ps(sum_f32x16[i], (__m512bh)(i % 2 ? a_bf16x32 : b_bf16x32),
-                                                 (__m512bh)(i % 4 < 2 ? b_bf16x32 : a_bf16x32));
-            __asm__ volatile("" : "+v"(a_bf16x32), "+v"(b_bf16x32));
-        }
-    } else {
-        for (long it = 0; it < iterations; ++it) {
-#pragma GCC unroll 12
-            for (int i = 0; i < 12; ++i)
-                sum_f32x16[i] = _mm512_dpbf16_ps(sum_f32x16[i], (__m512bh)_mm512_set1_ps(memory[i]), (__m512bh)a_bf16x32);
-            __asm__ volatile("" : "+v"(a_bf16x32), "+r"(memory));
-        }
-    }
-    __m512 total_f32x16 = _mm512_setzero_ps();
-    for (int i = 0; i < 24; ++i) total_f32x16 = _mm512_add_ps(total_f32x16, sum_f32x16[i]);
-    float lanes[16];
-    _mm512_storeu_ps(lanes, total_f32x16);
-    job->sink[prong % 64] = lanes[0];
-}
-
-typedef struct peak_state_t {
-    peak_job_t job;
-    const uform__parallel_t *parallel;
-    size_t threads;
-} peak_state_t;
-
-static void peak_call(void *state_pointer) {
-    peak_state_t *state = state_pointer;
-    uform__parallel_for(state->parallel, state->threads, peak_prong, &state->job);
-}
-
-
-/* GFLOP/s of one loop: calibrated to ≈0.1 s a call, best of `rounds`. */
-static double peak_of(int bf16, int variant, const uform__parallel_t *parallel, size_t threads, int rounds) {
-    peak_state_t peak = {.job = {.bf16 = bf16, .variant = variant, .iterations = 100000}, .parallel = parallel,
-                         .threads = threads};
-    for (int i = 0; i < 16; ++i) peak.job.operands[i] = 1.0f + (float)i * 1e-7f;
-    double probe = time_call(peak_call, &peak);
-    peak.job.iterations = (long)(100000.0 * 0.1 / (probe > 1e-6 ? probe : 1e-6));
-    if (peak.job.iterations < 100000) peak.job.iterations = 100000;
-    double best = 1e30;
-    for (int round = 0; round < rounds; ++round) best = fmin(best, time_call(peak_call, &peak));
-    return (double)threads * (double)peak.job.iterations * peak_chains[variant] * (bf16 ? 64.0 : 32.0) / best * 1e-9;
 }
 
 /* ---- The run ---- */
@@ -331,7 +272,43 @@ typedef struct candidate_t {
     double difference;
 } candidate_t;
 
+/* Warm-up (page faults, oneDNN's JIT, thread start), then `rounds` interleaved rounds: each calls
+ * every candidate once, in order, and each keeps its fastest call. SERIAL runs in the first only. */
+static void measure(candidate_t *candidates, size_t count, int rounds) {
+    for (size_t i = 0; i < count; ++i) {
+        if (!candidates[i].serial) candidates[i].call(candidates[i].state);
+        if (candidates[i].sleep_after_us) usleep(candidates[i].sleep_after_us);
+    }
+    for (int round = 0; round < rounds; ++round)
+        for (size_t i = 0; i < count; ++i) {
+            if (candidates[i].serial && round > 0) continue;
+            candidates[i].best = fmin(candidates[i].best, time_call(candidates[i].call, candidates[i].state));
+            if (candidates[i].sleep_after_us) usleep(candidates[i].sleep_after_us);
+        }
+}
+
 enum { MAX_CANDIDATES = 48 };
+
+/* The instruction peak a row is read against (bench_probe.h): the one `class_name`'s kernels use
+ * for `product` ("f32", "bf16", "i8"); a peer's (class_name NULL) is the widest F32 FMA this CPU
+ * has, or for "bf16" and "i8" the peak of that product's instructions when the CPU has them. 0
+ * when there is none (SERIAL's plain C). */
+static double row_peak(const double probes[BENCH_PROBE_KINDS], const char *class_name, const char *product) {
+    if (!class_name) {
+        if (product[0] == 'b' && probes[BENCH_PROBE_BF16_ZMM] > 0) return probes[BENCH_PROBE_BF16_ZMM];
+        if (product[0] == 'i') /* the widest integer dot product the CPU has */
+            return probes[BENCH_PROBE_I8_VNNI] > 0   ? probes[BENCH_PROBE_I8_VNNI]
+                   : probes[BENCH_PROBE_I8_ZMM] > 0 ? probes[BENCH_PROBE_I8_ZMM]
+                                                    : probes[BENCH_PROBE_I8_YMM];
+        return probes[BENCH_PROBE_F32_ZMM] > 0 ? probes[BENCH_PROBE_F32_ZMM] : probes[BENCH_PROBE_F32_YMM];
+    }
+    for (size_t c = 0; c < sizeof bench_classes / sizeof bench_classes[0]; ++c)
+        if (!strcmp(bench_classes[c].name, class_name)) {
+            bench_probe_kind_t kind = bench_probe_kind_for(bench_classes[c].cpu_class, product);
+            return (int)kind >= 0 ? probes[kind] : 0;
+        }
+    return 0;
+}
 
 /* ---- --backward: the trainer's products ---- */
 
@@ -396,7 +373,7 @@ static float bench_random(uint64_t *state) {
  * products, interleaved over the rounds; prints the table and appends the JSON records. */
 static void run_backward_shape(const bench_shape_t *shape, size_t threads, const uform__parallel_t *parallel,
                                const char *classes_list, int rounds, void *scratch, size_t scratch_size,
-                               const double peaks[2], FILE *json) {
+                               const double probes[BENCH_PROBE_KINDS], FILE *json) {
     size_t m = shape->m, k = shape->k, n = shape->n;
     double flops = 2.0 * (double)m * (double)n * (double)k;
     float *dy = aligned_alloc(64, (m * n * sizeof(float) + 63) / 64 * 64);
@@ -449,16 +426,7 @@ static void run_backward_shape(const bench_shape_t *shape, size_t threads, const
         snprintf(candidates[count - 1].variant, sizeof candidates[count - 1].variant, "%s", kind ? "bw f32" : "bx f32");
         snprintf(candidates[count - 1].label, sizeof candidates[count - 1].label, "openblas %s", kind ? "bw f32" : "bx f32");
     }
-    for (size_t i = 0; i < count; ++i) {
-        if (!candidates[i].serial) candidates[i].call(candidates[i].state);
-        if (candidates[i].sleep_after_us) usleep(candidates[i].sleep_after_us);
-    }
-    for (int round = 0; round < rounds; ++round)
-        for (size_t i = 0; i < count; ++i) {
-            if (candidates[i].serial && round > 0) continue;
-            candidates[i].best = fmin(candidates[i].best, time_call(candidates[i].call, candidates[i].state));
-            if (candidates[i].sleep_after_us) usleep(candidates[i].sleep_after_us);
-        }
+    measure(candidates, count, rounds);
     /* Results against OpenBLAS's, once more each from a zero dW, untimed. */
     memset(dw_reference, 0, n * k * sizeof(float));
     openblas_backward_call(&openblas[0]);
@@ -481,7 +449,7 @@ static void run_backward_shape(const bench_shape_t *shape, size_t threads, const
         backward_kind_t kind = ours_row ? ((backward_state_t *)candidate->state)->kind
                                         : ((openblas_backward_state_t *)candidate->state)->kind;
         double gflops = candidate->failed || kind == BACKWARD_B ? 0 : flops / candidate->best * 1e-9;
-        double peak = peaks[candidate->bf16 && !strcmp(candidate->class_name, "genoa")];
+        double peak = row_peak(probes, ours_row ? candidate->class_name : NULL, candidate->bf16 ? "bf16" : "f32");
         printf("  %-22s %8.2f ms", candidate->label, 1e3 * candidate->best);
         if (kind != BACKWARD_B) printf("  %8.1f GFLOP/s  %5.1f%% of peak", gflops, peak > 0 ? 100.0 * gflops / peak : 0);
         if (ours_row && kind != BACKWARD_B)
@@ -502,12 +470,314 @@ static void run_backward_shape(const bench_shape_t *shape, size_t threads, const
     free(dy), free(x), free(w), free(w16), free(dx), free(dx_reference), free(dw), free(dw_reference), free(db);
 }
 
+
 /* --epilogue: 0 none, 1 bias, 2 bias + exact GELU, 3 bias + fast GELU. */
 static const char *const epilogue_names[4] = {"", "+bias", "+gelu", "+gelu-fast"};
 
+/* What one run measures, from the command line. */
+typedef struct run_options_t {
+    const char *classes_list;
+    int rounds, epilogue, y_bf16;
+    dnnl_engine_t engine;
+    dnnl_stream_t stream;
+} run_options_t;
+
+static void fill_random(uint64_t *state, float *values, uform__bf16_t *values16, size_t count) {
+    for (size_t i = 0; i < count; ++i) {
+        values[i] = bench_random(state);
+        if (values16) values16[i] = uform__gemm_bf16_from_f32(values[i]);
+    }
+}
+
+
+/* oneDNN's two variants (plain and blocked weights) of `type`, appended to `candidates`; when
+ * this CPU has no kernel for `type` (dnnl_unimplemented: BF16 without AVX-512, s8 without VNNI or
+ * AVX2), its F32 matmul of the same shape instead, labelled so. Answers how many were added. */
+static size_t add_onednn(candidate_t *candidates, onednn_state_t *states, const run_options_t *options, size_t m,
+                         size_t n, size_t k, dnnl_data_type_t type, const void *x, const void *w, const float *x32,
+                         const float *w32, float *y, const float *scales) {
+    size_t added = 0;
+    const char *name = type == dnnl_bf16 ? "bf16" : type == dnnl_s8 ? "s8" : "f32";
+    for (int blocked = 0; blocked < 2; ++blocked) {
+        const char *variant_type = name, *note = "";
+        int status = onednn_prepare(&states[added], options->engine, options->stream, m, n, k, type, x, w, y, blocked,
+                                    scales);
+        if (status == dnnl_unimplemented && type != dnnl_f32) {
+            onednn_release(&states[added]);
+            if (blocked == 0) printf("  (oneDNN has no %s matmul for this CPU: its F32 matmul runs in its place)\n", name);
+            status = onednn_prepare(&states[added], options->engine, options->stream, m, n, k, dnnl_f32, x32, w32, y,
+                                    blocked, NULL);
+            variant_type = "f32", note = "*";
+        }
+        if (status != 0) {
+            onednn_release(&states[added]);
+            continue;
+        }
+        candidate_t *candidate = &candidates[added];
+        *candidate = (candidate_t){.engine = "onednn", .call = onednn_call, .state = &states[added],
+                                   .bf16 = !strcmp(variant_type, "bf16"), .sleep_after_us = 10000, .best = 1e30};
+        snprintf(candidate->variant, sizeof candidate->variant, "%s%s %s", variant_type, note, blocked ? "blocked" : "plain");
+        snprintf(candidate->label, sizeof candidate->label, "onednn %s", candidate->variant);
+        added += 1;
+    }
+    return added;
+}
+
+/* One shape of the forward products with `threads` threads: per class f32, f32 packed, bf16,
+ * bf16 packed (or, with --epilogue, the packed ones without and with it), against OpenBLAS's
+ * sgemm and oneDNN's BF16 matmul (its F32 one where BF16 is unimplemented). */
+static void run_forward_shape(const bench_shape_t *shape, size_t index, size_t threads, const uform__parallel_t *parallel,
+                              const run_options_t *options, void *scratch, size_t scratch_size,
+                              const double probes[BENCH_PROBE_KINDS], FILE *json) {
+    size_t m = shape->m, k = shape->k, n = shape->n;
+    int epilogue = options->epilogue, y_bf16 = options->y_bf16;
+    double flops = 2.0 * (double)m * (double)n * (double)k;
+    float *x = aligned_alloc(64, m * k * sizeof(float)), *w = aligned_alloc(64, n * k * sizeof(float));
+    uform__bf16_t *x16 = aligned_alloc(64, m * k * 2), *w16 = aligned_alloc(64, n * k * 2);
+    float *y = aligned_alloc(64, m * n * sizeof(float)), *y_reference = aligned_alloc(64, m * n * sizeof(float));
+    float *bias = aligned_alloc(64, (n + 15) / 16 * 64);
+    uform__bf16_t *y16 = aligned_alloc(64, (m * n * 2 + 63) / 64 * 64);
+    uint64_t state = 12345 + index;
+    fill_random(&state, x, x16, m * k);
+    fill_random(&state, w, w16, n * k);
+    for (size_t i = 0; i < n; ++i) bias[i] = (float)((double)(i % 17) / 17.0 - 0.5);
+
+    candidate_t candidates[MAX_CANDIDATES];
+    size_t count = 0;
+    openblas_state_t openblas = {.m = m, .n = n, .k = k, .x = x, .w = w, .y = y_reference};
+    onednn_state_t onednn[2];
+    ours_state_t ours[MAX_CANDIDATES];
+    uform__gemm_packed_t packed_weights[MAX_CANDIDATES];
+    void *packed_memory[MAX_CANDIDATES] = {0};
+    for (size_t c = 0; c < sizeof bench_classes / sizeof bench_classes[0]; ++c) {
+        if (!strstr(options->classes_list, bench_classes[c].name) || !uform_cpu_class_supported(bench_classes[c].cpu_class))
+            continue;
+        const uform__gemm_kernels_t *table = uform__gemm_kernels(bench_classes[c].cpu_class);
+        int serial = bench_classes[c].cpu_class == UFORM_CPU_CLASS_SERIAL;
+        for (int variant = 0; variant < 4; ++variant) {
+            int bf16 = variant >= 2, packed = variant & 1, with_epilogue = 0;
+            if (epilogue) { /* packed only, each without and with the epilogue */
+                if (serial) continue;
+                with_epilogue = packed, packed = 1;
+            }
+            if (serial && packed) continue; /* SERIAL is slow: its plain variants only */
+            ours_state_t *o = &ours[count];
+            *o = (ours_state_t){.table = table, .parallel = parallel, .bf16 = bf16};
+            int x_bf16 = bf16 && !epilogue; /* with --epilogue: F32 activations, as the model's */
+            o->args = (uform__gemm_forward_t){.m = m, .n = n, .k = k, .x = x_bf16 ? (void *)x16 : (void *)x, .ldx = k,
+                                              .x_dtype = x_bf16 ? UFORM__GEMM_BF16 : UFORM__GEMM_F32,
+                                              .w = bf16 ? (void *)w16 : (void *)w, .ldw = k,
+                                              .w_dtype = bf16 ? UFORM__GEMM_BF16 : UFORM__GEMM_F32, .y = y, .ldy = n,
+                                              .scratch = scratch, .scratch_capacity = scratch_size};
+            if (with_epilogue) {
+                o->args.bias = bias;
+                o->args.gelu = epilogue == 2 ? UFORM__GEMM_GELU_EXACT : epilogue == 3 ? UFORM__GEMM_GELU_FAST : 0;
+                if (y_bf16) o->args.y_dtype = UFORM__GEMM_BF16, o->args.y = y16;
+            }
+            if (packed) {
+                size_t size = bf16 ? table->packed_size_bf16(n, k, UFORM__GEMM_BF16) : table->packed_size_f32(n, k, UFORM__GEMM_F32);
+                packed_memory[count] = aligned_alloc(64, (size + 63) / 64 * 64);
+                uform__gemm_pack_fn pack = bf16 ? table->pack_bf16 : table->pack_f32;
+                if (!packed_memory[count] ||
+                    pack(o->args.w, k, o->args.w_dtype, n, k, packed_memory[count], size, &packed_weights[count], NULL) != UFORM_OK) {
+                    fprintf(stderr, "packing failed\n");
+                    exit(1);
+                }
+                o->args.packed = &packed_weights[count];
+            }
+            candidate_t *candidate = &candidates[count++];
+            *candidate = (candidate_t){.engine = "uform", .class_name = bench_classes[c].name, .call = ours_call, .state = o,
+                                       .bf16 = bf16, .serial = serial, .best = 1e30};
+            char suffix[24] = "";
+            if (with_epilogue) snprintf(suffix, sizeof suffix, "%s%s", epilogue_names[epilogue], y_bf16 ? " y16" : "");
+            snprintf(candidate->variant, sizeof candidate->variant, "%s%s%s", bf16 ? "bf16" : "f32", packed ? " packed" : "", suffix);
+            snprintf(candidate->label, sizeof candidate->label, "%s %s%s%s", bench_classes[c].name, bf16 ? "bf16" : "f32",
+                     packed ? " packed" : "", suffix);
+        }
+    }
+    size_t peers = count;
+    printf("\nM=%zu K=%zu N=%zu, %zu thread%s (%.2f GFLOP per call)\n", m, k, n, threads, threads > 1 ? "s" : "", flops * 1e-9);
+    count += add_onednn(candidates + count, onednn, options, m, n, k, dnnl_bf16, x16, w16, x, w, y, NULL);
+    candidates[count++] = (candidate_t){.engine = "openblas", .variant = "f32", .label = "openblas f32", .call = openblas_call,
+                                        .state = &openblas, .sleep_after_us = 150000, .best = 1e30};
+    measure(candidates, count, options->rounds);
+    /* Our results against OpenBLAS's (y_reference), once more each, untimed. */
+    for (size_t i = 0; i < peers; ++i) {
+        ours_state_t *o = candidates[i].state;
+        int y16_out = o->args.y_dtype == UFORM__GEMM_BF16;
+        o->args.y = y16_out ? (void *)y16 : (void *)y;
+        candidates[i].call(o);
+        if (y16_out)
+            for (size_t e = 0; e < m * n; ++e) y[e] = uform__gemm_f32_from_bf16(y16[e]);
+        candidates[i].failed = o->failed;
+        candidates[i].difference = relative_difference(y, y_reference, m * n);
+    }
+    double openblas_gflops = flops / candidates[count - 1].best * 1e-9, blocked_gflops = 0;
+    const char *blocked_name = "onednn";
+    for (size_t i = peers; i + 1 < count; ++i)
+        if (strstr(candidates[i].variant, "blocked")) blocked_gflops = flops / candidates[i].best * 1e-9, blocked_name = candidates[i].label;
+    for (size_t order = 0; order < count; ++order) {
+        size_t i = order < count - peers ? peers + order : order - (count - peers); /* peers first */
+        candidate_t *candidate = &candidates[i];
+        double gflops = candidate->failed ? 0 : flops / candidate->best * 1e-9;
+        int ours_row = !strcmp(candidate->engine, "uform");
+        double peak = row_peak(probes, ours_row ? candidate->class_name : NULL, candidate->bf16 ? "bf16" : "f32");
+        double ratio = candidate->bf16 ? (blocked_gflops > 0 ? gflops / blocked_gflops : 0) : gflops / openblas_gflops;
+        printf("  %-24s %8.1f GFLOP/s  ", candidate->label, gflops);
+        if (peak > 0) printf("%5.1f%% of peak", 100.0 * gflops / peak);
+        else printf("  (no peak)   ");
+        if (ours_row)
+            printf("  %5.2fx %-22s  max|diff| %.1e", ratio, candidate->bf16 ? blocked_name : "openblas", candidate->difference);
+        printf("\n");
+        fprintf(json, ",\n    {\"m\": %zu, \"k\": %zu, \"n\": %zu, \"threads\": %zu, \"engine\": \"%s\", ", m, k, n, threads,
+                candidate->engine);
+        if (ours_row) fprintf(json, "\"class\": \"%s\", ", candidate->class_name);
+        fprintf(json, "\"variant\": \"%s\", \"gflops\": %.1f, \"fraction_of_peak\": %.3f", candidate->variant, gflops,
+                peak > 0 ? gflops / peak : 0);
+        if (ours_row)
+            fprintf(json, ", \"ratio\": %.3f, \"ratio_to\": \"%s\", \"max_relative_difference_to_openblas\": %.2e", ratio,
+                    candidate->bf16 ? blocked_name : "openblas f32", candidate->difference);
+        fprintf(json, "}");
+    }
+    fflush(stdout);
+    for (size_t i = 0; i < peers; ++i) free(packed_memory[i]);
+    for (size_t i = peers; i + 1 < count; ++i) onednn_release(candidates[i].state);
+    free(x), free(w), free(x16), free(w16), free(y), free(y_reference), free(bias), free(y16);
+}
+
+/* One shape of --int8 with `threads` threads: per class the F32 and BF16 packed products, the
+ * INT8 product from quantized rows ("i8") and the same with the F32 rows quantized in every call
+ * ("i8+q", what the model pays), against oneDNN's s8 matmul (per-column output scales; its F32
+ * matmul where s8 is unimplemented) and OpenBLAS's sgemm. Each INT8 row's ratio is to the same
+ * class's faster float product and to oneDNN's blocked s8. */
+static void run_int8_shape(const bench_shape_t *shape, size_t index, size_t threads, const uform__parallel_t *parallel,
+                           const run_options_t *options, void *scratch, size_t scratch_size,
+                           const double probes[BENCH_PROBE_KINDS], FILE *json) {
+    size_t m = shape->m, k = shape->k, n = shape->n, kp = uform__gemm_i8_k_padded(k);
+    double flops = 2.0 * (double)m * (double)n * (double)k;
+    float *x = aligned_alloc(64, m * k * sizeof(float)), *w = aligned_alloc(64, n * k * sizeof(float));
+    uform__bf16_t *x16 = aligned_alloc(64, m * k * 2), *w16 = aligned_alloc(64, n * k * 2);
+    float *y = aligned_alloc(64, m * n * sizeof(float)), *y_reference = aligned_alloc(64, m * n * sizeof(float));
+    float *bias = aligned_alloc(64, (n + 15) / 16 * 64), *sx = malloc(m * sizeof(float)), *sw = malloc(n * sizeof(float));
+    int8_t *qx = aligned_alloc(64, (m * kp + 63) / 64 * 64), *qw = aligned_alloc(64, (n * kp + 63) / 64 * 64);
+    int8_t *qx_plain = malloc(m * k), *qw_plain = malloc(n * k);
+    int32_t *sums = malloc(m * sizeof(int32_t));
+    uint64_t state = 54321 + index;
+    fill_random(&state, x, x16, m * k);
+    fill_random(&state, w, w16, n * k);
+    for (size_t i = 0; i < n; ++i) bias[i] = 0.0f; /* OpenBLAS and oneDNN add none */
+    const uform__gemm_i8_kernels_t *serial = uform__gemm_i8_kernels(UFORM_CPU_CLASS_SERIAL);
+    serial->quantize(m, k, x, k, UFORM__GEMM_F32, qx, kp, sx, sums, NULL);
+    serial->quantize(n, k, w, k, UFORM__GEMM_F32, qw, kp, sw, NULL, NULL);
+    for (size_t i = 0; i < m; ++i) memcpy(qx_plain + i * k, qx + i * kp, k);
+    for (size_t j = 0; j < n; ++j) memcpy(qw_plain + j * k, qw + j * kp, k);
+
+    candidate_t candidates[MAX_CANDIDATES];
+    ours_state_t ours[MAX_CANDIDATES];
+    void *packed_memory[MAX_CANDIDATES] = {0};
+    uform__gemm_packed_t packed_weights[MAX_CANDIDATES];
+    uform__gemm_i8_packed_t packed_i8[MAX_CANDIDATES];
+    size_t count = 0;
+    static const char *const variants[4] = {"f32 packed", "bf16 packed", "i8", "i8+q"};
+    for (size_t c = 0; c < sizeof bench_classes / sizeof bench_classes[0]; ++c) {
+        if (!strstr(options->classes_list, bench_classes[c].name) || !uform_cpu_class_supported(bench_classes[c].cpu_class))
+            continue;
+        const uform__gemm_kernels_t *table = uform__gemm_kernels(bench_classes[c].cpu_class);
+        const uform__gemm_i8_kernels_t *i8 = uform__gemm_i8_kernels(bench_classes[c].cpu_class);
+        int serial_class = bench_classes[c].cpu_class == UFORM_CPU_CLASS_SERIAL;
+        for (int variant = 0; variant < 4; ++variant) {
+            ours_state_t *o = &ours[count];
+            *o = (ours_state_t){.table = table, .parallel = parallel, .bf16 = variant == 1};
+            size_t size;
+            if (variant < 2) {
+                int bf16 = variant == 1;
+                o->args = (uform__gemm_forward_t){.m = m, .n = n, .k = k, .x = bf16 ? (void *)x16 : (void *)x, .ldx = k,
+                                                  .x_dtype = bf16 ? UFORM__GEMM_BF16 : UFORM__GEMM_F32,
+                                                  .w = bf16 ? (void *)w16 : (void *)w, .ldw = k,
+                                                  .w_dtype = bf16 ? UFORM__GEMM_BF16 : UFORM__GEMM_F32, .bias = bias,
+                                                  .y = y, .ldy = n, .scratch = scratch, .scratch_capacity = scratch_size};
+                size = bf16 ? table->packed_size_bf16(n, k, UFORM__GEMM_BF16) : table->packed_size_f32(n, k, UFORM__GEMM_F32);
+                packed_memory[count] = aligned_alloc(64, (size + 63) / 64 * 64);
+                if ((bf16 ? table->pack_bf16 : table->pack_f32)(o->args.w, k, o->args.w_dtype, n, k, packed_memory[count],
+                                                                 size, &packed_weights[count], NULL) != UFORM_OK)
+                    exit(1);
+                o->args.packed = &packed_weights[count];
+            } else {
+                size = i8->packed_size(n, k);
+                packed_memory[count] = aligned_alloc(64, (size + 63) / 64 * 64);
+                if (i8->pack(qw, kp, sw, n, k, packed_memory[count], size, &packed_i8[count], NULL) != UFORM_OK) exit(1);
+                o->i8 = i8, o->x32 = x, o->quantize = variant == 3;
+                o->i8_args = (uform__gemm_i8_forward_t){.m = m, .n = n, .k = k, .x = {qx, kp, sx, sums}, .packed = &packed_i8[count],
+                                                        .bias = bias, .y = y, .ldy = n, .output = UFORM__GEMM_I8_F32};
+            }
+            candidate_t *candidate = &candidates[count++];
+            *candidate = (candidate_t){.engine = "uform", .class_name = bench_classes[c].name, .call = ours_call, .state = o,
+                                       .bf16 = variant == 1, .serial = serial_class, .best = 1e30};
+            snprintf(candidate->variant, sizeof candidate->variant, "%s", variants[variant]);
+            snprintf(candidate->label, sizeof candidate->label, "%s %s", bench_classes[c].name, variants[variant]);
+        }
+    }
+    size_t peers = count;
+    printf("\nint8 M=%zu K=%zu N=%zu, %zu thread%s (%.2f G operations per call)\n", m, k, n, threads, threads > 1 ? "s" : "",
+           flops * 1e-9);
+    onednn_state_t onednn[2];
+    count += add_onednn(candidates + count, onednn, options, m, n, k, dnnl_s8, qx_plain, qw_plain, x, w, y, sw);
+    openblas_state_t openblas = {.m = m, .n = n, .k = k, .x = x, .w = w, .y = y_reference};
+    candidates[count++] = (candidate_t){.engine = "openblas", .variant = "f32", .label = "openblas f32", .call = openblas_call,
+                                        .state = &openblas, .sleep_after_us = 150000, .best = 1e30};
+    measure(candidates, count, options->rounds);
+    for (size_t i = 0; i < peers; ++i) { /* against OpenBLAS's F32 product: the INT8 rows show the quantization error */
+        ours_state_t *o = candidates[i].state;
+        candidates[i].call(o);
+        candidates[i].failed = o->failed;
+        candidates[i].difference = relative_difference(y, y_reference, m * n);
+    }
+    double onednn_s8 = 0;
+    const char *onednn_name = "onednn";
+    for (size_t i = peers; i + 1 < count; ++i)
+        if (strstr(candidates[i].variant, "blocked")) onednn_s8 = flops / candidates[i].best * 1e-9, onednn_name = candidates[i].label;
+    for (size_t order = 0; order < count; ++order) {
+        size_t i = order < count - peers ? peers + order : order - (count - peers); /* peers first */
+        candidate_t *candidate = &candidates[i];
+        int ours_row = !strcmp(candidate->engine, "uform"), i8_row = ours_row && ((ours_state_t *)candidate->state)->i8;
+        double rate = candidate->failed ? 0 : flops / candidate->best * 1e-9;
+        const char *product = i8_row || (!ours_row && !strncmp(candidate->variant, "s8", 2) && !strchr(candidate->variant, '*'))
+                                  ? "i8" : candidate->bf16 ? "bf16" : "f32";
+        if (!ours_row && strchr(candidate->variant, '*')) product = "f32";
+        double peak = row_peak(probes, ours_row ? candidate->class_name : NULL, product);
+        printf("  %-24s %8.1f G op/s  ", candidate->label, rate);
+        if (peak > 0) printf("%5.1f%% of %-18s", 100.0 * rate / peak, product[0] == 'i' ? "the int8 peak" : product[0] == 'b' ? "the bf16 peak" : "the f32 peak");
+        else printf("  (no peak)                ");
+        double float_rate = 0, ratio_onednn = 0;
+        if (i8_row) {
+            for (size_t j = 0; j < peers; ++j) /* this class's faster float product */
+                if (!strcmp(candidates[j].class_name, candidate->class_name) && !((ours_state_t *)candidates[j].state)->i8)
+                    float_rate = fmax(float_rate, flops / candidates[j].best * 1e-9);
+            ratio_onednn = onednn_s8 > 0 ? rate / onednn_s8 : 0;
+            printf("  %5.2fx its float  %5.2fx %s", rate / float_rate, ratio_onednn, onednn_name);
+        }
+        if (ours_row) printf("  max|diff| %.1e", candidate->difference);
+        printf("\n");
+        fprintf(json, ",\n    {\"product\": \"int8\", \"m\": %zu, \"k\": %zu, \"n\": %zu, \"threads\": %zu, \"engine\": \"%s\", ", m, k,
+                n, threads, candidate->engine);
+        if (ours_row) fprintf(json, "\"class\": \"%s\", ", candidate->class_name);
+        fprintf(json, "\"variant\": \"%s\", \"gops\": %.1f, \"fraction_of_peak\": %.3f", candidate->variant, rate,
+                peak > 0 ? rate / peak : 0);
+        if (i8_row)
+            fprintf(json, ", \"ratio_to_float\": %.3f, \"ratio_to_onednn\": %.3f", rate / float_rate, ratio_onednn);
+        if (ours_row) fprintf(json, ", \"max_relative_difference_to_openblas\": %.2e", candidate->difference);
+        fprintf(json, "}");
+    }
+    fflush(stdout);
+    for (size_t i = 0; i < peers; ++i) free(packed_memory[i]);
+    for (size_t i = peers; i + 1 < count; ++i) onednn_release(candidates[i].state);
+    free(x), free(w), free(x16), free(w16), free(y), free(y_reference), free(bias), free(sx), free(sw), free(qx), free(qw);
+    free(qx_plain), free(qw_plain), free(sums);
+}
+
 static int parse_arguments(int argc, char **argv, const char **json_path, char *threads_list, size_t threads_capacity,
                            char *classes_list, size_t classes_capacity, int *rounds, int *quick, bench_shape_t *shape,
-                           int *epilogue, int *y_bf16, int *backward) {
+                           int *epilogue, int *y_bf16, int *backward, int *int8) {
     for (int i = 1; i < argc; ++i) {
         if (!strcmp(argv[i], "--json") && i + 1 < argc) *json_path = argv[++i];
         else if (!strcmp(argv[i], "--threads") && i + 1 < argc) snprintf(threads_list, threads_capacity, "%s", argv[++i]);
@@ -516,6 +786,7 @@ static int parse_arguments(int argc, char **argv, const char **json_path, char *
         else if (!strcmp(argv[i], "--quick")) *quick = 1;
         else if (!strcmp(argv[i], "--y-bf16")) *y_bf16 = 1;
         else if (!strcmp(argv[i], "--backward")) *backward = 1;
+        else if (!strcmp(argv[i], "--int8")) *int8 = 1;
         else if (!strcmp(argv[i], "--shape") && i + 1 < argc) {
             if (sscanf(argv[++i], "%zu,%zu,%zu", &shape->m, &shape->k, &shape->n) != 3 || !shape->m || !shape->k || !shape->n)
                 return -1;
@@ -539,14 +810,14 @@ int main(int argc, char **argv) {
     }
     const char *json_path = "bench/results/gemm.json";
     char threads_list[64] = "1,2", classes_list[256] = "serial,haswell,skylake,icelake,genoa";
-    int rounds = 5, quick = 0, epilogue = 0, y_bf16 = 0, backward = 0;
+    int rounds = 5, quick = 0, epilogue = 0, y_bf16 = 0, backward = 0, int8 = 0;
     bench_shape_t one_shape = {0, 0, 0};
     if (parse_arguments(argc, argv, &json_path, threads_list, sizeof threads_list, classes_list, sizeof classes_list,
-                        &rounds, &quick, &one_shape, &epilogue, &y_bf16, &backward) != 0 || (y_bf16 && !epilogue) ||
-        (backward && epilogue)) {
+                        &rounds, &quick, &one_shape, &epilogue, &y_bf16, &backward, &int8) != 0 || (y_bf16 && !epilogue) ||
+        (backward + (epilogue != 0) + int8 > 1)) {
         fprintf(stderr,
                 "usage: %s [--json PATH] [--threads 1,2] [--classes serial,...,genoa] [--rounds R] [--quick]\n"
-                "          [--shape M,K,N] [--epilogue bias|gelu|gelu-fast] [--y-bf16 (with --epilogue)] [--backward]\n",
+                "          [--shape M,K,N] [--epilogue bias|gelu|gelu-fast] [--y-bf16 (with --epilogue)] [--backward | --int8]\n",
                 argv[0]);
         return 2;
     }
@@ -555,10 +826,9 @@ int main(int argc, char **argv) {
         fprintf(stderr, "cannot write %s\n", json_path);
         return 1;
     }
-    dnnl_engine_t engine;
-    dnnl_stream_t stream;
-    if (dnnl_engine_create(&engine, dnnl_cpu, 0) != dnnl_success ||
-        dnnl_stream_create(&stream, engine, dnnl_stream_default_flags) != dnnl_success) {
+    run_options_t options = {.classes_list = classes_list, .rounds = rounds, .epilogue = epilogue, .y_bf16 = y_bf16};
+    if (dnnl_engine_create(&options.engine, dnnl_cpu, 0) != dnnl_success ||
+        dnnl_stream_create(&options.stream, options.engine, dnnl_stream_default_flags) != dnnl_success) {
         fprintf(stderr, "oneDNN: no CPU engine\n");
         return 1;
     }
@@ -569,8 +839,9 @@ int main(int argc, char **argv) {
             uform_cpu_class_name(uform_cpu_class_detect()), rounds);
     int first_record = 1;
     size_t shape_count = one_shape.m ? 1 : quick ? 2 : backward ? sizeof bench_backward_shapes / sizeof bench_backward_shapes[0]
-                                                                : sizeof bench_shapes / sizeof bench_shapes[0];
-    const bench_shape_t *shapes = one_shape.m ? &one_shape : backward ? bench_backward_shapes : bench_shapes;
+                                                      : int8 ? sizeof bench_int8_shapes / sizeof bench_int8_shapes[0]
+                                                             : sizeof bench_shapes / sizeof bench_shapes[0];
+    const bench_shape_t *shapes = one_shape.m ? &one_shape : backward ? bench_backward_shapes : int8 ? bench_int8_shapes : bench_shapes;
     for (const char *threads_text = threads_list; *threads_text;) {
         size_t threads = strtoul(threads_text, NULL, 10);
         const char *comma = strchr(threads_text, ',');
@@ -590,185 +861,37 @@ int main(int argc, char **argv) {
         openblas_set_num_threads((int)threads);
         omp_set_num_threads((int)threads);
 
-        /* The peaks, best of `rounds` runs of ≈0.1 s. */
-        double peaks[2] = {0, 0}, loops[2][peak_variants] = {{0}};
-        int avx512_bf16 = uform_cpu_class_supported(UFORM_CPU_CLASS_AMD_GENOA);
-        for (int bf16 = 0; bf16 < 2 && avx512_bf16; ++bf16)
-            for (int variant = 0; variant < peak_variants; ++variant) {
-                loops[bf16][variant] = peak_of(bf16, variant, parallel, threads, rounds);
-                peaks[bf16] = fmax(peaks[bf16], loops[bf16][variant]);
+        /* The instruction peaks this CPU has, best of `rounds` runs of ≈0.1 s per loop. */
+        double probes[BENCH_PROBE_KINDS] = {0}, loops[BENCH_PROBE_KINDS][BENCH_PROBE_LOOPS] = {{0}};
+        printf("\n%zu thread%s (%s time): instruction peaks, G operations/s (an FMA lane is 2)\n", threads,
+               threads > 1 ? "s" : "", threads > 1 ? "wall-clock" : "thread CPU");
+        for (int kind = 0; kind < BENCH_PROBE_KINDS; ++kind) {
+            probes[kind] = bench_probe_peak((bench_probe_kind_t)kind, parallel, threads, rounds, bench_clock, loops[kind]);
+            if (probes[kind] <= 0) {
+                printf("  %-20s not on this CPU (needs %s)\n", bench_probe_names[kind], uform_cpu_class_name(bench_probe_class[kind]));
+                continue;
             }
-        printf("\n%zu thread%s (%s time): measured peak %.1f GFLOP/s F32 FMA (zmm), %.1f GFLOP/s BF16 vdpbf16ps\n",
-               threads, threads > 1 ? "s" : "", threads > 1 ? "wall-clock" : "thread CPU", peaks[0], peaks[1]);
-        for (int bf16 = 0; bf16 < 2 && avx512_bf16; ++bf16) {
-            printf("  %s loops:", bf16 ? "BF16" : "F32 ");
-            for (int variant = 0; variant < peak_variants; ++variant)
-                printf("  %s %.1f", peak_names[variant], loops[bf16][variant]);
-            printf("  GFLOP/s\n");
+            printf("  %-20s %8.1f   loops:", bench_probe_names[kind], probes[kind]);
+            for (int loop = 0; loop < BENCH_PROBE_LOOPS; ++loop) printf("  %s %.1f", bench_probe_loop_names[loop], loops[kind][loop]);
+            printf("\n");
+            fprintf(json, "%s\n    {\"threads\": %zu, \"engine\": \"peak\", \"variant\": \"%s\", \"gops\": %.1f}",
+                    first_record ? "" : ",", threads, bench_probe_names[kind], probes[kind]);
+            first_record = 0;
         }
-        fprintf(json, "%s\n    {\"threads\": %zu, \"engine\": \"peak\", \"variant\": \"f32 fma\", \"gflops\": %.1f},"
-                      "\n    {\"threads\": %zu, \"engine\": \"peak\", \"variant\": \"bf16 vdpbf16ps\", \"gflops\": %.1f}",
-                first_record ? "" : ",", threads, peaks[0], threads, peaks[1]);
+        if (first_record) fprintf(json, "\n    {\"threads\": %zu, \"engine\": \"peak\", \"variant\": \"none\"}", threads);
         first_record = 0;
-
-        for (size_t s = 0; s < shape_count && backward; ++s)
-            run_backward_shape(&shapes[s], threads, parallel, classes_list, rounds, scratch, scratch_size, peaks, json);
-        for (size_t s = 0; s < shape_count && !backward; ++s) {
-            size_t m = shapes[s].m, k = shapes[s].k, n = shapes[s].n;
-            double flops = 2.0 * (double)m * (double)n * (double)k;
-            float *x = aligned_alloc(64, m * k * sizeof(float)), *w = aligned_alloc(64, n * k * sizeof(float));
-            uform__bf16_t *x16 = aligned_alloc(64, m * k * 2), *w16 = aligned_alloc(64, n * k * 2);
-            float *y = aligned_alloc(64, m * n * sizeof(float)), *y_reference = aligned_alloc(64, m * n * sizeof(float));
-            float *bias = aligned_alloc(64, (n + 15) / 16 * 64);
-            uform__bf16_t *y16 = aligned_alloc(64, (m * n * 2 + 63) / 64 * 64);
-            uint64_t state = 12345 + s;
-            for (size_t i = 0; i < m * k; ++i) {
-                state = state * 6364136223846793005ull + 1442695040888963407ull;
-                x[i] = (float)((double)(state >> 40) / 16777216.0 - 0.5);
-                x16[i] = uform__gemm_bf16_from_f32(x[i]);
-            }
-            for (size_t i = 0; i < n * k; ++i) {
-                state = state * 6364136223846793005ull + 1442695040888963407ull;
-                w[i] = (float)((double)(state >> 40) / 16777216.0 - 0.5);
-                w16[i] = uform__gemm_bf16_from_f32(w[i]);
-            }
-            for (size_t i = 0; i < n; ++i) bias[i] = (float)((double)(i % 17) / 17.0 - 0.5);
-
-            candidate_t candidates[MAX_CANDIDATES];
-            size_t count = 0;
-            openblas_state_t openblas = {.m = m, .n = n, .k = k, .x = x, .w = w, .y = y_reference};
-            onednn_state_t onednn[2];
-            ours_state_t ours[MAX_CANDIDATES];
-            uform__gemm_packed_t packed_weights[MAX_CANDIDATES];
-            void *packed_memory[MAX_CANDIDATES] = {0};
-            for (size_t c = 0; c < sizeof bench_classes / sizeof bench_classes[0]; ++c) {
-                if (!strstr(classes_list, bench_classes[c].name) || !uform_cpu_class_supported(bench_classes[c].cpu_class))
-                    continue;
-                const uform__gemm_kernels_t *table = uform__gemm_kernels(bench_classes[c].cpu_class);
-                int serial = bench_classes[c].cpu_class == UFORM_CPU_CLASS_SERIAL;
-                for (int variant = 0; variant < 4; ++variant) {
-                    int bf16 = variant >= 2, packed = variant & 1, with_epilogue = 0;
-                    if (epilogue) { /* packed only, each without and with the epilogue */
-                        if (serial) continue;
-                        with_epilogue = packed, packed = 1;
-                    }
-                    if (serial && packed) continue; /* SERIAL is slow: its plain variants only */
-                    ours_state_t *o = &ours[count];
-                    *o = (ours_state_t){.table = table, .parallel = parallel, .bf16 = bf16};
-                    int x_bf16 = bf16 && !epilogue; /* with --epilogue: F32 activations, as the model's */
-                    o->args = (uform__gemm_forward_t){.m = m, .n = n, .k = k, .x = x_bf16 ? (void *)x16 : (void *)x, .ldx = k,
-                                                      .x_dtype = x_bf16 ? UFORM__GEMM_BF16 : UFORM__GEMM_F32,
-                                                      .w = bf16 ? (void *)w16 : (void *)w, .ldw = k,
-                                                      .w_dtype = bf16 ? UFORM__GEMM_BF16 : UFORM__GEMM_F32, .y = y,
-                                                      .ldy = n, .scratch = scratch, .scratch_capacity = scratch_size};
-                    if (with_epilogue) {
-                        o->args.bias = bias;
-                        o->args.gelu = epilogue == 2 ? UFORM__GEMM_GELU_EXACT : epilogue == 3 ? UFORM__GEMM_GELU_FAST : 0;
-                        if (y_bf16) o->args.y_dtype = UFORM__GEMM_BF16, o->args.y = y16;
-                    }
-                    if (packed) {
-                        size_t size = bf16 ? table->packed_size_bf16(n, k, UFORM__GEMM_BF16)
-                                           : table->packed_size_f32(n, k, UFORM__GEMM_F32);
-                        packed_memory[count] = aligned_alloc(64, (size + 63) / 64 * 64);
-                        uform__gemm_pack_fn pack = bf16 ? table->pack_bf16 : table->pack_f32;
-                        if (!packed_memory[count] || pack(o->args.w, k, o->args.w_dtype, n, k, packed_memory[count], size,
-                                                          &packed_weights[count], NULL) != UFORM_OK) {
-                            fprintf(stderr, "packing failed\n");
-                            return 1;
-                        }
-                        o->args.packed = &packed_weights[count];
-                    }
-                    candidate_t *candidate = &candidates[count++];
-                    *candidate = (candidate_t){.engine = "uform", .class_name = bench_classes[c].name, .call = ours_call,
-                                               .state = o, .bf16 = bf16, .serial = serial, .best = 1e30};
-                    char suffix[24] = "";
-                    if (with_epilogue) snprintf(suffix, sizeof suffix, "%s%s", epilogue_names[epilogue], y_bf16 ? " y16" : "");
-                    snprintf(candidate->variant, sizeof candidate->variant, "%s%s%s", bf16 ? "bf16" : "f32", packed ? " packed" : "",
-                             suffix);
-                    snprintf(candidate->label, sizeof candidate->label, "%s %s%s%s", bench_classes[c].name, bf16 ? "bf16" : "f32",
-                             packed ? " packed" : "", suffix);
-                }
-            }
-            size_t peers = count;
-            for (int blocked = 0; blocked < 2; ++blocked) {
-                if (onednn_prepare(&onednn[blocked], engine, stream, m, n, k, x16, w16, y, blocked) != 0) {
-                    onednn_release(&onednn[blocked]);
-                    continue;
-                }
-                candidate_t *candidate = &candidates[count++];
-                *candidate = (candidate_t){.engine = "onednn", .call = onednn_call, .state = &onednn[blocked], .bf16 = 1,
-                                           .sleep_after_us = 10000, .best = 1e30};
-                const char *variant = blocked ? "bf16 blocked" : "bf16 plain";
-                snprintf(candidate->variant, sizeof candidate->variant, "%s", variant);
-                snprintf(candidate->label, sizeof candidate->label, "onednn %s", variant);
-            }
-            candidates[count++] = (candidate_t){.engine = "openblas", .variant = "f32", .label = "openblas f32",
-                                                .call = openblas_call, .state = &openblas, .sleep_after_us = 150000,
-                                                .best = 1e30};
-            /* Warm-up (page faults, oneDNN's JIT, thread start), then the interleaved rounds. */
-            for (size_t i = 0; i < count; ++i) {
-                if (!candidates[i].serial) candidates[i].call(candidates[i].state);
-                if (candidates[i].sleep_after_us) usleep(candidates[i].sleep_after_us);
-            }
-            for (int round = 0; round < rounds; ++round)
-                for (size_t i = 0; i < count; ++i) {
-                    if (candidates[i].serial && round > 0) continue;
-                    candidates[i].best = fmin(candidates[i].best, time_call(candidates[i].call, candidates[i].state));
-                    if (candidates[i].sleep_after_us) usleep(candidates[i].sleep_after_us);
-                }
-            /* Our results against OpenBLAS's (y_reference), once more each, untimed. */
-            for (size_t i = 0; i < peers; ++i) {
-                ours_state_t *o = candidates[i].state;
-                int y16_out = o->args.y_dtype == UFORM__GEMM_BF16;
-                o->args.y = y16_out ? (void *)y16 : (void *)y;
-                candidates[i].call(o);
-                if (y16_out)
-                    for (size_t e = 0; e < m * n; ++e) y[e] = uform__gemm_f32_from_bf16(y16[e]);
-                candidates[i].failed = o->failed;
-                candidates[i].difference = relative_difference(y, y_reference, m * n);
-            }
-            double openblas_gflops = flops / candidates[count - 1].best * 1e-9, blocked_gflops = 0;
-            for (size_t i = peers; i < count; ++i)
-                if (!strcmp(candidates[i].variant, "bf16 blocked")) blocked_gflops = flops / candidates[i].best * 1e-9;
-            printf("\nM=%zu K=%zu N=%zu, %zu thread%s (%.2f GFLOP per call)\n", m, k, n, threads, threads > 1 ? "s" : "",
-                   flops * 1e-9);
-            for (size_t order = 0; order < count; ++order) {
-                size_t i = order < count - peers ? peers + order : order - (count - peers); /* peers first */
-                candidate_t *candidate = &candidates[i];
-                double gflops = candidate->failed ? 0 : flops / candidate->best * 1e-9;
-                double peak = peaks[candidate->bf16 && strcmp(candidate->engine, "openblas") ? 1 : 0];
-                int ours_row = !strcmp(candidate->engine, "uform");
-                double ratio = candidate->bf16 ? (blocked_gflops > 0 ? gflops / blocked_gflops : 0) : gflops / openblas_gflops;
-                /* BF16 products on classes without vdpbf16ps run at the F32 rate. */
-                int bf16_rate = candidate->bf16 && (!ours_row || !strcmp(candidate->class_name, "genoa"));
-                peak = peaks[bf16_rate];
-                printf("  %-22s %8.1f GFLOP/s  %5.1f%% of peak", candidate->label, gflops, peak > 0 ? 100.0 * gflops / peak : 0);
-                if (ours_row)
-                    printf("  %5.2fx %-14s  max|diff| %.1e", ratio, candidate->bf16 ? "onednn blocked" : "openblas",
-                           candidate->difference);
-                printf("\n");
-                fprintf(json, ",\n    {\"m\": %zu, \"k\": %zu, \"n\": %zu, \"threads\": %zu, \"engine\": \"%s\", ", m, k, n,
-                        threads, candidate->engine);
-                if (ours_row) fprintf(json, "\"class\": \"%s\", ", candidate->class_name);
-                fprintf(json, "\"variant\": \"%s\", \"gflops\": %.1f, \"fraction_of_peak\": %.3f", candidate->variant, gflops,
-                        peak > 0 ? gflops / peak : 0);
-                if (ours_row)
-                    fprintf(json, ", \"ratio\": %.3f, \"ratio_to\": \"%s\", \"max_relative_difference_to_openblas\": %.2e", ratio,
-                            candidate->bf16 ? "onednn bf16 blocked" : "openblas f32", candidate->difference);
-                fprintf(json, "}");
-            }
-            fflush(stdout);
-            for (size_t i = 0; i < peers; ++i) free(packed_memory[i]);
-            for (size_t i = peers; i + 1 < count; ++i) onednn_release(candidates[i].state);
-            free(x), free(w), free(x16), free(w16), free(y), free(y_reference), free(bias), free(y16);
+        for (size_t s = 0; s < shape_count; ++s) {
+            if (backward) run_backward_shape(&shapes[s], threads, parallel, classes_list, rounds, scratch, scratch_size, probes, json);
+            else if (int8) run_int8_shape(&shapes[s], s, threads, parallel, &options, scratch, scratch_size, probes, json);
+            else run_forward_shape(&shapes[s], s, threads, parallel, &options, scratch, scratch_size, probes, json);
         }
         bench_pool_stop(&pool);
         free(scratch);
     }
     fprintf(json, "\n  ]\n}\n");
     fclose(json);
-    dnnl_stream_destroy(stream);
-    dnnl_engine_destroy(engine);
+    dnnl_stream_destroy(options.stream);
+    dnnl_engine_destroy(options.engine);
     printf("\nwrote %s\n", json_path);
     return 0;
 }

@@ -1,7 +1,7 @@
 """PyTorch peer of the engine's encode benchmark: items per second of the same model on the same weights.
 
     OMP_WAIT_POLICY=PASSIVE /usr/bin/python3 bench/encode_torch.py CHECKPOINT MODALITY BATCH THREADS
-        [--bf16] [--seconds S] [--text-bytes N] [--min-time T] [--repeats R]
+        [--bf16 | --qdynamic] [--seconds S] [--text-bytes N] [--min-time T] [--repeats R]
 
 MODALITY is text, image, video or audio.  The model is built from nn.Linear layers (so PyTorch's
 fast GEMM paths are used; nn.TransformerEncoderLayer fails under BF16 autocast in torch 1.13) and
@@ -11,6 +11,11 @@ config's T), images [3, S, S], video [F, 3, S, S], audio log-mel [seconds * 100,
 of a batch has the same length, so the batch is a dense tensor and no mask is needed.  The timed
 work is stems + trunk + head (embeddings: CLS state normalised, projected, L2-normalised);
 preprocessing is not timed.  Prints one JSON line.
+
+--qdynamic times PyTorch's dynamic INT8 quantization of the same model
+(torch.ao.quantization.quantize_dynamic on every nn.Linear, qint8 weights per tensor, activations
+quantized per tensor on the fly: fbgemm on x86), the peer of the engine's I8 compute, and also
+reports the cosine of its embeddings to the F32 model's on the same inputs (mean and worst).
 
 Set OMP_WAIT_POLICY=PASSIVE in the environment (docs/benchmarks.md): without it PyTorch's OpenMP threads
 spin against other work on this 2-core machine and F32 runs 2-4x slower.
@@ -155,6 +160,7 @@ def main(argv):
     parser.add_argument("batch", type=int)
     parser.add_argument("threads", type=int)
     parser.add_argument("--bf16", action="store_true", help="BF16 autocast (CPU)")
+    parser.add_argument("--qdynamic", action="store_true", help="torch.ao.quantization.quantize_dynamic (qint8 Linear)")
     parser.add_argument("--seconds", type=int, help="audio length (default: the config's)")
     parser.add_argument("--text-bytes", type=int, help="text bytes per item (default: the config's T)")
     parser.add_argument("--min-time", type=float, default=3.0, help="seconds of timed work per repeat")
@@ -176,6 +182,15 @@ def main(argv):
     load_seconds = time.perf_counter() - started
     generator = torch.Generator().manual_seed(0)
     inputs = random_inputs(config, args.modality, args.batch, text_bytes, seconds, generator)
+    cosine = None
+    if args.qdynamic:
+        with torch.inference_mode():
+            reference = model(inputs)[1]
+        model = torch.ao.quantization.quantize_dynamic(model, {nn.Linear}, dtype=torch.qint8)
+        with torch.inference_mode():
+            quantized = model(inputs)[1]
+        similarity = (reference * quantized).sum(dim=-1) / (reference.norm(dim=-1) * quantized.norm(dim=-1))
+        cosine = {"mean": float(similarity.mean()), "min": float(similarity.min())}
 
     # One autocast context around warm-up and timing, so its cache converts each weight to BF16
     # once (a fresh context per call would convert every weight on every call).
@@ -196,7 +211,8 @@ def main(argv):
         tokens = model.tokens(inputs[:1]).shape[1]
     rates.sort()
     result = {"modality": args.modality, "batch": args.batch, "threads": args.threads,
-              "mode": "bf16" if args.bf16 else "f32", "items_per_second": rates[-1],
+              "mode": "bf16" if args.bf16 else "qdynamic" if args.qdynamic else "f32", "items_per_second": rates[-1],
+              "cosine_to_f32": cosine,
               "median_items_per_second": rates[len(rates) // 2], "repeats": args.repeats,
               "size": config.get("size"), "hidden": config["hidden"], "depth": config["depth"],
               "tokens_per_item": tokens, "text_bytes": text_bytes if args.modality == "text" else None,

@@ -20,7 +20,7 @@ cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DUFORM_BUILD_BENCH=OFF
   "-DCMAKE_CROSSCOMPILING_EMULATOR=$qemu;-cpu;max" -DUFORM_TEST_TIMEOUT_SCALE=15 > /dev/null
 cmake --build "$build" -j"$jobs"
 echo "test-avx2: $("$qemu" --version | head -1) -cpu max (the summary names the classes it lacks)"
-tests='test_core|test_arena|test_executor|test_gemm|test_gemm_gelu|test_gemm_output|test_gemm_pack|test_gemm_accumulate|test_gemm_rounding'
+tests='test_core|test_arena|test_executor|test_gemm|test_gemm_gelu|test_gemm_output|test_gemm_pack|test_gemm_accumulate|test_gemm_rounding|test_gemm_i8'
 tests+='|test_nn_attention|test_nn_attention_bf16|test_nn_attention_backward_bf16|test_nn_ops|test_nn_convert'
 tests+='|test_nn_softmax|test_nn_exp|test_search_kernels|test_signal_resize|test_signal_fft|test_signal_mel'
 tests+='|test_signal_resample|media_image|media_audio|test_model|test_session_random_serial|test_session_random_haswell'

@@ -13,7 +13,7 @@ typedef struct choose_options_t {
 static const cli_flag_t flags[] = {
     CLI_FLAG("--choices", CLI_TEXT, choose_options_t, choices, "BYTES", "the legal next bytes, each once (required)"),
     CLI_FLAG("--group", CLI_SIZE, choose_options_t, group, "G", "the temperature group whose scale sharpens the choice (default 0)"),
-    CLI_COMPUTE_FLAGS(choose_options_t, compute),
+    CLI_INFERENCE_COMPUTE_FLAGS(choose_options_t, compute),
     CLI_FLAGS_END,
 };
 

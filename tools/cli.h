@@ -26,7 +26,7 @@ typedef enum cli_kind_t {
     CLI_END = 0,     /* ends a table */
     CLI_SECTION,     /* not a flag: a heading in --help (`help` is its text) */
     CLI_SWITCH,      /* no value: stores `constant` into an int */
-    CLI_COMPUTE,     /* no value: --bf16 (constant 1) and --f32 (constant 0) store into an int that starts at -1 */
+    CLI_COMPUTE,     /* no value: --f32, --bf16, --int8 store their uform_compute_t (constant) into an int that starts at -1 */
     CLI_SIZE,        /* size_t, decimal digits */
     CLI_POSITIVE,    /* size_t >= 1 */
     CLI_U64,         /* uint64_t, decimal digits */
@@ -66,6 +66,12 @@ typedef struct cli_flag_t {
      "dot products (AVX-512 BF16: Zen 4 and later, Sapphire Rapids and later)", 1},                                     \
     {"--f32", CLI_COMPUTE, offsetof(type, field), NULL,                                                                 \
      "F32 matrix products; the default on every other CPU (BF16 would be emulated there)", 0}
+/* Commands that only run a model (not train) also take --int8: I8 compute (docs/int8.md). */
+#define CLI_INFERENCE_COMPUTE_FLAGS(type, field)                                                                        \
+    CLI_COMPUTE_FLAGS(type, field),                                                                                     \
+    {"--int8", CLI_COMPUTE, offsetof(type, field), NULL,                                                                \
+     "I8 compute: the trunk's matrix products in int8, per-channel weights and per-row\n"                               \
+     "activations (fastest; embeddings within cosine ~0.999 of F32's; docs/int8.md)", 2}
 #define CLI_QUIET(type, field) CLI_SWITCH_FLAG("--quiet", type, field, "no progress and no summary")
 #define CLI_JSON(type, field) CLI_SWITCH_FLAG("--json", type, field, "JSON lines on stdout, one object per result")
 #define CLI_SEED(type, field) CLI_FLAG("--seed", CLI_U64, type, field, "N", "random seed (default 0)")
@@ -145,9 +151,11 @@ int cli_fail_errno(int error, const char *format, ...) __attribute__((format(pri
  * "Cannot allocate memory") and answers NULL. Free the bytes with free(). */
 unsigned char *cli_read_file(const char *path, size_t *size);
 
-/* The compute a command uses: `choice` as a CLI_COMPUTE field holds it (-1: not given, 0 F32,
- * 1 BF16), else the best this CPU does (BF16 where it has native BF16 dot products, else F32). */
+/* The compute a command uses: `choice` as a CLI_COMPUTE field holds it (-1: not given, else a
+ * uform_compute_t: 0 F32, 1 BF16, 2 I8), else the best this CPU does (BF16 where it has native BF16
+ * dot products, else F32). */
 uform_compute_t cli_compute(int choice);
+/* "f32", "bf16" or "i8". */
 const char *cli_compute_name(uform_compute_t compute);
 
 /* Makes an executor of `threads` (0: the library's choice); answers 0, or 1 after printing the failure. */

@@ -72,12 +72,13 @@ unsigned char *cli_read_file(const char *path, size_t *size) {
 }
 
 uform_compute_t cli_compute(int choice) {
-    if (choice == 0) return UFORM_COMPUTE_F32;
-    if (choice == 1) return UFORM_COMPUTE_BF16;
+    if (choice == UFORM_COMPUTE_F32 || choice == UFORM_COMPUTE_BF16 || choice == UFORM_COMPUTE_I8) return (uform_compute_t)choice;
     return uform_compute_best(UFORM_CPU_CLASS_UNKNOWN);
 }
 
-const char *cli_compute_name(uform_compute_t compute) { return compute == UFORM_COMPUTE_BF16 ? "bf16" : "f32"; }
+const char *cli_compute_name(uform_compute_t compute) {
+    return compute == UFORM_COMPUTE_BF16 ? "bf16" : compute == UFORM_COMPUTE_I8 ? "i8" : "f32";
+}
 
 int cli_executor(size_t threads, uform_executor_t *executor) {
     uform_outcome_t outcome = {0};

@@ -182,6 +182,13 @@ void cli_parsed_free(const cli_command_t *command, void *options, cli_parsed_t *
     memset(parsed, 0, sizeof *parsed);
 }
 
+/* The name of the CLI_COMPUTE flag of `command` that stores `constant` at `offset`. */
+static const char *compute_flag_name(const cli_command_t *command, size_t offset, int constant) {
+    for (const cli_flag_t *flag = command->flags; flag->kind != CLI_END; ++flag)
+        if (flag->kind == CLI_COMPUTE && flag->offset == offset && flag->constant == constant) return flag->name;
+    return "another compute flag";
+}
+
 static int refuse(const cli_command_t *command, void *options, cli_parsed_t *parsed, int status) {
     cli_parsed_free(command, options, parsed);
     return status;
@@ -220,7 +227,9 @@ int cli_parse(const cli_command_t *command, int argc, char **argv, void *options
         if (flag->kind == CLI_SWITCH || flag->kind == CLI_COMPUTE) {
             if (equals) return refuse(command, options, parsed, cli_usage_error(command, "%s takes no value", flag->name));
             if (flag->kind == CLI_COMPUTE && *(int *)field != -1 && *(int *)field != flag->constant)
-                return refuse(command, options, parsed, cli_usage_error(command, "give one of --bf16 and --f32"));
+                return refuse(command, options, parsed,
+                              cli_usage_error(command, "%s and %s exclude each other (one compute per model)",
+                                              compute_flag_name(command, flag->offset, *(int *)field), flag->name));
             *(int *)field = flag->constant;
             continue;
         }

@@ -6,7 +6,7 @@
 
 #include "cli.h"
 
-extern const cli_command_t cli_describe, cli_encode_command, cli_choose, cli_index, cli_search, cli_train;
+extern const cli_command_t cli_describe, cli_encode_command, cli_choose, cli_quantize, cli_index, cli_search, cli_train;
 
 /* `uform synth` runs in the program uform-synth next to `uform` (tools/uform_synth_main.c says why),
  * which holds its flags and help. */
@@ -28,6 +28,7 @@ const cli_command_t *const cli_commands[] = {
     &cli_describe,
     &cli_encode_command,
     &cli_choose,
+    &cli_quantize,
     &cli_index,
     &cli_search,
     &cli_train,

@@ -8,7 +8,7 @@ typedef struct describe_options_t {
 } describe_options_t;
 
 static const cli_flag_t flags[] = {
-    CLI_COMPUTE_FLAGS(describe_options_t, compute),
+    CLI_INFERENCE_COMPUTE_FLAGS(describe_options_t, compute),
     CLI_FLAGS_END,
 };
 

@@ -38,7 +38,7 @@ static const cli_flag_t flags[] = {
     CLI_DIMS(encode_options_t, dims),
     CLI_FLAG("--batch", CLI_POSITIVE, encode_options_t, batch, "N", "items per call (default 32)"),
     CLI_THREADS(encode_options_t, threads),
-    CLI_COMPUTE_FLAGS(encode_options_t, compute),
+    CLI_INFERENCE_COMPUTE_FLAGS(encode_options_t, compute),
     CLI_FLAG("--out", CLI_TEXT, encode_options_t, out, "FILE",
              "FILE.npy: NumPy arrays (FILE.tokens.npy, FILE.states.npy and their _offsets.npy\n"
              "for the ragged outputs); anything else: JSON lines (default: stdout)"),

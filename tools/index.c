@@ -47,7 +47,7 @@ static const cli_flag_t flags[] = {
     CLI_FLAG("--decode-threads", CLI_SIZE, options_t, decode_threads, "N",
              "threads of a separate decode stage that overlaps compute (default 0:\n"
              "decode on the compute threads before each batch)"),
-    CLI_COMPUTE_FLAGS(options_t, compute),
+    CLI_INFERENCE_COMPUTE_FLAGS(options_t, compute),
     CLI_DIMS(options_t, dims),
     CLI_SCALAR_FLAG(options_t, scalar),
     CLI_FLAG("--checkpoint", CLI_SIZE, options_t, checkpoint, "N", "write the index every N items (default 10000; 0: only at the end)"),

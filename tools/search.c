@@ -32,7 +32,7 @@ static const cli_flag_t flags[] = {
              "b1 indexes: items rescored exactly after the Hamming pass (default 4 K)"),
     CLI_JSON(search_options_t, json),
     CLI_THREADS(search_options_t, threads),
-    CLI_COMPUTE_FLAGS(search_options_t, compute),
+    CLI_INFERENCE_COMPUTE_FLAGS(search_options_t, compute),
     CLI_FLAGS_END,
 };
 

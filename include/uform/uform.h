@@ -333,16 +333,29 @@ typedef struct uform_progress_t {
  * including deferred ones (they are final when the verb returns). */
 typedef struct uform_executor_s *uform_executor_t;
 
-/* The scalar type of activations in matrix products; accumulation is always F32. */
+/* The scalar type of activations in matrix products; float accumulation is always F32. */
 typedef enum uform_compute_t {
-    UFORM_COMPUTE_F32 = 0, /* F32 activations (the default) */
-    UFORM_COMPUTE_BF16 = 1 /* activations rounded to BF16 (nearest even) before each matrix product */
+    UFORM_COMPUTE_F32 = 0,  /* F32 activations (the default) */
+    UFORM_COMPUTE_BF16 = 1, /* activations rounded to BF16 (nearest even) before each matrix product */
+    UFORM_COMPUTE_I8 = 2    /* the trunk's products in int8 (model loads only; see below) */
 } uform_compute_t;
 /* BF16 compute, like PyTorch's BF16 autocast: attention multiplies BF16 Q·Kᵀ and P·V with the
  * softmax in F32, and the MLP's GELU is an erf form accurate to 2e-7·max(1,|x|) (its output is
  * rounded to BF16 next anyway). text_choose's byte head still runs in F32 (one row per text; its
  * logits are exponentiated, which magnifies rounding). Expect ~1e-2 relative differences from F32
- * compute; F32 compute stays within 1e-4 of an exact reference. */
+ * compute; F32 compute stays within 1e-4 of an exact reference.
+ *
+ * I8 compute (inference only: model loads; a trainer refuses it): every linear layer of the trunk
+ * (attn.qkv, attn.out, mlp.up, mlp.down) multiplies int8 weights, quantized symmetrically per
+ * output channel at load (or read from a checkpoint `uform_model_quantize` wrote), by activations
+ * quantized symmetrically per row (per token) on the fly, q = rint(x·127/max|x|), sums the
+ * products exactly in int32 and scales back to F32 with the bias fused. Everything else — the
+ * stems' patch projections, the norms, softmax, GELU, attention's two products, the heads'
+ * projections and text_choose's head — stays in the float compute the CPU class does best: BF16
+ * (as BF16 compute does) on classes with BF16 dot products (AMD_GENOA, SAPPHIRE and later), F32
+ * elsewhere. docs/int8.md states the scheme to the last rounding and the accuracy measured: on
+ * `small` and on a trained model's held-out items, embeddings within cosine ≥ 0.995 (mean) of F32
+ * compute's for every modality. Outputs keep their scalar kinds. */
 
 /* The compute kernels of `cpu_class` run fastest: BF16 where the class has native BF16 dot products
  * (AMD_GENOA, INTEL_SAPPHIRE, INTEL_GRANITE, INTEL_DIAMOND: `vdpbf16ps`), else F32 — on the other
@@ -361,7 +374,7 @@ typedef struct uform_ram_options_t {
     const size_t *memory_domains;
     size_t memory_domains_count;
     uform_cpu_class_t cpu_class;
-    uform_compute_t compute; /* model loads only: F32 (0) or BF16 activations; executors ignore it */
+    uform_compute_t compute; /* model loads only: F32 (0), BF16 (1) or I8 (2); executors ignore it */
 } uform_ram_options_t;
 
 /* GPU devices for a VRAM executor: `devices` lists ordinals as `uform_gpu_devices` answers them. */
@@ -616,6 +629,23 @@ UFORM_API uform_status_t uform_model_describe(uform_model_describe_t *request);
  */
 UFORM_API uform_status_t uform_model_fingerprint(uform_model_t model, char fingerprint[UFORM_FINGERPRINT_CAPACITY],
                                                  uform_outcome_t *outcome);
+
+/*
+ * Writes a quantized copy of the checkpoint at `path` to `output` (atomically, like every
+ * checkpoint writer here): each matrix that I8 compute runs in int8 (the trunk's attn.qkv,
+ * attn.out, mlp.up and mlp.down weights) becomes NAME as I8 [out, in] plus NAME_scale as F32 [out],
+ * quantized per output channel exactly as a load with UFORM_COMPUTE_I8 quantizes it, so that
+ * loading the copy with I8 compute gives bit-identical outputs; every other tensor and the metadata
+ * are copied unchanged (`optimizer.*` training state is dropped), and the metadata gains
+ * "uform.quantization": "int8-per-channel". About half the bytes of a BF16 checkpoint. Loads with
+ * F32 or BF16 compute dequantize the matrices (w = q·scale). Quantizing a quantized checkpoint
+ * copies it. docs/int8.md names the tensors. The copy has its own fingerprint: an index built
+ * with the original is searched with the original. Runs on the calling thread (for `small`, a
+ * fraction of a second). Statuses: UFORM_OK; UFORM_INVALID_ARGUMENT (NULL `path` or `output`, or
+ * both the same file); UFORM_IO and UFORM_FORMAT as uform_model_load_ram answers them for `path`,
+ * or UFORM_IO naming `output` when it cannot be written; UFORM_OUT_OF_MEMORY.
+ */
+UFORM_API uform_status_t uform_model_quantize(const char *path, const char *output, uform_outcome_t *outcome);
 
 /* ------------------------------------------------------------------------------------------ */
 /* Encoding — the verbs                                                                        */

@@ -66,10 +66,12 @@ class Mood(IntEnum):
 
 
 class Compute(IntEnum):
-    """``uform_compute_t``: the scalar type of activations in matrix products."""
+    """``uform_compute_t``: the scalar type of activations in matrix products (``I8``: the trunk's
+    products in int8, for model loads only; see uform.h and docs/int8.md)."""
 
     F32 = 0
     BF16 = 1
+    I8 = 2
 
 
 class Scalar(IntEnum):

@@ -105,6 +105,18 @@ class Model(Verbs[Encoded, Chosen], Closing):
     def __init__(self) -> None:
         raise TypeError("use uform.Model.load_ram(executor, path)")
 
+    @staticmethod
+    def quantize(path: PathArgument, output: PathArgument) -> None:
+        """Writes a quantized copy of the checkpoint at ``path`` to ``output`` (uform.h's
+        ``uform_model_quantize``): the trunk's matrices as I8 with per-channel F32 scales, the rest
+        unchanged; loading it with ``compute="i8"`` gives the same outputs as quantizing at load.
+        Raises ``IoError``, ``FormatError`` or ``InvalidArgument``."""
+        function = "Model.quantize"
+        source, target = path_bytes(path, function, "path"), path_bytes(output, function, "output")
+        outcome = S.Outcome()
+        if lib.uform_model_quantize(source, target, byref(outcome)) != 0:
+            raise from_outcome(outcome)
+
     @classmethod
     def load_ram(
         cls,
@@ -114,7 +126,8 @@ class Model(Verbs[Encoded, Chosen], Closing):
         cpu_class: Union[None, str, int, CpuClass] = None,
     ) -> "Model":
         """Maps the checkpoint at ``path`` and prepares it on ``executor`` (None: the calling
-        thread), with ``compute`` ``"f32"`` or ``"bf16"`` activations and the kernels of ``cpu_class``
+        thread), with ``compute`` ``"f32"``, ``"bf16"`` or ``"i8"`` (int8 weights and activations
+        in the trunk's products, docs/int8.md) and the kernels of ``cpu_class``
         (None: the executor's). Raises ``IoError`` (cannot open), ``FormatError`` (not a UForm
         checkpoint; the message names the tensor) or ``Unsupported``."""
         function = "Model.load_ram"

@@ -141,6 +141,10 @@ uform_status_t uform__encode_run(const uform__encode_job_t *job, uform__call_con
     compute.parallel = context->parallel;
     compute.packed = context->cpu_class == model->cpu_class;
     compute.compute = model->compute;
+    if (model->compute == UFORM_COMPUTE_I8) { /* the float layers in the class's best float compute */
+        compute.compute = uform__gemm_rounds_to_bf16(compute.gemm) ? UFORM_COMPUTE_BF16 : UFORM_COMPUTE_F32;
+        compute.i8 = uform__gemm_i8_kernels(context->cpu_class);
+    }
 
     /* Token offsets of every item: the ragged outputs' offsets, kept in the arena with them. */
     size_t *offsets = uform__arena_alloc(arena, (count + 1) * sizeof(size_t), 64);
@@ -213,6 +217,14 @@ uform_status_t uform__encode_run(const uform__encode_job_t *job, uform__call_con
     compute.gemm_scratch_bytes = compute.gemm->scratch_bytes(uform__parallel_threads(context->parallel));
     compute.gemm_scratch = uform__arena_alloc(arena, compute.gemm_scratch_bytes, 64);
     if (!compute.gemm_scratch) compute.gemm_scratch_bytes = 0; /* the products then allocate their own */
+    if (compute.i8 && count) { /* quantized rows of a chunk, and the int8 products' scratch */
+        size_t bytes = uform__i8_scratch_bytes(model, &compute, chunk_tokens);
+        void *i8_memory = uform__arena_alloc(arena, bytes, 64);
+        if (!i8_memory)
+            return uform__fail(context->outcome, UFORM_OUT_OF_MEMORY, context->function,
+                               "cannot allocate %zu MiB of I8 scratch", bytes >> 20);
+        uform__i8_scratch_carve(model, &compute, chunk_tokens, i8_memory);
+    }
     size_t *chunk_offsets = uform__arena_alloc(arena, (chunk_items + 1) * sizeof(size_t), 64);
     /* The rows the heads read when that is one per item (see uform__trunk_forward): [NEXT] for
      * text_choose, [CLS] when embeddings are the only output. */

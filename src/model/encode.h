@@ -46,6 +46,19 @@ typedef struct uform__encode_job_t {
     const size_t *prepared_items;   /* prepared: [inputs->count] the prepared item behind each job item */
 } uform__encode_job_t;
 
+/* I8 compute's buffers for one call (linear_i8.c), carved from the call's arena. */
+typedef struct uform__i8_scratch_t {
+    int8_t *rows;           /* quantized activations [capacity rows, up to width bytes each] */
+    float *scales;          /* [capacity rows] */
+    int32_t *sums;          /* [capacity rows] */
+    size_t capacity, width; /* rows and bytes per row the buffers hold */
+    void *gemm;             /* the int8 products' scratch (the table's scratch_bytes) */
+    size_t gemm_bytes;
+    int8_t *unpacked;       /* a call of another class than the model's: one weight's rows ... */
+    void *repacked;         /* ... and the same weight packed for the call's class */
+    size_t repacked_bytes;
+} uform__i8_scratch_t;
+
 /* The kernels and threads a call computes with. */
 typedef struct uform__compute_t {
     const uform__gemm_kernels_t *gemm;
@@ -55,7 +68,11 @@ typedef struct uform__compute_t {
     int packed;                 /* the model's packed weights match this call's class */
     void *gemm_scratch;         /* the products' packing buffers, from the arena (reused by every product) */
     size_t gemm_scratch_bytes;
+    /* The compute of the float products. Under the model's I8 compute, the float compute of the
+     * layers it keeps float: BF16 where the class has BF16 dot products, else F32 (uform.h). */
     uform_compute_t compute;
+    const uform__gemm_i8_kernels_t *i8; /* I8 compute: the call's int8 kernels; NULL otherwise */
+    uform__i8_scratch_t i8_scratch;
     double flops;
 } uform__compute_t;
 
@@ -85,6 +102,25 @@ enum {
 uform_status_t uform__linear_forward(uform__compute_t *compute, const uform__linear_t *layer, size_t rows,
                                      const void *x, size_t ldx, void *y, size_t ldy, size_t out_rows, int epilogue,
                                      uform_outcome_t *outcome);
+
+/* ---- I8 compute (linear_i8.c) ---- */
+
+/* Whether the product of `layer` runs in int8 in this call. */
+static inline int uform__linear_is_i8(const uform__compute_t *compute, const uform__linear_t *layer) {
+    return compute->i8 && layer->i8.data;
+}
+
+/* Bytes of I8 scratch a call needs for chunks of up to `tokens` rows (0 for other computes),
+ * and its carving from `memory` (64-byte aligned) into compute->i8_scratch. */
+size_t uform__i8_scratch_bytes(const uform_model_t model, const uform__compute_t *compute, size_t tokens);
+void uform__i8_scratch_carve(const uform_model_t model, uform__compute_t *compute, size_t tokens, void *memory);
+
+/* linear_forward for an int8 layer: x [rows, K] (F32, or BF16 with UFORM__LINEAR_X_BF16)
+ * quantized per row into the scratch, then the int8 product with the bias, GELU (the fast erf
+ * form: its output is quantized next) or accumulate of `epilogue`; y is F32. */
+uform_status_t uform__linear_forward_i8(uform__compute_t *compute, const uform__linear_t *layer, size_t rows,
+                                        const void *x, size_t ldx, float *y, size_t ldy, int epilogue,
+                                        uform_outcome_t *outcome);
 
 /* BF16 compute: rounds activations entering a product to BF16 values (nearest even, NaN kept), in
  * place, so the product sees exactly BF16 operands on a class whose BF16 kernels widen instead of

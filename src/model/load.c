@@ -11,6 +11,7 @@
 #include "exec/call.h"
 #include "exec/executor.h"
 #include "kernels/nn.h"
+#include "model/encode.h"
 #include "model/model.h"
 
 static const char *const modality_names[4] = {"text", "image", "video", "audio"};
@@ -32,6 +33,8 @@ static void *own(uform_model_t model, size_t bytes) {
     if (memory) model->owned[model->owned_count++] = memory;
     return memory;
 }
+
+static void *own_for_i8(void *state, size_t bytes) { return own(state, bytes); }
 
 UFORM_API void uform_model_free(uform_model_t model) {
     if (!model) return;
@@ -128,10 +131,61 @@ static const float *widen(loader_t *loader, const char *name, uint32_t rank, siz
     return values;
 }
 
+/*
+ * A quantized matrix (docs/int8.md, "Quantized checkpoints"): `name` as I8 [rows, columns] and
+ * `name`_scale as F32 [rows]. I8 compute packs them as they are for the layers it runs in int8
+ * (bit-identical to quantizing the float weights at load); otherwise they are dequantized once,
+ * w = q·scale in F32, and the layer runs in float.
+ */
+static void quantized_linear(loader_t *loader, uform__linear_t *layer, const uform__safetensors_tensor_t *tensor,
+                             const char *name, size_t rows, size_t columns) {
+    uint64_t wanted[2] = {rows, columns};
+    char want[64], got[128], scale_name[112];
+    if (tensor->rank != 2 || tensor->shape[0] != rows || tensor->shape[1] != columns) {
+        loader->status = uform__fail(loader->outcome, UFORM_FORMAT, loader->function, "tensor '%s' has shape %s, expected %s",
+                                     name, shape_text(tensor->shape, tensor->rank, got, sizeof got),
+                                     shape_text(wanted, 2, want, sizeof want));
+        return;
+    }
+    loader->expected += 1;
+    loader->model->parameters += tensor->element_count;
+    loader->model->weight_bytes += tensor->length;
+    mark_seen(loader, tensor);
+    uform__i8_scale_name(name, scale_name, sizeof scale_name);
+    const uform__safetensors_tensor_t *scale = expect(loader, scale_name, 1, rows, 0);
+    if (!scale) return;
+    loader->model->parameters -= scale->element_count; /* a scale is part of its matrix, not a parameter */
+    if (scale->dtype != UFORM__SAFETENSORS_F32 || (uintptr_t)scale->data % 4) {
+        loader->status = uform__fail(loader->outcome, UFORM_FORMAT, loader->function, "tensor '%s' is %s, expected F32",
+                                     scale_name, uform__safetensors_dtype_name(scale->dtype));
+        return;
+    }
+    layer->rows = rows, layer->columns = columns;
+    layer->q = tensor->data, layer->q_scale = scale->data;
+    if (loader->model->compute == UFORM_COMPUTE_I8 && uform__i8_quantizes(name)) return; /* packed by uform__i8_prepare */
+    float *weight = own(loader->model, rows * columns * sizeof(float));
+    if (!weight) {
+        loader->status = uform__fail(loader->outcome, UFORM_OUT_OF_MEMORY, loader->function,
+                                     "cannot allocate %zu floats to dequantize '%s'", rows * columns, name);
+        return;
+    }
+    for (size_t r = 0; r < rows; ++r)
+        for (size_t c = 0; c < columns; ++c) weight[r * columns + c] = (float)layer->q[r * columns + c] * layer->q_scale[r];
+    layer->weight = weight, layer->dtype = UFORM__GEMM_F32;
+    layer->q = NULL, layer->q_scale = NULL;
+}
+
 /* A matrix [rows, columns], used in place when its dtype and alignment allow (F16 is widened). */
 static void linear(loader_t *loader, uform__linear_t *layer, const char *name, size_t rows, size_t columns,
                    const char *bias_name) {
     memset(layer, 0, sizeof *layer);
+    if (loader->status != UFORM_OK) return;
+    const uform__safetensors_tensor_t *found = uform__safetensors_find(loader->model->file, name);
+    if (found && found->dtype == UFORM__SAFETENSORS_I8) {
+        quantized_linear(loader, layer, found, name, rows, columns);
+        if (bias_name) layer->bias = widen(loader, bias_name, 1, rows, 0);
+        return;
+    }
     const uform__safetensors_tensor_t *tensor = expect(loader, name, 2, rows, columns);
     if (!tensor) return;
     layer->rows = rows, layer->columns = columns;
@@ -207,8 +261,14 @@ static void load_stem(loader_t *loader, uform_modality_t modality) {
 /* Packs a layer for the model's class (once, at load), so forward products skip packing W. */
 static void pack(loader_t *loader, const uform__gemm_kernels_t *gemm, uform__linear_t *layer, const char *name) {
     if (loader->status != UFORM_OK || !layer->weight) return;
+    uform_compute_t compute = loader->model->compute;
+    if (compute == UFORM_COMPUTE_I8) {
+        if (uform__i8_quantizes(name)) return; /* int8 panels instead (uform__i8_prepare) */
+        /* The layers I8 compute keeps float run in the class's best float compute (uform.h). */
+        compute = uform__gemm_rounds_to_bf16(gemm) ? UFORM_COMPUTE_BF16 : UFORM_COMPUTE_F32;
+    }
     /* The panel format follows the compute: F32 panels (BF16 widened) for F32 compute. */
-    int bf16 = layer->dtype == UFORM__GEMM_BF16 && loader->model->compute == UFORM_COMPUTE_BF16;
+    int bf16 = layer->dtype == UFORM__GEMM_BF16 && compute == UFORM_COMPUTE_BF16;
     size_t bytes = bf16 ? gemm->packed_size_bf16(layer->rows, layer->columns, layer->dtype)
                         : gemm->packed_size_f32(layer->rows, layer->columns, layer->dtype);
     void *memory = own(loader->model, bytes);
@@ -333,13 +393,23 @@ static uform_status_t load_run(void *pointer, uform__call_context_t *context) {
     }
     const uform__gemm_kernels_t *gemm = uform__gemm_kernels(cpu_class);
     for (size_t i = 0; i < config->depth && loader.status == UFORM_OK; ++i) {
-        pack(&loader, gemm, &model->blocks[i].qkv, "attn.qkv.weight");
-        pack(&loader, gemm, &model->blocks[i].out, "attn.out.weight");
-        pack(&loader, gemm, &model->blocks[i].up, "mlp.up.weight");
-        pack(&loader, gemm, &model->blocks[i].down, "mlp.down.weight");
+        static const char *const products[4] = {"attn.qkv.weight", "attn.out.weight", "mlp.up.weight", "mlp.down.weight"};
+        uform__linear_t *layers[4] = {&model->blocks[i].qkv, &model->blocks[i].out, &model->blocks[i].up,
+                                      &model->blocks[i].down};
+        for (int j = 0; j < 4; ++j) {
+            char name[96];
+            snprintf(name, sizeof name, "trunk.%zu.%s", i, products[j]);
+            pack(&loader, gemm, layers[j], name);
+        }
     }
     for (int m = 1; m < 4 && loader.status == UFORM_OK; ++m)
-        if (model->stems[m].present) pack(&loader, gemm, &model->stems[m].patch, "patch.weight");
+        if (model->stems[m].present) {
+            char name[96];
+            snprintf(name, sizeof name, "%s.patch.weight", modality_names[m]);
+            pack(&loader, gemm, &model->stems[m].patch, name);
+        }
+    if (loader.status == UFORM_OK && model->compute == UFORM_COMPUTE_I8)
+        loader.status = uform__i8_prepare(model, context->parallel, own_for_i8, model, outcome, function);
     if (loader.status == UFORM_OK && model->stems[UFORM_MODALITY_AUDIO].present) {
         loader.status = uform__signal_mel_plan_init(&model->mel, config->audio_rate, UFORM__AUDIO_N_FFT,
                                                     UFORM__AUDIO_HOP, config->audio_mels, 0.0, 0.0, outcome);
@@ -377,9 +447,9 @@ UFORM_API uform_status_t uform_model_load_ram(uform_executor_t executor, const c
     memset(&request, 0, sizeof request);
     request.path = path;
     request.compute = ram_options ? ram_options->compute : UFORM_COMPUTE_F32;
-    if (request.compute != UFORM_COMPUTE_F32 && request.compute != UFORM_COMPUTE_BF16)
-        return uform__fail(outcome, UFORM_INVALID_ARGUMENT, function, "ram_options.compute %d is neither F32 (0) nor BF16 (1)",
-                           (int)request.compute);
+    if (request.compute != UFORM_COMPUTE_F32 && request.compute != UFORM_COMPUTE_BF16 && request.compute != UFORM_COMPUTE_I8)
+        return uform__fail(outcome, UFORM_INVALID_ARGUMENT, function,
+                           "ram_options.compute %d is none of F32 (0), BF16 (1) and I8 (2)", (int)request.compute);
     if (ram_options && ram_options->cpu_class) {
         uform_status_t status = uform__cpu_class_resolve(ram_options->cpu_class, &request.cpu_class, outcome, function);
         if (status != UFORM_OK) return status;

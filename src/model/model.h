@@ -8,16 +8,24 @@
 
 #include "io/safetensors.h"
 #include "kernels/gemm.h"
+#include "kernels/gemm_i8.h"
 #include "kernels/signal.h"
 #include "model/config.h"
 
 /* A linear layer y = x·Wᵀ + b with W [rows = out, columns = in] as the checkpoint stores it. */
 typedef struct uform__linear_t {
-    const void *weight;         /* [rows, columns] in `dtype`, row-major (into the mapping, or owned) */
+    const void *weight;         /* [rows, columns] in `dtype`, row-major (into the mapping, or owned); NULL
+                                 * when the checkpoint holds it quantized and I8 compute runs it */
     uform__gemm_dtype_t dtype;  /* F32 or BF16 */
     size_t rows, columns;
     uform__gemm_packed_t packed; /* for the model's CPU class; `packed.data` NULL when not packed */
     const float *bias;          /* [rows] or NULL */
+    /* I8 compute (quantize.c): the weight quantized per output channel and packed for the model's
+     * class; `i8.data` NULL for a layer that stays float. `q` [rows, columns] and `q_scale` [rows]
+     * are the quantized rows a quantized checkpoint holds (NULL when it held floats). */
+    uform__gemm_i8_packed_t i8;
+    const int8_t *q;
+    const float *q_scale;
 } uform__linear_t;
 
 /* LayerNorm parameters, widened to F32. */
@@ -79,5 +87,21 @@ uform_status_t uform__model_load_bytes(void *bytes, size_t size, uform_cpu_class
 
 /* Names a modality ("text" ...). */
 const char *uform__modality_name(uform_modality_t modality);
+
+/* ---- I8 compute (quantize.c) ---- */
+
+/* Whether I8 compute runs the layer named `name` (a checkpoint tensor name) in int8: the trunk's
+ * four products. The one place that decides (docs/int8.md, "Which layers, and why"). */
+int uform__i8_quantizes(const char *name);
+
+/* The scale tensor of a quantized matrix `name` ("trunk.0.attn.qkv.weight" → "..._scale"). */
+void uform__i8_scale_name(const char *name, char *buffer, size_t capacity);
+
+/* Quantizes (or takes the quantized rows of) and packs every layer that I8 compute runs in int8,
+ * for the model's class, in parallel over layers: allocations from `allocate` (owned by the
+ * model). Fails only for memory (UFORM_OUT_OF_MEMORY) or an impossible shape. */
+typedef void *(*uform__i8_allocate_fn)(void *state, size_t bytes);
+uform_status_t uform__i8_prepare(uform_model_t model, const uform__parallel_t *parallel, uform__i8_allocate_fn allocate,
+                                 void *state, uform_outcome_t *outcome, const char *function);
 
 #endif

@@ -51,6 +51,12 @@ uform_status_t uform__linear_forward(uform__compute_t *compute, const uform__lin
                                      const void *x, size_t ldx, void *y, size_t ldy, size_t out_rows, int epilogue,
                                      uform_outcome_t *outcome) {
     if (rows == 0 || out_rows == 0) return UFORM_OK;
+    if (uform__linear_is_i8(compute, layer)) {
+        if (out_rows != layer->rows || (epilogue & UFORM__LINEAR_Y_BF16))
+            return uform__fail(outcome, UFORM_INTERNAL, "uform__linear_forward",
+                               "an int8 layer's product writes all %zu rows as F32", layer->rows);
+        return uform__linear_forward_i8(compute, layer, rows, x, ldx, y, ldy, epilogue, outcome);
+    }
     uform__gemm_forward_t args;
     memset(&args, 0, sizeof args);
     args.m = rows;
@@ -81,10 +87,12 @@ uform_status_t uform__linear_forward(uform__compute_t *compute, const uform__lin
 
 /* norm(x) [rows, d] into `a` as the input of the product `next`: as BF16 (in a's memory) where
  * that product rounds its input to BF16 anyway (native_bf16), so it reads the rows in place; else
- * as F32, rounded to BF16 values under emulated BF16 compute (bf16). Answers the product's X flag. */
+ * as F32, rounded to BF16 values under emulated BF16 compute (bf16). An int8 product quantizes the
+ * F32 rows (I8 compute). Answers the product's X flag. */
 static int norm_into(uform__compute_t *compute, const uform__norm_t *norm, const uform__linear_t *next, size_t rows,
                      size_t d, const float *x, float *a, float *mean, float *rstd, float eps, int bf16,
                      int native_bf16) {
+    if (uform__linear_is_i8(compute, next)) bf16 = native_bf16 = 0;
     if (native_bf16 && next->dtype == UFORM__GEMM_BF16) {
         compute->nn->layernorm_forward_bf16(rows, d, x, d, norm->weight, norm->bias, eps, (uint16_t *)a, d, mean, rstd,
                                             compute->parallel);
@@ -108,12 +116,13 @@ static uform_status_t block_tail(uform__compute_t *compute, const uform__block_t
     int a_read = norm_into(compute, &block->norm2, &block->up, rows, d, x, a, mean, rstd, eps, bf16, native_bf16);
     /* Where the products round to BF16 anyway, mlp.up writes its GELU'd rows as BF16 (in the
      * hidden buffer's memory) and mlp.down reads them in place: no conversion pass. */
-    native_bf16 = native_bf16 && block->up.dtype == UFORM__GEMM_BF16 && block->down.dtype == UFORM__GEMM_BF16;
+    native_bf16 = native_bf16 && block->up.dtype == UFORM__GEMM_BF16 && block->down.dtype == UFORM__GEMM_BF16 &&
+                  !uform__linear_is_i8(compute, &block->up) && !uform__linear_is_i8(compute, &block->down);
     int hidden_bf16 = native_bf16 ? UFORM__LINEAR_Y_BF16 : 0;
     status = uform__linear_forward(compute, &block->up, rows, a, d, hidden, mlp, mlp,
                                    UFORM__LINEAR_GELU | hidden_bf16 | a_read, outcome);
     if (status != UFORM_OK) return status;
-    if (bf16) uform__round_to_bf16(hidden, rows * mlp);
+    if (bf16 && !uform__linear_is_i8(compute, &block->down)) uform__round_to_bf16(hidden, rows * mlp);
     int hidden_read = native_bf16 ? UFORM__LINEAR_X_BF16 : 0;
     return uform__linear_forward(compute, &block->down, rows, hidden, mlp, x, d, d,
                                  UFORM__LINEAR_ACCUMULATE | hidden_read, outcome);

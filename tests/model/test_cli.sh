@@ -40,6 +40,35 @@ values = [float(l.split()[-1]) for l in lines if l.strip()]
 assert len(values) == 2 and abs(sum(values) - 1) < 1e-5, values
 "
 
+# I8 compute (--int8) and a quantized checkpoint (uform quantize): the same embeddings from both,
+# close to F32's, from a smaller file; --int8 with --bf16 or --f32 is refused.
+check "$uform" encode "$checkpoint" --text "a red star" "a blue circle on the left" --f32 --out "$work/f32.npy"
+check "$uform" encode "$checkpoint" --text "a red star" "a blue circle on the left" --int8 --out "$work/i8.npy"
+check "$uform" quantize "$checkpoint" --out "$work/q.safetensors"
+check "$uform" encode "$work/q.safetensors" --text "a red star" "a blue circle on the left" --int8 --out "$work/q.npy"
+check "$uform" choose "$work/q.safetensors" "yes or n" --choices "oa" --int8 > "$work/choose_i8.txt"
+check "$python" -c "
+import os
+import numpy as np
+f, i, q = (np.load('$work/%s.npy' % name) for name in ('f32', 'i8', 'q'))
+assert np.array_equal(i, q), 'quantizing at load and reading a quantized checkpoint must agree bit for bit'
+cosines = (f * i).sum(axis=1)
+assert cosines.min() > 0.99, cosines
+assert 0.4 < os.path.getsize('$work/q.safetensors') / os.path.getsize('$checkpoint') < 0.8
+values = [float(l.split()[-1]) for l in open('$work/choose_i8.txt') if l.strip()]
+assert len(values) == 2 and abs(sum(values) - 1) < 1e-5, values
+"
+check "$uform" describe "$work/q.safetensors" --int8 > "$work/describe_q.txt"
+check contains "$work/describe_q.txt" ", i8 compute"
+check "$uform" quantize --help > "$work/quantize_help.txt"
+check contains "$work/quantize_help.txt" "usage: uform quantize CKPT --out Q"
+"$uform" quantize "$checkpoint" 2> "$work/err6.txt"; check test $? -eq 2
+check contains "$work/err6.txt" "--out is missing"
+"$uform" encode "$checkpoint" --text a --int8 --bf16 2> "$work/err5.txt"; check test $? -eq 2
+check contains "$work/err5.txt" "uform encode: --int8 and --bf16 exclude each other"
+"$uform" search "$checkpoint" "$checkpoint" --text a --f32 --int8 2> "$work/err7.txt"; check test $? -eq 2
+check contains "$work/err7.txt" "uform search: --f32 and --int8 exclude each other"
+
 # Failures: a missing file, a text given as an image, duplicated choices, a bad flag.
 "$uform" encode "$checkpoint" --image "$work/missing.jpg" 2> "$work/err1.txt"; check test $? -eq 1
 check contains "$work/err1.txt" "cannot open"

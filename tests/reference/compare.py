@@ -66,14 +66,22 @@ def _errors(engine, reference):
     return worst, worst / scale, elementwise, scale
 
 
-def compare_float(tally, label, engine, reference, tolerance, absolute=False):
-    engine = np.asarray(engine, dtype=np.float64)
-    reference = np.asarray(reference, dtype=np.float64)
+def comparable(tally, label, engine, reference):
+    """Both as float64 arrays when they can be compared; else None, None after recording why (other
+    shapes, or non-finite values in the engine's)."""
+    engine, reference = np.asarray(engine, dtype=np.float64), np.asarray(reference, dtype=np.float64)
     if engine.shape != reference.shape:
         tally.record(False, label, f"shape {list(engine.shape)}, reference {list(reference.shape)}")
-        return
+        return None, None
     if not np.all(np.isfinite(engine)):
         tally.record(False, label, f"{int(np.sum(~np.isfinite(engine)))} non-finite values")
+        return None, None
+    return engine, reference
+
+
+def compare_float(tally, label, engine, reference, tolerance, absolute=False):
+    engine, reference = comparable(tally, label, engine, reference)
+    if engine is None:
         return
     worst, relative, elementwise, _ = _errors(engine, reference)
     measured = worst if absolute else relative

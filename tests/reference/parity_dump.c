@@ -1,11 +1,16 @@
 /*
- * parity_dump CHECKPOINT DIRECTORY [--bf16-checkpoint] [--quick]
+ * parity_dump CHECKPOINT DIRECTORY [--quick | --int8]
  *
  * Runs the engine on generated inputs for every modality and output kind and writes what it was
  * given and what it answered into DIRECTORY (.npy files and manifest.json, the format
  * tests/reference/compare.py reads), so the independent PyTorch reference can check every output.
  * It also dumps the engine's preprocessing (resized images, resampled audio, log-mel) for the
  * separate preprocessing checks. Inputs are drawn from a fixed seed.
+ *
+ * --int8 dumps the I8 compute's cases instead (compute "i8": every modality, every output kind,
+ * text_choose), each naming the float compute the load's class runs its float layers in
+ * ("float_compute": "bf16" where the class has BF16 dot products, else "f32"), for the NumPy
+ * implementation of the scheme (tests/reference/compare_int8.py). UFORM_CPU_CLASS picks the class.
  */
 #include <math.h>
 #include <stdio.h>
@@ -17,6 +22,7 @@
 #include "exec/call.h"
 #include "kernels/signal.h"
 #include "model/encode.h"
+#include "model/model.h"
 #include "common/base64.h"
 #include "npy.h"
 #include "uform/uform.h"
@@ -82,10 +88,14 @@ static const char *scalar_name(uform_scalar_kind_t scalar) {
     return names[scalar];
 }
 
+/* --int8: the float compute of the I8 load's float layers, written into every case. */
+static const char *float_compute = NULL;
+
 static void begin_case(const char *name, const char *modality, const char *compute, size_t dimensions,
                        uform_scalar_kind_t scalar) {
     fprintf(manifest, "%s\n  {\"name\": \"%s\", \"modality\": \"%s\", \"compute\": \"%s\", \"dimensions\": %zu, \"scalar\": \"%s\"",
             first_case ? "" : ",", name, modality, compute, dimensions, scalar_name(scalar));
+    if (float_compute) fprintf(manifest, ", \"float_compute\": \"%s\"", float_compute);
     first_case = 0;
 }
 
@@ -336,6 +346,31 @@ static void frames_case(uform_model_t model, uform_arena_t arena, const char *na
         fprintf(manifest, "%s{\"npy\": \"%s\"}", i ? ", " : "", file);
     }
     fprintf(manifest, "]}");
+    if (float_compute) { /* --int8: the engine's preprocessing of every frame, [F, 3, S, S] per item */
+        const float *mean = model->config.image_mean, *std = model->config.image_std;
+        fprintf(manifest, ", \"preprocessed\": {\"images\": [");
+        for (size_t i = 0; i < 2; ++i) {
+            float *chw = malloc(frames * 3 * size * size * sizeof(float));
+            size_t frame_bytes = heights[i] * widths[i] * 3;
+            for (size_t f = 0; f < frames; ++f) {
+                uform__signal_resize_plan_t plan = {0};
+                uform_outcome_t outcome = {0};
+                uform__signal_image_target_t target = {UFORM__SIGNAL_PIXELS_F32_CHW_NORMALISED, chw + f * 3 * size * size,
+                                                       mean, std, 0, 1, 0};
+                if (uform__signal_resize_plan_init_shorter_side(&plan, heights[i], widths[i], size, &outcome) != UFORM_OK ||
+                    uform__signal_resize_rgb8(&plan, tape.data + tape.offsets[i] + f * frame_bytes, widths[i] * 3, &target,
+                                              NULL, NULL, &outcome) != UFORM_OK)
+                    fail("resize", &outcome);
+                uform__signal_resize_plan_free(&plan);
+            }
+            snprintf(file, sizeof file, "%s.preprocessed%zu.npy", name, i);
+            size_t shape[4] = {frames, 3, size, size};
+            write_array(file, "<f4", shape, 4, chw, frames * 3 * size * size * sizeof(float));
+            fprintf(manifest, "%s\"%s\"", i ? ", " : "", file);
+            free(chw);
+        }
+        fprintf(manifest, "]}");
+    }
     write_outputs(name, &encoded);
     tape_free(&tape);
 }
@@ -385,14 +420,84 @@ static void choose_case(uform_model_t model, uform_arena_t arena, const char *na
     tape_free(&texts), tape_free(&choices);
 }
 
+/* ---- --int8: the trunk one block at a time ---- */
+
+/* Runs block `block` of the model alone on x [tokens, d] (items at `offsets`), in place: the trunk
+ * of a shallow copy that holds that one block, with the compute an encode call sets up. */
+typedef struct block_request_t {
+    uform_model_t model;
+    size_t block, tokens, items;
+    float *x;
+    const size_t *offsets;
+    uform_outcome_t outcome;
+} block_request_t;
+
+static uform_status_t block_run(void *pointer, uform__call_context_t *context) {
+    block_request_t *request = pointer;
+    struct uform_model_s single = *request->model;
+    single.config.depth = 1;
+    single.blocks = request->model->blocks + request->block;
+    uform__compute_t compute;
+    memset(&compute, 0, sizeof compute);
+    compute.gemm = uform__gemm_kernels(context->cpu_class);
+    compute.nn = uform__nn_kernels(context->cpu_class);
+    compute.parallel = context->parallel;
+    compute.packed = context->cpu_class == single.cpu_class;
+    compute.compute = uform__gemm_rounds_to_bf16(compute.gemm) ? UFORM_COMPUTE_BF16 : UFORM_COMPUTE_F32;
+    compute.i8 = uform__gemm_i8_kernels(context->cpu_class);
+    float *trunk = malloc(uform__trunk_scratch_floats(&single.config, request->tokens) * sizeof(float) + 64);
+    size_t i8_bytes = uform__i8_scratch_bytes(&single, &compute, request->tokens);
+    void *i8 = aligned_alloc(64, (i8_bytes + 63) / 64 * 64);
+    if (!trunk || !i8) {
+        free(trunk), free(i8);
+        return uform__fail(context->outcome, UFORM_OUT_OF_MEMORY, context->function, "block scratch");
+    }
+    uform__i8_scratch_carve(&single, &compute, request->tokens, i8);
+    uform__trunk_scratch_t scratch;
+    uform__trunk_scratch_carve(&single.config, request->tokens, (float *)(((uintptr_t)trunk + 63) / 64 * 64), &scratch);
+    size_t done = 0;
+    uform_status_t status = uform__trunk_forward(&single, &compute, request->x, request->tokens, request->offsets,
+                                                 request->items, NULL, &scratch, context, &done);
+    free(trunk), free(i8);
+    return status;
+}
+
+/* Three items (a short one, one across two attention blocks, one across three) of random rows
+ * N(0, 1), and the engine's rows after each block, each block started from the engine's own rows
+ * before it: compare_int8.py checks every block alone against the NumPy scheme. */
+static void blocks_case(uform_model_t model, size_t depth, size_t d) {
+    size_t offsets[4] = {0, 5, 75, 206}, tokens = offsets[3];
+    float *x = malloc(tokens * d * sizeof(float));
+    for (size_t i = 0; i < tokens * d; ++i) {
+        double u1 = ((double)(next_random() >> 11) + 1.0) / 9007199254740993.0, u2 = (double)(next_random() >> 11) / 9007199254740992.0;
+        x[i] = (float)(sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2));
+    }
+    begin_case("blocks_i8", "blocks", "i8", 0, UFORM_SCALAR_F32);
+    size_t shape[2] = {tokens, d};
+    write_array("blocks_i8.x0.npy", "<f4", shape, 2, x, tokens * d * sizeof(float));
+    write_offsets("blocks_i8.offsets.npy", offsets, 3);
+    fprintf(manifest, ", \"inputs\": {\"x\": \"blocks_i8.x0.npy\", \"offsets\": \"blocks_i8.offsets.npy\"}, \"outputs\": {\"blocks\": [");
+    for (size_t b = 0; b < depth; ++b) {
+        block_request_t request = {model, b, tokens, 3, x, offsets, {0}};
+        uform__call_t call = {block_run, &request, &request.outcome, UFORM_COMPLETION_BLOCKING, NULL, NULL, "block"};
+        if (uform__executor_call(NULL, &call) != UFORM_OK) fail("block", &request.outcome);
+        char file[64];
+        snprintf(file, sizeof file, "blocks_i8.x%zu.npy", b + 1);
+        write_array(file, "<f4", shape, 2, x, tokens * d * sizeof(float));
+        fprintf(manifest, "%s\"%s\"", b ? ", " : "", file);
+    }
+    fprintf(manifest, "]}}");
+    free(x);
+}
+
 int main(int argc, char **argv) {
     if (argc < 3) {
-        fprintf(stderr, "usage: parity_dump CHECKPOINT DIRECTORY [--quick]\n");
+        fprintf(stderr, "usage: parity_dump CHECKPOINT DIRECTORY [--quick | --int8]\n");
         return 2;
     }
     const char *checkpoint = argv[1];
     directory = argv[2];
-    int quick = argc > 3 && strcmp(argv[3], "--quick") == 0;
+    int quick = argc > 3 && strcmp(argv[3], "--quick") == 0, int8 = argc > 3 && strcmp(argv[3], "--int8") == 0;
     mkdir(directory, 0755);
     char path[1024];
     path_of(path, sizeof path, "manifest.json");
@@ -405,7 +510,26 @@ int main(int argc, char **argv) {
     uform_outcome_t outcome = {0};
     uform_arena_t arena = NULL;
     uform_arena_for_host(&arena, NULL);
-    for (int bf16 = 0; bf16 <= 1; ++bf16) {
+    if (int8) {
+        uform_ram_options_t options = {0};
+        options.compute = UFORM_COMPUTE_I8;
+        uform_model_t model = NULL;
+        if (uform_model_load_ram(NULL, checkpoint, &options, &model, &outcome) != UFORM_OK) fail("load", &outcome);
+        uform_model_describe_t describe = {model};
+        uform_model_describe(&describe);
+        const uform_model_description_t *d = &describe.description;
+        float_compute = uform__gemm_rounds_to_bf16(uform__gemm_kernels(d->cpu_class)) ? "bf16" : "f32";
+        uform_outputs_t all = UFORM_OUTPUTS_EMBEDDINGS | UFORM_OUTPUTS_TOKEN_VECTORS | UFORM_OUTPUTS_STATES;
+        text_case(model, arena, "text_i8", "i8", all, UFORM_SCALAR_F32, 0, d->text_bytes);
+        text_case(model, arena, "text_embeddings_i8", "i8", UFORM_OUTPUTS_EMBEDDINGS, UFORM_SCALAR_F32, 0, d->text_bytes);
+        pixels_case(model, arena, "image_i8", "i8", d->image_size);
+        samples_case(model, arena, "audio_i8", "i8", 22050, d->audio_seconds, d->audio_mels);
+        frames_case(model, arena, "video_i8", "i8", d->video_frames, d->video_size);
+        choose_case(model, arena, "choose_i8", "i8", d->text_bytes, d->temperature_groups);
+        blocks_case(model, d->depth, d->hidden);
+        uform_model_free(model);
+    }
+    for (int bf16 = 0; bf16 <= 1 && !int8; ++bf16) {
         uform_ram_options_t options = {0};
         options.compute = bf16 ? UFORM_COMPUTE_BF16 : UFORM_COMPUTE_F32;
         uform_model_t model = NULL;

@@ -24,6 +24,7 @@ const sweep_row_t sweep_rows[] = {
     {"model_load_on_executor", sweep_run_model_load_on_executor, SWEEP_THREADS},
     {"model_describe", sweep_run_model_describe, 0},
     {"model_write", sweep_run_model_write, 0},
+    {"model_quantize", sweep_run_model_quantize, 0},
     {"model_fingerprint", sweep_run_model_fingerprint, 0},
     {"text_encode", sweep_run_text_encode, 0},
     {"text_encode_on_executor", sweep_run_text_encode_on_executor, SWEEP_THREADS},

@@ -23,6 +23,7 @@ void sweep_run_model_load(sweep_fixture_t *fixture, sweep_answer_t *answer);
 void sweep_run_model_load_on_executor(sweep_fixture_t *fixture, sweep_answer_t *answer);
 void sweep_run_model_describe(sweep_fixture_t *fixture, sweep_answer_t *answer);
 void sweep_run_model_write(sweep_fixture_t *fixture, sweep_answer_t *answer);
+void sweep_run_model_quantize(sweep_fixture_t *fixture, sweep_answer_t *answer);
 void sweep_run_model_fingerprint(sweep_fixture_t *fixture, sweep_answer_t *answer);
 void sweep_run_text_encode(sweep_fixture_t *fixture, sweep_answer_t *answer);
 void sweep_run_text_encode_on_executor(sweep_fixture_t *fixture, sweep_answer_t *answer);

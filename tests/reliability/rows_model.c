@@ -1,6 +1,6 @@
-/* Sweep rows for the model: load, describe, the checkpoint writer, every encode verb on every media
- * kind, and text_choose. Encodes share the fixture's model and arena, so a failure that damaged
- * either shows up as a different digest on the next run. */
+/* Sweep rows for the model: load, describe, the checkpoint writer and quantizer, every encode verb
+ * on every media kind, and text_choose. Encodes share the fixture's model and arena, so a failure
+ * that damaged either shows up as a different digest on the next run. */
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -77,6 +77,28 @@ void sweep_run_model_write(sweep_fixture_t *fixture, sweep_answer_t *answer) {
         uform_model_describe_t describe = {model};
         uform_model_describe(&describe);
         answer->digest = sweep_digest(0, &describe.description.parameters, sizeof describe.description.parameters);
+    }
+    uform_model_free(model);
+}
+
+/* The quantized checkpoint's writer (uform_model_quantize: the trunk's matrices to I8 and their
+ * scales, the rest copied); then the written file must load with I8 compute. */
+void sweep_run_model_quantize(sweep_fixture_t *fixture, sweep_answer_t *answer) {
+    char path[300];
+    snprintf(path, sizeof path, "%s/quantized.safetensors", fixture->scratch);
+    unlink(path);
+    uform_outcome_t outcome = {0};
+    uform_status_t status = uform_model_quantize(fixture->checkpoint, path, &outcome);
+    sweep_answer_status(answer, status, &outcome);
+    if (status != UFORM_OK) return;
+    uform_ram_options_t options = {NULL, 0, UFORM_CPU_CLASS_UNKNOWN, UFORM_COMPUTE_I8};
+    uform_model_t model = NULL;
+    status = uform_model_load_ram(NULL, path, &options, &model, &outcome);
+    sweep_answer_status(answer, status, &outcome);
+    if (status == UFORM_OK) {
+        uform_model_describe_t describe = {model};
+        uform_model_describe(&describe);
+        answer->digest = sweep_digest(0, &describe.description.weight_bytes, sizeof describe.description.weight_bytes);
     }
     uform_model_free(model);
 }

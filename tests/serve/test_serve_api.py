@@ -2,7 +2,7 @@
 embeddings (float, base64, dimensions, texts and data: URIs of pictures, recordings and clips, in
 order) against `uform encode` (cosine >= 0.9999), usage tokens, model names, search against the
 index's own items, /media (bytes, content types, ranges), choices against `uform choose`,
-/v1/models, /health, /metrics in Prometheus's format, the page, and the API key.
+/v1/models, /health, /metrics in Prometheus's format, the page, the API key, and --int8.
 
 Usage: test_serve_api.py UFORM CHECKPOINT FIXTURES WORK"""
 
@@ -230,6 +230,28 @@ def check_key(t, uform, work):
         t.check(server.stop() == 0, "the keyed server exits 0")
 
 
+def check_int8(t, uform, work):
+    """--int8: I8 compute, named by /v1/models, embeddings as `uform encode --int8` gives them (the
+    same compute on the same checkpoint); with another compute flag a usage error naming both."""
+    texts = ["a red star", "a blue circle on the left"]
+    reference = os.path.join(work, "i8.npy")
+    subprocess.run([uform, "encode", CHECKPOINT, "--text", *texts, "--int8", "--out", reference], check=True,
+                   stderr=subprocess.DEVNULL)
+    server = Server(uform, CHECKPOINT, "--int8")
+    try:
+        status, _, body = server.get("/v1/models")
+        t.check(status == 200 and json.loads(body)["data"][0]["compute"] == "i8", f"--int8: /v1/models {body[:200]}")
+        status, answer, _ = server.post("/v1/embeddings", {"input": texts})
+        t.check(status == 200 and all(cosine(row["embedding"], ref) >= 0.9999 for row, ref in zip(answer["data"], np.load(reference))),
+                f"--int8 embeddings as uform encode --int8: {status}")
+    finally:
+        t.check(server.stop() == 0, "the --int8 server exits 0")
+    refused = subprocess.run([uform, "serve", CHECKPOINT, "--port", "0", "--int8", "--bf16"], capture_output=True, text=True,
+                             stdin=subprocess.DEVNULL, timeout=60)
+    t.check(refused.returncode == 2 and "--int8 and --bf16 exclude each other" in refused.stderr,
+            f"--int8 with --bf16: exit {refused.returncode}, {refused.stderr.strip()[-200:]}")
+
+
 def main(argv):
     global CHECKPOINT
     uform, CHECKPOINT, fixtures, work = argv[1:5]
@@ -268,6 +290,7 @@ def main(argv):
         code = server.stop()
         t.check(code == 0, f"SIGTERM: exit status {code}")
     check_key(t, uform, work)
+    check_int8(t, uform, work)
     return t.finish()
 
 

@@ -47,7 +47,8 @@ static void write_model(serve_buffer_t *out, const serve_model_t *model) {
     for (int m = 0; m < 4; ++m)
         if (d->modalities & (1u << m)) serve_buffer_printf(out, "%s\"%s\"", first ? "" : ", ", modality_names[m]), first = 0;
     serve_buffer_printf(out, "], \"text_bytes\": %zu, \"parameters\": %llu, \"compute\": \"%s\", \"index\": ", d->text_bytes,
-                        (unsigned long long)d->parameters, d->compute == UFORM_COMPUTE_BF16 ? "bf16" : "f32");
+                        (unsigned long long)d->parameters,
+                        d->compute == UFORM_COMPUTE_BF16 ? "bf16" : d->compute == UFORM_COMPUTE_I8 ? "i8" : "f32");
     if (model->index) {
         const uform_index_description_t *x = &model->index_description;
         static const char *const scalars[5] = {"f32", "f16", "bf16", "i8", "b1"};

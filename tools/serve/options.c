@@ -9,7 +9,7 @@
 #include "serve.h"
 
 static const char usage_line[] =
-    "usage: uform serve CKPT [--index INDEX] [--host 127.0.0.1] [--port 8080] [--threads N] [--bf16 | --f32]\n"
+    "usage: uform serve CKPT [--index INDEX] [--host 127.0.0.1] [--port 8080] [--threads N] [--bf16 | --f32 | --int8]\n"
     "                   [--max-batch N] [--max-wait-us N] [--max-queue N] [--max-body BYTES] [--timeout S]\n"
     "                   [--api-key KEY | --api-key-file FILE] [options]\n";
 
@@ -36,6 +36,7 @@ static const char usage_text[] =
     "  --decode-threads N     threads decoding media beside compute (default 1)\n"
     "  --bf16, --f32          the compute (default: the CPU's best, BF16 where it has AVX-512 BF16, as\n"
     "                         every command; BF16 is ~1e-2 relative from F32)\n"
+    "  --int8                 I8 compute: the trunk's products in int8 (fastest; docs/int8.md)\n"
     "  --max-batch N          items per batch (default 32)\n"
     "  --max-wait-us N        how long a batch waits for more items after its first one\n"
     "                         (default 0: it takes what is queued when the executor is free)\n"
@@ -95,8 +96,18 @@ static int parse_bytes(const char *text, uint64_t *value) {
 
 int serve_model_flag(serve_model_options_t *options, const char *flag, const char *value) {
     uint64_t number = 0;
-    if (strcmp(flag, "--bf16") == 0 || strcmp(flag, "--f32") == 0) {
-        options->compute = strcmp(flag, "--bf16") == 0 ? UFORM_COMPUTE_BF16 : UFORM_COMPUTE_F32;
+    const char *const compute_flags[3] = {"--f32", "--bf16", "--int8"}; /* by uform_compute_t */
+    int wanted = -1;
+    for (int c = 0; c < 3; ++c)
+        if (strcmp(flag, compute_flags[c]) == 0) wanted = c;
+    if (wanted >= 0) {
+        if (options->compute >= 0 && options->compute != wanted) {
+            fputs(usage_line, stderr);
+            fprintf(stderr, "uform serve: %s and %s exclude each other (one compute per model) (see uform serve --help)\n",
+                    compute_flags[options->compute], flag);
+            return -2;
+        }
+        options->compute = wanted;
         return 0;
     }
     if (strcmp(flag, "--threads") == 0 || strcmp(flag, "--decode-threads") == 0) {
@@ -155,8 +166,8 @@ int serve_options_parse(int argc, char **argv, serve_options_t *options) {
             i += used;
             continue;
         }
-        if (flag[0] == '-' && flag[1] == '-' && strcmp(flag, "--bf16") != 0 && strcmp(flag, "--f32") != 0 && strcmp(flag, "--quiet") != 0 &&
-            !value)
+        if (flag[0] == '-' && flag[1] == '-' && strcmp(flag, "--bf16") != 0 && strcmp(flag, "--f32") != 0 &&
+            strcmp(flag, "--int8") != 0 && strcmp(flag, "--quiet") != 0 && !value)
             return serve_options_free(options), usage_error("%s needs a value", flag);
         if (strcmp(flag, "--index") == 0) options->index = argv[++i];
         else if (strcmp(flag, "--captions") == 0) options->captions = argv[++i];

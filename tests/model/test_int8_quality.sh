@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# I8 compute's embeddings against F32 compute's, on a trained model and on random `small` weights,
+# for text, images, video and audio (tests/model/int8_quality.py judges: cosine mean >= 0.995 and
+# worst >= 0.98 per modality; on the trained model also held-out R@1 within one point of BF16's).
+# The trained model is a reduced run of the demo's pipeline (scripts/demo.sh: pictures, clips and
+# speech, 2,000 training pairs, 800 steps at learning rate 2e-3 after 300 warmup steps): held-out
+# R@1 0.66 / 0.48 / 0.35 here, far above chance (0.01) and weak enough that rankings have near-ties
+# for the int8 rounding to flip (300 steps left it at chance, where every embedding is alike and
+# the comparison proves nothing). About 4 CPU-minutes. The full demo's model is measured in
+# bench/README.md ("INT8").
+# Usage: test_int8_quality.sh SOURCE_DIR BUILD_DIR OUT_DIR SMALL_CHECKPOINT PYTHON
+set -u
+source_dir=$1 build_dir=$2 out_dir=$3 small=$4 python=$5
+start=$(date +%s)
+if ! DEMO_OUT="$out_dir" DEMO_MODALITIES=image,video,audio DEMO_PAIRS=1000,600,400 DEMO_HELDOUT=100 DEMO_STEPS=800 \
+     DEMO_EVAL_EVERY=800 DEMO_LR=2e-3 DEMO_WARMUP=300 "$source_dir/scripts/demo.sh" "$build_dir" > "$out_dir.log" 2>&1; then
+  tail -20 "$out_dir.log"
+  echo "FAILED: the reduced demo (scripts/demo.sh) exited non-zero" >&2
+  exit 1
+fi
+echo "reduced demo: $(( $(date +%s) - start )) s"
+export PYTHONPATH="$source_dir/python${PYTHONPATH:+:$PYTHONPATH}" UFORM_LIBRARY="$build_dir/libuform.so.4"
+status=0
+"$python" "$source_dir/tests/model/int8_quality.py" "$out_dir/model.safetensors" "$out_dir/data/heldout.jsonl" || status=1
+"$python" "$source_dir/tests/model/int8_quality.py" "$small" "$out_dir/data/heldout.jsonl" --limit 16 --no-recall || status=1
+exit $status
