@@ -58,6 +58,26 @@ assert 0.4 < os.path.getsize('$work/q.safetensors') / os.path.getsize('$checkpoi
 values = [float(l.split()[-1]) for l in open('$work/choose_i8.txt') if l.strip()]
 assert len(values) == 2 and abs(sum(values) - 1) < 1e-5, values
 "
+# uform index and uform search with --int8, end to end: four noise pictures, each one's own query
+# finds itself first (identical input and compute give the identical I8 embedding).
+check "$python" -c "
+import os
+import numpy as np
+from PIL import Image
+os.makedirs('$work/pics')
+rng = np.random.default_rng(24)
+for i in range(4):
+    Image.fromarray(rng.integers(0, 256, (48, 48, 3), dtype=np.uint8)).save('$work/pics/%d.png' % i)
+"
+check "$uform" index "$checkpoint" "$work/pics" --out "$work/pics.index" --int8 --quiet
+for i in 0 3; do
+  check "$uform" search "$work/pics.index" "$checkpoint" --image "$work/pics/$i.png" --int8 --top 2 --json > "$work/hit$i.jsonl"
+  check "$python" -c "
+import json
+hits = [json.loads(line) for line in open('$work/hit$i.jsonl')]
+assert len(hits) == 2 and hits[0]['path'].endswith('/$i.png') and hits[0]['score'] > 0.9999, hits
+"
+done
 check "$uform" describe "$work/q.safetensors" --int8 > "$work/describe_q.txt"
 check contains "$work/describe_q.txt" ", i8 compute"
 check "$uform" quantize --help > "$work/quantize_help.txt"
