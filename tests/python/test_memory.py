@@ -1,5 +1,10 @@
 """10,000 calls through the binding keep the resident set flat: nothing leaks through ctypes
-(requests, tapes, relays, arenas, Deferred objects)."""
+(requests, tapes, relays, arenas, Deferred objects).
+
+A leak grows the resident set in every window of 10,000 calls; a one-time step does not (glibc
+makes another malloc arena when threads contend for one, which depends on the machine's load: in a
+parallel CI run one window grew by 1.9 MiB once). So up to three windows run, and the test passes
+on the first whose growth is under the bound; a leak of 52 bytes a call fails all three."""
 
 import gc
 import os
@@ -38,9 +43,13 @@ def test_resident_set_stays_flat(model, executor):
         gc.collect()
 
     run(1000)  # warm up: arenas, pymalloc pools, NumPy caches
-    before = resident_bytes()
-    run(CALLS)
-    after = resident_bytes()
-    growth = after - before
-    assert growth < ALLOWED_GROWTH, f"RSS grew by {growth / 1024:.0f} KiB over {CALLS} calls ({before} -> {after})"
+    growths = []
+    for window in range(3):
+        before = resident_bytes()
+        run(CALLS)
+        growths.append(resident_bytes() - before)
+        if growths[-1] < ALLOWED_GROWTH:
+            break
+    kib = ", ".join(f"{growth / 1024:.0f}" for growth in growths)
+    assert growths[-1] < ALLOWED_GROWTH, f"RSS grew in every window of {CALLS} calls: {kib} KiB"
     arena.close()
