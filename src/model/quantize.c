@@ -128,9 +128,9 @@ uform_status_t uform__i8_prepare(uform_model_t model, const uform__parallel_t *p
         plan.layers[i].bytes = i8->packed_size(layer->rows, layer->columns);
         plan.layers[i].memory = allocate(state, plan.layers[i].bytes);
         if (!plan.layers[i].memory) {
+            size_t bytes = plan.layers[i].bytes; /* read before the plan is freed */
             free(plan.layers);
-            return uform__fail(outcome, UFORM_OUT_OF_MEMORY, function, "cannot allocate %zu bytes for int8 weights",
-                               plan.layers[i].bytes);
+            return uform__fail(outcome, UFORM_OUT_OF_MEMORY, function, "cannot allocate %zu bytes for int8 weights", bytes);
         }
     }
     prepare_job_t job = {i8, plan.layers, plan.count};
