@@ -10,7 +10,9 @@ The load generator is wrk (Debian's) with bench/serve_wrk.lua, on loopback, each
 round robin), then batch-32 picture requests (32 different 224x224 JPEG photos as data: URIs, one
 request). Servers run pinned to --server-cpus and wrk to --client-cpus (taskset), so the load
 generator does not take the servers' cores; the in-process figures run on the server's CPUs with
-the same threads. Reported, per server and concurrency: requests/s, items/s, p50 and p99 latency,
+the same threads. Every side computes in F32 (`uform serve --f32`: the server's default is the CPU's
+best compute, BF16 on AVX-512 BF16 CPUs, while the in-process peer and PyTorch run F32). Reported,
+per server and concurrency: requests/s, items/s, p50 and p99 latency,
 errors. Everything runs --rounds times, the sides interleaved (in process, uform serve, FastAPI
 direct, FastAPI batched, then again), and each figure is the best of its rounds (for a server: the
 round with the highest throughput, with that round's latencies), so that a busy moment of a shared
@@ -274,7 +276,7 @@ def main(argv):
                 inproc["text_batch1_p50_us"], inproc["text_batch1_p99_us"] = measured["text_batch1_p50_us"], measured["text_batch1_p99_us"]
         port = free_port()
         runs = {"uform serve": run_server("uform serve", [args.uform, "serve", named, "--port", str(port), "--threads", str(threads),
-                                                          "--max-batch", str(args.max_batch), "--quiet"], port, loads, args, scrape=True)}
+                                                          "--max-batch", str(args.max_batch), "--f32", "--quiet"], port, loads, args, scrape=True)}
         if not args.no_torch:
             for mode in ("direct", "batched"):
                 port = free_port()
