@@ -62,6 +62,24 @@ def _raise(outcome: S.Outcome, error: Optional[D.DataError] = None) -> None:
     raise exception
 
 
+def _run_blocking(call: Callable[[int], int], request: Any, progress: Optional[Callable[[int, int], Any]]) -> None:
+    """Runs `call(addressof(request))`, a blocking call whose request has progress, outcome and
+    error fields, with `progress` relayed, and raises its failure (with the bad sample's place)."""
+    relay = None
+    if progress is not None:
+        relay = Relay(progress)
+        request.progress = S.Progress(trampoline, relay.key, 0)
+    try:
+        status = call(addressof(request))
+        if relay is not None:
+            relay.reraise()
+        if status != 0:
+            _raise(request.outcome, request.error)
+    finally:
+        if relay is not None:
+            relay.close()
+
+
 @dataclass(frozen=True)
 class DatasetDescription:
     """What a dataset holds as far as it is known without reading shards."""
@@ -354,19 +372,9 @@ def evaluate(model: Any, dataset: Dataset, executor: Any = None, ks: Sequence[in
     request = D.Evaluate()
     request.model, request.executor, request.dataset, request.arena = model._handle, runner._use(function), dataset._use(function), arena
     request.batch, request.ks, request.ks_count = batch, cut.ctypes.data, len(cut)
-    relay = None
-    if progress is not None:
-        relay = Relay(progress)
-        request.progress = S.Progress(trampoline, relay.key, 0)
     try:
-        status = lib.uform_evaluate(addressof(request))
-        if relay is not None:
-            relay.reraise()
-        if status != 0:
-            _raise(request.outcome, request.error)
+        _run_blocking(lib.uform_evaluate, request, progress)
     finally:
-        if relay is not None:
-            relay.close()
         runner._release_arena(arena)
     results = {}
     for m in range(1, 4):

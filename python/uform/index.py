@@ -17,8 +17,7 @@ import numpy as np
 from . import _data_structs as D, _inputs, _structs as S
 from ._closing import Closing
 from ._library import lib
-from ._progress import Relay, trampoline
-from .data import Dataset, DataError, _error_of, _raise
+from .data import Dataset, DataError, _error_of, _raise, _run_blocking
 from .enums import Scalar, parse_enum
 from .errors import invalid
 
@@ -186,19 +185,7 @@ class Index(Closing):
             request.scalar = int(parse_enum(Scalar, scalar, function, "scalar"))
             request.modalities = _modality_bits(modalities, function)
             request.batch, request.checkpoint, request.resume = batch, checkpoint, int(bool(resume))
-            relay = None
-            if progress is not None:
-                relay = Relay(progress)
-                request.progress = S.Progress(trampoline, relay.key, 0)
-            try:
-                status = lib.uform_index_build(addressof(request))
-                if relay is not None:
-                    relay.reraise()
-                if status != 0:
-                    _raise(request.outcome, request.error)
-            finally:
-                if relay is not None:
-                    relay.close()
+            _run_blocking(lib.uform_index_build, request, progress)
             path = (errors or name + b".errors.jsonl").decode()
             return BuildResult(request.indexed, request.failed, request.skipped, request.duplicates, request.resumed, path,
                                _error_of(request.error) if request.failed else None)
