@@ -291,9 +291,7 @@ uform_status_t uform__train_step_chunked(uform_trainer_step_t *request, uform__c
                                  &run.stats);
     run.stats.exchange_wait_seconds = mesh_step.exchange_wait, run.stats.exchange_seconds = mesh_step.exchange_ran;
     if (request->stats) *request->stats = run.stats;
-    request->failed_content = run.work.failed_content;
-    request->failed_member = run.work.failed_content != SIZE_MAX && trainer->mesh && run.work.failed_member == SIZE_MAX
-                                 ? trainer->mesh->index : run.work.failed_member;
+    uform__train_report_failed(&run.work, request);
     if (trainer->mesh) uform__train_mesh_end(&mesh_step);
     chunked_free(&run);
     return status;

@@ -28,6 +28,8 @@ typedef struct decode_loop_t {
     size_t first;             /* the first media sequence */
     uform_outcome_t *outcomes; /* [media sequences] */
     uform_status_t *statuses;
+    size_t *media_ordinal;     /* [the whole request's contents]: a content's index among its modality's,
+                                * where prepared inputs are given (NULL otherwise) */
 } decode_loop_t;
 
 static void decode_prong(void *context, size_t thread, size_t prong) {
@@ -47,7 +49,7 @@ static void decode_prong(void *context, size_t thread, size_t prong) {
     if (prepared) {
         /* Decoded ahead (uform_media_prepare): the same rows, copied. */
         size_t per_item = prepared->rows_per_item;
-        const float *rows = (const float *)prepared->rows.data + work->media_ordinal[work->content_base + sequence->content] * per_item * width;
+        const float *rows = (const float *)prepared->rows.data + loop->media_ordinal[work->content_base + sequence->content] * per_item * width;
         memcpy(target, rows, per_item * width * sizeof(float));
         loop->statuses[prong] = UFORM_OK;
         return;
@@ -68,18 +70,17 @@ uform_status_t uform__train_stems_decode(uform__train_work_t *work) {
     size_t n = work->whole->contents.count; /* a chunk's contents are indexed in the whole request's */
     int any_prepared = 0;
     for (int m = 0; m < 4; ++m) any_prepared |= work->whole->prepared[m] != NULL;
-    work->media_ordinal = any_prepared ? calloc(n + 1, sizeof *work->media_ordinal) : NULL;
-    if (work->media_ordinal) {
+    size_t *media_ordinal = any_prepared ? calloc(n + 1, sizeof *media_ordinal) : NULL;
+    if (media_ordinal) {
         size_t seen[4] = {0};
-        for (size_t i = 0; i < n; ++i) work->media_ordinal[i] = seen[work->whole->modalities[i]]++;
+        for (size_t i = 0; i < n; ++i) media_ordinal[i] = seen[work->whole->modalities[i]]++;
     }
-    if (!outcomes || !statuses || (any_prepared && !work->media_ordinal)) {
-        free(outcomes), free(statuses), free(work->media_ordinal);
-        work->media_ordinal = NULL;
+    if (!outcomes || !statuses || (any_prepared && !media_ordinal)) {
+        free(outcomes), free(statuses), free(media_ordinal);
         return uform__fail(context->outcome, UFORM_OUT_OF_MEMORY, context->function,
                            "cannot allocate the records of %zu media contents", count);
     }
-    decode_loop_t loop = {work, first, outcomes, statuses};
+    decode_loop_t loop = {work, first, outcomes, statuses, media_ordinal};
     uform__parallel_for(work->compute.parallel, count, decode_prong, &loop);
     /* Report the failing content with the smallest index, whatever the order prongs ran in. */
     size_t worst = SIZE_MAX, at = 0;
@@ -96,8 +97,7 @@ uform_status_t uform__train_stems_decode(uform__train_work_t *work) {
                              uform__modality_name(plan->sequence[first + at].modality), outcomes[at].message);
         work->failed_content = work->content_base + worst;
     }
-    free(outcomes), free(statuses), free(work->media_ordinal);
-    work->media_ordinal = NULL;
+    free(outcomes), free(statuses), free(media_ordinal);
     return status;
 }
 

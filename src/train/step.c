@@ -206,6 +206,13 @@ void uform__train_step_update(uform__train_work_t *work, uform_trainer_step_t *r
     uform__progress_advance(&work->context->progress, ++work->done);
 }
 
+void uform__train_report_failed(const uform__train_work_t *work, uform_trainer_step_t *request) {
+    uform_mesh_t mesh = work->trainer->mesh;
+    request->failed_content = work->failed_content;
+    request->failed_member = work->failed_content != SIZE_MAX && mesh && work->failed_member == SIZE_MAX
+                                 ? mesh->index : work->failed_member;
+}
+
 static uform_status_t step_run(void *pointer, uform__call_context_t *context) {
     uform_trainer_step_t *request = pointer;
     if (request->accumulate > 1 && request->contents.count > 1) return uform__train_step_chunked(request, context);
@@ -284,9 +291,7 @@ static uform_status_t step_run(void *pointer, uform__call_context_t *context) {
     stats.exchange_wait_seconds = mesh_step.exchange_wait, stats.exchange_seconds = mesh_step.exchange_ran;
     stats.chunks = 1;
     if (request->stats) *request->stats = stats;
-    request->failed_content = work.failed_content;
-    request->failed_member = work.failed_content != SIZE_MAX && trainer->mesh && work.failed_member == SIZE_MAX
-                                 ? trainer->mesh->index : work.failed_member;
+    uform__train_report_failed(&work, request);
     if (trainer->mesh) uform__train_mesh_end(&mesh_step);
     free(blocks);
     uform__train_batch_free(&plan);

@@ -33,7 +33,6 @@ typedef struct uform__train_work_t {
     uform__call_context_t *context;
     size_t done;                          /* progress units */
     size_t failed_content, failed_member; /* what request->failed_content/member get (SIZE_MAX: none) */
-    size_t *media_ordinal;                /* [contents]: a media content's index among its modality's (prepared inputs) */
     /* BF16 compute on a class whose BF16 products widen their F32 inputs: the inputs of every BF16
      * product (activations forward, upstream gradients backward) are rounded explicitly, so every
      * class computes the same BF16-operand products (uform__gemm_rounds_to_bf16). */
@@ -108,6 +107,9 @@ uform_status_t uform__train_cancelled(uform__call_context_t *context, const char
  * `override` when positive), the outputs; a progress unit. Cannot fail. */
 void uform__train_step_update(uform__train_work_t *work, uform_trainer_step_t *request, double override,
                               uform_trainer_stats_t *stats);
+/* request->failed_content and failed_member from the step's work: over a mesh, a content of this
+ * member's own that failed names this member. */
+void uform__train_report_failed(const uform__train_work_t *work, uform_trainer_step_t *request);
 
 /* ---- accumulate.c ---- */
 /* A step whose batch runs in request->accumulate chunks (uform.h, "accumulate"). */
