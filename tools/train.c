@@ -149,29 +149,24 @@ static void draw_bar(const options_t *options, uint64_t step, uint64_t first, do
 
 /* Prints the bad samples the loader listed since the last call ("skipped line 6 ('img/7.png'): ..."). */
 static void print_skipped(uform_loader_t loader, size_t *printed, int quiet, int bar) {
-    uform_data_error_t errors[16];
     size_t count = 0;
     uform_loader_stats(loader, NULL, NULL, 0, &count);
-    while (*printed < count) {
-        size_t kept = 0;
-        uform_data_error_t *all = calloc(count, sizeof *all);
-        if (!all) break;
-        uform_loader_stats(loader, NULL, all, count, &kept);
-        for (; *printed < count && *printed < 10000; ++*printed) {
-            const uform_data_error_t *error = &all[*printed];
-            if (quiet) continue;
-            if (error->line)
-                fprintf(stderr, "%suform: skipped line %zu of %s ('%s'): %s\n", bar ? "\n" : "", error->line, error->source,
-                        error->key, error->message);
-            else if (error->shard != SIZE_MAX)
-                fprintf(stderr, "%suform: skipped sample '%s' of shard '%s': %s\n", bar ? "\n" : "", error->key, error->source,
-                        error->message);
-            else fprintf(stderr, "%suform: skipped '%s': %s\n", bar ? "\n" : "", error->key[0] ? error->key : error->source, error->message);
-        }
-        free(all);
-        *printed = count;
+    if (*printed >= count) return;
+    uform_data_error_t *all = calloc(count, sizeof *all);
+    if (!all) return; /* tried again after the next batch */
+    uform_loader_stats(loader, NULL, all, count, NULL);
+    for (; !quiet && *printed < count && *printed < 10000; ++*printed) {
+        const uform_data_error_t *error = &all[*printed];
+        if (error->line)
+            fprintf(stderr, "%suform: skipped line %zu of %s ('%s'): %s\n", bar ? "\n" : "", error->line, error->source,
+                    error->key, error->message);
+        else if (error->shard != SIZE_MAX)
+            fprintf(stderr, "%suform: skipped sample '%s' of shard '%s': %s\n", bar ? "\n" : "", error->key, error->source,
+                    error->message);
+        else fprintf(stderr, "%suform: skipped '%s': %s\n", bar ? "\n" : "", error->key[0] ? error->key : error->source, error->message);
     }
-    (void)errors;
+    free(all);
+    *printed = count;
 }
 
 /* The loader's cursor after the batches handed over so far (collective over a mesh of shards), as
