@@ -18,6 +18,9 @@
 
 int train_mesh_wanted(const train_mesh_t *mesh) { return mesh->where != NULL; }
 
+/* --mesh-overlap none: the all-reduce after the backward. */
+static int overlap_none(const train_mesh_t *mesh) { return mesh->overlap && strcmp(mesh->overlap, "none") == 0; }
+
 int train_mesh_check(train_mesh_t *mesh, int skip_bad, char *why, size_t capacity) {
     const char *where = mesh->where;
     if (where && (strncmp(where, "tcp://", 6) == 0 || strncmp(where, "redis://", 8) == 0)) mesh->rendezvous = where;
@@ -26,7 +29,6 @@ int train_mesh_check(train_mesh_t *mesh, int skip_bad, char *why, size_t capacit
         snprintf(why, capacity, "--mesh-overlap '%s' is not backward or none", mesh->overlap);
         return -1;
     }
-    mesh->overlap_none = mesh->overlap && strcmp(mesh->overlap, "none") == 0;
     if (mesh->processes > 64 || mesh->count > 1000000) {
         snprintf(why, capacity, "--processes %zu / --count %zu: too many members", mesh->processes, mesh->count);
         return -1;
@@ -36,7 +38,7 @@ int train_mesh_check(train_mesh_t *mesh, int skip_bad, char *why, size_t capacit
         return -1;
     }
     int any = mesh->where || mesh->job || mesh->have_index || mesh->have_count || mesh->address || mesh->timeout > 0 ||
-              mesh->overlap_none;
+              overlap_none(mesh);
     if (mesh->processes && any) {
         snprintf(why, capacity, "--processes starts its own mesh: it takes none of --mesh, --job, --index, --count, "
                                 "--mesh-timeout, --mesh-address, --mesh-overlap");
@@ -279,7 +281,7 @@ int train_mesh_join(train_mesh_t *mesh, uform_executor_t executor, const uform_t
     options.directory = mesh->directory, options.rendezvous = mesh->rendezvous, options.job = mesh->job;
     options.address = mesh->address, options.timeout_seconds = mesh->timeout;
     options.launcher = mesh->have_index ? UFORM_MESH_LAUNCHER_NONE : UFORM_MESH_LAUNCHER_AUTO;
-    options.overlap = mesh->overlap_none ? UFORM_MESH_OVERLAP_NONE : UFORM_MESH_OVERLAP_BACKWARD;
+    options.overlap = overlap_none(mesh) ? UFORM_MESH_OVERLAP_NONE : UFORM_MESH_OVERLAP_BACKWARD;
     options.trainer_config = config;
     options.agreement = agreement;
     uform_outcome_t outcome = {0};

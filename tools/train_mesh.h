@@ -23,7 +23,6 @@ typedef struct train_mesh_t {
     size_t threads;            /* the launcher's share of the cores, 0: none */
     double timeout;
     int have_index, have_count;
-    int overlap_none;          /* --mesh-overlap none */
     size_t accumulate;         /* --accumulate K (0: the batch at once) */
     uform_mesh_launch_t launch; /* when --index and --count come from a launcher */
     uform_mesh_t mesh;         /* after train_mesh_join; NULL without --mesh */
