@@ -166,8 +166,8 @@ int serve_options_parse(int argc, char **argv, serve_options_t *options) {
             i += used;
             continue;
         }
-        if (flag[0] == '-' && flag[1] == '-' && strcmp(flag, "--bf16") != 0 && strcmp(flag, "--f32") != 0 &&
-            strcmp(flag, "--int8") != 0 && strcmp(flag, "--quiet") != 0 && !value)
+        /* The compute flags, which take no value, were taken by serve_model_flag above. */
+        if (flag[0] == '-' && flag[1] == '-' && strcmp(flag, "--quiet") != 0 && !value)
             return serve_options_free(options), usage_error("%s needs a value", flag);
         if (strcmp(flag, "--index") == 0) options->index = argv[++i];
         else if (strcmp(flag, "--captions") == 0) options->captions = argv[++i];
