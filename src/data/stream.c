@@ -263,8 +263,9 @@ uform_status_t uform__stream_restore(uform__stream_t *stream, const uform__strea
     for (size_t i = 0; i < entry_count; ++i) {
         sorted[i] = (entry_t){entries[2 * i], entries[2 * i + 1], i};
         if (sorted[i].shard >= dataset->shard_count) {
+            size_t named = sorted[i].shard;
             free(sorted);
-            return uform__fail(outcome, UFORM_CONFIG_MISMATCH, function, "the cursor names shard %zu of %zu", sorted[i].shard,
+            return uform__fail(outcome, UFORM_CONFIG_MISMATCH, function, "the cursor names shard %zu of %zu", named,
                                dataset->shard_count);
         }
     }
@@ -276,8 +277,12 @@ uform_status_t uform__stream_restore(uform__stream_t *stream, const uform__strea
     for (size_t i = 0; status == UFORM_OK && i < entry_count; ++i) {
         status = read_again(dataset, &reader, &open_shard, sorted[i].shard, sorted[i].ordinal, &stream->buffer[sorted[i].slot],
                             outcome, function);
-        if (status == UFORM_OK) stream->buffer_count += 1;
     }
+    /* Slot i holds the i-th entry of the cursor, filled in the shards' order: on a failure the
+     * filled slots are scattered, so all are freed (a slot never filled is all zeros). */
+    if (status == UFORM_OK) stream->buffer_count = entry_count;
+    else
+        for (size_t i = 0; i < entry_count; ++i) uform__shard_sample_free(&stream->buffer[i]);
     if (open_shard != SIZE_MAX) uform__shard_close(&reader);
     free(sorted);
     if (status == UFORM_OK && state->reading) {
