@@ -34,6 +34,16 @@
 #include "rows.h"
 #include "sweep_child.h"
 
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/lsan_interface.h>
+/* Rows with threads cannot count live blocks around a call (sweep_one); under AddressSanitizer,
+ * LeakSanitizer's check after each of their armed runs names the allocation number whose error
+ * path leaked, where its check at exit could only say that some run of the process had. */
+static int leaks_now(void) { return __lsan_do_recoverable_leak_check(); }
+#else
+static int leaks_now(void) { return 0; }
+#endif
+
 /* Where the sweep is, for the exit and signal handlers: a library that exits or aborts under
  * memory exhaustion is the bug the sweep exists to find, so say where it happened. */
 static const char *current_row = "";
@@ -182,6 +192,9 @@ static int sweep_one(sweep_fixture_t *fixture, const sweep_row_t *row, size_t n,
      * call (seen about once in five quick sweeps, in arena_growth) lowers it without any fault here. */
     if (!(row->flags & (SWEEP_THREADS | SWEEP_FFMPEG | SWEEP_LOADS)) && live_after > live_before && !turbojpeg_leak) {
         snprintf(answer.message, sizeof answer.message, "%ld blocks live before the call, %ld after", live_before, live_after);
+        violation(tally, row, n, mode, "blocks leaked", &answer);
+    } else if ((row->flags & SWEEP_THREADS) && !(row->flags & SWEEP_LOADS) && leaks_now()) {
+        snprintf(answer.message, sizeof answer.message, "LeakSanitizer's report above");
         violation(tally, row, n, mode, "blocks leaked", &answer);
     }
     /* Memory is back: the same call on the same objects gives the reference outputs. */
