@@ -63,7 +63,12 @@ check test "${exits[0]}" -eq 1
 check test "${exits[1]}" -eq 1
 check test "${exits[2]}" -eq 137
 check contains "$work/lost.0.err" "peer_lost"
-check contains "$work/lost.1.err" "peer_lost"
+# Member 1 sends to member 2 in the ring. Almost always Gloo sees the killed member's closed socket
+# (peer_lost). Once in a CI run here, under load, its send to it waited out the 20 s instead
+# ("Timed out waiting 20000ms for send operation to complete"): then member 1 says timeout, which
+# is also a failure that names the mesh. Member 0, which saves, must say peer_lost;
+# test_mesh_failure holds the two-member case to peer_lost.
+check contains "$work/lost.1.err" "peer_lost\|uform: UForm: timeout \[uform_trainer_step\]"
 check contains "$work/lost.0.err" "resume every member with"
 saved=$(sed -n 's/^uform: saved step \([0-9]*\) to .*/\1/p' "$work/lost.0.err")
 check test -n "$saved"
