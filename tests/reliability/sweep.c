@@ -194,6 +194,10 @@ static int sweep_one(sweep_fixture_t *fixture, const sweep_row_t *row, size_t n,
         snprintf(answer.message, sizeof answer.message, "%ld blocks live before the call, %ld after", live_before, live_after);
         violation(tally, row, n, mode, "blocks leaked", &answer);
     } else if ((row->flags & SWEEP_THREADS) && !(row->flags & SWEEP_LOADS) && leaks_now()) {
+        /* Not the mesh rows (SWEEP_LOADS): Gloo's threads may still be exiting after the call, and
+         * LeakSanitizer cannot read an exiting thread's registers ("Unable to get registers from
+         * thread", seen once in a full sweep), so blocks only they hold could read as leaked.
+         * Their 2 rows passed the check when tried; LeakSanitizer's exit check still covers them. */
         snprintf(answer.message, sizeof answer.message, "LeakSanitizer's report above");
         violation(tally, row, n, mode, "blocks leaked", &answer);
     }
