@@ -57,6 +57,10 @@ typedef struct uform__i8_scratch_t {
     int8_t *unpacked;       /* a call of another class than the model's: one weight's rows ... */
     void *repacked;         /* ... and the same weight packed for the call's class */
     size_t repacked_bytes;
+    /* The fused block (trunk_i8.c): per thread, one row block's quantized rows, norm and MLP
+     * hidden rows, and its own product scratch; `fused_stride` bytes a thread, NULL when unused. */
+    unsigned char *fused;
+    size_t fused_stride, fused_threads;
 } uform__i8_scratch_t;
 
 /* The kernels and threads a call computes with. */
@@ -150,6 +154,21 @@ typedef struct uform__trunk_scratch_t {
 size_t uform__trunk_scratch_floats(const uform__model_config_t *config, size_t tokens);
 void uform__trunk_scratch_carve(const uform__model_config_t *config, size_t tokens, float *memory,
                                 uform__trunk_scratch_t *scratch);
+
+/* A block's products under I8 compute fused per block of rows (trunk_i8.c), bit-identical to the
+ * unfused form. The bytes one thread's scratch takes (quantized rows of `width` bytes); whether a
+ * block of `rows` rows runs fused on this call (its four products int8, the weights packed for
+ * the call's class, the scratch carved, enough rows for every thread); the head
+ * qkv [rows, 3d] = norm1(x)·Wqkvᵀ + b; the tail x += attn.out(att), then x += mlp(norm2(x)). */
+size_t uform__trunk_i8_fused_stride(const uform__model_config_t *config, const uform__gemm_i8_kernels_t *i8,
+                                    size_t width);
+int uform__trunk_i8_fuses(const uform__compute_t *compute, const uform__block_t *block, size_t rows);
+uform_status_t uform__trunk_i8_head(uform__compute_t *compute, const uform__model_config_t *config,
+                                    const uform__block_t *block, size_t rows, const float *x, float *qkv, float eps,
+                                    uform_outcome_t *outcome);
+uform_status_t uform__trunk_i8_tail(uform__compute_t *compute, const uform__model_config_t *config,
+                                    const uform__block_t *block, size_t rows, const float *att, float *x, float eps,
+                                    uform_outcome_t *outcome);
 
 /* x [T, d] (the stems' rows; items at token `offsets`) through every block, in place. Reports one
  * progress unit per block (`done` counts units so far) and stops on cancellation.

@@ -37,6 +37,9 @@ size_t uform__i8_scratch_bytes(const uform_model_t model, const uform__compute_t
     if (!compute->packed) {
         size_t rows_bytes, packed = largest_repack(model, compute->i8, &rows_bytes);
         bytes += aligned(rows_bytes) + aligned(packed);
+    } else { /* the fused blocks' scratch, one stride a thread (trunk_i8.c) */
+        size_t stride = uform__trunk_i8_fused_stride(&model->config, compute->i8, widest_input(&model->config));
+        bytes += stride * uform__parallel_threads(compute->parallel);
     }
     return bytes;
 }
@@ -56,6 +59,10 @@ void uform__i8_scratch_carve(const uform_model_t model, uform__compute_t *comput
         scratch->repacked_bytes = largest_repack(model, compute->i8, &rows_bytes);
         scratch->unpacked = (int8_t *)cursor, cursor += aligned(rows_bytes);
         scratch->repacked = cursor;
+    } else {
+        scratch->fused = cursor;
+        scratch->fused_stride = uform__trunk_i8_fused_stride(&model->config, compute->i8, scratch->width);
+        scratch->fused_threads = uform__parallel_threads(compute->parallel);
     }
 }
 

@@ -152,10 +152,15 @@ uform_status_t uform__trunk_forward(const uform_model_t model, uform__compute_t 
         /* The last block computes only the kept rows past its K and V (see encode.h). */
         int pruned = keep && i + 1 == config->depth;
         /* h = x + attn.out(attention(norm1(x))) */
-        int a_read = norm_into(compute, &block->norm1, &block->qkv, tokens, d, x, scratch->a, scratch->mean,
-                               scratch->rstd, eps, bf16, native_bf16);
-        uform_status_t status = uform__linear_forward(compute, &block->qkv, tokens, scratch->a, d, scratch->qkv, 3 * d,
-                                                      3 * d, a_read, context->outcome);
+        uform_status_t status;
+        if (uform__trunk_i8_fuses(compute, block, tokens)) {
+            status = uform__trunk_i8_head(compute, config, block, tokens, x, scratch->qkv, eps, context->outcome);
+        } else {
+            int a_read = norm_into(compute, &block->norm1, &block->qkv, tokens, d, x, scratch->a, scratch->mean,
+                                   scratch->rstd, eps, bf16, native_bf16);
+            status = uform__linear_forward(compute, &block->qkv, tokens, scratch->a, d, scratch->qkv, 3 * d, 3 * d, a_read,
+                                           context->outcome);
+        }
         if (status != UFORM_OK) return status;
         shape.queries = pruned ? keep : NULL;
         attention(&shape, scratch->qkv, scratch->att, scratch->lse, parallel);
@@ -165,7 +170,9 @@ uform_status_t uform__trunk_forward(const uform_model_t model, uform__compute_t 
         }
         size_t rows = pruned ? items : tokens;
         if (bf16) uform__round_to_bf16(scratch->att, rows * d);
-        if (!pruned) {
+        if (!pruned && uform__trunk_i8_fuses(compute, block, tokens)) {
+            status = uform__trunk_i8_tail(compute, config, block, tokens, scratch->att, x, eps, context->outcome);
+        } else if (!pruned) {
             status = block_tail(compute, block, d, mlp, tokens, scratch->att, x, scratch->a, scratch->hidden,
                                 scratch->mean, scratch->rstd, eps, bf16, native_bf16, context->outcome);
         } else {

@@ -462,32 +462,59 @@ static uform_status_t block_run(void *pointer, uform__call_context_t *context) {
     return status;
 }
 
-/* Three items (a short one, one across two attention blocks, one across three) of random rows
- * N(0, 1), and the engine's rows after each block, each block started from the engine's own rows
- * before it: compare_int8.py checks every block alone against the NumPy scheme. */
-static void blocks_case(uform_model_t model, size_t depth, size_t d) {
-    size_t offsets[4] = {0, 5, 75, 206}, tokens = offsets[3];
-    float *x = malloc(tokens * d * sizeof(float));
+/* Block `b` alone over x [offsets[items] tokens, d], in place, on `executor`. */
+static void run_block(uform_model_t model, uform_executor_t executor, size_t b, float *x, const size_t *offsets,
+                      size_t items) {
+    block_request_t request = {model, b, offsets[items] - offsets[0], items, x, offsets, {0}};
+    uform__call_t call = {block_run, &request, &request.outcome, UFORM_COMPLETION_BLOCKING, NULL, NULL, "block"};
+    if (uform__executor_call(executor, &call) != UFORM_OK) fail("block", &request.outcome);
+}
+
+/* Items of random rows N(0, 1) (offsets [items + 1]), and the engine's rows after each block, each
+ * block started from the engine's own rows before it: compare_int8.py checks every block alone
+ * against the NumPy scheme. On two threads, a block of fewer than 384 rows runs unfused and one
+ * of more runs fused per block of rows (src/model/trunk_i8.c); `name` says which this case is.
+ * The fused case also runs each item alone (few rows: unfused) and requires the same bits, which
+ * docs/int8.md promises. */
+static void blocks_case(uform_model_t model, uform_executor_t executor, size_t depth, size_t d, const char *name,
+                        const size_t *offsets, size_t items, int fused) {
+    size_t tokens = offsets[items];
+    float *x = malloc(tokens * d * sizeof(float)), *alone = malloc(tokens * d * sizeof(float));
+    if (!x || !alone) {
+        fprintf(stderr, "parity_dump: cannot allocate %zu rows\n", tokens);
+        exit(1);
+    }
     for (size_t i = 0; i < tokens * d; ++i) {
         double u1 = ((double)(next_random() >> 11) + 1.0) / 9007199254740993.0, u2 = (double)(next_random() >> 11) / 9007199254740992.0;
         x[i] = (float)(sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2));
     }
-    begin_case("blocks_i8", "blocks", "i8", 0, UFORM_SCALAR_F32);
+    char file[96];
+    begin_case(name, "blocks", "i8", 0, UFORM_SCALAR_F32);
     size_t shape[2] = {tokens, d};
-    write_array("blocks_i8.x0.npy", "<f4", shape, 2, x, tokens * d * sizeof(float));
-    write_offsets("blocks_i8.offsets.npy", offsets, 3);
-    fprintf(manifest, ", \"inputs\": {\"x\": \"blocks_i8.x0.npy\", \"offsets\": \"blocks_i8.offsets.npy\"}, \"outputs\": {\"blocks\": [");
+    snprintf(file, sizeof file, "%s.x0.npy", name);
+    write_array(file, "<f4", shape, 2, x, tokens * d * sizeof(float));
+    fprintf(manifest, ", \"inputs\": {\"x\": \"%s\"", file);
+    snprintf(file, sizeof file, "%s.offsets.npy", name);
+    write_offsets(file, offsets, items);
+    fprintf(manifest, ", \"offsets\": \"%s\"}, \"outputs\": {\"blocks\": [", file);
     for (size_t b = 0; b < depth; ++b) {
-        block_request_t request = {model, b, tokens, 3, x, offsets, {0}};
-        uform__call_t call = {block_run, &request, &request.outcome, UFORM_COMPLETION_BLOCKING, NULL, NULL, "block"};
-        if (uform__executor_call(NULL, &call) != UFORM_OK) fail("block", &request.outcome);
-        char file[64];
-        snprintf(file, sizeof file, "blocks_i8.x%zu.npy", b + 1);
+        memcpy(alone, x, tokens * d * sizeof(float));
+        run_block(model, executor, b, x, offsets, items);
+        for (size_t i = 0; fused && i < items; ++i) {
+            size_t item_offsets[2] = {0, offsets[i + 1] - offsets[i]};
+            run_block(model, executor, b, alone + offsets[i] * d, item_offsets, 1);
+        }
+        if (fused && memcmp(alone, x, tokens * d * sizeof(float)) != 0) {
+            fprintf(stderr, "parity_dump: %s: block %zu fused over %zu rows differs from its items run alone (unfused)\n",
+                    name, b, tokens);
+            exit(1);
+        }
+        snprintf(file, sizeof file, "%s.x%zu.npy", name, b + 1);
         write_array(file, "<f4", shape, 2, x, tokens * d * sizeof(float));
         fprintf(manifest, "%s\"%s\"", b ? ", " : "", file);
     }
     fprintf(manifest, "]}}");
-    free(x);
+    free(x), free(alone);
 }
 
 int main(int argc, char **argv) {
@@ -526,7 +553,16 @@ int main(int argc, char **argv) {
         samples_case(model, arena, "audio_i8", "i8", 22050, d->audio_seconds, d->audio_mels);
         frames_case(model, arena, "video_i8", "i8", d->video_frames, d->video_size);
         choose_case(model, arena, "choose_i8", "i8", d->text_bytes, d->temperature_groups);
-        blocks_case(model, d->depth, d->hidden);
+        /* Two threads whatever the machine: the blocks' fusion depends on rows per thread. */
+        uform_executor_t two = NULL;
+        if (uform_executor_for_ram(NULL, 2, 0, &two, &outcome) != UFORM_OK) fail("executor", &outcome);
+        /* A short item, one across two attention blocks, one across three: 206 rows, unfused. */
+        static const size_t unfused_offsets[4] = {0, 5, 75, 206};
+        blocks_case(model, two, d->depth, d->hidden, "blocks_i8", unfused_offsets, 3, 0);
+        /* 830 rows in four items of up to 270, fused: every item alone has fewer than 384. */
+        static const size_t fused_offsets[5] = {0, 64, 334, 560, 830};
+        blocks_case(model, two, d->depth, d->hidden, "blocks_fused_i8", fused_offsets, 4, 1);
+        uform_executor_free(two);
         uform_model_free(model);
     }
     for (int bf16 = 0; bf16 <= 1 && !int8; ++bf16) {
