@@ -20,6 +20,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "bench_clock.h"
 #include "common/check.h"
 #include "core/parallel.h"
 #include "kernels/nn.h"
@@ -69,20 +70,6 @@ static void pool_for_n(void *self, size_t n, uform__prong_fn fn, void *context) 
     worker_t self_worker = {pool, 0};
     pool_work(&self_worker);
     for (size_t t = 1; t < pool->threads; ++t) pthread_join(handles[t], NULL);
-}
-
-static double now_seconds(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-/* CPU seconds of the whole process: on a shared machine wall time also counts the time other
- * processes held our cores, so the table shows GFLOP/s per CPU-second beside the wall figures. */
-static double cpu_seconds(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 static float *aligned_floats(size_t n) {
@@ -141,34 +128,34 @@ int main(int argc, char **argv) {
                 uform__parallel_t parallel = {threads, pool_for_n, &pool};
                 const uform__parallel_t *used = threads > 1 ? &parallel : NULL;
                 /* Warm up once, then repeat for at least 0.4 s (serial at 1,568 tokens: once). */
-                double best_forward = 1e30, best_backward = 1e30, start = now_seconds();
+                double best_forward = 1e30, best_backward = 1e30, start = bench_seconds();
                 double best_forward_cpu = 1e30, best_backward_cpu = 1e30, best_bf16 = 1e30, best_bf16_cpu = 1e30;
                 double best_bf16_backward = 1e30, best_bf16_backward_cpu = 1e30;
                 kernels->attention_forward(&shape, qkv, out, lse, used);
                 kernels->attention_forward_bf16(&shape, qkv, out, lse, used);
                 int reps = 0;
                 do {
-                    double t0 = now_seconds(), c0 = cpu_seconds();
+                    double t0 = bench_seconds(), c0 = bench_cpu_seconds();
                     kernels->attention_forward_bf16(&shape, qkv, out, lse, used);
-                    double t1 = now_seconds(), c1 = cpu_seconds();
+                    double t1 = bench_seconds(), c1 = bench_cpu_seconds();
                     if (t1 - t0 < best_bf16) best_bf16 = t1 - t0;
                     if (c1 - c0 < best_bf16_cpu) best_bf16_cpu = c1 - c0;
-                    t0 = now_seconds(), c0 = cpu_seconds();
+                    t0 = bench_seconds(), c0 = bench_cpu_seconds();
                     kernels->attention_backward_bf16(&shape, qkv, out, lse, dout, deltas, dqkv, used);
-                    t1 = now_seconds(), c1 = cpu_seconds();
+                    t1 = bench_seconds(), c1 = bench_cpu_seconds();
                     if (t1 - t0 < best_bf16_backward) best_bf16_backward = t1 - t0;
                     if (c1 - c0 < best_bf16_backward_cpu) best_bf16_backward_cpu = c1 - c0;
-                    t0 = now_seconds(), c0 = cpu_seconds();
+                    t0 = bench_seconds(), c0 = bench_cpu_seconds();
                     kernels->attention_forward(&shape, qkv, out, lse, used);
-                    t1 = now_seconds(), c1 = cpu_seconds();
+                    t1 = bench_seconds(), c1 = bench_cpu_seconds();
                     kernels->attention_backward(&shape, qkv, out, lse, dout, deltas, dqkv, used);
-                    double t2 = now_seconds(), c2 = cpu_seconds();
+                    double t2 = bench_seconds(), c2 = bench_cpu_seconds();
                     if (t1 - t0 < best_forward) best_forward = t1 - t0;
                     if (t2 - t1 < best_backward) best_backward = t2 - t1;
                     if (c1 - c0 < best_forward_cpu) best_forward_cpu = c1 - c0;
                     if (c2 - c1 < best_backward_cpu) best_backward_cpu = c2 - c1;
                     ++reps;
-                } while (now_seconds() - start < 0.4 && reps < 50);
+                } while (bench_seconds() - start < 0.4 && reps < 50);
                 pthread_mutex_destroy(&pool.lock);
                 rows[row_count++] = (row_t){uform_cpu_class_name(classes[k]),
                                             length,

@@ -29,18 +29,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_clock.h"
 #include "exec/call.h"
 #include "kernels/gemm.h"
 #include "model/encode.h"
 #include "model/layout.h"
 #include "uform/uform.h"
 #include "bench_peak.h"
-
-static double now_seconds(void) {
-    struct timespec time;
-    clock_gettime(CLOCK_MONOTONIC, &time);
-    return (double)time.tv_sec + (double)time.tv_nsec * 1e-9;
-}
 
 static uint64_t state = 7;
 static uint8_t next_byte(void) {
@@ -161,13 +156,13 @@ static void engine_rates(const char *checkpoint, uform_executor_t executor, int 
         uform_ram_options_t options = {0};
         options.compute = (uform_compute_t)m;
         uform_outcome_t outcome = {0};
-        double load_start = now_seconds();
+        double load_start = bench_seconds();
         if (uform_model_load_ram(executor, checkpoint, &options, &models[m], &outcome) != UFORM_OK) {
             fprintf(stderr, "bench_encode: load: %s\n", outcome.message);
             models[m] = NULL;
             continue;
         }
-        double loaded = now_seconds() - load_start;
+        double loaded = bench_seconds() - load_start;
         if (load_seconds[m] == 0 || loaded < load_seconds[m]) load_seconds[m] = loaded;
         flops[m] = encode_once(models[m], executor, arena, c, data, offsets, sizes, embeddings[m], width); /* warm-up */
         if (flops[m] < 0) uform_model_free(models[m]), models[m] = NULL;
@@ -178,12 +173,12 @@ static void engine_rates(const char *checkpoint, uform_executor_t executor, int 
     for (int round = 0; round < rounds; ++round)
         for (int m = first; m <= last; ++m) {
             if (!models[m]) continue;
-            double start = now_seconds(), elapsed = 0, call_flops = 0;
+            double start = bench_seconds(), elapsed = 0, call_flops = 0;
             size_t runs = 0;
             while (call_flops >= 0 && (runs < 2 || elapsed < (quick ? 1.0 : 2.0))) {
                 call_flops = encode_once(models[m], executor, arena, c, data, offsets, sizes, NULL, 0);
                 runs += 1;
-                elapsed = now_seconds() - start;
+                elapsed = bench_seconds() - start;
             }
             if (call_flops < 0) {
                 uform_model_free(models[m]), models[m] = NULL;

@@ -63,6 +63,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_clock.h"
 #include "bench_gemm_pool.h"
 #include "bench_probe.h"
 #include "kernels/gemm.h"
@@ -89,18 +90,12 @@ static const bench_shape_t bench_int8_shapes[] = {
  * processes of this shared machine hold the core. With more threads: wall-clock time. */
 static clockid_t bench_clock = CLOCK_MONOTONIC;
 
-static double now_seconds(void) {
-    struct timespec time;
-    clock_gettime(bench_clock, &time);
-    return (double)time.tv_sec + 1e-9 * (double)time.tv_nsec;
-}
-
 typedef void (*bench_call_fn)(void *state);
 
 static double time_call(bench_call_fn call, void *state) {
-    double begin = now_seconds();
+    double begin = bench_clock_seconds(bench_clock);
     call(state);
-    return now_seconds() - begin;
+    return bench_clock_seconds(bench_clock) - begin;
 }
 
 /* ---- Ours ---- */
@@ -470,7 +465,6 @@ static void run_backward_shape(const bench_shape_t *shape, size_t threads, const
     free(dy), free(x), free(w), free(w16), free(dx), free(dx_reference), free(dw), free(dw_reference), free(db);
 }
 
-
 /* --epilogue: 0 none, 1 bias, 2 bias + exact GELU, 3 bias + fast GELU. */
 static const char *const epilogue_names[4] = {"", "+bias", "+gelu", "+gelu-fast"};
 
@@ -488,7 +482,6 @@ static void fill_random(uint64_t *state, float *values, uform__bf16_t *values16,
         if (values16) values16[i] = uform__gemm_bf16_from_f32(values[i]);
     }
 }
-
 
 /* oneDNN's two variants (plain and blocked weights) of `type`, appended to `candidates`; when
  * this CPU has no kernel for `type` (dnnl_unimplemented: BF16 without AVX-512, s8 without VNNI or

@@ -27,6 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_clock.h"
 #include "model/config.h"
 #include "model/layout.h"
 #include "uform/uform.h"
@@ -37,12 +38,6 @@
 #ifndef BENCH_UFORM
 #define BENCH_UFORM "build/tools/uform"
 #endif
-
-static double now_seconds(void) {
-    struct timespec time;
-    clock_gettime(CLOCK_MONOTONIC, &time);
-    return (double)time.tv_sec + (double)time.tv_nsec * 1e-9;
-}
 
 /* What one child process did: its stdout, and its resource usage. */
 typedef struct child_t {
@@ -56,7 +51,7 @@ static int run_child(char *const argv[], child_t *child) {
     memset(child, 0, sizeof *child);
     int pipe_ends[2];
     if (pipe(pipe_ends) != 0) return -1;
-    double start = now_seconds();
+    double start = bench_seconds();
     pid_t pid = fork();
     if (pid == 0) {
         dup2(pipe_ends[1], 1);
@@ -74,7 +69,7 @@ static int run_child(char *const argv[], child_t *child) {
     struct rusage usage;
     int status = 0;
     wait4(pid, &status, 0, &usage);
-    child->wall = now_seconds() - start;
+    child->wall = bench_seconds() - start;
     child->user = (double)usage.ru_utime.tv_sec + usage.ru_utime.tv_usec * 1e-6;
     child->system = (double)usage.ru_stime.tv_sec + usage.ru_stime.tv_usec * 1e-6;
     child->minor_faults = usage.ru_minflt;
@@ -139,7 +134,7 @@ static double last_decode_fraction;  /* decoding's share of that pass (the encod
 /* Items per second of uform_image_encode over the whole corpus in batches, the bytes in RAM. */
 static double in_memory_rate(uform_model_t model, uform_executor_t executor, uform_arena_t arena, const corpus_t *corpus,
                              size_t batch) {
-    double start = now_seconds(), cpu_start = cpu_seconds_self(), decode = 0, compute = 0;
+    double start = bench_seconds(), cpu_start = cpu_seconds_self(), decode = 0, compute = 0;
     for (size_t first = 0; first < corpus->count; first += batch) {
         size_t count = corpus->count - first < batch ? corpus->count - first : batch;
         uform_encode_stats_t stats = {0};
@@ -154,7 +149,7 @@ static double in_memory_rate(uform_model_t model, uform_executor_t executor, ufo
     }
     last_decode_fraction = decode + compute > 0 ? decode / (decode + compute) : 0;
     last_cpu_seconds = cpu_seconds_self() - cpu_start;
-    return (double)corpus->count / (now_seconds() - start);
+    return (double)corpus->count / (bench_seconds() - start);
 }
 
 int main(int argc, char **argv) {

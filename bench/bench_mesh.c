@@ -75,12 +75,12 @@ static void time_collectives(const plan_t *plan, size_t index, uform_mesh_t mesh
         for (int turn = 0; turn < 2; ++turn) {
             int mesh_turn = (int)(r % 2) == turn;
             if (bench_raw_allreduce(raw, &token, 1) != 0) goto done;
-            double start = bench_now();
+            double start = bench_seconds();
             int failed = mesh_turn ? uform__mesh_allreduce_f32(mesh, values, total, "a benchmark", &outcome,
                                                                "bench_mesh") != UFORM_OK
                                    : bench_raw_allreduce(raw, values, total) != 0;
             if (failed) goto done;
-            if (r) (mesh_turn ? mesh_times : raw_times)[r - 1] = bench_now() - start;
+            if (r) (mesh_turn ? mesh_times : raw_times)[r - 1] = bench_seconds() - start;
         }
         for (size_t i = 0; i < total; ++i) values[i] *= 1.0f / (float)(plan->processes * plan->processes);
     }

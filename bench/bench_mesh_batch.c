@@ -11,12 +11,6 @@
 
 #include "demo_media.h"
 
-double bench_now(void) {
-    struct timespec time;
-    clock_gettime(CLOCK_MONOTONIC, &time);
-    return (double)time.tv_sec + (double)time.tv_nsec * 1e-9;
-}
-
 static int compare_doubles(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
@@ -71,12 +65,12 @@ double bench_batch_step(uform_trainer_t trainer, uform_arena_t arena, const benc
     step.bags = batch->bags, step.bag_count = 2 * batch->pairs, step.sides = batch->sides;
     step.relations = (uform_relations_t){batch->lefts, batch->rights, NULL, batch->pairs};
     step.stats = stats;
-    double start = bench_now();
+    double start = bench_seconds();
     if (uform_trainer_step(&step) != UFORM_OK) {
         fprintf(stderr, "bench_mesh: step: %s\n", step.outcome.message);
         return -1;
     }
-    return bench_now() - start;
+    return bench_seconds() - start;
 }
 
 int bench_batch_steps(uform_trainer_t trainer, uform_arena_t arena, const bench_batch_t *batch, size_t steps,
@@ -125,11 +119,11 @@ int bench_members_run(const char *folder, size_t count, size_t bytes, int (*memb
         _exit(answer);
     }
     int failed = 0;
-    double deadline = bench_now() + limit;
+    double deadline = bench_seconds() + limit;
     for (size_t i = 0; i < count; ++i) {
         int status = 0;
         while (pids[i] > 0 && waitpid(pids[i], &status, WNOHANG) == 0) {
-            if (bench_now() > deadline) kill(pids[i], SIGKILL);
+            if (bench_seconds() > deadline) kill(pids[i], SIGKILL);
             struct timespec pause = {0, 20000000};
             nanosleep(&pause, NULL);
         }

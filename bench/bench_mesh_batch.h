@@ -5,6 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "bench_clock.h"
 #include "uform/uform.h"
 
 #define BENCH_MESH_PAIRS 24       /* tiny: pairs of a caption and a 32x32 JPEG a step */
@@ -24,7 +25,6 @@ typedef struct bench_steps_t {
     double seconds, flops, waited, exchange, backward;
 } bench_steps_t;
 
-double bench_now(void);
 double bench_median(double *values, size_t count);
 
 /* Pairs [first, end) of the global batch: images (tiny) or texts (small); sides 0 and 1. Free

@@ -184,9 +184,9 @@ static void time_reduces(const job_t *job, uform_mesh_t mesh, member_result_t *r
         for (size_t r = 0; r <= repeats; ++r) {
             /* A one-float all-reduce first: no timed call pays for a late member. */
             if (uform__mesh_allreduce_f32(mesh, &token, 1, "a barrier", &outcome, "bench") != UFORM_OK) goto done;
-            double start = bench_now();
+            double start = bench_seconds();
             if (uform__mesh_allreduce_f32(mesh, values, count, "a benchmark", &outcome, "bench") != UFORM_OK) goto done;
-            if (r) times[r - 1] = bench_now() - start;
+            if (r) times[r - 1] = bench_seconds() - start;
         }
         result->reduce[s] = bench_median(times, repeats);
     }

@@ -18,18 +18,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_clock.h"
 #include "bench_mesh_batch.h"
 #include "bench_mesh_links.h"
 #include "demo_media.h"
 #include "uform/uform.h"
 
 static char folder[256];
-
-static double now(void) {
-    struct timespec time;
-    clock_gettime(CLOCK_MONOTONIC, &time);
-    return (double)time.tv_sec + (double)time.tv_nsec * 1e-9;
-}
 
 typedef struct result_t {
     int ok;
@@ -99,9 +94,9 @@ static int member(size_t index, void *context, void *answer) {
             step.bags = bags, step.bag_count = n, step.sides = sides;
             step.relations = (uform_relations_t){lefts, rights, NULL, n / 2};
             step.accumulate = chunks;
-            double start = now();
+            double start = bench_seconds();
             result.ok = uform_trainer_step(&step) == UFORM_OK;
-            result.seconds = now() - start, result.loss = step.loss;
+            result.seconds = bench_seconds() - start, result.loss = step.loss;
             result.peak_kib = peak_kib();
             if (!result.ok) fprintf(stderr, "bench_mesh --accumulate: step: %s\n", step.outcome.message);
         }

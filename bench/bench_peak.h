@@ -15,24 +15,11 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "bench_clock.h"
 #include "exec/call.h"
 #include "kernels/gemm.h"
 #include "kernels/gemm_i8.h"
 #include "uform/uform.h"
-
-static inline double bench_peak_seconds(void) {
-    struct timespec time;
-    clock_gettime(CLOCK_MONOTONIC, &time);
-    return (double)time.tv_sec + (double)time.tv_nsec * 1e-9;
-}
-
-/* CPU seconds of the whole process (every thread, user and system): a rate per CPU-second
- * survives other processes sharing the cores, where wall-clock rates do not. */
-static inline double bench_process_cpu_seconds(void) {
-    struct timespec time;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &time);
-    return (double)time.tv_sec + (double)time.tv_nsec * 1e-9;
-}
 
 static inline uint8_t bench_peak_byte(uint64_t *seed) {
     *seed = *seed * 6364136223846793005ull + 1442695040888963407ull;
@@ -92,9 +79,9 @@ static inline double bench_gemm_peak_for(uform_executor_t executor, uform_cpu_cl
     for (int repeat = 0; repeat < 15; ++repeat) {
         bench_peak_call_t request = {&args, &i8_args, gemm, compute == UFORM_COMPUTE_I8 ? i8 : NULL, bf16, {0}};
         uform__call_t call = {bench_peak_run, &request, &request.outcome, UFORM_COMPLETION_BLOCKING, NULL, NULL, "bench_peak"};
-        double start = per_cpu_second ? bench_process_cpu_seconds() : bench_peak_seconds();
+        double start = per_cpu_second ? bench_cpu_seconds() : bench_seconds();
         if (uform__executor_call(executor, &call) != UFORM_OK) break;
-        double elapsed = (per_cpu_second ? bench_process_cpu_seconds() : bench_peak_seconds()) - start;
+        double elapsed = (per_cpu_second ? bench_cpu_seconds() : bench_seconds()) - start;
         double rate = 2.0 * (double)m * (double)n * (double)k / elapsed;
         if (rate > best) best = rate;
     }

@@ -34,6 +34,8 @@
 #include "core/parallel.h"
 #include "uform/uform.h"
 
+#include "bench_clock.h"
+
 typedef enum bench_probe_kind_t {
     BENCH_PROBE_F32_YMM = 0,
     BENCH_PROBE_F32_ZMM = 1,
@@ -340,12 +342,6 @@ static void bench_probe_prong(void *context, size_t thread, size_t prong) {
     if (prong == 0) job->operations = local.operations;
 }
 
-static inline double bench_probe_now(clockid_t clock) {
-    struct timespec time;
-    clock_gettime(clock, &time);
-    return (double)time.tv_sec + 1e-9 * (double)time.tv_nsec;
-}
-
 /* One loop's rate, in G operations per second over `threads` threads (one prong each), timed by
  * `clock` (CLOCK_THREAD_CPUTIME_ID when one thread computes on the calling thread, which other
  * processes on a shared machine cannot inflate; else CLOCK_MONOTONIC): calibrated to ≈0.1 s per
@@ -354,16 +350,16 @@ static double bench_probe_loop(bench_probe_kind_t kind, int loop, const uform__p
                                int rounds, clockid_t clock) {
     bench_probe_job_t job = {.kind = kind, .loop = loop, .iterations = 20000};
     for (int i = 0; i < 16; ++i) job.operands[i] = 0x01010101 * (i + 1);
-    double start = bench_probe_now(clock);
+    double start = bench_clock_seconds(clock);
     uform__parallel_for(parallel, threads, bench_probe_prong, &job);
-    double probe = bench_probe_now(clock) - start;
+    double probe = bench_clock_seconds(clock) - start;
     job.iterations = (long)(20000.0 * 0.1 / (probe > 1e-6 ? probe : 1e-6));
     if (job.iterations < 20000) job.iterations = 20000;
     double best = 1e30;
     for (int round = 0; round < rounds; ++round) {
-        start = bench_probe_now(clock);
+        start = bench_clock_seconds(clock);
         uform__parallel_for(parallel, threads, bench_probe_prong, &job);
-        best = fmin(best, bench_probe_now(clock) - start);
+        best = fmin(best, bench_clock_seconds(clock) - start);
     }
     return (double)threads * job.operations / best * 1e-9;
 }

@@ -14,13 +14,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_clock.h"
 #include "uform/uform.h"
-
-static double now(void) {
-    struct timespec time;
-    clock_gettime(CLOCK_MONOTONIC, &time);
-    return (double)time.tv_sec + (double)time.tv_nsec * 1e-9;
-}
 
 static int fail(const uform_outcome_t *outcome) {
     char line[640];
@@ -72,7 +67,7 @@ int main(int argc, char **argv) {
         size_t offsets[2] = {0, strlen(argv[5])};
         double best = 1e30;
         for (int round = 0; round < 5; ++round) {
-            double start = now();
+            double start = bench_seconds();
             for (long call = 0; call < count; ++call) {
                 uform_text_encode_t request = {0};
                 request.model = model, request.executor = executor, request.arena = arena;
@@ -86,7 +81,7 @@ int main(int argc, char **argv) {
                 const void *row = NULL;
                 if (uform_matrix_row(&request.encoded.embeddings, 0, &row) != UFORM_OK) return 1;
             }
-            double seconds = (now() - start) / (double)count;
+            double seconds = (bench_seconds() - start) / (double)count;
             if (seconds < best) best = seconds;
         }
         printf("{\"mode\": \"%s\", \"threads\": %ld, \"calls\": %ld, \"seconds_per_call\": %.9g}\n", mode, threads, count,
@@ -105,9 +100,9 @@ int main(int argc, char **argv) {
             request.model = model, request.executor = executor, request.arena = arena;
             request.images = (uform_tape_t){data, offsets, items};
             request.outputs = UFORM_OUTPUTS_EMBEDDINGS;
-            double start = now();
+            double start = bench_seconds();
             if (uform_image_encode(&request) != UFORM_OK) return fail(&request.outcome);
-            double rate = (double)items / (now() - start);
+            double rate = (double)items / (bench_seconds() - start);
             if (rate > best) best = rate;
         }
         printf("{\"mode\": \"images\", \"threads\": %ld, \"items\": %zu, \"items_per_second\": %.6g}\n", threads, items, best);

@@ -19,18 +19,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_clock.h"
 #include "core/arena.h"
 #include "exec/call.h"
 #include "index/index.h"
 #include "io/safetensors.h"
 #include "kernels/nn.h"
 #include "uform/uform.h"
-
-static double now_seconds(void) {
-    struct timespec time;
-    clock_gettime(CLOCK_MONOTONIC, &time);
-    return (double)time.tv_sec + (double)time.tv_nsec * 1e-9;
-}
 
 static uint64_t state = 0xBE4C5EA;
 static float uniform(void) {
@@ -82,9 +77,9 @@ static double read_seconds(uform_executor_t executor, const unsigned char *bytes
     if (pass.prongs > 64) pass.prongs = 64;
     uform_outcome_t outcome = {0};
     uform__call_t call = {read_run, &pass, &outcome, UFORM_COMPLETION_BLOCKING, NULL, NULL, "bench_read"};
-    double start = now_seconds();
+    double start = bench_seconds();
     uform__executor_call(executor, &call);
-    double seconds = now_seconds() - start;
+    double seconds = bench_seconds() - start;
     volatile uint64_t sink = sums[0];
     (void)sink;
     return seconds;
@@ -146,12 +141,12 @@ static double search_seconds(uform_index_t index, uform_executor_t executor, ufo
         uform_index_search_t search = {0};
         search.index = index, search.executor = executor, search.arena = arena;
         search.queries = queries, search.queries_count = count, search.queries_columns = dims, search.top = top;
-        double start = now_seconds();
+        double start = bench_seconds();
         if (uform_index_search(&search) != UFORM_OK) {
             fprintf(stderr, "bench_search: %s\n", search.outcome.message);
             return NAN;
         }
-        double seconds = now_seconds() - start;
+        double seconds = bench_seconds() - start;
         if (seconds < best) best = seconds;
     }
     return best;

@@ -17,6 +17,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_clock.h"
 #include "session/session.h"
 #include "uform/uform.h"
 
@@ -26,19 +27,9 @@
 #pragma GCC optimize("tree-vectorize", "vect-cost-model=dynamic")
 #endif
 
-static double now(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
 /* CPU time of this thread: on a shared machine it leaves out the time other processes held the
  * core, so it is the steadier figure for a single-threaded comparison. */
-static double cpu_now(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
+static double thread_cpu_seconds(void) { return bench_clock_seconds(CLOCK_THREAD_CPUTIME_ID); }
 
 static int compare_doubles(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
@@ -206,16 +197,16 @@ static void elementwise_figure(const uform__session_kernels_t *kr, int repeats, 
     double *tp = (double *)malloc(sizeof(double) * (size_t)repeats), *td = (double *)malloc(sizeof(double) * (size_t)repeats);
     double *cp = (double *)malloc(sizeof(double) * (size_t)repeats), *cd = (double *)malloc(sizeof(double) * (size_t)repeats);
     for (int r = -1; r < repeats; ++r) {
-        double start = now(), cpu_start = cpu_now();
+        double start = bench_seconds(), cpu_start = thread_cpu_seconds();
         uform_session_invoke(session, program, inputs, input_sizes, 3, outputs, output_sizes, 1, NULL, 0);
-        double middle = now(), cpu_middle = cpu_now();
+        double middle = bench_seconds(), cpu_middle = thread_cpu_seconds();
         for (size_t i = 0; i < R; ++i) {
             const float *xi = x + i * C;
             for (size_t j = 0; j < C; ++j) row[j] = xi[j] * a[j] + bb[j];
             kr->gelu_f32(kr, C, row, row);
             for (size_t j = 0; j < C; ++j) z[i * C + j] = row[j] - xi[j];
         }
-        double end = now(), cpu_end = cpu_now();
+        double end = bench_seconds(), cpu_end = thread_cpu_seconds();
         if (r >= 0) tp[r] = middle - start, td[r] = end - middle, cp[r] = cpu_middle - cpu_start, cd[r] = cpu_end - cpu_middle;
     }
     qsort(cp, (size_t)repeats, sizeof(double), compare_doubles);
@@ -269,9 +260,9 @@ int main(int argc, char **argv) {
     uform_program_t program;
     double compile_best = 1e9;
     for (int i = 0; i < 20; ++i) {
-        double start = now();
+        double start = bench_seconds();
         uform_session_status_t status = uform_session_compile(session, bytes, length, &program);
-        double took = now() - start;
+        double took = bench_seconds() - start;
         if (status != UFORM_SESSION_OK) {
             fprintf(stderr, "compile: %s: %s\n", uform_session_status_name(status), uform_session_last_cause(session));
             return 1;
@@ -301,12 +292,12 @@ int main(int argc, char **argv) {
     double *c_program = (double *)malloc(sizeof(double) * (size_t)repeats);
     double *c_direct = (double *)malloc(sizeof(double) * (size_t)repeats);
     for (int r = -1; r < repeats; ++r) { // r = -1 warms both up; then they alternate
-        double start = now(), cpu_start = cpu_now();
+        double start = bench_seconds(), cpu_start = thread_cpu_seconds();
         uform_session_status_t status =
             uform_session_invoke(session, program, inputs, input_sizes, 13, outputs, output_sizes, 1, scratch, scratch_size);
-        double middle = now(), cpu_middle = cpu_now();
+        double middle = bench_seconds(), cpu_middle = thread_cpu_seconds();
         direct_block(&kernels, &b, &w, y_direct);
-        double end = now(), cpu_end = cpu_now();
+        double end = bench_seconds(), cpu_end = thread_cpu_seconds();
         if (status != UFORM_SESSION_OK) {
             fprintf(stderr, "invoke: %s\n", uform_session_status_name(status));
             return 1;

@@ -126,14 +126,14 @@ static int run(uform_executor_t executor, const char *size, uform_compute_t comp
         step.contents = (uform_tape_t){batch->data, batch->offsets, 2 * batch->pairs};
         step.bags = batch->bags, step.bag_count = 2 * batch->pairs, step.sides = batch->sides;
         step.relations = (uform_relations_t){batch->lefts, batch->rights, NULL, batch->pairs};
-        double start = bench_peak_seconds(), cpu_start = bench_process_cpu_seconds();
+        double start = bench_seconds(), cpu_start = bench_cpu_seconds();
         if (uform_trainer_step(&step) != UFORM_OK) {
             fprintf(stderr, "bench_train: %s\n", step.outcome.message);
             uform_trainer_free(trainer);
             uform_arena_free(arena);
             return -1;
         }
-        double seconds = bench_peak_seconds() - start, cpu_seconds = bench_process_cpu_seconds() - cpu_start;
+        double seconds = bench_seconds() - start, cpu_seconds = bench_cpu_seconds() - cpu_start;
         if (s && seconds < result->seconds) result->seconds = seconds, result->stats = stats;
         if (s && (result->cpu_seconds == 0 || cpu_seconds < result->cpu_seconds)) result->cpu_seconds = cpu_seconds;
     }

@@ -18,21 +18,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_clock.h"
 #include "uform/uform.h"
-
-static double now(void) {
-    struct timespec time;
-    clock_gettime(CLOCK_MONOTONIC, &time);
-    return (double)time.tv_sec + (double)time.tv_nsec * 1e-9;
-}
-
-/* CPU seconds of the whole process (every thread): on a shared machine, items per CPU-second
- * compare where wall-clock rates cannot. */
-static double cpu_now(void) {
-    struct timespec time;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &time);
-    return (double)time.tv_sec + (double)time.tv_nsec * 1e-9;
-}
 
 static int fail(const uform_outcome_t *outcome) {
     char line[600];
@@ -102,11 +89,11 @@ int main(int argc, char **argv) {
         uform_text_encode_t request = {0};
         request.model = model, request.executor = executor, request.arena = arena;
         request.texts = (uform_tape_t){packed, offsets + i, 1};
-        double start = now();
+        double start = bench_seconds();
         if (call == 0) began = start;
         if (uform_text_encode(&request) != UFORM_OK) return fail(&request.outcome);
-        if (call >= 0) times[calls++] = now() - start;
-        if (call >= 100 && now() - began > seconds) break;
+        if (call >= 0) times[calls++] = bench_seconds() - start;
+        if (call >= 100 && bench_seconds() - began > seconds) break;
     }
     qsort(times, (size_t)calls, sizeof *times, compare);
     double p50 = times[calls / 2], p99 = times[calls * 99 / 100];
@@ -115,7 +102,7 @@ int main(int argc, char **argv) {
     double text_best = 0, text_cpu_best = 0;
     for (int repeat = 0; repeat < repeats; ++repeat) {
         size_t items = 0, first = 0;
-        double start = now(), cpu_start = cpu_now(), elapsed = 0;
+        double start = bench_seconds(), cpu_start = bench_cpu_seconds(), elapsed = 0;
         do {
             if (first + batch > count) first = 0;
             uform_text_encode_t request = {0};
@@ -123,10 +110,10 @@ int main(int argc, char **argv) {
             request.texts = (uform_tape_t){packed, offsets + first, batch};
             if (uform_text_encode(&request) != UFORM_OK) return fail(&request.outcome);
             items += batch, first += batch;
-            elapsed = now() - start;
+            elapsed = bench_seconds() - start;
         } while (elapsed < seconds);
         if (items / elapsed > text_best) text_best = (double)items / elapsed;
-        double cpu = cpu_now() - cpu_start;
+        double cpu = bench_cpu_seconds() - cpu_start;
         if (cpu > 0 && items / cpu > text_cpu_best) text_cpu_best = (double)items / cpu;
     }
 
@@ -148,17 +135,17 @@ int main(int argc, char **argv) {
     double image_best = 0, image_cpu_best = 0;
     for (int repeat = 0; repeat < repeats; ++repeat) {
         size_t items = 0;
-        double start = now(), cpu_start = cpu_now(), elapsed = 0;
+        double start = bench_seconds(), cpu_start = bench_cpu_seconds(), elapsed = 0;
         do {
             uform_image_encode_t request = {0};
             request.model = model, request.executor = executor, request.arena = arena;
             request.images = (uform_tape_t){tape, image_offsets, images};
             if (uform_image_encode(&request) != UFORM_OK) return fail(&request.outcome);
             items += images;
-            elapsed = now() - start;
+            elapsed = bench_seconds() - start;
         } while (elapsed < seconds);
         if (items / elapsed > image_best) image_best = (double)items / elapsed;
-        double cpu = cpu_now() - cpu_start;
+        double cpu = bench_cpu_seconds() - cpu_start;
         if (cpu > 0 && items / cpu > image_cpu_best) image_cpu_best = (double)items / cpu;
     }
     printf("{\"threads\": %zu, \"batch\": %zu, \"text_batch1_p50_us\": %.2f, \"text_batch1_p99_us\": %.2f, "
