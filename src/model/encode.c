@@ -18,6 +18,17 @@
  * the products to reach their speed, small enough that its scratch stays far below the weights. */
 #define UFORM__CHUNK_TOKENS 4096
 
+/* The end of the chunk that starts at item `first`: as many consecutive items as fit in
+ * `chunk_tokens` tokens (at least one). With `even` > 1 (I8 compute's threads), a chunk of more than
+ * 2·even items keeps a multiple of `even` of them, so that its blocks can run a whole item per
+ * thread with none left over (trunk_i8.c); the items' outputs do not depend on their chunk. */
+static size_t chunk_end(const size_t *offsets, size_t count, size_t first, size_t chunk_tokens, size_t even) {
+    size_t last = first + 1;
+    while (last < count && offsets[last + 1] - offsets[first] <= chunk_tokens) ++last;
+    if (even > 1 && last < count && last - first > 2 * even) last -= (last - first) % even;
+    return last;
+}
+
 uform_status_t uform__encode_validate(const uform__encode_job_t *job, uform_outcome_t *outcome, const char *function) {
     if (!job->model) return uform__fail(outcome, UFORM_INVALID_ARGUMENT, function, "model is NULL");
     const uform__model_config_t *config = &job->model->config;
@@ -193,9 +204,9 @@ uform_status_t uform__encode_run(const uform__encode_job_t *job, uform__call_con
     size_t chunk_tokens = largest > UFORM__CHUNK_TOKENS ? largest : UFORM__CHUNK_TOKENS;
     if (chunk_tokens > total_tokens) chunk_tokens = total_tokens;
     size_t chunks = 0, chunk_items = 0;
+    size_t even = compute.i8 ? uform__parallel_threads(context->parallel) : 1;
     for (size_t first = 0; first < count;) {
-        size_t last = first + 1;
-        while (last < count && offsets[last + 1] - offsets[first] <= chunk_tokens) ++last;
+        size_t last = chunk_end(offsets, count, first, chunk_tokens, even);
         if (last - first > chunk_items) chunk_items = last - first;
         chunks += 1;
         first = last;
@@ -251,8 +262,7 @@ uform_status_t uform__encode_run(const uform__encode_job_t *job, uform__call_con
     uform__progress_begin(&context->progress, context->progress_options, chunks * (config->depth + 2));
     size_t done = 0;
     for (size_t first = 0; first < count && status == UFORM_OK;) {
-        size_t last = first + 1;
-        while (last < count && offsets[last + 1] - offsets[first] <= chunk_tokens) ++last;
+        size_t last = chunk_end(offsets, count, first, chunk_tokens, even);
         size_t items = last - first;
         for (size_t i = 0; i <= items; ++i) chunk_offsets[i] = offsets[first + i] - offsets[first];
         size_t tokens = chunk_offsets[items];

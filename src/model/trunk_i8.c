@@ -1,21 +1,28 @@
 /*
- * A trunk block under I8 compute, fused per block of rows (trunk.c runs the unfused form).
+ * A trunk block under I8 compute, fused per block of rows or per item (trunk.c runs the unfused form).
  *
  * Unfused, every int8 product quantizes its whole input first: the norms write their F32 rows
  * [T, d] and the quantizer reads them back; mlp.up writes its GELU'd rows [T, mlp] as F32 and the
- * quantizer reads those back. Those round trips go through memory, and with the products at
- * twice the BF16 speed they were a fifth of an I8 block's time after attention. Here a thread
- * takes ROWS rows at a time and carries them through the whole sequence in its own scratch, which
- * stays in its L2 (at d = 384, mlp = 1,536: 48 rows of hidden F32 are 288 KiB):
+ * quantizer reads those back; qkv [T, 3d] goes to attention and attention's rows [T, d] to attn.out
+ * through memory too. Here a thread takes ROWS rows at a time and carries them through the whole
+ * sequence in its own scratch, which stays in its L2 (at d = 384, mlp = 1,536: 48 rows of hidden
+ * F32 are 288 KiB):
  *
  *   head:  a = norm1(x) → quantize → qkv = a·Wqkvᵀ + b                  (qkv goes on to attention)
  *   tail:  quantize(att) → x += att·Woutᵀ + b → a = norm2(x) → quantize
  *          → h = gelu(a·Wupᵀ + b) → quantize → x += h·Wdownᵀ + b
  *
- * Each step is the same kernel the unfused form calls (the class's norm, quantizer and int8
- * product, here on one thread over the block's rows), and every one of them computes a row
- * independently of the others and of the thread count (kernels/gemm_i8.h, nn.h), so the fused
- * block's outputs are bit-identical to the unfused one's (tests/model/test_trunk_i8.c).
+ * Per item (uform__trunk_i8_items), one thread runs an item's whole block: its head in blocks of
+ * ROWS rows, its attention over every head, its tail in blocks of ROWS rows, so that the item's qkv
+ * and attention rows (under 1 MiB for 197 tokens of `small`) stay in that thread's caches too.
+ * Per rows (uform__trunk_i8_head / _tail, with attention between them over every thread) when the
+ * items do not split evenly over the threads.
+ *
+ * Each step is the same kernel the unfused form calls (the class's norm, quantizer, int8 product
+ * and attention, here on one thread), and every one of them computes a row (attention: an item,
+ * head and query block) independently of the others and of the thread count (kernels/gemm_i8.h,
+ * nn.h), so the fused block's outputs are bit-identical to the unfused one's (parity_dump's
+ * blocks_fused_i8 case checks it).
  *
  * Few rows (one picture, a short text) would leave threads idle with blocks this size; the
  * unfused form splits the products' columns too, so it runs there (uform__trunk_i8_fuses).
@@ -83,10 +90,13 @@ typedef struct fused_job_t {
     const uform__model_config_t *config;
     const uform__block_t *block;
     size_t rows;
-    const float *att; /* tail: the attention's rows [rows, d] */
+    float *att;       /* tail: the attention's rows [rows, d] (items: written here) */
     float *x;         /* [rows, d] the residual rows */
     float *qkv;       /* head: [rows, 3d] */
     float eps;
+    const size_t *offsets;            /* items: token offsets [items + 1] */
+    uform__trunk_attention_fn attention; /* items: the compute's attention */
+    float *lse;                       /* items: the trunk's lse scratch [T · H] */
     int failed;               /* set (atomically) by the first prong that fails; the rest stop */
     uform_status_t status;    /* that prong's status and outcome */
     uform_outcome_t *outcome;
@@ -125,58 +135,112 @@ static void finish(fused_job_t *job, uform_status_t status, const uform_outcome_
     }
 }
 
+/* The head over rows [r0, r0 + rows): qkv = quantize(norm1(x))·Wqkvᵀ + b. */
+static uform_status_t head_rows(const fused_job_t *job, const pieces_t *pieces, size_t r0, size_t rows,
+                                uform_outcome_t *outcome) {
+    const uform__block_t *block = job->block;
+    size_t d = job->config->hidden;
+    job->compute->nn->layernorm_forward(rows, d, job->x + r0 * d, d, block->norm1.weight, block->norm1.bias, job->eps,
+                                        pieces->a, d, pieces->mean, pieces->rstd, NULL);
+    return product(job, pieces, &block->qkv, rows, pieces->a, d, job->qkv + r0 * 3 * d, 3 * d, 0, outcome);
+}
+
+/* The tail over rows [r0, r0 + rows): x += attn.out(att), then x += mlp(norm2(x)). */
+static uform_status_t tail_rows(const fused_job_t *job, const pieces_t *pieces, size_t r0, size_t rows,
+                                uform_outcome_t *outcome) {
+    const uform__block_t *block = job->block;
+    size_t d = job->config->hidden, mlp = job->config->mlp;
+    float *x = job->x + r0 * d;
+    uform_status_t status =
+        product(job, pieces, &block->out, rows, job->att + r0 * d, d, x, d, UFORM__LINEAR_ACCUMULATE, outcome);
+    if (status != UFORM_OK) return status;
+    job->compute->nn->layernorm_forward(rows, d, x, d, block->norm2.weight, block->norm2.bias, job->eps, pieces->a, d,
+                                        pieces->mean, pieces->rstd, NULL);
+    status = product(job, pieces, &block->up, rows, pieces->a, d, pieces->hidden, mlp, UFORM__LINEAR_GELU, outcome);
+    if (status != UFORM_OK) return status;
+    return product(job, pieces, &block->down, rows, pieces->hidden, mlp, x, d, UFORM__LINEAR_ACCUMULATE, outcome);
+}
+
 static void head_prong(void *context, size_t thread, size_t prong) {
     fused_job_t *job = context;
     pieces_t pieces;
-    size_t r0, rows, d = job->config->hidden;
+    size_t r0, rows;
     if (!begin(job, thread, prong, &pieces, &r0, &rows)) return;
-    const uform__block_t *block = job->block;
-    job->compute->nn->layernorm_forward(rows, d, job->x + r0 * d, d, block->norm1.weight, block->norm1.bias, job->eps,
-                                        pieces.a, d, pieces.mean, pieces.rstd, NULL);
     uform_outcome_t outcome = {0};
-    finish(job, product(job, &pieces, &block->qkv, rows, pieces.a, d, job->qkv + r0 * 3 * d, 3 * d, 0, &outcome),
-           &outcome);
+    finish(job, head_rows(job, &pieces, r0, rows, &outcome), &outcome);
 }
 
 static void tail_prong(void *context, size_t thread, size_t prong) {
     fused_job_t *job = context;
     pieces_t pieces;
-    size_t r0, rows, d = job->config->hidden, mlp = job->config->mlp;
+    size_t r0, rows;
     if (!begin(job, thread, prong, &pieces, &r0, &rows)) return;
-    const uform__block_t *block = job->block;
-    float *x = job->x + r0 * d;
     uform_outcome_t outcome = {0};
-    uform_status_t status =
-        product(job, &pieces, &block->out, rows, job->att + r0 * d, d, x, d, UFORM__LINEAR_ACCUMULATE, &outcome);
-    if (status == UFORM_OK) {
-        job->compute->nn->layernorm_forward(rows, d, x, d, block->norm2.weight, block->norm2.bias, job->eps, pieces.a, d,
-                                            pieces.mean, pieces.rstd, NULL);
-        status = product(job, &pieces, &block->up, rows, pieces.a, d, pieces.hidden, mlp, UFORM__LINEAR_GELU, &outcome);
+    finish(job, tail_rows(job, &pieces, r0, rows, &outcome), &outcome);
+}
+
+/* One item's whole block on one thread: its head in blocks of ROWS rows, its attention (all heads),
+ * its tail in blocks of ROWS rows; its qkv and attention rows stay in the thread's caches. */
+static void item_prong(void *context, size_t thread, size_t item) {
+    fused_job_t *job = context;
+    if (__atomic_load_n(&job->failed, __ATOMIC_ACQUIRE)) return;
+    const uform__i8_scratch_t *scratch = &job->compute->i8_scratch;
+    pieces_t pieces;
+    carve(job->config, job->compute->i8, scratch->width, scratch->fused + thread * scratch->fused_stride, &pieces);
+    size_t first = job->offsets[item], length = job->offsets[item + 1] - first, d = job->config->hidden;
+    uform_outcome_t outcome = {0};
+    uform_status_t status = UFORM_OK;
+    for (size_t r0 = first; status == UFORM_OK && r0 < first + length; r0 += ROWS)
+        status = head_rows(job, &pieces, r0, first + length - r0 < ROWS ? first + length - r0 : ROWS, &outcome);
+    if (status == UFORM_OK && length) {
+        size_t heads = job->config->heads, offsets[2] = {0, length};
+        uform__attention_shape_t shape = {length, heads, d / heads, offsets, 1, NULL};
+        /* lse [H, length] of this item alone, in the trunk's lse rows of its tokens (unused after). */
+        job->attention(&shape, job->qkv + first * 3 * d, job->att + first * d, job->lse + first * heads, NULL);
     }
-    if (status == UFORM_OK)
-        status = product(job, &pieces, &block->down, rows, pieces.hidden, mlp, x, d, UFORM__LINEAR_ACCUMULATE, &outcome);
+    for (size_t r0 = first; status == UFORM_OK && r0 < first + length; r0 += ROWS)
+        status = tail_rows(job, &pieces, r0, first + length - r0 < ROWS ? first + length - r0 : ROWS, &outcome);
     finish(job, status, &outcome);
 }
 
-static uform_status_t run(fused_job_t *job, uform__prong_fn prong) {
-    uform__parallel_for(job->compute->parallel, (job->rows + ROWS - 1) / ROWS, prong, job);
+static uform_status_t run(fused_job_t *job, uform__prong_fn prong, size_t prongs) {
+    uform__parallel_for(job->compute->parallel, prongs, prong, job);
     return job->failed ? job->status : UFORM_OK;
 }
 
 uform_status_t uform__trunk_i8_head(uform__compute_t *compute, const uform__model_config_t *config,
                                     const uform__block_t *block, size_t rows, const float *x, float *qkv, float eps,
                                     uform_outcome_t *outcome) {
-    fused_job_t job = {compute, config, block, rows, NULL, (float *)x, qkv, eps, 0, UFORM_OK, outcome};
+    fused_job_t job = {compute, config, block, rows, NULL, (float *)x, qkv, eps, NULL, NULL, NULL, 0, UFORM_OK, outcome};
     double d = (double)config->hidden;
     compute->flops += 2.0 * (double)rows * 3.0 * d * d;
-    return run(&job, head_prong);
+    return run(&job, head_prong, (rows + ROWS - 1) / ROWS);
 }
 
 uform_status_t uform__trunk_i8_tail(uform__compute_t *compute, const uform__model_config_t *config,
                                     const uform__block_t *block, size_t rows, const float *att, float *x, float eps,
                                     uform_outcome_t *outcome) {
-    fused_job_t job = {compute, config, block, rows, att, x, NULL, eps, 0, UFORM_OK, outcome};
+    fused_job_t job = {compute, config, block, rows, (float *)att, x, NULL, eps, NULL, NULL, NULL, 0, UFORM_OK, outcome};
     double d = (double)config->hidden, mlp = (double)config->mlp;
     compute->flops += 2.0 * (double)rows * (d * d + 2.0 * d * mlp);
-    return run(&job, tail_prong);
+    return run(&job, tail_prong, (rows + ROWS - 1) / ROWS);
+}
+
+int uform__trunk_i8_fuses_items(const uform__compute_t *compute, const uform__block_t *block, size_t items,
+                                size_t tokens) {
+    size_t threads = uform__parallel_threads(compute->parallel);
+    /* Every thread as many items as the others (items of one modality have one length, mostly),
+     * at least two each. */
+    return items >= 2 * threads && items % threads == 0 && uform__trunk_i8_fuses(compute, block, tokens);
+}
+
+uform_status_t uform__trunk_i8_items(uform__compute_t *compute, const uform__model_config_t *config,
+                                     const uform__block_t *block, float *x, const size_t *offsets, size_t items,
+                                     uform__trunk_attention_fn attention, float *qkv, float *att, float *lse, float eps,
+                                     uform_outcome_t *outcome) {
+    size_t rows = offsets[items];
+    fused_job_t job = {compute, config, block, rows, att, x, qkv, eps, offsets, attention, lse, 0, UFORM_OK, outcome};
+    double d = (double)config->hidden, mlp = (double)config->mlp;
+    compute->flops += 2.0 * (double)rows * (4.0 * d * d + 2.0 * d * mlp);
+    return run(&job, item_prong, items);
 }

@@ -473,7 +473,8 @@ static void run_block(uform_model_t model, uform_executor_t executor, size_t b, 
 /* Items of random rows N(0, 1) (offsets [items + 1]), and the engine's rows after each block, each
  * block started from the engine's own rows before it: compare_int8.py checks every block alone
  * against the NumPy scheme. On two threads, a block of fewer than 384 rows runs unfused and one
- * of more runs fused per block of rows (src/model/trunk_i8.c); `name` says which this case is.
+ * of more runs fused (src/model/trunk_i8.c): a whole item per thread when the items split evenly
+ * over the threads, else per block of rows; `name` says which this case is.
  * The fused case also runs each item alone (few rows: unfused) and requires the same bits, which
  * docs/int8.md promises. */
 static void blocks_case(uform_model_t model, uform_executor_t executor, size_t depth, size_t d, const char *name,
@@ -559,9 +560,13 @@ int main(int argc, char **argv) {
         /* A short item, one across two attention blocks, one across three: 206 rows, unfused. */
         static const size_t unfused_offsets[4] = {0, 5, 75, 206};
         blocks_case(model, two, d->depth, d->hidden, "blocks_i8", unfused_offsets, 3, 0);
-        /* 830 rows in four items of up to 270, fused: every item alone has fewer than 384. */
+        /* 830 rows in four items of up to 270, fused a whole item per thread (two each): every
+         * item alone has fewer than 384 rows, so runs unfused. */
         static const size_t fused_offsets[5] = {0, 64, 334, 560, 830};
         blocks_case(model, two, d->depth, d->hidden, "blocks_fused_i8", fused_offsets, 4, 1);
+        /* 690 rows in three items, which do not split evenly over two threads: fused per 48 rows. */
+        static const size_t rows_offsets[4] = {0, 150, 420, 690};
+        blocks_case(model, two, d->depth, d->hidden, "blocks_rows_i8", rows_offsets, 3, 1);
         uform_executor_free(two);
         uform_model_free(model);
     }
