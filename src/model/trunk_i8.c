@@ -85,7 +85,14 @@ int uform__trunk_i8_fuses(const uform__compute_t *compute, const uform__block_t 
     return rows >= 4 * threads * ROWS;
 }
 
-typedef struct fused_job_t {
+typedef struct fused_job_t fused_job_t;
+
+/* A part of a block over rows [r0, r0 + rows) on this thread (head_rows or tail_rows below). */
+typedef uform_status_t (*rows_part_fn)(const fused_job_t *job, const pieces_t *pieces, size_t r0, size_t rows,
+                                       uform_outcome_t *outcome);
+
+struct fused_job_t {
+    rows_part_fn part; /* per rows: the part each prong runs */
     uform__compute_t *compute;
     const uform__model_config_t *config;
     const uform__block_t *block;
@@ -100,7 +107,7 @@ typedef struct fused_job_t {
     int failed;               /* set (atomically) by the first prong that fails; the rest stop */
     uform_status_t status;    /* that prong's status and outcome */
     uform_outcome_t *outcome;
-} fused_job_t;
+};
 
 /* y (+)= quantize(x) · Wᵀ + b (then GELU) over `rows` ≤ ROWS rows, on this thread. */
 static uform_status_t product(const fused_job_t *job, const pieces_t *pieces, const uform__linear_t *layer, size_t rows,
@@ -161,22 +168,14 @@ static uform_status_t tail_rows(const fused_job_t *job, const pieces_t *pieces, 
     return product(job, pieces, &block->down, rows, pieces->hidden, mlp, x, d, UFORM__LINEAR_ACCUMULATE, outcome);
 }
 
-static void head_prong(void *context, size_t thread, size_t prong) {
+/* A prong of the per-rows form: the job's part over its ROWS rows. */
+static void rows_prong(void *context, size_t thread, size_t prong) {
     fused_job_t *job = context;
     pieces_t pieces;
     size_t r0, rows;
     if (!begin(job, thread, prong, &pieces, &r0, &rows)) return;
     uform_outcome_t outcome = {0};
-    finish(job, head_rows(job, &pieces, r0, rows, &outcome), &outcome);
-}
-
-static void tail_prong(void *context, size_t thread, size_t prong) {
-    fused_job_t *job = context;
-    pieces_t pieces;
-    size_t r0, rows;
-    if (!begin(job, thread, prong, &pieces, &r0, &rows)) return;
-    uform_outcome_t outcome = {0};
-    finish(job, tail_rows(job, &pieces, r0, rows, &outcome), &outcome);
+    finish(job, job->part(job, &pieces, r0, rows, &outcome), &outcome);
 }
 
 /* One item's whole block on one thread: its head in blocks of ROWS rows, its attention (all heads),
@@ -211,19 +210,21 @@ static uform_status_t run(fused_job_t *job, uform__prong_fn prong, size_t prongs
 uform_status_t uform__trunk_i8_head(uform__compute_t *compute, const uform__model_config_t *config,
                                     const uform__block_t *block, size_t rows, const float *x, float *qkv, float eps,
                                     uform_outcome_t *outcome) {
-    fused_job_t job = {compute, config, block, rows, NULL, (float *)x, qkv, eps, NULL, NULL, NULL, 0, UFORM_OK, outcome};
+    fused_job_t job = {.part = head_rows, .compute = compute, .config = config, .block = block, .rows = rows,
+                       .x = (float *)x, .qkv = qkv, .eps = eps, .outcome = outcome};
     double d = (double)config->hidden;
     compute->flops += 2.0 * (double)rows * 3.0 * d * d;
-    return run(&job, head_prong, (rows + ROWS - 1) / ROWS);
+    return run(&job, rows_prong, (rows + ROWS - 1) / ROWS);
 }
 
 uform_status_t uform__trunk_i8_tail(uform__compute_t *compute, const uform__model_config_t *config,
                                     const uform__block_t *block, size_t rows, const float *att, float *x, float eps,
                                     uform_outcome_t *outcome) {
-    fused_job_t job = {compute, config, block, rows, (float *)att, x, NULL, eps, NULL, NULL, NULL, 0, UFORM_OK, outcome};
+    fused_job_t job = {.part = tail_rows, .compute = compute, .config = config, .block = block, .rows = rows,
+                       .att = (float *)att, .x = x, .eps = eps, .outcome = outcome};
     double d = (double)config->hidden, mlp = (double)config->mlp;
     compute->flops += 2.0 * (double)rows * (d * d + 2.0 * d * mlp);
-    return run(&job, tail_prong, (rows + ROWS - 1) / ROWS);
+    return run(&job, rows_prong, (rows + ROWS - 1) / ROWS);
 }
 
 int uform__trunk_i8_fuses_items(const uform__compute_t *compute, const uform__block_t *block, size_t items,
@@ -239,7 +240,9 @@ uform_status_t uform__trunk_i8_items(uform__compute_t *compute, const uform__mod
                                      uform__trunk_attention_fn attention, float *qkv, float *att, float *lse, float eps,
                                      uform_outcome_t *outcome) {
     size_t rows = offsets[items];
-    fused_job_t job = {compute, config, block, rows, att, x, qkv, eps, offsets, attention, lse, 0, UFORM_OK, outcome};
+    fused_job_t job = {.compute = compute, .config = config, .block = block, .rows = rows, .att = att, .x = x,
+                       .qkv = qkv, .eps = eps, .offsets = offsets, .attention = attention, .lse = lse,
+                       .outcome = outcome};
     double d = (double)config->hidden, mlp = (double)config->mlp;
     compute->flops += 2.0 * (double)rows * (4.0 * d * d + 2.0 * d * mlp);
     return run(&job, item_prong, items);
