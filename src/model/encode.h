@@ -171,12 +171,11 @@ uform_status_t uform__trunk_i8_tail(uform__compute_t *compute, const uform__mode
                                     uform_outcome_t *outcome);
 /* A whole block per item, each item on one thread (head, attention over all its heads, tail), so
  * that its qkv and attention rows stay in that thread's caches; bit-identical too (attention is per
- * item, head and query block whatever the split). Whether it runs: as uform__trunk_i8_fuses, and
- * the items split evenly over the threads, two or more each. `lse` [T · H] is scratch here. */
+ * item, head and query block whatever the split). Whether it runs, for a block that fuses: the
+ * items split evenly over the threads, two or more each. `lse` [T · H] is scratch here. */
 typedef void (*uform__trunk_attention_fn)(const uform__attention_shape_t *shape, const float *qkv, float *out,
                                           float *lse, const uform__parallel_t *parallel);
-int uform__trunk_i8_fuses_items(const uform__compute_t *compute, const uform__block_t *block, size_t items,
-                                size_t tokens);
+int uform__trunk_i8_fuses_items(const uform__compute_t *compute, size_t items);
 uform_status_t uform__trunk_i8_items(uform__compute_t *compute, const uform__model_config_t *config,
                                      const uform__block_t *block, float *x, const size_t *offsets, size_t items,
                                      uform__trunk_attention_fn attention, float *qkv, float *att, float *lse, float eps,

@@ -152,38 +152,27 @@ uform_status_t uform__trunk_forward(const uform_model_t model, uform__compute_t 
         /* The last block computes only the kept rows past its K and V (see encode.h). */
         int pruned = keep && i + 1 == config->depth;
         /* h = x + attn.out(attention(norm1(x))) */
+        /* Under I8 compute, a block of enough rows runs fused (trunk_i8.c): a whole item per
+         * thread when the items split evenly over the threads, else per block of rows. */
+        int fused = uform__trunk_i8_fuses(compute, block, tokens);
         uform_status_t status;
-        if (!pruned && uform__trunk_i8_fuses_items(compute, block, items, tokens)) {
+        if (fused && !pruned && uform__trunk_i8_fuses_items(compute, items)) {
             status = uform__trunk_i8_items(compute, config, block, x, offsets, items, attention, scratch->qkv,
                                            scratch->att, scratch->lse, eps, context->outcome);
-            for (size_t item = 0; item < items; ++item) {
-                double length = (double)(offsets[item + 1] - offsets[item]);
-                compute->flops += 4.0 * length * length * (double)d;
-            }
         } else {
-            if (uform__trunk_i8_fuses(compute, block, tokens)) {
+            if (fused) {
                 status = uform__trunk_i8_head(compute, config, block, tokens, x, scratch->qkv, eps, context->outcome);
             } else {
                 int a_read = norm_into(compute, &block->norm1, &block->qkv, tokens, d, x, scratch->a, scratch->mean,
                                        scratch->rstd, eps, bf16, native_bf16);
-                status = uform__linear_forward(compute, &block->qkv, tokens, scratch->a, d, scratch->qkv, 3 * d, 3 * d, a_read,
-                                               context->outcome);
+                status = uform__linear_forward(compute, &block->qkv, tokens, scratch->a, d, scratch->qkv, 3 * d, 3 * d,
+                                               a_read, context->outcome);
             }
             if (status != UFORM_OK) return status;
             shape.queries = pruned ? keep : NULL;
             attention(&shape, scratch->qkv, scratch->att, scratch->lse, parallel);
-            for (size_t item = 0; item < items; ++item) {
-                double length = (double)(offsets[item + 1] - offsets[item]);
-                compute->flops += 4.0 * (pruned ? 1.0 : length) * length * (double)d;
-            }
-            size_t rows = pruned ? items : tokens;
-            if (bf16) uform__round_to_bf16(scratch->att, rows * d);
-            if (!pruned && uform__trunk_i8_fuses(compute, block, tokens)) {
-                status = uform__trunk_i8_tail(compute, config, block, tokens, scratch->att, x, eps, context->outcome);
-            } else if (!pruned) {
-                status = block_tail(compute, block, d, mlp, tokens, scratch->att, x, scratch->a, scratch->hidden,
-                                    scratch->mean, scratch->rstd, eps, bf16, native_bf16, context->outcome);
-            } else {
+            if (bf16) uform__round_to_bf16(scratch->att, (pruned ? items : tokens) * d);
+            if (pruned) {
                 /* The kept rows, gathered [items, d] into `a` (free once qkv is made), go through the
                  * rest of the block and back to their places in x. */
                 float *kept = scratch->a;
@@ -191,9 +180,18 @@ uform_status_t uform__trunk_forward(const uform_model_t model, uform__compute_t 
                 status = block_tail(compute, block, d, mlp, items, scratch->att, kept, scratch->qkv, scratch->hidden,
                                     scratch->mean, scratch->rstd, eps, bf16, native_bf16, context->outcome);
                 for (size_t item = 0; item < items; ++item) memcpy(x + keep[item] * d, kept + item * d, d * sizeof(float));
+            } else if (fused) {
+                status = uform__trunk_i8_tail(compute, config, block, tokens, scratch->att, x, eps, context->outcome);
+            } else {
+                status = block_tail(compute, block, d, mlp, tokens, scratch->att, x, scratch->a, scratch->hidden,
+                                    scratch->mean, scratch->rstd, eps, bf16, native_bf16, context->outcome);
             }
         }
         if (status != UFORM_OK) return status;
+        for (size_t item = 0; item < items; ++item) { /* attention's two products */
+            double length = (double)(offsets[item + 1] - offsets[item]);
+            compute->flops += 4.0 * (pruned ? 1.0 : length) * length * (double)d;
+        }
         *done += 1;
         if (uform__progress_advance(&context->progress, *done) == UFORM_CANCEL)
             return uform__fail(context->outcome, UFORM_CANCELLED, context->function,

@@ -123,13 +123,11 @@ static uform_status_t product(const fused_job_t *job, const pieces_t *pieces, co
     return i8->forward(&args, NULL, outcome);
 }
 
-/* The prong's rows and its thread's pieces; 0 when an earlier prong failed (nothing to do). */
-static int begin(const fused_job_t *job, size_t thread, size_t prong, pieces_t *pieces, size_t *r0, size_t *rows) {
+/* This thread's pieces; 0 when an earlier prong failed (nothing to do). */
+static int thread_pieces(const fused_job_t *job, size_t thread, pieces_t *pieces) {
     if (__atomic_load_n(&job->failed, __ATOMIC_ACQUIRE)) return 0;
     const uform__i8_scratch_t *scratch = &job->compute->i8_scratch;
     carve(job->config, job->compute->i8, scratch->width, scratch->fused + thread * scratch->fused_stride, pieces);
-    *r0 = prong * ROWS;
-    *rows = job->rows - *r0 < ROWS ? job->rows - *r0 : ROWS;
     return 1;
 }
 
@@ -168,37 +166,41 @@ static uform_status_t tail_rows(const fused_job_t *job, const pieces_t *pieces, 
     return product(job, pieces, &block->down, rows, pieces->hidden, mlp, x, d, UFORM__LINEAR_ACCUMULATE, outcome);
 }
 
+/* `part` over rows [first, end) in blocks of ROWS rows, on this thread. */
+static uform_status_t part_over(const fused_job_t *job, const pieces_t *pieces, rows_part_fn part, size_t first,
+                                size_t end, uform_outcome_t *outcome) {
+    uform_status_t status = UFORM_OK;
+    for (size_t r0 = first; status == UFORM_OK && r0 < end; r0 += ROWS)
+        status = part(job, pieces, r0, end - r0 < ROWS ? end - r0 : ROWS, outcome);
+    return status;
+}
+
 /* A prong of the per-rows form: the job's part over its ROWS rows. */
 static void rows_prong(void *context, size_t thread, size_t prong) {
     fused_job_t *job = context;
     pieces_t pieces;
-    size_t r0, rows;
-    if (!begin(job, thread, prong, &pieces, &r0, &rows)) return;
+    if (!thread_pieces(job, thread, &pieces)) return;
+    size_t r0 = prong * ROWS, end = job->rows - r0 < ROWS ? job->rows : r0 + ROWS;
     uform_outcome_t outcome = {0};
-    finish(job, job->part(job, &pieces, r0, rows, &outcome), &outcome);
+    finish(job, part_over(job, &pieces, job->part, r0, end, &outcome), &outcome);
 }
 
 /* One item's whole block on one thread: its head in blocks of ROWS rows, its attention (all heads),
  * its tail in blocks of ROWS rows; its qkv and attention rows stay in the thread's caches. */
 static void item_prong(void *context, size_t thread, size_t item) {
     fused_job_t *job = context;
-    if (__atomic_load_n(&job->failed, __ATOMIC_ACQUIRE)) return;
-    const uform__i8_scratch_t *scratch = &job->compute->i8_scratch;
     pieces_t pieces;
-    carve(job->config, job->compute->i8, scratch->width, scratch->fused + thread * scratch->fused_stride, &pieces);
-    size_t first = job->offsets[item], length = job->offsets[item + 1] - first, d = job->config->hidden;
+    if (!thread_pieces(job, thread, &pieces)) return;
+    size_t first = job->offsets[item], end = job->offsets[item + 1], length = end - first, d = job->config->hidden;
     uform_outcome_t outcome = {0};
-    uform_status_t status = UFORM_OK;
-    for (size_t r0 = first; status == UFORM_OK && r0 < first + length; r0 += ROWS)
-        status = head_rows(job, &pieces, r0, first + length - r0 < ROWS ? first + length - r0 : ROWS, &outcome);
+    uform_status_t status = part_over(job, &pieces, head_rows, first, end, &outcome);
     if (status == UFORM_OK && length) {
         size_t heads = job->config->heads, offsets[2] = {0, length};
         uform__attention_shape_t shape = {length, heads, d / heads, offsets, 1, NULL};
         /* lse [H, length] of this item alone, in the trunk's lse rows of its tokens (unused after). */
         job->attention(&shape, job->qkv + first * 3 * d, job->att + first * d, job->lse + first * heads, NULL);
     }
-    for (size_t r0 = first; status == UFORM_OK && r0 < first + length; r0 += ROWS)
-        status = tail_rows(job, &pieces, r0, first + length - r0 < ROWS ? first + length - r0 : ROWS, &outcome);
+    if (status == UFORM_OK) status = part_over(job, &pieces, tail_rows, first, end, &outcome);
     finish(job, status, &outcome);
 }
 
@@ -227,12 +229,11 @@ uform_status_t uform__trunk_i8_tail(uform__compute_t *compute, const uform__mode
     return run(&job, rows_prong, (rows + ROWS - 1) / ROWS);
 }
 
-int uform__trunk_i8_fuses_items(const uform__compute_t *compute, const uform__block_t *block, size_t items,
-                                size_t tokens) {
+int uform__trunk_i8_fuses_items(const uform__compute_t *compute, size_t items) {
     size_t threads = uform__parallel_threads(compute->parallel);
     /* Every thread as many items as the others (items of one modality have one length, mostly),
      * at least two each. */
-    return items >= 2 * threads && items % threads == 0 && uform__trunk_i8_fuses(compute, block, tokens);
+    return items >= 2 * threads && items % threads == 0;
 }
 
 uform_status_t uform__trunk_i8_items(uform__compute_t *compute, const uform__model_config_t *config,
