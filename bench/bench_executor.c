@@ -29,12 +29,12 @@ static double time_empty_calls(uform_executor_t executor, uform_completion_t com
     double best[rounds];
     empty_request_t request = {{0}};
     for (int round = 0; round < rounds; ++round) {
-        double start = (1e9 * bench_seconds());
+        double start = 1e9 * bench_seconds();
         for (int i = 0; i < repeat; ++i) {
             empty_call(executor, &request, completion);
             if (completion == UFORM_COMPLETION_DEFERRED) uform_outcome_wait(&request.outcome);
         }
-        best[round] = ((1e9 * bench_seconds()) - start) / repeat;
+        best[round] = (1e9 * bench_seconds() - start) / repeat;
     }
     for (int i = 1; i < rounds; ++i)
         for (int j = i; j > 0 && best[j] < best[j - 1]; --j) {
@@ -60,11 +60,11 @@ typedef struct wake_loop_t {
 static void wake_prong(void *context, size_t thread, size_t prong) {
     wake_loop_t *loop = context;
     if (thread != 0 && !loop->helper_seen) {
-        loop->helper_started = (1e9 * bench_seconds());
+        loop->helper_started = 1e9 * bench_seconds();
         loop->helper_seen = 1;
     }
     if (thread == 0) /* keep the lead busy so the helper must pick up the other prong */
-        while (!loop->helper_seen && (1e9 * bench_seconds()) - loop->published < 5e6) {}
+        while (!loop->helper_seen && 1e9 * bench_seconds() - loop->published < 5e6) {}
 }
 
 static uform_status_t wake_run(void *pointer, uform__call_context_t *context) {
@@ -73,7 +73,7 @@ static uform_status_t wake_run(void *pointer, uform__call_context_t *context) {
         /* Let helpers go idle (park, if parked) between loops. */
         struct timespec pause = {0, 200000};
         nanosleep(&pause, NULL);
-        wake_loop_t loop = {(1e9 * bench_seconds()), 0, 0};
+        wake_loop_t loop = {1e9 * bench_seconds(), 0, 0};
         uform__parallel_for(context->parallel, 2, wake_prong, &loop);
         if (loop.helper_seen) request->samples[request->count++] = loop.helper_started - loop.published;
     }

@@ -52,7 +52,7 @@ static long status_kib(const char *key) {
 }
 
 int main(int argc, char **argv) {
-    double at_main = (1e9 * bench_clock_seconds(CLOCK_REALTIME));
+    double at_main = 1e9 * bench_clock_seconds(CLOCK_REALTIME);
     if (argc < 2) { /* `make bench` runs every program bare: say how, without failing */
         printf("bench_footprint: run through bench/footprint.sh CHECKPOINT RUNS NAME=BUILD_DIR ... (see bench/README.md)\n");
         return 0;
@@ -79,7 +79,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "%s\n", request.outcome.message);
         return 1;
     }
-    double at_embedding = (1e9 * bench_clock_seconds(CLOCK_REALTIME));
+    double at_embedding = 1e9 * bench_clock_seconds(CLOCK_REALTIME);
     printf("{\"objects_at_main\": %d, \"objects\": %d, \"rss_at_main_kib\": %ld, \"rss_kib\": %ld, \"peak_rss_kib\": %ld, "
            "\"load_and_encode_ms\": %.3f",
            objects_at_main, shared_objects(), rss_at_main, status_kib("VmRSS"), status_kib("VmHWM"), (at_embedding - at_main) / 1e6);
