@@ -28,10 +28,10 @@
  * so results are bit-identical for any thread count.
  *
  * Dispatch. `uform__signal_kernels(cpu_class)` answers the inner loops for a CPU class; every slot
- * is filled. HASWELL and the AVX-512 classes have their own horizontal resize pass (gathers,
- * 8 or 16 output pixels at a time, each still summed in tap order without FMA, so every class is
- * bit-identical to SERIAL); the other slots are the serial loops, which the compiler vectorises
- * well enough. The apply functions take the table, NULL meaning the serial one; the caller checks
+ * is filled. HASWELL and the AVX-512 classes have their own resize passes: the horizontal one
+ * runs 8 or 16 source rows side by side, one row per lane, and the vertical one 8 or 16 floats of
+ * a row at a time; each sum still runs in tap order without FMA, so every class is bit-identical
+ * to SERIAL. The other slots are the serial loops, which the compiler vectorises well enough. The apply functions take the table, NULL meaning the serial one; the caller checks
  * that the machine runs the class (uform_cpu_class_supported) before passing its table.
  */
 #ifndef UFORM_KERNELS_SIGNAL_H
@@ -59,14 +59,22 @@ typedef struct uform__signal_taps_t {
 
 typedef struct uform__signal_kernels_t {
     uform_cpu_class_t cpu_class;
-    /* Horizontal pass over one interleaved RGB8 row: target[x, c] = sum_j w[x, j] *
-     * source[first[x] + j, c] for x in [0, columns->count), summed in j order from j = 0, as ATen's
-     * interpolate_aa_single_dim does. target is [columns->count, 3] floats. */
-    void (*resize_row_rgb8)(const uform__signal_taps_t *columns, const uint8_t *source, float *target);
+    /* Horizontal pass over `rows` interleaved RGB8 rows (row r at source + r · stride bytes):
+     * target[r, x, c] = sum_j w[x, j] · source[r, first[x] + j, c] for x in [0, columns->count),
+     * summed in j order from j = 0, each product rounded before its add, as ATen's
+     * interpolate_aa_single_dim does. target is [rows, columns->count, 3] floats; scratch holds
+     * uform__signal_resize_rows_scratch_floats(columns) floats for this call alone. */
+    void (*resize_rows_rgb8)(const uform__signal_taps_t *columns, const uint8_t *source, size_t stride, size_t rows,
+                             float *target, float *scratch);
     /* Vertical pass for one output row: target[k] = sum_j weights[j] * rows[j][k] for k < width,
      * j in [0, size), in j order. */
     void (*resize_column_f32)(const float *const *rows, const float *weights, size_t size, size_t width,
                               float *target);
+    /* The normalisation of one resized row into channel planes: planes[c · plane_stride + x] =
+     * (row[3x + c] / 255 − mean[c]) / std[c] for x < width, each step rounded in float, in that
+     * order (torchvision's ToTensor, then Normalize). */
+    void (*normalise_rgb_f32)(const float *row, size_t width, const float *mean, const float *std, float *planes,
+                              size_t plane_stride);
     /* Dot product of `count` floats, summed in index order (the resampler's polyphase taps). */
     float (*dot_f32)(const float *a, const float *b, size_t count);
 } uform__signal_kernels_t;
@@ -75,6 +83,9 @@ typedef struct uform__signal_kernels_t {
  * SAPPHIRE, GRANITE and DIAMOND the AVX-512 one, every other class (UNKNOWN, MONOVERSIONED, the
  * non-x86 classes) SERIAL's. All slots are non-NULL. Never NULL. */
 const uform__signal_kernels_t *uform__signal_kernels(uform_cpu_class_t cpu_class);
+
+/* Floats of scratch one resize_rows_rgb8 call needs for `columns` (any class). */
+size_t uform__signal_resize_rows_scratch_floats(const uform__signal_taps_t *columns);
 
 /* ------------------------------------------------------------------------------------------ */
 /* Antialiased bilinear resize of RGB8 images (signal_resize.c).                               */

@@ -1,73 +1,248 @@
 /*
- * AVX2 horizontal pass of the antialiased resize (see signal.h): eight output pixels at a time,
- * each lane gathering its own source pixel and weight per tap. Lanes run past their own window
- * with the zero weights the table keeps up to `taps`, which adds exact zeros; multiplies and adds
- * stay separate (no FMA), so every sum is the serial loop's, bit for bit.
+ * AVX2 passes of the antialiased resize (see signal.h; the scheme is in signal_x86.h): the
+ * horizontal pass runs 8 source rows side by side, one row per lane, the vertical one 8 floats of
+ * an output row at a time. Multiplies and adds stay separate (no FMA) and every sum runs in tap
+ * order from its first product, so each value is the serial loop's, bit for bit.
  *
- * Shapes: source one RGB8 row [columns->input, 3]; target [columns->count, 3] float.
+ * Shapes: source rows [rows, stride bytes] RGB8; target [rows, columns->count, 3] float;
+ * scratch planes [span, 3, 8] float.
  */
 #include <immintrin.h>
+#include <stdint.h>
+#include <string.h>
 
 #include "kernels/signal_x86.h"
 
-__attribute__((target("avx2"))) void uform__signal_resize_row_rgb8_haswell(const uform__signal_taps_t *columns,
-                                                                          const uint8_t *source, float *target) {
-    const size_t count = columns->count, taps = columns->taps, input = columns->input;
-    size_t x = 0;
-    /* A dword gather at byte 3p reads pixel p and the first byte of p + 1, so it may touch pixels
-     * up to input − 2 only; indices must fit int32. Pixels past either limit go the serial way. */
-    const int gatherable = input >= 2 && input < ((size_t)1 << 28) && count * taps < ((size_t)1 << 30);
-    const __m256i byte_u32x8 = _mm256_set1_epi32(0xFF), three_i32x8 = _mm256_set1_epi32(3),
-                  one_i32x8 = _mm256_set1_epi32(1), lanes_i32x8 = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-    for (; gatherable && x + 8 <= count; x += 8) {
-        size_t longest = 0, reach = 0;
-        for (size_t l = 0; l < 8; ++l) {
-            if (columns->size[x + l] > longest) longest = columns->size[x + l];
-            if (columns->first[x + l] > reach) reach = columns->first[x + l];
-        }
-        if (reach + longest - 1 > input - 2) break; /* windows only move right: the rest is serial */
-        __m256i offset_i32x8 = _mm256_setr_epi32(
-            (int)(3 * columns->first[x + 0]), (int)(3 * columns->first[x + 1]), (int)(3 * columns->first[x + 2]),
-            (int)(3 * columns->first[x + 3]), (int)(3 * columns->first[x + 4]), (int)(3 * columns->first[x + 5]),
-            (int)(3 * columns->first[x + 6]), (int)(3 * columns->first[x + 7]));
-        __m256i weight_i32x8 = _mm256_mullo_epi32(_mm256_add_epi32(lanes_i32x8, _mm256_set1_epi32((int)x)),
-                                                  _mm256_set1_epi32((int)taps));
-        __m256 red_f32x8 = _mm256_setzero_ps(), green_f32x8 = red_f32x8, blue_f32x8 = red_f32x8;
-        for (size_t j = 0; j < longest; ++j) {
-            const __m256i pixel_u32x8 = _mm256_i32gather_epi32((const int *)source, offset_i32x8, 1);
-            const __m256 w_f32x8 = _mm256_i32gather_ps(columns->weights, weight_i32x8, 4);
-            const __m256 r_f32x8 = _mm256_cvtepi32_ps(_mm256_and_si256(pixel_u32x8, byte_u32x8));
-            const __m256 g_f32x8 = _mm256_cvtepi32_ps(_mm256_and_si256(_mm256_srli_epi32(pixel_u32x8, 8), byte_u32x8));
-            const __m256 b_f32x8 = _mm256_cvtepi32_ps(_mm256_and_si256(_mm256_srli_epi32(pixel_u32x8, 16), byte_u32x8));
-            __m256 red_product_f32x8 = _mm256_mul_ps(r_f32x8, w_f32x8);
-            __m256 green_product_f32x8 = _mm256_mul_ps(g_f32x8, w_f32x8);
-            __m256 blue_product_f32x8 = _mm256_mul_ps(b_f32x8, w_f32x8);
-            /* The products must round before the adds, as in the serial loop: an empty asm hides
-             * them from the compiler, which would otherwise fuse mul + add into FMA (AVX-512 F
-             * has it) and change the bits. */
-            __asm__("" : "+v"(red_product_f32x8), "+v"(green_product_f32x8), "+v"(blue_product_f32x8));
-            if (j == 0) {
-                /* The serial loop starts from the first product, not from 0 + product. */
-                red_f32x8 = red_product_f32x8;
-                green_f32x8 = green_product_f32x8;
-                blue_f32x8 = blue_product_f32x8;
+#define LANES 8
+
+/* An empty asm hides a product from the compiler, which would otherwise fuse it with the add that
+ * follows into an FMA where the CPU has one and change the bits. */
+#define ROUNDED(v) __asm__("" : "+x"(v))
+
+/* out[i] lane r = in[r] lane i: an 8 × 8 transpose in three rounds of shuffles. */
+__attribute__((target("avx2"), always_inline)) static inline void transpose8(const __m256 in[8], __m256 out[8]) {
+    __m256 pairs[8], quads[8];
+    #pragma GCC unroll 16
+    for (int i = 0; i < 8; i += 2) { /* rows i, i + 1 interleaved: columns (0, 1), (2, 3) of each 128-bit lane */
+        pairs[i] = _mm256_unpacklo_ps(in[i], in[i + 1]);
+        pairs[i + 1] = _mm256_unpackhi_ps(in[i], in[i + 1]);
+    }
+    #pragma GCC unroll 16
+    for (int g = 0; g < 8; g += 4) { /* rows g..g + 3 of column k and k + 4 in quads[g + k] */
+        quads[g + 0] = _mm256_shuffle_ps(pairs[g], pairs[g + 2], 0x44);
+        quads[g + 1] = _mm256_shuffle_ps(pairs[g], pairs[g + 2], 0xEE);
+        quads[g + 2] = _mm256_shuffle_ps(pairs[g + 1], pairs[g + 3], 0x44);
+        quads[g + 3] = _mm256_shuffle_ps(pairs[g + 1], pairs[g + 3], 0xEE);
+    }
+    #pragma GCC unroll 16
+    for (int k = 0; k < 4; ++k) {
+        out[k] = _mm256_permute2f128_ps(quads[k], quads[4 + k], 0x20);
+        out[k + 4] = _mm256_permute2f128_ps(quads[k], quads[4 + k], 0x31);
+    }
+}
+
+/* planes[k − 3·lo, lane] = source[lane's row, byte k] as float for k in [3·lo, 3·hi), i.e. pixel
+ * p's channel c at (p − lo)·3 + c: 8 bytes of each live row converted, then transposed. No read
+ * passes a row's last byte (`row_bytes`); rows past `live_rows` hold 0. */
+__attribute__((target("avx2"))) static void planes_fill(const uint8_t *block, size_t stride, size_t row_bytes,
+                                                        size_t live_rows, size_t lo, size_t hi, float *planes) {
+    __m256 rows_f32x8[LANES], columns_f32x8[LANES];
+    for (size_t r = live_rows; r < LANES; ++r) rows_f32x8[r] = _mm256_setzero_ps();
+    for (size_t k = 3 * lo; k < 3 * hi; k += LANES) {
+        const size_t n = 3 * hi - k < LANES ? 3 * hi - k : LANES;
+        if (live_rows == LANES && k + LANES <= row_bytes) { /* the usual block, unrolled */
+#pragma GCC unroll 16
+            for (size_t r = 0; r < LANES; ++r)
+                rows_f32x8[r] = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(block + r * stride + k))));
+        } else
+        for (size_t r = 0; r < live_rows; ++r) {
+            const uint8_t *bytes = block + r * stride + k;
+            __m128i u8x8;
+            if (k + LANES <= row_bytes) {
+                u8x8 = _mm_loadl_epi64((const __m128i *)bytes);
             } else {
-                red_f32x8 = _mm256_add_ps(red_f32x8, red_product_f32x8);
-                green_f32x8 = _mm256_add_ps(green_f32x8, green_product_f32x8);
-                blue_f32x8 = _mm256_add_ps(blue_f32x8, blue_product_f32x8);
+                uint8_t tail[LANES] = {0};
+                memcpy(tail, bytes, row_bytes - k);
+                u8x8 = _mm_loadl_epi64((const __m128i *)tail);
             }
-            offset_i32x8 = _mm256_add_epi32(offset_i32x8, three_i32x8);
-            weight_i32x8 = _mm256_add_epi32(weight_i32x8, one_i32x8);
+            rows_f32x8[r] = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(u8x8));
         }
-        float red[8], green[8], blue[8];
-        _mm256_storeu_ps(red, red_f32x8);
-        _mm256_storeu_ps(green, green_f32x8);
-        _mm256_storeu_ps(blue, blue_f32x8);
-        for (size_t l = 0; l < 8; ++l) {
-            target[3 * (x + l) + 0] = red[l];
-            target[3 * (x + l) + 1] = green[l];
-            target[3 * (x + l) + 2] = blue[l];
+        transpose8(rows_f32x8, columns_f32x8);
+        float *plane = planes + (k - 3 * lo) * LANES;
+        if (n == LANES) { /* unrolled, so that the compiler does not turn the stores into a slow memcpy */
+#pragma GCC unroll 16
+            for (size_t i = 0; i < LANES; ++i) _mm256_storeu_ps(plane + i * LANES, columns_f32x8[i]);
+        } else {
+            for (size_t i = 0; i < n; ++i) _mm256_storeu_ps(plane + i * LANES, columns_f32x8[i]);
         }
     }
-    uform__signal_resize_row_rgb8_serial(columns, x, source, target);
+}
+
+/* A mask of the first `n` <= 8 lanes. */
+__attribute__((target("avx2"))) static __m256i first_lanes(size_t n) {
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+/* out[r, i] = tile[i] lane r for r < rows, i < values (out rows `width` floats apart). */
+__attribute__((target("avx2"), always_inline)) static inline void tile_flush(const __m256 tile[LANES], size_t values,
+                                                                             size_t rows, float *out, size_t width) {
+    __m256 rows_f32x8[LANES];
+    transpose8(tile, rows_f32x8);
+    if (values == LANES && rows == LANES) {
+#pragma GCC unroll 16
+        for (size_t r = 0; r < LANES; ++r) _mm256_storeu_ps(out + r * width, rows_f32x8[r]);
+        return;
+    }
+    const __m256i kept = first_lanes(values);
+    for (size_t r = 0; r < rows; ++r) _mm256_maskstore_ps(out + r * width, kept, rows_f32x8[r]);
+}
+
+__attribute__((target("avx2"))) void uform__signal_resize_rows_rgb8_haswell(const uform__signal_taps_t *columns,
+                                                                        const uint8_t *source, size_t stride,
+                                                                        size_t rows, float *target, float *scratch) {
+    const size_t count = columns->count, taps = columns->taps, width = 3 * count, row_bytes = 3 * columns->input;
+    float *planes = scratch; /* [span, 3, 8] */
+    __m256 tile[LANES + 2];  /* sums of output values, one row per lane */
+    for (size_t r0 = 0; r0 < rows; r0 += LANES) {
+        const size_t live_rows = rows - r0 < LANES ? rows - r0 : LANES;
+        const uint8_t *block = source + r0 * stride;
+        float *out = target + r0 * width;
+        size_t filled = 0, flushed = 0; /* sums waiting in the tile; output values already stored */
+        for (size_t x0 = 0; x0 < count;) {
+            /* A run of outputs whose windows lie in [lo, hi), at most `span` pixels. */
+            const size_t lo = columns->first[x0], span = uform__signal_resize_rows_span(columns);
+            size_t hi = lo + columns->size[x0], x1 = x0 + 1;
+            for (; x1 < count && columns->first[x1] >= lo; ++x1) {
+                const size_t end = columns->first[x1] + columns->size[x1], reach = end > hi ? end : hi;
+                if (reach - lo > span) break;
+                hi = reach;
+            }
+            planes_fill(block, stride, row_bytes, live_rows, lo, hi, planes);
+            for (size_t x = x0; x < x1; ++x) {
+                const float *plane = planes + (columns->first[x] - lo) * 3 * LANES, *weight = columns->weights + x * taps;
+                __m256 w_f32x8 = _mm256_set1_ps(weight[0]);
+                __m256 red_f32x8 = _mm256_mul_ps(_mm256_loadu_ps(plane), w_f32x8);
+                __m256 green_f32x8 = _mm256_mul_ps(_mm256_loadu_ps(plane + LANES), w_f32x8);
+                __m256 blue_f32x8 = _mm256_mul_ps(_mm256_loadu_ps(plane + 2 * LANES), w_f32x8);
+                ROUNDED(red_f32x8);
+                ROUNDED(green_f32x8);
+                ROUNDED(blue_f32x8);
+                for (size_t j = 1; j < columns->size[x]; ++j) {
+                    plane += 3 * LANES;
+                    w_f32x8 = _mm256_set1_ps(weight[j]);
+                    __m256 r_f32x8 = _mm256_mul_ps(_mm256_loadu_ps(plane), w_f32x8);
+                    __m256 g_f32x8 = _mm256_mul_ps(_mm256_loadu_ps(plane + LANES), w_f32x8);
+                    __m256 b_f32x8 = _mm256_mul_ps(_mm256_loadu_ps(plane + 2 * LANES), w_f32x8);
+                    ROUNDED(r_f32x8);
+                    ROUNDED(g_f32x8);
+                    ROUNDED(b_f32x8);
+                    red_f32x8 = _mm256_add_ps(red_f32x8, r_f32x8);
+                    green_f32x8 = _mm256_add_ps(green_f32x8, g_f32x8);
+                    blue_f32x8 = _mm256_add_ps(blue_f32x8, b_f32x8);
+                }
+                tile[filled] = red_f32x8;
+                tile[filled + 1] = green_f32x8;
+                tile[filled + 2] = blue_f32x8;
+                filled += 3;
+                if (filled >= LANES) {
+                    tile_flush(tile, LANES, live_rows, out + flushed, width);
+                    flushed += LANES;
+                    filled -= LANES;
+                    for (size_t k = 0; k < filled; ++k) tile[k] = tile[LANES + k];
+                }
+            }
+            x0 = x1;
+        }
+        if (filled) {
+            for (size_t k = filled; k < LANES; ++k) tile[k] = _mm256_setzero_ps();
+            tile_flush(tile, filled, live_rows, out + flushed, width);
+        }
+    }
+}
+
+/* target[k] = Σ_j weights[j] · rows[j][k] in j order: 32 floats at a time, then 8 under a mask. */
+__attribute__((target("avx2"))) void uform__signal_resize_column_f32_haswell(const float *const *rows,
+                                                                         const float *weights, size_t size,
+                                                                         size_t width, float *target) {
+    size_t k = 0;
+    for (; k + 4 * LANES <= width; k += 4 * LANES) {
+        __m256 w_f32x8 = _mm256_set1_ps(weights[0]);
+        __m256 sum0 = _mm256_mul_ps(_mm256_loadu_ps(rows[0] + k), w_f32x8);
+        __m256 sum1 = _mm256_mul_ps(_mm256_loadu_ps(rows[0] + k + LANES), w_f32x8);
+        __m256 sum2 = _mm256_mul_ps(_mm256_loadu_ps(rows[0] + k + 2 * LANES), w_f32x8);
+        __m256 sum3 = _mm256_mul_ps(_mm256_loadu_ps(rows[0] + k + 3 * LANES), w_f32x8);
+        ROUNDED(sum0);
+        ROUNDED(sum1);
+        ROUNDED(sum2);
+        ROUNDED(sum3);
+        for (size_t j = 1; j < size; ++j) {
+            w_f32x8 = _mm256_set1_ps(weights[j]);
+            __m256 p0 = _mm256_mul_ps(_mm256_loadu_ps(rows[j] + k), w_f32x8);
+            __m256 p1 = _mm256_mul_ps(_mm256_loadu_ps(rows[j] + k + LANES), w_f32x8);
+            __m256 p2 = _mm256_mul_ps(_mm256_loadu_ps(rows[j] + k + 2 * LANES), w_f32x8);
+            __m256 p3 = _mm256_mul_ps(_mm256_loadu_ps(rows[j] + k + 3 * LANES), w_f32x8);
+            ROUNDED(p0);
+            ROUNDED(p1);
+            ROUNDED(p2);
+            ROUNDED(p3);
+            sum0 = _mm256_add_ps(sum0, p0), sum1 = _mm256_add_ps(sum1, p1);
+            sum2 = _mm256_add_ps(sum2, p2), sum3 = _mm256_add_ps(sum3, p3);
+        }
+        _mm256_storeu_ps(target + k, sum0);
+        _mm256_storeu_ps(target + k + LANES, sum1);
+        _mm256_storeu_ps(target + k + 2 * LANES, sum2);
+        _mm256_storeu_ps(target + k + 3 * LANES, sum3);
+    }
+    for (; k < width; k += LANES) {
+        const __m256i kept = first_lanes(width - k < LANES ? width - k : LANES);
+        __m256 sum = _mm256_mul_ps(_mm256_maskload_ps(rows[0] + k, kept), _mm256_set1_ps(weights[0]));
+        ROUNDED(sum);
+        for (size_t j = 1; j < size; ++j) {
+            __m256 product = _mm256_mul_ps(_mm256_maskload_ps(rows[j] + k, kept), _mm256_set1_ps(weights[j]));
+            ROUNDED(product);
+            sum = _mm256_add_ps(sum, product);
+        }
+        _mm256_maskstore_ps(target + k, kept, sum);
+    }
+}
+
+/* 8 pixels at a time: lane l takes float 3l + c of 24 interleaved ones; each of the three vectors
+ * is permuted so that its floats land in the lanes that want them, and two blends keep the right
+ * one per lane. Then / 255, − mean, / std as the serial loop does. The last pixels go the serial
+ * way. */
+__attribute__((target("avx2"))) void uform__signal_normalise_rgb_f32_haswell(const float *row, size_t width,
+                                                                         const float *mean, const float *std,
+                                                                         float *planes, size_t plane_stride) {
+    int index[3][LANES], from_b[3][LANES], from_c[3][LANES];
+    for (int c = 0; c < 3; ++c)
+        for (int l = 0; l < LANES; ++l) {
+            const int s = 3 * l + c;
+            index[c][l] = s % LANES;
+            from_b[c][l] = s / LANES == 1 ? -1 : 0;
+            from_c[c][l] = s / LANES == 2 ? -1 : 0;
+        }
+    __m256i index_i32x8[3];
+    __m256 from_b_f32x8[3], from_c_f32x8[3], mean_f32x8[3], std_f32x8[3];
+    for (int c = 0; c < 3; ++c) {
+        index_i32x8[c] = _mm256_loadu_si256((const __m256i *)index[c]);
+        from_b_f32x8[c] = _mm256_castsi256_ps(_mm256_loadu_si256((const __m256i *)from_b[c]));
+        from_c_f32x8[c] = _mm256_castsi256_ps(_mm256_loadu_si256((const __m256i *)from_c[c]));
+        mean_f32x8[c] = _mm256_set1_ps(mean[c]);
+        std_f32x8[c] = _mm256_set1_ps(std[c]);
+    }
+    const __m256 levels_f32x8 = _mm256_set1_ps(255.0f);
+    size_t x = 0;
+    for (; x + LANES <= width; x += LANES) {
+        const __m256 a_f32x8 = _mm256_loadu_ps(row + 3 * x), b_f32x8 = _mm256_loadu_ps(row + 3 * x + LANES),
+                     c_f32x8 = _mm256_loadu_ps(row + 3 * x + 2 * LANES);
+        for (int c = 0; c < 3; ++c) {
+            __m256 channel_f32x8 = _mm256_permutevar8x32_ps(a_f32x8, index_i32x8[c]);
+            channel_f32x8 = _mm256_blendv_ps(channel_f32x8, _mm256_permutevar8x32_ps(b_f32x8, index_i32x8[c]), from_b_f32x8[c]);
+            channel_f32x8 = _mm256_blendv_ps(channel_f32x8, _mm256_permutevar8x32_ps(c_f32x8, index_i32x8[c]), from_c_f32x8[c]);
+            const __m256 unit_f32x8 = _mm256_div_ps(channel_f32x8, levels_f32x8);
+            _mm256_storeu_ps(planes + c * plane_stride + x,
+                             _mm256_div_ps(_mm256_sub_ps(unit_f32x8, mean_f32x8[c]), std_f32x8[c]));
+        }
+    }
+    uform__signal_normalise_rgb_f32_serial(row, x, width, mean, std, planes, plane_stride);
 }

@@ -169,7 +169,9 @@ typedef struct resize_context_t {
     const uint8_t *source;
     size_t source_stride;
     const uform__signal_image_target_t *target;
-    float *rows;              /* [threads, crop_width · 3] per-thread output rows */
+    float *rows;              /* [threads, 2, crop_width · 3] per-thread output rows and channel planes */
+    float *scratch;           /* [threads, scratch_floats] per-thread scratch of the horizontal pass */
+    size_t scratch_floats;
     size_t prongs;
 } resize_context_t;
 
@@ -178,14 +180,24 @@ static void horizontal_prong(void *opaque, size_t thread, size_t prong) {
     const uform__signal_resize_plan_t *plan = context->plan;
     size_t begin, end;
     uform__split_range(plan->source_row_end - plan->source_row_begin, context->prongs, prong, &begin, &end);
-    for (size_t r = begin; r < end; ++r) {
-        const uint8_t *row = context->source + (plan->source_row_begin + r) * context->source_stride;
-        context->kernels->resize_row_rgb8(&plan->columns, row, plan->scratch + r * plan->crop_width * 3);
-    }
+    if (begin == end) return;
+    context->kernels->resize_rows_rgb8(&plan->columns,
+                                       context->source + (plan->source_row_begin + begin) * context->source_stride,
+                                       context->source_stride, end - begin, plan->scratch + begin * plan->crop_width * 3,
+                                       context->scratch + thread * context->scratch_floats);
 }
 
-/* Stores output row `y` ([crop_width, 3] floats, values 0..255) in the target layout. */
-static void store_row(const resize_context_t *context, size_t y, const float *row) {
+/* target[0, n) = source[0, n): eight floats per fixed-size copy, which compiles to vector moves
+ * (a patch row is 8–16 floats, too short for a memcpy call to pay). */
+static void copy_floats(float *target, const float *source, size_t n) {
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) memcpy(target + i, source + i, 8 * sizeof(float));
+    for (; i < n; ++i) target[i] = source[i];
+}
+
+/* Stores output row `y` ([crop_width, 3] floats, values 0..255) in the target layout; `planes`
+ * is this thread's [3, crop_width] floats. */
+static void store_row(const resize_context_t *context, size_t y, const float *row, float *planes) {
     const uform__signal_resize_plan_t *plan = context->plan;
     const uform__signal_image_target_t *target = context->target;
     const size_t width = plan->crop_width;
@@ -202,24 +214,20 @@ static void store_row(const resize_context_t *context, size_t y, const float *ro
         }
         break;
     }
-    case UFORM__SIGNAL_PIXELS_F32_CHW_NORMALISED: {
-        /* [3, crop_height, crop_width]: (v / 255 - mean) / std, in float, in that order. */
-        float *out = target->data;
-        for (size_t c = 0; c < 3; ++c) {
-            float *plane = out + (c * plan->crop_height + y) * width;
-            for (size_t x = 0; x < width; ++x) plane[x] = (row[3 * x + c] / 255.0f - target->mean[c]) / target->std[c];
-        }
+    case UFORM__SIGNAL_PIXELS_F32_CHW_NORMALISED:
+        /* [3, crop_height, crop_width]: row y of plane c is crop_height · crop_width floats after plane c − 1's. */
+        context->kernels->normalise_rgb_f32(row, width, target->mean, target->std, (float *)target->data + y * width,
+                                            plan->crop_height * width);
         break;
-    }
     case UFORM__SIGNAL_PIXELS_F32_PATCHES_NORMALISED: {
-        /* [(H/p)·(W/p), 3, t, p, p]: patch (y/p, x/p) row-major, inside it (c, frame, y % p, x % p). */
+        /* [(H/p)·(W/p), 3, t, p, p]: patch (y/p, x/p) row-major, inside it (c, frame, y % p, x % p),
+         * so each channel of a patch's row is p floats in a row. */
         const size_t p = target->patch, t = target->frames, across = width / p, area = p * p;
+        context->kernels->normalise_rgb_f32(row, width, target->mean, target->std, planes, width);
         float *out = (float *)target->data + (y / p) * across * 3 * t * area + target->frame * area + (y % p) * p;
-        for (size_t x = 0; x < width; ++x) {
-            float *patch = out + (x / p) * 3 * t * area + x % p;
+        for (size_t column = 0; column < across; ++column)
             for (size_t c = 0; c < 3; ++c)
-                patch[c * t * area] = (row[3 * x + c] / 255.0f - target->mean[c]) / target->std[c];
-        }
+                copy_floats(out + column * 3 * t * area + c * t * area, planes + c * width + column * p, p);
         break;
     }
     }
@@ -229,7 +237,7 @@ static void vertical_prong(void *opaque, size_t thread, size_t prong) {
     const resize_context_t *context = opaque;
     const uform__signal_resize_plan_t *plan = context->plan;
     const size_t width = plan->crop_width * 3;
-    float *row = context->rows + thread * width;
+    float *row = context->rows + thread * 2 * width, *planes = row + width;
     const float *inputs[64];
     size_t begin, end;
     uform__split_range(plan->crop_height, context->prongs, prong, &begin, &end);
@@ -245,7 +253,7 @@ static void vertical_prong(void *opaque, size_t thread, size_t prong) {
                 for (size_t j = 0; j < chunk; ++j)
                     for (size_t k = 0; k < width; ++k) row[k] += inputs[j][k] * weights[done + j];
         }
-        store_row(context, y, row);
+        store_row(context, y, row, planes);
     }
 }
 
@@ -290,10 +298,12 @@ uform_status_t uform__signal_resize_rgb8(uform__signal_resize_plan_t *plan, cons
         .target = target,
     };
     const size_t threads = uform__parallel_threads(parallel);
-    context.rows = malloc(threads * plan->crop_width * 3 * sizeof(float));
+    context.scratch_floats = uform__signal_resize_rows_scratch_floats(&plan->columns);
+    context.rows = malloc(threads * (2 * plan->crop_width * 3 + context.scratch_floats) * sizeof(float));
     if (!context.rows)
         return uform__fail(outcome, UFORM_OUT_OF_MEMORY, __func__, "cannot allocate %zu output rows of %zu pixels", threads,
                            plan->crop_width);
+    context.scratch = context.rows + threads * 2 * plan->crop_width * 3;
     /* One prong per thread per pass: every output value is computed the same way whatever the split. */
     const size_t source_rows = plan->source_row_end - plan->source_row_begin;
     context.prongs = threads < source_rows ? threads : source_rows;

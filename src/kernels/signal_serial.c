@@ -65,41 +65,59 @@ static void resize_column_f32_serial(const float *const *rows, const float *weig
     }
 }
 
+void uform__signal_normalise_rgb_f32_serial(const float *row, size_t begin, size_t width, const float *mean,
+                                            const float *std, float *planes, size_t plane_stride) {
+    for (size_t c = 0; c < 3; ++c)
+        for (size_t x = begin; x < width; ++x) planes[c * plane_stride + x] = (row[3 * x + c] / 255.0f - mean[c]) / std[c];
+}
+
+static void normalise_rgb_f32_serial(const float *row, size_t width, const float *mean, const float *std,
+                                     float *planes, size_t plane_stride) {
+    uform__signal_normalise_rgb_f32_serial(row, 0, width, mean, std, planes, plane_stride);
+}
+
 static float dot_f32_serial(const float *a, const float *b, size_t count) {
     float sum = 0.0f;
     for (size_t i = 0; i < count; ++i) sum += a[i] * b[i];
     return sum;
 }
 
+void uform__signal_resize_rows_rgb8_serial(const uform__signal_taps_t *columns, const uint8_t *source, size_t stride,
+                                           size_t rows, float *target, float *scratch) {
+    (void)scratch;
+    for (size_t r = 0; r < rows; ++r) resize_row_rgb8_serial(columns, source + r * stride, target + r * columns->count * 3);
+}
+
+size_t uform__signal_resize_rows_span(const uform__signal_taps_t *columns) {
+    return columns->taps > UFORM__SIGNAL_ROWS_SPAN ? columns->taps : UFORM__SIGNAL_ROWS_SPAN;
+}
+
+/* Planes [span, 3, lanes]. */
+size_t uform__signal_resize_rows_scratch_floats(const uform__signal_taps_t *columns) {
+    return uform__signal_resize_rows_span(columns) * 3 * UFORM__SIGNAL_ROWS_LANES;
+}
+
 static const uform__signal_kernels_t signal_kernels_serial = {
     .cpu_class = UFORM_CPU_CLASS_SERIAL,
-    .resize_row_rgb8 = resize_row_rgb8_serial,
+    .resize_rows_rgb8 = uform__signal_resize_rows_rgb8_serial,
     .resize_column_f32 = resize_column_f32_serial,
+    .normalise_rgb_f32 = normalise_rgb_f32_serial,
     .dot_f32 = dot_f32_serial,
 };
 
-/* The vectorised classes finish the rows they cannot gather safely with the serial loop. */
-void uform__signal_resize_row_rgb8_serial(const uform__signal_taps_t *columns, size_t begin, const uint8_t *source,
-                                          float *target) {
-    uform__signal_taps_t rest = *columns;
-    rest.count = columns->count - begin;
-    rest.first = columns->first + begin;
-    rest.size = columns->size + begin;
-    rest.weights = columns->weights + begin * columns->taps;
-    resize_row_rgb8_serial(&rest, source, target + 3 * begin);
-}
-
 static const uform__signal_kernels_t signal_kernels_haswell = {
     .cpu_class = UFORM_CPU_CLASS_INTEL_HASWELL,
-    .resize_row_rgb8 = uform__signal_resize_row_rgb8_haswell,
-    .resize_column_f32 = resize_column_f32_serial,
+    .resize_rows_rgb8 = uform__signal_resize_rows_rgb8_haswell,
+    .resize_column_f32 = uform__signal_resize_column_f32_haswell,
+    .normalise_rgb_f32 = uform__signal_normalise_rgb_f32_haswell,
     .dot_f32 = dot_f32_serial,
 };
 
 static const uform__signal_kernels_t signal_kernels_skylake = {
     .cpu_class = UFORM_CPU_CLASS_INTEL_SKYLAKE,
-    .resize_row_rgb8 = uform__signal_resize_row_rgb8_skylake,
-    .resize_column_f32 = resize_column_f32_serial,
+    .resize_rows_rgb8 = uform__signal_resize_rows_rgb8_skylake,
+    .resize_column_f32 = uform__signal_resize_column_f32_skylake,
+    .normalise_rgb_f32 = uform__signal_normalise_rgb_f32_skylake,
     .dot_f32 = dot_f32_serial,
 };
 

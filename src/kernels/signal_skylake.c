@@ -1,72 +1,247 @@
 /*
- * AVX-512 F horizontal pass of the antialiased resize (see signal.h): sixteen output pixels at a time,
- * each lane gathering its own source pixel and weight per tap. Lanes run past their own window
- * with the zero weights the table keeps up to `taps`, which adds exact zeros; multiplies and adds
- * stay separate (no FMA), so every sum is the serial loop's, bit for bit.
+ * AVX-512 F passes of the antialiased resize (see signal.h; the scheme is in signal_x86.h): the
+ * horizontal pass runs 16 source rows side by side, one row per lane, the vertical one 16 floats
+ * of an output row at a time. Multiplies and adds stay separate (no FMA) and every sum runs in
+ * tap order from its first product, so each value is the serial loop's, bit for bit.
  *
- * Shapes: source one RGB8 row [columns->input, 3]; target [columns->count, 3] float.
+ * Shapes: source rows [rows, stride bytes] RGB8; target [rows, columns->count, 3] float;
+ * scratch planes [span, 3, 16] float.
  */
 #include <immintrin.h>
+#include <stdint.h>
+#include <string.h>
 
 #include "kernels/signal_x86.h"
 
-__attribute__((target("avx512f"))) void uform__signal_resize_row_rgb8_skylake(const uform__signal_taps_t *columns,
-                                                                          const uint8_t *source, float *target) {
-    const size_t count = columns->count, taps = columns->taps, input = columns->input;
-    size_t x = 0;
-    /* A dword gather at byte 3p reads pixel p and the first byte of p + 1, so it may touch pixels
-     * up to input − 2 only; indices must fit int32. Pixels past either limit go the serial way. */
-    const int gatherable = input >= 2 && input < ((size_t)1 << 28) && count * taps < ((size_t)1 << 30);
-    const __m512i byte_u32x16 = _mm512_set1_epi32(0xFF), three_i32x16 = _mm512_set1_epi32(3),
-                  one_i32x16 = _mm512_set1_epi32(1), lanes_i32x16 = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
-    for (; gatherable && x + 16 <= count; x += 16) {
-        size_t longest = 0, reach = 0;
-        for (size_t l = 0; l < 16; ++l) {
-            if (columns->size[x + l] > longest) longest = columns->size[x + l];
-            if (columns->first[x + l] > reach) reach = columns->first[x + l];
-        }
-        if (reach + longest - 1 > input - 2) break; /* windows only move right: the rest is serial */
-        int offsets[16];
-        for (size_t l = 0; l < 16; ++l) offsets[l] = (int)(3 * columns->first[x + l]);
-        __m512i offset_i32x16 = _mm512_loadu_si512(offsets);
-        __m512i weight_i32x16 = _mm512_mullo_epi32(_mm512_add_epi32(lanes_i32x16, _mm512_set1_epi32((int)x)),
-                                                  _mm512_set1_epi32((int)taps));
-        __m512 red_f32x16 = _mm512_setzero_ps(), green_f32x16 = red_f32x16, blue_f32x16 = red_f32x16;
-        for (size_t j = 0; j < longest; ++j) {
-            const __m512i pixel_u32x16 = _mm512_i32gather_epi32(offset_i32x16, (const int *)source, 1);
-            const __m512 w_f32x16 = _mm512_i32gather_ps(weight_i32x16, columns->weights, 4);
-            const __m512 r_f32x16 = _mm512_cvtepi32_ps(_mm512_and_si512(pixel_u32x16, byte_u32x16));
-            const __m512 g_f32x16 = _mm512_cvtepi32_ps(_mm512_and_si512(_mm512_srli_epi32(pixel_u32x16, 8), byte_u32x16));
-            const __m512 b_f32x16 = _mm512_cvtepi32_ps(_mm512_and_si512(_mm512_srli_epi32(pixel_u32x16, 16), byte_u32x16));
-            __m512 red_product_f32x16 = _mm512_mul_ps(r_f32x16, w_f32x16);
-            __m512 green_product_f32x16 = _mm512_mul_ps(g_f32x16, w_f32x16);
-            __m512 blue_product_f32x16 = _mm512_mul_ps(b_f32x16, w_f32x16);
-            /* The products must round before the adds, as in the serial loop: an empty asm hides
-             * them from the compiler, which would otherwise fuse mul + add into FMA (AVX-512 F
-             * has it) and change the bits. */
-            __asm__("" : "+v"(red_product_f32x16), "+v"(green_product_f32x16), "+v"(blue_product_f32x16));
-            if (j == 0) {
-                /* The serial loop starts from the first product, not from 0 + product. */
-                red_f32x16 = red_product_f32x16;
-                green_f32x16 = green_product_f32x16;
-                blue_f32x16 = blue_product_f32x16;
+#define LANES 16
+
+/* An empty asm hides a product from the compiler, which would otherwise fuse it with the add that
+ * follows into an FMA (AVX-512 F has one) and change the bits. */
+#define ROUNDED(v) __asm__("" : "+v"(v))
+
+/* out[i] lane r = in[r] lane i: a 16 × 16 transpose in four rounds of in-lane and cross-lane shuffles. */
+__attribute__((target("avx512f"), always_inline)) static inline void transpose16(const __m512 in[16], __m512 out[16]) {
+    __m512 pairs[16], quads[16];
+    #pragma GCC unroll 16
+    for (int i = 0; i < 16; i += 2) { /* rows i, i + 1 interleaved: columns (0, 1), (2, 3) of each 128-bit lane */
+        pairs[i] = _mm512_unpacklo_ps(in[i], in[i + 1]);
+        pairs[i + 1] = _mm512_unpackhi_ps(in[i], in[i + 1]);
+    }
+    #pragma GCC unroll 16
+    for (int g = 0; g < 16; g += 4) { /* rows g..g + 3 of column k, k + 4, k + 8, k + 12 in quads[g + k] */
+        const __m512d lo0 = _mm512_castps_pd(pairs[g]), hi0 = _mm512_castps_pd(pairs[g + 1]),
+                      lo1 = _mm512_castps_pd(pairs[g + 2]), hi1 = _mm512_castps_pd(pairs[g + 3]);
+        quads[g + 0] = _mm512_castpd_ps(_mm512_unpacklo_pd(lo0, lo1));
+        quads[g + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(lo0, lo1));
+        quads[g + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(hi0, hi1));
+        quads[g + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(hi0, hi1));
+    }
+    #pragma GCC unroll 16
+    for (int k = 0; k < 4; ++k) { /* gather the four row groups of column k (+ 4, + 8, + 12) */
+        const __m512 even_low = _mm512_shuffle_f32x4(quads[k], quads[4 + k], 0x88),
+                     odd_low = _mm512_shuffle_f32x4(quads[k], quads[4 + k], 0xDD),
+                     even_high = _mm512_shuffle_f32x4(quads[8 + k], quads[12 + k], 0x88),
+                     odd_high = _mm512_shuffle_f32x4(quads[8 + k], quads[12 + k], 0xDD);
+        out[k] = _mm512_shuffle_f32x4(even_low, even_high, 0x88);
+        out[k + 8] = _mm512_shuffle_f32x4(even_low, even_high, 0xDD);
+        out[k + 4] = _mm512_shuffle_f32x4(odd_low, odd_high, 0x88);
+        out[k + 12] = _mm512_shuffle_f32x4(odd_low, odd_high, 0xDD);
+    }
+}
+
+/* planes[k − 3·lo, lane] = source[lane's row, byte k] as float for k in [3·lo, 3·hi), i.e. pixel
+ * p's channel c at (p − lo)·3 + c: 16 bytes of each live row converted, then transposed. No read
+ * passes a row's last byte (`row_bytes`); rows past `live_rows` hold 0. */
+__attribute__((target("avx512f"))) static void planes_fill(const uint8_t *block, size_t stride, size_t row_bytes,
+                                                           size_t live_rows, size_t lo, size_t hi, float *planes) {
+    __m512 rows_f32x16[LANES], columns_f32x16[LANES];
+    for (size_t r = live_rows; r < LANES; ++r) rows_f32x16[r] = _mm512_setzero_ps();
+    for (size_t k = 3 * lo; k < 3 * hi; k += LANES) {
+        const size_t n = 3 * hi - k < LANES ? 3 * hi - k : LANES;
+        if (live_rows == LANES && k + LANES <= row_bytes) { /* the usual block, unrolled */
+#pragma GCC unroll 16
+            for (size_t r = 0; r < LANES; ++r)
+                rows_f32x16[r] = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(block + r * stride + k))));
+        } else
+        for (size_t r = 0; r < live_rows; ++r) {
+            const uint8_t *bytes = block + r * stride + k;
+            __m128i u8x16;
+            if (k + LANES <= row_bytes) {
+                u8x16 = _mm_loadu_si128((const __m128i *)bytes);
             } else {
-                red_f32x16 = _mm512_add_ps(red_f32x16, red_product_f32x16);
-                green_f32x16 = _mm512_add_ps(green_f32x16, green_product_f32x16);
-                blue_f32x16 = _mm512_add_ps(blue_f32x16, blue_product_f32x16);
+                uint8_t tail[LANES] = {0};
+                memcpy(tail, bytes, row_bytes - k);
+                u8x16 = _mm_loadu_si128((const __m128i *)tail);
             }
-            offset_i32x16 = _mm512_add_epi32(offset_i32x16, three_i32x16);
-            weight_i32x16 = _mm512_add_epi32(weight_i32x16, one_i32x16);
+            rows_f32x16[r] = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(u8x16));
         }
-        float red[16], green[16], blue[16];
-        _mm512_storeu_ps(red, red_f32x16);
-        _mm512_storeu_ps(green, green_f32x16);
-        _mm512_storeu_ps(blue, blue_f32x16);
-        for (size_t l = 0; l < 16; ++l) {
-            target[3 * (x + l) + 0] = red[l];
-            target[3 * (x + l) + 1] = green[l];
-            target[3 * (x + l) + 2] = blue[l];
+        transpose16(rows_f32x16, columns_f32x16);
+        float *plane = planes + (k - 3 * lo) * LANES;
+        if (n == LANES) { /* unrolled, so that the compiler does not turn the stores into a slow memcpy */
+#pragma GCC unroll 16
+            for (size_t i = 0; i < LANES; ++i) _mm512_storeu_ps(plane + i * LANES, columns_f32x16[i]);
+        } else {
+            for (size_t i = 0; i < n; ++i) _mm512_storeu_ps(plane + i * LANES, columns_f32x16[i]);
         }
     }
-    uform__signal_resize_row_rgb8_serial(columns, x, source, target);
+}
+
+/* out[r, i] = tile[i] lane r for r < rows, i < values (out rows `width` floats apart). */
+__attribute__((target("avx512f"), always_inline)) static inline void tile_flush(const __m512 tile[LANES], size_t values,
+                                                                                size_t rows, float *out, size_t width) {
+    __m512 rows_f32x16[LANES];
+    transpose16(tile, rows_f32x16);
+    if (values == LANES && rows == LANES) {
+#pragma GCC unroll 16
+        for (size_t r = 0; r < LANES; ++r) _mm512_storeu_ps(out + r * width, rows_f32x16[r]);
+        return;
+    }
+    const __mmask16 kept = values >= LANES ? (__mmask16)0xFFFF : (__mmask16)((1u << values) - 1);
+    for (size_t r = 0; r < rows; ++r) _mm512_mask_storeu_ps(out + r * width, kept, rows_f32x16[r]);
+}
+
+__attribute__((target("avx512f"))) void uform__signal_resize_rows_rgb8_skylake(const uform__signal_taps_t *columns,
+                                                                           const uint8_t *source, size_t stride,
+                                                                           size_t rows, float *target, float *scratch) {
+    const size_t count = columns->count, taps = columns->taps, width = 3 * count, row_bytes = 3 * columns->input;
+    float *planes = scratch; /* [span, 3, 16] */
+    __m512 tile[LANES + 2];  /* sums of output values, one row per lane */
+    for (size_t r0 = 0; r0 < rows; r0 += LANES) {
+        const size_t live_rows = rows - r0 < LANES ? rows - r0 : LANES;
+        const uint8_t *block = source + r0 * stride;
+        float *out = target + r0 * width;
+        size_t filled = 0, flushed = 0; /* sums waiting in the tile; output values already stored */
+        for (size_t x0 = 0; x0 < count;) {
+            /* A run of outputs whose windows lie in [lo, hi), at most `span` pixels. */
+            const size_t lo = columns->first[x0], span = uform__signal_resize_rows_span(columns);
+            size_t hi = lo + columns->size[x0], x1 = x0 + 1;
+            for (; x1 < count && columns->first[x1] >= lo; ++x1) {
+                const size_t end = columns->first[x1] + columns->size[x1], reach = end > hi ? end : hi;
+                if (reach - lo > span) break;
+                hi = reach;
+            }
+            planes_fill(block, stride, row_bytes, live_rows, lo, hi, planes);
+            for (size_t x = x0; x < x1; ++x) {
+                const float *plane = planes + (columns->first[x] - lo) * 3 * LANES, *weight = columns->weights + x * taps;
+                __m512 w_f32x16 = _mm512_set1_ps(weight[0]);
+                __m512 red_f32x16 = _mm512_mul_ps(_mm512_loadu_ps(plane), w_f32x16);
+                __m512 green_f32x16 = _mm512_mul_ps(_mm512_loadu_ps(plane + LANES), w_f32x16);
+                __m512 blue_f32x16 = _mm512_mul_ps(_mm512_loadu_ps(plane + 2 * LANES), w_f32x16);
+                ROUNDED(red_f32x16);
+                ROUNDED(green_f32x16);
+                ROUNDED(blue_f32x16);
+                for (size_t j = 1; j < columns->size[x]; ++j) {
+                    plane += 3 * LANES;
+                    w_f32x16 = _mm512_set1_ps(weight[j]);
+                    __m512 r_f32x16 = _mm512_mul_ps(_mm512_loadu_ps(plane), w_f32x16);
+                    __m512 g_f32x16 = _mm512_mul_ps(_mm512_loadu_ps(plane + LANES), w_f32x16);
+                    __m512 b_f32x16 = _mm512_mul_ps(_mm512_loadu_ps(plane + 2 * LANES), w_f32x16);
+                    ROUNDED(r_f32x16);
+                    ROUNDED(g_f32x16);
+                    ROUNDED(b_f32x16);
+                    red_f32x16 = _mm512_add_ps(red_f32x16, r_f32x16);
+                    green_f32x16 = _mm512_add_ps(green_f32x16, g_f32x16);
+                    blue_f32x16 = _mm512_add_ps(blue_f32x16, b_f32x16);
+                }
+                tile[filled] = red_f32x16;
+                tile[filled + 1] = green_f32x16;
+                tile[filled + 2] = blue_f32x16;
+                filled += 3;
+                if (filled >= LANES) {
+                    tile_flush(tile, LANES, live_rows, out + flushed, width);
+                    flushed += LANES;
+                    filled -= LANES;
+                    for (size_t k = 0; k < filled; ++k) tile[k] = tile[LANES + k];
+                }
+            }
+            x0 = x1;
+        }
+        if (filled) {
+            for (size_t k = filled; k < LANES; ++k) tile[k] = _mm512_setzero_ps();
+            tile_flush(tile, filled, live_rows, out + flushed, width);
+        }
+    }
+}
+
+/* target[k] = Σ_j weights[j] · rows[j][k] in j order: 64 floats at a time, then 16 under a mask. */
+__attribute__((target("avx512f"))) void uform__signal_resize_column_f32_skylake(const float *const *rows,
+                                                                            const float *weights, size_t size,
+                                                                            size_t width, float *target) {
+    size_t k = 0;
+    for (; k + 4 * LANES <= width; k += 4 * LANES) {
+        __m512 w_f32x16 = _mm512_set1_ps(weights[0]);
+        __m512 sum0 = _mm512_mul_ps(_mm512_loadu_ps(rows[0] + k), w_f32x16);
+        __m512 sum1 = _mm512_mul_ps(_mm512_loadu_ps(rows[0] + k + LANES), w_f32x16);
+        __m512 sum2 = _mm512_mul_ps(_mm512_loadu_ps(rows[0] + k + 2 * LANES), w_f32x16);
+        __m512 sum3 = _mm512_mul_ps(_mm512_loadu_ps(rows[0] + k + 3 * LANES), w_f32x16);
+        ROUNDED(sum0);
+        ROUNDED(sum1);
+        ROUNDED(sum2);
+        ROUNDED(sum3);
+        for (size_t j = 1; j < size; ++j) {
+            w_f32x16 = _mm512_set1_ps(weights[j]);
+            __m512 p0 = _mm512_mul_ps(_mm512_loadu_ps(rows[j] + k), w_f32x16);
+            __m512 p1 = _mm512_mul_ps(_mm512_loadu_ps(rows[j] + k + LANES), w_f32x16);
+            __m512 p2 = _mm512_mul_ps(_mm512_loadu_ps(rows[j] + k + 2 * LANES), w_f32x16);
+            __m512 p3 = _mm512_mul_ps(_mm512_loadu_ps(rows[j] + k + 3 * LANES), w_f32x16);
+            ROUNDED(p0);
+            ROUNDED(p1);
+            ROUNDED(p2);
+            ROUNDED(p3);
+            sum0 = _mm512_add_ps(sum0, p0), sum1 = _mm512_add_ps(sum1, p1);
+            sum2 = _mm512_add_ps(sum2, p2), sum3 = _mm512_add_ps(sum3, p3);
+        }
+        _mm512_storeu_ps(target + k, sum0);
+        _mm512_storeu_ps(target + k + LANES, sum1);
+        _mm512_storeu_ps(target + k + 2 * LANES, sum2);
+        _mm512_storeu_ps(target + k + 3 * LANES, sum3);
+    }
+    for (; k < width; k += LANES) {
+        const __mmask16 kept = width - k >= LANES ? (__mmask16)0xFFFF : (__mmask16)((1u << (width - k)) - 1);
+        __m512 sum = _mm512_mul_ps(_mm512_maskz_loadu_ps(kept, rows[0] + k), _mm512_set1_ps(weights[0]));
+        ROUNDED(sum);
+        for (size_t j = 1; j < size; ++j) {
+            __m512 product = _mm512_mul_ps(_mm512_maskz_loadu_ps(kept, rows[j] + k), _mm512_set1_ps(weights[j]));
+            ROUNDED(product);
+            sum = _mm512_add_ps(sum, product);
+        }
+        _mm512_mask_storeu_ps(target + k, kept, sum);
+    }
+}
+
+/* 16 pixels at a time: two two-source permutes pick a channel out of 48 interleaved floats
+ * (lane l takes float 3l + c: from the first 32 by index, then the rest from the third vector),
+ * then / 255, − mean, / std as the serial loop does. The last pixels go the serial way. */
+__attribute__((target("avx512f"))) void uform__signal_normalise_rgb_f32_skylake(const float *row, size_t width,
+                                                                            const float *mean, const float *std,
+                                                                            float *planes, size_t plane_stride) {
+    int first[3][LANES], second[3][LANES];
+    for (int c = 0; c < 3; ++c)
+        for (int l = 0; l < LANES; ++l) {
+            const int s = 3 * l + c;
+            first[c][l] = s < 2 * LANES ? s : 0;
+            second[c][l] = s < 2 * LANES ? l : LANES + s - 2 * LANES;
+        }
+    __m512i first_i32x16[3], second_i32x16[3];
+    __m512 mean_f32x16[3], std_f32x16[3];
+    for (int c = 0; c < 3; ++c) {
+        first_i32x16[c] = _mm512_loadu_si512(first[c]);
+        second_i32x16[c] = _mm512_loadu_si512(second[c]);
+        mean_f32x16[c] = _mm512_set1_ps(mean[c]);
+        std_f32x16[c] = _mm512_set1_ps(std[c]);
+    }
+    const __m512 levels_f32x16 = _mm512_set1_ps(255.0f);
+    size_t x = 0;
+    for (; x + LANES <= width; x += LANES) {
+        const __m512 a_f32x16 = _mm512_loadu_ps(row + 3 * x), b_f32x16 = _mm512_loadu_ps(row + 3 * x + LANES),
+                     c_f32x16 = _mm512_loadu_ps(row + 3 * x + 2 * LANES);
+        for (int c = 0; c < 3; ++c) {
+            const __m512 two_f32x16 = _mm512_permutex2var_ps(a_f32x16, first_i32x16[c], b_f32x16);
+            const __m512 channel_f32x16 = _mm512_permutex2var_ps(two_f32x16, second_i32x16[c], c_f32x16);
+            const __m512 unit_f32x16 = _mm512_div_ps(channel_f32x16, levels_f32x16);
+            _mm512_storeu_ps(planes + c * plane_stride + x,
+                             _mm512_div_ps(_mm512_sub_ps(unit_f32x16, mean_f32x16[c]), std_f32x16[c]));
+        }
+    }
+    uform__signal_normalise_rgb_f32_serial(row, x, width, mean, std, planes, plane_stride);
 }

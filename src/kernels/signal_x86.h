@@ -4,13 +4,42 @@
 
 #include "kernels/signal.h"
 
-/* The serial horizontal pass over output pixels [begin, columns->count) only. */
-void uform__signal_resize_row_rgb8_serial(const uform__signal_taps_t *columns, size_t begin, const uint8_t *source,
-                                          float *target);
+/*
+ * The vectorised horizontal passes run a block of source rows side by side, one row per lane.
+ * Per block they first turn the source pixels that a run of output pixels reads into planes
+ * [pixels, 3 channels, lanes] of floats (bytes of each row converted, then transposed in
+ * registers), then sum each output pixel's taps from the planes with the weight broadcast to
+ * every lane, then transpose the sums back to rows through a [lanes, lanes] tile of registers.
+ * A run spans at most `uform__signal_resize_rows_span` source pixels, so its planes (24 KiB for
+ * 16 lanes) stay in L1. No gathers: Zen 4 runs a 16-lane gather slower than the transposes.
+ */
+#define UFORM__SIGNAL_ROWS_LANES 16 /* the widest block (AVX-512); scratch is sized for it */
+#define UFORM__SIGNAL_ROWS_SPAN 128 /* source pixels per run of outputs, unless one window is wider */
 
-/* AVX2 (signal_haswell.c) and AVX-512 F (signal_skylake.c) horizontal passes: same contract and
- * the same bits as the serial one. */
-void uform__signal_resize_row_rgb8_haswell(const uform__signal_taps_t *columns, const uint8_t *source, float *target);
-void uform__signal_resize_row_rgb8_skylake(const uform__signal_taps_t *columns, const uint8_t *source, float *target);
+/* Source pixels a run of outputs may span: max(UFORM__SIGNAL_ROWS_SPAN, columns->taps). */
+size_t uform__signal_resize_rows_span(const uform__signal_taps_t *columns);
+
+/* The serial horizontal pass over `rows` rows (the vectorised ones fall back to it where their
+ * gathers could not stay inside the rows or their offsets would not fit int32). */
+void uform__signal_resize_rows_rgb8_serial(const uform__signal_taps_t *columns, const uint8_t *source, size_t stride,
+                                           size_t rows, float *target, float *scratch);
+
+/* AVX2 (signal_haswell.c) and AVX-512 F (signal_skylake.c) passes: same contracts and the same
+ * bits as the serial ones. */
+void uform__signal_resize_rows_rgb8_haswell(const uform__signal_taps_t *columns, const uint8_t *source, size_t stride,
+                                            size_t rows, float *target, float *scratch);
+void uform__signal_resize_rows_rgb8_skylake(const uform__signal_taps_t *columns, const uint8_t *source, size_t stride,
+                                            size_t rows, float *target, float *scratch);
+void uform__signal_resize_column_f32_haswell(const float *const *rows, const float *weights, size_t size, size_t width,
+                                             float *target);
+void uform__signal_normalise_rgb_f32_haswell(const float *row, size_t width, const float *mean, const float *std,
+                                             float *planes, size_t plane_stride);
+void uform__signal_normalise_rgb_f32_skylake(const float *row, size_t width, const float *mean, const float *std,
+                                             float *planes, size_t plane_stride);
+/* The serial normalisation of pixels [begin, width) only (the vectorised ones' tails). */
+void uform__signal_normalise_rgb_f32_serial(const float *row, size_t begin, size_t width, const float *mean,
+                                            const float *std, float *planes, size_t plane_stride);
+void uform__signal_resize_column_f32_skylake(const float *const *rows, const float *weights, size_t size, size_t width,
+                                             float *target);
 
 #endif

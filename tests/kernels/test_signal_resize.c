@@ -252,37 +252,48 @@ static void test_errors(void) {
     CHECK_STATUS(uform__signal_resize_plan_init_shorter_side(&plan, 10, 10, 0, &outcome), UFORM_INVALID_ARGUMENT);
 }
 
-/* Every class this machine runs produces the serial bits, over shapes that exercise the vector
- * blocks, their serial tails and the right-edge fallback (1- and 2-pixel-wide sources). */
+/* Every class this machine runs produces the serial bits, in every layout, over shapes that
+ * exercise the row blocks (8 and 16 lanes) and their partial last blocks, partial tiles, runs of
+ * outputs wider than the planes (a 2000-pixel row to 7), 1- and 2-pixel-wide sources and rows
+ * whose stride is longer than their pixels (the last row's bytes end the buffer, so a read past
+ * a row's end is a read past the allocation under ASan). */
 static void test_classes(uint64_t *state) {
-    static const size_t shapes[][4] = {{1, 1, 3, 7},   {4, 2, 3, 33},    {9, 3, 17, 40},  {31, 100, 7, 37},
-                                       {50, 640, 9, 224}, {20, 1920, 5, 61}, {7, 17, 11, 16}, {3, 300, 2, 300}};
+    static const size_t shapes[][4] = {{1, 1, 3, 7},     {4, 2, 3, 33},   {9, 3, 17, 40},    {31, 100, 7, 37},
+                                       {50, 640, 9, 224}, {20, 1920, 5, 61}, {7, 17, 11, 16},  {3, 300, 2, 300},
+                                       {224, 224, 32, 32}, {33, 200, 17, 48}, {5, 2000, 3, 7}, {41, 57, 90, 80},
+                                       {480, 640, 224, 224}};
+    static const float mean[3] = {0.48145466f, 0.4578275f, 0.40821073f}, std[3] = {0.26862954f, 0.26130258f, 0.27577711f};
     const uform__signal_kernels_t *serial = uform__signal_kernels(UFORM_CPU_CLASS_SERIAL);
     for (size_t s = 0; s < sizeof(shapes) / sizeof(shapes[0]); ++s) {
         const size_t h = shapes[s][0], w = shapes[s][1], oh = shapes[s][2], ow = shapes[s][3], n = oh * ow * 3;
-        uint8_t *image = random_image(state, h, w);
+        const size_t patch = oh % 8 == 0 && ow % 8 == 0 ? 8 : 1;
+        /* Odd shapes read rows 5 bytes apart beyond their pixels. */
+        const size_t stride = w * 3 + (s % 2 ? 5 : 0);
+        uint8_t *pixels = random_image(state, h, w), *image = malloc((h - 1) * stride + w * 3);
+        for (size_t y = 0; y < h; ++y) memcpy(image + y * stride, pixels + y * w * 3, w * 3);
         uform__signal_resize_plan_t plan;
         CHECK_STATUS(uform__signal_resize_plan_init(&plan, h, w, oh, ow, 0, 0, oh, ow, NULL), UFORM_OK);
         float *expected = malloc(n * sizeof(float)), *actual = malloc(n * sizeof(float));
-        CHECK_STATUS(resize(&plan, image, w * 3, UFORM__SIGNAL_PIXELS_F32_HWC, NULL, NULL, 0,
-                                               expected, serial, NULL, NULL),
-                     UFORM_OK);
-        for (size_t k = 0; k < CHECK_KERNEL_CLASSES; ++k) {
-            const uform_cpu_class_t cls = check_kernel_classes[k];
-            if (!check_class_runs(cls)) continue;
-            const uform__signal_kernels_t *kernels = uform__signal_kernels((uform_cpu_class_t)cls);
-            memset(actual, 0xFF, n * sizeof(float));
-            CHECK_STATUS(resize(&plan, image, w * 3, UFORM__SIGNAL_PIXELS_F32_HWC, NULL, NULL, 0,
-                                                   actual, kernels, &signal_pool, NULL),
-                         UFORM_OK);
-            size_t at = n;
-            for (size_t i = 0; i < n && at == n; ++i)
-                if (memcmp(&actual[i], &expected[i], sizeof(float)) != 0) at = i;
-            CHECK_MSG(at == n, "class %s, %zux%zu -> %zux%zu: element %zu is %.9g, serial %.9g",
-                      uform_cpu_class_name((uform_cpu_class_t)cls), h, w, oh, ow, at, (double)actual[at % n],
-                      (double)expected[at % n]);
+        static const uform__signal_pixels_t layouts[] = {UFORM__SIGNAL_PIXELS_F32_HWC, UFORM__SIGNAL_PIXELS_F32_CHW_NORMALISED,
+                                                         UFORM__SIGNAL_PIXELS_F32_PATCHES_NORMALISED};
+        for (size_t l = 0; l < sizeof(layouts) / sizeof(layouts[0]); ++l) {
+            CHECK_STATUS(resize(&plan, image, stride, layouts[l], mean, std, patch, expected, serial, NULL, NULL), UFORM_OK);
+            for (size_t k = 0; k < CHECK_KERNEL_CLASSES; ++k) {
+                const uform_cpu_class_t cls = check_kernel_classes[k];
+                if (!check_class_runs(cls)) continue;
+                const uform__signal_kernels_t *kernels = uform__signal_kernels((uform_cpu_class_t)cls);
+                memset(actual, 0xFF, n * sizeof(float));
+                CHECK_STATUS(resize(&plan, image, stride, layouts[l], mean, std, patch, actual, kernels, &signal_pool, NULL),
+                             UFORM_OK);
+                size_t at = n;
+                for (size_t i = 0; i < n && at == n; ++i)
+                    if (memcmp(&actual[i], &expected[i], sizeof(float)) != 0) at = i;
+                CHECK_MSG(at == n, "class %s, layout %d, %zux%zu -> %zux%zu: element %zu is %.9g, serial %.9g",
+                          uform_cpu_class_name((uform_cpu_class_t)cls), (int)layouts[l], h, w, oh, ow, at,
+                          (double)actual[at % n], (double)expected[at % n]);
+            }
         }
-        free(image), free(expected), free(actual);
+        free(pixels), free(image), free(expected), free(actual);
         uform__signal_resize_plan_free(&plan);
     }
 }
@@ -297,7 +308,7 @@ int main(int argc, char **argv) {
     /* Every class's table has every slot filled. */
     for (int cls = UFORM_CPU_CLASS_UNKNOWN; cls <= UFORM_CPU_CLASS_MONOVERSIONED; ++cls) {
         const uform__signal_kernels_t *kernels = uform__signal_kernels((uform_cpu_class_t)cls);
-        CHECK(kernels && kernels->resize_row_rgb8 && kernels->resize_column_f32 && kernels->dot_f32);
+        CHECK(kernels && kernels->resize_rows_rgb8 && kernels->resize_column_f32 && kernels->dot_f32);
     }
     test_classes(&state);
     if (!signal_directory_make()) return check_finish();
