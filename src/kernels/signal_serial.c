@@ -92,6 +92,18 @@ size_t uform__signal_resize_rows_span(const uform__signal_taps_t *columns) {
     return columns->taps > UFORM__SIGNAL_ROWS_SPAN ? columns->taps : UFORM__SIGNAL_ROWS_SPAN;
 }
 
+size_t uform__signal_resize_run(const uform__signal_taps_t *columns, size_t x0, size_t *lo, size_t *hi) {
+    const size_t span = uform__signal_resize_rows_span(columns), begin = columns->first[x0];
+    size_t end = begin + columns->size[x0], x1 = x0 + 1;
+    for (; x1 < columns->count && columns->first[x1] >= begin; ++x1) {
+        const size_t last = columns->first[x1] + columns->size[x1], reach = last > end ? last : end;
+        if (reach - begin > span) break;
+        end = reach;
+    }
+    *lo = begin, *hi = end;
+    return x1;
+}
+
 /* Planes [span, 3, lanes]. */
 size_t uform__signal_resize_rows_scratch_floats(const uform__signal_taps_t *columns) {
     return uform__signal_resize_rows_span(columns) * 3 * UFORM__SIGNAL_ROWS_LANES;

@@ -112,14 +112,8 @@ __attribute__((target("avx512f"))) void uform__signal_resize_rows_rgb8_skylake(c
         float *out = target + r0 * width;
         size_t filled = 0, flushed = 0; /* sums waiting in the tile; output values already stored */
         for (size_t x0 = 0; x0 < count;) {
-            /* A run of outputs whose windows lie in [lo, hi), at most `span` pixels. */
-            const size_t lo = columns->first[x0], span = uform__signal_resize_rows_span(columns);
-            size_t hi = lo + columns->size[x0], x1 = x0 + 1;
-            for (; x1 < count && columns->first[x1] >= lo; ++x1) {
-                const size_t end = columns->first[x1] + columns->size[x1], reach = end > hi ? end : hi;
-                if (reach - lo > span) break;
-                hi = reach;
-            }
+            size_t lo, hi;
+            const size_t x1 = uform__signal_resize_run(columns, x0, &lo, &hi);
             planes_fill(block, stride, row_bytes, live_rows, lo, hi, planes);
             for (size_t x = x0; x < x1; ++x) {
                 const float *plane = planes + (columns->first[x] - lo) * 3 * LANES, *weight = columns->weights + x * taps;

@@ -19,6 +19,10 @@
 /* Source pixels a run of outputs may span: max(UFORM__SIGNAL_ROWS_SPAN, columns->taps). */
 size_t uform__signal_resize_rows_span(const uform__signal_taps_t *columns);
 
+/* The run of outputs from x0 that the planes hold at once: outputs [x0, returned) whose windows
+ * all lie in source pixels [*lo, *hi), at most uform__signal_resize_rows_span pixels. */
+size_t uform__signal_resize_run(const uform__signal_taps_t *columns, size_t x0, size_t *lo, size_t *hi);
+
 /* The serial horizontal pass over `rows` rows (the vectorised ones fall back to it where their
  * gathers could not stay inside the rows or their offsets would not fit int32). */
 void uform__signal_resize_rows_rgb8_serial(const uform__signal_taps_t *columns, const uint8_t *source, size_t stride,
