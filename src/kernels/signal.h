@@ -31,8 +31,9 @@
  * is filled. HASWELL and the AVX-512 classes have their own resize passes: the horizontal one
  * runs 8 or 16 source rows side by side, one row per lane, and the vertical one 8 or 16 floats of
  * a row at a time; each sum still runs in tap order without FMA, so every class is bit-identical
- * to SERIAL. The other slots are the serial loops, which the compiler vectorises well enough. The apply functions take the table, NULL meaning the serial one; the caller checks
- * that the machine runs the class (uform_cpu_class_supported) before passing its table.
+ * to SERIAL. The other slots are the serial loops, which the compiler vectorises well enough.
+ * The apply functions take the table, NULL meaning the serial one; the caller checks that the
+ * machine runs the class (uform_cpu_class_supported) before passing its table.
  */
 #ifndef UFORM_KERNELS_SIGNAL_H
 #define UFORM_KERNELS_SIGNAL_H

@@ -19,22 +19,34 @@
  * follows into an FMA where the CPU has one and change the bits. */
 #define ROUNDED(v) __asm__("" : "+x"(v))
 
+/* products[i] = x[i·LANES .. + LANES] · w for i < count (3 or 4, constant where inlined), each
+ * product rounded: one tap of the sums that follow. */
+__attribute__((target("avx2"), always_inline)) static inline void products_f32x8(const float *x, size_t count, float w,
+                                                                               __m256 products[4]) {
+    const __m256 w_f32x8 = _mm256_set1_ps(w);
+#pragma GCC unroll 4
+    for (size_t i = 0; i < count; ++i) {
+        products[i] = _mm256_mul_ps(_mm256_loadu_ps(x + i * LANES), w_f32x8);
+        ROUNDED(products[i]);
+    }
+}
+
 /* out[i] lane r = in[r] lane i: an 8 × 8 transpose in three rounds of shuffles. */
 __attribute__((target("avx2"), always_inline)) static inline void transpose8(const __m256 in[8], __m256 out[8]) {
     __m256 pairs[8], quads[8];
-    #pragma GCC unroll 16
+#pragma GCC unroll 16
     for (int i = 0; i < 8; i += 2) { /* rows i, i + 1 interleaved: columns (0, 1), (2, 3) of each 128-bit lane */
         pairs[i] = _mm256_unpacklo_ps(in[i], in[i + 1]);
         pairs[i + 1] = _mm256_unpackhi_ps(in[i], in[i + 1]);
     }
-    #pragma GCC unroll 16
+#pragma GCC unroll 16
     for (int g = 0; g < 8; g += 4) { /* rows g..g + 3 of column k and k + 4 in quads[g + k] */
         quads[g + 0] = _mm256_shuffle_ps(pairs[g], pairs[g + 2], 0x44);
         quads[g + 1] = _mm256_shuffle_ps(pairs[g], pairs[g + 2], 0xEE);
         quads[g + 2] = _mm256_shuffle_ps(pairs[g + 1], pairs[g + 3], 0x44);
         quads[g + 3] = _mm256_shuffle_ps(pairs[g + 1], pairs[g + 3], 0xEE);
     }
-    #pragma GCC unroll 16
+#pragma GCC unroll 16
     for (int k = 0; k < 4; ++k) {
         out[k] = _mm256_permute2f128_ps(quads[k], quads[4 + k], 0x20);
         out[k + 4] = _mm256_permute2f128_ps(quads[k], quads[4 + k], 0x31);
@@ -54,18 +66,19 @@ __attribute__((target("avx2"))) static void planes_fill(const uint8_t *block, si
 #pragma GCC unroll 16
             for (size_t r = 0; r < LANES; ++r)
                 rows_f32x8[r] = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(block + r * stride + k))));
-        } else
-        for (size_t r = 0; r < live_rows; ++r) {
-            const uint8_t *bytes = block + r * stride + k;
-            __m128i u8x8;
-            if (k + LANES <= row_bytes) {
-                u8x8 = _mm_loadl_epi64((const __m128i *)bytes);
-            } else {
-                uint8_t tail[LANES] = {0};
-                memcpy(tail, bytes, row_bytes - k);
-                u8x8 = _mm_loadl_epi64((const __m128i *)tail);
+        } else {
+            for (size_t r = 0; r < live_rows; ++r) {
+                const uint8_t *bytes = block + r * stride + k;
+                __m128i u8x8;
+                if (k + LANES <= row_bytes) {
+                    u8x8 = _mm_loadl_epi64((const __m128i *)bytes);
+                } else {
+                    uint8_t tail[LANES] = {0};
+                    memcpy(tail, bytes, row_bytes - k);
+                    u8x8 = _mm_loadl_epi64((const __m128i *)tail);
+                }
+                rows_f32x8[r] = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(u8x8));
             }
-            rows_f32x8[r] = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(u8x8));
         }
         transpose8(rows_f32x8, columns_f32x8);
         float *plane = planes + (k - 3 * lo) * LANES;
@@ -114,29 +127,15 @@ __attribute__((target("avx2"))) void uform__signal_resize_rows_rgb8_haswell(cons
             planes_fill(block, stride, row_bytes, live_rows, lo, hi, planes);
             for (size_t x = x0; x < x1; ++x) {
                 const float *plane = planes + (columns->first[x] - lo) * 3 * LANES, *weight = columns->weights + x * taps;
-                __m256 w_f32x8 = _mm256_set1_ps(weight[0]);
-                __m256 red_f32x8 = _mm256_mul_ps(_mm256_loadu_ps(plane), w_f32x8);
-                __m256 green_f32x8 = _mm256_mul_ps(_mm256_loadu_ps(plane + LANES), w_f32x8);
-                __m256 blue_f32x8 = _mm256_mul_ps(_mm256_loadu_ps(plane + 2 * LANES), w_f32x8);
-                ROUNDED(red_f32x8);
-                ROUNDED(green_f32x8);
-                ROUNDED(blue_f32x8);
+                __m256 sums[4], products[4]; /* red, green, blue */
+                products_f32x8(plane, 3, weight[0], sums);
                 for (size_t j = 1; j < columns->size[x]; ++j) {
-                    plane += 3 * LANES;
-                    w_f32x8 = _mm256_set1_ps(weight[j]);
-                    __m256 r_f32x8 = _mm256_mul_ps(_mm256_loadu_ps(plane), w_f32x8);
-                    __m256 g_f32x8 = _mm256_mul_ps(_mm256_loadu_ps(plane + LANES), w_f32x8);
-                    __m256 b_f32x8 = _mm256_mul_ps(_mm256_loadu_ps(plane + 2 * LANES), w_f32x8);
-                    ROUNDED(r_f32x8);
-                    ROUNDED(g_f32x8);
-                    ROUNDED(b_f32x8);
-                    red_f32x8 = _mm256_add_ps(red_f32x8, r_f32x8);
-                    green_f32x8 = _mm256_add_ps(green_f32x8, g_f32x8);
-                    blue_f32x8 = _mm256_add_ps(blue_f32x8, b_f32x8);
+                    products_f32x8(plane + j * 3 * LANES, 3, weight[j], products);
+#pragma GCC unroll 3
+                    for (size_t c = 0; c < 3; ++c) sums[c] = _mm256_add_ps(sums[c], products[c]);
                 }
-                tile[filled] = red_f32x8;
-                tile[filled + 1] = green_f32x8;
-                tile[filled + 2] = blue_f32x8;
+#pragma GCC unroll 3
+                for (size_t c = 0; c < 3; ++c) tile[filled + c] = sums[c];
                 filled += 3;
                 if (filled >= LANES) {
                     tile_flush(tile, LANES, live_rows, out + flushed, width);
@@ -160,32 +159,15 @@ __attribute__((target("avx2"))) void uform__signal_resize_column_f32_haswell(con
                                                                          size_t width, float *target) {
     size_t k = 0;
     for (; k + 4 * LANES <= width; k += 4 * LANES) {
-        __m256 w_f32x8 = _mm256_set1_ps(weights[0]);
-        __m256 sum0 = _mm256_mul_ps(_mm256_loadu_ps(rows[0] + k), w_f32x8);
-        __m256 sum1 = _mm256_mul_ps(_mm256_loadu_ps(rows[0] + k + LANES), w_f32x8);
-        __m256 sum2 = _mm256_mul_ps(_mm256_loadu_ps(rows[0] + k + 2 * LANES), w_f32x8);
-        __m256 sum3 = _mm256_mul_ps(_mm256_loadu_ps(rows[0] + k + 3 * LANES), w_f32x8);
-        ROUNDED(sum0);
-        ROUNDED(sum1);
-        ROUNDED(sum2);
-        ROUNDED(sum3);
+        __m256 sums[4], products[4];
+        products_f32x8(rows[0] + k, 4, weights[0], sums);
         for (size_t j = 1; j < size; ++j) {
-            w_f32x8 = _mm256_set1_ps(weights[j]);
-            __m256 p0 = _mm256_mul_ps(_mm256_loadu_ps(rows[j] + k), w_f32x8);
-            __m256 p1 = _mm256_mul_ps(_mm256_loadu_ps(rows[j] + k + LANES), w_f32x8);
-            __m256 p2 = _mm256_mul_ps(_mm256_loadu_ps(rows[j] + k + 2 * LANES), w_f32x8);
-            __m256 p3 = _mm256_mul_ps(_mm256_loadu_ps(rows[j] + k + 3 * LANES), w_f32x8);
-            ROUNDED(p0);
-            ROUNDED(p1);
-            ROUNDED(p2);
-            ROUNDED(p3);
-            sum0 = _mm256_add_ps(sum0, p0), sum1 = _mm256_add_ps(sum1, p1);
-            sum2 = _mm256_add_ps(sum2, p2), sum3 = _mm256_add_ps(sum3, p3);
+            products_f32x8(rows[j] + k, 4, weights[j], products);
+#pragma GCC unroll 4
+            for (size_t i = 0; i < 4; ++i) sums[i] = _mm256_add_ps(sums[i], products[i]);
         }
-        _mm256_storeu_ps(target + k, sum0);
-        _mm256_storeu_ps(target + k + LANES, sum1);
-        _mm256_storeu_ps(target + k + 2 * LANES, sum2);
-        _mm256_storeu_ps(target + k + 3 * LANES, sum3);
+#pragma GCC unroll 4
+        for (size_t i = 0; i < 4; ++i) _mm256_storeu_ps(target + k + i * LANES, sums[i]);
     }
     for (; k < width; k += LANES) {
         const __m256i kept = first_lanes(width - k < LANES ? width - k : LANES);

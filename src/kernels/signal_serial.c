@@ -82,8 +82,8 @@ static float dot_f32_serial(const float *a, const float *b, size_t count) {
     return sum;
 }
 
-void uform__signal_resize_rows_rgb8_serial(const uform__signal_taps_t *columns, const uint8_t *source, size_t stride,
-                                           size_t rows, float *target, float *scratch) {
+static void resize_rows_rgb8_serial(const uform__signal_taps_t *columns, const uint8_t *source, size_t stride,
+                                    size_t rows, float *target, float *scratch) {
     (void)scratch;
     for (size_t r = 0; r < rows; ++r) resize_row_rgb8_serial(columns, source + r * stride, target + r * columns->count * 3);
 }
@@ -111,7 +111,7 @@ size_t uform__signal_resize_rows_scratch_floats(const uform__signal_taps_t *colu
 
 static const uform__signal_kernels_t signal_kernels_serial = {
     .cpu_class = UFORM_CPU_CLASS_SERIAL,
-    .resize_rows_rgb8 = uform__signal_resize_rows_rgb8_serial,
+    .resize_rows_rgb8 = resize_rows_rgb8_serial,
     .resize_column_f32 = resize_column_f32_serial,
     .normalise_rgb_f32 = normalise_rgb_f32_serial,
     .dot_f32 = dot_f32_serial,

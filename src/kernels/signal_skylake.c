@@ -19,15 +19,27 @@
  * follows into an FMA (AVX-512 F has one) and change the bits. */
 #define ROUNDED(v) __asm__("" : "+v"(v))
 
+/* products[i] = x[i·LANES .. + LANES] · w for i < count (3 or 4, constant where inlined), each
+ * product rounded: one tap of the sums that follow. */
+__attribute__((target("avx512f"), always_inline)) static inline void products_f32x16(const float *x, size_t count, float w,
+                                                                               __m512 products[4]) {
+    const __m512 w_f32x16 = _mm512_set1_ps(w);
+#pragma GCC unroll 4
+    for (size_t i = 0; i < count; ++i) {
+        products[i] = _mm512_mul_ps(_mm512_loadu_ps(x + i * LANES), w_f32x16);
+        ROUNDED(products[i]);
+    }
+}
+
 /* out[i] lane r = in[r] lane i: a 16 × 16 transpose in four rounds of in-lane and cross-lane shuffles. */
 __attribute__((target("avx512f"), always_inline)) static inline void transpose16(const __m512 in[16], __m512 out[16]) {
     __m512 pairs[16], quads[16];
-    #pragma GCC unroll 16
+#pragma GCC unroll 16
     for (int i = 0; i < 16; i += 2) { /* rows i, i + 1 interleaved: columns (0, 1), (2, 3) of each 128-bit lane */
         pairs[i] = _mm512_unpacklo_ps(in[i], in[i + 1]);
         pairs[i + 1] = _mm512_unpackhi_ps(in[i], in[i + 1]);
     }
-    #pragma GCC unroll 16
+#pragma GCC unroll 16
     for (int g = 0; g < 16; g += 4) { /* rows g..g + 3 of column k, k + 4, k + 8, k + 12 in quads[g + k] */
         const __m512d lo0 = _mm512_castps_pd(pairs[g]), hi0 = _mm512_castps_pd(pairs[g + 1]),
                       lo1 = _mm512_castps_pd(pairs[g + 2]), hi1 = _mm512_castps_pd(pairs[g + 3]);
@@ -36,7 +48,7 @@ __attribute__((target("avx512f"), always_inline)) static inline void transpose16
         quads[g + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(hi0, hi1));
         quads[g + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(hi0, hi1));
     }
-    #pragma GCC unroll 16
+#pragma GCC unroll 16
     for (int k = 0; k < 4; ++k) { /* gather the four row groups of column k (+ 4, + 8, + 12) */
         const __m512 even_low = _mm512_shuffle_f32x4(quads[k], quads[4 + k], 0x88),
                      odd_low = _mm512_shuffle_f32x4(quads[k], quads[4 + k], 0xDD),
@@ -62,18 +74,19 @@ __attribute__((target("avx512f"))) static void planes_fill(const uint8_t *block,
 #pragma GCC unroll 16
             for (size_t r = 0; r < LANES; ++r)
                 rows_f32x16[r] = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(block + r * stride + k))));
-        } else
-        for (size_t r = 0; r < live_rows; ++r) {
-            const uint8_t *bytes = block + r * stride + k;
-            __m128i u8x16;
-            if (k + LANES <= row_bytes) {
-                u8x16 = _mm_loadu_si128((const __m128i *)bytes);
-            } else {
-                uint8_t tail[LANES] = {0};
-                memcpy(tail, bytes, row_bytes - k);
-                u8x16 = _mm_loadu_si128((const __m128i *)tail);
+        } else {
+            for (size_t r = 0; r < live_rows; ++r) {
+                const uint8_t *bytes = block + r * stride + k;
+                __m128i u8x16;
+                if (k + LANES <= row_bytes) {
+                    u8x16 = _mm_loadu_si128((const __m128i *)bytes);
+                } else {
+                    uint8_t tail[LANES] = {0};
+                    memcpy(tail, bytes, row_bytes - k);
+                    u8x16 = _mm_loadu_si128((const __m128i *)tail);
+                }
+                rows_f32x16[r] = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(u8x16));
             }
-            rows_f32x16[r] = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(u8x16));
         }
         transpose16(rows_f32x16, columns_f32x16);
         float *plane = planes + (k - 3 * lo) * LANES;
@@ -117,29 +130,15 @@ __attribute__((target("avx512f"))) void uform__signal_resize_rows_rgb8_skylake(c
             planes_fill(block, stride, row_bytes, live_rows, lo, hi, planes);
             for (size_t x = x0; x < x1; ++x) {
                 const float *plane = planes + (columns->first[x] - lo) * 3 * LANES, *weight = columns->weights + x * taps;
-                __m512 w_f32x16 = _mm512_set1_ps(weight[0]);
-                __m512 red_f32x16 = _mm512_mul_ps(_mm512_loadu_ps(plane), w_f32x16);
-                __m512 green_f32x16 = _mm512_mul_ps(_mm512_loadu_ps(plane + LANES), w_f32x16);
-                __m512 blue_f32x16 = _mm512_mul_ps(_mm512_loadu_ps(plane + 2 * LANES), w_f32x16);
-                ROUNDED(red_f32x16);
-                ROUNDED(green_f32x16);
-                ROUNDED(blue_f32x16);
+                __m512 sums[4], products[4]; /* red, green, blue */
+                products_f32x16(plane, 3, weight[0], sums);
                 for (size_t j = 1; j < columns->size[x]; ++j) {
-                    plane += 3 * LANES;
-                    w_f32x16 = _mm512_set1_ps(weight[j]);
-                    __m512 r_f32x16 = _mm512_mul_ps(_mm512_loadu_ps(plane), w_f32x16);
-                    __m512 g_f32x16 = _mm512_mul_ps(_mm512_loadu_ps(plane + LANES), w_f32x16);
-                    __m512 b_f32x16 = _mm512_mul_ps(_mm512_loadu_ps(plane + 2 * LANES), w_f32x16);
-                    ROUNDED(r_f32x16);
-                    ROUNDED(g_f32x16);
-                    ROUNDED(b_f32x16);
-                    red_f32x16 = _mm512_add_ps(red_f32x16, r_f32x16);
-                    green_f32x16 = _mm512_add_ps(green_f32x16, g_f32x16);
-                    blue_f32x16 = _mm512_add_ps(blue_f32x16, b_f32x16);
+                    products_f32x16(plane + j * 3 * LANES, 3, weight[j], products);
+#pragma GCC unroll 3
+                    for (size_t c = 0; c < 3; ++c) sums[c] = _mm512_add_ps(sums[c], products[c]);
                 }
-                tile[filled] = red_f32x16;
-                tile[filled + 1] = green_f32x16;
-                tile[filled + 2] = blue_f32x16;
+#pragma GCC unroll 3
+                for (size_t c = 0; c < 3; ++c) tile[filled + c] = sums[c];
                 filled += 3;
                 if (filled >= LANES) {
                     tile_flush(tile, LANES, live_rows, out + flushed, width);
@@ -163,32 +162,15 @@ __attribute__((target("avx512f"))) void uform__signal_resize_column_f32_skylake(
                                                                             size_t width, float *target) {
     size_t k = 0;
     for (; k + 4 * LANES <= width; k += 4 * LANES) {
-        __m512 w_f32x16 = _mm512_set1_ps(weights[0]);
-        __m512 sum0 = _mm512_mul_ps(_mm512_loadu_ps(rows[0] + k), w_f32x16);
-        __m512 sum1 = _mm512_mul_ps(_mm512_loadu_ps(rows[0] + k + LANES), w_f32x16);
-        __m512 sum2 = _mm512_mul_ps(_mm512_loadu_ps(rows[0] + k + 2 * LANES), w_f32x16);
-        __m512 sum3 = _mm512_mul_ps(_mm512_loadu_ps(rows[0] + k + 3 * LANES), w_f32x16);
-        ROUNDED(sum0);
-        ROUNDED(sum1);
-        ROUNDED(sum2);
-        ROUNDED(sum3);
+        __m512 sums[4], products[4];
+        products_f32x16(rows[0] + k, 4, weights[0], sums);
         for (size_t j = 1; j < size; ++j) {
-            w_f32x16 = _mm512_set1_ps(weights[j]);
-            __m512 p0 = _mm512_mul_ps(_mm512_loadu_ps(rows[j] + k), w_f32x16);
-            __m512 p1 = _mm512_mul_ps(_mm512_loadu_ps(rows[j] + k + LANES), w_f32x16);
-            __m512 p2 = _mm512_mul_ps(_mm512_loadu_ps(rows[j] + k + 2 * LANES), w_f32x16);
-            __m512 p3 = _mm512_mul_ps(_mm512_loadu_ps(rows[j] + k + 3 * LANES), w_f32x16);
-            ROUNDED(p0);
-            ROUNDED(p1);
-            ROUNDED(p2);
-            ROUNDED(p3);
-            sum0 = _mm512_add_ps(sum0, p0), sum1 = _mm512_add_ps(sum1, p1);
-            sum2 = _mm512_add_ps(sum2, p2), sum3 = _mm512_add_ps(sum3, p3);
+            products_f32x16(rows[j] + k, 4, weights[j], products);
+#pragma GCC unroll 4
+            for (size_t i = 0; i < 4; ++i) sums[i] = _mm512_add_ps(sums[i], products[i]);
         }
-        _mm512_storeu_ps(target + k, sum0);
-        _mm512_storeu_ps(target + k + LANES, sum1);
-        _mm512_storeu_ps(target + k + 2 * LANES, sum2);
-        _mm512_storeu_ps(target + k + 3 * LANES, sum3);
+#pragma GCC unroll 4
+        for (size_t i = 0; i < 4; ++i) _mm512_storeu_ps(target + k + i * LANES, sums[i]);
     }
     for (; k < width; k += LANES) {
         const __mmask16 kept = width - k >= LANES ? (__mmask16)0xFFFF : (__mmask16)((1u << (width - k)) - 1);

@@ -23,11 +23,6 @@ size_t uform__signal_resize_rows_span(const uform__signal_taps_t *columns);
  * all lie in source pixels [*lo, *hi), at most uform__signal_resize_rows_span pixels. */
 size_t uform__signal_resize_run(const uform__signal_taps_t *columns, size_t x0, size_t *lo, size_t *hi);
 
-/* The serial horizontal pass over `rows` rows (the vectorised ones fall back to it where their
- * gathers could not stay inside the rows or their offsets would not fit int32). */
-void uform__signal_resize_rows_rgb8_serial(const uform__signal_taps_t *columns, const uint8_t *source, size_t stride,
-                                           size_t rows, float *target, float *scratch);
-
 /* AVX2 (signal_haswell.c) and AVX-512 F (signal_skylake.c) passes: same contracts and the same
  * bits as the serial ones. */
 void uform__signal_resize_rows_rgb8_haswell(const uform__signal_taps_t *columns, const uint8_t *source, size_t stride,
@@ -36,14 +31,15 @@ void uform__signal_resize_rows_rgb8_skylake(const uform__signal_taps_t *columns,
                                             size_t rows, float *target, float *scratch);
 void uform__signal_resize_column_f32_haswell(const float *const *rows, const float *weights, size_t size, size_t width,
                                              float *target);
+void uform__signal_resize_column_f32_skylake(const float *const *rows, const float *weights, size_t size, size_t width,
+                                             float *target);
 void uform__signal_normalise_rgb_f32_haswell(const float *row, size_t width, const float *mean, const float *std,
                                              float *planes, size_t plane_stride);
 void uform__signal_normalise_rgb_f32_skylake(const float *row, size_t width, const float *mean, const float *std,
                                              float *planes, size_t plane_stride);
+
 /* The serial normalisation of pixels [begin, width) only (the vectorised ones' tails). */
 void uform__signal_normalise_rgb_f32_serial(const float *row, size_t begin, size_t width, const float *mean,
                                             const float *std, float *planes, size_t plane_stride);
-void uform__signal_resize_column_f32_skylake(const float *const *rows, const float *weights, size_t size, size_t width,
-                                             float *target);
 
 #endif
