@@ -144,7 +144,7 @@ uform_status_t uform__trunk_forward(const uform_model_t model, uform__compute_t 
     int bf16 = compute->compute == UFORM_COMPUTE_BF16 && !native_bf16;
     native_bf16 = native_bf16 && compute->compute == UFORM_COMPUTE_BF16;
     /* BF16 compute: attention with BF16 Q, K, P and V and F32 softmax (nn.h). */
-    void (*attention)(const uform__attention_shape_t *, const float *, float *, float *, const uform__parallel_t *) =
+    uform__trunk_attention_fn attention =
         compute->compute == UFORM_COMPUTE_BF16 ? nn->attention_forward_bf16 : nn->attention_forward;
     uform__attention_shape_t shape = {tokens, config->heads, d / config->heads, offsets, items, NULL};
     for (size_t i = 0; i < config->depth; ++i) {

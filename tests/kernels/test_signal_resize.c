@@ -308,7 +308,8 @@ int main(int argc, char **argv) {
     /* Every class's table has every slot filled. */
     for (int cls = UFORM_CPU_CLASS_UNKNOWN; cls <= UFORM_CPU_CLASS_MONOVERSIONED; ++cls) {
         const uform__signal_kernels_t *kernels = uform__signal_kernels((uform_cpu_class_t)cls);
-        CHECK(kernels && kernels->resize_rows_rgb8 && kernels->resize_column_f32 && kernels->dot_f32);
+        CHECK(kernels && kernels->resize_rows_rgb8 && kernels->resize_column_f32 && kernels->normalise_rgb_f32 &&
+              kernels->dot_f32);
     }
     test_classes(&state);
     if (!signal_directory_make()) return check_finish();

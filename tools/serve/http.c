@@ -11,10 +11,10 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <microhttpd.h>
-#include <pthread.h>
-#include <sched.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <pthread.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
