@@ -37,6 +37,7 @@ typedef struct support_t {
     char index_path[256];
     uform_index_t index;             /* the texts' embeddings, prefix SUPPORT_INDEX_DIMS */
     float index_rows[SUPPORT_TEXTS][SUPPORT_INDEX_DIMS];
+    uint64_t spin_us;                /* the batchers' spin_us (0 at open) */
 } support_t;
 
 /* A job with room for its items and outputs; `calls` counts `done`. */
@@ -230,6 +231,7 @@ static serve_batcher_t *support_batcher(support_t *s, size_t max_batch, uint64_t
     config.model = s->model, config.compute = s->compute, config.decode = s->decode;
     config.index = index ? s->index : NULL;
     config.max_batch = max_batch, config.max_wait_us = max_wait_us, config.max_queue = max_queue, config.metrics = metrics;
+    config.spin_us = s->spin_us;
     serve_batcher_t *batcher = NULL;
     char error[512];
     if (serve_batcher_start(&config, &batcher, error, sizeof error) != 0) fprintf(stderr, "batcher: %s\n", error);

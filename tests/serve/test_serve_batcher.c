@@ -17,6 +17,7 @@
  */
 #include <math.h>
 #include <stdatomic.h>
+#include <time.h>
 
 #include "common/check.h"
 #include "serve_support.h"
@@ -300,6 +301,43 @@ static void test_stop_in_flight(void) {
     free(jobs);
 }
 
+/* A compute thread that polls after each batch: a job submitted while it polls, one submitted
+ * after the polling ended (the thread asleep: the signal must wake it), and a stop while it polls
+ * (which must end it, not wait out the spin). */
+static void test_spin(void) {
+    support.spin_us = 200000; /* 0.2 s: long enough that the stop below comes during it */
+    serve_batcher_t *batcher = support_batcher(&support, 8, 0, 64, 0, NULL);
+    CHECK(batcher != NULL);
+    if (!batcher) return;
+    support_job_t *own = malloc(sizeof *own);
+    for (int round = 0; round < 3; ++round) {
+        support_job_init(own);
+        support_job_add(own, &support.texts[30 + round]);
+        CHECK_EQ_INT(serve_batcher_submit(batcher, &own->job), SERVE_SUBMITTED);
+        support_job_wait(own);
+        CHECK_EQ_INT(own->calls, 1);
+        CHECK_EQ_INT(atomic_load(&own->job.failed), 0);
+        double dot = 0;
+        for (size_t c = 0; c < support.width; ++c) dot += (double)own->outputs[0][c] * support.texts[30 + round].reference[c];
+        CHECK_MSG(dot > 0.99999, "round %d: cosine %g with its own input", round, dot);
+        support_job_destroy(own);
+        if (round == 1) { /* past the spin: the thread sleeps on its condition, using no CPU */
+            struct timespec pause = {0, 600000000}, before, after;
+            clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &before);
+            nanosleep(&pause, NULL);
+            clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &after);
+            double used = (double)(after.tv_sec - before.tv_sec) * 1e3 + (double)(after.tv_nsec - before.tv_nsec) * 1e-6;
+            CHECK_MSG(used < 400, "%.0f ms of CPU in 600 ms idle: the 200 ms spin did not end", used);
+        }
+    }
+    uint64_t stopping = serve_now_ns();
+    serve_batcher_free(batcher); /* the thread is polling after round 2's batch */
+    double waited = (double)(serve_now_ns() - stopping) * 1e-6;
+    CHECK_MSG(waited < 150, "the stop took %.1f ms: it waited out the 200 ms spin", waited);
+    free(own);
+    support.spin_us = 0;
+}
+
 int main(int argc, char **argv) {
     if (argc < 2) {
         fprintf(stderr, "usage: test_serve_batcher CHECKPOINT [SEED]\n");
@@ -314,6 +352,11 @@ int main(int argc, char **argv) {
     test_limits();
     test_batching();
     test_stop_in_flight();
+    test_spin();
+    support.spin_us = 250; /* the server's default: the concurrent run again, with polling */
+    test_concurrent(seed + 1);
+    test_stop_in_flight();
+    support.spin_us = 0;
     support_close(&support);
     return check_finish();
 }

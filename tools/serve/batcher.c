@@ -106,6 +106,11 @@ uint64_t serve__earliest_deadline_locked(const serve_batcher_t *batcher) {
     return earliest;
 }
 
+void serve__wake_compute_locked(serve_batcher_t *batcher) {
+    atomic_fetch_add_explicit(&batcher->compute_signals, 1, memory_order_release);
+    pthread_cond_signal(&batcher->compute_wakeup); /* one compute thread: a broadcast would wake no more */
+}
+
 void serve__wait_locked(serve_batcher_t *batcher, pthread_cond_t *condition, uint64_t until_ns) {
     if (until_ns == UINT64_MAX) {
         pthread_cond_wait(condition, &batcher->lock);
@@ -146,7 +151,7 @@ serve_submit_t serve_batcher_submit(serve_batcher_t *batcher, serve_job_t *job) 
         else media = 1;
     }
     batcher->queued += job->count;
-    if (direct) pthread_cond_signal(&batcher->compute_wakeup);
+    if (direct) serve__wake_compute_locked(batcher);
     if (media) pthread_cond_signal(&batcher->prepare_wakeup);
     pthread_mutex_unlock(&batcher->lock);
     return SERVE_SUBMITTED;
@@ -258,7 +263,7 @@ void serve_batcher_flush(serve_batcher_t *batcher) {
     if (!batcher) return;
     pthread_mutex_lock(&batcher->lock);
     batcher->flushing = 1;
-    pthread_cond_broadcast(&batcher->compute_wakeup);
+    serve__wake_compute_locked(batcher);
     pthread_cond_broadcast(&batcher->prepare_wakeup);
     pthread_mutex_unlock(&batcher->lock);
 }
@@ -267,7 +272,7 @@ void serve_batcher_stop(serve_batcher_t *batcher) {
     if (!batcher || !batcher->threads_started) return;
     pthread_mutex_lock(&batcher->lock);
     batcher->stopping = 1, batcher->flushing = 1;
-    pthread_cond_broadcast(&batcher->compute_wakeup);
+    serve__wake_compute_locked(batcher);
     pthread_cond_broadcast(&batcher->prepare_wakeup);
     pthread_mutex_unlock(&batcher->lock);
     pthread_join(batcher->prepare_thread, NULL);

@@ -85,6 +85,7 @@ typedef struct serve_batcher_config_t {
     uform_index_t index;         /* may be NULL: no searches */
     size_t max_batch;            /* items per batch (≥ 1) */
     uint64_t max_wait_us;        /* how long a batch waits for more items after its oldest one */
+    uint64_t spin_us;            /* how long the compute thread polls for work before it sleeps */
     size_t max_queue;            /* items queued (not yet in a batch), all queues together */
     serve_metrics_t *metrics;    /* may be NULL */
 } serve_batcher_config_t;

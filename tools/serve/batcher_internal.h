@@ -33,6 +33,7 @@ struct serve_batcher_s {
 
     pthread_mutex_t lock;
     pthread_cond_t compute_wakeup;  /* text or choose items, a ready slot, stopping */
+    atomic_uint compute_signals;    /* counts those signals: what a spinning compute thread polls */
     pthread_cond_t prepare_wakeup;  /* media items, a free slot, stopping */
     serve_queue_t queues[SERVE_QUEUE_COUNT];
     size_t queued;                  /* items in all queues */
@@ -68,6 +69,8 @@ void serve__expire_locked(serve_batcher_t *batcher, uint64_t now, serve_item_t *
 size_t serve__take_locked(serve_batcher_t *batcher, int queue, serve_item_t **out, serve_item_t **dropped);
 /* The earliest deadline of the items at the queues' heads (UINT64_MAX: none). */
 uint64_t serve__earliest_deadline_locked(const serve_batcher_t *batcher);
+/* Signals the compute thread (compute_wakeup and compute_signals). */
+void serve__wake_compute_locked(serve_batcher_t *batcher);
 /* Waits on `condition` until `until_ns` (UINT64_MAX: no limit). */
 void serve__wait_locked(serve_batcher_t *batcher, pthread_cond_t *condition, uint64_t until_ns);
 

@@ -40,6 +40,9 @@ static const char usage_text[] =
     "  --max-batch N          items per batch (default 32)\n"
     "  --max-wait-us N        how long a batch waits for more items after its first one\n"
     "                         (default 0: it takes what is queued when the executor is free)\n"
+    "  --spin-us N            how long the compute thread polls for the next request after a batch\n"
+    "                         before it sleeps, yielding its core to anything else that runs\n"
+    "                         (default 250; 0: sleep at once)\n"
     "  --max-queue N          items waiting for a batch, all clients together; more answer 429\n"
     "                         (default 4096)\n"
     "  --max-body BYTES       the largest request body (default 32M; K, M and G suffixes); larger\n"
@@ -147,7 +150,7 @@ static char *read_key_file(const char *path) {
 int serve_options_parse(int argc, char **argv, serve_options_t *options) {
     memset(options, 0, sizeof *options);
     options->host = "127.0.0.1", options->port = 8080;
-    options->max_batch = 32, options->max_wait_us = 0, options->max_queue = 4096;
+    options->max_batch = 32, options->max_wait_us = 0, options->spin_us = 250, options->max_queue = 4096;
     options->max_body = (size_t)32 << 20, options->timeout = 30, options->http_threads = 1;
     options->max_connections = 1024, options->model.decode_threads = 1, options->model.compute = -1;
     const char *key = NULL, *key_file = NULL;
@@ -184,6 +187,10 @@ int serve_options_parse(int argc, char **argv, serve_options_t *options) {
             if (parse_count(argv[++i], &number) || number > 60000000)
                 return serve_options_free(options), usage_error("--max-wait-us takes microseconds (at most 60 s), not '%s'", argv[i]);
             options->max_wait_us = number;
+        } else if (strcmp(flag, "--spin-us") == 0) {
+            if (parse_count(argv[++i], &number) || number > 1000000)
+                return serve_options_free(options), usage_error("--spin-us takes microseconds (at most 1 s), not '%s'", argv[i]);
+            options->spin_us = number;
         } else if (strcmp(flag, "--max-queue") == 0) {
             if (parse_count(argv[++i], &number) || number == 0 || number > 100000000)
                 return serve_options_free(options), usage_error("--max-queue takes a number of items (1-100000000), not '%s'", argv[i]);

@@ -42,6 +42,7 @@ typedef struct serve_options_t {
     unsigned port;              /* --port (default 8080; 0: any free port) */
     size_t max_batch;           /* --max-batch */
     uint64_t max_wait_us;       /* --max-wait-us */
+    uint64_t spin_us;           /* --spin-us */
     size_t max_queue;           /* --max-queue */
     size_t max_body;            /* --max-body, bytes */
     double timeout;             /* --timeout, seconds (0: none) */

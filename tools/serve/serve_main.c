@@ -88,6 +88,7 @@ int uform_command_serve(int argc, char **argv) {
         serve_batcher_config_t config = {0};
         config.model = server->model.model, config.compute = server->model.compute, config.decode = server->model.decode;
         config.index = server->model.index, config.max_batch = options->max_batch, config.max_wait_us = options->max_wait_us;
+        config.spin_us = options->spin_us;
         config.max_queue = options->max_queue, config.metrics = &server->metrics;
         if (serve_batcher_start(&config, &server->batcher, error, sizeof error) != 0) {
             fprintf(stderr, "uform serve: %s\n", error);
