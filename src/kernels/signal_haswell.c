@@ -54,39 +54,51 @@ __attribute__((target("avx2"), always_inline)) static inline void transpose8(con
 }
 
 /* planes[k − 3·lo, lane] = source[lane's row, byte k] as float for k in [3·lo, 3·hi), i.e. pixel
- * p's channel c at (p − lo)·3 + c: 8 bytes of each live row converted, then transposed. No read
- * passes a row's last byte (`row_bytes`); rows past `live_rows` hold 0. */
+ * p's channel c at (p − lo)·3 + c. 32 bytes of each live row at a time (a row's last bytes through
+ * a zeroed copy: no read passes `row_bytes`; rows past `live_rows` hold 0) are transposed as 8 × 8
+ * dwords, so that register j holds bytes 4j .. 4j + 3 of every row; one byte shuffle per byte
+ * position then zero-extends byte 4j + b of each lane, converted to float. A quarter of the
+ * shuffles of transposing the converted floats. */
 __attribute__((target("avx2"))) static void planes_fill(const uint8_t *block, size_t stride, size_t row_bytes,
                                                         size_t live_rows, size_t lo, size_t hi, float *planes) {
-    __m256 rows_f32x8[LANES], columns_f32x8[LANES];
-    for (size_t r = live_rows; r < LANES; ++r) rows_f32x8[r] = _mm256_setzero_ps();
-    for (size_t k = 3 * lo; k < 3 * hi; k += LANES) {
-        const size_t n = 3 * hi - k < LANES ? 3 * hi - k : LANES;
-        if (live_rows == LANES && k + LANES <= row_bytes) { /* the usual block, unrolled */
-#pragma GCC unroll 16
-            for (size_t r = 0; r < LANES; ++r)
-                rows_f32x8[r] = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(block + r * stride + k))));
+    __m256 rows_u8x32[LANES], dwords_u8x32[LANES]; /* bytes, carried in float registers for transpose8 */
+    __m256i pick_u8x32[4];                          /* byte b of each dword, zero-extended */
+    for (int b = 0; b < 4; ++b) {
+        uint8_t control[32];
+        for (int i = 0; i < 32; ++i) control[i] = (uint8_t)(i % 4 == 0 ? i % 16 + b : 0x80); /* within each 16-byte lane */
+        pick_u8x32[b] = _mm256_loadu_si256((const __m256i *)control);
+    }
+    for (size_t r = live_rows; r < LANES; ++r) rows_u8x32[r] = _mm256_setzero_ps();
+    for (size_t k = 3 * lo; k < 3 * hi; k += 4 * LANES) {
+        const size_t n = 3 * hi - k < 4 * LANES ? 3 * hi - k : 4 * LANES;
+        if (live_rows == LANES && k + 4 * LANES <= row_bytes) { /* the usual block, unrolled */
+#pragma GCC unroll 8
+            for (size_t r = 0; r < LANES; ++r) rows_u8x32[r] = _mm256_loadu_ps((const float *)(block + r * stride + k));
         } else {
             for (size_t r = 0; r < live_rows; ++r) {
                 const uint8_t *bytes = block + r * stride + k;
-                __m128i u8x8;
-                if (k + LANES <= row_bytes) {
-                    u8x8 = _mm_loadl_epi64((const __m128i *)bytes);
+                if (k + 4 * LANES <= row_bytes) {
+                    rows_u8x32[r] = _mm256_loadu_ps((const float *)bytes);
                 } else {
-                    uint8_t tail[LANES] = {0};
+                    _Alignas(32) uint8_t tail[4 * LANES] = {0};
                     memcpy(tail, bytes, row_bytes - k);
-                    u8x8 = _mm_loadl_epi64((const __m128i *)tail);
+                    rows_u8x32[r] = _mm256_load_ps((const float *)tail);
                 }
-                rows_f32x8[r] = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(u8x8));
             }
         }
-        transpose8(rows_f32x8, columns_f32x8);
+        transpose8(rows_u8x32, dwords_u8x32);
         float *plane = planes + (k - 3 * lo) * LANES;
-        if (n == LANES) { /* unrolled, so that the compiler does not turn the stores into a slow memcpy */
-#pragma GCC unroll 16
-            for (size_t i = 0; i < LANES; ++i) _mm256_storeu_ps(plane + i * LANES, columns_f32x8[i]);
+        if (n == 4 * LANES) {
+#pragma GCC unroll 8
+            for (size_t j = 0; j < LANES; ++j)
+#pragma GCC unroll 4
+                for (size_t b = 0; b < 4; ++b)
+                    _mm256_storeu_ps(plane + (4 * j + b) * LANES,
+                                     _mm256_cvtepi32_ps(_mm256_shuffle_epi8(_mm256_castps_si256(dwords_u8x32[j]), pick_u8x32[b])));
         } else {
-            for (size_t i = 0; i < n; ++i) _mm256_storeu_ps(plane + i * LANES, columns_f32x8[i]);
+            for (size_t i = 0; i < n; ++i)
+                _mm256_storeu_ps(plane + i * LANES,
+                                 _mm256_cvtepi32_ps(_mm256_shuffle_epi8(_mm256_castps_si256(dwords_u8x32[i / 4]), pick_u8x32[i % 4])));
         }
     }
 }

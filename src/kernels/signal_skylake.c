@@ -62,39 +62,46 @@ __attribute__((target("avx512f"), always_inline)) static inline void transpose16
 }
 
 /* planes[k − 3·lo, lane] = source[lane's row, byte k] as float for k in [3·lo, 3·hi), i.e. pixel
- * p's channel c at (p − lo)·3 + c: 16 bytes of each live row converted, then transposed. No read
- * passes a row's last byte (`row_bytes`); rows past `live_rows` hold 0. */
-__attribute__((target("avx512f"))) static void planes_fill(const uint8_t *block, size_t stride, size_t row_bytes,
-                                                           size_t live_rows, size_t lo, size_t hi, float *planes) {
-    __m512 rows_f32x16[LANES], columns_f32x16[LANES];
-    for (size_t r = live_rows; r < LANES; ++r) rows_f32x16[r] = _mm512_setzero_ps();
-    for (size_t k = 3 * lo; k < 3 * hi; k += LANES) {
-        const size_t n = 3 * hi - k < LANES ? 3 * hi - k : LANES;
-        if (live_rows == LANES && k + LANES <= row_bytes) { /* the usual block, unrolled */
+ * p's channel c at (p − lo)·3 + c. 64 bytes of each live row at a time (masked: no read passes a
+ * row's last byte, `row_bytes`; rows past `live_rows` hold 0) are transposed as 16 × 16 dwords, so
+ * that register j holds bytes 4j .. 4j + 3 of every row; one byte shuffle per byte position then
+ * zero-extends byte 4j + b of each lane, converted to float. A quarter of the shuffles of
+ * transposing the converted floats, 16 values per lane at a time. */
+__attribute__((target("avx512f,avx512bw"))) static void planes_fill(const uint8_t *block, size_t stride,
+                                                                      size_t row_bytes, size_t live_rows, size_t lo,
+                                                                      size_t hi, float *planes) {
+    __m512 rows_u8x64[LANES], dwords_u8x64[LANES]; /* bytes, carried in float registers for transpose16 */
+    __m512i pick_u8x64[4];                          /* byte b of each dword, zero-extended */
+    for (int b = 0; b < 4; ++b) {
+        uint8_t control[64];
+        for (int i = 0; i < 64; ++i) control[i] = (uint8_t)(i % 4 == 0 ? (i / 16) * 16 + (i % 16) + b : 0x80);
+        pick_u8x64[b] = _mm512_loadu_si512(control);
+    }
+    for (size_t r = live_rows; r < LANES; ++r) rows_u8x64[r] = _mm512_setzero_ps();
+    for (size_t k = 3 * lo; k < 3 * hi; k += 4 * LANES) {
+        const size_t n = 3 * hi - k < 4 * LANES ? 3 * hi - k : 4 * LANES;
+        if (live_rows == LANES && k + 4 * LANES <= row_bytes) { /* the usual block, unrolled */
 #pragma GCC unroll 16
-            for (size_t r = 0; r < LANES; ++r)
-                rows_f32x16[r] = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(block + r * stride + k))));
+            for (size_t r = 0; r < LANES; ++r) rows_u8x64[r] = _mm512_loadu_ps(block + r * stride + k);
         } else {
-            for (size_t r = 0; r < live_rows; ++r) {
-                const uint8_t *bytes = block + r * stride + k;
-                __m128i u8x16;
-                if (k + LANES <= row_bytes) {
-                    u8x16 = _mm_loadu_si128((const __m128i *)bytes);
-                } else {
-                    uint8_t tail[LANES] = {0};
-                    memcpy(tail, bytes, row_bytes - k);
-                    u8x16 = _mm_loadu_si128((const __m128i *)tail);
-                }
-                rows_f32x16[r] = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(u8x16));
-            }
+            const size_t readable = row_bytes - k < 4 * LANES ? row_bytes - k : 4 * LANES;
+            const __mmask64 kept = readable == 64 ? ~(__mmask64)0 : (((__mmask64)1 << readable) - 1);
+            for (size_t r = 0; r < live_rows; ++r)
+                rows_u8x64[r] = _mm512_castsi512_ps(_mm512_maskz_loadu_epi8(kept, block + r * stride + k));
         }
-        transpose16(rows_f32x16, columns_f32x16);
+        transpose16(rows_u8x64, dwords_u8x64);
         float *plane = planes + (k - 3 * lo) * LANES;
-        if (n == LANES) { /* unrolled, so that the compiler does not turn the stores into a slow memcpy */
+        if (n == 4 * LANES) {
 #pragma GCC unroll 16
-            for (size_t i = 0; i < LANES; ++i) _mm512_storeu_ps(plane + i * LANES, columns_f32x16[i]);
+            for (size_t j = 0; j < LANES; ++j)
+#pragma GCC unroll 4
+                for (size_t b = 0; b < 4; ++b)
+                    _mm512_storeu_ps(plane + (4 * j + b) * LANES,
+                                     _mm512_cvtepi32_ps(_mm512_shuffle_epi8(_mm512_castps_si512(dwords_u8x64[j]), pick_u8x64[b])));
         } else {
-            for (size_t i = 0; i < n; ++i) _mm512_storeu_ps(plane + i * LANES, columns_f32x16[i]);
+            for (size_t i = 0; i < n; ++i)
+                _mm512_storeu_ps(plane + i * LANES,
+                                 _mm512_cvtepi32_ps(_mm512_shuffle_epi8(_mm512_castps_si512(dwords_u8x64[i / 4]), pick_u8x64[i % 4])));
         }
     }
 }
