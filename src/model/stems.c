@@ -86,33 +86,49 @@ typedef struct media_loop_t {
     uform_status_t *statuses;     /* [count] */
 } media_loop_t;
 
-/* Resizes one RGB8 picture into patch rows [P, 3, t, p, p] (frame slot `frame` of `frames`). */
-static uform_status_t image_patches(const media_loop_t *loop, const uint8_t *pixels, size_t height, size_t width,
-                                    size_t size, size_t patch, const float *mean, const float *std, size_t frames,
-                                    size_t frame, float *rows, uform_outcome_t *outcome) {
-    if (height == 0 || width == 0) return uform__fail(outcome, UFORM_INVALID_ARGUMENT, "", "the picture is empty");
-    uform__signal_resize_plan_t plan;
-    memset(&plan, 0, sizeof plan);
-    uform_status_t status = uform__signal_resize_plan_init_shorter_side(&plan, height, width, size, outcome);
+/* Resizes one RGB8 picture through `plan` into patch rows [P, 3, t, p, p] (frame slot `frame` of
+ * `frames`). */
+static uform_status_t patches_through(const media_loop_t *loop, uform__signal_resize_plan_t *plan, const uint8_t *pixels,
+                                      size_t width, size_t patch, const float *mean, const float *std, size_t frames,
+                                      size_t frame, float *rows, uform_outcome_t *outcome) {
     uform__signal_image_target_t target = {UFORM__SIGNAL_PIXELS_F32_PATCHES_NORMALISED, rows, mean, std, patch,
                                            frames, frame};
-    if (status == UFORM_OK) status = uform__signal_resize_rgb8(&plan, pixels, 3 * width, &target, loop->signal, NULL, outcome);
+    return uform__signal_resize_rgb8(plan, pixels, 3 * width, &target, loop->signal, NULL, outcome);
+}
+
+/* The resize plan of a height × width picture to `size`. */
+static uform_status_t plan_for(uform__signal_resize_plan_t *plan, size_t height, size_t width, size_t size,
+                               uform_outcome_t *outcome) {
+    memset(plan, 0, sizeof *plan);
+    if (height == 0 || width == 0) return uform__fail(outcome, UFORM_INVALID_ARGUMENT, "", "the picture is empty");
+    return uform__signal_resize_plan_init_shorter_side(plan, height, width, size, outcome);
+}
+
+/* Resizes one RGB8 picture into patch rows [P, 3, 1, p, p]. */
+static uform_status_t image_patches(const media_loop_t *loop, const uint8_t *pixels, size_t height, size_t width,
+                                    size_t size, size_t patch, const float *mean, const float *std, float *rows,
+                                    uform_outcome_t *outcome) {
+    uform__signal_resize_plan_t plan;
+    uform_status_t status = plan_for(&plan, height, width, size, outcome);
+    if (status == UFORM_OK) status = patches_through(loop, &plan, pixels, width, patch, mean, std, 1, 0, rows, outcome);
     uform__signal_resize_plan_free(&plan);
     return status;
 }
 
 /* F frames into tubelets: frame f fills slot f mod t of tubelet f / t, whose P patch rows are
- * flattened (c, frame, y, x); tubelets are ordered time-major. */
+ * flattened (c, frame, y, x); tubelets are ordered time-major. The frames share one size, so one
+ * plan (its weight tables) serves them all. */
 static uform_status_t video_patches(const media_loop_t *loop, const uform__media_video_t *video, float *target,
                                     uform_outcome_t *outcome) {
     const uform__model_config_t *config = &loop->job->model->config;
     size_t p = config->video_patch, t = config->video_tubelet, side = config->video_size / p;
     size_t width = 3 * t * p * p, frame_bytes = (size_t)video->width * video->height * 3;
-    uform_status_t status = UFORM_OK;
+    uform__signal_resize_plan_t plan;
+    uform_status_t status = plan_for(&plan, video->height, video->width, config->video_size, outcome);
     for (size_t f = 0; f < config->video_frames && status == UFORM_OK; ++f)
-        status = image_patches(loop, video->pixels + f * frame_bytes, video->height, video->width, config->video_size,
-                               p, config->video_mean, config->video_std, t, f % t,
-                               target + (f / t) * side * side * width, outcome);
+        status = patches_through(loop, &plan, video->pixels + f * frame_bytes, video->width, p, config->video_mean,
+                                 config->video_std, t, f % t, target + (f / t) * side * side * width, outcome);
+    uform__signal_resize_plan_free(&plan);
     return status;
 }
 
@@ -164,14 +180,14 @@ uform_status_t uform__stem_decode_item(const uform__encode_job_t *job, size_t it
     switch (job->source) {
     case UFORM__SOURCE_IMAGE_PIXELS:
         status = image_patches(&loop, bytes, job->heights[item], job->widths[item], config->image_size,
-                               config->image_patch, config->image_mean, config->image_std, 1, 0, target, outcome);
+                               config->image_patch, config->image_mean, config->image_std, target, outcome);
         break;
     case UFORM__SOURCE_IMAGE_FILES: {
         uform__media_image_t image = {0};
         status = uform__media_image_decode(bytes, length, NULL, &image, outcome);
         if (status == UFORM_OK)
             status = image_patches(&loop, image.pixels, image.height, image.width, config->image_size,
-                                   config->image_patch, config->image_mean, config->image_std, 1, 0, target, outcome);
+                                   config->image_patch, config->image_mean, config->image_std, target, outcome);
         uform__media_image_free(&image);
         break;
     }
