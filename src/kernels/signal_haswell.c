@@ -62,11 +62,13 @@ __attribute__((target("avx2"), always_inline)) static inline void transpose8(con
 __attribute__((target("avx2"))) static void planes_fill(const uint8_t *block, size_t stride, size_t row_bytes,
                                                         size_t live_rows, size_t lo, size_t hi, float *planes) {
     __m256 rows_u8x32[LANES], dwords_u8x32[LANES]; /* bytes, carried in float registers for transpose8 */
-    __m256i pick_u8x32[4];                          /* byte b of each dword, zero-extended */
+    /* Byte b of each dword, zero-extended: dword k of a 16-byte lane takes the lane's byte 4k + b,
+     * and 0x80 clears its other three bytes. */
+    __m256i pick_u8x32[4];
     for (int b = 0; b < 4; ++b) {
-        uint8_t control[32];
-        for (int i = 0; i < 32; ++i) control[i] = (uint8_t)(i % 4 == 0 ? i % 16 + b : 0x80); /* within each 16-byte lane */
-        pick_u8x32[b] = _mm256_loadu_si256((const __m256i *)control);
+        const __m128i lane_u8x16 = _mm_setr_epi32((int)(0x80808000u | b), (int)(0x80808000u | (4u + b)),
+                                                  (int)(0x80808000u | (8u + b)), (int)(0x80808000u | (12u + b)));
+        pick_u8x32[b] = _mm256_broadcastsi128_si256(lane_u8x16);
     }
     for (size_t r = live_rows; r < LANES; ++r) rows_u8x32[r] = _mm256_setzero_ps();
     for (size_t k = 3 * lo; k < 3 * hi; k += 4 * LANES) {

@@ -71,12 +71,12 @@ __attribute__((target("avx512f,avx512bw"))) static void planes_fill(const uint8_
                                                                       size_t row_bytes, size_t live_rows, size_t lo,
                                                                       size_t hi, float *planes) {
     __m512 rows_u8x64[LANES], dwords_u8x64[LANES]; /* bytes, carried in float registers for transpose16 */
-    __m512i pick_u8x64[4];                          /* byte b of each dword, zero-extended */
-    for (int b = 0; b < 4; ++b) {
-        uint8_t control[64];
-        for (int i = 0; i < 64; ++i) control[i] = (uint8_t)(i % 4 == 0 ? (i / 16) * 16 + (i % 16) + b : 0x80);
-        pick_u8x64[b] = _mm512_loadu_si512(control);
-    }
+    /* Byte b of each dword, zero-extended: dword k of a 16-byte lane takes the lane's byte 4k + b,
+     * and 0x80 clears its other three bytes. */
+    __m512i pick_u8x64[4];
+    for (int b = 0; b < 4; ++b)
+        pick_u8x64[b] = _mm512_set4_epi32((int)(0x80808000u | (12u + b)), (int)(0x80808000u | (8u + b)),
+                                          (int)(0x80808000u | (4u + b)), (int)(0x80808000u | b));
     for (size_t r = live_rows; r < LANES; ++r) rows_u8x64[r] = _mm512_setzero_ps();
     for (size_t k = 3 * lo; k < 3 * hi; k += 4 * LANES) {
         const size_t n = 3 * hi - k < 4 * LANES ? 3 * hi - k : 4 * LANES;

@@ -9,8 +9,9 @@
  * Per block they first turn the source pixels that a run of output pixels reads into planes
  * [pixels, 3 channels, lanes] of floats (the rows' bytes transposed in registers as dwords, four
  * bytes of a row to a lane, then each byte position zero-extended by a byte shuffle and
- * converted: a quarter of the shuffles of transposing converted floats), then sum each output pixel's taps from the planes with the weight broadcast to
- * every lane, then transpose the sums back to rows through a [lanes, lanes] tile of registers.
+ * converted: a quarter of the shuffles of transposing converted floats), then sum each output
+ * pixel's taps from the planes with the weight broadcast to every lane, then transpose the sums
+ * back to rows through a [lanes, lanes] tile of registers.
  * A run spans at most `uform__signal_resize_rows_span` source pixels, so its planes (24 KiB for
  * 16 lanes) stay in L1. No gathers: Zen 4 runs a 16-lane gather slower than the transposes.
  */
