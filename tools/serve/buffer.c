@@ -110,6 +110,16 @@ void serve_buffer_size(serve_buffer_t *buffer, size_t value) {
     serve_buffer_append(buffer, digits + sizeof digits - length, length);
 }
 
+/* round(magnitude · 10^shift) for shift in [-30, 53]: a float's 9-digit scale spans 10^-30
+ * (3.4e38) to 10^53 (1.4e-45). */
+static uint64_t scaled_digits(double magnitude, int shift) {
+    static const double powers[] = {
+        1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17,
+        1e18, 1e19, 1e20, 1e21, 1e22, 1e23, 1e24, 1e25, 1e26, 1e27, 1e28, 1e29, 1e30, 1e31, 1e32, 1e33, 1e34, 1e35,
+        1e36, 1e37, 1e38, 1e39, 1e40, 1e41, 1e42, 1e43, 1e44, 1e45, 1e46, 1e47, 1e48, 1e49, 1e50, 1e51, 1e52, 1e53};
+    return (uint64_t)((shift >= 0 ? magnitude * powers[shift] : magnitude / powers[-shift]) + 0.5);
+}
+
 /*
  * 9 significant digits read back to the same float32: the decimal is within half a unit of its
  * 9th digit (≤ 5e-9 relative) of the value, while neighbouring floats are ≥ 6e-8 relative apart,
@@ -119,11 +129,6 @@ void serve_buffer_size(serve_buffer_t *buffer, size_t value) {
  * bound): no log10 and no printf, which had made this ~2% of a saturated server's CPU.
  */
 size_t serve_format_float(float value, char *out) {
-    /* 10^0 … 10^53: a float's 9-digit scale spans 10^-30 (3.4e38) to 10^53 (1.4e-45). */
-    static const double powers[] = {
-        1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17,
-        1e18, 1e19, 1e20, 1e21, 1e22, 1e23, 1e24, 1e25, 1e26, 1e27, 1e28, 1e29, 1e30, 1e31, 1e32, 1e33, 1e34, 1e35,
-        1e36, 1e37, 1e38, 1e39, 1e40, 1e41, 1e42, 1e43, 1e44, 1e45, 1e46, 1e47, 1e48, 1e49, 1e50, 1e51, 1e52, 1e53};
     size_t length = 0;
     if (!isfinite(value) || value == 0) {
         out[0] = '0';
@@ -136,10 +141,10 @@ size_t serve_format_float(float value, char *out) {
     /* 10^exponent ≤ magnitude, exponent at most one below the true floor(log10(magnitude)). */
     int exponent = (int)floor((binary - 1) * 0.30102999566398119521);
     int shift = 8 - exponent; /* digits = magnitude · 10^shift: 9 of them, or 10 when exponent is low */
-    uint64_t digits = (uint64_t)((shift >= 0 ? magnitude * powers[shift] : magnitude / powers[-shift]) + 0.5);
+    uint64_t digits = scaled_digits(magnitude, shift);
     if (digits >= 1000000000u) { /* one low (or 9.999999995… rounded up): one digit fewer */
         ++exponent, --shift;
-        digits = (uint64_t)((shift >= 0 ? magnitude * powers[shift] : magnitude / powers[-shift]) + 0.5);
+        digits = scaled_digits(magnitude, shift);
     }
     char text[9];
     for (int i = 8; i >= 0; --i) text[i] = (char)('0' + digits % 10), digits /= 10;
