@@ -9,6 +9,7 @@
  *     product of the dequantized operands (the quantization error bound);
  *   - every class this CPU runs against SERIAL bit for bit (I32 sums, F32 with and without bias,
  *     accumulate, BF16 out) on odd shapes, with 1, 2 and 3 threads; GELU within its bound;
+ *   - BF16 out at unit scales, where integer sums land on rounding ties (ties to even, counted);
  *   - the largest K (65,536) at ±127 everywhere, where VNNI's biased sums reach 255·127·K and
  *     vpmaddubsw's pairs 2·127·127: exact on every class;
  *   - the argument checks.
@@ -265,6 +266,56 @@ static void test_classes(uint64_t *state, test_pool_t pools[4]) {
     }
 }
 
+/* BF16 output where rounding ties: with unit scales and no bias Y is float(Σ q), an integer, and
+ * every odd one between 2^8 and 2^9 (and many above) sits halfway between two BF16 values, so
+ * ties to even are exercised, not just nearest. Every class against SERIAL, bit for bit, with a
+ * count of the ties seen (a test that met none would prove nothing). */
+static void test_bf16_ties(uint64_t *state) {
+    static const size_t shapes[][3] = {{6, 64, 16}, {13, 100, 63}, {7, 33, 65}};
+    const uform__gemm_i8_kernels_t *serial = uform__gemm_i8_kernels(UFORM_CPU_CLASS_SERIAL);
+    size_t ties = 0;
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; ++s) {
+        operands_t o;
+        make_operands(state, shapes[s][0], shapes[s][2], shapes[s][1], &o);
+        for (size_t i = 0; i < o.m; ++i) o.sx[i] = 1.0f;
+        for (size_t j = 0; j < o.n; ++j) o.sw[j] = 1.0f;
+        size_t m = o.m, n = o.n;
+        uform__bf16_t *want = malloc(m * n * sizeof(uform__bf16_t)), *got = malloc(m * n * sizeof(uform__bf16_t));
+        int32_t *sums = malloc(m * n * sizeof(int32_t));
+        uform__gemm_i8_packed_t packed;
+        void *memory = pack(serial, &o, &packed);
+        uform__gemm_i8_forward_t args = forward_args(&o, &packed, want, n, UFORM__GEMM_I8_BF16, 0, 0, 0);
+        uform_outcome_t outcome = {0};
+        CHECK_STATUS(serial->forward(&args, NULL, &outcome), UFORM_OK);
+        args = forward_args(&o, &packed, sums, n, UFORM__GEMM_I8_I32, 0, 0, 0);
+        CHECK_STATUS(serial->forward(&args, NULL, &outcome), UFORM_OK);
+        free(memory);
+        for (size_t e = 0; e < m * n; ++e) {
+            float value = (float)sums[e];
+            uint32_t bits;
+            memcpy(&bits, &value, sizeof bits);
+            ties += (bits & 0xFFFFu) == 0x8000u;
+        }
+        for (size_t c = 0; c < class_count; ++c) {
+            if (!uform_cpu_class_supported(classes[c])) continue;
+            const uform__gemm_i8_kernels_t *table = uform__gemm_i8_kernels(classes[c]);
+            memory = pack(table, &o, &packed);
+            memset(got, 0xFF, m * n * sizeof(uform__bf16_t));
+            args = forward_args(&o, &packed, got, n, UFORM__GEMM_I8_BF16, 0, 0, 0);
+            CHECK_STATUS(table->forward(&args, NULL, &outcome), UFORM_OK);
+            size_t differ = 0;
+            for (size_t e = 0; e < m * n; ++e) differ += got[e] != want[e];
+            CHECK_MSG(differ == 0, "%s [%zu,%zu,%zu] BF16 at unit scales: %zu elements differ from SERIAL",
+                      uform_cpu_class_name(classes[c]), m, o.k, n, differ);
+            free(memory);
+        }
+        free(want), free(got), free(sums);
+        free_operands(&o);
+    }
+    CHECK_MSG(ties > 0, "no product hit a BF16 rounding tie: the ties-to-even check saw nothing");
+    printf("BF16 output at unit scales: %zu ties to even among the products\n", ties);
+}
+
 /* K = 65,536 with every value ±127: the extreme sums, exact on every class. */
 static void test_extremes(void) {
     size_t m = 3, n = 70, k = UFORM__GEMM_I8_MAX_K;
@@ -364,6 +415,7 @@ int main(int argc, char **argv) {
     test_quantizers(&state);
     test_serial_reference(&state);
     test_classes(&state, pools);
+    test_bf16_ties(&state);
     test_extremes();
     test_refusals(&state);
     test_pool_stop(&pools[2]);
