@@ -10,8 +10,9 @@
  * Each throughput is the best of REPEATS timed repeats of about SECONDS each (bench_serve runs this
  * once per round, between the servers' runs, so that all sides see the same machine).
  *
- *   peer_serve_inproc CKPT THREADS BATCH SECONDS REPEATS TEXTS_FILE IMAGE...
- * TEXTS_FILE holds one text a line (the texts the load generator sends).
+ *   peer_serve_inproc CKPT COMPUTE THREADS BATCH SECONDS REPEATS TEXTS_FILE IMAGE...
+ * COMPUTE is f32, bf16 or best (uform_compute_best: what `uform serve` runs unless told); TEXTS_FILE
+ * holds one text a line (the texts the load generator sends).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,21 +47,27 @@ static int compare(const void *a, const void *b) {
 }
 
 int main(int argc, char **argv) {
-    if (argc < 8) {
-        fprintf(stderr, "usage: peer_serve_inproc CKPT THREADS BATCH SECONDS REPEATS TEXTS_FILE IMAGE...\n");
+    if (argc < 9) {
+        fprintf(stderr, "usage: peer_serve_inproc CKPT f32|bf16|best THREADS BATCH SECONDS REPEATS TEXTS_FILE IMAGE...\n");
         return 2;
     }
+    const char *checkpoint = argv[1];
+    uform_ram_options_t options = {0};
+    if (strcmp(argv[2], "f32") == 0) options.compute = UFORM_COMPUTE_F32;
+    else if (strcmp(argv[2], "bf16") == 0) options.compute = UFORM_COMPUTE_BF16;
+    else if (strcmp(argv[2], "best") == 0) options.compute = uform_compute_best(UFORM_CPU_CLASS_UNKNOWN);
+    else return fprintf(stderr, "peer_serve_inproc: compute '%s' is not f32, bf16 or best\n", argv[2]), 2;
+    argv += 1, argc -= 1; /* the rest as before the compute argument */
     size_t threads = strtoull(argv[2], NULL, 10), batch = strtoull(argv[3], NULL, 10);
     double seconds = strtod(argv[4], NULL);
     int repeats = atoi(argv[5]);
-    const char *checkpoint = argv[1];
     argv += 1, argc -= 1; /* TEXTS_FILE and the images are argv[5] and on from here */
     uform_outcome_t outcome = {0};
     uform_executor_t executor = NULL;
     uform_model_t model = NULL;
     uform_arena_t arena = NULL;
     if (uform_executor_for_ram(NULL, threads, 0, &executor, &outcome) != UFORM_OK ||
-        uform_model_load_ram(executor, checkpoint, NULL, &model, &outcome) != UFORM_OK ||
+        uform_model_load_ram(executor, checkpoint, &options, &model, &outcome) != UFORM_OK ||
         uform_arena_for_executor(executor, &arena, &outcome) != UFORM_OK)
         return fail(&outcome);
 

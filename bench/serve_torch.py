@@ -3,6 +3,7 @@
 POST /v1/embeddings request and answer shape as `uform serve`, for texts and {"image": data:} inputs.
 
     OMP_WAIT_POLICY=PASSIVE /usr/bin/python3 bench/serve_torch.py CHECKPOINT --port P --threads T [--mode direct|batched]
+        [--precision f32|bf16]
 
 Its best mode, as a PyTorch user would tune it: uvicorn with uvloop and httptools (Debian's
 python3-uvloop and python3-httptools), one worker process (one copy of the model; the engine's
@@ -12,7 +13,9 @@ again), and either
   direct   the model runs inside the async endpoint, one request at a time (no thread hop), or
   batched  requests queue to one model thread that takes whatever arrived (up to --max-batch
            inputs) per forward pass: dynamic batching, as the engine's server does it.
-bench_serve runs both and reports the better at each concurrency. Texts of one batch are grouped by
+and in F32 or (--precision bf16) under torch.autocast("cpu", dtype=torch.bfloat16), PyTorch's own
+mixed precision on CPUs (oneDNN's BF16 products where the CPU has them). bench_serve runs every
+combination and reports the best at each concurrency. Texts of one batch are grouped by
 length (the encoder has no padding mask); pictures go through PIL and torchvision's Resize
 (antialias) + CenterCrop + Normalize, the preprocessing docs/preprocessing.md specifies.
 """
@@ -40,8 +43,9 @@ import uform_reference as R  # noqa: E402
 
 
 class Model:
-    def __init__(self, checkpoint):
+    def __init__(self, checkpoint, precision="f32"):
         config, tensors = R.load(checkpoint, torch.float32)
+        self.bf16 = precision == "bf16"
         self.config = config
         self.text = encode_torch.Encoder(config, tensors, "text").eval()
         self.image = encode_torch.Encoder(config, tensors, "image").eval()
@@ -64,6 +68,10 @@ class Model:
     def encode(self, prepared):
         """[(kind, value)] -> [embedding as a list of floats], in order."""
         rows = [None] * len(prepared)
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=self.bf16):
+            return self.encode_groups(prepared, rows)
+
+    def encode_groups(self, prepared, rows):
         groups = {}
         for i, (kind, value) in enumerate(prepared):
             groups.setdefault((kind, len(value) if kind == "text" else 0), []).append(i)
@@ -73,7 +81,7 @@ class Model:
                 _, embeddings = self.text(ids)
             else:
                 _, embeddings = self.image(torch.stack([prepared[i][1] for i in indexes]))
-            for i, row in zip(indexes, embeddings.tolist()):
+            for i, row in zip(indexes, embeddings.float().tolist()):
                 rows[i] = row
         return rows
 
@@ -149,10 +157,11 @@ def main(argv):
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--mode", choices=("direct", "batched"), default="direct")
     parser.add_argument("--max-batch", type=int, default=32)
+    parser.add_argument("--precision", choices=("f32", "bf16"), default="f32")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     torch.set_num_interop_threads(1)
-    model = Model(args.checkpoint)
+    model = Model(args.checkpoint, args.precision)
     name = os.path.basename(args.checkpoint).removesuffix(".safetensors")
     app = build(model, args.mode, args.max_batch, name)
     uvicorn.run(app, host="127.0.0.1", port=args.port, loop="uvloop", http="httptools", workers=1,
