@@ -57,11 +57,10 @@ int main(int argc, char **argv) {
     else if (strcmp(argv[2], "bf16") == 0) options.compute = UFORM_COMPUTE_BF16;
     else if (strcmp(argv[2], "best") == 0) options.compute = uform_compute_best(UFORM_CPU_CLASS_UNKNOWN);
     else return fprintf(stderr, "peer_serve_inproc: compute '%s' is not f32, bf16 or best\n", argv[2]), 2;
-    argv += 1, argc -= 1; /* the rest as before the compute argument */
-    size_t threads = strtoull(argv[2], NULL, 10), batch = strtoull(argv[3], NULL, 10);
-    double seconds = strtod(argv[4], NULL);
-    int repeats = atoi(argv[5]);
-    argv += 1, argc -= 1; /* TEXTS_FILE and the images are argv[5] and on from here */
+    size_t threads = strtoull(argv[3], NULL, 10), batch = strtoull(argv[4], NULL, 10);
+    double seconds = strtod(argv[5], NULL);
+    int repeats = atoi(argv[6]);
+    argv += 2, argc -= 2; /* TEXTS_FILE and the images are argv[5] and on from here */
     uform_outcome_t outcome = {0};
     uform_executor_t executor = NULL;
     uform_model_t model = NULL;

@@ -67,11 +67,11 @@ class Model:
     @torch.inference_mode()
     def encode(self, prepared):
         """[(kind, value)] -> [embedding as a list of floats], in order."""
-        rows = [None] * len(prepared)
         with torch.autocast("cpu", dtype=torch.bfloat16, enabled=self.bf16):
-            return self.encode_groups(prepared, rows)
+            return self.encode_groups(prepared)
 
-    def encode_groups(self, prepared, rows):
+    def encode_groups(self, prepared):
+        rows = [None] * len(prepared)
         groups = {}
         for i, (kind, value) in enumerate(prepared):
             groups.setdefault((kind, len(value) if kind == "text" else 0), []).append(i)
