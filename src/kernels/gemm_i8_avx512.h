@@ -25,35 +25,77 @@ GEMM_I8_AVX512_TARGET static inline __m512 gemm_i8_load_f32x16(const void *x, uf
     return _mm512_maskz_loadu_ps(mask, (const float *)x + i);
 }
 
-/* gemm_i8.h's quantizer for one row: the largest |x| as integer bits, then q = rint(x·inv)
- * (vcvtps2dq rounds to nearest even), clamped to ±127, narrowed with vpmovdb; Σ q in int32. */
+/* 16 whole values of a row as F32, with a plain load (masked loads cost more on Zen 4). */
+GEMM_I8_AVX512_TARGET static inline __m512 gemm_i8_load_whole_f32x16(const void *x, uform__gemm_dtype_t x_dtype,
+                                                                    size_t i) {
+    if (x_dtype == UFORM__GEMM_BF16) {
+        __m256i bf16x16 = _mm256_loadu_si256((const __m256i *)((const uform__bf16_t *)x + i));
+        return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(bf16x16), 16));
+    }
+    return _mm512_loadu_ps((const float *)x + i);
+}
+
+/* gemm_i8.h's quantizer for one row: the largest |x| as integer bits (two running maxima), then
+ * q = rint(x·inv) (vcvtps2dq rounds to nearest even) clamped to ±127. Whole groups of 64 values
+ * narrow four int32 vectors with vpackssdw and vpacksswb (each saturating, so the pair clamps to
+ * [-128, 127] whatever the int32), vpmaxsb lifts -128 to -127 (so the group equals the clamp of
+ * every value, exactly as the scalar reference's), vpermd restores the order the in-lane packs
+ * interleave, and one 64-byte store writes it; Σ q comes from those bytes (vpsadbw of q + 128).
+ * Zen 4 runs this at about twice the speed of a vpmovdb store per 16 values. The tail of under 64
+ * values goes 16 at a time, clamped in int32 and narrowed with a masked vpmovdb. */
 GEMM_I8_AVX512_TARGET static inline void gemm_i8_quantize_row_avx512(size_t k, const void *x,
                                                                      uform__gemm_dtype_t x_dtype, int8_t *q,
                                                                      size_t k_padded, float *scale, int32_t *sum) {
-    __m512i magnitude_mask = _mm512_set1_epi32(0x7FFFFFFF), amax_u32x16 = _mm512_setzero_si512();
-    for (size_t i = 0; i < k; i += 16) {
+    __m512i magnitude_mask = _mm512_set1_epi32(0x7FFFFFFF);
+    __m512i amax_u32x16[2] = {_mm512_setzero_si512(), _mm512_setzero_si512()};
+    size_t i = 0;
+    for (; i + 32 <= k; i += 32)
+#pragma GCC unroll 2
+        for (int v = 0; v < 2; ++v)
+            amax_u32x16[v] = _mm512_max_epu32(
+                amax_u32x16[v],
+                _mm512_and_si512(_mm512_castps_si512(gemm_i8_load_whole_f32x16(x, x_dtype, i + 16 * v)), magnitude_mask));
+    for (; i < k; i += 16) {
         __mmask16 mask = gemm_columns_mask(k - i);
         __m512i bits_u32x16 = _mm512_and_si512(_mm512_castps_si512(gemm_i8_load_f32x16(x, x_dtype, i, mask)), magnitude_mask);
-        amax_u32x16 = _mm512_max_epu32(amax_u32x16, bits_u32x16);
+        amax_u32x16[0] = _mm512_max_epu32(amax_u32x16[0], bits_u32x16);
     }
     float inv;
-    uform__gemm_i8_row_factors((uint32_t)_mm512_reduce_max_epu32(amax_u32x16), scale, &inv);
+    uform__gemm_i8_row_factors((uint32_t)_mm512_reduce_max_epu32(_mm512_max_epu32(amax_u32x16[0], amax_u32x16[1])),
+                               scale, &inv);
     if (inv == 0.0f) {
         memset(q, 0, k_padded);
         if (sum) *sum = 0;
         return;
     }
     __m512 inv_f32x16 = _mm512_set1_ps(inv);
+    __m512i low_i8x64 = _mm512_set1_epi8(-127), flip_u8x64 = _mm512_set1_epi8((char)0x80);
+    __m512i order_i32x16 = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+    __m512i biased_sums_u64x8 = _mm512_setzero_si512(); /* Σ (q + 128) over whole groups */
+    i = 0;
+    for (; i + 64 <= k; i += 64) {
+        __m512i q_i32x16[4];
+#pragma GCC unroll 4
+        for (int v = 0; v < 4; ++v)
+            q_i32x16[v] = _mm512_cvtps_epi32(_mm512_mul_ps(gemm_i8_load_whole_f32x16(x, x_dtype, i + 16 * v), inv_f32x16));
+        __m512i q_i8x64 = _mm512_packs_epi16(_mm512_packs_epi32(q_i32x16[0], q_i32x16[1]),
+                                             _mm512_packs_epi32(q_i32x16[2], q_i32x16[3]));
+        q_i8x64 = _mm512_max_epi8(q_i8x64, low_i8x64);
+        biased_sums_u64x8 = _mm512_add_epi64(biased_sums_u64x8,
+                                             _mm512_sad_epu8(_mm512_xor_si512(q_i8x64, flip_u8x64), _mm512_setzero_si512()));
+        _mm512_storeu_si512(q + i, _mm512_permutexvar_epi32(order_i32x16, q_i8x64));
+    }
+    int32_t total = (int32_t)((int64_t)_mm512_reduce_add_epi64(biased_sums_u64x8) - 128 * (int64_t)i);
     __m512i high_i32x16 = _mm512_set1_epi32(127), low_i32x16 = _mm512_set1_epi32(-127), sum_i32x16 = _mm512_setzero_si512();
-    for (size_t i = 0; i < k; i += 16) {
+    for (; i < k; i += 16) {
         __mmask16 mask = gemm_columns_mask(k - i);
         __m512i q_i32x16 = _mm512_cvtps_epi32(_mm512_mul_ps(gemm_i8_load_f32x16(x, x_dtype, i, mask), inv_f32x16));
         q_i32x16 = _mm512_max_epi32(_mm512_min_epi32(q_i32x16, high_i32x16), low_i32x16);
         sum_i32x16 = _mm512_add_epi32(sum_i32x16, q_i32x16); /* masked-off lanes loaded 0, so add 0 */
         _mm512_mask_cvtepi32_storeu_epi8(q + i, mask, q_i32x16);
     }
-    for (size_t i = k; i < k_padded; ++i) q[i] = 0;
-    if (sum) *sum = _mm512_reduce_add_epi32(sum_i32x16);
+    for (size_t j = k; j < k_padded; ++j) q[j] = 0;
+    if (sum) *sum = total + _mm512_reduce_add_epi32(sum_i32x16);
 }
 
 /* One row vector of a tile's corrected int32 sums to Y (F32 or I32): fma(float(acc), sx·sw,
