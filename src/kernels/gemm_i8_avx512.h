@@ -25,16 +25,6 @@ GEMM_I8_AVX512_TARGET static inline __m512 gemm_i8_load_f32x16(const void *x, uf
     return _mm512_maskz_loadu_ps(mask, (const float *)x + i);
 }
 
-/* 16 whole values of a row as F32, with a plain load (masked loads cost more on Zen 4). */
-GEMM_I8_AVX512_TARGET static inline __m512 gemm_i8_load_whole_f32x16(const void *x, uform__gemm_dtype_t x_dtype,
-                                                                    size_t i) {
-    if (x_dtype == UFORM__GEMM_BF16) {
-        __m256i bf16x16 = _mm256_loadu_si256((const __m256i *)((const uform__bf16_t *)x + i));
-        return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(bf16x16), 16));
-    }
-    return _mm512_loadu_ps((const float *)x + i);
-}
-
 /* gemm_i8.h's quantizer for one row: the largest |x| as integer bits (two running maxima), then
  * q = rint(x·inv) (vcvtps2dq rounds to nearest even) clamped to ±127. Whole groups of 64 values
  * narrow four int32 vectors with vpackssdw and vpacksswb (each saturating, so the pair clamps to
@@ -54,7 +44,7 @@ GEMM_I8_AVX512_TARGET static inline void gemm_i8_quantize_row_avx512(size_t k, c
         for (int v = 0; v < 2; ++v)
             amax_u32x16[v] = _mm512_max_epu32(
                 amax_u32x16[v],
-                _mm512_and_si512(_mm512_castps_si512(gemm_i8_load_whole_f32x16(x, x_dtype, i + 16 * v)), magnitude_mask));
+                _mm512_and_si512(_mm512_castps_si512(gemm_i8_load_f32x16(x, x_dtype, i + 16 * v, (__mmask16)0xFFFF)), magnitude_mask));
     for (; i < k; i += 16) {
         __mmask16 mask = gemm_columns_mask(k - i);
         __m512i bits_u32x16 = _mm512_and_si512(_mm512_castps_si512(gemm_i8_load_f32x16(x, x_dtype, i, mask)), magnitude_mask);
@@ -77,7 +67,7 @@ GEMM_I8_AVX512_TARGET static inline void gemm_i8_quantize_row_avx512(size_t k, c
         __m512i q_i32x16[4];
 #pragma GCC unroll 4
         for (int v = 0; v < 4; ++v)
-            q_i32x16[v] = _mm512_cvtps_epi32(_mm512_mul_ps(gemm_i8_load_whole_f32x16(x, x_dtype, i + 16 * v), inv_f32x16));
+            q_i32x16[v] = _mm512_cvtps_epi32(_mm512_mul_ps(gemm_i8_load_f32x16(x, x_dtype, i + 16 * v, (__mmask16)0xFFFF), inv_f32x16));
         __m512i q_i8x64 = _mm512_packs_epi16(_mm512_packs_epi32(q_i32x16[0], q_i32x16[1]),
                                              _mm512_packs_epi32(q_i32x16[2], q_i32x16[3]));
         q_i8x64 = _mm512_max_epi8(q_i8x64, low_i8x64);
