@@ -125,6 +125,39 @@ static void test_floats(uint64_t *state) {
     CHECK_MSG(failures == 0, "%zu of %zu floats did not read back", failures, checked);
 }
 
+/* An array written at once equals its values written one by one, for the longest values too
+ * (the writer reserves room for all of them before writing), and reads back as the same floats. */
+static void test_float_arrays(uint64_t *state) {
+    float values[300];
+    for (size_t i = 0; i < 300; ++i) {
+        uint32_t bits = (uint32_t)check_random_next(state);
+        memcpy(&values[i], &bits, 4);
+    }
+    values[0] = -1.23456789e-5f, values[1] = -9.87654321e-38f, values[2] = -1.17549435e-38f, values[3] = NAN;
+    for (size_t count = 0; count <= 300; count += count < 8 ? 1 : 73) {
+        serve_buffer_t array = {0}, one_by_one = {0};
+        serve_buffer_floats(&array, values, count);
+        serve_buffer_append(&one_by_one, "[", 1);
+        for (size_t i = 0; i < count; ++i) {
+            if (i) serve_buffer_append(&one_by_one, ",", 1);
+            serve_buffer_float(&one_by_one, values[i]);
+        }
+        serve_buffer_append(&one_by_one, "]", 1);
+        CHECK_MSG(!array.failed && array.length == one_by_one.length && strcmp(array.data, one_by_one.data) == 0,
+                  "%zu values: '%.80s' against '%.80s'", count, array.data, one_by_one.data);
+        size_t failures = 0;
+        const char *at = array.data + 1;
+        for (size_t i = 0; i < count; ++i) {
+            char *end = NULL;
+            float back = strtof(at, &end);
+            failures += !(same_float(back, values[i]) || (!isfinite(values[i]) && back == 0) || (values[i] == 0 && back == 0));
+            at = end + 1;
+        }
+        CHECK_MSG(failures == 0, "%zu of %zu values in an array did not read back", failures, count);
+        serve_buffer_free(&array), serve_buffer_free(&one_by_one);
+    }
+}
+
 static void test_utf8(void) {
     static const char *const valid[] = {"", "abc", "caf\xc3\xa9", "\xe2\x82\xac", "\xf0\x9d\x84\x9e", "\xf4\x8f\xbf\xbf",
                                         "\xed\x9f\xbf"};
@@ -172,6 +205,7 @@ int main(int argc, char **argv) {
     test_base64_refusals();
     test_base64_round_trips(&state);
     test_floats(&state);
+    test_float_arrays(&state);
     test_utf8();
     test_json_strings();
     return check_finish();

@@ -29,6 +29,8 @@ void serve_buffer_size(serve_buffer_t *buffer, size_t value);
 /* A float32 as a JSON number with 9 significant digits (enough to read back the same float) and
  * no trailing zeros; NaN and infinities, which JSON cannot hold, are written as 0. */
 void serve_buffer_float(serve_buffer_t *buffer, float value);
+/* A JSON array of `count` float32 values written like serve_buffer_float. */
+void serve_buffer_floats(serve_buffer_t *buffer, const float *values, size_t count);
 /* Hands the bytes over (the caller frees them) and empties the buffer. */
 char *serve_buffer_take(serve_buffer_t *buffer, size_t *length);
 void serve_buffer_free(serve_buffer_t *buffer);

@@ -123,12 +123,8 @@ unsigned serve_embeddings_answer(serve_request_t *request) {
             serve_buffer_append(out, encoded, length);
             serve_buffer_append(out, "\"}", 2);
         } else {
-            serve_buffer_append(out, "[", 1);
-            for (size_t c = 0; c < columns; ++c) {
-                if (c) serve_buffer_append(out, ",", 1);
-                serve_buffer_float(out, row[c]);
-            }
-            serve_buffer_append(out, "]}", 2);
+            serve_buffer_floats(out, row, columns);
+            serve_buffer_append(out, "}", 1);
         }
     }
     free(encoded);
