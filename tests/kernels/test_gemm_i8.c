@@ -206,7 +206,7 @@ static void test_serial_reference(uint64_t *state) {
 static void test_classes(uint64_t *state, test_pool_t pools[4]) {
     static const size_t shapes[][3] = {{1, 1, 1},     {1, 3, 17},    {2, 4, 64},     {5, 7, 13},     {7, 33, 65},
                                        {13, 100, 63}, {6, 64, 128},  {37, 385, 129}, {64, 1536, 64}, {100, 768, 200},
-                                       {197, 384, 130}, {258, 129, 77}};
+                                       {197, 384, 130}, {258, 129, 77}, {45, 1101, 33}};
     const uform__gemm_i8_kernels_t *serial = uform__gemm_i8_kernels(UFORM_CPU_CLASS_SERIAL);
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; ++s) {
         operands_t o;
