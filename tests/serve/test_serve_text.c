@@ -108,7 +108,7 @@ static void test_floats(uint64_t *state) {
         length = serve_format_float(value, text);
         text[length] = 0;
         float back = strtof(text, NULL);
-        failures += !(same_float(back, value) || (value == 0 && back == 0));
+        failures += !(same_float(back, value) || (value == 0 && back == 0)) || length > SERVE_FLOAT_TEXT_MAX;
         ++checked;
     }
     for (int e = -45; e <= 38; ++e) {
@@ -118,11 +118,12 @@ static void test_floats(uint64_t *state) {
             if (!isfinite(around[k]) || around[k] == 0) continue;
             length = serve_format_float(around[k], text);
             text[length] = 0;
-            failures += !same_float(strtof(text, NULL), around[k]);
+            failures += !same_float(strtof(text, NULL), around[k]) || length > SERVE_FLOAT_TEXT_MAX;
             ++checked;
         }
     }
-    CHECK_MSG(failures == 0, "%zu of %zu floats did not read back", failures, checked);
+    CHECK_MSG(failures == 0, "%zu of %zu floats did not read back or were longer than %d bytes", failures, checked,
+              SERVE_FLOAT_TEXT_MAX);
 }
 
 /* An array written at once equals its values written one by one, for the longest values too

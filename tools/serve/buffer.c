@@ -155,7 +155,7 @@ size_t serve_format_float(float value, char *out) {
         ++exponent, --shift;
         digits = scaled_digits(magnitude, shift);
     }
-    char text[10];
+    char text[9];
     text[0] = (char)('0' + digits / 100000000u);
     uint32_t rest = (uint32_t)(digits % 100000000u);
     for (int i = 7; i >= 1; i -= 2) {
@@ -193,14 +193,14 @@ size_t serve_format_float(float value, char *out) {
 }
 
 void serve_buffer_float(serve_buffer_t *buffer, float value) {
-    if (serve_buffer_reserve(buffer, 24)) return;
+    if (serve_buffer_reserve(buffer, SERVE_FLOAT_TEXT_MAX)) return;
     buffer->length += serve_format_float(value, buffer->data + buffer->length);
     buffer->data[buffer->length] = 0;
 }
 
 void serve_buffer_floats(serve_buffer_t *buffer, const float *values, size_t count) {
-    /* '[', then at most 17 bytes a value ("-0.0000123456789" and a comma), then ']'. */
-    if (serve_buffer_reserve(buffer, 17 * count + 2)) return;
+    /* '[', then each value and its comma, then ']'. */
+    if (serve_buffer_reserve(buffer, (SERVE_FLOAT_TEXT_MAX + 1) * count + 2)) return;
     char *at = buffer->data + buffer->length;
     *at++ = '[';
     for (size_t i = 0; i < count; ++i) {

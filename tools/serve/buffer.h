@@ -35,7 +35,10 @@ void serve_buffer_floats(serve_buffer_t *buffer, const float *values, size_t cou
 char *serve_buffer_take(serve_buffer_t *buffer, size_t *length);
 void serve_buffer_free(serve_buffer_t *buffer);
 
-/* Writes a float32 like serve_buffer_float into `out` (at least 24 bytes); answers the length. */
+/* The longest text serve_format_float writes ("-0.0000123456789"). */
+enum { SERVE_FLOAT_TEXT_MAX = 16 };
+/* Writes a float32 like serve_buffer_float into `out` (at least SERVE_FLOAT_TEXT_MAX bytes, no NUL);
+ * answers the length. */
 size_t serve_format_float(float value, char *out);
 
 /* The length of the valid UTF-8 sequence at `bytes` (1..4; overlong forms, surrogates and values
