@@ -9,6 +9,8 @@ packages=(
   build-essential cmake pkg-config clang llvm libclang-rt-14-dev libomp-14-dev
   # library dependencies
   libcjson-dev
+  # tokenizers of published checkpoints (src/text): Unicode data and the pre-tokenizers' patterns
+  libutf8proc-dev libpcre2-dev
   # collectives of the mesh (src/mesh, behind one C++ shim)
   libgloo-dev
   # media decoding (src/media) and fixture generation
@@ -17,7 +19,7 @@ packages=(
   # speech for the demo's generated data (tools/ only, never linked into libuform)
   libespeak-ng-dev
   # tests
-  libcmocka-dev python3 python3-numpy python3-pytest python3-pil python3-torch python3-torchvision python3-torchaudio
+  libcmocka-dev python3 python3-numpy python3-sentencepiece python3-protobuf python3-pytest python3-pil python3-torch python3-torchvision python3-torchaudio
   # benchmark peers (bench/ only, never linked into libuform)
   libopenblas-dev libdnnl-dev
   # WebDataset shards (src/data: tar, pax and GNU long names, .tar.gz through libarchive)
