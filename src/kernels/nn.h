@@ -65,6 +65,7 @@ typedef struct uform__attention_shape_t {
     const size_t *offsets; /* [count + 1], offsets[0] = 0, non-decreasing */
     size_t count;          /* items */
     const size_t *queries; /* NULL (every row queries), or [count] absolute token indices */
+    int causal;            /* 1: a query at position i of its item sees the item's keys 0..i only */
 } uform__attention_shape_t;
 
 typedef struct uform__nn_kernels_t {

@@ -33,27 +33,109 @@ typedef struct uform__norm_t {
     const float *weight, *bias; /* [d] each */
 } uform__norm_t;
 
+/* A trunk block. Published checkpoints that store the queries, keys and values as three layers
+ * (BERT, CLIP and SigLIP in transformers' layout, UForm 3) fill `q`, `k` and `v` and leave `qkv`
+ * empty (weight NULL): their three products write the columns of one [T, 3d] buffer, so nothing is
+ * concatenated at load. Native and OpenCLIP checkpoints store one fused [3d, d] matrix. */
 typedef struct uform__block_t {
     uform__norm_t norm1, norm2;
     uform__linear_t qkv, out, up, down;
+    uform__linear_t q, k, v;
 } uform__block_t;
+
+/* The activation of a trunk's MLP (and of a sentence-transformers Dense layer). */
+typedef enum uform__activation_t {
+    UFORM__ACTIVATION_GELU = 0,       /* ½x(1 + erf(x/√2)), torch.nn.GELU(): native, BERT, UForm 3 */
+    UFORM__ACTIVATION_GELU_TANH = 1,  /* GELU's tanh form, GELU(approximate='tanh'): SigLIP, "gelu_new" */
+    UFORM__ACTIVATION_QUICK_GELU = 2, /* x·σ(1.702x): OpenAI's CLIP */
+    UFORM__ACTIVATION_RELU = 3,
+    UFORM__ACTIVATION_TANH = 4,       /* sentence-transformers' Dense default */
+    UFORM__ACTIVATION_IDENTITY = 5
+} uform__activation_t;
+
+/* How an item's final rows become the one row its embedding is made from. */
+typedef enum uform__pooling_t {
+    UFORM__POOLING_FIRST = 0,      /* the [CLS] row (native, BERT's CLS pooling, CLIP vision, UForm 3) */
+    UFORM__POOLING_TOKEN = 1,      /* the row of the first `pool_token` id (CLIP text: end of text) */
+    UFORM__POOLING_LAST = 2,       /* the last row (SigLIP text) */
+    UFORM__POOLING_MEAN = 3,       /* the mean of the item's rows (sentence-transformers' mean) */
+    UFORM__POOLING_MAX = 4,        /* the element-wise maximum */
+    UFORM__POOLING_MEAN_SQRT = 5,  /* the sum divided by √rows (sentence-transformers' mean_sqrt_len_tokens) */
+    UFORM__POOLING_ATTENTION = 6   /* SigLIP vision's multi-head attention pooling head */
+} uform__pooling_t;
+
+/*
+ * Where a tower departs from the native trunk and heads (docs/model.md); zeroed for a native
+ * checkpoint except eps (1e-6). docs/checkpoints.md names the families' values.
+ */
+typedef struct uform__architecture_t {
+    int published;                 /* 1 for a tower of a published folder (src/published/) */
+    int post_norm;                 /* BERT's order: x = norm1(x + attn(x)); x = norm2(x + mlp(x)) */
+    int causal;                    /* a token sees itself and the tokens before it (CLIP text) */
+    uform__activation_t activation;
+    float eps;                     /* the trunk's LayerNorm epsilon */
+    uform__pooling_t pooling;
+    uint32_t pool_token;           /* UFORM__POOLING_TOKEN: the id whose first row is pooled */
+    int pool_argmax;               /* ... or the row of the largest id (CLIP configs whose eos_token_id is 2) */
+} uform__architecture_t;
+
+/* A sentence-transformers Dense module (y = act(W·x + b)) after the pooling. */
+#define UFORM__MAX_DENSE 4
+
+/* SigLIP's attention pooling head (transformers' SiglipMultiheadAttentionPoolingHead): a learned
+ * probe row attends over the item's states with torch.nn.MultiheadAttention, then
+ * y = a + mlp(norm(a)) with a the attention's output; y is the pooled row. */
+typedef struct uform__attention_pool_t {
+    const float *probe;            /* [d] */
+    float *query;                  /* [d] the probe's projected query, computed once at load */
+    uform__linear_t keys, values;  /* the rows d..2d and 2d..3d of in_proj [3d, d] */
+    uform__linear_t out;           /* out_proj */
+    uform__norm_t norm;
+    uform__linear_t up, down;      /* the MLP, activation as the tower's */
+    size_t heads;
+} uform__attention_pool_t;
 
 /* A modality's stem and head. Tables are F32 [rows, d]. */
 typedef struct uform__stem_t {
     int present;
-    const float *modality;   /* modality.{name} [d] */
+    const float *modality;   /* modality.{name} [d]; NULL for published towers */
     const float *table;      /* text.bytes [260, d] */
     const float *positions;  /* text/image/audio positions, video.space */
     size_t position_rows;
     const float *time;       /* video.time [F/t, d] */
-    const float *cls;        /* image/video/audio cls [d] */
+    const float *cls;        /* image/video/audio cls [d]; NULL where the tower has none (SigLIP) */
     uform__linear_t patch;   /* image/video/audio patch projection */
-    uform__norm_t norm;      /* {modality}.norm: the states */
-    uform__linear_t projection; /* {modality}.projection [E, d], no bias */
+    uform__norm_t norm;      /* {modality}.norm: the states (weight NULL: states are the trunk's rows) */
+    uform__linear_t projection; /* {modality}.projection [E, d]; weight NULL: none (E = d) */
+    /* Published towers (src/published/): */
+    const void *tokens;      /* the token embedding table [vocabulary, d], F32 or BF16, mapped */
+    uform__gemm_dtype_t tokens_dtype;
+    size_t vocabulary;
+    size_t position_offset;  /* the position row of token 0 (RoBERTa: padding_idx + 1) */
+    int cls_positioned;      /* the class row takes positions[0] and patch k positions[k + 1] (CLIP);
+                              * 0: patch k takes positions[k] and the class row none (UForm 3, SigLIP) */
+    const float *registers;  /* [register_count, d], after the class row (UForm 3) */
+    size_t register_count;
+    uform__norm_t embed_norm;/* LayerNorm of the stem's rows before the trunk (BERT, CLIP's pre_layrnorm) */
+    float embed_eps;
+    uform__linear_t dense[UFORM__MAX_DENSE]; /* sentence-transformers Dense modules, in order */
+    uform__activation_t dense_activation[UFORM__MAX_DENSE];
+    size_t dense_count;
+    uform__attention_pool_t pool; /* UFORM__POOLING_ATTENTION */
 } uform__stem_t;
+
+struct uform__published_t;
 
 struct uform_model_s {
     uform__model_config_t config;
+    uform__architecture_t arch;
+    /* A published folder (src/published/) is one model per tower: `towers[m]` is the model that
+     * encodes modality m (NULL when absent), each with its own config, blocks and stem; the folder's
+     * model itself holds no blocks and owns the towers. A native checkpoint's towers are all NULL:
+     * it is its own tower for every modality (uform__model_tower). */
+    struct uform_model_s *towers[4];
+    struct uform__published_t *published; /* the folder's files, tokenizer and texts (owned); NULL when native */
+    const struct uform__tokenizer_t *tokenizer; /* a text tower's (borrowed from `published`) */
     uform__safetensors_t *file;
     uform_cpu_class_t cpu_class;   /* the class weights were packed for */
     uform_compute_t compute;
@@ -84,6 +166,12 @@ int uform__model_fingerprint_matches(uform_model_t model, const char *fingerprin
 struct uform__call_context_t;
 uform_status_t uform__model_load_bytes(void *bytes, size_t size, uform_cpu_class_t cpu_class, uform_compute_t compute,
                                       uform_model_t *model, struct uform__call_context_t *context);
+
+/* The model that encodes `modality`: a published folder's tower, or a native model itself. */
+static inline uform_model_t uform__model_tower(uform_model_t model, uform_modality_t modality) {
+    if (!model || (unsigned)modality >= 4) return model;
+    return model->towers[modality] ? model->towers[modality] : model;
+}
 
 /* Names a modality ("text" ...). */
 const char *uform__modality_name(uform_modality_t modality);
