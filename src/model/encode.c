@@ -5,6 +5,7 @@
 #include "model/encode.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 #include <time.h>
 
@@ -86,6 +87,9 @@ uform_status_t uform__encode_validate(const uform__encode_job_t *job, uform_outc
                                    "samples[%zu] lasts more than the one-hour limit", i);
         }
     }
+    if (job->source == UFORM__SOURCE_CHOOSE && job->model->arch.published)
+        return uform__fail(outcome, UFORM_UNSUPPORTED, function,
+                           "text_choose needs a UForm 4 checkpoint's next-byte head; this published model has none");
     if (job->source == UFORM__SOURCE_CHOOSE) {
         status = uform__tape_check(job->choices, "choices", outcome, function);
         if (status != UFORM_OK) return status;
@@ -129,8 +133,46 @@ static uform_status_t ragged(uform_arena_t arena, size_t rows, size_t columns, u
     return uform__arena_matrix(arena, rows, columns, scalar, &view->matrix, context->outcome, context->function);
 }
 
-uform_status_t uform__encode_run(const uform__encode_job_t *job, uform__call_context_t *context) {
+/* A published text tower's token ids for every item of the job, end to end in the arena (the
+ * tokenizer's rules: its normaliser, pre-tokeniser, model, specials, then the tower's limit). */
+static uform_status_t tokenize(uform__encode_job_t *job, uform__call_context_t *context) {
+    const uform_model_t model = job->model;
+    size_t count = job->inputs->count;
+    size_t *id_offsets = uform__arena_alloc(context->arena, (count + 1) * sizeof(size_t), 64);
+    if (!id_offsets) return uform__fail(context->outcome, UFORM_OUT_OF_MEMORY, context->function, "cannot allocate id offsets");
+    uform__text_ids_t all, one;
+    memset(&all, 0, sizeof all), memset(&one, 0, sizeof one);
+    uform_status_t status = UFORM_OK;
+    id_offsets[0] = 0;
+    for (size_t i = 0; i < count && status == UFORM_OK; ++i) {
+        size_t length;
+        const char *text = (const char *)uform__tape_item(job->inputs, i, &length);
+        status = uform__published_text_ids(model, text, length, &one, context->outcome);
+        for (size_t k = 0; status == UFORM_OK && k < one.count; ++k)
+            if (uform__text_ids_append(&all, one.data[k]) != 0)
+                status = uform__fail(context->outcome, UFORM_OUT_OF_MEMORY, context->function, "cannot allocate token ids");
+        if (status != UFORM_OK && context->outcome->status != UFORM_OUT_OF_MEMORY) {
+            char message[sizeof context->outcome->message];
+            snprintf(message, sizeof message, "%s", context->outcome->message);
+            status = uform__fail(context->outcome, status, context->function, "%s[%zu]: %s", job->inputs_name, i, message);
+        }
+        id_offsets[i + 1] = all.count;
+    }
+    uint32_t *ids = status == UFORM_OK ? uform__arena_alloc(context->arena, (all.count + 1) * sizeof(uint32_t), 64) : NULL;
+    if (status == UFORM_OK && !ids)
+        status = uform__fail(context->outcome, UFORM_OUT_OF_MEMORY, context->function, "cannot allocate token ids");
+    if (status == UFORM_OK) {
+        if (all.count) memcpy(ids, all.data, all.count * sizeof(uint32_t));
+        job->ids = ids, job->id_offsets = id_offsets;
+    }
+    uform__text_ids_free(&all), uform__text_ids_free(&one);
+    return status;
+}
+
+uform_status_t uform__encode_run(const uform__encode_job_t *original, uform__call_context_t *context) {
     double call_start = now_seconds();
+    uform__encode_job_t tokenized = *original;
+    const uform__encode_job_t *job = &tokenized;
     const uform_model_t model = job->model;
     const uform__model_config_t *config = &model->config;
     const uform_encode_config_t *options = job->config;
@@ -155,6 +197,11 @@ uform_status_t uform__encode_run(const uform__encode_job_t *job, uform__call_con
     if (model->compute == UFORM_COMPUTE_I8) { /* the float layers in the class's best float compute */
         compute.compute = uform__gemm_rounds_to_bf16(compute.gemm) ? UFORM_COMPUTE_BF16 : UFORM_COMPUTE_F32;
         compute.i8 = uform__gemm_i8_kernels(context->cpu_class);
+    }
+
+    if ((model->text.tokenizer || model->text.sentencepiece) && job->source == UFORM__SOURCE_TEXT) {
+        uform_status_t status = tokenize(&tokenized, context);
+        if (status != UFORM_OK) return status;
     }
 
     /* Token offsets of every item: the ragged outputs' offsets, kept in the arena with them. */
@@ -212,12 +259,13 @@ uform_status_t uform__encode_run(const uform__encode_job_t *job, uform__call_con
         first = last;
     }
     size_t patch_width = uform__stem_patch_width(config, job->modality);
-    size_t projected_width = config->embedding > 256 ? config->embedding : 256;
+    size_t projected_width = uform__heads_width(model);
+    int spare = model->stems[job->modality].dense_count > 0;
     size_t floats = floats_aligned(chunk_tokens * d)                               /* x */
                     + floats_aligned(uform__trunk_scratch_floats(config, chunk_tokens)) /* trunk */
                     + floats_aligned(chunk_tokens * (patch_width ? patch_width : 1))  /* patches */
                     + floats_aligned(chunk_tokens * d)                               /* states / projected patches */
-                    + floats_aligned(chunk_tokens * projected_width)                 /* projected */
+                    + floats_aligned(chunk_tokens * projected_width) * (1 + spare)    /* projected, spare */
                     + floats_aligned(chunk_items * d)                                /* cls */
                     + 3 * floats_aligned(chunk_tokens);                              /* mean, rstd, norms */
     float *memory = count ? uform__arena_alloc(arena, floats * sizeof(float), 64) : NULL;
@@ -239,7 +287,10 @@ uform_status_t uform__encode_run(const uform__encode_job_t *job, uform__call_con
     size_t *chunk_offsets = uform__arena_alloc(arena, (chunk_items + 1) * sizeof(size_t), 64);
     /* The rows the heads read when that is one per item (see uform__trunk_forward): [NEXT] for
      * text_choose, [CLS] when embeddings are the only output. */
-    int prune = choose || outputs == UFORM_OUTPUTS_EMBEDDINGS;
+    uform__pooling_t pooling = model->arch.published ? model->arch.pooling : UFORM__POOLING_FIRST;
+    int prune = choose || (outputs == UFORM_OUTPUTS_EMBEDDINGS &&
+                           (pooling == UFORM__POOLING_FIRST || pooling == UFORM__POOLING_LAST ||
+                            pooling == UFORM__POOLING_TOKEN));
     size_t *keep = prune ? uform__arena_alloc(arena, (chunk_items + 1) * sizeof(size_t), 64) : NULL;
     if (!chunk_offsets || (prune && !keep))
         return uform__fail(context->outcome, UFORM_OUT_OF_MEMORY, context->function,
@@ -254,6 +305,8 @@ uform_status_t uform__encode_run(const uform__encode_job_t *job, uform__call_con
     uform__heads_scratch_t heads;
     heads.states = cursor, cursor += floats_aligned(chunk_tokens * d);
     heads.projected = cursor, cursor += floats_aligned(chunk_tokens * projected_width);
+    heads.spare = spare ? cursor : NULL;
+    if (spare) cursor += floats_aligned(chunk_tokens * projected_width);
     heads.cls = cursor, cursor += floats_aligned(chunk_items * d);
     heads.mean = cursor, cursor += floats_aligned(chunk_tokens);
     heads.rstd = cursor, cursor += floats_aligned(chunk_tokens);
@@ -267,7 +320,8 @@ uform_status_t uform__encode_run(const uform__encode_job_t *job, uform__call_con
         for (size_t i = 0; i <= items; ++i) chunk_offsets[i] = offsets[first + i] - offsets[first];
         size_t tokens = chunk_offsets[items];
         if (prune)
-            for (size_t i = 0; i < items; ++i) keep[i] = choose ? chunk_offsets[i + 1] - 1 : chunk_offsets[i];
+            for (size_t i = 0; i < items; ++i)
+                keep[i] = choose ? chunk_offsets[i + 1] - 1 : uform__heads_pool_row(job, first + i, chunk_offsets, i);
         /* The projected patches share the heads' states buffer: both are [tokens, d] and never live at once. */
         status = uform__stems_forward(job, &compute, first, items, chunk_offsets, x, patches, heads.states, context,
                                       &stats.decode_seconds);

@@ -12,6 +12,7 @@
 #include "kernels/nn.h"
 #include "kernels/signal.h"
 #include "model/model.h"
+#include "text/text.h"
 
 /* Where an item's bytes come from. */
 typedef enum uform__source_t {
@@ -44,6 +45,10 @@ typedef struct uform__encode_job_t {
     const float *prepared_rows;     /* prepared: [prepared items · rows per item, patch width] */
     size_t prepared_rows_per_item;
     const size_t *prepared_items;   /* prepared: [inputs->count] the prepared item behind each job item */
+    /* A published text tower: every item's token ids end to end, item i's at id_offsets[i] ..
+     * id_offsets[i + 1] (tokenised by uform__encode_run before the chunks are planned). */
+    const uint32_t *ids;
+    const size_t *id_offsets;
 } uform__encode_job_t;
 
 /* I8 compute's buffers for one call (linear_i8.c), carved from the call's arena. */
@@ -80,6 +85,11 @@ typedef struct uform__compute_t {
     double flops;
 } uform__compute_t;
 
+/* A published text tower's ids for one text (text_ids.c): `ids` cleared, then filled by the
+ * tower's rules (model.h, uform__text_rules_t). Failures name no item (the caller adds it). */
+uform_status_t uform__published_text_ids(const uform_model_t model, const char *text, size_t length,
+                                         uform__text_ids_t *ids, uform_outcome_t *outcome);
+
 /* Checks what can be checked before submission (writes the request's outcome on failure). */
 uform_status_t uform__encode_validate(const uform__encode_job_t *job, uform_outcome_t *outcome, const char *function);
 
@@ -96,8 +106,21 @@ enum {
     UFORM__LINEAR_ACCUMULATE = 2,
     UFORM__LINEAR_X_BF16 = 4,
     UFORM__LINEAR_Y_BF16 = 8,
-    UFORM__LINEAR_F32 = 16 /* F32 activations even under BF16 compute */
+    UFORM__LINEAR_F32 = 16,       /* F32 activations even under BF16 compute */
+    UFORM__LINEAR_QUICK_GELU = 32, /* x·σ(1.702x) after the bias (CLIP); not with ACCUMULATE */
+    UFORM__LINEAR_GELU_TANH = 64,  /* GELU's tanh form after the bias (SigLIP); not with ACCUMULATE */
+    UFORM__LINEAR_RELU = 128,
+    UFORM__LINEAR_TANH = 256       /* sentence-transformers' Dense default */
 };
+
+/* The epilogue flag of an activation (UFORM__LINEAR_GELU ... ; 0 for the identity). */
+int uform__linear_activation_flag(uform__activation_t activation);
+/* The activations the GEMM does not fuse (QUICK_GELU, GELU_TANH, RELU, TANH: one `flag`) over
+ * y [rows, columns] (stride ldy) in place (activation.c). */
+struct uform__compute_t;
+void uform__linear_activation_apply(const struct uform__compute_t *compute, int flag, float *y, size_t rows,
+                                    size_t columns, size_t ldy);
+#define UFORM__LINEAR_UNFUSED_ACTIVATIONS (UFORM__LINEAR_QUICK_GELU | UFORM__LINEAR_GELU_TANH | UFORM__LINEAR_RELU | UFORM__LINEAR_TANH)
 
 /* y[m, :] = x[m, :]·Wᵀ + b for a layer (packed weights when `compute->packed`), then the
  * `epilogue` (UFORM__LINEAR_*): GELU, or y[m, :] += instead of =. Under BF16 compute the GELU is

@@ -89,20 +89,28 @@ static void hash_field(hasher_t *hasher, const void *data, uint64_t size) {
     hasher_update(hasher, data, (size_t)size);
 }
 
-/* The digest of `config` (text) and every tensor but the optimizer's. */
+static void hash_tensor(void *state, const uform__safetensors_tensor_t *tensor) {
+    hasher_t *hasher = state;
+    if (strncmp(tensor->name, "optimizer.", 10) == 0) return;
+    hash_field(hasher, tensor->name, strlen(tensor->name));
+    uint64_t shape[UFORM__SAFETENSORS_MAX_RANK + 2] = {(uint64_t)tensor->dtype, tensor->rank};
+    memcpy(shape + 2, tensor->shape, tensor->rank * sizeof(uint64_t));
+    hash_field(hasher, shape, (2 + tensor->rank) * sizeof(uint64_t));
+    hash_field(hasher, tensor->data, tensor->length);
+}
+
+/* The digest of `config` (text) and every tensor but the optimizer's. A published folder's
+ * "config" is the text of every JSON file its towers were built from. */
 static void compute(const uform_model_t model, const char *config, unsigned char digest[16]) {
     hasher_t hasher;
     hasher_init(&hasher);
     hash_field(&hasher, config ? config : "", config ? strlen(config) : 0);
-    size_t count = uform__safetensors_count(model->file);
-    for (size_t i = 0; i < count; ++i) { /* name order: the file's own sort */
-        const uform__safetensors_tensor_t *tensor = uform__safetensors_at(model->file, i);
-        if (strncmp(tensor->name, "optimizer.", 10) == 0) continue;
-        hash_field(&hasher, tensor->name, strlen(tensor->name));
-        uint64_t shape[UFORM__SAFETENSORS_MAX_RANK + 2] = {(uint64_t)tensor->dtype, tensor->rank};
-        memcpy(shape + 2, tensor->shape, tensor->rank * sizeof(uint64_t));
-        hash_field(&hasher, shape, (2 + tensor->rank) * sizeof(uint64_t));
-        hash_field(&hasher, tensor->data, tensor->length);
+    if (model->each_tensor) {
+        model->each_tensor(model, hash_tensor, &hasher);
+    } else {
+        size_t count = uform__safetensors_count(model->file);
+        for (size_t i = 0; i < count; ++i) /* name order: the file's own sort */
+            hash_tensor(&hasher, uform__safetensors_at(model->file, i));
     }
     hasher_digest(&hasher, digest);
 }
@@ -141,6 +149,7 @@ int uform__model_fingerprint_matches(uform_model_t model, const char *fingerprin
     if (strcmp(mine, fingerprint) == 0) return 1;
     /* Before the config was hashed as printed, the stored text was: where the two differ, the index
      * may carry that older fingerprint of this same checkpoint. */
+    if (!model->file) return 0;
     const char *stored = uform__safetensors_metadata_find(model->file, "uform.config");
     if (!stored || strcmp(stored, model->config_text) == 0) return 0;
     unsigned char digest[16];

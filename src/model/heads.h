@@ -6,10 +6,25 @@
 
 typedef struct uform__heads_scratch_t {
     float *states;     /* [T, d] when STATES are not kept */
-    float *projected;  /* [T, E] */
+    float *projected;  /* [T, W] with W = uform__heads_width */
+    float *spare;      /* [T, W] for a tower's Dense modules (NULL without them) */
     float *cls;        /* [items, d] */
     float *mean, *rstd, *norms; /* [T] */
 } uform__heads_scratch_t;
+
+/* The widest row the heads of `model` write per token into `projected` (at least E and 256). */
+size_t uform__heads_width(const uform_model_t model);
+
+/* The absolute token index of the one row the embedding of item `item` is pooled from (chunk-
+ * relative `offsets`, job item `job_item`), or SIZE_MAX when the pooling reads every row. */
+size_t uform__heads_pool_row(const uform__encode_job_t *job, size_t job_item, const size_t *offsets, size_t item);
+
+/* SigLIP's attention pooling (heads_pool.c): the states of `count` items (rows at `offsets`,
+ * [T, d]) into pooled [count, d]. `scratch` holds T·2d + count·(d + mlp) floats. */
+uform_status_t uform__heads_attention_pool(const uform__encode_job_t *job, uform__compute_t *compute,
+                                           const float *states, size_t states_stride, size_t count,
+                                           const size_t *offsets, float *pooled, float *scratch,
+                                           uform__call_context_t *context);
 
 /* Converts `rows` F32 rows into rows first_row.. of `target`, in its scalar kind. */
 void uform__convert_rows(const uform__nn_kernels_t *nn, const float *source, size_t source_stride, size_t rows,

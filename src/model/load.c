@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "core/cpu.h"
 #include "core/outcome.h"
@@ -13,6 +14,7 @@
 #include "kernels/nn.h"
 #include "model/encode.h"
 #include "model/model.h"
+#include "published/published.h"
 
 static const char *const modality_names[4] = {"text", "image", "video", "audio"};
 
@@ -36,8 +38,11 @@ static void *own(uform_model_t model, size_t bytes) {
 
 static void *own_for_i8(void *state, size_t bytes) { return own(state, bytes); }
 
+void *uform__model_own(uform_model_t model, size_t bytes) { return own(model, bytes); }
+
 UFORM_API void uform_model_free(uform_model_t model) {
     if (!model) return;
+    if (model->release) model->release(model);
     uform__safetensors_close(model->file); /* before the owned memory: a checkpoint in RAM is owned */
     for (size_t i = 0; i < model->owned_count; ++i) free(model->owned[i]);
     free(model->owned);
@@ -258,12 +263,13 @@ static void load_stem(loader_t *loader, uform_modality_t modality) {
     linear(loader, &stem->patch, name, d, patch_width, bias);
 }
 
-/* Packs a layer for the model's class (once, at load), so forward products skip packing W. */
-static void pack(loader_t *loader, const uform__gemm_kernels_t *gemm, uform__linear_t *layer, const char *name) {
-    if (loader->status != UFORM_OK || !layer->weight) return;
-    uform_compute_t compute = loader->model->compute;
+uform_status_t uform__model_pack(uform_model_t model, uform__linear_t *layer, const char *name, uform_outcome_t *outcome,
+                                 const char *function) {
+    if (!layer->weight) return UFORM_OK;
+    const uform__gemm_kernels_t *gemm = uform__gemm_kernels(model->cpu_class);
+    uform_compute_t compute = model->compute;
     if (compute == UFORM_COMPUTE_I8) {
-        if (uform__i8_quantizes(name)) return; /* int8 panels instead (uform__i8_prepare) */
+        if (uform__i8_quantizes(name)) return UFORM_OK; /* int8 panels instead (uform__i8_prepare) */
         /* The layers I8 compute keeps float run in the class's best float compute (uform.h). */
         compute = uform__gemm_rounds_to_bf16(gemm) ? UFORM_COMPUTE_BF16 : UFORM_COMPUTE_F32;
     }
@@ -271,16 +277,19 @@ static void pack(loader_t *loader, const uform__gemm_kernels_t *gemm, uform__lin
     int bf16 = layer->dtype == UFORM__GEMM_BF16 && compute == UFORM_COMPUTE_BF16;
     size_t bytes = bf16 ? gemm->packed_size_bf16(layer->rows, layer->columns, layer->dtype)
                         : gemm->packed_size_f32(layer->rows, layer->columns, layer->dtype);
-    void *memory = own(loader->model, bytes);
-    if (!memory) {
-        loader->status = uform__fail(loader->outcome, UFORM_OUT_OF_MEMORY, loader->function,
-                                     "cannot allocate %zu bytes to pack '%s'", bytes, name);
-        return;
-    }
+    void *memory = own(model, bytes);
+    if (!memory) return uform__fail(outcome, UFORM_OUT_OF_MEMORY, function, "cannot allocate %zu bytes to pack '%s'", bytes, name);
     uform_status_t status = (bf16 ? gemm->pack_bf16 : gemm->pack_f32)(
-        layer->weight, layer->columns, layer->dtype, layer->rows, layer->columns, memory, bytes, &layer->packed,
-        loader->outcome);
-    if (status != UFORM_OK) loader->status = status;
+        layer->weight, layer->columns, layer->dtype, layer->rows, layer->columns, memory, bytes, &layer->packed, outcome);
+    if (status != UFORM_OK) snprintf(outcome->function, sizeof outcome->function, "%s", function);
+    return status;
+}
+
+/* Packs a layer for the model's class (once, at load), so forward products skip packing W. */
+static void pack(loader_t *loader, const uform__gemm_kernels_t *gemm, uform__linear_t *layer, const char *name) {
+    (void)gemm;
+    if (loader->status != UFORM_OK) return;
+    loader->status = uform__model_pack(loader->model, layer, name, loader->outcome, loader->function);
 }
 
 typedef struct load_request_t {
@@ -298,6 +307,9 @@ static uform_status_t load_run(void *pointer, uform__call_context_t *context) {
     const char *function = context->function;
     uform_outcome_t *outcome = context->outcome;
     uform_cpu_class_t cpu_class = request->cpu_class ? request->cpu_class : context->cpu_class;
+    struct stat info;
+    if (!request->bytes && stat(request->path, &info) == 0 && S_ISDIR(info.st_mode)) /* a published folder */
+        return uform__published_load(request->path, cpu_class, request->compute, &request->model, context);
     uform_model_t model = calloc(1, sizeof *model);
     if (!model) {
         free(request->bytes);

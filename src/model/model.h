@@ -125,6 +125,25 @@ typedef struct uform__stem_t {
 } uform__stem_t;
 
 struct uform__published_t;
+struct uform__tokenizer_t;
+struct uform__sp_model_t;
+
+/*
+ * How a published text tower turns a text into its ids (text_ids.c, docs/checkpoints.md):
+ * through the folder's tokenizer.json, or SigLIP's spiece.model with transformers'
+ * SiglipTokenizer rules; then the tower's limit of `max_tokens` ids: truncated with the special
+ * tokens kept (as transformers' truncation=True), or (`slice`, UForm 3's processor) cut by
+ * slicing, so a long text loses its final special token; `pad` fills up to max_tokens with
+ * `pad_id` for towers that attend to padding (SigLIP).
+ */
+typedef struct uform__text_rules_t {
+    const struct uform__tokenizer_t *tokenizer;
+    const struct uform__sp_model_t *sentencepiece;
+    size_t max_tokens;
+    int slice;
+    int pad;
+    uint32_t pad_id;
+} uform__text_rules_t;
 
 struct uform_model_s {
     uform__model_config_t config;
@@ -135,7 +154,14 @@ struct uform_model_s {
      * it is its own tower for every modality (uform__model_tower). */
     struct uform_model_s *towers[4];
     struct uform__published_t *published; /* the folder's files, tokenizer and texts (owned); NULL when native */
-    const struct uform__tokenizer_t *tokenizer; /* a text tower's (borrowed from `published`) */
+    uform__text_rules_t text;      /* a published text tower's tokenisation (borrowed from `published`) */
+    /* A published folder's tensors for the fingerprint (set by src/published/, NULL otherwise): calls
+     * `visit` for every tensor of every weight file, in a fixed order. */
+    void (*each_tensor)(const struct uform_model_s *model, void (*visit)(void *state, const uform__safetensors_tensor_t *),
+                        void *state);
+    /* Frees what src/published/ attached (towers, files, tokenizer); called by uform_model_free. */
+    void (*release)(struct uform_model_s *model);
+    const struct uform__image_processor_t *processor; /* an image tower's preprocessing (src/published/) */
     uform__safetensors_t *file;
     uform_cpu_class_t cpu_class;   /* the class weights were packed for */
     uform_compute_t compute;
@@ -172,6 +198,14 @@ static inline uform_model_t uform__model_tower(uform_model_t model, uform_modali
     if (!model || (unsigned)modality >= 4) return model;
     return model->towers[modality] ? model->towers[modality] : model;
 }
+
+/* Memory the model owns, 64-byte aligned, freed with it (load.c); NULL when it cannot be had. */
+void *uform__model_own(uform_model_t model, size_t bytes);
+
+/* Packs `layer` once for the model's CPU class and compute (BF16 or F32 panels; nothing for a
+ * layer I8 compute runs in int8), in memory the model owns. */
+uform_status_t uform__model_pack(uform_model_t model, uform__linear_t *layer, const char *name, uform_outcome_t *outcome,
+                                 const char *function);
 
 /* Names a modality ("text" ...). */
 const char *uform__modality_name(uform_modality_t modality);

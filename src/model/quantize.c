@@ -89,6 +89,10 @@ static void each_layer(uform_model_t model, layer_visit_fn visit, void *state) {
             snprintf(name, sizeof name, "trunk.%zu.%s", i, products[j]);
             visit(state, four[j], name);
         }
+        /* A published tower's queries, keys and values stored apart are the attn.qkv product too. */
+        uform__linear_t *parts[3] = {&block->q, &block->k, &block->v};
+        snprintf(name, sizeof name, "trunk.%zu.%s", i, products[0]);
+        for (int j = 0; j < 3; ++j) visit(state, parts[j], name);
     }
     for (int m = 0; m < 4; ++m) {
         if (!model->stems[m].present) continue;
@@ -99,7 +103,8 @@ static void each_layer(uform_model_t model, layer_visit_fn visit, void *state) {
         snprintf(name, sizeof name, "%s.projection", modalities[m]);
         visit(state, &model->stems[m].projection, name);
     }
-    if (model->stems[UFORM_MODALITY_TEXT].present) visit(state, &model->choose_head, "choose.head.weight");
+    if (model->stems[UFORM_MODALITY_TEXT].present && !model->arch.published)
+        visit(state, &model->choose_head, "choose.head.weight");
 }
 
 typedef struct plan_t {
@@ -176,6 +181,12 @@ UFORM_API uform_status_t uform_model_quantize(const char *path, const char *outp
     if (status != UFORM_OK) {
         if (outcome) snprintf(outcome->function, sizeof outcome->function, "%s", function);
         return status;
+    }
+    if (model->published) {
+        uform_model_free(model);
+        return uform__fail(outcome, UFORM_UNSUPPORTED, function,
+                           "'%s' is a published model folder: load it with I8 compute instead (ram_options.compute, "
+                           "uform --int8), which quantizes the same layers at load", path);
     }
     const uform__safetensors_t *source = model->file;
     size_t tensors = uform__safetensors_count(source);

@@ -20,6 +20,7 @@
 #include "core/outcome.h"
 #include "core/tape.h"
 #include "media/media.h"
+#include "model/processor.h"
 #include "model/stems.h"
 
 size_t uform__stem_patch_width(const uform__model_config_t *config, uform_modality_t modality) {
@@ -31,24 +32,34 @@ size_t uform__stem_patch_width(const uform__model_config_t *config, uform_modali
     }
 }
 
+size_t uform__stem_extra_rows(const uform_model_t model, uform_modality_t modality) {
+    if (!model->arch.published) return 1;
+    const uform__stem_t *stem = &model->stems[modality];
+    return (stem->cls ? 1 : 0) + stem->register_count;
+}
+
+size_t uform__stem_patch_rows(const uform_model_t model, uform_modality_t modality) {
+    const uform__model_config_t *config = &model->config;
+    switch (modality) {
+    case UFORM_MODALITY_IMAGE: return uform__model_image_tokens(config) - 1;
+    case UFORM_MODALITY_VIDEO: return uform__model_video_tokens(config) - 1;
+    case UFORM_MODALITY_AUDIO: return uform__model_audio_tokens(config) - 1;
+    default: return 0;
+    }
+}
+
 size_t uform__stem_item_tokens(const uform__encode_job_t *job, size_t item) {
     const uform__model_config_t *config = &job->model->config;
     switch (job->source) {
     case UFORM__SOURCE_TEXT:
     case UFORM__SOURCE_CHOOSE: {
+        if (job->ids) return job->id_offsets[item + 1] - job->id_offsets[item];
         size_t length = job->inputs->offsets[item + 1] - job->inputs->offsets[item];
         if (length > config->text_bytes) length = config->text_bytes;
         return 1 + length + (job->source == UFORM__SOURCE_CHOOSE);
     }
-    case UFORM__SOURCE_PREPARED:
-        return job->modality == UFORM_MODALITY_IMAGE   ? uform__model_image_tokens(config)
-               : job->modality == UFORM_MODALITY_VIDEO ? uform__model_video_tokens(config)
-                                                       : uform__model_audio_tokens(config);
-    case UFORM__SOURCE_IMAGE_FILES:
-    case UFORM__SOURCE_IMAGE_PIXELS: return uform__model_image_tokens(config);
-    case UFORM__SOURCE_VIDEO_FILES:
-    case UFORM__SOURCE_VIDEO_FRAMES: return uform__model_video_tokens(config);
-    default: return uform__model_audio_tokens(config);
+    default:
+        return uform__stem_patch_rows(job->model, job->modality) + uform__stem_extra_rows(job->model, job->modality);
     }
 }
 
@@ -71,6 +82,26 @@ static void text_rows(const uform__encode_job_t *job, size_t item, float *x) {
         const float *embedding = stem->table + id * d, *position = stem->positions + k * d;
         float *row = x + k * d;
         for (size_t c = 0; c < d; ++c) row[c] = embedding[c] + position[c] + stem->modality[c];
+    }
+}
+
+/* A published text tower's rows (src/published/): row k = tokens[id_k] + positions[offset + k]
+ * (token type 0 folded into the positions at load), before the stem's LayerNorm. */
+static void token_rows(const uform__encode_job_t *job, size_t item, float *x) {
+    const uform__stem_t *stem = &job->model->stems[UFORM_MODALITY_TEXT];
+    size_t d = job->model->config.hidden;
+    const uint32_t *ids = job->ids + job->id_offsets[item];
+    size_t tokens = job->id_offsets[item + 1] - job->id_offsets[item];
+    for (size_t k = 0; k < tokens; ++k) {
+        float *row = x + k * d;
+        const float *position = stem->positions + (stem->position_offset + k) * d;
+        if (stem->tokens_dtype == UFORM__GEMM_F32) {
+            const float *embedding = (const float *)stem->tokens + (size_t)ids[k] * d;
+            for (size_t c = 0; c < d; ++c) row[c] = embedding[c] + position[c];
+        } else {
+            const uint16_t *embedding = (const uint16_t *)stem->tokens + (size_t)ids[k] * d;
+            for (size_t c = 0; c < d; ++c) row[c] = uform__nn_bf16_to_f32_one(embedding[c]) + position[c];
+        }
     }
 }
 
@@ -179,13 +210,20 @@ uform_status_t uform__stem_decode_item(const uform__encode_job_t *job, size_t it
     uform_status_t status = UFORM_OK;
     switch (job->source) {
     case UFORM__SOURCE_IMAGE_PIXELS:
-        status = image_patches(&loop, bytes, job->heights[item], job->widths[item], config->image_size,
-                               config->image_patch, config->image_mean, config->image_std, target, outcome);
+        if (job->model->processor)
+            status = uform__image_processor_patches(job->model->processor, bytes, job->heights[item], job->widths[item],
+                                                    config->image_patch, target, signal, outcome);
+        else
+            status = image_patches(&loop, bytes, job->heights[item], job->widths[item], config->image_size,
+                                   config->image_patch, config->image_mean, config->image_std, target, outcome);
         break;
     case UFORM__SOURCE_IMAGE_FILES: {
         uform__media_image_t image = {0};
         status = uform__media_image_decode(bytes, length, NULL, &image, outcome);
-        if (status == UFORM_OK)
+        if (status == UFORM_OK && job->model->processor)
+            status = uform__image_processor_patches(job->model->processor, image.pixels, image.height, image.width,
+                                                    config->image_patch, target, signal, outcome);
+        else if (status == UFORM_OK)
             status = image_patches(&loop, image.pixels, image.height, image.width, config->image_size,
                                    config->image_patch, config->image_mean, config->image_std, target, outcome);
         uform__media_image_free(&image);
@@ -239,7 +277,8 @@ static void media_prong(void *context, size_t thread, size_t prong) {
     const uform__encode_job_t *job = loop->job;
     const uform__model_config_t *config = &job->model->config;
     size_t width = uform__stem_patch_width(config, job->modality);
-    float *target = loop->patches + (loop->offsets[prong] - prong) * width; /* CLS rows have no patch */
+    /* Class and register rows have no patch. */
+    float *target = loop->patches + (loop->offsets[prong] - prong * uform__stem_extra_rows(job->model, job->modality)) * width;
     loop->statuses[prong] =
         uform__stem_decode_item(job, loop->first + prong, target, loop->signal, &loop->outcomes[prong]);
 }
@@ -255,6 +294,17 @@ static uform_status_t decode_chunk(const uform__encode_job_t *job, uform__comput
                                    double *decode_seconds);
 static uform_status_t embed_patches(const uform__encode_job_t *job, float *x, const float *projected, size_t count,
                                     const size_t *offsets);
+static uform_status_t published_patches(const uform__encode_job_t *job, float *x, const float *projected, size_t count,
+                                        const size_t *offsets);
+
+/* A published stem's LayerNorm over its rows x [rows, d] in place (BERT's embeddings.LayerNorm,
+ * CLIP's pre_layrnorm); `scratch` holds 2·rows floats for the statistics. */
+static void embed_norm(uform__compute_t *compute, const uform__stem_t *stem, size_t d, float *x, size_t rows,
+                       float *scratch) {
+    if (!stem->embed_norm.weight || rows == 0) return;
+    compute->nn->layernorm_forward(rows, d, x, d, stem->embed_norm.weight, stem->embed_norm.bias, stem->embed_eps, x, d,
+                                   scratch, scratch + rows, compute->parallel);
+}
 
 uform_status_t uform__stems_forward(const uform__encode_job_t *job, uform__compute_t *compute, size_t first,
                                     size_t count, const size_t *offsets, float *x, float *patches, float *projected,
@@ -262,12 +312,15 @@ uform_status_t uform__stems_forward(const uform__encode_job_t *job, uform__compu
     const uform_model_t model = job->model;
     const uform__model_config_t *config = &model->config;
     size_t d = config->hidden;
+    const uform__stem_t *stem = &model->stems[job->modality];
     if (job->source == UFORM__SOURCE_TEXT || job->source == UFORM__SOURCE_CHOOSE) {
-        for (size_t i = 0; i < count; ++i) text_rows(job, first + i, x + offsets[i] * d);
+        for (size_t i = 0; i < count; ++i)
+            (job->ids ? token_rows : text_rows)(job, first + i, x + offsets[i] * d);
+        embed_norm(compute, stem, d, x, offsets[count], projected);
         return UFORM_OK;
     }
-    const uform__stem_t *stem = &model->stems[job->modality];
-    size_t patch_rows = offsets[count] - count, width = uform__stem_patch_width(config, job->modality);
+    size_t patch_rows = offsets[count] - count * uform__stem_extra_rows(model, job->modality);
+    size_t width = uform__stem_patch_width(config, job->modality);
     const float *rows_in = patches;
     uform_status_t status = UFORM_OK;
     if (job->source == UFORM__SOURCE_PREPARED) {
@@ -288,7 +341,9 @@ uform_status_t uform__stems_forward(const uform__encode_job_t *job, uform__compu
     status = uform__linear_forward(compute, &stem->patch, patch_rows, rows_in, width, projected, d, d, 0,
                                    context->outcome);
     if (status != UFORM_OK) return status;
-    return embed_patches(job, x, projected, count, offsets);
+    status = (model->arch.published ? published_patches : embed_patches)(job, x, projected, count, offsets);
+    embed_norm(compute, stem, d, x, offsets[count], projected);
+    return status;
 }
 
 /* Media: decode and preprocess the chunk's items in parallel into `patches`. */
@@ -338,6 +393,37 @@ static uform_status_t embed_patches(const uform__encode_job_t *job, float *x, co
             const float *position = stem->positions + space * d;
             const float *time = job->modality == UFORM_MODALITY_VIDEO ? stem->time + ((k - 1) / per_time) * d : NULL;
             for (size_t c = 0; c < d; ++c) row[c] = patch[c] + position[c] + stem->modality[c] + (time ? time[c] : 0.0f);
+        }
+    }
+    return UFORM_OK;
+}
+
+/* A published image tower's rows (docs/checkpoints.md): with `cls_positioned` (CLIP) the class row
+ * is cls + positions[0] and patch k gets positions[k + 1]; otherwise (UForm 3, SigLIP) patch k gets
+ * positions[k] and the class row (if any) and the register rows come first without positions. */
+static uform_status_t published_patches(const uform__encode_job_t *job, float *x, const float *projected, size_t count,
+                                        const size_t *offsets) {
+    const uform__stem_t *stem = &job->model->stems[job->modality];
+    size_t d = job->model->config.hidden, extra = uform__stem_extra_rows(job->model, job->modality);
+    for (size_t i = 0; i < count; ++i) {
+        float *rows = x + offsets[i] * d;
+        const float *source = projected + (offsets[i] - i * extra) * d;
+        size_t patches = offsets[i + 1] - offsets[i] - extra;
+        size_t first_position = 0;
+        if (stem->cls) {
+            const float *position = stem->cls_positioned ? stem->positions : NULL;
+            for (size_t c = 0; c < d; ++c) rows[c] = stem->cls[c] + (position ? position[c] : 0.0f);
+            rows += d;
+            first_position = stem->cls_positioned ? 1 : 0;
+        }
+        if (stem->register_count) {
+            memcpy(rows, stem->registers, stem->register_count * d * sizeof(float));
+            rows += stem->register_count * d;
+        }
+        for (size_t k = 0; k < patches; ++k) {
+            const float *patch = source + k * d, *position = stem->positions + (first_position + k) * d;
+            float *row = rows + k * d;
+            for (size_t c = 0; c < d; ++c) row[c] = patch[c] + position[c];
         }
     }
     return UFORM_OK;

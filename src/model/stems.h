@@ -7,6 +7,12 @@
 /* Tokens of item `item` of the job, [CLS] (and [NEXT] for text_choose) included. */
 size_t uform__stem_item_tokens(const uform__encode_job_t *job, size_t item);
 
+/* Rows a media item has besides its patch rows (class and register rows): 1 for a native model. */
+size_t uform__stem_extra_rows(const uform_model_t model, uform_modality_t modality);
+
+/* Patch rows of one media item (the rows uform__stem_decode_item writes). */
+size_t uform__stem_patch_rows(const uform_model_t model, uform_modality_t modality);
+
 /* Values per patch row of a media modality (3·p·p, 3·t·p·p, 4·M); 0 for text. */
 size_t uform__stem_patch_width(const uform__model_config_t *config, uform_modality_t modality);
 

@@ -51,6 +51,17 @@ uform_status_t uform__linear_forward(uform__compute_t *compute, const uform__lin
                                      const void *x, size_t ldx, void *y, size_t ldy, size_t out_rows, int epilogue,
                                      uform_outcome_t *outcome) {
     if (rows == 0 || out_rows == 0) return UFORM_OK;
+    int unfused = epilogue & UFORM__LINEAR_UNFUSED_ACTIVATIONS;
+    if (unfused) {
+        /* The product, then the activation over its F32 rows. */
+        if (epilogue & (UFORM__LINEAR_Y_BF16 | UFORM__LINEAR_ACCUMULATE))
+            return uform__fail(outcome, UFORM_INTERNAL, "uform__linear_forward",
+                               "an unfused activation needs F32 rows that the product writes");
+        uform_status_t status = uform__linear_forward(compute, layer, rows, x, ldx, y, ldy, out_rows,
+                                                      epilogue & ~UFORM__LINEAR_UNFUSED_ACTIVATIONS, outcome);
+        if (status == UFORM_OK) uform__linear_activation_apply(compute, unfused, y, rows, out_rows, ldy);
+        return status;
+    }
     if (uform__linear_is_i8(compute, layer)) {
         if (out_rows != layer->rows || (epilogue & UFORM__LINEAR_Y_BF16))
             return uform__fail(outcome, UFORM_INTERNAL, "uform__linear_forward",
@@ -108,19 +119,22 @@ static int norm_into(uform__compute_t *compute, const uform__norm_t *norm, const
  * [rows, mlp] are scratch. */
 static uform_status_t block_tail(uform__compute_t *compute, const uform__block_t *block, size_t d, size_t mlp,
                                  size_t rows, const float *att, float *x, float *a, float *hidden, float *mean,
-                                 float *rstd, float eps, int bf16, int native_bf16, uform_outcome_t *outcome) {
+                                 float *rstd, float eps, int activation, int bf16, int native_bf16,
+                                 uform_outcome_t *outcome) {
     /* x += attn.out(...): the residual is accumulated by the product itself. */
     uform_status_t status =
         uform__linear_forward(compute, &block->out, rows, att, d, x, d, d, UFORM__LINEAR_ACCUMULATE, outcome);
     if (status != UFORM_OK) return status;
     int a_read = norm_into(compute, &block->norm2, &block->up, rows, d, x, a, mean, rstd, eps, bf16, native_bf16);
     /* Where the products round to BF16 anyway, mlp.up writes its GELU'd rows as BF16 (in the
-     * hidden buffer's memory) and mlp.down reads them in place: no conversion pass. */
+     * hidden buffer's memory) and mlp.down reads them in place: no conversion pass. An activation
+     * the product does not fuse needs its F32 rows first. */
     native_bf16 = native_bf16 && block->up.dtype == UFORM__GEMM_BF16 && block->down.dtype == UFORM__GEMM_BF16 &&
-                  !uform__linear_is_i8(compute, &block->up) && !uform__linear_is_i8(compute, &block->down);
+                  !uform__linear_is_i8(compute, &block->up) && !uform__linear_is_i8(compute, &block->down) &&
+                  !(activation & UFORM__LINEAR_UNFUSED_ACTIVATIONS);
     int hidden_bf16 = native_bf16 ? UFORM__LINEAR_Y_BF16 : 0;
     status = uform__linear_forward(compute, &block->up, rows, a, d, hidden, mlp, mlp,
-                                   UFORM__LINEAR_GELU | hidden_bf16 | a_read, outcome);
+                                   activation | hidden_bf16 | a_read, outcome);
     if (status != UFORM_OK) return status;
     if (bf16 && !uform__linear_is_i8(compute, &block->down)) uform__round_to_bf16(hidden, rows * mlp);
     int hidden_read = native_bf16 ? UFORM__LINEAR_X_BF16 : 0;
@@ -128,16 +142,70 @@ static uform_status_t block_tail(uform__compute_t *compute, const uform__block_t
                                  UFORM__LINEAR_ACCUMULATE | hidden_read, outcome);
 }
 
+/* qkv [rows, 3d] = x·Wqkvᵀ + b: one product for a fused matrix, or three (queries, keys, values)
+ * writing their columns of the same rows for a checkpoint that stores them apart. */
+static uform_status_t qkv_forward(uform__compute_t *compute, const uform__block_t *block, size_t rows, size_t d,
+                                  const float *a, int a_read, float *qkv, uform_outcome_t *outcome) {
+    if (block->qkv.weight || block->qkv.i8.data)
+        return uform__linear_forward(compute, &block->qkv, rows, a, d, qkv, 3 * d, 3 * d, a_read, outcome);
+    const uform__linear_t *parts[3] = {&block->q, &block->k, &block->v};
+    uform_status_t status = UFORM_OK;
+    for (int p = 0; p < 3 && status == UFORM_OK; ++p)
+        status = uform__linear_forward(compute, parts[p], rows, a, d, qkv + (size_t)p * d, 3 * d, d, a_read, outcome);
+    return status;
+}
+
+/* A product's input taken straight from the residual rows x [rows, d] (post-norm blocks): under
+ * BF16 compute on a class whose products widen instead of rounding, a rounded copy in `a`. */
+static const float *residual_input(const float *x, float *a, size_t rows, size_t d, int bf16) {
+    if (!bf16) return x;
+    memcpy(a, x, rows * d * sizeof(float));
+    uform__round_to_bf16(a, rows * d);
+    return a;
+}
+
+/* A post-norm block's second half over `rows` rows (BERT's order, which the transformer of
+ * torch.nn.TransformerEncoderLayer(norm_first=False) also follows):
+ *   x = norm1(x + attn.out(att));  x = norm2(x + mlp.down(act(mlp.up(x)))). */
+static uform_status_t post_norm_tail(uform__compute_t *compute, const uform__block_t *block, size_t d, size_t mlp,
+                                     size_t rows, const float *att, float *x, float *a, float *hidden, float *mean,
+                                     float *rstd, float eps, int activation, int bf16, uform_outcome_t *outcome) {
+    const uform__nn_kernels_t *nn = compute->nn;
+    uform_status_t status =
+        uform__linear_forward(compute, &block->out, rows, att, d, x, d, d, UFORM__LINEAR_ACCUMULATE, outcome);
+    if (status != UFORM_OK) return status;
+    /* LayerNorm in place: each row's statistics are taken before the row is written. */
+    nn->layernorm_forward(rows, d, x, d, block->norm1.weight, block->norm1.bias, eps, x, d, mean, rstd,
+                          compute->parallel);
+    int i8_up = uform__linear_is_i8(compute, &block->up);
+    const float *input = residual_input(x, a, rows, d, bf16 && !i8_up);
+    status = uform__linear_forward(compute, &block->up, rows, input, d, hidden, mlp, mlp, activation, outcome);
+    if (status != UFORM_OK) return status;
+    if (bf16 && !uform__linear_is_i8(compute, &block->down)) uform__round_to_bf16(hidden, rows * mlp);
+    status = uform__linear_forward(compute, &block->down, rows, hidden, mlp, x, d, d, UFORM__LINEAR_ACCUMULATE, outcome);
+    if (status != UFORM_OK) return status;
+    nn->layernorm_forward(rows, d, x, d, block->norm2.weight, block->norm2.bias, eps, x, d, mean, rstd,
+                          compute->parallel);
+    return UFORM_OK;
+}
+
 uform_status_t uform__trunk_forward(const uform_model_t model, uform__compute_t *compute, float *x, size_t tokens,
                                     const size_t *offsets, size_t items, const size_t *keep,
                                     const uform__trunk_scratch_t *scratch, uform__call_context_t *context,
                                     size_t *done) {
     const uform__model_config_t *config = &model->config;
+    const uform__architecture_t *arch = &model->arch;
     const uform__nn_kernels_t *nn = compute->nn;
     const uform__parallel_t *parallel = compute->parallel;
     size_t d = config->hidden, mlp = config->mlp;
-    /* docs/model.md fixes the trunk's norms at eps 1e-6; the config's norm_eps is the heads'. */
-    const float eps = 1e-6f;
+    /* docs/model.md fixes a native trunk's norms at eps 1e-6 (the config's norm_eps is the heads');
+     * a published tower's come from its config (docs/checkpoints.md). */
+    const float eps = arch->published ? arch->eps : 1e-6f;
+    int activation = arch->published ? uform__linear_activation_flag(arch->activation) : UFORM__LINEAR_GELU;
+    int post_norm = arch->published && arch->post_norm;
+    /* I8 compute fuses whole blocks of the native form only (trunk_i8.c): pre-norm, exact GELU,
+     * bidirectional attention. */
+    int fusable = !post_norm && !(arch->published && arch->causal) && activation == UFORM__LINEAR_GELU;
     /* BF16 compute rounds the activations entering each product — unless the kernels' BF16 dot
      * products round them on the way in anyway (Genoa and later), where the pass would be redundant. */
     int native_bf16 = uform__gemm_rounds_to_bf16(compute->gemm);
@@ -146,7 +214,8 @@ uform_status_t uform__trunk_forward(const uform_model_t model, uform__compute_t 
     /* BF16 compute: attention with BF16 Q, K, P and V and F32 softmax (nn.h). */
     uform__trunk_attention_fn attention =
         compute->compute == UFORM_COMPUTE_BF16 ? nn->attention_forward_bf16 : nn->attention_forward;
-    uform__attention_shape_t shape = {tokens, config->heads, d / config->heads, offsets, items, NULL};
+    uform__attention_shape_t shape = {tokens, config->heads, d / config->heads, offsets, items, NULL,
+                                      arch->published && arch->causal};
     for (size_t i = 0; i < config->depth; ++i) {
         const uform__block_t *block = &model->blocks[i];
         /* The last block computes only the kept rows past its K and V (see encode.h). */
@@ -154,7 +223,7 @@ uform_status_t uform__trunk_forward(const uform_model_t model, uform__compute_t 
         /* h = x + attn.out(attention(norm1(x))) */
         /* Under I8 compute, a block of enough rows runs fused (trunk_i8.c): a whole item per
          * thread when the items split evenly over the threads, else per block of rows. */
-        int fused = uform__trunk_i8_fuses(compute, block, tokens);
+        int fused = fusable && uform__trunk_i8_fuses(compute, block, tokens);
         uform_status_t status;
         if (fused && !pruned && uform__trunk_i8_fuses_items(compute, items)) {
             status = uform__trunk_i8_items(compute, config, block, x, offsets, items, attention, scratch->qkv,
@@ -162,11 +231,15 @@ uform_status_t uform__trunk_forward(const uform_model_t model, uform__compute_t 
         } else {
             if (fused) {
                 status = uform__trunk_i8_head(compute, config, block, tokens, x, scratch->qkv, eps, context->outcome);
+            } else if (post_norm) {
+                int i8_qkv = uform__linear_is_i8(compute, block->qkv.weight || block->qkv.i8.data ? &block->qkv : &block->q);
+                const float *input = residual_input(x, scratch->a, tokens, d, bf16 && !i8_qkv);
+                status = qkv_forward(compute, block, tokens, d, input, 0, scratch->qkv, context->outcome);
             } else {
-                int a_read = norm_into(compute, &block->norm1, &block->qkv, tokens, d, x, scratch->a, scratch->mean,
+                const uform__linear_t *first = block->qkv.weight || block->qkv.i8.data ? &block->qkv : &block->q;
+                int a_read = norm_into(compute, &block->norm1, first, tokens, d, x, scratch->a, scratch->mean,
                                        scratch->rstd, eps, bf16, native_bf16);
-                status = uform__linear_forward(compute, &block->qkv, tokens, scratch->a, d, scratch->qkv, 3 * d, 3 * d,
-                                               a_read, context->outcome);
+                status = qkv_forward(compute, block, tokens, d, scratch->a, a_read, scratch->qkv, context->outcome);
             }
             if (status != UFORM_OK) return status;
             shape.queries = pruned ? keep : NULL;
@@ -177,20 +250,28 @@ uform_status_t uform__trunk_forward(const uform_model_t model, uform__compute_t 
                  * rest of the block and back to their places in x. */
                 float *kept = scratch->a;
                 for (size_t item = 0; item < items; ++item) memcpy(kept + item * d, x + keep[item] * d, d * sizeof(float));
-                status = block_tail(compute, block, d, mlp, items, scratch->att, kept, scratch->qkv, scratch->hidden,
-                                    scratch->mean, scratch->rstd, eps, bf16, native_bf16, context->outcome);
+                status = post_norm ? post_norm_tail(compute, block, d, mlp, items, scratch->att, kept, scratch->qkv,
+                                                    scratch->hidden, scratch->mean, scratch->rstd, eps, activation,
+                                                    bf16, context->outcome)
+                                   : block_tail(compute, block, d, mlp, items, scratch->att, kept, scratch->qkv,
+                                                scratch->hidden, scratch->mean, scratch->rstd, eps, activation, bf16,
+                                                native_bf16, context->outcome);
                 for (size_t item = 0; item < items; ++item) memcpy(x + keep[item] * d, kept + item * d, d * sizeof(float));
             } else if (fused) {
                 status = uform__trunk_i8_tail(compute, config, block, tokens, scratch->att, x, eps, context->outcome);
+            } else if (post_norm) {
+                status = post_norm_tail(compute, block, d, mlp, tokens, scratch->att, x, scratch->a, scratch->hidden,
+                                        scratch->mean, scratch->rstd, eps, activation, bf16, context->outcome);
             } else {
                 status = block_tail(compute, block, d, mlp, tokens, scratch->att, x, scratch->a, scratch->hidden,
-                                    scratch->mean, scratch->rstd, eps, bf16, native_bf16, context->outcome);
+                                    scratch->mean, scratch->rstd, eps, activation, bf16, native_bf16, context->outcome);
             }
         }
         if (status != UFORM_OK) return status;
         for (size_t item = 0; item < items; ++item) { /* attention's two products */
             double length = (double)(offsets[item + 1] - offsets[item]);
-            compute->flops += 4.0 * (pruned ? 1.0 : length) * length * (double)d;
+            double work = 4.0 * (pruned ? 1.0 : length) * length * (double)d;
+            compute->flops += shape.causal && !pruned ? work / 2 : work;
         }
         *done += 1;
         if (uform__progress_advance(&context->progress, *done) == UFORM_CANCEL)
