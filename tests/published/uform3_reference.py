@@ -527,19 +527,16 @@ def explicit_image(folder, pixels, dtype=torch.float64, bf16=False):
 # Preprocessing.
 
 def _published_processor():
-    """tests/reference/published_processors.py's UForm 3 function, when that module provides one."""
+    """tests/reference/published_processors.py's uform3_image_processor(image, image_size, mean, std),
+    when that module is in the tree."""
     sys.path.insert(0, os.path.join(ROOT, "tests", "reference"))
     try:
-        import published_processors  # noqa: F401 (written by the preprocessing engineer)
+        import published_processors  # written by the preprocessing engineer
     except ImportError:
         return None
     finally:
         sys.path.pop(0)
-    for name in ("uform3", "uform3_image", "uform3_processor", "uform3_image_processor", "uform_image_processor"):
-        function = getattr(published_processors, name, None)
-        if callable(function):
-            return function
-    return None
+    return getattr(published_processors, "uform3_image_processor", None)
 
 
 def preprocess_torchvision(image, config):
@@ -556,12 +553,13 @@ def preprocess_torchvision(image, config):
     return pipeline(image)
 
 
-def preprocess(path, config):
-    """The pixels uform feeds its image encoder for the picture file PATH: float32 [3, S, S]."""
+def preprocess(path, config, processor=None):
+    """The pixels uform feeds its image encoder for the picture file PATH: float32 [3, S, S].
+    PROCESSOR "torchvision" forces this file's own transcription of uform's pipeline."""
     from PIL import Image
     with Image.open(path) as image:
         image.load()
-        function = _published_processor()
+        function = _published_processor() if processor is None else None
         if function is not None:
             pixels = function(image, image_size=config["image_size"], mean=config["normalization_means"],
                               std=config["normalization_deviations"])

@@ -296,7 +296,7 @@ def write_weights(folder, encoder, tensors, dtype_name, weight_format):
 # Tokenizer.
 
 def tokenizer_vocabulary(path):
-    """(vocabulary size = largest id + 1, {special token: id}) of a tokenizer.json."""
+    """(vocabulary size = largest id + 1, {token: id} over the model's vocabulary and added_tokens)."""
     with open(path, encoding="utf-8") as stream:
         tokenizer = json.load(stream)
     model = tokenizer.get("model") or {}
@@ -336,11 +336,11 @@ def write_folder(variant, size, folder, seed=0, dtype_name="bf16", weight_format
         shutil.copyfile(tokenizer_json, os.path.join(folder, "tokenizer.json"))
     else:
         make_tokenizer(folder, text["tokenizer_class"], seed)
-    vocabulary, specials = tokenizer_vocabulary(os.path.join(folder, "tokenizer.json"))
+    vocabulary, tokens = tokenizer_vocabulary(os.path.join(folder, "tokenizer.json"))
     text["vocab_size"] = vocabulary if size == "tiny" else max(vocabulary, text["vocab_size"])
     for token in PAD_TOKENS:
-        if token in specials:
-            text["padding_idx"] = specials[token]
+        if token in tokens:
+            text["padding_idx"] = tokens[token]
             break
     if text_model_type:
         # Not published: uform's "roberta" positions (padding_idx + 1, + 2, ...), for the engine's other
