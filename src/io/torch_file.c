@@ -171,6 +171,7 @@ static uform_status_t resolve_storages(reader_t *reader) {
         return uform__fail(reader->outcome, UFORM_OUT_OF_MEMORY, function, "cannot allocate %u storage offsets",
                            machine->storage_count);
     char quoted[UFORM__SAFETENSORS_QUOTE_CAPACITY], source[UFORM__SAFETENSORS_QUOTE_CAPACITY];
+    char key[UFORM__SAFETENSORS_QUOTE_CAPACITY];
     for (uint32_t index = 0; index < machine->storage_count; ++index) {
         const uform__torch_storage_t *storage = &machine->storages[index];
         char *suffix = malloc((size_t)storage->key_length + 6);
@@ -189,7 +190,7 @@ static uform_status_t resolve_storages(reader_t *reader) {
                                "entry %s, pickle byte %zu: the persistent id names storage %s, but the archive has no "
                                "entry %s",
                                source, storage->at,
-                               uform__torch_quote_bytes(machine->bytes + storage->key_offset, storage->key_length, quoted),
+                               uform__torch_quote_bytes(machine->bytes + storage->key_offset, storage->key_length, key),
                                uform__safetensors_quote(quoted, reader->scratch));
         const uint8_t *data = NULL;
         if ((status = stored_bytes(reader, entry, &data)) != UFORM_OK) return status;
