@@ -63,8 +63,8 @@
  * backward_w splits over tiles of dW and sums all of M inside one prong; backward_b splits over
  * columns and sums rows in order.
  *
- * GELU is the exact-erf form 0.5·x·(1 + erf(x/√2)) (torch.nn.GELU(approximate='none')) in two
- * precisions, chosen per call by `gelu` (uform__gemm_gelu_t):
+ * Activation (`gelu`, uform__gemm_gelu_t). GELU is the exact-erf form 0.5·x·(1 + erf(x/√2))
+ * (torch.nn.GELU(approximate='none')) in two precisions, EXACT and FAST:
  *   EXACT (1): x − 0.5·x·erfc(z) for x ≥ 0 and 0.5·x·erfc(z) for x < 0, z = |x|/√2, with a
  *     vectorised erfc(z) = t·exp(−z² + P(t)), t = 1/(1 + z/2), P a degree-9 polynomial fitted for
  *     this project (coefficients in gemm_driver.c); z² = x²/2 is carried as hi + lo so large |x|
@@ -89,6 +89,34 @@
  *   Decision: the model's BF16 compute mode asks for FAST on mlp.up (its output is rounded to
  *   BF16 by the next product); F32 compute keeps EXACT. EXACT's results are bit-for-bit those of
  *   the earlier separate epilogue pass (checked against the previous library on every class).
+ * Two more MLP activations of published checkpoints, both of the form x·σ(z) with z odd in x:
+ *   QUICK (3): QuickGELU x·σ(1.702·x) (OpenAI CLIP's hidden_act "quick_gelu"; OpenCLIP's
+ *     QuickGELU module, x * torch.sigmoid(1.702 * x)), z = 1.702·x.
+ *   TANH (4): the tanh form 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))) (SigLIP's
+ *     "gelu_pytorch_tanh" = torch.nn.functional.gelu(x, approximate="tanh"); BERT-era
+ *     "gelu_new"), computed as x·σ(2u) since 0.5·(1 + tanh(u)) = σ(2u): z = k1·x + k3·x³,
+ *     k1 = 2√(2/π), k3 = 0.044715·k1. (PyTorch's F32 kernel evaluates 1 + tanh(u), which cancels
+ *     for x below ≈ −3: its results there are off by up to ≈|x|·2^-24 absolute, ours are not.)
+ *   Vector form (gemm_x_sigmoid_f32x16 in gemm_avx512.h, x_sigmoid_f32x8 in gemm_haswell.c):
+ *   a = |z| as hi + lo (the constants as F32 pairs; TANH's |x|², k3·|x|² and k1 + k3·|x|² each
+ *   with its exact remainder, Fast2Sum for the sum), e^(−a) = p·2^n with p = e^r Taylor to degree
+ *   7 on |r| ≤ ln2/2, q = 1/(1 + p·2^n) (AVX-512 vrcp14ps + a Newton step, AVX2 a division), and
+ *   y = x·q for x ≥ 0, (x·p·q)·2^n for x < 0: no overflow, the power of two last. Carrying z as
+ *   hi + lo matters for x < 0, where y's relative error is ≈ |Δz| (z reaches −100 before y
+ *   underflows): a plain F32 z would give up to 1e-5 there. Bound: relative error ≤ 3e-7 for every
+ *   finite F32 x (+ two subnormal ulps), asserted by test_gemm_gelu against long-double references
+ *   over the same 4.8 M values as the GELU forms; measured worst 2.56e-7 (QUICK) and 2.52e-7
+ *   (TANH) with AVX-512, 2.22e-7 and 2.10e-7 with AVX2; SERIAL computes them in double through
+ *   libm (5.95e-8, its final rounding). +∞ → +∞, −∞ → NaN (−∞·0, as the formulas and PyTorch give),
+ *   NaN → NaN, ±0 → ±0. Alone on one core (4,096 values in L1, thread CPU time, ns per value,
+ *   AVX-512 / AVX2): EXACT 0.74 / 1.91, FAST 0.31 / 0.64, QUICK 0.41 / 0.95, TANH 0.56 / 1.27.
+ *   Decision: no "fast" variants of these two. QUICK already costs about what FAST does; a TANH
+ *   with a plain F32 z (≈0.41 ns, within ≈2e-7·max(1, |x|)) would save ≈0.15 ns per value, ≈1.5%
+ *   of a SigLIP mlp.up product (K = 1152, ≈10 ns per output at 220 GFLOP/s), not worth a sixth
+ *   value every caller must choose between. The tiles fold only the erf forms into their
+ *   registers; QUICK and TANH run as the separate pass over the tile just stored (still in L1):
+ *   with four forms inlined at a tile's 24 vectors GCC called the activation out of line, which
+ *   spills the live accumulators at every call (gemm_avx512.h, gemm_gelu_folds).
  *
  * Epilogue placement. SKYLAKE's F32 tile (also ICELAKE's and GENOA's F32) and GENOA's BF16 tile
  * have a folded form (`tile_epilogue`): on the last K slice the bias is added to the registers
@@ -172,12 +200,27 @@ typedef enum uform__gemm_dtype_t {
     UFORM__GEMM_BF16 = 1
 } uform__gemm_dtype_t;
 
-/* The GELU a forward product applies after its bias (the `gelu` field). */
+/* The activation a forward product applies after its bias (the `gelu` field; the top comment has
+ * the forms and their measured bounds). */
 typedef enum uform__gemm_gelu_t {
     UFORM__GEMM_GELU_NONE = 0,
-    UFORM__GEMM_GELU_EXACT = 1, /* erf form to F32 rounding (relative error ≤ 4e-7) */
-    UFORM__GEMM_GELU_FAST = 2   /* erf form, |error| ≤ 2e-7·max(1, |x|): for outputs rounded to BF16 next */
+    UFORM__GEMM_GELU_EXACT = 1, /* erf form to F32 rounding (relative error ≤ 5e-7) */
+    UFORM__GEMM_GELU_FAST = 2,  /* erf form, |error| ≤ 2e-7·max(1, |x|): for outputs rounded to BF16 next */
+    UFORM__GEMM_GELU_QUICK = 3, /* QuickGELU x·σ(1.702·x) (OpenAI CLIP), relative error ≤ 4e-7 */
+    UFORM__GEMM_GELU_TANH = 4   /* tanh form (gelu_pytorch_tanh, gelu_new), relative error ≤ 4e-7 */
 } uform__gemm_gelu_t;
+#define UFORM__GEMM_GELU_LAST UFORM__GEMM_GELU_TANH
+/* Whether `gelu` is a uform__gemm_gelu_t value (the products refuse others). */
+static inline int uform__gemm_gelu_known(int gelu) { return gelu >= 0 && gelu <= UFORM__GEMM_GELU_LAST; }
+#define UFORM__GEMM_GELU_CHOICES "0 (none), 1 (exact), 2 (fast), 3 (quick) or 4 (tanh)"
+/* The sigmoid forms' constants as F32 pairs hi + lo (hi = the constant rounded to F32, lo = the
+ * rest rounded): 1.702 (QUICK); k1 = 2·√(2/π) and k3 = 0.044715·k1 (TANH: 2u = k1·x + k3·x³). */
+#define UFORM__GEMM_QUICK_C_HI 1.702000022e+00f
+#define UFORM__GEMM_QUICK_C_LO -2.193450932e-08f
+#define UFORM__GEMM_TANH_K1_HI 1.595769167e+00f
+#define UFORM__GEMM_TANH_K1_LO -4.534068054e-08f
+#define UFORM__GEMM_TANH_K3_HI 7.135481387e-02f
+#define UFORM__GEMM_TANH_K3_LO 2.398832466e-09f
 
 /* A weight laid out once in a class's panel format. `data` points into caller-owned memory of
  * `packed_size` bytes (64-byte aligned); the descriptor is small and held by value. */
@@ -191,10 +234,10 @@ typedef struct uform__gemm_packed_t {
     uint32_t layout;                 /* the micro-kernel family's tag; checked on use */
 } uform__gemm_packed_t;
 
-/* Y[M,N] = X[M,K] · W[N,K]ᵀ (+ bias) (then GELU), or with `accumulate` Y[M,N] += X·Wᵀ (+ bias):
+/* Y[M,N] = X[M,K] · W[N,K]ᵀ (+ bias) (then the activation), or with `accumulate` Y[M,N] += X·Wᵀ (+ bias):
  * the products are summed onto Y's values in K order, then the bias is added. `gelu` picks the
- * GELU: UFORM__GEMM_GELU_NONE, _EXACT (F32 rounding) or _FAST (|error| ≤ 2e-7·max(1, |x|), for
- * activations that are rounded to BF16 next); any other value is UFORM_INVALID_ARGUMENT. `w` with `ldw`, or `packed` (then `w` is
+ * activation: UFORM__GEMM_GELU_NONE, _EXACT (F32 rounding), _FAST (|error| ≤ 2e-7·max(1, |x|), for
+ * activations that are rounded to BF16 next), _QUICK or _TANH; any other value is UFORM_INVALID_ARGUMENT. `w` with `ldw`, or `packed` (then `w` is
  * ignored). `x_dtype`: F32 or BF16 (BF16 only with BF16 weights). Y must not alias X or W. */
 typedef struct uform__gemm_forward_t {
     size_t m, n, k;
@@ -202,7 +245,7 @@ typedef struct uform__gemm_forward_t {
     const void *w; size_t ldw; uform__gemm_dtype_t w_dtype;
     const uform__gemm_packed_t *packed;
     const float *bias; /* [N] or NULL */
-    int gelu;          /* uform__gemm_gelu_t after the bias: 0 none, 1 exact, 2 fast; others are refused */
+    int gelu;          /* uform__gemm_gelu_t after the bias: 0 none, 1 exact, 2 fast, 3 quick, 4 tanh; others are refused */
     void *y; size_t ldy; /* F32 or BF16 as y_dtype says; ldy in elements */
     void *scratch; size_t scratch_capacity; /* optional, see scratch_bytes */
     int accumulate;    /* non-zero: Y += X·Wᵀ (+ bias) — a residual connection in one pass; not with GELU */
@@ -359,6 +402,10 @@ uform_status_t uform__gemm_backward_b_serial(const uform__gemm_backward_b_t *arg
                                              uform_outcome_t *outcome);
 /* Scalar GELU through libm's double erfc (the reference the vector epilogues are tested against). */
 float uform__gemm_gelu_f32(float x);
+/* SERIAL's activation of one value, `kind` a uform__gemm_gelu_t, in double and rounded once: NONE
+ * gives x, EXACT and FAST uform__gemm_gelu_f32, QUICK x·σ(1.702·x), TANH x·σ(k1·x + k3·x³) (the
+ * tanh form rewritten, see the top comment); an unknown kind gives NaN. */
+float uform__gemm_activation_f32(int kind, float x);
 /* P(t) of the vector erfc(z) = t·exp(−z² + P(t)), t = 1/(1 + z/2): coefficients of t^0..t^9. */
 extern const float uform__gemm_erfc_coefficients[10];
 /* The fast GELU (gemm.h's top comment): 0.5·erfc(|x|/√2) ≈ t·Q(t)·2^y, t = 1/(1 + p·|x|),

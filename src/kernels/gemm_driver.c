@@ -543,9 +543,9 @@ uform_status_t uform__gemm_forward_drive(const uform__gemm_micro_t *micro, const
                               .c = y_bf16 ? NULL : args->y, .c16 = y_bf16 ? args->y : NULL, .ldc = args->ldy,
                               .bias = args->bias, .gelu = args->gelu, .scratch = args->scratch,
                               .scratch_capacity = args->scratch_capacity, .accumulate = args->accumulate != 0};
-    if (args->gelu != UFORM__GEMM_GELU_NONE && args->gelu != UFORM__GEMM_GELU_EXACT && args->gelu != UFORM__GEMM_GELU_FAST)
-        return uform__fail(outcome, UFORM_INVALID_ARGUMENT, function,
-                           "'gelu' is %d; expected 0 (none), 1 (exact) or 2 (fast)", args->gelu);
+    if (!uform__gemm_gelu_known(args->gelu))
+        return uform__fail(outcome, UFORM_INVALID_ARGUMENT, function, "'gelu' is %d; expected " UFORM__GEMM_GELU_CHOICES,
+                           args->gelu);
     if (args->accumulate && args->gelu)
         return uform__fail(outcome, UFORM_INVALID_ARGUMENT, function,
                            "'accumulate' with 'gelu' is ambiguous (GELU of the sum or sum of the GELU); not supported");

@@ -49,20 +49,38 @@ tile_bf16_genoa_body(size_t kc, const void *a_block, size_t lda, const void *b_p
     }
     __mmask16 mask[4];
     for (int v = 0; v < 4; ++v) mask[v] = cols > (size_t)(16 * v) ? gemm_columns_mask(cols - 16 * v) : 0;
+    int folded = gemm_gelu_folds(gelu) ? gelu : 0; /* the sigmoid forms: after a store (gemm_avx512.h) */
     if (c16) {
         /* BF16 C: bias and GELU on the registers, then two zmm rounded into 32 BF16 lanes
-         * (vcvtne2ps2bf16, nearest even) and stored under the columns' mask. */
+         * (vcvtne2ps2bf16, nearest even) and stored under the columns' mask. The sigmoid forms
+         * go through an F32 staging tile and the separate pass first. */
         __mmask32 mask_pair[2] = {(__mmask32)mask[0] | (__mmask32)mask[1] << 16,
                                   (__mmask32)mask[2] | (__mmask32)mask[3] << 16};
+        _Alignas(64) float staged[GENOA_MR][GENOA_NR];
+        if (gelu != folded) {
+#pragma GCC unroll 6
+            for (int r = 0; r < GENOA_MR; ++r)
+#pragma GCC unroll 4
+                for (int v = 0; v < 4; ++v) {
+                    __m512 value_f32x16 = sum_f32x16[r][v];
+                    if (bias) value_f32x16 = _mm512_add_ps(value_f32x16, _mm512_maskz_loadu_ps(mask[v], bias + 16 * v));
+                    _mm512_store_ps(staged[r] + 16 * v, value_f32x16);
+                }
+            uform__gemm_epilogue_skylake(staged[0], GENOA_NR, rows, cols, NULL, gelu);
+        }
 #pragma GCC unroll 6
         for (int r = 0; r < GENOA_MR; ++r) {
             if ((size_t)r >= rows) break;
             __m512 value_f32x16[4];
 #pragma GCC unroll 4
             for (int v = 0; v < 4; ++v) {
+                if (gelu != folded) {
+                    value_f32x16[v] = _mm512_load_ps(staged[r] + 16 * v);
+                    continue;
+                }
                 value_f32x16[v] = sum_f32x16[r][v];
                 if (bias) value_f32x16[v] = _mm512_add_ps(value_f32x16[v], _mm512_maskz_loadu_ps(mask[v], bias + 16 * v));
-                if (gelu) value_f32x16[v] = gemm_gelu_f32x16(value_f32x16[v], gelu);
+                if (gelu) value_f32x16[v] = gemm_gelu_erf_f32x16(value_f32x16[v], gelu);
             }
 #pragma GCC unroll 2
             for (int half = 0; half < 2; ++half)
@@ -77,8 +95,9 @@ tile_bf16_genoa_body(size_t kc, const void *a_block, size_t lda, const void *b_p
 #pragma GCC unroll 4
         for (int v = 0; v < 4; ++v)
             gemm_finish_f32x16(c + r * ldc + 16 * v, mask[v], sum_f32x16[r][v], accumulate, bias ? bias + 16 * v : NULL,
-                               gelu);
+                               folded);
     }
+    if (gelu != folded) uform__gemm_epilogue_skylake(c, ldc, rows, cols, NULL, gelu);
 }
 
 GENOA_TARGET static void tile_bf16_genoa(size_t kc, const void *a_block, size_t lda, const void *b_panel, float *c,

@@ -148,8 +148,84 @@ HASWELL_TARGET static inline __m256 gelu_fast_f32x8(__m256 x_f32x8) {
                             positive_f32x8);
 }
 
+/*
+ * The sigmoid-form activations on 8 lanes (QUICK and TANH): y = x·σ(z), a = |z| = a_hi + a_lo,
+ * the same steps as gemm_x_sigmoid_f32x16 in gemm_avx512.h (see there), but for q = 1/(1 + p·2^n),
+ * a true division (vrcpps has only 12 bits), and 2^n, n ∈ [−316, 0], built in the exponent field
+ * as 2^n1·2^n2 with n1 = max(n, −100): x·2^n1 is exact (it stays normal wherever the result is not
+ * 0, and it cannot overflow), then ·p·q rounds, and a subnormal result rounds once more, by 2^n2. 2^n2 is exactly 0 for n2 ≤ −127 (the
+ * biased exponent clamped at 0), where the result is ±0 anyway (n ≤ −227 needs |x| ≥ 12.5); then
+ * x = −∞ gives −∞·0 = NaN and x = +∞ gives +∞ (q = 1), as the formula and PyTorch give.
+ */
+HASWELL_TARGET static inline __m256 x_sigmoid_f32x8(__m256 x_f32x8, __m256 a_hi_f32x8, __m256 a_lo_f32x8) {
+    __m256 one_f32x8 = _mm256_set1_ps(1.0f);
+    __m256 n_f32x8 = _mm256_round_ps(_mm256_mul_ps(a_hi_f32x8, _mm256_set1_ps(-1.44269504088896341f)),
+                                     _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m256 r_f32x8 = _mm256_fnmsub_ps(n_f32x8, _mm256_set1_ps(0.693145751953125f), a_hi_f32x8);
+    r_f32x8 = _mm256_fnmadd_ps(n_f32x8, _mm256_set1_ps(1.428606765330187e-06f), r_f32x8);
+    r_f32x8 = _mm256_sub_ps(r_f32x8, a_lo_f32x8);
+    __m256 p_f32x8 = _mm256_set1_ps(1.0f / 5040.0f);
+    p_f32x8 = _mm256_fmadd_ps(p_f32x8, r_f32x8, _mm256_set1_ps(1.0f / 720.0f));
+    p_f32x8 = _mm256_fmadd_ps(p_f32x8, r_f32x8, _mm256_set1_ps(1.0f / 120.0f));
+    p_f32x8 = _mm256_fmadd_ps(p_f32x8, r_f32x8, _mm256_set1_ps(1.0f / 24.0f));
+    p_f32x8 = _mm256_fmadd_ps(p_f32x8, r_f32x8, _mm256_set1_ps(1.0f / 6.0f));
+    p_f32x8 = _mm256_fmadd_ps(p_f32x8, r_f32x8, _mm256_set1_ps(0.5f));
+    p_f32x8 = _mm256_fmadd_ps(p_f32x8, r_f32x8, one_f32x8);
+    p_f32x8 = _mm256_fmadd_ps(p_f32x8, r_f32x8, one_f32x8);
+    __m256i n_i32x8 = _mm256_cvtps_epi32(n_f32x8);
+    __m256i n1_i32x8 = _mm256_max_epi32(n_i32x8, _mm256_set1_epi32(-100));
+    __m256i n2_i32x8 = _mm256_sub_epi32(n_i32x8, n1_i32x8);
+    __m256 scale1_f32x8 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n1_i32x8, _mm256_set1_epi32(127)), 23));
+    __m256 scale2_f32x8 = _mm256_castsi256_ps(_mm256_slli_epi32(
+        _mm256_max_epi32(_mm256_add_epi32(n2_i32x8, _mm256_set1_epi32(127)), _mm256_setzero_si256()), 23));
+    __m256 t_f32x8 = _mm256_mul_ps(_mm256_mul_ps(p_f32x8, scale1_f32x8), scale2_f32x8);
+    __m256 q_f32x8 = _mm256_div_ps(one_f32x8, _mm256_add_ps(t_f32x8, one_f32x8));
+    /* x·2^n1 first (exact: it stays normal, and never overflows as x·p·q would near FLT_MAX). */
+    __m256 negative_f32x8 = _mm256_mul_ps(_mm256_mul_ps(x_f32x8, scale1_f32x8), _mm256_mul_ps(p_f32x8, q_f32x8));
+    negative_f32x8 = _mm256_mul_ps(negative_f32x8, scale2_f32x8);
+    __m256 positive_f32x8 = _mm256_cmp_ps(x_f32x8, _mm256_setzero_ps(), _CMP_GE_OQ);
+    return _mm256_blendv_ps(negative_f32x8, _mm256_mul_ps(x_f32x8, q_f32x8), positive_f32x8);
+}
+
+/* QuickGELU on 8 lanes: gemm_gelu_quick_f32x16's steps (gemm_avx512.h). */
+HASWELL_TARGET static inline __m256 gelu_quick_f32x8(__m256 x_f32x8) {
+    __m256 abs_f32x8 = _mm256_and_ps(x_f32x8, _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF)));
+    abs_f32x8 = _mm256_min_ps(abs_f32x8, _mm256_set1_ps(117.5f)); /* NaN gives 117.5 */
+    __m256 c_hi_f32x8 = _mm256_set1_ps(UFORM__GEMM_QUICK_C_HI);
+    __m256 a_hi_f32x8 = _mm256_mul_ps(abs_f32x8, c_hi_f32x8);
+    __m256 a_lo_f32x8 = _mm256_fmadd_ps(abs_f32x8, _mm256_set1_ps(UFORM__GEMM_QUICK_C_LO),
+                                        _mm256_fmsub_ps(abs_f32x8, c_hi_f32x8, a_hi_f32x8));
+    return x_sigmoid_f32x8(x_f32x8, a_hi_f32x8, a_lo_f32x8);
+}
+
+/* The tanh GELU on 8 lanes: gemm_gelu_tanh_f32x16's steps (gemm_avx512.h). */
+HASWELL_TARGET static inline __m256 gelu_tanh_f32x8(__m256 x_f32x8) {
+    __m256 abs_f32x8 = _mm256_and_ps(x_f32x8, _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF)));
+    abs_f32x8 = _mm256_min_ps(abs_f32x8, _mm256_set1_ps(14.0f)); /* NaN gives 14 */
+    __m256 k1_hi_f32x8 = _mm256_set1_ps(UFORM__GEMM_TANH_K1_HI), k3_hi_f32x8 = _mm256_set1_ps(UFORM__GEMM_TANH_K3_HI);
+    __m256 s_f32x8 = _mm256_mul_ps(abs_f32x8, abs_f32x8);
+    __m256 s_lo_f32x8 = _mm256_fmsub_ps(abs_f32x8, abs_f32x8, s_f32x8);
+    __m256 p_f32x8 = _mm256_mul_ps(k3_hi_f32x8, s_f32x8);
+    __m256 p_lo_f32x8 = _mm256_fmsub_ps(k3_hi_f32x8, s_f32x8, p_f32x8);
+    p_lo_f32x8 = _mm256_fmadd_ps(k3_hi_f32x8, s_lo_f32x8, p_lo_f32x8);
+    p_lo_f32x8 = _mm256_fmadd_ps(_mm256_set1_ps(UFORM__GEMM_TANH_K3_LO), s_f32x8, p_lo_f32x8);
+    __m256 w_f32x8 = _mm256_add_ps(p_f32x8, k1_hi_f32x8);
+    __m256 big_f32x8 = _mm256_max_ps(p_f32x8, k1_hi_f32x8), small_f32x8 = _mm256_min_ps(p_f32x8, k1_hi_f32x8);
+    __m256 w_lo_f32x8 = _mm256_sub_ps(small_f32x8, _mm256_sub_ps(w_f32x8, big_f32x8));
+    w_lo_f32x8 = _mm256_add_ps(w_lo_f32x8, _mm256_add_ps(p_lo_f32x8, _mm256_set1_ps(UFORM__GEMM_TANH_K1_LO)));
+    __m256 a_hi_f32x8 = _mm256_mul_ps(abs_f32x8, w_f32x8);
+    __m256 a_lo_f32x8 = _mm256_fmadd_ps(abs_f32x8, w_lo_f32x8, _mm256_fmsub_ps(abs_f32x8, w_f32x8, a_hi_f32x8));
+    return x_sigmoid_f32x8(x_f32x8, a_hi_f32x8, a_lo_f32x8);
+}
+
+/* `gelu`: any uform__gemm_gelu_t but NONE (the callers skip NONE). */
 HASWELL_TARGET static inline __m256 gelu_f32x8_mode(__m256 x_f32x8, int gelu) {
-    return gelu == UFORM__GEMM_GELU_FAST ? gelu_fast_f32x8(x_f32x8) : gelu_f32x8(x_f32x8);
+    switch (gelu) {
+    case UFORM__GEMM_GELU_FAST: return gelu_fast_f32x8(x_f32x8);
+    case UFORM__GEMM_GELU_QUICK: return gelu_quick_f32x8(x_f32x8);
+    case UFORM__GEMM_GELU_TANH: return gelu_tanh_f32x8(x_f32x8);
+    default: return gelu_f32x8(x_f32x8);
+    }
 }
 
 HASWELL_TARGET static void epilogue_haswell(float *c, size_t ldc, size_t rows, size_t cols, const float *bias, int gelu) {

@@ -282,9 +282,9 @@ uform_status_t uform__gemm_i8_forward_drive(const uform__gemm_i8_micro_t *micro,
     if ((unsigned)args->output > UFORM__GEMM_I8_I32)
         return uform__fail(outcome, UFORM_INVALID_ARGUMENT, function, "output %d is not F32 (0), BF16 (1) or I32 (2)",
                            (int)args->output);
-    if (args->gelu != UFORM__GEMM_GELU_NONE && args->gelu != UFORM__GEMM_GELU_EXACT && args->gelu != UFORM__GEMM_GELU_FAST)
-        return uform__fail(outcome, UFORM_INVALID_ARGUMENT, function,
-                           "'gelu' is %d; expected 0 (none), 1 (exact) or 2 (fast)", args->gelu);
+    if (!uform__gemm_gelu_known(args->gelu))
+        return uform__fail(outcome, UFORM_INVALID_ARGUMENT, function, "'gelu' is %d; expected " UFORM__GEMM_GELU_CHOICES,
+                           args->gelu);
     if (args->gelu && (args->accumulate || args->output == UFORM__GEMM_I8_I32))
         return uform__fail(outcome, UFORM_INVALID_ARGUMENT, function, "'gelu' does not combine with %s",
                            args->accumulate ? "'accumulate'" : "I32 output (the raw sums)");

@@ -23,8 +23,8 @@
  * UFORM_INVALID_ARGUMENT): the VNNI form's biased sum below stays under K·255·127 < 2^31. The
  * F32 epilogue is float(acc) — rounded to nearest even once |acc| > 2^24 — times the F32
  * product sx[m]·sw[n], plus bias[n] in one fused multiply-add (bias 0 when NULL); with
- * `accumulate` the old Y is added to that (one more F32 addition); then GELU as gemm.h defines
- * it (GELU_EXACT or GELU_FAST). Every class computes these operations in this order, so with
+ * `accumulate` the old Y is added to that (one more F32 addition); then the activation as gemm.h
+ * defines it (any uform__gemm_gelu_t: GELU_EXACT, _FAST, _QUICK or _TANH). Every class computes these operations in this order, so with
  * GELU_NONE the F32 results are bit-identical across classes and thread counts, and so are the
  * int32 sums (tests/kernels/test_gemm_i8.c). GELU follows each class's float kernels (gemm.h).
  *

@@ -2,7 +2,8 @@
  * SERIAL GEMM: portable C, the reference every other class is tested against (and which is
  * itself tested against double precision). A 4×16 register tile in plain C through the shared
  * driver; BF16 weights and activations are widened to F32 (exactly) while packing, so every
- * product is an F32 product. GELU uses libm's double-precision erfc, the most accurate form.
+ * product is an F32 product. The activations are computed in double through libm (GELU's erfc,
+ * the sigmoid forms' exp) and rounded once, the most accurate forms.
  */
 #include <math.h>
 
@@ -13,6 +14,29 @@
 float uform__gemm_gelu_f32(float x) {
     double value = (double)x;
     return (float)(0.5 * value * erfc(-value * 0.70710678118654752440));
+}
+
+/* x·σ(z) in double: x / (1 + e^(−z)) for z ≥ 0, x·e^z / (1 + e^z) below (e^(−z) would overflow
+ * where the result is still a subnormal float); −∞ gives −∞·0 = NaN, as the formula and PyTorch do. */
+static float x_sigmoid(double x, double z) {
+    if (z >= 0) return (float)(x / (1.0 + exp(-z)));
+    double e = exp(z);
+    return (float)(x * e / (1.0 + e));
+}
+
+/* The activations of gemm.h in double, rounded once. TANH: 0.5·x·(1 + tanh(u)) = x·σ(2u) with
+ * 2u = 2·√(2/π)·(x + 0.044715·x³), the form without 1 + tanh's cancellation for negative x. */
+float uform__gemm_activation_f32(int kind, float x) {
+    double value = (double)x;
+    switch (kind) {
+    case UFORM__GEMM_GELU_NONE: return x;
+    case UFORM__GEMM_GELU_EXACT:
+    case UFORM__GEMM_GELU_FAST: return uform__gemm_gelu_f32(x);
+    case UFORM__GEMM_GELU_QUICK: return x_sigmoid(value, 1.702 * value);
+    case UFORM__GEMM_GELU_TANH:
+        return x_sigmoid(value, 1.5957691216057307117 * (value + 0.044715 * value * value * value));
+    default: return NAN;
+    }
 }
 
 enum { SERIAL_MR = 4, SERIAL_NR = 16 };
@@ -31,12 +55,13 @@ static void tile_f32_serial(size_t kc, const void *a_block, size_t lda, const vo
         for (size_t j = 0; j < cols; ++j) c[r * ldc + j] = accumulate ? c[r * ldc + j] + sum[r][j] : sum[r][j];
 }
 
-/* Exact and fast GELU alike go through libm's double erfc here (fast may be exact). */
+/* Every activation in double (uform__gemm_activation_f32): exact and fast GELU alike go through
+ * libm's double erfc here (fast may be exact). */
 static void epilogue_serial(float *c, size_t ldc, size_t rows, size_t cols, const float *bias, int gelu) {
     for (size_t r = 0; r < rows; ++r)
         for (size_t j = 0; j < cols; ++j) {
             float value = c[r * ldc + j] + (bias ? bias[j] : 0.0f);
-            c[r * ldc + j] = gelu ? uform__gemm_gelu_f32(value) : value;
+            c[r * ldc + j] = gelu ? uform__gemm_activation_f32(gelu, value) : value;
         }
 }
 

@@ -14,7 +14,8 @@ enum { SKYLAKE_MR = 6, SKYLAKE_NR = 64 };
 /*
  * C[rows, cols] (+)= A[6][kc] · B[kc][64]: per K step four zmm of B, one broadcast per row, 24
  * FMAs into 24 accumulators; then, with `bias` or `gelu` (the last K slice only), the bias and
- * GELU on the registers before the one store (gemm_finish_f32x16).
+ * GELU on the registers before the one store (gemm_finish_f32x16); the sigmoid activations run
+ * over the stored tile (gemm_gelu_folds says why).
  */
 SKYLAKE_TARGET static inline __attribute__((always_inline)) void
 tile_f32_skylake_body(size_t kc, const void *a_block, size_t lda, const void *b_panel, float *c, size_t ldc, size_t rows,
@@ -40,14 +41,16 @@ tile_f32_skylake_body(size_t kc, const void *a_block, size_t lda, const void *b_
     }
     __mmask16 mask[4];
     for (int v = 0; v < 4; ++v) mask[v] = cols > (size_t)(16 * v) ? gemm_columns_mask(cols - 16 * v) : 0;
+    int folded = gemm_gelu_folds(gelu) ? gelu : 0; /* the sigmoid forms: after the store (gemm_avx512.h) */
 #pragma GCC unroll 6
     for (int r = 0; r < SKYLAKE_MR; ++r) {
         if ((size_t)r >= rows) break;
 #pragma GCC unroll 4
         for (int v = 0; v < 4; ++v)
             gemm_finish_f32x16(c + r * ldc + 16 * v, mask[v], sum_f32x16[r][v], accumulate, bias ? bias + 16 * v : NULL,
-                               gelu);
+                               folded);
     }
+    if (gelu != folded) uform__gemm_epilogue_skylake(c, ldc, rows, cols, NULL, gelu);
 }
 
 SKYLAKE_TARGET static void tile_f32_skylake(size_t kc, const void *a_block, size_t lda, const void *b_panel, float *c,
@@ -61,13 +64,20 @@ SKYLAKE_TARGET static void tile_epilogue_f32_skylake(size_t kc, const void *a_bl
     tile_f32_skylake_body(kc, a_block, lda, b_panel, c, ldc, rows, cols, accumulate, bias, gelu);
 }
 
-/* The separate bias + GELU pass (an empty K, and classes whose tile has no folded form). */
+/* The separate bias + activation pass (an empty K, classes whose tile has no folded form, and the
+ * sigmoid forms after the folded tiles stored their sums). */
 SKYLAKE_TARGET void uform__gemm_epilogue_skylake(float *c, size_t ldc, size_t rows, size_t cols, const float *bias, int gelu) {
     for (size_t r = 0; r < rows; ++r) {
         float *row = c + r * ldc;
         for (size_t j = 0; j < cols; j += 16) {
-            __m512 value_f32x16 = _mm512_maskz_loadu_ps(gemm_columns_mask(cols - j), row + j);
-            gemm_finish_f32x16(row + j, gemm_columns_mask(cols - j), value_f32x16, 0, bias ? bias + j : NULL, gelu);
+            __mmask16 mask = gemm_columns_mask(cols - j);
+            __m512 value_f32x16 = _mm512_maskz_loadu_ps(mask, row + j);
+            if (gemm_gelu_folds(gelu)) {
+                gemm_finish_f32x16(row + j, mask, value_f32x16, 0, bias ? bias + j : NULL, gelu);
+                continue;
+            }
+            if (bias) value_f32x16 = _mm512_add_ps(value_f32x16, _mm512_maskz_loadu_ps(mask, bias + j));
+            _mm512_mask_storeu_ps(row + j, mask, gemm_gelu_f32x16(value_f32x16, gelu));
         }
     }
 }

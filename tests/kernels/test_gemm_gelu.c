@@ -1,18 +1,20 @@
 /*
- * The forward product's GELU choices and the bias + GELU folded into the tiles, on every class
- * this CPU runs:
- *   - the fast GELU (UFORM__GEMM_GELU_FAST) through the class's epilogue against libm's double
- *     erfc, 0.5·x·erfc(−x/√2): |error| ≤ 2e-7·max(1, |x|) over a dense grid on [−30, 30], every
- *     1021st F32 bit pattern (subnormals, huge values, infinities, NaNs) and ±0, the smallest
- *     subnormals, ±FLT_MAX, ±∞ and NaN (+∞ → +∞, −∞ → NaN as the formula and PyTorch give,
- *     NaN → NaN, ±0 → 0); the exact GELU is held to 6e-7 relative on the same values;
- *   - forward with bias and GELU (none, exact, fast) equals, bit for bit, the same product
- *     without them followed by the class's epilogue (what the driver did before the tiles took the
- *     epilogue into their registers), with and without `accumulate`, F32 and BF16 weights, F32
- *     and BF16 activations, plain and packed weights, shapes with ragged tiles, several K slices
- *     and several column chunks;
- *   - forward with bias + fast GELU against a double-precision reference of the same inputs;
- *   - 1 and 2 threads give identical bits with the fast GELU; `gelu` = 3 is refused.
+ * The forward product's activations (uform__gemm_gelu_t) and the bias + activation folded into the
+ * tiles, on every class this CPU runs:
+ *   - each activation through the class's epilogue against a long-double reference written from
+ *     its definition (GELU: libm's double erfc, 0.5·x·erfc(−x/√2); QuickGELU x·σ(1.702·x); the
+ *     tanh form through tanhl, and through x·σ(2u) where 1 + tanh(u) cancels) over a dense grid on
+ *     [−30, 30], every 1021st F32 bit pattern (subnormals, huge values, infinities, NaNs) and ±0,
+ *     the smallest subnormals, ±FLT_MAX, ±∞ and NaN (+∞ → +∞, −∞ → NaN as the formulas and
+ *     PyTorch give, NaN → NaN, ±0 → 0): FAST within 2e-7·max(1, |x|), EXACT within 6e-7
+ *     relative, QUICK and TANH within 3e-7 relative (gemm.h's bounds);
+ *   - forward with bias and each activation equals, bit for bit, the same product without them
+ *     followed by the class's epilogue (what the driver did before the tiles took the epilogue
+ *     into their registers), with and without `accumulate`, F32 and BF16 weights, F32 and BF16
+ *     activations, plain and packed weights, shapes with ragged tiles, several K slices and
+ *     several column chunks;
+ *   - forward with bias + activation against a double-precision reference of the same inputs;
+ *   - 1 and 2 threads give identical bits with the fast GELU; `gelu` = 5 and −1 are refused.
  * Run with an optional seed argument (printed either way).
  */
 #include <float.h>
@@ -30,6 +32,34 @@
 static uint64_t seed_state;
 
 static double gelu_double(double x) { return 0.5 * x * erfc(-x * 0.70710678118654752440); }
+
+/* x·σ(z) in long double, from e^(−|z|) so that neither branch overflows. */
+static long double x_sigmoid_long(long double x, long double z) {
+    long double e = expl(-fabsl(z));
+    return z >= 0 ? x / (1.0L + e) : x * e / (1.0L + e);
+}
+
+/* The activations in long double, written from their definitions: QuickGELU x·σ(1.702·x), and the
+ * tanh form 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))) through tanhl where 1 + tanh keeps its
+ * digits (x ≥ −3), through x·σ(2u) below, where 1 + tanh(u) would cancel. */
+static double activation_double(int kind, double x) {
+    long double value = x;
+    switch (kind) {
+    case UFORM__GEMM_GELU_QUICK: return (double)x_sigmoid_long(value, 1.702L * value);
+    case UFORM__GEMM_GELU_TANH: {
+        long double u = sqrtl(2.0L / 3.14159265358979323846264338327950288L) * (value + 0.044715L * value * value * value);
+        if (x >= -3.0) return (double)(0.5L * value * (1.0L + tanhl(u)));
+        return (double)x_sigmoid_long(value, 2.0L * u);
+    }
+    case UFORM__GEMM_GELU_NONE: return x;
+    default: return gelu_double(x);
+    }
+}
+
+static const char *activation_name(int kind) {
+    static const char *names[] = {"none", "exact", "fast", "quick", "tanh"};
+    return kind >= 0 && kind <= UFORM__GEMM_GELU_LAST ? names[kind] : "unknown";
+}
 
 static float float_from_bits(uint32_t bits) {
     float value;
@@ -55,41 +85,54 @@ static float *sweep_values(size_t *count) {
     return values;
 }
 
-/* One class's epilogue, `gelu` exact or fast, over the sweep. */
-static void test_gelu_sweep(const uform__gemm_kernels_t *table, int gelu) {
+/* The bound each activation is held to over the sweep (gemm.h documents them): FAST the absolute
+ * 2e-7·max(1, |x|); the others relative (EXACT 6e-7, QUICK and TANH 3e-7) plus two subnormal ulps. */
+static double sweep_tolerance(int gelu, double in, double want) {
+    if (gelu == UFORM__GEMM_GELU_FAST) return 2e-7 * fmax(1.0, fabs(in));
+    return (gelu == UFORM__GEMM_GELU_EXACT ? 6e-7 : 3e-7) * fabs(want) + 3e-45;
+}
+
+/* Every class's epilogue, activation `gelu` (not NONE), over the sweep; the reference is computed
+ * once for all classes (long double is slow). */
+static void test_gelu_sweep(int gelu) {
     size_t count;
     float *x = sweep_values(&count), *y = malloc(count * sizeof(float));
-    memcpy(y, x, count * sizeof(float));
-    table->epilogue(y, count, 1, count, NULL, gelu);
-    size_t failures = 0;
-    double worst = 0, worst_at = 0;
-    const char *name = uform_cpu_class_name(table->cpu_class), *mode = gelu == UFORM__GEMM_GELU_FAST ? "fast" : "exact";
-    for (size_t i = 0; i < count; ++i) {
-        double in = x[i], out = y[i], want = gelu_double(in);
-        int ok;
-        double tol = 0;
-        if (isnan(in) || (isinf(in) && in < 0)) ok = isnan(out); /* −∞·0.5·erfc(∞) is NaN, as in PyTorch */
-        else if (isinf(in)) ok = out == in;
-        else {
-            /* Fast: the documented absolute bound. Exact: 6e-7 relative plus two subnormal ulps. */
-            tol = gelu == UFORM__GEMM_GELU_FAST ? 2e-7 * fmax(1.0, fabs(in)) : 6e-7 * fabs(want) + 3e-45;
-            double error = fabs(out - want);
-            double measure = gelu == UFORM__GEMM_GELU_FAST ? error / fmax(1.0, fabs(in))
-                                                           : (fabs(want) > 1e-37 ? error / fabs(want) : 0);
-            if (measure > worst) worst = measure, worst_at = in;
-            ok = error <= tol;
+    double *reference = malloc(count * sizeof(double));
+    for (size_t i = 0; i < count; ++i) reference[i] = activation_double(gelu, x[i]);
+    for (size_t c = 0; c < test_gemm_class_count; ++c) {
+        const uform__gemm_kernels_t *table = test_gemm_table(test_gemm_classes[c]);
+        if (!table) continue;
+        memcpy(y, x, count * sizeof(float));
+        table->epilogue(y, count, 1, count, NULL, gelu);
+        size_t failures = 0;
+        double worst = 0, worst_at = 0;
+        const char *name = uform_cpu_class_name(table->cpu_class), *mode = activation_name(gelu);
+        for (size_t i = 0; i < count; ++i) {
+            double in = x[i], out = y[i], want = reference[i];
+            int ok;
+            double tol = 0;
+            if (isnan(in) || (isinf(in) && in < 0)) ok = isnan(out); /* −∞·0 is NaN, as in PyTorch */
+            else if (isinf(in)) ok = out == in;
+            else {
+                tol = sweep_tolerance(gelu, in, want);
+                double error = fabs(out - want);
+                double measure = gelu == UFORM__GEMM_GELU_FAST ? error / fmax(1.0, fabs(in))
+                                                               : (fabs(want) > 1e-37 ? error / fabs(want) : 0);
+                if (measure > worst) worst = measure, worst_at = in;
+                ok = error <= tol;
+            }
+            if (!ok && failures++ < 3) {
+                uint32_t bits;
+                memcpy(&bits, x + i, sizeof bits);
+                fprintf(stderr, "%s %s GELU(%.9g) (bits 0x%08x):\n", name, mode, in, (unsigned)bits);
+                CHECK_NEAR(out, want, tol, 0.0);
+            }
         }
-        if (!ok && failures++ < 3) {
-            uint32_t bits;
-            memcpy(&bits, x + i, sizeof bits);
-            fprintf(stderr, "%s %s GELU(%.9g) (bits 0x%08x):\n", name, mode, in, (unsigned)bits);
-            CHECK_NEAR(out, want, tol, 0.0);
-        }
+        CHECK_MSG(failures == 0, "%s %s GELU: %zu of %zu values out of bound", name, mode, failures, count);
+        printf("%s %s GELU: worst %s error %.3g (at x = %.7g) over %zu values\n", name, mode,
+               gelu == UFORM__GEMM_GELU_FAST ? "|error|/max(1,|x|)" : "relative", worst, worst_at, count);
     }
-    CHECK_MSG(failures == 0, "%s %s GELU: %zu of %zu values out of bound", name, mode, failures, count);
-    printf("%s %s GELU: worst %s error %.3g (at x = %.7g) over %zu values\n", name, mode,
-           gelu == UFORM__GEMM_GELU_FAST ? "|error|/max(1,|x|)" : "relative", worst, worst_at, count);
-    free(x), free(y);
+    free(x), free(y), free(reference);
 }
 
 typedef struct shape_t {
@@ -158,11 +201,11 @@ static void test_folded(const uform__gemm_kernels_t *table, const shape_t *shape
                     sum += (double)xv * w_float[j * k + p];
                     size += fabs((double)xv * w_float[j * k + p]);
                 }
-                /* The product's F32 error, through GELU (|GELU'| < 1.13), plus the GELU's own. */
+                /* The product's F32 error, through the activation (every slope below 1.13), plus the
+                 * activation's own (sweep_tolerance). */
                 double tol = 1.13 * (4.0 * sqrt((double)k) + 16.0) * ldexp(1.0, -24) * size;
-                double want = sum;
-                if (gelu == UFORM__GEMM_GELU_FAST) want = gelu_double(sum), tol += 2e-7 * fmax(1.0, fabs(sum));
-                if (gelu == UFORM__GEMM_GELU_EXACT) want = gelu_double(sum), tol += 6e-7 * fabs(want);
+                double want = activation_double(gelu, sum);
+                if (gelu) tol += sweep_tolerance(gelu, sum, want);
                 double got = folded[i * ldy + j];
                 if (!(fabs(got - want) <= tol) && bad++ == 0) {
                     fprintf(stderr, "%s: element [%zu, %zu] against double:\n", what, i, j);
@@ -197,14 +240,13 @@ int main(int argc, char **argv) {
     seed_state = test_gemm_seed(argc, argv, 20261129u);
     test_pool_t pool;
     CHECK(test_pool_start(&pool, 2) == 0);
+    for (int gelu = 1; gelu <= UFORM__GEMM_GELU_LAST; ++gelu) test_gelu_sweep(gelu);
     for (size_t c = 0; c < test_gemm_class_count; ++c) {
         const uform__gemm_kernels_t *table = test_gemm_table(test_gemm_classes[c]);
         if (!table) continue;
         size_t before = check_failed_count;
-        test_gelu_sweep(table, UFORM__GEMM_GELU_FAST);
-        test_gelu_sweep(table, UFORM__GEMM_GELU_EXACT);
         for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; ++s)
-            for (int gelu = 0; gelu <= 2; ++gelu)
+            for (int gelu = 0; gelu <= UFORM__GEMM_GELU_LAST; ++gelu)
                 for (int variant = 0; variant < 4; ++variant) {
                     uform__gemm_dtype_t w_dtype = variant & 1 ? UFORM__GEMM_BF16 : UFORM__GEMM_F32;
                     uform__gemm_dtype_t x_dtype = variant == 3 ? UFORM__GEMM_BF16 : UFORM__GEMM_F32;
@@ -217,11 +259,15 @@ int main(int argc, char **argv) {
         printf("%s: %s\n", uform_cpu_class_name(test_gemm_classes[c]), check_failed_count == before ? "ok" : "FAILED");
     }
     test_pool_stop(&pool);
-    /* A GELU choice the header does not define is refused with its value. */
+    /* An activation the header does not define is refused with its value (the classes share the
+     * driver's check; the portable table answers on every CPU). */
     float x[4] = {1, 2, 3, 4}, w[4] = {1, 0, 0, 1}, y[4] = {0};
-    uform__gemm_forward_t args = {.m = 2, .n = 2, .k = 2, .x = x, .ldx = 2, .w = w, .ldw = 2, .gelu = 3, .y = y, .ldy = 2};
+    uform__gemm_forward_t args = {.m = 2, .n = 2, .k = 2, .x = x, .ldx = 2, .w = w, .ldw = 2, .gelu = 5, .y = y, .ldy = 2};
     uform_outcome_t outcome = {0};
-    CHECK_STATUS(uform__gemm_kernels(UFORM_CPU_CLASS_AMD_GENOA)->forward_f32(&args, NULL, &outcome), UFORM_INVALID_ARGUMENT);
-    CHECK_CONTAINS(outcome.message, "'gelu' is 3");
+    CHECK_STATUS(uform__gemm_kernels(UFORM_CPU_CLASS_SERIAL)->forward_f32(&args, NULL, &outcome), UFORM_INVALID_ARGUMENT);
+    CHECK_CONTAINS(outcome.message, "'gelu' is 5; expected 0 (none), 1 (exact), 2 (fast), 3 (quick) or 4 (tanh)");
+    args.gelu = -1;
+    CHECK_STATUS(uform__gemm_kernels(UFORM_CPU_CLASS_SERIAL)->forward_f32(&args, NULL, &outcome), UFORM_INVALID_ARGUMENT);
+    CHECK_CONTAINS(outcome.message, "'gelu' is -1");
     return check_finish();
 }

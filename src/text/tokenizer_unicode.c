@@ -1,0 +1,200 @@
+/*
+ * The Unicode questions the tokenizer stages ask, answered from utf8proc (Debian's libutf8proc,
+ * Unicode 15.0) the way the Rust code of `tokenizers` answers them: Rust's char methods
+ * (is_whitespace, is_numeric, is_alphanumeric, to_lowercase), the `regex` crate's \w, and the
+ * `unicode_categories` crate, whose tables are of Unicode 8.0 (tokenizer_unicode8.c holds the
+ * characters it reads differently), plus UTF-8 repair and the normalization forms.
+ */
+#include <utf8proc.h>
+
+#include "text/tokenizer_internal.h"
+
+/*
+ * The length of the well-formed prefix of a sequence starting at `bytes[0]` (Unicode's table
+ * 3-7): the whole sequence when it is well-formed, otherwise its maximal subpart (at least 1),
+ * with `*valid` telling which.
+ */
+static size_t utf8_sequence(const unsigned char *bytes, size_t available, int *valid) {
+    unsigned char lead = bytes[0];
+    size_t need;
+    unsigned char low = 0x80, high = 0xBF;
+    if (lead < 0x80) return *valid = 1, 1;
+    if (lead >= 0xC2 && lead <= 0xDF) need = 1;
+    else if (lead >= 0xE0 && lead <= 0xEF) {
+        need = 2;
+        if (lead == 0xE0) low = 0xA0;
+        if (lead == 0xED) high = 0x9F;
+    } else if (lead >= 0xF0 && lead <= 0xF4) {
+        need = 3;
+        if (lead == 0xF0) low = 0x90;
+        if (lead == 0xF4) high = 0x8F;
+    } else return *valid = 0, 1;
+    size_t at = 1;
+    for (; at <= need; ++at) {
+        if (at >= available) return *valid = 0, at;
+        unsigned char byte = bytes[at];
+        if (byte < low || byte > high) return *valid = 0, at;
+        low = 0x80, high = 0xBF;
+    }
+    return *valid = 1, at;
+}
+
+int uform__text_utf8_repair(const char *text, size_t length, uform__text_string_t *out) {
+    const unsigned char *bytes = (const unsigned char *)text;
+    size_t at = 0, clean_from = 0;
+    while (at < length) {
+        if (bytes[at] < 0x80) {
+            ++at;
+            continue;
+        }
+        int valid;
+        size_t width = utf8_sequence(bytes + at, length - at, &valid);
+        if (valid) {
+            at += width;
+            continue;
+        }
+        if (uform__text_string_append(out, text + clean_from, at - clean_from) != 0) return -1;
+        if (uform__text_string_append(out, "\xEF\xBF\xBD", 3) != 0) return -1;
+        at += width;
+        clean_from = at;
+    }
+    return uform__text_string_append(out, text + clean_from, length - clean_from);
+}
+
+size_t uform__text_utf8_width(unsigned char lead) {
+    if (lead < 0x80) return 1;
+    if (lead < 0xE0) return 2;
+    if (lead < 0xF0) return 3;
+    return 4;
+}
+
+uint32_t uform__text_utf8_next(const char *text, size_t *at) {
+    const unsigned char *bytes = (const unsigned char *)text + *at;
+    uint32_t lead = bytes[0];
+    if (lead < 0x80) return *at += 1, lead;
+    if (lead < 0xE0) return *at += 2, ((lead & 0x1F) << 6) | (bytes[1] & 0x3F);
+    if (lead < 0xF0) return *at += 3, ((lead & 0x0F) << 12) | ((uint32_t)(bytes[1] & 0x3F) << 6) | (bytes[2] & 0x3F);
+    *at += 4;
+    return ((lead & 0x07) << 18) | ((uint32_t)(bytes[1] & 0x3F) << 12) | ((uint32_t)(bytes[2] & 0x3F) << 6) |
+           (bytes[3] & 0x3F);
+}
+
+int uform__text_utf8_put(uform__text_string_t *out, uint32_t code_point) {
+    char buffer[4];
+    size_t length;
+    if (code_point < 0x80) buffer[0] = (char)code_point, length = 1;
+    else if (code_point < 0x800) {
+        buffer[0] = (char)(0xC0 | (code_point >> 6));
+        buffer[1] = (char)(0x80 | (code_point & 0x3F));
+        length = 2;
+    } else if (code_point < 0x10000) {
+        buffer[0] = (char)(0xE0 | (code_point >> 12));
+        buffer[1] = (char)(0x80 | ((code_point >> 6) & 0x3F));
+        buffer[2] = (char)(0x80 | (code_point & 0x3F));
+        length = 3;
+    } else {
+        buffer[0] = (char)(0xF0 | (code_point >> 18));
+        buffer[1] = (char)(0x80 | ((code_point >> 12) & 0x3F));
+        buffer[2] = (char)(0x80 | ((code_point >> 6) & 0x3F));
+        buffer[3] = (char)(0x80 | (code_point & 0x3F));
+        length = 4;
+    }
+    return uform__text_string_append(out, buffer, length);
+}
+
+/* The White_Space property: 25 code points, stable since Unicode 6.3 (U+180E left it then). */
+int uform__text_is_whitespace(uint32_t c) {
+    if (c <= 0x20) return c == 0x20 || (c >= 0x09 && c <= 0x0D);
+    if (c < 0x85) return 0;
+    return c == 0x85 || c == 0xA0 || c == 0x1680 || (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 ||
+           c == 0x202F || c == 0x205F || c == 0x3000;
+}
+
+static utf8proc_category_t category(uint32_t c) { return utf8proc_category((utf8proc_int32_t)c); }
+
+int uform__text_is_numeric(uint32_t c) {
+    if (c < 0x80) return c >= '0' && c <= '9';
+    utf8proc_category_t k = category(c);
+    return k == UTF8PROC_CATEGORY_ND || k == UTF8PROC_CATEGORY_NL || k == UTF8PROC_CATEGORY_NO;
+}
+
+static int is_letter(utf8proc_category_t k) {
+    return k == UTF8PROC_CATEGORY_LU || k == UTF8PROC_CATEGORY_LL || k == UTF8PROC_CATEGORY_LT ||
+           k == UTF8PROC_CATEGORY_LM || k == UTF8PROC_CATEGORY_LO;
+}
+
+static int is_mark(utf8proc_category_t k) {
+    return k == UTF8PROC_CATEGORY_MN || k == UTF8PROC_CATEGORY_MC || k == UTF8PROC_CATEGORY_ME;
+}
+
+int uform__text_is_alphanumeric(uint32_t c) {
+    if (c < 0x80) return (c >= '0' && c <= '9') || ((c | 0x20) >= 'a' && (c | 0x20) <= 'z');
+    utf8proc_category_t k = category(c);
+    return is_letter(k) || k == UTF8PROC_CATEGORY_ND || k == UTF8PROC_CATEGORY_NL || k == UTF8PROC_CATEGORY_NO;
+}
+
+int uform__text_is_word(uint32_t c) {
+    if (c < 0x80) return (c >= '0' && c <= '9') || ((c | 0x20) >= 'a' && (c | 0x20) <= 'z') || c == '_';
+    if (c == 0x200C || c == 0x200D) return 1; /* Join_Control */
+    utf8proc_category_t k = category(c);
+    return is_letter(k) || is_mark(k) || k == UTF8PROC_CATEGORY_ND || k == UTF8PROC_CATEGORY_NL ||
+           k == UTF8PROC_CATEGORY_PC;
+}
+
+int uform__text_is_punctuation(uint32_t c) {
+    if (c < 0x80) return (c >= 0x21 && c <= 0x2F) || (c >= 0x3A && c <= 0x40) || (c >= 0x5B && c <= 0x60) ||
+                         (c >= 0x7B && c <= 0x7E);
+    utf8proc_category_t k = category(c);
+    if (k < UTF8PROC_CATEGORY_PC || k > UTF8PROC_CATEGORY_PO) return 0;
+    return !uform__text_newer_than_unicode8(c);
+}
+
+int uform__text_is_other(uint32_t c) {
+    utf8proc_category_t k = category(c);
+    if (k == UTF8PROC_CATEGORY_CC || k == UTF8PROC_CATEGORY_CO) return 1;
+    return k == UTF8PROC_CATEGORY_CF && !uform__text_newer_than_unicode8(c);
+}
+
+int uform__text_is_nonspacing_mark(uint32_t c) {
+    if (c < 0x300) return 0;
+    return category(c) == UTF8PROC_CATEGORY_MN && !uform__text_newer_than_unicode8(c);
+}
+
+int uform__text_is_combining_mark(uint32_t c) { return c >= 0x300 && is_mark(category(c)); }
+
+int uform__text_is_chinese(uint32_t c) {
+    return (c >= 0x4E00 && c <= 0x9FFF) || (c >= 0x3400 && c <= 0x4DBF) || (c >= 0x20000 && c <= 0x2A6DF) ||
+           (c >= 0x2A700 && c <= 0x2B73F) || (c >= 0x2B740 && c <= 0x2B81F) || (c >= 0x2B920 && c <= 0x2CEAF) ||
+           (c >= 0xF900 && c <= 0xFAFF) || (c >= 0x2F800 && c <= 0x2FA1F);
+}
+
+/* Rust lowercases char by char with the full mapping; the only unconditional mapping to more
+ * than one character is U+0130 (capital I with dot above) -> "i\u0307"; the rest is utf8proc's
+ * simple mapping. */
+int uform__text_lowercase_put(uform__text_string_t *out, uint32_t c) {
+    if (c < 0x80) {
+        char lower = (char)(c >= 'A' && c <= 'Z' ? c + 32 : c);
+        return uform__text_string_append(out, &lower, 1);
+    }
+    if (c == 0x130) return uform__text_string_append(out, "i\xCC\x87", 3);
+    return uform__text_utf8_put(out, (uint32_t)utf8proc_tolower((utf8proc_int32_t)c));
+}
+
+int uform__text_normalize_form(const char *text, size_t length, uform__text_form_t form, uform__text_string_t *out) {
+    size_t at = 0;
+    while (at < length && (unsigned char)text[at] < 0x80) ++at;
+    if (at == length) return uform__text_string_append(out, text, length); /* ASCII is in every form */
+    utf8proc_option_t options = UTF8PROC_STABLE;
+    switch (form) {
+    case UFORM__TEXT_NFC: options |= UTF8PROC_COMPOSE; break;
+    case UFORM__TEXT_NFD: options |= UTF8PROC_DECOMPOSE; break;
+    case UFORM__TEXT_NFKC: options |= UTF8PROC_COMPOSE | UTF8PROC_COMPAT; break;
+    case UFORM__TEXT_NFKD: options |= UTF8PROC_DECOMPOSE | UTF8PROC_COMPAT; break;
+    }
+    utf8proc_uint8_t *result = NULL;
+    utf8proc_ssize_t written = utf8proc_map((const utf8proc_uint8_t *)text, (utf8proc_ssize_t)length, &result, options);
+    if (written < 0) return -1; /* the text is valid UTF-8, so only memory can fail */
+    int status = uform__text_string_append(out, (const char *)result, (size_t)written);
+    free(result);
+    return status;
+}
