@@ -115,12 +115,12 @@ enum {
 
 /* The epilogue flag of an activation (UFORM__LINEAR_GELU ... ; 0 for the identity). */
 int uform__linear_activation_flag(uform__activation_t activation);
-/* The activations the GEMM does not fuse (QUICK_GELU, GELU_TANH, RELU, TANH: one `flag`) over
- * y [rows, columns] (stride ldy) in place (activation.c). */
+/* The activations the GEMM does not fuse (RELU, TANH: one `flag`) over y [rows, columns] (stride
+ * ldy) in place (activation.c). QuickGELU and the tanh GELU are the GEMM's own epilogues. */
 struct uform__compute_t;
 void uform__linear_activation_apply(const struct uform__compute_t *compute, int flag, float *y, size_t rows,
                                     size_t columns, size_t ldy);
-#define UFORM__LINEAR_UNFUSED_ACTIVATIONS (UFORM__LINEAR_QUICK_GELU | UFORM__LINEAR_GELU_TANH | UFORM__LINEAR_RELU | UFORM__LINEAR_TANH)
+#define UFORM__LINEAR_UNFUSED_ACTIVATIONS (UFORM__LINEAR_RELU | UFORM__LINEAR_TANH)
 
 /* y[m, :] = x[m, :]·Wᵀ + b for a layer (packed weights when `compute->packed`), then the
  * `epilogue` (UFORM__LINEAR_*): GELU, or y[m, :] += instead of =. Under BF16 compute the GELU is
@@ -131,6 +131,15 @@ uform_status_t uform__linear_forward(uform__compute_t *compute, const uform__lin
                                      uform_outcome_t *outcome);
 
 /* ---- I8 compute (linear_i8.c) ---- */
+
+/* The GEMM epilogue of an int8 product's activation flags (its output is quantized or rounded
+ * next, so the erf GELU takes its fast form). */
+static inline int uform__linear_i8_gelu(int epilogue) {
+    if (epilogue & UFORM__LINEAR_GELU) return UFORM__GEMM_GELU_FAST;
+    if (epilogue & UFORM__LINEAR_QUICK_GELU) return UFORM__GEMM_GELU_QUICK;
+    if (epilogue & UFORM__LINEAR_GELU_TANH) return UFORM__GEMM_GELU_TANH;
+    return UFORM__GEMM_GELU_NONE;
+}
 
 /* Whether the product of `layer` runs in int8 in this call. */
 static inline int uform__linear_is_i8(const uform__compute_t *compute, const uform__linear_t *layer) {

@@ -88,7 +88,7 @@ uform_status_t uform__linear_forward_i8(uform__compute_t *compute, const uform__
                           scratch->rows, k_padded, scratch->scales, scratch->sums, compute->parallel);
     uform__gemm_i8_forward_t args = {
         .m = rows, .n = layer->rows, .k = k, .x = {scratch->rows, k_padded, scratch->scales, scratch->sums},
-        .packed = packed, .bias = layer->bias, .gelu = (epilogue & UFORM__LINEAR_GELU) ? UFORM__GEMM_GELU_FAST : 0,
+        .packed = packed, .bias = layer->bias, .gelu = uform__linear_i8_gelu(epilogue),
         .y = y, .ldy = ldy, .output = UFORM__GEMM_I8_F32, .accumulate = (epilogue & UFORM__LINEAR_ACCUMULATE) != 0,
         .scratch = scratch->gemm, .scratch_capacity = scratch->gemm_bytes};
     compute->flops += 2.0 * (double)rows * (double)layer->rows * (double)k;

@@ -23,12 +23,6 @@ static uform__source_t source_of(uform_modality_t modality) {
                                               : UFORM__SOURCE_AUDIO_FILES;
 }
 
-static size_t rows_per_item(const uform__model_config_t *config, uform_modality_t modality) {
-    return (modality == UFORM_MODALITY_IMAGE   ? uform__model_image_tokens(config)
-            : modality == UFORM_MODALITY_VIDEO ? uform__model_video_tokens(config)
-                                               : uform__model_audio_tokens(config)) - 1;
-}
-
 typedef struct prepare_loop_t {
     uform__encode_job_t job;
     const uform__signal_kernels_t *signal;
@@ -54,13 +48,14 @@ static void prepare_prong(void *context, size_t thread, size_t prong) {
 
 static uform_status_t prepare_run(void *pointer, uform__call_context_t *context) {
     uform_media_prepare_t *request = pointer;
-    const uform__model_config_t *config = &request->model->config;
+    const uform_model_t tower = uform__model_tower(request->model, request->modality);
+    const uform__model_config_t *config = &tower->config;
     uform_prepared_t *prepared = &request->prepared;
-    size_t count = request->files.count, per_item = rows_per_item(config, request->modality);
+    size_t count = request->files.count, per_item = uform__stem_patch_rows(tower, request->modality);
     size_t width = uform__stem_patch_width(config, request->modality);
     prepare_loop_t loop;
     memset(&loop, 0, sizeof loop);
-    loop.job.model = request->model, loop.job.modality = request->modality;
+    loop.job.model = uform__model_tower(request->model, request->modality), loop.job.modality = request->modality;
     loop.job.source = source_of(request->modality), loop.job.inputs = &request->files, loop.job.inputs_name = "files";
     loop.signal = uform__signal_kernels(context->cpu_class);
     loop.item_floats = per_item * width;
@@ -125,7 +120,7 @@ UFORM_API uform_status_t uform_media_prepare(uform_media_prepare_t *request) {
     uform__encode_job_t job;
     memset(&job, 0, sizeof job);
     uform_encode_config_t defaults = {0};
-    job.model = request->model, job.modality = modality, job.source = source_of(modality);
+    job.model = uform__model_tower(request->model, modality), job.modality = modality, job.source = source_of(modality);
     job.inputs = &request->files, job.inputs_name = "files", job.config = &defaults;
     uform_status_t status = uform__encode_validate(&job, outcome, function);
     if (status != UFORM_OK) return status;
@@ -155,7 +150,7 @@ static uform_status_t prepared_run(void *pointer, uform__call_context_t *context
     uform_tape_t tape = {offsets, offsets, good};
     uform__encode_job_t job;
     memset(&job, 0, sizeof job);
-    job.model = request->model, job.modality = prepared->modality, job.source = UFORM__SOURCE_PREPARED;
+    job.model = uform__model_tower(request->model, prepared->modality), job.modality = prepared->modality, job.source = UFORM__SOURCE_PREPARED;
     job.inputs = &tape, job.outputs = request->outputs, job.config = &request->config, job.encoded = &request->encoded;
     job.inputs_name = "prepared";
     job.prepared_rows = prepared->rows.data;
@@ -185,21 +180,22 @@ UFORM_API uform_status_t uform_prepared_encode(uform_prepared_encode_t *request)
     if (modality != UFORM_MODALITY_IMAGE && modality != UFORM_MODALITY_VIDEO && modality != UFORM_MODALITY_AUDIO)
         return uform__fail(outcome, UFORM_INVALID_ARGUMENT, function, "prepared->modality %d is not a media modality",
                            (int)modality);
-    const uform__model_config_t *config = &request->model->config;
+    const uform_model_t tower = uform__model_tower(request->model, modality);
+    const uform__model_config_t *config = &tower->config;
     if (request->model->stems[modality].present && prepared->count &&
-        (prepared->rows_per_item != rows_per_item(config, modality) ||
+        (prepared->rows_per_item != uform__stem_patch_rows(tower, modality) ||
          prepared->rows.columns != uform__stem_patch_width(config, modality) ||
          prepared->rows.rows != prepared->count * prepared->rows_per_item || prepared->failed > prepared->count))
         return uform__fail(outcome, UFORM_INVALID_ARGUMENT, function,
                            "prepared holds %zu rows of %zu per item, but this model's %s stem takes %zu rows of %zu: "
                            "it was prepared for another model",
                            prepared->rows_per_item, prepared->rows.columns, uform__modality_name(modality),
-                           rows_per_item(config, modality), uform__stem_patch_width(config, modality));
+                           uform__stem_patch_rows(tower, modality), uform__stem_patch_width(config, modality));
     size_t zero = 0;
     uform_tape_t empty = {NULL, &zero, 0};
     uform__encode_job_t job;
     memset(&job, 0, sizeof job);
-    job.model = request->model, job.modality = modality, job.source = UFORM__SOURCE_PREPARED, job.inputs = &empty;
+    job.model = uform__model_tower(request->model, modality), job.modality = modality, job.source = UFORM__SOURCE_PREPARED, job.inputs = &empty;
     job.outputs = request->outputs, job.config = &request->config, job.inputs_name = "prepared";
     uform_status_t status = uform__encode_validate(&job, outcome, function);
     if (status != UFORM_OK) return status;

@@ -85,6 +85,8 @@ uform_status_t uform__linear_forward(uform__compute_t *compute, const uform__lin
         args.packed = &layer->packed;
     args.bias = layer->bias;
     if (epilogue & UFORM__LINEAR_GELU) args.gelu = bf16 ? UFORM__GEMM_GELU_FAST : UFORM__GEMM_GELU_EXACT;
+    if (epilogue & UFORM__LINEAR_QUICK_GELU) args.gelu = UFORM__GEMM_GELU_QUICK;
+    if (epilogue & UFORM__LINEAR_GELU_TANH) args.gelu = UFORM__GEMM_GELU_TANH;
     args.accumulate = (epilogue & UFORM__LINEAR_ACCUMULATE) != 0;
     args.y = y, args.ldy = ldy;
     args.y_dtype = (epilogue & UFORM__LINEAR_Y_BF16) ? UFORM__GEMM_BF16 : UFORM__GEMM_F32;

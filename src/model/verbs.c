@@ -14,7 +14,8 @@ static uform__encode_job_t job_of(uform_model_t model, uform_modality_t modality
                                   const uform_encode_config_t *config, uform_encoded_t *encoded, const char *name) {
     uform__encode_job_t job;
     memset(&job, 0, sizeof job);
-    job.model = model, job.modality = modality, job.source = source, job.inputs = inputs;
+    /* A published folder runs each modality on its own tower (model.h). */
+    job.model = uform__model_tower(model, modality), job.modality = modality, job.source = source, job.inputs = inputs;
     job.outputs = outputs, job.config = config, job.encoded = encoded, job.inputs_name = name;
     return job;
 }
@@ -132,7 +133,7 @@ UFORM_API uform_status_t uform_audio_encode_samples(uform_audio_encode_samples_t
 
 static void choose_job(uform_text_choose_t *request, uform__encode_job_t *job) {
     memset(job, 0, sizeof *job);
-    job->model = request->model;
+    job->model = uform__model_tower(request->model, UFORM_MODALITY_TEXT);
     job->modality = UFORM_MODALITY_TEXT;
     job->source = UFORM__SOURCE_CHOOSE;
     job->inputs = &request->texts;
