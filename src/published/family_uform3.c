@@ -7,14 +7,16 @@
  *          token and `num_reg_tokens` register rows put in front without positions; `norm` on every
  *          row; the class row ("cls" pooling) or the mean of all rows; embedding_projection
  *   text   post-norm BERT (eps 1e-12): LayerNorm(word[id] + position[k]) (RoBERTa-type towers count
- *          positions from padding_idx + 1), blocks whose cross-attention is skipped when a text is
- *          embedded alone; the [CLS] row or the mean of the text's rows; embedding_projection
+ *          positions from padding_idx + 1); the blocks listed in multimodal_layers_ids carry cross-
+ *          attention and are skipped whole when a text is embedded alone (TextEncoder.forward_features
+ *          runs only the others); the [CLS] row or the mean of the text's rows; embedding_projection
  *
  * Texts are cut as UForm 3's TextProcessor cuts them: tokenised without a limit, then the ids
  * sliced at max_position_embeddings, so a long text loses its final [SEP]; the padding it adds is
  * masked out, so the engine runs the real ids alone.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/outcome.h"
@@ -154,12 +156,29 @@ static uform_status_t text_tower(uform__family_context_t *context, const cJSON *
     if (positions <= offset)
         return uform__fail(context->outcome, UFORM_FORMAT, context->function,
                            "config.json: text_encoder.max_position_embeddings %zu leaves no position past %zu", positions, offset);
+    /* The layers that run on text alone: those not in multimodal_layers_ids, in order. */
+    const cJSON *multimodal = cJSON_GetObjectItemCaseSensitive(section, "multimodal_layers_ids");
+    if (multimodal && !cJSON_IsArray(multimodal))
+        return uform__fail(context->outcome, UFORM_FORMAT, context->function,
+                           "config.json: text_encoder.multimodal_layers_ids is not a list of layer numbers");
+    size_t *layers = calloc(depth ? depth : 1, sizeof *layers), kept = 0;
+    if (!layers) return uform__fail(context->outcome, UFORM_OUT_OF_MEMORY, context->function, "cannot allocate the layer list");
+    for (size_t i = 0; i < depth; ++i) {
+        int skipped = 0;
+        const cJSON *id;
+        cJSON_ArrayForEach(id, multimodal) skipped |= cJSON_IsNumber(id) && id->valuedouble == (double)i;
+        if (!skipped) layers[kept++] = i;
+    }
     uform__tensor_set_t *set = &published->sets[UFORM_MODALITY_TEXT];
     uform_status_t status = open_weights(context, set, "text");
     if (status != UFORM_OK) return status;
     uform__tower_builder_t builder;
-    uform_model_t tower = uform__tower_begin(&builder, context, set, UFORM_MODALITY_TEXT, d, depth, heads, 4 * d, embedding);
-    if (!tower) return builder.status;
+    uform_model_t tower = uform__tower_begin(&builder, context, set, UFORM_MODALITY_TEXT, d, kept, heads, 4 * d, embedding);
+    if (!tower) {
+        free(layers);
+        return builder.status;
+    }
+    builder.layers = layers;
     context->model->towers[UFORM_MODALITY_TEXT] = tower;
     uform__stem_t *stem = &tower->stems[UFORM_MODALITY_TEXT];
     tower->arch.post_norm = 1, tower->arch.activation = UFORM__ACTIVATION_GELU, tower->arch.eps = 1e-12f;
@@ -181,6 +200,8 @@ static uform_status_t text_tower(uform__family_context_t *context, const cJSON *
         .down = "blocks.%zu.mlp.output_layer.weight", .down_bias = "blocks.%zu.mlp.output_layer.bias",
     };
     uform__tower_blocks(&builder, &names);
+    free(layers);
+    builder.layers = NULL;
     uform__tower_linear(&builder, &stem->projection, "embedding_projection.weight", embedding, d, NULL, 0);
     if (builder.status != UFORM_OK) return builder.status;
     status = uform__published_tokenizer(context, "", NULL);

@@ -134,6 +134,7 @@ size_t uform__config_required(uform__config_reader_t *reader, const cJSON *objec
 typedef struct uform__tower_builder_t {
     uform_model_t tower;
     const uform__tensor_set_t *set;
+    const size_t *layers; /* uform__tower_blocks: the file's layer number of block i (NULL: i) */
     uform_status_t status;
     uform_outcome_t *outcome;
     const char *function;

@@ -276,8 +276,9 @@ void uform__tower_blocks(uform__tower_builder_t *builder, const uform__block_nam
 #define LINEAR(layer, weight, bias, rows, columns)                                                               \
     uform__tower_linear(builder, layer, block_name(a, sizeof a, names->weight, i), rows, columns,                 \
                         block_name(b, sizeof b, names->bias, i), 0)
-    for (size_t i = 0; i < tower->config.depth && builder->status == UFORM_OK; ++i) {
-        uform__block_t *block = &tower->blocks[i];
+    for (size_t index = 0; index < tower->config.depth && builder->status == UFORM_OK; ++index) {
+        uform__block_t *block = &tower->blocks[index];
+        size_t i = builder->layers ? builder->layers[index] : index; /* the file's layer number */
         uform__tower_norm(builder, &block->norm1, block_name(a, sizeof a, names->norm1, i),
                           block_name(b, sizeof b, names->norm1_bias, i), d);
         uform__tower_norm(builder, &block->norm2, block_name(a, sizeof a, names->norm2, i),
