@@ -18,8 +18,9 @@ the tokenizer's padding=True call does, and:
 - each row must have cosine >= 0.99999 and max|a - b| / max|b| <= 1e-4 (f32 compute), cosine >=
   0.999 and <= 1e-2 (bf16), cosine >= 0.99 (i8). The tolerance follows meta.json's "compute"
   unless --tolerance says otherwise.
-The ids are checked too: within the vocabulary, and no longer than the folder's max_seq_length
-(sentence_bert_config.json, else the Transformer module's fallback), which a wrong truncation breaks.
+The ids are checked too: within the vocabulary, no longer than the folder's max_seq_length
+(sentence_bert_config.json, else the Transformer module's fallback), which a wrong truncation
+breaks, and framed by the special tokens of tokenizer.json's post-processor (kept when truncating).
 
 --self-check-negative reruns the comparison with one deliberate mistake in the reference at a time
 (ReLU for GELU, no embedding LayerNorm, the other family's positions, padding attended to, the
@@ -117,6 +118,15 @@ def check_ids(tally, pipeline, ids):
                             f"outside the vocabulary [0, {vocabulary})")
         elif len(item) > pipeline.max_seq_length:
             problems.append(f"text {i}: {len(item)} ids, more than max_seq_length {pipeline.max_seq_length}")
+    specials = R.tokenizer_specials(pipeline.folder)
+    if specials is not None:
+        # Python's tokenizers truncate the content and keep the special tokens.
+        before, after = specials
+        for i, item in enumerate(ids):
+            if len(item) < len(before) + len(after) or item[:len(before)] != before or \
+                    item[len(item) - len(after):] != after:
+                problems.append(f"text {i}: ids {item[:3]} ... {item[-3:]} do not begin with {before} and end "
+                                f"with {after} (tokenizer.json's post-processor)")
     tally.record(not problems and bool(ids), "text ids",
                  "; ".join(problems[:5]) if problems else
                  f"{len(ids)} texts, {sum(map(len, ids))} ids, longest {max(map(len, ids)) if ids else 0}"
