@@ -14,7 +14,7 @@ the tokenizer's padding=True call does, and:
   item (offsets[i + 1] - offsets[i] == len(ids[i]));
 - embeddings are SentenceTransformer.encode's (Pooling, Dense modules, L2 normalisation; see
   bert_reference.Pipeline for a folder without modules.json, where meta.json's optional "pooling"
-  or --plain-pooling decides);
+  decides, else --plain-pooling, default mean);
 - each row must have cosine >= 0.99999 and max|a - b| / max|b| <= 1e-4 (f32 compute), cosine >=
   0.999 and <= 1e-2 (bf16), cosine >= 0.99 (i8). The tolerance follows meta.json's "compute"
   unless --tolerance says otherwise.
@@ -63,8 +63,9 @@ def _show(vector, at):
     return "[" + ", ".join(f"{v:.6g}" for v in vector[begin:begin + 5]) + f"] from column {begin}"
 
 
-def compare_rows(tally, label, engine, reference, tolerance):
-    """Row by row cosine and max|a - b| / max|b|; records one line with the worst row."""
+def compare_rows(tally, label, engine, reference, tolerance, offsets=None):
+    """Row by row cosine and max|a - b| / max|b|; records one line with the worst row (named as
+    text and token when `offsets` [N + 1] says where each text's rows begin)."""
     engine = np.asarray(engine, dtype=np.float64)
     reference = np.asarray(reference, dtype=np.float64)
     if engine.shape != reference.shape:
@@ -86,7 +87,13 @@ def compare_rows(tally, label, engine, reference, tolerance):
               f"worst max|a-b|/max|b| {relative.max():.3g}"
               + (f" (<= {maximum_relative:g})" if maximum_relative is not None else ""))
     if bad.any():
-        detail += (f"; {int(bad.sum())} rows out, worst row {worst} (cosine {cosine[worst]:.8f}, relative "
+        where = f"row {worst}"
+        if offsets is not None:
+            text = int(np.searchsorted(offsets, worst, side="right")) - 1
+            where += f" = text {text} token {worst - int(offsets[text])}"
+        else:
+            where += f" = text {worst}"
+        detail += (f"; {int(bad.sum())} rows out, worst {where} (cosine {cosine[worst]:.8f}, relative "
                    f"{relative[worst]:.3g}) column {column}: engine {engine[worst, column]:.8g} reference "
                    f"{reference[worst, column]:.8g}; engine {_show(engine[worst], column)}, "
                    f"reference {_show(reference[worst], column)}")
@@ -178,7 +185,7 @@ def compare(dump, tolerance=None, plain_pooling="mean", formulation="layers", pe
                          f"expected every row of every item {list(expected)[:8]}")
         else:
             compare_rows(tally, f"text states ({tolerance})", arrays["text_states"],
-                         torch.cat(states).numpy(), tolerance)
+                         torch.cat(states).numpy(), tolerance, expected)
     if "text_embeddings" in arrays:
         compare_rows(tally, f"text embeddings ({tolerance}, pooling {'+'.join(pipeline.pooling)}, "
                      f"{len(pipeline.dense)} dense)", arrays["text_embeddings"], embeddings.numpy(), tolerance)
