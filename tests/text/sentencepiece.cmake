@@ -1,0 +1,13 @@
+# The SentencePiece side of the tokenizers (src/text/sp_*.c): Unigram, the Precompiled normaliser,
+# Metaspace and .model files. sp_tool is the engine's side of the parity tests; sp_parity.py trains
+# small models with python3-sentencepiece (sp_make_models.py) and compares every id with it.
+add_executable(sp_tool ${CMAKE_CURRENT_LIST_DIR}/sp_tool.c)
+target_link_libraries(sp_tool PRIVATE uform_internal)
+
+# Python-sentencepiece parity: >= 2,000 strings on four trained models, XLM-R's fairseq ids, SigLIP's
+# Python-side text handling (~5 s on two cores).
+add_test(NAME test_sp_parity
+         COMMAND ${UFORM_TORCH_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/sp_parity.py $<TARGET_FILE:sp_tool>
+                 ${CMAKE_CURRENT_BINARY_DIR}/sp_parity)
+set_tests_properties(test_sp_parity PROPERTIES TIMEOUT 300 LABELS text SKIP_RETURN_CODE 77
+                     ENVIRONMENT "PYTHONDONTWRITEBYTECODE=1")
