@@ -11,3 +11,14 @@ add_test(NAME test_sp_parity
                  ${CMAKE_CURRENT_BINARY_DIR}/sp_parity)
 set_tests_properties(test_sp_parity PROPERTIES TIMEOUT 300 LABELS text SKIP_RETURN_CODE 77
                      ENVIRONMENT "PYTHONDONTWRITEBYTECODE=1")
+
+# The tokenizer.json side (Precompiled, Metaspace, Unigram) against Hugging Face's Rust `tokenizers`
+# (npm package `tokenizers`, installed into this build folder by the fixture; ~5 s).
+add_test(NAME sp_npm COMMAND ${CMAKE_CURRENT_LIST_DIR}/sp_npm_install.sh ${CMAKE_CURRENT_BINARY_DIR}/sp_node)
+set_tests_properties(sp_npm PROPERTIES FIXTURES_SETUP sp_npm SKIP_RETURN_CODE 77 TIMEOUT 300 LABELS text)
+add_test(NAME test_sp_tokenizers_parity
+         COMMAND node ${CMAKE_CURRENT_LIST_DIR}/sp_tokenizers_parity.mjs ${CMAKE_CURRENT_BINARY_DIR}/sp_node
+                 ${UFORM_TORCH_PYTHON} ${CMAKE_CURRENT_LIST_DIR} $<TARGET_FILE:sp_tool>
+                 ${CMAKE_CURRENT_BINARY_DIR}/sp_tokenizers)
+set_tests_properties(test_sp_tokenizers_parity PROPERTIES FIXTURES_REQUIRED sp_npm TIMEOUT 300 LABELS text
+                     ENVIRONMENT "PYTHONDONTWRITEBYTECODE=1")
