@@ -9,8 +9,8 @@
  * None, lists and tuples even of tensors, torch.Size, devices), entries whose key is neither a
  * string nor an int, and an OrderedDict's attributes (BUILD already dropped `_metadata`). A
  * dict reached twice through different keys (one object saved under two names) gives both
- * names; a dict that contains itself is UFORM_FORMAT, as is nesting deeper than
- * UFORM__TORCH_MAX_DEPTH. The walk keeps its own stack and counts every entry it visits, so a
+ * names; a dict that contains itself is UFORM_FORMAT, as is a path of more than
+ * UFORM__TORCH_MAX_DEPTH dicts. The walk keeps its own stack and counts every entry it visits, so a
  * pickle of shared dicts cannot make it run longer than UFORM__TORCH_MAX_NODES steps.
  */
 #include <inttypes.h>
@@ -91,7 +91,7 @@ uform_status_t uform__torch_flatten(uform__torch_machine_t *machine, uform__torc
                            "entry %s: the pickle holds %s, not a dict of tensors (a state dict)",
                            uform__safetensors_quote(source, machine->source), uform__torch_kind_name(root->kind));
     }
-    frame_t frames[UFORM__TORCH_MAX_DEPTH + 1];
+    frame_t frames[UFORM__TORCH_MAX_DEPTH];
     text_t path = {0}, block = {0};
     size_t entry_capacity = 0, visits = 0, depth = 1;
     uform_status_t status = UFORM_OK;
@@ -150,7 +150,7 @@ uform_status_t uform__torch_flatten(uform__torch_machine_t *machine, uform__torc
             status = fail_at(machine, UFORM_FORMAT, &path, path.length, "a dict contains itself");
             break;
         }
-        if (depth > UFORM__TORCH_MAX_DEPTH) {
+        if (depth >= UFORM__TORCH_MAX_DEPTH) {
             status = fail_at(machine, UFORM_FORMAT, &path, path.length, "dicts nest deeper than 64 levels");
             break;
         }

@@ -29,7 +29,7 @@
 #define UFORM__TORCH_MAX_STACK (1u << 22)
 /* MARKs open at once; real pickles nest a handful. */
 #define UFORM__TORCH_MAX_MARKS 1024u
-/* Dicts nested inside the top-level one when flattening names. */
+/* Dicts on one path when flattening names, the top-level one included. */
 #define UFORM__TORCH_MAX_DEPTH 64u
 /* Bytes of all flattened names together. */
 #define UFORM__TORCH_MAX_NAME_BYTES ((size_t)256 << 20)

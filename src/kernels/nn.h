@@ -168,6 +168,15 @@ typedef struct uform__nn_kernels_t {
     void (*gelu_forward)(size_t n, const float *x, float *y, const uform__parallel_t *parallel);
     /* dx = dy·(Φ(x) + x·φ(x)) over n values; dx may alias dy. */
     void (*gelu_backward)(size_t n, const float *x, const float *dy, float *dx, const uform__parallel_t *parallel);
+    /*
+     * An MLP activation over n contiguous values, y = f(x), for code outside a product: `kind` is
+     * a uform__gemm_gelu_t (kernels/gemm.h: NONE copies, EXACT and FAST the erf GELU, QUICK
+     * QuickGELU x·σ(1.702·x), TANH the tanh GELU), with the forms and error bounds gemm.h
+     * documents. Each class gives exactly the bits its GEMM epilogue gives (it runs that epilogue;
+     * the GENOA and ICELAKE tables SKYLAKE's), so an activation applied here or folded into a
+     * product agree. y may alias x (exactly; no partial overlap). An unknown kind writes NaN.
+     */
+    void (*activation_forward)(int kind, size_t n, const float *x, float *y, const uform__parallel_t *parallel);
 
     /* Softmax of each row (torch.softmax(x, dim=-1)): y[r] = exp(x[r] − max x[r]) / Σ exp(...),
      * x, y [rows, width]; y may alias x. A row holding NaN, or +inf, gives NaN, as torch does.
@@ -441,6 +450,13 @@ void uform__nn_layernorm_backward_f32_serial(size_t rows, size_t width, const fl
 void uform__nn_gelu_forward_f32_serial(size_t n, const float *x, float *y, const uform__parallel_t *parallel);
 void uform__nn_gelu_backward_f32_serial(size_t n, const float *x, const float *dy, float *dx,
                                         const uform__parallel_t *parallel);
+/* activation_forward of each class's table (nn_activation.c): through that class's GEMM epilogue. */
+void uform__nn_activation_forward_serial(int kind, size_t n, const float *x, float *y,
+                                         const uform__parallel_t *parallel);
+void uform__nn_activation_forward_haswell(int kind, size_t n, const float *x, float *y,
+                                          const uform__parallel_t *parallel);
+void uform__nn_activation_forward_skylake(int kind, size_t n, const float *x, float *y,
+                                          const uform__parallel_t *parallel);
 void uform__nn_softmax_xent_forward_f32_serial(size_t rows, size_t width, const float *logits, size_t logits_stride,
                                                const int32_t *targets, const float *scale, float *probs, float *loss,
                                                const uform__parallel_t *parallel);

@@ -788,6 +788,7 @@ const uform__nn_kernels_t uform__nn_kernels_haswell = {
     .layernorm_backward = layernorm_backward_f32_haswell,
     .gelu_forward = gelu_forward_f32_haswell,
     .gelu_backward = gelu_backward_f32_haswell,
+    .activation_forward = uform__nn_activation_forward_haswell,
     .softmax_forward = softmax_forward_f32_haswell,
     .softmax_xent_forward = softmax_xent_forward_f32_haswell,
     .softmax_xent_backward = softmax_xent_backward_f32_haswell,

@@ -601,6 +601,7 @@ const uform__nn_kernels_t uform__nn_kernels_serial = {
     .layernorm_backward = uform__nn_layernorm_backward_f32_serial,
     .gelu_forward = uform__nn_gelu_forward_f32_serial,
     .gelu_backward = uform__nn_gelu_backward_f32_serial,
+    .activation_forward = uform__nn_activation_forward_serial,
     .softmax_forward = uform__nn_softmax_forward_f32_serial,
     .softmax_xent_forward = uform__nn_softmax_xent_forward_f32_serial,
     .softmax_xent_backward = uform__nn_softmax_xent_backward_f32_serial,

@@ -780,6 +780,7 @@ static void softmax_forward_f32_skylake(size_t rows, size_t width, const float *
     .layernorm_backward = layernorm_backward_f32_skylake, \
     .gelu_forward = gelu_forward_f32_skylake, \
     .gelu_backward = gelu_backward_f32_skylake, \
+    .activation_forward = uform__nn_activation_forward_skylake, \
     .softmax_forward = softmax_forward_f32_skylake, \
     .softmax_xent_forward = softmax_xent_forward_f32_skylake, \
     .softmax_xent_backward = softmax_xent_backward_f32_skylake, \

@@ -8,3 +8,7 @@ uform_add_test(NAME test_gemm_output SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_gemm
 uform_add_test(NAME test_gemm_pack SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_gemm_pack.c LABELS kernels TIMEOUT 120)
 # Where the BF16 products round, bit for bit against an exact integer reference (test_gemm_rounding.c).
 uform_add_test(NAME test_gemm_rounding SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_gemm_rounding.c LABELS kernels TIMEOUT 120)
+# The activations outside test_gemm_gelu's reach: nn's element-wise slot against each class's
+# epilogue, products against SERIAL (F32 and BF16 Y), the int8 products' epilogue.
+uform_add_test(NAME test_gemm_activation SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_gemm_activation.c LABELS kernels tsan
+               TIMEOUT 120)

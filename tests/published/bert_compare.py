@@ -14,12 +14,13 @@ the tokenizer's padding=True call does, and:
   item (offsets[i + 1] - offsets[i] == len(ids[i]));
 - embeddings are SentenceTransformer.encode's (Pooling, Dense modules, L2 normalisation; see
   bert_reference.Pipeline for a folder without modules.json, where meta.json's optional "pooling"
-  or --plain-pooling decides);
+  decides, else --plain-pooling, default mean);
 - each row must have cosine >= 0.99999 and max|a - b| / max|b| <= 1e-4 (f32 compute), cosine >=
   0.999 and <= 1e-2 (bf16), cosine >= 0.99 (i8). The tolerance follows meta.json's "compute"
   unless --tolerance says otherwise.
-The ids are checked too: within the vocabulary, and no longer than the folder's max_seq_length
-(sentence_bert_config.json, else the Transformer module's fallback), which a wrong truncation breaks.
+The ids are checked too: within the vocabulary, no longer than the folder's max_seq_length
+(sentence_bert_config.json, else the Transformer module's fallback), which a wrong truncation
+breaks, and framed by the special tokens of tokenizer.json's post-processor (kept when truncating).
 
 --self-check-negative reruns the comparison with one deliberate mistake in the reference at a time
 (ReLU for GELU, no embedding LayerNorm, the other family's positions, padding attended to, the
@@ -62,8 +63,9 @@ def _show(vector, at):
     return "[" + ", ".join(f"{v:.6g}" for v in vector[begin:begin + 5]) + f"] from column {begin}"
 
 
-def compare_rows(tally, label, engine, reference, tolerance):
-    """Row by row cosine and max|a - b| / max|b|; records one line with the worst row."""
+def compare_rows(tally, label, engine, reference, tolerance, offsets=None):
+    """Row by row cosine and max|a - b| / max|b|; records one line with the worst row (named as
+    text and token when `offsets` [N + 1] says where each text's rows begin)."""
     engine = np.asarray(engine, dtype=np.float64)
     reference = np.asarray(reference, dtype=np.float64)
     if engine.shape != reference.shape:
@@ -85,7 +87,13 @@ def compare_rows(tally, label, engine, reference, tolerance):
               f"worst max|a-b|/max|b| {relative.max():.3g}"
               + (f" (<= {maximum_relative:g})" if maximum_relative is not None else ""))
     if bad.any():
-        detail += (f"; {int(bad.sum())} rows out, worst row {worst} (cosine {cosine[worst]:.8f}, relative "
+        where = f"row {worst}"
+        if offsets is not None:
+            text = int(np.searchsorted(offsets, worst, side="right")) - 1
+            where += f" = text {text} token {worst - int(offsets[text])}"
+        else:
+            where += f" = text {worst}"
+        detail += (f"; {int(bad.sum())} rows out, worst {where} (cosine {cosine[worst]:.8f}, relative "
                    f"{relative[worst]:.3g}) column {column}: engine {engine[worst, column]:.8g} reference "
                    f"{reference[worst, column]:.8g}; engine {_show(engine[worst], column)}, "
                    f"reference {_show(reference[worst], column)}")
@@ -117,6 +125,15 @@ def check_ids(tally, pipeline, ids):
                             f"outside the vocabulary [0, {vocabulary})")
         elif len(item) > pipeline.max_seq_length:
             problems.append(f"text {i}: {len(item)} ids, more than max_seq_length {pipeline.max_seq_length}")
+    specials = R.tokenizer_specials(pipeline.folder)
+    if specials is not None:
+        # Python's tokenizers truncate the content and keep the special tokens.
+        before, after = specials
+        for i, item in enumerate(ids):
+            if len(item) < len(before) + len(after) or item[:len(before)] != before or \
+                    item[len(item) - len(after):] != after:
+                problems.append(f"text {i}: ids {item[:3]} ... {item[-3:]} do not begin with {before} and end "
+                                f"with {after} (tokenizer.json's post-processor)")
     tally.record(not problems and bool(ids), "text ids",
                  "; ".join(problems[:5]) if problems else
                  f"{len(ids)} texts, {sum(map(len, ids))} ids, longest {max(map(len, ids)) if ids else 0}"
@@ -168,7 +185,7 @@ def compare(dump, tolerance=None, plain_pooling="mean", formulation="layers", pe
                          f"expected every row of every item {list(expected)[:8]}")
         else:
             compare_rows(tally, f"text states ({tolerance})", arrays["text_states"],
-                         torch.cat(states).numpy(), tolerance)
+                         torch.cat(states).numpy(), tolerance, expected)
     if "text_embeddings" in arrays:
         compare_rows(tally, f"text embeddings ({tolerance}, pooling {'+'.join(pipeline.pooling)}, "
                      f"{len(pipeline.dense)} dense)", arrays["text_embeddings"], embeddings.numpy(), tolerance)

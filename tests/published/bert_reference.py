@@ -254,6 +254,32 @@ class Encoder:
         return torch.tanh(torch.nn.functional.linear(first, self.w["pooler.dense.weight"], self.w["pooler.dense.bias"]))
 
 
+def tokenizer_specials(folder):
+    """The ids tokenizer.json's post-processor puts before and after a single sequence, as two
+    lists, or None when the folder has no tokenizer.json or its post-processor is not one of
+    BertProcessing, RobertaProcessing, TemplateProcessing (or a Sequence holding one)."""
+    path = os.path.join(folder, "tokenizer.json")
+    if not os.path.exists(path):
+        return None
+    processor = read_json(path).get("post_processor") or {}
+    if processor.get("type") == "Sequence":
+        found = [p for p in processor.get("processors", []) if p.get("type") != "ByteLevel"]
+        processor = found[0] if len(found) == 1 else {}
+    kind = processor.get("type")
+    if kind in ("BertProcessing", "RobertaProcessing"):
+        return [int(processor["cls"][1])], [int(processor["sep"][1])]
+    if kind == "TemplateProcessing":
+        before, after, seen_sequence = [], [], False
+        for piece in processor.get("single", []):
+            if "Sequence" in piece:
+                seen_sequence = True
+            elif "SpecialToken" in piece:
+                ids = processor["special_tokens"][piece["SpecialToken"]["id"]]["ids"]
+                (after if seen_sequence else before).extend(int(i) for i in ids)
+        return before, after
+    return None
+
+
 def pad(id_lists, padding_id):
     """[B, T] ids padded at the end with `padding_id` (the tokenizer's right padding) and the [B, T]
     attention mask, 1 for the real tokens."""

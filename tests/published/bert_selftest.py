@@ -75,20 +75,22 @@ def random_ids(pipeline, folder, generator, lengths):
     never the padding id, except one literal padding id inside the third text of a RoBERTa-style
     model (a "<pad>" typed in the text: attended, yet at position padding_idx upstream)."""
     vocabulary = int(pipeline.config["vocab_size"])
-    first, last = 0, min(2, vocabulary - 1)
-    tokenizer = os.path.join(folder, "tokenizer.json")
-    if os.path.exists(tokenizer):
-        _, specials = W._tokenizer_vocabulary(tokenizer)
-        first = specials.get("[CLS]", specials.get("<s>", first))
-        last = specials.get("[SEP]", specials.get("</s>", last))
+    first, last = [0], [min(2, vocabulary - 1)]
+    specials = R.tokenizer_specials(folder)
+    if specials is not None:
+        first, last = specials
+    elif os.path.exists(os.path.join(folder, "tokenizer.json")):
+        _, named = W._tokenizer_vocabulary(os.path.join(folder, "tokenizer.json"))
+        first = [named.get("[CLS]", named.get("<s>", first[0]))]
+        last = [named.get("[SEP]", named.get("</s>", last[0]))]
     pad = pipeline.padding_id()
     lists = []
     for n, length in enumerate(lengths):
-        body = [int(i) for i in generator.integers(3, vocabulary, length - 2)]
+        body = [int(i) for i in generator.integers(3, vocabulary, length - len(first) - len(last))]
         body = [i + 1 if i == pad else i for i in body]
         if n == 2 and pipeline.encoder.model_type != "bert" and len(body) > 2:
             body[len(body) // 2] = pad
-        lists.append([first] + body + [last])
+        lists.append(first + body + last)
     return lists
 
 
@@ -187,6 +189,51 @@ def formulations_agree(tally, name, pipeline, id_lists):
                  f"max|a-b|/max|b| {relative:.3g}")
 
 
+def spec_checks(tally, work):
+    """The reference's rules against values worked out by hand from the upstream code."""
+    # RoBERTa positions: padding_idx + cumsum(id != pad), pad ids keep padding_idx.
+    encoder = R.Encoder.__new__(R.Encoder)
+    encoder.model_type, encoder.padding_idx = "roberta", 1
+    got = encoder.position_ids(torch.tensor([[0, 5, 1, 6, 2, 1, 1]])).tolist()
+    tally.record(got == [[2, 3, 1, 4, 5, 1, 1]], "spec: RoBERTa positions of [<s> a <pad> b </s> <pad> <pad>]",
+                 f"{got}, expected [[2, 3, 1, 4, 5, 1, 1]]")
+    encoder.model_type = "bert"
+    got = encoder.position_ids(torch.tensor([[101, 5, 0, 102, 0]])).tolist()
+    tally.record(got == [[0, 1, 2, 3, 4]], "spec: BERT positions", f"{got}")
+    # Pooling modes over the real rows, concatenated as cls, max, mean, mean_sqrt_len, weightedmean, lasttoken.
+    rows = torch.tensor([[1.0, -2.0], [3.0, 0.0], [-1.0, 5.0], [1.0, 1.0]], dtype=torch.float64)
+    expected = [1.0, -2.0, 3.0, 5.0, 1.0, 1.0, 2.0, 2.0, 0.8, 1.7, 1.0, 1.0]
+    got = R.pool([rows], list(reversed(R.POOLING_ORDER)))[0].tolist()
+    tally.record(np.allclose(got, expected), "spec: pooling modes and their order", f"{got}, expected {expected}")
+    # A pooling config without pooling_mode_mean_tokens means mean (Pooling's argument default).
+    folder = os.path.join(work, "spec-pooling")
+    shutil.rmtree(folder, ignore_errors=True)
+    W.write_folder("minilm", "tiny", folder, tokenizer="none")
+    with open(os.path.join(folder, "1_Pooling", "config.json"), "w") as handle:
+        json.dump({"word_embedding_dimension": 64, "pooling_mode_cls_token": True}, handle)
+    modes = R.Pipeline(folder).pooling
+    tally.record(modes == ["cls", "mean"], "spec: a pooling config without the mean key pools cls + mean",
+                 f"{modes}")
+    # The three post-processor forms of tokenizer.json.
+    forms = (
+        {"type": "BertProcessing", "sep": ["[SEP]", 102], "cls": ["[CLS]", 101]},
+        {"type": "Sequence", "processors": [{"type": "ByteLevel"}, {"type": "RobertaProcessing",
+                                                                     "sep": ["</s>", 2], "cls": ["<s>", 0]}]},
+        {"type": "TemplateProcessing",
+         "single": [{"SpecialToken": {"id": "<s>", "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}},
+                    {"SpecialToken": {"id": "</s>", "type_id": 0}}],
+         "special_tokens": {"<s>": {"id": "<s>", "ids": [0], "tokens": ["<s>"]},
+                            "</s>": {"id": "</s>", "ids": [2], "tokens": ["</s>"]}}},
+    )
+    results = []
+    for form in forms:
+        with open(os.path.join(folder, "tokenizer.json"), "w") as handle:
+            json.dump({"post_processor": form}, handle)
+        results.append(R.tokenizer_specials(folder))
+    expected = [([101], [102]), ([0], [2]), ([0], [2])]
+    tally.record(results == expected, "spec: the special ids of the three post-processor forms", f"{results}")
+
+
 def run_case(tally, work, size, case):
     name, variant, layout, dtype, extra, plain_pooling = case
     started = time.time()
@@ -227,6 +274,8 @@ def main(argv):
     torch.set_num_threads(1)
     os.makedirs(args.work, exist_ok=True)
     tally = Tally()
+    if not args.case:
+        spec_checks(tally, args.work)
     for case in CASES:
         if args.case and case[0] not in args.case:
             continue
