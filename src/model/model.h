@@ -161,7 +161,7 @@ struct uform_model_s {
                         void *state);
     /* Frees what src/published/ attached (towers, files, tokenizer); called by uform_model_free. */
     void (*release)(struct uform_model_s *model);
-    const struct uform__image_processor_t *processor; /* an image tower's preprocessing (src/published/) */
+    const struct uform__signal_pil_processor_t *processor; /* an image tower's preprocessing (src/published/) */
     uform__safetensors_t *file;
     uform_cpu_class_t cpu_class;   /* the class weights were packed for */
     uform_compute_t compute;

@@ -212,7 +212,8 @@ uform_status_t uform__stem_decode_item(const uform__encode_job_t *job, size_t it
     case UFORM__SOURCE_IMAGE_PIXELS:
         if (job->model->processor)
             status = uform__image_processor_patches(job->model->processor, bytes, job->heights[item], job->widths[item],
-                                                    config->image_patch, target, signal, outcome);
+                                                    config->image_patch, target, signal ? signal->cpu_class : UFORM_CPU_CLASS_SERIAL,
+                                                    outcome);
         else
             status = image_patches(&loop, bytes, job->heights[item], job->widths[item], config->image_size,
                                    config->image_patch, config->image_mean, config->image_std, target, outcome);
@@ -222,7 +223,8 @@ uform_status_t uform__stem_decode_item(const uform__encode_job_t *job, size_t it
         status = uform__media_image_decode(bytes, length, NULL, &image, outcome);
         if (status == UFORM_OK && job->model->processor)
             status = uform__image_processor_patches(job->model->processor, image.pixels, image.height, image.width,
-                                                    config->image_patch, target, signal, outcome);
+                                                    config->image_patch, target, signal ? signal->cpu_class : UFORM_CPU_CLASS_SERIAL,
+                                                    outcome);
         else if (status == UFORM_OK)
             status = image_patches(&loop, image.pixels, image.height, image.width, config->image_size,
                                    config->image_patch, config->image_mean, config->image_std, target, outcome);

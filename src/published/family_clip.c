@@ -143,7 +143,7 @@ static uform_status_t clip_vision(uform__family_context_t *context, const tower_
     uform__tower_linear(&builder, &stem->projection, "visual_projection.weight", embedding, d, NULL, 0);
     if (builder.status != UFORM_OK) return builder.status;
     uform_status_t status =
-        uform__published_processor(context, UFORM__PROCESSOR_CLIP, shape->image, clip_mean, clip_std);
+        uform__published_processor(context, UFORM__SIGNAL_PIL_STYLE_CLIP, shape->image, clip_mean, clip_std);
     if (status != UFORM_OK) return status;
     tower->processor = &context->published->processor;
     return uform__tower_finish(&builder, context->parallel);
@@ -185,7 +185,7 @@ static void open_clip_block_names(uform__block_names_t *names, char storage[20][
 /* open_clip_config.json's "preprocess_cfg": mean, std, interpolation and resize_mode (OpenCLIP's
  * image_transform: Resize of the shortest side + CenterCrop, or "squash", a resize of both sides). */
 static uform_status_t open_clip_preprocess(uform__family_context_t *context, const cJSON *preprocess) {
-    uform__image_processor_t *processor = &context->published->processor;
+    uform__signal_pil_processor_t *processor = &context->published->processor;
     if (!preprocess) return UFORM_OK;
     uform__config_reader_t reader = {"open_clip_config.json", "preprocess_cfg", UFORM_OK, context->outcome, context->function};
     const char *interpolation = uform__config_string(&reader, preprocess, "interpolation", "bicubic");
@@ -205,16 +205,26 @@ static uform_status_t open_clip_preprocess(uform__family_context_t *context, con
         }
     }
     if (reader.status != UFORM_OK) return reader.status;
-    if (strcmp(interpolation, "bicubic") == 0) processor->resample = 3;
-    else if (strcmp(interpolation, "bilinear") == 0) processor->resample = 2;
+    size_t fill = uform__config_size(&reader, preprocess, "fill_color", 0);
+    if (reader.status != UFORM_OK) return reader.status;
+    /* OpenCLIP's "random" interpolation is bicubic at inference. */
+    if (strcmp(interpolation, "bicubic") == 0 || strcmp(interpolation, "random") == 0)
+        processor->filter = UFORM__SIGNAL_PIL_BICUBIC;
+    else if (strcmp(interpolation, "bilinear") == 0) processor->filter = UFORM__SIGNAL_PIL_BILINEAR;
     else
         return uform__fail(context->outcome, UFORM_UNSUPPORTED, context->function,
-                           "open_clip_config.json: preprocess_cfg.interpolation '%s' is neither bicubic nor bilinear",
+                           "open_clip_config.json: preprocess_cfg.interpolation '%s' is none of bicubic, bilinear, random",
                            interpolation);
-    if (strcmp(mode, "squash") == 0) processor->style = UFORM__PROCESSOR_SIGLIP, processor->do_crop = 0;
-    else if (strcmp(mode, "shortest") != 0)
+    if (strcmp(mode, "shortest") == 0) processor->resize_mode = UFORM__SIGNAL_PIL_SHORTEST;
+    else if (strcmp(mode, "longest") == 0) processor->resize_mode = UFORM__SIGNAL_PIL_LONGEST;
+    else if (strcmp(mode, "squash") == 0) processor->resize_mode = UFORM__SIGNAL_PIL_SQUASH;
+    else
         return uform__fail(context->outcome, UFORM_UNSUPPORTED, context->function,
-                           "open_clip_config.json: preprocess_cfg.resize_mode '%s' is neither shortest nor squash", mode);
+                           "open_clip_config.json: preprocess_cfg.resize_mode '%s' is none of shortest, longest, squash", mode);
+    if (fill > 255)
+        return uform__fail(context->outcome, UFORM_FORMAT, context->function,
+                           "open_clip_config.json: preprocess_cfg.fill_color %zu is not a byte", fill);
+    processor->fill = (uint8_t)fill;
     return UFORM_OK;
 }
 
@@ -315,7 +325,7 @@ uform_status_t uform__family_open_clip(uform__family_context_t *context, const c
     uform__tower_norm(&builder, &stem->norm, "visual.ln_post.weight", "visual.ln_post.bias", d);
     uform__tower_linear(&builder, &stem->projection, "visual.proj", embedding, d, NULL, 1);
     if (builder.status != UFORM_OK) return builder.status;
-    status = uform__published_processor(context, UFORM__PROCESSOR_TORCHVISION, vision.image, clip_mean, clip_std);
+    status = uform__published_processor(context, UFORM__SIGNAL_PIL_STYLE_OPEN_CLIP, vision.image, clip_mean, clip_std);
     if (status == UFORM_OK) status = open_clip_preprocess(context, cJSON_GetObjectItemCaseSensitive(root, "preprocess_cfg"));
     if (status == UFORM_OK) status = uform__published_processor_check(context, vision.image);
     if (status != UFORM_OK) return status;

@@ -114,7 +114,7 @@ static uform_status_t siglip_vision(uform__family_context_t *context, const sigl
     }
     pool->query = q;
     static const float half[3] = {0.5f, 0.5f, 0.5f};
-    uform_status_t status = uform__published_processor(context, UFORM__PROCESSOR_SIGLIP, shape->image, half, half);
+    uform_status_t status = uform__published_processor(context, UFORM__SIGNAL_PIL_STYLE_SIGLIP, shape->image, half, half);
     if (status != UFORM_OK) return status;
     tower->processor = &context->published->processor;
     return uform__tower_finish(&builder, context->parallel);

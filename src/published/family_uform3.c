@@ -128,7 +128,7 @@ static uform_status_t image_tower(uform__family_context_t *context, const cJSON 
     uform__tower_norm(&builder, &stem->norm, "norm.weight", "norm.bias", d);
     uform__tower_linear(&builder, &stem->projection, "embedding_projection.weight", embedding, d, NULL, 0);
     if (builder.status != UFORM_OK) return builder.status;
-    status = uform__published_processor(context, UFORM__PROCESSOR_TORCHVISION, size, mean, std);
+    status = uform__published_processor(context, UFORM__SIGNAL_PIL_STYLE_UFORM3, size, mean, std);
     if (status == UFORM_OK) status = uform__published_processor_check(context, size);
     if (status != UFORM_OK) return status;
     tower->processor = &published->processor;

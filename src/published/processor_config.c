@@ -1,9 +1,9 @@
 /*
- * The image processor of a published folder (model/processor.h) from its preprocessor_config.json
+ * The image processor of a published folder (kernels/signal_pil.h) from its preprocessor_config.json
  * (transformers' CLIPImageProcessor and SiglipImageProcessor keys), with the style's defaults where
  * a key is absent: CLIP resizes the shortest edge to `size` and crops `size` × `size`; SigLIP resizes
- * both sides; torchvision's style (OpenCLIP, UForm 3) is CLIP's with the crop offset rounded half to
- * even. What comes out must be the tower's input side, or the folder is refused.
+ * both sides; OpenCLIP and UForm 3 fill their own keys. What comes out must be the tower's input
+ * side, or the folder is refused.
  */
 #include <stdio.h>
 #include <string.h>
@@ -62,58 +62,79 @@ static void read_triple(uform__config_reader_t *reader, const cJSON *config, con
     }
 }
 
-uform_status_t uform__published_processor(uform__family_context_t *context, uform__processor_style_t style,
-                                          size_t size, const float *default_mean, const float *default_std) {
+uform_status_t uform__published_processor(uform__family_context_t *context, uform__signal_pil_style_t style,
+                                          size_t size, const float *mean, const float *std) {
     uform__published_t *published = context->published;
-    uform__image_processor_t *processor = &published->processor;
+    uform__signal_pil_processor_t *processor = &published->processor;
     memset(processor, 0, sizeof *processor);
     processor->style = style;
-    processor->resample = 3; /* PIL.Image.BICUBIC */
+    processor->filter = UFORM__SIGNAL_PIL_BICUBIC;
     processor->do_resize = processor->do_rescale = processor->do_normalize = 1;
-    processor->do_crop = style != UFORM__PROCESSOR_SIGLIP;
-    processor->shortest_edge = processor->resize_height = processor->resize_width = size;
+    processor->do_center_crop = style != UFORM__SIGNAL_PIL_STYLE_SIGLIP;
+    /* CLIP: the shortest edge; SigLIP, OpenCLIP and UForm 3: a square size. */
+    processor->shortest_edge = style == UFORM__SIGNAL_PIL_STYLE_CLIP ? size : 0;
+    processor->height = processor->width = size;
     processor->crop_height = processor->crop_width = size;
-    processor->rescale = 1.0 / 255.0;
-    for (int c = 0; c < 3; ++c) processor->mean[c] = default_mean[c], processor->std[c] = default_std[c];
-    if (style == UFORM__PROCESSOR_TORCHVISION) return UFORM_OK; /* the family fills in its own keys */
+    processor->rescale_factor = 1.0 / 255.0;
+    processor->resize_mode = UFORM__SIGNAL_PIL_SHORTEST;
+    for (int c = 0; c < 3; ++c) processor->mean[c] = mean[c], processor->std[c] = std[c];
+    if (style != UFORM__SIGNAL_PIL_STYLE_CLIP && style != UFORM__SIGNAL_PIL_STYLE_SIGLIP) return UFORM_OK;
     cJSON *config = NULL;
     uform_status_t status =
         uform__published_json(published, "preprocessor_config.json", 1, &config, context->outcome, context->function);
-    if (status != UFORM_OK || !config) return status;
-    uform__config_reader_t reader = {"preprocessor_config.json", "", UFORM_OK, context->outcome, context->function};
-    processor->do_resize = uform__config_bool(&reader, config, "do_resize", 1);
-    processor->do_crop = uform__config_bool(&reader, config, "do_center_crop", processor->do_crop);
-    processor->do_rescale = uform__config_bool(&reader, config, "do_rescale", 1);
-    processor->do_normalize = uform__config_bool(&reader, config, "do_normalize", 1);
-    processor->resample = (int)uform__config_size(&reader, config, "resample", 3);
-    processor->rescale = uform__config_number(&reader, config, "rescale_factor", 1.0 / 255.0);
-    read_size(&reader, config, "size", &processor->shortest_edge, &processor->resize_height, &processor->resize_width);
-    size_t ignored = 0;
-    read_size(&reader, config, "crop_size", &ignored, &processor->crop_height, &processor->crop_width);
-    read_triple(&reader, config, "image_mean", processor->mean);
-    read_triple(&reader, config, "image_std", processor->std);
-    cJSON_Delete(config);
-    if (reader.status != UFORM_OK) return reader.status;
+    if (status != UFORM_OK) return status;
+    if (config) {
+        uform__config_reader_t reader = {"preprocessor_config.json", "", UFORM_OK, context->outcome, context->function};
+        processor->do_resize = uform__config_bool(&reader, config, "do_resize", 1);
+        processor->do_center_crop = uform__config_bool(&reader, config, "do_center_crop", processor->do_center_crop);
+        processor->do_rescale = uform__config_bool(&reader, config, "do_rescale", 1);
+        processor->do_normalize = uform__config_bool(&reader, config, "do_normalize", 1);
+        processor->filter = (uform__signal_pil_filter_t)uform__config_size(&reader, config, "resample", 3);
+        processor->rescale_factor = uform__config_number(&reader, config, "rescale_factor", 1.0 / 255.0);
+        /* A bare integer size is a shortest edge for CLIP (transformers' get_size_dict), a square for SigLIP. */
+        size_t shortest = processor->shortest_edge, height = processor->height, width = processor->width;
+        read_size(&reader, config, "size", &shortest, &height, &width);
+        const cJSON *size_item = cJSON_GetObjectItemCaseSensitive(config, "size");
+        int by_edge = style == UFORM__SIGNAL_PIL_STYLE_CLIP &&
+                      (cJSON_IsNumber(size_item) || cJSON_GetObjectItemCaseSensitive(size_item, "shortest_edge"));
+        processor->shortest_edge = by_edge ? shortest : 0;
+        processor->height = height, processor->width = width;
+        size_t ignored = 0;
+        read_size(&reader, config, "crop_size", &ignored, &processor->crop_height, &processor->crop_width);
+        read_triple(&reader, config, "image_mean", processor->mean);
+        read_triple(&reader, config, "image_std", processor->std);
+        cJSON_Delete(config);
+        if (reader.status != UFORM_OK) return reader.status;
+    }
     return uform__published_processor_check(context, size);
 }
 
 uform_status_t uform__published_processor_check(uform__family_context_t *context, size_t size) {
-    const uform__image_processor_t *processor = &context->published->processor;
-    if (processor->resample != 2 && processor->resample != 3)
+    const uform__signal_pil_processor_t *processor = &context->published->processor;
+    if (processor->filter != UFORM__SIGNAL_PIL_BICUBIC && processor->filter != UFORM__SIGNAL_PIL_BILINEAR &&
+        processor->filter != UFORM__SIGNAL_PIL_LANCZOS && processor->filter != UFORM__SIGNAL_PIL_NEAREST &&
+        processor->filter != UFORM__SIGNAL_PIL_BOX && processor->filter != UFORM__SIGNAL_PIL_HAMMING)
         return uform__fail(context->outcome, UFORM_UNSUPPORTED, context->function,
-                           "the image processor resamples with PIL filter %d: this engine runs bilinear (2) and bicubic (3)",
-                           processor->resample);
+                           "the image processor resamples with PIL filter %d, which is none of Pillow's 0 to 5",
+                           (int)processor->filter);
     for (int c = 0; c < 3; ++c)
-        if (!(processor->std[c] > 0.0f) && processor->do_normalize)
+        if (processor->do_normalize && !(processor->std[c] > 0.0f))
             return uform__fail(context->outcome, UFORM_FORMAT, context->function,
                                "the image processor's std[%d] is %g: it must be positive", c, processor->std[c]);
-    size_t height, width;
-    if (processor->do_crop) height = processor->crop_height, width = processor->crop_width;
-    else if (processor->style == UFORM__PROCESSOR_SIGLIP) height = processor->resize_height, width = processor->resize_width;
-    else height = width = 0; /* the shortest edge alone leaves the other side to the picture */
-    if (!processor->do_resize || height != size || width != size)
-        return uform__fail(context->outcome, UFORM_UNSUPPORTED, context->function,
-                           "the image processor makes %zu × %zu pictures%s, but the vision tower takes %zu × %zu",
-                           height, width, processor->do_resize ? "" : " (without resizing)", size, size);
+    /* The tower takes size × size: the processor must make it of a wide and of a tall picture. */
+    static const size_t shapes[2][2] = {{300, 451}, {451, 300}};
+    for (int i = 0; i < 2; ++i) {
+        uform__signal_pil_geometry_t geometry;
+        uform_status_t status = uform__signal_pil_geometry(processor, shapes[i][0], shapes[i][1], &geometry, context->outcome);
+        if (status != UFORM_OK) {
+            snprintf(context->outcome->function, sizeof context->outcome->function, "%s", context->function);
+            return status;
+        }
+        if (geometry.output_height != size || geometry.output_width != size)
+            return uform__fail(context->outcome, UFORM_UNSUPPORTED, context->function,
+                               "the image processor makes %zu × %zu inputs of a %zu × %zu picture, but the vision tower "
+                               "takes %zu × %zu",
+                               geometry.output_height, geometry.output_width, shapes[i][0], shapes[i][1], size, size);
+    }
     return UFORM_OK;
 }

@@ -83,7 +83,7 @@ typedef struct uform__published_t {
     uform__tensor_set_t dense[UFORM__MAX_DENSE]; /* sentence-transformers Dense modules' own files */
     struct uform__tokenizer_t *tokenizer;
     struct uform__sp_model_t *sentencepiece;
-    uform__image_processor_t processor;
+    uform__signal_pil_processor_t processor;
     char *texts;                    /* the JSON files the towers were built from, end to end (fingerprinted) */
     size_t texts_length;
     char note[256];                 /* what the folder has that the engine leaves out ("no text tower: ...") */
@@ -235,12 +235,14 @@ uform_status_t uform__published_tokenizer(uform__family_context_t *context, cons
 uform_status_t uform__published_activation(uform__family_context_t *context, const char *file, const char *name,
                                            uform__activation_t *activation);
 
-/* The image processor from preprocessor_config.json (CLIP and SigLIP styles), with `size` the
- * tower's input side for checks. */
-uform_status_t uform__published_processor(uform__family_context_t *context, uform__processor_style_t style,
-                                          size_t size, const float *default_mean, const float *default_std);
+/* The image processor of `style` with its defaults for a tower of input side `size` (bicubic,
+ * resize, crop where the style crops, rescale 1/255, `mean` and `std`), then, for the CLIP and
+ * SigLIP styles, preprocessor_config.json's keys over them (transformers' CLIPImageProcessor and
+ * SiglipImageProcessor). OpenCLIP and UForm 3 fill their own keys, then call the check. */
+uform_status_t uform__published_processor(uform__family_context_t *context, uform__signal_pil_style_t style,
+                                          size_t size, const float *mean, const float *std);
 
-/* Checks the processor makes `size` × `size` pictures with a filter the engine runs. */
+/* Checks the processor makes `size` × `size` pictures of every shape, with a filter it runs. */
 uform_status_t uform__published_processor_check(uform__family_context_t *context, size_t size);
 
 /* transformers' CLIP and SigLIP encoder block names under `tower` ("text_model", "vision_model"),
