@@ -112,6 +112,8 @@ typedef struct uform__stem_t {
     uform__gemm_dtype_t tokens_dtype;
     size_t vocabulary;
     size_t position_offset;  /* the position row of token 0 (RoBERTa: padding_idx + 1) */
+    int positions_from_ids;  /* RoBERTa: token k's row is padding_idx + (non-padding ids among 0..k), and a
+                              * padding id's own row is padding_idx (padding_idx = position_offset − 1) */
     int cls_positioned;      /* the class row takes positions[0] and patch k positions[k + 1] (CLIP);
                               * 0: patch k takes positions[k] and the class row none (UForm 3, SigLIP) */
     const float *registers;  /* [register_count, d], after the class row (UForm 3) */

@@ -92,9 +92,16 @@ static void token_rows(const uform__encode_job_t *job, size_t item, float *x) {
     size_t d = job->model->config.hidden;
     const uint32_t *ids = job->ids + job->id_offsets[item];
     size_t tokens = job->id_offsets[item + 1] - job->id_offsets[item];
+    size_t counted = 0; /* non-padding ids so far (RoBERTa's cumulative positions) */
     for (size_t k = 0; k < tokens; ++k) {
         float *row = x + k * d;
-        const float *position = stem->positions + (stem->position_offset + k) * d;
+        size_t slot = stem->position_offset + k;
+        if (stem->positions_from_ids) {
+            size_t padding = stem->position_offset - 1;
+            counted += ids[k] != padding;
+            slot = ids[k] == padding ? padding : padding + counted;
+        }
+        const float *position = stem->positions + slot * d;
         if (stem->tokens_dtype == UFORM__GEMM_F32) {
             const float *embedding = (const float *)stem->tokens + (size_t)ids[k] * d;
             for (size_t c = 0; c < d; ++c) row[c] = embedding[c] + position[c];

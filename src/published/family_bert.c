@@ -10,8 +10,9 @@
  * the padding index), token type 0 for every token (one text), and the attention confined to the
  * text's own tokens, as transformers' attention mask confines it. sentence-transformers then pools
  * (CLS, mean, max or mean / √length over the text's tokens), applies its Dense modules and
- * normalises; a folder without modules.json is pooled at [CLS] (the last hidden state's first row:
- * the pooler's tanh layer, trained for next-sentence prediction, is not an embedding).
+ * normalises; a folder without modules.json is mean-pooled, as SentenceTransformer(folder) pools a
+ * plain transformers model (the pooler's tanh layer, trained for next-sentence prediction, is not
+ * used).
  */
 #include <stdio.h>
 #include <string.h>
@@ -51,15 +52,6 @@ static void choose_prefix(uform__tensor_set_t *set) {
         if (uform__tensor_set_find(set, "embeddings.word_embeddings.weight")) return;
     }
     set->prefix[0] = '\0';
-}
-
-/* The embeddings' LayerNorm: "LayerNorm.weight" / ".bias", or TF-era "gamma" / "beta". */
-static void embeddings_norm(uform__tower_builder_t *builder, uform__norm_t *norm, size_t d) {
-    if (uform__tensor_set_find(builder->set, "embeddings.LayerNorm.gamma") &&
-        !uform__tensor_set_find(builder->set, "embeddings.LayerNorm.weight"))
-        uform__tower_norm(builder, norm, "embeddings.LayerNorm.gamma", "embeddings.LayerNorm.beta", d);
-    else
-        uform__tower_norm(builder, norm, "embeddings.LayerNorm.weight", "embeddings.LayerNorm.bias", d);
 }
 
 static uform_status_t build_encoder(uform__family_context_t *context, const cJSON *config, const char *config_file,
@@ -120,7 +112,8 @@ static uform_status_t build_encoder(uform__family_context_t *context, const cJSO
             for (size_t c = 0; c < d; ++c) rows[p * d + c] += type[c];
     }
     stem->positions = table, stem->position_rows = positions, stem->position_offset = offset;
-    embeddings_norm(&builder, &stem->embed_norm, d);
+    stem->positions_from_ids = roberta; /* RoBERTa counts positions over the non-padding ids */
+    uform__tower_norm(&builder, &stem->embed_norm, "embeddings.LayerNorm.weight", "embeddings.LayerNorm.bias", d);
     stem->embed_eps = (float)eps;
     uform__block_names_t names = {
         .norm1 = "encoder.layer.%zu.attention.output.LayerNorm.weight",
@@ -202,7 +195,8 @@ uform_status_t uform__family_bert(uform__family_context_t *context, const cJSON 
     sentence_modules_t modules;
     memset(&modules, 0, sizeof modules);
     modules.transformer_path = "";
-    modules.pooling = UFORM__POOLING_FIRST;
+    /* SentenceTransformer(folder) without modules.json builds Transformer + Pooling(mean). */
+    modules.pooling = UFORM__POOLING_MEAN;
     return build_encoder(context, config, "config.json", &modules);
 }
 
@@ -221,7 +215,9 @@ static uform_status_t pooling_of(uform__family_context_t *context, const char *f
     uform__config_reader_t reader = {file, "", UFORM_OK, context->outcome, context->function};
     int chosen = 0;
     for (int i = 0; i < 4; ++i)
-        if (uform__config_bool(&reader, pooling, modes[i].key, 0)) *mode = modes[i].mode, ++chosen;
+        /* sentence-transformers' Pooling turns the mean on unless its config says otherwise. */
+        if (uform__config_bool(&reader, pooling, modes[i].key, modes[i].mode == UFORM__POOLING_MEAN))
+            *mode = modes[i].mode, ++chosen;
     for (int i = 0; i < 3; ++i)
         if (uform__config_bool(&reader, pooling, others[i], 0))
             return uform__fail(context->outcome, UFORM_UNSUPPORTED, context->function,

@@ -187,6 +187,7 @@ static uform_status_t text_tower(uform__family_context_t *context, const cJSON *
     uform__tower_token_table(&builder, "word_embeddings.weight", vocabulary);
     stem->positions = uform__tower_floats(&builder, "position_embeddings.weight", positions, d);
     stem->position_rows = positions, stem->position_offset = offset;
+    stem->positions_from_ids = roberta;
     uform__tower_norm(&builder, &stem->embed_norm, "layer_norm.weight", "layer_norm.bias", d);
     stem->embed_eps = 1e-12f;
     uform__block_names_t names = {

@@ -182,8 +182,21 @@ void uform__tower_linear_rows(uform__tower_builder_t *builder, uform__linear_t *
     }
 }
 
+/* `name` with its ending `from` replaced by `to` (TensorFlow-era BERT files call a LayerNorm's
+ * weight and bias "gamma" and "beta"; transformers renames them as it loads). */
+static int renamed(const char *name, const char *from, const char *to, char *buffer, size_t capacity) {
+    size_t length = strlen(name), suffix = strlen(from);
+    if (length < suffix || strcmp(name + length - suffix, from) != 0) return 0;
+    return (size_t)snprintf(buffer, capacity, "%.*s%s", (int)(length - suffix), name, to) < capacity;
+}
+
 void uform__tower_norm(uform__tower_builder_t *builder, uform__norm_t *norm, const char *weight, const char *bias,
                        size_t width) {
+    char gamma[512], beta[512];
+    if (builder->status == UFORM_OK && !uform__tensor_set_find(builder->set, weight) &&
+        renamed(weight, ".weight", ".gamma", gamma, sizeof gamma) && renamed(bias, ".bias", ".beta", beta, sizeof beta) &&
+        uform__tensor_set_find(builder->set, gamma))
+        weight = gamma, bias = beta;
     norm->weight = uform__tower_floats(builder, weight, width, 0);
     norm->bias = uform__tower_floats(builder, bias, width, 0);
 }
