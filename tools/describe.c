@@ -1,5 +1,6 @@
 /* uform describe CKPT — what a checkpoint holds: its architecture, modalities, geometry and size. */
 #include <stdio.h>
+#include <string.h>
 
 #include "cli.h"
 
@@ -20,22 +21,32 @@ static int run(void *raw, const cli_parsed_t *parsed) {
     uform_model_describe_t request = {model};
     uform_model_describe(&request);
     const uform_model_description_t *d = &request.description;
+    int published = strcmp(d->family, "uform4") != 0;
     printf("checkpoint   %s\n", path);
-    printf("size         %s\n", d->size[0] ? d->size : "(unnamed)");
-    printf("trunk        hidden %zu, depth %zu, heads %zu, mlp %zu\n", d->hidden, d->depth, d->heads, d->mlp);
+    printf("family       %s\n", d->family);
+    if (!published) {
+        printf("size         %s\n", d->size[0] ? d->size : "(unnamed)");
+        printf("trunk        hidden %zu, depth %zu, heads %zu, mlp %zu\n", d->hidden, d->depth, d->heads, d->mlp);
+    } else {
+        for (int m = 0; m < 4; ++m)
+            if (d->modalities & (1u << m))
+                printf("%-6s tower hidden %zu, depth %zu, heads %zu, mlp %zu\n", cli_modality_name((uform_modality_t)m),
+                       d->towers[m].hidden, d->towers[m].depth, d->towers[m].heads, d->towers[m].mlp);
+    }
     printf("embedding    %zu (matryoshka:", d->embedding);
     for (size_t i = 0; i < d->matryoshka_count; ++i) printf(" %zu", d->matryoshka[i]);
     printf(")\nmodalities  ");
     for (int m = 0; m < 4; ++m)
         if (d->modalities & (1u << m)) printf(" %s", cli_modality_name((uform_modality_t)m));
     printf("\n");
-    if (d->modalities & 1) printf("text         %zu bytes per item\n", d->text_bytes);
+    if (d->modalities & 1 && !published) printf("text         %zu bytes per item\n", d->text_bytes);
+    if (d->modalities & 1 && published) printf("text         %s tokenizer, up to %zu tokens\n", d->tokenizer, d->text_tokens);
     if (d->modalities & 2) printf("image        %zu x %zu, patch %zu\n", d->image_size, d->image_size, d->image_patch);
     if (d->modalities & 4)
         printf("video        %zu frames of %zu x %zu, patch %zu, tubelet %zu\n", d->video_frames, d->video_size,
                d->video_size, d->video_patch, d->video_tubelet);
     if (d->modalities & 8) printf("audio        %zu s at %zu Hz, %zu mels\n", d->audio_seconds, d->audio_rate, d->audio_mels);
-    printf("temperatures %zu groups\n", d->temperature_groups);
+    if (!published) printf("temperatures %zu groups\n", d->temperature_groups);
     printf("parameters   %llu (%.1f MiB of weights)\n", (unsigned long long)d->parameters, (double)d->weight_bytes / 1048576.0);
     printf("kernels      %s, %s compute\n", uform_cpu_class_name(d->cpu_class), cli_compute_name(d->compute));
     uform_model_free(model);

@@ -586,7 +586,15 @@ UFORM_API uform_status_t uform_model_load_ram(uform_executor_t executor, const c
 /* Frees a model and unmaps its checkpoint. Calls using it must be final. NULL is a no-op. */
 UFORM_API void uform_model_free(uform_model_t model);
 
-/* Everything `uform_model_describe` answers about a model. */
+/* One tower of a model: the transformer that encodes one modality (docs/checkpoints.md). A
+ * native checkpoint's modalities share one; a published folder's towers differ (CLIP's text
+ * tower is 512 wide where its vision tower is 768). Zero for a modality the model lacks. */
+typedef struct uform_tower_description_t {
+    size_t hidden, depth, heads, mlp;
+} uform_tower_description_t;
+
+/* Everything `uform_model_describe` answers about a model. For a published folder, `hidden` ..
+ * `mlp` are its image tower's (else its text tower's) and `towers` holds each one. */
 typedef struct uform_model_description_t {
     char size[16];                 /* the config's informative "size" ("tiny", "small" ...) */
     size_t hidden, depth, heads, mlp, embedding;
@@ -603,6 +611,15 @@ typedef struct uform_model_description_t {
     uform_residency_t residency;
     uform_cpu_class_t cpu_class;   /* the class its weights were prepared for */
     uform_compute_t compute;
+    /* What family of checkpoint this is (docs/checkpoints.md): "uform4" for a native checkpoint;
+     * for a published folder "clip", "open_clip", "siglip", "uform3", "sentence-transformers",
+     * "bert", "roberta" or "xlm-roberta". NUL-terminated. */
+    char family[32];
+    /* How texts become tokens: "bytes" (native: UTF-8 bytes are the tokens), "wordpiece", "bpe",
+     * "unigram" (a tokenizer.json), "sentencepiece" (a .model file); "" without a text tower. */
+    char tokenizer[32];
+    size_t text_tokens;            /* the most tokens a text keeps, special tokens included */
+    uform_tower_description_t towers[4]; /* by uform_modality_t */
 } uform_model_description_t;
 
 /* A request to describe a model. Answers at once on the calling thread. */

@@ -100,6 +100,12 @@ class Tape(Structure):
     _fields_ = [("data", c_char_p), ("offsets", c_void_p), ("count", c_size_t)]
 
 
+class TowerDescription(Structure):
+    """uform_tower_description_t: the transformer that encodes one modality."""
+
+    _fields_ = [("hidden", c_size_t), ("depth", c_size_t), ("heads", c_size_t), ("mlp", c_size_t)]
+
+
 class ModelDescription(Structure):
     """uform_model_description_t: everything uform_model_describe answers."""
 
@@ -129,6 +135,10 @@ class ModelDescription(Structure):
         ("residency", c_int),
         ("cpu_class", c_int),
         ("compute", c_int),
+        ("family", c_char * 32),
+        ("tokenizer", c_char * 32),
+        ("text_tokens", c_size_t),
+        ("towers", TowerDescription * 4),
     ]
 
 
@@ -456,6 +466,7 @@ MIRRORED = {
     "uform_rows_t": Rows,
     "uform_tape_t": Tape,
     "uform_model_description_t": ModelDescription,
+    "uform_tower_description_t": TowerDescription,
     "uform_model_describe_t": ModelDescribe,
     "uform_encode_stats_t": EncodeStats,
     "uform_encode_config_t": EncodeConfig,

@@ -8,8 +8,8 @@
 import os
 import weakref
 from ctypes import byref, c_void_p
-from dataclasses import dataclass
-from typing import Optional, Tuple, Union
+from dataclasses import dataclass, field
+from typing import Dict, Optional, Tuple, Union
 
 from . import _structs as S
 from ._closing import Closing
@@ -53,6 +53,10 @@ class Description:
     residency: str
     cpu_class: CpuClass
     compute: str
+    family: str = "uform4"
+    tokenizer: str = ""
+    text_tokens: int = 0
+    towers: Dict[str, Dict[str, int]] = field(default_factory=dict)
 
 
 def description_of(d: S.ModelDescription) -> Description:
@@ -82,6 +86,15 @@ def description_of(d: S.ModelDescription) -> Description:
         residency=Residency(d.residency).name.lower(),
         cpu_class=CpuClass(d.cpu_class),
         compute=Compute(d.compute).name.lower(),
+        family=d.family.decode("utf-8", errors="replace"),
+        tokenizer=d.tokenizer.decode("utf-8", errors="replace"),
+        text_tokens=d.text_tokens,
+        towers={
+            m.name.lower(): dict(hidden=t.hidden, depth=t.depth, heads=t.heads, mlp=t.mlp)
+            for m in Modality
+            for t in (d.towers[m],)
+            if d.modalities & (1 << m)
+        },
     )
 
 

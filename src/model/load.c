@@ -482,6 +482,20 @@ UFORM_API uform_status_t uform_model_describe(uform_model_describe_t *request) {
     const uform_model_t model = request->model;
     uform_model_description_t *description = &request->description;
     uform__model_config_describe(&model->config, description);
+    for (int m = 0; m < 4; ++m) {
+        if (!(model->config.modalities & (1u << m))) continue;
+        const uform__model_config_t *tower = &uform__model_tower(model, (uform_modality_t)m)->config;
+        description->towers[m] = (uform_tower_description_t){tower->hidden, tower->depth, tower->heads, tower->mlp};
+    }
+    if (model->published) {
+        uform__published_describe(model, description);
+    } else {
+        snprintf(description->family, sizeof description->family, "uform4");
+        if (model->config.modalities & 1) {
+            snprintf(description->tokenizer, sizeof description->tokenizer, "bytes");
+            description->text_tokens = model->config.text_bytes + 1; /* [CLS] and the first T bytes */
+        }
+    }
     description->parameters = model->parameters;
     description->weight_bytes = model->weight_bytes;
     description->residency = UFORM_RESIDENCY_RAM;

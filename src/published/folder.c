@@ -274,6 +274,13 @@ static uform_status_t assemble(uform__family_context_t *context) {
     return UFORM_OK;
 }
 
+void uform__published_describe(const uform_model_t model, uform_model_description_t *description) {
+    const uform__published_t *published = model->published;
+    snprintf(description->family, sizeof description->family, "%s", published->family);
+    snprintf(description->tokenizer, sizeof description->tokenizer, "%s", published->tokenizer_kind);
+    if (model->towers[UFORM_MODALITY_TEXT]) description->text_tokens = model->towers[UFORM_MODALITY_TEXT]->text.max_tokens;
+}
+
 static int model_type_is(const cJSON *config, const char *type) {
     const cJSON *item = cJSON_GetObjectItemCaseSensitive(config, "model_type");
     return cJSON_IsString(item) && strcmp(item->valuestring, type) == 0;

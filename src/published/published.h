@@ -102,6 +102,9 @@ void uform__published_free(uform__published_t *published);
 uform_status_t uform__published_load(const char *path, uform_cpu_class_t cpu_class, uform_compute_t compute,
                                      uform_model_t *model, uform__call_context_t *context);
 
+/* Fills the published part of a model's description: family, tokenizer, text limit (folder.c). */
+void uform__published_describe(const uform_model_t model, uform_model_description_t *description);
+
 /* ---- JSON files (folder.c) ---- */
 
 /* Reads `name` in `folder` as JSON into `*root` (NULL with UFORM_OK when the file does not exist

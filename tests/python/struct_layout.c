@@ -56,7 +56,12 @@ int main(void) {
     FIELD(uform_model_description_t, audio_seconds), FIELD(uform_model_description_t, audio_mels);
     FIELD(uform_model_description_t, parameters), FIELD(uform_model_description_t, weight_bytes);
     FIELD(uform_model_description_t, residency), FIELD(uform_model_description_t, cpu_class);
-    FIELD(uform_model_description_t, compute);
+    FIELD(uform_model_description_t, compute), FIELD(uform_model_description_t, family);
+    FIELD(uform_model_description_t, tokenizer), FIELD(uform_model_description_t, text_tokens);
+    FIELD(uform_model_description_t, towers);
+    SIZE(uform_tower_description_t);
+    FIELD(uform_tower_description_t, hidden), FIELD(uform_tower_description_t, depth);
+    FIELD(uform_tower_description_t, heads), FIELD(uform_tower_description_t, mlp);
 
     SIZE(uform_model_describe_t);
     FIELD(uform_model_describe_t, model), FIELD(uform_model_describe_t, outcome);
