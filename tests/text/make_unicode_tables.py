@@ -1,75 +1,143 @@
 #!/usr/bin/python3
-"""Writes src/text/tokenizer_unicode8.c: the code points whose category today (utf8proc, the
-library's Unicode) is Cf, Mn or P* but that Unicode 8.0 did not have, so that the
-`unicode_categories` crate (Unicode 8.0 tables, read by `tokenizers`' BERT normalizer, BERT
-pre-tokenizer and Punctuation) reads them as unassigned: not "other", not a nonspacing mark, not
-punctuation. The age of a code point comes from Perl's Unicode::UCD (DerivedAge); a code point
-that Perl does not know but utf8proc does was added after Perl's Unicode version, so after 8.0.
-Usage: make_unicode8_table.py OUTPUT.c  (run by hand when utf8proc's Unicode version changes).
+"""Writes src/text/tokenizer_unicode_tables.c: three small tables that let utf8proc (the library's
+Unicode, 15.0 on Debian 12) answer as the Rust crates under `tokenizers` do.
+
+  newer8  code points that are Cf, Mn or P* today but were not assigned in Unicode 8.0: the
+          `unicode_categories` crate (Unicode 8.0 tables; BertNormalizer's clean_text and
+          strip_accents, BertPreTokenizer, Punctuation) calls them neither format characters, nor
+          nonspacing marks, nor punctuation.
+  newer9  code points assigned after Unicode 9.0 that are marks, have a nonzero canonical
+          combining class or a decomposition: `unicode-normalization-alignments` (Unicode 9.0
+          tables; NFC/NFD/NFKC/NFKD, StripAccents) neither decomposes nor reorders them nor calls
+          them combining marks.
+  alphabetic  code points with the Alphabetic property that are not letters, marks or letter
+          numbers (circled and squared Latin letters): the `regex` crate's \\w has them.
+
+Ages and the Alphabetic property come from Perl's Unicode::UCD (DerivedAge, Unicode 14.0 in Perl
+5.36); a code point that Perl does not know but utf8proc does was added after Perl's version.
+Categories, combining classes and decompositions come from utf8proc itself, through ctypes.
+Usage: make_unicode_tables.py OUTPUT.c   (run by hand when utf8proc's Unicode version changes)
 """
 import ctypes
 import subprocess
 import sys
 
-utf8proc = ctypes.CDLL("libutf8proc.so.2")
-utf8proc.utf8proc_category.restype = ctypes.c_int
-utf8proc.utf8proc_category.argtypes = [ctypes.c_int32]
-version = ctypes.CDLL("libutf8proc.so.2").utf8proc_unicode_version
-version.restype = ctypes.c_char_p
-unicode_version = version().decode()
-# utf8proc's category numbers: Mn 6, Pc 12 .. Po 18, Cf 27.
-WANTED = {6, 12, 13, 14, 15, 16, 17, 18, 27}
+lib = ctypes.CDLL("libutf8proc.so.2")
+lib.utf8proc_category.restype = ctypes.c_int
+lib.utf8proc_category.argtypes = [ctypes.c_int32]
+lib.utf8proc_get_property.restype = ctypes.POINTER(ctypes.c_int16)
+lib.utf8proc_get_property.argtypes = [ctypes.c_int32]
+lib.utf8proc_decompose_char.restype = ctypes.c_ssize_t
+lib.utf8proc_decompose_char.argtypes = [ctypes.c_int32, ctypes.POINTER(ctypes.c_int32), ctypes.c_ssize_t,
+                                        ctypes.c_int, ctypes.POINTER(ctypes.c_int)]
+lib.utf8proc_unicode_version.restype = ctypes.c_char_p
+UNICODE_VERSION = lib.utf8proc_unicode_version().decode()
+# utf8proc's numbering: Cn 0, Mn 6, Mc 7, Me 8, Pc 12 .. Po 18, Cf 27; options DECOMPOSE 1<<3, COMPAT 1<<2.
+CF_MN_P = {6, 12, 13, 14, 15, 16, 17, 18, 27}
+MARKS = {6, 7, 8}
+DECOMPOSE_COMPAT = (1 << 3) | (1 << 2)
 
 perl = r'''
-use Unicode::UCD qw(prop_invmap);
+use Unicode::UCD qw(prop_invmap prop_invlist);
 my ($list, $map) = prop_invmap("Age");
-for my $i (0 .. $#$list) { print "$list->[$i] $map->[$i]\n"; }
+for my $i (0 .. $#$list) { print "age $list->[$i] $map->[$i]\n"; }
+my @alphabetic = prop_invlist("Alphabetic");
+print "alphabetic @alphabetic\n";
 '''
-ranges = []
+ages, alphabetic_inversion = [], []
 for line in subprocess.run(["perl", "-e", perl], capture_output=True, text=True, check=True).stdout.split("\n"):
-    if line:
-        start, age = line.split(" ")
-        ranges.append((int(start), age))
+    fields = line.split(" ")
+    if fields[0] == "age":
+        ages.append((int(fields[1]), fields[2]))
+    elif fields[0] == "alphabetic":
+        alphabetic_inversion = [int(x) for x in fields[1:]]
 
 
-def newer(age):
+def age_of(code, cache={}):
+    index = 0
+    low, high = 0, len(ages)
+    while low < high:
+        middle = (low + high) // 2
+        if ages[middle][0] <= code:
+            index, low = middle, middle + 1
+        else:
+            high = middle
+    return ages[index][1]
+
+
+def newer_than(code, major, minor):
+    age = age_of(code)
     if age in ("Unassigned", "NA", "n/a"):
+        return lib.utf8proc_category(code) != 0  # assigned after Perl's Unicode: newer
+    return tuple(int(x) for x in age.split(".")[:2]) > (major, minor)
+
+
+def is_alphabetic(code):
+    low, high = 0, len(alphabetic_inversion)
+    while low < high:
+        middle = (low + high) // 2
+        if alphabetic_inversion[middle] <= code:
+            low = middle + 1
+        else:
+            high = middle
+    return low % 2 == 1
+
+
+buffer = (ctypes.c_int32 * 32)()
+boundclass = ctypes.c_int(0)
+
+
+def normalizes(code):
+    if lib.utf8proc_get_property(code)[1] != 0:
         return True
-    major, minor = (int(x) for x in age.split(".")[:2])
-    return (major, minor) > (8, 0)
+    count = lib.utf8proc_decompose_char(code, buffer, 32, DECOMPOSE_COMPAT, ctypes.byref(boundclass))
+    return count != 1 or buffer[0] != code
 
 
-table = []
-for index, (start, age) in enumerate(ranges):
-    end = ranges[index + 1][0] if index + 1 < len(ranges) else 0x110000
-    if not newer(age):
-        continue
-    for c in range(start, end):
-        if utf8proc.utf8proc_category(c) in WANTED:
-            if table and table[-1][1] == c - 1:
-                table[-1][1] = c
-            else:
-                table.append([c, c])
+def ranges(predicate):
+    out = []
+    for code in range(0x110000):
+        if 0xD800 <= code <= 0xDFFF or not predicate(code):
+            continue
+        if out and out[-1][1] == code - 1:
+            out[-1][1] = code
+        else:
+            out.append([code, code])
+    return out
+
+
+tables = {
+    "newer8": ranges(lambda c: lib.utf8proc_category(c) in CF_MN_P and newer_than(c, 8, 0)),
+    "newer9": ranges(lambda c: lib.utf8proc_category(c) != 0 and newer_than(c, 9, 0) and
+                     (lib.utf8proc_category(c) in MARKS or normalizes(c))),
+    "alphabetic": ranges(lambda c: is_alphabetic(c) and not (1 <= lib.utf8proc_category(c) <= 8 or
+                                                            lib.utf8proc_category(c) == 10)),
+}
 
 with open(sys.argv[1], "w") as out:
-    out.write("/*\n * Generated by tests/text/make_unicode8_table.py from utf8proc (Unicode %s) and Perl's\n" % unicode_version)
-    out.write(" * Unicode::UCD: do not edit. The code points that are Cf, Mn or P* today but were not assigned\n")
-    out.write(" * in Unicode 8.0, whose tables the `unicode_categories` crate of `tokenizers` carries: that crate\n")
-    out.write(" * calls them neither control/format, nor nonspacing marks, nor punctuation, and so must we.\n */\n")
+    out.write("/*\n * Generated by tests/text/make_unicode_tables.py from utf8proc (Unicode %s) and Perl's\n"
+              " * Unicode::UCD: do not edit. See that script for what each table holds and why.\n */\n"
+              % UNICODE_VERSION)
     out.write('#include "text/tokenizer_internal.h"\n\n')
-    out.write("static const uint32_t newer[][2] = {\n")
-    for start, end in table:
-        out.write("    {0x%X, 0x%X},\n" % (start, end))
-    out.write("};\n\n")
-    out.write("int uform__text_newer_than_unicode8(uint32_t code_point) {\n")
-    out.write("    size_t low = 0, high = sizeof newer / sizeof newer[0];\n")
-    out.write("    if (code_point < newer[0][0]) return 0;\n")
-    out.write("    while (low < high) {\n")
-    out.write("        size_t middle = (low + high) / 2;\n")
-    out.write("        if (code_point < newer[middle][0]) high = middle;\n")
-    out.write("        else if (code_point > newer[middle][1]) low = middle + 1;\n")
-    out.write("        else return 1;\n")
-    out.write("    }\n")
-    out.write("    return 0;\n")
-    out.write("}\n")
-print("%d ranges" % len(table))
+    out.write("static int in_table(const uint32_t (*table)[2], size_t count, uint32_t code_point) {\n"
+              "    size_t low = 0, high = count;\n"
+              "    if (count == 0 || code_point < table[0][0] || code_point > table[count - 1][1]) return 0;\n"
+              "    while (low < high) {\n"
+              "        size_t middle = (low + high) / 2;\n"
+              "        if (code_point < table[middle][0]) high = middle;\n"
+              "        else if (code_point > table[middle][1]) low = middle + 1;\n"
+              "        else return 1;\n"
+              "    }\n"
+              "    return 0;\n"
+              "}\n")
+    names = {"newer8": "uform__text_newer_than_unicode8", "newer9": "uform__text_newer_than_unicode9",
+             "alphabetic": "uform__text_is_other_alphabetic"}
+    for key, table in tables.items():
+        out.write("\nstatic const uint32_t %s[][2] = {\n" % key)
+        for index in range(0, len(table), 4):
+            out.write("    " + " ".join("{0x%X, 0x%X}," % tuple(r) for r in table[index:index + 4]) + "\n")
+        out.write("};\n\n")
+        out.write("int %s(uint32_t code_point) {\n" % names[key])
+        out.write("    return in_table(%s, sizeof %s / sizeof %s[0], code_point);\n}\n" % (key, key, key))
+    for key, table in tables.items():
+        print(key, len(table), "ranges")
