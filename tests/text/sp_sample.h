@@ -21,7 +21,7 @@ typedef struct sp_buffer_t {
     size_t size, capacity;
 } sp_buffer_t;
 
-static void sp_put(sp_buffer_t *b, const void *bytes, size_t length) {
+static inline void sp_put(sp_buffer_t *b, const void *bytes, size_t length) {
     if (b->size + length > b->capacity) {
         size_t capacity = b->capacity ? b->capacity * 2 : 256;
         while (capacity < b->size + length) capacity *= 2;
@@ -33,7 +33,7 @@ static void sp_put(sp_buffer_t *b, const void *bytes, size_t length) {
     b->size += length;
 }
 
-static void sp_varint(sp_buffer_t *b, uint64_t value) {
+static inline void sp_varint(sp_buffer_t *b, uint64_t value) {
     do {
         unsigned char byte = (unsigned char)(value & 0x7F);
         value >>= 7;
@@ -42,20 +42,20 @@ static void sp_varint(sp_buffer_t *b, uint64_t value) {
     } while (value);
 }
 
-static void sp_key(sp_buffer_t *b, uint32_t field, uint32_t wire) { sp_varint(b, (uint64_t)field << 3 | wire); }
+static inline void sp_key(sp_buffer_t *b, uint32_t field, uint32_t wire) { sp_varint(b, (uint64_t)field << 3 | wire); }
 
-static void sp_field_bytes(sp_buffer_t *b, uint32_t field, const void *bytes, size_t length) {
+static inline void sp_field_bytes(sp_buffer_t *b, uint32_t field, const void *bytes, size_t length) {
     sp_key(b, field, 2);
     sp_varint(b, length);
     sp_put(b, bytes, length);
 }
 
-static void sp_field_varint(sp_buffer_t *b, uint32_t field, uint64_t value) {
+static inline void sp_field_varint(sp_buffer_t *b, uint32_t field, uint64_t value) {
     sp_key(b, field, 0);
     sp_varint(b, value);
 }
 
-static void sp_field_float(sp_buffer_t *b, uint32_t field, float value) {
+static inline void sp_field_float(sp_buffer_t *b, uint32_t field, float value) {
     uint32_t bits;
     memcpy(&bits, &value, 4);
     unsigned char le[4] = {(unsigned char)bits, (unsigned char)(bits >> 8), (unsigned char)(bits >> 16),
@@ -65,7 +65,7 @@ static void sp_field_float(sp_buffer_t *b, uint32_t field, float value) {
 }
 
 /* The charsmap described above ("A" -> "a"); `value` and `leaf_offset_unit` let tests break it. */
-static sp_buffer_t sp_sample_charsmap_with(uint32_t value, uint32_t leaf_unit) {
+static inline sp_buffer_t sp_sample_charsmap_with(uint32_t value, uint32_t leaf_unit) {
     uint32_t units[66] = {0};
     units[0] = 1u << 10;
     units[64] = leaf_unit;
@@ -82,10 +82,10 @@ static sp_buffer_t sp_sample_charsmap_with(uint32_t value, uint32_t leaf_unit) {
     return b;
 }
 
-static sp_buffer_t sp_sample_charsmap(void) { return sp_sample_charsmap_with(0, (1u << 10) | (1u << 8) | 0x41); }
+static inline sp_buffer_t sp_sample_charsmap(void) { return sp_sample_charsmap_with(0, (1u << 10) | (1u << 8) | 0x41); }
 
 /* One piece message. */
-static void sp_piece(sp_buffer_t *model, const char *text, float score, int type) {
+static inline void sp_piece(sp_buffer_t *model, const char *text, float score, int type) {
     sp_buffer_t piece = {0};
     sp_field_bytes(&piece, 1, text, strlen(text));
     sp_field_float(&piece, 2, score);
@@ -99,7 +99,7 @@ static void sp_piece(sp_buffer_t *model, const char *text, float score, int type
  * 6 "▁a" -1.5, 7 "ab" -1, 8 "c" -4; trainer_spec UNIGRAM, normalizer_spec with the charsmap above and
  * the default flags. `model_type` 1 normally; the hostile test passes others.
  */
-static sp_buffer_t sp_sample_model_with(int model_type, int with_charsmap) {
+static inline sp_buffer_t sp_sample_model_with(int model_type, int with_charsmap) {
     sp_buffer_t model = {0}, trainer = {0}, normalizer = {0};
     sp_piece(&model, "<unk>", 0, 2);
     sp_piece(&model, "<s>", 0, 3);
@@ -128,6 +128,6 @@ static sp_buffer_t sp_sample_model_with(int model_type, int with_charsmap) {
     return model;
 }
 
-static sp_buffer_t sp_sample_model(void) { return sp_sample_model_with(1, 1); }
+static inline sp_buffer_t sp_sample_model(void) { return sp_sample_model_with(1, 1); }
 
 #endif
