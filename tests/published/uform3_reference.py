@@ -567,6 +567,32 @@ def preprocess(path, config, processor=None):
         return preprocess_torchvision(image, config)
 
 
+def tokenizer_frame(folder_path):
+    """(ids before the text, ids after it, the truncation max_length or None) of the folder's
+    tokenizer.json post-processor (TemplateProcessing's "single", BertProcessing, RobertaProcessing);
+    None when there is no tokenizer.json or no post-processor of those kinds."""
+    path = os.path.join(folder_path, "tokenizer.json")
+    if not os.path.exists(path):
+        return None
+    with open(path, encoding="utf-8") as stream:
+        tokenizer = json.load(stream)
+    processor = tokenizer.get("post_processor") or {}
+    truncation = (tokenizer.get("truncation") or {}).get("max_length")
+    if processor.get("type") == "TemplateProcessing":
+        specials = processor.get("special_tokens", {})
+        before, after, seen_sequence = [], [], False
+        for piece in processor.get("single", []):
+            if "Sequence" in piece:
+                seen_sequence = True
+            elif "SpecialToken" in piece:
+                ids = specials[piece["SpecialToken"]["id"]]["ids"]
+                (after if seen_sequence else before).extend(ids)
+        return before, after, truncation
+    if processor.get("type") in ("BertProcessing", "RobertaProcessing"):
+        return [processor["cls"][1]], [processor["sep"][1]], truncation
+    return None
+
+
 def normalise(vector, dimensions=0):
     """A Matryoshka prefix (dimensions > 0) of the embedding, L2-normalised."""
     if dimensions:
