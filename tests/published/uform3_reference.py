@@ -13,8 +13,9 @@ Two formulations of each tower, checked against each other by uform3_selftest.py
   nn.TransformerEncoderLayer(norm_first=True, eps 1e-6) with uform's LayerScale folded into the
   output projections (gamma ⊙ (W h + b) = (diag(gamma) W) h + gamma ⊙ b). uform's separate
   query/key/value linears become MultiheadAttention's in_proj (rows [query; key; value]). The
-  activation is passed as a Python function so that torch 1.13 never takes the layer's fused "fast
-  path" (it does for the strings "gelu"/"relu" in eval mode), which would be a third formulation.
+  activation is passed as a Python function so that torch 1.13 never takes the whole layer's fused
+  path (torch._transformer_encoder_layer_fwd, taken for the strings "gelu"/"relu" without grad);
+  MultiheadAttention itself still runs torch's native attention kernel there.
 - `explicit_text` / `explicit_image`: the same computation written out with tensors (per-head
   softmax attention with uform's additive mask of finfo.min, LayerScale as a product), optionally
   with every matrix product's inputs rounded to BF16 (the engine's BF16 compute, roughly), which the
