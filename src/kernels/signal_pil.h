@@ -1,7 +1,8 @@
 /*
  * Image preprocessing as published checkpoints' Python processors do it: Pillow's `Image.resize`
- * on 8-bit RGB, then a centre crop, rescale and normalisation in the processor's own arithmetic.
- * Private to libuform. The engine's own path (torchvision's antialiased bilinear on float
+ * on 8-bit RGB, then a centre crop, rescale and normalisation in the processor's own arithmetic
+ * (docs/preprocessing.md, "Published checkpoints' preprocessing", with the measured differences
+ * and speed). Private to libuform. The engine's own path (torchvision's antialiased bilinear on float
  * tensors, signal.h) stays for native UForm 4 checkpoints; this is the second path, for
  * checkpoints whose preprocessor_config.json / open_clip_config.json / config.json say how.
  *

@@ -127,6 +127,8 @@ const char *uform__sp_model_id_to_piece(const uform__sp_model_t *model, uint32_t
 }
 
 uint32_t uform__sp_model_piece_to_id(const uform__sp_model_t *model, const char *piece, size_t length) {
+    if (!model) return 0;
+    if (!piece) length = 0;
     size_t matched = 0;
     int32_t reserved = length ? uform__sp_trie_longest(&model->reserved, piece, length, &matched) : -1;
     if (reserved >= 0 && matched == length) return (uint32_t)reserved;
@@ -135,7 +137,11 @@ uint32_t uform__sp_model_piece_to_id(const uform__sp_model_t *model, const char 
     return (uint32_t)model->unigram->unk_id;
 }
 
-void uform__sp_model_special_ids(const uform__sp_model_t *model, uform__sp_special_ids_t *ids) { *ids = model->special; }
+void uform__sp_model_special_ids(const uform__sp_model_t *model, uform__sp_special_ids_t *ids) {
+    if (!ids) return;
+    if (model) *ids = model->special;
+    else ids->unk = ids->bos = ids->eos = ids->pad = -1;
+}
 
 void uform__sp_xlmr_map_ids(uform__text_ids_t *ids, size_t from) {
     /* XLMRobertaTokenizer._convert_token_to_id: spm id + fairseq offset 1, but spm's 0 (<unk>) is 3. */

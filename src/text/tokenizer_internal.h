@@ -155,18 +155,24 @@ int uform__text_is_word(uint32_t code_point);
 int uform__text_is_punctuation(uint32_t code_point);
 int uform__text_is_other(uint32_t code_point);
 int uform__text_is_nonspacing_mark(uint32_t code_point);
-/* Any mark (Mn, Mc, Me): what StripAccents removes. */
+/* A mark (Mn, Mc, Me) of Unicode 9.0: what StripAccents removes. */
 int uform__text_is_combining_mark(uint32_t code_point);
 /* The CJK ideograph ranges BertNormalizer surrounds with spaces. */
 int uform__text_is_chinese(uint32_t code_point);
-/* 1 when the code point is Cf, Mn or P* today but was not assigned in Unicode 8.0, so that the
- * unicode_categories crate reads it as unassigned (generated table: tokenizer_unicode8.c). */
+/* Generated tables (tokenizer_unicode_tables.c, by tests/text/make_unicode_tables.py):
+ * Cf, Mn or P* today but not assigned in Unicode 8.0 (the unicode_categories crate's version);
+ * a mark, a nonzero combining class or a decomposition but assigned after Unicode 9.0 (the
+ * version of unicode-normalization-alignments, which then leaves the character alone);
+ * Alphabetic but not a letter, mark or letter number (circled letters: in the regex crate's \w). */
 int uform__text_newer_than_unicode8(uint32_t code_point);
+int uform__text_newer_than_unicode9(uint32_t code_point);
+int uform__text_is_other_alphabetic(uint32_t code_point);
 /* Appends the full lowercase of a code point (Rust's char::to_lowercase). */
 int uform__text_lowercase_put(uform__text_string_t *out, uint32_t code_point);
 
 typedef enum uform__text_form_t { UFORM__TEXT_NFC, UFORM__TEXT_NFD, UFORM__TEXT_NFKC, UFORM__TEXT_NFKD } uform__text_form_t;
-/* Appends the normalization form of `text`. 0, or -1 out of memory. */
+/* Appends the normalization form of `text` as Unicode 9.0 defines it for the characters it had
+ * (later characters are left alone, as the Rust crate does). 0, or -1 out of memory. */
 int uform__text_normalize_form(const char *text, size_t length, uform__text_form_t form, uform__text_string_t *out);
 
 /* ---- JSON access with paths in messages (tokenizer_json.c) ------------------------------------ */

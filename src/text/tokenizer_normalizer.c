@@ -144,10 +144,10 @@ static int bert_clean(const uform__text_normalizer_t *normalizer, const char *te
     for (size_t at = 0; at < length;) {
         uint32_t c = uform__text_utf8_next(text, &at);
         if (normalizer->clean_text) {
-            if (c == 0 || c == 0xFFFD) continue;
-            int whitespace = c == '\t' || c == '\n' || c == '\r' || uform__text_is_whitespace(c);
-            if (!whitespace && uform__text_is_other(c)) continue;
-            if (whitespace) c = ' ';
+            /* Controls go first, whitespace or not (U+0085, \v, \f are both); \t \n \r are kept. */
+            int kept_control = c == '\t' || c == '\n' || c == '\r';
+            if (c == 0 || c == 0xFFFD || (!kept_control && uform__text_is_other(c))) continue;
+            if (kept_control || uform__text_is_whitespace(c)) c = ' ';
         }
         int chinese = normalizer->handle_chinese_chars && uform__text_is_chinese(c);
         if (chinese && uform__text_string_append(out, " ", 1) != 0) return -1;

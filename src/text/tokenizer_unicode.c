@@ -2,8 +2,9 @@
  * The Unicode questions the tokenizer stages ask, answered from utf8proc (Debian's libutf8proc,
  * Unicode 15.0) the way the Rust code of `tokenizers` answers them: Rust's char methods
  * (is_whitespace, is_numeric, is_alphanumeric, to_lowercase), the `regex` crate's \w, and the
- * `unicode_categories` crate, whose tables are of Unicode 8.0 (tokenizer_unicode8.c holds the
- * characters it reads differently), plus UTF-8 repair and the normalization forms.
+ * `unicode_categories` crate, whose tables are of Unicode 8.0, and the normalization crate, of
+ * Unicode 9.0 (tokenizer_unicode_tables.c holds the characters they read differently from utf8proc),
+ * plus UTF-8 repair and the normalization forms.
  */
 #include <utf8proc.h>
 
@@ -130,7 +131,8 @@ static int is_mark(utf8proc_category_t k) {
 int uform__text_is_alphanumeric(uint32_t c) {
     if (c < 0x80) return (c >= '0' && c <= '9') || ((c | 0x20) >= 'a' && (c | 0x20) <= 'z');
     utf8proc_category_t k = category(c);
-    return is_letter(k) || k == UTF8PROC_CATEGORY_ND || k == UTF8PROC_CATEGORY_NL || k == UTF8PROC_CATEGORY_NO;
+    return is_letter(k) || k == UTF8PROC_CATEGORY_ND || k == UTF8PROC_CATEGORY_NL || k == UTF8PROC_CATEGORY_NO ||
+           uform__text_is_other_alphabetic(c);
 }
 
 int uform__text_is_word(uint32_t c) {
@@ -138,7 +140,7 @@ int uform__text_is_word(uint32_t c) {
     if (c == 0x200C || c == 0x200D) return 1; /* Join_Control */
     utf8proc_category_t k = category(c);
     return is_letter(k) || is_mark(k) || k == UTF8PROC_CATEGORY_ND || k == UTF8PROC_CATEGORY_NL ||
-           k == UTF8PROC_CATEGORY_PC;
+           k == UTF8PROC_CATEGORY_PC || uform__text_is_other_alphabetic(c);
 }
 
 int uform__text_is_punctuation(uint32_t c) {
@@ -160,7 +162,9 @@ int uform__text_is_nonspacing_mark(uint32_t c) {
     return category(c) == UTF8PROC_CATEGORY_MN && !uform__text_newer_than_unicode8(c);
 }
 
-int uform__text_is_combining_mark(uint32_t c) { return c >= 0x300 && is_mark(category(c)); }
+int uform__text_is_combining_mark(uint32_t c) {
+    return c >= 0x300 && is_mark(category(c)) && !uform__text_newer_than_unicode9(c);
+}
 
 int uform__text_is_chinese(uint32_t c) {
     return (c >= 0x4E00 && c <= 0x9FFF) || (c >= 0x3400 && c <= 0x4DBF) || (c >= 0x20000 && c <= 0x2A6DF) ||
@@ -180,21 +184,66 @@ int uform__text_lowercase_put(uform__text_string_t *out, uint32_t c) {
     return uform__text_utf8_put(out, (uint32_t)utf8proc_tolower((utf8proc_int32_t)c));
 }
 
+/* The canonical combining class as Unicode 9.0 knew it (0 for what came later). */
+static int combining_class(uint32_t c) {
+    if (c < 0x300 || uform__text_newer_than_unicode9(c)) return 0;
+    return utf8proc_get_property((utf8proc_int32_t)c)->combining_class;
+}
+
+/*
+ * The normalization forms one code point at a time through utf8proc: each character's full
+ * decomposition (none for a character newer than Unicode 9.0), canonical reordering of each run
+ * of non-starters by combining class (a stable insertion sort, as the algorithm requires), then
+ * canonical composition for NFC and NFKC. utf8proc_map would do the same with today's data for
+ * every character, which the Rust crate does not have.
+ */
 int uform__text_normalize_form(const char *text, size_t length, uform__text_form_t form, uform__text_string_t *out) {
     size_t at = 0;
     while (at < length && (unsigned char)text[at] < 0x80) ++at;
     if (at == length) return uform__text_string_append(out, text, length); /* ASCII is in every form */
-    utf8proc_option_t options = UTF8PROC_STABLE;
-    switch (form) {
-    case UFORM__TEXT_NFC: options |= UTF8PROC_COMPOSE; break;
-    case UFORM__TEXT_NFD: options |= UTF8PROC_DECOMPOSE; break;
-    case UFORM__TEXT_NFKC: options |= UTF8PROC_COMPOSE | UTF8PROC_COMPAT; break;
-    case UFORM__TEXT_NFKD: options |= UTF8PROC_DECOMPOSE | UTF8PROC_COMPAT; break;
+    int compat = form == UFORM__TEXT_NFKC || form == UFORM__TEXT_NFKD;
+    int compose = form == UFORM__TEXT_NFC || form == UFORM__TEXT_NFKC;
+    utf8proc_option_t options = UTF8PROC_DECOMPOSE | (compat ? UTF8PROC_COMPAT : 0);
+    /* A decomposition is at most 18 code points (U+FDFA), so 18 per byte covers any text. */
+    size_t capacity = length * 18 + 18;
+    utf8proc_int32_t *points = malloc(capacity * sizeof *points);
+    if (!points) return -1;
+    size_t count = 0;
+    for (at = 0; at < length;) {
+        uint32_t c = uform__text_utf8_next(text, &at);
+        if (c < 0xA0 || uform__text_newer_than_unicode9(c)) {
+            points[count++] = (utf8proc_int32_t)c;
+            continue;
+        }
+        int boundary = 0;
+        utf8proc_ssize_t written =
+            utf8proc_decompose_char((utf8proc_int32_t)c, points + count, (utf8proc_ssize_t)(capacity - count), options,
+                                    &boundary);
+        if (written < 0) {
+            free(points);
+            return -1;
+        }
+        count += (size_t)written;
     }
-    utf8proc_uint8_t *result = NULL;
-    utf8proc_ssize_t written = utf8proc_map((const utf8proc_uint8_t *)text, (utf8proc_ssize_t)length, &result, options);
-    if (written < 0) return -1; /* the text is valid UTF-8, so only memory can fail */
-    int status = uform__text_string_append(out, (const char *)result, (size_t)written);
-    free(result);
+    for (size_t i = 1; i < count; ++i) {
+        int klass = combining_class((uint32_t)points[i]);
+        if (klass == 0) continue;
+        utf8proc_int32_t moving = points[i];
+        size_t j = i;
+        while (j > 0 && combining_class((uint32_t)points[j - 1]) > klass) points[j] = points[j - 1], --j;
+        points[j] = moving;
+    }
+    if (compose) {
+        utf8proc_ssize_t composed =
+            utf8proc_normalize_utf32(points, (utf8proc_ssize_t)count, UTF8PROC_COMPOSE | UTF8PROC_STABLE);
+        if (composed < 0) {
+            free(points);
+            return -1;
+        }
+        count = (size_t)composed;
+    }
+    int status = 0;
+    for (size_t i = 0; i < count && status == 0; ++i) status = uform__text_utf8_put(out, (uint32_t)points[i]);
+    free(points);
     return status;
 }

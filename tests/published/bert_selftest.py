@@ -52,10 +52,6 @@ CASES = (
 )
 
 
-class Tally(C.Tally):
-    pass
-
-
 def tokenizer_cache(work, variant):
     """A folder with the generator's files for the variant's tokenizer kind, or "none" when the
     generator is not in the tree yet."""
@@ -273,7 +269,7 @@ def main(argv):
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     os.makedirs(args.work, exist_ok=True)
-    tally = Tally()
+    tally = C.Tally()
     if not args.case:
         spec_checks(tally, args.work)
     for case in CASES:

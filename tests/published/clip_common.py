@@ -80,15 +80,14 @@ def write_safetensors(path, tensors, metadata=None):
 
 def read_safetensors(path):
     """name -> tensor (in the stored dtype) of a safetensors file, every offset checked."""
-    with open(path, "rb") as stream:
-        blob = stream.read()
+    blob = np.memmap(path, dtype=np.uint8, mode="r") if os.path.getsize(path) else b""
     if len(blob) < 8:
         raise FolderError(f"{path}: {len(blob)} bytes, shorter than the header length")
-    (length,) = struct.unpack("<Q", blob[:8])
+    (length,) = struct.unpack("<Q", bytes(blob[:8]))
     if 8 + length > len(blob):
         raise FolderError(f"{path}: header of {length} bytes runs past the end ({len(blob)} bytes)")
-    header = json.loads(blob[8:8 + length].decode("utf-8"))
-    data = memoryview(blob)[8 + length:]
+    header = json.loads(bytes(blob[8:8 + length]).decode("utf-8"))
+    data = blob[8 + length:]
     tensors = collections.OrderedDict()
     for name, entry in header.items():
         if name == "__metadata__":
@@ -101,7 +100,7 @@ def read_safetensors(path):
         if not 0 <= begin <= end <= len(data) or end - begin != count * stored.itemsize:
             raise FolderError(f"{path}: tensor {name} data_offsets {begin}..{end} do not hold "
                               f"{entry['shape']} {entry['dtype']} in {len(data)} data bytes")
-        array = np.frombuffer(data[begin:end], dtype=stored).reshape(entry["shape"])
+        array = np.frombuffer(data[begin:end], dtype=stored).reshape(entry["shape"])  # a view of the mapped file
         if entry["dtype"] == "BF16":
             widened = (array.reshape(-1).astype(np.uint32) << 16).view(np.float32).reshape(array.shape)
             tensor = torch.from_numpy(widened).to(torch.bfloat16)
@@ -463,6 +462,12 @@ class Tally:
 
     def __init__(self, quiet=False):
         self.passed, self.failed, self.quiet = 0, 0, quiet
+        self.least_cosine, self.largest_relative = 1.0, 0.0
+
+    def note(self, cosine, relative):
+        """The worst row seen so far, over every comparison (what a negative control reports)."""
+        self.least_cosine = min(self.least_cosine, float(cosine))
+        self.largest_relative = max(self.largest_relative, float(relative))
 
     def record(self, ok, label, detail):
         if not self.quiet:
@@ -486,6 +491,7 @@ def compare_rows(tally, label, engine, reference, compute, row_names=None):
         tally.record(False, label, f"{int(np.sum(~np.isfinite(engine)))} non-finite values")
         return False
     cosine, relative = _row_errors(engine, reference)
+    tally.note(cosine.min(), relative.max())
     bad = cosine < least_cosine
     if most_relative is not None:
         bad |= relative > most_relative
@@ -626,7 +632,8 @@ def run_compare(reference, argv, description):
             quiet = Tally(quiet=True)
             _compare_all(quiet, dump, _reference_outputs(model, dump, pixels, kind), compute)
             tally.record(quiet.failed > 0, f"negative control {kind} ({what})",
-                         f"{quiet.failed} of {quiet.passed + quiet.failed} comparisons fail"
+                         f"{quiet.failed} of {quiet.passed + quiet.failed} comparisons fail (least cosine "
+                         f"{quiet.least_cosine:.6f}, largest relative error {quiet.largest_relative:.3g})"
                          + ("" if quiet.failed else ": the comparison cannot tell this mistake from parity"))
     print(f"{tally.passed} passed, {tally.failed} failed", flush=True)
     return 1 if tally.failed else 0

@@ -69,7 +69,7 @@ def vision_config(config):
 
 
 def _norm(weights, prefix, width, eps):
-    norm = nn.LayerNorm(width, eps=eps)
+    norm = nn.LayerNorm(width, eps=eps, dtype=weights.dtype)
     norm.weight.copy_(weights.get(prefix + ".weight", [width]))
     norm.bias.copy_(weights.get(prefix + ".bias", [width]))
     return norm
@@ -83,9 +83,11 @@ def _encoder(weights, prefix, cfg):
     layers = nn.ModuleList()
     for i in range(cfg["num_hidden_layers"]):
         p = f"{prefix}.encoder.layers.{i}."
+        # Built on the meta device and given storage without torch's random init (which would
+        # cost seconds at base size): every parameter is overwritten from the file below.
         layer = nn.TransformerEncoderLayer(width, heads, inner, dropout=0.0, activation=C.activation(cfg["hidden_act"]),
-                                           layer_norm_eps=cfg["layer_norm_eps"], batch_first=True, norm_first=True)
-        layer = layer.to(weights.dtype)
+                                           layer_norm_eps=cfg["layer_norm_eps"], batch_first=True, norm_first=True,
+                                           device="meta", dtype=weights.dtype).to_empty(device="cpu")
         attention = layer.self_attn
         attention.in_proj_weight.copy_(torch.cat([weights.get(p + f"self_attn.{n}_proj.weight", [width, width]) for n in "qkv"]))
         attention.in_proj_bias.copy_(torch.cat([weights.get(p + f"self_attn.{n}_proj.bias", [width]) for n in "qkv"]))
@@ -132,7 +134,7 @@ class Model:
         self.text_positions = weights.get("text_model.embeddings.position_embedding.weight",
                                           [t["max_position_embeddings"], t["hidden_size"]])
         self.text_layers = _encoder(weights, "text_model", t)
-        self.final_layer_norm = _norm(weights, "text_model.final_layer_norm", t["hidden_size"], t["layer_norm_eps"]).to(dtype)
+        self.final_layer_norm = _norm(weights, "text_model.final_layer_norm", t["hidden_size"], t["layer_norm_eps"])
         self.text_projection = weights.get("text_projection.weight", [e, t["hidden_size"]])
 
         # Vision tower.
@@ -141,9 +143,9 @@ class Model:
         self.patch_embedding = weights.get("vision_model.embeddings.patch_embedding.weight", [width, channels, patch, patch])
         self.class_embedding = weights.get("vision_model.embeddings.class_embedding", [width])
         self.vision_positions = weights.get("vision_model.embeddings.position_embedding.weight", [grid * grid + 1, width])
-        self.pre_layrnorm = _norm(weights, "vision_model.pre_layrnorm", width, v["layer_norm_eps"]).to(dtype)
+        self.pre_layrnorm = _norm(weights, "vision_model.pre_layrnorm", width, v["layer_norm_eps"])
         self.vision_layers = _encoder(weights, "vision_model", v)
-        self.post_layernorm = _norm(weights, "vision_model.post_layernorm", width, v["layer_norm_eps"]).to(dtype)
+        self.post_layernorm = _norm(weights, "vision_model.post_layernorm", width, v["layer_norm_eps"])
         self.visual_projection = weights.get("visual_projection.weight", [e, width])
         self.logit_scale = weights.get("logit_scale").reshape(-1)[0].item() if weights.has("logit_scale") else None
 

@@ -84,7 +84,7 @@ def _torch_layers(layers, cfg, dtype):
         width, inner = cfg["hidden_size"], cfg["intermediate_size"]
         layer = nn.TransformerEncoderLayer(width, cfg["num_attention_heads"], inner, dropout=0.0,
                                            activation=C.activation(cfg["hidden_act"]), layer_norm_eps=cfg["layer_norm_eps"],
-                                           batch_first=True, norm_first=True).to(dtype)
+                                           batch_first=True, norm_first=True, device="meta", dtype=dtype).to_empty(device="cpu")
         layer.self_attn.in_proj_weight.copy_(torch.cat([tensors[f"{n}_proj"][0] for n in "qkv"]))
         layer.self_attn.in_proj_bias.copy_(torch.cat([tensors[f"{n}_proj"][1] for n in "qkv"]))
         layer.self_attn.out_proj.weight.copy_(tensors["out_proj"][0])

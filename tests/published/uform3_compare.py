@@ -4,7 +4,9 @@
                                                            [--self-check-negative [NAME,...]]
 
 DUMP holds meta.json {"folder", "compute", "texts", "images"} and any of: text_ids.json (the ids the
-engine fed its text tower, unpadded: uform masks padding out), text_embeddings.npy [N, E],
+engine fed its text tower, unpadded: uform masks padding out; checked for their length, the
+vocabulary and the post-processor's frame, the ids themselves being the tokenizer tests' business),
+text_embeddings.npy [N, E],
 text_states.npy + text_offsets.npy, image_embeddings.npy [M, E], image_states.npy + image_offsets.npy.
 
 The reference reads the folder with its own readers, pads the ids the way uform's TextProcessor does
@@ -82,7 +84,7 @@ class Judge:
         """ENGINE and EXPECTED: per item, rows [n, width] (numpy / float64 torch). Each row is judged
         by its cosine and by max|a - b| over the row divided by max|b| over the row (SCALE "row") or
         over the item's rows ("item", for states: see the module's docstring)."""
-        worst_cosine, worst_relative, worst_at, rows = 2.0, 0.0, None, 0
+        worst_cosine, worst_relative, worst_at, rows, not_finite = 2.0, 0.0, None, 0, 0
         verdict = True
         for item, (got, want) in enumerate(zip(engine, expected)):
             got = torch.as_tensor(np.asarray(got, dtype=np.float64))
@@ -90,24 +92,35 @@ class Judge:
             if got.shape != want.shape:
                 self.fail(what, f"item {item} has shape {list(got.shape)}, the reference {list(want.shape)}")
                 return False
-            item_largest = want.abs().max().clamp_min(1e-300)
-            for row in range(got.shape[0]):
-                a, b = got[row], want[row]
-                cosine = float(a @ b / (a.norm() * b.norm()).clamp_min(1e-300))
-                largest = item_largest if scale == "item" else b.abs().max().clamp_min(1e-300)
-                relative = float((a - b).abs().max() / largest)
-                rows += 1
-                bad = cosine < self.cosine or (self.relative is not None and relative > self.relative)
-                score = (bad, -cosine if self.relative is None else relative)
-                if worst_at is None or score > worst_at[0]:
-                    worst_at = (score, item, row, a, b)
-                worst_cosine, worst_relative = min(worst_cosine, cosine), max(worst_relative, relative)
-                verdict = verdict and not bad
+            if got.shape[0] == 0:
+                continue
+            # Every row of the item at once: cosine and max|a - b| over the row, over the scale.
+            cosines = (got * want).sum(dim=1) / (got.norm(dim=1) * want.norm(dim=1)).clamp_min(1e-300)
+            if scale == "item":
+                largest = want.abs().max().clamp_min(1e-300).expand(want.shape[0])
+            else:
+                largest = want.abs().max(dim=1).values.clamp_min(1e-300)
+            relatives = (got - want).abs().max(dim=1).values / largest
+            bad = ~(cosines >= self.cosine)  # written so that a NaN is bad
+            if self.relative is not None:
+                bad = bad | ~(relatives <= self.relative)
+            scores = torch.nan_to_num(-cosines if self.relative is None else relatives, nan=float("inf"))
+            if bool(bad.any()):
+                scores = torch.where(bad, scores, torch.full_like(scores, -float("inf")))
+            row = int(torch.argmax(scores))
+            score = (bool(bad[row]), float(scores[row]))
+            if worst_at is None or score > worst_at[0]:
+                worst_at = (score, item, row, got[row], want[row])
+            rows += got.shape[0]
+            not_finite += int((~torch.isfinite(got).all(dim=1)).sum())
+            worst_cosine = min(worst_cosine, float(cosines.min()))
+            worst_relative = max(worst_relative, float(relatives.max()))
+            verdict = verdict and not bool(bad.any())
         if worst_at is None:
             self.fail(what, "nothing to compare")
             return False
         denominator = "max|b| of the item" if scale == "item" else "max|b|"
-        summary = (f"{rows} rows, worst cosine {worst_cosine:.8f}, worst max|a-b|/{denominator} {worst_relative:.3e} "
+        summary = (f"{rows} rows" + (f" ({not_finite} with values not finite)" if not_finite else "") + f", worst cosine {worst_cosine:.8f}, worst max|a-b|/{denominator} {worst_relative:.3e} "
                    f"(bounds: cosine >= {self.cosine}" + (f", <= {self.relative:g}" if self.relative else "") + ")")
         if verdict:
             self.passes += 1
@@ -138,6 +151,9 @@ def compare_text(dump, meta, folder, judge, dimensions, perturb):
     states = _load(dump, "text_states.npy")
     if embeddings is None and states is None:
         return
+    if not os.path.exists(os.path.join(dump, "text_ids.json")):
+        judge.fail("text ids", "text_ids.json is missing: the ids the engine fed its text tower are needed")
+        return
     with open(os.path.join(dump, "text_ids.json"), encoding="utf-8") as stream:
         ids = json.load(stream)
     config = folder.text
@@ -154,6 +170,18 @@ def compare_text(dump, meta, folder, judge, dimensions, perturb):
         if outside:
             judge.fail("text ids", f"text {item} holds ids {outside[:4]} outside the vocabulary of {config['vocab_size']}")
             return
+    frame = reference.tokenizer_frame(folder.path)
+    if frame is not None:
+        # tokenizers frames the (truncated) text with the post-processor's tokens; uform's processor
+        # then slices at max_position_embeddings, so only a list shorter than that must end framed
+        # (unless tokenizer.json truncates, which keeps the frame).
+        before, after, truncation = frame
+        for item, sequence in enumerate(ids):
+            framed_end = len(sequence) < config["max_position_embeddings"] or truncation is not None
+            if sequence[:len(before)] != before or (framed_end and sequence[len(sequence) - len(after):] != after):
+                judge.fail("text ids", f"text {item}: ids {sequence[:3]} ... {sequence[-3:]} are not framed by "
+                           f"{before} ... {after} (tokenizer.json's post-processor)")
+                return
     results = reference.encode_texts(folder, ids, perturb)
     if embeddings is not None:
         dimensions = _dimensions(dimensions, embeddings, config["embedding_dim"], "text embeddings", judge)

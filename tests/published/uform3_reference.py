@@ -13,8 +13,9 @@ Two formulations of each tower, checked against each other by uform3_selftest.py
   nn.TransformerEncoderLayer(norm_first=True, eps 1e-6) with uform's LayerScale folded into the
   output projections (gamma ⊙ (W h + b) = (diag(gamma) W) h + gamma ⊙ b). uform's separate
   query/key/value linears become MultiheadAttention's in_proj (rows [query; key; value]). The
-  activation is passed as a Python function so that torch 1.13 never takes the layer's fused "fast
-  path" (it does for the strings "gelu"/"relu" in eval mode), which would be a third formulation.
+  activation is passed as a Python function so that torch 1.13 never takes the whole layer's fused
+  path (torch._transformer_encoder_layer_fwd, taken for the strings "gelu"/"relu" without grad);
+  MultiheadAttention itself still runs torch's native attention kernel there.
 - `explicit_text` / `explicit_image`: the same computation written out with tensors (per-head
   softmax attention with uform's additive mask of finfo.min, LayerScale as a product), optionally
   with every matrix product's inputs rounded to BF16 (the engine's BF16 compute, roughly), which the
@@ -565,6 +566,32 @@ def preprocess(path, config, processor=None):
                               std=config["normalization_deviations"])
             return torch.as_tensor(np.asarray(pixels, dtype=np.float32))
         return preprocess_torchvision(image, config)
+
+
+def tokenizer_frame(folder_path):
+    """(ids before the text, ids after it, the truncation max_length or None) of the folder's
+    tokenizer.json post-processor (TemplateProcessing's "single", BertProcessing, RobertaProcessing);
+    None when there is no tokenizer.json or no post-processor of those kinds."""
+    path = os.path.join(folder_path, "tokenizer.json")
+    if not os.path.exists(path):
+        return None
+    with open(path, encoding="utf-8") as stream:
+        tokenizer = json.load(stream)
+    processor = tokenizer.get("post_processor") or {}
+    truncation = (tokenizer.get("truncation") or {}).get("max_length")
+    if processor.get("type") == "TemplateProcessing":
+        specials = processor.get("special_tokens", {})
+        before, after, seen_sequence = [], [], False
+        for piece in processor.get("single", []):
+            if "Sequence" in piece:
+                seen_sequence = True
+            elif "SpecialToken" in piece:
+                ids = specials[piece["SpecialToken"]["id"]]["ids"]
+                (after if seen_sequence else before).extend(ids)
+        return before, after, truncation
+    if processor.get("type") in ("BertProcessing", "RobertaProcessing"):
+        return [processor["cls"][1]], [processor["sep"][1]], truncation
+    return None
 
 
 def normalise(vector, dimensions=0):

@@ -13,7 +13,8 @@ For each variant: writes a folder (uform3_write.py, tokenizer from the generator
   than max_position_embeddings, so sliced; random pixels);
 - uform3_compare.py on an example dump written by the written-out formulation in float32 (standing in
   for the engine, with real image files through the preprocessing) passes, its negative controls all
-  fail, and corrupted copies of the dump (one value nudged by 1e-3 relative, a state row dropped) fail;
+  fail, and corrupted copies of the dump (one value nudged by 1e-3 relative, a state row dropped, a NaN, a
+  short text's closing token dropped) fail;
 - a dump from BF16 products passes under the bf16 tolerance and fails under f32's; once per run, a
   Matryoshka prefix dump passes, and fails when judged with another number of dimensions.
 Prints "N passed, N failed"; exit 1 on any failure.
@@ -259,13 +260,23 @@ def check_variant(checks, name, size, scratch, generator, extras):
     status, printed = quietly(compare.negative_controls, dump)
     checks.check(status == 0, f"{name}: negative controls:\n{printed}")
 
-    for corruption in ("nudge", "drop-row"):
+    for corruption in ("nudge", "drop-row", "nan", "unframed"):
         broken = dump + "_" + corruption
         shutil.copytree(dump, broken)
         if corruption == "nudge":  # one embedding value off by 1e-3 of the row's largest
             values = np.load(os.path.join(broken, "image_embeddings.npy"))
             values[1, 3] += 1e-3 * np.abs(values[1]).max()
             np.save(os.path.join(broken, "image_embeddings.npy"), values)
+        elif corruption == "unframed":  # a short text's closing token dropped (ids and states)
+            with open(os.path.join(broken, "text_ids.json"), encoding="utf-8") as stream:
+                kept = json.load(stream)
+            kept[1] = kept[1][:-1]
+            with open(os.path.join(broken, "text_ids.json"), "w", encoding="utf-8") as stream:
+                json.dump(kept, stream)
+        elif corruption == "nan":  # one state value not a number
+            states = np.load(os.path.join(broken, "image_states.npy"))
+            states[5, 2] = np.nan
+            np.save(os.path.join(broken, "image_states.npy"), states)
         else:  # the last text's final state row missing, offsets adjusted
             states = np.load(os.path.join(broken, "text_states.npy"))[:-1]
             offsets = np.load(os.path.join(broken, "text_offsets.npy"))
@@ -274,6 +285,9 @@ def check_variant(checks, name, size, scratch, generator, extras):
             np.save(os.path.join(broken, "text_offsets.npy"), offsets)
         judge = compare.compare(broken, quiet=True)
         checks.check(judge.failures > 0, f"{name}: the {corruption} corruption passes:\n" + "\n".join(judge.lines))
+        if corruption == "unframed":
+            checks.check(any("not framed" in line for line in judge.lines),
+                         f"{name}: the unframed ids are not reported as such:\n" + "\n".join(judge.lines))
 
     bf16_dump = os.path.join(scratch, name + "_dump_bf16")
     write_dump(bf16_dump, folder, ids, images, compute="bf16")

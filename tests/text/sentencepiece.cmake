@@ -22,3 +22,6 @@ add_test(NAME test_sp_tokenizers_parity
                  ${CMAKE_CURRENT_BINARY_DIR}/sp_tokenizers)
 set_tests_properties(test_sp_tokenizers_parity PROPERTIES FIXTURES_REQUIRED sp_npm TIMEOUT 300 LABELS text
                      ENVIRONMENT "PYTHONDONTWRITEBYTECODE=1")
+
+# Hand-built and broken .model files, charsmaps and tokenizer.json entries (well under a second).
+uform_add_test(NAME test_sp_hostile SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_sp_hostile.c LABELS text TIMEOUT 60)
