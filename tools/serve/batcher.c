@@ -204,6 +204,9 @@ int serve_batcher_start(const serve_batcher_config_t *config, serve_batcher_t **
     batcher->config = *config;
     batcher->embedding = describe.description.embedding;
     batcher->text_bytes = describe.description.text_bytes;
+    /* A native model reads a text's first text_bytes bytes; a published model's tokenizer reads the
+     * whole text and its tower keeps the first tokens (docs/checkpoints.md). */
+    batcher->whole_texts = strcmp(describe.description.family, "uform4") != 0;
     if (config->index) {
         uform_index_description_t index;
         uform_index_describe(config->index, &index);
@@ -219,8 +222,9 @@ int serve_batcher_start(const serve_batcher_config_t *config, serve_batcher_t **
 
     size_t max_batch = config->max_batch;
     size_t text_bytes = batcher->text_bytes ? batcher->text_bytes : 1;
+    batcher->tape_capacity = max_batch * (batcher->whole_texts ? 1024 : text_bytes);
     int failed = !(batcher->batch = calloc(max_batch, sizeof *batcher->batch)) ||
-                 !(batcher->tape = malloc(max_batch * text_bytes)) || !(batcher->choices = malloc(max_batch * 256)) ||
+                 !(batcher->tape = malloc(batcher->tape_capacity)) || !(batcher->choices = malloc(max_batch * 256)) ||
                  !(batcher->offsets = calloc(max_batch + 1, sizeof(size_t))) ||
                  !(batcher->choice_offsets = calloc(max_batch + 1, sizeof(size_t))) ||
                  !(batcher->groups = calloc(max_batch, sizeof(size_t))) ||

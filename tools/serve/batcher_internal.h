@@ -46,7 +46,9 @@ struct serve_batcher_s {
     uform_arena_t arena;            /* encode and choose outputs */
     uform_arena_t search_arena;
     serve_item_t **batch;           /* [max_batch] */
-    unsigned char *tape;            /* [max_batch · text_bytes]: the texts of a batch */
+    unsigned char *tape;            /* [tape_capacity]: the texts of a batch */
+    size_t tape_capacity;           /* max_batch · text_bytes; grows for a published model's whole texts */
+    int whole_texts;                /* a published model tokenises each whole text (no byte limit here) */
     unsigned char *choices;         /* [max_batch · 256]: their legal next bytes (choose) */
     size_t *offsets, *choice_offsets; /* [max_batch + 1] each */
     size_t *groups;                 /* [max_batch] */

@@ -108,11 +108,27 @@ static void finish(serve_batcher_t *batcher, serve_item_t **items, size_t count)
 
 static void run_text(serve_batcher_t *batcher, size_t count) {
     serve_item_t **items = batcher->batch;
-    size_t used = 0;
+    size_t used = 0, needed = 0;
+    if (batcher->whole_texts) {
+        /* A published model tokenises whole texts: the tape grows to the largest batch seen. */
+        for (size_t i = 0; i < count; ++i) needed += items[i]->size;
+        if (needed > batcher->tape_capacity) {
+            unsigned char *grown = realloc(batcher->tape, needed);
+            if (!grown) {
+                uform_outcome_t outcome = {0};
+                snprintf(outcome.message, sizeof outcome.message, "out of memory for %zu bytes of texts", needed);
+                outcome.status = UFORM_OUT_OF_MEMORY;
+                fail_all(items, count, &outcome);
+                return;
+            }
+            batcher->tape = grown, batcher->tape_capacity = needed;
+        }
+    }
     batcher->offsets[0] = 0;
     for (size_t i = 0; i < count; ++i) {
-        /* The model reads a text's first text_bytes bytes: the rest never reaches it. */
-        size_t size = items[i]->size < batcher->text_bytes ? items[i]->size : batcher->text_bytes;
+        /* A native model reads a text's first text_bytes bytes: the rest never reaches it. */
+        size_t size = items[i]->size;
+        if (!batcher->whole_texts && size > batcher->text_bytes) size = batcher->text_bytes;
         if (size) memcpy(batcher->tape + used, items[i]->bytes, size);
         used += size;
         batcher->offsets[i + 1] = used;

@@ -34,11 +34,14 @@ int serve_model_open(const serve_model_options_t *options, const char *index_pat
             return serve_model_close(model), fail(error, capacity, &outcome, index_path);
         uform_index_describe(model->index, &model->index_description);
     }
-    /* The model's name, as /v1/models lists it and requests name it: the file's base name. */
-    const char *base = strrchr(options->checkpoint, '/');
-    base = base ? base + 1 : options->checkpoint;
-    size_t length = strlen(base);
-    if (length > 12 && strcmp(base + length - 12, ".safetensors") == 0) length -= 12;
+    /* The model's name, as /v1/models lists it and requests name it: the file's base name, or a
+     * published folder's own name ("clip-vit-base-patch32" for ~/models/clip-vit-base-patch32/). */
+    size_t full = strlen(options->checkpoint);
+    while (full > 1 && options->checkpoint[full - 1] == '/') --full;
+    const char *base = options->checkpoint + full;
+    while (base > options->checkpoint && base[-1] != '/') --base;
+    size_t length = (size_t)(options->checkpoint + full - base);
+    if (length > 12 && memcmp(base + length - 12, ".safetensors", 12) == 0) length -= 12;
     if (length == 0) base = "model", length = 5;
     if (length >= sizeof model->name) length = sizeof model->name - 1;
     memcpy(model->name, base, length);
