@@ -7,6 +7,7 @@
 #include <math.h>
 #include <sched.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "batcher_internal.h"
