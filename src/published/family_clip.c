@@ -32,11 +32,22 @@ typedef struct tower_shape_t {
     int argmax;
 } tower_shape_t;
 
-static const cJSON *section(const cJSON *config, const char *name, const char *legacy) {
-    const cJSON *item = cJSON_GetObjectItemCaseSensitive(config, name);
-    if (cJSON_IsObject(item)) return item;
-    item = cJSON_GetObjectItemCaseSensitive(config, legacy);
-    return cJSON_IsObject(item) ? item : NULL;
+/* A tower's config section: `name` (text_config, vision_config) with the keys of the legacy
+ * `<name>_dict` laid over it, as transformers' CLIPConfig merges them (OpenAI's config.json has
+ * both). A new object the caller frees with cJSON_Delete; NULL without either (every default). */
+static cJSON *section(const cJSON *config, const char *name, const char *legacy) {
+    const cJSON *base = cJSON_GetObjectItemCaseSensitive(config, name);
+    const cJSON *over = cJSON_GetObjectItemCaseSensitive(config, legacy);
+    cJSON *merged = cJSON_IsObject(base) ? cJSON_Duplicate(base, 1) : cJSON_CreateObject();
+    if (!merged || !cJSON_IsObject(over)) return merged;
+    const cJSON *item;
+    cJSON_ArrayForEach(item, over) {
+        cJSON *copy = cJSON_Duplicate(item, 1);
+        if (!copy) continue;
+        if (cJSON_GetObjectItemCaseSensitive(merged, item->string)) cJSON_ReplaceItemInObjectCaseSensitive(merged, item->string, copy);
+        else cJSON_AddItemToObject(merged, item->string, copy);
+    }
+    return merged;
 }
 
 /* transformers' CLIPTextConfig / CLIPVisionConfig, their defaults where a key is absent. */
@@ -155,9 +166,13 @@ uform_status_t uform__family_clip(uform__family_context_t *context, const cJSON 
     size_t embedding = uform__config_size(&reader, config, "projection_dim", 512);
     if (reader.status != UFORM_OK) return reader.status;
     tower_shape_t text, vision;
-    uform_status_t status = read_shape(context, section(config, "text_config", "text_config_dict"), "text_config", 0, &text);
-    if (status == UFORM_OK)
-        status = read_shape(context, section(config, "vision_config", "vision_config_dict"), "vision_config", 1, &vision);
+    cJSON *text_config = section(config, "text_config", "text_config_dict");
+    cJSON *vision_config = section(config, "vision_config", "vision_config_dict");
+    uform_status_t status = !text_config || !vision_config
+                                ? uform__fail(context->outcome, UFORM_OUT_OF_MEMORY, context->function, "cannot read config.json")
+                                : read_shape(context, text_config, "text_config", 0, &text);
+    if (status == UFORM_OK) status = read_shape(context, vision_config, "vision_config", 1, &vision);
+    cJSON_Delete(text_config), cJSON_Delete(vision_config);
     if (status == UFORM_OK)
         status = uform__tensor_set_open_transformers(&published->sets[0], published->folder, "", context->outcome,
                                                      context->function);

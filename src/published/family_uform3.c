@@ -54,12 +54,13 @@ static uform_status_t open_weights(uform__family_context_t *context, uform__tens
                        folder, name, name, name);
 }
 
-/* The Matryoshka prefixes of UForm 3's cards (64 and 256 dimensions, then the whole width). */
+/* The Matryoshka prefixes UForm 3's cards name below the whole width: 64 and 256 (the small, base
+ * and multilingual cards, up to their 256), and 512 (the large card: 64, 256, 512, 768). */
 static void matryoshka(uform_model_t tower) {
     uform__model_config_t *config = &tower->config;
-    static const size_t prefixes[2] = {64, 256};
+    static const size_t prefixes[3] = {64, 256, 512};
     config->matryoshka_count = 0;
-    for (int i = 0; i < 2; ++i)
+    for (int i = 0; i < 3; ++i)
         if (prefixes[i] < config->embedding) config->matryoshka[config->matryoshka_count++] = prefixes[i];
     config->matryoshka[config->matryoshka_count++] = config->embedding;
 }
