@@ -243,6 +243,44 @@ static uform_status_t open_clip_preprocess(uform__family_context_t *context, con
     return UFORM_OK;
 }
 
+/* The keys by which OpenCLIP configures towers other than its own ViT and text transformer (timm
+ * and Hugging Face towers, ResNets, CoCa's attentional pooling, other poolings and projections):
+ * UFORM_UNSUPPORTED naming the first one set. */
+static uform_status_t open_clip_refuse(uform__family_context_t *context, const cJSON *tower, const char *name,
+                                       int vision) {
+    static const char *const named[4] = {"timm_model_name", "hf_model_name", "hf_tokenizer_name", "hf_pooler_type"};
+    static const char *const flags[6] = {"attentional_pool", "final_ln_after_pool", "no_ln_pre", "embed_cls",
+                                         "no_causal_mask", "proj_bias"};
+    for (int i = 0; i < 4; ++i) {
+        const cJSON *item = cJSON_GetObjectItemCaseSensitive(tower, named[i]);
+        if (cJSON_IsString(item) && item->valuestring[0] && !(i == 2 && vision))
+            return uform__fail(context->outcome, UFORM_UNSUPPORTED, context->function,
+                               "open_clip_config.json: %s.%s '%s': this engine runs OpenCLIP's own ViT and text "
+                               "transformer, not towers from other libraries",
+                               name, named[i], item->valuestring);
+    }
+    for (int i = 0; i < 6; ++i)
+        if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(tower, flags[i])))
+            return uform__fail(context->outcome, UFORM_UNSUPPORTED, context->function,
+                               "open_clip_config.json: %s.%s is set: an architecture this engine does not run", name,
+                               flags[i]);
+    if (cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(tower, "layers")))
+        return uform__fail(context->outcome, UFORM_UNSUPPORTED, context->function,
+                           "open_clip_config.json: %s.layers is a list: a ResNet tower, not a ViT", name);
+    const cJSON *pool = cJSON_GetObjectItemCaseSensitive(tower, "pool_type");
+    const char *expected = vision ? "tok" : "argmax";
+    if (cJSON_IsString(pool) && strcmp(pool->valuestring, expected) != 0)
+        return uform__fail(context->outcome, UFORM_UNSUPPORTED, context->function,
+                           "open_clip_config.json: %s.pool_type '%s' (this engine pools '%s')", name, pool->valuestring,
+                           expected);
+    const cJSON *projection = cJSON_GetObjectItemCaseSensitive(tower, "proj_type");
+    if (cJSON_IsString(projection) && strcmp(projection->valuestring, "linear") != 0)
+        return uform__fail(context->outcome, UFORM_UNSUPPORTED, context->function,
+                           "open_clip_config.json: %s.proj_type '%s' (this engine runs the linear projection)", name,
+                           projection->valuestring);
+    return UFORM_OK;
+}
+
 uform_status_t uform__family_open_clip(uform__family_context_t *context, const cJSON *root) {
     uform__published_t *published = context->published;
     const cJSON *model = cJSON_GetObjectItemCaseSensitive(root, "model_cfg");
@@ -253,25 +291,10 @@ uform_status_t uform__family_open_clip(uform__family_context_t *context, const c
     uform__config_reader_t reader = {"open_clip_config.json", "model_cfg", UFORM_OK, context->outcome, context->function};
     size_t embedding = uform__config_required(&reader, model, "embed_dim");
     int quick = uform__config_bool(&reader, model, "quick_gelu", 0);
-    /* Towers OpenCLIP builds from other libraries are named by these keys. */
-    static const char *const foreign[4] = {"timm_model_name", "hf_model_name", "hf_tokenizer_name", "layers_list"};
-    for (int i = 0; i < 2 && reader.status == UFORM_OK; ++i) {
-        const char *name = uform__config_string(&reader, vision_cfg, foreign[i], NULL);
-        if (name && name[0])
-            return uform__fail(context->outcome, UFORM_UNSUPPORTED, context->function,
-                               "open_clip_config.json: vision_cfg.%s '%s': this engine runs OpenCLIP's own ViT towers",
-                               foreign[i], name);
-        name = uform__config_string(&reader, text_cfg, foreign[i], NULL);
-        if (name && name[0] && i == 1)
-            return uform__fail(context->outcome, UFORM_UNSUPPORTED, context->function,
-                               "open_clip_config.json: text_cfg.%s '%s': this engine runs OpenCLIP's own text transformer",
-                               foreign[i], name);
-    }
-    (void)foreign[2], (void)foreign[3];
+    uform_status_t refused = open_clip_refuse(context, vision_cfg, "vision_cfg", 1);
+    if (refused == UFORM_OK) refused = open_clip_refuse(context, text_cfg, "text_cfg", 0);
+    if (refused != UFORM_OK) return refused;
     reader.path = "model_cfg.vision_cfg";
-    if (cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(vision_cfg, "layers")))
-        return uform__fail(context->outcome, UFORM_UNSUPPORTED, context->function,
-                           "open_clip_config.json: vision_cfg.layers is a list: a ResNet tower, not a ViT");
     tower_shape_t vision = {0}, text = {0};
     vision.hidden = uform__config_required(&reader, vision_cfg, "width");
     vision.depth = uform__config_required(&reader, vision_cfg, "layers");
