@@ -44,10 +44,11 @@ typedef struct uform__torch_file_t uform__torch_file_t;
  * Statuses: UFORM_OK; UFORM_IO when the file cannot be opened, examined or mapped (the message
  * has the path and strerror); UFORM_FORMAT for anything malformed or hostile (the message names
  * the archive entry and the byte offset: in the file for ZIP records, in the pickle for its
- * opcodes; a global off the allow-list is named); UFORM_UNSUPPORTED for valid files this reader
- * does not read (the legacy format of PyTorch before 1.6, TorchScript archives, big-endian
- * files, compressed or encrypted entries, int16 / complex / quantized tensors, a top-level
- * object that is not a dict, rank above 8); UFORM_OUT_OF_MEMORY (also when the mapping fails
+ * opcodes; a global off the allow-list is named, complex and quantized storages included);
+ * UFORM_UNSUPPORTED for valid files this reader does not read (the legacy format of PyTorch
+ * before 1.6, TorchScript archives, big-endian files, compressed or encrypted entries, int16
+ * tensors, a top-level object that is not a dict, rank above 8, copies of non-contiguous views
+ * past their limit); UFORM_OUT_OF_MEMORY (also when the mapping fails
  * with ENOMEM); UFORM_INVALID_ARGUMENT for NULL `path` or `file`. The file must not be truncated
  * while it is open.
  */

@@ -150,7 +150,8 @@ uint32_t uform__torch_items(const uform__torch_machine_t *machine, uint32_t cont
 /* "a tuple", "a string", ... for messages. */
 const char *uform__torch_kind_name(uform__torch_kind_t kind);
 
-/* Writes `length` bytes, quoted for a message (control bytes escaped, cut after about 60), into `buffer`. */
+/* Writes `length` bytes between single quotes for a message (control bytes, quotes and backslashes as
+ * \xNN, cut with "..." to fit the buffer) into `buffer`; answers `buffer`. */
 const char *uform__torch_quote_bytes(const uint8_t *bytes, size_t length, char buffer[UFORM__SAFETENSORS_QUOTE_CAPACITY]);
 
 /* ---- torch_globals.c ---- */
