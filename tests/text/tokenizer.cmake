@@ -5,7 +5,15 @@ add_executable(tokenize_dump ${CMAKE_CURRENT_SOURCE_DIR}/tokenize_dump.c)
 target_link_libraries(tokenize_dump PRIVATE uform_internal)
 
 uform_add_test(NAME test_tokenizer_errors SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_tokenizer_errors.c TIMEOUT 60)
-uform_add_test(NAME test_tokenizer_units SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_tokenizer_units.c TIMEOUT 60)
+uform_add_test(NAME test_tokenizer_units SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_tokenizer_units.c LABELS tsan
+               TIMEOUT 60)
+# Every allocation of loading and encoding failed in turn (tests/reliability/failing_alloc.h): the
+# allocator must stay uninstrumented and exported, as in the reliability sweep.
+set(failing_alloc ${PROJECT_SOURCE_DIR}/tests/reliability/failing_alloc.c)
+uform_add_test(NAME test_tokenizer_oom SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_tokenizer_oom.c ${failing_alloc}
+               LIBRARIES ${CMAKE_DL_LIBS} TIMEOUT 120)
+set_source_files_properties(${failing_alloc} PROPERTIES COMPILE_OPTIONS "-fno-sanitize=all")
+target_link_options(test_tokenizer_oom PRIVATE -rdynamic)
 
 # The references, installed from npm into this build folder at test set-up.
 add_test(NAME tokenizer_npm COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/tokenizer_npm_install.sh ${CMAKE_CURRENT_BINARY_DIR}/node)
