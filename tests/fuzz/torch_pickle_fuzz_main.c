@@ -6,7 +6,7 @@
  *     fuzz_torch_replay FILE...                   replays files (a libFuzzer crash, a corpus)
  *
  * Seeds (torch_pickle_fuzz.c's input format: a mode byte, then an archive or a raw pickle) are
- * state-dict pickles in protocols 2 and 4 and archives of three layouts, built in memory by
+ * state-dict pickles in protocols 2 and 4, archives of three layouts and a legacy-format file, built in memory by
  * tests/io/torch_sample.h. Mutations flip, overwrite with opcode bytes, insert, delete, copy runs
  * within the input and truncate. Each input is copied into an allocation of exactly its size, so
  * AddressSanitizer builds catch any over-read.
@@ -22,7 +22,7 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-#define SEED_COUNT 6
+#define SEED_COUNT 7
 
 static uint64_t next(uint64_t *state) {
     *state = *state * 6364136223846793005ull + 1442695040888963407ull;
@@ -54,6 +54,8 @@ static void make_seeds(sample_bytes_t seeds[SEED_COUNT]) {
         if (index < 2) {
             const sample_bytes_t *pickle = index ? &modern : &state;
             sample_put(&seeds[index], pickle->data, pickle->size);
+        } else if (index == 6) {
+            sample_legacy(&seeds[index], NULL, 0);
         } else {
             sample_archive(&seeds[index], index == 5 ? &modern : &state, layouts[index < 5 ? index - 2 : 0]);
         }

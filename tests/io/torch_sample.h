@@ -263,4 +263,44 @@ static inline void sample_state_pickle(sample_bytes_t *pickle) {
     sample_text(pickle, "u.");
 }
 
+/*
+ * A file of the legacy format (torch.save before PyTorch 1.6): the magic, version and system
+ * pickles, an object pickle with six-item persistent ids, the key list, then per key its element
+ * count and elements. The object: "w" = 6 floats of storage "k1" from element 2 (2, 3 ... 7; the
+ * storage holds 0 ... 9), "v.x" = a view (first 4, 3 elements: 14, 15, 16) of storage "k2" (10 ... 19),
+ * "b" = 2 bytes of storage "k3". `keys` replaces the key list ("k1", "k2", "k3") when not NULL.
+ */
+static inline void sample_legacy(sample_bytes_t *out, const char *const *keys, int key_count) {
+    static const char *const default_keys[] = {"k1", "k2", "k3"};
+    if (!keys) keys = default_keys, key_count = 3;
+    SAMPLE_LITERAL(out, "\x80\x02\x8a\x0a\x6c\xfc\x9c\x46\xf9\x20\x6a\xa8\x50\x19.");
+    SAMPLE_LITERAL(out, "\x80\x02M\xe9\x03.");
+    SAMPLE_LITERAL(out, "\x80\x02}(X\x0d\0\0\0little_endian\x88u.");
+    static const int64_t six[1] = {6}, one[1] = {1}, three[1] = {3}, two[1] = {2};
+    SAMPLE_LITERAL(out, "\x80\x02}(X\x01\0\0\0w" "ctorch._utils\n_rebuild_tensor_v2\n((X\x07\0\0\0storagectorch\nFloatStorage\n"
+                        "X\x02\0\0\0k1X\x03\0\0\0" "cpuK\x0aNtQK\x02");
+    pickle_int_tuple(out, six, 1);
+    pickle_int_tuple(out, one, 1);
+    SAMPLE_LITERAL(out, "\x89" "ccollections\nOrderedDict\n)RtR");
+    SAMPLE_LITERAL(out, "X\x01\0\0\0v}(X\x01\0\0\0x" "ctorch._utils\n_rebuild_tensor_v2\n((X\x07\0\0\0storagectorch\n"
+                        "FloatStorage\nX\x02\0\0\0k2X\x03\0\0\0" "cpuK\x0a(X\x02\0\0\0vwK\x04K\x03ttQK\x00");
+    pickle_int_tuple(out, three, 1);
+    pickle_int_tuple(out, one, 1);
+    SAMPLE_LITERAL(out, "\x89" "ccollections\nOrderedDict\n)RtRu");
+    SAMPLE_LITERAL(out, "X\x01\0\0\0" "b" "ctorch._utils\n_rebuild_tensor_v2\n((X\x07\0\0\0storagectorch\nByteStorage\n"
+                        "X\x02\0\0\0k3X\x03\0\0\0" "cpuK\x02NtQK\x00");
+    pickle_int_tuple(out, two, 1);
+    pickle_int_tuple(out, one, 1);
+    SAMPLE_LITERAL(out, "\x89" "ccollections\nOrderedDict\n)RtRu.");
+    SAMPLE_LITERAL(out, "\x80\x02](");
+    for (int index = 0; index < key_count; ++index) pickle_string(out, keys[index]);
+    SAMPLE_LITERAL(out, "e.");
+    for (int index = 0; index < key_count; ++index) {
+        int which = keys[index][1] - '1';
+        sample_le(out, which == 2 ? 2 : 10, 8);
+        if (which == 2) SAMPLE_LITERAL(out, "\x07\x09");
+        else sample_put(out, sample_floats + (which == 0 ? 0 : 10), 10 * sizeof(float));
+    }
+}
+
 #endif
