@@ -104,6 +104,18 @@ const departures = {
   // transformers.js lowercases with String.toLowerCase, whose final-sigma rule writes a capital
   // sigma at the end of a word as "ς"; Rust lowercases character by character ("σ").
   final_sigma: (text) => lowercases() && text.toLowerCase() !== [...text].map((c) => c.toLowerCase()).join(""),
+  // The normalization crate under tokenizers has Unicode 9.0 tables: StripAccents keeps (and NF
+  // forms leave alone) the marks added since, which JavaScript's \p{M} and normalize() know.
+  marks_newer_than_unicode9: (text) => /StripAccents|NF/.test(JSON.stringify(config.normalizer)) && newerMarks(text),
+  // Metaspace prepend_scheme "first": tokenizers prepends only when the normalized text still starts
+  // where the input starts (its alignments); transformers.js prepends to its first piece even when
+  // a normalizer removed or replaced the leading characters (whitespace runs, tabs, marks).
+  prepend_first_after_normalizer: (text) => JSON.stringify(config.pre_tokenizer).includes('"prepend_scheme":"first"') &&
+    /^(\s|\p{M})/u.test(text.normalize("NFKC")),
+  // Unigram segmentations with equal total scores: tokenizers keeps one (see sentencepiece.h),
+  // transformers.js may keep another; both sum to the same score, which is checked here.
+  unigram_equal_score_tie: (text, t, r) => config.model.type === "Unigram" && t !== null &&
+    Math.abs(unigramScore(t) - unigramScore(r)) < 1e-9,
   // When truncating, transformers.js cuts the whole post-processed sequence at max_length, dropping
   // the final special token(s) ([SEP], </s>, <|endoftext|>); Python cuts the content and keeps them.
   truncation_drops_specials: (text, t, r, limit) => limit > 0 && t !== null && r.length === limit && t.length === limit &&
@@ -141,16 +153,27 @@ function newerThanUnicode8(text) {
 
 // The Cf, Mn and P characters of Unicode 8.0, from Python's unicodedata and Perl's Unicode::UCD ages
 // (make_tokenizer_strings.py --unicode8), not from the C side's table.
-const unicode8 = JSON.parse(fs.readFileSync(unicode8Path, "utf8"));
-function UNICODE8_CF_MN_P(code) {
-  let low = 0, high = unicode8.length;
+const { unicode8_cf_mn_p: unicode8, unicode9_marks: marks9 } = JSON.parse(fs.readFileSync(unicode8Path, "utf8"));
+function inRanges(ranges, code) {
+  let low = 0, high = ranges.length;
   while (low < high) {
     const middle = (low + high) >> 1;
-    if (code < unicode8[middle][0]) high = middle;
-    else if (code > unicode8[middle][1]) low = middle + 1;
+    if (code < ranges[middle][0]) high = middle;
+    else if (code > ranges[middle][1]) low = middle + 1;
     else return true;
   }
   return false;
+}
+const UNICODE8_CF_MN_P = (code) => inRanges(unicode8, code);
+
+function newerMarks(text) {
+  for (const c of text) if (/\p{M}/u.test(c) && !inRanges(marks9, c.codePointAt(0))) return true;
+  return false;
+}
+
+function unigramScore(ids) {
+  const vocab = config.model.vocab;
+  return ids.reduce((sum, id) => sum + (id < vocab.length ? vocab[id][1] : 0), 0);
 }
 
 function sameIds(a, b) {

@@ -18,6 +18,8 @@ Usage: make_tokenizers.py KIND OUT_FOLDER [--seed N]
                        bytes only), ignore_merges, CharDelimiterSplit, Punctuation, Digits, Strip
          unigram       XLM-R-like: NFKC + Replace, Metaspace, Unigram, <s> $A </s> (the Unigram model,
                        Metaspace and Precompiled are the SentencePiece engineer's, src/text/sp_*.c)
+         unigram-first the same with Metaspace prepend_scheme "first" (T5) behind normalizers that
+                       remove or replace the first characters
   OUT_FOLDER is created if needed; it receives tokenizer.json, tokenizer_config.json,
   special_tokens_map.json and the files the slow tokenizers read (vocab.txt for WordPiece,
   vocab.json + merges.txt for BPE).
@@ -513,9 +515,10 @@ def bpe_options(rng):
     return tokenizer, config, bpe_files(vocab, usable)
 
 
-def unigram(rng):
+def unigram(rng, first=False):
     """An XLM-R-like Unigram file (Metaspace, scores from piece frequencies): the pipeline around
-    the SentencePiece engineer's Unigram model (src/text/sp_*.c)."""
+    the SentencePiece engineer's Unigram model (src/text/sp_*.c). `first`: T5-style Metaspace that
+    prepends only at the start of the text, behind normalizers that move that start."""
     sentences = make_corpus(rng)
     counts = {}
     for sentence in sentences:
@@ -538,8 +541,11 @@ def unigram(rng):
         "added_tokens": [added(0, "<s>"), added(1, "<pad>"), added(2, "</s>"), added(3, "<unk>"),
                          added(mask, "<mask>", lstrip=True)],
         "normalizer": {"type": "Sequence", "normalizers": [
-            {"type": "NFKC"}, {"type": "Replace", "pattern": {"Regex": " {2,}"}, "content": " "}]},
-        "pre_tokenizer": {"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "always", "split": True},
+            {"type": "NFKC"}, {"type": "Replace", "pattern": {"Regex": " {2,}"}, "content": " "}] + ([
+            {"type": "StripAccents"}, {"type": "Replace", "pattern": {"String": "\t"}, "content": ""},
+            {"type": "Replace", "pattern": {"String": "\n"}, "content": "\u2581"}] if first else [])},
+        "pre_tokenizer": {"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "first" if first else "always",
+                          "split": True},
         "post_processor": {"type": "TemplateProcessing",
                            "single": [{"SpecialToken": {"id": "<s>", "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}},
                                       {"SpecialToken": {"id": "</s>", "type_id": 0}}],
@@ -565,6 +571,7 @@ KINDS = {
     "wordlevel": wordlevel,
     "bpe-options": bpe_options,
     "unigram": unigram,
+    "unigram-first": lambda rng: unigram(rng, first=True),
 }
 
 

@@ -24,7 +24,7 @@ set_tests_properties(tokenizer_npm PROPERTIES FIXTURES_SETUP tokenizer_npm SKIP_
 # (plus 120 ill-formed byte strings), the others 800; every string is encoded twice, without a
 # limit and truncated to 24 ids.
 foreach(kind_count IN ITEMS bert-uncased:2200 roberta:2200 clip:2200 bert-cased:800 gpt2:800
-                            wordpiece-mixed:800 wordlevel:800 bpe-options:800 unigram:800)
+                            wordpiece-mixed:800 wordlevel:800 bpe-options:800 unigram:800 unigram-first:800)
   string(REPLACE ":" ";" kind_count ${kind_count})
   list(GET kind_count 0 kind)
   list(GET kind_count 1 count)
