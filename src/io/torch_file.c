@@ -76,7 +76,7 @@ typedef struct reader_t {
     uform__torch_entry_t *entries; /* the flattened names, then sorted by them */
     size_t entry_count;
     char *names;
-    uint64_t *storage_data;       /* per storage: its entry's first data byte */
+    uint64_t *storage_data;       /* per storage: the file byte of its first element */
     uint64_t *copy_at;            /* per view: its copy's offset in the copies, UINT64_MAX if mapped */
     char source[UFORM__SAFETENSORS_QUOTE_CAPACITY + 8]; /* "entry 'archive/data.pkl'" */
 } reader_t;
