@@ -24,6 +24,8 @@ Usage: make_tokenizers.py KIND OUT_FOLDER [--seed N]
   special_tokens_map.json and the files the slow tokenizers read (vocab.txt for WordPiece,
   vocab.json + merges.txt for BPE).
   --seed N  the corpus, hence vocabulary and merges (default 0). The same seed gives the same files.
+Prints one line of JSON: {"kind", "vocab_size" (largest id + 1: the embedding rows a model needs),
+"model" (WordPiece, BPE, WordLevel, Unigram), "added_tokens" (content -> id)}.
 
 Stable interface: other tests call this to put tokenizer files into the random-weight model folders
 they write. Runs in about a second per kind. Uses only the standard library.
@@ -595,10 +597,16 @@ def main():
             out.write(text)
 
     write("tokenizer.json", json.dumps(tokenizer, ensure_ascii=False, indent=2))
+    model = tokenizer["model"]
+    ids = [len(model["vocab"]) - 1] if isinstance(model["vocab"], list) else list(model["vocab"].values())
+    ids += [token["id"] for token in tokenizer["added_tokens"]]
+    summary = {"kind": arguments.kind, "vocab_size": max(ids) + 1, "model": model["type"],
+               "added_tokens": {token["content"]: token["id"] for token in tokenizer["added_tokens"]}}
     write("tokenizer_config.json", json.dumps(config, ensure_ascii=False, indent=2))
     write("special_tokens_map.json", json.dumps(special_tokens_map(config), ensure_ascii=False, indent=2))
     for name, text in files.items():
         write(name, text)
+    print(json.dumps(summary, ensure_ascii=False))
 
 
 if __name__ == "__main__":
