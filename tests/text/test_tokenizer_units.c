@@ -94,6 +94,24 @@ static void queries(void) {
     const uint32_t repaired[] = {2, 8, 9, 3};
     CHECK(encode_equals(tokenizer, "a\xff\xc3" "a", 0, repaired, 4));
     uform__tokenizer_free(tokenizer);
+
+    /* The template's string form ("<x> [CLS] $A:0 [SEP]:0", what Python's constructor takes; Rust's
+     * deserializer refuses it in a file): read as the list form, for which the Rust tokenizers
+     * answers 7 8 2 4 1 3 (checked with @anush008/tokenizers on the same file in the list form). */
+    static const char string_template[] =
+        "{\"post_processor\": {\"type\": \"TemplateProcessing\", \"single\": \"<x> [CLS] $A:0 [SEP]:0\","
+        " \"special_tokens\": {\"[CLS]\": {\"id\": \"[CLS]\", \"ids\": [2], \"tokens\": [\"[CLS]\"]},"
+        " \"<x>\": {\"id\": \"<x>\", \"ids\": [7, 8], \"tokens\": [\"!\", \"a\"]},"
+        " \"[SEP]\": {\"id\": \"[SEP]\", \"ids\": [3], \"tokens\": [\"[SEP]\"]}}},"
+        " \"pre_tokenizer\": {\"type\": \"WhitespaceSplit\"},"
+        " \"model\": {\"type\": \"WordLevel\", \"unk_token\": \"[UNK]\", \"vocab\": {\"[UNK]\": 1, \"hello\": 4}}}";
+    tokenizer = load(string_template);
+    if (!tokenizer) return;
+    const uint32_t wrapped[] = {7, 8, 2, 4, 1, 3};
+    CHECK(encode_equals(tokenizer, "hello there", 0, wrapped, 6));
+    uform__tokenizer_specials(tokenizer, &before, &after);
+    CHECK(before == 3 && after == 1);
+    uform__tokenizer_free(tokenizer);
 }
 
 typedef struct worker_t {
