@@ -6,7 +6,8 @@ Usage: make_tokenizers.py KIND OUT_FOLDER [--seed N]
                        (bert-base-uncased, MiniLM, bge, e5, UForm 3's text tower)
          bert-cased    the same without lowercasing or accent stripping (bert-base-cased)
          roberta       byte-level BPE with <s> </s> <mask>(lstrip), RobertaProcessing (roberta-base)
-         gpt2          byte-level BPE with a prefix space and no special tokens around the text
+         gpt2          byte-level BPE with a prefix space, added tokens with single_word / lstrip /
+                       rstrip, merges in the [a, b] form, Sequence[ByteLevel, BOS template]
          clip          CLIP's BPE: NFC + whitespace collapse + lowercase, the \\p{L}/\\p{N} Split,
                        ByteLevel without regex, merges with "</w>", <|startoftext|> <|endoftext|>
                        (openai/clip-vit-*, OpenCLIP folders)
@@ -354,7 +355,15 @@ def gpt2(rng):
                          added(vocab["<|sep|>"], "<|sep|>", rstrip=True, lstrip=True)],
         "normalizer": None,
         "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": True},
-        "post_processor": {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": False, "use_regex": True},
+        # Sequence[ByteLevel, TemplateProcessing], as Llama-3-style files write a BOS-only template.
+        "post_processor": {"type": "Sequence", "processors": [
+            {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": False, "use_regex": True},
+            {"type": "TemplateProcessing",
+             "single": [{"SpecialToken": {"id": "<|endoftext|>", "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}}],
+             "pair": [{"SpecialToken": {"id": "<|endoftext|>", "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}},
+                      {"SpecialToken": {"id": "<|endoftext|>", "type_id": 1}}, {"Sequence": {"id": "B", "type_id": 1}}],
+             "special_tokens": {"<|endoftext|>": {"id": "<|endoftext|>", "ids": [vocab["<|endoftext|>"]],
+                                                  "tokens": ["<|endoftext|>"]}}}]},
         "decoder": {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": True},
         # The tuple form of the merges, as tokenizers >= 0.20 writes them.
         "model": {"type": "BPE", "dropout": None, "unk_token": None, "continuing_subword_prefix": None,
