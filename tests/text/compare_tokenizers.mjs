@@ -2,8 +2,8 @@
 // implementations on a generated tokenizer folder and ~2,300 generated strings (COUNT + 120 ill-formed byte strings), with and without
 // truncation:
 //   - the Rust `tokenizers` crate, the code under Python's `tokenizers` and transformers' fast
-//     tokenizers (npm @anush008/tokenizers 0.6.0: Node bindings of tokenizers 0.22), which the C
-//     code must match on EVERY string: it is "Python's behaviour";
+//     tokenizers (npm `tokenizers` 0.23.2: Hugging Face's own Node bindings), which the C code must
+//     match on EVERY string: it is "Python's behaviour";
 //   - transformers.js (npm @huggingface/transformers 4.3.1, tokenizers from its own
 //     @huggingface/tokenizers), loading the local folder offline, which must match too except in
 //     the documented cases below where transformers.js departs from Python; each such string must
@@ -19,7 +19,7 @@ const [nodeDir, python, testsDir, dump, workDir, kind, maxLengthText, countText]
 const maxLength = Number(maxLengthText || 24);
 const require = createRequire(path.join(nodeDir, "node_modules", "index.js"));
 const { AutoTokenizer, env } = await import(require.resolve("@huggingface/transformers"));
-const { Tokenizer: RustTokenizer } = require("@anush008/tokenizers");
+const { Tokenizer: RustTokenizer } = require("tokenizers");
 
 // The generated folder and strings (Python writes both; seeds differ per kind).
 const folder = path.join(workDir, kind);

@@ -97,7 +97,7 @@ static void queries(void) {
 
     /* The template's string form ("<x> [CLS] $A:0 [SEP]:0", what Python's constructor takes; Rust's
      * deserializer refuses it in a file): read as the list form, for which the Rust tokenizers
-     * answers 7 8 2 4 1 3 (checked with @anush008/tokenizers on the same file in the list form). */
+     * answers 7 8 2 4 1 3 (checked with the Rust bindings on the same file in the list form). */
     static const char string_template[] =
         "{\"post_processor\": {\"type\": \"TemplateProcessing\", \"single\": \"<x> [CLS] $A:0 [SEP]:0\","
         " \"special_tokens\": {\"[CLS]\": {\"id\": \"[CLS]\", \"ids\": [2], \"tokens\": [\"[CLS]\"]},"

@@ -2,9 +2,9 @@
 # Installs the two references of the tokenizer comparisons into DIR/node_modules (CTest fixture
 # `tokenizer_npm`), pinned:
 #   @huggingface/transformers 4.3.1  transformers.js, which tokenizes with @huggingface/tokenizers;
-#   @anush008/tokenizers 0.6.0       Node bindings of the Rust `tokenizers` crate 0.22 (the code under
-#                                    Python's `tokenizers`), with its prebuilt linux-x64-gnu binary,
-#                                    an npm package like any other.
+#   tokenizers 0.23.2                Hugging Face's own Node bindings of the Rust `tokenizers` crate (the
+#                                    code under Python's `tokenizers`), prebuilt binaries for every
+#                                    platform inside the package (the pin src/text/sp_* tests use too).
 # --ignore-scripts: onnxruntime-node's install script would download CUDA providers from outside the
 # registry; the tokenizers need none of it, and the prebuilt binaries (sharp's, onnxruntime's, the
 # Rust bindings') come inside npm packages, so everything installs from the npm registry alone.
@@ -14,20 +14,20 @@ set -u
 source "$(dirname "$0")/../common/skip.sh"
 dir=$1
 transformers=4.3.1
-rust=0.6.0
+rust=0.23.2
 installed() {
   grep -q "\"version\": \"$transformers\"" "$dir/node_modules/@huggingface/transformers/package.json" 2> /dev/null &&
-    grep -q "\"version\": \"$rust\"" "$dir/node_modules/@anush008/tokenizers/package.json" 2> /dev/null
+    grep -q "\"version\": \"$rust\"" "$dir/node_modules/tokenizers/package.json" 2> /dev/null
 }
 if installed; then
-  echo "transformers.js $transformers and @anush008/tokenizers $rust already in $dir"
+  echo "transformers.js $transformers and tokenizers $rust already in $dir"
   exit 0
 fi
 command -v node > /dev/null || skip_missing "node"
 command -v npm > /dev/null || skip_missing "npm"
 mkdir -p "$dir"
 npm install --prefix "$dir" --no-audit --no-fund --no-save --loglevel=error --ignore-scripts \
-  "@huggingface/transformers@$transformers" "@anush008/tokenizers@$rust" ||
-  skip_missing "the npm packages @huggingface/transformers@$transformers and @anush008/tokenizers@$rust (is the npm registry reachable?)"
+  "@huggingface/transformers@$transformers" "tokenizers@$rust" ||
+  skip_missing "the npm packages @huggingface/transformers@$transformers and tokenizers@$rust (is the npm registry reachable?)"
 installed || skip_missing "a complete install of the tokenizer references in $dir"
-echo "installed transformers.js $transformers and @anush008/tokenizers $rust into $dir"
+echo "installed transformers.js $transformers and tokenizers $rust into $dir"
