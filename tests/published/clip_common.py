@@ -624,6 +624,12 @@ def run_compare(reference, argv, description):
     if not present:
         print(f"FAIL {args.dump}: no embeddings or states to compare")
         return 1
+    if {"text_embeddings", "text_states"} & present and not dump.text_ids:
+        print(f"FAIL {args.dump}: text outputs without the ids (text_ids.json) that produced them")
+        return 1
+    if {"image_embeddings", "image_states"} & present and not dump.images:
+        print(f"FAIL {args.dump}: image outputs without meta.json's images")
+        return 1
     print(f"{dump.folder}: {compute} tolerance, outputs {', '.join(sorted(present))}", flush=True)
     for note in getattr(model, "input_notes", lambda ids: [])(dump.text_ids or []):
         print(f"NOTE {note}", flush=True)

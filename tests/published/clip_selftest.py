@@ -266,6 +266,10 @@ def corrupted_dumps(dump, work):
     np.save(os.path.join(path, "text_states.npy"), states)
     cases.append((path, 1, "text 2's state rows shifted by one"))
 
+    path = copy("no_ids")
+    os.remove(os.path.join(path, "text_ids.json"))
+    cases.append((path, 1, "text outputs without text_ids.json"))
+
     path = copy("noisy")  # bf16-sized noise: passes the bf16 bounds, fails the f32 ones
     rng = np.random.default_rng(5)
     for name in ("text_embeddings.npy", "image_embeddings.npy", "text_states.npy", "image_states.npy"):
