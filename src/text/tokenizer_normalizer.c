@@ -16,10 +16,9 @@ uint32_t uform__text_byte_char(unsigned char byte) {
     /* GPT-2's bytes_to_unicode: printable Latin-1 bytes stand for themselves, the other 68 bytes
      * take the code points from U+0100 on, in byte order. */
     if ((byte >= 0x21 && byte <= 0x7E) || (byte >= 0xA1 && byte <= 0xAC) || byte >= 0xAE) return byte;
-    uint32_t rank = 0;
-    for (unsigned other = 0; other < byte; ++other)
-        if (!((other >= 0x21 && other <= 0x7E) || (other >= 0xA1 && other <= 0xAC) || other >= 0xAE)) ++rank;
-    return 0x100 + rank;
+    if (byte <= 0x20) return 0x100 + byte;   /* ranks 0-32 */
+    if (byte <= 0xA0) return 0x121 + (byte - 0x7F); /* 0x7F-0xA0: ranks 33-66 */
+    return 0x143;                            /* 0xAD: rank 67 */
 }
 
 static uform_status_t parse_pattern(const cJSON *json, const char *path, uform__text_regex_t *regex,
