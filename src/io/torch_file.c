@@ -1,8 +1,8 @@
 /*
- * The PyTorch checkpoint reader (torch_file.h): maps the file, recognises the formats it does
- * not read, validates the archive (zip.c), runs data.pkl (torch_pickle.c), names the tensors
- * (torch_flatten.c), resolves each storage to its `<archive>/data/<key>` entry and builds the
- * tensor table, copying the views that are not contiguous. The archive's layout is PyTorch's
+ * The PyTorch checkpoint reader (torch_file.h): maps the file, recognises its format (the legacy
+ * one goes to torch_legacy.c, the oldest are refused), validates the archive (zip.c), runs
+ * data.pkl (torch_pickle.c), resolves each storage to its `<archive>/data/<key>` entry, names the
+ * tensors (torch_flatten.c) and builds the tensor table, copying the views that are not contiguous. The archive's layout is PyTorch's
  * (caffe2/serialize/inline_container.cc and torch/serialization.py): the folder is the first
  * entry's name up to its first '/', as PyTorchStreamReader takes it.
  */
@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -38,16 +39,16 @@ struct uform__torch_file_t {
 
 static const char function[] = "uform__torch_open";
 
-/* The first bytes of files PyTorch wrote in its older formats. */
-static uform_status_t recognise_legacy(const uint8_t *bytes, size_t size, uform_outcome_t *outcome) {
+/* The first bytes of files PyTorch wrote in its older formats: sets `*legacy` for the one this
+ * reader reads (torch_legacy.c), refuses the others. */
+static uform_status_t recognise_legacy(const uint8_t *bytes, size_t size, int *legacy, uform_outcome_t *outcome) {
     /* torch.save before 1.6 (or with _use_new_zipfile_serialization=False) starts with a pickle
-     * of the magic number 0x1950a86a20f9469cfc6c: PROTO, LONG1 of 10 bytes, little-endian. */
+     * of the magic number 0x1950a86a20f9469cfc6c: PROTO, a FRAME from protocol 4 on, then LONG1 of
+     * 10 bytes, little-endian. */
     static const uint8_t magic[] = {0x8a, 0x0a, 0x6c, 0xfc, 0x9c, 0x46, 0xf9, 0x20, 0x6a, 0xa8, 0x50, 0x19};
-    if (size >= 2 + sizeof magic && bytes[0] == 0x80 && memcmp(bytes + 2, magic, sizeof magic) == 0)
-        return uform__fail(outcome, UFORM_UNSUPPORTED, function,
-                           "this is the legacy torch.save format (PyTorch before 1.6, or "
-                           "_use_new_zipfile_serialization=False); load it with torch and save it again with PyTorch 1.6 "
-                           "or later");
+    size_t at = size >= 11 && bytes[0] == 0x80 && bytes[2] == 0x95 ? 11 : 2; /* PROTO n, FRAME and its length */
+    *legacy = size >= at + sizeof magic && bytes[0] == 0x80 && memcmp(bytes + at, magic, sizeof magic) == 0;
+    if (*legacy) return UFORM_OK;
     if (size >= 8 && memcmp(bytes, "PYTORCH1", 8) == 0)
         return uform__fail(outcome, UFORM_UNSUPPORTED, function,
                            "this is the archive format of PyTorch's 1.0 preview, which PyTorch itself no longer reads");
@@ -75,8 +76,9 @@ typedef struct reader_t {
     uform__torch_entry_t *entries; /* the flattened names, then sorted by them */
     size_t entry_count;
     char *names;
-    uint64_t *storage_data;       /* per storage: its entry's first data byte */
+    uint64_t *storage_data;       /* per storage: the file byte of its first element */
     uint64_t *copy_at;            /* per view: its copy's offset in the copies, UINT64_MAX if mapped */
+    char source[UFORM__SAFETENSORS_QUOTE_CAPACITY + 8]; /* "entry 'archive/data.pkl'" */
 } reader_t;
 
 /* The entry `<folder>/<suffix>` (spelled into reader->scratch, also on a miss), or NULL. */
@@ -159,19 +161,15 @@ static uform_status_t read_archive(reader_t *reader, const uform__zip_entry_t **
     return UFORM_OK;
 }
 
-static size_t element_size(uform__safetensors_dtype_t dtype) {
-    return dtype == UFORM__TORCH_I16 ? 2 : uform__safetensors_dtype_size(dtype);
-}
-
-/* Each storage's entry `<folder>/data/<key>`: present, stored, and large enough for its elements. */
+/* Each storage's entry `<folder>/data/<key>`: present, stored, and large enough for its elements;
+ * `storage_data` gets the entry's first data byte. */
 static uform_status_t resolve_storages(reader_t *reader) {
     const uform__torch_machine_t *machine = &reader->machine;
     reader->storage_data = malloc((machine->storage_count ? machine->storage_count : 1) * sizeof *reader->storage_data);
     if (!reader->storage_data)
         return uform__fail(reader->outcome, UFORM_OUT_OF_MEMORY, function, "cannot allocate %u storage offsets",
                            machine->storage_count);
-    char quoted[UFORM__SAFETENSORS_QUOTE_CAPACITY], source[UFORM__SAFETENSORS_QUOTE_CAPACITY];
-    char key[UFORM__SAFETENSORS_QUOTE_CAPACITY];
+    char quoted[UFORM__SAFETENSORS_QUOTE_CAPACITY], key[UFORM__SAFETENSORS_QUOTE_CAPACITY];
     for (uint32_t index = 0; index < machine->storage_count; ++index) {
         const uform__torch_storage_t *storage = &machine->storages[index];
         char *suffix = malloc((size_t)storage->key_length + 6);
@@ -184,10 +182,10 @@ static uform_status_t resolve_storages(reader_t *reader) {
         uform_status_t status = find_record(reader, suffix, (size_t)storage->key_length + 5, &entry);
         free(suffix);
         if (status != UFORM_OK) return status;
-        uform__safetensors_quote(source, machine->source);
+        const char *source = machine->source;
         if (!entry)
             return uform__fail(reader->outcome, UFORM_FORMAT, function,
-                               "entry %s, pickle byte %zu: the persistent id names storage %s, but the archive has no "
+                               "%s, pickle byte %zu: the persistent id names storage %s, but the archive has no "
                                "entry %s",
                                source, storage->at,
                                uform__torch_quote_bytes(machine->bytes + storage->key_offset, storage->key_length, key),
@@ -195,11 +193,11 @@ static uform_status_t resolve_storages(reader_t *reader) {
         const uint8_t *data = NULL;
         if ((status = stored_bytes(reader, entry, &data)) != UFORM_OK) return status;
         uint64_t needed;
-        if (__builtin_mul_overflow(storage->numel, (uint64_t)element_size(storage->dtype), &needed) || needed > entry->size)
+        if (__builtin_mul_overflow(storage->numel, (uint64_t)uform__torch_element_size(storage->dtype), &needed) || needed > entry->size)
             return uform__fail(reader->outcome, UFORM_FORMAT, function,
-                               "entry %s, pickle byte %zu: the persistent id gives %" PRIu64 " elements of %zu bytes, "
+                               "%s, pickle byte %zu: the persistent id gives %" PRIu64 " elements of %zu bytes, "
                                "more than the %" PRIu64 " bytes of entry %s",
-                               source, storage->at, storage->numel, element_size(storage->dtype), entry->size,
+                               source, storage->at, storage->numel, uform__torch_element_size(storage->dtype), entry->size,
                                uform__safetensors_quote(quoted, entry->name));
         reader->storage_data[index] = entry->data_offset;
     }
@@ -274,7 +272,7 @@ static uform_status_t build_table(reader_t *reader, uform__torch_file_t *file) {
                                uform__safetensors_quote(quoted, name));
         if (!view->element_count || contiguous(view) || reader->copy_at[view_index] != UINT64_MAX) continue;
         uint64_t bytes;
-        if (__builtin_mul_overflow(view->element_count, (uint64_t)element_size(dtype), &bytes) ||
+        if (__builtin_mul_overflow(view->element_count, (uint64_t)uform__torch_element_size(dtype), &bytes) ||
             __builtin_add_overflow(copies, bytes, &copies) || copies > limit)
             return uform__fail(outcome, UFORM_UNSUPPORTED, function,
                                "tensor %s is a non-contiguous view of %" PRIu64 " elements, and copying it would pass "
@@ -294,7 +292,7 @@ static uform_status_t build_table(reader_t *reader, uform__torch_file_t *file) {
         const uform__torch_view_t *source = &machine->views[view];
         const uform__torch_storage_t *storage = &machine->storages[source->storage];
         gather(file->copies + reader->copy_at[view], reader->bytes + reader->storage_data[source->storage], source,
-               element_size(storage->dtype));
+               uform__torch_element_size(storage->dtype));
     }
     for (size_t index = 0; index < reader->entry_count; ++index) {
         uint32_t view_index = reader->entries[index].view;
@@ -305,13 +303,13 @@ static uform_status_t build_table(reader_t *reader, uform__torch_file_t *file) {
         tensor->rank = view->rank;
         memcpy(tensor->shape, view->shape, sizeof tensor->shape);
         tensor->element_count = view->element_count;
-        tensor->length = view->element_count * element_size(tensor->dtype);
+        tensor->length = view->element_count * uform__torch_element_size(tensor->dtype);
         uint64_t base = reader->storage_data[view->storage];
         if (reader->copy_at[view_index] != UINT64_MAX) {
             tensor->offset = UINT64_MAX;
             tensor->data = file->copies + reader->copy_at[view_index];
         } else {
-            tensor->offset = view->element_count ? base + view->offset * element_size(tensor->dtype) : base;
+            tensor->offset = view->element_count ? base + view->offset * uform__torch_element_size(tensor->dtype) : base;
             tensor->data = reader->bytes + tensor->offset;
         }
     }
@@ -327,13 +325,22 @@ static uform_status_t parse_file(uform__torch_file_t *file, uform_outcome_t *out
     reader.size = file->size;
     reader.outcome = outcome;
     const uform__zip_entry_t *pickle = NULL;
-    uform_status_t status = recognise_legacy(file->bytes, file->size, outcome);
-    if (status == UFORM_OK) status = uform__zip_open(file->bytes, file->size, &reader.zip, outcome);
-    if (status == UFORM_OK) status = read_archive(&reader, &pickle);
-    if (status == UFORM_OK)
-        status = uform__torch_pickle_run(&reader.machine, file->bytes + pickle->data_offset, (size_t)pickle->size,
-                                         pickle->name, outcome);
-    if (status == UFORM_OK) status = resolve_storages(&reader);
+    int legacy = 0;
+    uform_status_t status = recognise_legacy(file->bytes, file->size, &legacy, outcome);
+    if (status == UFORM_OK && legacy) {
+        status = uform__torch_legacy_read(file->bytes, file->size, &reader.machine, &reader.storage_data, outcome);
+    } else if (status == UFORM_OK) {
+        status = uform__zip_open(file->bytes, file->size, &reader.zip, outcome);
+        if (status == UFORM_OK) status = read_archive(&reader, &pickle);
+        if (status == UFORM_OK) {
+            char quoted[UFORM__SAFETENSORS_QUOTE_CAPACITY];
+            snprintf(reader.source, sizeof reader.source, "entry %s", uform__safetensors_quote(quoted, pickle->name));
+            reader.machine.origin = (size_t)pickle->data_offset;
+            status = uform__torch_pickle_run(&reader.machine, file->bytes + pickle->data_offset, (size_t)pickle->size,
+                                             reader.source, outcome);
+        }
+        if (status == UFORM_OK) status = resolve_storages(&reader);
+    }
     if (status == UFORM_OK)
         status = uform__torch_flatten(&reader.machine, &reader.entries, &reader.entry_count, &reader.names);
     if (status == UFORM_OK) status = build_table(&reader, file);

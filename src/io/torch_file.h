@@ -1,13 +1,15 @@
 /*
- * PyTorch checkpoints as torch.save writes them (PyTorch 1.6 and later): pytorch_model.bin,
- * open_clip_pytorch_model.bin, UForm 3's text_encoder.pt ... Private to libuform; the format, the
- * allow-list and what is refused are in docs/pytorch-files.md.
+ * PyTorch checkpoints as torch.save writes them: pytorch_model.bin, open_clip_pytorch_model.bin,
+ * UForm 3's text_encoder.pt ... Private to libuform; the format, the allow-list and what is refused
+ * are in docs/pytorch-files.md.
  *
  * Such a file is a ZIP archive of stored entries under one folder, `<archive>/data.pkl` (a pickle
  * of the saved object) and `<archive>/data/<key>` (the raw bytes of each storage). The reader
  * maps the file, validates the archive (zip.h), runs the pickle on a machine that only builds
  * data from an allow-list of globals, as torch.load(weights_only=True) would load it, and
- * presents the tensors of the resulting state dict as the safetensors reader does:
+ * presents the tensors of the resulting state dict as the safetensors reader does. The legacy
+ * format of PyTorch before 1.6 (pickles and raw storages one after the other) is read too
+ * (torch_legacy.c). Usage:
  *
  *     uform__torch_file_t *file = NULL;
  *     if (uform__torch_open("pytorch_model.bin", &file, outcome) != UFORM_OK) return ...;
@@ -44,10 +46,11 @@ typedef struct uform__torch_file_t uform__torch_file_t;
  * Statuses: UFORM_OK; UFORM_IO when the file cannot be opened, examined or mapped (the message
  * has the path and strerror); UFORM_FORMAT for anything malformed or hostile (the message names
  * the archive entry and the byte offset: in the file for ZIP records, in the pickle for its
- * opcodes; a global off the allow-list is named); UFORM_UNSUPPORTED for valid files this reader
- * does not read (the legacy format of PyTorch before 1.6, TorchScript archives, big-endian
- * files, compressed or encrypted entries, int16 / complex / quantized tensors, a top-level
- * object that is not a dict, rank above 8); UFORM_OUT_OF_MEMORY (also when the mapping fails
+ * opcodes; a global off the allow-list is named, complex and quantized storages included);
+ * UFORM_UNSUPPORTED for valid files this reader does not read (the 1.0 preview and tar formats,
+ * TorchScript archives, big-endian files, compressed or encrypted entries, int16
+ * tensors, a top-level object that is not a dict, rank above 8, copies of non-contiguous views
+ * past their limit); UFORM_OUT_OF_MEMORY (also when the mapping fails
  * with ENOMEM); UFORM_INVALID_ARGUMENT for NULL `path` or `file`. The file must not be truncated
  * while it is open.
  */

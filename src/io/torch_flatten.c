@@ -50,9 +50,8 @@ static int append(text_t *text, const void *bytes, size_t length) {
 /* Fails naming the key path so far (`path[0..length)`). */
 static uform_status_t fail_at(const uform__torch_machine_t *machine, uform_status_t status, const text_t *path,
                               size_t length, const char *what) {
-    char source[UFORM__SAFETENSORS_QUOTE_CAPACITY], where[UFORM__SAFETENSORS_QUOTE_CAPACITY];
-    return uform__fail(machine->outcome, status, "uform__torch_open", "entry %s: %s (under key path %s)",
-                       uform__safetensors_quote(source, machine->source), what,
+    char where[UFORM__SAFETENSORS_QUOTE_CAPACITY];
+    return uform__fail(machine->outcome, status, "uform__torch_open", "%s: %s (under key path %s)", machine->source, what,
                        uform__torch_quote_bytes((const uint8_t *)path->bytes, length, where));
 }
 
@@ -85,12 +84,10 @@ uform_status_t uform__torch_flatten(uform__torch_machine_t *machine, uform__torc
     *count = 0;
     *names = NULL;
     const uform__torch_value_t *root = &machine->values[machine->root];
-    if (root->kind != UFORM__TORCH_DICT) {
-        char source[UFORM__SAFETENSORS_QUOTE_CAPACITY];
+    if (root->kind != UFORM__TORCH_DICT)
         return uform__fail(machine->outcome, UFORM_UNSUPPORTED, "uform__torch_open",
-                           "entry %s: the pickle holds %s, not a dict of tensors (a state dict)",
-                           uform__safetensors_quote(source, machine->source), uform__torch_kind_name(root->kind));
-    }
+                           "%s: the pickle holds %s, not a dict of tensors (a state dict)", machine->source,
+                           uform__torch_kind_name(root->kind));
     frame_t frames[UFORM__TORCH_MAX_DEPTH];
     text_t path = {0}, block = {0};
     size_t entry_capacity = 0, visits = 0, depth = 1;

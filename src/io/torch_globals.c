@@ -327,15 +327,41 @@ static int string_is(const uform__torch_machine_t *machine, const uform__torch_v
     return value->kind == UFORM__TORCH_STRING && same(machine->bytes + value->as.offset, value->count, text);
 }
 
+/* The sixth item of a legacy persistent id: None, or an old storage view (view key, first, numel)
+ * of the root storage's `root` elements. */
+static uform_status_t legacy_view(const uform__torch_machine_t *machine, uint32_t index, uint64_t root,
+                                  uform__torch_storage_t *storage) {
+    const uform__torch_value_t *view = &machine->values[index];
+    storage->numel = root;
+    if (view->kind == UFORM__TORCH_NONE) return UFORM_OK;
+    uint32_t items[3];
+    if (view->kind != UFORM__TORCH_TUPLE || uform__torch_items(machine, index, items, 3) != 3 ||
+        machine->values[items[0]].kind != UFORM__TORCH_STRING)
+        return uform__torch_pickle_fail(machine, UFORM_FORMAT,
+                                        "the persistent id's view is %s, not None or (view key, offset, size)",
+                                        uform__torch_kind_name(view->kind));
+    uform_status_t status = natural(machine, items[1], "the persistent id's view", "offset", &storage->first);
+    if (status == UFORM_OK) status = natural(machine, items[2], "the persistent id's view", "size", &storage->numel);
+    if (status != UFORM_OK) return status;
+    if (storage->first > root || storage->numel > root - storage->first)
+        return uform__torch_pickle_fail(machine, UFORM_FORMAT,
+                                        "the persistent id's view of %" PRIu64 " elements from %" PRIu64
+                                        " lies outside its storage of %" PRIu64,
+                                        storage->numel, storage->first, root);
+    return UFORM_OK;
+}
+
 uform_status_t uform__torch_persistent(uform__torch_machine_t *machine, uint32_t pid, uint32_t *result) {
-    static const char shape[] = "('storage', <storage type>, key, location, numel)";
+    const char *shape = machine->legacy ? "('storage', <storage type>, key, location, numel, view)"
+                                        : "('storage', <storage type>, key, location, numel)";
+    uint32_t wanted = machine->legacy ? 6 : 5;
     const uform__torch_value_t *tuple = &machine->values[pid];
-    if (tuple->kind != UFORM__TORCH_TUPLE || tuple->count != 5)
+    if (tuple->kind != UFORM__TORCH_TUPLE || tuple->count != wanted)
         return uform__torch_pickle_fail(machine, UFORM_FORMAT, "the persistent id is %s of %u items, not %s",
                                         uform__torch_kind_name(tuple->kind),
                                         tuple->kind == UFORM__TORCH_TUPLE ? tuple->count : 1, shape);
-    uint32_t items[5];
-    uform__torch_items(machine, pid, items, 5);
+    uint32_t items[6];
+    uform__torch_items(machine, pid, items, 6);
     const uform__torch_value_t *kind = &machine->values[items[0]], *type = &machine->values[items[1]];
     const uform__torch_value_t *key = &machine->values[items[2]], *location = &machine->values[items[3]];
     char quoted[UFORM__SAFETENSORS_QUOTE_CAPACITY];
@@ -355,9 +381,12 @@ uform_status_t uform__torch_persistent(uform__torch_machine_t *machine, uint32_t
     if (location->kind != UFORM__TORCH_STRING)
         return uform__torch_pickle_fail(machine, UFORM_FORMAT, "the persistent id's location is %s, not a string",
                                         uform__torch_kind_name(location->kind));
-    uform__torch_storage_t storage = {key->as.offset, key->count, globals[type->count].dtype, 0, machine->opcode_at};
-    uform_status_t status = natural(machine, items[4], "the persistent id", "element count", &storage.numel);
+    uform__torch_storage_t storage = {key->as.offset, key->count, globals[type->count].dtype, 0, 0, machine->opcode_at};
+    uint64_t numel = 0;
+    uform_status_t status = natural(machine, items[4], "the persistent id", "element count", &numel);
     if (status != UFORM_OK) return status;
+    storage.numel = numel;
+    if (machine->legacy && (status = legacy_view(machine, items[5], numel, &storage)) != UFORM_OK) return status;
     if (!uform__torch_grow((void **)&machine->storages, &machine->storage_capacity, sizeof *machine->storages,
                            machine->storage_count + 1))
         return uform__torch_pickle_fail(machine, UFORM_OUT_OF_MEMORY, "cannot allocate %u storage records",

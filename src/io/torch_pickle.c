@@ -65,6 +65,10 @@ static const char *opcode_name(uint8_t code) {
     return "not an opcode";
 }
 
+size_t uform__torch_element_size(uform__safetensors_dtype_t dtype) {
+    return dtype == UFORM__TORCH_I16 ? 2 : uform__safetensors_dtype_size(dtype);
+}
+
 const char *uform__torch_kind_name(uform__torch_kind_t kind) {
     static const char *const names[] = {"None", "a bool", "an int", "an int wider than 64 bits", "a float",
                                         "a string", "a tuple", "a list", "a dict", "a global", "a storage",
@@ -94,13 +98,13 @@ const char *uform__torch_quote_bytes(const uint8_t *text, size_t length, char bu
 
 uform_status_t uform__torch_pickle_fail(const uform__torch_machine_t *machine, uform_status_t status, const char *format,
                                         ...) {
-    char message[UFORM_OUTCOME_MESSAGE_CAPACITY], source[UFORM__SAFETENSORS_QUOTE_CAPACITY];
+    char message[UFORM_OUTCOME_MESSAGE_CAPACITY];
     va_list arguments;
     va_start(arguments, format);
     vsnprintf(message, sizeof message, format, arguments);
     va_end(arguments);
-    return uform__fail(machine->outcome, status, "uform__torch_open", "entry %s, pickle byte %zu: %s",
-                       uform__safetensors_quote(source, machine->source), machine->opcode_at, message);
+    return uform__fail(machine->outcome, status, "uform__torch_open", "%s, pickle byte %zu (file byte %zu): %s",
+                       machine->source, machine->opcode_at, machine->origin + machine->opcode_at, message);
 }
 
 int uform__torch_grow(void **array, uint32_t *capacity, size_t element_size, uint32_t needed) {
@@ -547,5 +551,6 @@ uform_status_t uform__torch_pickle_run(uform__torch_machine_t *machine, const ui
         uform_status_t status = step(machine, &cursor, code, &stopped);
         if (status != UFORM_OK) return status;
     }
+    machine->end = cursor.at;
     return UFORM_OK;
 }

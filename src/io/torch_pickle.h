@@ -75,12 +75,15 @@ typedef struct uform__torch_node_t {
     uint32_t value, next; /* next is UINT32_MAX at the end of a chain */
 } uform__torch_node_t;
 
-/* A persistent id ('storage', <class>, key, location, numel): bytes `archive/data/<key>`. */
+/* A persistent id ('storage', <class>, key, location, numel): the bytes of entry `archive/data/<key>`.
+ * The legacy format's ids add a sixth item, None or an old storage view (view key, first, numel),
+ * and then `numel` counts the root storage's elements. */
 typedef struct uform__torch_storage_t {
     uint64_t key_offset;  /* the key's bytes in the pickle (no NUL among them) */
     uint32_t key_length;
     uform__safetensors_dtype_t dtype; /* or UFORM__TORCH_I16 */
-    uint64_t numel;       /* elements the storage holds */
+    uint64_t first;       /* the storage's first element within the key's bytes (0 but in old views) */
+    uint64_t numel;       /* elements the storage holds from `first` on */
     size_t at;            /* the BINPERSID's byte offset in the pickle */
 } uform__torch_storage_t;
 
@@ -98,8 +101,11 @@ typedef struct uform__torch_view_t {
 typedef struct uform__torch_machine_t {
     const uint8_t *bytes;
     size_t size;
-    const char *source;   /* the entry's name, for messages */
+    const char *source;   /* what the pickle is, for messages: "entry 'archive/data.pkl'" */
+    int legacy;           /* persistent ids have the legacy format's six items */
     size_t opcode_at;     /* the byte offset of the opcode being run, for messages */
+    size_t end;           /* the byte after STOP, once the run succeeded */
+    size_t origin;        /* where the pickle starts in the file, for messages */
     uform_outcome_t *outcome;
     uform__torch_value_t *values;
     uint32_t value_count, value_capacity;
@@ -121,8 +127,9 @@ typedef struct uform__torch_machine_t {
 /* ---- torch_pickle.c ---- */
 
 /*
- * Runs the pickle `bytes[0..size)` on a zeroed `machine` up to its STOP. `source` names the
- * entry in messages. Statuses: UFORM_OK (`machine->root` is the result); UFORM_FORMAT (a
+ * Runs the pickle at `bytes` (at most `size` bytes) on a zeroed `machine` up to its STOP; set
+ * `machine->legacy` first for the legacy format, and `machine->origin` to the pickle's offset in
+ * the file. `source` says what the pickle is in messages and must outlive the machine. Statuses: UFORM_OK (`machine->root` is the result); UFORM_FORMAT (a
  * malformed pickle, an opcode or global off the list, a limit passed: the message has the
  * pickle byte offset); UFORM_UNSUPPORTED (a newer protocol, a valid torch object this reader does
  * not build); UFORM_OUT_OF_MEMORY. Free the machine with uform__torch_pickle_free either way.
@@ -131,7 +138,7 @@ uform_status_t uform__torch_pickle_run(uform__torch_machine_t *machine, const ui
                                        const char *source, uform_outcome_t *outcome);
 void uform__torch_pickle_free(uform__torch_machine_t *machine);
 
-/* Fails with "entry 'x/data.pkl', pickle byte N: <message>". */
+/* Fails with "<source>, pickle byte N (file byte M): <message>". */
 uform_status_t uform__torch_pickle_fail(const uform__torch_machine_t *machine, uform_status_t status, const char *format,
                                         ...) UFORM__PRINTF(3, 4);
 
@@ -150,7 +157,8 @@ uint32_t uform__torch_items(const uform__torch_machine_t *machine, uint32_t cont
 /* "a tuple", "a string", ... for messages. */
 const char *uform__torch_kind_name(uform__torch_kind_t kind);
 
-/* Writes `length` bytes, quoted for a message (control bytes escaped, cut after about 60), into `buffer`. */
+/* Writes `length` bytes between single quotes for a message (control bytes, quotes and backslashes as
+ * \xNN, cut with "..." to fit the buffer) into `buffer`; answers `buffer`. */
 const char *uform__torch_quote_bytes(const uint8_t *bytes, size_t length, char buffer[UFORM__SAFETENSORS_QUOTE_CAPACITY]);
 
 /* ---- torch_globals.c ---- */
@@ -174,6 +182,23 @@ uform_status_t uform__torch_build(uform__torch_machine_t *machine, uint32_t targ
 
 /* BINPERSID: resolves persistent id `pid` to a new storage value. */
 uform_status_t uform__torch_persistent(uform__torch_machine_t *machine, uint32_t pid, uint32_t *result);
+
+/* ---- torch_legacy.c ---- */
+
+/*
+ * Reads a file of the legacy format (torch.save before PyTorch 1.6, or with
+ * _use_new_zipfile_serialization=False), whose first bytes the caller recognised: the pickles of
+ * the magic number, the protocol version (1001) and the system's description, then the object's
+ * pickle into the zeroed `machine`, the pickle of the storage keys, and each storage's bytes in
+ * that order, after its element count. `*storage_data` (malloc'd, freed by the caller, also on
+ * failure) gets each storage's first byte in the file. Statuses as uform__torch_pickle_run, and
+ * UFORM_FORMAT for storages that are missing, repeated or past the file's end.
+ */
+uform_status_t uform__torch_legacy_read(const uint8_t *bytes, size_t size, uform__torch_machine_t *machine,
+                                        uint64_t **storage_data, uform_outcome_t *outcome);
+
+/* Bytes per element of a storage's dtype (UFORM__TORCH_I16 included). */
+size_t uform__torch_element_size(uform__safetensors_dtype_t dtype);
 
 /* ---- torch_flatten.c ---- */
 

@@ -57,6 +57,17 @@
  * the forward writes out [count, d] (row i for item i) and lse [H, count]. An encoder's last
  * block needs no more when only the [CLS] (or [NEXT]) state is kept (llama.cpp prunes its last
  * layer's rows the same way). Every item must then be non-empty. The backward needs NULL.
+ *
+ * `causal` (the last field, so positional initialisers leave it 0): within each item, the query
+ * at position p (counted from the item's first token) attends to the item's keys 0 .. p only
+ * (CLIP's text transformer; torch.nn.functional.scaled_dot_product_attention(q, k, v,
+ * is_causal=True) per item). With `queries`, item i's one query row at position
+ * queries[i] − offsets[i] sees the item's keys up to and including itself. The kernels skip whole
+ * key blocks past the diagonal (every forward and backward slot of every class reads no key
+ * block that lies wholly after a unit's last query row: about half the work for long items) and
+ * mask only inside the diagonal block, where the probabilities of the keys a row may not see are
+ * exactly 0 (never computed through exp). Every slot honours it; the results never depend on the
+ * thread count.
  */
 typedef struct uform__attention_shape_t {
     size_t tokens;         /* T = offsets[count] */
@@ -76,7 +87,8 @@ typedef struct uform__nn_kernels_t {
      *                 h·dh .. (h+1)·dh of each third (the layout of the QKV projection).
      *   out  [T, d]   softmax(q·kᵀ/√dh)·v per head, heads side by side.
      *   lse  [H, T]   saved for the backward: the natural log of Σ_j exp(q·k_j/√dh) per row.
-     * Matches torch.nn.functional.scaled_dot_product_attention per item.
+     * Matches torch.nn.functional.scaled_dot_product_attention per item (is_causal = the shape's
+     * `causal`).
      */
     void (*attention_forward)(const uform__attention_shape_t *shape, const float *qkv, float *out, float *lse,
                               const uform__parallel_t *parallel);
@@ -320,6 +332,12 @@ typedef struct uform__attention_unit_t {
      * calls), so a unit may keep what the prong's next unit (often the same item and head) can
      * reuse; its first 64 bytes are zero before the prong's first unit. NULL otherwise. */
     void *scratch;
+    /* The keys the unit reads: its item's first `keys` (of `length`). Causal shapes: query row r
+     * is the item's token `position + r` and sees keys 0 .. position + r only, so keys =
+     * position + rows and a unit masks keys past a row's position inside the key block that
+     * holds them; otherwise causal is 0, position 0 and keys = length. */
+    int causal;
+    size_t position, keys;
 } uform__attention_unit_t;
 #define UFORM__NN_ATTENTION_UNIT_SCRATCH (128 * 1024)
 typedef void (*uform__nn_attention_unit_fn)(const void *context, const uform__attention_unit_t *unit);
@@ -369,6 +387,7 @@ typedef struct uform__attention_backward_unit_t {
     float *dq, *dk, *dv;          /* [length, dh] each, row stride qkv_stride */
     size_t length, head_width, qkv_stride, out_stride;
     float scale; /* 1/√dh */
+    int causal;  /* 1: row r sees keys 0 .. r only (the shape's `causal`) */
 } uform__attention_backward_unit_t;
 typedef void (*uform__nn_attention_backward_unit_fn)(const void *context, const uform__attention_backward_unit_t *unit);
 /* Runs `unit_fn` over the (item, head) units of the non-empty items, ordered by item then head and

@@ -118,6 +118,7 @@ static uform__attention_unit_t unit_geometry(const attention_context_t *context,
     size_t rows = length - cursor.block * block < block ? length - cursor.block * block : block;
     size_t o0 = q0, out_rows = shape->tokens; /* output row of q0; rows of out and lse */
     if (shape->queries) q0 = shape->queries[cursor.item], rows = 1, o0 = cursor.item, out_rows = shape->count;
+    size_t position = shape->causal ? q0 - begin : 0; /* of the unit's first query row, in its item */
     uform__attention_unit_t unit = {
         .q = context->qkv + q0 * qkv_stride + cursor.head * dh,
         .k = context->qkv + begin * qkv_stride + d + cursor.head * dh,
@@ -130,6 +131,9 @@ static uform__attention_unit_t unit_geometry(const attention_context_t *context,
         .qkv_stride = qkv_stride,
         .out_stride = d,
         .scale = 1.0f / sqrtf((float)dh),
+        .causal = shape->causal != 0,
+        .position = position,
+        .keys = shape->causal ? position + rows : length,
     };
     return unit;
 }
@@ -160,11 +164,22 @@ round_bf16_rows(const float *src, size_t src_stride, size_t rows, size_t width, 
     }
 }
 
+/* How many of a key block's `cols` keys (from the item's key k0) query row r of `unit` sees: all
+ * of them unless causal, else those up to the row's position (0 when the block lies wholly past
+ * it, which the aligned blocks never produce: the driver's units end at the diagonal block). */
+static size_t visible_keys(const uform__attention_unit_t *unit, size_t r, size_t k0, size_t cols) {
+    if (!unit->causal) return cols;
+    size_t last = unit->position + r; /* the last key the row sees */
+    if (last < k0) return 0;
+    return last - k0 + 1 < cols ? last - k0 + 1 : cols;
+}
+
 /* One forward unit on a class's F32 primitives. `bf16` (attention_forward_bf16) rounds Q, K,
  * P (after the normaliser took its F32 sum) and V to BF16 values, so every F32 product is the
- * exact BF16 product. */
+ * exact BF16 product. Causal units read only their first `keys` keys, and in the block that
+ * crosses the diagonal each row's max, exp and sum run over the keys it sees; the others' P is 0. */
 static void forward_unit_with(const uform__nn_attention_ops_t *ops, const uform__attention_unit_t *unit, int bf16) {
-    size_t dh = unit->head_width, rows = unit->rows, length = unit->length, qkv_stride = unit->qkv_stride;
+    size_t dh = unit->head_width, rows = unit->rows, keys = unit->keys, qkv_stride = unit->qkv_stride;
     const float *q = unit->q, *k = unit->k, *v = unit->v;
     size_t q_stride = qkv_stride;
 
@@ -179,16 +194,19 @@ static void forward_unit_with(const uform__nn_attention_ops_t *ops, const uform_
     for (size_t r = 0; r < rows; ++r) running_max[r] = -INFINITY, running_sum[r] = 0.0f;
     memset(accumulator, 0, rows * dh * sizeof(float));
 
-    for (size_t k0 = 0; k0 < length; k0 += block) {
-        size_t cols = length - k0 < block ? length - k0 : block;
+    for (size_t k0 = 0; k0 < keys; k0 += block) {
+        size_t cols = keys - k0 < block ? keys - k0 : block;
         ops->transpose(k + k0 * qkv_stride, qkv_stride, cols, dh, keys_transposed, block);
         if (bf16) round_rows(keys_transposed, block, dh, cols, keys_transposed, block);
         ops->scores(q, q_stride, keys_transposed, block, rows, cols, dh, unit->scale, scores, block);
         for (size_t r = 0; r < rows; ++r) {
             float *row = scores + r * block;
-            float tile_max = ops->row_max(row, cols);
+            size_t visible = visible_keys(unit, r, k0, cols);
+            if (visible < cols) memset(row + visible, 0, (cols - visible) * sizeof(float));
+            if (visible == 0) continue; /* nothing seen here: the running state stands */
+            float tile_max = ops->row_max(row, visible);
             float new_max = tile_max > running_max[r] ? tile_max : running_max[r];
-            float tile_sum = ops->exp_shift_sum(row, cols, new_max);
+            float tile_sum = ops->exp_shift_sum(row, visible, new_max);
             if (k0 == 0)
                 running_sum[r] = tile_sum; /* the first tile: nothing to rescale yet */
             else {
@@ -290,6 +308,28 @@ void uform__nn_attention_forward_bf16_with(const uform__nn_attention_ops_t *ops,
     uform__nn_attention_forward_units(forward_unit_bf16, ops, 0, shape, qkv, out, lse, parallel);
 }
 
+/* Causal masks of the backward, by item positions. How many of a block's `cols` keys from k0 the
+ * query at `position` sees (at least one in every block the loops visit); and how many of a
+ * transposed tile's `rows` queries from q0 (its lanes) come before the key at `key`, and so do
+ * not see it. */
+static size_t causal_visible(size_t position, size_t k0, size_t cols) {
+    return position < k0 ? 0 : position - k0 + 1 < cols ? position - k0 + 1 : cols;
+}
+
+static size_t causal_hidden(size_t key, size_t q0, size_t rows) {
+    return key <= q0 ? 0 : key - q0 < rows ? key - q0 : rows;
+}
+
+/* One key's row of the transposed tiles: Pᵀ = exp(Sᵀ − lse) and dSᵀ = Pᵀ·(dPᵀ − D) over the
+ * query lanes from `hidden` on; the first `hidden` lanes (queries before the key, causal) are 0.
+ * With hidden 0, exactly the operations of the bidirectional backward. */
+static void transposed_ds_row(const uform__nn_attention_ops_t *ops, float *p, float *ds, const float *lse,
+                              const float *deltas, size_t rows, size_t hidden) {
+    for (size_t r = 0; r < hidden; ++r) p[r] = ds[r] = 0.0f;
+    ops->exp_sub(p + hidden, lse + hidden, rows - hidden);
+    for (size_t r = hidden; r < rows; ++r) ds[r] = p[r] * (ds[r] - deltas[r]);
+}
+
 /* D_r = ⟨dO_r, O_r⟩ for rows q0 .. q0+rows of head `head`: four interleaved partial sums (to
  * break the add latency chain) combined in a fixed order. */
 static void row_deltas(const attention_context_t *context, size_t q0, size_t rows, size_t head, float *deltas) {
@@ -331,16 +371,20 @@ static void backward_query_unit(const attention_context_t *context, unit_cursor_
     row_deltas(context, q0, rows, cursor.head, deltas);
     memset(dq, 0, rows * dh * sizeof(float));
 
-    for (size_t k0 = 0; k0 < length; k0 += block) {
-        size_t cols = length - k0 < block ? length - k0 : block;
+    /* Causal: the key blocks up to the diagonal one, and in it each row's keys up to itself. */
+    size_t q_position = cursor.block * block, keys_read = shape->causal ? q_position + rows : length;
+    for (size_t k0 = 0; k0 < keys_read; k0 += block) {
+        size_t cols = keys_read - k0 < block ? keys_read - k0 : block;
         ops->transpose(k + k0 * qkv_stride, qkv_stride, cols, dh, keys_transposed, block);
         ops->transpose(v + k0 * qkv_stride, qkv_stride, cols, dh, values_transposed, block);
         ops->scores(q, qkv_stride, keys_transposed, block, rows, cols, dh, scale, probabilities, block);
         ops->scores(g, d, values_transposed, block, rows, cols, dh, 1.0f, dprobabilities, block);
         for (size_t r = 0; r < rows; ++r) {
             float *p = probabilities + r * block, *dp = dprobabilities + r * block;
-            ops->exp_shift_sum(p, cols, lse[r]);
-            for (size_t c = 0; c < cols; ++c) dp[c] = p[c] * (dp[c] - deltas[r]); /* dS */
+            size_t visible = shape->causal ? causal_visible(q_position + r, k0, cols) : cols;
+            ops->exp_shift_sum(p, visible, lse[r]);
+            for (size_t c = 0; c < visible; ++c) dp[c] = p[c] * (dp[c] - deltas[r]); /* dS */
+            for (size_t c = visible; c < cols; ++c) dp[c] = 0.0f;                  /* unseen keys */
         }
         ops->accumulate(dq, dh, dprobabilities, block, k + k0 * qkv_stride, qkv_stride, rows, cols, dh);
     }
@@ -373,18 +417,18 @@ static void backward_key_unit(const attention_context_t *context, unit_cursor_t 
     memset(dk, 0, keys * dh * sizeof(float));
     memset(dv, 0, keys * dh * sizeof(float));
 
-    for (size_t q0 = 0; q0 < length; q0 += block) {
+    /* Causal: the query blocks from the diagonal one on (the earlier ones see none of these keys). */
+    size_t k_position = cursor.block * block;
+    for (size_t q0 = shape->causal ? k_position : 0; q0 < length; q0 += block) {
         size_t rows = length - q0 < block ? length - q0 : block;
         const float *deltas = deltas_item + q0;
         ops->transpose(q + q0 * qkv_stride, qkv_stride, rows, dh, queries_transposed, block);
         ops->transpose(g + q0 * d, d, rows, dh, dout_transposed, block);
         ops->scores(k, qkv_stride, queries_transposed, block, keys, rows, dh, scale, probabilities_t, block);
         ops->scores(v, qkv_stride, dout_transposed, block, keys, rows, dh, 1.0f, dscores_t, block);
-        for (size_t c = 0; c < keys; ++c) {
-            float *p = probabilities_t + c * block, *ds = dscores_t + c * block;
-            ops->exp_sub(p, lse + q0, rows);
-            for (size_t r = 0; r < rows; ++r) ds[r] = p[r] * (ds[r] - deltas[r]);
-        }
+        for (size_t c = 0; c < keys; ++c)
+            transposed_ds_row(ops, probabilities_t + c * block, dscores_t + c * block, lse + q0, deltas, rows,
+                              shape->causal ? causal_hidden(k_position + c, q0, rows) : 0);
         ops->accumulate(dv, dh, probabilities_t, block, g + q0 * d, d, keys, rows, dh);
         ops->accumulate(dk, dh, dscores_t, block, q + q0 * qkv_stride, qkv_stride, keys, rows, dh);
     }
@@ -441,7 +485,8 @@ static void backward_fused_unit_with(const uform__nn_attention_ops_t *ops, const
         }
         memset(dk, 0, keys * dh * sizeof(float));
         memset(dv, 0, keys * dh * sizeof(float));
-        for (size_t q0 = 0; q0 < length; q0 += block) {
+        /* Causal: the query blocks from the diagonal one on, as pass 2. */
+        for (size_t q0 = unit->causal ? k0 : 0; q0 < length; q0 += block) {
             size_t rows = length - q0 < block ? length - q0 : block;
             const float *q_tile = q + q0 * qkv_stride, *g_tile = g + q0 * out_stride;
             const float *q_exact = q_tile; /* dK's operand, never rounded */
@@ -455,11 +500,9 @@ static void backward_fused_unit_with(const uform__nn_attention_ops_t *ops, const
             ops->transpose(g_tile, g_stride, rows, dh, dout_transposed, block);
             ops->scores(k_block, kv_stride, queries_transposed, block, keys, rows, dh, scale, probabilities_t, block);
             ops->scores(v_block, kv_stride, dout_transposed, block, keys, rows, dh, 1.0f, dscores_t, block);
-            for (size_t c = 0; c < keys; ++c) {
-                float *p = probabilities_t + c * block, *ds = dscores_t + c * block;
-                ops->exp_sub(p, lse + q0, rows);
-                for (size_t r = 0; r < rows; ++r) ds[r] = p[r] * (ds[r] - deltas[q0 + r]);
-            }
+            for (size_t c = 0; c < keys; ++c)
+                transposed_ds_row(ops, probabilities_t + c * block, dscores_t + c * block, lse + q0, deltas + q0, rows,
+                                  unit->causal ? causal_hidden(k0 + c, q0, rows) : 0);
             if (bf16) round_rows(probabilities_t, block, keys, rows, probabilities_t, block);
             ops->accumulate(dv, dh, probabilities_t, block, g_tile, g_stride, keys, rows, dh);
             ops->accumulate(dk, dh, dscores_t, block, q_exact, qkv_stride, keys, rows, dh);
@@ -542,6 +585,7 @@ static void backward_fused_prong(void *opaque, size_t thread, size_t prong) {
                 .qkv_stride = qkv_stride,
                 .out_stride = d,
                 .scale = 1.0f / sqrtf((float)dh),
+                .causal = shape->causal != 0,
             };
             context->backward_unit_fn(context->unit_context, &geometry);
         }

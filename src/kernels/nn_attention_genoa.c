@@ -211,10 +211,20 @@ typedef struct item_cache_t {
     size_t blocks_done; /* key blocks converted so far (units walk them in order) */
 } item_cache_t;
 
+/* The lanes of query vector v (rows 16v .. 16v + 15 of the unit) that see the item's key `key`:
+ * all unless `diagonal` (a causal unit's block that crosses its rows' positions), else the rows
+ * whose position, unit->position + r, is at least `key`. */
+static inline __mmask16 seen_lanes(const uform__attention_unit_t *unit, int diagonal, size_t key, size_t v) {
+    if (!diagonal || key <= unit->position + 16 * v) return (__mmask16)0xFFFF;
+    size_t hidden = key - unit->position - 16 * v; /* the vector's first lanes that may not see it */
+    return hidden >= 16 ? (__mmask16)0 : (__mmask16)(0xFFFFu << hidden);
+}
+
 /* One unit: see the file comment. Buffers are 64-byte aligned for the full-vector loads. */
 UFORM_GENOA static void forward_unit_bf16_genoa(const void *unused, const uform__attention_unit_t *unit) {
     (void)unused;
     size_t dh = unit->head_width, rows = unit->rows, length = unit->length, qkv_stride = unit->qkv_stride;
+    size_t keys = unit->keys; /* the keys read: all `length`, or up to a causal unit's last row */
     size_t pairs = (dh + 1) / 2, stride = (dh + 15) / 16 * 16, row_vectors = (rows + 15) / 16;
     const float log2e = 1.44269504088896341f, scale = unit->scale, scale_log2 = scale * log2e;
 
@@ -244,8 +254,8 @@ UFORM_GENOA static void forward_unit_bf16_genoa(const void *unused, const uform_
             *cache = (item_cache_t){unit->k, length, dh, qkv_stride, 0};
     }
     if (!cache || cache->blocks_done == 0) {
-        prefetch_rows(unit->k, length < block ? length : block, dh, qkv_stride, 3);
-        prefetch_rows(unit->v, length < block ? length : block, dh, qkv_stride, 3);
+        prefetch_rows(unit->k, keys < block ? keys : block, dh, qkv_stride, 3);
+        prefetch_rows(unit->v, keys < block ? keys : block, dh, qkv_stride, 3);
     }
     /* Q: each row to its pairs (through k2 as scratch), then transposed; padding rows are zero. */
     for (size_t r = 0; r < rows; ++r) row_pairs(unit->q + r * qkv_stride, dh, k2 + r * pairs);
@@ -255,19 +265,22 @@ UFORM_GENOA static void forward_unit_bf16_genoa(const void *unused, const uform_
                                 q2 + e0 * block + r0, block);
     for (size_t r = 0; r < block; ++r) running_max[r] = -INFINITY, running_sum[r] = 0.0f;
 
-    for (size_t k0 = 0; k0 < length; k0 += block) {
-        size_t cols = length - k0 < block ? length - k0 : block, column_pairs = (cols + 1) / 2;
+    for (size_t k0 = 0; k0 < keys; k0 += block) {
+        size_t cols = keys - k0 < block ? keys - k0 : block, column_pairs = (cols + 1) / 2;
         int first = k0 == 0;
         size_t tile = k0 / block;
         int convert = !cache || tile >= cache->blocks_done;
+        /* Causal: the lanes (query rows) that see key c of this block are those from
+         * k0 + c − position on; `diagonal` when some key here lies past the first row. */
+        int diagonal = unit->causal && k0 + cols > unit->position + 1;
         uint32_t *k2_tile = cache ? k2_item + k0 * pairs : k2, *v2_tile = cache ? v2_item + k0 / 2 * stride : v2;
         if (convert)
             for (size_t c = 0; c < cols; ++c) row_pairs(unit->k + (k0 + c) * qkv_stride, dh, k2_tile + c * pairs);
         /* The next block's keys and values load while this block's products run (when they are
          * not kept yet); during the last block, the next unit's query rows. */
-        if (k0 + block < length) {
+        if (k0 + block < keys) {
             if (!cache || tile + 1 >= cache->blocks_done) {
-                size_t next = length - k0 - block < block ? length - k0 - block : block;
+                size_t next = keys - k0 - block < block ? keys - k0 - block : block;
                 prefetch_rows(unit->k + (k0 + block) * qkv_stride, next, dh, qkv_stride, 3);
                 prefetch_rows(unit->v + (k0 + block) * qkv_stride, next, dh, qkv_stride, 3);
             }
@@ -280,11 +293,14 @@ UFORM_GENOA static void forward_unit_bf16_genoa(const void *unused, const uform_
         }
         scores_tile_genoa(q2, k2_tile, pairs, cols, st, row_vectors);
 
-        /* Online softmax, 16 query rows per vector; p summed unrounded in key order. */
+        /* Online softmax, 16 query rows per vector; p summed unrounded in key order. A causal
+         * diagonal block leaves the lanes that may not see a key out of its max, and zeroes
+         * their p before the sum (all-ones masks elsewhere: the same operations as before). */
         for (size_t v = 0; v < row_vectors; ++v) {
             __m512 tile_max_f32x16 = _mm512_set1_ps(-INFINITY);
             for (size_t c = 0; c < cols; ++c)
-                tile_max_f32x16 = _mm512_max_ps(tile_max_f32x16, _mm512_load_ps(st + c * block + v * 16));
+                tile_max_f32x16 = _mm512_mask_max_ps(tile_max_f32x16, seen_lanes(unit, diagonal, k0 + c, v),
+                                                     tile_max_f32x16, _mm512_load_ps(st + c * block + v * 16));
             __m512 old_max_f32x16 = _mm512_load_ps(running_max + v * 16);
             /* fl(scale·x) is monotone in x (scale > 0), so this is the max of the scaled scores. */
             __m512 new_max_f32x16 = _mm512_max_ps(_mm512_mul_ps(tile_max_f32x16, _mm512_set1_ps(scale)), old_max_f32x16);
@@ -292,13 +308,16 @@ UFORM_GENOA static void forward_unit_bf16_genoa(const void *unused, const uform_
             __m512 scale_f32x16 = _mm512_set1_ps(scale_log2), sum_f32x16 = _mm512_setzero_ps();
             __m512 shift_f32x16 = _mm512_mul_ps(new_max_f32x16, _mm512_set1_ps(log2e));
             for (size_t c2 = 0; c2 < column_pairs; ++c2) {
-                __m512 low_f32x16 = nn_exp2_f32x16(
-                    _mm512_fmsub_ps(_mm512_load_ps(st + 2 * c2 * block + v * 16), scale_f32x16, shift_f32x16));
+                __m512 low_f32x16 = _mm512_maskz_mov_ps(
+                    seen_lanes(unit, diagonal, k0 + 2 * c2, v),
+                    nn_exp2_f32x16(_mm512_fmsub_ps(_mm512_load_ps(st + 2 * c2 * block + v * 16), scale_f32x16, shift_f32x16)));
                 sum_f32x16 = _mm512_add_ps(sum_f32x16, low_f32x16);
                 __m512 high_f32x16 = _mm512_setzero_ps();
                 if (2 * c2 + 1 < cols) {
-                    high_f32x16 = nn_exp2_f32x16(
-                        _mm512_fmsub_ps(_mm512_load_ps(st + (2 * c2 + 1) * block + v * 16), scale_f32x16, shift_f32x16));
+                    high_f32x16 = _mm512_maskz_mov_ps(
+                        seen_lanes(unit, diagonal, k0 + 2 * c2 + 1, v),
+                        nn_exp2_f32x16(
+                            _mm512_fmsub_ps(_mm512_load_ps(st + (2 * c2 + 1) * block + v * 16), scale_f32x16, shift_f32x16)));
                     sum_f32x16 = _mm512_add_ps(sum_f32x16, high_f32x16);
                 }
                 _mm512_store_si512(p2 + c2 * block + v * 16, pairs_bf16x32(low_f32x16, high_f32x16));
@@ -326,7 +345,8 @@ UFORM_GENOA static void forward_unit_bf16_genoa(const void *unused, const uform_
                 _mm512_store_si512(v2_tile + c2 * stride + e, pairs_bf16x32(low_f32x16, high_f32x16));
             }
         }
-        if (convert && cache) cache->blocks_done = tile + 1;
+        /* A block counts as kept only when whole (a `queries` unit may stop inside one). */
+        if (convert && cache && cols == (length - k0 < block ? length - k0 : block)) cache->blocks_done = tile + 1;
         values_tile_genoa(acc, stride, p2, v2_tile, column_pairs, rescale, first, rows);
     }
 
@@ -577,11 +597,15 @@ UFORM_GENOA static void backward_unit_bf16_genoa(const void *unused, const uform
         }
         memset(dq, 0, rows * stride * sizeof(float));
 
-        for (size_t k0 = 0; k0 < length; k0 += block) {
-            size_t keys = length - k0 < block ? length - k0 : block;
+        /* Causal: the key blocks up to the diagonal one (later keys are seen by no row here). */
+        size_t keys_read = unit->causal ? q0 + rows : length;
+        for (size_t k0 = 0; k0 < keys_read; k0 += block) {
+            size_t keys = keys_read - k0 < block ? keys_read - k0 : block;
             const float *k = unit->k + k0 * qkv_stride, *v = unit->v + k0 * qkv_stride;
-            if (k0 + block < length) { /* the next key block; dK and dV rows are first written now */
-                size_t next = length - k0 - block < block ? length - k0 - block : block;
+            /* The first query block that sees key block k0 writes its dK and dV, the later add. */
+            int later = q0 > (unit->causal ? k0 : 0);
+            if (k0 + block < keys_read) { /* the next key block; dK and dV rows are first written now */
+                size_t next = keys_read - k0 - block < block ? keys_read - k0 - block : block;
                 prefetch_rows(k + block * qkv_stride, next, dh, qkv_stride, 3);
                 prefetch_rows(v + block * qkv_stride, next, dh, qkv_stride, 3);
                 if (q0 == 0)
@@ -615,10 +639,14 @@ UFORM_GENOA static void backward_unit_bf16_genoa(const void *unused, const uform
                 __m512 p_f32x16[4], ds_f32x16[4];
 #pragma GCC unroll 4
                 for (size_t w = 0; w < 4; ++w) p_f32x16[w] = ds_f32x16[w] = _mm512_setzero_ps();
-                for (size_t w = 0; w < row_vectors; ++w)
+                /* Causal: the query lanes before key k0 + c neither see it nor get gradient from it. */
+                size_t hidden = unit->causal && k0 + c > q0 ? k0 + c - q0 : 0;
+                for (size_t w = 0; w < row_vectors; ++w) {
+                    __mmask16 lanes = nn_tail_mask16(rows > w * 16 ? rows - w * 16 : 0);
+                    if (hidden > w * 16) lanes &= hidden >= w * 16 + 16 ? 0 : (__mmask16)(0xFFFFu << (hidden - w * 16));
                     probabilities_f32x16(st + c * block + w * 16, dpt + c * block + w * 16, lse_log2 + w * 16,
-                                         deltas + w * 16, scale_log2, nn_tail_mask16(rows > w * 16 ? rows - w * 16 : 0),
-                                         &p_f32x16[w], &ds_f32x16[w]);
+                                         deltas + w * 16, scale_log2, lanes, &p_f32x16[w], &ds_f32x16[w]);
+                }
                 /* Natural pairs: lanes 0..15 of the pair vector are queries 0..31. */
                 _mm512_store_si512(p2t + c * (block / 2), (__m512i)_mm512_cvtne2ps_pbh(p_f32x16[1], p_f32x16[0]));
                 _mm512_store_si512(p2t + c * (block / 2) + 16, (__m512i)_mm512_cvtne2ps_pbh(p_f32x16[3], p_f32x16[2]));
@@ -626,9 +654,9 @@ UFORM_GENOA static void backward_unit_bf16_genoa(const void *unused, const uform
             }
             /* The first query block writes dK and dV, the others add to them. */
             product_genoa(p2t, block / 2, 1, g2, stride, row_pairs_count, keys, dh, unit->dv + k0 * qkv_stride,
-                          qkv_stride, q0 > 0);
+                          qkv_stride, later);
             product_f32_genoa(dst, block, 1, unit->q + q0 * qkv_stride, qkv_stride, rows, keys, dh,
-                              unit->dk + k0 * qkv_stride, qkv_stride, q0 > 0);
+                              unit->dk + k0 * qkv_stride, qkv_stride, later);
             product_f32_genoa(dst, 1, block, k, qkv_stride, keys, rows, dh, dq, stride, 1);
         }
         __m512 scale_f32x16 = _mm512_set1_ps(scale);

@@ -149,12 +149,14 @@ static uform_status_t encode(const uform__tokenizer_t *tokenizer, const char *te
         if (piece->token != UFORM__TEXT_NO_TOKEN) {
             failed = uform__text_pieces_add(&pieces, "", 0, piece->token, piece->first) != 0;
         } else if (tokenizer->normalizer) {
+            int first = piece->first;
             uform__text_string_clear(&normalized);
-            status = uform__text_normalize(tokenizer->normalizer, bytes, piece->length, &normalized, scratch, outcome);
+            status = uform__text_normalize(tokenizer->normalizer, bytes, piece->length, &normalized, &first, scratch,
+                                           outcome);
             if (status == UFORM_OK)
                 failed = uform__text_string_append(&normalized, "", 0) != 0 ||
-                         uform__text_added_split(&tokenizer->added, 1, normalized.data, normalized.length,
-                                                 piece->first, &pieces) != 0;
+                         uform__text_added_split(&tokenizer->added, 1, normalized.data, normalized.length, first,
+                                                 &pieces) != 0;
         } else {
             failed = uform__text_added_split(&tokenizer->added, 1, bytes, piece->length, piece->first, &pieces) != 0;
         }

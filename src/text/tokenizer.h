@@ -53,7 +53,9 @@ void uform__tokenizer_free(uform__tokenizer_t *tokenizer);
  * UFORM_INVALID_ARGUMENT when `max_length` is smaller than the number of special tokens (Python
  * cannot honour it either) or an argument is NULL (`text` may be NULL when `length` is 0);
  * UFORM_OUT_OF_MEMORY; UFORM_FORMAT when the model needs its unknown token and the vocabulary
- * lacks it (Python's "Missing [UNK] token" error). On failure `ids` holds no ids.
+ * lacks it (Python's "Missing [UNK] token" error); UFORM_UNSUPPORTED when a regular expression
+ * exceeds PCRE2's match limits on this text, or a Unigram model meets a character it has no piece
+ * for and no unk_id (sentencepiece.h). On failure `ids` holds no ids.
  */
 uform_status_t uform__tokenizer_encode(const uform__tokenizer_t *tokenizer, const char *text, size_t length,
                                        size_t max_length, uform__text_ids_t *ids, uform_outcome_t *outcome);

@@ -124,7 +124,7 @@ uform_status_t uform__text_added_parse(const cJSON *json, const uform__text_mode
         }
         if (is_normalized && normalizer) {
             uform__text_string_clear(&normalized);
-            if ((status = uform__text_normalize(normalizer, content, length, &normalized, &scratch, outcome)) !=
+            if ((status = uform__text_normalize(normalizer, content, length, &normalized, NULL, &scratch, outcome)) !=
                 UFORM_OK)
                 break;
             token->normalized = malloc(normalized.length + 1);

@@ -27,8 +27,13 @@ typedef struct candidate_t {
     size_t position;
 } candidate_t;
 
+/* A full 64-bit mix (both ids reach every bit): a plain multiply keeps the left id out of the low
+ * bits, and every pair with the same right id would share a probe chain. */
 static size_t pair_slot(uint64_t pair, size_t mask) {
-    return (size_t)((pair * 0x9E3779B97F4A7C15ull) >> 20) & mask;
+    pair ^= pair >> 33;
+    pair *= 0xFF51AFD7ED558CCDull;
+    pair ^= pair >> 33;
+    return (size_t)pair & mask;
 }
 
 static int merge_find(const uform__text_model_t *model, uint32_t left, uint32_t right, uint32_t *rank, uint32_t *id) {

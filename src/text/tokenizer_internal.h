@@ -239,9 +239,13 @@ typedef struct uform__text_normalizer_t {
 uform_status_t uform__text_normalizer_parse(const cJSON *json, const char *path, uform__text_normalizer_t *normalizer,
                                             uform_outcome_t *outcome);
 void uform__text_normalizer_free(uform__text_normalizer_t *normalizer);
-/* Appends the normalized `text` to `out` (which must not alias it). */
+/* Appends the normalized `text` to `out` (which must not alias it). `first` (may be NULL): on
+ * entry whether the text's first character is where the input starts; cleared when the
+ * normalizer removes or replaces the leading characters, so that the new first character is
+ * aligned elsewhere in the input (what `tokenizers` reads through its alignments for Metaspace's
+ * prepend_scheme "first"). */
 uform_status_t uform__text_normalize(const uform__text_normalizer_t *normalizer, const char *text, size_t length,
-                                     uform__text_string_t *out, uform__text_scratch_t *scratch,
+                                     uform__text_string_t *out, int *first, uform__text_scratch_t *scratch,
                                      uform_outcome_t *outcome);
 /* The bytes-to-characters table of byte-level BPE (GPT-2's bytes_to_unicode). */
 uint32_t uform__text_byte_char(unsigned char byte);

@@ -16,10 +16,9 @@ uint32_t uform__text_byte_char(unsigned char byte) {
     /* GPT-2's bytes_to_unicode: printable Latin-1 bytes stand for themselves, the other 68 bytes
      * take the code points from U+0100 on, in byte order. */
     if ((byte >= 0x21 && byte <= 0x7E) || (byte >= 0xA1 && byte <= 0xAC) || byte >= 0xAE) return byte;
-    uint32_t rank = 0;
-    for (unsigned other = 0; other < byte; ++other)
-        if (!((other >= 0x21 && other <= 0x7E) || (other >= 0xA1 && other <= 0xAC) || other >= 0xAE)) ++rank;
-    return 0x100 + rank;
+    if (byte <= 0x20) return 0x100 + byte;   /* ranks 0-32 */
+    if (byte <= 0xA0) return 0x121 + (byte - 0x7F); /* 0x7F-0xA0: ranks 33-66 */
+    return 0x143;                            /* 0xAD: rank 67 */
 }
 
 static uform_status_t parse_pattern(const cJSON *json, const char *path, uform__text_regex_t *regex,
@@ -138,17 +137,22 @@ void uform__text_normalizer_free(uform__text_normalizer_t *normalizer) {
     memset(normalizer, 0, sizeof *normalizer);
 }
 
-/* BertNormalizer's first pass: clean_text and handle_chinese_chars, character by character. */
+/* BertNormalizer's first pass: clean_text and handle_chinese_chars, character by character.
+ * `*dropped_first`: the first character was removed. */
 static int bert_clean(const uform__text_normalizer_t *normalizer, const char *text, size_t length,
-                      uform__text_string_t *out) {
+                      uform__text_string_t *out, int *dropped_first) {
+    *dropped_first = 0;
     for (size_t at = 0; at < length;) {
+        int is_first = at == 0;
         uint32_t c = uform__text_utf8_next(text, &at);
+        *dropped_first |= is_first;
         if (normalizer->clean_text) {
             /* Controls go first, whitespace or not (U+0085, \v, \f are both); \t \n \r are kept. */
             int kept_control = c == '\t' || c == '\n' || c == '\r';
             if (c == 0 || c == 0xFFFD || (!kept_control && uform__text_is_other(c))) continue;
             if (kept_control || uform__text_is_whitespace(c)) c = ' ';
         }
+        if (is_first) *dropped_first = 0;
         int chinese = normalizer->handle_chinese_chars && uform__text_is_chinese(c);
         if (chinese && uform__text_string_append(out, " ", 1) != 0) return -1;
         if (uform__text_utf8_put(out, c) != 0) return -1;
@@ -157,12 +161,16 @@ static int bert_clean(const uform__text_normalizer_t *normalizer, const char *te
     return 0;
 }
 
-/* Keeps the characters for which `drop` answers 0. */
-static int filter(const char *text, size_t length, int (*drop)(uint32_t), uform__text_string_t *out) {
+/* Keeps the characters for which `drop` answers 0; clears `*first` when the first one goes. */
+static int filter(const char *text, size_t length, int (*drop)(uint32_t), uform__text_string_t *out, int *first) {
     for (size_t at = 0; at < length;) {
         size_t start = at;
         uint32_t c = uform__text_utf8_next(text, &at);
-        if (!drop(c) && uform__text_string_append(out, text + start, at - start) != 0) return -1;
+        if (drop(c)) {
+            if (start == 0) *first = 0;
+            continue;
+        }
+        if (uform__text_string_append(out, text + start, at - start) != 0) return -1;
     }
     return 0;
 }
@@ -177,11 +185,14 @@ static int nmt_drop(uint32_t c) {
     return (c >= 0x01 && c <= 0x08) || c == 0x0B || (c >= 0x0E && c <= 0x1F) || c == 0x7F || c == 0x8F || c == 0x9F;
 }
 
-static int nmt(const char *text, size_t length, uform__text_string_t *out) {
+static int nmt(const char *text, size_t length, uform__text_string_t *out, int *first) {
     for (size_t at = 0; at < length;) {
         size_t start = at;
         uint32_t c = uform__text_utf8_next(text, &at);
-        if (nmt_drop(c)) continue;
+        if (nmt_drop(c)) {
+            if (start == 0) *first = 0;
+            continue;
+        }
         int space = c == 0x09 || c == 0x0A || c == 0x0C || c == 0x0D || c == 0x1680 || (c >= 0x200B && c <= 0x200F) ||
                     c == 0x2028 || c == 0x2029 || c == 0x2581 || c == 0xFEFF || c == 0xFFFD;
         if (uform__text_string_append(out, space ? " " : text + start, space ? 1 : at - start) != 0) return -1;
@@ -190,7 +201,7 @@ static int nmt(const char *text, size_t length, uform__text_string_t *out) {
 }
 
 static int strip(const uform__text_normalizer_t *normalizer, const char *text, size_t length,
-                 uform__text_string_t *out) {
+                 uform__text_string_t *out, int *first) {
     size_t start = 0, end = length;
     if (normalizer->strip_left)
         while (start < end) {
@@ -206,6 +217,7 @@ static int strip(const uform__text_normalizer_t *normalizer, const char *text, s
             if (!uform__text_is_whitespace(uform__text_utf8_next(text, &at))) break;
             end = lead;
         }
+    if (start > 0) *first = 0;
     return uform__text_string_append(out, text + start, end - start);
 }
 
@@ -220,36 +232,39 @@ static uform_status_t out_of_memory(uform_outcome_t *outcome) {
 }
 
 uform_status_t uform__text_normalize(const uform__text_normalizer_t *normalizer, const char *text, size_t length,
-                                     uform__text_string_t *out, uform__text_scratch_t *scratch,
+                                     uform__text_string_t *out, int *first, uform__text_scratch_t *scratch,
                                      uform_outcome_t *outcome) {
-    int failed = 0;
+    int failed = 0, ignored_first = 0;
+    if (!first) first = &ignored_first;
     switch (normalizer->kind) {
     case UFORM__TEXT_NORMALIZER_BERT: {
-        uform__text_string_t first = {0}, second = {0};
+        uform__text_string_t cleaned = {0}, decomposed = {0};
         const char *current = text;
         size_t current_length = length;
         if (normalizer->clean_text || normalizer->handle_chinese_chars) {
-            failed = bert_clean(normalizer, current, current_length, &first) != 0 ||
-                     uform__text_string_append(&first, "", 0) != 0;
-            current = first.data, current_length = first.length;
+            int dropped_first = 0;
+            failed = bert_clean(normalizer, current, current_length, &cleaned, &dropped_first) != 0 ||
+                     uform__text_string_append(&cleaned, "", 0) != 0;
+            if (dropped_first) *first = 0;
+            current = cleaned.data, current_length = cleaned.length;
         }
         if (!failed && normalizer->strip_accents) {
-            uform__text_string_clear(&second);
-            failed = uform__text_normalize_form(current, current_length, UFORM__TEXT_NFD, &second) != 0 ||
-                     uform__text_string_append(&second, "", 0) != 0;
+            failed = uform__text_normalize_form(current, current_length, UFORM__TEXT_NFD, &decomposed) != 0 ||
+                     uform__text_string_append(&decomposed, "", 0) != 0;
             if (!failed) {
-                uform__text_string_clear(&first);
-                failed = filter(second.data, second.length, uform__text_is_nonspacing_mark, &first) != 0 ||
-                         uform__text_string_append(&first, "", 0) != 0;
-                current = first.data, current_length = first.length;
+                uform__text_string_clear(&cleaned);
+                failed = filter(decomposed.data, decomposed.length, uform__text_is_nonspacing_mark, &cleaned,
+                                first) != 0 ||
+                         uform__text_string_append(&cleaned, "", 0) != 0;
+                current = cleaned.data, current_length = cleaned.length;
             }
         }
         if (!failed) {
             if (normalizer->lowercase) failed = lowercase(current, current_length, out) != 0;
             else failed = uform__text_string_append(out, current, current_length) != 0;
         }
-        uform__text_string_free(&first);
-        uform__text_string_free(&second);
+        uform__text_string_free(&cleaned);
+        uform__text_string_free(&decomposed);
         break;
     }
     case UFORM__TEXT_NORMALIZER_FORM:
@@ -257,17 +272,26 @@ uform_status_t uform__text_normalize(const uform__text_normalizer_t *normalizer,
         break;
     case UFORM__TEXT_NORMALIZER_LOWERCASE: failed = lowercase(text, length, out) != 0; break;
     case UFORM__TEXT_NORMALIZER_STRIP_ACCENTS:
-        failed = filter(text, length, uform__text_is_combining_mark, out) != 0;
+        failed = filter(text, length, uform__text_is_combining_mark, out, first) != 0;
         break;
-    case UFORM__TEXT_NORMALIZER_NMT: failed = nmt(text, length, out) != 0; break;
+    case UFORM__TEXT_NORMALIZER_NMT: failed = nmt(text, length, out, first) != 0; break;
     case UFORM__TEXT_NORMALIZER_BYTE_LEVEL: failed = byte_level(text, length, out) != 0; break;
-    case UFORM__TEXT_NORMALIZER_STRIP: failed = strip(normalizer, text, length, out) != 0; break;
+    case UFORM__TEXT_NORMALIZER_STRIP: failed = strip(normalizer, text, length, out, first) != 0; break;
     case UFORM__TEXT_NORMALIZER_PREPEND:
         if (length) failed = uform__text_string_append(out, normalizer->content, strlen(normalizer->content)) != 0;
         failed = failed || uform__text_string_append(out, text, length) != 0;
         break;
     case UFORM__TEXT_NORMALIZER_REPLACE: {
         int result = uform__text_regex_replace(&normalizer->regex, text, length, normalizer->content, scratch, out);
+        /* A match at the start: `tokenizers` aligns the replacement with the match's last character
+         * (or, when the replacement is empty, the text continues after the match), so the text
+         * starts where the input does only when the match was a single character replaced. */
+        const uform__text_spans_t *spans = &scratch->spans;
+        if (result == 0 && spans->count && spans->data[0].is_match && spans->data[0].end > 0) {
+            size_t after_first = 0;
+            (void)uform__text_utf8_next(text, &after_first);
+            if (!normalizer->content[0] || spans->data[0].end > after_first) *first = 0;
+        }
         if (result == -2)
             return uform__fail(outcome, UFORM_UNSUPPORTED, "uform__tokenizer_encode",
                                "a Replace normalizer's regular expression exceeded PCRE2's match limits on a "
@@ -287,7 +311,8 @@ uform_status_t uform__text_normalize(const uform__text_normalizer_t *normalizer,
         for (size_t i = 0; i < normalizer->child_count && status == UFORM_OK; ++i) {
             uform__text_string_t *next = &buffers[i & 1];
             uform__text_string_clear(next);
-            status = uform__text_normalize(&normalizer->children[i], current, current_length, next, scratch, outcome);
+            status =
+                uform__text_normalize(&normalizer->children[i], current, current_length, next, first, scratch, outcome);
             if (status == UFORM_OK && uform__text_string_append(next, "", 0) != 0) status = out_of_memory(outcome);
             current = next->data, current_length = next->length;
         }

@@ -68,19 +68,24 @@ static uform_status_t template_special(const cJSON *json, const char *path, cons
 
 /* One piece of a template: 1 for the sequence ("$A", {"Sequence": {"id": "A"}}), 2 for the pair's
  * second sequence (ignored), 0 for a special token whose name goes to `name`. */
+/* The string form of a piece (`length` bytes): "$A", "$B", "$0", "$A:1", "[CLS]", "[CLS]:0". */
+static void piece_from_text(const char *text, size_t length, char name[256], int *sequence) {
+    size_t end = length;
+    while (end > 0 && text[end - 1] != ':') --end;
+    if (end > 0) length = end - 1; /* drop the ":type_id" */
+    *sequence = 0;
+    if (length > 0 && text[0] == '$') {
+        *sequence = length == 1 || text[1] == 'A' || text[1] == '0' ? 1 : 2;
+        return;
+    }
+    snprintf(name, 256, "%.*s", (int)(length < 255 ? length : 255), text);
+}
+
 static uform_status_t template_piece(const cJSON *piece, const char *path, char name[256], int *sequence,
                                      uform_outcome_t *outcome) {
     *sequence = 0;
     if (cJSON_IsString(piece)) {
-        /* The string form: "$A", "$B", "$0", "$A:1", "[CLS]", "[CLS]:0". */
-        const char *text = piece->valuestring;
-        const char *colon = strrchr(text, ':');
-        size_t length = colon ? (size_t)(colon - text) : strlen(text);
-        if (text[0] == '$') {
-            *sequence = length == 1 || text[1] == 'A' || text[1] == '0' ? 1 : 2;
-            return UFORM_OK;
-        }
-        snprintf(name, 256, "%.*s", (int)(length < 255 ? length : 255), text);
+        piece_from_text(piece->valuestring, strlen(piece->valuestring), name, sequence);
         return UFORM_OK;
     }
     const cJSON *special = uform__text_json_member(piece, "SpecialToken");
@@ -124,9 +129,35 @@ static uform_status_t parse(const cJSON *json, const char *path, specials_t *spe
         char where[UFORM__TEXT_PATH];
         uform__text_path(where, path, "single");
         const cJSON *single = uform__text_json_member(json, "single");
-        if (cJSON_IsString(single))
-            return uform__fail(outcome, UFORM_UNSUPPORTED, uform__text_function,
-                               "%s is a template string; only the list form tokenizer.json files hold is read", where);
+        if (cJSON_IsString(single)) {
+            /* "[CLS] $A [SEP]": pieces separated by spaces, the form Python's TemplateProcessing
+             * constructor takes. Rust's deserializer refuses it inside a file (files it writes hold
+             * the list form); it is read here as the list form it stands for. */
+            int seen_sequence = 0;
+            for (const char *at = single->valuestring; *at;) {
+                while (*at == ' ') ++at;
+                size_t length = strcspn(at, " ");
+                if (!length) break;
+                char name[256];
+                int sequence;
+                piece_from_text(at, length, name, &sequence);
+                at += length;
+                if (sequence == 1) {
+                    if (seen_sequence)
+                        return uform__fail(outcome, UFORM_UNSUPPORTED, uform__text_function,
+                                           "%s: a single template holding the sequence twice is not supported", where);
+                    seen_sequence = 1;
+                } else if (sequence == 0) {
+                    status = template_special(json, path, name, seen_sequence ? &specials->after : &specials->before,
+                                              outcome);
+                    if (status != UFORM_OK) return status;
+                }
+            }
+            if (!seen_sequence)
+                return uform__fail(outcome, UFORM_UNSUPPORTED, uform__text_function,
+                                   "%s does not hold the sequence ($A): its text would be dropped", where);
+            return UFORM_OK;
+        }
         if (!cJSON_IsArray(single))
             return uform__fail(outcome, UFORM_FORMAT, uform__text_function, "%s is %s, expected an array", where,
                                uform__text_json_kind(single));

@@ -103,7 +103,7 @@ uform_status_t uform__text_regex_compile(uform__text_regex_t *regex, const char 
         pcre2_compile((PCRE2_SPTR)translated.data, translated.length, options, &error, &error_at, NULL);
     uform__text_string_free(&translated);
     if (!code) {
-        if (error == PCRE2_ERROR_HEAPLIMIT || error == PCRE2_ERROR_NOMEMORY)
+        if (error == PCRE2_ERROR_HEAP_FAILED || error == PCRE2_ERROR_HEAPLIMIT || error == PCRE2_ERROR_NOMEMORY)
             return uform__fail(outcome, UFORM_OUT_OF_MEMORY, uform__text_function,
                                "out of memory compiling the regular expression of %s", where);
         PCRE2_UCHAR message[160];

@@ -397,11 +397,63 @@ static void test_zip(void) {
     CHECK(uform__torch_count(NULL) == 0 && uform__torch_at(NULL, 0) == NULL && uform__torch_find(NULL, "x") == NULL);
 }
 
+/* The legacy format: values, key orders, and every prefix refused. */
+static void test_legacy(void) {
+    static const char *const reordered[] = {"k2", "k1", "k3"}, *const missing[] = {"k1", "k2"},
+                             *const extra[] = {"k1", "k2", "k3", "k4"}, *const twice[] = {"k1", "k1", "k2", "k3"};
+    for (int variant = 0; variant < 2; ++variant) {
+        sample_bytes_t bytes = {0};
+        sample_legacy(&bytes, variant ? reordered : NULL, 3);
+        uform__torch_file_t *file = NULL;
+        char message[400];
+        CHECK_MSG(open_bytes(&bytes, &file, message) == UFORM_OK, "legacy %d: %s", variant, message);
+        CHECK_EQ_INT(uform__torch_count(file), 3);
+        static const float w[6] = {2, 3, 4, 5, 6, 7}, x[3] = {14, 15, 16};
+        expect_floats(uform__torch_find(file, "w"), "w", w, 6);
+        expect_floats(uform__torch_find(file, "v.x"), "v.x", x, 3);
+        const uform__safetensors_tensor_t *b = uform__torch_find(file, "b");
+        CHECK(b && b->dtype == UFORM__SAFETENSORS_U8 && b->length == 2 && ((const uint8_t *)b->data)[0] == 7 &&
+              ((const uint8_t *)b->data)[1] == 9);
+        CHECK(b && uform__torch_mapped(file, b));
+        close_bytes(file);
+        if (!variant) { /* every prefix of the file is malformed */
+            size_t refused = 0;
+            for (size_t cut = 0; cut < bytes.size; ++cut) {
+                sample_bytes_t prefix = {bytes.data, cut, cut};
+                uform_status_t status = open_bytes(&prefix, &file, message);
+                refused += status == UFORM_FORMAT && message[0];
+                if (status == UFORM_OK) close_bytes(file);
+            }
+            CHECK_EQ_INT(refused, bytes.size);
+        }
+        free(bytes.data);
+    }
+    static const struct {
+        const char *const *keys;
+        int count;
+        const char *text;
+    } broken[] = {{missing, 2, "storage 'k3' is not in the key list"},
+                  {extra, 4, "storage 'k4' of the key list is named by no persistent id"},
+                  {twice, 4, "storage 'k1' appears twice in the key list"}};
+    for (size_t index = 0; index < sizeof broken / sizeof broken[0]; ++index) {
+        sample_bytes_t bytes = {0};
+        sample_legacy(&bytes, broken[index].keys, broken[index].count);
+        uform__torch_file_t *file = NULL;
+        char message[400];
+        uform_status_t status = open_bytes(&bytes, &file, message);
+        CHECK_MSG(status == UFORM_FORMAT && strstr(message, broken[index].text), "legacy keys %zu: %s: %s", index,
+                  uform_status_name(status), message);
+        close_bytes(file);
+        free(bytes.data);
+    }
+}
+
 int main(void) {
     test_state_sample();
     test_every_opcode();
     test_opcodes();
     test_tensors();
     test_zip();
+    test_legacy();
     return check_finish();
 }

@@ -4,7 +4,7 @@
  * in a sparse file) that torch.load reads back, and hostile files; its manifest says what each
  * must give. Every tensor's bytes are compared with the dump NumPy wrote from the tensor in
  * memory; every refusal's status and message text are checked. Each file is read by path and,
- * when small, from memory too; one valid file is also cut at every length.
+ * when small, from memory too; two valid files (zip and legacy) are also cut at every length.
  * Usage: io_torch_read PYTHON SCRIPT. Exits 77 (skipped) when PYTHON or its torch is missing.
  */
 #include <errno.h>
@@ -212,6 +212,7 @@ int main(int argc, char **argv) {
     CHECK(files >= 10 && tensors >= 50 && refusals >= 40);
 
     cut_everywhere(directory, "module_state.pt");
+    cut_everywhere(directory, "legacy.pt");
 
     char command[4200];
     snprintf(command, sizeof command, "rm -rf '%s'", directory);

@@ -4,7 +4,7 @@ Usage: torch_write.py DIR  (run by Debian's /usr/bin/python3, which has torch an
 
 Into DIR go real files written by torch.save (state dicts of every dtype, scalars, empty tensors,
 views sharing a storage, non-contiguous views, nested checkpoint dicts, protocol 4, parameters,
-the legacy and TorchScript formats), archives this script lays out itself with zip64 records
+the legacy format, TorchScript), archives this script lays out itself with zip64 records
 (one with offsets past 4 GiB in a sparse file) that torch.load must read back, and hostile files:
 pickles naming forbidden globals, storages past their entries, overflowing shapes, deep marks,
 truncations, compressed and corrupted entries. The expected bytes of every tensor come from the
@@ -267,8 +267,22 @@ def main():
     parameters = module.state_dict(keep_vars=True)
     expect_ok(save("parameters.pt", parameters), parameters)
 
+    # The legacy format (PyTorch before 1.6), which old pytorch_model.bin files on the hub have.
+    expect_ok(save("legacy.pt", module_state, _use_new_zipfile_serialization=False), module_state)
+    expect_ok(save("legacy_dtypes.pt", dtypes, _use_new_zipfile_serialization=False, pickle_protocol=4), dtypes)
+    expect_ok(save("legacy_views.pt", {**shared, **strided}, _use_new_zipfile_serialization=False), {**shared, **strided})
+    with open(path_of("legacy.pt"), "rb") as stream:
+        legacy = stream.read()
+    with open(path_of("legacy_cut.pt"), "wb") as stream:
+        stream.write(legacy[:-7])
+    expect_fail("legacy_cut.pt", "format", "run past the end of the")
+    version = pickle.dumps(1001, protocol=2)
+    at = legacy.index(version, 10)
+    with open(path_of("legacy_version.pt"), "wb") as stream:
+        stream.write(legacy[:at] + pickle.dumps(1000, protocol=2) + legacy[at + len(version):])
+    expect_fail("legacy_version.pt", "unsupported", "not the version 1001")
+
     # Formats this reader does not read.
-    expect_fail(save("legacy.pt", module_state, _use_new_zipfile_serialization=False), "unsupported", "legacy torch.save")
     torch.jit.save(torch.jit.script(torch.nn.Linear(2, 2)), path_of("scripted.pt"))
     expect_fail("scripted.pt", "unsupported", "TorchScript")
     expect_fail(save("bare_tensor.pt", torch.ones(3)), "unsupported", "not a dict of tensors")
@@ -364,6 +378,10 @@ def main():
         expect_fail(crafted(file, data, [("0", FLOATS)]), status, message)
     for file in ("memo_unset.pt", "no_stop.pt", "bad_key.pt"):
         check_torch_refuses(file)
+    # For the record (docs/pytorch-files.md): what PyTorch's own restricted loader makes of the rest.
+    accepted = [file for file, _, _, _ in structural if not weights_only_refuses(file)]
+    print(f"torch.load(weights_only=True) accepts {len(accepted)} of the {len(structural)} malformed pickles the C "
+          f"reader refuses: {', '.join(accepted)}")
 
     # Archives that are broken as archives.
     good = state(("x", rebuild("FloatStorage", "0", 24, 0, (24,), (1,))))

@@ -15,3 +15,10 @@ target_compile_definitions(test_nn_torch PRIVATE NN_TORCH_PYTHON="${UFORM_TORCH_
 set_tests_properties(test_nn_torch PROPERTIES SKIP_RETURN_CODE 77)
 uform_add_test(NAME test_nn_softmax SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_nn_softmax.c LABELS kernels)
 uform_add_test(NAME test_nn_exp SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_nn_exp.c LABELS kernels)
+# The published checkpoints' kernels (causal attention, QuickGELU, the tanh GELU) against PyTorch
+# in float64 (nn_reference_published.py); skipped (77) without torch.
+uform_add_test(NAME test_nn_torch_published SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_nn_torch_published.c
+               LABELS kernels TIMEOUT 120)
+target_compile_definitions(test_nn_torch_published PRIVATE NN_TORCH_PYTHON="${UFORM_TORCH_PYTHON}"
+                           NN_REFERENCE_SCRIPT="${CMAKE_CURRENT_SOURCE_DIR}/nn_reference_published.py")
+set_tests_properties(test_nn_torch_published PROPERTIES SKIP_RETURN_CODE 77)

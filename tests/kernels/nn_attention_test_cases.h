@@ -22,4 +22,15 @@ static const attention_case_t nn_attention_cases[] = {
 };
 enum { nn_attention_case_count = sizeof nn_attention_cases / sizeof nn_attention_cases[0] };
 
+/* Causal attention (the shape's `causal`): items of 1, 2, 15, 16, 17, 77 (CLIP's text length: a
+ * whole key block and a ragged diagonal one) and 300 tokens (four blocks and a ragged fifth)
+ * packed end to end, at the head widths of the published text towers. The bidirectional cases
+ * above run causal too. */
+static const attention_case_t nn_attention_causal_cases[] = {
+    {2, 32, 7, {1, 2, 15, 16, 17, 77, 300}},
+    {2, 64, 7, {300, 17, 77, 1, 16, 2, 15}},
+    {1, 128, 7, {77, 1, 300, 2, 15, 16, 17}},
+};
+enum { nn_attention_causal_case_count = sizeof nn_attention_causal_cases / sizeof nn_attention_causal_cases[0] };
+
 #endif

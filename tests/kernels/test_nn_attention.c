@@ -1,22 +1,28 @@
 /*
- * Packed variable-length attention: SERIAL against a naive double-precision reference (forward
- * and analytic backward), the backward against central finite differences of the double forward,
- * every SIMD class this machine runs against SERIAL, bit-identical results with 1, 2 and 3
- * threads, and the argument checks.
+ * Packed variable-length attention, bidirectional and causal (the shape's `causal`): SERIAL
+ * against a naive double-precision reference (forward and analytic backward; causal: each query
+ * over its item's keys up to itself), the backward against central finite differences of the
+ * double forward, every SIMD class this machine runs against SERIAL and the reference, the fused
+ * and two-pass backward schedules bit for bit, bit-identical results with 1, 2 and 3 threads, one
+ * query per item, a NaN in a later key that must not reach the earlier rows of a causal item, and
+ * the argument checks. Causal cases: items of 1, 2, 15, 16, 17, 77 and 300 tokens at head widths
+ * 32, 64 and 128 (nn_attention_test_cases.h), and the bidirectional cases again.
  */
 #include "kernels/nn_attention_test_cases.h"
 #include "kernels/nn_test_support.h"
 #include "common/skip.h"
 
-/* Naive attention in double. qkv [T, 3d] → out [T, d], lse [H, T]. */
+/* Naive attention in double. qkv [T, 3d] → out [T, d], lse [H, T]. Causal: query i attends to
+ * its item's keys begin .. i only (`end` below is then i + 1). */
 static void reference_forward(const uform__attention_shape_t *shape, const double *qkv, double *out, double *lse) {
     size_t H = shape->heads, dh = shape->head_width, d = H * dh, T = shape->tokens;
     double scale = 1.0 / sqrt((double)dh);
     double *scores = malloc((T ? T : 1) * sizeof(double));
     for (size_t item = 0; item < shape->count; ++item) {
-        size_t begin = shape->offsets[item], end = shape->offsets[item + 1];
+        size_t begin = shape->offsets[item], item_end = shape->offsets[item + 1];
         for (size_t h = 0; h < H; ++h)
-            for (size_t i = begin; i < end; ++i) {
+            for (size_t i = begin; i < item_end; ++i) {
+                size_t end = shape->causal ? i + 1 : item_end;
                 double max = -INFINITY;
                 for (size_t j = begin; j < end; ++j) {
                     double s = 0.0;
@@ -45,11 +51,12 @@ static void reference_backward(const uform__attention_shape_t *shape, const doub
     double scale = 1.0 / sqrt((double)dh);
     memset(dqkv, 0, T * 3 * d * sizeof(double));
     for (size_t item = 0; item < shape->count; ++item) {
-        size_t begin = shape->offsets[item], end = shape->offsets[item + 1], n = end - begin;
-        if (!n) continue;
-        double *p = malloc(n * sizeof(double)), *dp = malloc(n * sizeof(double));
+        size_t begin = shape->offsets[item], item_end = shape->offsets[item + 1], length = item_end - begin;
+        if (!length) continue;
+        double *p = malloc(length * sizeof(double)), *dp = malloc(length * sizeof(double));
         for (size_t h = 0; h < H; ++h)
-            for (size_t i = begin; i < end; ++i) {
+            for (size_t i = begin; i < item_end; ++i) {
+                size_t end = shape->causal ? i + 1 : item_end, n = end - begin; /* the keys i sees */
                 const double *q = qkv + i * 3 * d + h * dh, *g = dout + i * d + h * dh;
                 double max = -INFINITY, sum = 0.0, delta = 0.0;
                 for (size_t j = begin; j < end; ++j) {
@@ -87,12 +94,12 @@ typedef struct buffers_t {
     float *qkv, *dout, *out, *lse, *dqkv, *deltas;
 } buffers_t;
 
-static void buffers_init(buffers_t *b, const attention_case_t *c, uint64_t *state) {
+static void buffers_init(buffers_t *b, const attention_case_t *c, uint64_t *state, int causal) {
     b->offsets[0] = 0;
     for (size_t i = 0; i < c->count; ++i) b->offsets[i + 1] = b->offsets[i] + c->lengths[i];
     b->T = b->offsets[c->count];
     b->d = c->heads * c->head_width;
-    b->shape = (uform__attention_shape_t){b->T, c->heads, c->head_width, b->offsets, c->count};
+    b->shape = (uform__attention_shape_t){b->T, c->heads, c->head_width, b->offsets, c->count, NULL, causal};
     b->qkv = malloc(b->T * 3 * b->d * sizeof(float) + 4);
     b->dout = malloc(b->T * b->d * sizeof(float) + 4);
     b->out = malloc(b->T * b->d * sizeof(float) + 4);
@@ -112,10 +119,26 @@ static void run(const uform__nn_kernels_t *kernels, buffers_t *b, const uform__p
     kernels->attention_backward(&b->shape, b->qkv, b->out, b->lse, b->dout, b->deltas, b->dqkv, parallel);
 }
 
-static void check_against_reference(const attention_case_t *c, uint64_t seed) {
+/* Whether a class before classes[k] that this CPU runs has the same F32 attention (ICELAKE's and
+ * GENOA's are SKYLAKE's): running it again would check nothing new, and the double references
+ * and SERIAL already take most of this test's time. */
+static int same_f32_attention_as_earlier(const uform_cpu_class_t *classes, size_t k) {
+    const uform__nn_kernels_t *kernels = uform__nn_kernels(classes[k]);
+    for (size_t j = 0; j < k; ++j) {
+        const uform__nn_kernels_t *earlier = uform__nn_kernels(classes[j]);
+        if (uform_cpu_class_supported(classes[j]) && earlier->attention_forward == kernels->attention_forward &&
+            earlier->attention_backward == kernels->attention_backward &&
+            uform__nn_attention_ops(classes[j]) == uform__nn_attention_ops(classes[k]))
+            return 1;
+    }
+    return 0;
+}
+
+static void check_against_reference(const attention_case_t *c, uint64_t seed, int causal) {
     uint64_t state = seed;
     buffers_t b;
-    buffers_init(&b, c, &state);
+    buffers_init(&b, c, &state, causal);
+    const char *mode = causal ? "causal " : "";
     size_t T = b.T, d = b.d;
     double *qkv = malloc(T * 3 * d * sizeof(double) + 8), *dout = malloc(T * d * sizeof(double) + 8);
     double *out = malloc(T * d * sizeof(double) + 8), *lse = malloc(c->heads * T * sizeof(double) + 8);
@@ -128,11 +151,11 @@ static void check_against_reference(const attention_case_t *c, uint64_t seed) {
     const uform__nn_kernels_t *serial = uform__nn_kernels(UFORM_CPU_CLASS_SERIAL);
     run(serial, &b, NULL);
     char label[96];
-    snprintf(label, sizeof label, "serial out H=%zu dh=%zu", c->heads, c->head_width);
+    snprintf(label, sizeof label, "%sserial out H=%zu dh=%zu", mode, c->heads, c->head_width);
     test_compare_f32(label, b.out, out, T * d, 2e-6, 2e-5);
-    snprintf(label, sizeof label, "serial lse H=%zu dh=%zu", c->heads, c->head_width);
+    snprintf(label, sizeof label, "%sserial lse H=%zu dh=%zu", mode, c->heads, c->head_width);
     test_compare_f32(label, b.lse, lse, c->heads * T, 2e-6, 2e-6);
-    snprintf(label, sizeof label, "serial dqkv H=%zu dh=%zu", c->heads, c->head_width);
+    snprintf(label, sizeof label, "%sserial dqkv H=%zu dh=%zu", mode, c->heads, c->head_width);
     test_compare_f32(label, b.dqkv, dqkv, T * 3 * d, 1e-5, 1e-4);
 
     float *out_serial = malloc(T * d * sizeof(float) + 4), *dqkv_serial = malloc(T * 3 * d * sizeof(float) + 4);
@@ -141,15 +164,15 @@ static void check_against_reference(const attention_case_t *c, uint64_t seed) {
 
     for (size_t k = 0; k < test_simd_class_count; ++k) {
         uform_cpu_class_t cpu_class = test_simd_classes[k];
-        if (!check_class_runs(cpu_class)) {
-            continue;
-        }
+        if (!check_class_runs(cpu_class) || same_f32_attention_as_earlier(test_simd_classes, k)) continue;
         const uform__nn_kernels_t *kernels = uform__nn_kernels(cpu_class);
         run(kernels, &b, NULL);
-        snprintf(label, sizeof label, "%s out H=%zu dh=%zu", uform_cpu_class_name(cpu_class), c->heads, c->head_width);
+        snprintf(label, sizeof label, "%s%s out H=%zu dh=%zu", mode, uform_cpu_class_name(cpu_class), c->heads,
+                 c->head_width);
         test_compare_f32(label, b.out, out, T * d, 2e-6, 2e-5);
         test_compare_f32_f32(label, b.out, out_serial, T * d, 2e-6, 2e-5);
-        snprintf(label, sizeof label, "%s dqkv H=%zu dh=%zu", uform_cpu_class_name(cpu_class), c->heads, c->head_width);
+        snprintf(label, sizeof label, "%s%s dqkv H=%zu dh=%zu", mode, uform_cpu_class_name(cpu_class), c->heads,
+                 c->head_width);
         test_compare_f32(label, b.dqkv, dqkv, T * 3 * d, 1e-5, 1e-4);
         test_compare_f32_f32(label, b.dqkv, dqkv_serial, T * 3 * d, 1e-5, 1e-4);
 
@@ -164,9 +187,9 @@ static void check_against_reference(const attention_case_t *c, uint64_t seed) {
             memset(b.out, 0xFF, T * d * sizeof(float));
             memset(b.dqkv, 0xFF, T * 3 * d * sizeof(float));
             run(kernels, &b, &parallel);
-            snprintf(label, sizeof label, "%s out, %zu threads vs 1", uform_cpu_class_name(cpu_class), threads);
+            snprintf(label, sizeof label, "%s%s out, %zu threads vs 1", mode, uform_cpu_class_name(cpu_class), threads);
             test_compare_bits(label, b.out, out_one, T * d * sizeof(float));
-            snprintf(label, sizeof label, "%s dqkv, %zu threads vs 1", uform_cpu_class_name(cpu_class), threads);
+            snprintf(label, sizeof label, "%s%s dqkv, %zu threads vs 1", mode, uform_cpu_class_name(cpu_class), threads);
             test_compare_bits(label, b.dqkv, dqkv_one, T * 3 * d * sizeof(float));
         }
         free(out_one), free(dqkv_one);
@@ -187,10 +210,11 @@ static void compare_floats_bits(const char *what, const float *got, const float 
         }
 }
 
-static void check_schedules(const attention_case_t *c, uint64_t seed, float spread) {
+static void check_schedules(const attention_case_t *c, uint64_t seed, float spread, int causal) {
     uint64_t state = seed;
     buffers_t b;
-    buffers_init(&b, c, &state);
+    buffers_init(&b, c, &state, causal);
+    const char *mode = causal ? "causal " : "";
     size_t T = b.T, d = b.d;
     for (size_t i = 0; i < T * 3 * d; ++i) b.qkv[i] *= spread;
     float *dqkv_two = malloc(T * 3 * d * sizeof(float) + 4), *deltas_two = malloc(c->heads * T * sizeof(float) + 4);
@@ -198,7 +222,7 @@ static void check_schedules(const attention_case_t *c, uint64_t seed, float spre
                                          UFORM_CPU_CLASS_INTEL_SKYLAKE, UFORM_CPU_CLASS_INTEL_ICELAKE,
                                          UFORM_CPU_CLASS_AMD_GENOA};
     for (size_t k = 0; k < sizeof classes / sizeof classes[0]; ++k) {
-        if (!check_class_runs(classes[k])) continue;
+        if (!check_class_runs(classes[k]) || same_f32_attention_as_earlier(classes, k)) continue;
         const uform__nn_attention_ops_t *ops = uform__nn_attention_ops(classes[k]);
         uform__nn_kernels(classes[k])->attention_forward(&b.shape, b.qkv, b.out, b.lse, NULL);
         memset(dqkv_two, 0xFF, T * 3 * d * sizeof(float));
@@ -213,10 +237,10 @@ static void check_schedules(const attention_case_t *c, uint64_t seed, float spre
             uform__nn_attention_backward_schedule_with(ops, UFORM__NN_ATTENTION_BACKWARD_FUSED, &b.shape, b.qkv, b.out,
                                                        b.lse, b.dout, b.deltas, b.dqkv, threads > 1 ? &parallel : NULL);
             char label[128];
-            snprintf(label, sizeof label, "%s fused vs two-pass dqkv, H=%zu dh=%zu spread %g, %zu threads",
+            snprintf(label, sizeof label, "%s%s fused vs two-pass dqkv, H=%zu dh=%zu spread %g, %zu threads", mode,
                      uform_cpu_class_name(classes[k]), c->heads, c->head_width, spread, threads);
             compare_floats_bits(label, b.dqkv, dqkv_two, T * 3 * d);
-            snprintf(label, sizeof label, "%s fused vs two-pass deltas, H=%zu dh=%zu spread %g, %zu threads",
+            snprintf(label, sizeof label, "%s%s fused vs two-pass deltas, H=%zu dh=%zu spread %g, %zu threads", mode,
                      uform_cpu_class_name(classes[k]), c->heads, c->head_width, spread, threads);
             compare_floats_bits(label, b.deltas, deltas_two, c->heads * T);
         }
@@ -227,11 +251,11 @@ static void check_schedules(const attention_case_t *c, uint64_t seed, float spre
 
 /* Central differences of L(qkv) = Σ dout ⊙ attention(qkv) computed in double, against every
  * class's backward. */
-static void check_finite_differences(uint64_t seed) {
+static void check_finite_differences(uint64_t seed, int causal) {
     const attention_case_t c = {2, 5, 3, {3, 1, 6}};
     uint64_t state = seed;
     buffers_t b;
-    buffers_init(&b, &c, &state);
+    buffers_init(&b, &c, &state, causal);
     size_t T = b.T, d = b.d, n = T * 3 * d;
     double *qkv = malloc(n * sizeof(double)), *out = malloc(T * d * sizeof(double));
     double *lse = malloc(c.heads * T * sizeof(double)), *numeric = malloc(n * sizeof(double));
@@ -254,7 +278,8 @@ static void check_finite_differences(uint64_t seed) {
         if (!check_class_runs(classes[k])) continue;
         run(uform__nn_kernels(classes[k]), &b, NULL);
         char label[96];
-        snprintf(label, sizeof label, "%s dqkv vs finite differences", uform_cpu_class_name(classes[k]));
+        snprintf(label, sizeof label, "%s%s dqkv vs finite differences", causal ? "causal " : "",
+                 uform_cpu_class_name(classes[k]));
         test_compare_f32(label, b.dqkv, numeric, n, 2e-5, 1e-4);
     }
     free(qkv), free(out), free(lse), free(numeric);
@@ -266,7 +291,7 @@ static void check_nan_propagates(void) {
     const attention_case_t c = {1, 8, 2, {5, 4}};
     uint64_t state = 7;
     buffers_t b;
-    buffers_init(&b, &c, &state);
+    buffers_init(&b, &c, &state, 0);
     b.qkv[1 * 3 * b.d + b.d + 2] = NAN; /* a key of item 0 */
     const uform_cpu_class_t classes[] = {UFORM_CPU_CLASS_SERIAL, UFORM_CPU_CLASS_INTEL_HASWELL,
                                          UFORM_CPU_CLASS_INTEL_SKYLAKE};
@@ -279,13 +304,54 @@ static void check_nan_propagates(void) {
     buffers_free(&b);
 }
 
+/* Causal: a NaN in the key of token j of an item reaches that item's rows j and later, never the
+ * rows before j (their scores against it are computed, but must not enter their max, exp or
+ * sum), in the F32 and BF16 forwards of every class, one query per item included. Keys at the
+ * start, the middle and the end of key blocks of a 300-token item. */
+static void check_causal_nan(uint64_t seed) {
+    const attention_case_t c = {2, 64, 3, {77, 300, 5}};
+    const size_t planted[] = {1, 63, 64, 70, 200, 299};
+    const uform_cpu_class_t classes[] = {UFORM_CPU_CLASS_SERIAL, UFORM_CPU_CLASS_INTEL_HASWELL,
+                                         UFORM_CPU_CLASS_INTEL_SKYLAKE, UFORM_CPU_CLASS_AMD_GENOA};
+    for (size_t n = 0; n < sizeof planted / sizeof planted[0]; ++n) {
+        uint64_t state = seed + n;
+        buffers_t b;
+        buffers_init(&b, &c, &state, 1);
+        size_t begin = b.offsets[1], token = begin + planted[n], d = b.d;
+        b.qkv[token * 3 * d + d + 70] = NAN; /* head 1's key */
+        size_t queries[3] = {b.offsets[0] + 76, token - 1, b.offsets[2] + 2};
+        for (size_t k = 0; k < sizeof classes / sizeof classes[0]; ++k) {
+            if (!check_class_runs(classes[k])) continue;
+            const uform__nn_kernels_t *kernels = uform__nn_kernels(classes[k]);
+            for (int bf16 = 0; bf16 <= 1; ++bf16) {
+                (bf16 ? kernels->attention_forward_bf16 : kernels->attention_forward)(&b.shape, b.qkv, b.out, b.lse, NULL);
+                size_t leaked = 0, missing = 0;
+                for (size_t i = begin; i < b.offsets[2]; ++i) {
+                    int nan = isnan(b.out[i * d + 64 + 5]);
+                    leaked += i < token && nan, missing += i >= token && !nan;
+                }
+                CHECK_MSG(leaked == 0 && missing == 0,
+                          "%s %s causal: a NaN key at item position %zu reached %zu earlier rows and missed %zu later",
+                          uform_cpu_class_name(classes[k]), bf16 ? "bf16" : "f32", planted[n], leaked, missing);
+                uform__attention_shape_t shape = b.shape;
+                shape.queries = queries;
+                (bf16 ? kernels->attention_forward_bf16 : kernels->attention_forward)(&shape, b.qkv, b.out, b.lse, NULL);
+                CHECK_MSG(!isnan(b.out[1 * d + 64]) && !isnan(b.out[0]) && !isnan(b.out[2 * d + 64]),
+                          "%s %s causal, one query per item: the row before a NaN key at %zu is NaN",
+                          uform_cpu_class_name(classes[k]), bf16 ? "bf16" : "f32", planted[n]);
+            }
+        }
+        buffers_free(&b);
+    }
+}
+
 /* One query row per item (the pruned last block of an encoder): row i of out and column i of lse
  * must equal the full attention's rows queries[i], on every class, with 1 and 2 threads. */
-static void check_queries(uint64_t seed) {
+static void check_queries(uint64_t seed, int causal) {
     const attention_case_t c = {6, 64, 5, {1, 197, 64, 65, 130}};
     uint64_t state = seed;
     buffers_t b;
-    buffers_init(&b, &c, &state);
+    buffers_init(&b, &c, &state, causal);
     size_t T = b.T, d = b.d, H = c.heads, count = c.count;
     double *qkv = malloc(T * 3 * d * sizeof(double)), *out = malloc(T * d * sizeof(double));
     double *lse = malloc(H * T * sizeof(double));
@@ -315,7 +381,8 @@ static void check_queries(uint64_t seed) {
             memset(row_out, 0xFF, count * d * sizeof(float));
             uform__nn_kernels(classes[k])->attention_forward(&shape, b.qkv, row_out, row_lse, threads > 1 ? &parallel : NULL);
             char label[96];
-            snprintf(label, sizeof label, "%s one query per item, %zu threads", uform_cpu_class_name(classes[k]), threads);
+            snprintf(label, sizeof label, "%s%s one query per item, %zu threads", causal ? "causal " : "",
+                     uform_cpu_class_name(classes[k]), threads);
             test_compare_f32(label, row_out, expected_out, count * d, 2e-6, 2e-5);
             test_compare_f32(label, row_lse, expected_lse, H * count, 2e-6, 2e-6);
         }
@@ -359,14 +426,22 @@ static void check_validation(void) {
 int main(int argc, char **argv) {
     uint64_t seed = argc > 1 ? strtoull(argv[1], NULL, 0) : 0x5EEDA77Eull;
     printf("seed 0x%llx\n", (unsigned long long)seed);
-    for (size_t i = 0; i < nn_attention_case_count; ++i) check_against_reference(&nn_attention_cases[i], seed + i);
-    for (size_t i = 0; i < nn_attention_case_count; ++i) {
-        check_schedules(&nn_attention_cases[i], seed + 17 * i, 1.0f);
-        check_schedules(&nn_attention_cases[i], seed + 17 * i + 1, 6.0f);
+    for (int causal = 0; causal <= 1; ++causal) {
+        for (size_t i = 0; i < nn_attention_case_count; ++i)
+            check_against_reference(&nn_attention_cases[i], seed + i, causal);
+        for (size_t i = 0; i < nn_attention_case_count; ++i) {
+            check_schedules(&nn_attention_cases[i], seed + 17 * i, 1.0f, causal);
+            check_schedules(&nn_attention_cases[i], seed + 17 * i + 1, 6.0f, causal);
+        }
+        check_finite_differences(seed, causal);
+        check_queries(seed, causal);
     }
-    check_finite_differences(seed);
+    for (size_t i = 0; i < nn_attention_causal_case_count; ++i) {
+        check_against_reference(&nn_attention_causal_cases[i], seed + 101 * i, 1);
+        check_schedules(&nn_attention_causal_cases[i], seed + 101 * i + 1, 6.0f, 1);
+    }
     check_nan_propagates();
-    check_queries(seed);
+    check_causal_nan(seed);
     check_validation();
     return check_finish();
 }

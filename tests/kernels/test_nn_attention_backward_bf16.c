@@ -15,7 +15,10 @@
  *     rounding points;
  *   - lengths 1, odd, 64, 65, 197, 256, an empty item; head widths 1, 13, 31, 64, 128; peaked
  *     softmax (inputs ×4); D stored; NaN stays in its item; bit-identical results on 1, 2 and 3
- *     threads; head widths the tiles cannot hold give NaN.
+ *     threads; head widths the tiles cannot hold give NaN;
+ *   - causal shapes (the shape's `causal`) through the same checks, the references summing each
+ *     row over its item's keys up to itself: the cases above, and items of 1, 2, 15, 16, 17, 77
+ *     and 300 tokens at head widths 32, 64 and 128.
  * out and lse come from SERIAL's attention_forward_bf16, the same for every class.
  */
 #include "kernels/nn_attention_test_cases.h"
@@ -63,7 +66,8 @@ typedef struct gradients_t {
 /*
  * The backward in double for the given out and lse (as F32 values), one query row at a time.
  * `bf16`: the roundings of nn.h's attention_backward_bf16, with the slack of near-boundary P and
- * dS; otherwise exact gradients (P from lse, which must then be the exact one).
+ * dS; otherwise exact gradients (P from lse, which must then be the exact one). Causal shapes:
+ * row i over keys begin .. i only.
  */
 static void reference(const uform__attention_shape_t *shape, const float *qkv32, const float *dout32,
                       const float *out32, const float *lse32, int bf16, gradients_t *result) {
@@ -87,7 +91,7 @@ static void reference(const uform__attention_shape_t *shape, const float *qkv32,
                     double term = (double)dout32[i * d + h * dh + e] * (double)out32[i * d + h * dh + e];
                     delta += term, delta_magnitude += fabs(term);
                 }
-                for (size_t j = begin; j < end; ++j) {
+                for (size_t j = begin; j < (shape->causal ? i + 1 : end); ++j) {
                     const double *k = qkv + j * 3 * d + d + h * dh, *v = k + d;
                     const double *k_exact = qkv_exact + j * 3 * d + d + h * dh;
                     double s = 0.0, dp = 0.0, dp_magnitude = 0.0;
@@ -128,7 +132,7 @@ static void exact_lse(const uform__attention_shape_t *shape, const float *qkv, f
             for (size_t i = begin; i < end; ++i) {
                 double max = -INFINITY, sum = 0.0;
                 for (int pass = 0; pass < 2; ++pass)
-                    for (size_t j = begin; j < end; ++j) {
+                    for (size_t j = begin; j < (shape->causal ? i + 1 : end); ++j) {
                         double s = 0.0;
                         for (size_t e = 0; e < dh; ++e)
                             s += (double)qkv[i * 3 * d + h * dh + e] * (double)qkv[j * 3 * d + d + h * dh + e];
@@ -182,11 +186,11 @@ enum { class_count = sizeof classes / sizeof classes[0] };
 
 static double worst_exact_unit = 0.0, worst_exact_loose = 0.0;
 
-static void check_case(const attention_case_t *c, float spread, uint64_t seed) {
+static void check_case(const attention_case_t *c, float spread, uint64_t seed, int causal) {
     size_t offsets[9] = {0};
     for (size_t i = 0; i < c->count; ++i) offsets[i + 1] = offsets[i] + c->lengths[i];
     size_t T = offsets[c->count], H = c->heads, dh = c->head_width, d = H * dh;
-    uform__attention_shape_t shape = {T, H, dh, offsets, c->count, NULL};
+    uform__attention_shape_t shape = {T, H, dh, offsets, c->count, NULL, causal};
     CHECK_STATUS(uform__nn_check_attention(&shape, NULL), UFORM_OK);
 
     uint64_t state = seed;
@@ -220,7 +224,8 @@ static void check_case(const attention_case_t *c, float spread, uint64_t seed) {
         kernels->attention_backward_bf16(&shape, qkv, out, lse, dout, deltas, got, NULL);
         double worst[3], worst_exact[3];
         for (size_t part = 0; part < 3; ++part) {
-            snprintf(label, sizeof label, "%s bf16 backward H=%zu dh=%zu spread %g", name, H, dh, spread);
+            snprintf(label, sizeof label, "%s%s bf16 backward H=%zu dh=%zu spread %g", causal ? "causal " : "", name, H,
+                     dh, spread);
             size_t misses = count_misses(label, got, expected.dqkv, expected.slack, T, d, part, 1e-5, 0, &worst[part]);
             CHECK_MSG(misses == 0, "%s: %zu values of part %zu beyond 1e-5 of max (+ slack) of the BF16 reference",
                       label, misses, part);
@@ -232,9 +237,9 @@ static void check_case(const attention_case_t *c, float spread, uint64_t seed) {
             double *seen = loose ? &worst_exact_loose : &worst_exact_unit;
             if (worst_exact[part] > *seen) *seen = worst_exact[part];
         }
-        printf("%-14s H=%zu dh=%-3zu spread %g: vs BF16 reference %.1e %.1e %.1e, vs exact %.1e %.1e %.1e "
+        printf("%-14s H=%zu dh=%-3zu spread %g%s: vs BF16 reference %.1e %.1e %.1e, vs exact %.1e %.1e %.1e "
                "(dq dk dv, of max)\n",
-               name, H, dh, spread, worst[0], worst[1], worst[2], worst_exact[0], worst_exact[1], worst_exact[2]);
+               name, H, dh, spread, causal ? " causal" : "", worst[0], worst[1], worst[2], worst_exact[0], worst_exact[1], worst_exact[2]);
 
         /* D: the F32 backward's, which the F32 tests check. */
         float *deltas_f32 = malloc((H * T + 1) * sizeof(float));
@@ -309,12 +314,16 @@ static void check_unsupported_width(void) {
 int main(int argc, char **argv) {
     uint64_t seed = argc > 1 ? strtoull(argv[1], NULL, 0) : 0xBF16BAC4ull;
     printf("seed 0x%llx\n", (unsigned long long)seed);
-    for (size_t i = 0; i < nn_attention_case_count; ++i) check_case(&nn_attention_cases[i], 1.0f, seed + i);
     /* An item of four whole blocks between ragged ones; an odd head width (31: a half-padded
      * BF16 pair); a peaked softmax. */
     const attention_case_t more[] = {{2, 64, 3, {65, 256, 33}}, {1, 31, 1, {200}}, {6, 64, 2, {197, 3}}};
-    for (size_t i = 0; i < sizeof more / sizeof more[0]; ++i)
-        check_case(&more[i], i == 2 ? 4.0f : 1.0f, seed + nn_attention_case_count + i);
+    for (int causal = 0; causal <= 1; ++causal) {
+        for (size_t i = 0; i < nn_attention_case_count; ++i) check_case(&nn_attention_cases[i], 1.0f, seed + i, causal);
+        for (size_t i = 0; i < sizeof more / sizeof more[0]; ++i)
+            check_case(&more[i], i == 2 ? 4.0f : 1.0f, seed + nn_attention_case_count + i, causal);
+    }
+    for (size_t i = 0; i < nn_attention_causal_case_count; ++i)
+        check_case(&nn_attention_causal_cases[i], 1.0f, seed + 200 + i, 1);
     check_nan_propagates();
     check_unsupported_width();
     printf("worst error against exact gradients, of the gradient's max magnitude: %.3g at unit scale (bound 2e-2), "

@@ -11,7 +11,11 @@
  *     against an exact reference that rounds Q, K, V and dout where nn.h says
  *     (check_exact_rounding says why general inputs cannot be exact);
  *   - lengths 1, odd, 64, 65, 197, 256, an empty item; head widths 1, 13, 64, 128; one query
- *     per item; NaN propagation; bit-identical results on 1, 2 and 3 threads; no NULL slot.
+ *     per item; NaN propagation; bit-identical results on 1, 2 and 3 threads; no NULL slot;
+ *   - causal shapes (the shape's `causal`) through the same checks: the reference walks each row's
+ *     key blocks up to its own and, in that block, its keys up to itself (nn.h), on the cases
+ *     above and on items of 1, 2, 15, 16, 17, 77 and 300 tokens at head widths 32, 64 and 128,
+ *     all rows and one query per item.
  */
 #include "kernels/nn_attention_test_cases.h"
 #include "kernels/nn_test_support.h"
@@ -51,7 +55,9 @@ static double bf16_round_with_doubt(double p, double window, double *doubt) {
  * Attention in double for the output rows `rows` (token indices; NULL: every token), FA2 form
  * over key blocks of 64. `bf16`: Q, K, V rounded to BF16 and P = exp(s − running max) rounded
  * too (the normaliser sums unrounded P); otherwise exact attention. out [n, d], lse [H, n] and
- * slack [n, d] (the doubt of near-boundary P, weighted by |v| and normalised like out).
+ * slack [n, d] (the doubt of near-boundary P, weighted by |v| and normalised like out). Causal
+ * shapes: row i's keys end at i + 1 (its last block is cut there, so its running max is taken
+ * over the keys it sees, as the kernels take it).
  */
 static void reference(const uform__attention_shape_t *shape, const float *qkv32, const size_t *rows, int bf16,
                       double *out, double *lse, double *slack) {
@@ -74,8 +80,9 @@ static void reference(const uform__attention_shape_t *shape, const float *qkv32,
                 const double *q = qkv + i * 3 * d + h * dh;
                 double m = -INFINITY, l = 0.0;
                 for (size_t e = 0; e < dh; ++e) acc[e] = 0.0, doubt[e] = 0.0;
-                for (size_t k0 = begin; k0 < end; k0 += reference_block) {
-                    size_t cols = end - k0 < reference_block ? end - k0 : reference_block;
+                size_t keys_end = shape->causal ? i + 1 : end;
+                for (size_t k0 = begin; k0 < keys_end; k0 += reference_block) {
+                    size_t cols = keys_end - k0 < reference_block ? keys_end - k0 : reference_block;
                     double tile_max = -INFINITY;
                     for (size_t c = 0; c < cols; ++c) {
                         const double *k = qkv + (k0 + c) * 3 * d + d + h * dh;
@@ -132,13 +139,14 @@ static const uform_cpu_class_t classes[] = {UFORM_CPU_CLASS_SERIAL, UFORM_CPU_CL
                                             UFORM_CPU_CLASS_AMD_GENOA};
 enum { class_count = sizeof classes / sizeof classes[0] };
 
-/* Runs one case on every class, all rows or (`one_query`) one query row per item. */
-static void check_case(const attention_case_t *c, int one_query, uint64_t seed) {
+/* Runs one case on every class, all rows or (`one_query`) one query row per item, bidirectional
+ * or `causal`. */
+static void check_case(const attention_case_t *c, int one_query, uint64_t seed, int causal) {
     size_t offsets[9] = {0}, queries[8];
     for (size_t i = 0; i < c->count; ++i) offsets[i + 1] = offsets[i] + c->lengths[i];
     size_t T = offsets[c->count], H = c->heads, dh = c->head_width, d = H * dh;
     for (size_t i = 0; i < c->count; ++i) queries[i] = offsets[i] + (i * 37 + 5) % (c->lengths[i] ? c->lengths[i] : 1);
-    uform__attention_shape_t shape = {T, H, dh, offsets, c->count, one_query ? queries : NULL};
+    uform__attention_shape_t shape = {T, H, dh, offsets, c->count, one_query ? queries : NULL, causal};
     CHECK_STATUS(uform__nn_check_attention(&shape, NULL), UFORM_OK);
     size_t n = one_query ? c->count : T;
 
@@ -166,17 +174,19 @@ static void check_case(const attention_case_t *c, int one_query, uint64_t seed) 
         memset(got, 0xFF, n * d * sizeof(float));
         kernels->attention_forward_bf16(&shape, qkv, got, got_lse, NULL);
         double worst, worst_exact;
-        snprintf(label, sizeof label, "%s bf16 H=%zu dh=%zu%s out", name, H, dh, one_query ? " queries" : "");
+        snprintf(label, sizeof label, "%s%s bf16 H=%zu dh=%zu%s out", causal ? "causal " : "", name, H, dh,
+                 one_query ? " queries" : "");
         size_t misses = count_misses(label, got, out, slack, n * d, tight, 0, &worst);
         CHECK_MSG(misses == 0, "%s: %zu of %zu values beyond %.3g (+ slack) of the BF16-rounding reference, worst %.3g",
                   label, misses, n * d, tight, worst);
         misses = count_misses(label, got, exact, NULL, n * d, loose, 0, &worst_exact);
         CHECK_MSG(misses == 0, "%s: %zu of %zu values beyond %.3g of exact attention, worst %.3g", label, misses,
                   n * d, loose, worst_exact);
-        snprintf(label, sizeof label, "%s bf16 H=%zu dh=%zu%s lse", name, H, dh, one_query ? " queries" : "");
+        snprintf(label, sizeof label, "%s%s bf16 H=%zu dh=%zu%s lse", causal ? "causal " : "", name, H, dh,
+                 one_query ? " queries" : "");
         test_compare_f32(label, got_lse, lse, H * n, 2e-6, 2e-6);
-        printf("%-14s H=%zu dh=%-3zu %s max|out| %.3g: vs BF16 reference %.2e, vs exact %.2e (%.2e of max|out|)\n",
-               name, H, dh, one_query ? "queries" : "all rows", scale_out, worst, worst_exact,
+        printf("%-14s H=%zu dh=%-3zu %s%s max|out| %.3g: vs BF16 reference %.2e, vs exact %.2e (%.2e of max|out|)\n",
+               name, H, dh, causal ? "causal " : "", one_query ? "queries" : "all rows", scale_out, worst, worst_exact,
                worst_exact / (scale_out > 0 ? scale_out : 1.0));
 
         /* The tight check must see the rounding points: F32 compute misses it (on long items). */
@@ -386,14 +396,20 @@ static void check_exact_rounding(void) {
 int main(int argc, char **argv) {
     uint64_t seed = argc > 1 ? strtoull(argv[1], NULL, 0) : 0xBF16A77Eull;
     printf("seed 0x%llx\n", (unsigned long long)seed);
-    for (size_t i = 0; i < nn_attention_case_count; ++i) check_case(&nn_attention_cases[i], 0, seed + i);
     /* Also an item of four whole key blocks between ragged ones, and an odd head width (31: its
      * last BF16 pair is half padding). */
     const attention_case_t more[] = {{2, 64, 3, {65, 256, 33}}, {1, 31, 1, {200}}};
-    for (size_t i = 0; i < sizeof more / sizeof more[0]; ++i)
-        check_case(&more[i], 0, seed + nn_attention_case_count + i);
     const attention_case_t queries_case = {6, 64, 5, {1, 197, 64, 65, 130}};
-    check_case(&queries_case, 1, seed + 100);
+    for (int causal = 0; causal <= 1; ++causal) {
+        for (size_t i = 0; i < nn_attention_case_count; ++i) check_case(&nn_attention_cases[i], 0, seed + i, causal);
+        for (size_t i = 0; i < sizeof more / sizeof more[0]; ++i)
+            check_case(&more[i], 0, seed + nn_attention_case_count + i, causal);
+        check_case(&queries_case, 1, seed + 100, causal);
+    }
+    for (size_t i = 0; i < nn_attention_causal_case_count; ++i) {
+        check_case(&nn_attention_causal_cases[i], 0, seed + 200 + i, 1);
+        check_case(&nn_attention_causal_cases[i], 1, seed + 300 + i, 1);
+    }
     check_nan_propagates();
     check_tables();
     check_exact_rounding();

@@ -294,7 +294,7 @@ def write_tokenizer(script, kind, folder, seed):
     if not os.path.exists(path):
         print(f"note: {os.path.relpath(path, ROOT)} is missing: the folder gets no tokenizer files", file=sys.stderr)
         return False
-    subprocess.run([sys.executable, path, kind, folder, "--seed", str(seed)], check=True)
+    subprocess.run([sys.executable, path, kind, folder, "--seed", str(seed)], check=True, stdout=subprocess.DEVNULL)
     return True
 
 
@@ -552,6 +552,16 @@ def pad_batch(ids_list, pad_id, length=None):
     return batch, mask
 
 
+def end_of_text_notes(folder, ids_list, token="<|endoftext|>"):
+    """Texts whose ids lack the tokenizer's end-of-text id (CLIP pools at that row: without it the
+    upstream call pools elsewhere too, so parity still holds, but the engine's tokenizer is suspect)."""
+    vocabulary = tokenizer_vocabulary(folder) or {}
+    end = vocabulary.get(token)
+    if end is None:
+        return []
+    return [f"text {row}: no {token} ({end}) among its {len(ids)} ids" for row, ids in enumerate(ids_list) if end not in ids]
+
+
 def check_ids(ids_list, vocab_size, label="text"):
     for row, ids in enumerate(ids_list):
         if not ids:
@@ -614,7 +624,15 @@ def run_compare(reference, argv, description):
     if not present:
         print(f"FAIL {args.dump}: no embeddings or states to compare")
         return 1
+    if {"text_embeddings", "text_states"} & present and not dump.text_ids:
+        print(f"FAIL {args.dump}: text outputs without the ids (text_ids.json) that produced them")
+        return 1
+    if {"image_embeddings", "image_states"} & present and not dump.images:
+        print(f"FAIL {args.dump}: image outputs without meta.json's images")
+        return 1
     print(f"{dump.folder}: {compute} tolerance, outputs {', '.join(sorted(present))}", flush=True)
+    for note in getattr(model, "input_notes", lambda ids: [])(dump.text_ids or []):
+        print(f"NOTE {note}", flush=True)
     tally = Tally()
     _compare_all(tally, dump, _reference_outputs(model, dump, pixels, None), compute)
     if args.self_check_negative:

@@ -160,6 +160,9 @@ class Model:
 
     # --- text ---------------------------------------------------------------------------------
 
+    def input_notes(self, ids_list):
+        return C.end_of_text_notes(self.folder, ids_list)
+
     @torch.no_grad()
     def encode_text(self, ids_list, perturb=None):
         """(embeddings [N, projection_dim] before normalisation, [rows, hidden] states per text).

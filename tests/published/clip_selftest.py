@@ -1,5 +1,6 @@
 """Self-tests of the CLIP-family parity references (clip, openclip, siglip), which need no engine:
 folders written by the *_write.py scripts read back with the published names, shapes and values;
+the two formulations of each model agree in float64 to 1e-9 (they differ by rounding, ~1e-15);
 a dump written by ONE formulation of a model is checked by the *_compare.py script of ANOTHER
 (transformers-layout CLIP on torch.nn.TransformerEncoderLayer against OpenCLIP-layout CLIP written
 by hand, both ways, LayerScale folded into the transformers weights; SigLIP on torch.nn blocks
@@ -195,6 +196,19 @@ def expect(script, args, status, label):
     return text
 
 
+def check_formulations(model, other, images, ids, label, bound=1e-9):
+    """The two formulations in float64 on the same inputs, without a dump's float32 rounding in
+    between: every output within `bound` of the other relative to its largest value (their
+    operations differ, so only rounding of order 1e-15 may separate them)."""
+    pixels = torch.stack([model.preprocess(Image.open(path)) for path in images])
+    worst = 0.0
+    for ours, theirs in ((model.encode_text(ids), other.encode_text(ids)), (model.encode_image(pixels), other.encode_image(pixels))):
+        pairs = [(ours[0], theirs[0])] + list(zip(ours[1], theirs[1]))
+        for a, b in pairs:
+            worst = max(worst, float((a - b).abs().max() / b.abs().max()))
+    check(worst <= bound, f"{label}: the two formulations agree in float64", f"largest relative difference {worst:.3g} (bound {bound:g})")
+
+
 def write_dump_from(model, folder, dump, images, ids, compute="f32", preprocess_model=None):
     """A dump of `model` (one formulation) for the texts and images, with the images preprocessed
     by `preprocess_model` (the layout the compare script will use)."""
@@ -251,6 +265,10 @@ def corrupted_dumps(dump, work):
     states[first:last - 1] = states[first + 1:last].copy()  # text 2's rows one place early
     np.save(os.path.join(path, "text_states.npy"), states)
     cases.append((path, 1, "text 2's state rows shifted by one"))
+
+    path = copy("no_ids")
+    os.remove(os.path.join(path, "text_ids.json"))
+    cases.append((path, 1, "text outputs without text_ids.json"))
 
     path = copy("noisy")  # bf16-sized noise: passes the bf16 bounds, fails the f32 ones
     rng = np.random.default_rng(5)
@@ -318,6 +336,7 @@ def family_clip(size, work):
         other = openclip_reference.Model(folder, tensors=clip_write.to_openclip(tensors, t, v), config=hf_to_openclip_config(model))
         dump = os.path.join(work, f"dump_{variant}")
         write_dump_from(other, folder, dump, images, ids, preprocess_model=model)
+        check_formulations(model, other, images, ids, f"{variant} {size}")
         check_dump("clip", dump, os.path.join(work, f"corrupt_{variant}"), f"{variant} {size} {dtype} {weight_format}",
                    corrupt=(variant == "clip" and size == "tiny"))
         if flavour["open_clip"]:
@@ -359,6 +378,7 @@ def family_openclip(size, work):
         other = clip_reference.Model(folder, tensors=hf_tensors, config=hf_config)
         dump = os.path.join(work, f"dump_{variant}")
         write_dump_from(other, folder, dump, images, ids, preprocess_model=model)
+        check_formulations(model, other, images, ids, f"{variant} {size}")
         check_dump("openclip", dump, os.path.join(work, f"corrupt_{variant}"), f"{variant} {size} {dtype} {weight_format}",
                    corrupt=(variant == "openclip" and size == "tiny"))
 
@@ -386,6 +406,7 @@ def family_siglip(size, work):
         other = siglip_reference.Model(folder, formulation="by-hand")
         dump = os.path.join(work, f"dump_siglip_{dtype}")
         write_dump_from(other, folder, dump, images, ids, preprocess_model=model)
+        check_formulations(model, other, images, ids, f"siglip {size} {dtype}")
         check_dump("siglip", dump, os.path.join(work, f"corrupt_siglip_{dtype}"), f"siglip {size} {dtype} {weight_format}",
                    corrupt=(dtype == "f32" and size == "tiny"))
 

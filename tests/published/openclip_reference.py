@@ -177,6 +177,9 @@ class Model:
             return C.gelu_erf if self.act is C.quick_gelu else C.quick_gelu
         return self.act
 
+    def input_notes(self, ids_list):
+        return C.end_of_text_notes(self.folder, ids_list)
+
     @torch.no_grad()
     def encode_text(self, ids_list, perturb=None):
         """(embeddings [N, embed_dim] before normalisation, [rows, width] states per text)."""

@@ -203,6 +203,13 @@ class Model:
 
     # --- text ---------------------------------------------------------------------------------
 
+    def input_notes(self, ids_list):
+        """Texts not padded to max_position_embeddings: SiglipModel's documented call pads to 64
+        (padding="max_length"); the reference runs whatever ids the engine gave, unmasked."""
+        length = self.text["max_position_embeddings"]
+        return [f"text {row}: {len(ids)} ids, not padded to {length} as SigLIP's tokenizer call does"
+                for row, ids in enumerate(ids_list) if len(ids) != length]
+
     @torch.no_grad()
     def encode_text(self, ids_list, perturb=None):
         """(embeddings [N, width] before normalisation, [rows, width] states per text). No mask:

@@ -152,27 +152,37 @@ def ill_formed(rng):
 def write_unicode8(path):
     """The ranges of code points that are Cf, Mn or P* (Python's unicodedata) and were assigned
     by Unicode 8.0 (Perl's Unicode::UCD ages): what the unicode_categories crate of `tokenizers`
-    knows. The comparison script uses it to recognise where transformers.js (the JavaScript
-    engine's current Unicode) must depart from Python."""
+    knows; and of the marks assigned by Unicode 9.0, what its normalization crate knows. The
+    comparison script uses them to recognise where transformers.js (the JavaScript engine's current
+    Unicode) must depart from Python."""
     import subprocess
     perl = 'use Unicode::UCD qw(prop_invmap); my ($l, $m) = prop_invmap("Age"); ' \
            'print "$l->[$_] $m->[$_]\\n" for 0 .. $#$l;'
     lines = subprocess.run(["perl", "-e", perl], capture_output=True, text=True, check=True).stdout.split()
     starts = [(int(lines[i]), lines[i + 1]) for i in range(0, len(lines), 2)]
-    ranges = []
+    unicode8, marks9 = [], []
+
+    def add(ranges, code):
+        if ranges and ranges[-1][1] == code - 1:
+            ranges[-1][1] = code
+        else:
+            ranges.append([code, code])
+
     for index, (start, age) in enumerate(starts):
         end = starts[index + 1][0] if index + 1 < len(starts) else 0x110000
-        if age in ("Unassigned", "NA") or tuple(int(x) for x in age.split(".")[:2]) > (8, 0):
+        if age in ("Unassigned", "NA"):
+            continue
+        version = tuple(int(x) for x in age.split(".")[:2])
+        if version > (9, 0):
             continue
         for code in range(start, end):
             category = unicodedata.category(chr(code))
-            if category in ("Cf", "Mn") or category.startswith("P"):
-                if ranges and ranges[-1][1] == code - 1:
-                    ranges[-1][1] = code
-                else:
-                    ranges.append([code, code])
+            if version <= (8, 0) and (category in ("Cf", "Mn") or category.startswith("P")):
+                add(unicode8, code)
+            if category.startswith("M"):
+                add(marks9, code)
     with open(path, "w") as out:
-        json.dump(ranges, out)
+        json.dump({"unicode8_cf_mn_p": unicode8, "unicode9_marks": marks9}, out)
 
 
 def main():
@@ -181,7 +191,7 @@ def main():
     parser.add_argument("reference_strings")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--count", type=int, default=2200)
-    parser.add_argument("--unicode8", help="also write the Unicode 8.0 Cf/Mn/P ranges (JSON) here")
+    parser.add_argument("--unicode8", help="also write the Unicode 8.0 Cf/Mn/P and 9.0 mark ranges (JSON) here")
     arguments = parser.parse_args()
     if arguments.unicode8:
         write_unicode8(arguments.unicode8)

@@ -6,7 +6,8 @@ Usage: make_tokenizers.py KIND OUT_FOLDER [--seed N]
                        (bert-base-uncased, MiniLM, bge, e5, UForm 3's text tower)
          bert-cased    the same without lowercasing or accent stripping (bert-base-cased)
          roberta       byte-level BPE with <s> </s> <mask>(lstrip), RobertaProcessing (roberta-base)
-         gpt2          byte-level BPE with a prefix space and no special tokens around the text
+         gpt2          byte-level BPE with a prefix space, added tokens with single_word / lstrip /
+                       rstrip, merges in the [a, b] form, Sequence[ByteLevel, BOS template]
          clip          CLIP's BPE: NFC + whitespace collapse + lowercase, the \\p{L}/\\p{N} Split,
                        ByteLevel without regex, merges with "</w>", <|startoftext|> <|endoftext|>
                        (openai/clip-vit-*, OpenCLIP folders)
@@ -14,10 +15,18 @@ Usage: make_tokenizers.py KIND OUT_FOLDER [--seed N]
                        Strip, Replace, Sequence pre-tokenizer of WhitespaceSplit, Punctuation,
                        Digits and a String Split, TemplateProcessing with two tokens in front
          wordlevel     WordLevel behind Whitespace and a regex Split, BertProcessing
+         bpe-options   BPE with "##" continuing prefix, unk_token with fuse_unk, byte_fallback (ASCII
+                       bytes only), ignore_merges, CharDelimiterSplit, Punctuation, Digits, Strip
+         unigram       XLM-R-like: NFKC + Replace, Metaspace, Unigram, <s> $A </s> (the Unigram model,
+                       Metaspace and Precompiled are the SentencePiece engineer's, src/text/sp_*.c)
+         unigram-first the same with Metaspace prepend_scheme "first" (T5) behind normalizers that
+                       remove or replace the first characters
   OUT_FOLDER is created if needed; it receives tokenizer.json, tokenizer_config.json,
   special_tokens_map.json and the files the slow tokenizers read (vocab.txt for WordPiece,
   vocab.json + merges.txt for BPE).
   --seed N  the corpus, hence vocabulary and merges (default 0). The same seed gives the same files.
+Prints one line of JSON: {"kind", "vocab_size" (largest id + 1: the embedding rows a model needs),
+"model" (WordPiece, BPE, WordLevel, Unigram), "added_tokens" (content -> id)}.
 
 Stable interface: other tests call this to put tokenizer files into the random-weight model folders
 they write. Runs in about a second per kind. Uses only the standard library.
@@ -108,7 +117,9 @@ def make_corpus(rng, words=6000):
 # with a lazy heap; ties broken by the pair itself so that runs are reproducible.
 # ---------------------------------------------------------------------------------------------
 
-def train_bpe(word_counts, merges_wanted):
+def train_bpe(word_counts, merges_wanted, prefix=""):
+    """`prefix`: the continuing_subword_prefix the symbols after the first carry; a merge drops the
+    right symbol's prefix, as `tokenizers` builds the merged token."""
     words = [list(symbols) for symbols in word_counts]
     counts = list(word_counts.values())
     pair_counts, where = {}, {}
@@ -124,7 +135,7 @@ def train_bpe(word_counts, merges_wanted):
         if pair_counts.get(pair, 0) != -negative or -negative < 2:
             continue
         merges.append(pair)
-        merged = pair[0] + pair[1]
+        merged = pair[0] + (pair[1][len(prefix):] if prefix and pair[1].startswith(prefix) else pair[1])
         changed = {}
         for index in list(where.get(pair, ())):
             symbols, count = words[index], counts[index]
@@ -344,7 +355,15 @@ def gpt2(rng):
                          added(vocab["<|sep|>"], "<|sep|>", rstrip=True, lstrip=True)],
         "normalizer": None,
         "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": True},
-        "post_processor": {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": False, "use_regex": True},
+        # Sequence[ByteLevel, TemplateProcessing], as Llama-3-style files write a BOS-only template.
+        "post_processor": {"type": "Sequence", "processors": [
+            {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": False, "use_regex": True},
+            {"type": "TemplateProcessing",
+             "single": [{"SpecialToken": {"id": "<|endoftext|>", "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}}],
+             "pair": [{"SpecialToken": {"id": "<|endoftext|>", "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}},
+                      {"SpecialToken": {"id": "<|endoftext|>", "type_id": 1}}, {"Sequence": {"id": "B", "type_id": 1}}],
+             "special_tokens": {"<|endoftext|>": {"id": "<|endoftext|>", "ids": [vocab["<|endoftext|>"]],
+                                                  "tokens": ["<|endoftext|>"]}}}]},
         "decoder": {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": True},
         # The tuple form of the merges, as tokenizers >= 0.20 writes them.
         "model": {"type": "BPE", "dropout": None, "unk_token": None, "continuing_subword_prefix": None,
@@ -460,6 +479,99 @@ def wordlevel(rng):
     return tokenizer, config, {}
 
 
+def bpe_options(rng):
+    """A BPE that is not byte-level, with the options the published files rarely combine."""
+    sentences = make_corpus(rng)
+    counts = {}
+    for sentence in sentences:
+        for word in re.findall(r"\w+|[^\w\s]", unicodedata.normalize("NFC", sentence)):
+            symbols = tuple([word[0]] + ["##" + c for c in word[1:]])
+            counts[symbols] = counts.get(symbols, 0) + 1
+    merges = train_bpe(counts, 2000, prefix="##")
+    vocab = {"<unk>": 0, "<s>": 1, "</s>": 2}
+    # Byte fallback covers ASCII and the lead byte 0xC3 only: a missing accented Latin letter has
+    # its lead byte but not its second byte, so it falls back to <unk> (fused with its neighbours).
+    for byte in list(range(0x80)) + [0xC3]:
+        vocab["<0x%02X>" % byte] = len(vocab)
+    letters = sorted({c for symbols in counts for symbol in symbols for c in symbol.replace("##", "")})
+    kept = [c for c in letters if c.isascii() or rng.random() < 0.5]
+    for c in kept:
+        vocab.setdefault(c, len(vocab))
+        vocab.setdefault("##" + c, len(vocab))
+    usable = []
+    for left, right in merges:
+        if left in vocab and right in vocab:
+            vocab.setdefault(left + right[2:] if right.startswith("##") else left + right, len(vocab))
+            usable.append((left, right))
+    single, pair = template("<s>", "</s>")
+    tokenizer = {
+        "version": "1.0",
+        "truncation": None,
+        "padding": None,
+        "added_tokens": [added(0, "<unk>"), added(1, "<s>"), added(2, "</s>")],
+        "normalizer": {"type": "Sequence", "normalizers": [
+            {"type": "NFC"}, {"type": "Strip", "strip_left": False, "strip_right": True}]},
+        "pre_tokenizer": {"type": "Sequence", "pretokenizers": [
+            {"type": "CharDelimiterSplit", "delimiter": "|"}, {"type": "WhitespaceSplit"},
+            {"type": "Punctuation", "behavior": "Isolated"}, {"type": "Digits", "individual_digits": False}]},
+        "post_processor": {"type": "TemplateProcessing", "single": single, "pair": pair,
+                           "special_tokens": {t: {"id": t, "ids": [vocab[t]], "tokens": [t]} for t in ("<s>", "</s>")}},
+        "decoder": None,
+        "model": {"type": "BPE", "dropout": None, "unk_token": "<unk>", "continuing_subword_prefix": "##",
+                  "end_of_word_suffix": None, "fuse_unk": True, "byte_fallback": True, "ignore_merges": True,
+                  "vocab": vocab, "merges": [" ".join(pair) for pair in usable]},
+    }
+    config = {"model_max_length": 512, "tokenizer_class": "PreTrainedTokenizerFast", "unk_token": "<unk>",
+              "bos_token": "<s>", "eos_token": "</s>"}
+    return tokenizer, config, bpe_files(vocab, usable)
+
+
+def unigram(rng, first=False):
+    """An XLM-R-like Unigram file (Metaspace, scores from piece frequencies): the pipeline around
+    the SentencePiece engineer's Unigram model (src/text/sp_*.c). `first`: T5-style Metaspace that
+    prepends only at the start of the text, behind normalizers that move that start."""
+    sentences = make_corpus(rng)
+    counts = {}
+    for sentence in sentences:
+        for word in unicodedata.normalize("NFKC", sentence).split():
+            word = "\u2581" + word
+            for start in range(len(word)):
+                for end in range(start + 1, min(len(word), start + 8) + 1):
+                    counts[word[start:end]] = counts.get(word[start:end], 0) + 1
+    pieces = sorted(counts.items(), key=lambda item: (-item[1], item[0]))[:6000]
+    total = float(sum(count for _, count in pieces))
+    import math
+    vocab = [["<s>", 0.0], ["<pad>", 0.0], ["</s>", 0.0], ["<unk>", 0.0]]
+    vocab += [[piece, round(math.log(count / total), 4)] for piece, count in pieces]
+    vocab.append(["<mask>", 0.0])
+    mask = len(vocab) - 1
+    tokenizer = {
+        "version": "1.0",
+        "truncation": None,
+        "padding": None,
+        "added_tokens": [added(0, "<s>"), added(1, "<pad>"), added(2, "</s>"), added(3, "<unk>"),
+                         added(mask, "<mask>", lstrip=True)],
+        "normalizer": {"type": "Sequence", "normalizers": [
+            {"type": "NFKC"}, {"type": "Replace", "pattern": {"Regex": " {2,}"}, "content": " "}] + ([
+            {"type": "StripAccents"}, {"type": "Replace", "pattern": {"String": "\t"}, "content": ""},
+            {"type": "Replace", "pattern": {"String": "\n"}, "content": "\u2581"}] if first else [])},
+        "pre_tokenizer": {"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "first" if first else "always",
+                          "split": True},
+        "post_processor": {"type": "TemplateProcessing",
+                           "single": [{"SpecialToken": {"id": "<s>", "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}},
+                                      {"SpecialToken": {"id": "</s>", "type_id": 0}}],
+                           "pair": [],
+                           "special_tokens": {"<s>": {"id": "<s>", "ids": [0], "tokens": ["<s>"]},
+                                              "</s>": {"id": "</s>", "ids": [2], "tokens": ["</s>"]}}},
+        "decoder": {"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "always", "split": True},
+        "model": {"type": "Unigram", "unk_id": 3, "vocab": vocab, "byte_fallback": False},
+    }
+    config = {"model_max_length": 512, "tokenizer_class": "XLMRobertaTokenizer", "bos_token": "<s>",
+              "eos_token": "</s>", "unk_token": "<unk>", "pad_token": "<pad>", "sep_token": "</s>",
+              "cls_token": "<s>", "mask_token": "<mask>"}
+    return tokenizer, config, {}
+
+
 KINDS = {
     "bert-uncased": lambda rng: bert(rng, True),
     "bert-cased": lambda rng: bert(rng, False),
@@ -468,6 +580,9 @@ KINDS = {
     "clip": clip,
     "wordpiece-mixed": wordpiece_mixed,
     "wordlevel": wordlevel,
+    "bpe-options": bpe_options,
+    "unigram": unigram,
+    "unigram-first": lambda rng: unigram(rng, first=True),
 }
 
 
@@ -491,10 +606,16 @@ def main():
             out.write(text)
 
     write("tokenizer.json", json.dumps(tokenizer, ensure_ascii=False, indent=2))
+    model = tokenizer["model"]
+    ids = [len(model["vocab"]) - 1] if isinstance(model["vocab"], list) else list(model["vocab"].values())
+    ids += [token["id"] for token in tokenizer["added_tokens"]]
+    summary = {"kind": arguments.kind, "vocab_size": max(ids) + 1, "model": model["type"],
+               "added_tokens": {token["content"]: token["id"] for token in tokenizer["added_tokens"]}}
     write("tokenizer_config.json", json.dumps(config, ensure_ascii=False, indent=2))
     write("special_tokens_map.json", json.dumps(special_tokens_map(config), ensure_ascii=False, indent=2))
     for name, text in files.items():
         write(name, text)
+    print(json.dumps(summary, ensure_ascii=False))
 
 
 if __name__ == "__main__":
