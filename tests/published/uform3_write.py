@@ -236,9 +236,10 @@ def random_tensors(rows, generator, padding_row=None):
 # Weight files.
 
 def write_safetensors(path, tensors, dtype_name):
-    """safetensors as the Rust/Python writers lay it out: u64 LE header length, JSON header (names in
-    the given order, data_offsets relative to the data, __metadata__ {"format": "pt"}), padded with
-    spaces to 8 bytes, then the tensors back to back."""
+    """safetensors: u64 LE header length, JSON header (data_offsets relative to the data,
+    __metadata__ {"format": "pt"} as safetensors.torch.save_file writes it) padded with spaces to 8
+    bytes, then the tensors back to back in state_dict order (the official writer orders them by
+    alignment and name; a reader must not care)."""
     torch_dtype, code = WEIGHT_DTYPES[dtype_name]
     header = {"__metadata__": {"format": "pt"}}
     chunks, offset = [], 0
