@@ -6,7 +6,7 @@
  *
  *   bench_published --data DIR [--ort NODE_PREFIX]... [--json PATH] [--seconds S] [--rounds R]
  *                   [--only image|minilm|bert] [--batches 1,32] [--classes genoa,intel_haswell]
- *                   [--threads 2] [--no-torch] [--no-load] [--python PATH]
+ *                   [--threads 2] [--no-torch] [--no-load | --load-only] [--loads 7] [--python PATH]
  *
  * DIR is what bench/published_data.py wrote (folders/, images/, texts.txt) plus the ONNX graphs of
  * bench/published_export.py under DIR/onnx/<folder>/; each --ort names a folder whose node_modules
@@ -390,47 +390,76 @@ static void resident(double *anonymous, double *file_backed) {
 }
 
 typedef struct load_result_t {
-    double milliseconds, anonymous_loaded, file_loaded, anonymous_encoded, file_encoded;
+    double seconds, anonymous_loaded, file_loaded, anonymous_encoded, file_encoded;
 } load_result_t;
 
-/* `loads` timed loads of `folder` (after one untimed load that warms the page cache), the median
- * wall time; the memory the last load added, right after it and after one encode of item 0. */
-static int load_bench(uform_executor_t executor, uform_cpu_class_t cpu_class, uform_compute_t compute, const char *folder,
-                      int image, const inputs_t *inputs, int loads, load_result_t *result) {
-    double times[max_rounds];
-    if (loads > max_rounds) loads = max_rounds;
-    uform_ram_options_t options;
-    memset(&options, 0, sizeof options);
-    options.cpu_class = cpu_class, options.compute = compute;
-    for (int i = -1; i < loads; ++i) {
+/* One load of `folder` in a child process of its own, so that the memory it adds is not hidden by
+ * what earlier loads left in the allocator: the wall time of uform_model_load_ram, the anonymous and
+ * file-backed resident memory it added, and the same after one encode of item 0. The executor is made
+ * before the first reading. Must run while this process has no other threads (fork copies only the
+ * caller). 0 on success. */
+static int load_once(uform_cpu_class_t cpu_class, uform_compute_t compute, size_t threads, const char *folder, int image,
+                     const inputs_t *inputs, load_result_t *result) {
+    int channel[2];
+    if (pipe(channel) != 0) return -1;
+    pid_t pid = fork();
+    if (pid < 0) return close(channel[0]), close(channel[1]), -1;
+    if (pid == 0) {
+        close(channel[0]);
+        load_result_t child;
+        memset(&child, 0, sizeof child);
+        uform_ram_options_t options;
+        memset(&options, 0, sizeof options);
+        options.cpu_class = cpu_class, options.compute = compute;
         uform_outcome_t outcome;
         memset(&outcome, 0, sizeof outcome);
+        uform_executor_t executor = NULL;
         uform_model_t model = NULL;
-        double anonymous_before, file_before;
+        if (uform_executor_for_ram(&options, threads, 0, &executor, &outcome) != UFORM_OK) _exit(1);
+        double anonymous_before, file_before, anonymous, file_backed;
         resident(&anonymous_before, &file_before);
         double start = bench_seconds();
         if (uform_model_load_ram(executor, folder, &options, &model, &outcome) != UFORM_OK) {
             char line[800];
             uform_outcome_format(&outcome, line, sizeof line);
             fprintf(stderr, "bench_published: load %s: %s\n", folder, line);
-            return -1;
+            _exit(1);
         }
-        double elapsed = bench_seconds() - start;
-        if (i >= 0) times[i] = elapsed;
-        if (i == loads - 1) {
-            double anonymous, file_backed;
-            resident(&anonymous, &file_backed);
-            result->anonymous_loaded = anonymous - anonymous_before, result->file_loaded = file_backed - file_before;
-            engine_t engine = {executor, NULL, model, cpu_class, compute};
-            uform_arena_for_executor(executor, &engine.arena, NULL);
-            engine_call(&engine, image, inputs, 0, 1, NULL, NULL, NULL);
-            resident(&anonymous, &file_backed);
-            result->anonymous_encoded = anonymous - anonymous_before, result->file_encoded = file_backed - file_before;
-            uform_arena_free(engine.arena);
-        }
-        uform_model_free(model);
+        child.seconds = bench_seconds() - start;
+        resident(&anonymous, &file_backed);
+        child.anonymous_loaded = anonymous - anonymous_before, child.file_loaded = file_backed - file_before;
+        engine_t engine = {executor, NULL, model, cpu_class, compute};
+        uform_arena_for_executor(executor, &engine.arena, NULL);
+        if (engine_call(&engine, image, inputs, 0, 1, NULL, NULL, NULL) != 0) _exit(1);
+        resident(&anonymous, &file_backed);
+        child.anonymous_encoded = anonymous - anonymous_before, child.file_encoded = file_backed - file_before;
+        _exit(write(channel[1], &child, sizeof child) == (ssize_t)sizeof child ? 0 : 1);
     }
-    result->milliseconds = median(times, loads) * 1e3;
+    close(channel[1]);
+    ssize_t got = read(channel[0], result, sizeof *result);
+    close(channel[0]);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    return got == (ssize_t)sizeof *result && WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
+}
+
+/* `loads` loads (after one that warms the page cache), each in a fresh process: the median wall
+ * time and the memory figures of the median load. */
+static int load_bench(uform_cpu_class_t cpu_class, uform_compute_t compute, size_t threads, const char *folder, int image,
+                      const inputs_t *inputs, int loads, load_result_t *result) {
+    load_result_t results[max_rounds];
+    double times[max_rounds];
+    if (loads > max_rounds) loads = max_rounds;
+    if (load_once(cpu_class, compute, threads, folder, image, inputs, &results[0]) != 0) return -1;
+    for (int i = 0; i < loads; ++i) {
+        if (load_once(cpu_class, compute, threads, folder, image, inputs, &results[i]) != 0) return -1;
+        times[i] = results[i].seconds;
+    }
+    double middle = median(times, loads);
+    *result = results[0];
+    for (int i = 0; i < loads; ++i)
+        if (fabs(results[i].seconds - middle) < fabs(result->seconds - middle)) *result = results[i];
+    result->seconds = middle;
     return 0;
 }
 
@@ -709,6 +738,7 @@ int main(int argc, char **argv) {
     options.rounds = 3, options.with_torch = 1, options.with_load = 1, options.loads = 7, options.seconds = 2.0;
     options.threads = 2, options.batches[0] = 1, options.batches[1] = 32, options.batch_count = 2;
     const char *only = NULL, *classes = NULL;
+    int load_only = 0;
     for (int i = 1; i < argc; ++i) {
         const char *next = i + 1 < argc ? argv[i + 1] : NULL;
         if (strcmp(argv[i], "--data") == 0 && next) options.data = argv[++i];
@@ -723,6 +753,7 @@ int main(int argc, char **argv) {
         else if (strcmp(argv[i], "--classes") == 0 && next) classes = argv[++i];
         else if (strcmp(argv[i], "--no-torch") == 0) options.with_torch = 0;
         else if (strcmp(argv[i], "--no-load") == 0) options.with_load = 0;
+        else if (strcmp(argv[i], "--load-only") == 0) load_only = 1;
         else if (strcmp(argv[i], "--batches") == 0 && next) {
             options.batch_count = 0;
             for (char *end = argv[++i]; *end && options.batch_count < 4;) {
@@ -743,16 +774,6 @@ int main(int argc, char **argv) {
     snprintf(default_classes, sizeof default_classes, "%s%s", uform_cpu_class_name(detected),
              detected != UFORM_CPU_CLASS_INTEL_HASWELL && uform_cpu_class_supported(UFORM_CPU_CLASS_INTEL_HASWELL) ? ",intel_haswell" : "");
     if (parse_classes(classes ? classes : default_classes, &options) != 0) return 2;
-    uform_executor_t executors[max_classes] = {NULL};
-    for (int c = 0; c < options.class_count; ++c) {
-        uform_ram_options_t ram;
-        memset(&ram, 0, sizeof ram);
-        ram.cpu_class = options.classes[c];
-        uform_outcome_t outcome;
-        memset(&outcome, 0, sizeof outcome);
-        if (uform_executor_for_ram(&ram, options.threads, 0, &executors[c], &outcome) != UFORM_OK)
-            return fprintf(stderr, "bench_published: executor: %s\n", outcome.message), 1;
-    }
     double load_average[3] = {0};
     getloadavg(load_average, 3);
     printf("bench_published: detected class %s; classes run:", uform_cpu_class_name(detected));
@@ -788,23 +809,34 @@ int main(int argc, char **argv) {
             for (int m = 0; m < 3; ++m) {
                 load_result_t result;
                 memset(&result, 0, sizeof result);
-                if (load_bench(executors[0], options.classes[0], (uform_compute_t)m, folder, image, &inputs, options.loads, &result) != 0)
+                if (load_bench(options.classes[0], (uform_compute_t)m, options.threads, folder, image, &inputs, options.loads, &result) != 0)
                     continue;
-                printf("  %-16s %5s | %9.1f | %10.1f %10.1f | %18.1f %18.1f\n", cases[k].folder, compute_names[m], result.milliseconds,
+                printf("  %-16s %5s | %9.1f | %10.1f %10.1f | %18.1f %18.1f\n", cases[k].folder, compute_names[m], result.seconds * 1e3,
                        result.anonymous_loaded, result.file_loaded, result.anonymous_encoded, result.file_encoded);
                 if (json)
                     fprintf(json, "%s\n  {\"folder\": \"%s\", \"compute\": \"%s\", \"load_ms\": %.2f, \"anonymous_mib\": %.1f, "
                                   "\"file_mib\": %.1f, \"anonymous_after_encode_mib\": %.1f, \"file_after_encode_mib\": %.1f}",
-                            written++ ? "," : "", cases[k].folder, compute_names[m], result.milliseconds, result.anonymous_loaded,
+                            written++ ? "," : "", cases[k].folder, compute_names[m], result.seconds * 1e3, result.anonymous_loaded,
                             result.file_loaded, result.anonymous_encoded, result.file_encoded);
             }
             free(inputs.data);
         }
     }
+    /* The executors come after the loads: those fork, and a fork copies only the calling thread. */
+    uform_executor_t executors[max_classes] = {NULL};
+    for (int c = 0; c < options.class_count; ++c) {
+        uform_ram_options_t ram;
+        memset(&ram, 0, sizeof ram);
+        ram.cpu_class = options.classes[c];
+        uform_outcome_t outcome;
+        memset(&outcome, 0, sizeof outcome);
+        if (uform_executor_for_ram(&ram, options.threads, 0, &executors[c], &outcome) != UFORM_OK)
+            return fprintf(stderr, "bench_published: executor: %s\n", outcome.message), 1;
+    }
     if (json) fprintf(json, "],\n \"cases\": [");
     int json_cases = 0;
     for (size_t k = 0; k < sizeof cases / sizeof *cases; ++k)
-        if (!only || strcmp(only, only_names[k]) == 0) run_model(&options, &cases[k], executors, json, &json_cases);
+        if (!load_only && (!only || strcmp(only, only_names[k]) == 0)) run_model(&options, &cases[k], executors, json, &json_cases);
     if (json) {
         getloadavg(load_average, 3);
         fprintf(json, "],\n \"load_average_end\": [%.2f, %.2f, %.2f]}\n", load_average[0], load_average[1], load_average[2]);

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """ONNX graphs of the benchmark's published folders for the ONNX Runtime peer (bench/published_ort.mjs).
 
-    /usr/bin/python3 bench/published_export.py KIND FOLDER OUT_DIR [--opset 17] [--no-int8]
+    /usr/bin/python3 bench/published_export.py KIND FOLDER OUT_DIR [--opset 17] [--no-int8] [--keep]
 
 KIND image exports the vision tower of a CLIP folder: pixel_values [batch, 3, S, S] F32 ->
 embeddings [batch, E] (post-norm CLS, visual projection, L2-normalised). KIND text exports a
@@ -129,9 +129,15 @@ def main(argv=None):
     parser.add_argument("out")
     parser.add_argument("--opset", type=int, default=17)
     parser.add_argument("--no-int8", action="store_true")
+    parser.add_argument("--keep", action="store_true", help="do nothing when the graphs are newer than the folder's weights")
     args = parser.parse_args(argv)
     os.makedirs(args.out, exist_ok=True)
     f32 = os.path.join(args.out, "model.onnx")
+    wanted = [f32] + ([] if args.no_int8 else [os.path.join(args.out, "model_int8.onnx")])
+    weights = os.path.getmtime(os.path.join(args.folder, "model.safetensors"))
+    if args.keep and all(os.path.exists(path) and os.path.getmtime(path) > weights for path in wanted):
+        print(json.dumps({"kept": wanted}))
+        return
     export(args.kind, args.folder, f32, args.opset)
     summary = {"f32": f32}
     if not args.no_int8:

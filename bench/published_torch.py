@@ -54,10 +54,16 @@ import sys
 import time
 import unicodedata
 
+import warnings
+
 import numpy as np
 import torch
+import torch.utils.mkldnn
 from PIL import Image
 from torch import nn
+
+# TransformerEncoder's nested tensors print a "prototype stage" warning on first use.
+warnings.filterwarnings("ignore", message=".*nested tensors is in prototype stage.*")
 
 # ---------------------------------------------------------------------------------------------
 # Weights: safetensors read through a memory map, only the tensors asked for.
@@ -367,8 +373,8 @@ class WordPiece:
 # ---------------------------------------------------------------------------------------------
 # The peer.
 
-MODES = {"image": ["f32", "f32-fused", "bf16", "bf16-fused", "autocast", "qdynamic"],
-         "text": ["f32", "f32-fused", "bf16", "bf16-fused", "autocast", "qdynamic"]}
+MODES = {"image": ["f32", "f32-fused", "f32-mkldnn", "bf16", "bf16-fused", "bf16-mkldnn", "autocast", "qdynamic"],
+         "text": ["f32", "f32-fused", "f32-mkldnn", "bf16", "bf16-fused", "bf16-mkldnn", "autocast", "qdynamic"]}
 
 
 class Peer:
@@ -394,6 +400,8 @@ class Peer:
             model = (ClipVision if self.kind == "image" else Bert)(self.folder, fused).eval()
             if mode.startswith("bf16"):
                 model = model.to(torch.bfloat16)
+            if mode.endswith("-mkldnn"):
+                model = torch.utils.mkldnn.to_mkldnn(model, torch.bfloat16 if mode.startswith("bf16") else torch.float)
             elif mode == "qdynamic":
                 model = torch.ao.quantization.quantize_dynamic(model, {nn.Linear}, dtype=torch.qint8)
             self.models[mode] = model
