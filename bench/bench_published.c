@@ -5,7 +5,7 @@
  * decoding and preprocessing (images) or tokenization (texts) inside every call on every side.
  *
  *   bench_published --data DIR [--ort NODE_PREFIX]... [--json PATH] [--seconds S] [--rounds R]
- *                   [--only image|minilm|bert] [--batches 1,32] [--classes genoa,intel_haswell]
+ *                   [--only image|minilm|bert] [--batches 1,32] [--classes genoa,intel_haswell] [--computes f32,bf16,i8]
  *                   [--threads 2] [--no-torch] [--no-load | --load-only] [--loads 7] [--python PATH]
  *
  * DIR is what bench/published_data.py wrote (folders/, images/, texts.txt) plus the ONNX graphs of
@@ -469,6 +469,7 @@ static int load_bench(uform_cpu_class_t cpu_class, uform_compute_t compute, size
 typedef struct options_t {
     const char *data, *json_path, *python, *ort[max_peers];
     int ort_count, rounds, with_torch, with_load, loads;
+    int computes[3]; /* which engine computes run: F32, BF16, I8 */
     double seconds;
     size_t threads, batches[4], batch_count;
     uform_cpu_class_t classes[max_classes];
@@ -514,6 +515,7 @@ static void run_model(const options_t *options, const model_case_t *which, uform
     memset(configs, 0, sizeof configs);
     for (int c = 0; c < options->class_count; ++c)
         for (int m = 0; m < 3; ++m) {
+            if (!options->computes[m]) continue;
             engine_t *engine = &engines[engine_count];
             memset(engine, 0, sizeof *engine);
             uform_ram_options_t ram;
@@ -736,6 +738,7 @@ int main(int argc, char **argv) {
     memset(&options, 0, sizeof options);
     options.data = "bench-data", options.json_path = "bench/results/published.json", options.python = "/usr/bin/python3";
     options.rounds = 3, options.with_torch = 1, options.with_load = 1, options.loads = 7, options.seconds = 2.0;
+    options.computes[0] = options.computes[1] = options.computes[2] = 1;
     options.threads = 2, options.batches[0] = 1, options.batches[1] = 32, options.batch_count = 2;
     const char *only = NULL, *classes = NULL;
     int load_only = 0;
@@ -751,6 +754,10 @@ int main(int argc, char **argv) {
         else if (strcmp(argv[i], "--threads") == 0 && next) options.threads = (size_t)atoi(argv[++i]);
         else if (strcmp(argv[i], "--only") == 0 && next) only = argv[++i];
         else if (strcmp(argv[i], "--classes") == 0 && next) classes = argv[++i];
+        else if (strcmp(argv[i], "--computes") == 0 && next) {
+            const char *list = argv[++i];
+            for (int m = 0; m < 3; ++m) options.computes[m] = strstr(list, compute_names[m]) != NULL;
+        }
         else if (strcmp(argv[i], "--no-torch") == 0) options.with_torch = 0;
         else if (strcmp(argv[i], "--no-load") == 0) options.with_load = 0;
         else if (strcmp(argv[i], "--load-only") == 0) load_only = 1;
@@ -768,7 +775,8 @@ int main(int argc, char **argv) {
     }
     if (options.rounds < 1) options.rounds = 1;
     if (options.rounds > max_rounds) options.rounds = max_rounds;
-    signal(SIGPIPE, SIG_IGN); /* a peer that dies answers an error, not a signal */
+    signal(SIGPIPE, SIG_IGN);            /* a peer that dies answers an error, not a signal */
+    setvbuf(stdout, NULL, _IOLBF, 0);    /* lines as they come, also into a file or a pipe */
     uform_cpu_class_t detected = uform_cpu_class_detect();
     char default_classes[128];
     snprintf(default_classes, sizeof default_classes, "%s%s", uform_cpu_class_name(detected),
