@@ -815,6 +815,7 @@ int main(int argc, char **argv) {
             snprintf(folder, sizeof folder, "%s/folders/%s", options.data, cases[k].folder);
             if ((image ? read_images(path, &inputs) : read_texts(path, &inputs)) != 0) continue;
             for (int m = 0; m < 3; ++m) {
+                if (!options.computes[m]) continue;
                 load_result_t result;
                 memset(&result, 0, sizeof result);
                 if (load_bench(options.classes[0], (uform_compute_t)m, options.threads, folder, image, &inputs, options.loads, &result) != 0)
