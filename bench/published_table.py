@@ -1,12 +1,13 @@
 #!/usr/bin/python3
 """Markdown tables of a bench_published JSON file (bench/results/published.json), for bench/README.md.
 
-    python3 bench/published_table.py [bench/results/published.json ...]
+    python3 bench/published_table.py [--summary] [bench/results/published.json ...]
 
 Several files (runs) are shown one after the other. Per case (model, batch): every configuration's
 median items/s over the rounds, its range, the share of the call before the model ("prep"), CPU
 seconds per item and the embeddings' cosine to the engine's F32 ones; then, per CPU class, the
-engine's best against each peer's best with the issue's targets. Then the load table.
+engine's best against each peer's best with the issue's targets. Then the load table. --summary
+gives one row per case instead (ratios below a target in bold).
 """
 
 import json
@@ -41,6 +42,32 @@ def case_tables(run):
     return lines
 
 
+def summary_table(run):
+    """One row per case: the engine's computes under each class, each peer's best mode, the ratios."""
+    classes = [ratio["class"] for ratio in run["cases"][0]["ratios"]] if run["cases"] else []
+    short = [name.split("_", 1)[-1] for name in classes]
+    head = ["case", "batch"] + [f"uform {c} f32 / bf16 / i8" for c in short]
+    head += ["PyTorch best (mode)", "ORT best (mode)", "ORT F32"]
+    head += [f"{c}: ÷ PyTorch / ÷ ORT / F32 ÷ ORT F32" for c in short]
+    lines = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
+    for case in run["cases"]:
+        rates = {config["label"]: config["median_items_per_second"] for config in case["configs"]}
+        cells = [case["model"], str(case["batch"])]
+        for c in short:
+            cells.append(" / ".join(f"{rates.get(f'uform {c} {m}', 0):.1f}" for m in ("f32", "bf16", "i8")))
+        for prefix in ("torch", "ort"):
+            best = max(((rate, label) for label, rate in rates.items() if label.startswith(prefix)), default=(0, "—"))
+            cells.append(f"{best[0]:.1f} ({best[1].split(' ', 1)[-1] if prefix == 'torch' else best[1][3:]})")
+        cells.append(f"{case['ort_f32']:.1f}")
+        for ratio in case["ratios"]:
+            def mark(value, target):
+                return f"{value:.2f}" if value >= target else f"**{value:.2f}**"
+            cells.append(" / ".join([mark(ratio["vs_torch_best"], 1.5), mark(ratio["vs_ort_best"], 2.0),
+                                     mark(ratio["f32_vs_ort_f32"], 1.0)]))
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines
+
+
 def load_table(run):
     lines = ["| folder | compute | load ms (median) | anonymous MiB after load | file-backed MiB after load | "
              "anonymous after one encode | file-backed after one encode |",
@@ -52,13 +79,16 @@ def load_table(run):
 
 
 def main(paths):
+    summary = "--summary" in paths
+    paths = [path for path in paths if path != "--summary"]
     for path in paths or ["bench/results/published.json"]:
         with open(path) as handle:
             run = json.load(handle)
         print(f"Run {path}: detected class {run['detected_class']}, {run['threads']} threads, {run['rounds']} rounds of "
               f"{run['seconds']:.1f} s, load average {run['load_average_start'][0]:.2f} at the start, "
               f"{run['load_average_end'][0]:.2f} at the end.\n")
-        print("\n".join(case_tables(run)))
+        print("\n".join(summary_table(run) if summary else case_tables(run)))
+        print()
         if run["loads"]:
             print("\n".join(load_table(run)))
         print()
