@@ -243,20 +243,19 @@ uform_status_t uform__tower_finish(uform__tower_builder_t *builder, const uform_
         return builder->status = uform__fail(builder->outcome, UFORM_UNSUPPORTED, builder->function,
                                              "a head width of %zu / %zu heads: the attention kernels take whole widths up to 128",
                                              config->hidden, config->heads);
-    static const char *const products[4] = {"attn.out.weight", "mlp.up.weight", "mlp.down.weight", "attn.qkv.weight"};
-    for (size_t i = 0; i < config->depth && builder->status == UFORM_OK; ++i) {
+    /* Weights stay in the mapping: each layer is packed by the first call that runs it (lazy.c). */
+    for (size_t i = 0; i < config->depth; ++i) {
         uform__block_t *block = &tower->blocks[i];
         uform__linear_t *layers[7] = {&block->out, &block->up, &block->down, &block->qkv, &block->q, &block->k, &block->v};
-        for (int j = 0; j < 7 && builder->status == UFORM_OK; ++j) {
-            char name[96];
-            snprintf(name, sizeof name, "trunk.%zu.%s", i, products[j < 3 ? j : 3]);
-            builder->status = uform__model_pack(tower, layers[j], name, builder->outcome, builder->function);
-        }
+        for (int j = 0; j < 7; ++j) layers[j]->lazy = layers[j]->weight != NULL;
     }
-    for (int m = 1; m < 4 && builder->status == UFORM_OK; ++m)
-        if (tower->stems[m].present)
-            builder->status = uform__model_pack(tower, &tower->stems[m].patch, "image.patch.weight", builder->outcome,
-                                                builder->function);
+    for (int m = 0; m < 4; ++m) {
+        uform__stem_t *stem = &tower->stems[m];
+        uform__linear_t *layers[6] = {&stem->patch, &stem->projection, &stem->pool.keys, &stem->pool.out, &stem->pool.up,
+                                      &stem->pool.down};
+        for (int j = 0; j < 6; ++j) layers[j]->lazy = layers[j]->weight != NULL;
+        for (size_t j = 0; j < stem->dense_count; ++j) stem->dense[j].lazy = stem->dense[j].weight != NULL;
+    }
     if (builder->status == UFORM_OK && tower->compute == UFORM_COMPUTE_I8)
         builder->status = uform__i8_prepare(tower, parallel, own_for_i8, tower, builder->outcome, builder->function);
     return builder->status;
