@@ -151,11 +151,12 @@ uform_model_t uform__tower_new(uform__tower_builder_t *builder, uform_modality_t
 /* Memory the tower owns (freed with it). */
 void *uform__tower_own(uform__tower_builder_t *builder, size_t bytes);
 
-/* The tensor `name` with exactly `count` elements in a float dtype (BF16, F16, F32), whatever its
- * rank (a Conv2d's [d, 3, p, p] is a [d, 3·p·p] matrix; pos_embed's [1, N, d] a [N, d] table).
- * `shape` is the expected shape for the message ("[768, 3, 32, 32]"). NULL on failure. */
+/* The tensor `name` of shape [rows, columns] ([rows] with columns 0) in a float dtype (BF16, F16,
+ * F32), up to leading 1s and flattened trailing dimensions (a Conv2d's [d, 3, p, p] is a [d, 3·p·p]
+ * matrix; pos_embed's [1, N, d] a [N, d] table). `shape` is the expected shape for the message.
+ * NULL on failure. */
 const uform__safetensors_tensor_t *uform__tower_tensor(uform__tower_builder_t *builder, const char *name,
-                                                       size_t count, const char *shape);
+                                                       size_t rows, size_t columns, const char *shape);
 
 /* A vector or table widened to F32 (owned). */
 const float *uform__tower_floats(uform__tower_builder_t *builder, const char *name, size_t rows, size_t columns);

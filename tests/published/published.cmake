@@ -54,3 +54,18 @@ uform_published_parity(test_published_minilm_base bert minilm base f32 SLOW TIME
 uform_published_parity(test_published_bert_base bert bert-base base f32 SLOW TIMEOUT 900 OPTIONS --texts 4)
 uform_published_parity(test_published_siglip_base siglip siglip base f32 SLOW TIMEOUT 900 OPTIONS --texts 4 --images 2)
 uform_published_parity(test_published_uform3_base uform3 small base f32 SLOW TIMEOUT 900 OPTIONS --texts 4 --images 2)
+
+# Folders the engine cannot run, each with its status and message (test_published_errors.c), from a
+# tiny all-MiniLM and a tiny CLIP folder written at test time.
+add_test(NAME published_fixture_minilm
+         COMMAND ${UFORM_TORCH_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/bert_write.py minilm tiny
+                 ${CMAKE_CURRENT_BINARY_DIR}/fixture_minilm)
+add_test(NAME published_fixture_clip
+         COMMAND ${UFORM_TORCH_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/clip_write.py clip-new tiny
+                 ${CMAKE_CURRENT_BINARY_DIR}/fixture_clip)
+set_tests_properties(published_fixture_minilm published_fixture_clip PROPERTIES FIXTURES_SETUP published_fixtures
+                     LABELS published TIMEOUT 120)
+uform_add_test(NAME test_published_errors SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_published_errors.c
+               ARGS ${CMAKE_CURRENT_BINARY_DIR}/fixture_minilm ${CMAKE_CURRENT_BINARY_DIR}/fixture_clip
+                    ${CMAKE_CURRENT_BINARY_DIR}/errors LABELS published TIMEOUT 120)
+set_tests_properties(test_published_errors PROPERTIES FIXTURES_REQUIRED published_fixtures)
