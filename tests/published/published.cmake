@@ -41,6 +41,13 @@ uform_published_parity(test_published_openclip_laion openclip openclip-laion tin
 uform_published_parity(test_published_siglip siglip siglip tiny f32 NEGATIVE)
 uform_published_parity(test_published_uform3 uform3 small tiny f32 NEGATIVE)
 uform_published_parity(test_published_uform3_pt uform3 multilingual tiny f32 OPTIONS --format pt-nested)
+# The AVX2 class's kernels (HASWELL: F32 compute, its resize and attention code) on whatever machine
+# runs the suite; on an AVX2-only CPU this is the native class anyway.
+foreach(family clip siglip)
+  uform_published_parity(test_published_${family}_haswell ${family} ${family} tiny f32)
+  set_tests_properties(test_published_${family}_haswell PROPERTIES ENVIRONMENT
+                       "UFORM_CPU_CLASS=intel_haswell;OMP_WAIT_POLICY=PASSIVE;OMP_NUM_THREADS=1")
+endforeach()
 # BF16 and I8 compute, one folder per family.
 foreach(compute bf16 i8)
   uform_published_parity(test_published_minilm_${compute} bert minilm tiny ${compute})
