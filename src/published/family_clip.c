@@ -1,7 +1,8 @@
 /*
  * CLIP (Radford et al. 2021) as transformers writes it (CLIPModel: config.json, model.safetensors)
  * and as OpenCLIP writes it (open_clip_config.json, open_clip_model.safetensors or
- * open_clip_pytorch_model.bin) — docs/checkpoints.md, "CLIP". Both towers are pre-norm with
+ * open_clip_pytorch_model.bin) — docs/checkpoints.md, "CLIP in transformers' layout" and "CLIP in
+ * OpenCLIP's layout". Both towers are pre-norm with
  * LayerNorm eps 1e-5 and QuickGELU (OpenAI's weights) or GELU:
  *
  *   vision  x = pre_layrnorm([class + pos[0]; patch_k + pos[k + 1]]), blocks, post_layernorm(x[0]),
