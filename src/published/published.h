@@ -105,6 +105,10 @@ uform_status_t uform__published_load(const char *path, uform_cpu_class_t cpu_cla
 /* Fills the published part of a model's description: family, tokenizer, text limit (folder.c). */
 void uform__published_describe(const uform_model_t model, uform_model_description_t *description);
 
+/* Whether `name` in `folder` is a regular file (stat: allocates nothing, so a failing allocation
+ * cannot pass for a missing file). */
+int uform__published_file_exists(const char *folder, const char *name);
+
 /* ---- JSON files (folder.c) ---- */
 
 /* Reads `name` in `folder` as JSON into `*root` (NULL with UFORM_OK when the file does not exist
