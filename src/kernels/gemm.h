@@ -104,7 +104,7 @@
  *   y = x·q for x ≥ 0, (x·p·q)·2^n for x < 0: no overflow, the power of two last. Carrying z as
  *   hi + lo matters for x < 0, where y's relative error is ≈ |Δz| (z reaches −100 before y
  *   underflows): a plain F32 z would give up to 1e-5 there. Bound: relative error ≤ 3e-7 for every
- *   finite F32 x (+ two subnormal ulps), asserted by test_gemm_gelu against long-double references
+ *   finite F32 x (+ two subnormal ulps), asserted by test_gemm_gelu against double references
  *   over the same 4.8 M values as the GELU forms; measured worst 2.56e-7 (QUICK) and 2.52e-7
  *   (TANH) with AVX-512, 2.22e-7 and 2.10e-7 with AVX2; SERIAL computes them in double through
  *   libm (5.95e-8, its final rounding). +∞ → +∞, −∞ → NaN (−∞·0, as the formulas and PyTorch give),

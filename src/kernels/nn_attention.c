@@ -38,6 +38,26 @@
  * BF16 values at the points nn.h documents, for classes without BF16 dot products; GENOA
  * replaces the whole unit (nn_attention_genoa.c) through uform__nn_attention_forward_units.
  *
+ * Causal attention (the shape's `causal`; nn.h): a forward unit of query rows at item positions
+ * p .. p + rows − 1 reads only the key blocks up to the one holding p + rows − 1 (its `keys`), so
+ * the blocks past the diagonal are never loaded, multiplied or exponentiated; the block that
+ * crosses the diagonal (the last, since query and key blocks share the 64-token grid from the
+ * item's first token) runs its products in slabs of 16 rows, each slab reading the keys up to its
+ * last row, and each row's max, exp and sum over the keys it sees, the rest of its P set to 0.
+ * Every row sees at least one key of every block it visits, so the online softmax never meets an
+ * empty block. The backward skips the same pairs from the other side: pass 1 (and GENOA's unit)
+ * stops at the diagonal key block, pass 2 and the fused unit start at the diagonal query block;
+ * in the diagonal pair the queries before a key get P = dS = 0 (transposed_ds_row). The fused and
+ * two-pass schedules still sum every gradient over the same blocks in the same order, so they
+ * still agree bit for bit. The bidirectional path executes the same operations as before (every
+ * causal branch reduces to them), so its results did not change. Measured with
+ * bench_attention_causal (thread CPU time, best of 7 rounds, one thread, this shared Zen 4 VM;
+ * causal / bidirectional): CLIP's text tower, 32 items of 77 tokens, 8 heads of 64 — HASWELL
+ * F32 0.74, BF16 0.80; SKYLAKE F32 0.87, BF16 0.87; GENOA F32 0.89, BF16 0.71 (77 tokens are a
+ * whole key block and a 13-token one, so a causal item skips one pair of four and halves the
+ * first unit's diagonal block: ≈0.60 of the products, and the transposes, exp and output do not
+ * shrink as much); 8 items of 300 tokens — 0.57–0.64 on every class.
+ *
  * Stack: a forward unit keeps ~145 KiB of tiles on the stack, an F32 backward unit up to ~161
  * KiB, a BF16 one ~290 KiB (with UFORM__NN_ATTENTION_BLOCK 64 and head width 128; GENOA's ~200
  * KiB), so threads running prongs need a few hundred KiB of stack (glibc's default 8 MiB is plenty).
@@ -174,10 +194,22 @@ static size_t visible_keys(const uform__attention_unit_t *unit, size_t r, size_t
     return last - k0 + 1 < cols ? last - k0 + 1 : cols;
 }
 
+/* Rows per slab of a causal unit's diagonal block (16: one vector of the widest class's lanes). */
+enum { causal_slab = 16 };
+
+/* How many of a key block's `cols` keys (from k0) the rows r0 .. r0 + slab − 1 of `unit` read:
+ * up to the last row's position when causal (every row of a slab that the loops visit sees at
+ * least its block's first key), else all. */
+static size_t slab_keys(const uform__attention_unit_t *unit, size_t r0, size_t slab, size_t k0, size_t cols) {
+    size_t last = r0 + slab < unit->rows ? r0 + slab - 1 : unit->rows - 1;
+    return visible_keys(unit, last, k0, cols);
+}
+
 /* One forward unit on a class's F32 primitives. `bf16` (attention_forward_bf16) rounds Q, K,
  * P (after the normaliser took its F32 sum) and V to BF16 values, so every F32 product is the
  * exact BF16 product. Causal units read only their first `keys` keys, and in the block that
- * crosses the diagonal each row's max, exp and sum run over the keys it sees; the others' P is 0. */
+ * crosses the diagonal each row's max, exp and sum run over the keys it sees (the others' P is
+ * 0), its products in row slabs that stop at their last row's keys. */
 static void forward_unit_with(const uform__nn_attention_ops_t *ops, const uform__attention_unit_t *unit, int bf16) {
     size_t dh = unit->head_width, rows = unit->rows, keys = unit->keys, qkv_stride = unit->qkv_stride;
     const float *q = unit->q, *k = unit->k, *v = unit->v;
@@ -196,9 +228,14 @@ static void forward_unit_with(const uform__nn_attention_ops_t *ops, const uform_
 
     for (size_t k0 = 0; k0 < keys; k0 += block) {
         size_t cols = keys - k0 < block ? keys - k0 : block;
+        /* A causal block that crosses the rows' positions goes in slabs of `slab` rows, each
+         * reading only the keys up to its last row (about 5/8 of a whole diagonal block's work). */
+        size_t slab = unit->causal && k0 + cols > unit->position + 1 ? causal_slab : rows;
         ops->transpose(k + k0 * qkv_stride, qkv_stride, cols, dh, keys_transposed, block);
         if (bf16) round_rows(keys_transposed, block, dh, cols, keys_transposed, block);
-        ops->scores(q, q_stride, keys_transposed, block, rows, cols, dh, unit->scale, scores, block);
+        for (size_t r0 = 0; r0 < rows; r0 += slab)
+            ops->scores(q + r0 * q_stride, q_stride, keys_transposed, block, rows - r0 < slab ? rows - r0 : slab,
+                        slab_keys(unit, r0, slab, k0, cols), dh, unit->scale, scores + r0 * block, block);
         for (size_t r = 0; r < rows; ++r) {
             float *row = scores + r * block;
             size_t visible = visible_keys(unit, r, k0, cols);
@@ -224,7 +261,9 @@ static void forward_unit_with(const uform__nn_attention_ops_t *ops, const uform_
         size_t values_stride = qkv_stride;
         if (bf16)
             round_rows(values, qkv_stride, cols, dh, values_bf16, dh), values = values_bf16, values_stride = dh;
-        ops->accumulate(accumulator, dh, scores, block, values, values_stride, rows, cols, dh);
+        for (size_t r0 = 0; r0 < rows; r0 += slab)
+            ops->accumulate(accumulator + r0 * dh, dh, scores + r0 * block, block, values, values_stride,
+                            rows - r0 < slab ? rows - r0 : slab, slab_keys(unit, r0, slab, k0, cols), dh);
     }
 
     for (size_t r = 0; r < rows; ++r) {

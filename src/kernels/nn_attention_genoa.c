@@ -20,6 +20,16 @@
  *
  * A unit keeps ~108 KiB of tiles on the stack, and each prong a 128 KiB scratch where its units
  * keep one item's converted keys and values (item_cache_t below) for the next query blocks.
+ *
+ * Causal units (nn.h; nn_attention.c says how the key blocks are chosen) read their first `keys`
+ * keys only. In the block that crosses the diagonal the scores go in groups of 16 keys, each for
+ * the row vectors from the first that sees one of them; each row vector's max, exp and sum run
+ * over the keys up to its last lane's, with the lanes before a key masked out (seen_lanes: p = 0,
+ * never an exp of a masked score); and P·V stops, per group of 4 rows, at the group's last key.
+ * Off the diagonal the masks are all ones and the counts whole: the bidirectional unit's
+ * operations. The backward unit stops its key blocks at the query block's diagonal and masks the
+ * lanes before each key there (P = dS = 0); a key block's dK and dV are written by the first
+ * query block that sees it (the diagonal one) and added to by the later ones.
  */
 #include <immintrin.h>
 #include <math.h>
@@ -176,27 +186,42 @@ values_block_genoa(float *acc, size_t stride, const uint32_t *p2, const uint32_t
         for (size_t v = 0; v < vectors; ++v) _mm512_store_ps(acc + (r0 + r) * stride + e0 + v * 16, acc_f32x16[r][v]);
 }
 
+/* The key pairs rows r0 .. r0 + n − 1 read: all `column_pairs`, or in a causal diagonal block
+ * those up to the last row's key, row 0 seeing `row0_keys` of the block's keys (`cols` when the
+ * block is not diagonal: then all pairs). */
+static inline size_t group_pairs(size_t column_pairs, size_t row0_keys, size_t r0, size_t n) {
+    size_t pairs = (row0_keys + r0 + n) / 2;
+    return pairs < column_pairs ? pairs : column_pairs;
+}
+
 UFORM_GENOA static inline __attribute__((always_inline)) void
 values_columns_genoa(float *acc, size_t stride, const uint32_t *p2, const uint32_t *v2, size_t column_pairs,
-                     const float *rescale, int first, size_t rows, size_t e0, const size_t vectors) {
+                     size_t row0_keys, const float *rescale, int first, size_t rows, size_t e0, const size_t vectors) {
     size_t r = 0;
-    for (; r + 4 <= rows; r += 4) values_block_genoa(acc, stride, p2, v2, column_pairs, rescale, first, r, e0, 4, vectors);
+    for (; r + 4 <= rows; r += 4)
+        values_block_genoa(acc, stride, p2, v2, group_pairs(column_pairs, row0_keys, r, 4), rescale, first, r, e0, 4,
+                           vectors);
+    size_t pairs = group_pairs(column_pairs, row0_keys, r, rows - r);
     switch (rows - r) {
-    case 3: values_block_genoa(acc, stride, p2, v2, column_pairs, rescale, first, r, e0, 3, vectors); break;
-    case 2: values_block_genoa(acc, stride, p2, v2, column_pairs, rescale, first, r, e0, 2, vectors); break;
-    case 1: values_block_genoa(acc, stride, p2, v2, column_pairs, rescale, first, r, e0, 1, vectors); break;
+    case 3: values_block_genoa(acc, stride, p2, v2, pairs, rescale, first, r, e0, 3, vectors); break;
+    case 2: values_block_genoa(acc, stride, p2, v2, pairs, rescale, first, r, e0, 2, vectors); break;
+    case 1: values_block_genoa(acc, stride, p2, v2, pairs, rescale, first, r, e0, 1, vectors); break;
     default: break;
     }
 }
 
+/* acc [rows, stride] = acc·rescale (or 0 when `first`) + P·V over the block's `column_pairs` key
+ * pairs; row r reads only the pairs up to its key row0_keys + r (the causal diagonal block; pass
+ * the block's key count otherwise). */
 UFORM_GENOA __attribute__((noinline)) static void values_tile_genoa(float *acc, size_t stride, const uint32_t *p2, const uint32_t *v2,
-                                          size_t column_pairs, const float *rescale, int first, size_t rows) {
+                                          size_t column_pairs, size_t row0_keys, const float *rescale, int first,
+                                          size_t rows) {
     for (size_t e0 = 0; e0 < stride; e0 += 64) {
         switch ((stride - e0) / 16 < 4 ? (stride - e0) / 16 : 4) {
-        case 1: values_columns_genoa(acc, stride, p2, v2, column_pairs, rescale, first, rows, e0, 1); break;
-        case 2: values_columns_genoa(acc, stride, p2, v2, column_pairs, rescale, first, rows, e0, 2); break;
-        case 3: values_columns_genoa(acc, stride, p2, v2, column_pairs, rescale, first, rows, e0, 3); break;
-        default: values_columns_genoa(acc, stride, p2, v2, column_pairs, rescale, first, rows, e0, 4); break;
+        case 1: values_columns_genoa(acc, stride, p2, v2, column_pairs, row0_keys, rescale, first, rows, e0, 1); break;
+        case 2: values_columns_genoa(acc, stride, p2, v2, column_pairs, row0_keys, rescale, first, rows, e0, 2); break;
+        case 3: values_columns_genoa(acc, stride, p2, v2, column_pairs, row0_keys, rescale, first, rows, e0, 3); break;
+        default: values_columns_genoa(acc, stride, p2, v2, column_pairs, row0_keys, rescale, first, rows, e0, 4); break;
         }
     }
 }
@@ -291,14 +316,27 @@ UFORM_GENOA static void forward_unit_bf16_genoa(const void *unused, const uform_
                 prefetch_rows(unit->k_next + unit->out_stride, unit->k_next_rows, dh, qkv_stride, 2);
             }
         }
-        scores_tile_genoa(q2, k2_tile, pairs, cols, st, row_vectors);
+        /* Keys seen by the unit's first row here (all `cols` off the causal diagonal); a diagonal
+         * block's scores go in groups of 16 keys, each for the row vectors that see one of them. */
+        size_t row0_keys = diagonal ? unit->position - k0 + 1 : cols;
+        if (!diagonal) scores_tile_genoa(q2, k2_tile, pairs, cols, st, row_vectors);
+        for (size_t c0 = 0; diagonal && c0 < cols; c0 += 16) {
+            /* The first row that sees key c0 is c0 + 1 − row0_keys: its vector is the first one here. */
+            size_t v0 = c0 + 1 > row0_keys ? (c0 + 1 - row0_keys) / 16 : 0;
+            if (v0 < row_vectors)
+                scores_tile_genoa(q2 + 16 * v0, k2_tile + c0 * pairs, pairs, cols - c0 < 16 ? cols - c0 : 16,
+                                  st + c0 * block + 16 * v0, row_vectors - v0);
+        }
 
         /* Online softmax, 16 query rows per vector; p summed unrounded in key order. A causal
          * diagonal block leaves the lanes that may not see a key out of its max, and zeroes
          * their p before the sum (all-ones masks elsewhere: the same operations as before). */
         for (size_t v = 0; v < row_vectors; ++v) {
+            /* The keys this vector's lanes read: up to its last lane's key in a diagonal block. */
+            size_t vector_keys = row0_keys + 16 * v + 15 < cols ? row0_keys + 16 * v + 15 : cols;
+            size_t vector_pairs = (vector_keys + 1) / 2;
             __m512 tile_max_f32x16 = _mm512_set1_ps(-INFINITY);
-            for (size_t c = 0; c < cols; ++c)
+            for (size_t c = 0; c < vector_keys; ++c)
                 tile_max_f32x16 = _mm512_mask_max_ps(tile_max_f32x16, seen_lanes(unit, diagonal, k0 + c, v),
                                                      tile_max_f32x16, _mm512_load_ps(st + c * block + v * 16));
             __m512 old_max_f32x16 = _mm512_load_ps(running_max + v * 16);
@@ -307,7 +345,7 @@ UFORM_GENOA static void forward_unit_bf16_genoa(const void *unused, const uform_
             /* p = exp(scale·S − m) = 2^(S·scale·log2 e − m·log2 e). */
             __m512 scale_f32x16 = _mm512_set1_ps(scale_log2), sum_f32x16 = _mm512_setzero_ps();
             __m512 shift_f32x16 = _mm512_mul_ps(new_max_f32x16, _mm512_set1_ps(log2e));
-            for (size_t c2 = 0; c2 < column_pairs; ++c2) {
+            for (size_t c2 = 0; c2 < vector_pairs; ++c2) {
                 __m512 low_f32x16 = _mm512_maskz_mov_ps(
                     seen_lanes(unit, diagonal, k0 + 2 * c2, v),
                     nn_exp2_f32x16(_mm512_fmsub_ps(_mm512_load_ps(st + 2 * c2 * block + v * 16), scale_f32x16, shift_f32x16)));
@@ -347,7 +385,7 @@ UFORM_GENOA static void forward_unit_bf16_genoa(const void *unused, const uform_
         }
         /* A block counts as kept only when whole (a `queries` unit may stop inside one). */
         if (convert && cache && cols == (length - k0 < block ? length - k0 : block)) cache->blocks_done = tile + 1;
-        values_tile_genoa(acc, stride, p2, v2_tile, column_pairs, rescale, first, rows);
+        values_tile_genoa(acc, stride, p2, v2_tile, column_pairs, row0_keys, rescale, first, rows);
     }
 
     for (size_t r = 0; r < rows; ++r) {

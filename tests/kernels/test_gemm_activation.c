@@ -106,6 +106,7 @@ typedef struct product_t {
     shape_t shape;
     float *x, *w, *bias;
     uform__bf16_t *w16;
+    double *pre, *size; /* [M, N]: the pre-activations X·Wᵀ + bias in double, and Σ|terms| */
     float *serial[UFORM__GEMM_GELU_LAST + 1][2]; /* SERIAL's Y per activation, F32 and BF16 weights */
 } product_t;
 
@@ -120,10 +121,20 @@ static void product_init(product_t *p, const shape_t *shape) {
     for (size_t i = 0; i < m * k; ++i) p->x[i] = random_bf16_value(x_scale);
     for (size_t i = 0; i < n * k; ++i) p->w[i] = random_bf16_value(2.0f), p->w16[i] = uform__gemm_bf16_from_f32(p->w[i]);
     for (size_t j = 0; j < n; ++j) p->bias[j] = 2.0f * check_random_float(&seed_state);
+    p->pre = malloc(m * n * sizeof(double)), p->size = malloc(m * n * sizeof(double));
+    for (size_t i = 0; i < m; ++i)
+        for (size_t j = 0; j < n; ++j) {
+            double pre = p->bias[j], size = fabs(p->bias[j]);
+            for (size_t t = 0; t < k; ++t) {
+                double term = (double)p->x[i * k + t] * p->w[j * k + t];
+                pre += term, size += fabs(term);
+            }
+            p->pre[i * n + j] = pre, p->size[i * n + j] = size;
+        }
 }
 
 static void product_free(product_t *p) {
-    free(p->x), free(p->w), free(p->w16), free(p->bias);
+    free(p->x), free(p->w), free(p->w16), free(p->bias), free(p->pre), free(p->size);
     for (int g = 0; g <= UFORM__GEMM_GELU_LAST; ++g) free(p->serial[g][0]), free(p->serial[g][1]);
 }
 
@@ -159,11 +170,7 @@ static void test_products(uform_cpu_class_t cpu_class, product_t *p) {
                 size_t bad = 0;
                 for (size_t i = 0; i < m; ++i)
                     for (size_t j = 0; j < n; ++j) {
-                        double pre = p->bias[j], size = fabs(p->bias[j]);
-                        for (size_t t = 0; t < k; ++t) {
-                            double term = (double)p->x[i * k + t] * p->w[j * k + t];
-                            pre += term, size += fabs(term);
-                        }
+                        double pre = p->pre[i * n + j], size = p->size[i * n + j];
                         double want = expected[i * n + j], got = y[i * n + j];
                         double tol = 2 * 1.13 * (4.0 * sqrt((double)k) + 16.0) * ldexp(1.0, -24) * size +
                                      2 * activation_bound(gelu, pre, want);

@@ -110,12 +110,13 @@ PUBLISHED = {
 
 # Tiny shapes: (text dim, context_dim, layers, heads, multimodal ids), (image dim, layers, heads), E.
 # Widths differ between the towers and from context_dim wherever the published ones do, so a tensor
-# read with the other tower's width fails; head widths stay >= 8.
+# read with the other tower's width fails; head widths stay >= 8. E stays above 64 so the cards'
+# smallest Matryoshka prefix (64) exists in every tiny folder too.
 TINY = {
-    "small": ((64, 32, 4, 4, [2, 3]), (32, 2, 2), 32),
-    "base": ((64, 64, 4, 4, [2, 3]), (48, 2, 3), 32),
-    "large": ((48, 64, 5, 4, [3, 4]), (64, 2, 4), 40),
-    "multilingual": ((32, 64, 4, 4, [2, 3]), (64, 2, 4), 24),
+    "small": ((64, 32, 4, 4, [2, 3]), (32, 2, 2), 128),
+    "base": ((64, 64, 4, 4, [2, 3]), (48, 2, 3), 96),
+    "large": ((48, 64, 5, 4, [3, 4]), (64, 2, 4), 160),
+    "multilingual": ((32, 64, 4, 4, [2, 3]), (64, 2, 4), 80),
 }
 
 TOKENIZER_KIND = {"bert": ("make_tokenizers.py", "bert-uncased"), "unigram": ("sp_make_models.py", "xlm-roberta")}
@@ -236,9 +237,10 @@ def random_tensors(rows, generator, padding_row=None):
 # Weight files.
 
 def write_safetensors(path, tensors, dtype_name):
-    """safetensors as the Rust/Python writers lay it out: u64 LE header length, JSON header (names in
-    the given order, data_offsets relative to the data, __metadata__ {"format": "pt"}), padded with
-    spaces to 8 bytes, then the tensors back to back."""
+    """safetensors: u64 LE header length, JSON header (data_offsets relative to the data,
+    __metadata__ {"format": "pt"} as safetensors.torch.save_file writes it) padded with spaces to 8
+    bytes, then the tensors back to back in state_dict order (the official writer orders them by
+    alignment and name; a reader must not care)."""
     torch_dtype, code = WEIGHT_DTYPES[dtype_name]
     header = {"__metadata__": {"format": "pt"}}
     chunks, offset = [], 0
