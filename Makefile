@@ -58,8 +58,9 @@ asan: deps
 # transient and persistent, in the plain build. `make test` runs a sample; `make asan` runs it with
 # LeakSanitizer (FFmpeg's rows at every 8th allocation there, for CI's time).
 sweep: build
-	ctest --test-dir $(BUILD) -R '^(media_fixtures|model_checkpoint_tiny)$$' --output-on-failure
-	$(BUILD)/tests/reliability/reliability_sweep $(BUILD)/tests/model/tiny.safetensors $(BUILD)/tests/media/fixtures --long-persistent
+	ctest --test-dir $(BUILD) -R '^(media_fixtures|model_checkpoint_tiny|published_fixture_minilm)$$' --output-on-failure
+	$(BUILD)/tests/reliability/reliability_sweep $(BUILD)/tests/model/tiny.safetensors $(BUILD)/tests/media/fixtures --long-persistent \
+	  --published $(BUILD)/tests/published/fixture_minilm
 
 # The executor, outcome and arena tests under ThreadSanitizer.
 tsan: deps
@@ -74,7 +75,8 @@ fuzz: deps
 	ctest --test-dir build-fuzz --output-on-failure -L fuzz
 
 FUZZ_SECONDS ?= 3600
-FUZZ_TARGETS ?= tests/fuzz/safetensors_fuzz tests/session/fuzz_session_compile tests/media/media_image_fuzzer tests/fuzz/index_fuzz
+FUZZ_TARGETS ?= tests/fuzz/safetensors_fuzz tests/session/fuzz_session_compile tests/media/media_image_fuzzer tests/fuzz/index_fuzz \
+                tests/fuzz/tokenizer_json_fuzz tests/fuzz/sp_model_fuzz tests/fuzz/torch_pickle_fuzz
 fuzz-long: fuzz
 	for target in $(FUZZ_TARGETS); do \
 	  [ -x "build-fuzz/$$target" ] || { echo "missing build-fuzz/$$target"; exit 1; }; \

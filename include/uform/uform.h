@@ -852,6 +852,19 @@ typedef struct uform_text_choose_t {
 
 UFORM_API uform_status_t uform_text_choose(uform_text_choose_t *request);
 
+/*
+ * The tokens a model's text tower runs for one text (`length` bytes of UTF-8, borrowed for the
+ * call): `*count` of them, special tokens included, after the tower's limit (and SigLIP's padding).
+ * For a native checkpoint these are [CLS] (256) and the text's first `text_bytes` bytes; for a
+ * published folder (docs/checkpoints.md) the ids its tokenizer gives, the ids its text tower reads.
+ * With `ids` non-NULL, the first min(*count, capacity) ids are written there (NULL: count only).
+ * Runs on the calling thread (microseconds for a sentence; no executor or arena); thread-safe.
+ * Statuses: UFORM_OK; UFORM_INVALID_ARGUMENT (NULL model or count, NULL text with a non-zero length,
+ * a model without text); UFORM_OUT_OF_MEMORY.
+ */
+UFORM_API uform_status_t uform_text_tokenize(uform_model_t model, const char *text, size_t length, uint32_t *ids,
+                                             size_t capacity, size_t *count, uform_outcome_t *outcome);
+
 /* ------------------------------------------------------------------------------------------ */
 /* Media — probing files and preparing inputs ahead of an encode                               */
 /* ------------------------------------------------------------------------------------------ */

@@ -7,7 +7,9 @@
 
 import os
 import weakref
-from ctypes import byref, c_void_p
+from ctypes import POINTER, byref, c_size_t, c_uint32, c_void_p
+
+import numpy as np
 from dataclasses import dataclass, field
 from typing import Dict, Optional, Tuple, Union
 
@@ -196,6 +198,20 @@ class Model(Verbs[Encoded, Chosen], Closing):
         if lib.uform_model_describe(byref(request)) != 0:
             raise from_outcome(request.outcome)
         return description_of(request.description)
+
+    def tokenize(self, text: Union[str, bytes]) -> "np.ndarray":
+        """The token ids the text tower runs for ``text`` (uint32): [CLS] and the text's bytes for a
+        UForm checkpoint, the folder's tokenizer's ids for a published one (``uform_text_tokenize``)."""
+        data = text.encode("utf-8") if isinstance(text, str) else bytes(text)
+        count, outcome = c_size_t(), S.Outcome()
+        if lib.uform_text_tokenize(self._use("Model.tokenize"), data, len(data), None, 0, byref(count), byref(outcome)) != 0:
+            raise from_outcome(outcome)
+        ids = np.zeros(count.value, dtype=np.uint32)
+        pointer = ids.ctypes.data_as(POINTER(c_uint32))
+        if lib.uform_text_tokenize(self._use("Model.tokenize"), data, len(data), pointer, count.value, byref(count),
+                                   byref(outcome)) != 0:
+            raise from_outcome(outcome)
+        return ids
 
     def close(self) -> None:
         """Waits for this model's unfinished Deferred calls, then frees it. Closing twice is a no-op."""

@@ -130,6 +130,15 @@ uform_status_t uform__linear_forward(uform__compute_t *compute, const uform__lin
                                      const void *x, size_t ldx, void *y, size_t ldy, size_t out_rows, int epilogue,
                                      uform_outcome_t *outcome);
 
+/* A published tower's layer packed on first use for the call's class (lazy.c): its panels, or NULL
+ * when the call must read the weight unpacked (another call is packing it, or packing failed).
+ * `bf16`: the panels the call's products read (BF16 pairs or F32). */
+const uform__gemm_packed_t *uform__linear_lazy_packed(const uform__compute_t *compute, const uform__linear_t *layer,
+                                                      int bf16);
+
+/* Frees a layer's lazily packed panels (uform_model_free). */
+void uform__linear_lazy_release(uform__linear_t *layer);
+
 /* ---- I8 compute (linear_i8.c) ---- */
 
 /* The GEMM epilogue of an int8 product's activation flags (its output is quantized or rounded

@@ -40,9 +40,26 @@ static void *own_for_i8(void *state, size_t bytes) { return own(state, bytes); }
 
 void *uform__model_own(uform_model_t model, size_t bytes) { return own(model, bytes); }
 
+/* Frees the panels published towers' layers packed on first use (lazy.c). */
+static void release_lazy(uform_model_t model) {
+    for (size_t i = 0; model->blocks && i < model->config.depth; ++i) {
+        uform__block_t *block = &model->blocks[i];
+        uform__linear_t *layers[7] = {&block->qkv, &block->out, &block->up, &block->down, &block->q, &block->k, &block->v};
+        for (int j = 0; j < 7; ++j) uform__linear_lazy_release(layers[j]);
+    }
+    for (int m = 0; m < 4; ++m) {
+        uform__stem_t *stem = &model->stems[m];
+        uform__linear_t *layers[6] = {&stem->patch, &stem->projection, &stem->pool.keys, &stem->pool.out, &stem->pool.up,
+                                      &stem->pool.down};
+        for (int j = 0; j < 6; ++j) uform__linear_lazy_release(layers[j]);
+        for (size_t j = 0; j < stem->dense_count; ++j) uform__linear_lazy_release(&stem->dense[j]);
+    }
+}
+
 UFORM_API void uform_model_free(uform_model_t model) {
     if (!model) return;
     if (model->release) model->release(model);
+    release_lazy(model);
     uform__safetensors_close(model->file); /* before the owned memory: a checkpoint in RAM is owned */
     for (size_t i = 0; i < model->owned_count; ++i) free(model->owned[i]);
     free(model->owned);

@@ -26,6 +26,14 @@ typedef struct uform__linear_t {
     uform__gemm_i8_packed_t i8;
     const int8_t *q;
     const float *q_scale;
+    /* A published tower's layer (src/published/): its weight stays in the mapping at load and is
+     * packed for the model's class and compute by the first call that needs it (lazy.c), so a load
+     * copies no weight; under BF16 compute an F32 weight is packed as BF16 panels (BF16 compute
+     * rounds weights to BF16, as PyTorch's BF16 weights are). `lazy_state` 0: not packed, 1: being
+     * packed by a call, 2: `lazy_packed` ready, 3: packing failed (the layer runs unpacked). */
+    int lazy;
+    uint32_t lazy_state;
+    const struct uform__lazy_packed_t *lazy_packed;
 } uform__linear_t;
 
 /* LayerNorm parameters, widened to F32. */

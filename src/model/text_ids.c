@@ -3,6 +3,9 @@
  * tokenizer and the tower's own limit, padding and truncation, as the upstream Python call applies
  * them.
  */
+#include <stdio.h>
+#include <string.h>
+
 #include "core/outcome.h"
 #include "model/encode.h"
 #include "text/sentencepiece.h"
@@ -28,4 +31,36 @@ uform_status_t uform__published_text_ids(const uform_model_t model, const char *
         if (uform__text_ids_append(ids, rules->pad_id) != 0)
             return uform__fail(outcome, UFORM_OUT_OF_MEMORY, "", "cannot allocate %zu token ids", rules->max_tokens);
     return UFORM_OK;
+}
+
+UFORM_API uform_status_t uform_text_tokenize(uform_model_t model, const char *text, size_t length, uint32_t *ids,
+                                             size_t capacity, size_t *count, uform_outcome_t *outcome) {
+    const char *function = __func__;
+    if (count) *count = 0;
+    if (!model || !count || (!text && length))
+        return uform__fail(outcome, UFORM_INVALID_ARGUMENT, function, "%s is NULL",
+                           !model ? "model" : !count ? "count" : "text");
+    uform_model_t tower = uform__model_tower(model, UFORM_MODALITY_TEXT);
+    if (!(tower->config.modalities & (1u << UFORM_MODALITY_TEXT)))
+        return uform__fail(outcome, UFORM_INVALID_ARGUMENT, function, "the model has no text tower");
+    if (!tower->text.tokenizer && !tower->text.sentencepiece) {
+        /* A native checkpoint: [CLS], then the text's first text_bytes bytes. */
+        size_t kept = length < tower->config.text_bytes ? length : tower->config.text_bytes;
+        *count = kept + 1;
+        for (size_t k = 0; ids && k < *count && k < capacity; ++k)
+            ids[k] = k == 0 ? UFORM__TEXT_CLS : (uint32_t)(unsigned char)text[k - 1];
+        return uform__succeed(outcome, function);
+    }
+    uform__text_ids_t made;
+    memset(&made, 0, sizeof made);
+    uform_status_t status = uform__published_text_ids(tower, text ? text : "", length, &made, outcome);
+    if (status != UFORM_OK) {
+        uform__text_ids_free(&made);
+        if (outcome) snprintf(outcome->function, sizeof outcome->function, "%s", function);
+        return status;
+    }
+    *count = made.count;
+    for (size_t k = 0; ids && k < made.count && k < capacity; ++k) ids[k] = made.data[k];
+    uform__text_ids_free(&made);
+    return uform__succeed(outcome, function);
 }

@@ -76,13 +76,16 @@ uform_status_t uform__linear_forward(uform__compute_t *compute, const uform__lin
     args.x = x, args.ldx = ldx;
     args.x_dtype = (epilogue & UFORM__LINEAR_X_BF16) ? UFORM__GEMM_BF16 : UFORM__GEMM_F32;
     args.w = layer->weight, args.ldw = layer->columns, args.w_dtype = layer->dtype;
-    int bf16 = layer->dtype == UFORM__GEMM_BF16 && compute->compute == UFORM_COMPUTE_BF16 &&
+    /* A published tower's F32 weights also run the BF16 products under BF16 compute (lazy.c). */
+    int bf16 = (layer->dtype == UFORM__GEMM_BF16 || layer->lazy) && compute->compute == UFORM_COMPUTE_BF16 &&
                !(epilogue & UFORM__LINEAR_F32);
     /* Packed weights cover all rows; a Matryoshka prefix (out_rows < rows) reads the plain rows, and
      * so does a product forced to F32 whose weights were packed as BF16 pairs. */
     if (compute->packed && layer->packed.data && out_rows == layer->rows &&
         (layer->packed.panel_dtype == UFORM__GEMM_BF16) == bf16)
         args.packed = &layer->packed;
+    else if (compute->packed && layer->lazy && out_rows == layer->rows)
+        args.packed = uform__linear_lazy_packed(compute, layer, bf16);
     args.bias = layer->bias;
     if (epilogue & UFORM__LINEAR_GELU) args.gelu = bf16 ? UFORM__GEMM_GELU_FAST : UFORM__GEMM_GELU_EXACT;
     if (epilogue & UFORM__LINEAR_QUICK_GELU) args.gelu = UFORM__GEMM_GELU_QUICK;

@@ -1,7 +1,7 @@
 /*
  * BERT, RoBERTa and XLM-RoBERTa encoders as transformers writes them (BertModel, RobertaModel,
- * XLMRobertaModel), and sentence-transformers' modules on top of them (docs/checkpoints.md, "BERT
- * family"). The encoder is post-norm:
+ * XLMRobertaModel), and sentence-transformers' modules on top of them (docs/checkpoints.md, "BERT,
+ * RoBERTa, XLM-RoBERTa and sentence-transformers"). The encoder is post-norm:
  *
  *   x = LayerNorm(word[id] + position[k + offset] + token_type[0])            embeddings
  *   x = LayerNorm1(x + attention(x));  x = LayerNorm2(x + mlp(x))              each layer

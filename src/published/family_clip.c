@@ -1,7 +1,8 @@
 /*
  * CLIP (Radford et al. 2021) as transformers writes it (CLIPModel: config.json, model.safetensors)
  * and as OpenCLIP writes it (open_clip_config.json, open_clip_model.safetensors or
- * open_clip_pytorch_model.bin) — docs/checkpoints.md, "CLIP". Both towers are pre-norm with
+ * open_clip_pytorch_model.bin) — docs/checkpoints.md, "CLIP in transformers' layout" and "CLIP in
+ * OpenCLIP's layout". Both towers are pre-norm with
  * LayerNorm eps 1e-5 and QuickGELU (OpenAI's weights) or GELU:
  *
  *   vision  x = pre_layrnorm([class + pos[0]; patch_k + pos[k + 1]]), blocks, post_layernorm(x[0]),
@@ -325,11 +326,7 @@ uform_status_t uform__family_open_clip(uform__family_context_t *context, const c
     static const char *const files[2] = {"open_clip_model.safetensors", "open_clip_pytorch_model.bin"};
     uform_status_t status = UFORM_FORMAT;
     for (int i = 0; i < 2 && status != UFORM_OK; ++i) {
-        char path[4096];
-        snprintf(path, sizeof path, "%s/%s", published->folder, files[i]);
-        FILE *file = fopen(path, "rb");
-        if (!file) continue;
-        fclose(file);
+        if (!uform__published_file_exists(published->folder, files[i])) continue;
         status = uform__tensor_set_open(set, published->folder, files[i], context->outcome, context->function);
         if (status != UFORM_OK) return status;
     }
@@ -372,15 +369,11 @@ uform_status_t uform__family_open_clip(uform__family_context_t *context, const c
     if (status != UFORM_OK) return status;
 
     /* The text tower needs a tokenizer the folder holds: OpenCLIP's own ships inside its package. */
-    char path[4096];
-    snprintf(path, sizeof path, "%s/tokenizer.json", published->folder);
-    FILE *file = fopen(path, "rb");
-    if (!file) {
+    if (!uform__published_file_exists(published->folder, "tokenizer.json")) {
         snprintf(published->note, sizeof published->note,
                  "no text tower: the folder has no tokenizer.json (OpenCLIP's tokenizer ships inside its Python package)");
         return UFORM_OK;
     }
-    fclose(file);
     tower = uform__tower_begin(&builder, context, set, UFORM_MODALITY_TEXT, text.hidden, text.depth, text.heads, text.mlp,
                                embedding);
     if (!tower) return builder.status;

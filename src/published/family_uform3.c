@@ -27,23 +27,17 @@
 static uform_status_t open_weights(uform__family_context_t *context, uform__tensor_set_t *set, const char *name) {
     const char *folder = context->published->folder;
     static const char *const merged[3] = {"torch_weight.pt", "weight.pt", "model.pt"};
-    char file[64], path[4096];
+    char file[64];
     static const char *const extensions[2] = {".safetensors", ".pt"};
     for (int i = 0; i < 2; ++i) {
         snprintf(file, sizeof file, "%s_encoder%s", name, extensions[i]);
-        snprintf(path, sizeof path, "%s/%s", folder, file);
-        FILE *handle = fopen(path, "rb");
-        if (!handle) continue;
-        fclose(handle);
+        if (!uform__published_file_exists(folder, file)) continue;
         uform_status_t status = uform__tensor_set_open(set, folder, file, context->outcome, context->function);
         if (status == UFORM_OK) snprintf(set->prefix, sizeof set->prefix, "%s_encoder.", name);
         return status;
     }
     for (int i = 0; i < 3; ++i) {
-        snprintf(path, sizeof path, "%s/%s", folder, merged[i]);
-        FILE *handle = fopen(path, "rb");
-        if (!handle) continue;
-        fclose(handle);
+        if (!uform__published_file_exists(folder, merged[i])) continue;
         uform_status_t status = uform__tensor_set_open(set, folder, merged[i], context->outcome, context->function);
         if (status == UFORM_OK) snprintf(set->prefix, sizeof set->prefix, "%s_encoder.", name);
         return status;

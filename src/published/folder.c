@@ -28,7 +28,7 @@
 /* The largest JSON file read (tokenizer.json of a 250k vocabulary is about 17 MB). */
 #define JSON_FILE_MAX ((long)256 << 20)
 
-static int file_exists(const char *folder, const char *name) {
+int uform__published_file_exists(const char *folder, const char *name) {
     char path[4096];
     struct stat info;
     snprintf(path, sizeof path, "%s/%s", folder, name);
@@ -39,7 +39,9 @@ static int file_exists(const char *folder, const char *name) {
 static uform_status_t read_file(const char *path, char **text, size_t *length, long limit, uform_outcome_t *outcome,
                                 const char *function) {
     FILE *file = fopen(path, "rb");
-    if (!file) return uform__fail(outcome, UFORM_IO, function, "cannot open '%s': %s", path, strerror(errno));
+    if (!file) /* fopen allocates: its ENOMEM is memory, not the file */
+        return uform__fail(outcome, errno == ENOMEM ? UFORM_OUT_OF_MEMORY : UFORM_IO, function, "cannot open '%s': %s",
+                           path, strerror(errno));
     long size = -1;
     if (fseek(file, 0, SEEK_END) == 0) size = ftell(file);
     if (size < 0 || fseek(file, 0, SEEK_SET) != 0) {
@@ -83,7 +85,7 @@ static uform_status_t keep_text(uform__published_t *published, const char *name,
 uform_status_t uform__published_json(uform__published_t *published, const char *name, int optional, cJSON **root,
                                      uform_outcome_t *outcome, const char *function) {
     *root = NULL;
-    if (!file_exists(published->folder, name)) {
+    if (!uform__published_file_exists(published->folder, name)) {
         if (optional) return UFORM_OK;
         return uform__fail(outcome, UFORM_FORMAT, function, "'%s' has no %s", published->folder, name);
     }
@@ -175,7 +177,7 @@ uform_status_t uform__published_tokenizer(uform__family_context_t *context, cons
     uform__published_t *published = context->published;
     char name[512];
     snprintf(name, sizeof name, "%stokenizer.json", subfolder);
-    if (file_exists(published->folder, name)) {
+    if (uform__published_file_exists(published->folder, name)) {
         char path[4096];
         snprintf(path, sizeof path, "%s/%s", published->folder, name);
         char *text = NULL;
@@ -194,7 +196,7 @@ uform_status_t uform__published_tokenizer(uform__family_context_t *context, cons
         return UFORM_OK;
     }
     snprintf(name, sizeof name, "%s%s", subfolder, sentencepiece ? sentencepiece : "");
-    if (sentencepiece && file_exists(published->folder, name)) {
+    if (sentencepiece && uform__published_file_exists(published->folder, name)) {
         char path[4096];
         snprintf(path, sizeof path, "%s/%s", published->folder, name);
         /* SiglipTokenizer and T5Tokenizer(legacy=False) load the model without its dummy prefix. */
@@ -311,7 +313,7 @@ static uform_status_t dispatch(uform__family_context_t *context) {
                           model_type_is(config, "xlm-roberta"))) {
         family = cJSON_GetObjectItemCaseSensitive(config, "model_type")->valuestring;
         status = modules ? uform__family_sentence_transformers(context, config, modules) : uform__family_bert(context, config);
-    } else if (file_exists(published->folder, "open_clip_config.json")) {
+    } else if (uform__published_file_exists(published->folder, "open_clip_config.json")) {
         family = "open_clip";
         cJSON *open_clip = NULL;
         status = uform__published_json(published, "open_clip_config.json", 0, &open_clip, context->outcome, context->function);

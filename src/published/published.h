@@ -105,6 +105,10 @@ uform_status_t uform__published_load(const char *path, uform_cpu_class_t cpu_cla
 /* Fills the published part of a model's description: family, tokenizer, text limit (folder.c). */
 void uform__published_describe(const uform_model_t model, uform_model_description_t *description);
 
+/* Whether `name` in `folder` is a regular file (stat: allocates nothing, so a failing allocation
+ * cannot pass for a missing file). */
+int uform__published_file_exists(const char *folder, const char *name);
+
 /* ---- JSON files (folder.c) ---- */
 
 /* Reads `name` in `folder` as JSON into `*root` (NULL with UFORM_OK when the file does not exist
@@ -151,11 +155,12 @@ uform_model_t uform__tower_new(uform__tower_builder_t *builder, uform_modality_t
 /* Memory the tower owns (freed with it). */
 void *uform__tower_own(uform__tower_builder_t *builder, size_t bytes);
 
-/* The tensor `name` with exactly `count` elements in a float dtype (BF16, F16, F32), whatever its
- * rank (a Conv2d's [d, 3, p, p] is a [d, 3·p·p] matrix; pos_embed's [1, N, d] a [N, d] table).
- * `shape` is the expected shape for the message ("[768, 3, 32, 32]"). NULL on failure. */
+/* The tensor `name` of shape [rows, columns] ([rows] with columns 0) in a float dtype (BF16, F16,
+ * F32), up to leading 1s and flattened trailing dimensions (a Conv2d's [d, 3, p, p] is a [d, 3·p·p]
+ * matrix; pos_embed's [1, N, d] a [N, d] table). `shape` is the expected shape for the message.
+ * NULL on failure. */
 const uform__safetensors_tensor_t *uform__tower_tensor(uform__tower_builder_t *builder, const char *name,
-                                                       size_t count, const char *shape);
+                                                       size_t rows, size_t columns, const char *shape);
 
 /* A vector or table widened to F32 (owned). */
 const float *uform__tower_floats(uform__tower_builder_t *builder, const char *name, size_t rows, size_t columns);

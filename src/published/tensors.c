@@ -4,6 +4,7 @@
  * every tensor name to its shard), or PyTorch files read through the whitelisted unpickler
  * (io/torch_file.h); the tensors of all of them point into their mappings.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,7 +56,9 @@ uform_status_t uform__tensor_set_open_index(uform__tensor_set_t *set, const char
     char path[4096];
     snprintf(path, sizeof path, "%s/%s", folder, index_name);
     FILE *file = fopen(path, "rb");
-    if (!file) return uform__fail(outcome, UFORM_IO, function, "cannot open '%s'", path);
+    if (!file) /* fopen allocates: its ENOMEM is memory, not the file */
+        return uform__fail(outcome, errno == ENOMEM ? UFORM_OUT_OF_MEMORY : UFORM_IO, function, "cannot open '%s': %s",
+                           path, strerror(errno));
     fseek(file, 0, SEEK_END);
     long size = ftell(file);
     fseek(file, 0, SEEK_SET);
@@ -150,10 +153,8 @@ void uform__tensor_set_close(uform__tensor_set_t *set) {
 
 static int exists(const char *folder, const char *subfolder, const char *name) {
     char path[4096];
-    snprintf(path, sizeof path, "%s/%s%s", folder, subfolder, name);
-    FILE *file = fopen(path, "rb");
-    if (file) fclose(file);
-    return file != NULL;
+    snprintf(path, sizeof path, "%s%s", subfolder, name);
+    return uform__published_file_exists(folder, path);
 }
 
 uform_status_t uform__tensor_set_open_transformers(uform__tensor_set_t *set, const char *folder, const char *subfolder,

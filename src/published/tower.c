@@ -61,8 +61,22 @@ static void shape_text(const uform__safetensors_tensor_t *tensor, char *buffer, 
     if (used < capacity) snprintf(buffer + used, capacity - used, "]");
 }
 
+/* Whether a stored shape is [rows, columns] (columns 0: a vector [rows]) up to leading 1s
+ * (pos_embed's [1, N, d]) and with its trailing dimensions flattened (a Conv2d's [d, 3, p, p] is a
+ * [d, 3·p·p] matrix): a transposed matrix of another shape is never taken for the expected one. */
+static int shape_matches(const uform__safetensors_tensor_t *tensor, size_t rows, size_t columns) {
+    if (tensor->rank == 0) return rows == 1 && columns == 0;
+    uint32_t first = 0, needed = columns ? 2 : 1;
+    while (tensor->rank - first > needed && tensor->shape[first] == 1) ++first;
+    if (!columns) return tensor->rank - first == 1 && tensor->shape[first] == rows;
+    if (tensor->rank - first < 2 || tensor->shape[first] != rows) return 0;
+    uint64_t rest = 1;
+    for (uint32_t i = first + 1; i < tensor->rank; ++i) rest *= tensor->shape[i];
+    return rest == columns;
+}
+
 const uform__safetensors_tensor_t *uform__tower_tensor(uform__tower_builder_t *builder, const char *name,
-                                                       size_t count, const char *shape) {
+                                                       size_t rows, size_t columns, const char *shape) {
     if (builder->status != UFORM_OK) return NULL;
     const uform__safetensors_tensor_t *tensor = uform__tensor_set_find(builder->set, name);
     if (!tensor) {
@@ -71,7 +85,7 @@ const uform__safetensors_tensor_t *uform__tower_tensor(uform__tower_builder_t *b
                                       builder->set->description);
         return NULL;
     }
-    if (tensor->element_count != count) {
+    if (!shape_matches(tensor, rows, columns)) {
         char got[128];
         shape_text(tensor, got, sizeof got);
         builder->status = uform__fail(builder->outcome, UFORM_FORMAT, builder->function,
@@ -113,7 +127,7 @@ static void shape_of(char *buffer, size_t capacity, size_t rows, size_t columns)
 const float *uform__tower_floats(uform__tower_builder_t *builder, const char *name, size_t rows, size_t columns) {
     char shape[64];
     shape_of(shape, sizeof shape, rows, columns);
-    const uform__safetensors_tensor_t *tensor = uform__tower_tensor(builder, name, rows * (columns ? columns : 1), shape);
+    const uform__safetensors_tensor_t *tensor = uform__tower_tensor(builder, name, rows, columns, shape);
     if (!tensor) return NULL;
     float *values = uform__tower_own(builder, (size_t)tensor->element_count * sizeof(float));
     if (values) widen_into(tensor, values);
@@ -150,7 +164,7 @@ void uform__tower_linear(uform__tower_builder_t *builder, uform__linear_t *layer
     memset(layer, 0, sizeof *layer);
     char shape[64];
     shape_of(shape, sizeof shape, transposed ? columns : rows, transposed ? rows : columns);
-    const uform__safetensors_tensor_t *tensor = uform__tower_tensor(builder, weight, rows * columns, shape);
+    const uform__safetensors_tensor_t *tensor = uform__tower_tensor(builder, weight, transposed ? columns : rows, transposed ? rows : columns, shape);
     if (!tensor) return;
     if (!transposed) {
         matrix(builder, layer, tensor, tensor->data, rows, columns);
@@ -172,7 +186,7 @@ void uform__tower_linear_rows(uform__tower_builder_t *builder, uform__linear_t *
     memset(layer, 0, sizeof *layer);
     char shape[64];
     shape_of(shape, sizeof shape, total_rows, columns);
-    const uform__safetensors_tensor_t *tensor = uform__tower_tensor(builder, weight, total_rows * columns, shape);
+    const uform__safetensors_tensor_t *tensor = uform__tower_tensor(builder, weight, total_rows, columns, shape);
     if (!tensor) return;
     size_t element = tensor->dtype == UFORM__SAFETENSORS_F32 ? 4 : 2;
     matrix(builder, layer, tensor, (const unsigned char *)tensor->data + first * columns * element, rows, columns);
@@ -208,7 +222,7 @@ void uform__tower_token_table(uform__tower_builder_t *builder, const char *name,
     memset(&table, 0, sizeof table);
     char shape[64];
     shape_of(shape, sizeof shape, vocabulary, d);
-    const uform__safetensors_tensor_t *tensor = uform__tower_tensor(builder, name, vocabulary * d, shape);
+    const uform__safetensors_tensor_t *tensor = uform__tower_tensor(builder, name, vocabulary, d, shape);
     if (!tensor) return;
     matrix(builder, &table, tensor, tensor->data, vocabulary, d);
     stem->tokens = table.weight, stem->tokens_dtype = table.dtype, stem->vocabulary = vocabulary;
@@ -243,20 +257,19 @@ uform_status_t uform__tower_finish(uform__tower_builder_t *builder, const uform_
         return builder->status = uform__fail(builder->outcome, UFORM_UNSUPPORTED, builder->function,
                                              "a head width of %zu / %zu heads: the attention kernels take whole widths up to 128",
                                              config->hidden, config->heads);
-    static const char *const products[4] = {"attn.out.weight", "mlp.up.weight", "mlp.down.weight", "attn.qkv.weight"};
-    for (size_t i = 0; i < config->depth && builder->status == UFORM_OK; ++i) {
+    /* Weights stay in the mapping: each layer is packed by the first call that runs it (lazy.c). */
+    for (size_t i = 0; i < config->depth; ++i) {
         uform__block_t *block = &tower->blocks[i];
         uform__linear_t *layers[7] = {&block->out, &block->up, &block->down, &block->qkv, &block->q, &block->k, &block->v};
-        for (int j = 0; j < 7 && builder->status == UFORM_OK; ++j) {
-            char name[96];
-            snprintf(name, sizeof name, "trunk.%zu.%s", i, products[j < 3 ? j : 3]);
-            builder->status = uform__model_pack(tower, layers[j], name, builder->outcome, builder->function);
-        }
+        for (int j = 0; j < 7; ++j) layers[j]->lazy = layers[j]->weight != NULL;
     }
-    for (int m = 1; m < 4 && builder->status == UFORM_OK; ++m)
-        if (tower->stems[m].present)
-            builder->status = uform__model_pack(tower, &tower->stems[m].patch, "image.patch.weight", builder->outcome,
-                                                builder->function);
+    for (int m = 0; m < 4; ++m) {
+        uform__stem_t *stem = &tower->stems[m];
+        uform__linear_t *layers[6] = {&stem->patch, &stem->projection, &stem->pool.keys, &stem->pool.out, &stem->pool.up,
+                                      &stem->pool.down};
+        for (int j = 0; j < 6; ++j) layers[j]->lazy = layers[j]->weight != NULL;
+        for (size_t j = 0; j < stem->dense_count; ++j) stem->dense[j].lazy = stem->dense[j].weight != NULL;
+    }
     if (builder->status == UFORM_OK && tower->compute == UFORM_COMPUTE_I8)
         builder->status = uform__i8_prepare(tower, parallel, own_for_i8, tower, builder->outcome, builder->function);
     return builder->status;

@@ -386,7 +386,9 @@ uform_status_t uform__sp_model_open(const char *path, const uform__sp_model_opti
     if (!path || !model) return uform__fail(outcome, UFORM_INVALID_ARGUMENT, function, "NULL path or result");
     *model = NULL;
     FILE *file = fopen(path, "rb");
-    if (!file) return uform__fail(outcome, UFORM_IO, function, "cannot open %s: %s", path, strerror(errno));
+    if (!file) /* fopen allocates: its ENOMEM is memory, not the file */
+        return uform__fail(outcome, errno == ENOMEM ? UFORM_OUT_OF_MEMORY : UFORM_IO, function, "cannot open %s: %s", path,
+                           strerror(errno));
     unsigned char *bytes = NULL;
     size_t size = 0, capacity = 0;
     for (;;) {

@@ -100,8 +100,9 @@ static uform_status_t parse_merges(const cJSON *merges, const char *path, uform_
     uint32_t rank = 0;
     for (const cJSON *entry = merges->child; entry && status == UFORM_OK; entry = entry->next, ++index) {
         if (cJSON_IsString(entry) && strncmp(entry->valuestring, "#version", 8) == 0) continue;
+        /* The entry's path, written only for a message (not for each of 50,000 merges). */
         char where[UFORM__TEXT_PATH];
-        uform__text_path_index(where, path, index);
+#define WHERE (uform__text_path_index(where, path, index), where)
         int parts = merge_parts(entry, &left, &right);
         if (parts == -2) {
             status = uform__fail(outcome, UFORM_OUT_OF_MEMORY, uform__text_function, "out of memory reading %s", path);
@@ -109,7 +110,7 @@ static uform_status_t parse_merges(const cJSON *merges, const char *path, uform_
         }
         if (parts != 0) {
             status = uform__fail(outcome, UFORM_FORMAT, uform__text_function,
-                                 "%s is %s, expected \"left right\" (one space) or [\"left\", \"right\"]", where,
+                                 "%s is %s, expected \"left right\" (one space) or [\"left\", \"right\"]", WHERE,
                                  cJSON_IsString(entry) ? "a string without exactly one space"
                                                        : uform__text_json_kind(entry));
             break;
@@ -120,13 +121,13 @@ static uform_status_t parse_merges(const cJSON *merges, const char *path, uform_
         else if (!uform__text_vocab_get(&model->vocab, right.data, right.length, &right_id)) missing = right.data;
         if (missing) {
             status = uform__fail(outcome, UFORM_FORMAT, uform__text_function,
-                                 "%s merges \"%.64s\", which is not in the vocabulary", where, missing);
+                                 "%s merges \"%.64s\", which is not in the vocabulary", WHERE, missing);
             break;
         }
         /* The merged token: the left token, then the right one without the continuing prefix. */
         if (right.length < prefix_length) {
             status = uform__fail(outcome, UFORM_FORMAT, uform__text_function,
-                                 "%s: the right token \"%.64s\" is shorter than continuing_subword_prefix", where,
+                                 "%s: the right token \"%.64s\" is shorter than continuing_subword_prefix", WHERE,
                                  right.data);
             break;
         }
@@ -136,10 +137,11 @@ static uform_status_t parse_merges(const cJSON *merges, const char *path, uform_
         }
         if (!uform__text_vocab_get(&model->vocab, left.data, left.length, &merged_id)) {
             status = uform__fail(outcome, UFORM_FORMAT, uform__text_function,
-                                 "%s: the merged token \"%.64s\" is not in the vocabulary", where, left.data);
+                                 "%s: the merged token \"%.64s\" is not in the vocabulary", WHERE, left.data);
             break;
         }
         merge_put(model, left_id, right_id, rank++, merged_id);
+#undef WHERE
     }
     uform__text_string_free(&left);
     uform__text_string_free(&right);

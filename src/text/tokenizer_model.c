@@ -22,11 +22,16 @@ uform_status_t uform__text_vocab_parse(const cJSON *json, const char *path, ufor
         return uform__fail(outcome, UFORM_FORMAT, uform__text_function,
                            "%s is %s, expected an object of token strings to ids", path, uform__text_json_kind(json));
     for (const cJSON *entry = json->child; entry; entry = entry->next) {
-        char where[UFORM__TEXT_PATH];
         uint64_t id;
-        uform__text_path(where, path, entry->string);
-        uform_status_t status = uform__text_json_uint_value(entry, where, UINT32_MAX - 1, &id, outcome);
-        if (status != UFORM_OK) return status;
+        double value = cJSON_IsNumber(entry) ? entry->valuedouble : -1.0;
+        if (value >= 0.0 && value <= (double)(UINT32_MAX - 1) && value == (double)(uint64_t)value) {
+            id = (uint64_t)value; /* the common case, without a path for a message */
+        } else {
+            char where[UFORM__TEXT_PATH];
+            uform__text_path(where, path, entry->string);
+            uform_status_t status = uform__text_json_uint_value(entry, where, UINT32_MAX - 1, &id, outcome);
+            if (status != UFORM_OK) return status;
+        }
         if (uform__text_vocab_put(vocab, entry->string, strlen(entry->string), (uint32_t)id) != 0)
             return uform__fail(outcome, UFORM_OUT_OF_MEMORY, uform__text_function, "out of memory reading %s", path);
     }

@@ -25,6 +25,11 @@ uint64_t uform__text_hash(const char *bytes, size_t length) {
         hash = (hash ^ word) * multiplier;
         hash ^= hash >> 29;
     }
+    /* A full 64-bit finaliser (MurmurHash3's fmix64): the tables index by the low bits, which the
+     * multiply-xorshift rounds alone leave clustered for short tokens. */
+    hash ^= hash >> 33, hash *= 0xFF51AFD7ED558CCDull;
+    hash ^= hash >> 33, hash *= 0xC4CEB9FE1A85EC53ull;
+    hash ^= hash >> 33;
     hash *= 0xBF58476D1CE4E5B9ull;
     return hash ^ (hash >> 32);
 }

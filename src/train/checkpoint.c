@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "core/outcome.h"
 #include "io/json.h"
@@ -253,6 +254,12 @@ uform_status_t uform__train_resume(uform_trainer_t trainer, const char *path, co
                                    uform__optimizer_t *stored, int *has_stored, uform_outcome_t *outcome,
                                    const char *function) {
     *has_stored = 0;
+    struct stat info;
+    if (path && stat(path, &info) == 0 && S_ISDIR(info.st_mode))
+        return uform__fail(outcome, UFORM_UNSUPPORTED, function,
+                           "'%s' is a folder: training resumes from a UForm checkpoint file; published model folders "
+                           "(docs/checkpoints.md) are loaded for inference only",
+                           path);
     uform__safetensors_t *file = NULL;
     uform_status_t status = uform__safetensors_open(path, &file, outcome);
     if (status != UFORM_OK) {

@@ -41,6 +41,13 @@ uform_published_parity(test_published_openclip_laion openclip openclip-laion tin
 uform_published_parity(test_published_siglip siglip siglip tiny f32 NEGATIVE)
 uform_published_parity(test_published_uform3 uform3 small tiny f32 NEGATIVE)
 uform_published_parity(test_published_uform3_pt uform3 multilingual tiny f32 OPTIONS --format pt-nested)
+# The AVX2 class's kernels (HASWELL: F32 compute, its resize and attention code) on whatever machine
+# runs the suite; on an AVX2-only CPU this is the native class anyway.
+foreach(family clip siglip)
+  uform_published_parity(test_published_${family}_haswell ${family} ${family} tiny f32)
+  set_tests_properties(test_published_${family}_haswell PROPERTIES ENVIRONMENT
+                       "UFORM_CPU_CLASS=intel_haswell;OMP_WAIT_POLICY=PASSIVE;OMP_NUM_THREADS=1")
+endforeach()
 # BF16 and I8 compute, one folder per family.
 foreach(compute bf16 i8)
   uform_published_parity(test_published_minilm_${compute} bert minilm tiny ${compute})
@@ -54,3 +61,18 @@ uform_published_parity(test_published_minilm_base bert minilm base f32 SLOW TIME
 uform_published_parity(test_published_bert_base bert bert-base base f32 SLOW TIMEOUT 900 OPTIONS --texts 4)
 uform_published_parity(test_published_siglip_base siglip siglip base f32 SLOW TIMEOUT 900 OPTIONS --texts 4 --images 2)
 uform_published_parity(test_published_uform3_base uform3 small base f32 SLOW TIMEOUT 900 OPTIONS --texts 4 --images 2)
+
+# Folders the engine cannot run, each with its status and message (test_published_errors.c), from a
+# tiny all-MiniLM and a tiny CLIP folder written at test time.
+add_test(NAME published_fixture_minilm
+         COMMAND ${UFORM_TORCH_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/bert_write.py minilm tiny
+                 ${CMAKE_CURRENT_BINARY_DIR}/fixture_minilm)
+add_test(NAME published_fixture_clip
+         COMMAND ${UFORM_TORCH_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/clip_write.py clip-new tiny
+                 ${CMAKE_CURRENT_BINARY_DIR}/fixture_clip)
+set_tests_properties(published_fixture_minilm published_fixture_clip PROPERTIES FIXTURES_SETUP published_fixtures
+                     LABELS published TIMEOUT 120)
+uform_add_test(NAME test_published_errors SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_published_errors.c
+               ARGS ${CMAKE_CURRENT_BINARY_DIR}/fixture_minilm ${CMAKE_CURRENT_BINARY_DIR}/fixture_clip
+                    ${CMAKE_CURRENT_BINARY_DIR}/errors LABELS published TIMEOUT 120)
+set_tests_properties(test_published_errors PROPERTIES FIXTURES_REQUIRED published_fixtures)

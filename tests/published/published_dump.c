@@ -15,8 +15,6 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "model/encode.h"
-#include "model/model.h"
 #include "npy.h"
 #include "uform/uform.h"
 
@@ -173,24 +171,22 @@ int main(int argc, char **argv) {
     fclose(meta);
 
     if (text_count) {
-        /* The ids, as the text tower computes them (the same function the encode runs). */
-        uform_model_t tower = uform__model_tower(model, UFORM_MODALITY_TEXT);
+        /* The ids, as the public uform_text_tokenize answers them (what the text tower runs). */
         snprintf(path, sizeof path, "%s/text_ids.json", directory);
         FILE *ids_file = fopen(path, "w");
         fputc('[', ids_file);
-        uform__text_ids_t ids;
-        memset(&ids, 0, sizeof ids);
+        static uint32_t ids[1 << 16];
         for (size_t i = 0; i < text_count; ++i) {
-            if (uform__published_text_ids(tower, text_bytes + text_offsets[i], text_offsets[i + 1] - text_offsets[i], &ids,
-                                          &outcome) != UFORM_OK)
-                fail("ids", &outcome);
+            size_t count = 0;
+            if (uform_text_tokenize(model, text_bytes + text_offsets[i], text_offsets[i + 1] - text_offsets[i], ids,
+                                    sizeof ids / sizeof ids[0], &count, &outcome) != UFORM_OK)
+                fail("uform_text_tokenize", &outcome);
             fprintf(ids_file, "%s[", i ? ", " : "");
-            for (size_t k = 0; k < ids.count; ++k) fprintf(ids_file, "%s%u", k ? ", " : "", ids.data[k]);
+            for (size_t k = 0; k < count && k < sizeof ids / sizeof ids[0]; ++k) fprintf(ids_file, "%s%u", k ? ", " : "", ids[k]);
             fputc(']', ids_file);
         }
         fputs("]\n", ids_file);
         fclose(ids_file);
-        uform__text_ids_free(&ids);
         uform_tape_t tape = {text_bytes, text_offsets, text_count};
         uform_text_encode_t request;
         memset(&request, 0, sizeof request);

@@ -35,6 +35,11 @@ const sweep_row_t sweep_rows[] = {
     {"trainer_save", sweep_run_trainer_save, 0},
     {"trainer_snapshot", sweep_run_trainer_snapshot, 0},
     {"text_choose", sweep_run_text_choose, 0},
+    {"text_tokenize", sweep_run_text_tokenize, 0},
+    /* a published folder (tests/published's all-MiniLM fixture): its load (JSON files, tokenizer.json,
+     * weights), then tokenize and encode with its tower */
+    {"published_load", sweep_run_published_load, 0},
+    {"published_text", sweep_run_published_text, 0},
     {"image_jpeg", sweep_run_image_jpeg, 0},
     {"image_jpeg_progressive", sweep_run_image_jpeg_progressive, 0},
     {"image_jpeg_exif", sweep_run_image_jpeg_exif, 0},

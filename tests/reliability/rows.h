@@ -30,6 +30,9 @@ void sweep_run_text_encode_on_executor(sweep_fixture_t *fixture, sweep_answer_t 
 void sweep_run_text_encode_deferred(sweep_fixture_t *fixture, sweep_answer_t *answer);
 void sweep_run_text_encode_fresh_arena(sweep_fixture_t *fixture, sweep_answer_t *answer);
 void sweep_run_text_choose(sweep_fixture_t *fixture, sweep_answer_t *answer);
+void sweep_run_text_tokenize(sweep_fixture_t *fixture, sweep_answer_t *answer);
+void sweep_run_published_load(sweep_fixture_t *fixture, sweep_answer_t *answer);
+void sweep_run_published_text(sweep_fixture_t *fixture, sweep_answer_t *answer);
 void sweep_run_image_jpeg(sweep_fixture_t *fixture, sweep_answer_t *answer);
 void sweep_run_image_jpeg_progressive(sweep_fixture_t *fixture, sweep_answer_t *answer);
 void sweep_run_image_jpeg_exif(sweep_fixture_t *fixture, sweep_answer_t *answer);

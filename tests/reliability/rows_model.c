@@ -320,3 +320,62 @@ void sweep_run_model_fingerprint(sweep_fixture_t *fixture, sweep_answer_t *answe
     if (status == UFORM_OK) answer->digest = sweep_digest(0, fingerprint, sizeof fingerprint);
     uform_model_free(model);
 }
+
+/* uform_text_tokenize on the native checkpoint: [CLS] and the bytes, nothing allocated. */
+void sweep_run_text_tokenize(sweep_fixture_t *fixture, sweep_answer_t *answer) {
+    uint32_t ids[64];
+    size_t count = 0;
+    uform_outcome_t outcome = {0};
+    uform_status_t status = uform_text_tokenize(fixture->model, "a photo", 7, ids, 64, &count, &outcome);
+    sweep_answer_status(answer, status, &outcome);
+    if (status == UFORM_OK) answer->digest = sweep_digest(0, ids, count * sizeof ids[0]);
+}
+
+/* A published folder's load: config.json, modules.json, the pooling config, tokenizer.json and the
+ * weights (docs/checkpoints.md). */
+void sweep_run_published_load(sweep_fixture_t *fixture, sweep_answer_t *answer) {
+    if (!fixture->published) { /* no folder given: nothing to try */
+        sweep_answer_status(answer, UFORM_OK, NULL);
+        return;
+    }
+    uform_model_t model = NULL;
+    uform_outcome_t outcome = {0};
+    uform_status_t status = uform_model_load_ram(NULL, fixture->published, NULL, &model, &outcome);
+    sweep_answer_status(answer, status, &outcome);
+    if (status == UFORM_OK) {
+        uform_model_describe_t describe = {model};
+        uform_model_describe(&describe);
+        answer->digest = sweep_digest(0, &describe.description.parameters, sizeof describe.description.parameters);
+    }
+    uform_model_free(model);
+}
+
+/* The folder's text tower: tokenize, then encode two texts (the ids, then every output). */
+void sweep_run_published_text(sweep_fixture_t *fixture, sweep_answer_t *answer) {
+    if (!fixture->published) {
+        sweep_answer_status(answer, UFORM_OK, NULL);
+        return;
+    }
+    uform_model_t model = NULL;
+    uform_outcome_t outcome = {0};
+    uform_status_t status = uform_model_load_ram(NULL, fixture->published, NULL, &model, &outcome);
+    sweep_answer_status(answer, status, &outcome);
+    if (status != UFORM_OK) return;
+    static const char texts[] = "a photo of a catnaïve café";
+    uint32_t ids[64];
+    size_t count = 0;
+    status = uform_text_tokenize(model, texts, 16, ids, 64, &count, &outcome);
+    sweep_answer_status(answer, status, &outcome);
+    uint64_t digest = status == UFORM_OK ? sweep_digest(0, ids, count * sizeof ids[0]) : 0;
+    if (status == UFORM_OK) {
+        size_t offsets[3] = {0, 16, sizeof texts - 1};
+        uform_text_encode_t request;
+        memset(&request, 0, sizeof request);
+        request.model = model, request.texts = (uform_tape_t){texts, offsets, 2};
+        request.outputs = all_outputs, request.arena = fixture->arena;
+        status = uform_text_encode(&request);
+        sweep_answer_status(answer, status, &request.outcome);
+        if (status == UFORM_OK) answer->digest = digest_encoded(&request.encoded) ^ digest;
+    }
+    uform_model_free(model);
+}

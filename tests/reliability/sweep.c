@@ -481,7 +481,7 @@ static int listed(const char *list, const char *name) {
 }
 
 static int usage(void) {
-    fprintf(stderr, "usage: reliability_sweep CHECKPOINT FIXTURES [--quick] [--mode transient|persistent|both] [--only a,b] [--at N] [--ffmpeg-stride K] [--long-stride K] [--long-persistent] [--no-cold]\n");
+    fprintf(stderr, "usage: reliability_sweep CHECKPOINT FIXTURES [--quick] [--mode transient|persistent|both] [--only a,b] [--at N] [--ffmpeg-stride K] [--long-stride K] [--long-persistent] [--no-cold] [--published FOLDER]\n");
     return 2;
 }
 
@@ -507,6 +507,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--long-stride") && i + 1 < argc) long_stride = strtoull(argv[++i], NULL, 10);
         else if (!strcmp(argv[i], "--long-persistent")) long_persistent = 1;
         else if (!strcmp(argv[i], "--no-cold")) no_cold = 1;
+        else if (!strcmp(argv[i], "--published") && i + 1 < argc) fixture.published = argv[++i];
         else return usage();
     }
 #if UFORM_WITH_FFMPEG

@@ -29,6 +29,7 @@ typedef struct sweep_bytes_t {
 typedef struct sweep_fixture_t {
     const char *checkpoint;   /* the tiny checkpoint's path */
     const char *fixtures;     /* the media fixtures folder (tests/media) */
+    const char *published;    /* a published model folder (--published; NULL: its rows answer OK untried) */
     char scratch[256];        /* a private temporary folder for files the rows write */
     uform_model_t model;      /* loaded on the calling thread */
     uform_executor_t executor; /* two threads of its own, made on first use: use sweep_executor() */

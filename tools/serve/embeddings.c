@@ -84,7 +84,7 @@ unsigned serve_embeddings_begin(serve_request_t *request) {
             item->bytes = request->media + used, item->size = size;
             used += size;
         }
-        request->tokens += serve_model_tokens(model, item->queue, item->size);
+        request->tokens += serve_model_tokens(model, item->queue, item->bytes, item->size);
     }
     free(inputs);
     if (status) return status;

@@ -46,7 +46,12 @@ static void write_model(serve_buffer_t *out, const serve_model_t *model) {
     int first = 1;
     for (int m = 0; m < 4; ++m)
         if (d->modalities & (1u << m)) serve_buffer_printf(out, "%s\"%s\"", first ? "" : ", ", modality_names[m]), first = 0;
-    serve_buffer_printf(out, "], \"text_bytes\": %zu, \"parameters\": %llu, \"compute\": \"%s\", \"index\": ", d->text_bytes,
+    serve_buffer_text(out, "], \"family\": ");
+    serve_buffer_json_string(out, d->family, strnlen(d->family, sizeof d->family));
+    serve_buffer_text(out, ", \"tokenizer\": ");
+    serve_buffer_json_string(out, d->tokenizer, strnlen(d->tokenizer, sizeof d->tokenizer));
+    serve_buffer_printf(out, ", \"text_tokens\": %zu", d->text_tokens);
+    serve_buffer_printf(out, ", \"text_bytes\": %zu, \"parameters\": %llu, \"compute\": \"%s\", \"index\": ", d->text_bytes,
                         (unsigned long long)d->parameters,
                         d->compute == UFORM_COMPUTE_BF16 ? "bf16" : d->compute == UFORM_COMPUTE_I8 ? "i8" : "f32");
     if (model->index) {

@@ -59,10 +59,15 @@ void serve_model_close(serve_model_t *model) {
     memset(model, 0, sizeof *model);
 }
 
-size_t serve_model_tokens(const serve_model_t *model, int modality, size_t bytes) {
+size_t serve_model_tokens(const serve_model_t *model, int modality, const unsigned char *bytes, size_t size) {
     const uform_model_description_t *d = &model->description;
     switch (modality) {
-    case UFORM_MODALITY_TEXT: return (bytes < d->text_bytes ? bytes : d->text_bytes) + 1;
+    case UFORM_MODALITY_TEXT: {
+        size_t count = 0;
+        if (uform_text_tokenize(model->model, (const char *)bytes, size, NULL, 0, &count, NULL) != UFORM_OK)
+            count = (size < d->text_bytes ? size : d->text_bytes) + 1; /* only out of memory gets here */
+        return count;
+    }
     case UFORM_MODALITY_IMAGE: {
         size_t grid = d->image_patch ? d->image_size / d->image_patch : 0;
         return grid * grid + 1;

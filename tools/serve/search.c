@@ -56,7 +56,7 @@ unsigned serve_search_begin(serve_request_t *request) {
         item->bytes = request->media, item->size = size;
     }
     request->query_modality = input.modality;
-    request->tokens = serve_model_tokens(&server->model, input.modality, item->size);
+    request->tokens = serve_model_tokens(&server->model, input.modality, item->bytes, item->size);
     serve_job_t *job = &request->job;
     job->items = request->items, job->count = 1;
     job->search = 1, job->top = (size_t)top, job->modalities = modalities, job->hits = request->hits;

@@ -78,9 +78,10 @@ int serve_model_open(const serve_model_options_t *options, const char *index_pat
                      size_t capacity);
 void serve_model_close(serve_model_t *model);
 
-/* Tokens one input costs, as the model counts them: its bytes (up to text_bytes) and [CLS] for a
- * text, patches and [CLS] for media. */
-size_t serve_model_tokens(const serve_model_t *model, int modality, size_t bytes);
+/* Tokens one input costs, as the model counts them: a text's tokens as its text tower runs them
+ * (uform_text_tokenize: [CLS] and its first text_bytes bytes for a UForm checkpoint, the
+ * tokenizer's ids for a published folder), a medium's patch rows and class rows. */
+size_t serve_model_tokens(const serve_model_t *model, int modality, const unsigned char *bytes, size_t size);
 
 typedef enum serve_state_t { SERVE_LOADING = 0, SERVE_READY = 1, SERVE_DRAINING = 2 } serve_state_t;
 
