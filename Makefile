@@ -48,6 +48,9 @@ install: build
 #                        tiny's parity, which runs every code path small does, is in
 #   test_train_learns, test_demo_learns (and test_demo_report, test_demo_render, which read the
 #                        reduced demo's folder)   minutes of training each, 10x slower here
+#   test_published_* variants (layouts, BF16, I8, the AVX2 class), *_base and the references'
+#                        self-tests   their time is the Python reference's, which ASan does not
+#                        instrument; one parity check per family and test_published_errors run here
 asan: deps
 	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DUFORM_SANITIZE=address,undefined -DUFORM_BUILD_BENCH=OFF -DUFORM_TEST_TIMEOUT_SCALE=2 $(CMAKE_FLAGS)
 	cmake --build build-asan -j$(JOBS)

@@ -19,7 +19,7 @@ packages=(
   # speech for the demo's generated data (tools/ only, never linked into libuform)
   libespeak-ng-dev
   # tests
-  libcmocka-dev python3 python3-numpy python3-sentencepiece python3-protobuf python3-pytest python3-pil python3-torch python3-torchvision python3-torchaudio
+  libcmocka-dev python3 python3-numpy python3-sentencepiece python3-protobuf perl python3-pytest python3-pil python3-torch python3-torchvision python3-torchaudio
   # benchmark peers (bench/ only, never linked into libuform)
   libopenblas-dev libdnnl-dev
   # WebDataset shards (src/data: tar, pax and GNU long names, .tar.gz through libarchive)

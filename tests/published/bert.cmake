@@ -5,7 +5,7 @@
 # The comparisons of the engine's dumps (bert_compare.py) are registered with the C dumper.
 add_test(NAME test_published_bert_self
          COMMAND ${UFORM_TORCH_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/bert_selftest.py ${CMAKE_CURRENT_BINARY_DIR}/bert_self)
-set_tests_properties(test_published_bert_self PROPERTIES TIMEOUT 180 LABELS "published;python"
+set_tests_properties(test_published_bert_self PROPERTIES TIMEOUT 180 LABELS "published;python;noasan"
                      ENVIRONMENT "OMP_WAIT_POLICY=PASSIVE;OMP_NUM_THREADS=1")
 
 # The same at the published dimensions (12 x 768 and the others): minutes, so off unless asked for.

@@ -9,7 +9,7 @@ uform_test_timeout(clip_reference_timeout 300)
 add_test(NAME test_published_clip_self
          COMMAND ${UFORM_TORCH_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/clip_selftest.py clip
                  --work ${CMAKE_CURRENT_BINARY_DIR}/clip_self)
-set_tests_properties(test_published_clip_self PROPERTIES TIMEOUT ${clip_reference_timeout} LABELS "published;python"
+set_tests_properties(test_published_clip_self PROPERTIES TIMEOUT ${clip_reference_timeout} LABELS "published;python;noasan"
                      ENVIRONMENT "OMP_WAIT_POLICY=PASSIVE;OMP_NUM_THREADS=1")
 
 # The same at the published dimensions (ViT-B/32, SigLIP B/16 at 224): minutes, off unless asked for

@@ -5,5 +5,5 @@
 uform_test_timeout(uform3_timeout 300)
 add_test(NAME test_uform3_reference_self
          COMMAND ${UFORM_TORCH_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/uform3_selftest.py)
-set_tests_properties(test_uform3_reference_self PROPERTIES TIMEOUT ${uform3_timeout} LABELS "published;python"
+set_tests_properties(test_uform3_reference_self PROPERTIES TIMEOUT ${uform3_timeout} LABELS "published;python;noasan"
                      ENVIRONMENT "OMP_WAIT_POLICY=PASSIVE;OMP_NUM_THREADS=1")
