@@ -12,11 +12,12 @@
  * AVX-512: status dnnl_unimplemented), its F32 matmul runs in its place, labelled "f32*", and says so.
  *
  * Usage: bench_gemm [--json PATH] [--threads 1,2] [--classes serial,haswell,skylake,icelake,genoa]
- *                   [--rounds R] [--quick] [--shape M,K,N] [--epilogue bias|gelu|gelu-fast] [--y-bf16]
+ *                   [--rounds R] [--quick] [--shape M,K,N] [--epilogue bias|gelu|gelu-fast|quick|gelu-tanh] [--y-bf16]
  *                   [--backward | --int8]
  * --shape replaces the shape list with one shape. --epilogue measures the cost of the bias (and GELU,
- * exact or fast) folded into our products: each class then runs its packed variants twice, without
- * and with the epilogue ("+bias", "+gelu", "+gelu-fast"), with F32 activations as the model passes
+ * exact or fast, QuickGELU or the tanh GELU) folded into our products: each class then runs its
+ * packed variants twice, without and with the epilogue ("+bias", "+gelu", "+gelu-fast", "+quick",
+ * "+gelu-tanh"), with F32 activations as the model passes
  * them (GENOA's BF16 slot rounds them while packing); OpenBLAS and oneDNN run the bare product.
  * --y-bf16: those epilogue variants write Y as BF16 (y_dtype), as the trunk's mlp.up can.
  * --backward measures the training products instead, at the trainer's shapes (the `small` model,
@@ -465,8 +466,11 @@ static void run_backward_shape(const bench_shape_t *shape, size_t threads, const
     free(dy), free(x), free(w), free(w16), free(dx), free(dx_reference), free(dw), free(dw_reference), free(db);
 }
 
-/* --epilogue: 0 none, 1 bias, 2 bias + exact GELU, 3 bias + fast GELU. */
-static const char *const epilogue_names[4] = {"", "+bias", "+gelu", "+gelu-fast"};
+/* --epilogue: 0 none, 1 bias, 2 bias + exact GELU, 3 bias + fast GELU, 4 bias + QuickGELU, 5 bias +
+ * the tanh GELU; the activation each asks of the product. */
+static const char *const epilogue_names[6] = {"", "+bias", "+gelu", "+gelu-fast", "+quick", "+gelu-tanh"};
+static const int epilogue_activations[6] = {UFORM__GEMM_GELU_NONE,  UFORM__GEMM_GELU_NONE,  UFORM__GEMM_GELU_EXACT,
+                                            UFORM__GEMM_GELU_FAST,  UFORM__GEMM_GELU_QUICK, UFORM__GEMM_GELU_TANH};
 
 /* What one run measures, from the command line. */
 typedef struct run_options_t {
@@ -564,7 +568,7 @@ static void run_forward_shape(const bench_shape_t *shape, size_t index, size_t t
                                               .scratch = scratch, .scratch_capacity = scratch_size};
             if (with_epilogue) {
                 o->args.bias = bias;
-                o->args.gelu = epilogue == 2 ? UFORM__GEMM_GELU_EXACT : epilogue == 3 ? UFORM__GEMM_GELU_FAST : 0;
+                o->args.gelu = epilogue_activations[epilogue];
                 if (y_bf16) o->args.y_dtype = UFORM__GEMM_BF16, o->args.y = y16;
             }
             if (packed) {
@@ -785,7 +789,9 @@ static int parse_arguments(int argc, char **argv, const char **json_path, char *
                 return -1;
         } else if (!strcmp(argv[i], "--epilogue") && i + 1 < argc) {
             ++i;
-            *epilogue = !strcmp(argv[i], "bias") ? 1 : !strcmp(argv[i], "gelu") ? 2 : !strcmp(argv[i], "gelu-fast") ? 3 : -1;
+            *epilogue = -1;
+            for (int e = 1; e < 6; ++e)
+                if (!strcmp(argv[i], epilogue_names[e] + 1)) *epilogue = e;
             if (*epilogue < 0) return -1;
         } else return -1;
     }
@@ -810,7 +816,8 @@ int main(int argc, char **argv) {
         (backward + (epilogue != 0) + int8 > 1)) {
         fprintf(stderr,
                 "usage: %s [--json PATH] [--threads 1,2] [--classes serial,...,genoa] [--rounds R] [--quick]\n"
-                "          [--shape M,K,N] [--epilogue bias|gelu|gelu-fast] [--y-bf16 (with --epilogue)] [--backward | --int8]\n",
+                "          [--shape M,K,N] [--epilogue bias|gelu|gelu-fast|quick|gelu-tanh] [--y-bf16 (with --epilogue)]\n"
+                "          [--backward | --int8]\n",
                 argv[0]);
         return 2;
     }

@@ -1,7 +1,8 @@
 /*
- * Neural-network kernels other than GEMM: packed variable-length attention, LayerNorm, GELU,
- * softmax + cross-entropy, L2 normalisation, mean pooling, embedding gather / scatter-add,
- * scalar conversions, AdamW and the sum of squares — each forward with its backward below it.
+ * Neural-network kernels other than GEMM: packed variable-length attention (bidirectional or
+ * causal), LayerNorm, GELU, the GEMM epilogue's MLP activations element-wise, softmax +
+ * cross-entropy, L2 normalisation, mean pooling, embedding gather / scatter-add, scalar
+ * conversions, AdamW and the sum of squares — each forward with its backward below it.
  *
  * Dispatch: one `uform__nn_kernels_t` table per CPU class, chosen once (by the executor) with
  * `uform__nn_kernels(cpu_class)`. Every slot of every table is filled: a class without a

@@ -7,6 +7,14 @@ uform_add_test(NAME test_nn_attention_bf16 SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/t
                LABELS kernels tsan TIMEOUT 120)
 uform_add_test(NAME test_nn_attention_backward_bf16
                SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_nn_attention_backward_bf16.c LABELS kernels tsan TIMEOUT 120)
+# The same three attention tests on causal shapes (the sources built with NN_ATTENTION_CAUSAL=1):
+# separate executables, so that each stays short and `make test-avx2` can pick them apart.
+foreach(source IN ITEMS test_nn_attention test_nn_attention_bf16 test_nn_attention_backward_bf16)
+  string(REPLACE "test_nn_attention" "test_nn_attention_causal" causal_name ${source})
+  uform_add_test(NAME ${causal_name} SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/${source}.c LABELS kernels tsan
+                 TIMEOUT 120)
+  target_compile_definitions(${causal_name} PRIVATE NN_ATTENTION_CAUSAL=1)
+endforeach()
 uform_add_test(NAME test_nn_ops SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_nn_ops.c LABELS kernels tsan TIMEOUT 120)
 uform_add_test(NAME test_nn_convert SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_nn_convert.c LABELS kernels TIMEOUT 120)
 uform_add_test(NAME test_nn_torch SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_nn_torch.c LABELS kernels TIMEOUT 120)
