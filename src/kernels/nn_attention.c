@@ -51,12 +51,14 @@
  * two-pass schedules still sum every gradient over the same blocks in the same order, so they
  * still agree bit for bit. The bidirectional path executes the same operations as before (every
  * causal branch reduces to them), so its results did not change. Measured with
- * bench_attention_causal (thread CPU time, best of 7 rounds, one thread, this shared Zen 4 VM;
- * causal / bidirectional): CLIP's text tower, 32 items of 77 tokens, 8 heads of 64 — HASWELL
- * F32 0.74, BF16 0.80; SKYLAKE F32 0.87, BF16 0.87; GENOA F32 0.89, BF16 0.71 (77 tokens are a
- * whole key block and a 13-token one, so a causal item skips one pair of four and halves the
- * first unit's diagonal block: ≈0.60 of the products, and the transposes, exp and output do not
- * shrink as much); 8 items of 300 tokens — 0.57–0.64 on every class.
+ * bench_attention_causal (thread CPU time, best of 9 rounds, one thread, this shared Zen 4 VM;
+ * causal / bidirectional, F32 and BF16; bench/README.md has the times): CLIP's text tower, 32
+ * items of 77 tokens, 8 heads of 64 — SERIAL 0.61 / 0.65, HASWELL 0.71 / 0.80, SKYLAKE 0.82 /
+ * 0.82, GENOA 0.83 / 0.70 (77 tokens are a whole key block and a 13-token one: a causal item
+ * skips one (query block, key block) pair of four and does 5/8 of the first unit's diagonal
+ * block, ≈0.60 of the products, while the transposes, exponentials and output shrink less);
+ * 8 items of 300 tokens — 0.52 to 0.69. Before the diagonal slabs, CLIP's shape gave 0.87–0.96
+ * (GENOA's BF16 0.89).
  *
  * Stack: a forward unit keeps ~145 KiB of tiles on the stack, an F32 backward unit up to ~161
  * KiB, a BF16 one ~290 KiB (with UFORM__NN_ATTENTION_BLOCK 64 and head width 128; GENOA's ~200
