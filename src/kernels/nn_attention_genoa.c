@@ -690,7 +690,8 @@ UFORM_GENOA static void backward_unit_bf16_genoa(const void *unused, const uform
                 _mm512_store_si512(p2t + c * (block / 2) + 16, (__m512i)_mm512_cvtne2ps_pbh(p_f32x16[3], p_f32x16[2]));
                 for (size_t w = 0; w < row_vectors; ++w) _mm512_store_ps(dst + c * block + w * 16, ds_f32x16[w]);
             }
-            /* The first query block writes dK and dV, the others add to them. */
+            /* The first query block that sees the key block writes its dK and dV (`later` 0), the
+             * others add to them. */
             product_genoa(p2t, block / 2, 1, g2, stride, row_pairs_count, keys, dh, unit->dv + k0 * qkv_stride,
                           qkv_stride, later);
             product_f32_genoa(dst, block, 1, unit->q + q0 * qkv_stride, qkv_stride, rows, keys, dh,
