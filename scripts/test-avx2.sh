@@ -26,4 +26,6 @@ tests+='|test_nn_softmax|test_nn_exp|test_search_kernels|test_signal_resize|test
 tests+='|test_signal_resample|media_image|media_audio|test_model|test_session_random_serial|test_session_random_haswell'
 tests+='|test_session_random_skylake|test_session_random_genoa|test_index_api|test_index_search_b1|test_serve_batcher'
 tests+='|test_signal_pil|test_gemm_activation|test_published_errors'
+# Tests with dense numeric sweeps thin them out under the emulator (test_gemm_gelu: every 8th value).
+export UFORM_TEST_EMULATED=1
 scripts/run-tests.sh "$build" -R "^($tests)\$" -j"$jobs"
