@@ -796,6 +796,7 @@ int main(int argc, char **argv) {
            options.seconds, load_average[0], load_average[1], load_average[2]);
 
     FILE *json = fopen(options.json_path, "w");
+    if (!json) fprintf(stderr, "bench_published: cannot write %s (does its folder exist?); tables only\n", options.json_path);
     if (json)
         fprintf(json, "{\"detected_class\": \"%s\", \"threads\": %zu, \"rounds\": %d, \"seconds\": %.2f, "
                       "\"load_average_start\": [%.2f, %.2f, %.2f],\n \"loads\": [",

@@ -82,6 +82,9 @@ def main(argv=None):
     for prefix in prefixes:
         command += ["--ort", prefix]
     command += [word for word in args.rest if word != "--"]
+    for at, word in enumerate(command[:-1]):                  # the JSON's folder (bench/results is not in git)
+        if word == "--json":
+            os.makedirs(os.path.dirname(os.path.abspath(command[at + 1])), exist_ok=True)
     print("published_run:", " ".join(command), flush=True)
     os.execv(args.bench, command)
 
