@@ -19,12 +19,31 @@ typedef struct helper_start_t {
     size_t index;
 } helper_start_t;
 
+/* The ticket's prong half between jobs: no prong is that large, so nothing can be taken. */
+#define team_closed ((uint64_t)UINT32_MAX)
+
+/* Takes and runs prongs of whatever job the ticket names until it has none left.
+ *
+ * A thread reads the ticket, then the job's fields, then claims the prong with a compare-exchange
+ * of the ticket it read. The lead closes the ticket before it rewrites the fields for a new job
+ * and stores the fields with release, so a thread that read a newer job's field (acquire) sees
+ * the closed ticket, or a later one, in its compare-exchange and fails it; and a job cannot end
+ * while its ticket still offers a prong. A successful claim therefore runs the prong of the job
+ * whose fields it read. */
 static void take_prongs(uform__team_t *team, size_t thread) {
-    size_t n = team->n;
+    uint64_t ticket = __atomic_load_n(&team->ticket, __ATOMIC_ACQUIRE);
     for (;;) {
-        size_t prong = __atomic_fetch_add(&team->next, 1, __ATOMIC_RELAXED);
-        if (prong >= n) break;
-        team->fn(team->context, thread, prong);
+        uform__prong_fn fn = __atomic_load_n(&team->fn, __ATOMIC_ACQUIRE);
+        void *context = __atomic_load_n(&team->context, __ATOMIC_ACQUIRE);
+        size_t n = __atomic_load_n(&team->n, __ATOMIC_ACQUIRE);
+        uint64_t prong = ticket & 0xFFFFFFFFu;
+        if (prong >= n) return;
+        if (!__atomic_compare_exchange_n(&team->ticket, &ticket, ticket + 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+            continue; /* `ticket` now holds the current value */
+        fn(context, thread, (size_t)prong);
+        if (__atomic_add_fetch(&team->completed, 1, __ATOMIC_SEQ_CST) == n && __atomic_load_n(&team->lead_sleeping, __ATOMIC_SEQ_CST))
+            uform__futex_wake_all(&team->completed);
+        ticket = __atomic_load_n(&team->ticket, __ATOMIC_ACQUIRE);
     }
 }
 
@@ -53,7 +72,6 @@ static void *helper_main(void *argument) {
         seen = now;
         if (__atomic_load_n(&team->stop, __ATOMIC_ACQUIRE)) break;
         take_prongs(team, start.index);
-        if (__atomic_add_fetch(&team->done, 1, __ATOMIC_ACQ_REL) == team->helpers) uform__futex_wake_all(&team->done);
     }
     return NULL;
 }
@@ -61,6 +79,7 @@ static void *helper_main(void *argument) {
 int uform__team_start(uform__team_t *team, size_t helpers, const uint32_t *mood, const cpu_set_t *cpus) {
     memset(team, 0, sizeof *team);
     team->mood = mood;
+    team->ticket = team_closed;
     if (helpers == 0) return 0;
     team->threads = calloc(helpers, sizeof *team->threads);
     if (!team->threads) return ENOMEM;
@@ -97,31 +116,38 @@ void uform__team_stop(uform__team_t *team) {
 
 void uform__team_for_n(void *self, size_t n, uform__prong_fn fn, void *context) {
     uform__team_t *team = self;
-    if (team->helpers == 0 || n <= 1 || team_thread_index != (size_t)-1) {
+    if (team->helpers == 0 || n <= 1 || n >= UINT32_MAX || team_thread_index != (size_t)-1) {
         /* No helpers, a single prong, or a loop nested in a prong: run inline. */
         size_t thread = team_thread_index == (size_t)-1 ? 0 : team_thread_index;
         for (size_t prong = 0; prong < n; ++prong) fn(context, thread, prong);
         return;
     }
-    team->fn = fn;
-    team->context = context;
-    team->n = n;
-    __atomic_store_n(&team->next, 0, __ATOMIC_RELAXED);
-    __atomic_store_n(&team->done, 0, __ATOMIC_RELAXED);
+    /* Close the ticket under a new job number before the fields change (take_prongs says why). */
+    uint64_t job = (__atomic_load_n(&team->ticket, __ATOMIC_RELAXED) >> 32) + 1;
+    __atomic_store_n(&team->ticket, (job << 32) | team_closed, __ATOMIC_SEQ_CST);
+    __atomic_store_n(&team->completed, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&team->fn, fn, __ATOMIC_RELEASE);
+    __atomic_store_n(&team->context, context, __ATOMIC_RELEASE);
+    __atomic_store_n(&team->n, n, __ATOMIC_RELEASE);
+    __atomic_store_n(&team->ticket, job << 32, __ATOMIC_RELEASE);
     __atomic_add_fetch(&team->generation, 1, __ATOMIC_SEQ_CST);
     if (__atomic_load_n(&team->sleepers, __ATOMIC_SEQ_CST)) uform__futex_wake_all(&team->generation);
     team_thread_index = 0;
     take_prongs(team, 0);
     team_thread_index = (size_t)-1;
+    /* Every prong is taken; wait for those still running on helpers. */
     size_t spins = 0;
     for (;;) {
-        uint32_t done = __atomic_load_n(&team->done, __ATOMIC_ACQUIRE);
-        if (done == team->helpers) break;
+        uint32_t completed = __atomic_load_n(&team->completed, __ATOMIC_ACQUIRE);
+        if (completed == n) break;
         if (spins < spins_before_sleep) {
             uform__spin_pause();
             ++spins;
-        } else {
-            uform__futex_wait(&team->done, done);
+            continue;
         }
+        __atomic_store_n(&team->lead_sleeping, 1, __ATOMIC_SEQ_CST);
+        completed = __atomic_load_n(&team->completed, __ATOMIC_SEQ_CST);
+        if (completed != n) uform__futex_wait(&team->completed, completed);
+        __atomic_store_n(&team->lead_sleeping, 0, __ATOMIC_SEQ_CST);
     }
 }

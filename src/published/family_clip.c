@@ -35,7 +35,8 @@ typedef struct tower_shape_t {
 
 /* A tower's config section: `name` (text_config, vision_config) with the keys of the legacy
  * `<name>_dict` laid over it, as transformers' CLIPConfig merges them (OpenAI's config.json has
- * both). A new object the caller frees with cJSON_Delete; NULL without either (every default). */
+ * both). A new object the caller frees with cJSON_Delete (empty without either: every default); NULL
+ * only when memory ran out. */
 static cJSON *section(const cJSON *config, const char *name, const char *legacy) {
     const cJSON *base = cJSON_GetObjectItemCaseSensitive(config, name);
     const cJSON *over = cJSON_GetObjectItemCaseSensitive(config, legacy);
@@ -44,9 +45,14 @@ static cJSON *section(const cJSON *config, const char *name, const char *legacy)
     const cJSON *item;
     cJSON_ArrayForEach(item, over) {
         cJSON *copy = cJSON_Duplicate(item, 1);
-        if (!copy) continue;
-        if (cJSON_GetObjectItemCaseSensitive(merged, item->string)) cJSON_ReplaceItemInObjectCaseSensitive(merged, item->string, copy);
-        else cJSON_AddItemToObject(merged, item->string, copy);
+        int kept = copy && (cJSON_GetObjectItemCaseSensitive(merged, item->string)
+                                ? cJSON_ReplaceItemInObjectCaseSensitive(merged, item->string, copy)
+                                : cJSON_AddItemToObject(merged, item->string, copy));
+        if (!kept) { /* out of memory: no half-merged section */
+            cJSON_Delete(copy);
+            cJSON_Delete(merged);
+            return NULL;
+        }
     }
     return merged;
 }
@@ -170,7 +176,7 @@ uform_status_t uform__family_clip(uform__family_context_t *context, const cJSON 
     cJSON *text_config = section(config, "text_config", "text_config_dict");
     cJSON *vision_config = section(config, "vision_config", "vision_config_dict");
     uform_status_t status = !text_config || !vision_config
-                                ? uform__fail(context->outcome, UFORM_OUT_OF_MEMORY, context->function, "cannot read config.json")
+                                ? uform__fail(context->outcome, UFORM_OUT_OF_MEMORY, context->function, "cannot allocate memory for config.json's sections")
                                 : read_shape(context, text_config, "text_config", 0, &text);
     if (status == UFORM_OK) status = read_shape(context, vision_config, "vision_config", 1, &vision);
     cJSON_Delete(text_config), cJSON_Delete(vision_config);

@@ -74,7 +74,7 @@ static uform_status_t keep_text(uform__published_t *published, const char *name,
                                 uform_outcome_t *outcome, const char *function) {
     size_t name_length = strlen(name), grown = published->texts_length + name_length + length + 2;
     char *texts = realloc(published->texts, grown + 1);
-    if (!texts) return uform__fail(outcome, UFORM_OUT_OF_MEMORY, function, "cannot keep the text of '%s'", name);
+    if (!texts) return uform__fail(outcome, UFORM_OUT_OF_MEMORY, function, "cannot allocate room to keep the text of '%s'", name);
     memcpy(texts + published->texts_length, name, name_length + 1);
     memcpy(texts + published->texts_length + name_length + 1, text, length);
     texts[grown - 1] = '\0', texts[grown] = '\0';

@@ -69,7 +69,7 @@ uform_status_t uform__tensor_set_open_index(uform__tensor_set_t *set, const char
     char *text = malloc((size_t)size + 1);
     if (!text) {
         fclose(file);
-        return uform__fail(outcome, UFORM_OUT_OF_MEMORY, function, "cannot read '%s'", path);
+        return uform__fail(outcome, UFORM_OUT_OF_MEMORY, function, "cannot allocate %lld bytes to read '%s'", (long long)size + 1, path);
     }
     size_t got = fread(text, 1, (size_t)size, file);
     fclose(file);
