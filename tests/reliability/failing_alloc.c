@@ -111,6 +111,9 @@ void failing_alloc_print_failure_stack(void) {
  * global, not thread-local: malloc runs before the main thread's TLS exists (the loader calls it),
  * and an instrumented build touches a TLS variable's address on entry. */
 static int inspecting; /* atomic */
+static int holding;    /* atomic: failing_alloc_hold */
+
+void failing_alloc_hold(int held) { __atomic_store_n(&holding, held, __ATOMIC_SEQ_CST); }
 
 /* Whether the allocation being made comes from a sanitizer's runtime (AddressSanitizer starting a
  * thread asks glibc's pthread_getattr_np, which allocates, and aborts when that fails): those are
@@ -133,7 +136,7 @@ static int from_sanitizer(void) {
 /* Counts one allocation by `function`; answers 1 when it must fail. */
 static int should_fail(const char *function) {
     size_t armed = __atomic_load_n(&target, __ATOMIC_RELAXED);
-    if (!armed || __atomic_load_n(&inspecting, __ATOMIC_RELAXED)) return 0;
+    if (!armed || __atomic_load_n(&inspecting, __ATOMIC_RELAXED) || __atomic_load_n(&holding, __ATOMIC_RELAXED)) return 0;
     size_t number = __atomic_add_fetch(&counted, 1, __ATOMIC_RELAXED);
     if (number != armed && !(number > armed && __atomic_load_n(&persistent, __ATOMIC_RELAXED))) return 0;
     if (from_sanitizer()) { /* spared: in transient mode the next allocation fails instead */

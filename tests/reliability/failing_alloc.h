@@ -39,6 +39,10 @@ size_t failing_alloc_counted(void);
  * single-threaded code between two points where nothing should be cached. */
 long failing_alloc_live(void);
 
+/* While held (1), allocations pass through neither counted nor failed, as before arming: a row
+ * sets up what another row already sweeps (a model's load) and then sweeps only what follows. */
+void failing_alloc_hold(int held);
+
 /* Which function failed first since arming ("malloc", "mmap", ...), or "" when none did. */
 const char *failing_alloc_failed_function(void);
 
