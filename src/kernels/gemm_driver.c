@@ -465,7 +465,11 @@ static uform_status_t gemm_run(const gemm_problem_t *problem, const uform__paral
      * equal work; how rows are grouped never changes the arithmetic of an element. */
     size_t row_panels = (m + mr - 1) / mr, mc_panels = micro->mc / mr;
     size_t row_blocks = (row_panels + mc_panels - 1) / mc_panels;
-    row_blocks = round_up(row_blocks, threads) < row_panels ? round_up(row_blocks, threads) : row_panels;
+    /* Rows that fit one block (a text or an image at batch 1) stay one block when there are
+     * columns enough to share: every B panel is then read by one prong, where two row blocks
+     * would stream the same weights from memory twice, which is what bounds such a product. */
+    int one_block = row_blocks == 1 && round_up(n, nr) / nr >= 2 * threads;
+    if (!one_block) row_blocks = round_up(row_blocks, threads) < row_panels ? round_up(row_blocks, threads) : row_panels;
     for (size_t j0 = 0; j0 < n; j0 += nc) {
         gemm_step_t step = {.problem = problem, .j0 = j0, .a_scratch = a_scratch, .a_scratch_stride = a_stride,
                             .row_panels = row_panels, .row_blocks = row_blocks};

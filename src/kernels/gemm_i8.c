@@ -311,7 +311,9 @@ uform_status_t uform__gemm_i8_forward_drive(const uform__gemm_i8_micro_t *micro,
     size_t row_blocks = (args->m + mc - 1) / mc, panels = (args->n + micro->nr - 1) / micro->nr;
     /* Equal work per thread: as many row blocks as a multiple of the thread count (smaller blocks),
      * and column groups too when the rows are few. */
-    if (threads > 1 && row_blocks % threads) {
+    /* ... unless the rows fit one block and the columns are enough to share (gemm_driver.c says
+     * why: each weight panel is then streamed once, not once per row block). */
+    if (threads > 1 && row_blocks % threads && !(row_blocks == 1 && panels >= 2 * threads)) {
         size_t wanted = (row_blocks + threads - 1) / threads * threads;
         size_t smaller = ((args->m + wanted - 1) / wanted + mr - 1) / mr * mr;
         if (smaller >= mr) mc = smaller, row_blocks = (args->m + mc - 1) / mc;
