@@ -40,6 +40,21 @@ static size_t utf8_sequence(const unsigned char *bytes, size_t available, int *v
     return *valid = 1, at;
 }
 
+size_t uform__text_utf8_invalid_at(const char *text, size_t length) {
+    const unsigned char *bytes = (const unsigned char *)text;
+    for (size_t at = 0; at < length;) {
+        if (bytes[at] < 0x80) {
+            ++at;
+            continue;
+        }
+        int valid;
+        size_t width = utf8_sequence(bytes + at, length - at, &valid);
+        if (!valid) return at;
+        at += width;
+    }
+    return length;
+}
+
 int uform__text_utf8_repair(const char *text, size_t length, uform__text_string_t *out) {
     const unsigned char *bytes = (const unsigned char *)text;
     size_t at = 0, clean_from = 0;

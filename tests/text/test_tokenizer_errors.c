@@ -30,6 +30,14 @@ static void expect(const char *name, const char *json, uform_status_t status, co
 
 static void file_errors(void) {
     expect("not JSON", "{\"model\": ", UFORM_FORMAT, "malformed JSON at byte");
+    /* An added token whose content ends in a cut-short sequence (the fuzzer's find: BertNormalizer
+     * then read past the string), and a stray continuation byte in a vocabulary key. */
+    expect("not UTF-8 (cut short)",
+           "{\"added_tokens\": [{\"id\": 9, \"content\": \"x\xc3\", \"normalized\": true}], \"normalizer\":"
+           " {\"type\": \"BertNormalizer\"}, \"model\": " WORDPIECE_MODEL "}",
+           UFORM_FORMAT, "(0xc3) is not well-formed UTF-8");
+    expect("not UTF-8 (continuation)", "{\"model\": {\"type\": \"WordLevel\", \"vocab\": {\"a\x80\": 0}}}", UFORM_FORMAT,
+           "byte 44 of 52 (0x80) is not well-formed UTF-8");
     expect("trailing bytes", "{\"model\": " WORDPIECE_MODEL "} x", UFORM_FORMAT, "after the JSON value");
     expect("not an object", "[1, 2]", UFORM_FORMAT, "expected an object");
     expect("no model", "{\"normalizer\": null}", UFORM_FORMAT, "no \"model\"");
