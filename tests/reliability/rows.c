@@ -38,7 +38,7 @@ const sweep_row_t sweep_rows[] = {
     {"text_tokenize", sweep_run_text_tokenize, 0},
     /* a published folder (tests/published's all-MiniLM fixture): its load (JSON files, tokenizer.json,
      * weights), then tokenize and encode with its tower */
-    {"published_load", sweep_run_published_load, 0},
+    {"published_load", sweep_run_published_load, SWEEP_REPEATS},
     {"published_text", sweep_run_published_text, 0},
     {"image_jpeg", sweep_run_image_jpeg, 0},
     {"image_jpeg_progressive", sweep_run_image_jpeg_progressive, 0},

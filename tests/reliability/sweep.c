@@ -13,6 +13,9 @@
  *   --at     only allocation N (to debug one failure).
  *   --long-stride K  the same for the SWEEP_LONG rows (Gloo's bootstrap) and for every row whose call
  *            makes more than 512 allocations (a model load, a checkpoint save); default every one.
+ *            SWEEP_REPEATS rows (a published folder's load: 17,815 allocations, nearly all of them
+ *            cJSON's nodes while it parses tokenizer.json) take every one of their first and last
+ *            1,024 and every 16K-th between.
  *   --long-persistent  also the persistent mode of SWEEP_LONG rows: under persistent exhaustion
  *            Gloo's store polls until the bootstrap's timeout (5 s a run), so only `make sweep` asks.
  *   --ffmpeg-stride K  in rows through FFmpeg (thousands of allocations each), fail allocations
@@ -225,9 +228,11 @@ static int quick_includes(size_t n, size_t total) {
     return (n - 8) % step == 0;
 }
 
-/* With a stride: 1..32, every stride-th after that, the last 8. */
-static int stride_includes(size_t n, size_t total, size_t stride) {
-    return stride <= 1 || n <= 32 || n + 8 > total || (n - 32) % stride == 0;
+/* With a stride: 1..ends, every stride-th after that, the last 8 (the last `ends` for the
+ * SWEEP_REPEATS rows, whose `ends` is 1,024 rather than 32). */
+static int stride_includes(size_t n, size_t total, size_t stride, size_t ends) {
+    size_t tail = ends > 32 ? ends : 8;
+    return stride <= 1 || n <= ends || n + tail > total || (n - ends) % stride == 0;
 }
 
 /* One row in one mode: which allocation numbers to fail, and the reference outputs. */
@@ -246,7 +251,7 @@ static size_t next_number(const sweep_range_t *range, size_t n) {
     for (;; ++n) {
         if (range->at) return n <= range->at ? range->at : 0;
         if (range->quick && !quick_includes(n, range->total)) continue;
-        if (!stride_includes(n, range->total, range->stride)) continue;
+        if (!stride_includes(n, range->total, range->stride, range->row->flags & SWEEP_REPEATS ? 1024 : 32)) continue;
         return n;
     }
 }
@@ -413,6 +418,7 @@ static int long_persistent;
  * the row's counting run made (0 when not known yet). */
 static size_t row_stride(const sweep_row_t *row, size_t total) {
     if (row->flags & SWEEP_FFMPEG) return ffmpeg_stride;
+    if ((row->flags & SWEEP_REPEATS) && long_stride > 1) return 16 * long_stride;
     return (row->flags & SWEEP_LONG) || total > 512 ? long_stride : 1;
 }
 

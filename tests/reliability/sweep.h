@@ -67,6 +67,9 @@ enum {
                            not a leak of the call's */
     SWEEP_LONG = 32,    /* thousands of allocations, most in a library beneath UForm (Gloo's C++):
                            --long-stride K fails every K-th one after the first 32, as for FFmpeg's rows */
+    SWEEP_REPEATS = 64, /* most allocations repeat one pattern thousands of times inside one parse (a
+                           tokenizer.json's vocabulary as cJSON nodes): with --long-stride K, every
+                           one of the first and last 1,024 and every 16K-th between them */
 };
 
 typedef struct sweep_row_t {
