@@ -1,7 +1,7 @@
 /*
  * The dynamic batcher of `uform serve` (tools/serve/batcher.h) on the tiny checkpoint, against
  * each input computed alone by direct calls on the calling thread:
- *   1. 16 threads submit 400 jobs (64 under an emulator) mixing texts, JPEG pictures, WAV recordings, choices and
+ *   1. 16 threads submit 400 jobs mixing texts, JPEG pictures, WAV recordings, choices and
  *      searches: every item's result equals its own input's (cosine ≥ 0.99999, |Δ| ≤ 1e-4; choice
  *      probabilities within 1e-5; searches find their own text first, every hit's score equal to a
  *      double-precision dot product with the index row), so no row moved between requests;
@@ -24,10 +24,6 @@
 
 static support_t support;
 static serve_batcher_t *shared;
-/* Jobs each of the 16 workers submits; 4 under make test-avx2's emulator (UFORM_TEST_EMULATED),
- * where every floating-point multiply-add is a QEMU helper call and the 400 jobs (each item also
- * computed alone, as the reference) took more than 10 minutes of the stage. */
-static size_t jobs_per_worker = 25;
 
 /* Per-thread findings, merged by the main thread (CHECK is not thread-safe). */
 typedef struct worker_t {
@@ -90,7 +86,7 @@ static void verify(worker_t *worker, const support_job_t *own) {
 static void *work(void *pointer) {
     worker_t *worker = pointer;
     support_job_t *own = malloc(sizeof *own);
-    for (size_t n = 0; n < jobs_per_worker; ++n) {
+    for (size_t n = 0; n < 25; ++n) {
         support_job_init(own);
         uint64_t draw = check_random_next(&worker->seed);
         int kind = (int)(draw % 10);
@@ -143,7 +139,7 @@ static void test_concurrent(uint64_t seed) {
         CHECK_EQ_INT(workers[w].double_calls, 0);
         jobs += workers[w].jobs, items += workers[w].items;
     }
-    CHECK_EQ_INT(jobs, WORKERS * jobs_per_worker);
+    CHECK_EQ_INT(jobs, WORKERS * 25);
     serve_batcher_free(shared);
     /* Every item went through some batch, and some batches held more than one item. */
     size_t batched = 0, batches = 0;
@@ -350,7 +346,6 @@ int main(int argc, char **argv) {
     /* A fixed seed (docs/testing.md: seeds never come from the time); another as the second argument. */
     uint64_t seed = argc > 2 ? strtoull(argv[2], NULL, 10) : 20261201u;
     printf("seed %llu (another: the second argument)\n", (unsigned long long)seed);
-    if (getenv("UFORM_TEST_EMULATED")) jobs_per_worker = 4;
     if (support_open(&support, argv[1], 2) != 0) return 1;
     test_concurrent(seed);
     test_failures();
