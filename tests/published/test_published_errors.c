@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 
 #include "common/check.h"
+#include "common/read_file.h"
 #include "io/safetensors.h"
 #include "uform/uform.h"
 
@@ -31,37 +32,29 @@ static void copy_file(const char *from, const char *to) {
     fclose(in), fclose(out);
 }
 
-/* A fresh copy of `folder` (and its subfolders one level deep) under WORK; answers its path. */
-static const char *copy_folder(const char *folder) {
-    static char path[2048];
-    snprintf(path, sizeof path, "%s/case%d", work, ++case_number);
-    mkdir(path, 0755);
-    DIR *dir = opendir(folder);
+/* Copies the files of `from` into `to` (made here), and its subfolders' the same way. */
+static void copy_tree(const char *from, const char *to) {
+    mkdir(to, 0755);
+    DIR *dir = opendir(from);
     struct dirent *entry;
     while (dir && (entry = readdir(dir))) {
         if (entry->d_name[0] == '.') continue;
-        char from[4096 + 512], to[4096 + 512];
-        snprintf(from, sizeof from, "%s/%s", folder, entry->d_name);
-        snprintf(to, sizeof to, "%s/%s", path, entry->d_name);
+        char source[4096], target[4096];
+        snprintf(source, sizeof source, "%s/%s", from, entry->d_name);
+        snprintf(target, sizeof target, "%s/%s", to, entry->d_name);
         struct stat info;
-        stat(from, &info);
-        if (S_ISDIR(info.st_mode)) {
-            mkdir(to, 0755);
-            DIR *inner = opendir(from);
-            struct dirent *file;
-            while (inner && (file = readdir(inner))) {
-                if (file->d_name[0] == '.') continue;
-                char a[8192 + 512], b[8192 + 512];
-                snprintf(a, sizeof a, "%s/%s", from, file->d_name);
-                snprintf(b, sizeof b, "%s/%s", to, file->d_name);
-                copy_file(a, b);
-            }
-            if (inner) closedir(inner);
-        } else {
-            copy_file(from, to);
-        }
+        stat(source, &info);
+        if (S_ISDIR(info.st_mode)) copy_tree(source, target);
+        else copy_file(source, target);
     }
     if (dir) closedir(dir);
+}
+
+/* A fresh copy of `folder` (with its subfolders) under WORK; answers its path. */
+static const char *copy_folder(const char *folder) {
+    static char path[2048];
+    snprintf(path, sizeof path, "%s/case%d", work, ++case_number);
+    copy_tree(folder, path);
     return path;
 }
 
@@ -77,25 +70,24 @@ static void write_text(const char *folder, const char *name, const char *text) {
 static void edit(const char *folder, const char *name, const char *from, const char *to) {
     char path[4096];
     snprintf(path, sizeof path, "%s/%s", folder, name);
-    FILE *file = fopen(path, "rb");
-    if (!file) {
+    size_t length = 0;
+    char *text = test_read_file(path, &length);
+    if (!text || !(text = realloc(text, length + 1))) {
         fprintf(stderr, "cannot read %s\n", path);
         exit(2);
     }
-    static char text[1 << 22];
-    size_t length = fread(text, 1, sizeof text - 1, file);
-    fclose(file);
     text[length] = 0;
     char *at = strstr(text, from);
     if (!at) {
         fprintf(stderr, "%s does not hold '%s'\n", path, from);
         exit(2);
     }
-    file = fopen(path, "wb");
+    FILE *file = fopen(path, "wb");
     fwrite(text, 1, (size_t)(at - text), file);
     fputs(to, file);
     fputs(at + strlen(from), file);
     fclose(file);
+    free(text);
 }
 
 /* Rewrites model.safetensors without tensor `drop`, or with `reshape` laid out as [count] (the

@@ -18,10 +18,11 @@ static uint64_t digest_encoded(const uform_encoded_t *encoded) {
     return sweep_digest_rows(digest, &encoded->states);
 }
 
-void sweep_run_model_load(sweep_fixture_t *fixture, sweep_answer_t *answer) {
+/* Loads `path` on no executor; the digest is the parameter count the description gives. */
+static void load_and_describe(const char *path, sweep_answer_t *answer) {
     uform_model_t model = NULL;
     uform_outcome_t outcome = {0};
-    uform_status_t status = uform_model_load_ram(NULL, fixture->checkpoint, NULL, &model, &outcome);
+    uform_status_t status = uform_model_load_ram(NULL, path, NULL, &model, &outcome);
     sweep_answer_status(answer, status, &outcome);
     if (status == UFORM_OK) {
         uform_model_describe_t describe = {model};
@@ -30,6 +31,8 @@ void sweep_run_model_load(sweep_fixture_t *fixture, sweep_answer_t *answer) {
     }
     uform_model_free(model);
 }
+
+void sweep_run_model_load(sweep_fixture_t *fixture, sweep_answer_t *answer) { load_and_describe(fixture->checkpoint, answer); }
 
 /* The load on an executor, BF16 compute: packing runs on the executor's threads. */
 void sweep_run_model_load_on_executor(sweep_fixture_t *fixture, sweep_answer_t *answer) {
@@ -339,16 +342,7 @@ void sweep_run_published_load(sweep_fixture_t *fixture, sweep_answer_t *answer) 
         sweep_answer_status(answer, UFORM_OK, NULL);
         return;
     }
-    uform_model_t model = NULL;
-    uform_outcome_t outcome = {0};
-    uform_status_t status = uform_model_load_ram(NULL, fixture->published, NULL, &model, &outcome);
-    sweep_answer_status(answer, status, &outcome);
-    if (status == UFORM_OK) {
-        uform_model_describe_t describe = {model};
-        uform_model_describe(&describe);
-        answer->digest = sweep_digest(0, &describe.description.parameters, sizeof describe.description.parameters);
-    }
-    uform_model_free(model);
+    load_and_describe(fixture->published, answer);
 }
 
 /* The folder's text tower: tokenize, then encode two texts (the ids, then every output). A fresh
