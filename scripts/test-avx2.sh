@@ -7,7 +7,8 @@
 # media, the executor); tests that are Python or shell scripts would run natively and are not in it
 # (CTest adds the fixtures they need). About 20 minutes on the two cores of
 # an AVX-512 machine (2026-12-06: test_gemm_gelu 6, test_nn_attention 5, test_nn_attention_backward_bf16 5,
-# test_model 4, two at a time). On a CPU without
+# test_model 4, two at a time), before those three tests thinned what the native run covers (UFORM_TEST_EMULATED,
+# docs/testing.md): 218, 267 and 247 s alone, at a load of 3.7 on 2 cores. On a CPU without
 # AVX-512 the stage has nothing to emulate: `make test` already ran everything on the real thing.
 # Usage: scripts/test-avx2.sh BUILD_DIR [JOBS]
 set -euo pipefail
