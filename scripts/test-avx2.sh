@@ -33,5 +33,15 @@ tests+='|test_signal_pil|test_gemm_activation|test_published_errors'
 # test_model's; under the emulator, where every multiply-add is a QEMU helper call, it took over
 # 7 minutes of the stage even with a sixth of its jobs (2026-12-06).
 # Tests with dense numeric sweeps thin them out under the emulator (test_gemm_gelu: every 8th value).
+# Every name in the list must select its test: a renamed or removed test fails the stage here
+# instead of leaving it green with less in it (and --no-tests=error refuses an empty selection).
+missing=()
+for name in ${tests//|/ }; do
+  ctest --test-dir "$build" -N -R "^$name\$" | grep -q '^ *Test *#' || missing+=("$name")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "test-avx2: the list names tests CTest does not have: ${missing[*]}" >&2
+  exit 1
+fi
 export UFORM_TEST_EMULATED=1
-scripts/run-tests.sh "$build" -R "^($tests)\$" -j"$jobs"
+scripts/run-tests.sh "$build" -R "^($tests)\$" --no-tests=error -j"$jobs"
