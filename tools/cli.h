@@ -111,8 +111,9 @@ extern const cli_command_t *const cli_commands[];
 const cli_command_t *cli_command_find(const char *name);
 
 /* Parses argv (argv[0] is the command's name) into `options` (set to the defaults first) and
- * `parsed`. Answers -1 when parsed (run the command), 0 after --help (printed to stdout), or 2
- * after printing the short usage and what was wrong to stderr. On -1 free with cli_parsed_free. */
+ * `parsed`. Answers -1 when parsed (run the command), 0 after --help (printed to stdout), 2 after
+ * printing the short usage and what was wrong to stderr, or 1 when memory ran out (said on stderr:
+ * never reported as a usage error). On -1 free with cli_parsed_free. */
 int cli_parse(const cli_command_t *command, int argc, char **argv, void *options, cli_parsed_t *parsed);
 void cli_parsed_free(const cli_command_t *command, void *options, cli_parsed_t *parsed);
 
