@@ -154,8 +154,28 @@ def pictures(folder, count, seed, size=(64, 48)):
 
 
 def cosine(a, b):
-    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    """The cosine of two vectors; NaN (which fails every >= check) for vectors of different lengths
+    or empty ones, so a short or missing row never passes as similar."""
+    a, b = np.asarray(a, dtype=np.float64).ravel(), np.asarray(b, dtype=np.float64).ravel()
+    if a.size == 0 or a.size != b.size:
+        return float("nan")
     return float(a @ b / (np.linalg.norm(a) * np.linalg.norm(b)))
+
+
+def same_floats(vector, reference):
+    """Whether `vector` (a JSON list, whose nine significant digits give every float32 back exactly,
+    or float32 from base64) holds `reference`'s float32 values bit for bit, and as many."""
+    a, b = np.asarray(vector, dtype=np.float32).ravel(), np.asarray(reference, dtype=np.float32).ravel()
+    return a.size > 0 and a.size == b.size and a.tobytes() == b.tobytes()
+
+
+def float_steps(vector, reference):
+    """The largest difference between `vector` and `reference` in float32 steps of 1 (2^-23 · 0.5: the
+    spacing of floats in [0.5, 1), coarser than any below); inf for different lengths or empty ones."""
+    a, b = np.asarray(vector, dtype=np.float64).ravel(), np.asarray(reference, dtype=np.float64).ravel()
+    if a.size == 0 or a.size != b.size:
+        return float("inf")
+    return float(np.max(np.abs(a - b)) / 2.0 ** -24)
 
 
 def wait_until(condition, seconds=30, step=0.02):
