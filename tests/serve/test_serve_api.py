@@ -257,6 +257,7 @@ def check_int8(t, uform, work):
     try:
         status, _, body = server.get("/v1/models")
         t.check(status == 200 and json.loads(body)["data"][0]["compute"] == "i8", f"--int8: /v1/models {body[:200]}")
+        t.check(any("i8 compute" in line for line in server.lines), f"--int8: the ready line names i8: {server.lines[-1:]}")
         status, answer, _ = server.post("/v1/embeddings", {"input": texts})
         references = np.load(reference)
         t.check(status == 200 and len(answer["data"]) == len(texts), f"--int8 embeddings: {status}")

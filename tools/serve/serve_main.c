@@ -109,7 +109,7 @@ int uform_command_serve(int argc, char **argv) {
         const uform_model_description_t *d = &server->model.description;
         fprintf(stderr, "uform serve: ready in %.2f s: model '%s' (%s, %zu dimensions, %s compute, %zu compute threads)",
                 (double)serve_now_ns() * 1e-9 - started, server->model.name, d->size[0] ? d->size : "unnamed", d->embedding,
-                d->compute == UFORM_COMPUTE_BF16 ? "bf16" : "f32", uform_executor_threads(server->model.compute));
+                d->compute == UFORM_COMPUTE_BF16 ? "bf16" : d->compute == UFORM_COMPUTE_I8 ? "i8" : "f32", uform_executor_threads(server->model.compute));
         if (server->model.index) fprintf(stderr, ", index of %zu items", server->model.index_description.count);
         fprintf(stderr, "; batches of up to %zu; http://%s%s%s:%u/\n", options->max_batch, open_bracket, options->host,
                 close_bracket, server->port);
