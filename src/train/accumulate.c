@@ -157,28 +157,31 @@ static size_t row_of(const uform__train_chunks_t *chunks, size_t k, size_t s) {
     return sequence->choose ? chunks->choice_of[content] : chunks->embedding_of[content];
 }
 
+/* Copies chunk k's rows of embeddings [N_k, E] and logits [C_k, 256] to the whole batch's rows
+ * (`to_whole`), or the whole batch's back into the chunk's. */
+static void copy_rows(const uform__train_chunks_t *chunks, size_t k, size_t E, float *chunk_embeddings,
+                      float *chunk_logits, float *whole_embeddings, float *whole_logits, int to_whole) {
+    const uform__batch_plan_t *plan = &chunks->chunk[k].plan;
+    for (size_t s = 0; s < plan->sequences; ++s) {
+        size_t row = row_of(chunks, k, s), width = s < plan->embeddings ? E : 256;
+        float *mine = s < plan->embeddings ? chunk_embeddings + s * E : chunk_logits + (s - plan->embeddings) * 256;
+        float *theirs = s < plan->embeddings ? whole_embeddings + row * E : whole_logits + row * 256;
+        memcpy(to_whole ? theirs : mine, to_whole ? mine : theirs, width * sizeof(float));
+    }
+}
+
 void uform__train_chunk_gather(const uform__train_chunks_t *chunks, size_t k, const uform__train_work_t *work,
                                uform__train_work_t *whole) {
     if (work == whole) return;
-    size_t E = whole->trainer->config.embedding;
-    const uform__batch_plan_t *plan = work->plan;
-    for (size_t s = 0; s < plan->sequences; ++s) {
-        size_t row = row_of(chunks, k, s);
-        if (s < plan->embeddings) memcpy(whole->embeddings + row * E, work->embeddings + s * E, E * sizeof(float));
-        else memcpy(whole->logits + row * 256, work->logits + (s - plan->embeddings) * 256, 256 * sizeof(float));
-    }
+    copy_rows(chunks, k, whole->trainer->config.embedding, work->embeddings, work->logits, whole->embeddings,
+              whole->logits, 1);
 }
 
 void uform__train_chunk_scatter(const uform__train_chunks_t *chunks, size_t k, const uform__train_work_t *whole,
                                 uform__train_work_t *work) {
     if (work == whole) return;
-    size_t E = whole->trainer->config.embedding;
-    const uform__batch_plan_t *plan = work->plan;
-    for (size_t s = 0; s < plan->sequences; ++s) {
-        size_t row = row_of(chunks, k, s);
-        if (s < plan->embeddings) memcpy(work->d_embeddings + s * E, whole->d_embeddings + row * E, E * sizeof(float));
-        else memcpy(work->d_logits + (s - plan->embeddings) * 256, whole->d_logits + row * 256, 256 * sizeof(float));
-    }
+    copy_rows(chunks, k, whole->trainer->config.embedding, work->d_embeddings, work->d_logits, whole->d_embeddings,
+              whole->d_logits, 0);
 }
 
 void uform__train_chunks_free(uform__train_chunks_t *chunks) {
