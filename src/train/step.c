@@ -80,7 +80,7 @@ static uform_status_t prepare(step_t *step) {
     return status;
 }
 
-/* Chunk k's decoding, then its stems, blocks and heads. */
+/* A chunk's decoding, and the chance to cancel after it. */
 static uform_status_t decode(step_t *step, uform__train_work_t *work) {
     double start = now_seconds();
     uform_status_t status = uform__train_stems_decode(work);
@@ -90,6 +90,7 @@ static uform_status_t decode(step_t *step, uform__train_work_t *work) {
     return status;
 }
 
+/* A chunk's stems, blocks and heads. */
 static uform_status_t forward(uform__train_work_t *work) {
     uform_status_t status = uform__train_stems_forward(work, work->blocks[0].x);
     if (status == UFORM_OK) status = uform__train_blocks_forward(work);
@@ -113,14 +114,14 @@ static uform_status_t forward_all(step_t *step, uform_status_t status) {
         if (status == UFORM_OK) {
             work = uform__train_chunk_work(&step->chunks, &step->whole, k, step->trainer->memory.base);
             status = decode(step, work);
+            collect(step, work); /* a content that failed to decode is named to the run */
         }
-        if (k + 1 == K) {
-            if (work) collect(step, work);
-            status = step->exchange.begin(&step->exchange, &step->whole, status);
+        if (k + 1 == K) status = step->exchange.begin(&step->exchange, &step->whole, status);
+        if (status == UFORM_OK) {
+            status = forward(work);
+            if (status == UFORM_OK) uform__train_chunk_gather(&step->chunks, k, work, &step->whole);
+            collect(step, work);
         }
-        if (status == UFORM_OK) status = forward(work);
-        if (status == UFORM_OK) uform__train_chunk_gather(&step->chunks, k, work, &step->whole);
-        if (work) collect(step, work);
     }
     return status;
 }
