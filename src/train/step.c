@@ -135,8 +135,10 @@ static uform_status_t backward_all(step_t *step) {
     memset(trainer->grads, 0, trainer->total * sizeof(float));
     for (size_t k = 0; k < K && status == UFORM_OK; ++k) {
         uform__train_work_t *work = uform__train_chunk_work(&step->chunks, &step->whole, k, trainer->memory.base);
-        if (K > 1) status = decode(step, work);
-        if (K > 1 && status == UFORM_OK) status = forward(work);
+        if (K > 1) { /* the activations in memory are the last chunk's: each chunk runs its forward again */
+            status = decode(step, work);
+            if (status == UFORM_OK) status = forward(work);
+        }
         if (status == UFORM_OK) uform__train_chunk_scatter(&step->chunks, k, &step->whole, work);
         /* Only the last chunk's backward finishes a block's gradients: the exchange may take them then. */
         if (k + 1 == K)
