@@ -17,7 +17,7 @@
 #include <time.h>
 
 #include "core/outcome.h"
-#include "train/mesh_step.h"
+#include "train/exchange.h"
 
 #define MESSAGE_BYTES 256
 
@@ -50,8 +50,7 @@ static uform_status_t agreed_failure(uform__train_mesh_step_t *step, uform__trai
                        step->members, message);
 }
 
-uform_status_t uform__train_mesh_begin(uform__train_mesh_step_t *step, uform__train_work_t *work,
-                                       uform_status_t status) {
+static uform_status_t begin(uform__train_mesh_step_t *step, uform__train_work_t *work, uform_status_t status) {
     uform_trainer_t trainer = work->trainer;
     uform__call_context_t *context = work->context;
     memset(step, 0, sizeof *step);
@@ -268,8 +267,7 @@ static uform_status_t exchange_failed(uform__train_mesh_step_t *step, uform__tra
     return uform__fail(work->context->outcome, exchanged, function_of(work), "%s", exchange->message);
 }
 
-uform_status_t uform__train_mesh_losses(uform__train_mesh_step_t *step, uform__train_work_t *work,
-                                        uform_status_t status) {
+static uform_status_t losses(uform__train_mesh_step_t *step, uform__train_work_t *work, uform_status_t status) {
     if (step->settled) return status;
     uform_trainer_t trainer = work->trainer;
     const uform__model_config_t *config = &trainer->config;
@@ -416,7 +414,7 @@ static void submit(uform__train_mesh_step_t *step, uform_trainer_t trainer, size
     }
 }
 
-void uform__train_mesh_block_done(void *state, size_t block) {
+static void block_done(void *state, size_t block) {
     uform__train_mesh_step_t *step = state;
     size_t until = step->submitted;
     while (until < step->bucket_count && step->buckets[until].lowest == block) ++until;
@@ -465,8 +463,7 @@ static uform_status_t exchange_statuses(uform__train_mesh_step_t *step, uform__t
     return status;
 }
 
-uform_status_t uform__train_mesh_reduce(uform__train_mesh_step_t *step, uform__train_work_t *work,
-                                        uform_status_t status) {
+static uform_status_t reduce(uform__train_mesh_step_t *step, uform__train_work_t *work, uform_status_t status) {
     if (step->settled) return status;
     uform_outcome_t exchange;
     memset(&exchange, 0, sizeof exchange);
@@ -486,8 +483,39 @@ uform_status_t uform__train_mesh_reduce(uform__train_mesh_step_t *step, uform__t
     return UFORM_OK;
 }
 
-void uform__train_mesh_end(uform__train_mesh_step_t *step) {
+static void end(uform__train_mesh_step_t *step) {
     if (step->held) uform__mesh_release(step->mesh);
     free(step->shapes);
     memset(step, 0, sizeof *step);
+}
+
+/* ---- the exchange over the mesh (exchange.h) ---- */
+
+static uform_status_t mesh_begin(uform__train_exchange_t *exchange, uform__train_work_t *work,
+                                 uform_status_t status) {
+    uform__train_mesh_step_t *step = &exchange->mesh;
+    status = begin(step, work, status);
+    if (status == UFORM_OK) exchange->learning_rate_override = step->learning_rate_override;
+    if (step->overlap) exchange->block_done = block_done, exchange->block_done_state = step;
+    return status;
+}
+
+static uform_status_t mesh_losses(uform__train_exchange_t *exchange, uform__train_work_t *work,
+                                  uform_status_t status) {
+    return losses(&exchange->mesh, work, status);
+}
+
+static uform_status_t mesh_reduce(uform__train_exchange_t *exchange, uform__train_work_t *work,
+                                  uform_status_t status) {
+    status = reduce(&exchange->mesh, work, status);
+    exchange->wait_seconds = exchange->mesh.exchange_wait, exchange->ran_seconds = exchange->mesh.exchange_ran;
+    return status;
+}
+
+static void mesh_end(uform__train_exchange_t *exchange) { end(&exchange->mesh); }
+
+void uform__train_exchange_mesh(uform__train_exchange_t *exchange, uform_trainer_t trainer) {
+    exchange->member = trainer->mesh->index;
+    exchange->begin = mesh_begin, exchange->losses = mesh_losses;
+    exchange->reduce = mesh_reduce, exchange->end = mesh_end;
 }

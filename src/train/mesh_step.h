@@ -1,8 +1,9 @@
 /*
- * A step over a mesh (docs/mesh.md, "Data-parallel semantics"): the exchanges step.c makes at three
- * points of a step, and the rules that keep every member in the same place. Private to src/train/.
+ * A step over a mesh (docs/mesh.md, "Data-parallel semantics"): the mesh's implementation of the
+ * step's exchange (exchange.h), and the rules that keep every member in the same place. Private to
+ * src/train/.
  *
- *   begin   after decoding: every member's shape and status (fixed-size records), so the sizes of
+ *   begin   once decoded: every member's shape and status (fixed-size records), so the sizes of
  *           the later exchanges are known everywhere before they are made
  *   losses  after the heads: the bag embeddings of the global batch (all-gather), the loss terms of
  *           this member's relations over them, then d e of every bag and the loss sums (all-reduce
@@ -24,7 +25,7 @@
 
 typedef struct uform__mesh_shape_t uform__mesh_shape_t;
 
-
+/* The state of one step's exchanges. */
 typedef struct uform__train_mesh_step_t {
     uform_mesh_t mesh;
     size_t members, me;
@@ -41,16 +42,5 @@ typedef struct uform__train_mesh_step_t {
     size_t bucket_count, submitted;
     double exchange_wait, exchange_ran; /* seconds: the step's wait for them, their all-reduce */
 } uform__train_mesh_step_t;
-
-
-/* The backward has finished trunk block `block`: its buckets go (overlap). `state` is the step. */
-void uform__train_mesh_block_done(void *state, size_t block);
-
-/* Each takes the step's status so far and answers the status after the exchange. */
-uform_status_t uform__train_mesh_begin(uform__train_mesh_step_t *step, uform__train_work_t *work, uform_status_t status);
-uform_status_t uform__train_mesh_losses(uform__train_mesh_step_t *step, uform__train_work_t *work, uform_status_t status);
-uform_status_t uform__train_mesh_reduce(uform__train_mesh_step_t *step, uform__train_work_t *work, uform_status_t status);
-/* Releases the mesh and what the step allocated. */
-void uform__train_mesh_end(uform__train_mesh_step_t *step);
 
 #endif

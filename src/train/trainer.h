@@ -13,9 +13,12 @@
  *   heads.c        the embedding heads, the choose head, their backward
  *   contrastive.c  the Matryoshka contrastive loss and its gradient (double precision)
  *   optimizer.c    the schedule, the gradient norm and clipping, AdamW
- *   step.c         the step verb: decode → forward → losses → backward → update
+ *   step.c         the step verb, written once: decode → forward → losses → backward → update
+ *   accumulate.c   the batch in chunks: their plans, works and rows (the batch at once is one chunk)
+ *   work.c         a step's working memory: one table of pieces for its size and its carving
+ *   exchange.c     the step's exchange with its run (exchange.h): a process alone
  *   mesh_join.c    init over a mesh: the members' configs compared, member 0's state copied
- *   mesh_step.c    a step over a mesh: the exchanges at its three points (mesh_step.h)
+ *   mesh_step.c    the step's exchange over a mesh: its three points (mesh_step.h)
  */
 #ifndef UFORM_TRAIN_TRAINER_H
 #define UFORM_TRAIN_TRAINER_H

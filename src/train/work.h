@@ -88,32 +88,53 @@ typedef struct uform__train_bags_t {
     size_t own_first_row, own_rows;       /* and their rows of `embeddings` */
 } uform__train_bags_t;
 
-/* ---- step.c ---- */
+/* ---- work.c ---- */
+/* Which pieces of a work's memory: all of them, or only the losses' (embeddings and logits, their
+ * gradients, d_temperatures, bag embeddings and the contrastive scratch). */
+typedef enum uform__train_pieces_t {
+    UFORM__TRAIN_PIECES_ALL = 0,
+    UFORM__TRAIN_PIECES_LOSSES = 1
+} uform__train_pieces_t;
 /* A work over `plan` for one step of `request`: the kernels and the compute, nothing carved yet. */
 void uform__train_work_begin(uform__train_work_t *work, uform_trainer_t trainer, const uform__batch_plan_t *plan,
                              const uform_trainer_step_t *request, uform__call_context_t *context);
-/* Bytes of working memory `plan` needs on `threads` threads (the GEMM's scratch among them). */
-size_t uform__train_work_bytes(uform_trainer_t trainer, const uform__batch_plan_t *plan, size_t threads,
-                               size_t *gemm_bytes);
-/* Carves the working memory of work->plan out of `memory` (64-byte pieces). */
-void uform__train_work_carve(uform__train_work_t *work, void *memory);
+/* Bytes of memory the pieces of work->plan need (all of them: with the GEMM's scratch for the
+ * call's threads, after the rest). */
+size_t uform__train_work_bytes(const uform__train_work_t *work, uform__train_pieces_t pieces);
+/* Carves the pieces of work->plan out of `memory` (64-byte pieces; all of them: into work->blocks
+ * [L] too, and the GEMM's scratch). */
+void uform__train_work_carve(uform__train_work_t *work, uform__train_pieces_t pieces, void *memory);
 /* Makes the trainer's kept step memory hold `bytes` (it only grows). */
 uform_status_t uform__train_step_memory(uform_trainer_t trainer, size_t bytes, uform__call_context_t *context);
-/* Places the outputs' views (temperatures, `bags` bag embeddings) in the arena. */
-uform_status_t uform__train_output_views(uform_trainer_t trainer, uform_trainer_step_t *request, size_t bags,
-                                         uform__call_context_t *context);
-uform_status_t uform__train_cancelled(uform__call_context_t *context, const char *where);
-/* The update once every gradient is in: norm, clipping, AdamW with the rate of the schedule (or
- * `override` when positive), the outputs; a progress unit. Cannot fail. */
-void uform__train_step_update(uform__train_work_t *work, uform_trainer_step_t *request, double override,
-                              uform_trainer_stats_t *stats);
-/* request->failed_content and failed_member from the step's work: over a mesh, a content of this
- * member's own that failed names this member. */
-void uform__train_report_failed(const uform__train_work_t *work, uform_trainer_step_t *request);
 
 /* ---- accumulate.c ---- */
-/* A step whose batch runs in request->accumulate chunks (uform.h, "accumulate"). */
-uform_status_t uform__train_step_chunked(uform_trainer_step_t *request, uform__call_context_t *context);
+/* A step's batch in chunks (uform.h, "accumulate"); one chunk is the batch itself. */
+typedef struct uform__train_chunk_t uform__train_chunk_t;
+typedef struct uform__train_chunks_t {
+    size_t count;                       /* K */
+    uform__train_chunk_t *chunk;        /* [K] with K > 1 */
+    size_t *embedding_of, *choice_of;   /* [n]: a content's row of the batch's embeddings or logits, or SIZE_MAX */
+    void *loss_memory;                  /* the batch's losses' pieces (K > 1) */
+    uform__block_saved_t *blocks;       /* [L], shared by the chunks' works */
+    uform__train_work_t work;           /* a chunk's work (K > 1), begun anew for each use */
+} uform__train_chunks_t;
+/* The chunks `request` runs in: its accumulate, at most one a content, at least one. */
+size_t uform__train_chunk_count(const uform_trainer_step_t *request);
+/* Plans `count` chunks of the batch of `whole` (with several, the batch's losses' pieces get memory
+ * of their own) and answers the working memory the largest chunk needs. */
+uform_status_t uform__train_chunks_plan(uform__train_chunks_t *chunks, uform__train_work_t *whole, size_t count,
+                                        size_t *bytes);
+/* Chunk k's work, carved out of `memory` unless it is NULL: with one chunk `whole` itself, else a
+ * work of its own whose progress continues the batch's. */
+uform__train_work_t *uform__train_chunk_work(uform__train_chunks_t *chunks, uform__train_work_t *whole, size_t k,
+                                             void *memory);
+/* Chunk k's embeddings and logits into the batch's rows; the rows' gradients back into chunk k's
+ * (nothing to copy when the chunk is the batch). */
+void uform__train_chunk_gather(const uform__train_chunks_t *chunks, size_t k, const uform__train_work_t *work,
+                               uform__train_work_t *whole);
+void uform__train_chunk_scatter(const uform__train_chunks_t *chunks, size_t k, const uform__train_work_t *whole,
+                                uform__train_work_t *work);
+void uform__train_chunks_free(uform__train_chunks_t *chunks);
 
 /* ---- stems.c ---- */
 /* Decodes every media sequence (in parallel, one sequence per prong) into work->patches; the
