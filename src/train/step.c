@@ -232,6 +232,13 @@ UFORM_API uform_status_t uform_trainer_step(uform_trainer_step_t *request) {
     memset(&request->temperatures, 0, sizeof request->temperatures);
     memset(&request->bag_embeddings, 0, sizeof request->bag_embeddings);
     if (!request->trainer) return uform__fail(&request->outcome, UFORM_INVALID_ARGUMENT, function, "trainer is NULL");
+    /* Alone, a bad batch is refused before it is queued, as every verb refuses a bad request; over a
+     * mesh it is checked inside the call only (prepare), so that a refused batch still meets the
+     * other members' exchanges. One check, uform__train_batch_check, either way. */
+    if (!request->trainer->mesh) {
+        uform_status_t status = uform__train_batch_check(request->trainer, request, &request->outcome, function);
+        if (status != UFORM_OK) return status;
+    }
     uform__call_t call = {step_run, request, &request->outcome, request->completion, request->arena,
                           &request->progress, function};
     return uform__executor_call(request->trainer->executor, &call);

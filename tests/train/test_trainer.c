@@ -1,7 +1,7 @@
 /*
  * The trainer's API (uform_trainer_*): determinism across runs and thread counts, exact resume,
  * checkpoints that inference loads, snapshots, every documented bad input (with the trainer left
- * bit-identical; a deferred step's refusal arrives in its outcome), an undecodable content,
+ * bit-identical; a deferred step's bad batch is refused before it is queued), an undecodable content,
  * cancellation, deferred steps and CONTENDED, and the init errors. Plain C with the project's
  * check.h; prints "N passed, N failed".
  */
@@ -371,13 +371,13 @@ static void test_bad_input(uform_executor_t executor, uform_arena_t arena, const
     expect_invalid(trainer, &step, "choices lists");
     FRESH() step.arena = NULL;
     expect_invalid(trainer, &step, "arena is NULL");
-    /* The batch is checked inside the call, alone as over a mesh (docs/training.md): a deferred step
-     * is queued, and its refusal arrives in the outcome, the trainer unchanged. */
+    /* Alone, a bad batch is refused before it is queued, deferred or not, as every verb refuses a bad
+     * request (docs/training.md); over a mesh it is checked inside the call. The trainer unchanged. */
     FRESH() rights[0] = lefts[0];
     step.completion = UFORM_COMPLETION_DEFERRED;
     state_t queued_before = state_of(trainer);
-    CHECK_STATUS(uform_trainer_step(&step), UFORM_DEFERRED);
-    CHECK_STATUS(uform_outcome_wait(&step.outcome), UFORM_INVALID_ARGUMENT);
+    CHECK_STATUS(uform_trainer_step(&step), UFORM_INVALID_ARGUMENT);
+    CHECK_STATUS(uform_outcome_status(&step.outcome), UFORM_INVALID_ARGUMENT);
     CHECK_CONTAINS(step.outcome.message, "relations[0] relates bag 0 with itself");
     state_t queued_after = state_of(trainer);
     CHECK_MSG(state_equal(&queued_before, &queued_after), "a refused deferred step changed the trainer");
