@@ -141,7 +141,7 @@ static void print_row(FILE *out, const unsigned char *row, size_t columns, uform
         if (scalar == UFORM_SCALAR_F32) {
             float value;
             memcpy(&value, row + 4 * c, 4);
-            fprintf(out, "%.7g", value);
+            fprintf(out, "%.9g", value); /* 9 significant digits give every float32 back exactly */
         } else if (scalar == UFORM_SCALAR_BF16 || scalar == UFORM_SCALAR_F16) {
             uint16_t half;
             memcpy(&half, row + 2 * c, 2);

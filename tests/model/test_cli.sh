@@ -23,6 +23,15 @@ for r in rows:
     assert len(r['embedding']) == 16, len(r['embedding'])
     assert abs(math.sqrt(sum(v * v for v in r['embedding'])) - 1) < 1e-5
 "
+# JSON lines give the float32 values of .npy back bit for bit (nine significant digits).
+check "$uform" encode "$checkpoint" --text "a cat" "a dog" "" --dims 16 --out "$work/out.npy" 2> /dev/null
+check "$python" -c "
+import json
+import numpy as np
+rows = np.array([json.loads(line)['embedding'] for line in open('$work/out.jsonl')], dtype=np.float32)
+saved = np.load('$work/out.npy')
+assert rows.shape == saved.shape == (3, 16) and rows.tobytes() == saved.tobytes(), 'JSON lines lost bits'
+"
 
 check "$uform" encode "$checkpoint" --text "x" "longer text" --outputs embeddings,tokens,states --scalar i8 --out "$work/e.npy" 2> /dev/null
 check "$python" -c "
