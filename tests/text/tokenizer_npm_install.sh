@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the two references of the tokenizer comparisons into DIR/node_modules (CTest fixture
-# `tokenizer_npm`), pinned:
+# `tokenizer_npm`), pinned with every dependency by tests/text/npm/package-lock.json and installed
+# with `npm ci` (tests/common/npm_ci.sh):
 #   @huggingface/transformers 4.3.1  transformers.js, which tokenizes with @huggingface/tokenizers;
 #   tokenizers 0.23.2                Hugging Face's own Node bindings of the Rust `tokenizers` crate (the
 #                                    code under Python's `tokenizers`), prebuilt binaries for every
@@ -11,23 +12,11 @@
 # Without node, npm or the registry it skips (77), and fails under CI=true (tests/common/skip.sh).
 # Usage: tokenizer_npm_install.sh DIR
 set -u
-source "$(dirname "$0")/../common/skip.sh"
-dir=$1
-transformers=4.3.1
-rust=0.23.2
-installed() {
-  grep -q "\"version\": \"$transformers\"" "$dir/node_modules/@huggingface/transformers/package.json" 2> /dev/null &&
-    grep -q "\"version\": \"$rust\"" "$dir/node_modules/tokenizers/package.json" 2> /dev/null
-}
-if installed; then
-  echo "transformers.js $transformers and tokenizers $rust already in $dir"
-  exit 0
-fi
-command -v node > /dev/null || skip_missing "node"
-command -v npm > /dev/null || skip_missing "npm"
-mkdir -p "$dir"
-npm install --prefix "$dir" --no-audit --no-fund --no-save --loglevel=error --ignore-scripts \
-  "@huggingface/transformers@$transformers" "tokenizers@$rust" ||
-  skip_missing "the npm packages @huggingface/transformers@$transformers and tokenizers@$rust (is the npm registry reachable?)"
-installed || skip_missing "a complete install of the tokenizer references in $dir"
-echo "installed transformers.js $transformers and tokenizers $rust into $dir"
+here=$(cd "$(dirname "$0")" && pwd)
+source "$here/../common/skip.sh"
+source "$here/../common/npm_ci.sh"
+npm_ci "$here/npm" "$1" --ignore-scripts
+grep -q '"version": "4.3.1"' "$1/node_modules/@huggingface/transformers/package.json" 2> /dev/null &&
+  grep -q '"version": "0.23.2"' "$1/node_modules/tokenizers/package.json" 2> /dev/null ||
+  skip_missing "a complete install of the tokenizer references in $1"
+echo "transformers.js 4.3.1 and tokenizers 0.23.2 in $1"
