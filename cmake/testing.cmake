@@ -23,3 +23,21 @@ function(uform_add_test)
   uform_test_timeout(T_TIMEOUT ${T_TIMEOUT})
   set_tests_properties(${T_NAME} PROPERTIES TIMEOUT ${T_TIMEOUT} LABELS "${T_LABELS}")
 endfunction()
+
+# uform_test_failing_alloc(NAME): links the failing allocator (tests/reliability/failing_alloc.c)
+# into test NAME, uninstrumented and exported (-rdynamic) so that it stands for malloc and the rest
+# in the whole process, as in the allocation-failure sweep. Under AddressSanitizer LeakSanitizer
+# reads tests/reliability/lsan_link_map.supp, which suppresses one call site only: the allocator's
+# first backtrace loads libgcc_s, whose link map LeakSanitizer misreports at exit. The sweep's own
+# lsan.supp (third-party libraries' leaks under failing allocations) reaches the sweep alone.
+function(uform_test_failing_alloc name)
+  set(source ${PROJECT_SOURCE_DIR}/tests/reliability/failing_alloc.c)
+  target_sources(${name} PRIVATE ${source})
+  target_link_libraries(${name} PRIVATE ${CMAKE_DL_LIBS})
+  target_link_options(${name} PRIVATE -rdynamic)
+  set_source_files_properties(${source} TARGET_DIRECTORY ${name} PROPERTIES COMPILE_OPTIONS "-fno-sanitize=all")
+  if(UFORM_SANITIZE MATCHES "address")
+    set_property(TEST ${name} APPEND PROPERTY ENVIRONMENT
+                 "LSAN_OPTIONS=suppressions=${PROJECT_SOURCE_DIR}/tests/reliability/lsan_link_map.supp:print_suppressions=0")
+  endif()
+endfunction()

@@ -7,19 +7,9 @@ target_link_libraries(tokenize_dump PRIVATE uform_internal)
 uform_add_test(NAME test_tokenizer_errors SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_tokenizer_errors.c TIMEOUT 60)
 uform_add_test(NAME test_tokenizer_units SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_tokenizer_units.c LABELS tsan
                TIMEOUT 60)
-# Every allocation of loading and encoding failed in turn (tests/reliability/failing_alloc.h): the
-# allocator must stay uninstrumented and exported, as in the reliability sweep.
-set(failing_alloc ${PROJECT_SOURCE_DIR}/tests/reliability/failing_alloc.c)
-uform_add_test(NAME test_tokenizer_oom SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_tokenizer_oom.c ${failing_alloc}
-               LIBRARIES ${CMAKE_DL_LIBS} TIMEOUT 120)
-set_source_files_properties(${failing_alloc} PROPERTIES COMPILE_OPTIONS "-fno-sanitize=all")
-target_link_options(test_tokenizer_oom PRIVATE -rdynamic)
-if(UFORM_SANITIZE MATCHES "address")
-  # The failing allocator's first backtrace loads libgcc_s, whose link map LeakSanitizer misreports
-  # at exit (tests/reliability/lsan.supp names the call site, _dl_map_object_deps).
-  set_tests_properties(test_tokenizer_oom PROPERTIES
-                       ENVIRONMENT "LSAN_OPTIONS=suppressions=${PROJECT_SOURCE_DIR}/tests/reliability/lsan.supp:print_suppressions=0")
-endif()
+# Every allocation of loading and encoding failed in turn (tests/reliability/failing_alloc.h).
+uform_add_test(NAME test_tokenizer_oom SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_tokenizer_oom.c TIMEOUT 120)
+uform_test_failing_alloc(test_tokenizer_oom)
 
 # The references, installed from npm into this build folder at test set-up.
 add_test(NAME tokenizer_npm COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/tokenizer_npm_install.sh ${CMAKE_CURRENT_BINARY_DIR}/node)
