@@ -12,7 +12,7 @@
 # DEMO_TRAIN_SEED sets the training's apart); for tests and benchmarks, DEMO_OUT
 # (default BUILD_DIR/demo), other recipes with DEMO_LR, DEMO_WARMUP and DEMO_BATCH, and smaller runs with
 # DEMO_PAIRS, DEMO_HELDOUT, DEMO_STEPS, DEMO_EVAL_EVERY, DEMO_SHARDS and
-# DEMO_MODALITIES (default image,video,audio).
+# DEMO_MODALITIES (default image,video,audio); DEMO_COMPUTE (f32 or bf16; default: uform train's, F32).
 set -euo pipefail
 
 build=${1:-build}
@@ -29,6 +29,7 @@ synth_flags=(--pairs "${DEMO_PAIRS:-3500,2500,1250}" --heldout "${DEMO_HELDOUT:-
 model_flags=(--audio-seconds 2)
 train_flags=(--steps "${DEMO_STEPS:-1400}" --batch "${DEMO_BATCH:-128}" --lr "${DEMO_LR:-2e-3}" --warmup "${DEMO_WARMUP:-400}"
              --eval-every "${DEMO_EVAL_EVERY:-700}")
+[ -n "${DEMO_COMPUTE:-}" ] && train_flags+=("--$DEMO_COMPUTE")
 
 for program in "$uform" "$report"; do
   [ -x "$program" ] || { echo "demo: $program is missing: run 'make demo' (it builds first)" >&2; exit 1; }
