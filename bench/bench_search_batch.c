@@ -7,7 +7,7 @@
  * best over its thread counts. Then checks the top-10 ids are the same query by query.
  *
  *   bench_search_batch [--rows N] [--dims D] [--batches 32,1024] [--threads T] [--faiss-threads 1,2]
- *                      [--rounds R] [--top K] [--work DIR] [--json PATH]
+ *                      [--no-faiss] [--rounds R] [--top K] [--work DIR] [--json PATH]
  *
  * Prints a table and one JSON object; exits 0 even when the ids differ (a benchmark never fails a
  * build), but says so in the table and the JSON ("same_ids").
@@ -83,11 +83,12 @@ int main(int argc, char **argv) {
         else if (strcmp(argv[i], "--top") == 0 && i + 1 < argc) top = strtoull(argv[++i], NULL, 10);
         else if (strcmp(argv[i], "--batches") == 0 && i + 1 < argc) batch_count = parse_list(argv[++i], batches);
         else if (strcmp(argv[i], "--faiss-threads") == 0 && i + 1 < argc) faiss_count = parse_list(argv[++i], faiss_threads);
+        else if (strcmp(argv[i], "--no-faiss") == 0) faiss_count = 0;
         else if (strcmp(argv[i], "--work") == 0 && i + 1 < argc) work = argv[++i];
         else if (strcmp(argv[i], "--json") == 0 && i + 1 < argc) json_path = argv[++i];
         else {
             fprintf(stderr, "usage: bench_search_batch [--rows N] [--dims D] [--batches 32,1024] [--threads T] "
-                            "[--faiss-threads 1,2] [--rounds R] [--top K] [--work DIR] [--json PATH]\n");
+                            "[--faiss-threads 1,2 | --no-faiss] [--rounds R] [--top K] [--work DIR] [--json PATH]\n");
             return 2;
         }
     }
@@ -161,7 +162,7 @@ int main(int argc, char **argv) {
                 if (round && seconds < theirs.best[b]) theirs.best[b] = seconds, theirs.threads[b] = faiss_threads[t];
             }
             same[b] = 0;
-            for (size_t q = 0; q < batches[b]; ++q) {
+            for (size_t q = 0; faiss_count && q < batches[b]; ++q) {
                 int equal = 1;
                 for (size_t k = 0; k < top; ++k) equal &= our_ids[q * top + k] == (uint64_t)faiss_ids[q * top + k];
                 same[b] += (size_t)equal;
