@@ -1159,8 +1159,9 @@ typedef struct uform_index_hit_t {
  *         (the cosine between the query and the stored sign vector, summed in double), and the
  *         best `top` of them are answered. `candidates` 0 takes 4·top (at least top); the answer
  *         equals the exact top-K by that score whenever the candidates hold it.
- * Batches of 8 queries or more (F32, BF16, F16) go through the GEMM, smaller ones through a
- * matrix-vector kernel that streams the index once; the two differ only in F32 rounding. Work
+ * Batches of 8 queries or more (F32, BF16, F16) go through the GEMM (each block of rows packed
+ * once, the queries as the product's rows), smaller ones through a matrix-vector kernel that
+ * streams the index once; the two differ only in F32 rounding. Work
  * splits into fixed blocks of rows (never by timing), each thread keeping a bounded top-K heap per
  * query; the heaps merge at the end.
  *
@@ -1170,7 +1171,8 @@ typedef struct uform_index_hit_t {
  *   modalities                    in: bits (1 << uform_modality_t) of the items to consider; 0: all
  *   candidates                    in: B1 only, see above
  *   arena                         in: the hits and the call's scratch (threads·queries·(top or
- *                                 candidates)·16 bytes, and a few score blocks per thread)
+ *                                 candidates)·16 bytes, and a few score blocks per thread; with
+ *                                 the GEMM, a packed block of 1,024 rows per thread)
  *   outcome                       out
  *   hits                          out: [queries_count][hits_per_query] in the arena, valid until
  *                                 its next call; best first
