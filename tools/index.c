@@ -160,6 +160,11 @@ static int run(void *raw, const cli_parsed_t *parsed) {
         if (parsed->positional_count || options.manifests.count || options.shards || options.resume)
             return cli_usage_error(command, "--vectors builds an index from a matrix alone: no CKPT, inputs, --manifest, "
                                             "--shards or --resume (name the checkpoint with --model)");
+        static const char *const inapplicable[] = {"--dims", "--modalities", "--batch", "--decode-threads", "--checkpoint",
+                                                   "--hidden", "--progress", "--bf16", "--f32", "--int8"};
+        for (size_t i = 0; i < sizeof inapplicable / sizeof *inapplicable; ++i)
+            if (cli_given(parsed, inapplicable[i]))
+                return cli_usage_error(command, "%s does not apply to --vectors (the rows are stored as they are)", inapplicable[i]);
         index_vectors_options_t from = options.from_vectors;
         from.out = options.out, from.scalar = options.scalar, from.json = options.json, from.quiet = options.quiet;
         return index_vectors_run(&from, command);

@@ -144,6 +144,9 @@ def test_refused_files(corpus, tmp_path):
     assert not (tmp_path / "x.index").exists()
     run("index", "--vectors", folder / "rows.npy", "--out", tmp_path / "x.index", "--ids", folder / "ids.txt", "--paths",
         folder / "ids.txt", expect=2)
+    assert "--dims does not apply to --vectors" in run("index", "--vectors", folder / "rows.npy", "--out",
+                                                       tmp_path / "x.index", "--dims", 8, expect=2).stderr
+    assert not (tmp_path / "x.index").exists()
 
 
 def test_batched_search_json_against_numpy(corpus):
