@@ -1091,9 +1091,10 @@ UFORM_API uform_status_t uform_index_builder_create_vectors(size_t dimensions, u
  * from uform_index_builder_create too). Each row is optionally normalised (`flags`
  * UFORM_INDEX_NORMALIZE), then stored in the builder's scalar exactly as an encode's
  * outputs_scalar converts F32 (F32 rows as given, bit for bit; F16 by rounding to nearest even;
- * BF16 the same; I8 round(127·x) clamped to ±127, so un-normalised values beyond ±1 saturate; B1
- * the sign bits). Item k's path is item k of `paths` (copied; any bytes), or with `paths` NULL
- * the decimal number it gets in the index ("0", "1", ... for a new builder).
+ * BF16 the same; I8 127·x rounded half to even and clamped to ±127, so un-normalised values
+ * beyond ±1 saturate; B1 the sign bits). Item k's path is item k of `paths` (copied; any
+ * bytes), or with `paths` NULL the decimal number it gets in the index ("0", "1", ... for a new
+ * builder).
  * Statuses: UFORM_OK; UFORM_INVALID_ARGUMENT (NULL builder, or NULL vectors with rows > 0; a
  * vectors_scalar other than F32 or F16; columns other than the builder's; a stride shorter than a
  * row; a paths tape that is malformed or whose count differs from `rows`; unknown flags or

@@ -131,6 +131,49 @@ static void widening_and_normalising(void) {
     remove(path);
 }
 
+/* The other scalar kinds against conversions written here: BF16 rounds to nearest even, I8 is
+ * 127·x (exact) rounded half to even and clamped to ±127, B1 the sign bits, most
+ * significant bit first, a set bit for x > 0. */
+static void scalar_kinds(const char *work) {
+    const float values[16] = {0.5f, -0.25f, 1.0f, -1.0f, 2.0f, -3.0f, 0.0f, -0.0f,
+                              1.00390625f /* 1 + 2^-8: a BF16 tie, to even (1.0) */, 1.01171875f /* 1 + 3·2^-8: up */,
+                              0.00393700787f, -0.5f / 127.0f, 0.7f, -0.7f, 1e-3f, -1e-3f};
+    const uform_scalar_kind_t kinds[3] = {UFORM_SCALAR_BF16, UFORM_SCALAR_I8, UFORM_SCALAR_B1};
+    for (int k = 0; k < 3; ++k) {
+        uform_outcome_t outcome = {0};
+        uform_index_builder_t builder = NULL;
+        CHECK_STATUS(uform_index_builder_create_vectors(16, kinds[k], NULL, &builder, &outcome), UFORM_OK);
+        CHECK_STATUS(uform_index_builder_add_vectors(builder, UFORM_MODALITY_VIDEO, values, UFORM_SCALAR_F32, 1, 16, 0, NULL, 0,
+                                                     &outcome), UFORM_OK);
+        char path[1024];
+        snprintf(path, sizeof path, "%s/scalar%d.index", work, k);
+        CHECK_STATUS(uform_index_builder_write(builder, path, NULL, 0, &outcome), UFORM_OK);
+        uform_index_builder_free(builder);
+        uform_index_t index = NULL;
+        CHECK_STATUS(uform_index_open(path, NULL, &index, &outcome), UFORM_OK);
+        if (!index) continue;
+        const unsigned char *row = index->parts[UFORM_MODALITY_VIDEO].data;
+        for (int c = 0; c < 16; ++c) {
+            if (kinds[k] == UFORM_SCALAR_BF16) {
+                uint32_t bits;
+                memcpy(&bits, &values[c], 4);
+                uint16_t expected = (uint16_t)((bits + 0x7FFFu + ((bits >> 16) & 1u)) >> 16), stored;
+                memcpy(&stored, row + 2 * c, 2);
+                CHECK_MSG(stored == expected, "bf16 column %d: 0x%04x, expected 0x%04x", c, stored, expected);
+            } else if (kinds[k] == UFORM_SCALAR_I8) {
+                double scaled = nearbyint(127.0 * (double)values[c]); /* the exact product, half to even */
+                int expected = scaled > 127 ? 127 : scaled < -127 ? -127 : (int)scaled;
+                CHECK_MSG((int)(int8_t)row[c] == expected, "i8 column %d: %d, expected %d", c, (int)(int8_t)row[c], expected);
+            } else {
+                int bit = row[c / 8] >> (7 - c % 8) & 1;
+                CHECK_MSG(bit == (values[c] > 0), "b1 column %d: bit %d for %g", c, bit, values[c]);
+            }
+        }
+        uform_index_free(index);
+        remove(path);
+    }
+}
+
 static void bad_arguments(void) {
     float rows[3 * 4] = {0};
     uform_outcome_t outcome = {0};
@@ -263,6 +306,7 @@ int main(int argc, char **argv) {
     mkdir(work, 0755);
     round_trip(work);
     widening_and_normalising();
+    scalar_kinds(work);
     bad_arguments();
     batches(work);
     return check_finish();
