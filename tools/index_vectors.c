@@ -24,8 +24,8 @@ static int read_lines(const char *path, unsigned char **bytes, size_t **offsets,
     size_t lines = 0;
     for (size_t i = 0; i < size; ++i) lines += (*bytes)[i] == '\n';
     if (size && (*bytes)[size - 1] != '\n') lines += 1;
-    /* offsets over a tape whose items skip the newlines: item k spans starts[k] .. ends[k], so the
-     * tape holds the line bytes copied without their '\n' */
+    /* The lines are moved down over the newlines in place, so the bytes become a tape: line k
+     * is bytes offsets[k] .. offsets[k + 1]. */
     *offsets = malloc((lines + 1) * sizeof **offsets);
     if (!*offsets) return cli_fail_errno(ENOMEM, "cannot hold the lines of '%s'", path);
     size_t write = 0, line = 0;
