@@ -21,7 +21,7 @@ packages=(
   # tests
   libcmocka-dev python3 python3-numpy python3-sentencepiece python3-protobuf perl python3-pytest python3-pil python3-torch python3-torchvision python3-torchaudio
   # benchmark peers (bench/ only, never linked into libuform)
-  libopenblas-dev libdnnl-dev
+  libopenblas-dev libdnnl-dev libfaiss-dev
   # WebDataset shards (src/data: tar, pax and GNU long names, .tar.gz through libarchive)
   libarchive-dev
   # uform serve: HTTP (libmicrohttpd), the page's test in a real browser, the load generator and

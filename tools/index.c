@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "index_vectors.h"
 
 typedef struct options_t {
     const char *out, *shards;
@@ -24,6 +25,7 @@ typedef struct options_t {
     size_t batch, threads, decode_threads, dims, checkpoint;
     uform_scalar_kind_t scalar;
     int compute, resume, hidden, json, progress, quiet;
+    index_vectors_options_t from_vectors; /* --vectors and its flags (index_vectors.c) */
 } options_t;
 
 static void defaults(void *raw) {
@@ -56,6 +58,17 @@ static const cli_flag_t flags[] = {
     CLI_SWITCH_FLAG("--json", options_t, json, "print the summary as one JSON object on stdout"),
     CLI_SWITCH_FLAG("--progress", options_t, progress, "without a terminal, print a progress line every ~10%"),
     CLI_QUIET(options_t, quiet),
+    CLI_HEADING("From vectors (no CKPT, no inputs; docs/indexes.md):"),
+    CLI_FLAG("--vectors", CLI_TEXT, options_t, from_vectors.vectors, "V.npy",
+             "index the rows of a 2-D float32 or float16 .npy matrix instead of encoding files"),
+    CLI_FLAG("--ids", CLI_TEXT, options_t, from_vectors.ids, "FILE",
+             "one identifier per line, one line per row (default: the row numbers 0, 1, ...)"),
+    CLI_FLAG("--paths", CLI_TEXT, options_t, from_vectors.paths, "FILE", "the same as --ids"),
+    CLI_SWITCH_FLAG("--normalize", options_t, from_vectors.normalize, "L2-normalise each row before storing it (default: as given)"),
+    CLI_FLAG("--modality", CLI_TEXT, options_t, from_vectors.modality, "M",
+             "the items' modality: text, image, video or audio (default image)"),
+    CLI_FLAG("--model", CLI_TEXT, options_t, from_vectors.model, "CKPT",
+             "the checkpoint that made the vectors: record its fingerprint (default: none)"),
     CLI_FLAGS_END,
 };
 
@@ -143,6 +156,23 @@ static int run(void *raw, const cli_parsed_t *parsed) {
     options_t options = *(options_t *)raw;
     const cli_command_t *command = parsed->command;
     if (!options.out) return cli_usage_error(command, "missing --out INDEX");
+    if (options.from_vectors.vectors) {
+        if (parsed->positional_count || options.manifests.count || options.shards || options.resume)
+            return cli_usage_error(command, "--vectors builds an index from a matrix alone: no CKPT, inputs, --manifest, "
+                                            "--shards or --resume (name the checkpoint with --model)");
+        static const char *const inapplicable[] = {"--dims", "--modalities", "--batch", "--decode-threads", "--checkpoint",
+                                                   "--hidden", "--progress", "--bf16", "--f32", "--int8"};
+        for (size_t i = 0; i < sizeof inapplicable / sizeof *inapplicable; ++i)
+            if (cli_given(parsed, inapplicable[i]))
+                return cli_usage_error(command, "%s does not apply to --vectors (the rows are stored as they are)", inapplicable[i]);
+        index_vectors_options_t from = options.from_vectors;
+        from.out = options.out, from.scalar = options.scalar, from.json = options.json, from.quiet = options.quiet;
+        return index_vectors_run(&from, command);
+    }
+    if (options.from_vectors.ids || options.from_vectors.paths || options.from_vectors.normalize ||
+        options.from_vectors.modality || options.from_vectors.model)
+        return cli_usage_error(command, "--ids, --paths, --normalize, --modality and --model go with --vectors");
+    if (parsed->positional_count < 1) return cli_usage_error(command, "missing CKPT (or --vectors V.npy)");
     if (parsed->positional_count < 2 && !options.manifests.count && !options.shards)
         return cli_usage_error(command, "no inputs: give folders, files, --manifest or --shards");
     uform_dataset_t datasets[3] = {NULL, NULL, NULL};
@@ -226,7 +256,8 @@ static int run(void *raw, const cli_parsed_t *parsed) {
 const cli_command_t cli_index = {
     .name = "index",
     .summary = "embeds every item of folders, files, manifests or shards into one searchable index file",
-    .usage = "CKPT (DIR | FILE | --manifest FILE.jsonl | --shards LIST)... --out INDEX [options]",
+    .usage = "CKPT (DIR | FILE | --manifest FILE.jsonl | --shards LIST)... --out INDEX [options]\n"
+             "       uform index --vectors V.npy --out INDEX [--ids FILE] [--normalize] [--scalar KIND] [options]",
     .description = "Embeds every item found into INDEX (one safetensors file) and lists bad items in INDEX.errors.jsonl.\n"
                    "Folders are walked recursively and files recognised by content.\n",
     .statuses = "0 every item indexed; 1 the run failed (the reason is printed); 2 usage error;\n"
@@ -235,7 +266,7 @@ const cli_command_t cli_index = {
     .flags = flags,
     .options_size = sizeof(options_t),
     .defaults = defaults,
-    .positional_min = 1,
+    .positional_min = 0, /* CKPT, checked in run: --vectors takes none */
     .positional_max = SIZE_MAX,
     .run = run,
 };

@@ -10,12 +10,15 @@
 #include <string.h>
 
 #include "cli.h"
+#include "search_queries.h"
 
 typedef struct search_options_t {
     const char *query[4]; /* by modality */
     size_t top, threads, candidates;
     unsigned modalities;
     int json, compute;
+    const char *queries; /* --queries Q.npy: batched query vectors (search_queries.c) */
+    int normalize;
 } search_options_t;
 
 static void defaults(void *raw) { ((search_options_t *)raw)->top = 10; }
@@ -30,6 +33,10 @@ static const cli_flag_t flags[] = {
              "only items of these modalities (text,image,video,audio; default: all)"),
     CLI_FLAG("--candidates", CLI_SIZE, search_options_t, candidates, "N",
              "b1 indexes: items rescored exactly after the Hamming pass (default 4 K)"),
+    CLI_FLAG("--queries", CLI_TEXT, search_options_t, queries, "Q.npy",
+             "query vectors: the rows of a 2-D float32 or float16 .npy matrix, searched as one\n"
+             "batch (CKPT optional; --json: one line per query, {\"query\": i, \"hits\": [...]})"),
+    CLI_SWITCH_FLAG("--normalize", search_options_t, normalize, "with --queries: L2-normalise each query first"),
     CLI_JSON(search_options_t, json),
     CLI_THREADS(search_options_t, threads),
     CLI_INFERENCE_COMPUTE_FLAGS(search_options_t, compute),
@@ -59,7 +66,18 @@ static int encode_query(uform_model_t model, uform_executor_t executor, uform_ar
 
 static int run(void *raw, const cli_parsed_t *parsed) {
     search_options_t *options = raw;
-    const char *index_path = parsed->positional[0], *checkpoint = parsed->positional[1];
+    const char *index_path = parsed->positional[0], *checkpoint = parsed->positional_count > 1 ? parsed->positional[1] : NULL;
+    if (options->queries) {
+        for (int m = 0; m < 4; ++m)
+            if (options->query[m])
+                return cli_usage_error(parsed->command, "--queries takes the place of --text, --image, --audio and --video");
+        search_queries_options_t batch = {index_path, checkpoint, options->queries, options->top, options->threads,
+                                          options->candidates, options->modalities, options->json, options->compute,
+                                          options->normalize};
+        return search_queries_run(&batch);
+    }
+    if (options->normalize) return cli_usage_error(parsed->command, "--normalize goes with --queries");
+    if (!checkpoint) return cli_usage_error(parsed->command, "missing CKPT: a query to encode needs the index's checkpoint");
     int modality = -1;
     for (int m = 0; m < 4; ++m)
         if (options->query[m]) {
@@ -118,14 +136,15 @@ static int run(void *raw, const cli_parsed_t *parsed) {
 const cli_command_t cli_search = {
     .name = "search",
     .summary = "the items of an index closest to a text, image, video or recording",
-    .usage = "INDEX CKPT (--text T | --image F | --audio F | --video F) [options]",
+    .usage = "INDEX CKPT (--text T | --image F | --audio F | --video F) [options]\n"
+             "       uform search INDEX [CKPT] --queries Q.npy [--top K] [--json] [options]",
     .description = "Prints the items of INDEX closest to the query, best first: rank, score, modality and path.\n",
     .statuses = "0 results printed; 1 failed (a missing file, an index built by another checkpoint:\n"
                 "the reason is printed); 2 usage error.",
     .flags = flags,
     .options_size = sizeof(search_options_t),
     .defaults = defaults,
-    .positional_min = 2,
+    .positional_min = 1, /* CKPT is checked in run: --queries may go without */
     .positional_max = 2,
     .run = run,
 };

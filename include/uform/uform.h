@@ -1060,6 +1060,57 @@ UFORM_API uform_status_t uform_index_builder_item(uform_index_builder_t builder,
 UFORM_API void uform_index_builder_free(uform_index_builder_t builder);
 
 /*
+ * Indexes from vectors: embeddings made elsewhere (another model, another library), with no
+ * checkpoint to encode queries. Such an index records UFORM_INDEX_NO_CHECKPOINT as its fingerprint
+ * unless the caller stamps a checkpoint's (uform_model_fingerprint), and is searched with query
+ * vectors; uform_index_open with a model refuses a no-checkpoint index (UFORM_CONFIG_MISMATCH).
+ *
+ *     uform_index_builder_t builder = NULL;
+ *     uform_index_builder_create_vectors(256, UFORM_SCALAR_F32, NULL, &builder, &outcome);
+ *     uform_index_builder_add_vectors(builder, UFORM_MODALITY_IMAGE, rows, UFORM_SCALAR_F32, count, 256, 0,
+ *                                     NULL, UFORM_INDEX_NORMALIZE, &outcome);  // ids "0", "1", ...
+ *     uform_index_builder_write(builder, "vectors.index", NULL, 0, &outcome);
+ */
+#define UFORM_INDEX_NO_CHECKPOINT "00000000000000000000000000000000"
+/* uform_index_builder_add_vectors's flags. */
+#define UFORM_INDEX_NORMALIZE 1u /* divide each row by its L2 norm (in double) before storing it; zero rows stay zero */
+
+/*
+ * Makes an empty builder for rows of `dimensions` columns (1 .. 65,536) in `scalar`, with no model.
+ * `fingerprint` is 32 lower-case hex digits to record (a checkpoint's, from uform_model_fingerprint,
+ * when the vectors are that checkpoint's embeddings), or NULL for UFORM_INDEX_NO_CHECKPOINT.
+ * Statuses: UFORM_OK; UFORM_INVALID_ARGUMENT (NULL builder, dimensions 0 or above 65,536, an
+ * unknown scalar, a fingerprint that is not 32 lower-case hex digits); UFORM_OUT_OF_MEMORY. On
+ * failure `*builder` is NULL.
+ */
+UFORM_API uform_status_t uform_index_builder_create_vectors(size_t dimensions, uform_scalar_kind_t scalar,
+                                                            const char *fingerprint, uform_index_builder_t *builder,
+                                                            uform_outcome_t *outcome);
+
+/*
+ * Appends `rows` items of `modality` from a row-major matrix: row k is `columns` values of
+ * `vectors_scalar` (UFORM_SCALAR_F32 or UFORM_SCALAR_F16) at `vectors` + k·`stride` bytes (0:
+ * dense), borrowed for the call. `columns` must equal the builder's dimensions (any builder: one
+ * from uform_index_builder_create too). Each row is optionally normalised (`flags`
+ * UFORM_INDEX_NORMALIZE), then stored in the builder's scalar exactly as an encode's
+ * outputs_scalar converts F32 (F32 rows as given, bit for bit; F16 by rounding to nearest even;
+ * BF16 the same; I8 127·x rounded half to even and clamped to ±127, so un-normalised values
+ * beyond ±1 saturate; B1 the sign bits). Item k's path is item k of `paths` (copied; any
+ * bytes), or with `paths` NULL the decimal number it gets in the index ("0", "1", ... for a new
+ * builder).
+ * Statuses: UFORM_OK; UFORM_INVALID_ARGUMENT (NULL builder, or NULL vectors with rows > 0; a
+ * vectors_scalar other than F32 or F16; columns other than the builder's; a stride shorter than a
+ * row; a paths tape that is malformed or whose count differs from `rows`; unknown flags or
+ * modality; a NaN or infinite value: the message names its row and column); UFORM_OUT_OF_MEMORY.
+ * On any failure the builder is unchanged. Not thread-safe: one thread per builder.
+ */
+UFORM_API uform_status_t uform_index_builder_add_vectors(uform_index_builder_t builder, uform_modality_t modality,
+                                                         const void *vectors, uform_scalar_kind_t vectors_scalar,
+                                                         size_t rows, size_t columns, size_t stride,
+                                                         const uform_tape_t *paths, unsigned flags,
+                                                         uform_outcome_t *outcome);
+
+/*
  * Maps the index file at `path` read-only and checks all of it: the metadata, every tensor's dtype
  * and shape against the metadata, modality values, path offsets (from 0, non-decreasing, ending at
  * the tape's length) and per-modality counts. With a `model` (may be NULL: no check), the index
@@ -1112,8 +1163,9 @@ typedef struct uform_index_hit_t {
  *         (the cosine between the query and the stored sign vector, summed in double), and the
  *         best `top` of them are answered. `candidates` 0 takes 4·top (at least top); the answer
  *         equals the exact top-K by that score whenever the candidates hold it.
- * Batches of 8 queries or more (F32, BF16, F16) go through the GEMM, smaller ones through a
- * matrix-vector kernel that streams the index once; the two differ only in F32 rounding. Work
+ * Batches of 8 queries or more (F32, BF16, F16) go through the GEMM (each block of rows packed
+ * once, the queries as the product's rows), smaller ones through a matrix-vector kernel that
+ * streams the index once; the two differ only in F32 rounding. Work
  * splits into fixed blocks of rows (never by timing), each thread keeping a bounded top-K heap per
  * query; the heaps merge at the end.
  *
@@ -1123,7 +1175,8 @@ typedef struct uform_index_hit_t {
  *   modalities                    in: bits (1 << uform_modality_t) of the items to consider; 0: all
  *   candidates                    in: B1 only, see above
  *   arena                         in: the hits and the call's scratch (threads·queries·(top or
- *                                 candidates)·16 bytes, and a few score blocks per thread)
+ *                                 candidates)·16 bytes, and a few score blocks per thread; with
+ *                                 the GEMM, a packed block of 1,024 rows per thread)
  *   outcome                       out
  *   hits                          out: [queries_count][hits_per_query] in the arena, valid until
  *                                 its next call; best first

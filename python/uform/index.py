@@ -121,7 +121,9 @@ class Index(Closing):
     def search(self, queries: Any, top: int = 10, *, modalities: Optional[Sequence[str]] = None, candidates: int = 0,
                executor: Any = None) -> Hits:
         """The ``top`` items closest to each query (float32 rows of the index's width, unit length:
-        an ``Encoded.embeddings``), best first, ties by item number."""
+        an ``Encoded.embeddings``, or a [queries, dims] matrix of query vectors, searched as one
+        batch: a matrix product), best first, ties by item number. ``Hits.items`` and
+        ``Hits.scores`` are [queries, top] NumPy arrays."""
         function = "Index.search"
         from .executor import calling_thread
 
@@ -138,28 +140,54 @@ class Index(Closing):
         try:
             if lib.uform_index_search(addressof(request)) != 0:
                 _raise(request.outcome)
-            k = request.hits_per_query
-            hits = (D.IndexHit * (rows.shape[0] * k)).from_address(request.hits) if k else []
-            items = np.array([h.item for h in hits], dtype=np.uint64).reshape(rows.shape[0], k)
-            scores = np.array([h.score for h in hits], dtype=np.float32).reshape(rows.shape[0], k)
-            kinds = [[_MODALITY_NAMES[hits[q * k + i].modality] for i in range(k)] for q in range(rows.shape[0])]
+            k, count = request.hits_per_query, rows.shape[0]
+            hits = np.ctypeslib.as_array((D.IndexHit * (count * k)).from_address(request.hits)) if k and count else \
+                np.zeros(0, dtype=[("item", np.uint64), ("score", np.float32), ("modality", np.int32)])
+            items = np.array(hits["item"], dtype=np.uint64).reshape(count, k)
+            scores = np.array(hits["score"], dtype=np.float32).reshape(count, k)
+            codes = np.array(hits["modality"]).reshape(count, k)
+            kinds = [[_MODALITY_NAMES[m] for m in row] for row in codes.tolist()]
         finally:
             runner._release_arena(arena)
         paths = [[self.item(int(n))[1] for n in row] for row in items]
         return Hits(items, scores, paths, kinds)
 
     @staticmethod
-    def build(model: Any, *inputs: Any, out: Any, manifests: Sequence[Any] = (), shards: Optional[str] = None,
+    def build(model: Any = None, *inputs: Any, out: Any, manifests: Sequence[Any] = (), shards: Optional[str] = None,
               datasets: Sequence[Dataset] = (), executor: Any = None, decoder: Any = None, dims: int = 0,
               scalar: Any = "f32", modalities: Optional[Sequence[str]] = None, batch: int = 32, checkpoint: int = 0,
               resume: bool = False, hidden: bool = False, errors_path: Any = None,
-              progress: Optional[Callable[[int, int], Any]] = None) -> BuildResult:
+              progress: Optional[Callable[[int, int], Any]] = None, vectors: Any = None,
+              paths: Optional[Sequence[Any]] = None, ids: Optional[Sequence[Any]] = None, normalize: bool = False,
+              modality: str = "image") -> BuildResult:
         """Embeds every item of the folders and files ``inputs``, the ``manifests``, the ``shards``
         and any ``datasets`` into ``out`` (``uform_index_build``: a reader thread, decoding on
         ``decoder`` a batch ahead, bad items listed in ``out.errors.jsonl``, a checkpoint every
-        ``checkpoint`` items, ``resume`` to continue one)."""
+        ``checkpoint`` items, ``resume`` to continue one).
+
+        Or, with ``vectors`` (a 2-D float32 or float16 NumPy matrix, rows are items), writes an
+        index of those rows with no encoding (docs/indexes.md, "Indexes from vectors"): named by
+        ``paths`` (or ``ids``, the same: one string per row; default the row numbers), stored in
+        ``scalar``, L2-normalised first when ``normalize``, all of ``modality``; with a ``model``,
+        stamped with its fingerprint (the vectors are its embeddings), else with none."""
         function = "Index.build"
         from .executor import calling_thread
+
+        if vectors is not None:
+            from ._index_vectors import build_from_vectors
+
+            if inputs or manifests or shards is not None or datasets or resume:
+                raise invalid(function, "vectors= builds from the matrix alone: no inputs, manifests, shards, "
+                                        "datasets or resume")
+            if paths is not None and ids is not None:
+                raise invalid(function, "paths= and ids= name the same thing: give one")
+            name = _inputs.path_bytes(out, function, "out")
+            count = build_from_vectors(vectors, out, paths=paths if paths is not None else ids, model=model,
+                                       scalar=scalar, normalize=normalize, modality=modality, function=function,
+                                       out_bytes=name)
+            return BuildResult(count, 0, 0, 0, 0, "", None)
+        if model is None:
+            raise invalid(function, "model is None: give the checkpoint that encodes the inputs, or vectors=")
 
         opened = []
         try:

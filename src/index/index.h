@@ -61,6 +61,17 @@ const char *uform__index_tensor_name(uform_modality_t modality);
 uform_status_t uform__index_open_memory(const void *bytes, size_t size, uform_model_t model, uform_index_t *index,
                                         uform_outcome_t *outcome);
 
+/* The builder's pieces that uform_index_builder_add and the vectors' entry (index_vectors.c) share
+ * (index_build.c). `make` copies a fingerprint of UFORM_FINGERPRINT_CAPACITY bytes. `reserve`
+ * makes room for `count` rows of `modality` and `path_bytes` of paths, answering 0 when out of
+ * memory (the builder unchanged); `append` then copies paths->count rows (each row_bytes of the
+ * builder's scalar, `row_stride` bytes apart) and their paths, and cannot fail. */
+uform_status_t uform__index_builder_make(size_t dims, uform_scalar_kind_t scalar, const char *fingerprint,
+                                        uform_index_builder_t *builder, uform_outcome_t *outcome, const char *function);
+int uform__index_builder_reserve(uform_index_builder_t builder, uform_modality_t modality, size_t count, size_t path_bytes);
+void uform__index_builder_append(uform_index_builder_t builder, uform_modality_t modality, const void *rows,
+                                 size_t row_stride, const uform_tape_t *paths);
+
 /* The path offset of item `item` (0 ..= count). */
 uint64_t uform__index_path_offset(const struct uform_index_s *index, size_t item);
 

@@ -48,8 +48,8 @@ static void append(bytes_t *array, const void *bytes, size_t size) {
     array->size += size;
 }
 
-static uform_status_t make(size_t dims, uform_scalar_kind_t scalar, const char *fingerprint,
-                           uform_index_builder_t *builder, uform_outcome_t *outcome, const char *function) {
+uform_status_t uform__index_builder_make(size_t dims, uform_scalar_kind_t scalar, const char *fingerprint,
+                                        uform_index_builder_t *builder, uform_outcome_t *outcome, const char *function) {
     uform_index_builder_t made = calloc(1, sizeof *made);
     uint64_t zero = 0;
     if (!made || !reserve(&made->path_offsets, sizeof zero)) {
@@ -77,7 +77,7 @@ UFORM_API uform_status_t uform_index_builder_create(uform_model_t model, size_t 
     char fingerprint[UFORM_FINGERPRINT_CAPACITY];
     uform_status_t status = uform_model_fingerprint(model, fingerprint, outcome);
     if (status != UFORM_OK) return status;
-    return make(dimensions ? dimensions : width, scalar, fingerprint, builder, outcome, __func__);
+    return uform__index_builder_make(dimensions ? dimensions : width, scalar, fingerprint, builder, outcome, __func__);
 }
 
 UFORM_API uform_status_t uform_index_builder_from(uform_index_t index, uform_index_builder_t *builder,
@@ -86,7 +86,7 @@ UFORM_API uform_status_t uform_index_builder_from(uform_index_t index, uform_ind
     if (!index || !builder)
         return uform__fail(outcome, UFORM_INVALID_ARGUMENT, __func__, "%s is NULL", index ? "builder" : "index");
     uform_index_builder_t made = NULL;
-    uform_status_t status = make(index->dims, index->scalar, index->fingerprint, &made, outcome, __func__);
+    uform_status_t status = uform__index_builder_make(index->dims, index->scalar, index->fingerprint, &made, outcome, __func__);
     if (status != UFORM_OK) return status;
     size_t offsets_bytes = index->count * sizeof(uint64_t);
     int ok = reserve(&made->modality, index->count) && reserve(&made->path_offsets, offsets_bytes) &&
@@ -133,15 +133,26 @@ UFORM_API uform_status_t uform_index_builder_add(uform_index_builder_t builder, 
                            embeddings->columns, uform__index_scalar_name(embeddings->scalar) ? uform__index_scalar_name(embeddings->scalar) : "?",
                            builder->dims, uform__index_scalar_name(builder->scalar));
     size_t path_bytes = count ? paths->offsets[count] - paths->offsets[0] : 0;
-    bytes_t *rows = &builder->rows[modality];
-    if (count > SIZE_MAX / 16 / builder->row_bytes || !reserve(rows, count * builder->row_bytes) ||
-        !reserve(&builder->modality, count) || !reserve(&builder->path_offsets, count * sizeof(uint64_t)) ||
-        !reserve(&builder->paths, path_bytes))
+    if (!uform__index_builder_reserve(builder, modality, count, path_bytes))
         return uform__fail(outcome, UFORM_OUT_OF_MEMORY, function, "cannot allocate memory to grow the index past %zu items",
                            builder->count);
+    uform__index_builder_append(builder, modality, embeddings->data, embeddings->stride_bytes, paths);
+    return uform__succeed(outcome, function);
+}
+
+int uform__index_builder_reserve(uform_index_builder_t builder, uform_modality_t modality, size_t count, size_t path_bytes) {
+    return count <= SIZE_MAX / 16 / builder->row_bytes && reserve(&builder->rows[modality], count * builder->row_bytes) &&
+           reserve(&builder->modality, count) && reserve(&builder->path_offsets, count * sizeof(uint64_t)) &&
+           reserve(&builder->paths, path_bytes);
+}
+
+void uform__index_builder_append(uform_index_builder_t builder, uform_modality_t modality, const void *rows_data,
+                                 size_t row_stride, const uform_tape_t *paths) {
+    const size_t count = paths->count;
+    bytes_t *rows = &builder->rows[modality];
     uint8_t modality_byte = (uint8_t)modality;
     for (size_t k = 0; k < count; ++k) {
-        append(rows, (const unsigned char *)embeddings->data + k * embeddings->stride_bytes, builder->row_bytes);
+        append(rows, (const unsigned char *)rows_data + k * row_stride, builder->row_bytes);
         append(&builder->modality, &modality_byte, 1);
         size_t length;
         const unsigned char *path = uform__tape_item(paths, k, &length);
@@ -150,7 +161,6 @@ UFORM_API uform_status_t uform_index_builder_add(uform_index_builder_t builder, 
         append(&builder->path_offsets, &end, sizeof end);
     }
     builder->count += count;
-    return uform__succeed(outcome, function);
 }
 
 UFORM_API uform_status_t uform_index_builder_write(uform_index_builder_t builder, const char *path,

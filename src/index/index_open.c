@@ -205,7 +205,13 @@ static uform_status_t finish_open(uform_index_t index, uform_model_t model, ufor
     if (status == UFORM_OK && model) {
         char fingerprint[UFORM_FINGERPRINT_CAPACITY];
         status = uform_model_fingerprint(model, fingerprint, outcome);
-        if (status == UFORM_OK && !uform__model_fingerprint_matches(model, index->fingerprint))
+        if (status == UFORM_OK && strcmp(index->fingerprint, UFORM_INDEX_NO_CHECKPOINT) == 0)
+            status = uform__fail(outcome, UFORM_CONFIG_MISMATCH, function,
+                                 "the index was built from vectors with no checkpoint (fingerprint %s, %zu dims, %s), "
+                                 "so no model's queries belong to it: search it with query vectors, or rebuild it "
+                                 "stamped with checkpoint %s",
+                                 index->fingerprint, index->dims, uform__index_scalar_name(index->scalar), fingerprint);
+        else if (status == UFORM_OK && !uform__model_fingerprint_matches(model, index->fingerprint))
             status = uform__fail(outcome, UFORM_CONFIG_MISMATCH, function,
                                  "the index was built by checkpoint %s (%zu dims, %s), this model is checkpoint %s: "
                                  "encode queries with the index's checkpoint, or rebuild the index",

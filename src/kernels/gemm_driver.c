@@ -215,6 +215,16 @@ static void pack_b_panel(const uform__gemm_micro_t *micro, const gemm_operand_t 
             }
             return;
         }
+        if (micro->pack_transposed && b->row == 1 && b->dtype == UFORM__GEMM_F32) {
+            /* K-contiguous F32 rows (a forward's W): the panel is their transpose, which the class's
+             * pack_transposed does in register tiles (panel[p][j] = source[j·col + p]) instead of
+             * one strided store per value; exact copies either way. Exact search packs every
+             * block of index rows this way, once per block (index_search.c). */
+            micro->pack_transposed((const float *)b->data + p0 + j0 * b->col, b->col, kc, cols, panel_out, nr, NULL);
+            for (size_t p = 0; cols < nr && p < kc; ++p)
+                memset(panel_out + p * nr + cols, 0, (nr - cols) * sizeof(float));
+            return;
+        }
         for (size_t j = 0; j < nr; ++j) {
             if (j >= cols) {
                 for (size_t p = 0; p < kc; ++p) panel_out[p * nr + j] = 0.0f;

@@ -222,3 +222,42 @@ void sweep_run_index_builder_from(sweep_fixture_t *fixture, sweep_answer_t *answ
     uform_index_builder_free(builder);
     unlink(file);
 }
+
+/* Indexes from vectors: a builder with no model, 300 rows of F16 vectors (more than one of the
+ * add's chunks) normalised and stored as I8 under their row numbers, then 9 F32 rows with paths,
+ * written, then freed. */
+void sweep_run_index_builder_vectors(sweep_fixture_t *fixture, sweep_answer_t *answer) {
+    enum { rows = 300, dims = 24 };
+    static uint16_t halves[rows * dims];
+    static float floats[texts_count * dims];
+    for (size_t i = 0; i < rows * dims; ++i) halves[i] = (uint16_t)(0x3000 + (i * 37) % 0x0C00) | (uint16_t)(i % 3 == 0) << 15;
+    for (size_t i = 0; i < texts_count * dims; ++i) floats[i] = (float)((int)(i * 7 % 11) - 5) / 8.0f;
+    uform_index_builder_t builder = NULL;
+    uform_outcome_t outcome = {0};
+    uform_status_t status = uform_index_builder_create_vectors(dims, UFORM_SCALAR_I8, NULL, &builder, &outcome);
+    if (status == UFORM_OK)
+        status = uform_index_builder_add_vectors(builder, UFORM_MODALITY_IMAGE, halves, UFORM_SCALAR_F16, rows, dims, 0, NULL,
+                                                 UFORM_INDEX_NORMALIZE, &outcome);
+    size_t offsets[texts_count + 1];
+    uform_tape_t paths = item_paths(offsets);
+    if (status == UFORM_OK)
+        status = uform_index_builder_add_vectors(builder, UFORM_MODALITY_TEXT, floats, UFORM_SCALAR_F32, texts_count, dims, 0,
+                                                 &paths, 0, &outcome);
+    uint64_t digest = 0;
+    if (status == UFORM_OK) {
+        uform_index_description_t description;
+        uform_index_builder_describe(builder, &description);
+        digest = digest_description(0, &description);
+        const char *path = NULL;
+        size_t length = 0;
+        uform_index_builder_item(builder, 299, NULL, &path, &length);
+        digest = sweep_digest(digest, path, length);
+    }
+    char file[300];
+    snprintf(file, sizeof file, "%s/vectors.index", fixture->scratch);
+    if (status == UFORM_OK) status = uform_index_builder_write(builder, file, NULL, 0, &outcome);
+    sweep_answer_status(answer, status, &outcome);
+    if (status == UFORM_OK) answer->digest = digest;
+    uform_index_builder_free(builder);
+    unlink(file);
+}
