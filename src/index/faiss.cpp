@@ -1,0 +1,326 @@
+/*
+ * The shim over FAISS (faiss.h): the only code that includes a FAISS header, built into the module
+ * libuform-faiss.so.4 (CMakeLists.txt) that libuform loads on demand (faiss_load.c). Every entry
+ * point catches every exception and answers a uform_status_t with FAISS's words; nothing prints.
+ *
+ * Structures are made by faiss::index_factory with METRIC_INNER_PRODUCT, written and read with
+ * write_index / read_index through an IOWriter / IOReader over the caller's callback and bytes, and
+ * searched with per-call SearchParameters (IVF nprobe, HNSW efSearch, an IDSelector for modality
+ * filters), which leave the structure untouched so concurrent searches are safe.
+ *
+ * OpenMP: FAISS parallelises training, adding and batches of queries with OpenMP. A call that
+ * names a thread count sets it for the calling thread (omp_set_num_threads affects that thread's
+ * later parallel regions only) and restores the previous value before returning.
+ */
+#include "index/faiss.h"
+
+#include <omp.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <exception>
+#include <memory>
+#include <new>
+#include <string>
+
+#include <faiss/Index.h>
+#include <faiss/IndexFlatCodes.h>
+#include <faiss/IndexHNSW.h>
+#include <faiss/IndexIVF.h>
+#include <faiss/IndexIVFPQ.h>
+#include <faiss/IndexIVFPQFastScan.h>
+#include <faiss/IndexPQ.h>
+#include <faiss/IndexPreTransform.h>
+#include <faiss/IndexRefine.h>
+#include <faiss/VectorTransform.h>
+#include <faiss/impl/FaissException.h>
+#include <faiss/impl/HNSW.h>
+#include <faiss/impl/IDSelector.h>
+#include <faiss/impl/io.h>
+#include <faiss/index_factory.h>
+#include <faiss/index_io.h>
+
+struct uform__faiss_s {
+    std::unique_ptr<faiss::Index> index;
+};
+
+namespace {
+
+void say(char *message, size_t capacity, const char *text) {
+    if (capacity) snprintf(message, capacity, "%s", text);
+}
+
+/* FAISS's messages start with "Error in <the C++ signature> at <file>:<line>: "; the part after
+ * the last "Error: " (or after "<line>: ") is what a person needs. */
+std::string plain(const char *what) {
+    std::string text(what ? what : "");
+    size_t at = text.rfind("Error: ");
+    if (at != std::string::npos) return text.substr(at + 7);
+    at = text.find(".cpp:");
+    if (at != std::string::npos) {
+        size_t colon = text.find(": ", at + 5);
+        if (colon != std::string::npos) return text.substr(colon + 2);
+    }
+    return text;
+}
+
+/* Runs `body`, turning every exception into `refused` (or OUT_OF_MEMORY) with its words. */
+template <typename Body>
+uform_status_t guarded(uform_status_t refused, char *message, size_t capacity, Body body) {
+    try {
+        body();
+        if (capacity) message[0] = 0;
+        return UFORM_OK;
+    } catch (const std::bad_alloc &) {
+        say(message, capacity, "FAISS could not allocate memory");
+        return UFORM_OUT_OF_MEMORY;
+    } catch (const faiss::FaissException &error) {
+        say(message, capacity, plain(error.what()).c_str());
+        return refused;
+    } catch (const std::exception &error) {
+        say(message, capacity, error.what());
+        return refused;
+    } catch (...) {
+        say(message, capacity, "FAISS threw an exception that is not a std::exception");
+        return refused;
+    }
+}
+
+/* Sets OpenMP's thread count for this thread's parallel regions while alive. */
+class omp_threads {
+  public:
+    explicit omp_threads(size_t threads) : saved_(omp_get_max_threads()), set_(threads != 0) {
+        if (set_) omp_set_num_threads((int)threads);
+    }
+    ~omp_threads() {
+        if (set_) omp_set_num_threads(saved_);
+    }
+
+  private:
+    int saved_;
+    bool set_;
+};
+
+/* The structure under transforms and refinement: what holds the lists, the graph or the codes. */
+faiss::Index *core_of(faiss::Index *index) {
+    for (;;) {
+        if (auto *transformed = dynamic_cast<faiss::IndexPreTransform *>(index)) index = transformed->index;
+        else if (auto *refined = dynamic_cast<faiss::IndexRefine *>(index)) index = refined->base_index;
+        else return index;
+    }
+}
+
+/* Every ProductQuantizer and IVF clustering reachable, with `visit(ClusteringParameters&)`. */
+template <typename Visit>
+void each_clustering(faiss::Index *index, Visit visit) {
+    if (auto *transformed = dynamic_cast<faiss::IndexPreTransform *>(index)) {
+        each_clustering(transformed->index, visit);
+        return;
+    }
+    if (auto *refined = dynamic_cast<faiss::IndexRefine *>(index)) {
+        each_clustering(refined->base_index, visit);
+        return;
+    }
+    if (auto *graph = dynamic_cast<faiss::IndexHNSW *>(index)) {
+        if (graph->storage) each_clustering(graph->storage, visit);
+        return;
+    }
+    if (auto *inverted = dynamic_cast<faiss::IndexIVF *>(index)) {
+        visit(inverted->cp);
+        if (inverted->quantizer) each_clustering(inverted->quantizer, visit);
+    }
+    if (auto *ivfpq = dynamic_cast<faiss::IndexIVFPQ *>(index)) visit(ivfpq->pq.cp);
+    if (auto *fast = dynamic_cast<faiss::IndexIVFPQFastScan *>(index)) visit(fast->pq.cp);
+    if (auto *pq = dynamic_cast<faiss::IndexPQ *>(index)) visit(pq->pq.cp);
+}
+
+uint64_t centroids_of(faiss::Index *index) {
+    uint64_t most = 0;
+    auto keep = [&most](uint64_t value) { most = value > most ? value : most; };
+    if (auto *transformed = dynamic_cast<faiss::IndexPreTransform *>(index)) {
+        for (auto *transform : transformed->chain)
+            if (dynamic_cast<faiss::OPQMatrix *>(transform)) keep(256); /* its PQ: 8 bits per code */
+        keep(centroids_of(transformed->index));
+        return most;
+    }
+    if (auto *refined = dynamic_cast<faiss::IndexRefine *>(index)) return centroids_of(refined->base_index);
+    if (auto *graph = dynamic_cast<faiss::IndexHNSW *>(index)) return graph->storage ? centroids_of(graph->storage) : 0;
+    if (auto *inverted = dynamic_cast<faiss::IndexIVF *>(index)) {
+        keep(inverted->nlist);
+        if (inverted->quantizer) keep(centroids_of(inverted->quantizer));
+    }
+    if (auto *ivfpq = dynamic_cast<faiss::IndexIVFPQ *>(index)) keep(ivfpq->pq.ksub);
+    if (auto *fast = dynamic_cast<faiss::IndexIVFPQFastScan *>(index)) keep(fast->pq.ksub);
+    if (auto *pq = dynamic_cast<faiss::IndexPQ *>(index)) keep(pq->pq.ksub);
+    return index->is_trained ? 0 : most;
+}
+
+/* IOWriter over the caller's callback. */
+struct callback_writer : faiss::IOWriter {
+    int (*write)(void *, const void *, size_t);
+    void *state;
+    int error = 0;
+    size_t operator()(const void *pointer, size_t size, size_t items) override {
+        if (error) return 0;
+        error = write(state, pointer, size * items);
+        return error ? 0 : items;
+    }
+};
+
+/* IOReader over borrowed bytes: a short read answers fewer items, which FAISS reports as an error. */
+struct memory_reader : faiss::IOReader {
+    const unsigned char *bytes;
+    size_t size, at = 0;
+    size_t operator()(void *pointer, size_t size_each, size_t items) override {
+        if (size_each == 0 || items == 0) return 0;
+        size_t whole = (size - at) / size_each;
+        size_t taken = items < whole ? items : whole;
+        memcpy(pointer, bytes + at, taken * size_each);
+        at += taken * size_each;
+        return taken;
+    }
+};
+
+/* Vectors whose modality byte has its bit in `mask`. */
+struct modality_selector : faiss::IDSelector {
+    const uint8_t *allowed;
+    unsigned mask;
+    uint64_t count;
+    bool is_member(idx_t id) const override {
+        return id >= 0 && (uint64_t)id < count && ((mask >> allowed[id]) & 1u);
+    }
+};
+
+} // namespace
+
+extern "C" uint32_t uform__faiss_module_abi(void) { return UFORM__FAISS_ABI; }
+
+extern "C" const char *uform__faiss_version(void) { return "1.7.3"; }
+
+extern "C" uform_status_t uform__faiss_create(const char *recipe, size_t dimensions, uform__faiss_t **index,
+                                              char *message, size_t capacity) {
+    *index = nullptr;
+    return guarded(UFORM_INVALID_ARGUMENT, message, capacity, [&] {
+        std::unique_ptr<uform__faiss_t> made(new uform__faiss_t);
+        made->index.reset(faiss::index_factory((int)dimensions, recipe, faiss::METRIC_INNER_PRODUCT));
+        *index = made.release();
+    });
+}
+
+extern "C" void uform__faiss_describe(const uform__faiss_t *index, uform__faiss_facts_t *facts) {
+    memset(facts, 0, sizeof *facts);
+    const faiss::Index *top = index->index.get();
+    facts->count = (uint64_t)top->ntotal, facts->dimensions = (uint64_t)top->d;
+    facts->trained = top->is_trained ? 1 : 0;
+    facts->metric_inner_product = top->metric_type == faiss::METRIC_INNER_PRODUCT;
+    faiss::Index *core = core_of(const_cast<faiss::Index *>(top));
+    facts->code_bytes = 4 * facts->dimensions;
+    if (auto *graph = dynamic_cast<faiss::IndexHNSW *>(core)) {
+        facts->graph = 1;
+        if (auto *codes = dynamic_cast<faiss::IndexFlatCodes *>(graph->storage)) facts->code_bytes = codes->code_size;
+    } else if (auto *inverted = dynamic_cast<faiss::IndexIVF *>(core)) {
+        facts->inverted = 1, facts->lists = inverted->nlist, facts->code_bytes = inverted->code_size;
+        facts->graph = dynamic_cast<faiss::IndexHNSW *>(inverted->quantizer) != nullptr;
+    } else if (auto *codes = dynamic_cast<faiss::IndexFlatCodes *>(core)) {
+        facts->code_bytes = codes->code_size;
+    }
+}
+
+extern "C" uint64_t uform__faiss_centroids(const uform__faiss_t *index) {
+    try {
+        return centroids_of(index->index.get());
+    } catch (...) {
+        return 0;
+    }
+}
+
+extern "C" uform_status_t uform__faiss_train(uform__faiss_t *index, size_t rows, const float *vectors, size_t threads,
+                                             char *message, size_t capacity) {
+    return guarded(UFORM_INVALID_ARGUMENT, message, capacity, [&] {
+        omp_threads scope(threads);
+        each_clustering(index->index.get(), [](faiss::ClusteringParameters &parameters) {
+            parameters.min_points_per_centroid = 1; /* no stderr warning; the sample rule decides quality */
+            parameters.verbose = false;
+        });
+        index->index->train((faiss::Index::idx_t)rows, vectors);
+    });
+}
+
+extern "C" uform_status_t uform__faiss_add(uform__faiss_t *index, size_t rows, const float *vectors, size_t threads,
+                                           char *message, size_t capacity) {
+    return guarded(UFORM_INVALID_ARGUMENT, message, capacity, [&] {
+        omp_threads scope(threads);
+        index->index->add((faiss::Index::idx_t)rows, vectors);
+    });
+}
+
+extern "C" uform_status_t uform__faiss_serialize(const uform__faiss_t *index,
+                                                 int (*write)(void *state, const void *bytes, size_t size), void *state,
+                                                 int *error, char *message, size_t capacity) {
+    callback_writer writer;
+    writer.write = write, writer.state = state;
+    *error = 0;
+    uform_status_t status = guarded(UFORM_INTERNAL, message, capacity, [&] { faiss::write_index(index->index.get(), &writer); });
+    if (writer.error) {
+        *error = writer.error;
+        say(message, capacity, "the write failed");
+        return UFORM_IO;
+    }
+    return status;
+}
+
+extern "C" uform_status_t uform__faiss_deserialize(const void *bytes, size_t size, uform__faiss_t **index,
+                                                   char *message, size_t capacity) {
+    *index = nullptr;
+    memory_reader reader;
+    reader.bytes = (const unsigned char *)bytes, reader.size = size;
+    std::unique_ptr<uform__faiss_t> made;
+    uform_status_t status = guarded(UFORM_FORMAT, message, capacity, [&] {
+        made.reset(new uform__faiss_t);
+        made->index.reset(faiss::read_index(&reader));
+    });
+    if (status != UFORM_OK) return status;
+    if (reader.at != size) {
+        if (capacity)
+            snprintf(message, capacity, "FAISS's reader stopped after %zu of %zu bytes (bytes left over)", reader.at, size);
+        return UFORM_FORMAT;
+    }
+    *index = made.release();
+    return UFORM_OK;
+}
+
+extern "C" uform_status_t uform__faiss_search(const uform__faiss_t *index, const uform__faiss_search_t *search,
+                                              char *message, size_t capacity) {
+    return guarded(UFORM_INVALID_ARGUMENT, message, capacity, [&] {
+        omp_threads scope(search->threads);
+        const faiss::Index *top = index->index.get();
+        modality_selector selector;
+        selector.allowed = search->allowed, selector.mask = search->mask, selector.count = (uint64_t)top->ntotal;
+        faiss::IDSelector *filter = search->allowed ? &selector : nullptr;
+        /* IndexPreTransform and IndexRefine hand the parameters to what they wrap, so they are made
+         * for the core structure. */
+        faiss::Index *core = core_of(const_cast<faiss::Index *>(top));
+        faiss::SearchParametersHNSW graph_parameters;
+        faiss::SearchParametersIVF list_parameters;
+        faiss::SearchParameters plain_parameters;
+        faiss::SearchParameters *parameters = &plain_parameters;
+        if (dynamic_cast<faiss::IndexHNSW *>(core)) {
+            if (search->ef) graph_parameters.efSearch = (int)search->ef;
+            else graph_parameters.efSearch = dynamic_cast<faiss::IndexHNSW *>(core)->hnsw.efSearch;
+            parameters = &graph_parameters;
+        } else if (auto *inverted = dynamic_cast<faiss::IndexIVF *>(core)) {
+            list_parameters.nprobe = search->nprobe ? search->nprobe : inverted->nprobe;
+            if (auto *quantizer = dynamic_cast<faiss::IndexHNSW *>(inverted->quantizer)) {
+                graph_parameters.efSearch = search->ef ? (int)search->ef : quantizer->hnsw.efSearch;
+                list_parameters.quantizer_params = &graph_parameters;
+            }
+            parameters = &list_parameters;
+        }
+        parameters->sel = filter;
+        if (parameters == &plain_parameters && !filter) parameters = nullptr; /* some structures refuse any */
+        top->search((faiss::Index::idx_t)search->queries, search->vectors, (faiss::Index::idx_t)search->k,
+                    search->distances, search->labels, parameters);
+    });
+}
+
+extern "C" void uform__faiss_free(uform__faiss_t *index) { delete index; }
