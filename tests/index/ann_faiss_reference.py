@@ -4,7 +4,7 @@ queries with the same knobs, one OpenMP thread.
 
     ann_faiss_reference.py FILE.faiss QUERIES.f32 DIMS K NPROBE EF OUT.i64
 
-Writes the ids [queries, K] as little-endian int64. NPROBE / EF 0 leave FAISS's value.
+Writes the ids [queries, K] as little-endian int64, equal scores ordered by id as UForm orders them. NPROBE / EF 0 leave FAISS's value.
 """
 
 import sys
@@ -28,8 +28,10 @@ def main() -> int:
         params = faiss.SearchParametersIVF(nprobe=nprobe or core.nprobe)
     else:
         params = None
-    _, ids = index.search(queries, k, params=params)
-    ids.astype("<i8").tofile(out)
+    scores, ids = index.search(queries, k, params=params)
+    # FAISS leaves equal scores (equal codes) in heap order; UForm orders them by item.
+    order = np.lexsort((ids, -scores), axis=1)
+    np.take_along_axis(ids, order, 1).astype("<i8").tofile(out)
     return 0
 
 
