@@ -1249,7 +1249,8 @@ UFORM_API void uform_index_ann_describe(uform_index_ann_t ann, uform_index_ann_d
  * from the index's stored rows. Queries as uform_index_search's (F32 rows of the index's dims,
  * L2-normalised). A separate request rather than new fields of uform_index_search_t: request
  * structs are allocated by callers, so a struct that grew would be read past its end by a newer
- * library serving an older program (docs/abi.md, "Versions").
+ * library serving an older program (docs/abi.md: a library may be newer than the header a
+ * program was built with, within the same major).
  *
  *   ann, executor, completion     in: the call runs on the executor; FAISS's batch parallelism uses
  *                                 as many OpenMP threads as the executor has
