@@ -64,10 +64,9 @@ typedef struct cli_flag_t {
 #define CLI_THREADS(type, field) CLI_FLAG("--threads", CLI_SIZE, type, field, "N", "compute threads (default 0: the library's choice, 7/8 of the cores)")
 #define CLI_COMPUTE_FLAGS(type, field)                                                                                  \
     {"--bf16", CLI_COMPUTE, offsetof(type, field), NULL,                                                                \
-     "BF16 matrix products (F32 accumulation); the default on CPUs with native BF16\n"                                  \
-     "dot products (AVX-512 BF16: Zen 4 and later, Sapphire Rapids and later)", 1},                                     \
+     "BF16 matrix products (F32 accumulation; ~1e-2 relative from F32)", 1},                                            \
     {"--f32", CLI_COMPUTE, offsetof(type, field), NULL,                                                                 \
-     "F32 matrix products; the default on every other CPU (BF16 would be emulated there)", 0}
+     "F32 matrix products (the default, as in C and Python)", 0}
 /* Commands that only run a model (not train) also take --int8: I8 compute (docs/int8.md). */
 #define CLI_INFERENCE_COMPUTE_FLAGS(type, field)                                                                        \
     CLI_COMPUTE_FLAGS(type, field),                                                                                     \
@@ -114,8 +113,9 @@ extern const cli_command_t *const cli_commands[];
 const cli_command_t *cli_command_find(const char *name);
 
 /* Parses argv (argv[0] is the command's name) into `options` (set to the defaults first) and
- * `parsed`. Answers -1 when parsed (run the command), 0 after --help (printed to stdout), or 2
- * after printing the short usage and what was wrong to stderr. On -1 free with cli_parsed_free. */
+ * `parsed`. Answers -1 when parsed (run the command), 0 after --help (printed to stdout), 2 after
+ * printing the short usage and what was wrong to stderr, or 1 when memory ran out (said on stderr:
+ * never reported as a usage error). On -1 free with cli_parsed_free. */
 int cli_parse(const cli_command_t *command, int argc, char **argv, void *options, cli_parsed_t *parsed);
 void cli_parsed_free(const cli_command_t *command, void *options, cli_parsed_t *parsed);
 
@@ -158,8 +158,8 @@ unsigned char *cli_read_file(const char *path, size_t *size);
 char *cli_ann_path(const char *index_path);
 
 /* The compute a command uses: `choice` as a CLI_COMPUTE field holds it (-1: not given, else a
- * uform_compute_t: 0 F32, 1 BF16, 2 I8), else the best this CPU does (BF16 where it has native BF16
- * dot products, else F32). */
+ * uform_compute_t: 0 F32, 1 BF16, 2 I8), else uform_compute_best's answer (F32), the default of every
+ * entry point. */
 uform_compute_t cli_compute(int choice);
 /* "f32", "bf16" or "i8". */
 const char *cli_compute_name(uform_compute_t compute);

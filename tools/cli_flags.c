@@ -135,7 +135,8 @@ static int append_text(cli_texts_t *texts, const char *text) {
     return 0;
 }
 
-/* Stores `value` into the flag's field; answers 0, or -1 for a value the kind refuses. */
+/* Stores `value` into the flag's field; answers 0, -1 for a value the kind refuses, or -2 when a
+ * list could not grow (out of memory). */
 static int store(const cli_flag_t *flag, void *options, const char *value) {
     void *field = (char *)options + flag->offset;
     switch (flag->kind) {
@@ -150,7 +151,7 @@ static int store(const cli_flag_t *flag, void *options, const char *value) {
     case CLI_NUMBER: return cli_parse_number(value, field);
     case CLI_POSITIVE_NUMBER: return cli_parse_number(value, field) || !(*(double *)field > 0) ? -1 : 0;
     case CLI_TEXT: *(const char **)field = value; return 0;
-    case CLI_TEXTS: return append_text(field, value);
+    case CLI_TEXTS: return append_text(field, value) ? -2 : 0;
     case CLI_SCALAR: return cli_parse_scalar(value, field);
     case CLI_MODALITIES: return cli_parse_modalities(value, field);
     default: return -1;
@@ -193,6 +194,13 @@ static const char *compute_flag_name(const cli_command_t *command, size_t offset
 static int refuse(const cli_command_t *command, void *options, cli_parsed_t *parsed, int status) {
     cli_parsed_free(command, options, parsed);
     return status;
+}
+
+/* A list of values could not grow: a failure (1), said as one, never a usage error about the
+ * arguments, which were fine. */
+static int out_of_memory(const cli_command_t *command, void *options, cli_parsed_t *parsed, const char *flag) {
+    fprintf(stderr, "uform %s: cannot keep the values of %s: %s\n", command->name, flag, strerror(ENOMEM));
+    return refuse(command, options, parsed, 1);
 }
 
 int cli_parse(const cli_command_t *command, int argc, char **argv, void *options, cli_parsed_t *parsed) {
@@ -240,15 +248,18 @@ int cli_parse(const cli_command_t *command, int argc, char **argv, void *options
         }
         if (flag->kind == CLI_VALUES) {
             size_t before = ((cli_texts_t *)field)->count;
-            if (equals) append_text(field, equals + 1);
-            while (!equals && i + 1 < argc && strncmp(argv[i + 1], "--", 2) != 0) append_text(field, argv[++i]);
+            if (equals && append_text(field, equals + 1)) return out_of_memory(command, options, parsed, flag->name);
+            while (!equals && i + 1 < argc && strncmp(argv[i + 1], "--", 2) != 0)
+                if (append_text(field, argv[++i])) return out_of_memory(command, options, parsed, flag->name);
             if (((cli_texts_t *)field)->count == before)
                 return refuse(command, options, parsed, cli_usage_error(command, "%s needs at least one value", flag->name));
             continue;
         }
         const char *value = equals ? equals + 1 : i + 1 < argc ? argv[++i] : NULL;
         if (!value) return refuse(command, options, parsed, cli_usage_error(command, "%s needs a value", flag->name));
-        if (store(flag, options, value) != 0)
+        int stored = store(flag, options, value);
+        if (stored == -2) return out_of_memory(command, options, parsed, flag->name);
+        if (stored != 0)
             return refuse(command, options, parsed,
                           cli_usage_error(command, "%s %s is not a valid value (%s)", flag->name, value, expected_of(flag->kind)));
     }

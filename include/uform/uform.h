@@ -357,10 +357,13 @@ typedef enum uform_compute_t {
  * `small` and on a trained model's held-out items, embeddings within cosine ≥ 0.995 (mean) of F32
  * compute's for every modality. Outputs keep their scalar kinds. */
 
-/* The compute kernels of `cpu_class` run fastest: BF16 where the class has native BF16 dot products
- * (AMD_GENOA, INTEL_SAPPHIRE, INTEL_GRANITE, INTEL_DIAMOND: `vdpbf16ps`), else F32 — on the other
- * classes BF16 compute is emulated (rounding then F32 products) and slower than F32. UNKNOWN asks
- * about uform_cpu_class_detect()'s class. The `uform` commands default to this answer. Thread-safe. */
+/* The default compute for `cpu_class`: the float compute measured fastest on it, which is also the
+ * most accurate. Today F32 on every class: even with native BF16 dot products (`vdpbf16ps` on
+ * AMD_GENOA and later) BF16 compute measured slower than F32 on both machines of that class we ran
+ * (bench/README.md), and on the other classes BF16 is emulated (rounding, then F32 products). It is
+ * the zero value of `uform_ram_options_t.compute` and of `uform_trainer_config_t.compute`, and what the
+ * `uform` commands, `uform serve` and Python use without a compute flag (docs/abi.md, "One default
+ * compute"). UNKNOWN asks about uform_cpu_class_detect()'s class. Thread-safe. */
 UFORM_API uform_compute_t uform_compute_best(uform_cpu_class_t cpu_class);
 
 /*

@@ -8,6 +8,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../common/checks.sh"
 
 check "$uform" describe "$checkpoint" > "$work/describe.txt"
+# One default compute (docs/abi.md): F32 without a flag, on every CPU class.
+check contains "$work/describe.txt" ", f32 compute"
 check contains "$work/describe.txt" "hidden 128, depth 2"
 check contains "$work/describe.txt" "modalities   text image video audio"
 

@@ -52,12 +52,15 @@ def test_tokenize_counts_the_rows_the_tower_runs(minilm, clip, executor):
 
 
 def test_embeddings_equal_the_command_line(minilm, clip, executor, media, tmp_path):
+    """Texts with no compute named on either side: one default compute (docs/abi.md) gives the same
+    bytes from `uform encode` and Model.load_ram; the image with --f32 named."""
     cli = required("UFORM_PYTEST_CLI")
     for name, folder in (("minilm", minilm), ("clip", clip)):
         out = tmp_path / f"{name}.npy"
-        subprocess.run([cli, "encode", folder, "--text", *TEXTS, "--threads", "2", "--f32", "--out", str(out)],
+        subprocess.run([cli, "encode", folder, "--text", *TEXTS, "--threads", "2", "--out", str(out)],
                        check=True, capture_output=True)
         with uform.Model.load_ram(executor, folder) as model:
+            assert model.describe().compute == "f32"
             encoded = model.on(executor).text_encode(TEXTS)
             assert encoded.embeddings.shape[0] == len(TEXTS)
             assert np.array_equal(np.load(out), encoded.embeddings), name

@@ -31,7 +31,7 @@ typedef struct serve_model_options_t {
     const char *checkpoint;
     size_t threads;        /* --threads: compute threads (0: the library's default) */
     size_t decode_threads; /* --decode-threads: media decoding threads beside compute */
-    int compute;           /* --f32, --bf16 or --int8 (a uform_compute_t); -1: the CPU's best, as every command */
+    int compute;           /* --f32, --bf16 or --int8 (a uform_compute_t); -1: uform_compute_best (F32), as every command */
 } serve_model_options_t;
 
 typedef struct serve_options_t {
