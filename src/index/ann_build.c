@@ -38,7 +38,7 @@ static void default_recipe(size_t count, size_t dims, char recipe[UFORM__ANN_REC
     if (target - (double)lists > (double)(lists * 2) - target) lists *= 2;
     size_t subquantizers = dims / 4 ? dims / 4 : 1;
     while (dims % subquantizers) --subquantizers;
-    snprintf(recipe, UFORM__ANN_RECIPE_CAPACITY, "IVF%zu,PQ%znp", lists, subquantizers);
+    snprintf(recipe, UFORM__ANN_RECIPE_CAPACITY, "IVF%zu,PQ%zu" "np", lists, subquantizers);
 }
 
 /* A splitmix64 stream: the sample depends on nothing but the count and its size. */

@@ -82,6 +82,14 @@ const sweep_row_t sweep_rows[] = {
     {"index_search_f32", sweep_run_index_search_f32, 0},
     {"index_search_gemm", sweep_run_index_search_gemm, 0},
     {"index_search_b1", sweep_run_index_search_b1, 0},
+    /* FAISS's OpenMP runtime (libgomp) prints and exits when its own allocations fail ("libgomp: Out
+     * of memory allocating N bytes"), and glibc aborts when it cannot allocate a thread's block of a
+     * library loaded on demand (libstdc++'s exception globals, first touched by the first throw):
+     * each run in a child of its own, where such an exit is a third-party finding. FAISS's parser
+     * of the recipe makes thousands of allocations: SWEEP_REPEATS thins the middle under CI. */
+    {"index_ann_build_graph", sweep_run_index_ann_build_graph, SWEEP_ISOLATE | SWEEP_REPEATS},
+    {"index_ann_build_lists", sweep_run_index_ann_build_lists, SWEEP_ISOLATE | SWEEP_REPEATS},
+    {"index_ann_search", sweep_run_index_ann_search, SWEEP_ISOLATE | SWEEP_REPEATS},
     /* the tensor-program session */
     {"session_builder", sweep_run_session_builder, 0},
     {"session_builder_constant", sweep_run_session_builder_constant, 0},
