@@ -114,7 +114,7 @@ UFORM_API uform_status_t uform_index_ann_build(uform_index_t index, const char *
             goto done;
         }
         if (train_rows > SIZE_MAX / sizeof(float) / index->dims || !(rows = malloc(train_rows * index->dims * sizeof(float)))) {
-            status = uform__fail(outcome, UFORM_OUT_OF_MEMORY, function, "cannot hold a training sample of %zu rows × %zu dims",
+            status = uform__fail(outcome, UFORM_OUT_OF_MEMORY, function, "cannot allocate a training sample of %zu rows × %zu dims",
                                  train_rows, index->dims);
             goto done;
         }
@@ -130,7 +130,7 @@ UFORM_API uform_status_t uform_index_ann_build(uform_index_t index, const char *
     }
     size_t chunk = index->count < ADD_ROWS ? index->count : ADD_ROWS;
     if (!(rows = malloc(chunk * index->dims * sizeof(float)))) {
-        status = uform__fail(outcome, UFORM_OUT_OF_MEMORY, function, "cannot hold %zu widened rows", chunk);
+        status = uform__fail(outcome, UFORM_OUT_OF_MEMORY, function, "cannot allocate %zu rows widened to f32", chunk);
         goto done;
     }
     for (size_t first = 0; first < index->count; first += chunk) {

@@ -38,6 +38,7 @@ static int write_all(int descriptor, const void *bytes, size_t size) {
 
 static int sink_write(void *state, const void *bytes, size_t size) {
     sink_t *sink = state;
+    if (!size) return 0; /* FAISS writes an empty vector as (NULL, 0): nothing to write or hash */
     int error = write_all(sink->descriptor, bytes, size);
     if (error) return error;
     uform__hash128_update(&sink->hasher, bytes, size);

@@ -3,7 +3,8 @@
  * libuform-faiss.so.4 (CMakeLists.txt) that libuform loads on demand (faiss_load.c). Every entry
  * point catches every exception and answers a uform_status_t with FAISS's words; nothing prints.
  *
- * Structures are made by faiss::index_factory with METRIC_INNER_PRODUCT, written and read with
+ * Structures are made for METRIC_INNER_PRODUCT from an index_factory recipe — directly for the
+ * recipes the default rule names (made_directly(), below), by faiss::index_factory otherwise — written and read with
  * write_index / read_index through an IOWriter / IOReader over the caller's callback and bytes, and
  * searched with per-call SearchParameters (IVF nprobe, HNSW efSearch, an IDSelector for modality
  * filters), which leave the structure untouched so concurrent searches are safe.
@@ -14,6 +15,7 @@
  */
 #include "index/faiss.h"
 
+#include <limits.h>
 #include <omp.h>
 #include <stdio.h>
 #include <string.h>
@@ -24,9 +26,11 @@
 #include <string>
 
 #include <faiss/Index.h>
+#include <faiss/IndexFlat.h>
 #include <faiss/IndexFlatCodes.h>
 #include <faiss/IndexHNSW.h>
 #include <faiss/IndexIVF.h>
+#include <faiss/IndexIVFFlat.h>
 #include <faiss/IndexIVFPQ.h>
 #include <faiss/IndexIVFPQFastScan.h>
 #include <faiss/IndexPQ.h>
@@ -50,23 +54,45 @@ void say(char *message, size_t capacity, const char *text) {
     if (capacity) snprintf(message, capacity, "%s", text);
 }
 
-/* FAISS's messages start with "Error in <the C++ signature> at <file>:<line>: "; the part after
- * the last "Error: " (or after "<line>: ") is what a person needs. */
-std::string plain(const char *what) {
-    std::string text(what ? what : "");
-    size_t at = text.rfind("Error: ");
-    if (at != std::string::npos) return text.substr(at + 7);
-    at = text.find(".cpp:");
-    if (at != std::string::npos) {
-        size_t colon = text.find(": ", at + 5);
-        if (colon != std::string::npos) return text.substr(colon + 2);
-    }
-    return text;
+/* FAISS's messages start with "Error in <the C++ signature> at <file>:<line>: ", and one that
+ * FAISS caught and threw again from an outer function (IndexIVF::search around
+ * search_preassigned) nests them: the part after the last "Error: " (or after the last
+ * "<line>: ") is what a person needs. */
+const char *last_of(const char *text, const char *needle) {
+    const char *found = nullptr;
+    for (const char *at = text; (at = strstr(at, needle)); ++at) found = at;
+    return found;
+}
+
+/* Points into `what` (no allocation: it runs inside a catch handler, where a throw of its own
+ * would escape the handler's try and end the process). */
+const char *plain(const char *what) {
+    if (!what) return "";
+    if (const char *at = last_of(what, "Error: ")) return at + 7;
+    if (const char *at = last_of(what, ".cpp:"))
+        if (const char *colon = strstr(at + 5, ": ")) return colon + 2;
+    return what;
+}
+
+/* FAISS 1.7.3 cannot let an exception leave an OpenMP region, so inside one (IndexIVF's
+ * search_preassigned, its search over slices) it catches it and throws a FaissException of its
+ * own whose text carries the demangled type and what() of the one caught: "search interrupted
+ * with: std::bad_alloc  std::bad_alloc". That is an allocation failure, not a refusal. */
+bool wraps_bad_alloc(const char *what) {
+    return what && (strstr(what, "std::bad_alloc") || strstr(what, "std::bad_array_new_length"));
 }
 
 /* Runs `body`, turning every exception into `refused` (or OUT_OF_MEMORY) with its words. */
 template <typename Body>
 uform_status_t guarded(uform_status_t refused, char *message, size_t capacity, Body body) {
+    /* libstdc++'s per-thread exception globals live in the dynamic TLS of a library loaded with
+     * dlopen (this module brings libstdc++ in), which glibc allocates on a thread's first access:
+     * the first throw on a failure path. Touching them here makes that one per-thread block part
+     * of a thread's first call, not of some later call's failure path, where it would look like a
+     * block the failed call left behind. glibc frees it when the thread exits. (volatile: the
+     * function is declared pure, and a discarded call would be dropped.) */
+    volatile int touched = std::uncaught_exceptions();
+    (void)touched;
     try {
         body();
         if (capacity) message[0] = 0;
@@ -75,7 +101,11 @@ uform_status_t guarded(uform_status_t refused, char *message, size_t capacity, B
         say(message, capacity, "FAISS could not allocate memory");
         return UFORM_OUT_OF_MEMORY;
     } catch (const faiss::FaissException &error) {
-        say(message, capacity, plain(error.what()).c_str());
+        if (wraps_bad_alloc(error.what())) {
+            if (capacity) snprintf(message, capacity, "FAISS could not allocate memory (%s)", plain(error.what()));
+            return UFORM_OUT_OF_MEMORY;
+        }
+        say(message, capacity, plain(error.what()));
         return refused;
     } catch (const std::exception &error) {
         say(message, capacity, error.what());
@@ -181,6 +211,71 @@ struct memory_reader : faiss::IOReader {
     }
 };
 
+/* A decimal number of at least one digit, at most INT_MAX, at `*at` (moved past it). */
+bool number(const char *&at, int &value) {
+    if (*at < '0' || *at > '9') return false;
+    long long parsed = 0;
+    for (; *at >= '0' && *at <= '9'; ++at)
+        if ((parsed = parsed * 10 + (*at - '0')) > INT_MAX) return false;
+    value = (int)parsed;
+    return true;
+}
+
+bool word(const char *&at, const char *expected) {
+    size_t length = strlen(expected);
+    if (strncmp(at, expected, length) != 0) return false;
+    at += length;
+    return true;
+}
+
+/* The recipes of UForm's default rule (ann_build.c: "HNSW32", "IVF<n>,PQ<m>np") and their close
+ * kin ("HNSW<M>", "IVF<n>,Flat", "IVF<n>,PQ<m>[x<bits>][np]"), made with the fields FAISS 1.7.3's
+ * index_factory gives them (index_factory.cpp: IndexHNSWFlat(d, M, metric); an IVF structure over
+ * IndexFlat(d, metric) with fix_ivf_fields' settings). index_factory matches every recipe against
+ * dozens of std::regex patterns, each compiled afresh: about 13,000 allocations for "HNSW32"
+ * before the structure's own handful. nullptr: not one of these, left to index_factory. */
+faiss::Index *made_directly(const char *recipe, int d) {
+    const faiss::MetricType metric = faiss::METRIC_INNER_PRODUCT;
+    const char *at = recipe;
+    int M = 32, lists = 0, bits = 8;
+    if (word(at, "HNSW")) {
+        if (*at && (!number(at, M) || *at || M < 1)) return nullptr;
+        /* Not IndexHNSWFlat(d, M, metric): it passes `new IndexFlat` to IndexHNSW's constructor
+         * and takes ownership only in its own body, so a failed allocation while the graph's
+         * tables are made leaks the storage. The same fields, each owned before the next step. */
+        std::unique_ptr<faiss::IndexHNSWFlat> graph(new faiss::IndexHNSWFlat()); /* d 0, M 32, no storage */
+        if (M != 32) graph->hnsw = faiss::HNSW(M);
+        graph->storage = new faiss::IndexFlat(d, metric);
+        graph->own_fields = true;
+        graph->d = d, graph->metric_type = metric;
+        return graph.release();
+    }
+    if (!word(at, "IVF") || !number(at, lists) || lists < 1 || !word(at, ",")) return nullptr;
+    bool flat = false, polysemous = true;
+    if (word(at, "Flat")) {
+        flat = true;
+    } else {
+        if (!word(at, "PQ") || !number(at, M) || M < 1) return nullptr;
+        if (word(at, "x") && (!number(at, bits) || bits < 1)) return nullptr;
+        if (word(at, "np")) polysemous = false;
+    }
+    if (*at) return nullptr;
+    std::unique_ptr<faiss::IndexFlat> quantizer(new faiss::IndexFlat(d, metric));
+    std::unique_ptr<faiss::IndexIVF> inverted;
+    if (flat) {
+        inverted.reset(new faiss::IndexIVFFlat(quantizer.get(), d, (size_t)lists, metric));
+    } else {
+        auto *pq = new faiss::IndexIVFPQ(quantizer.get(), d, (size_t)lists, (size_t)M, (size_t)bits, metric);
+        pq->do_polysemous_training = polysemous;
+        inverted.reset(pq);
+    }
+    inverted->own_fields = true; /* the structure now frees its quantiser */
+    quantizer.release();
+    inverted->quantizer_trains_alone = 0; /* a flat quantiser: k-means trains it */
+    inverted->cp.spherical = true;        /* inner products */
+    return inverted.release();
+}
+
 /* Vectors whose modality byte has its bit in `mask`. */
 struct modality_selector : faiss::IDSelector {
     const uint8_t *allowed;
@@ -202,7 +297,8 @@ extern "C" uform_status_t uform__faiss_create(const char *recipe, size_t dimensi
     *index = nullptr;
     return guarded(UFORM_INVALID_ARGUMENT, message, capacity, [&] {
         std::unique_ptr<uform__faiss_t> made(new uform__faiss_t);
-        made->index.reset(faiss::index_factory((int)dimensions, recipe, faiss::METRIC_INNER_PRODUCT));
+        made->index.reset(made_directly(recipe, (int)dimensions));
+        if (!made->index) made->index.reset(faiss::index_factory((int)dimensions, recipe, faiss::METRIC_INNER_PRODUCT));
         *index = made.release();
     });
 }
