@@ -41,6 +41,8 @@
 #include <faiss/impl/HNSW.h>
 #include <faiss/impl/IDSelector.h>
 #include <faiss/impl/io.h>
+#include <faiss/invlists/DirectMap.h>
+#include <faiss/invlists/InvertedLists.h>
 #include <faiss/index_factory.h>
 #include <faiss/index_io.h>
 
@@ -276,6 +278,163 @@ faiss::Index *made_directly(const char *recipe, int d) {
     return inverted.release();
 }
 
+/* ---- reading the structures made_directly() makes, each part owned as soon as it exists ----
+ *
+ * FAISS 1.7.3's read_index holds what it reads in raw pointers (`new IndexIVFFlat` before the
+ * quantiser, the lists and the direct map are read; `new ArrayInvertedLists` before the lists are
+ * sized), so an allocation that fails half-way through leaks everything read so far. This reader
+ * follows FAISS's format (index_read.cpp) for the fourccs of those structures — IHNf (IndexHNSWFlat),
+ * IwFl (IndexIVFFlat), IwPQ (IndexIVFPQ), IxFI / IxF2 / IxFl (IndexFlat) with "ilar" lists and no
+ * or an array direct map — and fills the same fields in the same order under unique_ptr. Anything
+ * else (another fourcc, a hash-table direct map, bytes it does not expect) throws not_ours, and
+ * the caller reads the bytes afresh with faiss::read_index, whose messages then say what is wrong. */
+struct not_ours {};
+
+constexpr uint32_t fourcc(const char (&code)[5]) {
+    return (uint32_t)(unsigned char)code[0] | (uint32_t)(unsigned char)code[1] << 8 |
+           (uint32_t)(unsigned char)code[2] << 16 | (uint32_t)(unsigned char)code[3] << 24;
+}
+
+template <typename T>
+void take(memory_reader &reader, T &value) {
+    if (reader.size - reader.at < sizeof value) throw not_ours();
+    memcpy(&value, reader.bytes + reader.at, sizeof value);
+    reader.at += sizeof value;
+}
+
+/* READVECTOR (`scale` 1) and READXBVECTOR (`scale` 4: the count is of 4-byte groups). */
+template <typename T>
+void take_vector(memory_reader &reader, std::vector<T> &vector, size_t scale = 1) {
+    uint64_t count;
+    take(reader, count);
+    if (count >= (uint64_t)1 << 40) throw not_ours();
+    count *= scale;
+    if ((reader.size - reader.at) / sizeof(T) < count) throw not_ours();
+    vector.resize(count);
+    if (count) memcpy(vector.data(), reader.bytes + reader.at, count * sizeof(T));
+    reader.at += count * sizeof(T);
+}
+
+void take_header(memory_reader &reader, faiss::Index &index) {
+    faiss::Index::idx_t unused;
+    take(reader, index.d), take(reader, index.ntotal), take(reader, unused), take(reader, unused);
+    take(reader, index.is_trained), take(reader, index.metric_type);
+    if (index.metric_type > 1) take(reader, index.metric_arg);
+    index.verbose = false;
+}
+
+std::unique_ptr<faiss::IndexFlat> take_flat(memory_reader &reader) {
+    uint32_t code;
+    take(reader, code);
+    std::unique_ptr<faiss::IndexFlat> flat;
+    if (code == fourcc("IxFI")) flat.reset(new faiss::IndexFlatIP());
+    else if (code == fourcc("IxF2")) flat.reset(new faiss::IndexFlatL2());
+    else if (code == fourcc("IxFl")) flat.reset(new faiss::IndexFlat());
+    else throw not_ours();
+    take_header(reader, *flat);
+    flat->code_size = flat->d * sizeof(float);
+    take_vector(reader, flat->codes, 4);
+    if (flat->codes.size() != (size_t)flat->ntotal * flat->code_size) throw not_ours();
+    return flat;
+}
+
+void take_ivf_header(memory_reader &reader, faiss::IndexIVF &inverted) {
+    take_header(reader, inverted);
+    take(reader, inverted.nlist), take(reader, inverted.nprobe);
+    inverted.quantizer = take_flat(reader).release();
+    inverted.own_fields = true;
+    char map_type;
+    take(reader, map_type);
+    if (map_type != faiss::DirectMap::NoMap && map_type != faiss::DirectMap::Array) throw not_ours();
+    inverted.direct_map.type = (faiss::DirectMap::Type)map_type;
+    take_vector(reader, inverted.direct_map.array);
+}
+
+void take_lists(memory_reader &reader, faiss::IndexIVF &inverted) {
+    uint32_t code, kind;
+    size_t nlist, code_size;
+    take(reader, code);
+    if (code != fourcc("ilar")) throw not_ours();
+    take(reader, nlist), take(reader, code_size);
+    if (nlist != inverted.nlist || code_size != inverted.code_size) throw not_ours();
+    std::vector<size_t> sizes(nlist);
+    take(reader, kind);
+    if (kind == fourcc("full")) {
+        take_vector(reader, sizes);
+        if (sizes.size() != nlist) throw not_ours();
+    } else if (kind == fourcc("sprs")) {
+        std::vector<size_t> pairs;
+        take_vector(reader, pairs);
+        for (size_t j = 0; j + 1 < pairs.size(); j += 2) {
+            if (pairs[j] >= nlist) throw not_ours();
+            sizes[pairs[j]] = pairs[j + 1];
+        }
+    } else {
+        throw not_ours();
+    }
+    size_t left = reader.size - reader.at; /* every list's codes and ids must be there */
+    for (size_t size : sizes) {
+        size_t bytes = code_size + sizeof(faiss::Index::idx_t);
+        if (size > left / bytes) throw not_ours();
+        left -= size * bytes;
+    }
+    std::unique_ptr<faiss::ArrayInvertedLists> lists(new faiss::ArrayInvertedLists(nlist, code_size));
+    for (size_t i = 0; i < nlist; ++i) {
+        lists->ids[i].resize(sizes[i]);
+        lists->codes[i].resize(sizes[i] * code_size);
+    }
+    for (size_t i = 0; i < nlist; ++i) {
+        if (!sizes[i]) continue;
+        memcpy(lists->codes[i].data(), reader.bytes + reader.at, sizes[i] * code_size);
+        reader.at += sizes[i] * code_size;
+        memcpy(lists->ids[i].data(), reader.bytes + reader.at, sizes[i] * sizeof(faiss::Index::idx_t));
+        reader.at += sizes[i] * sizeof(faiss::Index::idx_t);
+    }
+    inverted.invlists = lists.release();
+    inverted.own_invlists = true;
+}
+
+faiss::Index *read_owned(memory_reader &reader) {
+    uint32_t code;
+    take(reader, code);
+    if (code == fourcc("IHNf")) {
+        std::unique_ptr<faiss::IndexHNSWFlat> graph(new faiss::IndexHNSWFlat());
+        take_header(reader, *graph);
+        faiss::HNSW &hnsw = graph->hnsw;
+        take_vector(reader, hnsw.assign_probas), take_vector(reader, hnsw.cum_nneighbor_per_level);
+        take_vector(reader, hnsw.levels), take_vector(reader, hnsw.offsets), take_vector(reader, hnsw.neighbors);
+        take(reader, hnsw.entry_point), take(reader, hnsw.max_level), take(reader, hnsw.efConstruction);
+        take(reader, hnsw.efSearch), take(reader, hnsw.upper_beam);
+        graph->storage = take_flat(reader).release();
+        graph->own_fields = true;
+        return graph.release();
+    }
+    if (code == fourcc("IwFl")) {
+        std::unique_ptr<faiss::IndexIVFFlat> inverted(new faiss::IndexIVFFlat());
+        take_ivf_header(reader, *inverted);
+        inverted->code_size = inverted->d * sizeof(float);
+        take_lists(reader, *inverted);
+        return inverted.release();
+    }
+    if (code == fourcc("IwPQ")) {
+        std::unique_ptr<faiss::IndexIVFPQ> inverted(new faiss::IndexIVFPQ());
+        take_ivf_header(reader, *inverted);
+        take(reader, inverted->by_residual), take(reader, inverted->code_size);
+        faiss::ProductQuantizer &pq = inverted->pq;
+        take(reader, pq.d), take(reader, pq.M), take(reader, pq.nbits);
+        pq.set_derived_values();
+        take_vector(reader, pq.centroids);
+        take_lists(reader, *inverted);
+        if (inverted->is_trained) { /* FAISS does not store the table: it recomputes it */
+            inverted->use_precomputed_table = 0;
+            if (inverted->by_residual) inverted->precompute_table();
+        }
+        return inverted.release();
+    }
+    reader.at -= sizeof code;
+    return take_flat(reader).release();
+}
+
 /* Vectors whose modality byte has its bit in `mask`. */
 struct modality_selector : faiss::IDSelector {
     const uint8_t *allowed;
@@ -373,7 +532,12 @@ extern "C" uform_status_t uform__faiss_deserialize(const void *bytes, size_t siz
     std::unique_ptr<uform__faiss_t> made;
     uform_status_t status = guarded(UFORM_FORMAT, message, capacity, [&] {
         made.reset(new uform__faiss_t);
-        made->index.reset(faiss::read_index(&reader));
+        try {
+            made->index.reset(read_owned(reader));
+        } catch (const not_ours &) {
+            reader.at = 0;
+            made->index.reset(faiss::read_index(&reader));
+        }
     });
     if (status != UFORM_OK) return status;
     if (reader.at != size) {
