@@ -78,6 +78,10 @@ uform_status_t uform__ann_record_decode(const unsigned char bytes[UFORM__ANN_REC
 int uform__ann_identity_differs(const uform__ann_identity_t *index, const uform__ann_identity_t *structure, char *why,
                                 size_t capacity);
 
+/* The recipe uform_index_ann_build uses when none is named, for `count` items of `dims` (ann_build.c
+ * says the rule; tests/index/test_index_ann_recipe.c checks it around the switch at 1,000,000). */
+void uform__ann_default_recipe(size_t count, size_t dims, char recipe[UFORM__ANN_RECIPE_CAPACITY]);
+
 /* Item `item`'s row widened to F32 [dims] (F16, BF16 exactly, I8 as x/127). Not for B1. */
 void uform__ann_widen_row(uform_index_t index, size_t item, float *out);
 

@@ -27,7 +27,7 @@
  * skips FAISS's polysemous training, which index_factory otherwise asks for with IVF-PQ: it reorders
  * the codes for Hamming filtering that the search does not use, and costs minutes (20,000 × 64 rows:
  * 147 s against 5.6 s for IVF64,PQ16 on this machine). */
-static void default_recipe(size_t count, size_t dims, char recipe[UFORM__ANN_RECIPE_CAPACITY]) {
+void uform__ann_default_recipe(size_t count, size_t dims, char recipe[UFORM__ANN_RECIPE_CAPACITY]) {
     if (count <= GRAPH_LIMIT) {
         snprintf(recipe, UFORM__ANN_RECIPE_CAPACITY, "HNSW32");
         return;
@@ -82,7 +82,7 @@ UFORM_API uform_status_t uform_index_ann_build(uform_index_t index, const char *
                                strlen(options->recipe), sizeof recipe - 1);
         strcpy(recipe, options->recipe);
     } else {
-        default_recipe(index->count, index->dims, recipe);
+        uform__ann_default_recipe(index->count, index->dims, recipe);
     }
     const uform__faiss_api_t *api = NULL;
     uform_status_t status = uform__faiss_load(&api, outcome, function);

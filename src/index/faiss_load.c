@@ -89,7 +89,8 @@ static void own_folder(char *folder, size_t capacity) {
 static load_result_t load(char *reason, size_t capacity) {
     const char *variable = getenv(UFORM__FAISS_MODULE_VARIABLE);
     if (variable && variable[0]) {
-        char said[sizeof failure];
+        /* open_module's reason, sized so that the prefix and it fit `failure` whole */
+        char said[sizeof failure - (sizeof UFORM__FAISS_MODULE_VARIABLE - 1) - (sizeof " is set: " - 1)];
         load_result_t result = open_module(variable, said, sizeof said);
         if (result != loaded) snprintf(reason, capacity, "%s is set: %s", UFORM__FAISS_MODULE_VARIABLE, said);
         return result;
