@@ -7,8 +7,12 @@
  * them through the table in faiss_load.h, never directly. Private to src/index/.
  *
  * No C++ exception crosses them: each catches everything and answers a status with FAISS's words
- * in `message` (`capacity` bytes, always NUL-terminated): UFORM_OUT_OF_MEMORY for std::bad_alloc,
- * otherwise the status the function names for FAISS's refusals. Nothing here prints: the module
+ * in `message` (`capacity` bytes, always NUL-terminated): UFORM_OUT_OF_MEMORY for std::bad_alloc
+ * (also when FAISS caught one inside an OpenMP region and threw its own "... interrupted with:
+ * std::bad_alloc"), otherwise the status the function names for FAISS's refusals. What a call
+ * made is freed when it fails: the structures of the default recipes are made and read by the
+ * shim with every part owned (FAISS 1.7.3's IndexHNSWFlat constructor and read_index leak on a
+ * failed allocation); other recipes go through index_factory and read_index as they are. Nothing here prints: the module
  * lowers the k-means "too few training points" threshold that would make FAISS write a warning to
  * stderr (uform__faiss_train says how).
  *
