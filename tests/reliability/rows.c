@@ -93,7 +93,7 @@ const sweep_row_t sweep_rows[] = {
      * the 13,894 allocations HNSW32 made through it), so the rows make 236, 254 and 169. Under
      * AddressSanitizer, C++'s operator new is ASan's own, which does not go through malloc: there
      * the rows fail what is allocated through malloc and its kin only (UForm's C side, glibc,
-     * libgomp), 147, 190 and 149 allocations, about 23 s for the three with CI's flags. */
+     * libgomp), 147, 190 and 149 allocations, 19 to 23 s for the three with CI's flags. */
     {"index_ann_build_graph", sweep_run_index_ann_build_graph, SWEEP_ISOLATE},
     {"index_ann_build_lists", sweep_run_index_ann_build_lists, SWEEP_ISOLATE},
     {"index_ann_search", sweep_run_index_ann_search, SWEEP_ISOLATE},
