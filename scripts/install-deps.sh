@@ -13,6 +13,8 @@ packages=(
   libutf8proc-dev libpcre2-dev
   # collectives of the mesh (src/mesh, behind one C++ shim)
   libgloo-dev
+  # approximate indexes (src/index/faiss.cpp, the module libuform-faiss.so.4): static libfaiss.a and what it links (OpenBLAS as BLAS/LAPACK, GNU OpenMP); python3-faiss for the interop tests
+  libfaiss-dev libopenblas-dev liblapack-dev libgomp1 python3-faiss
   # media decoding (src/media) and fixture generation
   libturbojpeg0-dev libjpeg62-turbo-dev libspng-dev libwebp-dev
   libavformat-dev libavcodec-dev libavutil-dev libswresample-dev libswscale-dev

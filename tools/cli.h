@@ -36,7 +36,9 @@ typedef enum cli_kind_t {
     CLI_TEXTS,       /* repeatable: appended to a cli_texts_t */
     CLI_VALUES,      /* every argument up to the next flag: appended to a cli_texts_t (`encode --text a b c`) */
     CLI_SCALAR,      /* uform_scalar_kind_t: f32, f16, bf16, i8, b1 */
-    CLI_MODALITIES   /* unsigned: bits (1 << uform_modality_t) of a list "text,image,video,audio" */
+    CLI_MODALITIES,  /* unsigned: bits (1 << uform_modality_t) of a list "text,image,video,audio" */
+    CLI_OPTIONAL_TEXT /* const char *: the bare flag stores "" (the default), `--flag=VALUE` stores VALUE; the
+                         next argument is never taken (it could be an input: `index --ann photos/`) */
 } cli_kind_t;
 
 typedef struct cli_texts_t {
@@ -150,6 +152,10 @@ int cli_fail_errno(int error, const char *format, ...) __attribute__((format(pri
 /* Reads a whole file. On failure prints "uform: cannot read 'PATH': <reason>" (out of memory reads
  * "Cannot allocate memory") and answers NULL. Free the bytes with free(). */
 unsigned char *cli_read_file(const char *path, size_t *size);
+
+/* The approximate structure's path beside an index (docs/cli.md): X.index → X.faiss, any other
+ * name gets ".faiss" appended. malloc'ed; NULL when out of memory. */
+char *cli_ann_path(const char *index_path);
 
 /* The compute a command uses: `choice` as a CLI_COMPUTE field holds it (-1: not given, else a
  * uform_compute_t: 0 F32, 1 BF16, 2 I8), else uform_compute_best's answer (F32), the default of every

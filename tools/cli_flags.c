@@ -98,7 +98,8 @@ void cli_help(const cli_command_t *command, FILE *out) {
             continue;
         }
         char left[96];
-        int width = snprintf(left, sizeof left, "  %s%s%s", flag->name, flag->value ? " " : "", flag->value ? flag->value : "");
+        int width = snprintf(left, sizeof left, "  %s%s%s", flag->name,
+                             flag->value && flag->kind != CLI_OPTIONAL_TEXT ? " " : "", flag->value ? flag->value : "");
         if (width >= column - 1) fprintf(out, "%s\n%*s", left, column, "");
         else fprintf(out, "%-*s", column, left);
         print_indented(out, flag->help, column);
@@ -239,6 +240,10 @@ int cli_parse(const cli_command_t *command, int argc, char **argv, void *options
                               cli_usage_error(command, "%s and %s exclude each other (one compute per model)",
                                               compute_flag_name(command, flag->offset, *(int *)field), flag->name));
             *(int *)field = flag->constant;
+            continue;
+        }
+        if (flag->kind == CLI_OPTIONAL_TEXT) {
+            *(const char **)field = equals ? equals + 1 : "";
             continue;
         }
         if (flag->kind == CLI_VALUES) {

@@ -6,8 +6,10 @@
  * --hidden), then the manifests, then the shards, each a dataset read in stored order. The library
  * reads ahead on a thread of its own, decodes (on --decode-threads of their own, a batch ahead) and
  * encodes; bad items go to INDEX.errors.jsonl; every --checkpoint N items the index is written
- * atomically, and --resume continues it to the same bytes an uninterrupted run writes. This file
- * handles the arguments and prints.
+ * atomically, and --resume continues it to the same bytes an uninterrupted run writes. With
+ * --ann[=RECIPE] it then builds an approximate structure (uform_index_ann_build) into INDEX's .faiss
+ * (X.index → X.faiss); `uform index --ann[=RECIPE] --from INDEX` builds one for an existing index
+ * without a checkpoint. This file handles the arguments and prints.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -19,7 +21,8 @@
 #include "index_vectors.h"
 
 typedef struct options_t {
-    const char *out, *shards;
+    const char *out, *shards, *ann, *from;
+    size_t ann_train, ann_threads;
     cli_texts_t manifests;
     unsigned modalities;
     size_t batch, threads, decode_threads, dims, checkpoint;
@@ -53,6 +56,16 @@ static const cli_flag_t flags[] = {
     CLI_DIMS(options_t, dims),
     CLI_SCALAR_FLAG(options_t, scalar),
     CLI_FLAG("--checkpoint", CLI_SIZE, options_t, checkpoint, "N", "write the index every N items (default 10000; 0: only at the end)"),
+    CLI_FLAG("--ann", CLI_OPTIONAL_TEXT, options_t, ann, "[=RECIPE]",
+             "also build an approximate structure into INDEX's .faiss (X.index: X.faiss): a FAISS\n"
+             "index_factory RECIPE (HNSW32, IVF4096,PQ32np ...; note the '='), or bare for the default:\n"
+             "HNSW32 up to 1,000,000 items, else IVF<4·sqrt(count)>,PQ<dims/4>np"),
+    CLI_FLAG("--from", CLI_TEXT, options_t, from, "INDEX",
+             "with --ann: build the approximate structure of an existing INDEX (no CKPT, no inputs)"),
+    CLI_FLAG("--ann-train", CLI_SIZE, options_t, ann_train, "N",
+             "with --ann: rows the quantisers train on (default: min(count, 256 per centroid))"),
+    CLI_FLAG("--ann-threads", CLI_SIZE, options_t, ann_threads, "N",
+             "with --ann: FAISS's OpenMP threads (default 0: OpenMP's; 1 builds the same file every time)"),
     CLI_SWITCH_FLAG("--resume", options_t, resume, "continue from INDEX (a checkpoint or a finished index): skip what it holds"),
     CLI_SWITCH_FLAG("--hidden", options_t, hidden, "also walk hidden files and folders"),
     CLI_SWITCH_FLAG("--json", options_t, json, "print the summary as one JSON object on stdout"),
@@ -152,9 +165,51 @@ static int resume_shape(options_t *options, const cli_parsed_t *parsed, uform_mo
     return 0;
 }
 
+/* Builds INDEX's approximate structure beside it (--ann); answers the exit status. */
+static int build_ann(const options_t *options, const char *index_path) {
+    char *ann_path = cli_ann_path(index_path);
+    if (!ann_path) return cli_fail_errno(ENOMEM, "cannot start");
+    uform_outcome_t outcome = {0};
+    uform_index_t index = NULL;
+    int status = 0;
+    double start = cli_now();
+    if (uform_index_open(index_path, NULL, &index, &outcome) != UFORM_OK) status = cli_fail(&outcome, index_path);
+    uform_index_ann_options_t ann = {options->ann, options->ann_train, options->ann_threads};
+    if (status == 0 && uform_index_ann_build(index, ann_path, &ann, &outcome) != UFORM_OK) status = cli_fail(&outcome, NULL);
+    uform_index_ann_t opened = NULL;
+    if (status == 0 && uform_index_ann_open(index, ann_path, &opened, &outcome) != UFORM_OK) status = cli_fail(&outcome, NULL);
+    if (status == 0) {
+        uform_index_ann_description_t description;
+        uform_index_ann_describe(opened, &description);
+        char duration[32];
+        if (options->json) {
+            printf("{\"ann\": ");
+            cli_json_string(stdout, ann_path, strlen(ann_path));
+            printf(", \"recipe\": ");
+            cli_json_string(stdout, description.recipe, strlen(description.recipe));
+            printf(", \"count\": %zu, \"train_rows\": %zu, \"code_bytes\": %zu, \"seconds\": %.3f}\n", description.count,
+                   description.train_rows, description.code_bytes, cli_now() - start);
+        }
+        if (!options->quiet)
+            fprintf(stderr, "uform: approximate structure %s (%s, %zu items, trained on %zu rows) in %s\n", ann_path,
+                    description.recipe, description.count, description.train_rows,
+                    cli_duration(cli_now() - start, duration, sizeof duration));
+    }
+    uform_index_ann_free(opened);
+    uform_index_free(index);
+    free(ann_path);
+    return status;
+}
+
 static int run(void *raw, const cli_parsed_t *parsed) {
     options_t options = *(options_t *)raw;
     const cli_command_t *command = parsed->command;
+    if (options.from) {
+        if (!options.ann) return cli_usage_error(command, "--from INDEX builds an approximate structure: add --ann[=RECIPE]");
+        if (parsed->positional_count || options.out || options.manifests.count || options.shards)
+            return cli_usage_error(command, "--from takes no CKPT, inputs or --out: it reads INDEX and writes its .faiss");
+        return build_ann(&options, options.from);
+    }
     if (!options.out) return cli_usage_error(command, "missing --out INDEX");
     if (options.from_vectors.vectors) {
         if (parsed->positional_count || options.manifests.count || options.shards || options.resume)
@@ -167,7 +222,8 @@ static int run(void *raw, const cli_parsed_t *parsed) {
                 return cli_usage_error(command, "%s does not apply to --vectors (the rows are stored as they are)", inapplicable[i]);
         index_vectors_options_t from = options.from_vectors;
         from.out = options.out, from.scalar = options.scalar, from.json = options.json, from.quiet = options.quiet;
-        return index_vectors_run(&from, command);
+        int status = index_vectors_run(&from, command);
+        return status == 0 && options.ann ? build_ann(&options, options.out) : status;
     }
     if (options.from_vectors.ids || options.from_vectors.paths || options.from_vectors.normalize ||
         options.from_vectors.modality || options.from_vectors.model)
@@ -236,7 +292,8 @@ static int run(void *raw, const cli_parsed_t *parsed) {
             status = cli_fail(&build.outcome, NULL);
         } else {
             summary(&options, &build, errors_path, seconds);
-            if (build.failed || build.resumed) {
+            if (options.ann) status = build_ann(&options, options.out);
+            if (status == 0 && (build.failed || build.resumed)) {
                 /* Bad items of this run, or listed by the run it resumed: exit 3 while the errors file lists any. */
                 FILE *listed = fopen(errors_path, "r");
                 int any = listed && fgetc(listed) != EOF;
@@ -256,8 +313,9 @@ static int run(void *raw, const cli_parsed_t *parsed) {
 const cli_command_t cli_index = {
     .name = "index",
     .summary = "embeds every item of folders, files, manifests or shards into one searchable index file",
-    .usage = "CKPT (DIR | FILE | --manifest FILE.jsonl | --shards LIST)... --out INDEX [options]\n"
-             "       uform index --vectors V.npy --out INDEX [--ids FILE] [--normalize] [--scalar KIND] [options]",
+    .usage = "CKPT (DIR | FILE | --manifest FILE.jsonl | --shards LIST)... --out INDEX [--ann[=RECIPE]] [options]\n"
+             "       uform index --vectors V.npy --out INDEX [--ids FILE] [--normalize] [--scalar KIND] [options]\n"
+             "       uform index --ann[=RECIPE] --from INDEX",
     .description = "Embeds every item found into INDEX (one safetensors file) and lists bad items in INDEX.errors.jsonl.\n"
                    "Folders are walked recursively and files recognised by content.\n",
     .statuses = "0 every item indexed; 1 the run failed (the reason is printed); 2 usage error;\n"
@@ -266,7 +324,7 @@ const cli_command_t cli_index = {
     .flags = flags,
     .options_size = sizeof(options_t),
     .defaults = defaults,
-    .positional_min = 0, /* CKPT, checked in run: --vectors takes none */
+    .positional_min = 0, /* CKPT is checked in run: --vectors and --from take none */
     .positional_max = SIZE_MAX,
     .run = run,
 };

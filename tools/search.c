@@ -3,20 +3,23 @@
  *
  * Encodes one query with the checkpoint that built the index (another checkpoint is refused with
  * UFORM_CONFIG_MISMATCH), at the index's width, and prints the K best items of every modality the
- * index holds: exact search (uform_index_search), best first, ties by item number.
+ * index holds, best first, ties by item number: through INDEX's approximate structure when its
+ * .faiss exists beside it (X.index → X.faiss; uform_index_ann_search, knobs --nprobe, --ef,
+ * --rerank), else — or with --exact — by exact search (uform_index_search). The output is the same.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "search_queries.h"
 
 typedef struct search_options_t {
     const char *query[4]; /* by modality */
-    size_t top, threads, candidates;
+    size_t top, threads, candidates, nprobe, ef, rerank;
     unsigned modalities;
-    int json, compute;
+    int json, compute, exact;
     const char *queries; /* --queries Q.npy: batched query vectors (search_queries.c) */
     int normalize;
 } search_options_t;
@@ -37,6 +40,14 @@ static const cli_flag_t flags[] = {
              "query vectors: the rows of a 2-D float32 or float16 .npy matrix, searched as one\n"
              "batch (CKPT optional; --json: one line per query, {\"query\": i, \"hits\": [...]})"),
     CLI_SWITCH_FLAG("--normalize", search_options_t, normalize, "with --queries: L2-normalise each query first"),
+    CLI_FLAG("--nprobe", CLI_POSITIVE, search_options_t, nprobe, "N",
+             "approximate (IVF): inverted lists visited per query (default: lists / 32, at least 1)"),
+    CLI_FLAG("--ef", CLI_POSITIVE, search_options_t, ef, "N",
+             "approximate (HNSW): the graph search's candidate list, efSearch (default max(64, candidates))"),
+    CLI_FLAG("--rerank", CLI_SIZE, search_options_t, rerank, "N",
+             "approximate: rescore N candidates exactly from the index's rows, answer the best K\n"
+             "(default 0: FAISS's own scores)"),
+    CLI_SWITCH_FLAG("--exact", search_options_t, exact, "scan every row even when INDEX has a .faiss beside it"),
     CLI_JSON(search_options_t, json),
     CLI_THREADS(search_options_t, threads),
     CLI_INFERENCE_COMPUTE_FLAGS(search_options_t, compute),
@@ -71,6 +82,8 @@ static int run(void *raw, const cli_parsed_t *parsed) {
         for (int m = 0; m < 4; ++m)
             if (options->query[m])
                 return cli_usage_error(parsed->command, "--queries takes the place of --text, --image, --audio and --video");
+        if (cli_given(parsed, "--nprobe") || cli_given(parsed, "--ef") || cli_given(parsed, "--rerank"))
+            return cli_usage_error(parsed->command, "--queries batches are searched exactly: --nprobe, --ef and --rerank do not apply");
         search_queries_options_t batch = {index_path, checkpoint, options->queries, options->top, options->threads,
                                           options->candidates, options->modalities, options->json, options->compute,
                                           options->normalize};
@@ -91,10 +104,24 @@ static int run(void *raw, const cli_parsed_t *parsed) {
     uform_model_t model = NULL;
     uform_index_t index = NULL;
     uform_arena_t arena = NULL, hits_arena = NULL;
+    uform_index_ann_t ann = NULL;
     float *query = NULL;
+    char *ann_path = cli_ann_path(index_path);
+    if (!ann_path) return cli_fail_errno(ENOMEM, "cannot start");
+    int approximate = !options->exact && access(ann_path, F_OK) == 0;
+    int knobs = cli_given(parsed, "--nprobe") || cli_given(parsed, "--ef") || cli_given(parsed, "--rerank");
+    if (knobs && !approximate) {
+        int usage = options->exact ? cli_usage_error(parsed->command, "--nprobe, --ef and --rerank tune approximate search, not --exact")
+                                   : cli_usage_error(parsed->command, "--nprobe, --ef and --rerank need %s (uform index --ann --from %s)",
+                                                     ann_path, index_path);
+        free(ann_path);
+        return usage;
+    }
     int status = cli_executor(options->threads, &executor);
     if (status == 0 && !(model = cli_load(checkpoint, executor, cli_compute(options->compute)))) status = 1;
     if (status == 0 && uform_index_open(index_path, model, &index, &outcome) != UFORM_OK) status = cli_fail(&outcome, index_path);
+    if (status == 0 && approximate && uform_index_ann_open(index, ann_path, &ann, &outcome) != UFORM_OK)
+        status = cli_fail(&outcome, NULL);
     uform_index_description_t description;
     uform_index_describe(index, &description);
     if (status == 0 && (uform_arena_for_executor(executor, &arena, &outcome) != UFORM_OK ||
@@ -105,13 +132,26 @@ static int run(void *raw, const cli_parsed_t *parsed) {
     if (status == 0)
         status = encode_query(model, executor, arena, (uform_modality_t)modality, options->query[modality], description.dimensions, query);
     if (status == 0) {
-        uform_index_search_t search = {0};
-        search.index = index, search.executor = executor, search.arena = hits_arena;
-        search.queries = query, search.queries_count = 1, search.queries_columns = description.dimensions;
-        search.top = options->top, search.modalities = options->modalities, search.candidates = options->candidates;
-        if (uform_index_search(&search) != UFORM_OK) status = cli_fail(&search.outcome, NULL);
-        for (size_t i = 0; status == 0 && i < search.hits_per_query; ++i) {
-            const uform_index_hit_t *hit = &search.hits[i];
+        const uform_index_hit_t *hits = NULL;
+        size_t count = 0;
+        if (ann) {
+            uform_index_ann_search_t search = {0};
+            search.ann = ann, search.executor = executor, search.arena = hits_arena;
+            search.queries = query, search.queries_count = 1, search.queries_columns = description.dimensions;
+            search.top = options->top, search.modalities = options->modalities;
+            search.nprobe = options->nprobe, search.ef = options->ef, search.rerank = options->rerank;
+            if (uform_index_ann_search(&search) != UFORM_OK) status = cli_fail(&search.outcome, NULL);
+            hits = search.hits, count = search.hits_per_query;
+        } else {
+            uform_index_search_t search = {0};
+            search.index = index, search.executor = executor, search.arena = hits_arena;
+            search.queries = query, search.queries_count = 1, search.queries_columns = description.dimensions;
+            search.top = options->top, search.modalities = options->modalities, search.candidates = options->candidates;
+            if (uform_index_search(&search) != UFORM_OK) status = cli_fail(&search.outcome, NULL);
+            hits = search.hits, count = search.hits_per_query;
+        }
+        for (size_t i = 0; status == 0 && i < count && hits[i].item != UINT64_MAX; ++i) {
+            const uform_index_hit_t *hit = &hits[i];
             const char *path = NULL;
             size_t length = 0;
             uform_index_item(index, (size_t)hit->item, NULL, &path, &length);
@@ -126,6 +166,8 @@ static int run(void *raw, const cli_parsed_t *parsed) {
         }
     }
     free(query);
+    free(ann_path);
+    uform_index_ann_free(ann);
     uform_arena_free(arena), uform_arena_free(hits_arena);
     uform_index_free(index);
     uform_model_free(model);
@@ -138,7 +180,9 @@ const cli_command_t cli_search = {
     .summary = "the items of an index closest to a text, image, video or recording",
     .usage = "INDEX CKPT (--text T | --image F | --audio F | --video F) [options]\n"
              "       uform search INDEX [CKPT] --queries Q.npy [--top K] [--json] [options]",
-    .description = "Prints the items of INDEX closest to the query, best first: rank, score, modality and path.\n",
+    .description = "Prints the items of INDEX closest to the query, best first: rank, score, modality and path.\n"
+                   "When INDEX's approximate structure (X.index: X.faiss, from uform index --ann) lies beside it,\n"
+                   "a single query goes through it (--exact scans every row instead); --queries batches are exact.\n",
     .statuses = "0 results printed; 1 failed (a missing file, an index built by another checkpoint:\n"
                 "the reason is printed); 2 usage error.",
     .flags = flags,

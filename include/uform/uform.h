@@ -1205,6 +1205,156 @@ typedef struct uform_index_search_t {
 } uform_index_search_t;
 UFORM_API uform_status_t uform_index_search(uform_index_search_t *request);
 
+/*
+ * Approximate search (docs/indexes.md, "Approximate search"): an index can carry an approximate
+ * structure built by FAISS — an HNSW graph, inverted lists of product-quantised codes, or any
+ * other FAISS `index_factory` recipe — kept in FAISS's own file format beside the index (X.index,
+ * X.faiss), so Python's faiss can open it. Vector k of the structure is item k of the index. The
+ * FAISS part lives in a module, libuform-faiss.so.4, that libuform opens on first use; without it
+ * every function here answers UFORM_UNSUPPORTED naming the module and dlopen's reason.
+ *
+ * Pairing: after FAISS's bytes, the file ends with a 256-byte record that names the index it was
+ * built from — the checkpoint's fingerprint, count, dims, scalar and a 128-bit hash of every
+ * item's modality and row — and hashes the FAISS bytes themselves. Opening checks both, so a
+ * structure built from another index (or an older version of this one) is refused with
+ * UFORM_CONFIG_MISMATCH, and damaged or foreign bytes with UFORM_FORMAT, before FAISS reads them.
+ * FAISS's reader stops at the end of its own bytes and ignores the record.
+ *
+ *     uform_index_ann_options_t options = {0};                          // the default recipe
+ *     if (uform_index_ann_build(index, "photos.faiss", &options, &outcome) != UFORM_OK) ...;
+ *     uform_index_ann_t ann = NULL;
+ *     if (uform_index_ann_open(index, "photos.faiss", &ann, &outcome) != UFORM_OK) ...;
+ *     uform_index_ann_search_t search = {0};
+ *     search.ann = ann, search.arena = arena, search.queries = query_rows, search.queries_count = 1;
+ *     search.queries_columns = dims, search.top = 10, search.rerank = 40; // 40 candidates rescored exactly
+ *     if (uform_index_ann_search(&search) != UFORM_OK) ...;                // hits as uform_index_search's
+ *     uform_index_ann_free(ann);
+ */
+typedef struct uform_index_ann_s *uform_index_ann_t;
+
+/* How uform_index_ann_build makes the structure; all zero for the defaults. */
+typedef struct uform_index_ann_options_t {
+    /* A FAISS index_factory string ("HNSW32", "IVF4096,PQ32", "OPQ32_128,IVF65536_HNSW32,PQ32" …),
+     * built for inner products, at most 127 bytes. NULL or "": the default rule — "HNSW32" up to
+     * 1,000,000 items, above that "IVF<n>,PQ<m>np" with n the power of two nearest 4·√count and
+     * m the largest divisor of dims at most dims/4 ("np": without FAISS's polysemous training,
+     * which the search does not use; docs/indexes.md has the measurements). */
+    const char *recipe;
+    /* Rows the quantisers are trained on. 0: min(count, 256·C) where C is the most centroids any
+     * of the recipe's k-means has (IVF lists, 256 per 8-bit PQ; FAISS's k-means uses at most 256
+     * rows per centroid). The rows are the items chosen by selection sampling with a fixed seed,
+     * in item order: the same index and size always train on the same rows. Above count: count. */
+    size_t train_rows;
+    /* OpenMP threads FAISS uses for this call; 0: OpenMP's default (OMP_NUM_THREADS or the cores).
+     * HNSW graphs built on more than one thread depend on timing; 1 gives the same file every time. */
+    size_t threads;
+} uform_index_ann_options_t;
+
+/*
+ * Builds an approximate structure over every item of `index` and writes it to `path` (FAISS's
+ * format followed by the pairing record) atomically: a temporary file in the same folder, fsync,
+ * rename. Rows of F32 go to FAISS as they are; F16 and BF16 rows are widened exactly, I8 rows as
+ * x/127, so FAISS's inner products are on exact search's scale. Blocking, on the calling thread
+ * and FAISS's OpenMP threads (`options->threads`); memory: FAISS's structure, the training sample
+ * widened to F32 and 65,536 widened rows at a time. Statuses: UFORM_OK; UFORM_INVALID_ARGUMENT
+ * (NULL index or path, an empty index, a recipe longer than 127 bytes, a recipe FAISS refuses or
+ * a training FAISS refuses — FAISS's message passed on, such as fewer rows than centroids — and
+ * OPQ recipes with fewer than 9,984 training rows); UFORM_UNSUPPORTED (B1 indexes: FAISS's binary
+ * structures hold Hamming distances, not exact search's scores; a missing FAISS module);
+ * UFORM_IO (the path and the system's reason; an older file at `path` is untouched);
+ * UFORM_OUT_OF_MEMORY.
+ */
+UFORM_API uform_status_t uform_index_ann_build(uform_index_t index, const char *path,
+                                               const uform_index_ann_options_t *options, uform_outcome_t *outcome);
+
+/*
+ * Reads the approximate structure at `path` for `index` (which must stay open while `*ann` is
+ * used) and checks that it belongs to it: the pairing record must name the index's fingerprint,
+ * count, dims, scalar and row hash (hashing the rows streams the index once), and FAISS's part must
+ * hash as recorded, parse entirely and hold `count` vectors of `dims` for inner products.
+ * Statuses: UFORM_OK; UFORM_IO (cannot open or read, with the path and the system's reason);
+ * UFORM_FORMAT (no pairing record — a file cut short, not written by UForm, or re-saved by FAISS —,
+ * FAISS bytes that do not hash as recorded, or that FAISS cannot read: its message); UFORM_CONFIG_MISMATCH
+ * (built from another index: the message names what differs, both values);
+ * UFORM_UNSUPPORTED (a newer pairing record, a missing FAISS module); UFORM_INVALID_ARGUMENT (NULL
+ * arguments); UFORM_OUT_OF_MEMORY. On failure `*ann` is NULL. An open structure is immutable: any
+ * number of threads may search it.
+ */
+UFORM_API uform_status_t uform_index_ann_open(uform_index_t index, const char *path, uform_index_ann_t *ann,
+                                              uform_outcome_t *outcome);
+
+/* Frees a structure; searches using it must be final. NULL is a no-op. */
+UFORM_API void uform_index_ann_free(uform_index_ann_t ann);
+
+/* What an approximate structure is. */
+typedef struct uform_index_ann_description_t {
+    size_t count;         /* vectors: the index's items */
+    size_t dimensions;
+    size_t lists;         /* IVF: its inverted lists (nlist), which `nprobe` chooses among; 0 otherwise */
+    size_t code_bytes;    /* bytes that stand for one vector (4·dims for full vectors, m for PQm) */
+    size_t train_rows;    /* rows the quantisers were trained on (0 for structures without training) */
+    int graph;            /* 1: an HNSW graph, of the whole structure or of an IVF's quantiser (`ef` applies) */
+    char recipe[128];     /* the index_factory string it was built from */
+} uform_index_ann_description_t;
+
+/* Fills `description` (zeroed for a NULL structure). */
+UFORM_API void uform_index_ann_describe(uform_index_ann_t ann, uform_index_ann_description_t *description);
+
+/*
+ * Approximate top-K search: FAISS's structure proposes candidates, optionally rescored exactly
+ * from the index's stored rows. Queries as uform_index_search's (F32 rows of the index's dims,
+ * L2-normalised). A separate request rather than new fields of uform_index_search_t: request
+ * structs are allocated by callers, so a struct that grew would be read past its end by a newer
+ * library serving an older program (docs/abi.md: a library may be newer than the header a
+ * program was built with, within the same major).
+ *
+ *   ann, executor, completion     in: the call runs on the executor; FAISS's batch parallelism uses
+ *                                 as many OpenMP threads as the executor has
+ *   queries, queries_count, queries_columns, queries_stride   in: borrowed until final
+ *   top                           in: K ≥ 1 hits per query
+ *   modalities                    in: bits (1 << uform_modality_t); 0: all. Applied inside FAISS's
+ *                                 scan (an IDSelector): HNSW and IVF visit only eligible items
+ *   nprobe                        in: IVF lists visited per query; 0: max(1, lists / 32)
+ *   ef                            in: HNSW efSearch (of the graph, or of an IVF's HNSW quantiser);
+ *                                 0: max(64, candidates fetched)
+ *   rerank                        in: 0: FAISS's scores, FAISS's candidates; R > 0: FAISS proposes
+ *                                 max(R, top) candidates, each is rescored exactly as
+ *                                 uform_index_search scores it (the same kernels, bit for bit for
+ *                                 fewer than 8 queries) and the best `top` are answered
+ *   progress                      in: reported per batch of 64 queries; cancelling stops between batches
+ *   arena                         in: the hits and the call's scratch (queries·candidates·12 bytes)
+ *   outcome                       out
+ *   hits                          out: [queries_count][hits_per_query], best first, ties by item;
+ *                                 a query that found fewer (an IVF whose probed lists hold fewer
+ *                                 eligible items) ends its row with item UINT64_MAX, score −inf
+ *   hits_per_query                out: min(top, eligible items)
+ * Scores without rerank are FAISS's inner products over the rows it holds (the widened rows, or
+ * their PQ codes' approximation). Statuses: UFORM_OK; UFORM_DEFERRED; UFORM_CONTENDED;
+ * UFORM_CANCELLED; UFORM_INVALID_ARGUMENT (NULL ann, arena or queries, top 0, columns other than
+ * the index's dims, a short stride, unknown modality bits, knobs FAISS refuses: its message);
+ * UFORM_OUT_OF_MEMORY.
+ */
+typedef struct uform_index_ann_search_t {
+    uform_index_ann_t ann;
+    uform_executor_t executor;
+    uform_completion_t completion;
+    const float *queries;
+    size_t queries_count;
+    size_t queries_columns;
+    size_t queries_stride;
+    size_t top;
+    unsigned modalities;
+    size_t nprobe;
+    size_t ef;
+    size_t rerank;
+    uform_progress_t progress;
+    uform_arena_t arena;
+    uform_outcome_t outcome;
+    const uform_index_hit_t *hits;
+    size_t hits_per_query;
+} uform_index_ann_search_t;
+UFORM_API uform_status_t uform_index_ann_search(uform_index_ann_search_t *request);
+
 /* ------------------------------------------------------------------------------------------ */
 /* Training (docs/training.md)                                                                 */
 /* ------------------------------------------------------------------------------------------ */

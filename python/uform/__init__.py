@@ -65,7 +65,7 @@ from .session_errors import (
 )
 from .trainer import StepResult, Trainer, TrainerDescription, TrainerReceiver, TrainerStats
 from .data import Batch, DataError, Dataset, DatasetDescription, Evaluation, FitResult, Item, Loader, LoaderStats, evaluate, recall
-from .index import BuildResult, Hits, Index, IndexDescription
+from .index import AnnDescription, BuildResult, Hits, Index, IndexDescription
 from .prepared import Prepared
 from .system import GpuDevice, cpu_class_detect, cpu_class_name, cpu_class_supported, gpu_devices, version
 

@@ -219,6 +219,44 @@ class IndexSearch(Structure):
     ]
 
 
+class IndexAnnOptions(Structure):
+    _fields_ = [("recipe", c_char_p), ("train_rows", c_size_t), ("threads", c_size_t)]
+
+
+class IndexAnnDescription(Structure):
+    _fields_ = [
+        ("count", c_size_t),
+        ("dimensions", c_size_t),
+        ("lists", c_size_t),
+        ("code_bytes", c_size_t),
+        ("train_rows", c_size_t),
+        ("graph", c_int),
+        ("recipe", c_char * 128),
+    ]
+
+
+class IndexAnnSearch(Structure):
+    _fields_ = [
+        ("ann", c_void_p),
+        ("executor", c_void_p),
+        ("completion", c_int),
+        ("queries", c_void_p),
+        ("queries_count", c_size_t),
+        ("queries_columns", c_size_t),
+        ("queries_stride", c_size_t),
+        ("top", c_size_t),
+        ("modalities", c_uint),
+        ("nprobe", c_size_t),
+        ("ef", c_size_t),
+        ("rerank", c_size_t),
+        ("progress", Progress),
+        ("arena", c_void_p),
+        ("outcome", Outcome),
+        ("hits", c_void_p),
+        ("hits_per_query", c_size_t),
+    ]
+
+
 class Prepared(Structure):
     _fields_ = [
         ("modality", c_int),
@@ -274,6 +312,9 @@ MIRRORED = {
     "uform_index_description_t": IndexDescription,
     "uform_index_hit_t": IndexHit,
     "uform_index_search_t": IndexSearch,
+    "uform_index_ann_options_t": IndexAnnOptions,
+    "uform_index_ann_description_t": IndexAnnDescription,
+    "uform_index_ann_search_t": IndexAnnSearch,
     "uform_prepared_t": Prepared,
     "uform_media_prepare_t": MediaPrepare,
     "uform_prepared_encode_t": PreparedEncode,

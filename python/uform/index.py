@@ -1,4 +1,5 @@
-"""Indexes (uform.h, "Indexes" and "Data"): a corpus's embeddings in one file, searched exactly.
+"""Indexes (uform.h, "Indexes" and "Data"): a corpus's embeddings in one file, searched exactly
+or through an approximate structure built by FAISS (X.faiss beside X.index).
 
     uform.Index.build(model, "photos/", "recordings/", out="corpus.index", executor=executor)
     index = uform.Index.open("corpus.index", model)              # refuses another checkpoint's index
@@ -6,6 +7,9 @@
     hits = index.search(query, top=5)
     for path, score in zip(hits.paths[0], hits.scores[0]):
         print(f"{score:.3f} {path}")
+
+    index.build_ann(recipe="HNSW32")               # writes corpus.faiss and searches through it
+    hits = index.search(query, top=5, ef=128, rerank=50)
 """
 
 from ctypes import addressof, byref, c_char_p, c_int, c_size_t, c_void_p, string_at
@@ -43,6 +47,26 @@ class IndexDescription:
     dimensions: int
     scalar: str
     fingerprint: str
+
+
+@dataclass(frozen=True)
+class AnnDescription:
+    """An approximate structure: its vectors, inverted lists (IVF; 0 otherwise), bytes per vector,
+    training rows, whether it has an HNSW graph, and the FAISS recipe it was built from."""
+
+    count: int
+    dimensions: int
+    lists: int
+    code_bytes: int
+    train_rows: int
+    graph: bool
+    recipe: str
+
+
+def ann_path(index_path: Any) -> str:
+    """Where an index's approximate structure lies: X.index → X.faiss, other names + ".faiss"."""
+    name = str(index_path)
+    return (name[:-6] if name.endswith(".index") else name) + ".faiss"
 
 
 @dataclass(frozen=True)
@@ -88,7 +112,7 @@ class Index(Closing):
         if lib.uform_index_open(name, model_handle, byref(handle), addressof(outcome)) != 0:
             _raise(outcome)
         index = object.__new__(cls)
-        index._handle = handle.value
+        index._handle, index._path, index._ann = handle.value, name.decode(errors="surrogateescape"), None
         return index
 
     def _use(self, function: str) -> int:
@@ -118,27 +142,83 @@ class Index(Closing):
         value = lib.uform_index_metadata(self._use("Index.metadata"), key.encode())
         return None if value is None else value.decode()
 
+    def build_ann(self, path: Any = None, recipe: Optional[str] = None, *, train_rows: int = 0,
+                  threads: int = 0) -> AnnDescription:
+        """Builds an approximate structure over every item (``uform_index_ann_build``: a FAISS
+        index_factory ``recipe``, None for the default rule), writes it to ``path`` (default: the
+        index's .faiss) and searches through it from now on."""
+        function = "Index.build_ann"
+        target = _inputs.path_bytes(path if path is not None else ann_path(self._path), function, "path")
+        options, outcome = D.IndexAnnOptions(), S.Outcome()
+        options.recipe = recipe.encode() if recipe else None
+        options.train_rows = _inputs.non_negative(train_rows, function, "train_rows")
+        options.threads = _inputs.non_negative(threads, function, "threads")
+        if lib.uform_index_ann_build(self._use(function), target, addressof(options), addressof(outcome)) != 0:
+            _raise(outcome)
+        return self.open_ann(target.decode(errors="surrogateescape"))
+
+    def open_ann(self, path: Any = None) -> AnnDescription:
+        """Attaches the approximate structure at ``path`` (default: the index's .faiss); refuses one
+        built from another index (``ConfigMismatch``) or damaged (``FormatError``)."""
+        function = "Index.open_ann"
+        target = _inputs.path_bytes(path if path is not None else ann_path(self._path), function, "path")
+        handle, outcome = c_void_p(), S.Outcome()
+        if lib.uform_index_ann_open(self._use(function), target, byref(handle), addressof(outcome)) != 0:
+            _raise(outcome)
+        self._drop_ann()
+        self._ann = handle.value
+        return self.describe_ann()
+
+    def describe_ann(self) -> Optional[AnnDescription]:
+        """The attached approximate structure, or None."""
+        if self._ann is None:
+            return None
+        raw = D.IndexAnnDescription()
+        lib.uform_index_ann_describe(self._ann, addressof(raw))
+        return AnnDescription(raw.count, raw.dimensions, raw.lists, raw.code_bytes, raw.train_rows, bool(raw.graph),
+                              raw.recipe.decode())
+
+    def _drop_ann(self) -> None:
+        handle, self._ann = getattr(self, "_ann", None), None
+        if handle is not None:
+            lib.uform_index_ann_free(handle)
+
     def search(self, queries: Any, top: int = 10, *, modalities: Optional[Sequence[str]] = None, candidates: int = 0,
-               executor: Any = None) -> Hits:
+               nprobe: int = 0, ef: int = 0, rerank: int = 0, exact: bool = False, executor: Any = None) -> Hits:
         """The ``top`` items closest to each query (float32 rows of the index's width, unit length:
         an ``Encoded.embeddings``, or a [queries, dims] matrix of query vectors, searched as one
-        batch: a matrix product), best first, ties by item number. ``Hits.items`` and
-        ``Hits.scores`` are [queries, top] NumPy arrays."""
+        batch), best first, ties by item number. Through the attached approximate structure unless
+        ``exact`` (knobs ``nprobe``, ``ef``, ``rerank``: uform_index_ann_search_t), else by exact
+        search (a matrix product for a batch; ``candidates``: B1's rescored candidates).
+        ``Hits.items`` and ``Hits.scores`` are [queries, top] NumPy arrays."""
         function = "Index.search"
         from .executor import calling_thread
 
+        approximate = self._ann is not None and not exact
+        if not approximate and (nprobe or ef or rerank):
+            raise invalid(function, "nprobe, ef and rerank tune approximate search: build_ann or open_ann first")
         rows = np.ascontiguousarray(queries, dtype=np.float32)
         if rows.ndim == 1:
             rows = rows[None, :]
         runner = calling_thread if executor is None else executor
         arena = runner._acquire_arena(function)
-        request = D.IndexSearch()
-        request.index, request.executor = self._use(function), runner._use(function)
+        if approximate:
+            request = D.IndexAnnSearch()
+            request.ann = self._ann
+            request.nprobe = _inputs.non_negative(nprobe, function, "nprobe")
+            request.ef = _inputs.non_negative(ef, function, "ef")
+            request.rerank = _inputs.non_negative(rerank, function, "rerank")
+        else:
+            request = D.IndexSearch()
+            request.index = self._use(function)
+            request.candidates = _inputs.non_negative(candidates, function, "candidates")
+        request.executor = runner._use(function)
         request.queries, request.queries_count, request.queries_columns = rows.ctypes.data, rows.shape[0], rows.shape[1]
         request.top, request.modalities = _inputs.non_negative(top, function, "top"), _modality_bits(modalities, function)
-        request.candidates, request.arena = _inputs.non_negative(candidates, function, "candidates"), arena
+        request.arena = arena
         try:
-            if lib.uform_index_search(addressof(request)) != 0:
+            verb = lib.uform_index_ann_search if approximate else lib.uform_index_search
+            if verb(addressof(request)) != 0:
                 _raise(request.outcome)
             k, count = request.hits_per_query, rows.shape[0]
             hits = np.ctypeslib.as_array((D.IndexHit * (count * k)).from_address(request.hits)) if k and count else \
@@ -149,7 +229,8 @@ class Index(Closing):
             kinds = [[_MODALITY_NAMES[m] for m in row] for row in codes.tolist()]
         finally:
             runner._release_arena(arena)
-        paths = [[self.item(int(n))[1] for n in row] for row in items]
+        missing = np.iinfo(np.uint64).max  # an approximate query that found fewer
+        paths = [[self.item(int(n))[1] if n != missing else "" for n in row] for row in items]
         return Hits(items, scores, paths, kinds)
 
     @staticmethod
@@ -225,5 +306,6 @@ class Index(Closing):
         """Unmaps and frees the index. Closing twice is a no-op."""
         if getattr(self, "_handle", None) is None:
             return
+        self._drop_ann()
         handle, self._handle = self._handle, None
         lib.uform_index_free(handle)

@@ -7,6 +7,7 @@
 #   2. a manifest with paths, inline texts, a missing file and a malformed line; an index written
 #      inside the folder it walks does not index itself;
 #   3. search: an image finds itself, a caption finds its text, another checkpoint is refused;
+#      through an approximate structure (--ann --from) the same JSON and hits as exact search;
 #   4. peak RSS of 200 and 2,000 photos differs by less than 8 MiB;
 #   5. kill -9 at 5 random points, each followed by --resume: the final index and errors file are
 #      byte-identical to an uninterrupted run's; Ctrl-C exits 130 and --resume completes it.
@@ -130,6 +131,23 @@ assert len(hits) == 5 and [h['rank'] for h in hits] == [1, 2, 3, 4, 5], hits
 assert hits[0]['path'] == 'photos/photo_001234.jpg' and hits[0]['score'] > 0.9999, hits
 assert all(a['score'] >= b['score'] for a, b in zip(hits, hits[1:])), hits
 "
+
+# ---- 4b. approximate search: the same JSON through p2000.faiss, --exact still scans ----
+check "$uform" index --ann --from p2000.index --ann-threads 1 --quiet
+check test -s p2000.faiss
+"$uform" search p2000.index "$checkpoint" --image photos/photo_001234.jpg --top 5 --json --rerank 20 > ann.jsonl
+"$uform" search p2000.index "$checkpoint" --image photos/photo_001234.jpg --top 5 --json --exact > exact.jsonl
+check cmp hits.jsonl exact.jsonl
+check "$python" -c "
+import json
+ann = [json.loads(line) for line in open('ann.jsonl')]
+exact = [json.loads(line) for line in open('hits.jsonl')]
+assert [h['item'] for h in ann] == [h['item'] for h in exact], (ann, exact)   # HNSW32 with rerank finds these 5
+assert [h['score'] for h in ann] == [h['score'] for h in exact], (ann, exact) # rescored as exact search scores
+"
+"$uform" search corpus.index "$checkpoint" --text x --nprobe 4 2> knobs.txt; code=$?
+check status_is $code 2
+check grep -q "corpus.faiss" knobs.txt
 
 # ---- 5. kill -9 and --resume, Ctrl-C ----
 cp fixtures/baseline.jpg photos/photo_000777_bad.jpg && head -c 200 fixtures/baseline.jpg > photos/photo_000777_bad.jpg

@@ -80,6 +80,9 @@ void sweep_run_index_builder_vectors(sweep_fixture_t *fixture, sweep_answer_t *a
 void sweep_run_index_search_f32(sweep_fixture_t *fixture, sweep_answer_t *answer);
 void sweep_run_index_search_gemm(sweep_fixture_t *fixture, sweep_answer_t *answer);
 void sweep_run_index_search_b1(sweep_fixture_t *fixture, sweep_answer_t *answer);
+void sweep_run_index_ann_build_graph(sweep_fixture_t *fixture, sweep_answer_t *answer);
+void sweep_run_index_ann_build_lists(sweep_fixture_t *fixture, sweep_answer_t *answer);
+void sweep_run_index_ann_search(sweep_fixture_t *fixture, sweep_answer_t *answer);
 
 /* rows_session.c */
 void sweep_run_session_builder(sweep_fixture_t *fixture, sweep_answer_t *answer);

@@ -7,6 +7,7 @@
  */
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "rows.h"
@@ -260,4 +261,100 @@ void sweep_run_index_builder_vectors(sweep_fixture_t *fixture, sweep_answer_t *a
     if (status == UFORM_OK) answer->digest = digest;
     uform_index_builder_free(builder);
     unlink(file);
+}
+
+/* ---- approximate structures (the FAISS module) ---- */
+
+/* `recipe` built over the F32 index on one OpenMP thread (the same file every time) to `file`. */
+static uform_status_t build_ann(sweep_fixture_t *fixture, const char *recipe, const char *file, uform_index_t *index,
+                                uform_outcome_t *outcome) {
+    const char *path = index_file(fixture, UFORM_SCALAR_F32);
+    if (!path) {
+        snprintf(outcome->message, sizeof outcome->message, "the index to build over could not be written");
+        return UFORM_INTERNAL;
+    }
+    uform_status_t status = uform_index_open(path, fixture->model, index, outcome);
+    uform_index_ann_options_t options = {recipe, 0, 1};
+    if (status == UFORM_OK) status = uform_index_ann_build(*index, file, &options, outcome);
+    return status;
+}
+
+/* Open, build `recipe` and write it (atomically: a failure leaves no file), then remove it. */
+static void build_row(sweep_fixture_t *fixture, const char *recipe, sweep_answer_t *answer) {
+    char file[300];
+    snprintf(file, sizeof file, "%s/built.faiss", fixture->scratch);
+    uform_index_t index = NULL;
+    uform_outcome_t outcome = {0};
+    uform_status_t status = build_ann(fixture, recipe, file, &index, &outcome);
+    sweep_answer_status(answer, status, &outcome);
+    if (status == UFORM_OK) {
+        struct stat facts; /* stat allocates nothing: the digest must not depend on the failing allocator */
+        long long size = stat(file, &facts) == 0 ? (long long)facts.st_size : -1;
+        answer->digest = sweep_digest(0, &size, sizeof size);
+    }
+    uform_index_free(index);
+    unlink(file);
+}
+
+void sweep_run_index_ann_build_graph(sweep_fixture_t *fixture, sweep_answer_t *answer) {
+    build_row(fixture, NULL, answer); /* the default recipe at nine items: HNSW32 */
+}
+
+void sweep_run_index_ann_build_lists(sweep_fixture_t *fixture, sweep_answer_t *answer) {
+    build_row(fixture, "IVF2,Flat", answer); /* k-means training, inverted lists */
+}
+
+/* Open a structure built once (unarmed), describe it, search two queries with a modality filter
+ * and exact rescoring, free. */
+void sweep_run_index_ann_search(sweep_fixture_t *fixture, sweep_answer_t *answer) {
+    static char file[300];
+    const uform_matrix_t *rows = embeddings(fixture);
+    uform_index_t index = NULL;
+    uform_outcome_t outcome = {0};
+    uform_status_t status = UFORM_OK;
+    if (!file[0]) {
+        snprintf(file, sizeof file, "%s/search.faiss", fixture->scratch);
+        status = build_ann(fixture, "IVF2,Flat", file, &index, &outcome);
+        uform_index_free(index);
+        index = NULL;
+        if (status != UFORM_OK) file[0] = 0;
+    }
+    const char *path = index_file(fixture, UFORM_SCALAR_F32);
+    if (!file[0] || !path || !rows) {
+        sweep_answer_status(answer, UFORM_INTERNAL, NULL);
+        snprintf(answer->message, sizeof answer->message, "the structure to search could not be built");
+        return;
+    }
+    uform_index_ann_t ann = NULL;
+    status = uform_index_open(path, fixture->model, &index, &outcome);
+    if (status == UFORM_OK) status = uform_index_ann_open(index, file, &ann, &outcome);
+    sweep_answer_status(answer, status, &outcome);
+    if (status != UFORM_OK) {
+        uform_index_free(index);
+        return;
+    }
+    uform_index_ann_description_t description;
+    uform_index_ann_describe(ann, &description);
+    uint64_t digest = sweep_digest(0, &description.lists, sizeof description.lists);
+    static float query_rows[2][1024];
+    const size_t columns = rows->columns < 1024 ? rows->columns : 1024;
+    for (size_t q = 0; q < 2; ++q) {
+        const void *row = NULL;
+        if (uform_matrix_row(rows, q, &row) == UFORM_OK) memcpy(query_rows[q], row, columns * sizeof(float));
+    }
+    uform_index_ann_search_t search;
+    memset(&search, 0, sizeof search);
+    search.ann = ann, search.arena = fixture->arena;
+    search.queries = &query_rows[0][0], search.queries_count = 2, search.queries_columns = columns;
+    search.queries_stride = sizeof query_rows[0], search.top = 3, search.nprobe = 2, search.rerank = 5;
+    search.modalities = 1u << UFORM_MODALITY_TEXT;
+    status = uform_index_ann_search(&search);
+    sweep_answer_status(answer, status, &search.outcome);
+    if (status == UFORM_OK) {
+        for (size_t i = 0; i < 2 * search.hits_per_query; ++i)
+            digest = sweep_digest(digest, &search.hits[i].item, sizeof search.hits[i].item);
+        answer->digest = digest;
+    }
+    uform_index_ann_free(ann);
+    uform_index_free(index);
 }

@@ -113,6 +113,19 @@ static int leftovers(const char *folder, char *found, size_t capacity) {
     return count;
 }
 
+/* After an isolated child died (or a library exited it) in the middle of a run: removes the
+ * temporary files it left in the scratch folder, and says how many on stderr. A writer removes its
+ * temporary file on every path that returns (leftovers() above holds returning runs to that); a
+ * process killed inside a library's write — libgomp's exit, glibc's abort on thread-local data —
+ * never reaches that path, and no code can clean up after its own death. Those files are the dead
+ * run's, which is already counted as a third-party finding; left there, the next child's first
+ * run would report them as its own. */
+static void clear_after_death(const char *folder) {
+    char found[300];
+    int left = leftovers(folder, found, sizeof found);
+    if (left) fprintf(stderr, "note: removed %d temporary files ('%s') a dead child left in the scratch folder\n", left, found);
+}
+
 /* Removes a folder and everything below it (the scratch folder: written files, index files kept
  * for the reading rows, the mesh rows' job folders). */
 static void remove_tree(const char *folder) {
@@ -337,6 +350,7 @@ static void sweep_isolated(const sweep_range_t *range, sweep_tally_t *tally) {
         sweep_child_run(isolated_child, &work, executable, &result);
         if (result.have_progress) *tally = result.progress.tally;
         if (result.finished && result.have_progress && result.progress.tag == 'E') return;
+        clear_after_death(range->fixture->scratch);
         if (!result.died) {
             classify_exit(range, &result, tally);
             if (!result.have_progress || result.progress.tag != 'S' || range->at) return;
@@ -399,6 +413,7 @@ static size_t sweep_cold(sweep_range_t *range, sweep_tally_t *tally) {
         work = (cold_work_t){range, n, *tally};
         sweep_child_run(cold_child, &work, executable, &result);
         if (result.have_progress) *tally = result.progress.tally;
+        if (result.died || !result.finished) clear_after_death(range->fixture->scratch);
         if (result.died) {
             classify_death(range, n, &result, tally);
         } else if (!result.finished) {

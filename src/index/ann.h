@@ -1,0 +1,88 @@
+/*
+ * Approximate structures over an index (uform.h, "Approximate search"): what ann_build.c writes,
+ * ann_open.c reads and ann_search.c searches. Private to libuform.
+ *
+ * A .faiss file is FAISS's own bytes (write_index) followed by a 256-byte pairing record,
+ * little-endian:
+ *
+ *   offset  bytes  field
+ *        0      8  "UFORMANN"
+ *        8      4  record version (1)
+ *       12      4  record bytes (256)
+ *       16      8  FAISS's bytes: the file's size − 256
+ *       24     16  hash128 of FAISS's bytes
+ *       40     32  the index's checkpoint fingerprint, 32 hex digits
+ *       72      8  the index's count
+ *       80      8  its dims
+ *       88      4  its scalar (uform_scalar_kind_t)
+ *       92      4  0
+ *       96     16  the index's row hash (uform__ann_identity_of)
+ *      112      8  training rows
+ *      120    128  the recipe, NUL-padded (at most 127 bytes)
+ *      248      8  "UFORMANN"
+ *
+ * FAISS's reader stops at the end of its own bytes, so Python's faiss.read_index opens the file
+ * as it is; libuform checks the record and the hash before FAISS parses anything.
+ */
+#ifndef UFORM_INDEX_ANN_H
+#define UFORM_INDEX_ANN_H
+
+#include "index/faiss_load.h"
+#include "index/index.h"
+
+#define UFORM__ANN_RECORD_BYTES 256
+#define UFORM__ANN_RECORD_VERSION 1
+#define UFORM__ANN_RECIPE_CAPACITY 128
+
+/* What pairs a structure with its index. */
+typedef struct uform__ann_identity_t {
+    char fingerprint[UFORM_FINGERPRINT_CAPACITY];
+    uint64_t count, dims;
+    uint32_t scalar;
+    unsigned char rows_hash[16];
+} uform__ann_identity_t;
+
+typedef struct uform__ann_record_t {
+    uint32_t version;
+    uint64_t faiss_bytes;
+    unsigned char faiss_hash[16];
+    uform__ann_identity_t identity;
+    uint64_t train_rows;
+    char recipe[UFORM__ANN_RECIPE_CAPACITY];
+} uform__ann_record_t;
+
+struct uform_index_ann_s {
+    uform_index_t index;
+    const uform__faiss_api_t *api;
+    uform__faiss_t *faiss;
+    uform__faiss_facts_t facts;
+    uint64_t train_rows;
+    char recipe[UFORM__ANN_RECIPE_CAPACITY];
+};
+
+/* The identity of an open index: its fingerprint, count, dims, scalar, and hash128 over the
+ * modality bytes (one field) and each modality's rows in modality order (one field each). Streams
+ * the rows once. */
+void uform__ann_identity_of(uform_index_t index, uform__ann_identity_t *identity);
+
+/* The record's 256 bytes. */
+void uform__ann_record_encode(const uform__ann_record_t *record, unsigned char bytes[UFORM__ANN_RECORD_BYTES]);
+
+/* Reads a record: UFORM_OK; UFORM_FORMAT (no magic at either end, a wrong size, an unterminated
+ * recipe or fingerprint); UFORM_UNSUPPORTED (a newer version). `why` says which. */
+uform_status_t uform__ann_record_decode(const unsigned char bytes[UFORM__ANN_RECORD_BYTES], uform__ann_record_t *record,
+                                        char *why, size_t capacity);
+
+/* The first difference between two identities, as "the index's X is A, the structure's is B", into
+ * `why`; answers 0 when they are equal. */
+int uform__ann_identity_differs(const uform__ann_identity_t *index, const uform__ann_identity_t *structure, char *why,
+                                size_t capacity);
+
+/* The recipe uform_index_ann_build uses when none is named, for `count` items of `dims` (ann_build.c
+ * says the rule; tests/index/test_index_ann_recipe.c checks it around the switch at 1,000,000). */
+void uform__ann_default_recipe(size_t count, size_t dims, char recipe[UFORM__ANN_RECIPE_CAPACITY]);
+
+/* Item `item`'s row widened to F32 [dims] (F16, BF16 exactly, I8 as x/127). Not for B1. */
+void uform__ann_widen_row(uform_index_t index, size_t item, float *out);
+
+#endif

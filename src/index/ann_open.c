@@ -1,0 +1,122 @@
+/*
+ * Opening an approximate structure for an index (uform.h, uform_index_ann_open): map the .faiss
+ * file, check its pairing record against the index and FAISS's bytes against the record's hash,
+ * and only then let FAISS parse them (from the mapping, which is released afterwards: FAISS keeps
+ * its own copy). Hostile bytes therefore reach FAISS's reader only when they hash as the record
+ * says, which a damaged or foreign file does not.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/hash128.h"
+#include "core/outcome.h"
+#include "index/ann.h"
+
+/* Checks the mapped file against `index`; on success FAISS's structure is in `*faiss`. */
+static uform_status_t check_and_read(const unsigned char *bytes, size_t size, uform_index_t index, const char *path,
+                                     const uform__faiss_api_t **api, uform__ann_record_t *record, uform__faiss_t **faiss,
+                                     uform_outcome_t *outcome, const char *function) {
+    char why[UFORM_OUTCOME_MESSAGE_CAPACITY - 128];
+    if (size < UFORM__ANN_RECORD_BYTES)
+        return uform__fail(outcome, UFORM_FORMAT, function,
+                           "'%s' has %zu bytes, fewer than a pairing record's %d: not an approximate structure UForm wrote",
+                           path, size, UFORM__ANN_RECORD_BYTES);
+    uform_status_t status = uform__ann_record_decode(bytes + size - UFORM__ANN_RECORD_BYTES, record, why, sizeof why);
+    if (status != UFORM_OK)
+        return uform__fail(outcome, status, function, "'%s': %s%s", path, why,
+                           status == UFORM_FORMAT ? " (cut short, not written by UForm, or saved again by FAISS: "
+                                                    "rebuild it with uform_index_ann_build)" : "");
+    if (record->faiss_bytes != size - UFORM__ANN_RECORD_BYTES)
+        return uform__fail(outcome, UFORM_FORMAT, function, "'%s': its record says %llu bytes of FAISS, the file holds %zu",
+                           path, (unsigned long long)record->faiss_bytes, size - UFORM__ANN_RECORD_BYTES);
+    uform__ann_identity_t mine;
+    uform__ann_identity_of(index, &mine);
+    if (uform__ann_identity_differs(&mine, &record->identity, why, sizeof why))
+        return uform__fail(outcome, UFORM_CONFIG_MISMATCH, function, "'%s' does not belong to this index: %s", path, why);
+    unsigned char digest[16];
+    uform__hash128_t hasher;
+    uform__hash128_init(&hasher);
+    uform__hash128_update(&hasher, bytes, (size_t)record->faiss_bytes);
+    uform__hash128_digest(&hasher, digest);
+    if (memcmp(digest, record->faiss_hash, sizeof digest) != 0)
+        return uform__fail(outcome, UFORM_FORMAT, function,
+                           "'%s': FAISS's %llu bytes do not hash as its record says (the file is damaged)", path,
+                           (unsigned long long)record->faiss_bytes);
+    status = uform__faiss_load(api, outcome, function);
+    if (status != UFORM_OK) return status;
+    status = (*api)->deserialize(bytes, (size_t)record->faiss_bytes, faiss, why, sizeof why);
+    if (status != UFORM_OK) return uform__fail(outcome, status, function, "'%s': FAISS cannot read it: %s", path, why);
+    uform__faiss_facts_t facts;
+    (*api)->describe(*faiss, &facts);
+    if (facts.count != index->count || facts.dimensions != index->dims || !facts.metric_inner_product)
+        return uform__fail(outcome, UFORM_FORMAT, function,
+                           "'%s': FAISS's structure holds %llu vectors × %llu dims (%s), its record says %zu × %zu for "
+                           "inner products", path, (unsigned long long)facts.count, (unsigned long long)facts.dimensions,
+                           facts.metric_inner_product ? "inner products" : "another metric", index->count, index->dims);
+    return UFORM_OK;
+}
+
+UFORM_API uform_status_t uform_index_ann_open(uform_index_t index, const char *path, uform_index_ann_t *ann,
+                                              uform_outcome_t *outcome) {
+    const char *function = __func__;
+    if (ann) *ann = NULL;
+    if (!index || !path || !ann)
+        return uform__fail(outcome, UFORM_INVALID_ARGUMENT, function, "%s is NULL", !index ? "index" : !path ? "path" : "ann");
+    int descriptor = open(path, O_RDONLY | O_CLOEXEC);
+    if (descriptor < 0) return uform__fail(outcome, UFORM_IO, function, "cannot open '%s': %s", path, strerror(errno));
+    struct stat info;
+    if (fstat(descriptor, &info) != 0 || !S_ISREG(info.st_mode)) {
+        int error = errno;
+        close(descriptor);
+        return uform__fail(outcome, UFORM_IO, function, "cannot read '%s': %s", path,
+                           S_ISDIR(info.st_mode) ? "it is a folder" : strerror(error));
+    }
+    size_t size = (size_t)info.st_size;
+    void *mapping = size ? mmap(NULL, size, PROT_READ, MAP_PRIVATE, descriptor, 0) : NULL;
+    int error = errno;
+    close(descriptor);
+    if (size && mapping == MAP_FAILED)
+        return uform__fail(outcome, error == ENOMEM ? UFORM_OUT_OF_MEMORY : UFORM_IO, function, "cannot map '%s': %s", path,
+                           strerror(error));
+    const uform__faiss_api_t *api = NULL;
+    uform__faiss_t *faiss = NULL;
+    uform__ann_record_t record;
+    uform_status_t status = check_and_read(mapping, size, index, path, &api, &record, &faiss, outcome, function);
+    if (size) munmap(mapping, size);
+    if (status != UFORM_OK) {
+        if (faiss) api->free(faiss);
+        return status;
+    }
+    struct uform_index_ann_s *made = calloc(1, sizeof *made);
+    if (!made) {
+        api->free(faiss);
+        return uform__fail(outcome, UFORM_OUT_OF_MEMORY, function, "cannot allocate the structure's handle");
+    }
+    made->index = index, made->api = api, made->faiss = faiss, made->train_rows = record.train_rows;
+    api->describe(faiss, &made->facts);
+    memcpy(made->recipe, record.recipe, sizeof made->recipe);
+    *ann = made;
+    return uform__succeed(outcome, function);
+}
+
+UFORM_API void uform_index_ann_free(uform_index_ann_t ann) {
+    if (!ann) return;
+    ann->api->free(ann->faiss);
+    free(ann);
+}
+
+UFORM_API void uform_index_ann_describe(uform_index_ann_t ann, uform_index_ann_description_t *description) {
+    if (!description) return;
+    memset(description, 0, sizeof *description);
+    if (!ann) return;
+    description->count = (size_t)ann->facts.count, description->dimensions = (size_t)ann->facts.dimensions;
+    description->lists = (size_t)ann->facts.lists, description->code_bytes = (size_t)ann->facts.code_bytes;
+    description->train_rows = (size_t)ann->train_rows, description->graph = ann->facts.graph;
+    memcpy(description->recipe, ann->recipe, sizeof description->recipe);
+}

@@ -1,0 +1,195 @@
+/*
+ * Approximate search (uform.h, uform_index_ann_search): FAISS proposes `fetch` candidates per
+ * query — top, or max(rerank, top) when reranking — through per-call SearchParameters (nprobe, ef,
+ * and an IDSelector over the items' modality bytes when a filter excludes some), in batches of
+ * BATCH queries so progress can be reported and a cancel honoured. With rerank, each candidate is
+ * rescored from the index's stored row by the exact search's own kernels (kernels/search.h): the
+ * same code path and the same sums as uform_index_search's matrix-vector kernel, so scores equal
+ * exact search's bit for bit when it runs that path (fewer than 8 queries). The candidates are
+ * then ordered by (score descending, item ascending), the order exact search answers in.
+ *
+ * Memory (the call's arena): dense queries [q, dims], FAISS's distances and labels [q, fetch],
+ * the hits [q, hits_per_query], and for rerank the query in the scalar's form and a widened row.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/arena.h"
+#include "core/outcome.h"
+#include "exec/call.h"
+#include "index/ann.h"
+#include "kernels/nn.h"
+#include "kernels/search.h"
+
+/* Queries per call into FAISS (and per progress report). */
+#define BATCH 64
+
+static int compare_hits(const void *left, const void *right) {
+    const uform_index_hit_t *a = left, *b = right;
+    if (a->score != b->score) return a->score > b->score ? -1 : 1;
+    return a->item < b->item ? -1 : a->item > b->item ? 1 : 0;
+}
+
+/* Rescoring one query against stored rows, exactly as exact search scores them. */
+typedef struct rescorer_t {
+    uform_index_t index;
+    const uform__search_kernels_t *kernels;
+    const uform__nn_kernels_t *nn;
+    uint16_t *query_bf16; /* [dims] for BF16 rows */
+    int8_t *query_i8;     /* [dims] for I8 rows */
+    float *widened;       /* [dims] for F16 rows */
+} rescorer_t;
+
+static void rescorer_query(rescorer_t *rescorer, const float *query) {
+    size_t dims = rescorer->index->dims;
+    if (rescorer->index->scalar == UFORM_SCALAR_BF16) rescorer->nn->f32_to_bf16(dims, query, rescorer->query_bf16);
+    if (rescorer->index->scalar == UFORM_SCALAR_I8) rescorer->nn->f32_to_i8(dims, query, rescorer->query_i8);
+}
+
+static float rescore(const rescorer_t *rescorer, const float *query, uint64_t item) {
+    uform_index_t index = rescorer->index;
+    size_t dims = index->dims;
+    const unsigned char *row = index->parts[index->modality[item]].data + index->rows_of[item] * index->row_bytes;
+    float score = 0;
+    switch (index->scalar) {
+    case UFORM_SCALAR_F32:
+        rescorer->kernels->dot_f32(1, dims, (const float *)(const void *)row, dims, 1, query, dims, &score, 1);
+        return score;
+    case UFORM_SCALAR_F16:
+        rescorer->nn->f16_to_f32(dims, (const uint16_t *)(const void *)row, rescorer->widened);
+        rescorer->kernels->dot_f32(1, dims, rescorer->widened, dims, 1, query, dims, &score, 1);
+        return score;
+    case UFORM_SCALAR_BF16:
+        rescorer->kernels->dot_bf16(1, dims, (const uint16_t *)(const void *)row, dims, 1, rescorer->query_bf16, dims,
+                                    &score, 1);
+        return score;
+    case UFORM_SCALAR_I8: {
+        int32_t dot = 0;
+        rescorer->kernels->dot_i8(1, dims, (const int8_t *)row, dims, 1, rescorer->query_i8, dims, &dot, 1);
+        return (float)((double)dot / (127.0 * 127.0));
+    }
+    default: return -INFINITY;
+    }
+}
+
+static void *take(uform_arena_t arena, size_t bytes, int *failed) {
+    void *memory = uform__arena_alloc(arena, bytes ? bytes : 1, 64);
+    if (!memory) *failed = 1;
+    return memory;
+}
+
+static uform_status_t search_run(void *pointer, uform__call_context_t *context) {
+    uform_index_ann_search_t *request = pointer;
+    uform_index_ann_t ann = request->ann;
+    uform_index_t index = ann->index;
+    uform_arena_t arena = context->arena;
+    const size_t q = request->queries_count, dims = index->dims;
+    unsigned modalities = request->modalities ? request->modalities : 0xFu, present = 0;
+    size_t eligible = 0;
+    for (int m = 0; m < 4; ++m)
+        if (index->parts[m].rows) {
+            present |= 1u << m;
+            if (modalities & (1u << m)) eligible += index->parts[m].rows;
+        }
+    const size_t top = request->top < eligible ? request->top : eligible;
+    size_t fetch = request->rerank > request->top ? request->rerank : request->top;
+    if (fetch > eligible) fetch = eligible;
+
+    int failed = 0;
+    float *queries = take(arena, q * dims * sizeof(float), &failed);
+    float *distances = take(arena, q * fetch * sizeof(float), &failed);
+    int64_t *labels = take(arena, q * fetch * sizeof(int64_t), &failed);
+    uform_index_hit_t *candidates = take(arena, fetch * sizeof *candidates, &failed);
+    uform_index_hit_t *hits = take(arena, q * top * sizeof *hits, &failed);
+    rescorer_t rescorer = {index, uform__search_kernels(context->cpu_class), uform__nn_kernels(context->cpu_class), NULL,
+                           NULL, NULL};
+    if (request->rerank) {
+        rescorer.query_bf16 = take(arena, dims * sizeof(uint16_t), &failed);
+        rescorer.query_i8 = take(arena, dims, &failed);
+        rescorer.widened = take(arena, dims * sizeof(float), &failed);
+    }
+    if (failed)
+        return uform__fail(context->outcome, UFORM_OUT_OF_MEMORY, context->function,
+                           "cannot allocate %zu queries × %zu candidates", q, fetch);
+    const size_t stride = request->queries_stride ? request->queries_stride : dims * sizeof(float);
+    for (size_t j = 0; j < q; ++j)
+        memcpy(queries + j * dims, (const unsigned char *)request->queries + j * stride, dims * sizeof(float));
+
+    uform__faiss_search_t search = {0};
+    search.k = fetch;
+    search.nprobe = request->nprobe ? request->nprobe : (ann->facts.lists / 32 ? (size_t)ann->facts.lists / 32 : 1);
+    search.ef = request->ef ? request->ef : (fetch > 64 ? fetch : 64);
+    search.allowed = (modalities & present) != present ? index->modality : NULL;
+    search.mask = modalities;
+    search.threads = uform__parallel_threads(context->parallel);
+    const size_t batches = (q + BATCH - 1) / BATCH;
+    uform__progress_begin(&context->progress, context->progress_options, batches);
+    char message[UFORM_OUTCOME_MESSAGE_CAPACITY - 96];
+    for (size_t b = 0; b < batches && fetch; ++b) {
+        size_t first = b * BATCH, count = q - first < BATCH ? q - first : BATCH;
+        search.queries = count, search.vectors = queries + first * dims;
+        search.distances = distances + first * fetch, search.labels = labels + first * fetch;
+        uform_status_t status = ann->api->search(ann->faiss, &search, message, sizeof message);
+        if (status != UFORM_OK)
+            return uform__fail(context->outcome, status, context->function, "FAISS's search (nprobe %zu, ef %zu): %s",
+                               search.nprobe, search.ef, message);
+        if (uform__progress_advance(&context->progress, b + 1) == UFORM_CANCEL && b + 1 < batches)
+            return uform__fail(context->outcome, UFORM_CANCELLED, context->function,
+                               "cancelled by the progress handler after %zu of %zu queries", first + count, q);
+    }
+    if (!fetch) uform__progress_advance(&context->progress, batches);
+
+    for (size_t j = 0; j < q; ++j) {
+        const float *query = queries + j * dims;
+        if (request->rerank) rescorer_query(&rescorer, query);
+        size_t found = 0;
+        for (size_t k = 0; k < fetch; ++k) {
+            int64_t label = labels[j * fetch + k];
+            if (label < 0 || (uint64_t)label >= index->count) continue; /* FAISS found fewer */
+            uint64_t item = (uint64_t)label;
+            float score = request->rerank ? rescore(&rescorer, query, item) : distances[j * fetch + k];
+            candidates[found++] = (uform_index_hit_t){item, isnan(score) ? -INFINITY : score,
+                                                      (uform_modality_t)index->modality[item]};
+        }
+        qsort(candidates, found, sizeof *candidates, compare_hits);
+        for (size_t k = 0; k < top; ++k)
+            hits[j * top + k] = k < found ? candidates[k] : (uform_index_hit_t){UINT64_MAX, -INFINITY, UFORM_MODALITY_TEXT};
+    }
+    request->hits = hits;
+    request->hits_per_query = top;
+    return UFORM_OK;
+}
+
+UFORM_API uform_status_t uform_index_ann_search(uform_index_ann_search_t *request) {
+    if (!request) return UFORM_INVALID_ARGUMENT;
+    request->hits = NULL;
+    request->hits_per_query = 0;
+    uform_outcome_t *outcome = &request->outcome;
+    const char *function = __func__;
+    uform_index_ann_t ann = request->ann;
+    if (!ann) return uform__fail(outcome, UFORM_INVALID_ARGUMENT, function, "ann is NULL");
+    if (!request->arena)
+        return uform__fail(outcome, UFORM_INVALID_ARGUMENT, function,
+                           "arena is NULL: hits land in an arena (uform_arena_for_executor)");
+    if (!request->queries && request->queries_count)
+        return uform__fail(outcome, UFORM_INVALID_ARGUMENT, function, "queries is NULL");
+    if (request->top == 0) return uform__fail(outcome, UFORM_INVALID_ARGUMENT, function, "top is 0: ask for at least 1 hit");
+    size_t dims = ann->index->dims;
+    if (request->queries_columns != dims)
+        return uform__fail(outcome, UFORM_INVALID_ARGUMENT, function,
+                           "queries have %zu columns, the index holds %zu (encode queries with config.dimensions = %zu)",
+                           request->queries_columns, dims, dims);
+    if (request->queries_stride && request->queries_stride < dims * sizeof(float))
+        return uform__fail(outcome, UFORM_INVALID_ARGUMENT, function, "queries_stride %zu is shorter than a row (%zu bytes)",
+                           request->queries_stride, dims * sizeof(float));
+    if (request->modalities & ~0xFu)
+        return uform__fail(outcome, UFORM_INVALID_ARGUMENT, function, "modalities 0x%x has unknown bits (known: 0xf)",
+                           request->modalities);
+    if (request->ef > (size_t)1 << 30 || request->nprobe > ((size_t)1 << 40))
+        return uform__fail(outcome, UFORM_INVALID_ARGUMENT, function, "%s %zu is out of range",
+                           request->ef > (size_t)1 << 30 ? "ef" : "nprobe",
+                           request->ef > (size_t)1 << 30 ? request->ef : request->nprobe);
+    uform__call_t call = {search_run, request, outcome, request->completion, request->arena, &request->progress, function};
+    return uform__executor_call(request->executor, &call);
+}

@@ -1,0 +1,14 @@
+/* Writing a .faiss file (ann.h's layout) atomically. Private to src/index/. */
+#ifndef UFORM_INDEX_ANN_WRITE_H
+#define UFORM_INDEX_ANN_WRITE_H
+
+#include "index/ann.h"
+
+/* Writes `faiss` through the module's serialiser, then `record` (its faiss_bytes and faiss_hash
+ * filled here), to `path` atomically. UFORM_IO with the path and the system's reason (an older
+ * file at `path` is untouched); UFORM_INVALID_ARGUMENT for a path that names no file;
+ * UFORM_OUT_OF_MEMORY; FAISS's refusal as the module answers it. */
+uform_status_t uform__ann_write(const uform__faiss_api_t *api, const uform__faiss_t *faiss, const char *path,
+                                uform__ann_record_t *record, uform_outcome_t *outcome, const char *function);
+
+#endif

@@ -1,0 +1,47 @@
+/*
+ * The default recipe rule of uform_index_ann_build (ann_build.c, docs/indexes.md "Approximate
+ * search"): HNSW32 up to 1,000,000 items; above, IVF<n>,PQ<m>np with n the power of two nearest
+ * 4·√count and m the largest divisor of dims at most dims/4. The expected strings are worked out
+ * by hand below, at and around the switch and for dims whose quarter does or does not divide them.
+ * A format slip in the rule (it once said "%zn", which stores instead of printing) fails here
+ * without building anything.
+ */
+#include <string.h>
+
+#include "common/check.h"
+#include "index/ann.h"
+
+typedef struct case_t {
+    size_t count, dims;
+    const char *recipe;
+} case_t;
+
+static const case_t cases[] = {
+    {1, 64, "HNSW32"},
+    {999999, 256, "HNSW32"},
+    {1000000, 256, "HNSW32"},      /* the switch is inclusive */
+    {1000001, 256, "IVF4096,PQ64np"}, /* 4·√1,000,001 ≈ 4,000: 4,096 is nearer than 2,048 */
+    {1000001, 768, "IVF4096,PQ192np"},
+    {1000001, 64, "IVF4096,PQ16np"},
+    {1000001, 100, "IVF4096,PQ25np"},
+    {1000001, 50, "IVF4096,PQ10np"}, /* 50/4 = 12 does not divide 50, nor 11; 10 does */
+    {1000001, 7, "IVF4096,PQ1np"},   /* 7/4 = 1 */
+    {1000001, 3, "IVF4096,PQ1np"},   /* 3/4 = 0: at least one sub-quantiser */
+    {4000000, 512, "IVF8192,PQ128np"},   /* 4·2,000 = 8,000: 8,192 (192 away) over 4,096 */
+    {100000000, 100, "IVF32768,PQ25np"}, /* 40,000: 32,768 (7,232 away) over 65,536 */
+    {1000000000, 1024, "IVF131072,PQ256np"}, /* 126,491: 131,072 (4,581 away) over 65,536 */
+};
+
+int main(void) {
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
+        char recipe[UFORM__ANN_RECIPE_CAPACITY];
+        memset(recipe, 'x', sizeof recipe);
+        uform__ann_default_recipe(cases[i].count, cases[i].dims, recipe);
+        CHECK_MSG(memchr(recipe, 0, sizeof recipe) != NULL, "%zu items × %zu dims: the recipe is not terminated",
+                  cases[i].count, cases[i].dims);
+        recipe[sizeof recipe - 1] = 0;
+        CHECK_MSG(strcmp(recipe, cases[i].recipe) == 0, "%zu items × %zu dims: '%s', expected '%s'", cases[i].count,
+                  cases[i].dims, recipe, cases[i].recipe);
+    }
+    return check_finish();
+}
