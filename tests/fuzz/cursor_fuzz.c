@@ -194,6 +194,10 @@ static int hostile_accepted(const replay_seed_t *seeds) {
         {3, "\"at\":0", "\"at\":5", UFORM_OK},
         {3, "\"ordinal\":10", "\"ordinal\":-1", UFORM_OK},
         {2, "\"source\":\"manifest\"", "\"source\":\"folder\"", UFORM_CONFIG_MISMATCH},
+        /* Counts no size_t holds: converting them was undefined behaviour (found by cursor_fuzz). */
+        {3, "\"batch\":3", "\"batch\":3e32", UFORM_INVALID_ARGUMENT},
+        {2, "\"position\":6", "\"position\":1e300", UFORM_INVALID_ARGUMENT},
+        {3, "\"buffer\":[0,", "\"buffer\":[2e19,", UFORM_INVALID_ARGUMENT},
     };
     int accepted = 0;
     for (size_t e = 0; e < sizeof edits / sizeof edits[0]; ++e) {
