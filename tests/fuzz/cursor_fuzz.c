@@ -27,11 +27,14 @@ const char *const replay_extension = ".json";
 
 static uform_dataset_t manifest, shards;
 
-/* A memory file holding `bytes`, kept open for the process; its path into `path`. */
-static int memory_file(const void *bytes, size_t size, char path[64]) {
+/* A memory file holding `bytes`, kept open for the process as descriptor `number`, so that its
+ * path "/proc/self/fd/NUMBER" (and with it the dataset's fingerprint) is the same in the replay
+ * driver that writes the seeds and in the libFuzzer binary that reads them. */
+static int memory_file(const void *bytes, size_t size, int number, char path[64]) {
     int fd = memfd_create("uform-cursor-fuzz", MFD_CLOEXEC);
-    if (fd < 0 || write(fd, bytes, size) != (ssize_t)size) return 0;
-    snprintf(path, 64, "/proc/self/fd/%d", fd);
+    if (fd < 0 || write(fd, bytes, size) != (ssize_t)size || dup2(fd, number) != number) return 0;
+    close(fd);
+    snprintf(path, 64, "/proc/self/fd/%d", number);
     return 1;
 }
 
@@ -66,8 +69,8 @@ static int make_datasets(void) {
         snprintf(name, sizeof name, "%06d.txt", i), tar_add(&tar, TAR_USTAR, name, caption, strlen(caption));
     }
     tar_end(&tar);
-    int ok = !tar.failed && memory_file(text, strlen(text), path) && (manifest = open_dataset(UFORM_DATASET_MANIFEST, path));
-    ok = ok && memory_file(tar.bytes, tar.size, path) && (shards = open_dataset(UFORM_DATASET_SHARDS, path));
+    int ok = !tar.failed && memory_file(text, strlen(text), 900, path) && (manifest = open_dataset(UFORM_DATASET_MANIFEST, path));
+    ok = ok && memory_file(tar.bytes, tar.size, 901, path) && (shards = open_dataset(UFORM_DATASET_SHARDS, path));
     free(tar.bytes);
     atexit(free_datasets);
     return ok;
@@ -192,6 +195,8 @@ static int hostile_accepted(const replay_seed_t *seeds) {
         {3, "\"buffer\":[0,", "\"buffer\":[1,", UFORM_OK},
         {3, "\"buffer\":[0,", "\"buffer\":[0,99,0,", UFORM_OK},
         {3, "\"at\":0", "\"at\":5", UFORM_OK},
+        /* Reading the shard one past the epoch's sequence: read outside it (found by cursor_fuzz). */
+        {3, "\"at\":0", "\"at\":1", UFORM_CONFIG_MISMATCH},
         {3, "\"ordinal\":10", "\"ordinal\":-1", UFORM_OK},
         {2, "\"source\":\"manifest\"", "\"source\":\"folder\"", UFORM_CONFIG_MISMATCH},
         /* Counts no size_t holds: converting them was undefined behaviour (found by cursor_fuzz). */
