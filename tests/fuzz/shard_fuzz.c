@@ -18,22 +18,29 @@
 
 const char *const replay_extension = ".tar";
 
-/* Reads every item; answers the items read whole, or -1 when one failed. A shard has at most one
- * item per 1,024 bytes (a member is two blocks), so the loop ends. */
-static long read_items(uform_dataset_t dataset, size_t size) {
-    long whole = 0;
-    int failed = 0;
+/* What a read of every item found. */
+typedef struct items_t {
+    long whole, failed;
+    uform_status_t failure; /* the last failed item's status */
+    int found_key;          /* some item's key held `wanted` */
+} items_t;
+
+/* Reads every item. A shard has at most one item per 1,024 bytes (a member is two blocks), so the
+ * loop ends; a gzipped one is bounded by what -max_len lets expand. */
+static items_t read_items(uform_dataset_t dataset, const char *wanted) {
+    items_t items = {0, 0, UFORM_OK, 0};
     uform_dataset_read_t request = {0};
     request.dataset = dataset;
-    for (size_t round = 0; round <= size / 512 + 2; ++round) {
+    for (size_t round = 0; round < 1000000; ++round) {
         uform_status_t status = uform_dataset_read(&request);
-        if (status == UFORM_OK && request.done) return failed ? -1 : whole;
-        if (status == UFORM_OK) ++whole;
-        else if (!request.outcome.message[0]) __builtin_trap(); /* a refusal says why */
-        else failed = 1;
-        if (status == UFORM_OUT_OF_MEMORY || status == UFORM_INVALID_ARGUMENT) return -1;
+        if (status == UFORM_OK && request.done) return items;
+        if (status == UFORM_OK) ++items.whole;
+        else if (!request.outcome.message[0] || !request.error.message[0]) __builtin_trap(); /* a refusal says why */
+        else ++items.failed, items.failure = status;
+        if (wanted && request.item.key && strstr(request.item.key, wanted)) items.found_key = 1;
+        if (status == UFORM_OUT_OF_MEMORY || status == UFORM_INVALID_ARGUMENT) return ++items.failed, items;
     }
-    __builtin_trap(); /* more items than the shard can hold */
+    __builtin_trap(); /* endless */
 }
 
 /* The loader's way: samples grouped by key, with their bytes. */
@@ -50,9 +57,10 @@ static void read_samples(const char *path) {
     uform__shard_close(&reader);
 }
 
-static long open_and_read(const uint8_t *data, size_t size, int samples) {
+static items_t open_and_read(const uint8_t *data, size_t size, int samples, const char *wanted) {
+    items_t none = {0, 1, UFORM_IO, 0};
     const char *path = data_fuzz_write(data, size);
-    if (!path) return -1;
+    if (!path) return none;
     uform_dataset_options_t options = {0};
     options.source = UFORM_DATASET_SHARDS;
     options.path = path;
@@ -62,20 +70,23 @@ static long open_and_read(const uint8_t *data, size_t size, int samples) {
     uform_outcome_t outcome = {0};
     if (uform_dataset_open(&options, &dataset, NULL, &outcome) != UFORM_OK) {
         if (dataset || !outcome.message[0]) __builtin_trap();
-        return -1;
+        return none;
     }
-    long whole = read_items(dataset, size);
+    items_t items = read_items(dataset, wanted);
     uform_dataset_free(dataset);
     if (samples) read_samples(path);
-    return whole;
+    return items;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-    open_and_read(data, size, 1);
+    open_and_read(data, size, 1, NULL);
     return 0;
 }
 
-int replay_accepts(const uint8_t *data, size_t size) { return open_and_read(data, size, 0) > 0; }
+int replay_accepts(const uint8_t *data, size_t size) {
+    items_t items = open_and_read(data, size, 0, NULL);
+    return items.whole > 0 && items.failed == 0;
+}
 
 /* ---- seeds ---- */
 
@@ -96,6 +107,36 @@ static int take(replay_seed_t *seed, tar_buffer_t *tar) {
     if (tar->failed) return free(tar->bytes), 0;
     seed->bytes = tar->bytes, seed->size = tar->size;
     return 1;
+}
+
+/* Shards damaged on purpose answer a failed item, UFORM_FORMAT with a message, after the whole
+ * samples before the damage: a bad header checksum (the 5th member's), a gzip stream cut inside a
+ * member; and the pax and GNU seeds' long names reach the items' keys. Answers 1 when all hold. */
+static int damaged_shards_refused(const replay_seed_t *seeds, const char *long_key) {
+    int ok = 1;
+    uint8_t *copy = malloc(seeds[0].size);
+    if (!copy) return 0;
+    memcpy(copy, seeds[0].bytes, seeds[0].size);
+    size_t header = 0;
+    for (int member = 0; member < 4; ++member) /* past four members: a header and one data block each */
+        header += 512 + (size_t)(strtoul((const char *)copy + header + 124, NULL, 8) + 511) / 512 * 512;
+    copy[header + 148] = copy[header + 148] == '1' ? '2' : '1';
+    /* The sample before the damaged header is whole; the one being grouped when it came is not known to be. */
+    items_t damaged = open_and_read(copy, seeds[0].size, 0, NULL);
+    if (damaged.whole != 1 || damaged.failed != 1 || damaged.failure != UFORM_FORMAT)
+        fprintf(stderr, "a bad checksum in the 5th member: %ld whole items, %ld failed, %s (want 1, 1, format)\n", damaged.whole,
+                damaged.failed, uform_status_name(damaged.failure)), ok = 0;
+    free(copy);
+    /* libarchive inflates this small shard whole when it opens it, so the cut shows there: a
+     * format error (it was reported as out of memory before, found by this check). */
+    items_t cut = open_and_read(seeds[4].bytes, seeds[4].size * 2 / 3, 0, NULL);
+    if (cut.failed != 1 || cut.failure != UFORM_FORMAT)
+        fprintf(stderr, "a gzip stream cut at 2/3: %ld failed, %s (want 1, format)\n", cut.failed, uform_status_name(cut.failure)), ok = 0;
+    for (int seed = 1; seed <= 2; ++seed) {
+        items_t named = open_and_read(seeds[seed].bytes, seeds[seed].size, 0, long_key);
+        if (!named.found_key) fprintf(stderr, "seed %d: no item is keyed by the %zu-byte name\n", seed, strlen(long_key)), ok = 0;
+    }
+    return ok;
 }
 
 size_t replay_seeds(replay_seed_t *seeds, size_t capacity) {
@@ -123,5 +164,6 @@ size_t replay_seeds(replay_seed_t *seeds, size_t capacity) {
     if (count != 4) return 0;
     /* 4: the first shard gzipped. */
     seeds[4].bytes = tar_gzip(seeds[0].bytes, seeds[0].size, &seeds[4].size);
-    return seeds[4].bytes ? 5 : 0;
+    if (!seeds[4].bytes) return 0;
+    return damaged_shards_refused(seeds, long_key) ? 5 : 0;
 }
