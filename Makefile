@@ -79,7 +79,8 @@ fuzz: deps
 
 FUZZ_SECONDS ?= 3600
 FUZZ_TARGETS ?= tests/fuzz/safetensors_fuzz tests/session/fuzz_session_compile tests/media/media_image_fuzzer tests/fuzz/index_fuzz \
-                tests/fuzz/tokenizer_json_fuzz tests/fuzz/sp_model_fuzz tests/fuzz/torch_pickle_fuzz
+                tests/fuzz/tokenizer_json_fuzz tests/fuzz/sp_model_fuzz tests/fuzz/torch_pickle_fuzz tests/fuzz/shard_fuzz \
+                tests/fuzz/manifest_fuzz tests/fuzz/cursor_fuzz tests/fuzz/serve_body_fuzz
 fuzz-long: fuzz
 	for target in $(FUZZ_TARGETS); do \
 	  [ -x "build-fuzz/$$target" ] || { echo "missing build-fuzz/$$target"; exit 1; }; \

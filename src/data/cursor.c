@@ -131,11 +131,15 @@ static const cJSON *member(reading_t *reading, const cJSON *object, const char *
     return item;
 }
 
+/* A whole number from 0 to 2^53 (what a double holds exactly). The range is checked before the
+ * conversion: converting a double outside size_t's range (1e32 in a hostile cursor) is undefined. */
+static int is_count(double value) { return value >= 0 && value <= 9007199254740992.0 && value == (double)(size_t)value; }
+
 static size_t read_size(reading_t *reading, const cJSON *object, const char *name) {
     const cJSON *item = member(reading, object, name);
     if (!item) return 0;
     double value = item->valuedouble;
-    if (!cJSON_IsNumber(item) || value < 0 || value != (double)(size_t)value || value > 9007199254740992.0) {
+    if (!cJSON_IsNumber(item) || !is_count(value)) {
         if (!reading->failed)
             uform__fail(reading->outcome, UFORM_INVALID_ARGUMENT, reading->function, "the cursor's \"%s\" is not a count", name);
         reading->failed = 1;
@@ -180,7 +184,7 @@ static size_t *read_sizes(reading_t *reading, const cJSON *object, const char *n
     size_t i = 0;
     cJSON_ArrayForEach(item, array) {
         double value = item->valuedouble;
-        if (!cJSON_IsNumber(item) || value < 0 || value != (double)(size_t)value) {
+        if (!cJSON_IsNumber(item) || !is_count(value)) {
             if (!reading->failed)
                 uform__fail(reading->outcome, UFORM_INVALID_ARGUMENT, reading->function, "the cursor's \"%s\" holds a value that is not a count", name);
             reading->failed = 1;

@@ -117,10 +117,12 @@ uform_status_t uform__shard_open(uform__shard_reader_t *reader, const char *path
         int error = api->errno_of(archive);
         char why[UFORM_OUTCOME_MESSAGE_CAPACITY];
         snprintf(why, sizeof why, "%s", api->error_string(archive) ? api->error_string(archive) : error ? strerror(error) : "not a tar archive");
-        /* Was it the data, or the memory? Look at the first bytes ourselves. */
+        /* Was it the data, or the memory? Look at the first bytes ourselves, unless libarchive named a
+         * fault of the data (ARCHIVE_ERRNO_MISC, -1: "truncated gzip input" from a gzip stream cut short,
+         * which starts like a shard but is no allocation that failed). */
         unsigned char head[512];
         ssize_t got = pread(reader->descriptor, head, sizeof head, 0);
-        int memory = error == ENOMEM || !supported || (got > 0 && looks_like_a_shard(head, (size_t)got));
+        int memory = error == ENOMEM || !supported || (error != -1 && got > 0 && looks_like_a_shard(head, (size_t)got));
         uform_status_t status = memory ? UFORM_OUT_OF_MEMORY : error == ENOENT || error == EACCES ? UFORM_IO : UFORM_FORMAT;
         release(reader);
         if (memory)

@@ -253,9 +253,10 @@ uform_status_t uform__stream_restore(uform__stream_t *stream, const uform__strea
                            entry_count, stream->buffer_capacity);
     stream->epoch = state->epoch;
     if (begin_epoch(stream) != UFORM_OK) return uform__fail(outcome, UFORM_OUT_OF_MEMORY, function, "cannot allocate the shard order");
-    if (state->at > stream->sequence_count)
-        return uform__fail(outcome, UFORM_CONFIG_MISMATCH, function, "the cursor is at shard %zu of %zu", state->at,
-                           stream->sequence_count);
+    /* At the end of the sequence only once every shard was read: a shard being read is one of it. */
+    if (state->at > stream->sequence_count || (state->reading && state->at >= stream->sequence_count))
+        return uform__fail(outcome, UFORM_CONFIG_MISMATCH, function, "the cursor %s shard %zu of %zu",
+                           state->reading ? "reads" : "is at", state->at, stream->sequence_count);
     stream->rng = state->rng, stream->at = state->at, stream->counter = state->counter;
     stream->epoch_samples = state->epoch_samples, stream->exhausted = state->exhausted;
     entry_t *sorted = malloc((entry_count + 1) * sizeof *sorted);
