@@ -25,12 +25,6 @@
 /* Queries per call into FAISS (and per progress report). */
 #define BATCH 64
 
-static int compare_hits(const void *left, const void *right) {
-    const uform_index_hit_t *a = left, *b = right;
-    if (a->score != b->score) return a->score > b->score ? -1 : 1;
-    return a->item < b->item ? -1 : a->item > b->item ? 1 : 0;
-}
-
 /* Rescoring one query against stored rows, exactly as exact search scores them. */
 typedef struct rescorer_t {
     uform_index_t index;
@@ -152,7 +146,7 @@ static uform_status_t search_run(void *pointer, uform__call_context_t *context) 
             candidates[found++] = (uform_index_hit_t){item, isnan(score) ? -INFINITY : score,
                                                       (uform_modality_t)index->modality[item]};
         }
-        qsort(candidates, found, sizeof *candidates, compare_hits);
+        qsort(candidates, found, sizeof *candidates, uform__index_compare_hits);
         for (size_t k = 0; k < top; ++k)
             hits[j * top + k] = k < found ? candidates[k] : (uform_index_hit_t){UINT64_MAX, -INFINITY, UFORM_MODALITY_TEXT};
     }
@@ -169,23 +163,10 @@ UFORM_API uform_status_t uform_index_ann_search(uform_index_ann_search_t *reques
     const char *function = __func__;
     uform_index_ann_t ann = request->ann;
     if (!ann) return uform__fail(outcome, UFORM_INVALID_ARGUMENT, function, "ann is NULL");
-    if (!request->arena)
-        return uform__fail(outcome, UFORM_INVALID_ARGUMENT, function,
-                           "arena is NULL: hits land in an arena (uform_arena_for_executor)");
-    if (!request->queries && request->queries_count)
-        return uform__fail(outcome, UFORM_INVALID_ARGUMENT, function, "queries is NULL");
-    if (request->top == 0) return uform__fail(outcome, UFORM_INVALID_ARGUMENT, function, "top is 0: ask for at least 1 hit");
-    size_t dims = ann->index->dims;
-    if (request->queries_columns != dims)
-        return uform__fail(outcome, UFORM_INVALID_ARGUMENT, function,
-                           "queries have %zu columns, the index holds %zu (encode queries with config.dimensions = %zu)",
-                           request->queries_columns, dims, dims);
-    if (request->queries_stride && request->queries_stride < dims * sizeof(float))
-        return uform__fail(outcome, UFORM_INVALID_ARGUMENT, function, "queries_stride %zu is shorter than a row (%zu bytes)",
-                           request->queries_stride, dims * sizeof(float));
-    if (request->modalities & ~0xFu)
-        return uform__fail(outcome, UFORM_INVALID_ARGUMENT, function, "modalities 0x%x has unknown bits (known: 0xf)",
-                           request->modalities);
+    uform_status_t status = uform__index_check_queries(request->arena, request->queries, request->queries_count,
+                                                       request->queries_columns, request->queries_stride, request->top,
+                                                       request->modalities, ann->index->dims, outcome, function);
+    if (status != UFORM_OK) return status;
     if (request->ef > (size_t)1 << 30 || request->nprobe > ((size_t)1 << 40))
         return uform__fail(outcome, UFORM_INVALID_ARGUMENT, function, "%s %zu is out of range",
                            request->ef > (size_t)1 << 30 ? "ef" : "nprobe",

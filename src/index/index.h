@@ -75,4 +75,14 @@ void uform__index_builder_append(uform_index_builder_t builder, uform_modality_t
 /* The path offset of item `item` (0 ..= count). */
 uint64_t uform__index_path_offset(const struct uform_index_s *index, size_t item);
 
+/* Hits by score descending, then item ascending: the order of every answer (qsort comparator). */
+int uform__index_compare_hits(const void *left, const void *right);
+
+/* The checks exact and approximate search share on a request's queries, against an index of
+ * `dims` columns: arena, queries, top, columns, stride and modality bits, each refused as
+ * UFORM_INVALID_ARGUMENT naming it. */
+uform_status_t uform__index_check_queries(uform_arena_t arena, const float *queries, size_t count, size_t columns,
+                                          size_t stride, size_t top, unsigned modalities, size_t dims,
+                                          uform_outcome_t *outcome, const char *function);
+
 #endif

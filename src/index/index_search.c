@@ -109,7 +109,7 @@ static void heap_offer(heap_t *heap, float score, uint64_t row, uform_modality_t
 static float heap_bar(const heap_t *heap) { return heap->size < heap->capacity ? -INFINITY : heap->entries[0].score; }
 
 /* Hits by score descending, then item ascending: the order of the answer. */
-static int compare_hits(const void *left, const void *right) {
+int uform__index_compare_hits(const void *left, const void *right) {
     const uform_index_hit_t *a = left, *b = right;
     if (a->score != b->score) return a->score > b->score ? -1 : 1;
     return a->item < b->item ? -1 : a->item > b->item ? 1 : 0;
@@ -339,7 +339,7 @@ static size_t merge(const search_t *search, size_t j, uform_index_hit_t *merged)
             merged[count] = (uform_index_hit_t){item_of(heap->parts, entry), entry->score, (uform_modality_t)entry->modality};
         }
     }
-    qsort(merged, count, sizeof *merged, compare_hits);
+    qsort(merged, count, sizeof *merged, uform__index_compare_hits);
     return count;
 }
 
@@ -506,12 +506,33 @@ static uform_status_t search_run(void *pointer, uform__call_context_t *context) 
         if (binary) {
             if (count > search.keep) count = search.keep; /* the candidates: nearest by Hamming distance */
             rescore_b1(&search, merged, count, queries_f32 + j * dims);
-            qsort(merged, count, sizeof *merged, compare_hits);
+            qsort(merged, count, sizeof *merged, uform__index_compare_hits);
         }
         memcpy(hits + j * top, merged, top * sizeof *hits);
     }
     request->hits = hits;
     request->hits_per_query = top;
+    return UFORM_OK;
+}
+
+uform_status_t uform__index_check_queries(uform_arena_t arena, const float *queries, size_t count, size_t columns,
+                                          size_t stride, size_t top, unsigned modalities, size_t dims,
+                                          uform_outcome_t *outcome, const char *function) {
+    if (!arena)
+        return uform__fail(outcome, UFORM_INVALID_ARGUMENT, function,
+                           "arena is NULL: hits land in an arena (uform_arena_for_executor)");
+    if (!queries && count) return uform__fail(outcome, UFORM_INVALID_ARGUMENT, function, "queries is NULL");
+    if (top == 0) return uform__fail(outcome, UFORM_INVALID_ARGUMENT, function, "top is 0: ask for at least 1 hit");
+    if (columns != dims)
+        return uform__fail(outcome, UFORM_INVALID_ARGUMENT, function,
+                           "queries have %zu columns, the index holds %zu (encode queries with config.dimensions = %zu)",
+                           columns, dims, dims);
+    if (stride && stride < dims * sizeof(float))
+        return uform__fail(outcome, UFORM_INVALID_ARGUMENT, function, "queries_stride %zu is shorter than a row (%zu bytes)",
+                           stride, dims * sizeof(float));
+    if (modalities & ~0xFu)
+        return uform__fail(outcome, UFORM_INVALID_ARGUMENT, function, "modalities 0x%x has unknown bits (known: 0xf)",
+                           modalities);
     return UFORM_OK;
 }
 
@@ -523,22 +544,10 @@ UFORM_API uform_status_t uform_index_search(uform_index_search_t *request) {
     const char *function = __func__;
     uform_index_t index = request->index;
     if (!index) return uform__fail(outcome, UFORM_INVALID_ARGUMENT, function, "index is NULL");
-    if (!request->arena)
-        return uform__fail(outcome, UFORM_INVALID_ARGUMENT, function,
-                           "arena is NULL: hits land in an arena (uform_arena_for_executor)");
-    if (!request->queries && request->queries_count)
-        return uform__fail(outcome, UFORM_INVALID_ARGUMENT, function, "queries is NULL");
-    if (request->top == 0) return uform__fail(outcome, UFORM_INVALID_ARGUMENT, function, "top is 0: ask for at least 1 hit");
-    if (request->queries_columns != index->dims)
-        return uform__fail(outcome, UFORM_INVALID_ARGUMENT, function,
-                           "queries have %zu columns, the index holds %zu (encode queries with config.dimensions = %zu)",
-                           request->queries_columns, index->dims, index->dims);
-    if (request->queries_stride && request->queries_stride < index->dims * sizeof(float))
-        return uform__fail(outcome, UFORM_INVALID_ARGUMENT, function, "queries_stride %zu is shorter than a row (%zu bytes)",
-                           request->queries_stride, index->dims * sizeof(float));
-    if (request->modalities & ~0xFu)
-        return uform__fail(outcome, UFORM_INVALID_ARGUMENT, function, "modalities 0x%x has unknown bits (known: 0xf)",
-                           request->modalities);
+    uform_status_t status = uform__index_check_queries(request->arena, request->queries, request->queries_count,
+                                                       request->queries_columns, request->queries_stride, request->top,
+                                                       request->modalities, index->dims, outcome, function);
+    if (status != UFORM_OK) return status;
     uform__call_t call = {search_run, request, outcome, request->completion, request->arena, &request->progress, function};
     return uform__executor_call(request->executor, &call);
 }
