@@ -14,7 +14,8 @@ deps:
 	@scripts/install-deps.sh
 
 configure: deps
-	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_INSTALL_PREFIX=$(PREFIX) $(CMAKE_FLAGS)
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_INSTALL_PREFIX=$(PREFIX) \
+	  -UCMAKE_CROSSCOMPILING_EMULATOR -UUFORM_TEST_TIMEOUT_SCALE $(CMAKE_FLAGS)
 
 build: configure
 	cmake --build $(BUILD) -j$(JOBS)
@@ -27,8 +28,8 @@ test: build
 
 # The tests of label avx2 on an emulated AVX2-only CPU (QEMU -cpu max): an AVX-512 instruction
 # where the CPU lacks it dies of SIGILL here, as on a Zen 3 (scripts/test-avx2.sh).
-test-avx2: deps
-	scripts/test-avx2.sh build-avx2 $(JOBS)
+test-avx2: build
+	scripts/test-avx2.sh $(BUILD) $(JOBS)
 
 # The main job on generated data: synth, train, recall, index and search, build/demo/report.html.
 # Builds only what the demo runs (the command line and the report writer), not the tests.
@@ -75,7 +76,7 @@ tsan: deps
 fuzz: deps
 	cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DUFORM_FUZZ=ON -DUFORM_BUILD_BENCH=OFF
 	cmake --build build-fuzz -j$(JOBS)
-	ctest --test-dir build-fuzz --output-on-failure -L fuzz
+	ctest --test-dir build-fuzz --output-on-failure -j$(JOBS) -L fuzz
 
 FUZZ_SECONDS ?= 3600
 FUZZ_TARGETS ?= tests/fuzz/safetensors_fuzz tests/session/fuzz_session_compile tests/media/media_image_fuzzer tests/fuzz/index_fuzz \
@@ -95,4 +96,4 @@ bench: build
 	for program in $(BUILD)/bench/bench_*; do [ -x "$$program" ] && "$$program" || true; done
 
 clean:
-	rm -rf $(BUILD) build-asan build-tsan build-fuzz build-avx2
+	rm -rf $(BUILD) build-asan build-tsan build-fuzz

@@ -10,6 +10,13 @@
 # test_model 4, two at a time), before those three tests thinned what the native run covers (UFORM_TEST_EMULATED,
 # docs/testing.md): 218, 267 and 247 s alone, at a load of 3.7 on 2 cores. On a CPU without
 # AVX-512 the stage has nothing to emulate: `make test` already ran everything on the real thing.
+#
+# The binaries are `make test`'s own (BUILD_DIR, normally build/): the emulated run needs no build of
+# its own, only CTest files that name the emulator, so the script configures BUILD_DIR with the
+# emulator hook and the scaled timeouts, and configures it back on exit, however it exits (the
+# Makefile's `configure` also clears both, so an interrupted run cannot leave `make test` emulated).
+# Afterwards it checks the classes the tests say they ran ("exercised: CLASS"): the Haswell class
+# must have run and no AVX-512 class, or the emulator offered AVX-512 and the stage proved nothing.
 # Usage: scripts/test-avx2.sh BUILD_DIR [JOBS]
 set -euo pipefail
 build=$1 jobs=${2:-2}
@@ -19,8 +26,10 @@ if ! grep -q avx512f /proc/cpuinfo; then
   exit 0
 fi
 [ -x "$qemu" ] || { echo "test-avx2: $qemu is missing (scripts/install-deps.sh fetches it)" >&2; exit 1; }
-cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DUFORM_BUILD_BENCH=OFF \
-  "-DCMAKE_CROSSCOMPILING_EMULATOR=$qemu;-cpu;max" -DUFORM_TEST_TIMEOUT_SCALE=15 > /dev/null
+[ -f "$build/CMakeCache.txt" ] || { echo "test-avx2: $build is not configured (make build first)" >&2; exit 1; }
+restore() { cmake -S . -B "$build" -UCMAKE_CROSSCOMPILING_EMULATOR -UUFORM_TEST_TIMEOUT_SCALE > /dev/null; }
+trap restore EXIT
+cmake -S . -B "$build" "-DCMAKE_CROSSCOMPILING_EMULATOR=$qemu;-cpu;max" -DUFORM_TEST_TIMEOUT_SCALE=15 > /dev/null
 cmake --build "$build" -j"$jobs"
 echo "test-avx2: $("$qemu" --version | head -1) -cpu max (the summary names the classes it lacks)"
 tests='test_core|test_arena|test_executor|test_gemm|test_gemm_gelu|test_gemm_output|test_gemm_pack|test_gemm_accumulate|test_gemm_rounding|test_gemm_i8'
@@ -47,3 +56,20 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 export UFORM_TEST_EMULATED=1
 scripts/run-tests.sh "$build" -R "^($tests)\$" --no-tests=error -j"$jobs"
+# The classes the tests ran, from CTest's JUnit file (run-tests.sh writes it).
+/usr/bin/python3 - "$build/junit.xml" <<'EOF'
+import sys
+import xml.etree.ElementTree as ElementTree
+ran = set()
+for case in ElementTree.parse(sys.argv[1]).getroot().iter("testcase"):
+    out = case.find("system-out")
+    for line in ("".join(out.itertext()) if out is not None else "").splitlines():
+        if line.startswith("exercised: "):
+            ran.add(line[len("exercised: "):].strip())
+wide = sorted(ran & {"intel_skylake", "intel_icelake", "amd_genoa", "intel_sapphire", "intel_granite", "intel_diamond"})
+if "intel_haswell" not in ran or wide:
+    print(f"test-avx2: the emulated tests ran {sorted(ran) or 'no class they named'}: the Haswell class must "
+          "run and no AVX-512 class (else the emulator offered AVX-512 and this stage proved nothing)", file=sys.stderr)
+    sys.exit(1)
+print(f"test-avx2: classes the tests ran under the emulator: {', '.join(sorted(ran))}")
+EOF

@@ -76,15 +76,41 @@ static inline int check_class_runs(uform_cpu_class_t cpu_class) {
 /* 1 under `make test-avx2` (scripts/test-avx2.sh sets UFORM_TEST_EMULATED: QEMU runs the test). */
 static inline int check_emulated(void) { return getenv("UFORM_TEST_EMULATED") != NULL; }
 
-/* check_class_runs, except that under the emulator SERIAL answers 0, noted once as "serial: left to
- * the native run". SERIAL's code is the same instructions there as on the host, where `make test`
- * ran the same test over it, and in the attention tests it took most of the emulated minutes. Only
- * loops whose classes are each checked against an independent reference use this; a test that keeps
- * SERIAL's result as the other classes' reference must not. */
-static inline int check_class_runs_unless_emulated_serial(uform_cpu_class_t cpu_class) {
-    if (cpu_class == UFORM_CPU_CLASS_SERIAL && check_emulated()) {
+/* 1 in a build under ThreadSanitizer (gcc defines __SANITIZE_THREAD__, clang answers __has_feature). */
+#if defined(__SANITIZE_THREAD__)
+#define CHECK_UNDER_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define CHECK_UNDER_TSAN 1
+#endif
+#endif
+#ifndef CHECK_UNDER_TSAN
+#define CHECK_UNDER_TSAN 0
+#endif
+
+/* 1 where a run of SERIAL would only repeat what `make test` checked natively, and the test may
+ * leave it out: under the emulator, where SERIAL's instructions are the same as on the host; and
+ * under ThreadSanitizer, where what is checked is the threading, and the attention kernels thread
+ * every class through one driver (src/kernels/nn_attention.c, uform__parallel_for over the same
+ * units), which the SIMD classes run there. SERIAL's scalar loops made most of those runs' memory
+ * accesses, each one instrumented. Under ThreadSanitizer only where another class runs, so the
+ * driver still runs. */
+static inline int check_serial_left_to_native(void) {
+    if (check_emulated()) return 1;
+    return CHECK_UNDER_TSAN && uform_cpu_class_supported(UFORM_CPU_CLASS_INTEL_HASWELL);
+}
+
+/* check_class_runs, except that SERIAL answers 0 where check_serial_left_to_native says so, noted
+ * once as "serial: left to the native run". Only loops whose classes are each checked against an
+ * independent reference use this; a test that keeps SERIAL's result as the other classes'
+ * reference must not. */
+static inline int check_class_runs_unless_serial_left_to_native(uform_cpu_class_t cpu_class) {
+    if (cpu_class == UFORM_CPU_CLASS_SERIAL && check_serial_left_to_native()) {
         static int noted = 0;
-        if (!noted) printf("serial: left to the native run (make test ran it; UFORM_TEST_EMULATED)\n"), noted = 1;
+        if (!noted)
+            printf("serial: left to the native run (make test ran it; %s)\n",
+                   check_emulated() ? "UFORM_TEST_EMULATED" : "ThreadSanitizer checks the shared threading"),
+                noted = 1;
         return 0;
     }
     return check_class_runs(cpu_class);

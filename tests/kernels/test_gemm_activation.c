@@ -14,7 +14,7 @@
  *     class's F32 epilogue (gemm_i8.h: "GELU follows each class's float kernels"), and within the
  *     activation's bound of SERIAL's int8 product (whose int32 sums and dequantization are the
  *     same bits on every class).
- * Prints "exercised: CLASS" for each class run (tests/kernels/run_emulated_avx2.sh reads it).
+ * Prints "exercised: CLASS" for each class run (scripts/test-avx2.sh reads it).
  */
 #include <math.h>
 #include <stdint.h>

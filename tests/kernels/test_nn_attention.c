@@ -126,7 +126,7 @@ static int same_f32_attention_as_earlier(const uform_cpu_class_t *classes, size_
     const uform__nn_kernels_t *kernels = uform__nn_kernels(classes[k]);
     for (size_t j = 0; j < k; ++j) {
         const uform__nn_kernels_t *earlier = uform__nn_kernels(classes[j]);
-        int ran = uform_cpu_class_supported(classes[j]) && !(classes[j] == UFORM_CPU_CLASS_SERIAL && check_emulated());
+        int ran = uform_cpu_class_supported(classes[j]) && !(classes[j] == UFORM_CPU_CLASS_SERIAL && check_serial_left_to_native());
         if (ran && earlier->attention_forward == kernels->attention_forward &&
             earlier->attention_backward == kernels->attention_backward &&
             uform__nn_attention_ops(classes[j]) == uform__nn_attention_ops(classes[k]))
@@ -151,7 +151,7 @@ static void check_against_reference(const attention_case_t *c, uint64_t seed, in
 
     /* Under the emulator SERIAL is left to the native run (skip.h); the SIMD classes are still
      * checked against the double reference, and against SERIAL's results when it ran. */
-    int with_serial = check_class_runs_unless_emulated_serial(UFORM_CPU_CLASS_SERIAL);
+    int with_serial = check_class_runs_unless_serial_left_to_native(UFORM_CPU_CLASS_SERIAL);
     char label[96];
     if (with_serial) {
         run(uform__nn_kernels(UFORM_CPU_CLASS_SERIAL), &b, NULL);
@@ -169,7 +169,7 @@ static void check_against_reference(const attention_case_t *c, uint64_t seed, in
 
     for (size_t k = 0; k < test_simd_class_count; ++k) {
         uform_cpu_class_t cpu_class = test_simd_classes[k];
-        if (!check_class_runs_unless_emulated_serial(cpu_class) || same_f32_attention_as_earlier(test_simd_classes, k)) continue;
+        if (!check_class_runs_unless_serial_left_to_native(cpu_class) || same_f32_attention_as_earlier(test_simd_classes, k)) continue;
         const uform__nn_kernels_t *kernels = uform__nn_kernels(cpu_class);
         run(kernels, &b, NULL);
         snprintf(label, sizeof label, "%s%s out H=%zu dh=%zu", mode, uform_cpu_class_name(cpu_class), c->heads,
@@ -227,7 +227,7 @@ static void check_schedules(const attention_case_t *c, uint64_t seed, float spre
                                          UFORM_CPU_CLASS_INTEL_SKYLAKE, UFORM_CPU_CLASS_INTEL_ICELAKE,
                                          UFORM_CPU_CLASS_AMD_GENOA};
     for (size_t k = 0; k < sizeof classes / sizeof classes[0]; ++k) {
-        if (!check_class_runs_unless_emulated_serial(classes[k]) || same_f32_attention_as_earlier(classes, k)) continue;
+        if (!check_class_runs_unless_serial_left_to_native(classes[k]) || same_f32_attention_as_earlier(classes, k)) continue;
         const uform__nn_attention_ops_t *ops = uform__nn_attention_ops(classes[k]);
         uform__nn_kernels(classes[k])->attention_forward(&b.shape, b.qkv, b.out, b.lse, NULL);
         memset(dqkv_two, 0xFF, T * 3 * d * sizeof(float));
@@ -280,7 +280,7 @@ static void check_finite_differences(uint64_t seed, int causal) {
     const uform_cpu_class_t classes[] = {UFORM_CPU_CLASS_SERIAL, UFORM_CPU_CLASS_INTEL_HASWELL,
                                          UFORM_CPU_CLASS_INTEL_SKYLAKE, UFORM_CPU_CLASS_AMD_GENOA};
     for (size_t k = 0; k < sizeof classes / sizeof classes[0]; ++k) {
-        if (!check_class_runs_unless_emulated_serial(classes[k])) continue;
+        if (!check_class_runs_unless_serial_left_to_native(classes[k])) continue;
         run(uform__nn_kernels(classes[k]), &b, NULL);
         char label[96];
         snprintf(label, sizeof label, "%s%s dqkv vs finite differences", causal ? "causal " : "",
@@ -301,7 +301,7 @@ static void check_nan_propagates(void) {
     const uform_cpu_class_t classes[] = {UFORM_CPU_CLASS_SERIAL, UFORM_CPU_CLASS_INTEL_HASWELL,
                                          UFORM_CPU_CLASS_INTEL_SKYLAKE};
     for (size_t k = 0; k < 3; ++k) {
-        if (!check_class_runs_unless_emulated_serial(classes[k])) continue;
+        if (!check_class_runs_unless_serial_left_to_native(classes[k])) continue;
         uform__nn_kernels(classes[k])->attention_forward(&b.shape, b.qkv, b.out, b.lse, NULL);
         CHECK_MSG(isnan(b.out[0]), "%s: a NaN key gave out[0] = %g", uform_cpu_class_name(classes[k]), b.out[0]);
         CHECK_MSG(!isnan(b.out[5 * b.d]), "%s: a NaN in item 0 leaked into item 1", uform_cpu_class_name(classes[k]));
@@ -326,7 +326,7 @@ static void check_causal_nan(uint64_t seed) {
         b.qkv[token * 3 * d + d + 70] = NAN; /* head 1's key */
         size_t queries[3] = {b.offsets[0] + 76, token - 1, b.offsets[2] + 2};
         for (size_t k = 0; k < sizeof classes / sizeof classes[0]; ++k) {
-            if (!check_class_runs_unless_emulated_serial(classes[k])) continue;
+            if (!check_class_runs_unless_serial_left_to_native(classes[k])) continue;
             const uform__nn_kernels_t *kernels = uform__nn_kernels(classes[k]);
             for (int bf16 = 0; bf16 <= 1; ++bf16) {
                 (bf16 ? kernels->attention_forward_bf16 : kernels->attention_forward)(&b.shape, b.qkv, b.out, b.lse, NULL);
@@ -378,7 +378,7 @@ static void check_queries(uint64_t seed, int causal) {
                                          UFORM_CPU_CLASS_INTEL_SKYLAKE, UFORM_CPU_CLASS_AMD_GENOA};
     float *row_out = malloc(count * d * sizeof(float)), *row_lse = malloc(H * count * sizeof(float));
     for (size_t k = 0; k < sizeof classes / sizeof classes[0]; ++k) {
-        if (!check_class_runs_unless_emulated_serial(classes[k])) continue;
+        if (!check_class_runs_unless_serial_left_to_native(classes[k])) continue;
         for (size_t threads = 1; threads <= 2; ++threads) {
             test_pool_t pool;
             uform__parallel_t parallel;

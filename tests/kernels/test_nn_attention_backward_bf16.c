@@ -214,7 +214,7 @@ static void check_case(const attention_case_t *c, float spread, uint64_t seed, i
     float *deltas = malloc((H * T + 1) * sizeof(float));
     char label[160];
     for (size_t k = 0; k < class_count; ++k) {
-        if (!check_class_runs_unless_emulated_serial(classes[k])) {
+        if (!check_class_runs_unless_serial_left_to_native(classes[k])) {
             continue;
         }
         const uform__nn_kernels_t *kernels = uform__nn_kernels(classes[k]);
@@ -287,7 +287,7 @@ static void check_nan_propagates(void) {
     uform__nn_kernels(UFORM_CPU_CLASS_SERIAL)->attention_forward_bf16(&shape, qkv, out, lse, NULL);
     qkv[3 * 3 * d + 5] = NAN; /* q of token 3 */
     for (size_t k = 0; k < class_count; ++k) {
-        if (!check_class_runs_unless_emulated_serial(classes[k])) continue;
+        if (!check_class_runs_unless_serial_left_to_native(classes[k])) continue;
         const char *name = uform_cpu_class_name(classes[k]);
         uform__nn_kernels(classes[k])->attention_backward_bf16(&shape, qkv, out, lse, dout, deltas, dqkv, NULL);
         CHECK_MSG(isnan(dqkv[3 * 3 * d]) && isnan(dqkv[66 * 3 * d + d]), "%s: a NaN in q[3] gave dq[3] %g, dk[66] %g",
@@ -304,7 +304,7 @@ static void check_unsupported_width(void) {
     uform__attention_shape_t shape = {3, 1, 129, offsets, 1, NULL};
     float qkv[3 * 3 * 129] = {0}, out[3 * 129] = {0}, dqkv[3 * 3 * 129], lse[3] = {0}, deltas[3];
     for (size_t k = 0; k < class_count; ++k) {
-        if (!check_class_runs_unless_emulated_serial(classes[k])) continue;
+        if (!check_class_runs_unless_serial_left_to_native(classes[k])) continue;
         uform__nn_kernels(classes[k])->attention_backward_bf16(&shape, qkv, out, lse, out, deltas, dqkv, NULL);
         CHECK_MSG(isnan(dqkv[0]) && isnan(dqkv[3 * 3 * 129 - 1]), "%s: head width 129 gave %g, %g",
                   uform_cpu_class_name(classes[k]), dqkv[0], dqkv[3 * 3 * 129 - 1]);

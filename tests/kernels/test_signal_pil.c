@@ -14,7 +14,7 @@
  *   errors        each argument check, with its message.
  *
  * Usage: test_signal_pil PYTHON SCRIPT [SEED]. Prints the largest differences it measured, and
- * "exercised: CLASS" for each class it ran (tests/kernels/run_emulated_avx2.sh reads them).
+ * "exercised: CLASS" for each class it ran (scripts/test-avx2.sh reads them).
  */
 #include <math.h>
 #include <stdio.h>
@@ -424,7 +424,7 @@ int main(int argc, char **argv) {
     const int status = system(command);
     CHECK_MSG(status == 0, "reference failed (status %d): %s", status, command);
     if (status == 0) run_manifest(&state);
-    for (size_t k = 0; k < CHECK_KERNEL_CLASSES; ++k) /* for tests/kernels/run_emulated_avx2.sh */
+    for (size_t k = 0; k < CHECK_KERNEL_CLASSES; ++k) /* for scripts/test-avx2.sh */
         if (uform_cpu_class_supported(check_kernel_classes[k]))
             printf("exercised: %s\n", uform_cpu_class_name(check_kernel_classes[k]));
     printf("resize: %zu cases, %zu bytes, %zu differ from Pillow, largest difference %d\n", totals.cases, totals.bytes,
