@@ -66,16 +66,17 @@ sweep: build
 	$(BUILD)/tests/reliability/reliability_sweep $(BUILD)/tests/model/tiny.safetensors $(BUILD)/tests/media/fixtures --long-persistent \
 	  --published $(BUILD)/tests/published/fixture_minilm
 
-# The executor, outcome and arena tests under ThreadSanitizer.
+# The threading tests (label tsan) under ThreadSanitizer. Builds only what they run
+# (scripts/test-targets.sh), as `fuzz` does.
 tsan: deps
 	cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=Debug -DUFORM_SANITIZE=thread -DUFORM_BUILD_BENCH=OFF -DUFORM_TEST_TIMEOUT_SCALE=4 $(CMAKE_FLAGS)
-	cmake --build build-tsan -j$(JOBS)
+	cmake --build build-tsan -j$(JOBS) --target $$(scripts/test-targets.sh build-tsan -L tsan)
 	TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 ctest --test-dir build-tsan --output-on-failure -j$(JOBS) -L tsan
 
 # libFuzzer targets (clang): the short runs CTest knows, then `make fuzz-long` for an hour-scale run.
 fuzz: deps
 	cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DUFORM_FUZZ=ON -DUFORM_BUILD_BENCH=OFF
-	cmake --build build-fuzz -j$(JOBS)
+	cmake --build build-fuzz -j$(JOBS) --target $$(scripts/test-targets.sh build-fuzz -L fuzz)
 	ctest --test-dir build-fuzz --output-on-failure -j$(JOBS) -L fuzz
 
 FUZZ_SECONDS ?= 3600
