@@ -1,11 +1,14 @@
-/* Shared libraries loaded on first use (av_load.h). */
-#include "core/av_load.h"
+/* Shared libraries loaded on first use (on_demand.h). */
+#include "core/on_demand.h"
 
 #include <dlfcn.h>
+#include <limits.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "core/outcome.h"
 
@@ -24,8 +27,17 @@ int uform__dl_says_missing(const char *reason) {
     return reason && strstr(reason, "No such file or directory");
 }
 
-static void close_all(uform__av_loader_t *loader) {
-    for (size_t i = 0; i < loader->library_count; ++i)
+#ifndef UFORM_MODULE_INSTALL_DIR
+#define UFORM_MODULE_INSTALL_DIR ""
+#endif
+#ifndef UFORM_MODULE_BUILD_DIR
+#define UFORM_MODULE_BUILD_DIR ""
+#endif
+
+static size_t handle_count(const uform__on_demand_t *loader) { return loader->module ? 1 : loader->library_count; }
+
+static void close_all(uform__on_demand_t *loader) {
+    for (size_t i = 0; i < handle_count(loader); ++i)
         if (loader->handles[i]) {
             dlclose(loader->handles[i]);
             loader->handles[i] = NULL;
@@ -40,12 +52,20 @@ typedef enum load_result_t {
     refused,   /* a library is there and would not load, for a reason glibc did not name as memory */
 } load_result_t;
 
-/* Loads everything or nothing; leaves the reason in `reason`. */
-static load_result_t load(uform__av_loader_t *loader, char *reason, size_t capacity) {
+/* A reason, cut to `capacity` (the outcome's message is shorter than a path can be). */
+__attribute__((format(printf, 3, 4))) static void say(char *reason, size_t capacity, const char *format, ...) {
+    va_list arguments;
+    va_start(arguments, format);
+    vsnprintf(reason, capacity, format, arguments);
+    va_end(arguments);
+}
+
+/* Opens the system libraries in order; leaves the reason in `reason`. */
+static load_result_t load_libraries(uform__on_demand_t *loader, char *reason, size_t capacity) {
     const char *directory = getenv(loader->directory_variable);
     if (directory && !directory[0]) directory = NULL;
     for (size_t i = 0; i < loader->library_count; ++i) {
-        const uform__av_library_t *library = &loader->libraries[i];
+        const uform__on_demand_library_t *library = &loader->libraries[i];
         char soname[64], path[4096];
         snprintf(soname, sizeof soname, library->soname_format, library->major);
         if (directory) snprintf(path, sizeof path, "%s/%s", directory, soname);
@@ -54,19 +74,19 @@ static load_result_t load(uform__av_loader_t *loader, char *reason, size_t capac
         if (!loader->handles[i]) {
             const char *why = dlerror();
             if (uform__dl_says_out_of_memory(why)) {
-                snprintf(reason, capacity, "cannot allocate what loading %s needs (%s)", soname, why);
+                say(reason, capacity, "cannot allocate what loading %s needs (%s)", soname, why);
                 return exhausted;
             }
             if (library->optional && uform__dl_says_missing(why)) continue;
             if (!uform__dl_says_missing(why)) {
-                snprintf(reason, capacity, "%s does not load (%s)", soname, why ? why : "unknown reason");
+                say(reason, capacity, "%s does not load (%s)", soname, why ? why : "unknown reason");
                 return refused;
             }
             if (directory)
-                snprintf(reason, capacity, "%s cannot be loaded from %s=%s: %s", soname, loader->directory_variable, directory, why);
+                say(reason, capacity, "%s cannot be loaded from %s=%s: %s", soname, loader->directory_variable, directory, why);
             else
-                snprintf(reason, capacity, "%s cannot be loaded (%s); install %s or set %s to a folder holding its libraries", soname,
-                         why, loader->what, loader->directory_variable);
+                say(reason, capacity, "%s cannot be loaded (%s); install %s or set %s to a folder holding its libraries", soname,
+                    why, loader->what, loader->directory_variable);
             return absent;
         }
         if (!library->version_function) continue; /* the soname's major alone pins the ABI */
@@ -76,18 +96,100 @@ static load_result_t load(uform__av_loader_t *loader, char *reason, size_t capac
         unsigned found = version ? version() : 0;
         unsigned found_major = found >> 16, found_minor = found >> 8 & 0xFF;
         if (!version || found_major != library->major || found_minor < library->minor) {
-            snprintf(reason, capacity, "%s is version %u.%u.%u; this build was written for %u.%u or a newer %u.x", soname, found_major,
-                     found_minor, found & 0xFF, library->major, library->minor, library->major);
+            say(reason, capacity, "%s is version %u.%u.%u; this build was written for %u.%u or a newer %u.x", soname, found_major,
+                found_minor, found & 0xFF, library->major, library->minor, library->major);
             return absent;
         }
     }
+    return loaded;
+}
+
+/* Opens the module at `path` into handles[0] and checks its ABI. */
+static load_result_t open_module(uform__on_demand_t *loader, const char *path, char *reason, size_t capacity) {
+    const uform__on_demand_module_t *module = loader->module;
+    void *handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!handle) {
+        const char *why = dlerror();
+        if (uform__dl_says_out_of_memory(why)) {
+            say(reason, capacity, "cannot allocate what loading %s needs (%s)", path, why);
+            return exhausted;
+        }
+        say(reason, capacity, "%s", why ? why : "dlopen gave no reason");
+        return uform__dl_says_missing(why) ? absent : refused;
+    }
+    uint32_t (*abi)(void) = NULL;
+    void *address = dlsym(handle, module->abi_function);
+    memcpy(&abi, &address, sizeof abi);
+    uint32_t found = abi ? abi() : 0;
+    if (found != module->abi) {
+        say(reason, capacity, "%s is stale: its interface is %u.%u, this libuform needs %u.%u (reinstall UForm)", path,
+            (unsigned)(found >> 16), (unsigned)(found & 0xFFFF), (unsigned)(module->abi >> 16), (unsigned)(module->abi & 0xFFFF));
+        dlclose(handle);
+        return absent;
+    }
+    loader->handles[0] = handle;
+    return loaded;
+}
+
+/* The folder of the binary that holds libuform, into `folder` ("" when dladdr cannot say). */
+static void own_folder(char *folder, size_t capacity) {
+    folder[0] = 0;
+    Dl_info info;
+    if (!dladdr((void *)&uform__on_demand_require, &info) || !info.dli_fname || !strchr(info.dli_fname, '/')) return;
+    snprintf(folder, capacity, "%s", info.dli_fname);
+    *strrchr(folder, '/') = 0;
+}
+
+/* Finds and opens the module (on_demand.h's search). */
+static load_result_t load_module(uform__on_demand_t *loader, char *reason, size_t capacity) {
+    const uform__on_demand_module_t *module = loader->module;
+    const char *variable = getenv(module->variable);
+    if (variable && variable[0]) {
+        char said[sizeof loader->failure];
+        load_result_t result = open_module(loader, variable, said, sizeof said);
+        if (result == absent || result == refused) say(reason, capacity, "%s=%s: %s", module->variable, variable, said);
+        else if (result != loaded) say(reason, capacity, "%s", said);
+        return result;
+    }
+    char folders[3][PATH_MAX];
+    own_folder(folders[0], sizeof folders[0]);
+    snprintf(folders[1], sizeof folders[1], "%s", UFORM_MODULE_INSTALL_DIR);
+    snprintf(folders[2], sizeof folders[2], "%s", UFORM_MODULE_BUILD_DIR);
+    char looked[sizeof loader->failure] = "";
+    size_t used = 0;
+    for (int i = 0; i < 3; ++i) {
+        if (!folders[i][0] || (i > 0 && !strcmp(folders[i], folders[0])) || (i > 1 && !strcmp(folders[i], folders[1])))
+            continue; /* the build folder is libuform.so's own when the tests run there */
+        char path[PATH_MAX + 64];
+        int written = snprintf(path, sizeof path, "%s/%s", folders[i], module->file);
+        struct stat info;
+        if (written > 0 && (size_t)written < sizeof path && stat(path, &info) == 0)
+            return open_module(loader, path, reason, capacity);
+        written = snprintf(looked + used, sizeof looked - used, "%s%s", used ? ", " : "", folders[i]);
+        if (written > 0) used = (size_t)written < sizeof looked - used ? used + (size_t)written : sizeof looked - 1;
+    }
+    say(reason, capacity, "%s is not installed (%s is unset; looked in %s)", module->file, module->variable,
+        used ? looked : "no folder: dladdr could not say where libuform is");
+    return absent;
+}
+
+/* Loads everything or nothing; leaves the reason in `reason`. */
+static load_result_t load(uform__on_demand_t *loader, char *reason, size_t capacity) {
+    load_result_t result = loader->module ? load_module(loader, reason, capacity) : load_libraries(loader, reason, capacity);
+    if (result != loaded) return result;
     for (size_t s = 0; s < loader->symbol_count; ++s) {
-        const uform__av_symbol_t *symbol = &loader->symbols[s];
+        const uform__on_demand_symbol_t *symbol = &loader->symbols[s];
         void *address = loader->handles[symbol->library] ? dlsym(loader->handles[symbol->library], symbol->name) : NULL;
         if (!address) {
-            char soname[64];
-            snprintf(soname, sizeof soname, loader->libraries[symbol->library].soname_format, loader->libraries[symbol->library].major);
-            snprintf(reason, capacity, "%s has no function %s", soname, symbol->name);
+            if (loader->module) {
+                say(reason, capacity, "%s has no function %s (a stale module: reinstall UForm)", loader->module->file,
+                    symbol->name);
+            } else {
+                char soname[64];
+                snprintf(soname, sizeof soname, loader->libraries[symbol->library].soname_format,
+                         loader->libraries[symbol->library].major);
+                say(reason, capacity, "%s has no function %s", soname, symbol->name);
+            }
             return absent;
         }
         memcpy((char *)loader->table + symbol->offset, &address, sizeof address);
@@ -95,7 +197,9 @@ static load_result_t load(uform__av_loader_t *loader, char *reason, size_t capac
     return loaded;
 }
 
-uform_status_t uform__av_loader_require(uform__av_loader_t *loader, const char *caller_what, const char *function,
+int uform__on_demand_loaded(const uform__on_demand_t *loader) { return __atomic_load_n(&loader->state, __ATOMIC_ACQUIRE) == 1; }
+
+uform_status_t uform__on_demand_require(uform__on_demand_t *loader, const char *caller_what, const char *function,
                                         uform_outcome_t *outcome) {
     if (__atomic_load_n(&loader->state, __ATOMIC_ACQUIRE) == 1) return UFORM_OK;
     pthread_mutex_lock(&load_lock);

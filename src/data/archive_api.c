@@ -1,15 +1,15 @@
-/* libarchive's function table (archive_api.h), loaded by core/av_load.c. */
+/* libarchive's function table (archive_api.h), loaded by core/on_demand.c. */
 #include <stddef.h>
 
-#include "core/av_load.h"
+#include "core/on_demand.h"
 #include "data/archive_api.h"
 
-static const uform__av_library_t libraries[] = {
+static const uform__on_demand_library_t libraries[] = {
     {"libarchive.so.%u", 13, 0, NULL, 0},
 };
 
 #define SLOT(field) offsetof(uform__archive_t, field)
-static const uform__av_symbol_t symbols[] = {
+static const uform__on_demand_symbol_t symbols[] = {
     {0, "archive_read_new", SLOT(read_new)},
     {0, "archive_read_free", SLOT(read_free)},
     {0, "archive_read_support_format_tar", SLOT(read_support_format_tar)},
@@ -31,12 +31,18 @@ static const uform__av_symbol_t symbols[] = {
 #undef SLOT
 
 static uform__archive_t table;
-static uform__av_loader_t loader = {
-    "libarchive 3 (Debian: libarchive13)", "UFORM_ARCHIVE_DIR", libraries, 1, symbols, sizeof symbols / sizeof symbols[0], &table,
+static uform__on_demand_t loader = {
+    .what = "libarchive 3 (Debian: libarchive13)",
+    .directory_variable = "UFORM_ARCHIVE_DIR",
+    .libraries = libraries,
+    .library_count = 1,
+    .symbols = symbols,
+    .symbol_count = sizeof symbols / sizeof symbols[0],
+    .table = &table,
 };
 
 uform_status_t uform__archive_require(const uform__archive_t **archive, const char *function, uform_outcome_t *outcome) {
-    uform_status_t status = uform__av_loader_require(&loader, "shards", function, outcome);
+    uform_status_t status = uform__on_demand_require(&loader, "shards", function, outcome);
     *archive = status == UFORM_OK ? &table : NULL;
     return status;
 }

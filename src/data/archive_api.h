@@ -1,5 +1,5 @@
 /*
- * libarchive, loaded on first use (core/av_load.h): reading shards is the only thing that needs it,
+ * libarchive, loaded on first use (core/on_demand.h): reading shards is the only thing that needs it,
  * and Debian's libarchive.so.13 maps about 20 libraries (libxml2, ICU, libstdc++ …) that a process
  * which never opens a shard should not carry. The table holds the few functions src/data/ calls;
  * the types come from libarchive's headers at build time. From the folder named by UFORM_ARCHIVE_DIR

@@ -3,18 +3,10 @@
  * FAISS nor BLAS, OpenMP or libstdc++; only the module does, and only building or opening an
  * approximate structure opens it, so exact search and everything else never map them.
  *
- * Where from, first match wins (the collectives module's rule, mesh/gloo_load.h):
- *   1. the path in the environment variable UFORM_FAISS_MODULE when it is set and not empty; then
- *      nothing else is tried, so a wrong path is reported rather than silently replaced;
- *   2. the folder of the binary that holds libuform (dladdr);
- *   3. the install libdir (UFORM_FAISS_INSTALL_DIR, CMake's CMAKE_INSTALL_FULL_LIBDIR);
- *   4. the build folder (UFORM_FAISS_BUILD_DIR, CMake's PROJECT_BINARY_DIR).
- * The module must answer UFORM__FAISS_ABI (faiss.h) and define every function of the table.
- *
- * Outcomes: UFORM_OK; UFORM_UNSUPPORTED naming the module's path (or the folders looked in) and
- * dlopen's reason — remembered, the same answer for every later call; UFORM_OUT_OF_MEMORY when
- * dlopen ran out of memory, not remembered. Never prints, exits or aborts; a loaded module stays
- * loaded (OpenMP's threads outlive any one call). Thread-safe. Private to src/index/.
+ * Where from, and the outcomes: core/on_demand.h (UForm's modules; the variable is
+ * UFORM_FAISS_MODULE). The module must answer UFORM__FAISS_ABI (faiss.h) and define every function
+ * of the table. A loaded module stays loaded (OpenMP's threads outlive any one call). Thread-safe.
+ * Private to src/index/.
  */
 #ifndef UFORM_INDEX_FAISS_LOAD_H
 #define UFORM_INDEX_FAISS_LOAD_H

@@ -1,4 +1,4 @@
-/* The FFmpeg function table (av_api.h): which library holds each function, loaded by av_load.c. */
+/* The FFmpeg function table (av_api.h): which library holds each function, loaded by core/on_demand.c. */
 #include "media/av_api.h"
 
 #if UFORM_WITH_FFMPEG
@@ -6,13 +6,13 @@
 
 #include <libswresample/version.h>
 
-#include "core/av_load.h"
+#include "core/on_demand.h"
 
 enum { avutil, swresample, swscale, avcodec, avformat };
 
 /* Dependencies first: a library taken from UFORM_FFMPEG_DIR then finds the others it needs already
  * loaded under their sonames. libswresample is not called here, but libavcodec needs it. */
-static const uform__av_library_t libraries[] = {
+static const uform__on_demand_library_t libraries[] = {
     [avutil] = {"libavutil.so.%u", LIBAVUTIL_VERSION_MAJOR, LIBAVUTIL_VERSION_MINOR, "avutil_version", 0},
     [swresample] = {"libswresample.so.%u", LIBSWRESAMPLE_VERSION_MAJOR, LIBSWRESAMPLE_VERSION_MINOR, "swresample_version", 1},
     [swscale] = {"libswscale.so.%u", LIBSWSCALE_VERSION_MAJOR, LIBSWSCALE_VERSION_MINOR, "swscale_version", 0},
@@ -21,7 +21,7 @@ static const uform__av_library_t libraries[] = {
 };
 
 #define SLOT(name) offsetof(uform__av_t, name)
-static const uform__av_symbol_t symbols[] = {
+static const uform__on_demand_symbol_t symbols[] = {
     {avutil, "av_malloc", SLOT(av_malloc)},
     {avutil, "av_free", SLOT(av_free)},
     {avutil, "av_freep", SLOT(av_freep)},
@@ -78,16 +78,21 @@ static const uform__av_symbol_t symbols[] = {
 #undef SLOT
 
 static uform__av_t table;
-static uform__av_loader_t loader = {
-    "FFmpeg 5.1 (libavformat, libavcodec, libavutil, libswscale)", "UFORM_FFMPEG_DIR",
-    libraries, sizeof libraries / sizeof libraries[0], symbols, sizeof symbols / sizeof symbols[0], &table,
+static uform__on_demand_t loader = {
+    .what = "FFmpeg 5.1 (libavformat, libavcodec, libavutil, libswscale)",
+    .directory_variable = "UFORM_FFMPEG_DIR",
+    .libraries = libraries,
+    .library_count = sizeof libraries / sizeof libraries[0],
+    .symbols = symbols,
+    .symbol_count = sizeof symbols / sizeof symbols[0],
+    .table = &table,
 };
 
 uform_status_t uform__av_require(const uform__av_t **av, const char *what, const char *function, uform_outcome_t *outcome) {
-    uform_status_t status = uform__av_loader_require(&loader, what, function, outcome);
+    uform_status_t status = uform__on_demand_require(&loader, what, function, outcome);
     *av = status == UFORM_OK ? &table : NULL;
     return status;
 }
 
-const uform__av_t *uform__av(void) { return __atomic_load_n(&loader.state, __ATOMIC_ACQUIRE) == 1 ? &table : NULL; }
+const uform__av_t *uform__av(void) { return uform__on_demand_loaded(&loader) ? &table : NULL; }
 #endif

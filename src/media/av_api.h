@@ -1,6 +1,6 @@
 /*
  * FFmpeg's functions as src/media calls them: a table of function pointers filled when the first
- * call that needs FFmpeg loads it (av_load.h), so libuform itself links no FFmpeg library. The
+ * call that needs FFmpeg loads it (core/on_demand.h), so libuform itself links no FFmpeg library. The
  * headers are needed at build time only (UFORM_WITH_FFMPEG): struct layouts come from them and
  * every pointer below has the exact type of the function it holds. Compiled only with them.
  *

@@ -22,7 +22,7 @@
  *   is left zeroed and nothing needs freeing.
  * - Thread safety: no global mutable state (every codec handle, context and scaler lives for one
  *   call), so different threads may decode different items at once. The exceptions are FFmpeg's
- *   function table, filled once under a lock by the first decode that needs FFmpeg (av_load.c),
+ *   function table, filled once under a lock by the first decode that needs FFmpeg (core/on_demand.c),
  *   and FFmpeg's process-wide log level: the first FFmpeg decode lowers it to AV_LOG_QUIET once,
  *   unless the host application already chose a level (see av_common.c), because the library must
  *   not print about bad input.
