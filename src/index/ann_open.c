@@ -5,16 +5,12 @@
  * its own copy). Hostile bytes therefore reach FAISS's reader only when they hash as the record
  * says, which a damaged or foreign file does not.
  */
-#include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "core/hash128.h"
+#include "core/map_file.h"
 #include "core/outcome.h"
 #include "index/ann.h"
 
@@ -68,27 +64,17 @@ UFORM_API uform_status_t uform_index_ann_open(uform_index_t index, const char *p
     if (ann) *ann = NULL;
     if (!index || !path || !ann)
         return uform__fail(outcome, UFORM_INVALID_ARGUMENT, function, "%s is NULL", !index ? "index" : !path ? "path" : "ann");
-    int descriptor = open(path, O_RDONLY | O_CLOEXEC);
-    if (descriptor < 0) return uform__fail(outcome, UFORM_IO, function, "cannot open '%s': %s", path, strerror(errno));
-    struct stat info;
-    if (fstat(descriptor, &info) != 0 || !S_ISREG(info.st_mode)) {
-        int error = errno;
-        close(descriptor);
-        return uform__fail(outcome, UFORM_IO, function, "cannot read '%s': %s", path,
-                           S_ISDIR(info.st_mode) ? "it is a folder" : strerror(error));
-    }
-    size_t size = (size_t)info.st_size;
-    void *mapping = size ? mmap(NULL, size, PROT_READ, MAP_PRIVATE, descriptor, 0) : NULL;
-    int error = errno;
-    close(descriptor);
-    if (size && mapping == MAP_FAILED)
-        return uform__fail(outcome, error == ENOMEM ? UFORM_OUT_OF_MEMORY : UFORM_IO, function, "cannot map '%s': %s", path,
-                           strerror(error));
+    char shown[64 + UFORM_OUTCOME_MESSAGE_CAPACITY / 4];
+    snprintf(shown, sizeof shown, "'%s'", path);
+    const void *mapping = NULL;
+    size_t size = 0;
+    uform_status_t mapped = uform__map_file(path, shown, &mapping, &size, outcome, function);
+    if (mapped != UFORM_OK) return mapped;
     const uform__faiss_api_t *api = NULL;
     uform__faiss_t *faiss = NULL;
     uform__ann_record_t record;
     uform_status_t status = check_and_read(mapping, size, index, path, &api, &record, &faiss, outcome, function);
-    if (size) munmap(mapping, size);
+    uform__unmap_file(mapping, size);
     if (status != UFORM_OK) {
         if (faiss) api->free(faiss);
         return status;

@@ -12,17 +12,13 @@
  */
 #include "io/safetensors.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
+#include "core/map_file.h"
 #include "core/outcome.h"
 #include "io/json.h"
 #include "io/safetensors_text.h"
@@ -437,7 +433,7 @@ done:
 
 void uform__safetensors_close(uform__safetensors_t *file) {
     if (!file) return;
-    if (file->mapping) munmap(file->mapping, file->size);
+    uform__unmap_file(file->mapping, file->size);
     free(file->tensors);
     free(file->metadata);
     free(file->strings);
@@ -479,43 +475,18 @@ uform_status_t uform__safetensors_open(const char *path, uform__safetensors_t **
     if (!path) return uform__fail(outcome, UFORM_INVALID_ARGUMENT, __func__, "`path` is NULL");
     char quoted[UFORM__SAFETENSORS_PATH_CAPACITY];
     uform__safetensors_quote_path(quoted, path);
-    int descriptor = open(path, O_RDONLY | O_CLOEXEC);
-    if (descriptor < 0)
-        return uform__fail(outcome, UFORM_IO, __func__, "cannot open %s: %s", quoted, strerror(errno));
-    struct stat facts;
-    if (fstat(descriptor, &facts) != 0) {
-        int error = errno;
-        close(descriptor);
-        return uform__fail(outcome, UFORM_IO, __func__, "cannot examine %s: %s", quoted, strerror(error));
-    }
-    if (!S_ISREG(facts.st_mode)) {
-        close(descriptor);
-        return uform__fail(outcome, UFORM_IO, __func__, "cannot map %s: not a regular file", quoted);
-    }
-    if ((uint64_t)facts.st_size > (uint64_t)SIZE_MAX) {
-        close(descriptor);
-        return uform__fail(outcome, UFORM_IO, __func__, "cannot map %s: %s", quoted, strerror(EFBIG));
-    }
+    const void *bytes = NULL;
+    size_t size = 0;
+    uform_status_t mapped = uform__map_file(path, quoted, &bytes, &size, outcome, __func__);
+    if (mapped != UFORM_OK) return mapped;
     uform__safetensors_t *result = calloc(1, sizeof *result);
     if (!result) {
-        close(descriptor);
+        uform__unmap_file(bytes, size);
         return uform__fail(outcome, UFORM_OUT_OF_MEMORY, __func__, "cannot allocate a file record");
     }
-    result->size = (size_t)facts.st_size;
-    if (result->size) { /* mmap refuses a length of 0; parse_file refuses the empty file itself */
-        void *mapping = mmap(NULL, result->size, PROT_READ, MAP_PRIVATE, descriptor, 0);
-        if (mapping == MAP_FAILED) {
-            int error = errno;
-            close(descriptor);
-            free(result);
-            /* ENOMEM: no address space or memory left for the mapping, not a fault of the file. */
-            return uform__fail(outcome, error == ENOMEM ? UFORM_OUT_OF_MEMORY : UFORM_IO, __func__, "cannot map %s: %s", quoted,
-                               strerror(error));
-        }
-        result->mapping = mapping;
-        result->bytes = mapping;
-    }
-    close(descriptor);
+    result->size = size;
+    result->mapping = (void *)bytes;
+    result->bytes = bytes;
     uform_status_t status = parse_file(result, outcome);
     if (status != UFORM_OK) {
         uform__safetensors_close(result);
