@@ -215,14 +215,7 @@ static uform_status_t restore_lines(reading_t *reading, const cJSON *object, ufo
     if (status == UFORM_OK) {
         /* The epoch's order again, with its swaps. */
         sampler->epoch = epoch;
-        uint64_t state = sampler->seed ^ (0xD1B54A32D192ED03ull * (epoch + 1));
-        for (size_t i = 0; i < n; ++i) sampler->order[i] = i;
-        for (size_t i = n; !sampler->sequential && i > 1; --i) {
-            size_t j = (size_t)(uform__data_splitmix(&state) % i);
-            size_t swap = sampler->order[i - 1];
-            sampler->order[i - 1] = sampler->order[j], sampler->order[j] = swap;
-        }
-        sampler->swap_count = 0;
+        uform__lines_sampler_shuffle(sampler);
         for (size_t i = 0; i + 1 < swap_count; i += 2) {
             size_t a = swaps[i], b = swaps[i + 1], swap = sampler->order[a];
             sampler->order[a] = sampler->order[b], sampler->order[b] = swap;

@@ -23,6 +23,7 @@
 #include <stdint.h>
 
 #include "uform/uform.h"
+#include "core/random.h"
 
 #define UFORM__DATA_DEFAULT_BUFFER 2000
 #define UFORM__DATA_DEFAULT_MAX_BYTES ((size_t)1 << 30)
@@ -40,7 +41,6 @@ void uform__data_error_place(const uform_data_error_t *error, char *buffer, size
 
 uint64_t uform__data_hash(const void *bytes, size_t length, uint64_t hash);
 #define UFORM__DATA_HASH_SEED 1469598103934665603ull
-uint64_t uform__data_splitmix(uint64_t *state);
 
 /* ---- lines: manifests and folders, held whole ---- */
 
@@ -169,6 +169,9 @@ typedef struct uform__lines_sampler_t {
 uform_status_t uform__lines_sampler_init(uform__lines_sampler_t *sampler, const uform__lines_t *lines, uint64_t seed,
                                          int sequential);
 void uform__lines_sampler_free(uform__lines_sampler_t *sampler);
+/* Sets `order` to epoch `sampler->epoch`'s shuffle (the identity when sequential), at position 0
+ * with no swaps: the one definition of an epoch's order, which a restored cursor rebuilds too. */
+void uform__lines_sampler_shuffle(uform__lines_sampler_t *sampler);
 /* Draws up to `batch` usable line indices into `picked` (avoiding `taken[0..taken_count)` and text
  * twins while it can; *twins set when it could not). Sequential: the next ones in order, fewer at the
  * end. Answers how many; -1 without memory. */

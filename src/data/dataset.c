@@ -48,13 +48,6 @@ uint64_t uform__data_hash(const void *bytes, size_t length, uint64_t hash) {
     return hash;
 }
 
-uint64_t uform__data_splitmix(uint64_t *state) {
-    uint64_t z = (*state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
 /* ---- files ---- */
 
 unsigned char *uform__data_read_file(const char *path, size_t max_bytes, size_t *size, uform_status_t *status,

@@ -10,14 +10,12 @@
 
 #include "data/data.h"
 
-static void shuffle(uform__lines_sampler_t *sampler) {
+void uform__lines_sampler_shuffle(uform__lines_sampler_t *sampler) {
     size_t n = sampler->lines->count;
-    uint64_t state = sampler->seed ^ (0xD1B54A32D192ED03ull * (sampler->epoch + 1));
-    for (size_t i = 0; i < n; ++i) sampler->order[i] = i;
-    for (size_t i = n; !sampler->sequential && i > 1; --i) {
-        size_t j = (size_t)(uform__data_splitmix(&state) % i);
-        size_t swap = sampler->order[i - 1];
-        sampler->order[i - 1] = sampler->order[j], sampler->order[j] = swap;
+    if (sampler->sequential) {
+        for (size_t i = 0; i < n; ++i) sampler->order[i] = i;
+    } else {
+        uform__shuffle_order(sampler->order, n, sampler->seed ^ (0xD1B54A32D192ED03ull * (sampler->epoch + 1)));
     }
     sampler->position = 0;
     sampler->swap_count = 0;
@@ -40,7 +38,7 @@ uform_status_t uform__lines_sampler_init(uform__lines_sampler_t *sampler, const 
         sampler->usable[i] = kind == UFORM__LINE_PAIR || kind == UFORM__LINE_CHOICE;
         sampler->usable_count += sampler->usable[i];
     }
-    shuffle(sampler);
+    uform__lines_sampler_shuffle(sampler);
     return UFORM_OK;
 }
 
@@ -113,7 +111,7 @@ long uform__lines_sampler_draw(uform__lines_sampler_t *sampler, size_t batch, co
     while (count < batch) {
         if (sampler->position == n) {
             sampler->epoch += 1;
-            shuffle(sampler);
+            uform__lines_sampler_shuffle(sampler);
             if (wrapped++ > 2) break; /* nothing fits in two whole epochs: the batch ends short */
         }
         /* The first line of the rest of this epoch that fits; a text twin only when nothing else does. */

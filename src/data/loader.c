@@ -15,17 +15,12 @@
 #include <time.h>
 
 #include "core/outcome.h"
+#include "core/clock.h"
 #include "data/data.h"
 #include "mesh/mesh.h"
 #include "train/trainer.h"
 
 #define MAX_ERRORS_KEPT 10000
-
-static double now_seconds(void) {
-    struct timespec time;
-    clock_gettime(CLOCK_MONOTONIC, &time);
-    return (double)time.tv_sec + (double)time.tv_nsec * 1e-9;
-}
 
 /* One sample of a batch. */
 typedef struct sample_t {
@@ -306,9 +301,9 @@ static uform_status_t decode(uform_loader_t loader, batch_t *batch, size_t *bad,
         prepare->modality = (uform_modality_t)m;
         prepare->files = (uform_tape_t){data, offsets, count};
         prepare->arena = batch->arenas[m];
-        double start = now_seconds();
+        double start = uform__seconds_now();
         uform_status_t status = uform_media_prepare(prepare);
-        double seconds = now_seconds() - start;
+        double seconds = uform__seconds_now() - start;
         pthread_mutex_lock(&loader->lock);
         loader->stats.decode_seconds += seconds;
         pthread_mutex_unlock(&loader->lock);
@@ -332,11 +327,11 @@ static uform_status_t load_line(uform_loader_t loader, sample_t *sample, char *m
     if (sample->choice || sample->bytes) return UFORM_OK;
     const uform__line_t *line = &uform__dataset_training_lines(loader->dataset)->items[sample->line];
     uform_status_t status;
-    double start = now_seconds();
+    double start = uform__seconds_now();
     sample->bytes = uform__data_read_file(line->path, loader->dataset->options.max_sample_bytes, &sample->size, &status,
                                           message, capacity);
     pthread_mutex_lock(&loader->lock);
-    loader->stats.read_seconds += now_seconds() - start;
+    loader->stats.read_seconds += uform__seconds_now() - start;
     loader->stats.bytes_read += sample->size;
     pthread_mutex_unlock(&loader->lock);
     return sample->bytes ? UFORM_OK : status;
@@ -731,7 +726,7 @@ UFORM_API uform_status_t uform_loader_next(uform_loader_next_t *request) {
     uform_loader_t loader = request->loader;
     if (!loader || !request->step)
         return uform__fail(&request->outcome, UFORM_INVALID_ARGUMENT, function, "%s is NULL", !loader ? "loader" : "step");
-    double start = now_seconds();
+    double start = uform__seconds_now();
     pthread_mutex_lock(&loader->lock);
     /* A failed or finished batch stays the answer. */
     if (loader->handed > 0) {
@@ -747,7 +742,7 @@ UFORM_API uform_status_t uform_loader_next(uform_loader_next_t *request) {
     while (loader->produced <= loader->handed) pthread_cond_wait(&loader->changed, &loader->lock);
     batch_t *batch = &loader->slots[loader->handed % loader->slot_count];
     loader->handed += 1;
-    loader->stats.wait_seconds += now_seconds() - start;
+    loader->stats.wait_seconds += uform__seconds_now() - start;
     if (batch->status == UFORM_OK && !batch->done)
         loader->stats.batches += 1, loader->stats.samples += batch->count, loader->stats.epoch = batch->epoch;
     pthread_cond_broadcast(&loader->changed);

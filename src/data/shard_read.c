@@ -18,15 +18,10 @@
 #include <unistd.h>
 
 #include "core/outcome.h"
+#include "core/clock.h"
 #include "data/archive_api.h"
 #include "data/data.h"
 #include "io/json.h"
-
-static double now_seconds(void) {
-    struct timespec time;
-    clock_gettime(CLOCK_MONOTONIC, &time);
-    return (double)time.tv_sec + (double)time.tv_nsec * 1e-9;
-}
 
 void uform__shard_sample_free(uform__shard_sample_t *sample) {
     if (!sample) return;
@@ -92,7 +87,7 @@ uform_status_t uform__shard_open(uform__shard_reader_t *reader, const char *path
     uform_status_t loaded = uform__archive_require(&api, function, outcome);
     if (loaded != UFORM_OK) return loaded;
     reader->api = api;
-    double start = now_seconds();
+    double start = uform__seconds_now();
     reader->descriptor = open(path, O_RDONLY | O_CLOEXEC);
     if (reader->descriptor < 0) {
         int why = errno;
@@ -129,7 +124,7 @@ uform_status_t uform__shard_open(uform__shard_reader_t *reader, const char *path
             return uform__fail(outcome, status, function, "cannot allocate libarchive's reader of the shard %zu '%s' (%s)", shard, path, why);
         return uform__fail(outcome, status, function, "shard %zu '%s': %s", shard, path, why);
     }
-    reader->seconds += now_seconds() - start;
+    reader->seconds += uform__seconds_now() - start;
     return UFORM_OK;
 }
 
@@ -270,11 +265,11 @@ int uform__shard_next(uform__shard_reader_t *reader, int with_bytes, uform__shar
     memset(sample, 0, sizeof *sample);
     sample->modality = -1;
     if (reader->ended && !reader->pending) return reader->broken != UFORM_OK ? -1 : 0;
-    double start = now_seconds();
+    double start = uform__seconds_now();
     if (!reader->pending) {
         int got = next_header(reader);
         if (got <= 0) {
-            reader->seconds += now_seconds() - start;
+            reader->seconds += uform__seconds_now() - start;
             return got;
         }
     }
@@ -358,7 +353,7 @@ int uform__shard_next(uform__shard_reader_t *reader, int with_bytes, uform__shar
         if (!sample->text && sample->modality < 0) bad(sample, UFORM_FORMAT, "neither a text nor a medium member%s%s", "", "");
         if (!sample->member && !(sample->member = strdup(sample->key))) result = out_of_memory(reader, "a sample's name");
     }
-    reader->seconds += now_seconds() - start;
+    reader->seconds += uform__seconds_now() - start;
     if (result < 0) {
         /* The samples before were whole; this one is cut: say which. */
         if (sample->key && reader->broken == UFORM_FORMAT) {

@@ -19,14 +19,11 @@
 
 void uform__stream_shard_order(const struct uform_dataset_s *dataset, uint64_t epoch, size_t *order) {
     size_t n = dataset->shard_count;
-    for (size_t i = 0; i < n; ++i) order[i] = i;
-    if (dataset->options.sequential) return;
-    uint64_t state = dataset->options.seed ^ (0x8CB92BA72F3D8DD7ull * (epoch + 1));
-    for (size_t i = n; i > 1; --i) {
-        size_t j = (size_t)(uform__data_splitmix(&state) % i);
-        size_t swap = order[i - 1];
-        order[i - 1] = order[j], order[j] = swap;
+    if (dataset->options.sequential) {
+        for (size_t i = 0; i < n; ++i) order[i] = i;
+        return;
     }
+    uform__shuffle_order(order, n, dataset->options.seed ^ (0x8CB92BA72F3D8DD7ull * (epoch + 1)));
 }
 
 /* This epoch's shard sequence of the partition. */
@@ -180,10 +177,10 @@ int uform__stream_draw(uform__stream_t *stream, uform__shard_sample_t *const *pi
     }
     size_t slot = 0, size = stream->buffer_count;
     if (size > 1) {
-        slot = (size_t)(uform__data_splitmix(&stream->rng) % size);
+        slot = (size_t)(uform__splitmix64(&stream->rng) % size);
         /* Another slot while the chosen one is the text twin of a sample of the batch. */
         for (int attempt = 0; attempt < 8 && twin_of(&stream->buffer[slot], picked, count); ++attempt)
-            slot = (size_t)(uform__data_splitmix(&stream->rng) % size);
+            slot = (size_t)(uform__splitmix64(&stream->rng) % size);
     }
     if (twin_of(&stream->buffer[slot], picked, count)) *twins = 1;
     *sample = stream->buffer[slot];

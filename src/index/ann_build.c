@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "core/outcome.h"
+#include "core/random.h"
 #include "index/ann.h"
 #include "index/ann_write.h"
 
@@ -41,14 +42,6 @@ void uform__ann_default_recipe(size_t count, size_t dims, char recipe[UFORM__ANN
     snprintf(recipe, UFORM__ANN_RECIPE_CAPACITY, "IVF%zu,PQ%zu" "np", lists, subquantizers);
 }
 
-/* A splitmix64 stream: the sample depends on nothing but the count and its size. */
-static uint64_t next_random(uint64_t *state) {
-    uint64_t value = (*state += 0x9E3779B97F4A7C15ull);
-    value = (value ^ (value >> 30)) * 0xBF58476D1CE4E5B9ull;
-    value = (value ^ (value >> 27)) * 0x94D049BB133111EBull;
-    return value ^ (value >> 31);
-}
-
 /* `wanted` of `count` items by selection sampling (Knuth's Algorithm S), ascending, widened into
  * `rows` [wanted, dims]. */
 static void sample_rows(uform_index_t index, size_t wanted, float *rows) {
@@ -56,7 +49,7 @@ static void sample_rows(uform_index_t index, size_t wanted, float *rows) {
     size_t taken = 0;
     for (size_t item = 0; item < index->count && taken < wanted; ++item) {
         /* take item with probability (wanted − taken) / (count − item) */
-        double draw = (double)(next_random(&state) >> 11) * (1.0 / 9007199254740992.0);
+        double draw = (double)(uform__splitmix64(&state) >> 11) * (1.0 / 9007199254740992.0);
         if ((double)(index->count - item) * draw < (double)(wanted - taken)) {
             uform__ann_widen_row(index, item, rows + taken * index->dims);
             taken += 1;

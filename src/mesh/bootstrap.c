@@ -53,12 +53,12 @@ uform_status_t uform__bootstrap_barrier(uform__bootstrap_t *boot, const char *wh
                            boot->count);
     arrived[boot->index] = 1;
     size_t waiting = boot->count - 1;
-    double deadline = uform__bootstrap_now() + (double)boot->timeout_ms / 1000.0;
+    double deadline = uform__seconds_now() + (double)boot->timeout_ms / 1000.0;
     uform_status_t status = UFORM_OK;
     while (status == UFORM_OK && waiting > 0) {
         status = look(state, arrived, &waiting);
         if (status != UFORM_OK || waiting == 0) break;
-        if (uform__bootstrap_now() >= deadline) {
+        if (uform__seconds_now() >= deadline) {
             char missing[256];
             uform__bootstrap_list_missing(arrived, boot->count, missing, sizeof missing);
             status = uform__fail(boot->outcome, UFORM_TIMEOUT, boot->function,

@@ -15,6 +15,7 @@
 #include <time.h>
 
 #include "core/outcome.h"
+#include "core/clock.h"
 #include "mesh/facts.h"
 #include "mesh/mesh.h"
 
@@ -32,12 +33,6 @@ typedef struct uform__bootstrap_t {
     char job_path[PATH_MAX];
     char facts_path[PATH_MAX + 32]; /* our facts.{index} once claimed, else "" */
 } uform__bootstrap_t;
-
-static inline double uform__bootstrap_now(void) {
-    struct timespec time;
-    clock_gettime(CLOCK_MONOTONIC, &time);
-    return (double)time.tv_sec + (double)time.tv_nsec * 1e-9;
-}
 
 static inline void uform__bootstrap_sleep(long milliseconds) {
     struct timespec pause = {milliseconds / 1000, (milliseconds % 1000) * 1000000L};

@@ -15,6 +15,7 @@
 #include <time.h>
 
 #include "core/outcome.h"
+#include "core/clock.h"
 #include "mesh/mesh.h"
 
 typedef struct bucket_t {
@@ -36,12 +37,6 @@ struct uform__mesh_buckets_s {
     uform_mesh_t mesh;
 };
 
-static double now_seconds(void) {
-    struct timespec time;
-    clock_gettime(CLOCK_MONOTONIC, &time);
-    return (double)time.tv_sec + (double)time.tv_nsec * 1e-9;
-}
-
 static void *run(void *pointer) {
     struct uform__mesh_buckets_s *buckets = pointer;
     pthread_mutex_lock(&buckets->lock);
@@ -54,12 +49,12 @@ static void *run(void *pointer) {
         pthread_mutex_unlock(&buckets->lock);
         uform_outcome_t outcome;
         memset(&outcome, 0, sizeof outcome);
-        double start = now_seconds();
+        double start = uform__seconds_now();
         /* After a failure the mesh is broken and every later bucket fails at once: skip them. */
         uform_status_t status = failed ? UFORM_OK
                                        : uform__mesh_allreduce_f32(buckets->mesh, bucket.values, bucket.count,
                                                                    "the gradients", &outcome, "uform_trainer_step");
-        double ran = now_seconds() - start;
+        double ran = uform__seconds_now() - start;
         pthread_mutex_lock(&buckets->lock);
         buckets->ran += ran;
         if (status != UFORM_OK && !buckets->failed) buckets->failed = 1, buckets->failure = outcome;
@@ -139,7 +134,7 @@ uform_status_t uform__mesh_buckets_finish(uform_mesh_t mesh, uform_outcome_t *ou
     struct uform__mesh_buckets_s *buckets = mesh->buckets;
     *waited = 0, *ran = 0;
     if (!buckets) return UFORM_OK;
-    double start = now_seconds();
+    double start = uform__seconds_now();
     pthread_mutex_lock(&buckets->lock);
     while (buckets->reduced != buckets->submitted) pthread_cond_wait(&buckets->done, &buckets->lock);
     int failed = buckets->failed;
@@ -147,7 +142,7 @@ uform_status_t uform__mesh_buckets_finish(uform_mesh_t mesh, uform_outcome_t *ou
     *ran = buckets->ran;
     buckets->submitted = buckets->reduced = 0, buckets->failed = 0, buckets->ran = 0;
     pthread_mutex_unlock(&buckets->lock);
-    *waited = now_seconds() - start;
+    *waited = uform__seconds_now() - start;
     if (!failed) return UFORM_OK;
     return uform__fail(outcome, (uform_status_t)failure.status, function, "%s", failure.message);
 }

@@ -298,8 +298,8 @@ static uform_status_t meet(meeting_t *meeting, uform_mesh_t mesh) {
  * store at once, and the others fail as soon as they next ask it (UFORM_PEER_LOST: member 0 left). */
 static void stop_store(uform__kv_server_t *server, int64_t timeout_ms, int linger) {
     double limit = linger ? (double)timeout_ms / 1000.0 : 0;
-    double deadline = uform__bootstrap_now() + (limit < 5.0 ? limit : 5.0);
-    while (uform__kv_server_connections(server) > 0 && uform__bootstrap_now() < deadline)
+    double deadline = uform__seconds_now() + (limit < 5.0 ? limit : 5.0);
+    while (uform__kv_server_connections(server) > 0 && uform__seconds_now() < deadline)
         uform__bootstrap_sleep(UFORM__BOOTSTRAP_POLL_MS);
     uform__kv_server_stop(server);
 }

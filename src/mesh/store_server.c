@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "mesh/store.h"
+#include "core/clock.h"
 
 typedef struct entry_t {
     char *key;
@@ -48,12 +49,6 @@ struct uform__kv_server_s {
     struct pollfd *polls;        /* [UFORM__KV_CONNECTIONS + 2], made before the thread starts */
     int out_of_memory;           /* the thread could not allocate (atomic): member 0's bootstrap fails */
 };
-
-static uint64_t monotonic_ms(void) {
-    struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    return (uint64_t)now.tv_sec * 1000u + (uint64_t)now.tv_nsec / 1000000u;
-}
 
 static void connection_close(connection_t *connection) {
     if (connection->fd >= 0) close(connection->fd);
@@ -196,7 +191,7 @@ static int serve(uform__kv_server_t *server, connection_t *connection, const uns
         erase(server, key);
         return reply(server, connection, 'O', NULL, 0);
     case 'T':
-        uform__kv_put64(word, monotonic_ms());
+        uform__kv_put64(word, (uint64_t)uform__milliseconds_now());
         return reply(server, connection, 'O', word, 8);
     default: return reply_text(server, connection, "unknown op"), -1;
     }
@@ -326,7 +321,7 @@ uform_status_t uform__kv_server_start(int port, const char *job, uform__kv_serve
     made->connections = connections, made->polls = polls;
     made->wake[0] = made->wake[1] = -1;
     snprintf(made->job, sizeof made->job, "%s", job);
-    made->nonce = monotonic_ms() * 0x9E3779B97F4A7C15ull ^ (uint64_t)getpid() << 32 ^ (uint64_t)(uintptr_t)made;
+    made->nonce = (uint64_t)uform__milliseconds_now() * 0x9E3779B97F4A7C15ull ^ (uint64_t)getpid() << 32 ^ (uint64_t)(uintptr_t)made;
     int error = 0;
     made->listener = bind_any(port, &error);
     if (made->listener < 0) {

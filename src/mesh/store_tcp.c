@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "mesh/store.h"
+#include "core/clock.h"
 
 typedef struct tcp_client_t {
     int fd;
@@ -28,12 +29,6 @@ typedef struct tcp_client_t {
     uform_status_t broken_status;
     uform__kv_server_t *server; /* the store this member hosts, or NULL */
 } tcp_client_t;
-
-static int64_t now_ms(void) {
-    struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    return (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000;
-}
 
 static void sleep_ms(long milliseconds) {
     struct timespec pause = {milliseconds / 1000, (milliseconds % 1000) * 1000000L};
@@ -78,7 +73,7 @@ uform_status_t uform__kv_url_parse(const char *text, uform__kv_url_t *url, uform
 /* Waits for `events` on fd until `deadline` (ms); 1 ready, 0 timed out, -1 error. */
 static int wait_for(int fd, short events, int64_t deadline) {
     for (;;) {
-        int64_t left = deadline - now_ms();
+        int64_t left = deadline - uform__milliseconds_now();
         if (left <= 0) return 0;
         struct pollfd one = {fd, events, 0};
         int ready = poll(&one, 1, left > 1000000 ? 1000000 : (int)left);
@@ -159,7 +154,7 @@ static uform_status_t exchange(tcp_client_t *client, char op, const char *key, c
     out[4] = (unsigned char)op, out[5] = (unsigned char)(key_length >> 8), out[6] = (unsigned char)key_length;
     memcpy(out + 7, key, key_length);
     if (length) memcpy(out + 7 + key_length, value, length);
-    int64_t deadline = now_ms() + client->timeout_ms;
+    int64_t deadline = uform__milliseconds_now() + client->timeout_ms;
     size_t sent = 0;
     uform_status_t status = UFORM_OK;
     while (status == UFORM_OK && sent < frame) {
@@ -286,14 +281,14 @@ uform_status_t uform__kv_tcp_open(const uform__kv_url_t *url, const char *job, i
     if (!client) return uform__fail(outcome, UFORM_OUT_OF_MEMORY, function, "cannot allocate the store's client");
     client->fd = -1, client->timeout_ms = timeout_ms;
     snprintf(client->where, sizeof client->where, "the rendezvous store at tcp://%s:%d (member 0)", url->host, url->port);
-    int64_t deadline = now_ms() + timeout_ms;
+    int64_t deadline = uform__milliseconds_now() + timeout_ms;
     int resolve_error = 0, last_error = 0;
     while (client->fd < 0) {
         client->fd = connect_once(url, deadline, &resolve_error);
         if (client->fd >= 0) break;
         /* The attempt the deadline cut short says less than the one before it ("refused"). */
         if (errno != ETIMEDOUT || last_error == 0) last_error = errno;
-        if (now_ms() >= deadline) {
+        if (uform__milliseconds_now() >= deadline) {
             char why[160];
             snprintf(why, sizeof why, "%s", resolve_error ? gai_strerror(resolve_error) : strerror(last_error));
             free(client);

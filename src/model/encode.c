@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "core/arena.h"
+#include "core/clock.h"
 #include "core/outcome.h"
 #include "core/tape.h"
 #include "model/heads.h"
@@ -117,12 +118,6 @@ uform_status_t uform__encode_validate(const uform__encode_job_t *job, uform_outc
     return UFORM_OK;
 }
 
-static double now_seconds(void) {
-    struct timespec time;
-    clock_gettime(CLOCK_MONOTONIC, &time);
-    return (double)time.tv_sec + (double)time.tv_nsec * 1e-9;
-}
-
 static size_t floats_aligned(size_t floats) { return (floats + 15) / 16 * 16; }
 
 /* A ragged view over `rows` rows of `columns` with the call's item offsets. */
@@ -170,7 +165,7 @@ static uform_status_t tokenize(uform__encode_job_t *job, uform__call_context_t *
 }
 
 uform_status_t uform__encode_run(const uform__encode_job_t *original, uform__call_context_t *context) {
-    double call_start = now_seconds();
+    double call_start = uform__seconds_now();
     uform__encode_job_t tokenized = *original;
     const uform__encode_job_t *job = &tokenized;
     const uform_model_t model = job->model;
@@ -346,7 +341,7 @@ uform_status_t uform__encode_run(const uform__encode_job_t *original, uform__cal
     }
     if (status == UFORM_OK && count == 0) uform__progress_advance(&context->progress, 0);
     stats.flops = compute.flops;
-    stats.compute_seconds = now_seconds() - call_start - stats.decode_seconds;
+    stats.compute_seconds = uform__seconds_now() - call_start - stats.decode_seconds;
     stats.arena_bytes = uform_arena_capacity(arena);
     if (options->stats) *options->stats = stats;
     return status;

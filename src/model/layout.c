@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "core/outcome.h"
+#include "core/random.h"
 #include "io/safetensors.h"
 #include "kernels/nn.h"
 
@@ -93,17 +94,10 @@ size_t uform__model_tensor_specs(const uform__model_config_t *config, uform__ten
     return list.count;
 }
 
-/* SplitMix64, then Box–Muller: a normal draw that is the same on every machine. */
-static uint64_t next_bits(uint64_t *state) {
-    uint64_t z = (*state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
+/* SplitMix64 (core/random.h), then Box–Muller: a normal draw that is the same on every machine. */
 double uform__random_normal(uint64_t *state) {
-    double u1 = ((double)(next_bits(state) >> 11) + 1.0) / 9007199254740993.0; /* (0, 1] */
-    double u2 = (double)(next_bits(state) >> 11) / 9007199254740992.0;
+    double u1 = ((double)(uform__splitmix64(state) >> 11) + 1.0) / 9007199254740993.0; /* (0, 1] */
+    double u2 = (double)(uform__splitmix64(state) >> 11) / 9007199254740992.0;
     return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
 }
 

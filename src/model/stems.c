@@ -18,6 +18,7 @@
 #include <time.h>
 
 #include "core/outcome.h"
+#include "core/clock.h"
 #include "core/tape.h"
 #include "media/media.h"
 #include "model/processor.h"
@@ -292,12 +293,6 @@ static void media_prong(void *context, size_t thread, size_t prong) {
         uform__stem_decode_item(job, loop->first + prong, target, loop->signal, &loop->outcomes[prong]);
 }
 
-static double now_seconds(void) {
-    struct timespec time;
-    clock_gettime(CLOCK_MONOTONIC, &time);
-    return (double)time.tv_sec + (double)time.tv_nsec * 1e-9;
-}
-
 static uform_status_t decode_chunk(const uform__encode_job_t *job, uform__compute_t *compute, size_t first, size_t count,
                                    const size_t *offsets, float *patches, uform__call_context_t *context,
                                    double *decode_seconds);
@@ -366,9 +361,9 @@ static uform_status_t decode_chunk(const uform__encode_job_t *job, uform__comput
         return uform__fail(context->outcome, UFORM_OUT_OF_MEMORY, context->function, "cannot allocate item records");
     }
     media_loop_t loop = {job, first, offsets, patches, compute->signal, outcomes, statuses};
-    double start = now_seconds();
+    double start = uform__seconds_now();
     uform__parallel_for(compute->parallel, count, media_prong, &loop);
-    *decode_seconds += now_seconds() - start;
+    *decode_seconds += uform__seconds_now() - start;
     uform_status_t status = UFORM_OK;
     for (size_t i = 0; i < count; ++i) {
         if (statuses[i] == UFORM_OK) continue;

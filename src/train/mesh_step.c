@@ -17,6 +17,7 @@
 #include <time.h>
 
 #include "core/outcome.h"
+#include "core/clock.h"
 #include "train/exchange.h"
 
 #define MESSAGE_BYTES 256
@@ -33,12 +34,6 @@ struct uform__mesh_shape_t {
 };
 
 static const char *function_of(const uform__train_work_t *work) { return work->context->function; }
-
-static double uform__train_mesh_now(void) {
-    struct timespec time;
-    clock_gettime(CLOCK_MONOTONIC, &time);
-    return (double)time.tv_sec + (double)time.tv_nsec * 1e-9;
-}
 
 /* The step failed on `member` (its status): every member now fails it. */
 static uform_status_t agreed_failure(uform__train_mesh_step_t *step, uform__train_work_t *work, uform_status_t local,
@@ -424,12 +419,12 @@ static void block_done(void *state, size_t block) {
 /* Every bucket not yet handed over, then the wait for all of them. */
 static uform_status_t reduce_buckets(uform__train_mesh_step_t *step, uform__train_work_t *work,
                                      uform_outcome_t *exchange, double *waited) {
-    double start = uform__train_mesh_now();
+    double start = uform__seconds_now();
     submit(step, work->trainer, step->bucket_count);
     double wait = 0;
     uform_status_t status =
         uform__mesh_buckets_finish(step->mesh, exchange, work->context->function, &wait, &step->exchange_ran);
-    *waited = step->overlap ? wait : uform__train_mesh_now() - start;
+    *waited = step->overlap ? wait : uform__seconds_now() - start;
     return status;
 }
 

@@ -18,15 +18,10 @@
 #include <time.h>
 
 #include "core/arena.h"
+#include "core/clock.h"
 #include "core/outcome.h"
 #include "model/heads.h"
 #include "train/exchange.h"
-
-static double now_seconds(void) {
-    struct timespec time;
-    clock_gettime(CLOCK_MONOTONIC, &time);
-    return (double)time.tv_sec + (double)time.tv_nsec * 1e-9;
-}
 
 typedef struct step_t {
     uform_trainer_step_t *request;
@@ -82,9 +77,9 @@ static uform_status_t prepare(step_t *step) {
 
 /* A chunk's decoding, and the chance to cancel after it. */
 static uform_status_t decode(step_t *step, uform__train_work_t *work) {
-    double start = now_seconds();
+    double start = uform__seconds_now();
     uform_status_t status = uform__train_stems_decode(work);
-    step->stats.decode_seconds += now_seconds() - start;
+    step->stats.decode_seconds += uform__seconds_now() - start;
     if (status == UFORM_OK && uform__progress_advance(&step->context->progress, ++work->done) == UFORM_CANCEL)
         status = cancelled(step->context, step->chunks.count > 1 ? "after decoding a chunk" : "after decoding");
     return status;
@@ -163,7 +158,7 @@ static void update(step_t *step) {
     uform_trainer_t trainer = step->trainer;
     uform_trainer_step_t *request = step->request;
     const uform__model_config_t *config = &trainer->config;
-    double update_start = now_seconds();
+    double update_start = uform__seconds_now();
     double norm = uform__train_grad_norm(trainer, work->compute.nn, work->compute.parallel);
     uint64_t number = trainer->steps + 1;
     double override = step->exchange.learning_rate_override;
@@ -176,7 +171,7 @@ static void update(step_t *step) {
     request->contrastive = work->contrastive, request->choice = work->choice;
     request->loss = trainer->optimizer.contrastive_weight * work->contrastive +
                     trainer->optimizer.choice_weight * work->choice;
-    step->stats.optimizer_seconds = now_seconds() - update_start;
+    step->stats.optimizer_seconds = uform__seconds_now() - update_start;
     uform__progress_advance(&step->context->progress, ++work->done);
 }
 
@@ -198,14 +193,14 @@ static uform_status_t step_run(void *pointer, uform__call_context_t *context) {
     uform__train_exchange_open(&step.exchange, step.trainer);
 
     uform_status_t status = prepare(&step);
-    double forward_start = now_seconds();
+    double forward_start = uform__seconds_now();
     status = forward_all(&step, status);
     double decoded = step.stats.decode_seconds;
     status = step.exchange.losses(&step.exchange, &step.whole, status);
-    if (status == UFORM_OK) step.stats.forward_seconds = now_seconds() - forward_start - decoded;
-    double backward_start = now_seconds();
+    if (status == UFORM_OK) step.stats.forward_seconds = uform__seconds_now() - forward_start - decoded;
+    double backward_start = uform__seconds_now();
     if (status == UFORM_OK) status = backward_all(&step);
-    if (status == UFORM_OK) step.stats.backward_seconds = now_seconds() - backward_start;
+    if (status == UFORM_OK) step.stats.backward_seconds = uform__seconds_now() - backward_start;
     /* The last chance to cancel: after this the step completes. */
     if (status == UFORM_OK && uform__progress_advance(&context->progress, step.whole.done) == UFORM_CANCEL)
         status = cancelled(context, "before the update");
