@@ -130,13 +130,11 @@ void cli_json_string(FILE *out, const char *bytes, size_t length) {
     const unsigned char *at = (const unsigned char *)bytes, *end = at + length;
     fputc('"', out);
     while (at < end) {
-        unsigned char byte = *at;
-        size_t run = cli_utf8_length(at, (size_t)(end - at));
-        if (byte == '"' || byte == '\\') fprintf(out, "\\%c", byte), at += 1;
-        else if (byte == '\n') fputs("\\n", out), at += 1;
-        else if (byte == '\t') fputs("\\t", out), at += 1;
-        else if (byte < 0x20 || byte == 0x7F || run == 0) fprintf(out, "\\u%04x", byte), at += 1;
-        else fwrite(at, 1, run, out), at += run;
+        const char *piece;
+        size_t piece_length;
+        char scratch[8];
+        at += cli_json_piece(at, end, &piece, &piece_length, scratch);
+        fwrite(piece, 1, piece_length, out);
     }
     fputc('"', out);
 }

@@ -81,23 +81,11 @@ void serve_buffer_json_string(serve_buffer_t *buffer, const char *bytes, size_t 
     const unsigned char *at = (const unsigned char *)bytes, *end = at + length;
     serve_buffer_append(buffer, "\"", 1);
     while (at < end) {
-        const unsigned char *start = at; /* a run that needs no escaping */
-        while (at < end && *at >= 0x20 && *at < 0x80 && *at != '"' && *at != '\\') ++at;
-        if (at > start) serve_buffer_append(buffer, start, (size_t)(at - start));
-        if (at == end) break;
-        unsigned char byte = *at;
-        if (byte == '"' || byte == '\\') {
-            char escaped[2] = {'\\', (char)byte};
-            serve_buffer_append(buffer, escaped, 2), at += 1;
-        } else if (byte == '\n') serve_buffer_append(buffer, "\\n", 2), at += 1;
-        else if (byte == '\t') serve_buffer_append(buffer, "\\t", 2), at += 1;
-        else if (byte == '\r') serve_buffer_append(buffer, "\\r", 2), at += 1;
-        else if (byte < 0x20) serve_buffer_printf(buffer, "\\u%04x", byte), at += 1;
-        else {
-            size_t run = serve_utf8_sequence(at, (size_t)(end - at));
-            if (run) serve_buffer_append(buffer, at, run), at += run;
-            else serve_buffer_append(buffer, "\\ufffd", 6), at += 1;
-        }
+        const char *piece;
+        size_t piece_length;
+        char scratch[8];
+        at += cli_json_piece(at, end, &piece, &piece_length, scratch);
+        serve_buffer_append(buffer, piece, piece_length);
     }
     serve_buffer_append(buffer, "\"", 1);
 }
