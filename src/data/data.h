@@ -23,6 +23,7 @@
 #include <stdint.h>
 
 #include "uform/uform.h"
+#include "core/fnv.h"
 #include "core/random.h"
 
 #define UFORM__DATA_DEFAULT_BUFFER 2000
@@ -39,7 +40,9 @@ void uform__data_error_clear(uform_data_error_t *error);
 /* "source:line", "shard 'x.tar', sample 'k'" ... : the place of an error in words, for messages. */
 void uform__data_error_place(const uform_data_error_t *error, char *buffer, size_t capacity);
 
-uint64_t uform__data_hash(const void *bytes, size_t length, uint64_t hash);
+/* The start of the data layer's FNV-1a hashes (core/fnv.h) in fingerprints and cursors: not FNV's
+ * offset basis (it lacks that number's last digit), and kept as it is, since every cursor written
+ * so far carries hashes that start from it. */
 #define UFORM__DATA_HASH_SEED 1469598103934665603ull
 
 /* ---- lines: manifests and folders, held whole ---- */

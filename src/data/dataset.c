@@ -42,12 +42,6 @@ void uform__data_error_place(const uform_data_error_t *error, char *buffer, size
     else snprintf(buffer, capacity, "'%s'", error->source);
 }
 
-uint64_t uform__data_hash(const void *bytes, size_t length, uint64_t hash) {
-    const unsigned char *at = bytes;
-    for (size_t i = 0; i < length; ++i) hash = (hash ^ at[i]) * 1099511628211ull; /* FNV-1a */
-    return hash;
-}
-
 /* ---- files ---- */
 
 unsigned char *uform__data_read_file(const char *path, size_t max_bytes, size_t *size, uform_status_t *status,
@@ -160,17 +154,17 @@ const uform__lines_t *uform__dataset_training_lines(const struct uform_dataset_s
 }
 
 static uint64_t fingerprint_of(const struct uform_dataset_s *dataset) {
-    uint64_t hash = uform__data_hash(&dataset->options.source, sizeof dataset->options.source, UFORM__DATA_HASH_SEED);
+    uint64_t hash = uform__fnv1a64(&dataset->options.source, sizeof dataset->options.source, UFORM__DATA_HASH_SEED);
     for (size_t i = 0; i < dataset->shard_count; ++i)
-        hash = uform__data_hash(dataset->shards[i], strlen(dataset->shards[i]) + 1, hash);
+        hash = uform__fnv1a64(dataset->shards[i], strlen(dataset->shards[i]) + 1, hash);
     const uform__lines_t *lines = &dataset->lines;
     for (size_t i = 0; i < lines->count; ++i) {
         const uform__line_t *line = &lines->items[i];
         unsigned header[3] = {(unsigned)line->kind, (unsigned)(line->modality + 1), line->target};
-        hash = uform__data_hash(header, sizeof header, hash);
-        if (line->text) hash = uform__data_hash(line->text, line->text_length + 1, hash);
-        if (line->path) hash = uform__data_hash(line->path, strlen(line->path) + 1, hash);
-        if (line->choices) hash = uform__data_hash(line->choices, line->choices_length + 1, hash);
+        hash = uform__fnv1a64(header, sizeof header, hash);
+        if (line->text) hash = uform__fnv1a64(line->text, line->text_length + 1, hash);
+        if (line->path) hash = uform__fnv1a64(line->path, strlen(line->path) + 1, hash);
+        if (line->choices) hash = uform__fnv1a64(line->choices, line->choices_length + 1, hash);
     }
     return hash;
 }

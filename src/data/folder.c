@@ -177,7 +177,7 @@ uform_status_t uform__folder_samples(const uform__lines_t *files, int skip_bad, 
         }
         sample->kind = UFORM__LINE_PAIR;
         sample->modality = uform__data_modality_of_name(medium->path, strlen(medium->path));
-        sample->text_hash = uform__data_hash(sample->text, sample->text_length, UFORM__DATA_HASH_SEED);
+        sample->text_hash = uform__fnv1a64(sample->text, sample->text_length, UFORM__DATA_HASH_SEED);
     }
     return UFORM_OK;
 }

@@ -44,7 +44,7 @@ int uform__key_set_insert(uform__key_set_t *set, const char *key, size_t length)
         }
         for (size_t i = 0; i < set->capacity; ++i)
             if (set->keys[i]) {
-                size_t at = (size_t)uform__data_hash(set->keys[i], set->lengths[i], UFORM__DATA_HASH_SEED) & (grown.capacity - 1);
+                size_t at = (size_t)uform__fnv1a64(set->keys[i], set->lengths[i], UFORM__DATA_HASH_SEED) & (grown.capacity - 1);
                 while (grown.keys[at]) at = (at + 1) & (grown.capacity - 1);
                 grown.keys[at] = set->keys[i], grown.lengths[at] = set->lengths[i];
             }
@@ -52,7 +52,7 @@ int uform__key_set_insert(uform__key_set_t *set, const char *key, size_t length)
         free(set->keys), free(set->lengths);
         *set = grown;
     }
-    size_t at = (size_t)uform__data_hash(key, length, UFORM__DATA_HASH_SEED) & (set->capacity - 1);
+    size_t at = (size_t)uform__fnv1a64(key, length, UFORM__DATA_HASH_SEED) & (set->capacity - 1);
     while (set->keys[at]) {
         if (set->lengths[at] == length && memcmp(set->keys[at], key, length) == 0) return 1;
         at = (at + 1) & (set->capacity - 1);

@@ -73,7 +73,7 @@ static int parse_object(const char *manifest, const cJSON *root, uform__line_t *
     line->text_length = strlen(text->valuestring);
     line->text = copy(text->valuestring, line->text_length);
     if (!line->text) return *status = UFORM_OUT_OF_MEMORY, snprintf(why, capacity, "out of memory"), -1;
-    line->text_hash = uform__data_hash(line->text, line->text_length, UFORM__DATA_HASH_SEED);
+    line->text_hash = uform__fnv1a64(line->text, line->text_length, UFORM__DATA_HASH_SEED);
     if (found) {
         if (choices) return snprintf(why, capacity, "'choices' with '%s' (a line is a pair or a choice example)", media_keys[found]), -1;
         if (!cJSON_IsString(file) || !file->valuestring[0])

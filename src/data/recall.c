@@ -91,7 +91,7 @@ static uint64_t label_of(labels_t *labels, const char *text, size_t length) {
         labels_free(labels);
         *labels = grown;
     }
-    uint64_t hash = uform__data_hash(text, length, UFORM__DATA_HASH_SEED);
+    uint64_t hash = uform__fnv1a64(text, length, UFORM__DATA_HASH_SEED);
     size_t at = (size_t)hash & (labels->capacity - 1);
     while (labels->texts[at]) {
         if (labels->hashes[at] == hash && labels->lengths[at] == length && memcmp(labels->texts[at], text, length) == 0)

@@ -349,7 +349,7 @@ int uform__shard_next(uform__shard_reader_t *reader, int with_bytes, uform__shar
     free(json);
     if (result == 1) {
         /* A sample without text is still an item (to index); the loader refuses it for training. */
-        if (sample->text) sample->text_hash = uform__data_hash(sample->text, sample->text_length, UFORM__DATA_HASH_SEED);
+        if (sample->text) sample->text_hash = uform__fnv1a64(sample->text, sample->text_length, UFORM__DATA_HASH_SEED);
         if (!sample->text && sample->modality < 0) bad(sample, UFORM_FORMAT, "neither a text nor a medium member%s%s", "", "");
         if (!sample->member && !(sample->member = strdup(sample->key))) result = out_of_memory(reader, "a sample's name");
     }

@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/fnv.h"
+
 void uform__facts_free(uform__facts_t *facts) {
     free(facts->items);
     memset(facts, 0, sizeof *facts);
@@ -139,15 +141,12 @@ uform_status_t uform__facts_add_agreement(uform__facts_t *facts, const char *tex
 }
 
 uform_status_t uform__facts_add_fingerprint(uform__facts_t *facts) {
-    uint64_t hash = 0xcbf29ce484222325ull;
+    uint64_t hash = UFORM__FNV1A64_OFFSET;
     for (size_t i = 0; i < facts->count; ++i) {
         const uform__fact_t *fact = &facts->items[i];
         if (!uform__fact_agreed(fact->key)) continue;
-        const char *parts[3] = {fact->key, "=", fact->value};
-        for (int p = 0; p < 3; ++p)
-            for (const unsigned char *c = (const unsigned char *)parts[p]; *c; ++c)
-                hash = (hash ^ *c) * 0x100000001b3ull;
-        hash = (hash ^ '\n') * 0x100000001b3ull;
+        const char *parts[4] = {fact->key, "=", fact->value, "\n"};
+        for (int p = 0; p < 4; ++p) hash = uform__fnv1a64_text(parts[p], hash);
     }
     return uform__facts_set(facts, "fingerprint", "%016llx", (unsigned long long)hash);
 }

@@ -19,6 +19,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/fnv.h"
 #include "core/outcome.h"
 #include "mesh/mesh.h"
 
@@ -146,12 +147,6 @@ static void job_name(const char *id, char *job, size_t capacity) {
     job[used] = 0;
 }
 
-static uint64_t fnv1a(const char *text) {
-    uint64_t hash = 0xcbf29ce484222325ull;
-    for (const unsigned char *c = (const unsigned char *)text; *c; ++c) hash = (hash ^ *c) * 0x100000001b3ull;
-    return hash;
-}
-
 /* The cores this process may run on, and whether the launcher bound it to fewer than the host has. */
 static size_t usable_cores(int *bound) {
     long online = sysconf(_SC_NPROCESSORS_ONLN);
@@ -208,7 +203,7 @@ static void defaults(uform_mesh_launch_t *launch, const launcher_names_t *names)
     }
     if (launch->local_count == launch->count && launch->job[0]) {
         snprintf(launch->rendezvous, sizeof launch->rendezvous, "tcp://127.0.0.1:%u",
-                 (unsigned)(20000 + fnv1a(launch->job) % 10000));
+                 (unsigned)(20000 + uform__fnv1a64_text(launch->job, UFORM__FNV1A64_OFFSET) % 10000));
         snprintf(launch->rendezvous_from, sizeof launch->rendezvous_from,
                  "every member on this host: loopback, port 20000 + a hash of the job");
     }
