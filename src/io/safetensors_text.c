@@ -6,6 +6,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "core/utf8.h"
+
 static const struct {
     const char *name;
     size_t size;
@@ -38,48 +40,11 @@ int uform__safetensors_dtype_parse(const char *name, uform__safetensors_dtype_t 
     return 0;
 }
 
-/* Follows the well-formed byte sequences of Unicode 15, table 3-7. */
+/* core/utf8.h's reading of well-formed UTF-8. */
 int uform__safetensors_utf8_valid(const char *text, size_t length, size_t *bad_at) {
-    const unsigned char *bytes = (const unsigned char *)text;
-    size_t at = 0;
-    while (at < length) {
-        unsigned char lead = bytes[at];
-        if (lead < 0x80) {
-            ++at;
-            continue;
-        }
-        size_t extra;
-        unsigned char low = 0x80, high = 0xBF; /* the range of the second byte */
-        if (lead >= 0xC2 && lead <= 0xDF) extra = 1;
-        else if (lead >= 0xE0 && lead <= 0xEF) {
-            extra = 2;
-            if (lead == 0xE0) low = 0xA0;       /* no overlong three-byte forms */
-            else if (lead == 0xED) high = 0x9F; /* no UTF-16 surrogates */
-        } else if (lead >= 0xF0 && lead <= 0xF4) {
-            extra = 3;
-            if (lead == 0xF0) low = 0x90;       /* no overlong four-byte forms */
-            else if (lead == 0xF4) high = 0x8F; /* nothing above U+10FFFF */
-        } else {
-            if (bad_at) *bad_at = at;
-            return 0;
-        }
-        if (length - at <= extra) {
-            if (bad_at) *bad_at = at;
-            return 0;
-        }
-        if (bytes[at + 1] < low || bytes[at + 1] > high) {
-            if (bad_at) *bad_at = at;
-            return 0;
-        }
-        for (size_t next = 2; next <= extra; ++next) {
-            if (bytes[at + next] < 0x80 || bytes[at + next] > 0xBF) {
-                if (bad_at) *bad_at = at;
-                return 0;
-            }
-        }
-        at += extra + 1;
-    }
-    return 1;
+    size_t at = uform__utf8_invalid_at(text, length);
+    if (at < length && bad_at) *bad_at = at;
+    return at == length;
 }
 
 /*

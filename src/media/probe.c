@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "core/outcome.h"
+#include "core/utf8.h"
 #include "media/media.h"
 
 typedef enum probe_tracks_t { TRACKS_UNKNOWN = 0, TRACKS_AUDIO = 1, TRACKS_VIDEO = 2 } probe_tracks_t;
@@ -213,15 +214,9 @@ static int is_text(const uint8_t *bytes, size_t size) {
             ++at;
             continue;
         }
-        size_t length = byte >= 0xF0 ? 4 : byte >= 0xE0 ? 3 : byte >= 0xC0 ? 2 : 0;
-        if (length == 0 || byte > 0xF4 || byte == 0xC0 || byte == 0xC1 || size - at < length) return 0;
-        uint32_t code = byte & (0x7F >> length);
-        for (size_t i = 1; i < length; ++i) {
-            if ((bytes[at + i] & 0xC0) != 0x80) return 0;
-            code = code << 6 | (bytes[at + i] & 0x3F);
-        }
-        static const uint32_t smallest[5] = {0, 0, 0x80, 0x800, 0x10000};
-        if (code < smallest[length] || code > 0x10FFFF || (code >= 0xD800 && code <= 0xDFFF)) return 0;
+        int valid;
+        size_t length = uform__utf8_sequence(bytes + at, size - at, &valid);
+        if (!valid) return 0;
         at += length;
     }
     return 1;

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "core/outcome.h"
+#include "core/utf8.h"
 #include "io/json.h"
 #include "text/sentencepiece.h"
 #include "text/tokenizer_internal.h"
@@ -101,7 +102,7 @@ uform_status_t uform__tokenizer_from_json(const char *json, size_t length, uform
         return uform__fail(outcome, UFORM_INVALID_ARGUMENT, uform__text_function, "json and tokenizer must not be NULL");
     /* JSON is UTF-8 text (RFC 8259), and the stages decode the file's strings as such: the Rust
      * tokenizers refuse such a file too (serde_json checks the encoding). */
-    size_t invalid = uform__text_utf8_invalid_at(json, length);
+    size_t invalid = uform__utf8_invalid_at(json, length);
     if (invalid < length)
         return uform__fail(outcome, UFORM_FORMAT, uform__text_function,
                            "byte %zu of %zu (0x%02x) is not well-formed UTF-8; a tokenizer.json is UTF-8 text", invalid,

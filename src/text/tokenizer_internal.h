@@ -136,9 +136,6 @@ int uform__text_regex_replace(const uform__text_regex_t *regex, const char *text
 
 /* Appends `length` bytes at `text` with ill-formed UTF-8 replaced by U+FFFD (maximal subparts). */
 int uform__text_utf8_repair(const char *text, size_t length, uform__text_string_t *out);
-/* The offset of the first byte of `text` that does not begin a well-formed UTF-8 sequence (the
- * sequence is cut short or malformed), or `length` when all of it is well-formed. */
-size_t uform__text_utf8_invalid_at(const char *text, size_t length);
 /* Decodes the code point at `*at` of valid UTF-8 and advances `*at`. */
 uint32_t uform__text_utf8_next(const char *text, size_t *at);
 /* The number of bytes of the code point starting with `lead`. */

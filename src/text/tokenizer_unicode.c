@@ -8,52 +8,8 @@
  */
 #include <utf8proc.h>
 
+#include "core/utf8.h"
 #include "text/tokenizer_internal.h"
-
-/*
- * The length of the well-formed prefix of a sequence starting at `bytes[0]` (Unicode's table
- * 3-7): the whole sequence when it is well-formed, otherwise its maximal subpart (at least 1),
- * with `*valid` telling which.
- */
-static size_t utf8_sequence(const unsigned char *bytes, size_t available, int *valid) {
-    unsigned char lead = bytes[0];
-    size_t need;
-    unsigned char low = 0x80, high = 0xBF;
-    if (lead < 0x80) return *valid = 1, 1;
-    if (lead >= 0xC2 && lead <= 0xDF) need = 1;
-    else if (lead >= 0xE0 && lead <= 0xEF) {
-        need = 2;
-        if (lead == 0xE0) low = 0xA0;
-        if (lead == 0xED) high = 0x9F;
-    } else if (lead >= 0xF0 && lead <= 0xF4) {
-        need = 3;
-        if (lead == 0xF0) low = 0x90;
-        if (lead == 0xF4) high = 0x8F;
-    } else return *valid = 0, 1;
-    size_t at = 1;
-    for (; at <= need; ++at) {
-        if (at >= available) return *valid = 0, at;
-        unsigned char byte = bytes[at];
-        if (byte < low || byte > high) return *valid = 0, at;
-        low = 0x80, high = 0xBF;
-    }
-    return *valid = 1, at;
-}
-
-size_t uform__text_utf8_invalid_at(const char *text, size_t length) {
-    const unsigned char *bytes = (const unsigned char *)text;
-    for (size_t at = 0; at < length;) {
-        if (bytes[at] < 0x80) {
-            ++at;
-            continue;
-        }
-        int valid;
-        size_t width = utf8_sequence(bytes + at, length - at, &valid);
-        if (!valid) return at;
-        at += width;
-    }
-    return length;
-}
 
 int uform__text_utf8_repair(const char *text, size_t length, uform__text_string_t *out) {
     const unsigned char *bytes = (const unsigned char *)text;
@@ -64,7 +20,7 @@ int uform__text_utf8_repair(const char *text, size_t length, uform__text_string_
             continue;
         }
         int valid;
-        size_t width = utf8_sequence(bytes + at, length - at, &valid);
+        size_t width = uform__utf8_sequence(bytes + at, length - at, &valid);
         if (valid) {
             at += width;
             continue;
