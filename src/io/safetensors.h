@@ -115,6 +115,10 @@ const uform__safetensors_tensor_t *uform__safetensors_at(const uform__safetensor
 
 /* The tensor called `name` (binary search, O(log n)); NULL when there is none. */
 const uform__safetensors_tensor_t *uform__safetensors_find(const uform__safetensors_t *file, const char *name);
+/* The tensor called `name` among `tensors` [count] sorted by name (strcmp), or NULL: the lookup of
+ * every reader that lists its tensors this way (safetensors, PyTorch zips). */
+const uform__safetensors_tensor_t *uform__tensors_find_sorted(const uform__safetensors_tensor_t *tensors, size_t count,
+                                                              const char *name);
 
 /* The number of `__metadata__` entries (0 when the header has none). */
 size_t uform__safetensors_metadata_count(const uform__safetensors_t *file);

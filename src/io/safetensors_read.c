@@ -505,11 +505,16 @@ const uform__safetensors_tensor_t *uform__safetensors_at(const uform__safetensor
 
 const uform__safetensors_tensor_t *uform__safetensors_find(const uform__safetensors_t *file, const char *name) {
     if (!file || !name) return NULL;
-    size_t low = 0, high = file->count;
+    return uform__tensors_find_sorted(file->tensors, file->count, name);
+}
+
+const uform__safetensors_tensor_t *uform__tensors_find_sorted(const uform__safetensors_tensor_t *tensors, size_t count,
+                                                              const char *name) {
+    size_t low = 0, high = count;
     while (low < high) {
         size_t middle = low + (high - low) / 2;
-        int order = strcmp(name, file->tensors[middle].name);
-        if (order == 0) return &file->tensors[middle];
+        int order = strcmp(name, tensors[middle].name);
+        if (order == 0) return &tensors[middle];
         if (order < 0) high = middle;
         else low = middle + 1;
     }

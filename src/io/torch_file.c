@@ -429,15 +429,7 @@ const uform__safetensors_tensor_t *uform__torch_at(const uform__torch_file_t *fi
 
 const uform__safetensors_tensor_t *uform__torch_find(const uform__torch_file_t *file, const char *name) {
     if (!file || !name) return NULL;
-    size_t low = 0, high = file->count;
-    while (low < high) {
-        size_t middle = low + (high - low) / 2;
-        int order = strcmp(name, file->tensors[middle].name);
-        if (order == 0) return &file->tensors[middle];
-        if (order < 0) high = middle;
-        else low = middle + 1;
-    }
-    return NULL;
+    return uform__tensors_find_sorted(file->tensors, file->count, name);
 }
 
 int uform__torch_mapped(const uform__torch_file_t *file, const uform__safetensors_tensor_t *tensor) {
