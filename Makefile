@@ -52,6 +52,8 @@ install: build
 #   test_published_* variants (layouts, BF16, I8, the AVX2 class), *_base and the references'
 #                        self-tests   their time is the Python reference's, which ASan does not
 #                        instrument; one parity check per family and test_published_errors run here
+#   test_reference_self, test_train_reference_self, test_train_bf16_self, bench_train_torch_tiny
+#                        PyTorch and NumPy alone: no UForm code runs in them
 asan: deps
 	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DUFORM_SANITIZE=address,undefined -DUFORM_BUILD_BENCH=OFF -DUFORM_TEST_TIMEOUT_SCALE=2 $(CMAKE_FLAGS)
 	cmake --build build-asan -j$(JOBS)
