@@ -74,7 +74,7 @@ extern "C" {
 /* Statuses and outcomes                                                                       */
 /* ------------------------------------------------------------------------------------------ */
 
-/* What a call came to. The numbers are fixed by the reference documents. */
+/* What a call came to. The numbers are fixed by UForm's design (docs/abi.md, "The enums"). */
 typedef enum uform_status_t {
     UFORM_OK = 0,                /* success */
     UFORM_DEFERRED = 1,          /* submitted, not final yet (only ever read from an outcome) */
@@ -137,7 +137,7 @@ UFORM_API uform_status_t uform_outcome_wait(const uform_outcome_t *outcome);
 UFORM_API size_t uform_outcome_format(const uform_outcome_t *outcome, char *buffer, size_t capacity);
 
 /* ------------------------------------------------------------------------------------------ */
-/* Enums fixed by the reference documents                                                      */
+/* Enums fixed by UForm's design (docs/abi.md, "The enums")                                   */
 /* ------------------------------------------------------------------------------------------ */
 
 /* How a verb returns. */
@@ -183,7 +183,7 @@ typedef enum uform_gpu_vendor_t {
  *   INTEL_SAPPHIRE  Genoa + AVX-512 FP16 + AMX (BF16, INT8 tiles)
  *   INTEL_GRANITE   Sapphire + AMX-FP16
  *   INTEL_DIAMOND   Granite + AVX10.2 and AMX-FP8 (recognised, not yet detected)
- * The Arm, RISC-V and WebAssembly classes name the reference documents' targets; this x86 build
+ * The Arm, RISC-V and WebAssembly classes name the design's other targets; this x86 build
  * reports them unsupported. MONOVERSIONED is a build without dispatch (the baseline only) and is
  * treated like SERIAL.
  */
@@ -1610,7 +1610,7 @@ typedef struct uform_mesh_options_t {
 UFORM_API uform_status_t uform_mesh_bootstrap(uform_executor_t executor, const uform_mesh_options_t *options,
                                               uform_mesh_t *mesh, uform_outcome_t *outcome);
 
-/* The shape of a mesh. The first seven fields are the reference documents' (GPU fields are 0 for CPU
+/* The shape of a mesh. The first seven fields are the design's (docs/mesh.md; GPU fields are 0 for CPU
  * processes); a CPU process counts as one member, so members_per_host_domain is 1 and a member's
  * index is its host_domain_index. The last four say how the run was launched. */
 typedef struct uform_mesh_description_t {
@@ -2368,8 +2368,15 @@ UFORM_API uform_status_t uform_index_build(uform_index_build_t *request);
  * may be used from different threads at once.
  */
 
-/* What a session call came to. The numbers are fixed by the reference documents, and each failure
- * maps to exactly one of them. */
+/* What a session call came to. The numbers are fixed by the design (docs/session.md), and each failure
+ * maps to exactly one of them. The session keeps its own numbers, since its contract fixes them; the
+ * library-wide status each one stands for, which bindings raise it as (Python's session errors are
+ * each also that status's error class), is:
+ *   OK -> UFORM_OK                             INVALID_BUFFER -> UFORM_INVALID_ARGUMENT
+ *   INVALID_PROGRAM -> UFORM_FORMAT            TOO_MANY_PROGRAMS -> UFORM_INVALID_ARGUMENT
+ *   UNSUPPORTED_VERSION -> UFORM_UNSUPPORTED   OUT_OF_MEMORY -> UFORM_OUT_OF_MEMORY
+ *   INVALID_HANDLE -> UFORM_INVALID_ARGUMENT   COMPILE_FAILED -> UFORM_UNSUPPORTED
+ *                                              LAUNCH_FAILED -> UFORM_INTERNAL */
 typedef enum uform_session_status_t {
     UFORM_SESSION_OK = 0,
     UFORM_SESSION_INVALID_PROGRAM = 1,     /* malformed wire bytes: truncated, bad magic, id out of range,

@@ -211,7 +211,7 @@ _INVOKE_REASONS = {
     SessionStatus.INVALID_HANDLE: "the program was released",
     SessionStatus.INVALID_BUFFER: "the buffers do not match the program's descriptors",
     SessionStatus.OUT_OF_MEMORY: "the session could not allocate its scratch",
-    SessionStatus.LAUNCH_FAILED: "a kernel could not allocate its packing buffers",
+    SessionStatus.LAUNCH_FAILED: "a kernel refused to run",
 }
 
 

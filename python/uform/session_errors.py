@@ -10,7 +10,7 @@ from enum import IntEnum
 from typing import Dict, Type
 
 from ._library import lib
-from .errors import Error, FormatError, InvalidArgument, OutOfMemory, Unsupported
+from .errors import Error, FormatError, InternalError, InvalidArgument, OutOfMemory, Unsupported
 
 
 class SessionStatus(IntEnum):
@@ -86,8 +86,9 @@ class CompileFailed(SessionError, Unsupported):
     SESSION_STATUS = SessionStatus.COMPILE_FAILED
 
 
-class LaunchFailed(SessionError, OutOfMemory):
-    """A bound kernel could not run (its per-call allocation failed)."""
+class LaunchFailed(SessionError, InternalError):
+    """A bound kernel refused to run for a reason other than memory (a kernel's allocation failing
+    is ``SessionOutOfMemory``): the library-wide status it stands for is INTERNAL (uform.h)."""
 
     SESSION_STATUS = SessionStatus.LAUNCH_FAILED
 
