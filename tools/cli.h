@@ -153,10 +153,6 @@ int cli_fail_errno(int error, const char *format, ...) __attribute__((format(pri
  * "Cannot allocate memory") and answers NULL. Free the bytes with free(). */
 unsigned char *cli_read_file(const char *path, size_t *size);
 
-/* The approximate structure's path beside an index (docs/cli.md): X.index → X.faiss, any other
- * name gets ".faiss" appended. malloc'ed; NULL when out of memory. */
-char *cli_ann_path(const char *index_path);
-
 /* The compute a command uses: `choice` as a CLI_COMPUTE field holds it (-1: not given, else a
  * uform_compute_t: 0 F32, 1 BF16, 2 I8), else uform_compute_best's answer (F32), the default of every
  * entry point. */

@@ -187,11 +187,3 @@ uform_dataset_t cli_dataset_open(const char *path, uform_dataset_source_t source
     return dataset;
 }
 
-char *cli_ann_path(const char *index_path) {
-    size_t length = strlen(index_path);
-    char *path = malloc(length + 7);
-    if (!path) return NULL;
-    if (length > 6 && strcmp(index_path + length - 6, ".index") == 0) sprintf(path, "%.*s.faiss", (int)(length - 6), index_path);
-    else sprintf(path, "%s.faiss", index_path);
-    return path;
-}

@@ -17,6 +17,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "ann_choice.h"
 #include "cli.h"
 #include "index_vectors.h"
 
@@ -167,7 +168,7 @@ static int resume_shape(options_t *options, const cli_parsed_t *parsed, uform_mo
 
 /* Builds INDEX's approximate structure beside it (--ann); answers the exit status. */
 static int build_ann(const options_t *options, const char *index_path) {
-    char *ann_path = cli_ann_path(index_path);
+    char *ann_path = ann_choice_path(index_path);
     if (!ann_path) return cli_fail_errno(ENOMEM, "cannot start");
     uform_outcome_t outcome = {0};
     uform_index_t index = NULL;

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "ann_choice.h"
 #include "cli.h"
 #include "search_queries.h"
 
@@ -106,22 +107,26 @@ static int run(void *raw, const cli_parsed_t *parsed) {
     uform_arena_t arena = NULL, hits_arena = NULL;
     uform_index_ann_t ann = NULL;
     float *query = NULL;
-    char *ann_path = cli_ann_path(index_path);
+    char *ann_path = ann_choice_path(index_path);
     if (!ann_path) return cli_fail_errno(ENOMEM, "cannot start");
-    int approximate = !options->exact && access(ann_path, F_OK) == 0;
-    int knobs = cli_given(parsed, "--nprobe") || cli_given(parsed, "--ef") || cli_given(parsed, "--rerank");
-    if (knobs && !approximate) {
-        int usage = options->exact ? cli_usage_error(parsed->command, "--nprobe, --ef and --rerank tune approximate search, not --exact")
-                                   : cli_usage_error(parsed->command, "--nprobe, --ef and --rerank need %s (uform index --ann --from %s)",
-                                                     ann_path, index_path);
+    int approximate = ann_choice_approximate(ann_path, options->exact);
+    unsigned knobs = (cli_given(parsed, "--nprobe") ? ANN_KNOB_NPROBE : 0u) | (cli_given(parsed, "--ef") ? ANN_KNOB_EF : 0u) |
+                     (cli_given(parsed, "--rerank") ? ANN_KNOB_RERANK : 0u);
+    char why[1024];
+    if (ann_choice_check_path(knobs, approximate, options->exact, ann_path, index_path, "--", why, sizeof why)) {
         free(ann_path);
-        return usage;
+        return cli_usage_error(parsed->command, "%s", why);
     }
     int status = cli_executor(options->threads, &executor);
     if (status == 0 && !(model = cli_load(checkpoint, executor, cli_compute(options->compute)))) status = 1;
     if (status == 0 && uform_index_open(index_path, model, &index, &outcome) != UFORM_OK) status = cli_fail(&outcome, index_path);
     if (status == 0 && approximate && uform_index_ann_open(index, ann_path, &ann, &outcome) != UFORM_OK)
         status = cli_fail(&outcome, NULL);
+    if (status == 0 && ann) {
+        uform_index_ann_description_t kind;
+        uform_index_ann_describe(ann, &kind);
+        if (ann_choice_check_kind(knobs, &kind, "--", why, sizeof why)) status = cli_usage_error(parsed->command, "%s", why);
+    }
     uform_index_description_t description;
     uform_index_describe(index, &description);
     if (status == 0 && (uform_arena_for_executor(executor, &arena, &outcome) != UFORM_OK ||

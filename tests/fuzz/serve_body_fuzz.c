@@ -4,8 +4,10 @@
  * /v1/choose in turn, handed to each route's `begin` directly (no socket, no batch run), as http.c
  * hands a body it has read. A route answers 0 with a job whose items point into the request, or an
  * HTTP status with an OpenAI-style JSON error; never a crash, a leak or an over-read. The server
- * behind it is the tiny checkpoint (UFORM_FUZZ_TINY, a CTest fixture) with an index of two texts.
- * Seeds (replay.h): bodies each route accepts (texts, data: URIs in base64 and %-escapes, every option).
+ * behind it is the tiny checkpoint (UFORM_FUZZ_TINY, a CTest fixture) with an index of two texts
+ * and its HNSW structure.
+ * Seeds (replay.h): bodies each route accepts (texts, data: URIs in base64 and %-escapes, every option,
+ * the approximate search's ef, rerank and exact: the index has an HNSW structure beside it).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,6 +42,16 @@ static int make_index(serve_model_t *model) {
              uform_index_builder_add(builder, UFORM_MODALITY_TEXT, &batch.encoded.embeddings, &path_tape, &outcome) == UFORM_OK &&
              uform_index_builder_write(builder, path, NULL, 0, &outcome) == UFORM_OK &&
              uform_index_open(path, model->model, &model->index, &outcome) == UFORM_OK;
+    /* An HNSW structure beside it, so that the approximate knobs (ef, rerank) are accepted and
+     * the route's approximate branch is fuzzed; the paths name it in refusals, as `--index` does. */
+    char ann_path[256];
+    snprintf(ann_path, sizeof ann_path, "%.*s.faiss", (int)(strlen(path) - 6), path);
+    uform_index_ann_options_t recipe = {0};
+    ok = ok && uform_index_ann_build(model->index, ann_path, &recipe, &outcome) == UFORM_OK &&
+         uform_index_ann_open(model->index, ann_path, &model->ann, &outcome) == UFORM_OK &&
+         (model->index_path = strdup(path)) && (model->ann_path = strdup(ann_path));
+    if (ok) uform_index_ann_describe(model->ann, &model->ann_description);
+    unlink(ann_path);
     if (!ok) fprintf(stderr, "serve_body_fuzz: the index: %s%s\n", outcome.message, batch.outcome.message);
     uform_index_builder_free(builder);
     uform_arena_free(arena);
@@ -122,7 +134,7 @@ size_t replay_seeds(replay_seed_t *seeds, size_t capacity) {
     char dimensions[64] = "";
     if (d->matryoshka_count) snprintf(dimensions, sizeof dimensions, ", \"dimensions\": %zu", d->matryoshka[0]);
     const char *image = d->modalities & (1u << UFORM_MODALITY_IMAGE) ? "image" : "text";
-    char bodies[10][512];
+    char bodies[12][512];
     size_t count = 0;
     snprintf(bodies[count++], 512, "{\"input\": \"a red square\"}");
     snprintf(bodies[count++], 512, "{\"input\": [\"one\", \"two \\u00e9\\n\", {\"text\": \"three\"}], \"model\": \"%s\", "
@@ -132,6 +144,9 @@ size_t replay_seeds(replay_seed_t *seeds, size_t capacity) {
     snprintf(bodies[count++], 512, "{\"query\": \"a bird\", \"top_k\": 3, \"modality\": [\"text\", \"image\"]}");
     snprintf(bodies[count++], 512, "{\"query\": {\"%s\": \"data:image/webp;base64,UklGRg==\"}, \"modality\": \"text\", "
              "\"model\": null}", image);
+    snprintf(bodies[count++], 512, "{\"query\": \"a fish\", \"top_k\": 2, \"ef\": 16, \"rerank\": 2, \"exact\": false, "
+             "\"nprobe\": null}");
+    snprintf(bodies[count++], 512, "{\"query\": \"a fish\", \"exact\": true, \"modality\": \"text\"}");
     snprintf(bodies[count++], 512, "{\"text\": \"Is it red? Answer: \", \"choices\": \"YN\"}");
     snprintf(bodies[count++], 512, "{\"input\": [{\"text\": \"pick\", \"choices\": [65, 66, \"C\"], \"group\": 0}, "
              "{\"text\": \"\\u65e5\", \"choices\": \"0123456789\"}]}");

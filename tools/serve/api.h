@@ -38,6 +38,8 @@ typedef struct serve_request_t {
     int base64;                 /* embeddings: encoding_format "base64" */
     size_t dimensions;          /* embeddings: 0, or a Matryoshka prefix */
     int query_modality;         /* search */
+    int approximate;            /* search: through the index's .faiss (search.c runs it, not the batcher) */
+    size_t nprobe, ef, rerank;  /* search: the approximate knobs (0: the library's defaults) */
 } serve_request_t;
 
 /* Writes an OpenAI-style error {"error": {"message", "type", "param", "code"}} into `out` and

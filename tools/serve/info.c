@@ -58,9 +58,19 @@ static void write_model(serve_buffer_t *out, const serve_model_t *model) {
         const uform_index_description_t *x = &model->index_description;
         static const char *const scalars[5] = {"f32", "f16", "bf16", "i8", "b1"};
         serve_buffer_printf(out, "{\"items\": %zu, \"dimensions\": %zu, \"scalar\": \"%s\", \"counts\": {\"text\": %zu, "
-                                 "\"image\": %zu, \"video\": %zu, \"audio\": %zu}}",
+                                 "\"image\": %zu, \"video\": %zu, \"audio\": %zu}",
                             x->count, x->dimensions, (unsigned)x->scalar < 5 ? scalars[x->scalar] : "unknown", x->counts[0],
                             x->counts[1], x->counts[2], x->counts[3]);
+        /* Which search /v1/search runs by default, and what its knobs can act on. */
+        if (model->ann) {
+            const uform_index_ann_description_t *a = &model->ann_description;
+            serve_buffer_text(out, ", \"kind\": \"approximate\", \"recipe\": ");
+            serve_buffer_json_string(out, a->recipe, strnlen(a->recipe, sizeof a->recipe));
+            serve_buffer_printf(out, ", \"lists\": %zu, \"graph\": %s, \"train_rows\": %zu}", a->lists, a->graph ? "true" : "false",
+                                a->train_rows);
+        } else {
+            serve_buffer_text(out, ", \"kind\": \"exact\", \"recipe\": null}");
+        }
     } else {
         serve_buffer_text(out, "null");
     }

@@ -1,8 +1,10 @@
 /* The model side of `uform serve`: executors, the checkpoint and the index (serve.h). */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
+#include "../ann_choice.h"
 #include "serve.h"
 
 static int fail(char *error, size_t capacity, const uform_outcome_t *outcome, const char *context) {
@@ -33,6 +35,19 @@ int serve_model_open(const serve_model_options_t *options, const char *index_pat
         if (uform_index_open(index_path, model->model, &model->index, &outcome) != UFORM_OK)
             return serve_model_close(model), fail(error, capacity, &outcome, index_path);
         uform_index_describe(model->index, &model->index_description);
+        /* The structure beside the index, by the CLI's rule; one that does not belong to this
+         * index is the library's refusal here, before the server listens. */
+        model->exact = options->exact;
+        if (!(model->index_path = strdup(index_path)) || !(model->ann_path = ann_choice_path(index_path))) {
+            serve_model_close(model);
+            snprintf(error, capacity, "out of memory opening %s", index_path);
+            return -1;
+        }
+        if (ann_choice_approximate(model->ann_path, options->exact)) {
+            if (uform_index_ann_open(model->index, model->ann_path, &model->ann, &outcome) != UFORM_OK)
+                return serve_model_close(model), fail(error, capacity, &outcome, NULL);
+            uform_index_ann_describe(model->ann, &model->ann_description);
+        }
     }
     /* The model's name, as /v1/models lists it and requests name it: the file's base name, or a
      * published folder's own name ("clip-vit-base-patch32" for ~/models/clip-vit-base-patch32/). */
@@ -52,6 +67,9 @@ int serve_model_open(const serve_model_options_t *options, const char *index_pat
 }
 
 void serve_model_close(serve_model_t *model) {
+    uform_index_ann_free(model->ann);
+    free(model->index_path);
+    free(model->ann_path);
     uform_index_free(model->index);
     uform_model_free(model->model);
     uform_executor_free(model->decode);

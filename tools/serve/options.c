@@ -21,12 +21,17 @@ static const char usage_text[] =
     "routes (docs/serve.md):\n"
     "  POST /v1/embeddings   {\"input\": \"text\" | [\"text\", {\"image\": \"data:...\"}, ...], \"model\",\n"
     "                        \"encoding_format\": \"float\"|\"base64\", \"dimensions\"}\n"
-    "  POST /v1/search       {\"query\": \"text\" | {\"image\": \"data:...\"}, \"top_k\", \"modality\"}\n"
+    "  POST /v1/search       {\"query\": \"text\" | {\"image\": \"data:...\"}, \"top_k\", \"modality\",\n"
+    "                        \"nprobe\", \"ef\", \"rerank\", \"exact\"}\n"
     "  POST /v1/choose       {\"text\": \"yes or n\", \"choices\": \"oa\"}\n"
     "  GET  /health  /v1/models  /metrics  /  /media/ROW\n"
     "\n"
     "options:\n"
     "  --index INDEX          an index made by `uform index` with CKPT: /v1/search and the page\n"
+    "  --exact                search the index exactly even when INDEX's approximate structure\n"
+    "                         (X.index: X.faiss, from `uform index --ann`) lies beside it, which is\n"
+    "                         used otherwise, as `uform search` does (a .faiss of another index is\n"
+    "                         refused at start)\n"
     "  --captions FILE        captions of the indexed files: a manifest of JSON lines {\"text\", \"image\"\n"
     "                         | \"video\" | \"audio\" | \"path\"} (paths relative to its folder), as\n"
     "                         `uform synth` writes them; search hits and the page show them\n"
@@ -111,6 +116,10 @@ int serve_model_flag(serve_model_options_t *options, const char *flag, const cha
             return -2;
         }
         options->compute = wanted;
+        return 0;
+    }
+    if (strcmp(flag, "--exact") == 0) {
+        options->exact = 1;
         return 0;
     }
     if (strcmp(flag, "--threads") == 0 || strcmp(flag, "--decode-threads") == 0) {
@@ -221,6 +230,8 @@ int serve_options_parse(int argc, char **argv, serve_options_t *options) {
         else return serve_options_free(options), usage_error("one checkpoint per server; '%s' is a second", flag);
     }
     if (!options->model.checkpoint) return serve_options_free(options), usage_error("missing CKPT%s", "");
+    if (options->model.exact && !options->index)
+        return serve_options_free(options), usage_error("--exact chooses how an index is searched: give --index too%s", "");
     if (options->captions && !options->index)
         return serve_options_free(options), usage_error("--captions names the files of an index: give --index too%s", "");
     if (key && key_file) return serve_options_free(options), usage_error("give --api-key or --api-key-file, not both%s", "");

@@ -1,16 +1,62 @@
 /*
  * POST /v1/search over the server's --index: {"query": a text, or {"text"|"image"|"audio"|"video":
- * ...}, "top_k": K (default 10), "modality": a name or a list of names (default: all)}. Answers
- * {"object": "list", "data": [{"rank", "item", "score", "modality", "path", "caption" (with
- * --captions, when known), "media"}], "model",
- * "usage"}: the exact top K by cosine, best first, ties by item number (uform_index_search).
+ * ...}, "top_k": K (default 10), "modality": a name or a list of names (default: all), and for an
+ * index with a .faiss beside it "nprobe", "ef", "rerank" (uform search's --nprobe, --ef, --rerank)
+ * and "exact": true (--exact)}. Answers {"object": "list", "data": [{"rank", "item", "score",
+ * "modality", "path", "caption" (with --captions, when known), "media"}], "model", "usage"}: the
+ * top K by cosine, best first, ties by item number: exact (uform_index_search, in the batcher) or
+ * through the approximate structure (uform_index_ann_search, here once the batcher has encoded the
+ * query: the batcher knows nothing of approximate search).
  */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "../ann_choice.h"
 #include "api.h"
 
 enum { MAX_TOP = 1000 };
+/* The largest rerank a request may ask: each candidate costs the call 12 bytes of scratch and one
+ * exact score, so a bound keeps one request from holding the server (the CLI has no such bound). */
+enum { MAX_RERANK = 100000 };
+
+/* Reads "nprobe", "ef", "rerank" and "exact", and decides the search as `uform search` does
+ * (tools/ann_choice.h): the same refusals, as 400s naming the field. */
+static unsigned read_knobs(serve_request_t *request) {
+    const serve_model_t *model = &request->server->model;
+    const cJSON *json = request->json;
+    serve_buffer_t *out = &request->answer;
+    static const char *const names[3] = {"nprobe", "ef", "rerank"};
+    const long long low[3] = {1, 1, 0}, high[3] = {(long long)1 << 40, (long long)1 << 30, MAX_RERANK};
+    long long values[3] = {0, 0, 0};
+    unsigned knobs = 0, status = 0;
+    const char *first = NULL;
+    for (int k = 0; k < 3; ++k) {
+        const cJSON *member = cJSON_GetObjectItemCaseSensitive(json, names[k]);
+        if (!member || cJSON_IsNull(member)) continue;
+        if ((status = serve_read_integer(request, json, names[k], low[k], high[k], &values[k]))) return status;
+        knobs |= 1u << k;
+        if (!first) first = names[k];
+    }
+    const cJSON *exact = cJSON_GetObjectItemCaseSensitive(json, "exact");
+    if (exact && !cJSON_IsNull(exact) && !cJSON_IsBool(exact))
+        return serve_error(out, 400, "invalid_type", "exact", "\"exact\" must be true or false");
+    int asked_exact = model->exact || cJSON_IsTrue(exact);
+    int approximate = model->ann && !asked_exact;
+    char why[1024];
+    const char *ann_path = model->ann_path ? model->ann_path : "the index's .faiss";
+    const char *index_path = model->index_path ? model->index_path : "INDEX";
+    if (ann_choice_check_path(knobs, approximate, asked_exact, ann_path, index_path, "", why, sizeof why) ||
+        (approximate && ann_choice_check_kind(knobs, &model->ann_description, "", why, sizeof why))) {
+        /* The field named is the first knob the reason is about. */
+        const char *param = first;
+        if (approximate) param = (knobs & ANN_KNOB_NPROBE) && model->ann_description.lists == 0 ? "nprobe" : "ef";
+        return serve_error(out, 400, "unsupported_parameter", param, "%s", why);
+    }
+    request->approximate = approximate;
+    request->nprobe = (size_t)values[0], request->ef = (size_t)values[1], request->rerank = (size_t)values[2];
+    return 0;
+}
 
 unsigned serve_search_begin(serve_request_t *request) {
     serve_server_t *server = request->server;
@@ -40,6 +86,7 @@ unsigned serve_search_begin(serve_request_t *request) {
             modalities |= 1u << modality;
         }
     }
+    if ((status = read_knobs(request))) return status;
     serve_input_t input;
     if ((status = serve_read_input(request, query, "query", &input))) return status;
     size_t width = server->model.description.embedding, bound = serve_media_bound(&input);
@@ -59,7 +106,50 @@ unsigned serve_search_begin(serve_request_t *request) {
     request->tokens = serve_model_tokens(&server->model, input.modality, item->bytes, item->size);
     serve_job_t *job = &request->job;
     job->items = request->items, job->count = 1;
-    job->search = 1, job->top = (size_t)top, job->modalities = modalities, job->hits = request->hits;
+    /* An approximate search leaves the batcher an encode only; serve_search_answer searches. */
+    job->search = !request->approximate, job->top = (size_t)top, job->modalities = modalities, job->hits = request->hits;
+    return 0;
+}
+
+/* The approximate search of the encoded query (request->outputs, the full embedding), on this
+ * HTTP thread: FAISS runs inline (no executor), so the batcher's executor stays free. Answers 0, or
+ * the status of the error it wrote. */
+static unsigned search_approximate(serve_request_t *request) {
+    const serve_model_t *model = &request->server->model;
+    serve_job_t *job = &request->job;
+    size_t dims = model->index_description.dimensions;
+    /* The index holds a Matryoshka prefix of `dims` columns, renormalised: the query is cut and
+     * renormalised exactly as the batcher does it for an exact search, so both paths score the
+     * same query. */
+    float *query = request->outputs;
+    double norm = 0;
+    for (size_t c = 0; c < dims; ++c) norm += (double)query[c] * query[c];
+    float scale = norm > 0 ? (float)(1.0 / sqrt(norm)) : 0.0f;
+    for (size_t c = 0; c < dims; ++c) query[c] *= scale;
+    uform_arena_t arena = NULL;
+    uform_outcome_t outcome = {0};
+    if (uform_arena_for_executor(NULL, &arena, &outcome) != UFORM_OK)
+        return serve_error(&request->answer, 503, "out_of_memory", NULL, "out of memory for a search");
+    uform_index_ann_search_t search = {0};
+    search.ann = model->ann, search.arena = arena;
+    search.queries = query, search.queries_count = 1, search.queries_columns = dims;
+    search.top = job->top, search.modalities = job->modalities;
+    search.nprobe = request->nprobe, search.ef = request->ef, search.rerank = request->rerank;
+    uform_status_t status = uform_index_ann_search(&search);
+    if (status != UFORM_OK) {
+        char line[600];
+        uform_outcome_format(&search.outcome, line, sizeof line);
+        uform_arena_free(arena);
+        unsigned http = status == UFORM_INVALID_ARGUMENT ? 400 : status == UFORM_OUT_OF_MEMORY ? 503 : 500;
+        return serve_error(&request->answer, http, http == 400 ? "invalid_value" : http == 503 ? "out_of_memory" : "internal_error",
+                           NULL, "approximate search: %s", line);
+    }
+    /* An IVF whose probed lists hold fewer eligible items ends the row early (item UINT64_MAX). */
+    size_t count = 0;
+    while (count < search.hits_per_query && count < job->top && search.hits[count].item != UINT64_MAX) ++count;
+    memcpy(request->hits, search.hits, count * sizeof *request->hits);
+    job->hits_count = count;
+    uform_arena_free(arena);
     return 0;
 }
 
@@ -67,6 +157,10 @@ unsigned serve_search_answer(serve_request_t *request) {
     const serve_model_t *model = &request->server->model;
     serve_buffer_t *out = &request->answer;
     static const char *const names[4] = {"text", "image", "video", "audio"};
+    if (request->approximate) {
+        unsigned status = search_approximate(request);
+        if (status) return status;
+    }
     serve_buffer_text(out, "{\"object\": \"list\", \"data\": [");
     for (size_t i = 0; i < request->job.hits_count; ++i) {
         const uform_index_hit_t *hit = &request->hits[i];

@@ -32,6 +32,7 @@ typedef struct serve_model_options_t {
     size_t threads;        /* --threads: compute threads (0: the library's default) */
     size_t decode_threads; /* --decode-threads: media decoding threads beside compute */
     int compute;           /* --f32, --bf16 or --int8 (a uform_compute_t); -1: uform_compute_best (F32), as every command */
+    int exact;             /* --exact: search the index exactly even when its .faiss lies beside it */
 } serve_model_options_t;
 
 typedef struct serve_options_t {
@@ -69,6 +70,12 @@ typedef struct serve_model_t {
     uform_model_description_t description;
     uform_index_t index;               /* NULL without --index */
     uform_index_description_t index_description;
+    /* The index's approximate structure, chosen as `uform search` chooses it (tools/ann_choice.h):
+     * NULL without a .faiss beside the index or with --exact. The paths name it in refusals. */
+    uform_index_ann_t ann;
+    uform_index_ann_description_t ann_description;
+    char *index_path, *ann_path;       /* NULL without --index */
+    int exact;                         /* --exact was given */
     char name[128];                    /* the checkpoint's file name without ".safetensors" */
     int64_t created;                   /* the checkpoint's modification time (Unix seconds) */
 } serve_model_t;

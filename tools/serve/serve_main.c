@@ -111,6 +111,7 @@ int uform_command_serve(int argc, char **argv) {
                 (double)serve_now_ns() * 1e-9 - started, server->model.name, d->size[0] ? d->size : "unnamed", d->embedding,
                 d->compute == UFORM_COMPUTE_BF16 ? "bf16" : d->compute == UFORM_COMPUTE_I8 ? "i8" : "f32", uform_executor_threads(server->model.compute));
         if (server->model.index) fprintf(stderr, ", index of %zu items", server->model.index_description.count);
+        if (server->model.ann) fprintf(stderr, " (approximate: %s)", server->model.ann_description.recipe);
         fprintf(stderr, "; batches of up to %zu; http://%s%s%s:%u/\n", options->max_batch, open_bracket, options->host,
                 close_bracket, server->port);
     }
