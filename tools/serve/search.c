@@ -118,14 +118,16 @@ static unsigned search_approximate(serve_request_t *request) {
     const serve_model_t *model = &request->server->model;
     serve_job_t *job = &request->job;
     size_t dims = model->index_description.dimensions;
-    /* The index holds a Matryoshka prefix of `dims` columns, renormalised: the query is cut and
-     * renormalised exactly as the batcher does it for an exact search, so both paths score the
-     * same query. */
+    /* The query as the batcher makes it for an exact search, so both paths score the same query:
+     * the embedding as the library normalised it for a full-width index (bit for bit `uform
+     * search`'s query), else its `dims` prefix renormalised (a Matryoshka index). */
     float *query = request->outputs;
-    double norm = 0;
-    for (size_t c = 0; c < dims; ++c) norm += (double)query[c] * query[c];
-    float scale = norm > 0 ? (float)(1.0 / sqrt(norm)) : 0.0f;
-    for (size_t c = 0; c < dims; ++c) query[c] *= scale;
+    if (dims != model->description.embedding) {
+        double norm = 0;
+        for (size_t c = 0; c < dims; ++c) norm += (double)query[c] * query[c];
+        float scale = norm > 0 ? (float)(1.0 / sqrt(norm)) : 0.0f;
+        for (size_t c = 0; c < dims; ++c) query[c] *= scale;
+    }
     uform_arena_t arena = NULL;
     uform_outcome_t outcome = {0};
     if (uform_arena_for_executor(NULL, &arena, &outcome) != UFORM_OK)
