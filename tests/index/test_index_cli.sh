@@ -145,6 +145,11 @@ exact = [json.loads(line) for line in open('hits.jsonl')]
 assert [h['item'] for h in ann] == [h['item'] for h in exact], (ann, exact)   # HNSW32 with rerank finds these 5
 assert [h['score'] for h in ann] == [h['score'] for h in exact], (ann, exact) # rescored as exact search scores
 "
+# A knob the structure cannot take (p2000.faiss is HNSW32: no inverted lists) is a usage error, as
+# `uform serve` answers it with a 400 (tools/ann_choice.c).
+"$uform" search p2000.index "$checkpoint" --image photos/photo_001234.jpg --nprobe 4 2> knobs.txt; code=$?
+check status_is $code 2
+check grep -q "nprobe chooses among an IVF's inverted lists.*HNSW32" knobs.txt
 "$uform" search corpus.index "$checkpoint" --text x --nprobe 4 2> knobs.txt; code=$?
 check status_is $code 2
 check grep -q "corpus.faiss" knobs.txt
