@@ -161,7 +161,7 @@ static int run(void *raw, const cli_parsed_t *parsed) {
             size_t length = 0;
             uform_index_item(index, (size_t)hit->item, NULL, &path, &length);
             if (options->json) {
-                printf("{\"rank\": %zu, \"item\": %llu, \"score\": %.7g, \"modality\": \"%s\", \"path\": ", i + 1,
+                printf("{\"rank\": %zu, \"item\": %llu, \"score\": %.9g, \"modality\": \"%s\", \"path\": ", i + 1,
                        (unsigned long long)hit->item, hit->score, cli_modality_name(hit->modality));
                 cli_json_string(stdout, path, length);
                 printf("}\n");

@@ -65,7 +65,7 @@ static void print_hits(uform_index_t index, const uform_index_search_t *search, 
             size_t length = 0;
             uform_index_item(index, (size_t)hits[i].item, NULL, &path, &length);
             if (json) {
-                printf("%s{\"rank\": %zu, \"item\": %llu, \"score\": %.7g, \"modality\": \"%s\", \"path\": ", i ? ", " : "",
+                printf("%s{\"rank\": %zu, \"item\": %llu, \"score\": %.9g, \"modality\": \"%s\", \"path\": ", i ? ", " : "",
                        i + 1, (unsigned long long)hits[i].item, hits[i].score, cli_modality_name(hits[i].modality));
                 cli_json_string(stdout, path, length);
                 putchar('}');

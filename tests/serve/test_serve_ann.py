@@ -4,9 +4,9 @@
 Argument: the uform CLI, the tiny checkpoint, a work folder. Indexes are built here from vectors
 drawn with NumPy from a fixed seed (`uform index --vectors --model CKPT`, then `--ann` for HNSW32,
 the default, and IVF16,Flat on 2,000 rows, enough to train 16 lists): no binary fixtures. Each
-search's hits must be the CLI's: the same items in the same order, and the same scores, the server's
-float32 printed as the CLI prints it (%.7g); the hit count is checked first, so an empty answer
-fails. Refusals: a knob the structure cannot take, a knob without a structure, bad values, and a
+search's hits must be the CLI's: the same items in the same order, and the same float32 scores bit for
+bit (both print 9 significant digits, which give a float32 back exactly); the hit count is checked
+first, so an empty answer fails. Refusals: a knob the structure cannot take, a knob without a structure, bad values, and a
 .faiss of another index at start-up (the server exits non-zero before listening).
 """
 
@@ -48,9 +48,9 @@ def cli_hits(uform, checkpoint, index, query, flags):
     return [json.loads(line) for line in done.stdout.splitlines()]
 
 
-def printed(score):
-    """The server's score (a float32, printed shortest) as the CLI prints its float: %.7g."""
-    return "%.7g" % float(np.float32(score))
+def as_float32(score):
+    """A score as the float32 it stands for (both sides print 9 significant digits, which round-trip)."""
+    return np.float32(score).tobytes().hex()
 
 
 def same_as_cli(t, server, uform, checkpoint, index, knobs, flags, what):
@@ -63,9 +63,8 @@ def same_as_cli(t, server, uform, checkpoint, index, knobs, flags, what):
             continue
         t.check([h["item"] for h in hits] == [e["item"] for e in expected],
                 f"{what} '{query}': items {[h['item'] for h in hits]}, uform search {[e['item'] for e in expected]}")
-        # The CLI's text holds a float32 to 7 digits: the server's float32, printed so, must be that text.
-        theirs = [("%.7g" % e["score"]) for e in expected]
-        t.check([printed(h["score"]) for h in hits] == theirs,
+        theirs = [as_float32(e["score"]) for e in expected]
+        t.check([as_float32(h["score"]) for h in hits] == theirs,
                 f"{what} '{query}': scores {[h['score'] for h in hits]}, uform search {theirs}")
         t.check([h["path"] for h in hits] == [e["path"] for e in expected], f"{what} '{query}': paths")
 
