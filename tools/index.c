@@ -19,6 +19,7 @@
 
 #include "cli.h"
 #include "index_vectors.h"
+#include "train_mesh.h"
 
 typedef struct options_t {
     const char *out, *shards, *ann, *from;
@@ -29,6 +30,7 @@ typedef struct options_t {
     uform_scalar_kind_t scalar;
     int compute, resume, hidden, json, progress, quiet;
     index_vectors_options_t from_vectors; /* --vectors and its flags (index_vectors.c) */
+    train_mesh_t mesh;                    /* --processes K, --mesh ..., or a launcher (train_mesh.h) */
 } options_t;
 
 static void defaults(void *raw) {
@@ -82,6 +84,9 @@ static const cli_flag_t flags[] = {
              "the items' modality: text, image, video or audio (default image)"),
     CLI_FLAG("--model", CLI_TEXT, options_t, from_vectors.model, "CKPT",
              "the checkpoint that made the vectors: record its fingerprint (default: none)"),
+    CLI_HEADING("Many members, one index (with --vectors; the same flags as uform train's mesh):"),
+    MESH_MEMBER_FLAGS(options_t, mesh),
+    MESH_PROCESSES_FLAG(options_t, mesh),
     CLI_FLAGS_END,
 };
 
@@ -204,6 +209,17 @@ static int build_ann(const options_t *options, const char *index_path) {
 static int run(void *raw, const cli_parsed_t *parsed) {
     options_t options = *(options_t *)raw;
     const cli_command_t *command = parsed->command;
+    char why[512];
+    options.mesh.have_index = cli_given(parsed, "--index"), options.mesh.have_count = cli_given(parsed, "--count");
+    if (train_mesh_check(&options.mesh, 0, why, sizeof why)) return cli_usage_error(command, "%s", why);
+    int members = options.mesh.processes || train_mesh_wanted(&options.mesh);
+    if (members && (!options.from_vectors.vectors || options.from))
+        return cli_usage_error(command, "--processes and --mesh build an index from --vectors V.npy (files, manifests, "
+                                        "shards and --from are indexed by one process)");
+    if (options.mesh.processes) {
+        if (!options.out) return cli_usage_error(command, "missing --out INDEX");
+        return train_mesh_launch(&options.mesh, parsed->argc, parsed->argv);
+    }
     if (options.from) {
         if (!options.ann) return cli_usage_error(command, "--from INDEX builds an approximate structure: add --ann[=RECIPE]");
         if (parsed->positional_count || options.out || options.manifests.count || options.shards)
@@ -222,8 +238,12 @@ static int run(void *raw, const cli_parsed_t *parsed) {
                 return cli_usage_error(command, "%s does not apply to --vectors (the rows are stored as they are)", inapplicable[i]);
         index_vectors_options_t from = options.from_vectors;
         from.out = options.out, from.scalar = options.scalar, from.json = options.json, from.quiet = options.quiet;
+        from.threads = options.threads, from.mesh = &options.mesh;
+        int leads = !train_mesh_wanted(&options.mesh) || options.mesh.index == 0;
         int status = index_vectors_run(&from, command);
-        return status == 0 && options.ann ? build_ann(&options, options.out) : status;
+        /* Over a mesh, member 0 holds every row once gathered and builds the approximate structure
+         * alone, as one process would (docs/indexes.md, "Many members, one index"). */
+        return status == 0 && options.ann && leads ? build_ann(&options, options.out) : status;
     }
     if (options.from_vectors.ids || options.from_vectors.paths || options.from_vectors.normalize ||
         options.from_vectors.modality || options.from_vectors.model)
