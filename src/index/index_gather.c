@@ -5,11 +5,12 @@
  * a contiguous block of the inputs in input order, that is the builder one process would have
  * made, so the file written from it is the same bytes.
  *
- * Three exchanges, so no member waits out a timeout because of another's local failure:
+ * Four exchanges, so no member waits out a timeout because of another's local failure:
  *   1. a fixed record per member (whether it has a builder, its shape, its sizes), checked alike by
  *      every member;
  *   2. one byte per member saying whether it could allocate the gathered bytes;
- *   3. the bytes: per member its modality bytes, path offsets, paths and rows of each modality.
+ *   3. the bytes: per member its modality bytes, path offsets, paths and rows of each modality;
+ *   4. member 0's receipt (a broadcast byte), before which no member returns.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -158,6 +159,12 @@ UFORM_API uform_status_t uform_index_builder_gather(uform_index_builder_t builde
         }
     pack(builder, mine);
     status = uform__mesh_allgather(mesh, mine, all, sizes, "the members' index rows", outcome, function);
+    /* A member that returned from the all-gather may exit while its last bytes are still on their
+     * way; closing then lost them now and then (member 0 waited out the timeout for rows member 1
+     * had sent). So the others wait for member 0's word that it holds every row. */
+    unsigned char received = 1;
+    if (status == UFORM_OK)
+        status = uform__mesh_broadcast(mesh, &received, 1, 0, "member 0's receipt of the rows", outcome, function);
     if (status != UFORM_OK) goto done;
     uform__index_builder_view_t view;
     uform__index_builder_view(builder, &view);
