@@ -5,7 +5,8 @@
  * a contiguous block of the inputs in input order, that is the builder one process would have
  * made, so the file written from it is the same bytes.
  *
- * Four exchanges, so no member waits out a timeout because of another's local failure:
+ * Four exchanges; the first two let every member fail at once, rather than after the mesh's
+ * timeout, when another failed on its own, and the last keeps members from leaving too early:
  *   1. a fixed record per member (whether it has a builder, its shape, its sizes), checked alike by
  *      every member;
  *   2. one byte per member saying whether it could allocate the gathered bytes;

@@ -168,3 +168,25 @@ def test_refused_combinations(corpus, tmp_path):
     finished = run("index", "--vectors", folder / "rows.npy", "--out", tmp_path / "x.index", "--processes", 2,
                    "--index", 0, expect=2)
     assert "--processes starts its own mesh" in finished.stderr
+
+
+def test_torchrun_variables_give_the_same_bytes(corpus, tmp_path):
+    """Two members started as torchrun starts them (RANK, WORLD_SIZE, MASTER_ADDR/PORT; --mesh auto)."""
+    import socket
+
+    folder, _, _ = corpus
+    reference = build(folder, "torchrun-reference", 1)
+    with socket.socket() as probe:  # a free port; the store takes MASTER_PORT + 1
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1] - 1
+    out = tmp_path / "torchrun.index"
+    members = []
+    for rank in (0, 1):
+        environment = dict(os.environ, RANK=str(rank), WORLD_SIZE="2", LOCAL_RANK=str(rank), LOCAL_WORLD_SIZE="2",
+                           MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), TORCHELASTIC_RUN_ID="members")
+        members.append(subprocess.Popen([CLI, "index", "--vectors", str(folder / "rows.npy"), "--out", str(out), "--mesh",
+                                         "auto", "--mesh-address", "127.0.0.1", "--mesh-timeout", "20", "--quiet"],
+                                        env=environment, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+    finished = [m.communicate(timeout=60) for m in members]
+    assert [m.returncode for m in members] == [0, 0], finished
+    assert out.read_bytes() == reference.read_bytes()
