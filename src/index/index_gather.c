@@ -160,6 +160,8 @@ UFORM_API uform_status_t uform_index_builder_gather(uform_index_builder_t builde
         }
     pack(builder, mine);
     status = uform__mesh_allgather(mesh, mine, all, sizes, "the members' index rows", outcome, function);
+    free(mine); /* its bytes are in `all` now: one copy fewer while the gathered builder grows */
+    mine = NULL;
     /* A member that returned from the all-gather may exit while its last bytes are still on their
      * way; closing then lost them now and then (member 0 waited out the timeout for rows member 1
      * had sent). So the others wait for member 0's word that it holds every row. */
