@@ -190,3 +190,16 @@ def test_torchrun_variables_give_the_same_bytes(corpus, tmp_path):
     finished = [m.communicate(timeout=60) for m in members]
     assert [m.returncode for m in members] == [0, 0], finished
     assert out.read_bytes() == reference.read_bytes()
+
+
+def test_fewer_rows_than_members(tmp_path):
+    """Two rows over three members: member 0's block is empty; the file is still one member's."""
+    rows = np.arange(16, dtype=np.float32).reshape(2, 8) / 16
+    np.save(tmp_path / "two.npy", rows)
+    files = []
+    for members in (1, 3):
+        out = tmp_path / f"two-k{members}.index"
+        run("index", "--vectors", tmp_path / "two.npy", "--out", out, "--processes", members, "--quiet")
+        files.append(out)
+    assert files[0].read_bytes() == files[1].read_bytes()
+    assert np.array_equal(stored(files[1], "embeddings.image"), rows)
