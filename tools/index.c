@@ -20,6 +20,7 @@
 #include "ann_choice.h"
 #include "cli.h"
 #include "index_vectors.h"
+#include "train_mesh.h"
 
 typedef struct options_t {
     const char *out, *shards, *ann, *from;
@@ -30,6 +31,7 @@ typedef struct options_t {
     uform_scalar_kind_t scalar;
     int compute, resume, hidden, json, progress, quiet;
     index_vectors_options_t from_vectors; /* --vectors and its flags (index_vectors.c) */
+    train_mesh_t mesh;                    /* --processes K, --mesh ..., or a launcher (train_mesh.h) */
 } options_t;
 
 static void defaults(void *raw) {
@@ -83,6 +85,9 @@ static const cli_flag_t flags[] = {
              "the items' modality: text, image, video or audio (default image)"),
     CLI_FLAG("--model", CLI_TEXT, options_t, from_vectors.model, "CKPT",
              "the checkpoint that made the vectors: record its fingerprint (default: none)"),
+    CLI_HEADING("Many members, one index (with --vectors; the same flags as uform train's mesh):"),
+    MESH_MEMBER_FLAGS(options_t, mesh),
+    MESH_PROCESSES_FLAG(options_t, mesh),
     CLI_FLAGS_END,
 };
 
@@ -205,6 +210,17 @@ static int build_ann(const options_t *options, const char *index_path) {
 static int run(void *raw, const cli_parsed_t *parsed) {
     options_t options = *(options_t *)raw;
     const cli_command_t *command = parsed->command;
+    char why[512];
+    options.mesh.have_index = cli_given(parsed, "--index"), options.mesh.have_count = cli_given(parsed, "--count");
+    if (train_mesh_check(&options.mesh, 0, why, sizeof why)) return cli_usage_error(command, "%s", why);
+    int members = options.mesh.processes || train_mesh_wanted(&options.mesh);
+    if (members && (!options.from_vectors.vectors || options.from))
+        return cli_usage_error(command, "--processes and --mesh build an index from --vectors V.npy (files, manifests, "
+                                        "shards and --from are indexed by one process)");
+    if (options.mesh.processes) {
+        if (!options.out) return cli_usage_error(command, "missing --out INDEX");
+        return train_mesh_launch(&options.mesh, parsed->argc, parsed->argv);
+    }
     if (options.from) {
         if (!options.ann) return cli_usage_error(command, "--from INDEX builds an approximate structure: add --ann[=RECIPE]");
         if (parsed->positional_count || options.out || options.manifests.count || options.shards)
@@ -223,8 +239,12 @@ static int run(void *raw, const cli_parsed_t *parsed) {
                 return cli_usage_error(command, "%s does not apply to --vectors (the rows are stored as they are)", inapplicable[i]);
         index_vectors_options_t from = options.from_vectors;
         from.out = options.out, from.scalar = options.scalar, from.json = options.json, from.quiet = options.quiet;
+        from.threads = options.threads, from.mesh = &options.mesh;
+        int leads = !train_mesh_wanted(&options.mesh) || options.mesh.index == 0;
         int status = index_vectors_run(&from, command);
-        return status == 0 && options.ann ? build_ann(&options, options.out) : status;
+        /* Over a mesh, member 0 holds every row once gathered and builds the approximate structure
+         * alone, as one process would (docs/indexes.md, "Many members, one index"). */
+        return status == 0 && options.ann && leads ? build_ann(&options, options.out) : status;
     }
     if (options.from_vectors.ids || options.from_vectors.paths || options.from_vectors.normalize ||
         options.from_vectors.modality || options.from_vectors.model)
@@ -318,7 +338,11 @@ const cli_command_t cli_index = {
              "       uform index --vectors V.npy --out INDEX [--ids FILE] [--normalize] [--scalar KIND] [options]\n"
              "       uform index --ann[=RECIPE] --from INDEX",
     .description = "Embeds every item found into INDEX (one safetensors file) and lists bad items in INDEX.errors.jsonl.\n"
-                   "Folders are walked recursively and files recognised by content.\n",
+                   "Folders are walked recursively and files recognised by content.\n"
+                   "With --vectors, K members (--processes K, --mesh, or torchrun / mpirun / srun) build one index:\n"
+                   "member r takes rows [N*r/K, N*(r+1)/K), named by their numbers in the whole file; the blocks\n"
+                   "are gathered in member order through the mesh and member 0 writes INDEX (and, with --ann, its\n"
+                   ".faiss from all rows): the same bytes as one member (docs/indexes.md, \"Many members\").\n",
     .statuses = "0 every item indexed; 1 the run failed (the reason is printed); 2 usage error;\n"
                 "3 finished, but some items failed (listed in INDEX.errors.jsonl); 130 interrupted (INDEX keeps\n"
                 "the last checkpoint: run the same command with --resume to continue).",

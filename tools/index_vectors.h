@@ -5,14 +5,19 @@
 #define UFORM_TOOLS_INDEX_VECTORS_H
 
 #include "cli.h"
+#include "train_mesh.h"
 
 typedef struct index_vectors_options_t {
     const char *vectors, *ids, *paths, *model, *modality, *out;
     uform_scalar_kind_t scalar;
     int normalize, json, quiet;
+    size_t threads;        /* --threads, for the mesh's executor */
+    train_mesh_t *mesh;    /* a member of a mesh (--mesh / a launcher) when mesh->where is set, else NULL */
 } index_vectors_options_t;
 
-/* Builds options->out from options->vectors; answers the exit status (docs/cli.md). */
+/* Builds options->out from options->vectors; answers the exit status (docs/cli.md). As a member of
+ * a mesh, it indexes its contiguous block of the rows, the blocks are gathered in member order
+ * (uform_index_builder_gather) and member 0 writes the index. */
 int index_vectors_run(const index_vectors_options_t *options, const cli_command_t *command);
 
 #endif

@@ -156,7 +156,7 @@ int train_mesh_launch(const train_mesh_t *mesh, int argc, char **argv) {
     char threads[32], count[32], index[64][32];
     snprintf(threads, sizeof threads, "%ld", cores / (long)K > 0 ? cores / (long)K : 1L);
     snprintf(count, sizeof count, "%zu", K);
-    /* Every member: this program, "train", the same flags but --processes, and its mesh flags. */
+    /* Every member: this program, the command, the same flags but --processes, and its mesh flags. */
     char **arguments = calloc((size_t)argc + 20, sizeof *arguments);
     pid_t *pids = calloc(K, sizeof *pids);
     int *exits = calloc(K, sizeof *exits);
@@ -169,7 +169,7 @@ int train_mesh_launch(const train_mesh_t *mesh, int argc, char **argv) {
     }
     size_t n = 0, index_slot;
     arguments[n++] = "/proc/self/exe";
-    arguments[n++] = "train";
+    arguments[n++] = argv[0]; /* the command: train or index */
     for (int i = 1; i < argc; ++i) {
         if (strncmp(argv[i], "--processes=", 12) == 0) continue;
         if (strcmp(argv[i], "--processes") == 0) {

@@ -28,9 +28,9 @@ typedef struct train_mesh_t {
     uform_mesh_t mesh;         /* after train_mesh_join; NULL without --mesh */
 } train_mesh_t;
 
-/* The mesh's flags, for the train command's table: they fill the train_mesh_t `field` of `type`. */
-#define TRAIN_MESH_FLAGS(type, field)                                                                                  \
-    CLI_HEADING("Data-parallel training (the mesh):"),                                                                 \
+/* The flags of a mesh member, shared by `uform train` and `uform index` (one table, one parser):
+ * they fill the train_mesh_t `field` of `type`. */
+#define MESH_MEMBER_FLAGS(type, field)                                                                                 \
     CLI_FLAG("--mesh", CLI_TEXT, type, field.where, "WHERE",                                                           \
              "where the members meet: a folder every member can reach (a shared file\n"                                \
              "system across hosts; the job's folder in it is removed once they have met),\n"                           \
@@ -50,14 +50,23 @@ typedef struct train_mesh_t {
              "step, before failing (default 120)"),                                                                    \
     CLI_FLAG("--mesh-address", CLI_TEXT, type, field.address, "IP",                                                    \
              "the address this member's collectives listen on, reachable from the other\n"                             \
-             "hosts (default: the host's first non-loopback IPv4 address)"),                                           \
-    CLI_FLAG("--mesh-overlap", CLI_TEXT, type, field.overlap, "X",                                                     \
-             "backward (default): all-reduce the gradients bucket by bucket while the\n"                               \
-             "backward runs; none: after it (the same result, bit for bit)"),                                          \
+             "hosts (default: the host's first non-loopback IPv4 address)")
+
+/* --processes K, shared the same way. */
+#define MESH_PROCESSES_FLAG(type, field)                                                                               \
     CLI_FLAG("--processes", CLI_POSITIVE, type, field.processes, "K",                                                  \
              "start K local members of this same command over a temporary folder on\n"                                 \
              "127.0.0.1, their output prefixed with [i]; --threads defaults to the cores / K.\n"                        \
-             "The run fails as a whole when a member fails"),                                                          \
+             "The run fails as a whole when a member fails")
+
+/* The mesh's flags, for the train command's table: they fill the train_mesh_t `field` of `type`. */
+#define TRAIN_MESH_FLAGS(type, field)                                                                                  \
+    CLI_HEADING("Data-parallel training (the mesh):"),                                                                 \
+    MESH_MEMBER_FLAGS(type, field),                                                                                    \
+    CLI_FLAG("--mesh-overlap", CLI_TEXT, type, field.overlap, "X",                                                     \
+             "backward (default): all-reduce the gradients bucket by bucket while the\n"                               \
+             "backward runs; none: after it (the same result, bit for bit)"),                                          \
+    MESH_PROCESSES_FLAG(type, field),                                                                                  \
     CLI_FLAG("--accumulate", CLI_POSITIVE, type, field.accumulate, "K",                                                \
              "run each step's batch (a member's share of it) in K chunks: the same step as\n"                          \
              "the whole batch at once (every chunk's embeddings first, the loss over all of\n"                         \
@@ -83,7 +92,8 @@ int train_mesh_check(train_mesh_t *mesh, int skip_bad, char *why, size_t capacit
 
 /* --processes K: runs K members of this same command line over a temporary folder on 127.0.0.1,
  * prefixing their output lines with "[i] ", and answers the run's exit status (the first failing
- * member's; the others are stopped a few seconds after it). `argv` is the train command's. */
+ * member's; the others are stopped a few seconds after it). `argv` is the command's (argv[0] its name:
+ * train, index). */
 int train_mesh_launch(const train_mesh_t *mesh, int argc, char **argv);
 
 /* With --mesh: bootstraps (the trainer config and the command's `agreement` lines are compared between

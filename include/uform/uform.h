@@ -1638,6 +1638,24 @@ UFORM_API uform_status_t uform_mesh_describe(uform_mesh_t mesh, uform_mesh_descr
 UFORM_API void uform_mesh_free(uform_mesh_t mesh);
 
 /*
+ * One index built by the members of a mesh (docs/indexes.md, "Many members, one index"). Collective:
+ * every member calls it, each with the builder of its own share of the corpus, and each gets in
+ * `*gathered` a new builder holding member 0's items, then member 1's, and so on, rows, modalities
+ * and paths as they were added; `builder` is left as it was. When every member built a contiguous
+ * block of the inputs in input order, the gathered builder is the one a single process would have
+ * made, and writes the same bytes. Every member receives every row (an all-gather), so each needs
+ * memory for the whole index. A member whose own work failed calls it with `builder` NULL, so the
+ * others fail at once rather than after the mesh's timeout.
+ * Statuses: UFORM_OK; UFORM_INVALID_ARGUMENT (NULL mesh or gathered); UFORM_PEER_LOST (a member
+ * called with NULL, or left); UFORM_TIMEOUT (a member did not answer within the mesh's timeout);
+ * UFORM_CONFIG_MISMATCH (builders of other dimensions, scalars or fingerprints);
+ * UFORM_OUT_OF_MEMORY (on any member: all fail); UFORM_CONTENDED (another call holds the mesh).
+ * A failed exchange breaks the mesh, as a trainer's does. On failure `*gathered` is NULL.
+ */
+UFORM_API uform_status_t uform_index_builder_gather(uform_index_builder_t builder, uform_mesh_t mesh,
+                                                    uform_index_builder_t *gathered, uform_outcome_t *outcome);
+
+/*
  * What a trainer is made of. A zeroed config is a fresh `tiny` model (docs/model.md) with
  * docs/training.md's optimizer and seed 0. Fields, and what zero means:
  *

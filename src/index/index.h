@@ -72,6 +72,21 @@ int uform__index_builder_reserve(uform_index_builder_t builder, uform_modality_t
 void uform__index_builder_append(uform_index_builder_t builder, uform_modality_t modality, const void *rows,
                                  size_t row_stride, const uform_tape_t *paths);
 
+/* A builder's arrays as they stand (index_build.c), for the gather (index_gather.c): borrowed until
+ * the builder's next add or free. */
+typedef struct uform__index_builder_view_t {
+    size_t dims, row_bytes, count;
+    uform_scalar_kind_t scalar;
+    const char *fingerprint;
+    const unsigned char *rows[4];  /* per modality: [rows_bytes[m] / row_bytes, row_bytes] */
+    size_t rows_bytes[4];
+    const unsigned char *modality; /* [count] */
+    const unsigned char *offsets;  /* [count + 1] uint64, possibly unaligned: read with memcpy */
+    const unsigned char *paths;    /* [paths_bytes] */
+    size_t paths_bytes;
+} uform__index_builder_view_t;
+void uform__index_builder_view(uform_index_builder_t builder, uform__index_builder_view_t *view);
+
 /* The path offset of item `item` (0 ..= count). */
 uint64_t uform__index_path_offset(const struct uform_index_s *index, size_t item);
 

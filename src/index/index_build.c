@@ -242,6 +242,14 @@ UFORM_API uform_status_t uform_index_builder_item(uform_index_builder_t builder,
     return UFORM_OK;
 }
 
+void uform__index_builder_view(uform_index_builder_t builder, uform__index_builder_view_t *view) {
+    view->dims = builder->dims, view->row_bytes = builder->row_bytes, view->count = builder->count;
+    view->scalar = builder->scalar, view->fingerprint = builder->fingerprint;
+    for (int m = 0; m < 4; ++m) view->rows[m] = builder->rows[m].data, view->rows_bytes[m] = builder->rows[m].size;
+    view->modality = builder->modality.data, view->offsets = builder->path_offsets.data;
+    view->paths = builder->paths.data, view->paths_bytes = builder->paths.size;
+}
+
 UFORM_API void uform_index_builder_free(uform_index_builder_t builder) {
     if (!builder) return;
     for (int m = 0; m < 4; ++m) free(builder->rows[m].data);

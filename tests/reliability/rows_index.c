@@ -358,3 +358,49 @@ void sweep_run_index_ann_search(sweep_fixture_t *fixture, sweep_answer_t *answer
     uform_index_ann_free(ann);
     uform_index_free(index);
 }
+
+/* uform_index_builder_gather over a mesh of one (no collectives module; the same records, checks,
+ * allocations and unpacking as with more members): 40 image rows, 9 text rows with paths, 40
+ * image rows more, so the unpacking meets three runs of modalities; the gathered builder's
+ * description and last path are digested. */
+void sweep_run_index_builder_gather(sweep_fixture_t *fixture, sweep_answer_t *answer) {
+    (void)fixture;
+    enum { rows = 40, dims = 16 };
+    static float floats[rows * dims];
+    for (size_t i = 0; i < rows * dims; ++i) floats[i] = (float)((int)(i * 13 % 17) - 8) / 8.0f;
+    uform_index_builder_t builder = NULL, gathered = NULL;
+    uform_mesh_t mesh = NULL;
+    uform_outcome_t outcome = {0};
+    uform_mesh_options_t options;
+    memset(&options, 0, sizeof options);
+    options.host_domain_count = 1;
+    uform_status_t status = uform_index_builder_create_vectors(dims, UFORM_SCALAR_F16, NULL, &builder, &outcome);
+    if (status == UFORM_OK)
+        status = uform_index_builder_add_vectors(builder, UFORM_MODALITY_IMAGE, floats, UFORM_SCALAR_F32, rows, dims, 0, NULL,
+                                                 0, &outcome);
+    size_t offsets[texts_count + 1];
+    uform_tape_t paths = item_paths(offsets);
+    if (status == UFORM_OK)
+        status = uform_index_builder_add_vectors(builder, UFORM_MODALITY_TEXT, floats, UFORM_SCALAR_F32, texts_count, dims, 0,
+                                                 &paths, 0, &outcome);
+    if (status == UFORM_OK)
+        status = uform_index_builder_add_vectors(builder, UFORM_MODALITY_IMAGE, floats, UFORM_SCALAR_F32, rows, dims, 0, NULL,
+                                                 0, &outcome);
+    if (status == UFORM_OK) status = uform_mesh_bootstrap(NULL, &options, &mesh, &outcome);
+    if (status == UFORM_OK) status = uform_index_builder_gather(builder, mesh, &gathered, &outcome);
+    uint64_t digest = 0;
+    if (status == UFORM_OK) {
+        uform_index_description_t description;
+        uform_index_builder_describe(gathered, &description);
+        digest = digest_description(0, &description);
+        const char *path = NULL;
+        size_t length = 0;
+        uform_index_builder_item(gathered, 2 * rows + texts_count - 1, NULL, &path, &length);
+        digest = sweep_digest(digest, path, length);
+    }
+    sweep_answer_status(answer, status, &outcome);
+    if (status == UFORM_OK) answer->digest = digest;
+    uform_index_builder_free(gathered);
+    uform_index_builder_free(builder);
+    uform_mesh_free(mesh);
+}
