@@ -55,8 +55,8 @@ def structure_classes_in_source(python_dir):
     for path in sorted((Path(python_dir) / "uform").glob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(), str(path))):
             if isinstance(node, ast.ClassDef):
-                bases = [base.attr if isinstance(base, ast.Attribute) else getattr(base, "id", "") for base in node.bases]
-                if {"Structure", "Union", "LittleEndianStructure", "BigEndianStructure"} & set(bases):
+                bases = {getattr(base, "attr", getattr(base, "id", "")) for base in node.bases}
+                if {"Structure", "Union", "LittleEndianStructure", "BigEndianStructure"} & bases:
                     found.append((path.name, node.name))
     return found
 
