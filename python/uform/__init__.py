@@ -51,7 +51,7 @@ from .mesh import Mesh, MeshDescription, MeshLaunch
 from .model import DeferredReceiver, Description, Model, Receiver
 from .results import Chosen, Encoded, Ragged, Stats, bfloat16_to_float32
 from .session import Descriptor, DType, Program, Session
-from .session_errors import (
+from .errors import (
     CompileFailed,
     InvalidBuffer,
     InvalidHandle,
