@@ -29,8 +29,9 @@ from .arena import Arena
 from .builder import Opcode, ProgramBuilder, float_bits
 from .deferred import Deferred
 from .enums import Compute, CpuClass, GpuClass, GpuVendor, Modality, Mood, Outputs, Residency, Scalar
-from .errors import (
+from .errors import (  # the library's errors and, as one branch of them, the session's
     Cancelled,
+    CompileFailed,
     ConfigMismatch,
     Contended,
     DeviceError,
@@ -38,12 +39,21 @@ from .errors import (
     FormatError,
     InternalError,
     InvalidArgument,
+    InvalidBuffer,
+    InvalidHandle,
+    InvalidProgram,
     IoError,
+    LaunchFailed,
     OutOfMemory,
     PeerLost,
+    SessionError,
+    SessionOutOfMemory,
+    SessionStatus,
     Status,
     Timeout,
+    TooManyPrograms,
     Unsupported,
+    UnsupportedVersion,
     status_name,
 )
 from .executor import Executor
@@ -51,18 +61,6 @@ from .mesh import Mesh, MeshDescription, MeshLaunch
 from .model import DeferredReceiver, Description, Model, Receiver
 from .results import Chosen, Encoded, Ragged, Stats, bfloat16_to_float32
 from .session import Descriptor, DType, Program, Session
-from .session_errors import (
-    CompileFailed,
-    InvalidBuffer,
-    InvalidHandle,
-    InvalidProgram,
-    LaunchFailed,
-    SessionError,
-    SessionOutOfMemory,
-    SessionStatus,
-    TooManyPrograms,
-    UnsupportedVersion,
-)
 from .trainer import StepResult, Trainer, TrainerDescription, TrainerReceiver, TrainerStats
 from .data import Batch, DataError, Dataset, DatasetDescription, Evaluation, FitResult, Item, Loader, LoaderStats, evaluate, recall
 from .index import AnnDescription, BuildResult, Hits, Index, IndexDescription

@@ -1,5 +1,5 @@
 """ctypes mirrors of the Data, Indexes and Media-preparation structs of include/uform/uform.h,
-field for field; merged into ``_structs.MIRRORED`` so tests/python/test_layout.py checks them."""
+field for field; merged into ``_structs.MIRRORED`` so tests/python/check_mirrors.py checks them."""
 
 from ctypes import Structure, c_char, c_char_p, c_double, c_float, c_int, c_size_t, c_uint, c_uint64, c_void_p
 

@@ -1,8 +1,10 @@
 """ctypes mirrors of the structs of include/uform/uform.h, field for field.
 
-Every struct here is listed in ``MIRRORED`` under its C name; tests/python/test_layout.py compares
-each one's size and every field's offset with what the C compiler answers (struct_layout.c), so a
-change to the header that is not made here fails the tests instead of corrupting memory.
+Every struct here is listed in ``MIRRORED`` under its C name (the one mapping from mirror to C type);
+tests/python/check_mirrors.py (the CTest test_python_mirrors) probes the C compiler with the fields
+named here and compares each struct's size and every field's offset, size and kind, so a change to
+the header that is not made here fails the tests instead of corrupting memory. These two files are
+the only ctypes mirrors of uform.h: write a new one here and add it to ``MIRRORED``.
 
 C enums are ``int``-sized; handles are opaque pointers (``c_void_p``). Pointers the binding fills
 from NumPy buffers are declared ``c_void_p`` so an address can be stored without a cast.
@@ -456,7 +458,7 @@ class Descriptor(Structure):
     ]
 
 
-# C name -> mirror; the layout test walks this table.
+# C name -> mirror; tests/python/check_mirrors.py walks this table.
 MIRRORED = {
     "uform_outcome_t": Outcome,
     "uform_gpu_device_t": GpuDevice,

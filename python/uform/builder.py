@@ -26,7 +26,7 @@ from ._library import lib
 from .enums import parse_enum
 from .errors import invalid
 from .session import NUMPY_DTYPES, DType, DTypeArgument
-from .session_errors import SessionStatus, session_error
+from .errors import SessionStatus, session_error
 
 MAX_RANK = 8
 _INFER = (1 << 64) - 1  # UFORM_SESSION_INFER: (size_t)-1

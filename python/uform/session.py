@@ -22,7 +22,7 @@ from . import _structs as S
 from ._closing import Closing
 from ._library import lib
 from .errors import invalid
-from .session_errors import SessionStatus, session_error
+from .errors import SessionStatus, session_error
 
 
 class DType(IntEnum):

@@ -4,7 +4,7 @@
  * outside the input. An accepted index is walked completely — every item's path and modality,
  * the metadata — and searched on the calling thread with a query of its width, top 3, all
  * modalities, so the search kernels run over every row the reader promised. A broken promise
- * traps, which the fuzzer (or the replay driver, index_fuzz_main.c) reports as a crash.
+ * traps, which the fuzzer (or the replay driver, replay_main.c) reports as a crash.
  */
 #include <stddef.h>
 #include <stdint.h>

@@ -31,16 +31,26 @@ static void run_one(const uint8_t *bytes, size_t size) {
     free(exact);
 }
 
+/* One to four edits of the kinds a fuzzer makes, at or after the target's kept prefix, three in four
+ * inside its focus when it names one. */
 static size_t mutate(uint8_t *buffer, size_t size, size_t capacity, uint64_t *state) {
-    static const uint8_t interesting[] = {'"', '{', '}', '[', ']', ',', ':', '0', '9', '-', '.', 'e', ' ', '\\',
-                                          '\n', 'u', '/', 0x00, 0x7F, 0x80, 0xC3, 0xFF, 'x', 'L', '5'};
+    static const uint8_t fallback[] = {'"', '{', '}', '[', ']', ',', ':', '0', '9', '-', '.', 'e', ' ', '\\',
+                                       '\n', 'u', '/', 0x00, 0x7F, 0x80, 0xC3, 0xFF, 'x', 'L', '5'};
+    const replay_hooks_t *hooks = &replay_hooks; /* NULL where the target defines none */
+    const uint8_t *interesting = hooks && hooks->interesting ? hooks->interesting : fallback;
+    size_t interesting_count = hooks && hooks->interesting ? hooks->interesting_count : sizeof fallback;
+    size_t kept = hooks ? hooks->kept_prefix : 0;
+    size_t focus = hooks && hooks->focus_end ? hooks->focus_end(buffer, size) : size;
     int edits = 1 + (int)(next(state) % 4);
-    for (int edit = 0; edit < edits && size; ++edit) {
+    for (int edit = 0; edit < edits && size > kept; ++edit) {
         uint64_t draw = next(state);
-        size_t at = (size_t)((draw >> 8) % size);
+        if (focus > size) focus = size;
+        size_t end = (draw & 3) && focus > kept ? focus : size; /* the focus is the whole input by default */
+        size_t at = kept + (size_t)((draw >> 8) % (end - kept));
+        uint8_t value = interesting[(draw >> 40) % interesting_count];
         switch ((draw >> 4) % 7) {
         case 0: buffer[at] ^= (uint8_t)(1u << ((draw >> 40) % 8)); break;
-        case 1: buffer[at] = interesting[(draw >> 40) % sizeof interesting]; break;
+        case 1: buffer[at] = value; break;
         case 2: size = at; break;
         case 3: {
             size_t length = 1 + (size_t)((draw >> 40) % 16);
@@ -52,13 +62,13 @@ static size_t mutate(uint8_t *buffer, size_t size, size_t capacity, uint64_t *st
         case 4:
             if (size < capacity) {
                 memmove(buffer + at + 1, buffer + at, size - at);
-                buffer[at] = interesting[(draw >> 40) % sizeof interesting];
+                buffer[at] = value;
                 ++size;
             }
             break;
         case 5: buffer[at] = (uint8_t)(draw >> 48); break;
         default: { /* copy a block over another place */
-            size_t from = (size_t)((draw >> 24) % size), length = 1 + (size_t)((draw >> 40) % 32);
+            size_t from = kept + (size_t)((draw >> 24) % (size - kept)), length = 1 + (size_t)((draw >> 40) % 32);
             if (length > size - from) length = size - from;
             if (length > size - at) length = size - at;
             memmove(buffer + at, buffer + from, length);
@@ -124,15 +134,13 @@ int main(int argc, char **argv) {
 
     replay_seed_t seeds[SEED_CAPACITY] = {{0}};
     size_t count = replay_seeds(seeds, SEED_CAPACITY);
-    if (!count) {
-        fprintf(stderr, "cannot make the seeds\n");
-        return 1;
-    }
     int status = 0;
+    if (!count) fprintf(stderr, "cannot make the seeds\n"), status = 1;
     /* The seeds themselves must be accepted, or the mutations test nothing. */
     for (size_t index = 0; index < count && !status; ++index)
         if (!replay_accepts(seeds[index].bytes, seeds[index].size))
             fprintf(stderr, "seed %zu (%zu bytes) is refused\n", index, seeds[index].size), status = 1;
+        else run_one(seeds[index].bytes, seeds[index].size); /* the target's checks of an accepted input */
     if (!status && seed_directory) status = write_seeds(seed_directory, seeds, count);
     if (!status && !seed_directory) {
         printf("seed %llu, %ld rounds over %zu seeds\n", (unsigned long long)seed, rounds, count);
@@ -154,6 +162,6 @@ int main(int argc, char **argv) {
         free(buffer);
         printf("%ld inputs replayed, %zu of every 8th accepted, no crash\n", rounds, accepted);
     }
-    for (size_t index = 0; index < count; ++index) free(seeds[index].bytes);
+    for (size_t index = 0; index < SEED_CAPACITY; ++index) free(seeds[index].bytes); /* those made, even on failure */
     return status;
 }

@@ -2,7 +2,7 @@
  * libFuzzer target for the safetensors reader: any bytes go to the from-memory open, which must
  * answer UFORM_OK or UFORM_FORMAT (with a message) and never read outside the input. An accepted
  * file is walked completely, and its promises are checked: a broken one traps, which the fuzzer
- * (or the replay driver, fuzz_main.c) reports as a crash. The allocation-free JSON checker must
+ * (or the replay driver, replay_main.c) reports as a crash. The allocation-free JSON checker must
  * agree with cJSON on the header bytes (it decides between a malformed header and an allocation
  * that failed, json.h).
  */

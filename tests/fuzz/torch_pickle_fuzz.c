@@ -5,7 +5,7 @@
  * reach the pickle machine instead of dying at the CRC check. The open must answer UFORM_OK,
  * UFORM_FORMAT or UFORM_UNSUPPORTED (with a message), never read outside the input, and an
  * accepted file keeps every promise of torch_file.h: a broken one traps, which the fuzzer (or
- * the replay driver, torch_pickle_fuzz_main.c) reports as a crash.
+ * the replay driver, replay_main.c) reports as a crash.
  */
 #include <stddef.h>
 #include <stdint.h>

@@ -1,6 +1,6 @@
 """Shared fixtures of the binding's tests. CTest (tests/python/CMakeLists.txt) sets the paths:
 UFORM_LIBRARY, PYTHONPATH, the tiny checkpoint (UFORM_TEST_CHECKPOINT overrides it), the media
-fixtures, the C reference runner, the struct-layout printer and the CLI."""
+fixtures, the C reference runner and the CLI."""
 
 import os
 import subprocess
