@@ -30,3 +30,13 @@ uform_add_test(NAME test_nn_torch_published SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/
 target_compile_definitions(test_nn_torch_published PRIVATE NN_TORCH_PYTHON="${UFORM_TORCH_PYTHON}"
                            NN_REFERENCE_SCRIPT="${CMAKE_CURRENT_SOURCE_DIR}/nn_reference_published.py")
 set_tests_properties(test_nn_torch_published PROPERTIES SKIP_RETURN_CODE 77)
+# SERIAL's BF16 rounding, erf GELU and int8 product against exact arithmetic written in Python from
+# the definitions (serial_numerics_reference.py: fractions and mpmath), not against another class:
+# serial_numerics_dump writes the inputs and SERIAL's outputs, the script checks them.
+add_executable(serial_numerics_dump ${CMAKE_CURRENT_SOURCE_DIR}/serial_numerics_dump.c)
+target_link_libraries(serial_numerics_dump PRIVATE uform_internal m)
+add_test(NAME test_serial_numerics
+         COMMAND sh -c "rm -rf \"$1\" && mkdir -p \"$1\" && \"$2\" \"$1\" && \"$3\" \"$4\" \"$1\"" sh
+                 ${CMAKE_CURRENT_BINARY_DIR}/serial_numerics $<TARGET_FILE:serial_numerics_dump> ${UFORM_TORCH_PYTHON}
+                 ${CMAKE_CURRENT_SOURCE_DIR}/serial_numerics_reference.py)
+set_tests_properties(test_serial_numerics PROPERTIES LABELS "kernels;reference" TIMEOUT 120)

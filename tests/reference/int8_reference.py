@@ -41,9 +41,16 @@ def bf16(values):
     return out.astype(np.float64)
 
 
-def quantize_rows(x):
-    """x float32 [rows, k] -> (q int64 [rows, k], scale float32 [rows])."""
+def quantize_rows(x, per_tensor=False):
+    """x float32 [rows, k] -> (q int64 [rows, k], scale float32 [rows]).
+
+    per_tensor=True is a wrong scheme kept for the negative controls: one amax over the whole
+    matrix (ONNX Runtime's dynamic quantization), every row given the same scale."""
     x = np.asarray(x, dtype=np.float32)
+    if per_tensor:
+        shape = x.shape
+        q, scale = quantize_rows(x.reshape(1, -1))
+        return q.reshape(shape), np.repeat(scale, shape[0])
     magnitude = np.abs(x)
     special = ~np.all(np.isfinite(x), axis=1)
     amax = np.where(special, np.float32(0), np.max(np.where(np.isfinite(magnitude), magnitude, 0), axis=1)).astype(np.float32)
@@ -61,13 +68,18 @@ def quantize_rows(x):
 class QuantizedLinear:
     """A trunk layer: weight rows quantized once, inputs per call."""
 
-    def __init__(self, weight, bias):
-        self.q, self.scale = quantize_rows(np.asarray(weight, dtype=np.float32))
+    def __init__(self, weight, bias, per_tensor=False):
+        self.q, self.scale = quantize_rows(np.asarray(weight, dtype=np.float32), per_tensor)
+        self.per_tensor = per_tensor
+        # The int8 values held as float64, so that the product runs in BLAS (NumPy's int64 product
+        # has none, and was most of this check's time): every partial sum is an integer of
+        # magnitude at most K·127·127 < 2^53 for K ≤ 2^29, so float64 adds them exactly, in any order.
+        self.q64 = self.q.astype(np.float64)
         self.bias = np.asarray(bias, dtype=np.float32)
 
     def __call__(self, x):
-        qx, sx = quantize_rows(np.asarray(x, dtype=np.float64).astype(np.float32))
-        acc = qx @ self.q.T                                              # exact in int64
+        qx, sx = quantize_rows(np.asarray(x, dtype=np.float64).astype(np.float32), self.per_tensor)
+        acc = qx.astype(np.float64) @ self.q64.T                         # exact: integers below 2^53
         scales = (sx[:, None] * self.scale[None, :]).astype(np.float32)  # one float32 product
         y = acc.astype(np.float32).astype(np.float64) * scales.astype(np.float64) + self.bias.astype(np.float64)
         return y.astype(np.float32).astype(np.float64)                   # one rounding: the fused multiply-add
@@ -80,8 +92,11 @@ def layer_norm(x, weight, bias, eps):
 
 
 def gelu(x):
-    from math import erf
-    return 0.5 * x * (1.0 + np.vectorize(erf)(x / math.sqrt(2.0)))
+    """The erf GELU in float64. PyTorch's erf (its own implementation, not the engine's libm call),
+    vectorised: math.erf one value at a time was a third of this check's time on `small`."""
+    import torch
+    t = torch.from_numpy(np.ascontiguousarray(x, dtype=np.float64))
+    return (0.5 * t * (1.0 + torch.special.erf(t / math.sqrt(2.0)))).numpy()
 
 
 def softmax_attention(q, k, v):
@@ -123,9 +138,10 @@ class FloatLinear:
 
 
 class Int8Model:
-    def __init__(self, config, tensors, float_compute, quantized=True):
-        """quantized=False runs the trunk's products in float64 instead (a negative control)."""
-        """tensors: name -> float64 numpy arrays (BF16 widened exactly)."""
+    def __init__(self, config, tensors, float_compute, quantized=True, per_tensor=False):
+        """tensors: name -> float64 numpy arrays (BF16 widened exactly). Two wrong schemes for the
+        negative controls: quantized=False runs the trunk's products in float64, per_tensor=True
+        quantizes them with one scale per matrix instead of one per row."""
         if float_compute not in ("f32", "bf16"):
             raise ValueError(f"float compute {float_compute!r} is not f32 or bf16")
         self.config, self.w, self.float_compute = config, tensors, float_compute
@@ -134,8 +150,9 @@ class Int8Model:
         self.layers = {}
         for i in range(self.depth):
             for name in ("attn.qkv", "attn.out", "mlp.up", "mlp.down"):
-                layer = QuantizedLinear if quantized else FloatLinear
-                self.layers[f"{i}.{name}"] = layer(tensors[f"trunk.{i}.{name}.weight"], tensors[f"trunk.{i}.{name}.bias"])
+                weight, bias = tensors[f"trunk.{i}.{name}.weight"], tensors[f"trunk.{i}.{name}.bias"]
+                self.layers[f"{i}.{name}"] = (QuantizedLinear(weight, bias, per_tensor) if quantized
+                                              else FloatLinear(weight, bias))
 
     def float_linear(self, x, weight, bias=None):
         if self.float_compute == "bf16":
