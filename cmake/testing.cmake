@@ -29,7 +29,7 @@ endfunction()
 # in the whole process, as in the allocation-failure sweep. Under AddressSanitizer LeakSanitizer
 # reads tests/reliability/lsan_link_map.supp, which suppresses one call site only: the allocator's
 # first backtrace loads libgcc_s, whose link map LeakSanitizer misreports at exit. The sweep's own
-# lsan.supp (third-party libraries' leaks under failing allocations) reaches the sweep alone.
+# lsan.supp and lsan_ffmpeg.supp (third-party libraries' leaks under failing allocations) reach the sweep alone.
 function(uform_test_failing_alloc name)
   set(source ${PROJECT_SOURCE_DIR}/tests/reliability/failing_alloc.c)
   target_sources(${name} PRIVATE ${source})

@@ -6,6 +6,7 @@
  *
  * usage: reliability_sweep CHECKPOINT FIXTURES [--quick] [--mode transient|persistent|both] [--only a,b] [--at N]
  *                          [--ffmpeg-stride K] [--long-stride K] [--long-persistent] [--no-cold]
+ *                          [--ffmpeg-rows only|skip]
  *   --quick  N = 1..8, then about 24 numbers spread over the rest, then the last few (make test);
  *            without it every N (make asan, make sweep).
  *   --mode   transient: only allocation N fails; persistent: N and every later one fail (the
@@ -20,6 +21,9 @@
  *            Gloo's store polls until the bootstrap's timeout (5 s a run), so only `make sweep` asks.
  *   --ffmpeg-stride K  in rows through FFmpeg (thousands of allocations each), fail allocations
  *            1..32, every K-th after that and the last 8 (CI's time budget); default every one.
+ *   --ffmpeg-rows only|skip  only the SWEEP_FFMPEG rows, or all but them: `make asan` runs the two
+ *            halves as two tests, the FFmpeg half with LeakSanitizer's DWARF unwinding so its
+ *            suppression can name FFmpeg's call site (lsan_ffmpeg.supp says why).
  *   --no-cold  skip the SWEEP_COLD rows (loading FFmpeg afresh in a child per run: under
  *            AddressSanitizer each costs seconds and dies in GLib's constructors, not in UForm).
  * Exit status 0 when every verdict holds; each violation prints the row, N, which function was
@@ -502,7 +506,7 @@ static int listed(const char *list, const char *name) {
 }
 
 static int usage(void) {
-    fprintf(stderr, "usage: reliability_sweep CHECKPOINT FIXTURES [--quick] [--mode transient|persistent|both] [--only a,b] [--at N] [--ffmpeg-stride K] [--long-stride K] [--long-persistent] [--no-cold] [--published FOLDER]\n");
+    fprintf(stderr, "usage: reliability_sweep CHECKPOINT FIXTURES [--quick] [--mode transient|persistent|both] [--only a,b] [--at N] [--ffmpeg-stride K] [--long-stride K] [--long-persistent] [--no-cold] [--ffmpeg-rows only|skip] [--published FOLDER]\n");
     return 2;
 }
 
@@ -516,6 +520,7 @@ int main(int argc, char **argv) {
     const char *only = NULL;
     size_t at = 0;
     int no_cold = 0;
+    int ffmpeg_rows = 0; /* 0 all rows; 1 only the SWEEP_FFMPEG rows; 2 all but them */
     for (int i = 3; i < argc; ++i) {
         if (!strcmp(argv[i], "--quick")) quick = 1;
         else if (!strcmp(argv[i], "--mode") && i + 1 < argc) {
@@ -528,6 +533,11 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--long-stride") && i + 1 < argc) long_stride = strtoull(argv[++i], NULL, 10);
         else if (!strcmp(argv[i], "--long-persistent")) long_persistent = 1;
         else if (!strcmp(argv[i], "--no-cold")) no_cold = 1;
+        else if (!strcmp(argv[i], "--ffmpeg-rows") && i + 1 < argc) {
+            const char *which = argv[++i];
+            ffmpeg_rows = !strcmp(which, "only") ? 1 : !strcmp(which, "skip") ? 2 : -1;
+            if (ffmpeg_rows < 0) return usage();
+        }
         else if (!strcmp(argv[i], "--published") && i + 1 < argc) fixture.published = argv[++i];
         else return usage();
     }
@@ -561,6 +571,8 @@ int main(int argc, char **argv) {
     for (size_t r = 0; r < sweep_row_count; ++r) {
         const sweep_row_t *row = &sweep_rows[r];
         if (!listed(only, row->name)) continue;
+        if ((ffmpeg_rows == 1 && !(row->flags & SWEEP_FFMPEG)) || (ffmpeg_rows == 2 && (row->flags & SWEEP_FFMPEG)))
+            continue; /* the other half of --ffmpeg-rows */
         if ((row->flags & SWEEP_COLD) && no_cold) {
             printf("%-26s skipped (--no-cold)\n", row->name);
             continue;
