@@ -12,7 +12,7 @@
  *   index                          builds DIR/bench_ann.index from V (F32 rows, as `uform index --vectors`)
  *   build RECIPE THREADS TRAIN     uform_index_ann_build into DIR/bench_ann.faiss, then opens it
  *                                  → {"seconds", "cpu_seconds", "bytes", "train_rows", "lists"}
- *   search KNOB VALUE THREADS      every query at once, top 10, rerank 0; KNOB is ef or nprobe;
+ *   search KNOB VALUE THREADS [R]  every query at once, top 10, rerank R (0 if absent); KNOB is ef or nprobe;
  *                                  the ids go to DIR/ours.ids (int64 [Q, 10]) → {"seconds", "cpu_seconds"}
  *   exact THREADS                  uform_index_search of every query → {"seconds", "cpu_seconds"}, ids as above
  *   quit
@@ -130,13 +130,13 @@ static void command_build(worker_t *worker, const char *recipe, size_t threads, 
     fflush(stdout);
 }
 
-static void command_search(worker_t *worker, const char *knob, size_t value, size_t threads) {
+static void command_search(worker_t *worker, const char *knob, size_t value, size_t threads, size_t rerank) {
     if (!worker->ann) return answer_error("search", "no structure yet: send 'build' first");
     if (use_threads(worker, threads) != 0) return;
     uform_index_ann_search_t search = {0};
     search.ann = worker->ann, search.executor = worker->executor, search.arena = worker->arena;
     search.queries = worker->queries, search.queries_count = worker->count, search.queries_columns = worker->dims;
-    search.top = TOP;
+    search.top = TOP, search.rerank = rerank;
     if (strcmp(knob, "ef") == 0) search.ef = value;
     else if (strcmp(knob, "nprobe") == 0) search.nprobe = value;
     else return answer_error("search", "the knob is ef or nprobe");
@@ -191,11 +191,11 @@ int main(int argc, char **argv) {
     }
     char line[512], word[64], recipe[160];
     while (fgets(line, sizeof line, stdin)) {
-        size_t a = 0, b = 0, c = 0;
+        size_t a = 0, b = 0, c = 0, d = 0;
         if (strncmp(line, "quit", 4) == 0) break;
         else if (strncmp(line, "index", 5) == 0) command_index(&worker);
         else if (sscanf(line, "build %159s %zu %zu", recipe, &a, &b) == 3) command_build(&worker, recipe, a, b);
-        else if (sscanf(line, "search %63s %zu %zu", word, &c, &a) == 3) command_search(&worker, word, c, a);
+        else if (sscanf(line, "search %63s %zu %zu %zu", word, &c, &a, &d) >= 3) command_search(&worker, word, c, a, d);
         else if (sscanf(line, "exact %zu", &a) == 1) command_exact(&worker, a);
         else answer_error("command", line);
     }

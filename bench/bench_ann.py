@@ -132,6 +132,9 @@ def main():
     parser.add_argument("--ef", default="16,32,64,128,256")
     parser.add_argument("--nprobe", default="1,2,4,8,16,32,64,128")
     parser.add_argument("--train-rows", type=int, default=0)
+    parser.add_argument("--rerank", type=int, default=100,
+                        help="IVF recipes: a second sweep with uform's rerank R against FAISS's IndexRefineFlat "
+                             "(k_factor R/10); 0: none")
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--work", default=None)
     parser.add_argument("--json", default="bench/results/ann.json")
@@ -195,28 +198,42 @@ def main():
                 print(f"{recipe}: build uform {ours_build['seconds']:.1f} s, FAISS {faiss_build['seconds']:.1f} s "
                       f"({args.build_threads} threads, {train} training rows); bytes/vector uform "
                       f"{ours_build['bytes'] / args.rows:.1f}, FAISS {faiss_bytes / args.rows:.1f}")
-                print(f"  threads {knob:>6} | recall uform  FAISS | queries/s uform    FAISS | overhead | vs exact")
+                print(f"  threads {knob:>6} | recall uform  FAISS | queries/s uform    FAISS | overhead | "
+                      f"CPU s uform  FAISS overhead | vs exact")
                 points = []
-                for threads in threads_list:
-                    for value in values:
-                        ours_best = theirs_best = math.inf
+                # IVF: the sweep again with exact rescoring of R candidates, uform's rerank against
+                # FAISS's own way to do it (IndexRefineFlat over the same F32 rows, k_factor R/10).
+                reranks = [0] + ([args.rerank] if args.rerank and knob == "nprobe" else [])
+                refine = None
+                if len(reranks) > 1:
+                    refine = faiss.IndexRefineFlat(index, faiss.swig_ptr(vectors))
+                    refine.k_factor = args.rerank / TOP
+                for rerank, threads, value in [(r, t, v) for r in reranks for t in threads_list for v in values]:
+                    if True:
+                        ours_best = theirs_best = ours_cpu = theirs_cpu = math.inf
                         for _ in range(args.rounds):
-                            ours_best = min(ours_best, worker.ask(f"search {knob} {value} {threads}")["seconds"])
+                            answer = worker.ask(f"search {knob} {value} {threads} {rerank}")
+                            ours_best, ours_cpu = min(ours_best, answer["seconds"]), min(ours_cpu, answer["cpu_seconds"])
                             faiss.omp_set_num_threads(threads)
                             params = faiss.ParameterSpace()
                             params.set_index_parameter(index, "efSearch" if knob == "ef" else "nprobe", value)
-                            start = time.perf_counter()
-                            _, theirs_ids = index.search(queries, TOP)
+                            start, start_cpu = time.perf_counter(), time.process_time()
+                            _, theirs_ids = (refine if rerank else index).search(queries, TOP)
                             theirs_best = min(theirs_best, time.perf_counter() - start)
-                        point = {"threads": threads, knob: value,
+                            theirs_cpu = min(theirs_cpu, time.process_time() - start_cpu)
+                        point = {"threads": threads, knob: value, "rerank": rerank,
                                  "recall_uform": recall(worker.ids(), truth), "recall_faiss": recall(theirs_ids, truth),
                                  "qps_uform": args.queries / ours_best, "qps_faiss": args.queries / theirs_best,
                                  "overhead": ours_best / theirs_best - 1.0,
+                                 "cpu_seconds_uform": ours_cpu, "cpu_seconds_faiss": theirs_cpu,
+                                 "overhead_cpu": ours_cpu / theirs_cpu - 1.0,
                                  "speedup_over_exact": exact[threads]["seconds"] / ours_best}
                         points.append(point)
                         loads.append(os.getloadavg()[0])
-                        print(f"  {threads:7} {value:6} |      {point['recall_uform']:.4f} {point['recall_faiss']:.4f} | "
+                        print(f"  {threads:7} {value:6}{'+r' + str(rerank) if rerank else ''} |      {point['recall_uform']:.4f} {point['recall_faiss']:.4f} | "
                               f"{point['qps_uform']:15.0f} {point['qps_faiss']:8.0f} | {point['overhead'] * 100:+7.1f}% | "
+                              f"{point['cpu_seconds_uform']:6.3f} {point['cpu_seconds_faiss']:6.3f} "
+                              f"{point['overhead_cpu'] * 100:+6.1f}% | "
                               f"{point['speedup_over_exact']:7.1f}x")
                 at95 = {}
                 for threads in threads_list:
@@ -229,7 +246,7 @@ def main():
                                          "bytes_per_vector_uform": ours_build["bytes"] / args.rows,
                                          "bytes_per_vector_faiss": faiss_bytes / args.rows,
                                          "speedup_at_recall_095": at95, "points": points})
-                del index
+                del refine, index
             worker.close()
             report["sets"].append(block)
             del vectors
