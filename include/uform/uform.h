@@ -1321,7 +1321,8 @@ UFORM_API void uform_index_ann_describe(uform_index_ann_t ann, uform_index_ann_d
  *                                 max(R, top) candidates, each is rescored exactly as
  *                                 uform_index_search scores it (the same kernels, bit for bit for
  *                                 fewer than 8 queries) and the best `top` are answered
- *   progress                      in: reported per batch of 64 queries; cancelling stops between batches
+ *   progress                      in: counts queries, reported per batch (64 queries first, doubling
+ *                                 while a batch takes under 50 ms); cancelling stops between batches
  *   arena                         in: the hits and the call's scratch (queries·candidates·12 bytes)
  *   outcome                       out
  *   hits                          out: [queries_count][hits_per_query], best first, ties by item;

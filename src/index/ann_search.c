@@ -1,8 +1,12 @@
 /*
  * Approximate search (uform.h, uform_index_ann_search): FAISS proposes `fetch` candidates per
  * query — top, or max(rerank, top) when reranking — through per-call SearchParameters (nprobe, ef,
- * and an IDSelector over the items' modality bytes when a filter excludes some), in batches of
- * BATCH queries so progress can be reported and a cancel honoured. With rerank, each candidate is
+ * and an IDSelector over the items' modality bytes when a filter excludes some), in batches so
+ * progress can be reported and a cancel honoured. A batch starts at FIRST_BATCH queries and doubles
+ * while batches take under BATCH_SECONDS (up to MOST_BATCH): every FAISS call is an OpenMP region
+ * whose threads meet at a barrier, and on two shared cores 64-query calls cost 2–5 times the wall
+ * time of one call for 1,000 queries (bench_ann, docs/indexes.md), while a cancel still waits for
+ * one batch of about BATCH_SECONDS at most. With rerank, each candidate is
  * rescored from the index's stored row by the exact search's own kernels (kernels/search.h): the
  * same code path and the same sums as uform_index_search's matrix-vector kernel, so scores equal
  * exact search's bit for bit when it runs that path (fewer than 8 queries). The candidates are
@@ -14,6 +18,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "core/arena.h"
 #include "core/outcome.h"
@@ -22,8 +27,17 @@
 #include "kernels/nn.h"
 #include "kernels/search.h"
 
-/* Queries per call into FAISS (and per progress report). */
-#define BATCH 64
+/* Queries per call into FAISS (and per progress report): the first call's, the most, and the
+ * time under which the next call takes twice as many. */
+#define FIRST_BATCH 64
+#define MOST_BATCH 8192
+#define BATCH_SECONDS 0.05
+
+static double seconds_now(void) {
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (double)now.tv_sec + (double)now.tv_nsec * 1e-9;
+}
 
 /* Rescoring one query against stored rows, exactly as exact search scores them. */
 typedef struct rescorer_t {
@@ -117,22 +131,26 @@ static uform_status_t search_run(void *pointer, uform__call_context_t *context) 
     search.allowed = (modalities & present) != present ? index->modality : NULL;
     search.mask = modalities;
     search.threads = uform__parallel_threads(context->parallel);
-    const size_t batches = (q + BATCH - 1) / BATCH;
-    uform__progress_begin(&context->progress, context->progress_options, batches);
+    /* Progress counts queries: the batches' sizes depend on their times. */
+    uform__progress_begin(&context->progress, context->progress_options, q);
     char message[UFORM_OUTCOME_MESSAGE_CAPACITY - 96];
-    for (size_t b = 0; b < batches && fetch; ++b) {
-        size_t first = b * BATCH, count = q - first < BATCH ? q - first : BATCH;
+    size_t batch = FIRST_BATCH;
+    for (size_t first = 0; first < q && fetch;) {
+        size_t count = q - first < batch ? q - first : batch;
+        double started = seconds_now();
         search.queries = count, search.vectors = queries + first * dims;
         search.distances = distances + first * fetch, search.labels = labels + first * fetch;
         uform_status_t status = ann->api->search(ann->faiss, &search, message, sizeof message);
         if (status != UFORM_OK)
             return uform__fail(context->outcome, status, context->function, "FAISS's search (nprobe %zu, ef %zu): %s",
                                search.nprobe, search.ef, message);
-        if (uform__progress_advance(&context->progress, b + 1) == UFORM_CANCEL && b + 1 < batches)
+        if (seconds_now() - started < BATCH_SECONDS && batch < MOST_BATCH) batch *= 2;
+        first += count;
+        if (uform__progress_advance(&context->progress, first) == UFORM_CANCEL && first < q)
             return uform__fail(context->outcome, UFORM_CANCELLED, context->function,
-                               "cancelled by the progress handler after %zu of %zu queries", first + count, q);
+                               "cancelled by the progress handler after %zu of %zu queries", first, q);
     }
-    if (!fetch) uform__progress_advance(&context->progress, batches);
+    if (!fetch) uform__progress_advance(&context->progress, q);
 
     for (size_t j = 0; j < q; ++j) {
         const float *query = queries + j * dims;

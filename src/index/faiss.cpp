@@ -7,7 +7,8 @@
  * recipes the default rule names (made_directly(), below), by faiss::index_factory otherwise — written and read with
  * write_index / read_index through an IOWriter / IOReader over the caller's callback and bytes, and
  * searched with per-call SearchParameters (IVF nprobe, HNSW efSearch, an IDSelector for modality
- * filters), which leave the structure untouched so concurrent searches are safe.
+ * filters), which leave the structure untouched so concurrent searches are safe — except an HNSW
+ * graph's efSearch, which FAISS 1.7.3 reads from the graph itself: it is set under a lock (below).
  *
  * OpenMP: FAISS parallelises training, adding and batches of queries with OpenMP. A call that
  * names a thread count sets it for the calling thread (omp_set_num_threads affects that thread's
@@ -23,6 +24,7 @@
 #include <exception>
 #include <memory>
 #include <new>
+#include <shared_mutex>
 #include <string>
 
 #include <faiss/Index.h>
@@ -48,6 +50,11 @@
 
 struct uform__faiss_s {
     std::unique_ptr<faiss::Index> index;
+    /* FAISS 1.7.3's HNSW::search sizes its candidate queue by the graph's member efSearch and
+     * ignores SearchParametersHNSW::efSearch there, so a per-call ef alone changes nothing (the
+     * queue stays at the default 16). Searches hold this shared while the member already is their
+     * ef and exclusive while they set it (uform__faiss_search). */
+    std::shared_timed_mutex ef_lock;
 };
 
 namespace {
@@ -578,8 +585,26 @@ extern "C" uform_status_t uform__faiss_search(const uform__faiss_t *index, const
         }
         parameters->sel = filter;
         if (parameters == &plain_parameters && !filter) parameters = nullptr; /* some structures refuse any */
-        top->search((faiss::Index::idx_t)search->queries, search->vectors, (faiss::Index::idx_t)search->k,
-                    search->distances, search->labels, parameters);
+        /* The graph whose member efSearch FAISS 1.7.3 reads (see uform__faiss_s), if any. */
+        faiss::HNSW *graph = nullptr;
+        if (auto *hnsw = dynamic_cast<faiss::IndexHNSW *>(core)) graph = &hnsw->hnsw;
+        else if (auto *inverted = dynamic_cast<faiss::IndexIVF *>(core))
+            if (auto *quantizer = dynamic_cast<faiss::IndexHNSW *>(inverted->quantizer)) graph = &quantizer->hnsw;
+        auto run = [&] {
+            top->search((faiss::Index::idx_t)search->queries, search->vectors, (faiss::Index::idx_t)search->k,
+                        search->distances, search->labels, parameters);
+        };
+        auto &lock = const_cast<uform__faiss_t *>(index)->ef_lock;
+        if (!graph) return run();
+        {
+            std::shared_lock<std::shared_timed_mutex> reading(lock);
+            if (graph->efSearch == graph_parameters.efSearch) return run();
+        }
+        /* Another ef: set it and search under the exclusive lock, so the member never changes under
+         * a search that reads it; searches asking for the ef it now holds share the lock again. */
+        std::unique_lock<std::shared_timed_mutex> writing(lock);
+        graph->efSearch = graph_parameters.efSearch;
+        run();
     });
 }
 

@@ -23,7 +23,11 @@ def main() -> int:
     if isinstance(core, faiss.IndexPreTransform):
         core = faiss.downcast_index(core.index)
     if isinstance(core, faiss.IndexHNSW):
-        params = faiss.SearchParametersHNSW(efSearch=ef or core.hnsw.efSearch)
+        # FAISS 1.7.3 sizes HNSW's candidate queue by the graph's own efSearch and ignores
+        # SearchParametersHNSW's there, so the reference sets the graph's value: the knob that works.
+        if ef:
+            core.hnsw.efSearch = ef
+        params = None
     elif isinstance(core, faiss.IndexIVF):
         params = faiss.SearchParametersIVF(nprobe=nprobe or core.nprobe)
     else:

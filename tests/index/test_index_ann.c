@@ -325,6 +325,13 @@ int main(int argc, char **argv) {
     }
     if (hnsw && approximate(hnsw, queries, (knobs_t){0, 16, 0, 0}, found, scores, NULL) == 0 && python)
         compare_with_python(python, script, hnsw_path, queries, (knobs_t){0, 16, 0, 0}, found, "HNSW32 ef 16");
+    /* Efs other than the graph's stored 16: FAISS 1.7.3 ignores a per-call efSearch when it sizes
+     * its queue, so a knob passed only as a parameter would answer ef 16's ids for both (ef 10, the
+     * smallest queue top 10 allows, differs from 16 in more ids than ef 200 does). */
+    if (hnsw && approximate(hnsw, queries, (knobs_t){0, 10, 0, 0}, found, scores, NULL) == 0 && python)
+        compare_with_python(python, script, hnsw_path, queries, (knobs_t){0, 10, 0, 0}, found, "HNSW32 ef 10");
+    if (hnsw && approximate(hnsw, queries, (knobs_t){0, 200, 0, 0}, found, scores, NULL) == 0 && python)
+        compare_with_python(python, script, hnsw_path, queries, (knobs_t){0, 200, 0, 0}, found, "HNSW32 ef 200");
     /* Modality filter: only images, and the filtered answer still matches exact filtered search. */
     if (hnsw && approximate(hnsw, queries, (knobs_t){0, 0, 0, 1u << UFORM_MODALITY_IMAGE}, found, scores, kinds) == 0) {
         size_t wrong = 0;
