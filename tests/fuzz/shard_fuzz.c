@@ -109,6 +109,51 @@ static int take(replay_seed_t *seed, tar_buffer_t *tar) {
     return 1;
 }
 
+/* A gzip stream broken in the middle of a member with whole samples before it: 16 samples of 40 KiB
+ * of incompressible bytes each (a shard of 640 KiB, ten times libarchive's read block, so it is
+ * inflated as it is read, not whole on opening), cut inside the 11th sample's medium. The samples
+ * before the cut come whole, then one failed item with UFORM_FORMAT, and nothing after it. */
+static int big_gzip_cut_refused(void) {
+    enum { SAMPLES = 16, MEDIUM = 40 << 10 };
+    tar_buffer_t tar = {0};
+    uint8_t *medium = malloc(MEDIUM);
+    if (!medium) return 0;
+    uint64_t state = 0x5EED;
+    char name[64], caption[32];
+    for (int sample = 0; sample < SAMPLES; ++sample) {
+        for (size_t i = 0; i < MEDIUM; ++i) { /* xorshift64: bytes gzip cannot shrink */
+            state ^= state << 13, state ^= state >> 7, state ^= state << 17;
+            medium[i] = (uint8_t)(state >> 24);
+        }
+        snprintf(name, sizeof name, "g/%06d.jpg", sample);
+        tar_add(&tar, TAR_USTAR, name, medium, MEDIUM);
+        snprintf(name, sizeof name, "g/%06d.txt", sample);
+        snprintf(caption, sizeof caption, "sample %d", sample);
+        tar_add(&tar, TAR_USTAR, name, caption, strlen(caption));
+    }
+    free(medium);
+    tar_end(&tar);
+    if (tar.failed) return free(tar.bytes), 0;
+    size_t zipped_size = 0;
+    uint8_t *zipped = tar_gzip(tar.bytes, tar.size, &zipped_size);
+    free(tar.bytes);
+    if (!zipped) return 0;
+    /* Each sample is ~41 KiB of tar and as much of gzip: 10.5 samples in lies inside the 11th's medium. */
+    size_t cut = zipped_size * 21 / (2 * SAMPLES);
+    items_t whole = open_and_read(zipped, zipped_size, 0, NULL);
+    items_t broken = open_and_read(zipped, cut, 0, NULL);
+    free(zipped);
+    int ok = 1;
+    if (whole.whole != SAMPLES || whole.failed != 0)
+        fprintf(stderr, "the big gzip shard whole: %ld items, %ld failed (want %d, 0)\n", whole.whole, whole.failed, SAMPLES), ok = 0;
+    if (broken.whole < 8 || broken.whole > 10 || broken.failed != 1 || broken.failure != UFORM_FORMAT)
+        fprintf(stderr, "the big gzip shard cut in its 11th sample: %ld whole items, %ld failed, %s (want 8-10, 1, format)\n",
+                broken.whole, broken.failed, uform_status_name(broken.failure)), ok = 0;
+    fprintf(stderr, "the big gzip shard (%zu bytes) cut at %zu: %ld whole items, then %ld failed (%s)\n", zipped_size, cut,
+            broken.whole, broken.failed, uform_status_name(broken.failure));
+    return ok;
+}
+
 /* Shards damaged on purpose answer a failed item, UFORM_FORMAT with a message, after the whole
  * samples before the damage: a bad header checksum (the 5th member's), a gzip stream cut inside a
  * member; and the pax and GNU seeds' long names reach the items' keys. Answers 1 when all hold. */
@@ -132,6 +177,7 @@ static int damaged_shards_refused(const replay_seed_t *seeds, const char *long_k
     items_t cut = open_and_read(seeds[4].bytes, seeds[4].size * 2 / 3, 0, NULL);
     if (cut.failed != 1 || cut.failure != UFORM_FORMAT)
         fprintf(stderr, "a gzip stream cut at 2/3: %ld failed, %s (want 1, format)\n", cut.failed, uform_status_name(cut.failure)), ok = 0;
+    if (!big_gzip_cut_refused()) ok = 0;
     for (int seed = 1; seed <= 2; ++seed) {
         items_t named = open_and_read(seeds[seed].bytes, seeds[seed].size, 0, long_key);
         if (!named.found_key) fprintf(stderr, "seed %d: no item is keyed by the %zu-byte name\n", seed, strlen(long_key)), ok = 0;
