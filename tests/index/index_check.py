@@ -19,6 +19,16 @@ DTYPES = {"F32": np.float32, "F16": np.float16, "BF16": np.uint16, "I8": np.int8
 NAMES = ["text", "image", "video", "audio"]
 
 
+def tensor(path, name):
+    """One tensor of an index file, read with NumPy from the safetensors layout (also imported by the
+    index tests written with pytest)."""
+    raw = open(path, "rb").read()
+    length = int.from_bytes(raw[:8], "little")
+    entry = json.loads(raw[8:8 + length])[name]
+    begin, end = entry["data_offsets"]
+    return np.frombuffer(raw[8 + length + begin:8 + length + end], dtype=DTYPES[entry["dtype"]]).reshape(entry["shape"])
+
+
 def load(path):
     raw = open(path, "rb").read()
     length = int.from_bytes(raw[:8], "little")

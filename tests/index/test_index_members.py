@@ -13,11 +13,15 @@ Run by CTest (tests/index/CMakeLists.txt) with UFORM_PYTEST_CLI set; loopback on
 import json
 import os
 import subprocess
+import sys
 import time
 from pathlib import Path
 
 import numpy as np
 import pytest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import index_check  # noqa: E402  (tests/index/index_check.py)
 
 CLI = os.environ.get("UFORM_PYTEST_CLI", "")
 ROWS, DIMS = 1001, 48  # 1,001 rows: blocks of 500/501 and 333/334/334, never even
@@ -30,14 +34,8 @@ def run(*arguments, expect=0, timeout=60):
 
 
 def stored(path: Path, tensor: str) -> np.ndarray:
-    """A tensor of the index file, read with NumPy from the safetensors layout."""
-    raw = path.read_bytes()
-    length = int.from_bytes(raw[:8], "little")
-    header = json.loads(raw[8:8 + length])
-    entry = header[tensor]
-    begin, end = entry["data_offsets"]
-    dtype = {"F32": np.float32, "F16": np.float16, "U8": np.uint8, "I64": np.int64}[entry["dtype"]]
-    return np.frombuffer(raw[8 + length + begin:8 + length + end], dtype=dtype).reshape(entry["shape"])
+    """A tensor of the index file, read with NumPy from the safetensors layout (index_check.py)."""
+    return index_check.tensor(path, tensor)
 
 
 @pytest.fixture(scope="module")

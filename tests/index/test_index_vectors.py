@@ -10,10 +10,14 @@ UFORM_PYTEST_CLI and UFORM_PYTEST_TINY set.
 import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import index_check  # noqa: E402  (tests/index/index_check.py)
 
 import uform
 
@@ -28,14 +32,8 @@ def run(*arguments, expect=0):
 
 
 def stored(path: Path, tensor: str) -> np.ndarray:
-    """A tensor of the index file, read with NumPy from the safetensors layout."""
-    raw = path.read_bytes()
-    length = int.from_bytes(raw[:8], "little")
-    header = json.loads(raw[8:8 + length])
-    entry = header[tensor]
-    begin, end = entry["data_offsets"]
-    dtype = {"F32": np.float32, "F16": np.float16, "U8": np.uint8, "I64": np.int64}[entry["dtype"]]
-    return np.frombuffer(raw[8 + length + begin:8 + length + end], dtype=dtype).reshape(entry["shape"])
+    """A tensor of the index file, read with NumPy from the safetensors layout (index_check.py)."""
+    return index_check.tensor(path, tensor)
 
 
 def unit_rows(generator, rows, dims):
