@@ -4,13 +4,13 @@
  * then searches, and hands every item's result to its job. Neither allocates once its buffers
  * have grown to the largest batch.
  */
-#include <math.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "batcher_internal.h"
+#include "query.h"
 
 /* ---- finishing a batch ------------------------------------------------------------------------ */
 
@@ -90,19 +90,7 @@ static void finish(serve_batcher_t *batcher, serve_item_t **items, size_t count)
             serve__fail(job, 504, "the request took longer than --timeout (input[%zu] was computed too late)", item->index);
             serve__resolve(job, 1);
         } else if (job->search) {
-            /* The index holds a Matryoshka prefix of `dims` columns: the prefix renormalised, as an
-             * encode with config.dimensions = dims computes it. A full-width index takes the
-             * embedding as the library normalised it, untouched: `uform search` scores that very
-             * query, so the two answer the same scores bit for bit. */
-            float *query = batcher->queries + queries * dims;
-            if (dims == batcher->embedding) {
-                memcpy(query, item->output, dims * sizeof(float));
-            } else {
-                double norm = 0;
-                for (size_t c = 0; c < dims; ++c) norm += (double)item->output[c] * item->output[c];
-                float scale = norm > 0 ? (float)(1.0 / sqrt(norm)) : 0.0f;
-                for (size_t c = 0; c < dims; ++c) query[c] = item->output[c] * scale;
-            }
+            serve_search_query(item->output, batcher->embedding, dims, batcher->queries + queries * dims);
             batcher->query_items[queries++] = i;
         } else {
             serve__resolve(job, 1);

@@ -8,12 +8,12 @@
  * through the approximate structure (uform_index_ann_search, here once the batcher has encoded the
  * query: the batcher knows nothing of approximate search).
  */
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../ann_choice.h"
 #include "api.h"
+#include "query.h"
 
 enum { MAX_TOP = 1000 };
 /* The largest rerank a request may ask: each candidate costs the call 12 bytes of scratch and one
@@ -118,16 +118,9 @@ static unsigned search_approximate(serve_request_t *request) {
     const serve_model_t *model = &request->server->model;
     serve_job_t *job = &request->job;
     size_t dims = model->index_description.dimensions;
-    /* The query as the batcher makes it for an exact search, so both paths score the same query:
-     * the embedding as the library normalised it for a full-width index (bit for bit `uform
-     * search`'s query), else its `dims` prefix renormalised (a Matryoshka index). */
+    /* The query as the batcher makes it for an exact search, so both paths score the same query. */
     float *query = request->outputs;
-    if (dims != model->description.embedding) {
-        double norm = 0;
-        for (size_t c = 0; c < dims; ++c) norm += (double)query[c] * query[c];
-        float scale = norm > 0 ? (float)(1.0 / sqrt(norm)) : 0.0f;
-        for (size_t c = 0; c < dims; ++c) query[c] *= scale;
-    }
+    serve_search_query(query, model->description.embedding, dims, query);
     uform_arena_t arena = NULL;
     uform_outcome_t outcome = {0};
     if (uform_arena_for_executor(NULL, &arena, &outcome) != UFORM_OK)
