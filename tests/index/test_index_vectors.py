@@ -99,9 +99,13 @@ def test_float16_and_normalize(corpus, tmp_path):
         "--quiet")
     wide = halves.astype(np.float64)
     expected = wide / np.linalg.norm(wide, axis=1, keepdims=True)
-    # Against a double reference (the engine divides F32 values by a norm summed in double): a bound,
-    # which the rows left unnormalised lie far outside.
+    # The engine's computation, written again in NumPy: each value in double divided by the square
+    # root of the squares summed in double in column order (cumsum sums in that order), rounded to
+    # F32 once. The same computation, so the same bytes.
+    ordered_norm = np.sqrt(np.cumsum(wide * wide, axis=1)[:, -1:])
     normalized = stored(tmp_path / "n.index", "embeddings.text")
+    assert normalized.tobytes() == (wide / ordered_norm).astype(np.float32).tobytes()
+    # And against the textbook normalisation in double: a bound, which rows left unnormalised lie far outside.
     np.testing.assert_allclose(normalized, expected, rtol=0, atol=2e-7)
     assert np.max(np.abs(halves.astype(np.float64) - expected)) > 1e-3, "the bound would pass unnormalised rows"
     run("index", "--vectors", tmp_path / "h.npy", "--out", tmp_path / "f16.index", "--scalar", "f16", "--quiet")
