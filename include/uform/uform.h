@@ -2284,6 +2284,138 @@ typedef struct uform_evaluate_t {
 UFORM_API uform_status_t uform_evaluate(uform_evaluate_t *request);
 
 /*
+ * The training loop (docs/training.md, "The loop"): what `uform train` and Python's Trainer.fit run.
+ * uform_trainer_fit opens a loader over `dataset` for `trainer` (resuming the data order stored in
+ * the checkpoint the trainer resumed from, when asked), steps until `steps` steps are done, the
+ * `budget_seconds` are spent, a sequential dataset ends or the callback cancels; evaluates the
+ * held-out sets every `eval_every` steps and at the end; writes `save_path` every `save_every` steps
+ * and at the end with the loader's cursor as the checkpoint's user metadata. It blocks the calling
+ * thread; the steps, saves and evaluations run on the trainer's executor.
+ *
+ * The callback hears of each event with the request itself, whose outputs are current, and answers
+ * UFORM_CONTINUE or UFORM_CANCEL:
+ *   UFORM_FIT_STARTED    the loader is open: `order` (and `order_reason`) say how the data order began
+ *   UFORM_FIT_STEPPED    a step is done: `step` holds its request and outputs (loss, learning rate,
+ *                        step number ...), `twins` its batch's flag, the counters are updated
+ *   UFORM_FIT_SAVED      `save_path` was written with the data cursor (`saved_final` 1 at the end)
+ *   UFORM_FIT_EVALUATED  held-out set `evaluation_set` was evaluated at step `evaluation_step`:
+ *                        `evaluation` by uform_modality_t, as uform_evaluate answers it
+ *   UFORM_FIT_ENDED      the loop is over, whatever the status (its answer is not read)
+ * During a callback `loader` is the loop's loader (for uform_loader_stats' list of skipped samples
+ * or uform_loader_cursor); it is freed before the call returns. A cancel stops the loop once the
+ * current step's periodic save and evaluation are done (an evaluation stops at the set answered):
+ * the trainer keeps every completed step, `save_path` is written as at the end (no final
+ * evaluation), and the call answers UFORM_CANCELLED with the outputs readable — the convention of
+ * uform_index_build, which keeps its last checkpoint. `step_progress` is handed to every step:
+ * cancelling there cancels the step in progress (the trainer stays as before it) and then ends the
+ * loop the same way.
+ *
+ * In (borrowed for the call):
+ *   trainer, dataset      required; the loop is the dataset's only reader while it runs
+ *   batch, ahead, decode_threads   as uform_loader_options_t's (batch required)
+ *   member, members       as uform_loader_options_t's; 0 and 0 over a mesh: the trainer's member
+ *                         index and member count (without a mesh: one process, the whole batch)
+ *   accumulate            uform_trainer_step_t's, for every step
+ *   steps                 steps to take (0: no limit; then budget_seconds is required)
+ *   budget_seconds        wall-clock seconds for the loop (0: no limit; the final save is not
+ *                         counted). Alone it is checked before each step; over a mesh it cancels
+ *                         the step in progress on every member at once (a collective cancel) and
+ *                         the loop ends normally. With steps 0 the learning rate runs on elapsed
+ *                         time: the warmup by steps, then the cosine at the fraction of the budget
+ *                         gone (uform_trainer_schedule at warmup + fraction of warmup + 1).
+ *   eval_datasets, eval_count  held-out sets (opened sequential), evaluated at the end and ...
+ *   eval_every            ... every N steps (0: only at the end; needs eval_count > 0)
+ *   eval_compute, eval_ks, eval_ks_count  the snapshot's compute; uform_evaluate's ks (0: {1, 5})
+ *   save_path, save_every the checkpoint (with the optimizer), written atomically at the end and
+ *                         every N steps (0: only at the end; needs save_path); NULL: no checkpoint
+ *   resume                non-zero: when the trainer's user metadata (uform_trainer_user_metadata)
+ *                         is a data cursor, the loader continues that order exactly; metadata that
+ *                         is not a cursor, or a cursor of other data, seed, batch or partitioning,
+ *                         starts a new order instead (`order` says which, not a failure)
+ *   callback, state       optional; see above
+ *   step_progress         optional; see above
+ * Out:
+ *   outcome; order, order_reason (UFORM_FIT_ORDER_MISMATCH: the loader's reason); loader (during
+ *   callbacks); step (the last step's request: its outputs, and on a step's failure its
+ *   failed_content and failed_member); twins; steps_done (this call's), samples (this member's,
+ *   stepped); loss (the last step's); elapsed_seconds (the loop, without the final save);
+ *   stepping_seconds (inside uform_trainer_step); loader_stats (before the final save); the last
+ *   evaluation (evaluation_step, evaluation_set, evaluation); saved_step (the trainer's step count
+ *   in the last checkpoint written, 0 if none), saved_final, saved_at_failure (1: a member of the
+ *   mesh was lost and member 0 saved the last completed step with the data order from before the
+ *   lost one, so a resume draws its batch again); error (the sample a loader failure names).
+ * Over a mesh (the trainer's) every member calls it with the same steps, budget, batch and save
+ * settings: the cursor behind each save is collective and member 0 alone writes `save_path` and
+ * evaluates (the other members' eval fields are not read). A cancel from the callback must come at
+ * the same step on every member; a cancel through step_progress reaches them all by itself.
+ * Statuses: UFORM_OK (also when a sequential dataset ended early: see steps_done); UFORM_CANCELLED;
+ * UFORM_INVALID_ARGUMENT (NULL request, trainer or dataset; steps 0 with budget_seconds 0; a negative
+ * or non-finite budget; eval_every without eval sets; a NULL eval set; save_every without
+ * save_path); UFORM_IO (save_path's folder missing or not writable, found before the first step, or
+ * a save that failed); the loader's, uform_trainer_step's, uform_trainer_save's and
+ * uform_evaluate's, with their messages.
+ */
+typedef enum uform_fit_event_t {
+    UFORM_FIT_STARTED = 0,
+    UFORM_FIT_STEPPED = 1,
+    UFORM_FIT_SAVED = 2,
+    UFORM_FIT_EVALUATED = 3,
+    UFORM_FIT_ENDED = 4
+} uform_fit_event_t;
+
+/* How the data order of a uform_trainer_fit began. */
+typedef enum uform_fit_order_t {
+    UFORM_FIT_ORDER_NEW = 0,          /* a new order: no resume asked, or the checkpoint stored nothing */
+    UFORM_FIT_ORDER_RESUMED = 1,      /* the stored cursor continues the order exactly */
+    UFORM_FIT_ORDER_NOT_A_CURSOR = 2, /* the checkpoint's user metadata is not a data cursor: a new order */
+    UFORM_FIT_ORDER_MISMATCH = 3      /* the stored cursor does not fit this data (order_reason): a new order */
+} uform_fit_order_t;
+
+struct uform_trainer_fit_t;
+typedef uform_continuation_t (*uform_fit_callback_t)(const struct uform_trainer_fit_t *fit, uform_fit_event_t event,
+                                                     void *state);
+
+typedef struct uform_trainer_fit_t {
+    uform_trainer_t trainer;                   /* in */
+    uform_dataset_t dataset;                   /* in */
+    size_t batch;                              /* in */
+    size_t member, members;                    /* in */
+    size_t ahead, decode_threads;              /* in */
+    size_t accumulate;                         /* in */
+    uint64_t steps;                            /* in */
+    double budget_seconds;                     /* in */
+    const uform_dataset_t *eval_datasets;      /* in: [eval_count] */
+    size_t eval_count;                         /* in */
+    uint64_t eval_every;                       /* in */
+    uform_compute_t eval_compute;              /* in */
+    const size_t *eval_ks;                     /* in: [eval_ks_count] */
+    size_t eval_ks_count;                      /* in */
+    const char *save_path;                     /* in */
+    uint64_t save_every;                       /* in */
+    int resume;                                /* in */
+    uform_fit_callback_t callback;             /* in */
+    void *state;                               /* in */
+    uform_progress_t step_progress;            /* in */
+    uform_outcome_t outcome;                   /* out */
+    uform_fit_order_t order;                   /* out */
+    char order_reason[UFORM_OUTCOME_MESSAGE_CAPACITY]; /* out */
+    uform_loader_t loader;                     /* out: during callbacks */
+    uform_trainer_step_t step;                 /* out */
+    int twins;                                 /* out */
+    uint64_t steps_done, samples;              /* out */
+    double loss;                               /* out */
+    double elapsed_seconds, stepping_seconds;  /* out */
+    uform_loader_stats_t loader_stats;         /* out */
+    uint64_t evaluation_step;                  /* out */
+    size_t evaluation_set;                     /* out */
+    uform_evaluation_t evaluation[4];          /* out */
+    uint64_t saved_step;                       /* out */
+    int saved_final, saved_at_failure;         /* out */
+    uform_data_error_t error;                  /* out */
+} uform_trainer_fit_t;
+UFORM_API uform_status_t uform_trainer_fit(uform_trainer_fit_t *request);
+
+/*
  * Builds an index file of every item of a dataset (uform_dataset_read's items) with a model: a
  * reader thread reads and probes items into batches of one modality and hands them over through a
  * bounded queue (so reading overlaps decoding and computing and memory holds a few batches), media

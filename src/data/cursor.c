@@ -308,3 +308,12 @@ uform_status_t uform__cursor_read(const char *text, const uform__cursor_head_t *
     cJSON_Delete(root);
     return status;
 }
+
+int uform__cursor_is(const char *text) {
+    /* uform__cursor_write prints unformatted JSON whose first member is the format, and every
+     * version's format starts with the family name; checking the prefix needs no parse (and so no
+     * memory), and a cursor of a later version still counts as one: the loader then says why it
+     * cannot read it. */
+    static const char family[] = "{\"format\":\"uform.data.cursor/";
+    return text && strncmp(text, family, sizeof family - 1) == 0;
+}

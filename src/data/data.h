@@ -248,6 +248,9 @@ typedef struct uform__cursor_head_t {
  * count of them). Answers malloc'ed text, or NULL without memory. */
 char *uform__cursor_write(const uform__cursor_head_t *head, const uform__lines_sampler_t *lines,
                           const uform__stream_t *const *streams, size_t count);
+/* Whether `text` (NUL-terminated, may be NULL) is a cursor this library wrote, of any version: the
+ * one place that knows how a cursor begins, so no caller sniffs the format (uform_trainer_fit). */
+int uform__cursor_is(const char *text);
 /* Reads a cursor into `head` and restores the line sampler or the streams whose partitions it
  * holds (streams[i] of partition streams[i]->partition). UFORM_INVALID_ARGUMENT for malformed text,
  * UFORM_CONFIG_MISMATCH when it does not match `expected`. */
