@@ -1,8 +1,10 @@
 /*
  * uform train (MANIFEST.jsonl | FOLDER | --shards LIST) --out CKPT [options] — the trainer of libuform
  * (uform_trainer_*) fed by a dataset and its loader (uform_dataset_*, uform_loader_*: the sampler,
- * decoding ahead and the cursor that resumes the data order live in the library). Argument handling
- * and printing only; `uform train --help` documents every flag.
+ * decoding ahead and the cursor that resumes the data order live in the library), stepped by
+ * uform_trainer_fit, the library's training loop (stop rules, saves with the data cursor,
+ * evaluations, resume, cancel). Argument handling and printing only (the loop's lines in its
+ * callback); `uform train --help` documents every flag.
  */
 #include <errno.h>
 #include <math.h>
@@ -119,16 +121,27 @@ static void defaults(void *raw) {
 }
 
 
-/* ---- the loop's parts ---- */
+/* ---- the loop's printing: uform_trainer_fit's callback ---- */
 
-/* Over a mesh the members stop together: an interrupt or the --minutes deadline cancels the step
- * in progress, and a cancel on one member cancels it on all. */
-static double deadline = 0;
-
+/* Over a mesh the members stop together: an interrupt cancels the step in progress (step_progress),
+ * and a cancel on one member cancels it on all; the --minutes deadline is uform_trainer_fit's. */
 static uform_continuation_t step_progress(size_t completed, size_t total, void *state) {
     (void)completed, (void)total, (void)state;
-    return cli_interrupted || (deadline > 0 && cli_now() >= deadline) ? UFORM_CANCEL : UFORM_CONTINUE;
+    return cli_interrupted ? UFORM_CANCEL : UFORM_CONTINUE;
 }
+
+/* What the callback prints with and into. */
+typedef struct printer_t {
+    const options_t *options;
+    const char *samples;          /* "12 samples" or "4 shards", for the first line */
+    const char *size;             /* the model's size name */
+    size_t parameters, threads;
+    uform_compute_t compute;
+    uint64_t first_step;          /* the trainer's steps before this run */
+    int bar, line_open, leads, mesh, warned_twins;
+    size_t printed;               /* skipped samples printed so far */
+    FILE *log, *eval_log;
+} printer_t;
 
 static void draw_bar(const options_t *options, uint64_t step, uint64_t first, double loss, double elapsed) {
     double rate = elapsed > 0 ? (double)(step - first) / elapsed : 0;
@@ -147,69 +160,117 @@ static void draw_bar(const options_t *options, uint64_t step, uint64_t first, do
     fflush(stderr);
 }
 
+/* Ends the progress bar's line before anything else is printed. */
+static void close_line(printer_t *printer) {
+    if (printer->line_open) fputc('\n', stderr);
+    printer->line_open = 0;
+}
+
 /* Prints the bad samples the loader listed since the last call ("skipped line 6 ('img/7.png'): ..."). */
-static void print_skipped(uform_loader_t loader, size_t *printed, int quiet, int bar) {
+static void print_skipped(printer_t *printer, uform_loader_t loader) {
     size_t count = 0;
     uform_loader_stats(loader, NULL, NULL, 0, &count);
-    if (*printed >= count) return;
+    if (printer->printed >= count) return;
     uform_data_error_t *all = calloc(count, sizeof *all);
     if (!all) return; /* tried again after the next batch */
     uform_loader_stats(loader, NULL, all, count, NULL);
-    for (; !quiet && *printed < count && *printed < 10000; ++*printed) {
-        const uform_data_error_t *error = &all[*printed];
+    const char *newline = printer->line_open ? "\n" : "";
+    for (; !printer->options->quiet && printer->printed < count && printer->printed < 10000; ++printer->printed) {
+        const uform_data_error_t *error = &all[printer->printed];
         if (error->line)
-            fprintf(stderr, "%suform: skipped line %zu of %s ('%s'): %s\n", bar ? "\n" : "", error->line, error->source,
-                    error->key, error->message);
-        else if (error->shard != SIZE_MAX)
-            fprintf(stderr, "%suform: skipped sample '%s' of shard '%s': %s\n", bar ? "\n" : "", error->key, error->source,
+            fprintf(stderr, "%suform: skipped line %zu of %s ('%s'): %s\n", newline, error->line, error->source, error->key,
                     error->message);
-        else fprintf(stderr, "%suform: skipped '%s': %s\n", bar ? "\n" : "", error->key[0] ? error->key : error->source, error->message);
+        else if (error->shard != SIZE_MAX)
+            fprintf(stderr, "%suform: skipped sample '%s' of shard '%s': %s\n", newline, error->key, error->source, error->message);
+        else fprintf(stderr, "%suform: skipped '%s': %s\n", newline, error->key[0] ? error->key : error->source, error->message);
     }
     free(all);
-    *printed = count;
+    printer->printed = count;
 }
 
-/* The loader's cursor after the batches handed over so far (collective over a mesh of shards), as
- * text to free; NULL after printing why not. */
-static char *loader_cursor(uform_loader_t loader) {
-    size_t length = 0;
-    uform_outcome_t outcome = {0};
-    if (uform_loader_cursor(loader, NULL, 0, &length, &outcome) != UFORM_OK) return cli_fail(&outcome, "the data cursor"), NULL;
-    char *cursor = malloc(length + 1);
-    if (!cursor) return cli_fail_errno(ENOMEM, "cannot hold the data cursor of %zu bytes", length), NULL;
-    if (uform_loader_cursor(loader, cursor, length + 1, &length, &outcome) != UFORM_OK) {
-        free(cursor);
-        return cli_fail(&outcome, "the data cursor"), NULL;
+static void print_start(printer_t *printer, const uform_trainer_fit_t *fit) {
+    const options_t *options = printer->options;
+    if (options->quiet) return;
+    if (fit->order == UFORM_FIT_ORDER_NOT_A_CURSOR)
+        fprintf(stderr, "uform: the checkpoint holds no data order of this command: starting a new order\n");
+    if (fit->order == UFORM_FIT_ORDER_MISMATCH)
+        fprintf(stderr, "uform: the checkpoint's data order does not fit this data (%s): starting a new order\n", fit->order_reason);
+    fprintf(stderr, "uform: training %s (%zu parameters, %s) on %s, batch %zu, %zu threads%s\n", printer->size, printer->parameters,
+            cli_compute_name(printer->compute), printer->samples, options->batch, printer->threads, options->resume ? ", resumed" : "");
+}
+
+static void print_step(printer_t *printer, const uform_trainer_fit_t *fit) {
+    print_skipped(printer, fit->loader);
+    if (fit->twins && !printer->warned_twins && !printer->options->quiet) {
+        fprintf(stderr, "%suform: the data repeats a text so often that some batch holds two samples with the same text "
+                        "(the contrastive loss counts the twin as a wrong match)\n", printer->line_open ? "\n" : "");
+        printer->warned_twins = 1;
     }
-    return cursor;
-}
-
-/* The trainer with the data order `cursor` into --out (the leader only). */
-static int save_with_cursor(uform_trainer_t trainer, const char *cursor, const char *path, int leads) {
-    if (!leads) return 0;
-    uform_trainer_save_t save = {0};
-    save.trainer = trainer, save.path = path, save.user_metadata = cursor;
-    return uform_trainer_save(&save) == UFORM_OK ? 0 : cli_fail(&save.outcome, path);
-}
-
-/* The trainer and the loader's cursor into --out: every member takes part (the cursor may be a
- * collective), the leader writes. */
-static int save_checkpoint(uform_trainer_t trainer, uform_loader_t loader, const char *path, int leads) {
-    char *cursor = loader_cursor(loader);
-    int status = cursor ? save_with_cursor(trainer, cursor, path, leads) : 1;
-    free(cursor);
-    return status;
-}
-
-/* Every --eval set; with more than one, each line names its set. */
-static int evaluate_all(const options_t *options, uform_trainer_t trainer, uform_executor_t executor,
-                        uform_dataset_t *heldout, uform_compute_t compute, uint64_t step, FILE *log) {
-    for (size_t e = 0; e < options->eval.count; ++e) {
-        const char *slash = strrchr(options->eval.items[e], '/');
-        const char *name = slash ? slash + 1 : options->eval.items[e];
-        if (train_evaluate(trainer, executor, heldout[e], compute, step, options->eval.count > 1 ? name : NULL, log)) return 1;
+    const uform_trainer_step_t *step = &fit->step;
+    if (printer->log)
+        fprintf(printer->log, "%llu,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g\n", (unsigned long long)step->step, fit->elapsed_seconds, step->loss,
+                step->contrastive, step->choice, step->learning_rate, step->grad_norm);
+    if (printer->bar) {
+        draw_bar(printer->options, step->step, printer->first_step, step->loss, fit->elapsed_seconds);
+        printer->line_open = 1;
     }
-    return 0;
+}
+
+/* The summary after the final save (member 0, not after an interrupt). */
+static void print_summary(const printer_t *printer, const uform_trainer_fit_t *fit) {
+    const options_t *options = printer->options;
+    const uform_loader_stats_t *stats = &fit->loader_stats;
+    double seconds = fit->elapsed_seconds, stepping = fit->stepping_seconds;
+    unsigned long long done = (unsigned long long)fit->steps_done;
+    if (!options->quiet) {
+        fprintf(stderr, "uform: %llu steps in %.1f s (%.2f steps/s), final loss %.4f, %zu skipped, saved %s\n", done, seconds,
+                seconds > 0 ? (double)done / seconds : 0.0, fit->loss, stats->skipped, options->out);
+        fprintf(stderr, "uform: data: %.2f s waiting for batches (%.1f%% of the steps' %.1f s), %.1f s reading and %.1f s "
+                        "decoding ahead, epoch %llu\n",
+                stats->wait_seconds, stepping > 0 ? 100.0 * stats->wait_seconds / stepping : 0.0, stepping, stats->read_seconds,
+                stats->decode_seconds, (unsigned long long)stats->epoch);
+    }
+    if (options->json) {
+        printf("{\"steps\": %llu, \"seconds\": %.6f, \"stepping_seconds\": %.6f, \"steps_per_second\": %.6f, "
+               "\"final_loss\": %.9g, \"skipped\": %zu, \"out\": ",
+               done, seconds, stepping, seconds > 0 ? (double)done / seconds : 0.0, fit->loss, stats->skipped);
+        cli_json_string(stdout, options->out, strlen(options->out));
+        printf(", \"data\": {\"batches\": %zu, \"samples\": %zu, \"epoch\": %llu, \"wait_seconds\": %.6f, "
+               "\"wait_fraction\": %.6f, \"read_seconds\": %.6f, \"decode_seconds\": %.6f, \"bytes_read\": %llu}}\n",
+               stats->batches, stats->samples, (unsigned long long)stats->epoch, stats->wait_seconds,
+               stepping > 0 ? stats->wait_seconds / stepping : 0.0, stats->read_seconds, stats->decode_seconds,
+               (unsigned long long)stats->bytes_read);
+        fflush(stdout);
+    }
+}
+
+/* uform_trainer_fit's callback: every line the command prints while it trains. */
+static uform_continuation_t on_event(const uform_trainer_fit_t *fit, uform_fit_event_t event, void *state) {
+    printer_t *printer = state;
+    const options_t *options = printer->options;
+    switch (event) {
+    case UFORM_FIT_STARTED: print_start(printer, fit); break;
+    case UFORM_FIT_STEPPED: print_step(printer, fit); break;
+    case UFORM_FIT_SAVED:
+        if (!fit->saved_final) break;
+        close_line(printer);
+        if (printer->leads && !cli_interrupted) print_summary(printer, fit);
+        break;
+    case UFORM_FIT_EVALUATED: {
+        close_line(printer);
+        const char *item = options->eval.items[fit->evaluation_set], *slash = strrchr(item, '/');
+        const char *label = options->eval.count > 1 ? (slash ? slash + 1 : item) : NULL;
+        train_eval_print(fit->evaluation, fit->evaluation_step, label, printer->eval_log);
+        break;
+    }
+    case UFORM_FIT_ENDED:
+        print_skipped(printer, fit->loader);
+        close_line(printer);
+        break;
+    }
+    /* Alone, an interrupt between steps ends the loop after this one (and its save and evaluation);
+     * over a mesh only the collective cancel of step_progress may stop it, so members stop together. */
+    return !printer->mesh && cli_interrupted ? UFORM_CANCEL : UFORM_CONTINUE;
 }
 
 /* The dataset to train on: a manifest or folder argument, or --shards. */
@@ -232,38 +293,62 @@ static void agreement_of(const options_t *options, uform_dataset_t dataset, char
 typedef struct run_t {
     uform_executor_t executor;
     uform_trainer_t trainer;
-    uform_arena_t arena;
     uform_dataset_t dataset, heldout[EVAL_SETS];
-    uform_loader_t loader;
     FILE *log, *eval_log;
 } run_t;
 
 static void run_free(run_t *run, const options_t *options) {
     if (run->log) fclose(run->log);
     if (run->eval_log) fclose(run->eval_log);
-    uform_loader_free(run->loader);
-    uform_arena_free(run->arena);
     uform_trainer_free(run->trainer);
     uform_dataset_free(run->dataset);
     for (size_t e = 0; e < options->eval.count && e < EVAL_SETS; ++e) uform_dataset_free(run->heldout[e]);
     uform_executor_free(run->executor);
 }
 
-/* The loader, resuming the data order a checkpoint of this command stored; another order starts anew. */
-static int open_loader(const options_t *options, run_t *run, const char *cursor) {
-    uform_loader_options_t loader = {0};
-    loader.dataset = run->dataset, loader.trainer = run->trainer, loader.batch = options->batch;
-    if (train_mesh_wanted(&options->mesh)) loader.member = options->mesh.index, loader.members = options->mesh.count;
-    loader.cursor = cursor;
-    uform_outcome_t outcome = {0};
-    uform_status_t status = uform_loader_open(&loader, &run->loader, &outcome);
-    if (status != UFORM_OK && cursor && (status == UFORM_CONFIG_MISMATCH || status == UFORM_INVALID_ARGUMENT)) {
-        if (!options->quiet)
-            fprintf(stderr, "uform: the checkpoint's data order does not fit this data (%s): starting a new order\n", outcome.message);
-        loader.cursor = NULL;
-        status = uform_loader_open(&loader, &run->loader, &outcome);
+/* uform_trainer_fit with the command's flags, its printing in the callback; answers the exit code. */
+static int train(const options_t *options, run_t *run, const cli_parsed_t *parsed, int leads, uform_compute_t compute) {
+    uform_trainer_description_t description;
+    uform_trainer_describe(run->trainer, &description);
+    uform_dataset_description_t data;
+    uform_dataset_describe(run->dataset, &data);
+    char samples[64];
+    if (data.shards) snprintf(samples, sizeof samples, "%zu shards", data.shards);
+    else snprintf(samples, sizeof samples, "%zu samples", data.samples);
+    printer_t printer = {0};
+    printer.options = options, printer.samples = samples, printer.compute = compute;
+    printer.size = description.model.size[0] ? description.model.size : "model";
+    printer.parameters = (size_t)description.model.parameters, printer.threads = uform_executor_threads(run->executor);
+    printer.first_step = description.steps, printer.bar = !options->quiet && isatty(2), printer.leads = leads;
+    printer.mesh = options->mesh.mesh != NULL, printer.log = run->log, printer.eval_log = run->eval_log;
+    uform_trainer_fit_t fit = {0};
+    fit.trainer = run->trainer, fit.dataset = run->dataset, fit.batch = options->batch;
+    fit.accumulate = options->mesh.accumulate;
+    fit.steps = options->steps == SIZE_MAX ? 0 : options->steps;
+    fit.budget_seconds = options->minutes * 60.0;
+    fit.eval_datasets = run->heldout, fit.eval_count = options->eval.count;
+    fit.eval_every = options->eval.count ? options->eval_every : 0, fit.eval_compute = compute;
+    fit.save_path = options->out, fit.save_every = options->save_every;
+    fit.resume = options->resume != NULL;
+    fit.callback = on_event, fit.state = &printer, fit.step_progress.callback = step_progress;
+    cli_catch_interrupts(0);
+    uform_status_t status = uform_trainer_fit(&fit);
+    uint64_t reached = printer.first_step + fit.steps_done;
+    if (status == UFORM_CANCELLED) {
+        if (leads)
+            fprintf(stderr, "uform: interrupted after step %llu; %s holds it: continue with --resume %s\n", (unsigned long long)reached,
+                    options->out, options->out);
+        return 130;
     }
-    return status == UFORM_OK ? 0 : cli_fail(&outcome, NULL);
+    if (status != UFORM_OK) {
+        cli_fail(&fit.outcome, NULL);
+        /* A member died or stopped answering: member 0 kept the last completed step (uform_trainer_fit). */
+        if (fit.saved_at_failure)
+            train_mesh_say_resume(parsed->argc, parsed->argv, options->out, reached,
+                                  options->steps == SIZE_MAX ? 0 : options->steps - (size_t)fit.steps_done);
+        return 1;
+    }
+    return fit.loader_stats.skipped ? 3 : 0;
 }
 
 static int run(void *raw, const cli_parsed_t *parsed) {
@@ -285,6 +370,7 @@ static int run(void *raw, const cli_parsed_t *parsed) {
     if (options.data && options.shards) return cli_usage_error(command, "give a manifest or --shards, not both");
     if (!options.out) return cli_usage_error(command, "--out is missing");
     if (options.minutes > 0 && !options.have_steps) options.steps = SIZE_MAX;
+    if (options.steps == 0) return cli_usage_error(command, "--steps 0 trains nothing (a positive number, or leave it out with --minutes)");
     /* Over a mesh, member 0 alone writes --out and --log and evaluates. */
     int leads = !train_mesh_wanted(&options.mesh) || options.mesh.index == 0;
     if (!leads) options.log = NULL, options.eval_log = NULL, options.eval.count = 0;
@@ -318,7 +404,6 @@ static int run(void *raw, const cli_parsed_t *parsed) {
         agreement_of(&options, run.dataset, agreement, sizeof agreement);
         status = train_mesh_join(&options.mesh, run.executor, &config, agreement, options.quiet);
         config.mesh = options.mesh.mesh;
-        if (options.minutes > 0) deadline = cli_now() + options.minutes * 60.0;
     }
     uform_outcome_t outcome = {0};
     if (status == 0 && uform_trainer_init_ram(run.executor, &config, &run.trainer, &outcome) != UFORM_OK)
@@ -331,162 +416,13 @@ static int run(void *raw, const cli_parsed_t *parsed) {
         uform_dataset_free(run.dataset);
         if (!(run.dataset = open_training(&options))) status = 1;
     }
-    if (status == 0) {
-        const char *state = options.resume ? uform_trainer_user_metadata(run.trainer) : NULL;
-        if (state && strncmp(state, "{\"format\":\"uform.data.cursor/", 29) != 0) {
-            if (!options.quiet) fprintf(stderr, "uform: the checkpoint holds no data order of this command: starting a new order\n");
-            state = NULL;
-        }
-        status = open_loader(&options, &run, state);
-    }
-    uform_trainer_description_t description;
-    uform_trainer_describe(run.trainer, &description);
-    if (status == 0 && uform_arena_for_executor(run.executor, &run.arena, &outcome) != UFORM_OK) status = cli_fail(&outcome, NULL);
     if (status == 0 && options.log) {
         if (!(run.log = fopen(options.log, "w"))) status = cli_fail_errno(errno, "cannot write '%s'", options.log);
         else fprintf(run.log, "step,seconds,loss,contrastive,choice,learning_rate,grad_norm\n");
     }
     if (status == 0 && options.eval_log && !(run.eval_log = fopen(options.eval_log, "w")))
         status = cli_fail_errno(errno, "cannot write '%s'", options.eval_log);
-    if (status) {
-        run_free(&run, &options);
-        train_mesh_free(&options.mesh);
-        return status;
-    }
-    cli_catch_interrupts(0);
-    int bar = !options.quiet && isatty(2);
-    uform_dataset_description_t data;
-    uform_dataset_describe(run.dataset, &data);
-    if (!options.quiet) {
-        char samples[64];
-        if (data.shards) snprintf(samples, sizeof samples, "%zu shards", data.shards);
-        else snprintf(samples, sizeof samples, "%zu samples", data.samples);
-        fprintf(stderr, "uform: training %s (%zu parameters, %s) on %s, batch %zu, %zu threads%s\n",
-                description.model.size[0] ? description.model.size : "model", (size_t)description.model.parameters,
-                cli_compute_name(compute), samples, options.batch, uform_executor_threads(run.executor),
-                options.resume ? ", resumed" : "");
-    }
-    double start = cli_now(), last_loss = 0, stepping = 0;
-    uint64_t first_step = description.steps, done_steps = 0;
-    size_t printed = 0;
-    int warned_twins = 0;
-    /* Over a mesh, the data order before each step: when a member is lost in the step, member 0 saves
-     * the last completed step with it (the lost step's batch comes again on resuming). Taken while
-     * every member still answers, since over shards it is a collective. */
-    char *before_step = NULL;
-    while (done_steps < options.steps && (config.mesh || !cli_interrupted)) {
-        double elapsed = cli_now() - start;
-        if (!config.mesh && options.minutes > 0 && elapsed >= options.minutes * 60.0) break;
-        uform_trainer_step_t step = {0};
-        step.trainer = run.trainer, step.arena = run.arena;
-        step.progress.callback = step_progress;
-        step.accumulate = options.mesh.accumulate;
-        if (config.mesh) {
-            free(before_step);
-            if (!(before_step = loader_cursor(run.loader))) {
-                status = 1;
-                break;
-            }
-        }
-        uform_loader_next_t next = {0};
-        next.loader = run.loader, next.step = &step;
-        uform_status_t got = uform_loader_next(&next);
-        print_skipped(run.loader, &printed, options.quiet, bar);
-        if (got != UFORM_OK || next.done) {
-            if (bar) fputc('\n', stderr);
-            status = got != UFORM_OK ? cli_fail(&next.outcome, NULL) : 0;
-            break;
-        }
-        if (next.twins && !warned_twins && !options.quiet) {
-            fprintf(stderr, "%suform: the data repeats a text so often that some batch holds two samples with the same text "
-                            "(the contrastive loss counts the twin as a wrong match)\n", bar ? "\n" : "");
-            warned_twins = 1;
-        }
-        if (options.minutes > 0 && options.steps == SIZE_MAX) {
-            /* The schedule on elapsed time: the warmup by steps, then the cosine at the fraction of time gone. */
-            uint64_t number = description.steps + done_steps + 1;
-            double fraction = elapsed / (options.minutes * 60.0), warmup = (double)description.warmup_steps;
-            if (fraction > 1) fraction = 1;
-            step.learning_rate_override = (double)number <= warmup ? uform_trainer_schedule(run.trainer, (double)number, 0)
-                                                                   : uform_trainer_schedule(run.trainer, warmup + fraction, warmup + 1);
-        }
-        double step_start = cli_now();
-        if (uform_trainer_step(&step) != UFORM_OK) {
-            if (bar) fputc('\n', stderr);
-            uform_status_t code = uform_outcome_status(&step.outcome);
-            if (code != UFORM_CANCELLED) status = cli_fail(&step.outcome, NULL);
-            /* A member died or stopped answering: the trainer holds the last completed step on every
-             * member, and member 0 keeps it with the data order from before the failed step. */
-            if ((code == UFORM_PEER_LOST || code == UFORM_TIMEOUT) && config.mesh && leads &&
-                save_with_cursor(run.trainer, before_step, options.out, leads) == 0)
-                train_mesh_say_resume(parsed->argc, parsed->argv, options.out, first_step + done_steps,
-                                      options.steps == SIZE_MAX ? 0 : options.steps - done_steps);
-            break;
-        }
-        stepping += cli_now() - step_start;
-        done_steps += 1;
-        last_loss = step.loss;
-        double seconds = cli_now() - start;
-        if (run.log)
-            fprintf(run.log, "%llu,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g\n", (unsigned long long)step.step, seconds, step.loss,
-                    step.contrastive, step.choice, step.learning_rate, step.grad_norm);
-        if (bar) draw_bar(&options, step.step, first_step, step.loss, seconds);
-        if (options.save_every && done_steps % options.save_every == 0 &&
-            save_checkpoint(run.trainer, run.loader, options.out, leads)) {
-            status = 1;
-            break;
-        }
-        if (options.eval.count && options.eval_every && done_steps % options.eval_every == 0) {
-            if (bar) fputc('\n', stderr);
-            if (evaluate_all(&options, run.trainer, run.executor, run.heldout, compute, step.step, run.eval_log)) {
-                status = 1;
-                break;
-            }
-        }
-    }
-    if (bar && status == 0) fputc('\n', stderr);
-    uform_loader_stats_t stats;
-    uform_loader_stats(run.loader, &stats, NULL, 0, NULL);
-    if (status == 0) {
-        double seconds = cli_now() - start;
-        if (save_checkpoint(run.trainer, run.loader, options.out, leads)) status = 1;
-        else if (cli_interrupted) {
-            if (leads)
-                fprintf(stderr, "uform: interrupted after step %llu; %s holds it: continue with --resume %s\n",
-                        (unsigned long long)(first_step + done_steps), options.out, options.out);
-            status = 130;
-        } else if (leads) {
-            if (!options.quiet) {
-                fprintf(stderr, "uform: %llu steps in %.1f s (%.2f steps/s), final loss %.4f, %zu skipped, saved %s\n",
-                        (unsigned long long)done_steps, seconds, seconds > 0 ? (double)done_steps / seconds : 0.0, last_loss,
-                        stats.skipped, options.out);
-                fprintf(stderr, "uform: data: %.2f s waiting for batches (%.1f%% of the steps' %.1f s), %.1f s reading and %.1f s "
-                                "decoding ahead, epoch %llu\n",
-                        stats.wait_seconds, stepping > 0 ? 100.0 * stats.wait_seconds / stepping : 0.0, stepping,
-                        stats.read_seconds, stats.decode_seconds, (unsigned long long)stats.epoch);
-            }
-            if (options.json) {
-                printf("{\"steps\": %llu, \"seconds\": %.6f, \"stepping_seconds\": %.6f, \"steps_per_second\": %.6f, "
-                       "\"final_loss\": %.9g, \"skipped\": %zu, \"out\": ",
-                       (unsigned long long)done_steps, seconds, stepping, seconds > 0 ? (double)done_steps / seconds : 0.0,
-                       last_loss, stats.skipped);
-                cli_json_string(stdout, options.out, strlen(options.out));
-                printf(", \"data\": {\"batches\": %zu, \"samples\": %zu, \"epoch\": %llu, \"wait_seconds\": %.6f, "
-                       "\"wait_fraction\": %.6f, \"read_seconds\": %.6f, \"decode_seconds\": %.6f, \"bytes_read\": %llu}}\n",
-                       stats.batches, stats.samples, (unsigned long long)stats.epoch, stats.wait_seconds,
-                       stepping > 0 ? stats.wait_seconds / stepping : 0.0, stats.read_seconds, stats.decode_seconds,
-                       (unsigned long long)stats.bytes_read);
-                fflush(stdout);
-            }
-            /* The final evaluation, unless --eval-every has just made it. */
-            int evaluated = options.eval_every && done_steps > 0 && done_steps % options.eval_every == 0;
-            if (options.eval.count && !evaluated &&
-                evaluate_all(&options, run.trainer, run.executor, run.heldout, compute, first_step + done_steps, run.eval_log))
-                status = 1;
-        }
-        if (status == 0 && stats.skipped) status = 3;
-    }
-    free(before_step);
+    if (status == 0) status = train(&options, &run, parsed, leads, compute);
     run_free(&run, &options);
     train_mesh_free(&options.mesh);
     return status;
