@@ -2300,7 +2300,8 @@ UFORM_API uform_status_t uform_evaluate(uform_evaluate_t *request);
  *   UFORM_FIT_SAVED      `save_path` was written with the data cursor (`saved_final` 1 at the end)
  *   UFORM_FIT_EVALUATED  held-out set `evaluation_set` was evaluated at step `evaluation_step`:
  *                        `evaluation` by uform_modality_t, as uform_evaluate answers it
- *   UFORM_FIT_ENDED      the loop is over, whatever the status (its answer is not read)
+ *   UFORM_FIT_ENDED      the loop is over: `outcome` already holds the status the call answers
+ *                        (its answer is not read)
  * During a callback `loader` is the loop's loader (for uform_loader_stats' list of skipped samples
  * or uform_loader_cursor); it is freed before the call returns. A cancel stops the loop once the
  * current step's periodic save and evaluation are done (an evaluation stops at the set answered):

@@ -1,7 +1,7 @@
 """ctypes mirrors of the Data, Indexes and Media-preparation structs of include/uform/uform.h,
 field for field; merged into ``_structs.MIRRORED`` so tests/python/check_mirrors.py checks them."""
 
-from ctypes import Structure, c_char, c_char_p, c_double, c_float, c_int, c_size_t, c_uint, c_uint64, c_void_p
+from ctypes import CFUNCTYPE, Structure, c_char, c_char_p, c_double, c_float, c_int, c_size_t, c_uint, c_uint64, c_void_p
 
 from ._structs import (
     OUTCOME_MESSAGE_CAPACITY,
@@ -11,6 +11,7 @@ from ._structs import (
     Outcome,
     Progress,
     Tape,
+    TrainerStep,
 )
 
 DATA_ERROR_PATH_CAPACITY = 512
@@ -296,8 +297,61 @@ class PreparedEncode(Structure):
     ]
 
 
+# uform_fit_callback_t: (const uform_trainer_fit_t *fit, uform_fit_event_t event, void *state) -> continuation.
+FitCallback = CFUNCTYPE(c_int, c_void_p, c_int, c_void_p)
+
+
+class TrainerFit(Structure):
+    """uform_trainer_fit_t: the training loop's request (uform.h, "The training loop")."""
+
+    _fields_ = [
+        ("trainer", c_void_p),
+        ("dataset", c_void_p),
+        ("batch", c_size_t),
+        ("member", c_size_t),
+        ("members", c_size_t),
+        ("ahead", c_size_t),
+        ("decode_threads", c_size_t),
+        ("accumulate", c_size_t),
+        ("steps", c_uint64),
+        ("budget_seconds", c_double),
+        ("eval_datasets", c_void_p),
+        ("eval_count", c_size_t),
+        ("eval_every", c_uint64),
+        ("eval_compute", c_int),
+        ("eval_ks", c_void_p),
+        ("eval_ks_count", c_size_t),
+        ("save_path", c_char_p),
+        ("save_every", c_uint64),
+        ("resume", c_int),
+        ("callback", FitCallback),
+        ("state", c_void_p),
+        ("step_progress", Progress),
+        ("outcome", Outcome),
+        ("order", c_int),
+        ("order_reason", c_char * OUTCOME_MESSAGE_CAPACITY),
+        ("loader", c_void_p),
+        ("step", TrainerStep),
+        ("twins", c_int),
+        ("steps_done", c_uint64),
+        ("samples", c_uint64),
+        ("loss", c_double),
+        ("elapsed_seconds", c_double),
+        ("stepping_seconds", c_double),
+        ("loader_stats", LoaderStats),
+        ("evaluation_step", c_uint64),
+        ("evaluation_set", c_size_t),
+        ("evaluation", Evaluation * 4),
+        ("saved_step", c_uint64),
+        ("saved_final", c_int),
+        ("saved_at_failure", c_int),
+        ("error", DataError),
+    ]
+
+
 MIRRORED = {
     "uform_data_error_t": DataError,
+    "uform_trainer_fit_t": TrainerFit,
     "uform_dataset_options_t": DatasetOptions,
     "uform_dataset_description_t": DatasetDescription,
     "uform_dataset_item_t": DatasetItem,

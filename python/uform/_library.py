@@ -145,6 +145,7 @@ _declare("uform_loader_cursor", c_int, _P, c_char_p, c_size_t, POINTER(c_size_t)
 _declare("uform_loader_stats", None, _P, _P, _P, c_size_t, POINTER(c_size_t))
 _declare("uform_recall", c_int, _P)
 _declare("uform_evaluate", c_int, _P)
+_declare("uform_trainer_fit", c_int, _P)
 
 # The tensor-program session and its builder.
 _declare("uform_session_status_name", c_char_p, c_int)

@@ -399,56 +399,87 @@ class FitResult:
     stats: LoaderStats
 
 
+_FIT_STEPPED, _FIT_EVALUATED, _FIT_ENDED = 1, 3, 4
+
+
+def _evaluation_of(results: Any, ks_count: int) -> Dict[str, Evaluation]:
+    """{modality: Evaluation} of the modalities with held-out pairs in ``uform_evaluation_t[4]``."""
+    return {_MODALITY_NAMES[m]: Evaluation(results[m].pairs, list(results[m].text_to_media[:ks_count]),
+                                           list(results[m].media_to_text[:ks_count]))
+            for m in range(1, 4) if results[m].pairs}
+
+
+def _loader_errors(loader: int) -> List[DataError]:
+    count = c_size_t()
+    lib.uform_loader_stats(loader, None, None, 0, byref(count))
+    errors = (D.DataError * count.value)()
+    if count.value:
+        lib.uform_loader_stats(loader, None, addressof(errors), count.value, byref(count))
+    return [_error_of(e) for e in errors]
+
+
+def _loader_cursor(loader: int) -> str:
+    length, outcome = c_size_t(), S.Outcome()
+    if lib.uform_loader_cursor(loader, None, 0, byref(length), addressof(outcome)) != 0:
+        _raise(outcome)
+    buffer = create_string_buffer(length.value + 1)
+    if lib.uform_loader_cursor(loader, buffer, length.value + 1, byref(length), addressof(outcome)) != 0:
+        _raise(outcome)
+    return buffer.value.decode()
+
+
 def fit(trainer: Any, dataset: Dataset, steps: int, batch: int = 32, *, eval: Any = None, eval_every: int = 0,
         out: Any = None, save_every: int = 0, resume: bool = False, log: Optional[Callable[[Any], Any]] = None,
         member: int = 0, members: int = 0, compute: str = "f32") -> FitResult:
-    """``Trainer.fit``: ``steps`` steps of ``batch`` samples from ``dataset`` (see the method)."""
+    """``Trainer.fit``: ``steps`` steps of ``batch`` samples from ``dataset`` (see the method), run by
+    the library's loop (``uform_trainer_fit``): it opens the loader, resumes the data order, saves
+    with the cursor and evaluates; this function hands it the arguments and collects what it tells."""
     function = "Trainer.fit"
+    from .enums import Compute, parse_enum
     from .trainer import StepResult
 
-    executor = trainer._executor
-    cursor = trainer.user_metadata if resume else None
-    if cursor is not None and not cursor.startswith('{"format":"uform.data.cursor/'):
-        cursor = None
+    steps = _inputs.non_negative(steps, function, "steps")
+    if steps == 0:
+        raise invalid(function, "steps = 0: the loop needs at least one step")
     sets = [] if eval is None else (list(eval) if isinstance(eval, (list, tuple)) else [eval])
-    loader = dataset.loader(trainer, batch, member=member, members=members, cursor=cursor)
-    arena = executor._acquire_arena(function)
-    evaluations, loss, done = [], 0.0, 0
-    handle = trainer._use(function)
+    handles = (c_void_p * max(len(sets), 1))(*[s._use(function) for s in sets])
+    request = D.TrainerFit()
+    request.trainer, request.dataset = trainer._use(function), dataset._use(function)
+    request.batch, request.steps = _inputs.non_negative(batch, function, "batch"), steps
+    request.member, request.members = _inputs.non_negative(member, function, "member"), _inputs.non_negative(members, function, "members")
+    request.eval_datasets, request.eval_count = addressof(handles), len(sets)
+    request.eval_every = _inputs.non_negative(eval_every, function, "eval_every") if sets else 0
+    request.eval_compute = parse_enum(Compute, compute, function, "compute")
+    path = _inputs.path_bytes(out, function, "out") if out is not None else None
+    request.save_path = path
+    request.save_every = _inputs.non_negative(save_every, function, "save_every") if out is not None else 0
+    request.resume = int(bool(resume))
+    evaluations: List[Any] = []
+    ended: Dict[str, Any] = {}
+    raised: List[BaseException] = []
 
-    def evaluate_now(step_number: int) -> None:
-        model = trainer.snapshot(compute=compute)
+    def listen(_fit: int, event: int, _state: int) -> int:
         try:
-            for index, heldout in enumerate(sets):
-                evaluations.append((step_number, index, evaluate(model, heldout, executor if not executor.is_calling_thread else None)))
-        finally:
-            model.close()
+            if event == _FIT_STEPPED and log is not None:
+                log(StepResult(request.step, None, None, 0))
+            elif event == _FIT_EVALUATED:
+                evaluations.append((request.evaluation_step, request.evaluation_set, _evaluation_of(request.evaluation, 2)))
+            elif event == _FIT_ENDED and lib.uform_outcome_status(addressof(request.outcome)) == 0:
+                # Read while the loader lives: the cursor after the last batch and the samples it skipped.
+                ended["cursor"], ended["errors"] = _loader_cursor(request.loader), _loader_errors(request.loader)
+        except BaseException as error:  # KeyboardInterrupt included: it cancels the loop, then is raised
+            raised.append(error)
+            return 1
+        return 0
 
-    def save() -> None:
-        text = loader.cursor()
-        trainer.on(executor).save(out, user_metadata=text)
-
-    try:
-        for _ in range(_inputs.non_negative(steps, function, "steps")):
-            request = S.TrainerStep()
-            request.trainer, request.arena = handle, arena
-            if loader.next_into(request) is None:
-                break
-            if lib.uform_trainer_step(addressof(request)) != 0:
-                raise from_outcome(request.outcome)
-            done += 1
-            loss = request.loss
-            if log is not None:
-                log(StepResult(request, None, None, 0))
-            if out is not None and save_every and done % save_every == 0:
-                save()
-            if sets and eval_every and done % eval_every == 0:
-                evaluate_now(request.step)
-        if out is not None:
-            save()
-        if sets and not (eval_every and done and done % eval_every == 0):
-            evaluate_now(trainer.describe().steps)
-        return FitResult(done, loss, evaluations, loader.cursor(), loader.stats())
-    finally:
-        executor._release_arena(arena)
-        loader.close()
+    callback = D.FitCallback(listen)
+    request.callback = callback
+    status = lib.uform_trainer_fit(addressof(request))
+    if raised:
+        raise raised[0]
+    if status != 0:
+        _raise(request.outcome, request.error)
+    raw = request.loader_stats
+    stats = LoaderStats(raw.batches, raw.samples, raw.epoch, raw.skipped, raw.wait_seconds, raw.read_seconds,
+                        raw.decode_seconds, raw.bytes_read, ended["errors"])
+    return FitResult(request.steps_done, request.loss, evaluations, ended["cursor"], stats)

@@ -225,13 +225,14 @@ UFORM_API uform_status_t uform_trainer_fit(uform_trainer_fit_t *request) {
     status = loop(&run, start);
     if (status == UFORM_OK) status = finish(&run, start);
     else uform_loader_stats(request->loader, &request->loader_stats, NULL, 0, NULL);
+    /* The outcome is final before UFORM_FIT_ENDED, so the callback knows how the loop ended. */
+    if (status == UFORM_OK && run.cancelled)
+        status = uform__fail(&request->outcome, UFORM_CANCELLED, function, "cancelled after %llu steps%s",
+                             (unsigned long long)request->steps_done, request->saved_final ? "; save_path holds them" : "");
+    else if (status == UFORM_OK) uform__succeed(&request->outcome, function);
     uform__fit_tell(&run, UFORM_FIT_ENDED);
     uform_loader_free(request->loader);
     request->loader = NULL;
     uform_arena_free(run.arena);
-    if (status != UFORM_OK) return status;
-    if (run.cancelled)
-        return uform__fail(&request->outcome, UFORM_CANCELLED, function, "cancelled after %llu steps%s",
-                           (unsigned long long)request->steps_done, request->saved_final ? "; save_path holds them" : "");
-    return uform__succeed(&request->outcome, function);
+    return status;
 }
