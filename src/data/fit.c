@@ -49,7 +49,7 @@ static uform_status_t check_save_path(uform__fit_run_t *run) {
     const char *slash = strrchr(path, '/');
     size_t length = slash ? (size_t)(slash - path) : 0;
     char *folder = malloc(length + 2);
-    if (!folder) return uform__fail(&run->request->outcome, UFORM_OUT_OF_MEMORY, function, "cannot hold save_path's folder");
+    if (!folder) return uform__fail(&run->request->outcome, UFORM_OUT_OF_MEMORY, function, "cannot allocate the name of save_path's folder");
     if (!slash) strcpy(folder, ".");
     else if (length == 0) strcpy(folder, "/");
     else memcpy(folder, path, length), folder[length] = 0;

@@ -35,7 +35,7 @@ char *uform__fit_cursor(uform__fit_run_t *run) {
     }
     char *cursor = malloc(length + 1);
     if (!cursor) {
-        uform__fail(&request->outcome, UFORM_OUT_OF_MEMORY, "uform_trainer_fit", "cannot hold the data cursor of %zu bytes", length);
+        uform__fail(&request->outcome, UFORM_OUT_OF_MEMORY, "uform_trainer_fit", "cannot allocate the data cursor of %zu bytes", length);
         return NULL;
     }
     /* The second call answers the text the first one measured, without a collective. */

@@ -685,8 +685,10 @@ UFORM_API uform_status_t uform_loader_open(const uform_loader_options_t *options
         if (!loader->initial_cursor) status = uform__fail(outcome, UFORM_OUT_OF_MEMORY, function, "cannot allocate the cursor's text");
     }
     if (status == UFORM_OK) {
-        if (pthread_create(&loader->thread, NULL, loader_main, loader) != 0)
-            status = uform__fail(outcome, UFORM_OUT_OF_MEMORY, function, "cannot start the loader's thread: %s", strerror(errno));
+        /* pthread_create answers its error (EAGAIN: no memory or thread left for it) and leaves errno alone. */
+        int failed = pthread_create(&loader->thread, NULL, loader_main, loader);
+        if (failed)
+            status = uform__fail(outcome, UFORM_OUT_OF_MEMORY, function, "cannot allocate the loader's thread: %s", strerror(failed));
         else loader->started = 1;
     }
     if (status != UFORM_OK) {

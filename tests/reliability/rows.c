@@ -113,6 +113,7 @@ const sweep_row_t sweep_rows[] = {
     {"data_loader", sweep_run_data_loader, SWEEP_THREADS | SWEEP_ISOLATE},
     {"data_recall", sweep_run_data_recall, 0},
     {"data_evaluate", sweep_run_data_evaluate, 0},
+    {"trainer_fit", sweep_run_trainer_fit, SWEEP_THREADS},
     {"data_index_build", sweep_run_data_index_build, SWEEP_THREADS},
 };
 

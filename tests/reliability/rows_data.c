@@ -298,3 +298,37 @@ void sweep_run_data_index_build(sweep_fixture_t *fixture, sweep_answer_t *answer
     unlink(out), unlink(errors);
     uform_dataset_free(dataset);
 }
+
+/* The training loop: a fresh trainer (the kept one must not move), two steps over the folder's two
+ * pictures with a save after each and an evaluation at the end; the loss and the recall go into the
+ * digest. */
+void sweep_run_trainer_fit(sweep_fixture_t *fixture, sweep_answer_t *answer) {
+    uform_dataset_t dataset = open_dataset(fixture, UFORM_DATASET_FOLDER, "pictures", 0, answer);
+    uform_dataset_t heldout = dataset ? open_dataset(fixture, UFORM_DATASET_FOLDER, "pictures", 1, answer) : NULL;
+    uform_trainer_config_t config;
+    memset(&config, 0, sizeof config);
+    config.hidden = 32, config.depth = 1, config.heads = 2, config.mlp = 64, config.embedding = 16, config.text_bytes = 16;
+    config.image_size = 32, config.image_patch = 16, config.seed = 1;
+    config.modalities = 1u << UFORM_MODALITY_TEXT | 1u << UFORM_MODALITY_IMAGE;
+    uform_trainer_t trainer = NULL;
+    uform_outcome_t outcome = {0};
+    if (heldout) sweep_answer_status(answer, uform_trainer_init_ram(NULL, &config, &trainer, &outcome), &outcome);
+    if (trainer) {
+        char out[512];
+        snprintf(out, sizeof out, "%s/fit.safetensors", fixture->scratch);
+        uform_trainer_fit_t fit;
+        memset(&fit, 0, sizeof fit);
+        fit.trainer = trainer, fit.dataset = dataset, fit.batch = 2, fit.steps = 2;
+        fit.eval_datasets = &heldout, fit.eval_count = 1, fit.save_path = out, fit.save_every = 1;
+        uform_status_t status = uform_trainer_fit(&fit);
+        sweep_answer_status(answer, status, &fit.outcome);
+        if (status == UFORM_OK) {
+            answer->digest = sweep_digest(answer->digest, &fit.loss, sizeof fit.loss);
+            answer->digest = sweep_digest(answer->digest, &fit.evaluation[UFORM_MODALITY_IMAGE], sizeof fit.evaluation[0]);
+        }
+        unlink(out);
+    }
+    uform_trainer_free(trainer);
+    uform_dataset_free(heldout);
+    uform_dataset_free(dataset);
+}
