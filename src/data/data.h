@@ -13,6 +13,8 @@
  *   cursor.c         the cursor: the samplers' state as JSON text, and back
  *   read.c           uform_dataset_read: items in stored order
  *   loader.c         uform_loader_*: batches for a trainer, decoded on a thread of their own
+ *   fit.c            uform_trainer_fit: the training loop over a loader (fit_parts.c: its saves,
+ *                    evaluations and callback; fit.h)
  *   recall.c         uform_recall, uform_evaluate
  *   index_build.c    uform_index_build (with index_reader.c, its reader thread)
  */
