@@ -3,7 +3,8 @@
  * uform_loader_next and uform_trainer_step alone, on the manifest of the corpus make_shards.py wrote
  * (48 pictures with unique captions), with a small trainer (1 block, 32-pixel images):
  *   - the steps' losses are bit-identical to the hand loop's, and fit's evaluations at steps 3 and 6
- *     equal uform_evaluate called by hand on a snapshot at the same step, field for field;
+ *     equal uform_evaluate called by hand on a snapshot at the same step, field for field (recall at
+ *     8 cut-offs: with only {1, 5} a snapshot in BF16 instead of F32 went unnoticed);
  *   - the checkpoint fit saves at step 3 (save_every) resumes to the hand loop's steps 4..6, bit for bit;
  *   - a cancel from the callback at step 2 stops there, saves, answers UFORM_CANCELLED, and a resume
  *     finishes with the uncancelled run's losses;
@@ -47,6 +48,9 @@ static uform_trainer_t make_trainer(const char *resume) {
     return trainer;
 }
 
+/* Recall at 8 cut-offs, so that a small change of the embeddings shows in some of them. */
+static const size_t ks[8] = {1, 2, 3, 4, 5, 8, 12, 20};
+
 /* uform_evaluate by hand on a snapshot of the trainer now. */
 static void evaluate_now(uform_trainer_t trainer, uform_dataset_t heldout, uform_evaluation_t results[4]) {
     uform_ram_options_t options = {0};
@@ -56,7 +60,7 @@ static void evaluate_now(uform_trainer_t trainer, uform_dataset_t heldout, uform
     CHECK(uform_trainer_snapshot(trainer, &options, &model, &outcome) == UFORM_OK);
     CHECK(uform_arena_for_executor(NULL, &arena, &outcome) == UFORM_OK);
     uform_evaluate_t evaluate = {0};
-    evaluate.model = model, evaluate.dataset = heldout, evaluate.arena = arena;
+    evaluate.model = model, evaluate.dataset = heldout, evaluate.arena = arena, evaluate.ks = ks, evaluate.ks_count = 8;
     CHECK_MSG(uform_evaluate(&evaluate) == UFORM_OK, "evaluate: %s", evaluate.outcome.message);
     memcpy(results, evaluate.results, sizeof evaluate.results);
     uform_arena_free(arena);
@@ -150,7 +154,7 @@ static void test_fit_equals_hand_loop(uform_dataset_t heldout) {
     seen.copy_step3 = at3;
     uform_trainer_fit_t fit = {0};
     fit.trainer = trainer, fit.dataset = dataset, fit.batch = BATCH, fit.steps = STEPS;
-    fit.eval_datasets = &heldout, fit.eval_count = 1, fit.eval_every = 3;
+    fit.eval_datasets = &heldout, fit.eval_count = 1, fit.eval_every = 3, fit.eval_ks = ks, fit.eval_ks_count = 8;
     fit.save_path = out, fit.save_every = 3, fit.callback = listen, fit.state = &seen;
     CHECK_MSG(uform_trainer_fit(&fit) == UFORM_OK, "fit: %s", fit.outcome.message);
     CHECK_EQ_INT(fit.steps_done, STEPS);
@@ -161,6 +165,9 @@ static void test_fit_equals_hand_loop(uform_dataset_t heldout) {
     }
     CHECK(fit.loss == hand_losses[STEPS - 1]);
     CHECK_EQ_INT(fit.samples, STEPS * BATCH);
+    /* The control: the hand loop's evaluations at steps 3 and 6 differ, so an evaluation made at
+     * another step than asked could not pass the comparison below. */
+    CHECK(memcmp(hand_evaluations[0], hand_evaluations[1], sizeof hand_evaluations[0]) != 0);
     /* The periodic evaluation at step 6 is also the final one: two, not three. */
     CHECK_EQ_INT(seen.evaluations, 2);
     for (size_t e = 0; e < seen.evaluations && e < 2; ++e) {
