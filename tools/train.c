@@ -64,7 +64,7 @@ static const cli_flag_t flags[] = {
     CLI_FLAG("--resume", CLI_TEXT, options_t, resume, "CKPT",
              "continue from a checkpoint: weights, moments, schedule and, for a checkpoint\n"
              "of this command, the data order (the flags below override the stored values)"),
-    CLI_FLAG("--steps", CLI_SIZE, options_t, steps, "N", "optimisation steps in this run (default 1000, or unbounded with --minutes)"),
+    CLI_FLAG("--steps", CLI_SIZE, options_t, steps, "N", "optimisation steps in this run, >= 1 (default 1000, or unbounded with --minutes)"),
     CLI_FLAG("--minutes", CLI_POSITIVE_NUMBER, options_t, minutes, "M", "stop the training loop after M minutes (the final save is not counted)"),
     CLI_FLAG("--batch", CLI_POSITIVE, options_t, batch, "B", "samples per step (default 32; above a manifest's line count: all lines)"),
     CLI_FLAG("--lr", CLI_POSITIVE_NUMBER, options_t, lr, "X", "peak learning rate (default 1e-3)"),

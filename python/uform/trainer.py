@@ -262,7 +262,9 @@ class Trainer(Closing):
         end always evaluates), ``out`` (a checkpoint written at the end, with the data order's
         cursor), ``save_every`` (steps), ``resume`` (continue the data order stored in the checkpoint
         this trainer resumed from), ``log`` (``callable(StepResult)`` after every step), ``member``
-        and ``members`` (a mesh member's share), ``compute`` (of the models evaluated)."""
+        and ``members`` (a mesh member's share; 0 and 0 over a mesh: the trainer's), ``compute``
+        (of the models evaluated). The loop is the library's ``uform_trainer_fit``
+        (docs/training.md, "The loop"); ``steps`` must be at least 1."""
         from .data import fit
 
         return fit(self, dataset, steps, batch, **options)
