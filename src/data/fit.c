@@ -129,8 +129,9 @@ static uform_status_t loop(uform__fit_run_t *run, double start) {
     while (!run->cancelled && (request->steps == 0 || request->steps_done < request->steps)) {
         double elapsed = uform__seconds_now() - start;
         if (!run->mesh && request->budget_seconds > 0 && elapsed >= request->budget_seconds) break;
-        uform_trainer_step_t *step = &request->step;
-        memset(step, 0, sizeof *step);
+        /* A step of its own, copied into the request once it ran: `step` then always holds the last
+         * step that ran, also when the loop ends on a pass that drew no batch. */
+        uform_trainer_step_t own = {0}, *step = &own;
         step->trainer = request->trainer, step->arena = run->arena, step->accumulate = request->accumulate;
         step->progress.callback = step_progress, step->progress.state = run;
         if (run->mesh) {
@@ -152,7 +153,10 @@ static uform_status_t loop(uform__fit_run_t *run, double start) {
         if (request->steps == 0 && request->budget_seconds > 0)
             step->learning_rate_override = rate_on_time(run, description.steps + request->steps_done + 1, elapsed, warmup);
         double step_start = uform__seconds_now();
-        if (uform_trainer_step(step) != UFORM_OK) {
+        uform_status_t stepped = uform_trainer_step(step);
+        request->step = own;
+        step = &request->step;
+        if (stepped != UFORM_OK) {
             uform_status_t code = uform_outcome_status(&step->outcome);
             if (code == UFORM_CANCELLED && (run->step_cancelled || !run->mesh)) run->cancelled = 1;
             else if (code != UFORM_CANCELLED) {
