@@ -102,6 +102,7 @@ typedef struct seen_t {
     double losses[64];
     uint64_t step_numbers[64];
     size_t steps, evaluations, started, ended, events, saves;
+    double elapsed[2];        /* the loop's seconds after the step before the last, and after the last */
     uform_fit_event_t first, last;
     uint64_t evaluation_steps[8];
     uform_evaluation_t evaluated[8][4];
@@ -130,7 +131,7 @@ static uform_continuation_t listen(const uform_trainer_fit_t *fit, uform_fit_eve
     if (event == UFORM_FIT_ENDED) seen->ended += 1;
     if (event == UFORM_FIT_STEPPED && seen->steps < 64)
         seen->losses[seen->steps] = fit->step.loss, seen->step_numbers[seen->steps] = fit->step.step;
-    if (event == UFORM_FIT_STEPPED) seen->steps += 1;
+    if (event == UFORM_FIT_STEPPED) seen->steps += 1, seen->elapsed[0] = seen->elapsed[1], seen->elapsed[1] = fit->elapsed_seconds;
     if (event == UFORM_FIT_EVALUATED && seen->evaluations < 8) {
         seen->evaluation_steps[seen->evaluations] = fit->evaluation_step;
         memcpy(seen->evaluated[seen->evaluations++], fit->evaluation, sizeof fit->evaluation);
@@ -143,6 +144,28 @@ static uform_continuation_t listen(const uform_trainer_fit_t *fit, uform_fit_eve
 }
 
 static void path_in_work(char *path, size_t capacity, const char *name) { snprintf(path, capacity, "%s/%s", work, name); }
+
+/* Resumes `checkpoint` (its weights and its data order) for the hand loop's steps after `done`:
+ * the losses and step numbers must be the hand loop's, bit for bit. */
+static void check_resumed(const char *checkpoint, size_t done, const char *what) {
+    uform_trainer_t trainer = make_trainer(checkpoint);
+    uform_dataset_t dataset = open_manifest(0);
+    seen_t rest = {0};
+    uform_trainer_fit_t resumed = {0};
+    resumed.trainer = trainer, resumed.dataset = dataset, resumed.batch = BATCH, resumed.steps = STEPS - done, resumed.resume = 1;
+    resumed.callback = listen, resumed.state = &rest;
+    CHECK_MSG(uform_trainer_fit(&resumed) == UFORM_OK, "%s: %s", what, resumed.outcome.message);
+    CHECK(resumed.order == UFORM_FIT_ORDER_RESUMED);
+    CHECK_EQ_INT(rest.steps, STEPS - done);
+    for (size_t s = 0; s < rest.steps && s < STEPS - done; ++s) {
+        CHECK_MSG(rest.losses[s] == hand_losses[done + s], "%s, step %zu: %.17g, by hand %.17g", what, done + s + 1, rest.losses[s],
+                  hand_losses[done + s]);
+        CHECK_EQ_INT(rest.step_numbers[s], done + s + 1);
+    }
+    CHECK_MSG(resumed.loss == hand_losses[STEPS - 1], "%s: final loss %.17g, by hand %.17g", what, resumed.loss, hand_losses[STEPS - 1]);
+    uform_trainer_free(trainer);
+    uform_dataset_free(dataset);
+}
 
 /* fit's steps and evaluations against the hand loop's; its step-3 checkpoint resumes to the rest. */
 static void test_fit_equals_hand_loop(uform_dataset_t heldout) {
@@ -186,21 +209,7 @@ static void test_fit_equals_hand_loop(uform_dataset_t heldout) {
     uform_dataset_free(dataset);
 
     /* The step-3 checkpoint and its cursor: the hand loop's steps 4..6, bit for bit. */
-    trainer = make_trainer(at3);
-    dataset = open_manifest(0);
-    seen_t rest = {0};
-    uform_trainer_fit_t resumed = {0};
-    resumed.trainer = trainer, resumed.dataset = dataset, resumed.batch = BATCH, resumed.steps = STEPS - 3, resumed.resume = 1;
-    resumed.callback = listen, resumed.state = &rest;
-    CHECK_MSG(uform_trainer_fit(&resumed) == UFORM_OK, "resumed fit: %s", resumed.outcome.message);
-    CHECK(resumed.order == UFORM_FIT_ORDER_RESUMED);
-    CHECK_EQ_INT(rest.steps, STEPS - 3);
-    for (size_t s = 0; s < rest.steps && s < STEPS - 3; ++s) {
-        CHECK_MSG(rest.losses[s] == hand_losses[3 + s], "resumed step %zu: %.17g, by hand %.17g", s + 4, rest.losses[s], hand_losses[3 + s]);
-        CHECK_EQ_INT(rest.step_numbers[s], s + 4);
-    }
-    uform_trainer_free(trainer);
-    uform_dataset_free(dataset);
+    check_resumed(at3, 3, "resumed from the step-3 save");
 
     /* Another batch size: the stored cursor does not fit, a new order starts and the reason is given. */
     trainer = make_trainer(at3);
@@ -234,19 +243,7 @@ static void test_cancel_and_resume(void) {
     uform_trainer_free(trainer);
     uform_dataset_free(dataset);
 
-    trainer = make_trainer(out);
-    dataset = open_manifest(0);
-    seen_t rest = {0};
-    uform_trainer_fit_t resumed = {0};
-    resumed.trainer = trainer, resumed.dataset = dataset, resumed.batch = BATCH, resumed.steps = STEPS - 2, resumed.resume = 1;
-    resumed.callback = listen, resumed.state = &rest;
-    CHECK_MSG(uform_trainer_fit(&resumed) == UFORM_OK, "resume after cancel: %s", resumed.outcome.message);
-    CHECK(resumed.order == UFORM_FIT_ORDER_RESUMED);
-    CHECK_EQ_INT(rest.steps, STEPS - 2);
-    for (size_t s = 0; s < rest.steps && s < STEPS - 2; ++s) CHECK(rest.losses[s] == hand_losses[2 + s]);
-    CHECK_MSG(resumed.loss == hand_losses[STEPS - 1], "final loss %.17g, uncancelled %.17g", resumed.loss, hand_losses[STEPS - 1]);
-    uform_trainer_free(trainer);
-    uform_dataset_free(dataset);
+    check_resumed(out, 2, "resumed after the cancel");
 }
 
 /* A budget alone: the loop stops once it is spent, having started no step after it. */
@@ -260,6 +257,10 @@ static void test_budget(void) {
     CHECK_MSG(uform_trainer_fit(&fit) == UFORM_OK, "budget: %s", fit.outcome.message);
     CHECK(fit.steps_done >= 1 && seen.steps == fit.steps_done);
     CHECK_MSG(fit.elapsed_seconds >= 0.4, "stopped after %.3f s", fit.elapsed_seconds);
+    /* The budget is checked before each step: the step before the last ended before it was spent
+     * (else the last would not have started), and the last one ended after. */
+    CHECK_MSG(seen.steps < 2 || seen.elapsed[0] < 0.4, "a step started after %.3f s", seen.elapsed[0]);
+    CHECK_MSG(seen.elapsed[1] >= 0.4, "the last step ended at %.3f s", seen.elapsed[1]);
     CHECK(fit.saved_step == 0 && seen.saves == 0);
     uform_trainer_free(trainer);
     uform_dataset_free(dataset);
