@@ -1385,6 +1385,10 @@ UFORM_API uform_status_t uform_index_ann_search(uform_index_ann_search_t *reques
  * Every step is deterministic: the same weights, batch and thread count give bit-identical
  * weights (the kernels' reductions do not depend on timing; in this build not even on the
  * thread count).
+ *
+ * The whole loop over a dataset — batches from a loader, periodic saves with the data cursor,
+ * held-out evaluations, resume, cancel — is one call, uform_trainer_fit, declared after the Data
+ * section whose types it takes ("The training loop").
  */
 typedef struct uform_trainer_s *uform_trainer_t;
 
