@@ -113,6 +113,29 @@ def test_fit_evaluates(corpus, tmp_path):
     assert direct["image"].text_to_media[:2] == pytest.approx(last.text_to_media[:2], abs=0.05)
 
 
+def test_fit_log_that_raises_stops_after_its_step(corpus, tmp_path):
+    """An exception from ``log`` cancels the library's loop after that step: the checkpoint holds the
+    steps done (saved as a cancel saves), and the exception reaches the caller unchanged."""
+
+    class Stop(Exception):
+        pass
+
+    def log(result):
+        if result.step == 2:
+            raise Stop("enough")
+
+    with uform.Executor.for_ram(threads=2) as executor:
+        with uform.Trainer.init_ram(executor, seed=1, **SMALL) as trainer:
+            with pytest.raises(Stop, match="enough"):
+                trainer.fit(uform.Dataset.open(corpus / "manifest.jsonl", seed=1), steps=5, batch=8, out=tmp_path / "stopped.st", log=log)
+            assert trainer.describe().steps == 2
+        with uform.Trainer.init_ram(executor, resume=str(tmp_path / "stopped.st")) as resumed:
+            assert resumed.describe().steps == 2 and json.loads(resumed.user_metadata)["batches"] == 2
+    with pytest.raises(uform.Error, match="steps = 0"):
+        with uform.Executor.for_ram() as executor, uform.Trainer.init_ram(executor, seed=1, **SMALL) as trainer:
+            trainer.fit(uform.Dataset.open(corpus / "manifest.jsonl", seed=1), steps=0)
+
+
 def test_index_build_open_search(corpus, model, executor, tmp_path):
     built = uform.Index.build(model, str(corpus / "loose"), shards=str(corpus / "gz/{000..001}.tar.gz"),
                               out=tmp_path / "corpus.index", executor=executor, checkpoint=10)
