@@ -297,24 +297,13 @@ class Loader(Closing):
     def cursor(self) -> str:
         """The data order after the batches handed over so far, as JSON text (collective over a mesh
         whose members read their own shards: every member calls it at the same point)."""
-        function = "Loader.cursor"
-        length, outcome = c_size_t(), S.Outcome()
-        if lib.uform_loader_cursor(self._use(function), None, 0, byref(length), addressof(outcome)) != 0:
-            _raise(outcome)
-        buffer = create_string_buffer(length.value + 1)
-        if lib.uform_loader_cursor(self._handle, buffer, length.value + 1, byref(length), addressof(outcome)) != 0:
-            _raise(outcome)
-        return buffer.value.decode()
+        return _loader_cursor(self._use("Loader.cursor"))
 
     def stats(self) -> LoaderStats:
         """What the loader did so far, with the bad samples it listed."""
-        raw, count = D.LoaderStats(), c_size_t()
-        lib.uform_loader_stats(self._use("Loader.stats"), addressof(raw), None, 0, byref(count))
-        errors = (D.DataError * count.value)()
-        if count.value:
-            lib.uform_loader_stats(self._handle, None, addressof(errors), count.value, byref(count))
-        return LoaderStats(raw.batches, raw.samples, raw.epoch, raw.skipped, raw.wait_seconds, raw.read_seconds,
-                           raw.decode_seconds, raw.bytes_read, [_error_of(e) for e in errors])
+        raw = D.LoaderStats()
+        lib.uform_loader_stats(self._use("Loader.stats"), addressof(raw), None, 0, None)
+        return _stats_of(raw, _loader_errors(self._handle))
 
     def close(self) -> None:
         """Stops the loader's thread and frees it. Closing twice is a no-op."""
@@ -409,6 +398,11 @@ def _evaluation_of(results: Any, ks_count: int) -> Dict[str, Evaluation]:
             for m in range(1, 4) if results[m].pairs}
 
 
+def _stats_of(raw: D.LoaderStats, errors: List[DataError]) -> "LoaderStats":
+    return LoaderStats(raw.batches, raw.samples, raw.epoch, raw.skipped, raw.wait_seconds, raw.read_seconds,
+                       raw.decode_seconds, raw.bytes_read, errors)
+
+
 def _loader_errors(loader: int) -> List[DataError]:
     count = c_size_t()
     lib.uform_loader_stats(loader, None, None, 0, byref(count))
@@ -479,7 +473,4 @@ def fit(trainer: Any, dataset: Dataset, steps: int, batch: int = 32, *, eval: An
         raise raised[0]
     if status != 0:
         _raise(request.outcome, request.error)
-    raw = request.loader_stats
-    stats = LoaderStats(raw.batches, raw.samples, raw.epoch, raw.skipped, raw.wait_seconds, raw.read_seconds,
-                        raw.decode_seconds, raw.bytes_read, ended["errors"])
-    return FitResult(request.steps_done, request.loss, evaluations, ended["cursor"], stats)
+    return FitResult(request.steps_done, request.loss, evaluations, ended["cursor"], _stats_of(request.loader_stats, ended["errors"]))
