@@ -306,6 +306,15 @@ static void run_free(run_t *run, const options_t *options) {
     uform_executor_free(run->executor);
 }
 
+/* The words in parentheses after a failure's message: which part of the run failed, as the command
+ * has always said it (the outcome names the call that failed inside uform_trainer_fit). */
+static const char *failure_context(const uform_outcome_t *outcome, const options_t *options) {
+    if (!strcmp(outcome->function, "uform_evaluate") || !strcmp(outcome->function, "uform_trainer_snapshot")) return "--eval";
+    if (!strcmp(outcome->function, "uform_trainer_save")) return options->out;
+    if (!strcmp(outcome->function, "uform_loader_cursor")) return "the data cursor";
+    return NULL;
+}
+
 /* uform_trainer_fit with the command's flags, its printing in the callback; answers the exit code. */
 static int train(const options_t *options, run_t *run, const cli_parsed_t *parsed, int leads, uform_compute_t compute) {
     uform_trainer_description_t description;
@@ -341,7 +350,7 @@ static int train(const options_t *options, run_t *run, const cli_parsed_t *parse
         return 130;
     }
     if (status != UFORM_OK) {
-        cli_fail(&fit.outcome, NULL);
+        cli_fail(&fit.outcome, failure_context(&fit.outcome, options));
         /* A member died or stopped answering: member 0 kept the last completed step (uform_trainer_fit). */
         if (fit.saved_at_failure)
             train_mesh_say_resume(parsed->argc, parsed->argv, options->out, reached,

@@ -4,6 +4,7 @@
  * periodic saves and evaluations (fit_parts.c), the data order resumed from the checkpoint, the
  * cancel. Written once here so that no caller repeats it or reads the cursor's format.
  */
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,10 +54,13 @@ static uform_status_t check_save_path(uform__fit_run_t *run) {
     if (!slash) strcpy(folder, ".");
     else if (length == 0) strcpy(folder, "/");
     else memcpy(folder, path, length), folder[length] = 0;
-    int writable = access(folder, W_OK | X_OK) == 0;
+    int writable = access(folder, W_OK | X_OK) == 0, reason = errno;
+    uform_status_t status = UFORM_OK;
+    if (!writable)
+        status = uform__fail(&run->request->outcome, UFORM_IO, function, "cannot write save_path '%s': its folder '%s' cannot take files: %s",
+                             path, folder, strerror(reason));
     free(folder);
-    if (!writable) return uform__fail(&run->request->outcome, UFORM_IO, function, "cannot write save_path '%s': its folder is missing or not writable", path);
-    return UFORM_OK;
+    return status;
 }
 
 /* Opens the loader, resuming the order stored in the trainer's checkpoint when asked and possible. */
