@@ -113,7 +113,7 @@ static char *caption_of(const char *path, int json, size_t max_bytes, size_t *le
 /*
  * Groups the folders' FILE lines into training samples by key (photos/17.jpg + photos/17.txt): PAIR
  * lines in items->samples, their texts read now. A key without text or with two media is a BAD
- * sample whether or not skip_bad is set: the loader lists or refuses it when it is drawn.
+ * sample whether or not skip_bad is set: a loader opened on it refuses it then, or lists it (skip_bad).
  */
 static uform_status_t finish(const uform_dataset_options_t *options, uform__data_items_t *items,
                              uform_data_error_t *error, uform_outcome_t *outcome, const char *function) {
