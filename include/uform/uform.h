@@ -2179,7 +2179,7 @@ UFORM_API void uform_loader_free(uform_loader_t loader);
  */
 typedef struct uform_loader_next_t {
     uform_loader_t loader;
-    uform_trainer_step_t *step;
+    struct uform_trainer_step_t *step;
     uform_outcome_t outcome;
     int done;
     size_t samples;
