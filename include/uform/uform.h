@@ -137,39 +137,11 @@ UFORM_API uform_status_t uform_outcome_wait(const uform_outcome_t *outcome);
 UFORM_API size_t uform_outcome_format(const uform_outcome_t *outcome, char *buffer, size_t capacity);
 
 /* ------------------------------------------------------------------------------------------ */
-/* Enums fixed by UForm's design (docs/abi.md, "The enums")                                   */
+/* Version and CPU classes                                                                    */
 /* ------------------------------------------------------------------------------------------ */
 
-/* How a verb returns. */
-typedef enum uform_completion_t {
-    UFORM_COMPLETION_BLOCKING = 0, /* return with the final status stored and every output readable */
-    UFORM_COMPLETION_DEFERRED = 1  /* return once submitted; the status reads UFORM_DEFERRED until final */
-} uform_completion_t;
-
-/* What an executor's idle threads do. */
-typedef enum uform_mood_t {
-    UFORM_MOOD_PARKED = 0,  /* sleep on futexes: no CPU while idle, a few microseconds to wake */
-    UFORM_MOOD_SPINNING = 1 /* poll: a core each while idle, a fraction of a microsecond to wake */
-} uform_mood_t;
-
-/* What a progress handler answers. */
-typedef enum uform_continuation_t {
-    UFORM_CONTINUE = 0,
-    UFORM_CANCEL = 1
-} uform_continuation_t;
-
-/* How GPUs of one multimem domain share memory (used by the mesh). */
-typedef enum uform_multimem_tier_t {
-    UFORM_MULTIMEM_TIER_SWITCH_REDUCED = 0,
-    UFORM_MULTIMEM_TIER_PEER_READ = 1
-} uform_multimem_tier_t;
-
-typedef enum uform_gpu_vendor_t {
-    UFORM_GPU_VENDOR_UNKNOWN = 0,
-    UFORM_GPU_VENDOR_NVIDIA = 1,
-    UFORM_GPU_VENDOR_AMD = 2,
-    UFORM_GPU_VENDOR_APPLE = 3
-} uform_gpu_vendor_t;
+/* Writes the library's version (4.x.y for UForm 4); any pointer may be NULL. Thread-safe. */
+UFORM_API void uform_version(int *major, int *minor, int *patch);
 
 /*
  * The instruction-set class kernels dispatch on. Each x86 class assumes everything of the one
@@ -209,21 +181,41 @@ typedef enum uform_cpu_class_t {
     UFORM_CPU_CLASS_MONOVERSIONED = 18
 } uform_cpu_class_t;
 
-typedef enum uform_gpu_class_t {
-    UFORM_GPU_CLASS_UNKNOWN = 0,
-    UFORM_GPU_CLASS_NVIDIA_AMPERE = 1,
-    UFORM_GPU_CLASS_NVIDIA_ADA = 2,
-    UFORM_GPU_CLASS_NVIDIA_HOPPER = 3,
-    UFORM_GPU_CLASS_NVIDIA_BLACKWELL = 4,
-    UFORM_GPU_CLASS_NVIDIA_BLACKWELLRTX = 5,
-    UFORM_GPU_CLASS_NVIDIA_RUBIN = 6,
-    UFORM_GPU_CLASS_AMD_CDNA3 = 7,
-    UFORM_GPU_CLASS_AMD_CDNA4 = 8,
-    UFORM_GPU_CLASS_AMD_CDNA5 = 9,
-    UFORM_GPU_CLASS_APPLE_METAL7 = 10,
-    UFORM_GPU_CLASS_APPLE_METAL9 = 11,
-    UFORM_GPU_CLASS_APPLE_METAL10 = 12
-} uform_gpu_class_t;
+/* The best CPU class this machine runs, decided with CPUID and XGETBV (the operating system must
+ * also save the wider registers). The environment variable UFORM_CPU_CLASS (a class name such as
+ * "haswell" or "intel_haswell", or its number) lowers the answer for tests and bug reports; a value
+ * the machine cannot run, or cannot parse, is ignored here and makes executors refuse to start
+ * with UFORM_UNSUPPORTED. Computed once; thread-safe. */
+UFORM_API uform_cpu_class_t uform_cpu_class_detect(void);
+
+/* Non-zero when this machine can run kernels of `cpu_class` (independent of UFORM_CPU_CLASS). */
+UFORM_API int uform_cpu_class_supported(uform_cpu_class_t cpu_class);
+
+/* The lower-case name of a class ("serial", "intel_haswell", "amd_genoa" ...), "unknown" outside
+ * the table. The string is static. */
+UFORM_API const char *uform_cpu_class_name(uform_cpu_class_t cpu_class);
+
+/* ------------------------------------------------------------------------------------------ */
+/* Enums fixed by UForm's design (docs/abi.md, "The enums")                                   */
+/* ------------------------------------------------------------------------------------------ */
+
+/* How a verb returns. */
+typedef enum uform_completion_t {
+    UFORM_COMPLETION_BLOCKING = 0, /* return with the final status stored and every output readable */
+    UFORM_COMPLETION_DEFERRED = 1  /* return once submitted; the status reads UFORM_DEFERRED until final */
+} uform_completion_t;
+
+/* What an executor's idle threads do. */
+typedef enum uform_mood_t {
+    UFORM_MOOD_PARKED = 0,  /* sleep on futexes: no CPU while idle, a few microseconds to wake */
+    UFORM_MOOD_SPINNING = 1 /* poll: a core each while idle, a fraction of a microsecond to wake */
+} uform_mood_t;
+
+/* What a progress handler answers. */
+typedef enum uform_continuation_t {
+    UFORM_CONTINUE = 0,
+    UFORM_CANCEL = 1
+} uform_continuation_t;
 
 /* ------------------------------------------------------------------------------------------ */
 /* Enums this project assigns (fixed from the day they landed)                                 */
@@ -258,51 +250,6 @@ typedef enum uform_outputs_t {
     UFORM_OUTPUTS_TOKEN_VECTORS = 2, /* ragged: one row per token, width E */
     UFORM_OUTPUTS_STATES = 4         /* ragged: one row per token, width d */
 } uform_outputs_t;
-
-/* ------------------------------------------------------------------------------------------ */
-/* Library                                                                                     */
-/* ------------------------------------------------------------------------------------------ */
-
-/* Writes the library's version (4.x.y for UForm 4); any pointer may be NULL. Thread-safe. */
-UFORM_API void uform_version(int *major, int *minor, int *patch);
-
-/* The best CPU class this machine runs, decided with CPUID and XGETBV (the operating system must
- * also save the wider registers). The environment variable UFORM_CPU_CLASS (a class name such as
- * "haswell" or "intel_haswell", or its number) lowers the answer for tests and bug reports; a value
- * the machine cannot run, or cannot parse, is ignored here and makes executors refuse to start
- * with UFORM_UNSUPPORTED. Computed once; thread-safe. */
-UFORM_API uform_cpu_class_t uform_cpu_class_detect(void);
-
-/*
- * FFmpeg (audio other than WAV, video, GIF/BMP/TIFF/PNM/JPEG 2000 images) is not linked: the first
- * call that needs it loads libavutil, libswresample, libswscale, libavcodec and libavformat of the
- * major versions this build was written for (FFmpeg 5.1: 57, 4, 6, 59, 59), from the folder named
- * by the environment variable UFORM_FFMPEG_DIR when it is set (an LGPL build of your own, say),
- * else from the system's library path. A process that only encodes text, JPEG, PNG, WebP or WAV
- * never maps it. When it cannot be loaded (missing, too old), the calls that need it answer
- * UFORM_UNSUPPORTED naming the library and where it was looked for; everything else works.
- */
-
-/* Non-zero when this machine can run kernels of `cpu_class` (independent of UFORM_CPU_CLASS). */
-UFORM_API int uform_cpu_class_supported(uform_cpu_class_t cpu_class);
-
-/* The lower-case name of a class ("serial", "intel_haswell", "amd_genoa" ...), "unknown" outside
- * the table. The string is static. */
-UFORM_API const char *uform_cpu_class_name(uform_cpu_class_t cpu_class);
-
-/* One GPU as `uform_gpu_devices` lists it. */
-typedef struct uform_gpu_device_t {
-    uform_gpu_vendor_t vendor;
-    size_t vendor_ordinal;      /* the device's index in its vendor's runtime */
-    uform_gpu_class_t gpu_class;
-    size_t compute_units;       /* streaming multiprocessors or compute units */
-    uint64_t memory_bytes;
-    char name[64];              /* NUL-terminated */
-} uform_gpu_device_t;
-
-/* Lists up to `capacity` GPUs into `devices` and the number present into `count`. A build
- * without GPU support answers UFORM_OK with count 0. `devices` may be NULL when capacity is 0. */
-UFORM_API uform_status_t uform_gpu_devices(uform_gpu_device_t *devices, size_t capacity, size_t *count);
 
 /* ------------------------------------------------------------------------------------------ */
 /* Progress                                                                                    */
@@ -873,6 +820,16 @@ UFORM_API uform_status_t uform_text_tokenize(uform_model_t model, const char *te
 /* ------------------------------------------------------------------------------------------ */
 
 /*
+ * FFmpeg (audio other than WAV, video, GIF/BMP/TIFF/PNM/JPEG 2000 images) is not linked: the first
+ * call that needs it loads libavutil, libswresample, libswscale, libavcodec and libavformat of the
+ * major versions this build was written for (FFmpeg 5.1: 57, 4, 6, 59, 59), from the folder named
+ * by the environment variable UFORM_FFMPEG_DIR when it is set (an LGPL build of your own, say),
+ * else from the system's library path. A process that only encodes text, JPEG, PNG, WebP or WAV
+ * never maps it. When it cannot be loaded (missing, too old), the calls that need it answer
+ * UFORM_UNSUPPORTED naming the library and where it was looked for; everything else works.
+ */
+
+/*
  * Which modality a file's bytes hold, decided by content (never by a file name) without decoding:
  *   IMAGE  JPEG, PNG, WebP, GIF, BMP, TIFF, PNM, JPEG 2000, HEIF/AVIF (recognised; decoding HEIF
  *          is UFORM_UNSUPPORTED);
@@ -1356,589 +1313,10 @@ typedef struct uform_index_ann_search_t {
 } uform_index_ann_search_t;
 UFORM_API uform_status_t uform_index_ann_search(uform_index_ann_search_t *request);
 
-/* ------------------------------------------------------------------------------------------ */
-/* Training (docs/training.md)                                                                 */
-/* ------------------------------------------------------------------------------------------ */
-/*
- * A trainer owns a model's F32 master weights, its AdamW moments and the scratch its steps need.
- * It is made over one executor and every verb of it runs there (a trainer has only executor
- * receivers): a blocking step that finds the executor busy answers UFORM_CONTENDED, deferred steps
- * and saves run in submission order. Typical use:
- *
- *     uform_trainer_config_t config = {0};          // tiny, docs/training.md's optimizer, seed 0
- *     config.total_steps = 1000;
- *     uform_trainer_t trainer = NULL;
- *     uform_trainer_init_ram(executor, &config, &trainer, &outcome);
- *     for (each batch) {
- *         uform_trainer_step_t step = {0};
- *         step.trainer = trainer, step.arena = arena;
- *         step.modalities = modalities, step.contents = contents;   // n contents
- *         step.bags = bags, step.bag_count = b;                      // b + 1 offsets
- *         step.sides = sides, step.relations = relations;
- *         if (uform_trainer_step(&step) != UFORM_OK) ...;           // step.loss, step.grad_norm ...
- *     }
- *     uform_trainer_save_t save = {0};
- *     save.trainer = trainer, save.path = "model.safetensors";
- *     uform_trainer_save(&save);                     // loads with uform_model_load_ram
- *     uform_trainer_free(trainer);
- *
- * Every step is deterministic: the same weights, batch and thread count give bit-identical
- * weights (the kernels' reductions do not depend on timing; in this build not even on the
- * thread count).
- */
+/* The trainer and mesh handles, declared ahead of their sections: a loader (below) feeds a trainer,
+ * and a trainer's config names its mesh. */
 typedef struct uform_trainer_s *uform_trainer_t;
-
-/*
- * A mesh joins the trainers of several processes, on one host or many, into one data-parallel run
- * (docs/mesh.md). Every process of a run is a *member* with an index in [0, count); a CPU process
- * counts as one member. The members meet at a *rendezvous*: a folder every member can read and
- * write (`directory`: local for one host, a shared file system such as NFS for several), a Redis
- * server (`rendezvous = "redis://HOST:PORT"`), or a small key–value store that member 0 hosts for
- * the bootstrap's duration (`rendezvous = "tcp://HOST:PORT"`, HOST naming member 0's host) — with
- * the same `job` name; then each makes its trainer over the mesh:
- *
- *     uform_mesh_options_t options = {0};
- *     options.host_domain_index = rank, options.host_domain_count = 4;  // this member, of 4
- *     options.rendezvous = "tcp://10.0.0.5:29501", options.job = "run-17";
- *     options.address = "10.0.0.7";        // where this member's collectives listen
- *     options.trainer_config = &config;    // compared between members at the bootstrap
- *     uform_mesh_t mesh = NULL;
- *     if (uform_mesh_bootstrap(executor, &options, &mesh, &outcome) != UFORM_OK) ...;
- *     config.mesh = mesh;
- *     uform_trainer_init_ram(executor, &config, &trainer, &outcome);   // member 0's weights everywhere
- *     ... every member steps with its own share of each global batch ...
- *     uform_trainer_free(trainer);
- *     uform_mesh_free(mesh);
- *
- * Started by a launcher (torchrun, Open MPI's or MPICH's mpirun, Slurm's srun), a member reads its
- * index, the count, its job and a default rendezvous from the launcher's variables: set
- * `options.launcher = UFORM_MESH_LAUNCHER_AUTO` and leave the index and count at 0 (see
- * uform_mesh_launch_read for the variables and the order they are read in).
- *
- * The bootstrap writes this member's facts (index, count, host name, process id, executor kind and
- * CPU class, the library version, the timeout, the address its collectives bind and, when given,
- * every field of `trainer_config` and the caller's `agreement` lines, with a fingerprint of all that
- * must agree) at the rendezvous — `directory/job/facts.{index}`, written atomically, or the key
- * `uform/{job}/facts.{index}` of the store, added only if absent — waits until every member's facts
- * are there (our own barrier, bounded by the timeout), checks that they agree, and only then
- * connects the collectives (Gloo, over TCP, rendezvous through `directory/job/store` or the same
- * store). A bootstrap that succeeded removes its facts and the collectives' keys again, so a
- * finished or running job leaves nothing; facts or a store left by a run that failed or crashed are
- * refused rather than joined (in a Redis server they also expire, after the timeout plus a minute).
- *
- * The collectives are not linked into libuform: they live in a module, libuform-gloo.so.4 (the only
- * binary that needs Gloo, hiredis and the C++ runtime), which the first bootstrap of more than one
- * member loads; a process that never joins a mesh of two or more maps none of it. Where from, the
- * first that exists: the path in the environment variable UFORM_MESH_MODULE when it is set (then
- * nothing else is tried); the folder of libuform.so (or of the program linked with libuform.a); the
- * install libdir (`make install` puts the module beside libuform); the build folder (for the tests
- * and tools of a build tree). When it cannot be loaded (not there, Gloo missing beneath it, a stale
- * module of another version), a bootstrap of more than one member answers UFORM_UNSUPPORTED naming
- * what is missing in the loader's words, and so does every later one; a mesh of one and everything
- * else work.
- *
- * A step's gradients are all-reduced in buckets (whole trunk blocks, last block first, then the
- * rest) while the backward is still running, as PyTorch's DDP does: each bucket as soon as the
- * backward has finished its blocks (`overlap`; UFORM_MESH_OVERLAP_NONE sends the same buckets after
- * the backward instead, with bit-identical results). The step's stats say how long the step waited
- * for them (uform_trainer_stats_t).
- *
- * Thread contract: bootstrap and free block the calling thread; describe may be called from any
- * thread. A mesh serves one trainer call at a time (a step of a second trainer over the same mesh
- * while one runs answers UFORM_CONTENDED); every member must make its trainers over the mesh, and
- * step them, in the same order. After a collective fails (a peer died, hung or was cut off) the mesh
- * is broken for good: every later step answers UFORM_PEER_LOST at once, naming the first failure;
- * restart the run (from the last checkpoint) with a fresh bootstrap.
- */
 typedef struct uform_mesh_s *uform_mesh_t;
-
-/*
- * Who started this process, as uform_mesh_launch_read finds it. Numbers are fixed.
- *   NONE      nobody we know: the options say everything (a member started by hand)
- *   AUTO      (options only) read the launcher's variables
- *   TORCHRUN  torchrun / torch.distributed.run: RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE;
- *             job TORCHELASTIC_RUN_ID; rendezvous tcp://MASTER_ADDR:(MASTER_PORT + 1), the port
- *             after the agent's own store
- *   OPEN_MPI  Open MPI's mpirun: OMPI_COMM_WORLD_RANK, _SIZE, _LOCAL_RANK, _LOCAL_SIZE; job
- *             OMPI_MCA_ess_base_jobid (else PMIX_NAMESPACE)
- *   MPICH     MPICH's and Intel MPI's mpiexec (Hydra): PMI_RANK, PMI_SIZE, MPI_LOCALRANKID,
- *             MPI_LOCALNRANKS
- *   SLURM     Slurm's srun: SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID, SLURM_NODEID with
- *             SLURM_STEP_TASKS_PER_NODE (or SLURM_TASKS_PER_NODE); job SLURM_JOB_ID; rendezvous
- *             tcp://FIRST_NODE:(20000 + SLURM_JOB_ID mod 10000), FIRST_NODE the first host of
- *             SLURM_STEP_NODELIST (or SLURM_JOB_NODELIST), where srun starts task 0
- */
-typedef enum uform_mesh_launcher_t {
-    UFORM_MESH_LAUNCHER_NONE = 0,
-    UFORM_MESH_LAUNCHER_AUTO = 1,
-    UFORM_MESH_LAUNCHER_TORCHRUN = 2,
-    UFORM_MESH_LAUNCHER_OPEN_MPI = 3,
-    UFORM_MESH_LAUNCHER_MPICH = 4,
-    UFORM_MESH_LAUNCHER_SLURM = 5,
-} uform_mesh_launcher_t;
-
-/* "none", "auto", "torchrun", "open-mpi", "mpich", "slurm"; "unknown" for other values. */
-UFORM_API const char *uform_mesh_launcher_name(uform_mesh_launcher_t launcher);
-
-/* What the launcher's variables say about this process (uform_mesh_launch_read). */
-typedef struct uform_mesh_launch_t {
-    uform_mesh_launcher_t launcher;  /* NONE when no launcher's variables are set */
-    size_t index, count;             /* this member, of `count` */
-    size_t local_index, local_count; /* this member among the members on this host */
-    size_t threads;                  /* compute threads for this member: the cores it may run on,
-                                        divided by local_count unless the launcher bound it to a
-                                        subset of them already; at least 1 */
-    char job[129];                   /* the launcher's job id made a job name ("" when it has none) */
-    char rendezvous[320];            /* the default rendezvous, "tcp://HOST:PORT", or "" */
-    char rendezvous_from[96];        /* what it came from ("MASTER_ADDR:MASTER_PORT+1", ...) */
-    char variables[96];              /* the variables read, for messages ("RANK, WORLD_SIZE, ...") */
-} uform_mesh_launch_t;
-
-/*
- * Reads the launcher's variables of this process's environment into `*launch` (zeroed first). The
- * launchers are tried in this order, and the first whose rank variable is set is the one: torchrun,
- * Open MPI, MPICH / Intel MPI, Slurm — an inner launcher first, since a launcher started by another
- * (torchrun under srun, mpirun inside an sbatch script) sees the outer one's variables too, and those
- * describe the outer launch. Where the launcher gives neither a local rank nor a local count, this
- * member is taken as the only one on its host (0 of 1: pass the threads yourself then).
- *
- * The default rendezvous: tcp://MASTER_ADDR:(MASTER_PORT + 1) whenever both are set (torchrun sets
- * them; export them under Slurm or mpirun to choose member 0's host and port); else Slurm's first
- * node (see SLURM above); else, when every member runs on this host (local_count == count), the
- * loopback tcp://127.0.0.1:(20000 + a hash of the job mod 10000); else "" (the members are on several
- * hosts and nothing says where member 0 is: name a rendezvous).
- *
- * Statuses: UFORM_OK (also when no launcher is found: launcher NONE); UFORM_INVALID_ARGUMENT when the
- * variables contradict each other or are not numbers, naming them ("RANK=5 is not below
- * WORLD_SIZE=4 (torchrun)", "RANK is set but WORLD_SIZE is not", "LOCAL_WORLD_SIZE=8 is above
- * WORLD_SIZE=4"); NULL `launch`. Reads the environment only (getenv); thread-safe as getenv is.
- */
-UFORM_API uform_status_t uform_mesh_launch_read(uform_mesh_launch_t *launch, uform_outcome_t *outcome);
-
-/* When a step's gradients are all-reduced (see "Mesh" above). Numbers are fixed. */
-typedef enum uform_mesh_overlap_t {
-    UFORM_MESH_OVERLAP_BACKWARD = 0, /* bucket by bucket while the backward runs (the default) */
-    UFORM_MESH_OVERLAP_NONE = 1,     /* the same buckets, after the backward */
-} uform_mesh_overlap_t;
-
-/*
- * How this process joins a mesh. Zeroed fields take the defaults noted.
- *   host_domain_index   this member's index, in [0, host_domain_count)
- *   host_domain_count   members of the run (0 derives 1: a run with no peers, which needs no
- *                       rendezvous and behaves exactly like a trainer without a mesh; with the
- *                       launcher AUTO, 0 takes the launcher's count)
- *   gpus_per_multimem_domain  GPUs sharing memory per domain; must be 0 in this build (no GPUs)
- *   directory, job      the run's folder is directory/job (directory must exist; job is one path
- *                       component of letters, digits, '.', '-' and '_'); the job names the run in a
- *                       store too. One rendezvous is required with peers: `directory` or `rendezvous`
- *   timeout_seconds     how long the bootstrap waits for every member, how long any wait on the
- *                       rendezvous takes at most, and how long any collective of a step waits for a
- *                       peer before the step fails with UFORM_TIMEOUT (0 derives 120; at most one day)
- *   address             the IPv4 or IPv6 address this member's collectives bind and peers connect to
- *                       (NULL: the first configured non-loopback IPv4 address of this host, else
- *                       127.0.0.1). Name the interface the peers reach: host names often resolve to
- *                       127.0.1.1, which other hosts cannot reach.
- *   trainer_config      optional: the config this member's trainer will use; its fields (not `resume`
- *                       nor `mesh`) go into the facts and must agree between members
- *   agreement           optional: the caller's own "key=value" lines (at most 4 KiB) that every member
- *                       must pass with the same keys and values, such as a command line's global batch
- *                       size; a disagreement is reported as "agreement.key"
- *   rendezvous          instead of a directory: "redis://HOST:PORT" (a Redis server every member
- *                       reaches, through Gloo's RedisStore) or "tcp://HOST:PORT" (member 0 hosts the
- *                       store on PORT of every interface of its host while it bootstraps; HOST names
- *                       that host for the others). HOST is a name or a numeric address ("[::1]" for
- *                       IPv6). The protocol is in docs/mesh.md.
- *   launcher            NONE: the fields above say everything; AUTO: the index, count, job (when `job`
- *                       is NULL) and rendezvous (when neither `directory` nor `rendezvous` is given)
- *                       come from the launcher's variables (uform_mesh_launch_read); an index or count
- *                       given as well must agree with them
- *   overlap             when a step's gradients are all-reduced (uform_mesh_overlap_t); agreed
- * Everything given is copied during the call.
- */
-typedef struct uform_mesh_options_t {
-    size_t host_domain_index;
-    size_t host_domain_count;
-    size_t gpus_per_multimem_domain;
-    const char *directory;
-    const char *job;
-    double timeout_seconds;
-    const char *address;
-    const struct uform_trainer_config_t *trainer_config;
-    const char *agreement;
-    const char *rendezvous;
-    uform_mesh_launcher_t launcher;
-    uform_mesh_overlap_t overlap;
-} uform_mesh_options_t;
-
-/*
- * Joins the run `options` describes as member `host_domain_index` (see above), recording the kind
- * and CPU class of `executor` (NULL: the calling thread) in its facts. Blocks until every member is
- * there and the collectives are connected, or fails within the timeout (plus a few seconds).
- * Statuses:
- *   UFORM_OK
- *   UFORM_INVALID_ARGUMENT  NULL `mesh`; an index not below the count; peers without a rendezvous or
- *                       job, or with both a directory and a rendezvous; a rendezvous that is not
- *                       redis://HOST:PORT or tcp://HOST:PORT; a job name that is not one path
- *                       component; a malformed agreement; a timeout out of range; the launcher AUTO
- *                       without a launcher's variables, with variables that contradict each other, or
- *                       with an index or count that disagrees with them, or with members on several
- *                       hosts and no rendezvous named; another live process already holding this index
- *                       ("index 1 of job 'j' is already claimed by process 4242 on host h: give
- *                       every member its own index"); a job left by an earlier run (facts of
- *                       processes that have gone, facts older than the timeout, or a store: "remove
- *                       it or choose another job name")
- *   UFORM_TIMEOUT       some member did not arrive within the timeout (the message lists the missing
- *                       indices); nobody answered at the rendezvous (a tcp:// store whose member 0
- *                       never came, a Redis server that does not answer)
- *   UFORM_CONFIG_MISMATCH  members disagree: the message names the field and both values ("count:
- *                       member 2 has 3, member 0 (this process) has 4"); compared are the protocol,
- *                       the library version, the count, gpus_per_multimem_domain, the timeout, the
- *                       overlap, the executor's memory and CPU class, the trainer config's fields and
- *                       the agreement lines — everything that fixes the size or order of what the
- *                       collectives exchange, because the collectives library cannot survive a size
- *                       mismatch. A store tells every member of the first disagreement any member saw
- *   UFORM_UNSUPPORTED   GPUs asked for (gpus_per_multimem_domain, a VRAM executor); more than one
- *                       member, and the collectives module cannot be loaded (see above)
- *   UFORM_IO            the job folder cannot be made or written; the address cannot be bound; member
- *                       0 cannot host a tcp:// store on its port (in use); a Redis server refuses a
- *                       command
- *   UFORM_PEER_LOST     a member left while the collectives connected; the host of a tcp:// store
- *                       (member 0) left during the bootstrap
- *   UFORM_OUT_OF_MEMORY (also when loading the collectives module ran out of memory; a later call
- *                       tries again)
- * On failure `*mesh` is NULL and this member's facts are removed again.
- */
-UFORM_API uform_status_t uform_mesh_bootstrap(uform_executor_t executor, const uform_mesh_options_t *options,
-                                              uform_mesh_t *mesh, uform_outcome_t *outcome);
-
-/* The shape of a mesh. The first seven fields are the design's (docs/mesh.md; GPU fields are 0 for CPU
- * processes); a CPU process counts as one member, so members_per_host_domain is 1 and a member's
- * index is its host_domain_index. The last four say how the run was launched. */
-typedef struct uform_mesh_description_t {
-    size_t gpus_per_host_domain;
-    size_t gpus_per_multimem_domain;
-    size_t gpus_per_colocated_domain;
-    size_t host_domain_index;
-    size_t first_gpu_index;
-    uform_multimem_tier_t multimem_tier;
-    uform_gpu_class_t gpu_class;
-    size_t members_per_host_domain;
-    size_t members_total;
-    size_t first_member_index;
-    uform_mesh_launcher_t launcher;  /* who started the members (NONE: by hand) */
-    size_t local_member_index;       /* this member among those on its host, as the launcher says */
-    size_t local_members;            /* (0 and 1 when started by hand: unknown) */
-    uform_mesh_overlap_t overlap;
-} uform_mesh_description_t;
-
-/* Fills `*description` (NULL arguments: UFORM_INVALID_ARGUMENT). Thread-safe: the shape never changes. */
-UFORM_API uform_status_t uform_mesh_describe(uform_mesh_t mesh, uform_mesh_description_t *description);
-
-/* Closes the collectives and frees the mesh; call it after freeing every trainer made over it. Peers
- * still stepping see UFORM_PEER_LOST. NULL is a no-op. */
-UFORM_API void uform_mesh_free(uform_mesh_t mesh);
-
-/*
- * One index built by the members of a mesh (docs/indexes.md, "Many members, one index"). Collective:
- * every member calls it, each with the builder of its own share of the corpus, and each gets in
- * `*gathered` a new builder holding member 0's items, then member 1's, and so on, rows, modalities
- * and paths as they were added; `builder` is left as it was. When every member built a contiguous
- * block of the inputs in input order, the gathered builder is the one a single process would have
- * made, and writes the same bytes. Every member receives every row (an all-gather), so each needs
- * memory for the whole index. A member whose own work failed calls it with `builder` NULL, so the
- * others fail at once rather than after the mesh's timeout.
- * Statuses: UFORM_OK; UFORM_INVALID_ARGUMENT (NULL mesh or gathered); UFORM_PEER_LOST (a member
- * called with NULL, or left); UFORM_TIMEOUT (a member did not answer within the mesh's timeout);
- * UFORM_CONFIG_MISMATCH (builders of other dimensions, scalars or fingerprints);
- * UFORM_OUT_OF_MEMORY (on any member: all fail); UFORM_CONTENDED (another call holds the mesh).
- * A failed exchange breaks the mesh, as a trainer's does. On failure `*gathered` is NULL.
- */
-UFORM_API uform_status_t uform_index_builder_gather(uform_index_builder_t builder, uform_mesh_t mesh,
-                                                    uform_index_builder_t *gathered, uform_outcome_t *outcome);
-
-/*
- * What a trainer is made of. A zeroed config is a fresh `tiny` model (docs/model.md) with
- * docs/training.md's optimizer and seed 0. Fields, and what zero means:
- *
- * Architecture (docs/model.md's config keys; zero takes the value of `size`, whose own zero is "tiny"):
- *   size                 "tiny", "small" or "base" (the informative "size" of the checkpoint)
- *   hidden ... audio_mels  as docs/model.md; `matryoshka` lists `matryoshka_count` prefixes (0: E/4,
- *                        E/2, E); `modalities` is a mask of (1 << uform_modality_t) (0: all four);
- *                        `audio_rate` is always 16000.
- * Optimizer (AdamW with torch.optim.AdamW's semantics, dense; docs/training.md):
- *   learning_rate        peak rate (0: 1e-3)
- *   beta1, beta2         (0: 0.9, 0.98)
- *   epsilon              added after the square root (0: 1e-6)
- *   weight_decay         decoupled, on matrices and tables but position tables (0: 0.1; negative: none)
- *   clip_norm            global gradient-norm clipping (0: 1.0; negative: no clipping)
- *   warmup_steps         linear warmup from 0 (0: none)
- *   total_steps          the cosine reaches 0.1·lr at this step and stays there; 0 keeps lr after warmup
- *   contrastive_weight, choice_weight  the total loss's weights (0: 1; negative: that loss is off)
- * Run:
- *   seed                 draws the initial weights (N(0, 0.02) for matrices, tables, text.positions and
- *                        modality vectors; N(0, 0.2) for the media position tables; biases and CLS rows 0; norms 1 and 0;
- *                        temperatures ln(1/0.07))
- *   compute              F32, or BF16 operands with F32 accumulation and F32 master weights
- *                        (attention and the losses stay F32; see uform_compute_t)
- *   cpu_class            the kernels (UNKNOWN: the executor's class)
- *   resume               a checkpoint to continue from (NULL: a fresh model): its weights (from its
- *                        `optimizer.weights.*` when present, else its stored weights widened), its
- *                        moments and step count when present, its optimizer settings (stored in the
- *                        metadata "uform.optimizer") for every optimizer field left at zero, and its
- *                        architecture — a non-zero architecture field that disagrees with it is
- *                        UFORM_CONFIG_MISMATCH naming the field and both values. `seed` is then unused.
- *   mesh                 NULL for a run in this process alone, or a mesh (uform_mesh_bootstrap) that
- *                        this trainer borrows: it must outlive the trainer. Init is then collective:
- *                        every member calls it, the members' resolved configs (architecture, optimizer,
- *                        compute, CPU class, seed, steps taken) must agree (else UFORM_CONFIG_MISMATCH
- *                        naming the field and both values, on every member), and member 0's weights,
- *                        moments and step count are copied to every other member. A member whose init
- *                        fails makes every member's init fail ("member 2: ..."); see uform_trainer_step
- *                        for steps over a mesh.
- */
-typedef struct uform_trainer_config_t {
-    char size[16];
-    size_t hidden, depth, heads, mlp, embedding;
-    size_t matryoshka[8];
-    size_t matryoshka_count;
-    size_t temperature_groups;
-    unsigned modalities;
-    size_t text_bytes;
-    size_t image_size, image_patch;
-    size_t video_size, video_patch, video_frames, video_tubelet;
-    size_t audio_seconds, audio_mels;
-
-    double learning_rate, beta1, beta2, epsilon, weight_decay, clip_norm;
-    uint64_t warmup_steps, total_steps;
-    double contrastive_weight, choice_weight;
-
-    uint64_t seed;
-    uform_compute_t compute;
-    uform_cpu_class_t cpu_class;
-    const char *resume;
-    uform_mesh_t mesh;
-} uform_trainer_config_t;
-
-/*
- * Makes a trainer over `executor` (NULL: the calling thread) with host memory for its weights, as
- * `config` says (NULL: all defaults); the work (drawing or reading the weights) runs on the
- * executor. The config is copied (and `resume` read) during the call.
- * Statuses: UFORM_OK; UFORM_INVALID_ARGUMENT (NULL `trainer`, an inconsistent architecture such
- * as hidden not divisible by heads, an unknown size, an optimizer value out of range — the
- * message names the field); UFORM_IO and UFORM_FORMAT (the resume checkpoint, naming it);
- * UFORM_CONFIG_MISMATCH (see `resume` and `mesh`); UFORM_UNSUPPORTED (a CPU class this machine
- * cannot run, a head width above the kernels' 128); UFORM_CONTENDED; UFORM_OUT_OF_MEMORY; with a mesh
- * also UFORM_TIMEOUT and UFORM_PEER_LOST (a member did not answer, or left).
- * On failure `*trainer` is NULL.
- */
-UFORM_API uform_status_t uform_trainer_init_ram(uform_executor_t executor, const uform_trainer_config_t *config,
-                                                uform_trainer_t *trainer, uform_outcome_t *outcome);
-
-/* The same with the weights in GPU memory. This build has no GPU support: it answers
- * UFORM_UNSUPPORTED, saying so, and sets `*trainer` to NULL. */
-UFORM_API uform_status_t uform_trainer_init_vram(uform_executor_t executor, const uform_trainer_config_t *config,
-                                                 uform_trainer_t *trainer, uform_outcome_t *outcome);
-
-/* Frees a trainer after waiting for its calls in flight. NULL is a no-op. */
-UFORM_API void uform_trainer_free(uform_trainer_t trainer);
-
-/* What a trainer is: the model it trains (as uform_model_describe answers it: parameters, weight
- * bytes as a saved checkpoint stores them), the steps taken so far, and the resolved optimizer. */
-typedef struct uform_trainer_description_t {
-    uform_model_description_t model;
-    uint64_t steps;                /* optimisation steps taken (a resumed run counts the earlier ones) */
-    double learning_rate, beta1, beta2, epsilon, weight_decay, clip_norm;
-    uint64_t warmup_steps, total_steps;
-    double contrastive_weight, choice_weight;
-    uint64_t seed;
-} uform_trainer_description_t;
-
-/* Fills `*description` (NULL arguments: UFORM_INVALID_ARGUMENT). Must not race a running step
- * of the same trainer: call it between steps, from the thread that submits them. */
-UFORM_API uform_status_t uform_trainer_describe(uform_trainer_t trainer, uform_trainer_description_t *description);
-
-/* The learning rate of the trainer's schedule (docs/training.md, "Optimizer": linear warmup, then the
- * cosine to 0.1·lr) at `step` (from 1) with its rate and warmup and `total_steps` (0: the trainer's
- * own). Steps may be fractional, so a schedule on another clock maps onto it: `uform train
- * --minutes` without --steps asks for step warmup + f with total warmup + 1 at the fraction f of
- * the time gone. What uform_trainer_step uses when learning_rate_override is 0. 0 for NULL. */
-UFORM_API double uform_trainer_schedule(uform_trainer_t trainer, double step, double total_steps);
-
-/* The "uform.user" metadata of the checkpoint the trainer resumed from (what an earlier
- * uform_trainer_save stored from its request's `user_metadata`), or NULL. Owned by the trainer. */
-UFORM_API const char *uform_trainer_user_metadata(uform_trainer_t trainer);
-
-/* Positive pairs of bags: relation r joins bag lefts[r] and bag rights[r] and uses the learned
- * temperature groups[r] (`groups` NULL: group 0 for all). */
-typedef struct uform_relations_t {
-    const size_t *lefts;
-    const size_t *rights;
-    const size_t *groups;
-    size_t count;
-} uform_relations_t;
-
-/* What a step measured (written when it is final, also after a failure, as far as it got). */
-typedef struct uform_trainer_stats_t {
-    size_t items;              /* contents in the batch */
-    size_t sequences;          /* sequences through the trunk (a text with choices in a bag counts twice) */
-    size_t tokens;             /* tokens through the trunk */
-    double decode_seconds;     /* decoding and preprocessing media */
-    double forward_seconds;    /* stems, trunk, heads and losses */
-    double backward_seconds;
-    double optimizer_seconds;  /* gradient norm, clipping, AdamW, BF16 copies */
-    double flops;              /* matrix products and attention, forward and backward */
-    /* Over a mesh: how long the step waited for the gradients' all-reduce once its backward was done
-     * (with overlap only the buckets still in flight; without it the whole all-reduce), and how long
-     * the all-reduce ran in all, overlapped or not. 0 without a mesh. */
-    double exchange_wait_seconds;
-    double exchange_seconds;
-    size_t chunks;             /* the chunks the batch ran in (1, or the step's accumulate) */
-} uform_trainer_stats_t;
-
-/*
- * One optimisation step over one batch (docs/training.md, "A batch" and "Losses").
- *
- * Inputs (borrowed until the call is final):
- *   modalities [n] and contents (a tape of n items): text bytes, or whole image, video or audio
- *     files, as the encode verbs take them. A text is encoded as [CLS] + its first text_bytes bytes.
- *   bags, bag_count: bag_count + 1 non-decreasing offsets into the contents, bags[0] = 0; bag j is
- *     contents bags[j] .. bags[j+1] (at least one) and its embedding is the L2-normalised mean of its
- *     contents' normalised embeddings (at every Matryoshka prefix). Contents from bags[bag_count]
- *     on belong to no bag. bag_count 0 with bags NULL: every content is its own bag; bag_count 0
- *     with bags = {0}: no bags at all (every content enters only the choice loss).
- *   sides [bag_count]: 0 or 1 per bag; NULL: every bag on side 0. With sides, a relation must join
- *     bags of opposite sides and its candidates are the bags of the opposite side; without, every
- *     other bag.
- *   relations: positive pairs (see uform_relations_t); none: no contrastive loss.
- *   choices (a tape of n entries, or count 0 for none) and choice_targets [n]: the legal next bytes
- *     after each text content (distinct; empty for the contents without) and the byte to choose
- *     (must be among them). Such a text also runs as text_choose's sequence [CLS] + its last
- *     text_bytes bytes + [NEXT] and enters the choice loss (scale exp(temperatures[0])).
- *   arena, outputs_scalar: where the bag embeddings land and their scalar.
- *   progress: one unit for decoding, one per trunk block forward and backward, one for the update;
- *     cancelling stops the step before the update, leaving the trainer unchanged.
- *   stats: optional, written when the call is final.
- *   learning_rate_override: 0 (the default) takes the trainer's schedule for this step's number; a
- *     positive value is the rate this step uses instead (a caller running its own schedule, such
- *     as one on elapsed time). Negative is UFORM_INVALID_ARGUMENT.
- *   accumulate: 0 or 1 runs the batch at once. K > 1 splits the contents into K contiguous chunks
- *     (content counts differing by at most one; K above the count runs one content a chunk) and
- *     gives the same step as the whole batch at once, to float rounding: every chunk's forward runs
- *     first keeping only its embeddings and choice logits, the losses and their gradients are
- *     computed on the whole batch (every relation still sees every candidate), then each chunk's
- *     forward runs again keeping its activations, and its backward runs with those gradients (the
- *     gradient cache of Gao et al., 2021). The activations' memory then follows the largest chunk,
- *     not the batch, for a second forward's time. Progress then counts per chunk. Over a mesh each
- *     member may choose its own K.
- *   prepared: optional, by modality: media decoded ahead (uform_media_prepare on a model of the
- *     trainer's geometry, or a uform_loader, which fills it): prepared[m] holds the batch's contents
- *     of modality m in content order (item k is the k-th content of modality m), all decoded
- *     (failed 0) and current; those contents' bytes are then not read (they may be empty). A step
- *     with prepared inputs equals the step that decodes the same files itself, bit for bit, when
- *     they were prepared on the trainer's CPU class (a loader does that).
- *
- * Outputs (readable once final with UFORM_OK): the losses (total = contrastive_weight ·
- * contrastive + choice_weight · choice; a loss without terms is 0), the learning rate this step
- * used, the global gradient norm before clipping, the step number (from 1), the temperatures'
- * log-scales the losses used ([1, G] F32 view), and the bag embeddings at the full width E
- * ([bags, E] of outputs_scalar), both computed with the weights before the update.
- *
- * Statuses: UFORM_OK; UFORM_DEFERRED; UFORM_CONTENDED; UFORM_CANCELLED; UFORM_INVALID_ARGUMENT
- * (any inconsistency — an index out of range, a relation between a bag and itself or two bags on
- * one side, a target not among its legal bytes, choices on a non-text content, a modality the model
- * lacks, a bag without contents, a NULL arena, prepared inputs that do not fit — naming the field
- * and index); UFORM_FORMAT (a content that is not decodable media of its modality, naming it);
- * UFORM_UNSUPPORTED (a format this build cannot decode); UFORM_OUT_OF_MEMORY. After any failure the
- * trainer's weights, moments and step count are exactly as before. A failure that concerns one
- * content (FORMAT, UNSUPPORTED, or INVALID_ARGUMENT about one content) sets `failed_content` to its
- * index (SIZE_MAX otherwise), so a caller knows which item to blame without reading the message.
- *
- * Over a mesh (config.mesh) a step is collective: every member calls it with its own share, and the
- * global batch is the members' shares end to end in member order (member 1's bags follow member
- * 0's, and so on). A relation joins two bags of the member that passes it, but its candidates are
- * every bag of the global batch (on the opposite side), whose embeddings the members exchange; the
- * losses are the global batch's means, the gradients are summed over the members, and every member
- * applies the same update, so k members with 1/k of a batch each step like one process with all of
- * it (to float rounding). The outputs: the global losses and gradient norm, and this member's bags'
- * embeddings. Every member passes sides, or none does (else UFORM_INVALID_ARGUMENT); member 0's
- * learning_rate_override is the one every member uses. A step that fails on one member before the
- * update (a bad batch, an undecodable content, a cancel) fails on every member with that member's
- * status and its message ("member 2: contents[7] ..."; `failed_member` 2 and `failed_content` 7 on
- * every member), every trainer unchanged and the mesh still
- * usable. A member that dies, hangs or is cut off makes the others' step fail with UFORM_PEER_LOST or
- * UFORM_TIMEOUT within the mesh's timeout (plus a few seconds) — the trainer unchanged, the mesh
- * broken — and a step of a trainer whose mesh is busy with another call answers UFORM_CONTENDED.
- */
-typedef struct uform_trainer_step_t {
-    uform_trainer_t trainer;                 /* in */
-    uform_completion_t completion;           /* in */
-    const uform_modality_t *modalities;      /* in: [contents.count] */
-    uform_tape_t contents;                   /* in */
-    const size_t *bags;                      /* in: [bag_count + 1] or NULL */
-    size_t bag_count;                        /* in */
-    const uint8_t *sides;                    /* in: [bag_count] (or [contents.count] without bags) or NULL */
-    uform_relations_t relations;             /* in */
-    uform_tape_t choices;                    /* in: [contents.count] entries, or count 0 */
-    const uint8_t *choice_targets;           /* in: [contents.count] when choices are given */
-    uform_arena_t arena;                     /* in: required */
-    uform_scalar_kind_t outputs_scalar;      /* in */
-    uform_progress_t progress;               /* in */
-    uform_trainer_stats_t *stats;            /* in: optional */
-    double learning_rate_override;           /* in: 0 follows the schedule */
-    uform_outcome_t outcome;                 /* out */
-    double loss, contrastive, choice;        /* out */
-    double learning_rate, grad_norm;         /* out */
-    uint64_t step;                           /* out */
-    uform_matrix_t temperatures;             /* out */
-    uform_matrix_t bag_embeddings;           /* out */
-    size_t accumulate;                       /* in: chunks (0 or 1: the whole batch at once) */
-    const uform_prepared_t *prepared[4];     /* in: optional, by uform_modality_t (see above) */
-    size_t failed_content;                   /* out: the content a failure concerns, or SIZE_MAX */
-    size_t failed_member;                    /* out: over a mesh, the member whose content failed, or SIZE_MAX */
-} uform_trainer_step_t;
-UFORM_API uform_status_t uform_trainer_step(uform_trainer_step_t *request);
-
-/* Whether a checkpoint carries the optimizer's state. */
-typedef enum uform_trainer_save_optimizer_t {
-    UFORM_TRAINER_SAVE_WITH_OPTIMIZER = 0, /* weights + optimizer.* (F32 masters, moments, step): resumable exactly */
-    UFORM_TRAINER_SAVE_WEIGHTS_ONLY = 1    /* only what inference loads (BF16 weights, F32 norms and temperatures) */
-} uform_trainer_save_optimizer_t;
-
-/*
- * Writes the trainer's model to `path` as a checkpoint that uform_model_load_ram loads (docs/model.md:
- * BF16 matrices, tables and biases; F32 norms and temperatures; the config in "uform.config"),
- * plus, by default, the optimizer's state: `optimizer.weights.{name}` (F32 master weights),
- * `optimizer.m.{name}`, `optimizer.v.{name}` (F32 moments), `optimizer.step` (I64 [1]) and the
- * optimizer settings in the metadata "uform.optimizer". `user_metadata` (optional text, copied into
- * the metadata "uform.user") lets a caller keep its own state, such as a data loader's position.
- * Over a mesh every member holds the same weights, so saving is local (no collective): one member
- * saves (`uform train` lets member 0 write --out).
- * The write is atomic (a temporary file in the same folder, fsync, rename, fsync of the folder): a
- * crash or a cancel at any moment leaves either the old file or the new one. Progress reports
- * bytes written. Statuses: UFORM_OK; UFORM_DEFERRED; UFORM_CONTENDED; UFORM_CANCELLED;
- * UFORM_INVALID_ARGUMENT (NULL trainer or path, an unknown `optimizer` value); UFORM_IO (naming
- * the path and the system's reason); UFORM_OUT_OF_MEMORY.
- */
-typedef struct uform_trainer_save_t {
-    uform_trainer_t trainer;                  /* in */
-    uform_completion_t completion;            /* in */
-    const char *path;                         /* in (borrowed until final) */
-    uform_trainer_save_optimizer_t optimizer; /* in */
-    const char *user_metadata;                /* in: optional, NUL-terminated UTF-8 */
-    uform_progress_t progress;                /* in: bytes written of the file's total */
-    uform_outcome_t outcome;                  /* out */
-} uform_trainer_save_t;
-UFORM_API uform_status_t uform_trainer_save(uform_trainer_save_t *request);
-
-/*
- * Makes an inference model from the trainer's current weights, exactly as saving them and loading
- * the file with `ram_options` would give (BF16 weights), without touching the disk — for
- * evaluation during training. The model is independent of the trainer (free it with
- * uform_model_free). Runs on the trainer's executor, blocking. Statuses: as uform_model_load_ram
- * and uform_trainer_step's UFORM_CONTENDED.
- */
-UFORM_API uform_status_t uform_trainer_snapshot(uform_trainer_t trainer, const uform_ram_options_t *ram_options,
-                                                uform_model_t *model, uform_outcome_t *outcome);
 
 /* ------------------------------------------------------------------------------------------ */
 /* Data — datasets, batches for a trainer, recall, the index pipeline (docs/data.md)           */
@@ -2338,6 +1716,614 @@ typedef struct uform_index_build_t {
 UFORM_API uform_status_t uform_index_build(uform_index_build_t *request);
 
 /* ------------------------------------------------------------------------------------------ */
+/* Training (docs/training.md)                                                                 */
+/* ------------------------------------------------------------------------------------------ */
+/*
+ * A trainer owns a model's F32 master weights, its AdamW moments and the scratch its steps need.
+ * It is made over one executor and every verb of it runs there (a trainer has only executor
+ * receivers): a blocking step that finds the executor busy answers UFORM_CONTENDED, deferred steps
+ * and saves run in submission order. Typical use:
+ *
+ *     uform_trainer_config_t config = {0};          // tiny, docs/training.md's optimizer, seed 0
+ *     config.total_steps = 1000;
+ *     uform_trainer_t trainer = NULL;
+ *     uform_trainer_init_ram(executor, &config, &trainer, &outcome);
+ *     for (each batch) {
+ *         uform_trainer_step_t step = {0};
+ *         step.trainer = trainer, step.arena = arena;
+ *         step.modalities = modalities, step.contents = contents;   // n contents
+ *         step.bags = bags, step.bag_count = b;                      // b + 1 offsets
+ *         step.sides = sides, step.relations = relations;
+ *         if (uform_trainer_step(&step) != UFORM_OK) ...;           // step.loss, step.grad_norm ...
+ *     }
+ *     uform_trainer_save_t save = {0};
+ *     save.trainer = trainer, save.path = "model.safetensors";
+ *     uform_trainer_save(&save);                     // loads with uform_model_load_ram
+ *     uform_trainer_free(trainer);
+ *
+ * Every step is deterministic: the same weights, batch and thread count give bit-identical
+ * weights (the kernels' reductions do not depend on timing; in this build not even on the
+ * thread count).
+ */
+
+/*
+ * What a trainer is made of. A zeroed config is a fresh `tiny` model (docs/model.md) with
+ * docs/training.md's optimizer and seed 0. Fields, and what zero means:
+ *
+ * Architecture (docs/model.md's config keys; zero takes the value of `size`, whose own zero is "tiny"):
+ *   size                 "tiny", "small" or "base" (the informative "size" of the checkpoint)
+ *   hidden ... audio_mels  as docs/model.md; `matryoshka` lists `matryoshka_count` prefixes (0: E/4,
+ *                        E/2, E); `modalities` is a mask of (1 << uform_modality_t) (0: all four);
+ *                        `audio_rate` is always 16000.
+ * Optimizer (AdamW with torch.optim.AdamW's semantics, dense; docs/training.md):
+ *   learning_rate        peak rate (0: 1e-3)
+ *   beta1, beta2         (0: 0.9, 0.98)
+ *   epsilon              added after the square root (0: 1e-6)
+ *   weight_decay         decoupled, on matrices and tables but position tables (0: 0.1; negative: none)
+ *   clip_norm            global gradient-norm clipping (0: 1.0; negative: no clipping)
+ *   warmup_steps         linear warmup from 0 (0: none)
+ *   total_steps          the cosine reaches 0.1·lr at this step and stays there; 0 keeps lr after warmup
+ *   contrastive_weight, choice_weight  the total loss's weights (0: 1; negative: that loss is off)
+ * Run:
+ *   seed                 draws the initial weights (N(0, 0.02) for matrices, tables, text.positions and
+ *                        modality vectors; N(0, 0.2) for the media position tables; biases and CLS rows 0; norms 1 and 0;
+ *                        temperatures ln(1/0.07))
+ *   compute              F32, or BF16 operands with F32 accumulation and F32 master weights
+ *                        (attention and the losses stay F32; see uform_compute_t)
+ *   cpu_class            the kernels (UNKNOWN: the executor's class)
+ *   resume               a checkpoint to continue from (NULL: a fresh model): its weights (from its
+ *                        `optimizer.weights.*` when present, else its stored weights widened), its
+ *                        moments and step count when present, its optimizer settings (stored in the
+ *                        metadata "uform.optimizer") for every optimizer field left at zero, and its
+ *                        architecture — a non-zero architecture field that disagrees with it is
+ *                        UFORM_CONFIG_MISMATCH naming the field and both values. `seed` is then unused.
+ *   mesh                 NULL for a run in this process alone, or a mesh (uform_mesh_bootstrap) that
+ *                        this trainer borrows: it must outlive the trainer. Init is then collective:
+ *                        every member calls it, the members' resolved configs (architecture, optimizer,
+ *                        compute, CPU class, seed, steps taken) must agree (else UFORM_CONFIG_MISMATCH
+ *                        naming the field and both values, on every member), and member 0's weights,
+ *                        moments and step count are copied to every other member. A member whose init
+ *                        fails makes every member's init fail ("member 2: ..."); see uform_trainer_step
+ *                        for steps over a mesh.
+ */
+typedef struct uform_trainer_config_t {
+    char size[16];
+    size_t hidden, depth, heads, mlp, embedding;
+    size_t matryoshka[8];
+    size_t matryoshka_count;
+    size_t temperature_groups;
+    unsigned modalities;
+    size_t text_bytes;
+    size_t image_size, image_patch;
+    size_t video_size, video_patch, video_frames, video_tubelet;
+    size_t audio_seconds, audio_mels;
+
+    double learning_rate, beta1, beta2, epsilon, weight_decay, clip_norm;
+    uint64_t warmup_steps, total_steps;
+    double contrastive_weight, choice_weight;
+
+    uint64_t seed;
+    uform_compute_t compute;
+    uform_cpu_class_t cpu_class;
+    const char *resume;
+    uform_mesh_t mesh;
+} uform_trainer_config_t;
+
+/*
+ * Makes a trainer over `executor` (NULL: the calling thread) with host memory for its weights, as
+ * `config` says (NULL: all defaults); the work (drawing or reading the weights) runs on the
+ * executor. The config is copied (and `resume` read) during the call.
+ * Statuses: UFORM_OK; UFORM_INVALID_ARGUMENT (NULL `trainer`, an inconsistent architecture such
+ * as hidden not divisible by heads, an unknown size, an optimizer value out of range — the
+ * message names the field); UFORM_IO and UFORM_FORMAT (the resume checkpoint, naming it);
+ * UFORM_CONFIG_MISMATCH (see `resume` and `mesh`); UFORM_UNSUPPORTED (a CPU class this machine
+ * cannot run, a head width above the kernels' 128); UFORM_CONTENDED; UFORM_OUT_OF_MEMORY; with a mesh
+ * also UFORM_TIMEOUT and UFORM_PEER_LOST (a member did not answer, or left).
+ * On failure `*trainer` is NULL.
+ */
+UFORM_API uform_status_t uform_trainer_init_ram(uform_executor_t executor, const uform_trainer_config_t *config,
+                                                uform_trainer_t *trainer, uform_outcome_t *outcome);
+
+/* The same with the weights in GPU memory. This build has no GPU support: it answers
+ * UFORM_UNSUPPORTED, saying so, and sets `*trainer` to NULL. */
+UFORM_API uform_status_t uform_trainer_init_vram(uform_executor_t executor, const uform_trainer_config_t *config,
+                                                 uform_trainer_t *trainer, uform_outcome_t *outcome);
+
+/* Frees a trainer after waiting for its calls in flight. NULL is a no-op. */
+UFORM_API void uform_trainer_free(uform_trainer_t trainer);
+
+/* What a trainer is: the model it trains (as uform_model_describe answers it: parameters, weight
+ * bytes as a saved checkpoint stores them), the steps taken so far, and the resolved optimizer. */
+typedef struct uform_trainer_description_t {
+    uform_model_description_t model;
+    uint64_t steps;                /* optimisation steps taken (a resumed run counts the earlier ones) */
+    double learning_rate, beta1, beta2, epsilon, weight_decay, clip_norm;
+    uint64_t warmup_steps, total_steps;
+    double contrastive_weight, choice_weight;
+    uint64_t seed;
+} uform_trainer_description_t;
+
+/* Fills `*description` (NULL arguments: UFORM_INVALID_ARGUMENT). Must not race a running step
+ * of the same trainer: call it between steps, from the thread that submits them. */
+UFORM_API uform_status_t uform_trainer_describe(uform_trainer_t trainer, uform_trainer_description_t *description);
+
+/* The learning rate of the trainer's schedule (docs/training.md, "Optimizer": linear warmup, then the
+ * cosine to 0.1·lr) at `step` (from 1) with its rate and warmup and `total_steps` (0: the trainer's
+ * own). Steps may be fractional, so a schedule on another clock maps onto it: `uform train
+ * --minutes` without --steps asks for step warmup + f with total warmup + 1 at the fraction f of
+ * the time gone. What uform_trainer_step uses when learning_rate_override is 0. 0 for NULL. */
+UFORM_API double uform_trainer_schedule(uform_trainer_t trainer, double step, double total_steps);
+
+/* The "uform.user" metadata of the checkpoint the trainer resumed from (what an earlier
+ * uform_trainer_save stored from its request's `user_metadata`), or NULL. Owned by the trainer. */
+UFORM_API const char *uform_trainer_user_metadata(uform_trainer_t trainer);
+
+/* Positive pairs of bags: relation r joins bag lefts[r] and bag rights[r] and uses the learned
+ * temperature groups[r] (`groups` NULL: group 0 for all). */
+typedef struct uform_relations_t {
+    const size_t *lefts;
+    const size_t *rights;
+    const size_t *groups;
+    size_t count;
+} uform_relations_t;
+
+/* What a step measured (written when it is final, also after a failure, as far as it got). */
+typedef struct uform_trainer_stats_t {
+    size_t items;              /* contents in the batch */
+    size_t sequences;          /* sequences through the trunk (a text with choices in a bag counts twice) */
+    size_t tokens;             /* tokens through the trunk */
+    double decode_seconds;     /* decoding and preprocessing media */
+    double forward_seconds;    /* stems, trunk, heads and losses */
+    double backward_seconds;
+    double optimizer_seconds;  /* gradient norm, clipping, AdamW, BF16 copies */
+    double flops;              /* matrix products and attention, forward and backward */
+    /* Over a mesh: how long the step waited for the gradients' all-reduce once its backward was done
+     * (with overlap only the buckets still in flight; without it the whole all-reduce), and how long
+     * the all-reduce ran in all, overlapped or not. 0 without a mesh. */
+    double exchange_wait_seconds;
+    double exchange_seconds;
+    size_t chunks;             /* the chunks the batch ran in (1, or the step's accumulate) */
+} uform_trainer_stats_t;
+
+/*
+ * One optimisation step over one batch (docs/training.md, "A batch" and "Losses").
+ *
+ * Inputs (borrowed until the call is final):
+ *   modalities [n] and contents (a tape of n items): text bytes, or whole image, video or audio
+ *     files, as the encode verbs take them. A text is encoded as [CLS] + its first text_bytes bytes.
+ *   bags, bag_count: bag_count + 1 non-decreasing offsets into the contents, bags[0] = 0; bag j is
+ *     contents bags[j] .. bags[j+1] (at least one) and its embedding is the L2-normalised mean of its
+ *     contents' normalised embeddings (at every Matryoshka prefix). Contents from bags[bag_count]
+ *     on belong to no bag. bag_count 0 with bags NULL: every content is its own bag; bag_count 0
+ *     with bags = {0}: no bags at all (every content enters only the choice loss).
+ *   sides [bag_count]: 0 or 1 per bag; NULL: every bag on side 0. With sides, a relation must join
+ *     bags of opposite sides and its candidates are the bags of the opposite side; without, every
+ *     other bag.
+ *   relations: positive pairs (see uform_relations_t); none: no contrastive loss.
+ *   choices (a tape of n entries, or count 0 for none) and choice_targets [n]: the legal next bytes
+ *     after each text content (distinct; empty for the contents without) and the byte to choose
+ *     (must be among them). Such a text also runs as text_choose's sequence [CLS] + its last
+ *     text_bytes bytes + [NEXT] and enters the choice loss (scale exp(temperatures[0])).
+ *   arena, outputs_scalar: where the bag embeddings land and their scalar.
+ *   progress: one unit for decoding, one per trunk block forward and backward, one for the update;
+ *     cancelling stops the step before the update, leaving the trainer unchanged.
+ *   stats: optional, written when the call is final.
+ *   learning_rate_override: 0 (the default) takes the trainer's schedule for this step's number; a
+ *     positive value is the rate this step uses instead (a caller running its own schedule, such
+ *     as one on elapsed time). Negative is UFORM_INVALID_ARGUMENT.
+ *   accumulate: 0 or 1 runs the batch at once. K > 1 splits the contents into K contiguous chunks
+ *     (content counts differing by at most one; K above the count runs one content a chunk) and
+ *     gives the same step as the whole batch at once, to float rounding: every chunk's forward runs
+ *     first keeping only its embeddings and choice logits, the losses and their gradients are
+ *     computed on the whole batch (every relation still sees every candidate), then each chunk's
+ *     forward runs again keeping its activations, and its backward runs with those gradients (the
+ *     gradient cache of Gao et al., 2021). The activations' memory then follows the largest chunk,
+ *     not the batch, for a second forward's time. Progress then counts per chunk. Over a mesh each
+ *     member may choose its own K.
+ *   prepared: optional, by modality: media decoded ahead (uform_media_prepare on a model of the
+ *     trainer's geometry, or a uform_loader, which fills it): prepared[m] holds the batch's contents
+ *     of modality m in content order (item k is the k-th content of modality m), all decoded
+ *     (failed 0) and current; those contents' bytes are then not read (they may be empty). A step
+ *     with prepared inputs equals the step that decodes the same files itself, bit for bit, when
+ *     they were prepared on the trainer's CPU class (a loader does that).
+ *
+ * Outputs (readable once final with UFORM_OK): the losses (total = contrastive_weight ·
+ * contrastive + choice_weight · choice; a loss without terms is 0), the learning rate this step
+ * used, the global gradient norm before clipping, the step number (from 1), the temperatures'
+ * log-scales the losses used ([1, G] F32 view), and the bag embeddings at the full width E
+ * ([bags, E] of outputs_scalar), both computed with the weights before the update.
+ *
+ * Statuses: UFORM_OK; UFORM_DEFERRED; UFORM_CONTENDED; UFORM_CANCELLED; UFORM_INVALID_ARGUMENT
+ * (any inconsistency — an index out of range, a relation between a bag and itself or two bags on
+ * one side, a target not among its legal bytes, choices on a non-text content, a modality the model
+ * lacks, a bag without contents, a NULL arena, prepared inputs that do not fit — naming the field
+ * and index); UFORM_FORMAT (a content that is not decodable media of its modality, naming it);
+ * UFORM_UNSUPPORTED (a format this build cannot decode); UFORM_OUT_OF_MEMORY. After any failure the
+ * trainer's weights, moments and step count are exactly as before. A failure that concerns one
+ * content (FORMAT, UNSUPPORTED, or INVALID_ARGUMENT about one content) sets `failed_content` to its
+ * index (SIZE_MAX otherwise), so a caller knows which item to blame without reading the message.
+ *
+ * Over a mesh (config.mesh) a step is collective: every member calls it with its own share, and the
+ * global batch is the members' shares end to end in member order (member 1's bags follow member
+ * 0's, and so on). A relation joins two bags of the member that passes it, but its candidates are
+ * every bag of the global batch (on the opposite side), whose embeddings the members exchange; the
+ * losses are the global batch's means, the gradients are summed over the members, and every member
+ * applies the same update, so k members with 1/k of a batch each step like one process with all of
+ * it (to float rounding). The outputs: the global losses and gradient norm, and this member's bags'
+ * embeddings. Every member passes sides, or none does (else UFORM_INVALID_ARGUMENT); member 0's
+ * learning_rate_override is the one every member uses. A step that fails on one member before the
+ * update (a bad batch, an undecodable content, a cancel) fails on every member with that member's
+ * status and its message ("member 2: contents[7] ..."; `failed_member` 2 and `failed_content` 7 on
+ * every member), every trainer unchanged and the mesh still
+ * usable. A member that dies, hangs or is cut off makes the others' step fail with UFORM_PEER_LOST or
+ * UFORM_TIMEOUT within the mesh's timeout (plus a few seconds) — the trainer unchanged, the mesh
+ * broken — and a step of a trainer whose mesh is busy with another call answers UFORM_CONTENDED.
+ */
+typedef struct uform_trainer_step_t {
+    uform_trainer_t trainer;                 /* in */
+    uform_completion_t completion;           /* in */
+    const uform_modality_t *modalities;      /* in: [contents.count] */
+    uform_tape_t contents;                   /* in */
+    const size_t *bags;                      /* in: [bag_count + 1] or NULL */
+    size_t bag_count;                        /* in */
+    const uint8_t *sides;                    /* in: [bag_count] (or [contents.count] without bags) or NULL */
+    uform_relations_t relations;             /* in */
+    uform_tape_t choices;                    /* in: [contents.count] entries, or count 0 */
+    const uint8_t *choice_targets;           /* in: [contents.count] when choices are given */
+    uform_arena_t arena;                     /* in: required */
+    uform_scalar_kind_t outputs_scalar;      /* in */
+    uform_progress_t progress;               /* in */
+    uform_trainer_stats_t *stats;            /* in: optional */
+    double learning_rate_override;           /* in: 0 follows the schedule */
+    uform_outcome_t outcome;                 /* out */
+    double loss, contrastive, choice;        /* out */
+    double learning_rate, grad_norm;         /* out */
+    uint64_t step;                           /* out */
+    uform_matrix_t temperatures;             /* out */
+    uform_matrix_t bag_embeddings;           /* out */
+    size_t accumulate;                       /* in: chunks (0 or 1: the whole batch at once) */
+    const uform_prepared_t *prepared[4];     /* in: optional, by uform_modality_t (see above) */
+    size_t failed_content;                   /* out: the content a failure concerns, or SIZE_MAX */
+    size_t failed_member;                    /* out: over a mesh, the member whose content failed, or SIZE_MAX */
+} uform_trainer_step_t;
+UFORM_API uform_status_t uform_trainer_step(uform_trainer_step_t *request);
+
+/* Whether a checkpoint carries the optimizer's state. */
+typedef enum uform_trainer_save_optimizer_t {
+    UFORM_TRAINER_SAVE_WITH_OPTIMIZER = 0, /* weights + optimizer.* (F32 masters, moments, step): resumable exactly */
+    UFORM_TRAINER_SAVE_WEIGHTS_ONLY = 1    /* only what inference loads (BF16 weights, F32 norms and temperatures) */
+} uform_trainer_save_optimizer_t;
+
+/*
+ * Writes the trainer's model to `path` as a checkpoint that uform_model_load_ram loads (docs/model.md:
+ * BF16 matrices, tables and biases; F32 norms and temperatures; the config in "uform.config"),
+ * plus, by default, the optimizer's state: `optimizer.weights.{name}` (F32 master weights),
+ * `optimizer.m.{name}`, `optimizer.v.{name}` (F32 moments), `optimizer.step` (I64 [1]) and the
+ * optimizer settings in the metadata "uform.optimizer". `user_metadata` (optional text, copied into
+ * the metadata "uform.user") lets a caller keep its own state, such as a data loader's position.
+ * Over a mesh every member holds the same weights, so saving is local (no collective): one member
+ * saves (`uform train` lets member 0 write --out).
+ * The write is atomic (a temporary file in the same folder, fsync, rename, fsync of the folder): a
+ * crash or a cancel at any moment leaves either the old file or the new one. Progress reports
+ * bytes written. Statuses: UFORM_OK; UFORM_DEFERRED; UFORM_CONTENDED; UFORM_CANCELLED;
+ * UFORM_INVALID_ARGUMENT (NULL trainer or path, an unknown `optimizer` value); UFORM_IO (naming
+ * the path and the system's reason); UFORM_OUT_OF_MEMORY.
+ */
+typedef struct uform_trainer_save_t {
+    uform_trainer_t trainer;                  /* in */
+    uform_completion_t completion;            /* in */
+    const char *path;                         /* in (borrowed until final) */
+    uform_trainer_save_optimizer_t optimizer; /* in */
+    const char *user_metadata;                /* in: optional, NUL-terminated UTF-8 */
+    uform_progress_t progress;                /* in: bytes written of the file's total */
+    uform_outcome_t outcome;                  /* out */
+} uform_trainer_save_t;
+UFORM_API uform_status_t uform_trainer_save(uform_trainer_save_t *request);
+
+/*
+ * Makes an inference model from the trainer's current weights, exactly as saving them and loading
+ * the file with `ram_options` would give (BF16 weights), without touching the disk — for
+ * evaluation during training. The model is independent of the trainer (free it with
+ * uform_model_free). Runs on the trainer's executor, blocking. Statuses: as uform_model_load_ram
+ * and uform_trainer_step's UFORM_CONTENDED.
+ */
+UFORM_API uform_status_t uform_trainer_snapshot(uform_trainer_t trainer, const uform_ram_options_t *ram_options,
+                                                uform_model_t *model, uform_outcome_t *outcome);
+
+/* ------------------------------------------------------------------------------------------ */
+/* Mesh (docs/mesh.md)                                                                        */
+/* ------------------------------------------------------------------------------------------ */
+
+/*
+ * A mesh joins the trainers of several processes, on one host or many, into one data-parallel run
+ * (docs/mesh.md). Every process of a run is a *member* with an index in [0, count); a CPU process
+ * counts as one member. The members meet at a *rendezvous*: a folder every member can read and
+ * write (`directory`: local for one host, a shared file system such as NFS for several), a Redis
+ * server (`rendezvous = "redis://HOST:PORT"`), or a small key–value store that member 0 hosts for
+ * the bootstrap's duration (`rendezvous = "tcp://HOST:PORT"`, HOST naming member 0's host) — with
+ * the same `job` name; then each makes its trainer over the mesh:
+ *
+ *     uform_mesh_options_t options = {0};
+ *     options.host_domain_index = rank, options.host_domain_count = 4;  // this member, of 4
+ *     options.rendezvous = "tcp://10.0.0.5:29501", options.job = "run-17";
+ *     options.address = "10.0.0.7";        // where this member's collectives listen
+ *     options.trainer_config = &config;    // compared between members at the bootstrap
+ *     uform_mesh_t mesh = NULL;
+ *     if (uform_mesh_bootstrap(executor, &options, &mesh, &outcome) != UFORM_OK) ...;
+ *     config.mesh = mesh;
+ *     uform_trainer_init_ram(executor, &config, &trainer, &outcome);   // member 0's weights everywhere
+ *     ... every member steps with its own share of each global batch ...
+ *     uform_trainer_free(trainer);
+ *     uform_mesh_free(mesh);
+ *
+ * Started by a launcher (torchrun, Open MPI's or MPICH's mpirun, Slurm's srun), a member reads its
+ * index, the count, its job and a default rendezvous from the launcher's variables: set
+ * `options.launcher = UFORM_MESH_LAUNCHER_AUTO` and leave the index and count at 0 (see
+ * uform_mesh_launch_read for the variables and the order they are read in).
+ *
+ * The bootstrap writes this member's facts (index, count, host name, process id, executor kind and
+ * CPU class, the library version, the timeout, the address its collectives bind and, when given,
+ * every field of `trainer_config` and the caller's `agreement` lines, with a fingerprint of all that
+ * must agree) at the rendezvous — `directory/job/facts.{index}`, written atomically, or the key
+ * `uform/{job}/facts.{index}` of the store, added only if absent — waits until every member's facts
+ * are there (our own barrier, bounded by the timeout), checks that they agree, and only then
+ * connects the collectives (Gloo, over TCP, rendezvous through `directory/job/store` or the same
+ * store). A bootstrap that succeeded removes its facts and the collectives' keys again, so a
+ * finished or running job leaves nothing; facts or a store left by a run that failed or crashed are
+ * refused rather than joined (in a Redis server they also expire, after the timeout plus a minute).
+ *
+ * The collectives are not linked into libuform: they live in a module, libuform-gloo.so.4 (the only
+ * binary that needs Gloo, hiredis and the C++ runtime), which the first bootstrap of more than one
+ * member loads; a process that never joins a mesh of two or more maps none of it. Where from, the
+ * first that exists: the path in the environment variable UFORM_MESH_MODULE when it is set (then
+ * nothing else is tried); the folder of libuform.so (or of the program linked with libuform.a); the
+ * install libdir (`make install` puts the module beside libuform); the build folder (for the tests
+ * and tools of a build tree). When it cannot be loaded (not there, Gloo missing beneath it, a stale
+ * module of another version), a bootstrap of more than one member answers UFORM_UNSUPPORTED naming
+ * what is missing in the loader's words, and so does every later one; a mesh of one and everything
+ * else work.
+ *
+ * A step's gradients are all-reduced in buckets (whole trunk blocks, last block first, then the
+ * rest) while the backward is still running, as PyTorch's DDP does: each bucket as soon as the
+ * backward has finished its blocks (`overlap`; UFORM_MESH_OVERLAP_NONE sends the same buckets after
+ * the backward instead, with bit-identical results). The step's stats say how long the step waited
+ * for them (uform_trainer_stats_t).
+ *
+ * Thread contract: bootstrap and free block the calling thread; describe may be called from any
+ * thread. A mesh serves one trainer call at a time (a step of a second trainer over the same mesh
+ * while one runs answers UFORM_CONTENDED); every member must make its trainers over the mesh, and
+ * step them, in the same order. After a collective fails (a peer died, hung or was cut off) the mesh
+ * is broken for good: every later step answers UFORM_PEER_LOST at once, naming the first failure;
+ * restart the run (from the last checkpoint) with a fresh bootstrap.
+ */
+
+/*
+ * Who started this process, as uform_mesh_launch_read finds it. Numbers are fixed.
+ *   NONE      nobody we know: the options say everything (a member started by hand)
+ *   AUTO      (options only) read the launcher's variables
+ *   TORCHRUN  torchrun / torch.distributed.run: RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE;
+ *             job TORCHELASTIC_RUN_ID; rendezvous tcp://MASTER_ADDR:(MASTER_PORT + 1), the port
+ *             after the agent's own store
+ *   OPEN_MPI  Open MPI's mpirun: OMPI_COMM_WORLD_RANK, _SIZE, _LOCAL_RANK, _LOCAL_SIZE; job
+ *             OMPI_MCA_ess_base_jobid (else PMIX_NAMESPACE)
+ *   MPICH     MPICH's and Intel MPI's mpiexec (Hydra): PMI_RANK, PMI_SIZE, MPI_LOCALRANKID,
+ *             MPI_LOCALNRANKS
+ *   SLURM     Slurm's srun: SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID, SLURM_NODEID with
+ *             SLURM_STEP_TASKS_PER_NODE (or SLURM_TASKS_PER_NODE); job SLURM_JOB_ID; rendezvous
+ *             tcp://FIRST_NODE:(20000 + SLURM_JOB_ID mod 10000), FIRST_NODE the first host of
+ *             SLURM_STEP_NODELIST (or SLURM_JOB_NODELIST), where srun starts task 0
+ */
+typedef enum uform_mesh_launcher_t {
+    UFORM_MESH_LAUNCHER_NONE = 0,
+    UFORM_MESH_LAUNCHER_AUTO = 1,
+    UFORM_MESH_LAUNCHER_TORCHRUN = 2,
+    UFORM_MESH_LAUNCHER_OPEN_MPI = 3,
+    UFORM_MESH_LAUNCHER_MPICH = 4,
+    UFORM_MESH_LAUNCHER_SLURM = 5,
+} uform_mesh_launcher_t;
+
+/* "none", "auto", "torchrun", "open-mpi", "mpich", "slurm"; "unknown" for other values. */
+UFORM_API const char *uform_mesh_launcher_name(uform_mesh_launcher_t launcher);
+
+/* What the launcher's variables say about this process (uform_mesh_launch_read). */
+typedef struct uform_mesh_launch_t {
+    uform_mesh_launcher_t launcher;  /* NONE when no launcher's variables are set */
+    size_t index, count;             /* this member, of `count` */
+    size_t local_index, local_count; /* this member among the members on this host */
+    size_t threads;                  /* compute threads for this member: the cores it may run on,
+                                        divided by local_count unless the launcher bound it to a
+                                        subset of them already; at least 1 */
+    char job[129];                   /* the launcher's job id made a job name ("" when it has none) */
+    char rendezvous[320];            /* the default rendezvous, "tcp://HOST:PORT", or "" */
+    char rendezvous_from[96];        /* what it came from ("MASTER_ADDR:MASTER_PORT+1", ...) */
+    char variables[96];              /* the variables read, for messages ("RANK, WORLD_SIZE, ...") */
+} uform_mesh_launch_t;
+
+/*
+ * Reads the launcher's variables of this process's environment into `*launch` (zeroed first). The
+ * launchers are tried in this order, and the first whose rank variable is set is the one: torchrun,
+ * Open MPI, MPICH / Intel MPI, Slurm — an inner launcher first, since a launcher started by another
+ * (torchrun under srun, mpirun inside an sbatch script) sees the outer one's variables too, and those
+ * describe the outer launch. Where the launcher gives neither a local rank nor a local count, this
+ * member is taken as the only one on its host (0 of 1: pass the threads yourself then).
+ *
+ * The default rendezvous: tcp://MASTER_ADDR:(MASTER_PORT + 1) whenever both are set (torchrun sets
+ * them; export them under Slurm or mpirun to choose member 0's host and port); else Slurm's first
+ * node (see SLURM above); else, when every member runs on this host (local_count == count), the
+ * loopback tcp://127.0.0.1:(20000 + a hash of the job mod 10000); else "" (the members are on several
+ * hosts and nothing says where member 0 is: name a rendezvous).
+ *
+ * Statuses: UFORM_OK (also when no launcher is found: launcher NONE); UFORM_INVALID_ARGUMENT when the
+ * variables contradict each other or are not numbers, naming them ("RANK=5 is not below
+ * WORLD_SIZE=4 (torchrun)", "RANK is set but WORLD_SIZE is not", "LOCAL_WORLD_SIZE=8 is above
+ * WORLD_SIZE=4"); NULL `launch`. Reads the environment only (getenv); thread-safe as getenv is.
+ */
+UFORM_API uform_status_t uform_mesh_launch_read(uform_mesh_launch_t *launch, uform_outcome_t *outcome);
+
+/* When a step's gradients are all-reduced (see "Mesh" above). Numbers are fixed. */
+typedef enum uform_mesh_overlap_t {
+    UFORM_MESH_OVERLAP_BACKWARD = 0, /* bucket by bucket while the backward runs (the default) */
+    UFORM_MESH_OVERLAP_NONE = 1,     /* the same buckets, after the backward */
+} uform_mesh_overlap_t;
+
+/*
+ * How this process joins a mesh. Zeroed fields take the defaults noted.
+ *   host_domain_index   this member's index, in [0, host_domain_count)
+ *   host_domain_count   members of the run (0 derives 1: a run with no peers, which needs no
+ *                       rendezvous and behaves exactly like a trainer without a mesh; with the
+ *                       launcher AUTO, 0 takes the launcher's count)
+ *   gpus_per_multimem_domain  GPUs sharing memory per domain; must be 0 in this build (no GPUs)
+ *   directory, job      the run's folder is directory/job (directory must exist; job is one path
+ *                       component of letters, digits, '.', '-' and '_'); the job names the run in a
+ *                       store too. One rendezvous is required with peers: `directory` or `rendezvous`
+ *   timeout_seconds     how long the bootstrap waits for every member, how long any wait on the
+ *                       rendezvous takes at most, and how long any collective of a step waits for a
+ *                       peer before the step fails with UFORM_TIMEOUT (0 derives 120; at most one day)
+ *   address             the IPv4 or IPv6 address this member's collectives bind and peers connect to
+ *                       (NULL: the first configured non-loopback IPv4 address of this host, else
+ *                       127.0.0.1). Name the interface the peers reach: host names often resolve to
+ *                       127.0.1.1, which other hosts cannot reach.
+ *   trainer_config      optional: the config this member's trainer will use; its fields (not `resume`
+ *                       nor `mesh`) go into the facts and must agree between members
+ *   agreement           optional: the caller's own "key=value" lines (at most 4 KiB) that every member
+ *                       must pass with the same keys and values, such as a command line's global batch
+ *                       size; a disagreement is reported as "agreement.key"
+ *   rendezvous          instead of a directory: "redis://HOST:PORT" (a Redis server every member
+ *                       reaches, through Gloo's RedisStore) or "tcp://HOST:PORT" (member 0 hosts the
+ *                       store on PORT of every interface of its host while it bootstraps; HOST names
+ *                       that host for the others). HOST is a name or a numeric address ("[::1]" for
+ *                       IPv6). The protocol is in docs/mesh.md.
+ *   launcher            NONE: the fields above say everything; AUTO: the index, count, job (when `job`
+ *                       is NULL) and rendezvous (when neither `directory` nor `rendezvous` is given)
+ *                       come from the launcher's variables (uform_mesh_launch_read); an index or count
+ *                       given as well must agree with them
+ *   overlap             when a step's gradients are all-reduced (uform_mesh_overlap_t); agreed
+ * Everything given is copied during the call.
+ */
+typedef struct uform_mesh_options_t {
+    size_t host_domain_index;
+    size_t host_domain_count;
+    size_t gpus_per_multimem_domain;
+    const char *directory;
+    const char *job;
+    double timeout_seconds;
+    const char *address;
+    const struct uform_trainer_config_t *trainer_config;
+    const char *agreement;
+    const char *rendezvous;
+    uform_mesh_launcher_t launcher;
+    uform_mesh_overlap_t overlap;
+} uform_mesh_options_t;
+
+/*
+ * Joins the run `options` describes as member `host_domain_index` (see above), recording the kind
+ * and CPU class of `executor` (NULL: the calling thread) in its facts. Blocks until every member is
+ * there and the collectives are connected, or fails within the timeout (plus a few seconds).
+ * Statuses:
+ *   UFORM_OK
+ *   UFORM_INVALID_ARGUMENT  NULL `mesh`; an index not below the count; peers without a rendezvous or
+ *                       job, or with both a directory and a rendezvous; a rendezvous that is not
+ *                       redis://HOST:PORT or tcp://HOST:PORT; a job name that is not one path
+ *                       component; a malformed agreement; a timeout out of range; the launcher AUTO
+ *                       without a launcher's variables, with variables that contradict each other, or
+ *                       with an index or count that disagrees with them, or with members on several
+ *                       hosts and no rendezvous named; another live process already holding this index
+ *                       ("index 1 of job 'j' is already claimed by process 4242 on host h: give
+ *                       every member its own index"); a job left by an earlier run (facts of
+ *                       processes that have gone, facts older than the timeout, or a store: "remove
+ *                       it or choose another job name")
+ *   UFORM_TIMEOUT       some member did not arrive within the timeout (the message lists the missing
+ *                       indices); nobody answered at the rendezvous (a tcp:// store whose member 0
+ *                       never came, a Redis server that does not answer)
+ *   UFORM_CONFIG_MISMATCH  members disagree: the message names the field and both values ("count:
+ *                       member 2 has 3, member 0 (this process) has 4"); compared are the protocol,
+ *                       the library version, the count, gpus_per_multimem_domain, the timeout, the
+ *                       overlap, the executor's memory and CPU class, the trainer config's fields and
+ *                       the agreement lines — everything that fixes the size or order of what the
+ *                       collectives exchange, because the collectives library cannot survive a size
+ *                       mismatch. A store tells every member of the first disagreement any member saw
+ *   UFORM_UNSUPPORTED   GPUs asked for (gpus_per_multimem_domain, a VRAM executor); more than one
+ *                       member, and the collectives module cannot be loaded (see above)
+ *   UFORM_IO            the job folder cannot be made or written; the address cannot be bound; member
+ *                       0 cannot host a tcp:// store on its port (in use); a Redis server refuses a
+ *                       command
+ *   UFORM_PEER_LOST     a member left while the collectives connected; the host of a tcp:// store
+ *                       (member 0) left during the bootstrap
+ *   UFORM_OUT_OF_MEMORY (also when loading the collectives module ran out of memory; a later call
+ *                       tries again)
+ * On failure `*mesh` is NULL and this member's facts are removed again.
+ */
+UFORM_API uform_status_t uform_mesh_bootstrap(uform_executor_t executor, const uform_mesh_options_t *options,
+                                              uform_mesh_t *mesh, uform_outcome_t *outcome);
+
+/* How GPUs of one multimem domain share memory (used by the mesh). */
+typedef enum uform_multimem_tier_t {
+    UFORM_MULTIMEM_TIER_SWITCH_REDUCED = 0,
+    UFORM_MULTIMEM_TIER_PEER_READ = 1
+} uform_multimem_tier_t;
+
+typedef enum uform_gpu_class_t {
+    UFORM_GPU_CLASS_UNKNOWN = 0,
+    UFORM_GPU_CLASS_NVIDIA_AMPERE = 1,
+    UFORM_GPU_CLASS_NVIDIA_ADA = 2,
+    UFORM_GPU_CLASS_NVIDIA_HOPPER = 3,
+    UFORM_GPU_CLASS_NVIDIA_BLACKWELL = 4,
+    UFORM_GPU_CLASS_NVIDIA_BLACKWELLRTX = 5,
+    UFORM_GPU_CLASS_NVIDIA_RUBIN = 6,
+    UFORM_GPU_CLASS_AMD_CDNA3 = 7,
+    UFORM_GPU_CLASS_AMD_CDNA4 = 8,
+    UFORM_GPU_CLASS_AMD_CDNA5 = 9,
+    UFORM_GPU_CLASS_APPLE_METAL7 = 10,
+    UFORM_GPU_CLASS_APPLE_METAL9 = 11,
+    UFORM_GPU_CLASS_APPLE_METAL10 = 12
+} uform_gpu_class_t;
+
+/* The shape of a mesh. The first seven fields are the design's (docs/mesh.md; GPU fields are 0 for CPU
+ * processes); a CPU process counts as one member, so members_per_host_domain is 1 and a member's
+ * index is its host_domain_index. The last four say how the run was launched. */
+typedef struct uform_mesh_description_t {
+    size_t gpus_per_host_domain;
+    size_t gpus_per_multimem_domain;
+    size_t gpus_per_colocated_domain;
+    size_t host_domain_index;
+    size_t first_gpu_index;
+    uform_multimem_tier_t multimem_tier;
+    uform_gpu_class_t gpu_class;
+    size_t members_per_host_domain;
+    size_t members_total;
+    size_t first_member_index;
+    uform_mesh_launcher_t launcher;  /* who started the members (NONE: by hand) */
+    size_t local_member_index;       /* this member among those on its host, as the launcher says */
+    size_t local_members;            /* (0 and 1 when started by hand: unknown) */
+    uform_mesh_overlap_t overlap;
+} uform_mesh_description_t;
+
+/* Fills `*description` (NULL arguments: UFORM_INVALID_ARGUMENT). Thread-safe: the shape never changes. */
+UFORM_API uform_status_t uform_mesh_describe(uform_mesh_t mesh, uform_mesh_description_t *description);
+
+/* Closes the collectives and frees the mesh; call it after freeing every trainer made over it. Peers
+ * still stepping see UFORM_PEER_LOST. NULL is a no-op. */
+UFORM_API void uform_mesh_free(uform_mesh_t mesh);
+
+/*
+ * One index built by the members of a mesh (docs/indexes.md, "Many members, one index"). Collective:
+ * every member calls it, each with the builder of its own share of the corpus, and each gets in
+ * `*gathered` a new builder holding member 0's items, then member 1's, and so on, rows, modalities
+ * and paths as they were added; `builder` is left as it was. When every member built a contiguous
+ * block of the inputs in input order, the gathered builder is the one a single process would have
+ * made, and writes the same bytes. Every member receives every row (an all-gather), so each needs
+ * memory for the whole index. A member whose own work failed calls it with `builder` NULL, so the
+ * others fail at once rather than after the mesh's timeout.
+ * Statuses: UFORM_OK; UFORM_INVALID_ARGUMENT (NULL mesh or gathered); UFORM_PEER_LOST (a member
+ * called with NULL, or left); UFORM_TIMEOUT (a member did not answer within the mesh's timeout);
+ * UFORM_CONFIG_MISMATCH (builders of other dimensions, scalars or fingerprints);
+ * UFORM_OUT_OF_MEMORY (on any member: all fail); UFORM_CONTENDED (another call holds the mesh).
+ * A failed exchange breaks the mesh, as a trainer's does. On failure `*gathered` is NULL.
+ */
+UFORM_API uform_status_t uform_index_builder_gather(uform_index_builder_t builder, uform_mesh_t mesh,
+                                                    uform_index_builder_t *gathered, uform_outcome_t *outcome);
+
+/* ------------------------------------------------------------------------------------------ */
 /* Tensor-program session (docs/session.md)                                                    */
 /* ------------------------------------------------------------------------------------------ */
 /* BEGIN SESSION SECTION */
@@ -2664,6 +2650,31 @@ UFORM_API uform_session_status_t uform_program_builder_type(uform_program_builde
 /* Why the builder's latest call failed ("" when none). Owned by the builder. */
 UFORM_API const char *uform_program_builder_cause(uform_program_builder_t builder);
 /* END SESSION SECTION */
+
+/* ------------------------------------------------------------------------------------------ */
+/* Appendix: reserved numbers for devices this build does not have                            */
+/* ------------------------------------------------------------------------------------------ */
+
+typedef enum uform_gpu_vendor_t {
+    UFORM_GPU_VENDOR_UNKNOWN = 0,
+    UFORM_GPU_VENDOR_NVIDIA = 1,
+    UFORM_GPU_VENDOR_AMD = 2,
+    UFORM_GPU_VENDOR_APPLE = 3
+} uform_gpu_vendor_t;
+
+/* One GPU as `uform_gpu_devices` lists it. */
+typedef struct uform_gpu_device_t {
+    uform_gpu_vendor_t vendor;
+    size_t vendor_ordinal;      /* the device's index in its vendor's runtime */
+    uform_gpu_class_t gpu_class;
+    size_t compute_units;       /* streaming multiprocessors or compute units */
+    uint64_t memory_bytes;
+    char name[64];              /* NUL-terminated */
+} uform_gpu_device_t;
+
+/* Lists up to `capacity` GPUs into `devices` and the number present into `count`. A build
+ * without GPU support answers UFORM_OK with count 0. `devices` may be NULL when capacity is 0. */
+UFORM_API uform_status_t uform_gpu_devices(uform_gpu_device_t *devices, size_t capacity, size_t *count);
 
 #ifdef __cplusplus
 } /* extern "C" */
