@@ -33,8 +33,13 @@
  *
  * - A zeroed struct means "the defaults" everywhere, and wherever a function takes a pointer to
  *   options or a config, NULL means the same as a zeroed one.
- * - Handles are opaque pointers. Constructors write the handle through an out-pointer and set it
- *   to NULL on failure; every `_free` accepts NULL.
+ * - Handles are opaque pointers, made and described in one pattern (docs/abi.md, "Handles"). A
+ *   constructor is `uform_<noun>_<verb>(inputs..., &handle, outcome)`, its verb `open` (stored data),
+ *   `create` (new and empty), `from` (another handle) or `for` (bound to a resource), except the
+ *   names UForm's design fixed (uform_model_load_ram, uform_trainer_init_ram ...); it sets the
+ *   handle to NULL on failure, and `uform_<noun>_free` accepts NULL. A describe is
+ *   `uform_status_t uform_<noun>_describe(handle, &description)`: UFORM_INVALID_ARGUMENT for a NULL
+ *   handle or description.
  * - Every fallible function returns a `uform_status_t` and, where it takes one, fills a
  *   caller-owned `uform_outcome_t` with the status, the function's name and a specific message.
  *   An `outcome` argument may always be NULL (the status is still returned).
@@ -1004,8 +1009,10 @@ UFORM_API uform_status_t uform_index_builder_write(uform_index_builder_t builder
                                                    const char *const *metadata, size_t metadata_count,
                                                    uform_outcome_t *outcome);
 
-/* Fills `description` (zeroed for a NULL builder). */
-UFORM_API void uform_index_builder_describe(uform_index_builder_t builder, uform_index_description_t *description);
+/* Fills `*description` with what the builder holds so far (its items, width, scalar, fingerprint).
+ * UFORM_INVALID_ARGUMENT for a NULL builder or description; a non-NULL description is zeroed first. */
+UFORM_API uform_status_t uform_index_builder_describe(uform_index_builder_t builder,
+                                                      uform_index_description_t *description);
 
 /* Item `item` of a builder: its modality and path (`*path` points at `*length` bytes owned by the
  * builder, valid until its next add or free; not NUL-terminated). UFORM_INVALID_ARGUMENT for NULL
@@ -1085,8 +1092,9 @@ UFORM_API uform_status_t uform_index_open(const char *path, uform_model_t model,
 /* Unmaps and frees an index; searches using it must be final. NULL is a no-op. */
 UFORM_API void uform_index_free(uform_index_t index);
 
-/* Fills `description` (zeroed for a NULL index). */
-UFORM_API void uform_index_describe(uform_index_t index, uform_index_description_t *description);
+/* Fills `*description` (UFORM_INVALID_ARGUMENT for a NULL index or description; a non-NULL
+ * description is zeroed first). Thread-safe: an open index never changes. */
+UFORM_API uform_status_t uform_index_describe(uform_index_t index, uform_index_description_t *description);
 
 /* Item `item`'s modality and path (`*path` points at `*length` bytes inside the mapping, valid
  * while the index is open; not NUL-terminated). UFORM_INVALID_ARGUMENT for NULL arguments or an
@@ -1254,8 +1262,9 @@ typedef struct uform_index_ann_description_t {
     char recipe[128];     /* the index_factory string it was built from */
 } uform_index_ann_description_t;
 
-/* Fills `description` (zeroed for a NULL structure). */
-UFORM_API void uform_index_ann_describe(uform_index_ann_t ann, uform_index_ann_description_t *description);
+/* Fills `*description` (UFORM_INVALID_ARGUMENT for a NULL structure or description; a non-NULL
+ * description is zeroed first). Thread-safe: an open structure never changes. */
+UFORM_API uform_status_t uform_index_ann_describe(uform_index_ann_t ann, uform_index_ann_description_t *description);
 
 /*
  * Approximate top-K search: FAISS's structure proposes candidates, optionally rescored exactly
@@ -1452,8 +1461,9 @@ typedef struct uform_dataset_description_t {
     char fingerprint[17];  /* 16 hex digits of the list of shards, files or lines: a cursor must match it */
 } uform_dataset_description_t;
 
-/* Fills `description` (zeroed for a NULL dataset). */
-UFORM_API void uform_dataset_describe(uform_dataset_t dataset, uform_dataset_description_t *description);
+/* Fills `*description` (UFORM_INVALID_ARGUMENT for a NULL dataset or description; a non-NULL
+ * description is zeroed first). */
+UFORM_API uform_status_t uform_dataset_describe(uform_dataset_t dataset, uform_dataset_description_t *description);
 
 /* One item of a dataset read in stored order. */
 typedef struct uform_dataset_item_t {
@@ -1843,7 +1853,8 @@ typedef struct uform_trainer_description_t {
     uint64_t seed;
 } uform_trainer_description_t;
 
-/* Fills `*description` (NULL arguments: UFORM_INVALID_ARGUMENT). Must not race a running step
+/* Fills `*description` (UFORM_INVALID_ARGUMENT for a NULL trainer or description; a non-NULL
+ * description is zeroed first). Must not race a running step
  * of the same trainer: call it between steps, from the thread that submits them. */
 UFORM_API uform_status_t uform_trainer_describe(uform_trainer_t trainer, uform_trainer_description_t *description);
 
@@ -2298,7 +2309,8 @@ typedef struct uform_mesh_description_t {
     uform_mesh_overlap_t overlap;
 } uform_mesh_description_t;
 
-/* Fills `*description` (NULL arguments: UFORM_INVALID_ARGUMENT). Thread-safe: the shape never changes. */
+/* Fills `*description` (UFORM_INVALID_ARGUMENT for a NULL mesh or description; a non-NULL
+ * description is zeroed first). Thread-safe: the shape never changes. */
 UFORM_API uform_status_t uform_mesh_describe(uform_mesh_t mesh, uform_mesh_description_t *description);
 
 /* Closes the collectives and frees the mesh; call it after freeing every trainer made over it. Peers
