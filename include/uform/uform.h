@@ -5,6 +5,20 @@
  * what, how long a pointer must live, its thread contract and the statuses it returns.
  * Licensed under the Apache License, Version 2.0.
  *
+ * Contents, in the order of the sections below (each opens with a banner of the same name):
+ *   Statuses and outcomes
+ *   Version and CPU classes
+ *   Enums fixed by UForm's design, Enums this project assigns, Progress: what every call shares
+ *   Executors, Arenas and views, Tapes: where a call runs, where its outputs land, how inputs cross
+ *   Models, Encoding: loading a checkpoint and its verbs
+ *   Media: probing files and preparing inputs ahead of an encode
+ *   Indexes: exact search, then approximate search (uform_index_ann_*)
+ *   Data: datasets, loaders, recall, the index pipeline
+ *   Training
+ *   Mesh: many processes as one run (launch, bootstrap, describe, free, one index built together)
+ *   Tensor-program session, with its program builder
+ *   Appendix: reserved numbers for devices this build does not have
+ *
  * Quickstart (compiled and run as the `readme_quickstart` test, so it cannot go stale):
  *
  *     #include <uform/uform.h>
@@ -33,8 +47,9 @@
  *
  * - A zeroed struct means "the defaults" everywhere, and wherever a function takes a pointer to
  *   options or a config, NULL means the same as a zeroed one.
- * - Handles are opaque pointers, made and described in one pattern (docs/abi.md, "Handles"). A
- *   constructor is `uform_<noun>_<verb>(inputs..., &handle, outcome)`, its verb `open` (stored data),
+ * - Handles are opaque pointers, made and described in one pattern
+ *   (docs/abi.md, "Handles: constructors, describe and free"). A constructor is
+ *   `uform_<noun>_<verb>(inputs..., &handle, outcome)`, its verb `open` (stored data),
  *   `create` (new and empty), `from` (another handle) or `for` (bound to a resource), except the
  *   names UForm's design fixed (uform_model_load_ram, uform_trainer_init_ram ...); it sets the
  *   handle to NULL on failure, and `uform_<noun>_free` accepts NULL. A describe is
@@ -1022,6 +1037,8 @@ UFORM_API uform_status_t uform_index_builder_item(uform_index_builder_t builder,
 
 /* Frees a builder. NULL is a no-op. */
 UFORM_API void uform_index_builder_free(uform_index_builder_t builder);
+
+/* The members of a mesh build one index together with uform_index_builder_gather (Mesh section). */
 
 /*
  * Indexes from vectors: embeddings made elsewhere (another model, another library), with no
@@ -2044,6 +2061,13 @@ UFORM_API uform_status_t uform_trainer_snapshot(uform_trainer_t trainer, const u
 /* ------------------------------------------------------------------------------------------ */
 /* Mesh (docs/mesh.md)                                                                        */
 /* ------------------------------------------------------------------------------------------ */
+/*
+ * The mesh itself is here: how members find each other (uform_mesh_launch_read), join
+ * (uform_mesh_bootstrap), describe the run (uform_mesh_describe) and leave (uform_mesh_free), and
+ * one index built by every member (uform_index_builder_gather). What runs over a mesh is documented
+ * where it belongs: a trainer's `config.mesh` and steps over it (Training: uform_trainer_config_t,
+ * uform_trainer_step), and a loader's share of each batch (Data: uform_loader_options_t).
+ */
 
 /*
  * A mesh joins the trainers of several processes, on one host or many, into one data-parallel run
@@ -2666,6 +2690,14 @@ UFORM_API const char *uform_program_builder_cause(uform_program_builder_t builde
 /* ------------------------------------------------------------------------------------------ */
 /* Appendix: reserved numbers for devices this build does not have                            */
 /* ------------------------------------------------------------------------------------------ */
+/*
+ * UForm's design names GPU vendors and classes and CPU classes beyond x86; this build runs on x86
+ * CPUs only, so these numbers are reserved rather than used. Here: the GPU vendor enum and the GPU
+ * listing (which answers no devices). Elsewhere, because C needs them before their first use: the
+ * GPU class and multimem tier enums stand in the Mesh section before uform_mesh_description_t, and
+ * uform_cpu_class_t (Version and CPU classes) holds the Arm, RISC-V and WebAssembly classes 10 to 17,
+ * which this build reports unsupported. No number here or there ever changes.
+ */
 
 typedef enum uform_gpu_vendor_t {
     UFORM_GPU_VENDOR_UNKNOWN = 0,
