@@ -157,7 +157,7 @@ UFORM_API uform_status_t uform_outcome_wait(const uform_outcome_t *outcome);
 UFORM_API size_t uform_outcome_format(const uform_outcome_t *outcome, char *buffer, size_t capacity);
 
 /* ------------------------------------------------------------------------------------------ */
-/* Version and CPU classes                                                                    */
+/* Version and CPU classes                                                                     */
 /* ------------------------------------------------------------------------------------------ */
 
 /* Writes the library's version (4.x.y for UForm 4); any pointer may be NULL. Thread-safe. */
@@ -2059,7 +2059,7 @@ UFORM_API uform_status_t uform_trainer_snapshot(uform_trainer_t trainer, const u
                                                 uform_model_t *model, uform_outcome_t *outcome);
 
 /* ------------------------------------------------------------------------------------------ */
-/* Mesh (docs/mesh.md)                                                                        */
+/* Mesh (docs/mesh.md)                                                                         */
 /* ------------------------------------------------------------------------------------------ */
 /*
  * The mesh itself is here: how members find each other (uform_mesh_launch_read), join
@@ -2688,7 +2688,7 @@ UFORM_API const char *uform_program_builder_cause(uform_program_builder_t builde
 /* END SESSION SECTION */
 
 /* ------------------------------------------------------------------------------------------ */
-/* Appendix: reserved numbers for devices this build does not have                            */
+/* Appendix: reserved numbers for devices this build does not have                             */
 /* ------------------------------------------------------------------------------------------ */
 /*
  * UForm's design names GPU vendors and classes and CPU classes beyond x86; this build runs on x86
