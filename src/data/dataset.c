@@ -97,10 +97,10 @@ UFORM_API void uform_dataset_free(uform_dataset_t dataset) {
     free(dataset);
 }
 
-UFORM_API void uform_dataset_describe(uform_dataset_t dataset, uform_dataset_description_t *description) {
-    if (!description) return;
+UFORM_API uform_status_t uform_dataset_describe(uform_dataset_t dataset, uform_dataset_description_t *description) {
+    if (!description) return UFORM_INVALID_ARGUMENT;
     memset(description, 0, sizeof *description);
-    if (!dataset) return;
+    if (!dataset) return UFORM_INVALID_ARGUMENT;
     description->source = dataset->options.source;
     description->shards = dataset->items.shard_count;
     description->bad = dataset->open_bad;
@@ -112,4 +112,5 @@ UFORM_API void uform_dataset_describe(uform_dataset_t dataset, uform_dataset_des
     }
     for (size_t i = 0; i < dataset->items.lines.count; ++i) description->items += dataset->items.lines.items[i].kind != UFORM__LINE_CHOICE;
     snprintf(description->fingerprint, sizeof description->fingerprint, "%016llx", (unsigned long long)dataset->fingerprint);
+    return UFORM_OK;
 }
