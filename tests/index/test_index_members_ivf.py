@@ -188,3 +188,29 @@ def test_member_that_dies_while_adding_fails_the_others(corpus, tmp_path):
     assert members[0].returncode == 1, finished[0]
     assert "left" in finished[0][1] or "within 5 s" in finished[0][1], finished[0][1]
     assert not out.with_suffix(".faiss").exists()
+
+
+@pytest.mark.parametrize("recipe,shared", [("IVF64,SQ8", True), ("PCA16,IVF64,Flat", True), ("HNSW16", False),
+                                           ("IVF64,Flat,RFlat", False)])
+def test_which_recipes_share_the_adds(corpus, tmp_path, recipe, shared):
+    """Mergeable recipes make member 1 add its rows (its failing module then fails the run); graphs and
+    refined IVFs are built by member 0 alone, so member 1's module is never asked to add."""
+    folder, _, _ = corpus
+    out = tmp_path / "route.index"
+    members = []
+    for rank in (0, 1):
+        environment = dict(os.environ)
+        if rank == 1:
+            environment["UFORM_FAISS_MODULE"] = FAILING_MODULE
+        members.append(subprocess.Popen(
+            [CLI, "index", "--vectors", str(folder / "rows.npy"), "--out", str(out), f"--ann={recipe}", "--ann-train",
+             "1100", "--mesh", str(tmp_path), "--job", "route", "--index", str(rank), "--count", "2", "--mesh-timeout",
+             "60", "--mesh-address", "127.0.0.1", "--quiet"], env=environment, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, text=True))
+    finished = [m.communicate(timeout=90) for m in members]
+    if shared:
+        assert [m.returncode for m in members] == [1, 1], finished
+        assert "member 1 of 2 failed while adding its rows" in finished[0][1], finished[0]
+    else:
+        assert [m.returncode for m in members] == [0, 0], finished
+        assert out.with_suffix(".faiss").exists()
