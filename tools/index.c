@@ -351,8 +351,10 @@ const cli_command_t cli_index = {
                    "Folders are walked recursively and files recognised by content.\n"
                    "With --vectors, K members (--processes K, --mesh, or torchrun / mpirun / srun) build one index:\n"
                    "member r takes rows [N*r/K, N*(r+1)/K), named by their numbers in the whole file; the blocks\n"
-                   "are gathered in member order through the mesh and member 0 writes INDEX (and, with --ann, its\n"
-                   ".faiss from all rows): the same bytes as one member (docs/indexes.md, \"Many members\").\n",
+                   "are gathered in member order through the mesh and member 0 writes INDEX. With --ann=IVF...,\n"
+                   "member 0 trains on a sample gathered from every member, each adds its own rows and member 0\n"
+                   "merges the lists (other recipes, HNSW among them: member 0 from all rows): the same bytes as\n"
+                   "one member (docs/indexes.md, \"Many members\").\n",
     .statuses = "0 every item indexed; 1 the run failed (the reason is printed); 2 usage error;\n"
                 "3 finished, but some items failed (listed in INDEX.errors.jsonl); 130 interrupted (INDEX keeps\n"
                 "the last checkpoint: run the same command with --resume to continue).",

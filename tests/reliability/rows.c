@@ -98,6 +98,7 @@ const sweep_row_t sweep_rows[] = {
      * libgomp), 147, 190 and 149 allocations, 19 to 23 s for the three with CI's flags. */
     {"index_ann_build_graph", sweep_run_index_ann_build_graph, SWEEP_ISOLATE},
     {"index_ann_build_lists", sweep_run_index_ann_build_lists, SWEEP_ISOLATE},
+    {"index_ann_build_members", sweep_run_index_ann_build_members, SWEEP_ISOLATE},
     {"index_ann_search", sweep_run_index_ann_search, SWEEP_ISOLATE},
     /* the tensor-program session */
     {"session_builder", sweep_run_session_builder, 0},
