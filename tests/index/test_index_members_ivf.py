@@ -214,3 +214,15 @@ def test_which_recipes_share_the_adds(corpus, tmp_path, recipe, shared):
     else:
         assert [m.returncode for m in members] == [0, 0], finished
         assert out.with_suffix(".faiss").exists()
+
+
+def test_recipe_faiss_refuses_fails_every_member(corpus, tmp_path):
+    """Member 0 makes the structure; FAISS's refusal reaches member 1 with member 0's words."""
+    folder, _, _ = corpus
+    out = tmp_path / "refused.index"
+    finished = run("index", "--vectors", folder / "rows.npy", "--out", out, "--ann=IVF64,Blah", "--processes", 2,
+                   expect=1)
+    assert "[0] uform: UForm: invalid_argument" in finished.stderr, finished.stderr
+    assert "[1] uform: UForm: invalid_argument" in finished.stderr, finished.stderr
+    assert "member 0 of 2 failed to make the structure: FAISS refused the recipe 'IVF64,Blah'" in finished.stderr
+    assert not out.with_suffix(".faiss").exists()
