@@ -24,9 +24,16 @@
  *
  * The mesh offers all-gathers and broadcasts only (no gather to one member), so the sample and each
  * member's serialised lists pass through every member's memory on the way to member 0.
+ *
+ * Long work (training, adding, writing, a graph built alone) runs on a thread of its own while the
+ * calling thread all-gathers one byte per member every 100 ms saying whether its work is done
+ * (wait_for): every exchange then waits at most 100 ms for a live member, so the mesh's timeout
+ * bounds how long a dead one goes unnoticed, not how long the work may take.
  */
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -37,6 +44,9 @@
 
 /* Rows widened to F32 per call to FAISS's add (as ann_build.c). */
 #define ADD_ROWS 65536
+/* While some member works (trains, adds, merges, writes), every member answers a one-byte round
+ * this often, so no exchange waits longer than this for a member that is alive. */
+#define ROUND_NS 100000000L
 
 /* Step 1's record, all uint64 so it has the same layout on every member. */
 enum { SHAPE_OK, SHAPE_COUNT, SHAPE_DIMS, SHAPE_SCALAR, SHAPE_INDEX_COUNT, SHAPE_INDEX_DIMS, SHAPE_INDEX_SCALAR, SHAPE_WORDS };
@@ -293,6 +303,101 @@ static uform_status_t merge_parts(members_t *m, uform__faiss_t *faiss, buffer_t 
     return status;
 }
 
+/* Work one member does while the others wait (wait_for): `run` on a thread of its own, with a
+ * copy of the members' context whose outcome is the job's. */
+typedef struct job_t job_t;
+struct job_t {
+    uform_status_t (*run)(job_t *job);
+    members_t m;
+    uform_outcome_t outcome;
+    uform_status_t status;
+    uint32_t done; /* atomic */
+    /* what the steps' jobs read and write */
+    uform_index_t index;
+    uform_index_builder_t own;
+    uform__faiss_t *faiss;
+    const float *sample;
+    const unsigned char *bytes;
+    size_t rows, first, threads;
+    const char *recipe, *path;
+    buffer_t *lists;
+    const uform_index_ann_options_t *options;
+    uform__ann_record_t *record;
+};
+
+static void *job_thread(void *raw) {
+    job_t *job = raw;
+    job->status = job->run(job);
+    __atomic_store_n(&job->done, 1, __ATOMIC_RELEASE);
+    return NULL;
+}
+
+/* Runs `job` (NULL when this member has nothing to do) while answering a round every ROUND_NS
+ * until every member's work is done. Answers the mesh's status (UFORM_OK, or the failed exchange);
+ * the job's own status is job->status, its failure copied into m->outcome. Without a thread (none
+ * could be started) the job runs here first and the rounds follow. */
+static uform_status_t wait_for(members_t *m, job_t *job) {
+    pthread_t thread;
+    int threaded = 0;
+    if (job) {
+        job->m = *m, job->m.outcome = &job->outcome;
+        memset(&job->outcome, 0, sizeof job->outcome);
+        job->status = UFORM_OK, job->done = 0;
+        threaded = pthread_create(&thread, NULL, job_thread, job) == 0;
+        if (!threaded) job_thread(job);
+    }
+    uform_status_t status = UFORM_OK;
+    for (int all = 0; !all && status == UFORM_OK;) {
+        /* A member with work waits for it up to one round; one without goes straight to the
+         * exchange, where it waits for the others. */
+        struct timespec step = {0, ROUND_NS / 20};
+        for (int slept = 0; job && slept < 20 && !__atomic_load_n(&job->done, __ATOMIC_ACQUIRE); ++slept)
+            nanosleep(&step, NULL);
+        unsigned char mine = !job || __atomic_load_n(&job->done, __ATOMIC_ACQUIRE);
+        for (size_t r = 0; r < m->count; ++r) m->sizes[r] = 1;
+        status = uform__mesh_allgather(m->mesh, &mine, m->bytes, m->sizes, "whether every member's work is done", m->outcome,
+                                       m->function);
+        all = 1;
+        for (size_t r = 0; r < m->count && status == UFORM_OK; ++r) all &= m->bytes[r];
+    }
+    /* The work goes on to its end even when the mesh broke: it holds FAISS's structures. */
+    if (threaded) pthread_join(thread, NULL);
+    if (job && job->status != UFORM_OK && status == UFORM_OK)
+        uform__fail(m->outcome, job->status, m->function, "%s", job->outcome.message);
+    return status;
+}
+
+/* Step 4 on member 0: train on the gathered sample, then serialise the trained, empty structure. */
+static uform_status_t train_job(job_t *job) {
+    char message[UFORM_OUTCOME_MESSAGE_CAPACITY - 96];
+    uform_status_t status = job->m.api->train(job->faiss, job->rows, job->sample, job->threads, message, sizeof message);
+    if (status != UFORM_OK)
+        return uform__fail(job->m.outcome, status, job->m.function, "FAISS could not train '%s' on %zu rows: %s", job->recipe,
+                           job->rows, message);
+    return serialize(&job->m, job->faiss, job->lists, "the trained structure");
+}
+
+/* Step 5 on every member: read the trained bytes (members other than 0), add the block. */
+static uform_status_t add_job(job_t *job) {
+    uform_status_t status = UFORM_OK;
+    if (!job->faiss) status = deserialize(&job->m, job->bytes, job->rows, &job->faiss, "the trained structure");
+    if (status == UFORM_OK) status = add_block(&job->m, job->faiss, job->own, job->first, job->threads, job->lists);
+    return status;
+}
+
+/* Step 7 on member 0: the file, with the whole index's pairing record. */
+static uform_status_t write_job(job_t *job) {
+    uform__ann_identity_of(job->index, &job->record->identity);
+    return uform__ann_write(job->m.api, job->faiss, job->path, job->record, job->m.outcome, job->m.function);
+}
+
+/* Recipes whose lists do not merge, on member 0: built from the whole index as one process does. */
+static uform_status_t alone_job(job_t *job) {
+    uform_index_ann_options_t alone = *job->options;
+    alone.recipe = job->recipe;
+    return uform_index_ann_build(job->index, job->path, &alone, job->m.outcome);
+}
+
 UFORM_API uform_status_t uform_index_ann_build_members(uform_index_t index, uform_index_builder_t own, uform_mesh_t mesh,
                                                        const char *path, const uform_index_ann_options_t *options,
                                                        uform_outcome_t *outcome) {
@@ -312,6 +417,8 @@ UFORM_API uform_status_t uform_index_ann_build_members(uform_index_t index, ufor
     buffer_t lists = {0};
     said_t said;
     memset(&said, 0, sizeof said);
+    job_t job;
+    memset(&job, 0, sizeof job);
     if (!m.sizes || !m.saids || !m.bytes || !shapes) {
         /* Without its records this member cannot answer: the others wait out the mesh's timeout. */
         status = uform__fail(outcome, UFORM_OUT_OF_MEMORY, function, "cannot allocate the records of %zu members", m.count);
@@ -362,45 +469,32 @@ UFORM_API uform_status_t uform_index_ann_build_members(uform_index_t index, ufor
     char recipe[UFORM__ANN_RECIPE_CAPACITY];
     memcpy(recipe, said.text, sizeof recipe);
     recipe[sizeof recipe - 1] = 0;
+    job.recipe = recipe, job.path = path, job.index = index, job.options = options, job.threads = options->threads;
 
     if (!said.value) {
         /* Not mergeable: member 0 builds it from the whole index, as one process does. */
+        if (m.self == 0) m.api->free(faiss), faiss = NULL, job.run = alone_job;
+        if ((status = wait_for(&m, m.self == 0 ? &job : NULL)) != UFORM_OK) goto done;
         memset(&said, 0, sizeof said);
-        if (m.self == 0) {
-            m.api->free(faiss), faiss = NULL;
-            uform_index_ann_options_t alone = *options;
-            alone.recipe = recipe;
-            say(&said, uform_index_ann_build(index, path, &alone, outcome), outcome);
-        }
+        if (m.self == 0) say(&said, job.status, outcome);
         status = hear(&m, &said, "to build the structure");
         goto done;
     }
 
     /* 3. the sample, 4. the training on member 0 and its bytes for everyone. */
-    if (train_rows) {
-        if ((status = gather_sample(&m, own, shapes, total, dims, train_rows, &sample)) != UFORM_OK) goto done;
+    if (train_rows && (status = gather_sample(&m, own, shapes, total, dims, train_rows, &sample)) != UFORM_OK) goto done;
+    if (!train_rows) {
+        /* A structure that needs no training (its quantiser came trained) travels as it is. */
+        if (m.self == 0) say(&said, serialize(&m, faiss, &lists, "the empty structure"), outcome);
+    } else {
+        if (m.self == 0) job.run = train_job, job.faiss = faiss, job.sample = sample, job.rows = train_rows, job.lists = &lists;
+        if ((status = wait_for(&m, m.self == 0 ? &job : NULL)) != UFORM_OK) goto done;
         memset(&said, 0, sizeof said);
-        if (m.self == 0) {
-            char message[UFORM_OUTCOME_MESSAGE_CAPACITY - 96];
-            uform_status_t trained = m.api->train(faiss, train_rows, sample, options->threads, message, sizeof message);
-            if (trained != UFORM_OK)
-                uform__fail(outcome, trained, function, "FAISS could not train '%s' on %zu rows: %s", recipe, train_rows, message);
-            else trained = serialize(&m, faiss, &lists, "the trained structure");
-            say(&said, trained, outcome);
-            said.value = lists.size;
-        }
-        free(sample), sample = NULL;
-        if ((status = hear(&m, &said, "to train the structure")) != UFORM_OK) goto done;
-    } else if (m.self == 0) {
-        /* Nothing to train (an IVF over a quantiser trained alone is still trained by FAISS's
-         * train; a recipe that is already trained comes here): its bytes as they are. */
-        status = serialize(&m, faiss, &lists, "the empty structure");
-        say(&said, status, outcome);
-        said.value = lists.size;
-        if ((status = hear(&m, &said, "to make the structure")) != UFORM_OK) goto done;
-    } else if ((status = hear(&m, &said, "to make the structure")) != UFORM_OK) {
-        goto done;
+        if (m.self == 0) say(&said, job.status, outcome);
     }
+    said.value = lists.size;
+    free(sample), sample = NULL;
+    if ((status = hear(&m, &said, "to train the structure")) != UFORM_OK) goto done;
     size_t trained_bytes = (size_t)said.value;
     if (m.self != 0) {
         lists.bytes = malloc(trained_bytes ? trained_bytes : 1), lists.capacity = trained_bytes, lists.size = trained_bytes;
@@ -411,12 +505,16 @@ UFORM_API uform_status_t uform_index_ann_build_members(uform_index_t index, ufor
     if (status != UFORM_OK) goto done;
 
     /* 5. every member adds its block; the statuses and the sizes of the serialised lists. */
+    buffer_t trained = lists;
+    lists = (buffer_t){0};
+    job.run = add_job, job.faiss = m.self == 0 ? faiss : NULL, job.bytes = trained.bytes, job.rows = trained.size;
+    job.own = own, job.first = first, job.lists = &lists;
+    status = wait_for(&m, &job);
+    free(trained.bytes);
+    faiss = job.faiss; /* made by the job on members other than 0 */
+    if (status != UFORM_OK) goto done;
     memset(&said, 0, sizeof said);
-    uform_status_t added = UFORM_OK;
-    if (m.self != 0) added = deserialize(&m, lists.bytes, lists.size, &faiss, "the trained structure");
-    free(lists.bytes), lists = (buffer_t){0};
-    if (added == UFORM_OK) added = add_block(&m, faiss, own, first, options->threads, &lists);
-    say(&said, added, outcome);
+    say(&said, job.status, outcome);
     said.value = lists.size;
     if ((status = agree(&m, &said, "while adding its rows")) != UFORM_OK) goto done;
 
@@ -431,17 +529,15 @@ UFORM_API uform_status_t uform_index_ann_build_members(uform_index_t index, ufor
     status = merge_parts(&m, faiss, &lists, sizes, &said);
     free(sizes);
     if (status != UFORM_OK) goto done;
-    if (m.self == 0 && said.status == UFORM_OK) {
-        uform__ann_record_t record;
-        memset(&record, 0, sizeof record);
-        record.version = UFORM__ANN_RECORD_VERSION;
-        uform__ann_identity_of(index, &record.identity);
-        record.train_rows = train_rows;
-        memcpy(record.recipe, recipe, sizeof recipe);
-        say(&said, uform__ann_write(m.api, faiss, path, &record, outcome, function), outcome);
-    } else if (m.self == 0) {
-        uform__fail(outcome, (uform_status_t)said.status, function, "%s", said.message);
-    }
+    uform__ann_record_t record;
+    memset(&record, 0, sizeof record);
+    record.version = UFORM__ANN_RECORD_VERSION, record.train_rows = train_rows;
+    memcpy(record.recipe, recipe, sizeof recipe);
+    int writes = m.self == 0 && said.status == UFORM_OK;
+    if (writes) job.run = write_job, job.faiss = faiss, job.record = &record;
+    if ((status = wait_for(&m, writes ? &job : NULL)) != UFORM_OK) goto done;
+    if (writes) say(&said, job.status, outcome);
+    else if (m.self == 0) uform__fail(outcome, (uform_status_t)said.status, function, "%s", said.message);
     status = hear(&m, &said, "to merge and write the structure");
 done:
     if (faiss) m.api->free(faiss);

@@ -3,7 +3,9 @@
  * forwards every function of src/index/faiss.h to the real module, opened from the path it was
  * built with, except uform__faiss_add and uform__faiss_add_numbered, which answer
  * UFORM_OUT_OF_MEMORY with "injected add failure" — or, with UFORM_TEST_FAILING_FAISS_DIE=1 in the
- * environment, end the process at once, as a member that crashes while adding. Pointed at by
+ * environment, end the process at once, as a member that crashes while adding. With
+ * UFORM_TEST_FAILING_FAISS_SLOW_TRAIN=S instead, adds are forwarded too and training first sleeps S
+ * seconds: a member 0 that trains longer than the mesh's timeout. Pointed at by
  * UFORM_FAISS_MODULE for one member of a mesh, it makes that member fail inside the add step
  * without any hook in the library.
  */
@@ -41,8 +43,15 @@ void uform__faiss_describe(const uform__faiss_t *index, uform__faiss_facts_t *fa
 
 uint64_t uform__faiss_centroids(const uform__faiss_t *index) { return FORWARD(uform__faiss_centroids)(index); }
 
+/* The seconds of UFORM_TEST_FAILING_FAISS_SLOW_TRAIN, 0 without it. */
+static unsigned slow_train(void) {
+    const char *value = getenv("UFORM_TEST_FAILING_FAISS_SLOW_TRAIN");
+    return value ? (unsigned)atoi(value) : 0;
+}
+
 uform_status_t uform__faiss_train(uform__faiss_t *index, size_t rows, const float *vectors, size_t threads,
                                   char *message, size_t capacity) {
+    if (slow_train()) sleep(slow_train());
     return FORWARD(uform__faiss_train)(index, rows, vectors, threads, message, capacity);
 }
 
@@ -55,13 +64,13 @@ static uform_status_t refuse(char *message, size_t capacity) {
 
 uform_status_t uform__faiss_add(uform__faiss_t *index, size_t rows, const float *vectors, size_t threads, char *message,
                                 size_t capacity) {
-    (void)index, (void)rows, (void)vectors, (void)threads;
+    if (slow_train()) return FORWARD(uform__faiss_add)(index, rows, vectors, threads, message, capacity);
     return refuse(message, capacity);
 }
 
 uform_status_t uform__faiss_add_numbered(uform__faiss_t *index, size_t rows, const float *vectors, uint64_t first_id,
                                          size_t threads, char *message, size_t capacity) {
-    (void)index, (void)rows, (void)vectors, (void)first_id, (void)threads;
+    if (slow_train()) return FORWARD(uform__faiss_add_numbered)(index, rows, vectors, first_id, threads, message, capacity);
     return refuse(message, capacity);
 }
 

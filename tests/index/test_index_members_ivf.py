@@ -226,3 +226,27 @@ def test_recipe_faiss_refuses_fails_every_member(corpus, tmp_path):
     assert "[1] uform: UForm: invalid_argument" in finished.stderr, finished.stderr
     assert "member 0 of 2 failed to make the structure: FAISS refused the recipe 'IVF64,Blah'" in finished.stderr
     assert not out.with_suffix(".faiss").exists()
+
+
+def test_training_longer_than_the_mesh_timeout(corpus, tmp_path):
+    """Member 0 trains for 4 s against a 2-second mesh timeout: the members answer a round every
+    100 ms meanwhile, so nobody times out, and the file is the one K = 1 writes."""
+    folder, _, _ = corpus
+    reference = build(folder, "IVF64_Flat", 1, "IVF64,Flat", train=TRAIN)  # as in the first test
+    out = tmp_path / "slow.index"
+    start = time.monotonic()
+    members = []
+    for rank in (0, 1):
+        environment = dict(os.environ)
+        if rank == 0:
+            environment["UFORM_FAISS_MODULE"] = FAILING_MODULE
+            environment["UFORM_TEST_FAILING_FAISS_SLOW_TRAIN"] = "4"
+        members.append(subprocess.Popen(
+            [CLI, "index", "--vectors", str(folder / "rows.npy"), "--out", str(out), "--ann=IVF64,Flat", "--ann-train",
+             str(TRAIN), "--ann-threads", "1", "--mesh", str(tmp_path), "--job", "slow", "--index", str(rank), "--count",
+             "2", "--mesh-timeout", "2", "--mesh-address", "127.0.0.1", "--quiet"], env=environment,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+    finished = [m.communicate(timeout=90) for m in members]
+    assert [m.returncode for m in members] == [0, 0], finished
+    assert time.monotonic() - start >= 4  # the training did sleep
+    assert out.with_suffix(".faiss").read_bytes() == reference.with_suffix(".faiss").read_bytes()
