@@ -111,11 +111,13 @@ def test_members_build_the_same_structure(corpus, recipe):
     name = recipe.replace(",", "_")
     # A sample of TRAIN of the 4,000 rows, so the members' blocks each hold a different share of it
     # (all rows would hide a sampling that differed between K); 0: no mesh at all.
-    files = {k: build(folder, name, k, recipe, train=TRAIN) for k in (0, 1, 2, 3)}
+    # (The PQ recipe's build without a mesh is left out for time: PQ training is most of this test.)
+    counts = (0, 1, 2, 3) if recipe.endswith("Flat") else (1, 2, 3)
+    files = {k: build(folder, name, k, recipe, train=TRAIN) for k in counts}
     structures = {k: f.with_suffix(".faiss") for k, f in files.items()}
     reference = structures[1].read_bytes()
     assert len(reference) > ROWS  # a structure with lists, not an empty file
-    for k in (0, 2, 3):
+    for k in counts[1:] + counts[:1]:
         assert structures[k].read_bytes() == reference, f"K = {k} wrote other bytes than K = 1"
 
     answers = {k: engine_answers(files[k], queries) for k in (1, 2, 3)}
@@ -190,8 +192,7 @@ def test_member_that_dies_while_adding_fails_the_others(corpus, tmp_path):
     assert not out.with_suffix(".faiss").exists()
 
 
-@pytest.mark.parametrize("recipe,shared", [("IVF64,SQ8", True), ("PCA16,IVF64,Flat", True), ("HNSW16", False),
-                                           ("IVF64,Flat,RFlat", False)])
+@pytest.mark.parametrize("recipe,shared", [("PCA16,IVF64,Flat", True), ("IVF64,Flat,RFlat", False)])
 def test_which_recipes_share_the_adds(corpus, tmp_path, recipe, shared):
     """Mergeable recipes make member 1 add its rows (its failing module then fails the run); graphs and
     refined IVFs are built by member 0 alone, so member 1's module is never asked to add."""
@@ -229,7 +230,7 @@ def test_recipe_faiss_refuses_fails_every_member(corpus, tmp_path):
 
 
 def test_training_longer_than_the_mesh_timeout(corpus, tmp_path):
-    """Member 0 trains for 4 s against a 2-second mesh timeout: the members answer a round every
+    """Member 0 trains for 3 s against a 2-second mesh timeout: the members answer a round every
     100 ms meanwhile, so nobody times out, and the file is the one K = 1 writes."""
     folder, _, _ = corpus
     reference = build(folder, "IVF64_Flat", 1, "IVF64,Flat", train=TRAIN)  # as in the first test
@@ -240,7 +241,7 @@ def test_training_longer_than_the_mesh_timeout(corpus, tmp_path):
         environment = dict(os.environ)
         if rank == 0:
             environment["UFORM_FAISS_MODULE"] = FAILING_MODULE
-            environment["UFORM_TEST_FAILING_FAISS_SLOW_TRAIN"] = "4"
+            environment["UFORM_TEST_FAILING_FAISS_SLOW_TRAIN"] = "3"
         members.append(subprocess.Popen(
             [CLI, "index", "--vectors", str(folder / "rows.npy"), "--out", str(out), "--ann=IVF64,Flat", "--ann-train",
              str(TRAIN), "--ann-threads", "1", "--mesh", str(tmp_path), "--job", "slow", "--index", str(rank), "--count",
@@ -248,5 +249,5 @@ def test_training_longer_than_the_mesh_timeout(corpus, tmp_path):
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
     finished = [m.communicate(timeout=90) for m in members]
     assert [m.returncode for m in members] == [0, 0], finished
-    assert time.monotonic() - start >= 4  # the training did sleep
+    assert time.monotonic() - start >= 3  # the training did sleep
     assert out.with_suffix(".faiss").read_bytes() == reference.with_suffix(".faiss").read_bytes()
