@@ -15,7 +15,8 @@
  *   Indexes: exact search, then approximate search (uform_index_ann_*)
  *   Data: datasets, loaders, recall, the index pipeline
  *   Training
- *   Mesh: many processes as one run (launch, bootstrap, describe, free, one index and its IVF structure built together)
+ *   Mesh: many processes as one run (launch, bootstrap, describe, free, one index and its IVF
+ *   structure built together)
  *   Tensor-program session, with its program builder
  *   Appendix: reserved numbers for devices this build does not have
  *
