@@ -33,7 +33,7 @@ test-avx2: build
 
 # OPQ in front of an IVF built by 1 and 3 members (tests/index/test_index_members_opq.py): the same
 # .faiss bytes, searched with python3-faiss. Not in `test`: FAISS's OPQ training wants 9,984 rows and
-# takes 10-35 s on two shared cores.
+# takes 24-81 s here on two shared cores (the whole test).
 test-ann-members-opq: configure
 	cmake --build $(BUILD) -j$(JOBS) --target uform uform_cli uform_faiss uform_gloo
 	UFORM_PYTEST_CLI=$(BUILD)/tools/uform UFORM_LIBRARY=$(BUILD)/libuform.so PYTHONPATH=python PYTHONDONTWRITEBYTECODE=1 \

@@ -3,7 +3,7 @@
 Not in `make test`: FAISS's OPQ training wants at least 9,984 rows and takes 10–35 s on two shared
 cores even at 8 dims. Run by `make test-ann-members-opq` (UFORM_PYTEST_CLI set; loopback only).
 The file is also opened and searched with Debian's python3-faiss against NumPy's exact best item.
-(Run time: 81 s on the shared 2-core machine under load, 2026-12-06.)
+(Run time: 24 to 81 s on the shared 2-core machine under load, 2026-12-06.)
 """
 
 import os
