@@ -10,7 +10,6 @@
 #include <string.h>
 
 #include "batcher_internal.h"
-#include "query.h"
 
 /* ---- finishing a batch ------------------------------------------------------------------------ */
 
@@ -90,7 +89,9 @@ static void finish(serve_batcher_t *batcher, serve_item_t **items, size_t count)
             serve__fail(job, 504, "the request took longer than --timeout (input[%zu] was computed too late)", item->index);
             serve__resolve(job, 1);
         } else if (job->search) {
-            serve_search_query(item->output, batcher->embedding, dims, batcher->queries + queries * dims);
+            /* The query a search scores: the embedding's prefix of the index's width (as a whole
+             * width, untouched: bit for bit the query `uform search` scores). */
+            uform_embedding_truncate(item->output, batcher->embedding, dims, batcher->queries + queries * dims, NULL);
             batcher->query_items[queries++] = i;
         } else {
             serve__resolve(job, 1);

@@ -5,7 +5,6 @@
  * was trained for}. Answers {"object": "list", "data": [{"object": "embedding", "index", "embedding"}],
  * "model", "usage": {"prompt_tokens", "total_tokens"}}.
  */
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -103,16 +102,9 @@ unsigned serve_embeddings_answer(serve_request_t *request) {
     char *encoded = request->base64 ? malloc(serve_base64_encoded_length(columns * sizeof(float))) : NULL;
     if (request->base64 && !encoded) out->failed = 1;
     for (size_t i = 0; i < count && !out->failed; ++i) {
-        const float *embedding = request->items[i].output;
-        /* A prefix is renormalised, as the model computes it for config.dimensions (a prefix of the
-         * normalised vector, scaled back to unit length: the same direction). */
-        double norm = 1;
-        if (columns < width) {
-            norm = 0;
-            for (size_t c = 0; c < columns; ++c) norm += (double)embedding[c] * embedding[c];
-            norm = norm > 0 ? sqrt(norm) : 1;
-        }
-        for (size_t c = 0; c < columns; ++c) row[c] = columns < width ? (float)(embedding[c] / norm) : embedding[c];
+        /* A prefix is renormalised by the library, as every caller of uform_embedding_truncate
+         * gets it (the whole width is copied as it is). */
+        if (uform_embedding_truncate(request->items[i].output, width, columns, row, NULL) != UFORM_OK) out->failed = 1;
         serve_buffer_text(out, i ? ", {\"object\": \"embedding\", \"index\": " : "{\"object\": \"embedding\", \"index\": ");
         serve_buffer_size(out, i);
         serve_buffer_text(out, ", \"embedding\": ");

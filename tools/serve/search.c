@@ -13,7 +13,6 @@
 
 #include "../ann_choice.h"
 #include "api.h"
-#include "query.h"
 
 enum { MAX_TOP = 1000 };
 /* The largest rerank a request may ask: each candidate costs the call 12 bytes of scratch and one
@@ -118,9 +117,11 @@ static unsigned search_approximate(serve_request_t *request) {
     const serve_model_t *model = &request->server->model;
     serve_job_t *job = &request->job;
     size_t dims = model->index_description.dimensions;
-    /* The query as the batcher makes it for an exact search, so both paths score the same query. */
+    /* The query as the exact search makes it, so both paths score the same query. */
     float *query = request->outputs;
-    serve_search_query(query, model->description.embedding, dims, query);
+    if (uform_embedding_truncate(query, model->description.embedding, dims, query, NULL) != UFORM_OK)
+        return serve_error(&request->answer, 500, "internal_error", NULL, "the index's %zu dimensions exceed the model's %zu",
+                           dims, model->description.embedding);
     uform_arena_t arena = NULL;
     uform_outcome_t outcome = {0};
     if (uform_arena_for_executor(NULL, &arena, &outcome) != UFORM_OK)

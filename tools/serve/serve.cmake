@@ -15,7 +15,7 @@ add_custom_command(
 # Both lists are also cached for tests/fuzz, whose server target compiles every one of them with
 # libFuzzer's instrumentation: one list, so a new source of the server cannot be left out there.
 set(UFORM_SERVE_CORE_SOURCES ${UFORM_SERVE_DIR}/batcher.c ${UFORM_SERVE_DIR}/batcher_run.c ${UFORM_SERVE_DIR}/metrics.c
-    ${UFORM_SERVE_DIR}/buffer.c ${UFORM_SERVE_DIR}/base64.c ${UFORM_SERVE_DIR}/query.c ${UFORM_SERVE_DIR}/../utf8.c
+    ${UFORM_SERVE_DIR}/buffer.c ${UFORM_SERVE_DIR}/base64.c ${UFORM_SERVE_DIR}/../utf8.c
     CACHE INTERNAL "")
 add_library(uform_serve_core OBJECT ${UFORM_SERVE_CORE_SOURCES})
 target_include_directories(uform_serve_core PUBLIC ${PROJECT_SOURCE_DIR}/include ${UFORM_SERVE_DIR} ${UFORM_SERVE_DIR}/..)
