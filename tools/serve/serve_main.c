@@ -80,8 +80,11 @@ int uform_command_serve(int argc, char **argv) {
             fprintf(stderr, "uform serve: %s\n", error);
             status = 1;
         } else if (!options->quiet) {
-            fprintf(stderr, "uform serve: captions for %zu of %zu indexed items from %s\n", server->captions.matched,
+            fprintf(stderr, "uform serve: captions for %zu of %zu indexed items from %s", server->captions.matched,
                     server->captions.count, options->captions);
+            if (server->captions.left_out)
+                fprintf(stderr, " (%zu malformed lines left out)", server->captions.left_out);
+            fputc('\n', stderr);
         }
     }
     if (status == 0) {
