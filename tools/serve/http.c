@@ -400,7 +400,7 @@ static int bind_socket(serve_server_t *server, char *error, size_t capacity) {
     struct addrinfo hints = {0}, *found = NULL;
     hints.ai_family = AF_UNSPEC, hints.ai_socktype = SOCK_STREAM, hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
     char port[8];
-    snprintf(port, sizeof port, "%u", server->options.port);
+    snprintf(port, sizeof port, "%zu", server->options.port);
     int code = getaddrinfo(server->options.host, port, &hints, &found);
     if (code != 0) {
         snprintf(error, capacity, "cannot resolve --host '%s': %s", server->options.host, gai_strerror(code));
@@ -420,7 +420,7 @@ static int bind_socket(serve_server_t *server, char *error, size_t capacity) {
     }
     freeaddrinfo(found);
     if (fd < 0) {
-        snprintf(error, capacity, "cannot listen on %s port %u: %s", server->options.host, server->options.port,
+        snprintf(error, capacity, "cannot listen on %s port %zu: %s", server->options.host, server->options.port,
                  strerror(saved ? saved : EADDRNOTAVAIL));
         return -1;
     }

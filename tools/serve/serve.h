@@ -4,7 +4,7 @@
  * OpenAI-compatible embeddings, search, choices, health, models, Prometheus metrics, a search
  * page and the indexed media. docs/serve.md describes the API and the decisions behind it.
  *
- * Files: serve_main.c (the command: start, signals, drain), options.c (flags and --help),
+ * Files: serve_main.c (the command: start, signals, drain), serve_flags.c (the flag table),
  * model.c (executors, checkpoint, index: every model-loading option in one place), http.c (the
  * daemon, routing, authentication, limits, errors), inputs.c (JSON inputs, data: URIs),
  * embeddings.c, search.c, choose.c (the API routes), info.c (health, models, metrics, the page,
@@ -24,8 +24,8 @@
 #include "metrics.h"
 #include "uform/uform.h"
 
-/* How the checkpoint is loaded and computed: every such option lives here, parsed by
- * serve_model_flag and applied by serve_model_open (a new one, such as --int8, is added in
+/* How the checkpoint is loaded and computed: every such option lives here, named in the flag
+ * table (serve_flags.c) and applied by serve_model_open (a new one, such as --int8, is added in
  * those two places only). */
 typedef struct serve_model_options_t {
     const char *checkpoint;
@@ -40,28 +40,26 @@ typedef struct serve_options_t {
     const char *index;          /* --index, or NULL */
     const char *captions;       /* --captions, or NULL */
     const char *host;           /* --host (default 127.0.0.1) */
-    unsigned port;              /* --port (default 8080; 0: any free port) */
+    size_t port;                /* --port (default 8080; 0: any free port) */
     size_t max_batch;           /* --max-batch */
     uint64_t max_wait_us;       /* --max-wait-us */
     uint64_t spin_us;           /* --spin-us */
     size_t max_queue;           /* --max-queue */
     size_t max_body;            /* --max-body, bytes */
     double timeout;             /* --timeout, seconds (0: none) */
-    char *api_key;              /* --api-key or the first line of --api-key-file (owned), or NULL */
+    const char *key_flag;       /* --api-key as given (borrowed from argv) */
+    const char *key_file;       /* --api-key-file */
+    char *api_key;              /* either's key (owned), or NULL */
     size_t http_threads;        /* --http-threads */
     size_t max_connections;     /* --max-connections */
     int quiet;                  /* --quiet: no startup lines */
 } serve_options_t;
 
-/* Parses argv (argv[0] is "serve"); answers -1 to go on, or the exit status (0 after --help, 2 for
- * a usage error, whose line was printed). */
+/* Parses argv (argv[0] is "serve") through the `uform` commands' flag table and parser (tools/cli.h);
+ * answers -1 to go on, or the exit status (0 after --help, 2 for a usage error, whose line was
+ * printed, 1 when memory ran out). */
 int serve_options_parse(int argc, char **argv, serve_options_t *options);
 void serve_options_free(serve_options_t *options);
-
-/* Takes a model flag (`flag` with its `value`, which may be NULL when none follows); answers 1 when
- * it used the value too, 0 when the flag alone, -1 when the flag is not a model flag, -2 when its
- * value is bad (the reason printed). */
-int serve_model_flag(serve_model_options_t *options, const char *flag, const char *value);
 
 /* What the model side of a server holds once loaded. */
 typedef struct serve_model_t {
