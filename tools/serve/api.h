@@ -11,6 +11,21 @@
 
 #include "serve.h"
 
+/* Routes, numbered as /metrics counts them; http.c's table names them (serve_route_labels). */
+typedef enum serve_route_t {
+    SERVE_ROUTE_EMBEDDINGS = 0,
+    SERVE_ROUTE_SEARCH,
+    SERVE_ROUTE_CHOOSE,
+    SERVE_ROUTE_HEALTH,
+    SERVE_ROUTE_MODELS,
+    SERVE_ROUTE_METRICS,
+    SERVE_ROUTE_PAGE,
+    SERVE_ROUTE_MEDIA,
+    SERVE_ROUTE_OTHER,
+    SERVE_ROUTE_COUNT
+} serve_route_t;
+extern const char *const serve_route_labels[SERVE_ROUTE_COUNT];
+
 typedef struct serve_request_t {
     serve_server_t *server;
     struct MHD_Connection *connection;
@@ -33,12 +48,14 @@ typedef struct serve_request_t {
     serve_item_t *items;
     float *outputs;
     unsigned char *media;       /* decoded data: URIs */
-    uform_index_hit_t *hits;
+    uform_index_hit_t *hits;    /* search: [top] */
+    size_t top, hits_count;     /* search: asked, found */
+    unsigned modalities;        /* search: the modality filter (bits; 0: all) */
     size_t tokens;              /* usage */
     int base64;                 /* embeddings: encoding_format "base64" */
     size_t dimensions;          /* embeddings: 0, or a Matryoshka prefix */
     int query_modality;         /* search */
-    int approximate;            /* search: through the index's .faiss (search.c runs it, not the batcher) */
+    int approximate;            /* search: through the index's .faiss, else exact */
     size_t nprobe, ef, rerank;  /* search: the approximate knobs (0: the library's defaults) */
 } serve_request_t;
 
@@ -46,6 +63,11 @@ typedef struct serve_request_t {
  * answers `status` (the type follows from it). `param` may be NULL. */
 unsigned serve_error(serve_buffer_t *out, unsigned status, const char *code, const char *param, const char *format, ...)
     __attribute__((format(printf, 5, 6)));
+
+/* Writes the error a library status stands for (http_status.c: the one table from uform_status_t
+ * to HTTP status and error code) and answers that HTTP status. */
+unsigned serve_status_error(serve_buffer_t *out, uform_status_t status, const char *param, const char *format, ...)
+    __attribute__((format(printf, 4, 5)));
 
 /* API routes: `begin` parses the body and queues the job (answers 0: the request waits for its
  * `done`), or writes an error and answers its status; `answer` writes the finished job's answer
@@ -58,7 +80,7 @@ unsigned serve_choose_begin(serve_request_t *request);
 unsigned serve_choose_answer(serve_request_t *request);
 
 /* Queues the request's job (http.c: the connection is suspended first); answers 0 or the status
- * of the error it wrote (429, 413, 503, 404). */
+ * of the error it wrote (serve_status_error of the batcher's refusal: 429, 503). */
 unsigned serve_request_submit(serve_request_t *request);
 
 /* Answers that need no batch (info.c): each writes `answer` (and `content_type`) and answers the

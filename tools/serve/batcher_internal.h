@@ -29,7 +29,7 @@ typedef struct serve_slot_t {
 
 struct serve_batcher_s {
     serve_batcher_config_t config;
-    size_t embedding, text_bytes, index_dims;
+    size_t embedding, text_bytes;
 
     pthread_mutex_t lock;
     pthread_cond_t compute_wakeup;  /* text or choose items, a ready slot, stopping */
@@ -44,7 +44,6 @@ struct serve_batcher_s {
 
     /* The compute thread's own buffers. */
     uform_arena_t arena;            /* encode and choose outputs */
-    uform_arena_t search_arena;
     serve_item_t **batch;           /* [max_batch] */
     unsigned char *tape;            /* [tape_capacity]: the texts of a batch */
     size_t tape_capacity;           /* max_batch · text_bytes; grows for a published model's whole texts */
@@ -52,8 +51,6 @@ struct serve_batcher_s {
     unsigned char *choices;         /* [max_batch · 256]: their legal next bytes (choose) */
     size_t *offsets, *choice_offsets; /* [max_batch + 1] each */
     size_t *groups;                 /* [max_batch] */
-    float *queries;                 /* [max_batch · index_dims] */
-    size_t *query_items;            /* [max_batch]: which batch item each query row came from */
 
     pthread_t compute_thread, prepare_thread;
     int threads_started;
@@ -77,11 +74,11 @@ void serve__wake_compute_locked(serve_batcher_t *batcher);
 void serve__wait_locked(serve_batcher_t *batcher, pthread_cond_t *condition, uint64_t until_ns);
 
 /* Resolution (no lock held). */
-/* Records the first failure of a job (later ones are dropped). */
-void serve__fail(serve_job_t *job, int status, const char *format, ...) __attribute__((format(printf, 3, 4)));
+/* Records the first failure of a job (later ones are dropped): a uform_status_t and its message. */
+void serve__fail(serve_job_t *job, uform_status_t status, const char *format, ...) __attribute__((format(printf, 3, 4)));
 /* Marks `count` items of the job resolved; the last one calls `done`. */
 void serve__resolve(serve_job_t *job, size_t count);
-/* Resolves a chain of expired items (504) or dropped ones (their job already failed). */
+/* Resolves a chain of expired items (UFORM_TIMEOUT) or dropped ones (their job already failed). */
 void serve__resolve_expired(serve_batcher_t *batcher, serve_item_t *expired);
 void serve__resolve_dropped(serve_item_t *dropped);
 

@@ -1,7 +1,7 @@
 /*
  * The batcher's two threads (batcher.h): the prepare thread decodes media batches into slots, the
- * compute thread runs text and choose batches and prepared media slots on the compute executor,
- * then searches, and hands every item's result to its job. Neither allocates once its buffers
+ * compute thread runs text and choose batches and prepared media slots on the compute executor
+ * and hands every item's result to its job. Neither allocates once its buffers
  * have grown to the largest batch.
  */
 #include <sched.h>
@@ -13,16 +13,16 @@
 
 /* ---- finishing a batch ------------------------------------------------------------------------ */
 
-/* The HTTP status of a failed call: the server's own trouble, never the client's (the inputs were
- * checked before they were queued). */
-static int status_of(uform_status_t status) { return status == UFORM_OUT_OF_MEMORY ? 503 : 500; }
-
 static void fail_all(serve_item_t **items, size_t count, const uform_outcome_t *outcome) {
     char line[600];
     uform_outcome_format(outcome, line, sizeof line);
     for (size_t i = 0; i < count; ++i) {
         if (!items[i]) continue;
-        serve__fail(items[i]->job, status_of(uform_outcome_status(outcome)), "input[%zu]: %s", items[i]->index, line);
+        /* The inputs were checked before they were queued: a whole batch failing is the server's
+         * trouble (the library's status says which), never an input's. */
+        uform_status_t status = uform_outcome_status(outcome);
+        serve__fail(items[i]->job, status == UFORM_FORMAT || status == UFORM_UNSUPPORTED ? UFORM_INTERNAL : status,
+                    "input[%zu]: %s", items[i]->index, line);
         serve__resolve(items[i]->job, 1);
     }
 }
@@ -37,67 +37,18 @@ static int scatter_rows(serve_batcher_t *batcher, const uform_matrix_t *view, se
     return 0;
 }
 
-/* Searches the index with the queries gathered in `batcher->queries` (rows of index_dims). */
-static void search(serve_batcher_t *batcher, serve_item_t **items, size_t queries) {
-    /* One call for the whole batch when the queries agree on their modality filter (K is the
-     * largest asked: a shorter top-K is a prefix of a longer one, ties being ordered by item);
-     * otherwise one call per query. */
-    int same = 1;
-    size_t top = 0;
-    for (size_t j = 0; j < queries; ++j) {
-        const serve_job_t *job = items[batcher->query_items[j]]->job;
-        same &= job->modalities == items[batcher->query_items[0]]->job->modalities;
-        if (job->top > top) top = job->top;
-    }
-    size_t calls = same ? 1 : queries, per_call = same ? queries : 1;
-    for (size_t c = 0; c < calls; ++c) {
-        const serve_job_t *first = items[batcher->query_items[c * per_call]]->job;
-        uform_index_search_t request = {0};
-        request.index = batcher->config.index, request.executor = batcher->config.compute;
-        request.queries = batcher->queries + c * per_call * batcher->index_dims;
-        request.queries_count = per_call, request.queries_columns = batcher->index_dims;
-        request.top = same ? top : first->top, request.modalities = first->modalities;
-        request.arena = batcher->search_arena;
-        uform_status_t status = uform_index_search(&request);
-        for (size_t j = c * per_call; j < (c + 1) * per_call; ++j) {
-            serve_item_t *item = items[batcher->query_items[j]];
-            serve_job_t *job = item->job;
-            if (status != UFORM_OK) {
-                char line[600];
-                uform_outcome_format(&request.outcome, line, sizeof line);
-                serve__fail(job, status_of(status), "search: %s", line);
-            } else {
-                size_t n = request.hits_per_query < job->top ? request.hits_per_query : job->top;
-                memcpy(job->hits, request.hits + (j - c * per_call) * request.hits_per_query, n * sizeof *job->hits);
-                job->hits_count = n;
-            }
-            serve__resolve(job, 1);
-        }
-    }
-}
-
-/* Every item of a computed batch (its output written): late ones answer 504, search queries are
- * searched, the rest resolve. NULL entries were resolved already. */
-static void finish(serve_batcher_t *batcher, serve_item_t **items, size_t count) {
+/* Every item of a computed batch (its output written): late ones fail UFORM_TIMEOUT, the rest
+ * resolve. NULL entries were resolved already. */
+static void finish(serve_item_t **items, size_t count) {
     uint64_t now = serve_now_ns();
-    size_t queries = 0, dims = batcher->index_dims;
     for (size_t i = 0; i < count; ++i) {
         serve_item_t *item = items[i];
         if (!item) continue;
         serve_job_t *job = item->job;
-        if (job->deadline_ns && now > job->deadline_ns) {
-            serve__fail(job, 504, "the request took longer than --timeout (input[%zu] was computed too late)", item->index);
-            serve__resolve(job, 1);
-        } else if (job->search) {
-            /* The query a search scores: the embedding's prefix of the index's width (as a whole
-             * width, untouched: bit for bit the query `uform search` scores). */
-            uform_embedding_truncate(item->output, batcher->embedding, dims, batcher->queries + queries * dims, NULL);
-            batcher->query_items[queries++] = i;
-        } else {
-            serve__resolve(job, 1);
-        }
+        if (job->deadline_ns && now > job->deadline_ns)
+            serve__fail(job, UFORM_TIMEOUT, "the request took longer than --timeout (input[%zu] was computed too late)", item->index);
+        serve__resolve(job, 1);
     }
-    if (queries) search(batcher, items, queries);
 }
 
 /* ---- the batches ------------------------------------------------------------------------------ */
@@ -140,7 +91,7 @@ static void run_text(serve_batcher_t *batcher, size_t count) {
         fail_all(items, count, &request.outcome);
         return;
     }
-    finish(batcher, items, count);
+    finish(items, count);
 }
 
 static void run_choose(serve_batcher_t *batcher, size_t count) {
@@ -181,7 +132,7 @@ static void run_choose(serve_batcher_t *batcher, size_t count) {
         fail_all(items, count, &request.outcome);
         return;
     }
-    finish(batcher, items, count);
+    finish(items, count);
 }
 
 /* Decodes a slot's files on the decode executor; an item that does not decode answers 422 naming
@@ -220,8 +171,7 @@ static size_t prepare_slot(serve_batcher_t *batcher, serve_slot_t *slot) {
         const uform_outcome_t *outcome = &prepare->prepared.item_outcomes[i];
         if (outcome->status == UFORM_OK) continue;
         serve_item_t *item = slot->items[i];
-        int http = outcome->status == UFORM_FORMAT || outcome->status == UFORM_UNSUPPORTED ? 422 : status_of(outcome->status);
-        serve__fail(item->job, http, "input[%zu]: cannot decode the %s: %s", item->index,
+        serve__fail(item->job, outcome->status, "input[%zu]: cannot decode the %s: %s", item->index,
                     serve_queue_name(slot->modality), outcome->message);
         serve__resolve(item->job, 1);
         slot->items[i] = NULL;
@@ -247,7 +197,7 @@ static void run_slot(serve_batcher_t *batcher, serve_slot_t *slot) {
         fail_all(items, count, &request.outcome);
         return;
     }
-    finish(batcher, items, count);
+    finish(items, count);
 }
 
 /* ---- the threads ------------------------------------------------------------------------------ */

@@ -73,6 +73,10 @@ static const route_t routes[] = {
     {"/index.html", 0, SERVE_ROUTE_PAGE, 1},          {"/media/", 0, SERVE_ROUTE_MEDIA, 0},
 };
 
+const char *const serve_route_labels[SERVE_ROUTE_COUNT] = {"/v1/embeddings", "/v1/search", "/v1/choose", "/health",
+                                                          "/v1/models",     "/metrics",   "/",          "/media",
+                                                          "other"};
+
 static const route_t *find_route(const char *url, char *tail, size_t capacity) {
     for (size_t i = 0; i < sizeof routes / sizeof *routes; ++i) {
         size_t length = strlen(routes[i].path);
@@ -227,22 +231,18 @@ unsigned serve_request_submit(serve_request_t *request) {
     serve_job_t *job = &request->job;
     job->done = job_done, job->context = request;
     job->deadline_ns = server->options.timeout > 0 ? request->started_ns + (uint64_t)(server->options.timeout * 1e9) : 0;
-    switch (serve_batcher_submit(server->batcher, job)) {
-    case SERVE_SUBMITTED: request->queued = 1; return 0;
-    case SERVE_QUEUE_FULL:
-        return serve_error(&request->answer, 429, "queue_full", NULL,
-                           "the server's queue is full (%zu items, --max-queue); retry after a moment",
-                           server->options.max_queue);
-    case SERVE_TOO_MANY:
-        return serve_error(&request->answer, 413, "too_many_inputs", "input",
-                           "the request holds %zu inputs; this server queues at most %zu (--max-queue)", job->count,
-                           server->options.max_queue);
-    case SERVE_NO_INDEX:
-        return serve_error(&request->answer, 404, "index_not_found", NULL,
-                           "this server has no index: start it with `uform serve CKPT --index INDEX` (make one with "
-                           "`uform index CKPT FOLDER --out INDEX`)");
-    default: return serve_error(&request->answer, 503, "shutting_down", NULL, "the server is shutting down");
+    uform_status_t status = serve_batcher_submit(server->batcher, job);
+    if (status == UFORM_OK) {
+        request->queued = 1;
+        return 0;
     }
+    /* The batcher's reason, said in the server's terms (its flags). */
+    if (status == UFORM_CONTENDED)
+        return serve_status_error(&request->answer, status, NULL,
+                                  "the server's queue is full (%zu items, --max-queue); retry after a moment",
+                                  server->options.max_queue);
+    if (status == UFORM_CANCELLED) return serve_status_error(&request->answer, status, NULL, "the server is shutting down");
+    return serve_status_error(&request->answer, status, "input", "%s (--max-queue)", job->message);
 }
 
 /* The API routes' two halves. */
@@ -256,11 +256,8 @@ static unsigned api_begin(serve_request_t *request) {
 
 static unsigned api_answer(serve_request_t *request) {
     serve_job_t *job = &request->job;
-    int failed = atomic_load_explicit(&job->failed, memory_order_acquire);
-    if (failed) {
-        const char *code = failed == 504 ? "timeout" : failed == 422 ? "undecodable_input" : "internal_error";
-        return serve_error(&request->answer, (unsigned)failed, code, NULL, "%s", job->message);
-    }
+    uform_status_t failed = (uform_status_t)atomic_load_explicit(&job->status, memory_order_acquire);
+    if (failed != UFORM_OK) return serve_status_error(&request->answer, failed, NULL, "%s", job->message);
     switch (request->route) {
     case SERVE_ROUTE_EMBEDDINGS: return serve_embeddings_answer(request);
     case SERVE_ROUTE_SEARCH: return serve_search_answer(request);

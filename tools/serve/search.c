@@ -4,9 +4,10 @@
  * index with a .faiss beside it "nprobe", "ef", "rerank" (uform search's --nprobe, --ef, --rerank)
  * and "exact": true (--exact)}. Answers {"object": "list", "data": [{"rank", "item", "score",
  * "modality", "path", "caption" (with --captions, when known), "media"}], "model", "usage"}: the
- * top K by cosine, best first, ties by item number: exact (uform_index_search, in the batcher) or
- * through the approximate structure (uform_index_ann_search, here once the batcher has encoded the
- * query: the batcher knows nothing of approximate search).
+ * top K by cosine, best first, ties by item number: exact (uform_index_search) or through the
+ * approximate structure (uform_index_ann_search). The batcher only encodes the query; both searches
+ * run here, on the HTTP thread that writes the answer, once the query is encoded: the batcher knows
+ * nothing of indexes, and its compute executor stays free for the next batch.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -103,48 +104,55 @@ unsigned serve_search_begin(serve_request_t *request) {
     }
     request->query_modality = input.modality;
     request->tokens = serve_model_tokens(&server->model, input.modality, item->bytes, item->size);
-    serve_job_t *job = &request->job;
-    job->items = request->items, job->count = 1;
-    /* An approximate search leaves the batcher an encode only; serve_search_answer searches. */
-    job->search = !request->approximate, job->top = (size_t)top, job->modalities = modalities, job->hits = request->hits;
+    request->top = (size_t)top, request->modalities = modalities;
+    /* The batcher encodes the query; serve_search_answer searches. */
+    request->job.items = request->items, request->job.count = 1;
     return 0;
 }
 
-/* The approximate search of the encoded query (request->outputs, the full embedding), on this
- * HTTP thread: FAISS runs inline (no executor), so the batcher's executor stays free. Answers 0, or
- * the status of the error it wrote. */
-static unsigned search_approximate(serve_request_t *request) {
+/* Searches the index with the encoded query (request->outputs, the full embedding), exactly or
+ * through the approximate structure, on this HTTP thread (no executor: the calling thread), into
+ * request->hits. Answers 0, or the status of the error it wrote. */
+static unsigned run_search(serve_request_t *request) {
     const serve_model_t *model = &request->server->model;
-    serve_job_t *job = &request->job;
     size_t dims = model->index_description.dimensions;
-    /* The query as the exact search makes it, so both paths score the same query. */
+    /* The query the index scores: the embedding's prefix of the index's width (the whole width
+     * untouched: bit for bit the query `uform search` scores). */
     float *query = request->outputs;
-    if (uform_embedding_truncate(query, model->description.embedding, dims, query, NULL) != UFORM_OK)
-        return serve_error(&request->answer, 500, "internal_error", NULL, "the index's %zu dimensions exceed the model's %zu",
-                           dims, model->description.embedding);
-    uform_arena_t arena = NULL;
     uform_outcome_t outcome = {0};
-    if (uform_arena_for_executor(NULL, &arena, &outcome) != UFORM_OK)
-        return serve_error(&request->answer, 503, "out_of_memory", NULL, "out of memory for a search");
-    uform_index_ann_search_t search = {0};
-    search.ann = model->ann, search.arena = arena;
-    search.queries = query, search.queries_count = 1, search.queries_columns = dims;
-    search.top = job->top, search.modalities = job->modalities;
-    search.nprobe = request->nprobe, search.ef = request->ef, search.rerank = request->rerank;
-    uform_status_t status = uform_index_ann_search(&search);
+    uform_status_t status = uform_embedding_truncate(query, model->description.embedding, dims, query, &outcome);
+    uform_arena_t arena = NULL;
+    if (status == UFORM_OK) status = uform_arena_for_executor(NULL, &arena, &outcome);
+    const uform_index_hit_t *hits = NULL;
+    size_t per_query = 0;
+    uform_index_search_t exact = {0};
+    uform_index_ann_search_t approximate = {0};
+    if (status == UFORM_OK && request->approximate) {
+        approximate.ann = model->ann, approximate.arena = arena;
+        approximate.queries = query, approximate.queries_count = 1, approximate.queries_columns = dims;
+        approximate.top = request->top, approximate.modalities = request->modalities;
+        approximate.nprobe = request->nprobe, approximate.ef = request->ef, approximate.rerank = request->rerank;
+        status = uform_index_ann_search(&approximate);
+        outcome = approximate.outcome, hits = approximate.hits, per_query = approximate.hits_per_query;
+    } else if (status == UFORM_OK) {
+        exact.index = model->index, exact.arena = arena;
+        exact.queries = query, exact.queries_count = 1, exact.queries_columns = dims;
+        exact.top = request->top, exact.modalities = request->modalities;
+        status = uform_index_search(&exact);
+        outcome = exact.outcome, hits = exact.hits, per_query = exact.hits_per_query;
+    }
     if (status != UFORM_OK) {
         char line[600];
-        uform_outcome_format(&search.outcome, line, sizeof line);
+        uform_outcome_format(&outcome, line, sizeof line);
         uform_arena_free(arena);
-        unsigned http = status == UFORM_INVALID_ARGUMENT ? 400 : status == UFORM_OUT_OF_MEMORY ? 503 : 500;
-        return serve_error(&request->answer, http, http == 400 ? "invalid_value" : http == 503 ? "out_of_memory" : "internal_error",
-                           NULL, "approximate search: %s", line);
+        return serve_status_error(&request->answer, status, NULL, "%s: %s", request->approximate ? "approximate search" : "search",
+                                  line);
     }
     /* An IVF whose probed lists hold fewer eligible items ends the row early (item UINT64_MAX). */
     size_t count = 0;
-    while (count < search.hits_per_query && count < job->top && search.hits[count].item != UINT64_MAX) ++count;
-    memcpy(request->hits, search.hits, count * sizeof *request->hits);
-    job->hits_count = count;
+    while (count < per_query && count < request->top && hits[count].item != UINT64_MAX) ++count;
+    memcpy(request->hits, hits, count * sizeof *request->hits);
+    request->hits_count = count;
     uform_arena_free(arena);
     return 0;
 }
@@ -153,12 +161,10 @@ unsigned serve_search_answer(serve_request_t *request) {
     const serve_model_t *model = &request->server->model;
     serve_buffer_t *out = &request->answer;
     static const char *const names[4] = {"text", "image", "video", "audio"};
-    if (request->approximate) {
-        unsigned status = search_approximate(request);
-        if (status) return status;
-    }
+    unsigned status = run_search(request);
+    if (status) return status;
     serve_buffer_text(out, "{\"object\": \"list\", \"data\": [");
-    for (size_t i = 0; i < request->job.hits_count; ++i) {
+    for (size_t i = 0; i < request->hits_count; ++i) {
         const uform_index_hit_t *hit = &request->hits[i];
         const char *path = NULL;
         size_t length = 0;

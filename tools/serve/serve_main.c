@@ -90,7 +90,7 @@ int uform_command_serve(int argc, char **argv) {
     if (status == 0) {
         serve_batcher_config_t config = {0};
         config.model = server->model.model, config.compute = server->model.compute, config.decode = server->model.decode;
-        config.index = server->model.index, config.max_batch = options->max_batch, config.max_wait_us = options->max_wait_us;
+        config.max_batch = options->max_batch, config.max_wait_us = options->max_wait_us;
         config.spin_us = options->spin_us;
         config.max_queue = options->max_queue, config.metrics = &server->metrics;
         if (serve_batcher_start(&config, &server->batcher, error, sizeof error) != 0) {
@@ -139,7 +139,7 @@ int uform_command_serve(int argc, char **argv) {
     serve_captions_free(&server->captions);
     serve_model_close(&server->model);
     long long answered = 0;
-    for (int route = 0; route < SERVE_ROUTE_COUNT; ++route)
+    for (int route = 0; route < SERVE_METRIC_ROUTES; ++route)
         for (int slot = 0; slot < SERVE_STATUS_SLOTS; ++slot) answered += (long long)server->metrics.requests[route][slot];
     if (!options->quiet) fprintf(stderr, "uform serve: stopped after %lld requests\n", answered);
     serve_options_free(&server->options);
