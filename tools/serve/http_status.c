@@ -1,12 +1,38 @@
 /*
- * The one place where a library status becomes an HTTP answer (api.h): the batcher, the
- * searches and every library call a route makes answer a uform_status_t with a message, and this
- * table alone says which HTTP status and OpenAI-style error code each one is.
+ * Error answers (api.h): the OpenAI-style error body, and the one place where a library status
+ * becomes an HTTP answer: the batcher, the searches and every library call a route makes answer a
+ * uform_status_t with a message, and this table alone says which HTTP status and error code each
+ * one is.
  */
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "api.h"
+
+unsigned serve_error(serve_buffer_t *out, unsigned status, const char *code, const char *param, const char *format, ...) {
+    const char *type = status == 401   ? "authentication_error"
+                       : status == 429 ? "rate_limit_error"
+                       : status >= 500 ? "server_error"
+                                       : "invalid_request_error";
+    char message[1024];
+    va_list arguments;
+    va_start(arguments, format);
+    vsnprintf(message, sizeof message, format, arguments);
+    va_end(arguments);
+    out->length = 0;
+    serve_buffer_text(out, "{\"error\": {\"message\": ");
+    serve_buffer_json_string(out, message, strlen(message));
+    serve_buffer_text(out, ", \"type\": \"");
+    serve_buffer_text(out, type);
+    serve_buffer_text(out, "\", \"param\": ");
+    if (param) serve_buffer_json_string(out, param, strlen(param));
+    else serve_buffer_text(out, "null");
+    serve_buffer_text(out, ", \"code\": \"");
+    serve_buffer_text(out, code);
+    serve_buffer_text(out, "\"}}\n");
+    return status;
+}
 
 typedef struct http_mapping_t {
     uform_status_t status;

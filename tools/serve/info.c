@@ -101,7 +101,7 @@ unsigned serve_metrics_page(serve_request_t *request) {
     if (state != SERVE_LOADING && server->batcher) serve_batcher_depths(server->batcher, depths);
     const char *queues[SERVE_QUEUE_COUNT];
     for (int q = 0; q < SERVE_QUEUE_COUNT; ++q) queues[q] = serve_queue_name(q);
-    serve_metrics_labels_t labels = {serve_route_labels, SERVE_ROUTE_COUNT, queues, SERVE_QUEUE_COUNT, depths};
+    serve_metrics_labels_t labels = {serve_route_labels, SERVE_ROUTE_SLOTS, queues, SERVE_QUEUE_COUNT, depths};
     serve_metrics_render(&server->metrics, &labels, ready, &request->answer);
     request->content_type = "text/plain; version=0.0.4; charset=utf-8";
     return 200;

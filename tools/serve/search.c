@@ -24,7 +24,7 @@ enum { MAX_RERANK = 100000 };
  * (tools/ann_choice.h): the same refusals, as 400s naming the field. */
 static unsigned read_knobs(serve_request_t *request) {
     const serve_model_t *model = &request->server->model;
-    const cJSON *json = request->json;
+    const cJSON *json = request->call.json;
     serve_buffer_t *out = &request->answer;
     static const char *const names[3] = {"nprobe", "ef", "rerank"};
     const long long low[3] = {1, 1, 0}, high[3] = {(long long)1 << 40, (long long)1 << 30, MAX_RERANK};
@@ -53,8 +53,8 @@ static unsigned read_knobs(serve_request_t *request) {
         if (approximate) param = (knobs & ANN_KNOB_NPROBE) && model->ann_description.lists == 0 ? "nprobe" : "ef";
         return serve_error(out, 400, "unsupported_parameter", param, "%s", why);
     }
-    request->approximate = approximate;
-    request->nprobe = (size_t)values[0], request->ef = (size_t)values[1], request->rerank = (size_t)values[2];
+    request->call.approximate = approximate;
+    request->call.nprobe = (size_t)values[0], request->call.ef = (size_t)values[1], request->call.rerank = (size_t)values[2];
     return 0;
 }
 
@@ -68,7 +68,7 @@ unsigned serve_search_begin(serve_request_t *request) {
     unsigned status = serve_parse_body(request);
     if (!status) status = serve_check_model(request);
     if (status) return status;
-    const cJSON *json = request->json, *query = cJSON_GetObjectItemCaseSensitive(json, "query");
+    const cJSON *json = request->call.json, *query = cJSON_GetObjectItemCaseSensitive(json, "query");
     if (!query)
         return serve_error(out, 400, "missing_query", "query",
                            "\"query\" is required: a text, or an object like {\"image\": \"data:image/png;base64,...\"}");
@@ -90,35 +90,35 @@ unsigned serve_search_begin(serve_request_t *request) {
     serve_input_t input;
     if ((status = serve_read_input(request, query, "query", &input))) return status;
     size_t width = server->model.description.embedding, bound = serve_media_bound(&input);
-    if (!(request->items = calloc(1, sizeof *request->items)) || !(request->outputs = malloc(width * sizeof(float))) ||
-        !(request->hits = malloc((size_t)top * sizeof *request->hits)) || (bound && !(request->media = malloc(bound))))
+    if (!(request->call.items = calloc(1, sizeof *request->call.items)) || !(request->call.outputs = malloc(width * sizeof(float))) ||
+        !(request->call.hits = malloc((size_t)top * sizeof *request->call.hits)) || (bound && !(request->call.media = malloc(bound))))
         return serve_error(out, 503, "out_of_memory", NULL, "out of memory for a search");
-    serve_item_t *item = request->items;
-    item->job = &request->job, item->queue = input.modality, item->output = request->outputs;
+    serve_item_t *item = request->call.items;
+    item->job = &request->call.job, item->queue = input.modality, item->output = request->call.outputs;
     if (input.modality == UFORM_MODALITY_TEXT) {
         item->bytes = (const unsigned char *)input.value->valuestring, item->size = strlen(input.value->valuestring);
     } else {
         size_t size = 0;
-        if ((status = serve_decode_media(request, &input, "query", request->media, &size))) return status;
-        item->bytes = request->media, item->size = size;
+        if ((status = serve_decode_media(request, &input, "query", request->call.media, &size))) return status;
+        item->bytes = request->call.media, item->size = size;
     }
-    request->query_modality = input.modality;
-    request->tokens = serve_model_tokens(&server->model, input.modality, item->bytes, item->size);
-    request->top = (size_t)top, request->modalities = modalities;
+    request->call.query_modality = input.modality;
+    request->call.tokens = serve_model_tokens(&server->model, input.modality, item->bytes, item->size);
+    request->call.top = (size_t)top, request->call.modalities = modalities;
     /* The batcher encodes the query; serve_search_answer searches. */
-    request->job.items = request->items, request->job.count = 1;
+    request->call.job.items = request->call.items, request->call.job.count = 1;
     return 0;
 }
 
-/* Searches the index with the encoded query (request->outputs, the full embedding), exactly or
+/* Searches the index with the encoded query (request->call.outputs, the full embedding), exactly or
  * through the approximate structure, on this HTTP thread (no executor: the calling thread), into
- * request->hits. Answers 0, or the status of the error it wrote. */
+ * request->call.hits. Answers 0, or the status of the error it wrote. */
 static unsigned run_search(serve_request_t *request) {
     const serve_model_t *model = &request->server->model;
     size_t dims = model->index_description.dimensions;
     /* The query the index scores: the embedding's prefix of the index's width (the whole width
      * untouched: bit for bit the query `uform search` scores). */
-    float *query = request->outputs;
+    float *query = request->call.outputs;
     uform_outcome_t outcome = {0};
     uform_status_t status = uform_embedding_truncate(query, model->description.embedding, dims, query, &outcome);
     uform_arena_t arena = NULL;
@@ -127,17 +127,17 @@ static unsigned run_search(serve_request_t *request) {
     size_t per_query = 0;
     uform_index_search_t exact = {0};
     uform_index_ann_search_t approximate = {0};
-    if (status == UFORM_OK && request->approximate) {
+    if (status == UFORM_OK && request->call.approximate) {
         approximate.ann = model->ann, approximate.arena = arena;
         approximate.queries = query, approximate.queries_count = 1, approximate.queries_columns = dims;
-        approximate.top = request->top, approximate.modalities = request->modalities;
-        approximate.nprobe = request->nprobe, approximate.ef = request->ef, approximate.rerank = request->rerank;
+        approximate.top = request->call.top, approximate.modalities = request->call.modalities;
+        approximate.nprobe = request->call.nprobe, approximate.ef = request->call.ef, approximate.rerank = request->call.rerank;
         status = uform_index_ann_search(&approximate);
         outcome = approximate.outcome, hits = approximate.hits, per_query = approximate.hits_per_query;
     } else if (status == UFORM_OK) {
         exact.index = model->index, exact.arena = arena;
         exact.queries = query, exact.queries_count = 1, exact.queries_columns = dims;
-        exact.top = request->top, exact.modalities = request->modalities;
+        exact.top = request->call.top, exact.modalities = request->call.modalities;
         status = uform_index_search(&exact);
         outcome = exact.outcome, hits = exact.hits, per_query = exact.hits_per_query;
     }
@@ -145,14 +145,14 @@ static unsigned run_search(serve_request_t *request) {
         char line[600];
         uform_outcome_format(&outcome, line, sizeof line);
         uform_arena_free(arena);
-        return serve_status_error(&request->answer, status, NULL, "%s: %s", request->approximate ? "approximate search" : "search",
+        return serve_status_error(&request->answer, status, NULL, "%s: %s", request->call.approximate ? "approximate search" : "search",
                                   line);
     }
     /* An IVF whose probed lists hold fewer eligible items ends the row early (item UINT64_MAX). */
     size_t count = 0;
-    while (count < per_query && count < request->top && hits[count].item != UINT64_MAX) ++count;
-    memcpy(request->hits, hits, count * sizeof *request->hits);
-    request->hits_count = count;
+    while (count < per_query && count < request->call.top && hits[count].item != UINT64_MAX) ++count;
+    memcpy(request->call.hits, hits, count * sizeof *request->call.hits);
+    request->call.hits_count = count;
     uform_arena_free(arena);
     return 0;
 }
@@ -164,8 +164,8 @@ unsigned serve_search_answer(serve_request_t *request) {
     unsigned status = run_search(request);
     if (status) return status;
     serve_buffer_text(out, "{\"object\": \"list\", \"data\": [");
-    for (size_t i = 0; i < request->hits_count; ++i) {
-        const uform_index_hit_t *hit = &request->hits[i];
+    for (size_t i = 0; i < request->call.hits_count; ++i) {
+        const uform_index_hit_t *hit = &request->call.hits[i];
         const char *path = NULL;
         size_t length = 0;
         uform_modality_t modality = hit->modality;
@@ -185,6 +185,6 @@ unsigned serve_search_answer(serve_request_t *request) {
     serve_buffer_text(out, "], \"model\": ");
     serve_buffer_json_string(out, model->name, strlen(model->name));
     serve_buffer_printf(out, ", \"query\": {\"modality\": \"%s\"}, \"usage\": {\"prompt_tokens\": %zu, \"total_tokens\": %zu}}\n",
-                        names[request->query_modality], request->tokens, request->tokens);
+                        names[request->call.query_modality], request->call.tokens, request->call.tokens);
     return 200;
 }

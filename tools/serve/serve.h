@@ -6,10 +6,12 @@
  *
  * Files: serve_main.c (the command: start, signals, drain), serve_flags.c (the flag table),
  * model.c (executors, checkpoint, index: every model-loading option in one place), http.c (the
- * daemon, routing, authentication, limits, errors), inputs.c (JSON inputs, data: URIs),
- * embeddings.c, search.c, choose.c (the API routes), info.c (health, models, metrics, the page,
- * media), captions.c (--captions), batcher.c and batcher_run.c (dynamic batching), metrics.c,
- * buffer.c, base64.c.
+ * daemon, a connection's life, authentication, limits), routes.c (the route table: method, path,
+ * handler, per-route state), http_status.c (error answers; library statuses to HTTP, one table),
+ * inputs.c (JSON inputs, data: URIs), embeddings.c, search.c (the exact and approximate searches),
+ * choose.c (the API routes), info.c (health, models, metrics, the page, media), captions.c
+ * (--captions, through the library's dataset reader), batcher.c and batcher_run.c (dynamic
+ * batching: encodes only, library statuses), metrics.c, buffer.c, base64.c.
  */
 #ifndef UFORM_TOOLS_SERVE_SERVE_H
 #define UFORM_TOOLS_SERVE_SERVE_H
