@@ -168,8 +168,12 @@ static int support_open(support_t *s, const char *checkpoint, size_t threads) {
     }
     static const char *const choices[SUPPORT_CHOICES] = {"oa", "yn", "abc", "01", "xyz!", "e"};
     for (int i = 0; i < SUPPORT_CHOICES; ++i) {
-        char text[64];
-        int length = snprintf(text, sizeof text, "question %d: yes or n", i);
+        /* One (with four choices) longer than the model's 64 text bytes: the library keeps its last bytes,
+         * in a batch as alone. */
+        char text[160];
+        int length = snprintf(text, sizeof text, "%squestion %d: yes or n",
+                              i == 4 ? "a long preamble that pushes the prefix past sixty-four bytes, "
+                                                         "so that only its tail reaches the model: " : "", i);
         s->choices[i].queue = SERVE_QUEUE_CHOOSE, s->choices[i].bytes = (unsigned char *)strdup(text);
         s->choices[i].size = (size_t)length, s->choices[i].choices = choices[i];
         if (support_choice_reference(s, &s->choices[i], arena)) return -1;

@@ -215,10 +215,6 @@ int serve_batcher_start(const serve_batcher_config_t *config, serve_batcher_t **
     if (!batcher) return failure(error, capacity, NULL, "out of memory");
     batcher->config = *config;
     batcher->embedding = describe.description.embedding;
-    batcher->text_bytes = describe.description.text_bytes;
-    /* A native model reads a text's first text_bytes bytes; a published model's tokenizer reads the
-     * whole text and its tower keeps the first tokens (docs/checkpoints.md). */
-    batcher->whole_texts = strcmp(describe.description.family, "uform4") != 0;
     pthread_mutex_init(&batcher->lock, NULL);
     pthread_condattr_t attributes;
     pthread_condattr_init(&attributes);
@@ -228,8 +224,8 @@ int serve_batcher_start(const serve_batcher_config_t *config, serve_batcher_t **
     pthread_condattr_destroy(&attributes);
 
     size_t max_batch = config->max_batch;
-    size_t text_bytes = batcher->text_bytes ? batcher->text_bytes : 1;
-    batcher->tape_capacity = max_batch * (batcher->whole_texts ? 1024 : text_bytes);
+    /* Room for a batch of short texts at first; gather_texts grows it. */
+    batcher->tape_capacity = max_batch * 256;
     int failed = !(batcher->batch = calloc(max_batch, sizeof *batcher->batch)) ||
                  !(batcher->tape = malloc(batcher->tape_capacity)) || !(batcher->choices = malloc(max_batch * 256)) ||
                  !(batcher->offsets = calloc(max_batch + 1, sizeof(size_t))) ||

@@ -29,7 +29,7 @@ typedef struct serve_slot_t {
 
 struct serve_batcher_s {
     serve_batcher_config_t config;
-    size_t embedding, text_bytes;
+    size_t embedding;
 
     pthread_mutex_t lock;
     pthread_cond_t compute_wakeup;  /* text or choose items, a ready slot, stopping */
@@ -45,9 +45,8 @@ struct serve_batcher_s {
     /* The compute thread's own buffers. */
     uform_arena_t arena;            /* encode and choose outputs */
     serve_item_t **batch;           /* [max_batch] */
-    unsigned char *tape;            /* [tape_capacity]: the texts of a batch */
-    size_t tape_capacity;           /* max_batch · text_bytes; grows for a published model's whole texts */
-    int whole_texts;                /* a published model tokenises each whole text (no byte limit here) */
+    unsigned char *tape;            /* [tape_capacity]: the texts of a batch, whole */
+    size_t tape_capacity;           /* grows to the largest batch of texts seen */
     unsigned char *choices;         /* [max_batch · 256]: their legal next bytes (choose) */
     size_t *offsets, *choice_offsets; /* [max_batch + 1] each */
     size_t *groups;                 /* [max_batch] */

@@ -53,33 +53,36 @@ static void finish(serve_item_t **items, size_t count) {
 
 /* ---- the batches ------------------------------------------------------------------------------ */
 
-static void run_text(serve_batcher_t *batcher, size_t count) {
-    serve_item_t **items = batcher->batch;
-    size_t used = 0, needed = 0;
-    if (batcher->whole_texts) {
-        /* A published model tokenises whole texts: the tape grows to the largest batch seen. */
-        for (size_t i = 0; i < count; ++i) needed += items[i]->size;
-        if (needed > batcher->tape_capacity) {
-            unsigned char *grown = realloc(batcher->tape, needed);
-            if (!grown) {
-                uform_outcome_t outcome = {0};
-                snprintf(outcome.message, sizeof outcome.message, "out of memory for %zu bytes of texts", needed);
-                outcome.status = UFORM_OUT_OF_MEMORY;
-                fail_all(items, count, &outcome);
-                return;
-            }
-            batcher->tape = grown, batcher->tape_capacity = needed;
+/* The batch's texts end to end on the tape, whole: the library keeps what its model reads (a native
+ * model's first text_bytes bytes, a choice prefix's last ones, a tokenizer's first tokens), so the
+ * server never re-derives a truncation. The tape grows to the largest batch seen, then stays.
+ * Answers 0, or -1 after failing every item (out of memory). */
+static int gather_texts(serve_batcher_t *batcher, serve_item_t **items, size_t count) {
+    size_t needed = 0, used = 0;
+    for (size_t i = 0; i < count; ++i) needed += items[i]->size;
+    if (needed > batcher->tape_capacity) {
+        unsigned char *grown = realloc(batcher->tape, needed);
+        if (!grown) {
+            uform_outcome_t outcome = {0};
+            snprintf(outcome.message, sizeof outcome.message, "out of memory for %zu bytes of texts", needed);
+            outcome.status = UFORM_OUT_OF_MEMORY;
+            fail_all(items, count, &outcome);
+            return -1;
         }
+        batcher->tape = grown, batcher->tape_capacity = needed;
     }
     batcher->offsets[0] = 0;
     for (size_t i = 0; i < count; ++i) {
-        /* A native model reads a text's first text_bytes bytes: the rest never reaches it. */
-        size_t size = items[i]->size;
-        if (!batcher->whole_texts && size > batcher->text_bytes) size = batcher->text_bytes;
-        if (size) memcpy(batcher->tape + used, items[i]->bytes, size);
-        used += size;
+        if (items[i]->size) memcpy(batcher->tape + used, items[i]->bytes, items[i]->size);
+        used += items[i]->size;
         batcher->offsets[i + 1] = used;
     }
+    return 0;
+}
+
+static void run_text(serve_batcher_t *batcher, size_t count) {
+    serve_item_t **items = batcher->batch;
+    if (gather_texts(batcher, items, count)) return;
     uform_text_encode_t request = {0};
     request.model = batcher->config.model, request.executor = batcher->config.compute;
     request.texts = (uform_tape_t){batcher->tape, batcher->offsets, count};
@@ -96,14 +99,10 @@ static void run_text(serve_batcher_t *batcher, size_t count) {
 
 static void run_choose(serve_batcher_t *batcher, size_t count) {
     serve_item_t **items = batcher->batch;
-    size_t used = 0, chosen = 0;
-    batcher->offsets[0] = batcher->choice_offsets[0] = 0;
+    if (gather_texts(batcher, items, count)) return;
+    size_t chosen = 0;
+    batcher->choice_offsets[0] = 0;
     for (size_t i = 0; i < count; ++i) {
-        /* A prefix keeps its last text_bytes bytes, the ones next to the byte being chosen. */
-        size_t size = items[i]->size < batcher->text_bytes ? items[i]->size : batcher->text_bytes;
-        if (size) memcpy(batcher->tape + used, items[i]->bytes + items[i]->size - size, size);
-        used += size;
-        batcher->offsets[i + 1] = used;
         memcpy(batcher->choices + chosen, items[i]->choices, items[i]->choices_size);
         chosen += items[i]->choices_size;
         batcher->choice_offsets[i + 1] = chosen;

@@ -70,7 +70,8 @@ static unsigned read_one(serve_request_t *request, const cJSON *object, const ch
     item->queue = SERVE_QUEUE_CHOOSE;
     item->bytes = (const unsigned char *)text->valuestring, item->size = length;
     item->choices = bytes, item->choices_size = count, item->group = (size_t)group;
-    request->call.tokens += (length < model->description.text_bytes ? length : model->description.text_bytes) + 2;
+    /* The prefix's tokens as the library counts them, and the position of the byte being chosen. */
+    request->call.tokens += serve_model_tokens(model, UFORM_MODALITY_TEXT, item->bytes, item->size) + 1;
     return 0;
 }
 
