@@ -6,10 +6,6 @@
 
 #include "api.h"
 
-static const serve_handler_t embeddings = {serve_embeddings_begin, serve_embeddings_answer};
-static const serve_handler_t search = {serve_search_begin, serve_search_answer};
-static const serve_handler_t choose = {serve_choose_begin, serve_choose_answer};
-
 /* Metric slots, in the order /metrics lists the routes. */
 enum { EMBEDDINGS, SEARCH, CHOOSE, HEALTH, MODELS, METRICS, PAGE, MEDIA };
 
@@ -18,9 +14,9 @@ const char *const serve_route_labels[SERVE_ROUTE_SLOTS] = {"/v1/embeddings", "/v
                                                            "other"};
 
 static const serve_route_t routes[] = {
-    {"POST", "/v1/embeddings", embeddings, EMBEDDINGS, 0},
-    {"POST", "/v1/search", search, SEARCH, 0},
-    {"POST", "/v1/choose", choose, CHOOSE, 0},
+    {"POST", "/v1/embeddings", {serve_embeddings_begin, serve_embeddings_answer}, EMBEDDINGS, 0},
+    {"POST", "/v1/search", {serve_search_begin, serve_search_answer}, SEARCH, 0},
+    {"POST", "/v1/choose", {serve_choose_begin, serve_choose_answer}, CHOOSE, 0},
     {"GET", "/health", {serve_health, NULL}, HEALTH, SERVE_ROUTE_OPEN | SERVE_ROUTE_ALWAYS},
     {"GET", "/v1/models", {serve_models, NULL}, MODELS, 0},
     {"GET", "/v1/models/", {serve_models, NULL}, MODELS, 0},
