@@ -13,7 +13,10 @@
  *      without waiting for batches to fill;
  *   4. batching: max-batch items coalesce into one batch (text and pictures), a request larger
  *      than a batch is split and answered in order, a lone item waits max-wait for company;
- *   5. stop with 60 jobs in flight: each answered once.
+ *   5. stop with 60 jobs in flight: each answered once;
+ *   6. follow-ups: a batch of 4 texts, 3 of whose jobs name one follow-up, runs it once with those 3
+ *      items (their outputs already written) before any of them resolves; a failure it records
+ *      ends that job alone.
  * Run under ThreadSanitizer by `make tsan` (label tsan).
  * Usage: test_serve_batcher CHECKPOINT [SEED]
  */
@@ -330,6 +333,57 @@ static void test_spin(void) {
     support.spin_us = 0;
 }
 
+/* A follow-up that records what it was given and fails the job of one chosen text. */
+typedef struct recorder_t {
+    serve_followup_t followup; /* first */
+    int runs;
+    size_t items;
+    int outputs_ready, resolved_before;
+    const unsigned char *fail_bytes;
+} recorder_t;
+
+static void record(serve_followup_t *followup, serve_item_t **items, size_t count, uform_executor_t compute) {
+    recorder_t *recorder = (recorder_t *)followup;
+    (void)compute;
+    recorder->runs += 1, recorder->items += count;
+    for (size_t i = 0; i < count; ++i) {
+        const support_job_t *own = items[i]->job->context;
+        double dot = 0;
+        for (size_t c = 0; c < support.width; ++c) dot += (double)items[i]->output[c] * own->inputs[0]->reference[c];
+        recorder->outputs_ready += dot > 0.99999;
+        recorder->resolved_before += own->calls != 0;
+        if (items[i]->bytes == recorder->fail_bytes) serve_job_fail(items[i]->job, UFORM_IO, "the follow-up failed it");
+    }
+}
+
+static void test_followup(void) {
+    /* Batches of 4 that would wait 60 s: the 4 jobs make one batch. */
+    serve_batcher_t *batcher = support_batcher(&support, 4, 60000000, 64, NULL);
+    CHECK(batcher != NULL);
+    if (!batcher) return;
+    recorder_t recorder = {{record}, 0, 0, 0, 0, support.texts[2].bytes};
+    support_job_t *jobs = calloc(4, sizeof *jobs);
+    for (int j = 0; j < 4; ++j) {
+        support_job_init(&jobs[j]);
+        support_job_add(&jobs[j], &support.texts[j]);
+        if (j != 3) jobs[j].job.followup = &recorder.followup;
+        CHECK_EQ_INT(serve_batcher_submit(batcher, &jobs[j].job), UFORM_OK);
+    }
+    for (int j = 0; j < 4; ++j) support_job_wait(&jobs[j]);
+    CHECK_EQ_INT(recorder.runs, 1);
+    CHECK_EQ_INT(recorder.items, 3);
+    CHECK_EQ_INT(recorder.outputs_ready, 3);
+    CHECK_EQ_INT(recorder.resolved_before, 0);
+    for (int j = 0; j < 4; ++j) {
+        CHECK_EQ_INT(jobs[j].calls, 1);
+        CHECK_EQ_INT(atomic_load(&jobs[j].job.status), j == 2 ? UFORM_IO : UFORM_OK);
+    }
+    CHECK_CONTAINS(jobs[2].job.message, "the follow-up failed it");
+    serve_batcher_free(batcher);
+    for (int j = 0; j < 4; ++j) support_job_destroy(&jobs[j]);
+    free(jobs);
+}
+
 int main(int argc, char **argv) {
     if (argc < 2) {
         fprintf(stderr, "usage: test_serve_batcher CHECKPOINT [SEED]\n");
@@ -344,6 +398,7 @@ int main(int argc, char **argv) {
     test_limits();
     test_batching();
     test_stop_in_flight();
+    test_followup();
     test_spin();
     support.spin_us = 250; /* the server's default: the concurrent run again, with polling */
     test_concurrent(seed + 1);

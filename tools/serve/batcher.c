@@ -24,7 +24,7 @@ const char *serve_queue_name(int queue) {
     return (unsigned)queue < SERVE_QUEUE_COUNT ? names[queue] : "unknown";
 }
 
-void serve__fail(serve_job_t *job, uform_status_t status, const char *format, ...) {
+void serve_job_fail(serve_job_t *job, uform_status_t status, const char *format, ...) {
     int expected = UFORM_OK;
     if (!atomic_compare_exchange_strong_explicit(&job->status, &expected, (int)status, memory_order_acq_rel,
                                                  memory_order_relaxed))
@@ -43,7 +43,7 @@ void serve__resolve(serve_job_t *job, size_t count) {
 void serve__resolve_expired(serve_batcher_t *batcher, serve_item_t *expired) {
     while (expired) {
         serve_item_t *next = expired->next;
-        serve__fail(expired->job, UFORM_TIMEOUT, "the request waited longer than --timeout before input[%zu] reached a batch",
+        serve_job_fail(expired->job, UFORM_TIMEOUT, "the request waited longer than --timeout before input[%zu] reached a batch",
                     expired->index);
         serve__resolve(expired->job, 1);
         expired = next;
@@ -186,7 +186,8 @@ static void release(serve_batcher_t *batcher) {
     }
     uform_arena_free(batcher->arena);
     free(batcher->batch), free(batcher->tape), free(batcher->choices), free(batcher->offsets);
-    free(batcher->choice_offsets), free(batcher->groups);
+    free(batcher->choice_offsets), free(batcher->groups), free(batcher->followed);
+    free(batcher->followup_items);
     pthread_mutex_destroy(&batcher->lock);
     pthread_cond_destroy(&batcher->compute_wakeup);
     pthread_cond_destroy(&batcher->prepare_wakeup);
@@ -230,7 +231,9 @@ int serve_batcher_start(const serve_batcher_config_t *config, serve_batcher_t **
                  !(batcher->tape = malloc(batcher->tape_capacity)) || !(batcher->choices = malloc(max_batch * 256)) ||
                  !(batcher->offsets = calloc(max_batch + 1, sizeof(size_t))) ||
                  !(batcher->choice_offsets = calloc(max_batch + 1, sizeof(size_t))) ||
-                 !(batcher->groups = calloc(max_batch, sizeof(size_t)));
+                 !(batcher->groups = calloc(max_batch, sizeof(size_t))) ||
+                 !(batcher->followed = calloc(max_batch, sizeof *batcher->followed)) ||
+                 !(batcher->followup_items = calloc(max_batch, sizeof *batcher->followup_items));
     for (int s = 0; s < 2 && !failed; ++s)
         failed = !(batcher->slots[s].items = calloc(max_batch, sizeof(serve_item_t *))) ||
                  !(batcher->slots[s].offsets = calloc(max_batch + 1, sizeof(size_t)));

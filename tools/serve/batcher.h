@@ -13,7 +13,10 @@
  * batch on the compute executor. The prepare thread takes media batches and decodes them on the
  * decode executor (uform_media_prepare) into one of two slots while the compute thread encodes the
  * other (uform_prepared_encode): decoding runs beside compute. The batcher only encodes (and
- * chooses): what a route does with an embedding, such as searching an index, is the route's.
+ * chooses): what a route does with an embedding, such as searching an index, is the route's. A
+ * route that wants its work to share the batch (one search call for every query of a batch, on
+ * the compute executor) gives its jobs a follow-up (serve_followup_t), which the compute thread
+ * runs right after the batch; the batcher knows nothing of what it does.
  *
  * It speaks the library's statuses, never HTTP: a job ends with a uform_status_t and a message,
  * and the HTTP layer alone turns those into answers (http_status.c).
@@ -45,10 +48,22 @@ enum { SERVE_QUEUE_CHOOSE = 4, SERVE_QUEUE_COUNT = 5 };
 const char *serve_queue_name(int queue);
 
 typedef struct serve_job_t serve_job_t;
+typedef struct serve_item_t serve_item_t;
+
+/*
+ * Work a route runs on the compute thread right after a batch has encoded items of its jobs:
+ * `run` gets those items (their outputs written, none past its deadline) and the compute
+ * executor, and records a job's failure with serve_job_fail. It must not allocate on every call
+ * (its buffers are the route's, sized for max_batch items) nor block on anything but the executor.
+ */
+typedef struct serve_followup_t serve_followup_t;
+struct serve_followup_t {
+    void (*run)(serve_followup_t *followup, serve_item_t **items, size_t count, uform_executor_t compute);
+};
 
 /* One input of a job. The job's owner fills the fields marked "in" before submitting; the
  * batcher owns `next` and `queued_ns` while the item is queued. */
-typedef struct serve_item_t {
+struct serve_item_t {
     struct serve_item_t *next;   /* batcher: the queue's link */
     uint64_t queued_ns;          /* batcher: when it was queued (CLOCK_MONOTONIC) */
     serve_job_t *job;            /* in */
@@ -61,7 +76,7 @@ typedef struct serve_item_t {
     size_t group;                /* in, choose: the temperature group */
     float *output;               /* in: where the result goes: E floats (the full, normalised
                                     embedding), or `choices_size` probabilities */
-} serve_item_t;
+};
 
 /*
  * A request's work. The owner allocates it with its items and outputs, fills the "in" fields and
@@ -73,6 +88,7 @@ struct serve_job_t {
     serve_item_t *items;         /* in: [count] */
     size_t count;                /* in: at least 1 */
     uint64_t deadline_ns;        /* in: CLOCK_MONOTONIC time after which it fails UFORM_TIMEOUT; 0: none */
+    serve_followup_t *followup;  /* in: NULL, or the route's work to run after its items are encoded */
     void (*done)(serve_job_t *job); /* in */
     void *context;               /* in: the owner's */
     atomic_size_t remaining;     /* batcher: items not yet resolved */
@@ -104,6 +120,10 @@ int serve_batcher_start(const serve_batcher_config_t *config, serve_batcher_t **
  * UFORM_CONTENDED (the queues hold too many items now; try again later), UFORM_INVALID_ARGUMENT
  * (the job has more items than the queues ever hold), UFORM_CANCELLED (the batcher is stopping). */
 uform_status_t serve_batcher_submit(serve_batcher_t *batcher, serve_job_t *job);
+
+/* Records the first failure of a job (later ones are dropped): a uform_status_t and its message.
+ * For a follow-up's failures; thread-safe. */
+void serve_job_fail(serve_job_t *job, uform_status_t status, const char *format, ...) __attribute__((format(printf, 3, 4)));
 
 /* Items queued now, per queue (a racy but exact-per-queue read, for /metrics). */
 void serve_batcher_depths(serve_batcher_t *batcher, size_t depths[SERVE_QUEUE_COUNT]);

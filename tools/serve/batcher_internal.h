@@ -50,6 +50,8 @@ struct serve_batcher_s {
     unsigned char *choices;         /* [max_batch · 256]: their legal next bytes (choose) */
     size_t *offsets, *choice_offsets; /* [max_batch + 1] each */
     size_t *groups;                 /* [max_batch] */
+    serve_item_t **followed;        /* [max_batch]: a batch's items whose jobs have a follow-up */
+    serve_item_t **followup_items;  /* [max_batch]: those of the follow-up being run */
 
     pthread_t compute_thread, prepare_thread;
     int threads_started;
@@ -73,8 +75,6 @@ void serve__wake_compute_locked(serve_batcher_t *batcher);
 void serve__wait_locked(serve_batcher_t *batcher, pthread_cond_t *condition, uint64_t until_ns);
 
 /* Resolution (no lock held). */
-/* Records the first failure of a job (later ones are dropped): a uform_status_t and its message. */
-void serve__fail(serve_job_t *job, uform_status_t status, const char *format, ...) __attribute__((format(printf, 3, 4)));
 /* Marks `count` items of the job resolved; the last one calls `done`. */
 void serve__resolve(serve_job_t *job, size_t count);
 /* Resolves a chain of expired items (UFORM_TIMEOUT) or dropped ones (their job already failed). */

@@ -21,7 +21,7 @@ static void fail_all(serve_item_t **items, size_t count, const uform_outcome_t *
         /* The inputs were checked before they were queued: a whole batch failing is the server's
          * trouble (the library's status says which), never an input's. */
         uform_status_t status = uform_outcome_status(outcome);
-        serve__fail(items[i]->job, status == UFORM_FORMAT || status == UFORM_UNSUPPORTED ? UFORM_INTERNAL : status,
+        serve_job_fail(items[i]->job, status == UFORM_FORMAT || status == UFORM_UNSUPPORTED ? UFORM_INTERNAL : status,
                     "input[%zu]: %s", items[i]->index, line);
         serve__resolve(items[i]->job, 1);
     }
@@ -37,17 +37,37 @@ static int scatter_rows(serve_batcher_t *batcher, const uform_matrix_t *view, se
     return 0;
 }
 
-/* Every item of a computed batch (its output written): late ones fail UFORM_TIMEOUT, the rest
- * resolve. NULL entries were resolved already. */
-static void finish(serve_item_t **items, size_t count) {
+/* Every item of a computed batch (its output written): late ones fail UFORM_TIMEOUT, items of
+ * jobs with a follow-up get it run (one call per follow-up for all its items of the batch), then
+ * everything resolves. NULL entries were resolved already. */
+static void finish(serve_batcher_t *batcher, serve_item_t **items, size_t count) {
     uint64_t now = serve_now_ns();
+    size_t pending = 0; /* items waiting for their follow-up, gathered in `followed` */
     for (size_t i = 0; i < count; ++i) {
         serve_item_t *item = items[i];
         if (!item) continue;
         serve_job_t *job = item->job;
-        if (job->deadline_ns && now > job->deadline_ns)
-            serve__fail(job, UFORM_TIMEOUT, "the request took longer than --timeout (input[%zu] was computed too late)", item->index);
-        serve__resolve(job, 1);
+        if (job->deadline_ns && now > job->deadline_ns) {
+            serve_job_fail(job, UFORM_TIMEOUT, "the request took longer than --timeout (input[%zu] was computed too late)", item->index);
+            serve__resolve(job, 1);
+        } else if (job->followup) {
+            batcher->followed[pending++] = item;
+        } else {
+            serve__resolve(job, 1);
+        }
+    }
+    /* One run per distinct follow-up (a server has one: the search route's), in batch order. */
+    while (pending) {
+        serve_followup_t *followup = batcher->followed[0]->job->followup;
+        size_t same = 0, rest = 0;
+        for (size_t i = 0; i < pending; ++i) {
+            serve_item_t *item = batcher->followed[i];
+            if (item->job->followup == followup) batcher->followup_items[same++] = item;
+            else batcher->followed[rest++] = item;
+        }
+        followup->run(followup, batcher->followup_items, same, batcher->config.compute);
+        for (size_t i = 0; i < same; ++i) serve__resolve(batcher->followup_items[i]->job, 1);
+        pending = rest;
     }
 }
 
@@ -94,7 +114,7 @@ static void run_text(serve_batcher_t *batcher, size_t count) {
         fail_all(items, count, &request.outcome);
         return;
     }
-    finish(items, count);
+    finish(batcher, items, count);
 }
 
 static void run_choose(serve_batcher_t *batcher, size_t count) {
@@ -131,7 +151,7 @@ static void run_choose(serve_batcher_t *batcher, size_t count) {
         fail_all(items, count, &request.outcome);
         return;
     }
-    finish(items, count);
+    finish(batcher, items, count);
 }
 
 /* Decodes a slot's files on the decode executor; an item that does not decode answers 422 naming
@@ -170,7 +190,7 @@ static size_t prepare_slot(serve_batcher_t *batcher, serve_slot_t *slot) {
         const uform_outcome_t *outcome = &prepare->prepared.item_outcomes[i];
         if (outcome->status == UFORM_OK) continue;
         serve_item_t *item = slot->items[i];
-        serve__fail(item->job, outcome->status, "input[%zu]: cannot decode the %s: %s", item->index,
+        serve_job_fail(item->job, outcome->status, "input[%zu]: cannot decode the %s: %s", item->index,
                     serve_queue_name(slot->modality), outcome->message);
         serve__resolve(item->job, 1);
         slot->items[i] = NULL;
@@ -196,7 +216,7 @@ static void run_slot(serve_batcher_t *batcher, serve_slot_t *slot) {
         fail_all(items, count, &request.outcome);
         return;
     }
-    finish(items, count);
+    finish(batcher, items, count);
 }
 
 /* ---- the threads ------------------------------------------------------------------------------ */

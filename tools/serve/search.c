@@ -4,10 +4,11 @@
  * index with a .faiss beside it "nprobe", "ef", "rerank" (uform search's --nprobe, --ef, --rerank)
  * and "exact": true (--exact)}. Answers {"object": "list", "data": [{"rank", "item", "score",
  * "modality", "path", "caption" (with --captions, when known), "media"}], "model", "usage"}: the
- * top K by cosine, best first, ties by item number: exact (uform_index_search) or through the
- * approximate structure (uform_index_ann_search). The batcher only encodes the query; both searches
- * run here, on the HTTP thread that writes the answer, once the query is encoded: the batcher knows
- * nothing of indexes, and its compute executor stays free for the next batch.
+ * top K by cosine, best first, ties by item number: exact (uform_index_search, exact_search.c:
+ * the follow-up the batcher runs right after the batch that encoded the query, every query of the
+ * batch in one call on the compute executor) or through the approximate structure
+ * (uform_index_ann_search, here on the HTTP thread once the query is encoded, without an executor).
+ * The batcher only encodes: both searches are this route's.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -105,53 +106,44 @@ unsigned serve_search_begin(serve_request_t *request) {
     request->call.query_modality = input.modality;
     request->call.tokens = serve_model_tokens(&server->model, input.modality, item->bytes, item->size);
     request->call.top = (size_t)top, request->call.modalities = modalities;
-    /* The batcher encodes the query; serve_search_answer searches. */
+    /* The batcher encodes the query; an exact search follows in its batch, an approximate one in
+     * serve_search_answer. */
     request->call.job.items = request->call.items, request->call.job.count = 1;
+    if (!request->call.approximate) request->call.job.followup = &server->search.followup;
     return 0;
 }
 
-/* Searches the index with the encoded query (request->call.outputs, the full embedding), exactly or
- * through the approximate structure, on this HTTP thread (no executor: the calling thread), into
- * request->call.hits. Answers 0, or the status of the error it wrote. */
-static unsigned run_search(serve_request_t *request) {
+/* The approximate search of the encoded query (request->call.outputs, the full embedding), on this
+ * HTTP thread: FAISS runs inline (no executor), so the batcher's executor stays free. Answers 0, or
+ * the status of the error it wrote. */
+static unsigned search_approximate(serve_request_t *request) {
     const serve_model_t *model = &request->server->model;
     size_t dims = model->index_description.dimensions;
-    /* The query the index scores: the embedding's prefix of the index's width (the whole width
-     * untouched: bit for bit the query `uform search` scores). */
+    /* The query as the exact search makes it, so both paths score the same query. */
     float *query = request->call.outputs;
     uform_outcome_t outcome = {0};
     uform_status_t status = uform_embedding_truncate(query, model->description.embedding, dims, query, &outcome);
     uform_arena_t arena = NULL;
     if (status == UFORM_OK) status = uform_arena_for_executor(NULL, &arena, &outcome);
-    const uform_index_hit_t *hits = NULL;
-    size_t per_query = 0;
-    uform_index_search_t exact = {0};
-    uform_index_ann_search_t approximate = {0};
-    if (status == UFORM_OK && request->call.approximate) {
-        approximate.ann = model->ann, approximate.arena = arena;
-        approximate.queries = query, approximate.queries_count = 1, approximate.queries_columns = dims;
-        approximate.top = request->call.top, approximate.modalities = request->call.modalities;
-        approximate.nprobe = request->call.nprobe, approximate.ef = request->call.ef, approximate.rerank = request->call.rerank;
-        status = uform_index_ann_search(&approximate);
-        outcome = approximate.outcome, hits = approximate.hits, per_query = approximate.hits_per_query;
-    } else if (status == UFORM_OK) {
-        exact.index = model->index, exact.arena = arena;
-        exact.queries = query, exact.queries_count = 1, exact.queries_columns = dims;
-        exact.top = request->call.top, exact.modalities = request->call.modalities;
-        status = uform_index_search(&exact);
-        outcome = exact.outcome, hits = exact.hits, per_query = exact.hits_per_query;
+    uform_index_ann_search_t search = {0};
+    if (status == UFORM_OK) {
+        search.ann = model->ann, search.arena = arena;
+        search.queries = query, search.queries_count = 1, search.queries_columns = dims;
+        search.top = request->call.top, search.modalities = request->call.modalities;
+        search.nprobe = request->call.nprobe, search.ef = request->call.ef, search.rerank = request->call.rerank;
+        status = uform_index_ann_search(&search);
+        outcome = search.outcome;
     }
     if (status != UFORM_OK) {
         char line[600];
         uform_outcome_format(&outcome, line, sizeof line);
         uform_arena_free(arena);
-        return serve_status_error(&request->answer, status, NULL, "%s: %s", request->call.approximate ? "approximate search" : "search",
-                                  line);
+        return serve_status_error(&request->answer, status, NULL, "approximate search: %s", line);
     }
     /* An IVF whose probed lists hold fewer eligible items ends the row early (item UINT64_MAX). */
     size_t count = 0;
-    while (count < per_query && count < request->call.top && hits[count].item != UINT64_MAX) ++count;
-    memcpy(request->call.hits, hits, count * sizeof *request->call.hits);
+    while (count < search.hits_per_query && count < request->call.top && search.hits[count].item != UINT64_MAX) ++count;
+    memcpy(request->call.hits, search.hits, count * sizeof *request->call.hits);
     request->call.hits_count = count;
     uform_arena_free(arena);
     return 0;
@@ -161,8 +153,10 @@ unsigned serve_search_answer(serve_request_t *request) {
     const serve_model_t *model = &request->server->model;
     serve_buffer_t *out = &request->answer;
     static const char *const names[4] = {"text", "image", "video", "audio"};
-    unsigned status = run_search(request);
-    if (status) return status;
+    if (request->call.approximate) {
+        unsigned status = search_approximate(request);
+        if (status) return status;
+    }
     serve_buffer_text(out, "{\"object\": \"list\", \"data\": [");
     for (size_t i = 0; i < request->call.hits_count; ++i) {
         const uform_index_hit_t *hit = &request->call.hits[i];

@@ -23,7 +23,7 @@ target_compile_definitions(uform_serve_core PRIVATE _GNU_SOURCE)
 
 # The command: HTTP, routes, options, the page.
 set(UFORM_SERVE_SOURCES ${UFORM_SERVE_DIR}/serve_main.c ${UFORM_SERVE_DIR}/serve_flags.c ${UFORM_SERVE_DIR}/../cli_flags.c ${UFORM_SERVE_DIR}/model.c
-    ${UFORM_SERVE_DIR}/http.c ${UFORM_SERVE_DIR}/http_status.c ${UFORM_SERVE_DIR}/routes.c ${UFORM_SERVE_DIR}/inputs.c ${UFORM_SERVE_DIR}/embeddings.c ${UFORM_SERVE_DIR}/search.c
+    ${UFORM_SERVE_DIR}/http.c ${UFORM_SERVE_DIR}/http_status.c ${UFORM_SERVE_DIR}/routes.c ${UFORM_SERVE_DIR}/inputs.c ${UFORM_SERVE_DIR}/embeddings.c ${UFORM_SERVE_DIR}/search.c ${UFORM_SERVE_DIR}/exact_search.c
     ${UFORM_SERVE_DIR}/choose.c ${UFORM_SERVE_DIR}/info.c ${UFORM_SERVE_DIR}/captions.c ${UFORM_SERVE_DIR}/../ann_choice.c
     ${CMAKE_CURRENT_BINARY_DIR}/serve_page_html.c CACHE INTERNAL "")
 add_library(uform_serve OBJECT ${UFORM_SERVE_SOURCES})

@@ -90,6 +90,22 @@ void serve_model_close(serve_model_t *model);
  * tokenizer's ids for a published folder), a medium's patch rows and class rows. */
 size_t serve_model_tokens(const serve_model_t *model, int modality, const unsigned char *bytes, size_t size);
 
+/* The exact search of /v1/search, run as a follow-up of the batch that encoded its queries
+ * (exact_search.c): one uform_index_search per batch on the compute executor. Its buffers are made
+ * once for batches of max_batch items. */
+typedef struct serve_exact_search_t {
+    serve_followup_t followup;  /* first: the batcher hands this pointer back to `run` */
+    uform_index_t index;        /* NULL without --index */
+    size_t width, dims;         /* the model's embedding, the index's columns */
+    float *queries;             /* [max_batch · dims] */
+    uform_arena_t arena;
+} serve_exact_search_t;
+
+/* Makes the buffers (nothing without an index); answers 0, or -1 with the reason in `error`. */
+int serve_exact_search_open(serve_exact_search_t *search, const serve_model_t *model, size_t max_batch, char *error,
+                            size_t capacity);
+void serve_exact_search_close(serve_exact_search_t *search);
+
 typedef enum serve_state_t { SERVE_LOADING = 0, SERVE_READY = 1, SERVE_DRAINING = 2 } serve_state_t;
 
 typedef struct serve_server_t {
@@ -102,6 +118,7 @@ typedef struct serve_server_t {
     serve_metrics_t metrics;
     serve_model_t model;               /* valid once READY */
     serve_batcher_t *batcher;          /* valid once READY */
+    serve_exact_search_t search;       /* valid once READY */
     serve_captions_t captions;         /* --captions (empty without) */
 } serve_server_t;
 

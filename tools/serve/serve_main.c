@@ -93,7 +93,8 @@ int uform_command_serve(int argc, char **argv) {
         config.max_batch = options->max_batch, config.max_wait_us = options->max_wait_us;
         config.spin_us = options->spin_us;
         config.max_queue = options->max_queue, config.metrics = &server->metrics;
-        if (serve_batcher_start(&config, &server->batcher, error, sizeof error) != 0) {
+        if (serve_exact_search_open(&server->search, &server->model, options->max_batch, error, sizeof error) != 0 ||
+            serve_batcher_start(&config, &server->batcher, error, sizeof error) != 0) {
             fprintf(stderr, "uform serve: %s\n", error);
             status = 1;
         }
@@ -101,6 +102,7 @@ int uform_command_serve(int argc, char **argv) {
     if (status != 0) {
         serve_http_quiesce(server);
         serve_http_stop(server);
+        serve_exact_search_close(&server->search);
         serve_captions_free(&server->captions);
         serve_model_close(&server->model);
         serve_options_free(&server->options);
@@ -136,6 +138,7 @@ int uform_command_serve(int argc, char **argv) {
     serve_http_stop(server);             /* no handler runs after this: the batcher can go */
     serve_batcher_free(server->batcher);
     server->batcher = NULL;
+    serve_exact_search_close(&server->search);
     serve_captions_free(&server->captions);
     serve_model_close(&server->model);
     long long answered = 0;
