@@ -1,7 +1,7 @@
 """Exact-search latency and throughput of `uform serve --index` over loopback: 100 sequential
 /v1/search requests (p50, mean) and 8 concurrent clients of 40 requests each (searches a second).
 Bounded: 425 requests, then the server is stopped. Used for issue 36 item 4 (docs/serve.md):
-    python3 -c "import numpy as np; np.save('big.npy', np.random.default_rng(36).standard_normal((500000, 64)).astype(np.float32))"
+    /usr/bin/python3 -c "import numpy as np; np.save('big.npy', np.random.default_rng(36).standard_normal((500000, 64)).astype(np.float32))"
     build/tools/uform index --vectors big.npy --normalize --model build/tests/model/tiny.safetensors --out big.index --quiet
     /usr/bin/python3 bench/serve_search.py build/tools/uform build/tests/model/tiny.safetensors big.index LABEL
 Usage: serve_search.py UFORM CHECKPOINT INDEX LABEL"""
