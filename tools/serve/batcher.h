@@ -21,8 +21,9 @@
  * It speaks the library's statuses, never HTTP: a job ends with a uform_status_t and a message,
  * and the HTTP layer alone turns those into answers (http_status.c).
  *
- * Nothing on that path allocates once the buffers have grown to the largest batch: tapes, offsets,
- * queries and arenas belong to the batcher, outputs to the jobs, and queue links to the items.
+ * Nothing on that path allocates once the buffers have grown to the largest batch: tapes, offsets
+ * and arenas belong to the batcher (a follow-up's buffers to its route), outputs to the jobs, and
+ * queue links to the items.
  *
  * Why this lives in tools/ and not in libuform: it is a server's policy (how long to wait, how
  * deep to queue, when to give up), built entirely on the public ABI (blocking calls on executors,
