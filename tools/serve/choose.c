@@ -93,7 +93,7 @@ unsigned serve_choose_begin(serve_request_t *request) {
         return serve_error(out, 413, "too_many_inputs", "input", "the request holds %zu inputs; this server queues at most %zu (--max-queue)",
                            count, server->options.max_queue);
     if (!(request->call.items = calloc(count, sizeof *request->call.items)) || !(request->call.media = malloc(count * 256)))
-        return serve_error(out, 503, "out_of_memory", NULL, "out of memory for %zu inputs", count);
+        return serve_status_error(out, UFORM_OUT_OF_MEMORY, NULL, "out of memory for %zu inputs", count);
     size_t i = 0, total = 0;
     char where[32];
     for (const cJSON *element = input ? input->child : json; element; element = input ? element->next : NULL, ++i) {
@@ -105,7 +105,7 @@ unsigned serve_choose_begin(serve_request_t *request) {
         total += item->choices_size;
     }
     if (!(request->call.outputs = malloc(total * sizeof(float))))
-        return serve_error(out, 503, "out_of_memory", NULL, "out of memory for %zu choices", total);
+        return serve_status_error(out, UFORM_OUT_OF_MEMORY, NULL, "out of memory for %zu choices", total);
     total = 0;
     for (i = 0; i < count; ++i) request->call.items[i].output = request->call.outputs + total, total += request->call.items[i].choices_size;
     request->call.job.items = request->call.items, request->call.job.count = count;

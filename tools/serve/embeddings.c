@@ -53,7 +53,7 @@ unsigned serve_embeddings_begin(serve_request_t *request) {
     }
 
     serve_input_t *inputs = calloc(count, sizeof *inputs);
-    if (!inputs) return serve_error(out, 503, "out_of_memory", NULL, "out of memory reading %zu inputs", count);
+    if (!inputs) return serve_status_error(out, UFORM_OUT_OF_MEMORY, NULL, "out of memory reading %zu inputs", count);
     size_t media_bytes = 0, i = 0;
     char where[32];
     for (const cJSON *element = cJSON_IsArray(input) ? input->child : input; element && !status;
@@ -65,7 +65,7 @@ unsigned serve_embeddings_begin(serve_request_t *request) {
     if (!status && (!(request->call.items = calloc(count, sizeof *request->call.items)) ||
                     !(request->call.outputs = malloc(count * width * sizeof(float))) ||
                     (media_bytes && !(request->call.media = malloc(media_bytes)))))
-        status = serve_error(out, 503, "out_of_memory", NULL, "out of memory for %zu inputs", count);
+        status = serve_status_error(out, UFORM_OUT_OF_MEMORY, NULL, "out of memory for %zu inputs", count);
     size_t used = 0;
     for (i = 0; i < count && !status; ++i) {
         serve_item_t *item = &request->call.items[i];

@@ -93,7 +93,7 @@ unsigned serve_search_begin(serve_request_t *request) {
     size_t width = server->model.description.embedding, bound = serve_media_bound(&input);
     if (!(request->call.items = calloc(1, sizeof *request->call.items)) || !(request->call.outputs = malloc(width * sizeof(float))) ||
         !(request->call.hits = malloc((size_t)top * sizeof *request->call.hits)) || (bound && !(request->call.media = malloc(bound))))
-        return serve_error(out, 503, "out_of_memory", NULL, "out of memory for a search");
+        return serve_status_error(out, UFORM_OUT_OF_MEMORY, NULL, "out of memory for a search");
     serve_item_t *item = request->call.items;
     item->job = &request->call.job, item->queue = input.modality, item->output = request->call.outputs;
     if (input.modality == UFORM_MODALITY_TEXT) {
