@@ -5,6 +5,21 @@
  * what, how long a pointer must live, its thread contract and the statuses it returns.
  * Licensed under the Apache License, Version 2.0.
  *
+ * Contents, in the order of the sections below (each opens with a banner of the same name):
+ *   Statuses and outcomes
+ *   Version and CPU classes
+ *   Enums fixed by UForm's design, Enums this project assigns, Progress: what every call shares
+ *   Executors, Arenas and views, Tapes: where a call runs, where its outputs land, how inputs cross
+ *   Models, Encoding: loading a checkpoint and its verbs
+ *   Media: probing files and preparing inputs ahead of an encode
+ *   Indexes: exact search, then approximate search (uform_index_ann_*)
+ *   Data: datasets, loaders, recall, the index pipeline
+ *   Training
+ *   Mesh: many processes as one run (launch, bootstrap, describe, free, one index and its IVF
+ *   structure built together)
+ *   Tensor-program session, with its program builder
+ *   Appendix: reserved numbers for devices this build does not have
+ *
  * Quickstart (compiled and run as the `readme_quickstart` test, so it cannot go stale):
  *
  *     #include <uform/uform.h>
@@ -33,8 +48,14 @@
  *
  * - A zeroed struct means "the defaults" everywhere, and wherever a function takes a pointer to
  *   options or a config, NULL means the same as a zeroed one.
- * - Handles are opaque pointers. Constructors write the handle through an out-pointer and set it
- *   to NULL on failure; every `_free` accepts NULL.
+ * - Handles are opaque pointers, made and described in one pattern
+ *   (docs/abi.md, "Handles: constructors, describe and free"). A constructor is
+ *   `uform_<noun>_<verb>(inputs..., &handle, outcome)`, its verb `open` (stored data),
+ *   `create` (new and empty), `from` (another handle) or `for` (bound to a resource), except the
+ *   names UForm's design fixed (uform_model_load_ram, uform_trainer_init_ram ...); it sets the
+ *   handle to NULL on failure, and `uform_<noun>_free` accepts NULL. A describe is
+ *   `uform_status_t uform_<noun>_describe(handle, &description)`: UFORM_INVALID_ARGUMENT for a NULL
+ *   handle or description.
  * - Every fallible function returns a `uform_status_t` and, where it takes one, fills a
  *   caller-owned `uform_outcome_t` with the status, the function's name and a specific message.
  *   An `outcome` argument may always be NULL (the status is still returned).
@@ -137,39 +158,11 @@ UFORM_API uform_status_t uform_outcome_wait(const uform_outcome_t *outcome);
 UFORM_API size_t uform_outcome_format(const uform_outcome_t *outcome, char *buffer, size_t capacity);
 
 /* ------------------------------------------------------------------------------------------ */
-/* Enums fixed by UForm's design (docs/abi.md, "The enums")                                   */
+/* Version and CPU classes                                                                     */
 /* ------------------------------------------------------------------------------------------ */
 
-/* How a verb returns. */
-typedef enum uform_completion_t {
-    UFORM_COMPLETION_BLOCKING = 0, /* return with the final status stored and every output readable */
-    UFORM_COMPLETION_DEFERRED = 1  /* return once submitted; the status reads UFORM_DEFERRED until final */
-} uform_completion_t;
-
-/* What an executor's idle threads do. */
-typedef enum uform_mood_t {
-    UFORM_MOOD_PARKED = 0,  /* sleep on futexes: no CPU while idle, a few microseconds to wake */
-    UFORM_MOOD_SPINNING = 1 /* poll: a core each while idle, a fraction of a microsecond to wake */
-} uform_mood_t;
-
-/* What a progress handler answers. */
-typedef enum uform_continuation_t {
-    UFORM_CONTINUE = 0,
-    UFORM_CANCEL = 1
-} uform_continuation_t;
-
-/* How GPUs of one multimem domain share memory (used by the mesh). */
-typedef enum uform_multimem_tier_t {
-    UFORM_MULTIMEM_TIER_SWITCH_REDUCED = 0,
-    UFORM_MULTIMEM_TIER_PEER_READ = 1
-} uform_multimem_tier_t;
-
-typedef enum uform_gpu_vendor_t {
-    UFORM_GPU_VENDOR_UNKNOWN = 0,
-    UFORM_GPU_VENDOR_NVIDIA = 1,
-    UFORM_GPU_VENDOR_AMD = 2,
-    UFORM_GPU_VENDOR_APPLE = 3
-} uform_gpu_vendor_t;
+/* Writes the library's version (4.x.y for UForm 4); any pointer may be NULL. Thread-safe. */
+UFORM_API void uform_version(int *major, int *minor, int *patch);
 
 /*
  * The instruction-set class kernels dispatch on. Each x86 class assumes everything of the one
@@ -209,21 +202,41 @@ typedef enum uform_cpu_class_t {
     UFORM_CPU_CLASS_MONOVERSIONED = 18
 } uform_cpu_class_t;
 
-typedef enum uform_gpu_class_t {
-    UFORM_GPU_CLASS_UNKNOWN = 0,
-    UFORM_GPU_CLASS_NVIDIA_AMPERE = 1,
-    UFORM_GPU_CLASS_NVIDIA_ADA = 2,
-    UFORM_GPU_CLASS_NVIDIA_HOPPER = 3,
-    UFORM_GPU_CLASS_NVIDIA_BLACKWELL = 4,
-    UFORM_GPU_CLASS_NVIDIA_BLACKWELLRTX = 5,
-    UFORM_GPU_CLASS_NVIDIA_RUBIN = 6,
-    UFORM_GPU_CLASS_AMD_CDNA3 = 7,
-    UFORM_GPU_CLASS_AMD_CDNA4 = 8,
-    UFORM_GPU_CLASS_AMD_CDNA5 = 9,
-    UFORM_GPU_CLASS_APPLE_METAL7 = 10,
-    UFORM_GPU_CLASS_APPLE_METAL9 = 11,
-    UFORM_GPU_CLASS_APPLE_METAL10 = 12
-} uform_gpu_class_t;
+/* The best CPU class this machine runs, decided with CPUID and XGETBV (the operating system must
+ * also save the wider registers). The environment variable UFORM_CPU_CLASS (a class name such as
+ * "haswell" or "intel_haswell", or its number) lowers the answer for tests and bug reports; a value
+ * the machine cannot run, or cannot parse, is ignored here and makes executors refuse to start
+ * with UFORM_UNSUPPORTED. Computed once; thread-safe. */
+UFORM_API uform_cpu_class_t uform_cpu_class_detect(void);
+
+/* Non-zero when this machine can run kernels of `cpu_class` (independent of UFORM_CPU_CLASS). */
+UFORM_API int uform_cpu_class_supported(uform_cpu_class_t cpu_class);
+
+/* The lower-case name of a class ("serial", "intel_haswell", "amd_genoa" ...), "unknown" outside
+ * the table. The string is static. */
+UFORM_API const char *uform_cpu_class_name(uform_cpu_class_t cpu_class);
+
+/* ------------------------------------------------------------------------------------------ */
+/* Enums fixed by UForm's design (docs/abi.md, "The enums")                                   */
+/* ------------------------------------------------------------------------------------------ */
+
+/* How a verb returns. */
+typedef enum uform_completion_t {
+    UFORM_COMPLETION_BLOCKING = 0, /* return with the final status stored and every output readable */
+    UFORM_COMPLETION_DEFERRED = 1  /* return once submitted; the status reads UFORM_DEFERRED until final */
+} uform_completion_t;
+
+/* What an executor's idle threads do. */
+typedef enum uform_mood_t {
+    UFORM_MOOD_PARKED = 0,  /* sleep on futexes: no CPU while idle, a few microseconds to wake */
+    UFORM_MOOD_SPINNING = 1 /* poll: a core each while idle, a fraction of a microsecond to wake */
+} uform_mood_t;
+
+/* What a progress handler answers. */
+typedef enum uform_continuation_t {
+    UFORM_CONTINUE = 0,
+    UFORM_CANCEL = 1
+} uform_continuation_t;
 
 /* ------------------------------------------------------------------------------------------ */
 /* Enums this project assigns (fixed from the day they landed)                                 */
@@ -258,51 +271,6 @@ typedef enum uform_outputs_t {
     UFORM_OUTPUTS_TOKEN_VECTORS = 2, /* ragged: one row per token, width E */
     UFORM_OUTPUTS_STATES = 4         /* ragged: one row per token, width d */
 } uform_outputs_t;
-
-/* ------------------------------------------------------------------------------------------ */
-/* Library                                                                                     */
-/* ------------------------------------------------------------------------------------------ */
-
-/* Writes the library's version (4.x.y for UForm 4); any pointer may be NULL. Thread-safe. */
-UFORM_API void uform_version(int *major, int *minor, int *patch);
-
-/* The best CPU class this machine runs, decided with CPUID and XGETBV (the operating system must
- * also save the wider registers). The environment variable UFORM_CPU_CLASS (a class name such as
- * "haswell" or "intel_haswell", or its number) lowers the answer for tests and bug reports; a value
- * the machine cannot run, or cannot parse, is ignored here and makes executors refuse to start
- * with UFORM_UNSUPPORTED. Computed once; thread-safe. */
-UFORM_API uform_cpu_class_t uform_cpu_class_detect(void);
-
-/*
- * FFmpeg (audio other than WAV, video, GIF/BMP/TIFF/PNM/JPEG 2000 images) is not linked: the first
- * call that needs it loads libavutil, libswresample, libswscale, libavcodec and libavformat of the
- * major versions this build was written for (FFmpeg 5.1: 57, 4, 6, 59, 59), from the folder named
- * by the environment variable UFORM_FFMPEG_DIR when it is set (an LGPL build of your own, say),
- * else from the system's library path. A process that only encodes text, JPEG, PNG, WebP or WAV
- * never maps it. When it cannot be loaded (missing, too old), the calls that need it answer
- * UFORM_UNSUPPORTED naming the library and where it was looked for; everything else works.
- */
-
-/* Non-zero when this machine can run kernels of `cpu_class` (independent of UFORM_CPU_CLASS). */
-UFORM_API int uform_cpu_class_supported(uform_cpu_class_t cpu_class);
-
-/* The lower-case name of a class ("serial", "intel_haswell", "amd_genoa" ...), "unknown" outside
- * the table. The string is static. */
-UFORM_API const char *uform_cpu_class_name(uform_cpu_class_t cpu_class);
-
-/* One GPU as `uform_gpu_devices` lists it. */
-typedef struct uform_gpu_device_t {
-    uform_gpu_vendor_t vendor;
-    size_t vendor_ordinal;      /* the device's index in its vendor's runtime */
-    uform_gpu_class_t gpu_class;
-    size_t compute_units;       /* streaming multiprocessors or compute units */
-    uint64_t memory_bytes;
-    char name[64];              /* NUL-terminated */
-} uform_gpu_device_t;
-
-/* Lists up to `capacity` GPUs into `devices` and the number present into `count`. A build
- * without GPU support answers UFORM_OK with count 0. `devices` may be NULL when capacity is 0. */
-UFORM_API uform_status_t uform_gpu_devices(uform_gpu_device_t *devices, size_t capacity, size_t *count);
 
 /* ------------------------------------------------------------------------------------------ */
 /* Progress                                                                                    */
@@ -886,6 +854,16 @@ UFORM_API uform_status_t uform_embedding_truncate(const float *embedding, size_t
 /* ------------------------------------------------------------------------------------------ */
 
 /*
+ * FFmpeg (audio other than WAV, video, GIF/BMP/TIFF/PNM/JPEG 2000 images) is not linked: the first
+ * call that needs it loads libavutil, libswresample, libswscale, libavcodec and libavformat of the
+ * major versions this build was written for (FFmpeg 5.1: 57, 4, 6, 59, 59), from the folder named
+ * by the environment variable UFORM_FFMPEG_DIR when it is set (an LGPL build of your own, say),
+ * else from the system's library path. A process that only encodes text, JPEG, PNG, WebP or WAV
+ * never maps it. When it cannot be loaded (missing, too old), the calls that need it answer
+ * UFORM_UNSUPPORTED naming the library and where it was looked for; everything else works.
+ */
+
+/*
  * Which modality a file's bytes hold, decided by content (never by a file name) without decoding:
  *   IMAGE  JPEG, PNG, WebP, GIF, BMP, TIFF, PNM, JPEG 2000, HEIF/AVIF (recognised; decoding HEIF
  *          is UFORM_UNSUPPORTED);
@@ -1060,8 +1038,10 @@ UFORM_API uform_status_t uform_index_builder_write(uform_index_builder_t builder
                                                    const char *const *metadata, size_t metadata_count,
                                                    uform_outcome_t *outcome);
 
-/* Fills `description` (zeroed for a NULL builder). */
-UFORM_API void uform_index_builder_describe(uform_index_builder_t builder, uform_index_description_t *description);
+/* Fills `*description` with what the builder holds so far (its items, width, scalar, fingerprint).
+ * UFORM_INVALID_ARGUMENT for a NULL builder or description; a non-NULL description is zeroed first. */
+UFORM_API uform_status_t uform_index_builder_describe(uform_index_builder_t builder,
+                                                      uform_index_description_t *description);
 
 /* Item `item` of a builder: its modality and path (`*path` points at `*length` bytes owned by the
  * builder, valid until its next add or free; not NUL-terminated). UFORM_INVALID_ARGUMENT for NULL
@@ -1071,6 +1051,8 @@ UFORM_API uform_status_t uform_index_builder_item(uform_index_builder_t builder,
 
 /* Frees a builder. NULL is a no-op. */
 UFORM_API void uform_index_builder_free(uform_index_builder_t builder);
+
+/* The members of a mesh build one index together with uform_index_builder_gather (Mesh section). */
 
 /*
  * Indexes from vectors: embeddings made elsewhere (another model, another library), with no
@@ -1141,8 +1123,9 @@ UFORM_API uform_status_t uform_index_open(const char *path, uform_model_t model,
 /* Unmaps and frees an index; searches using it must be final. NULL is a no-op. */
 UFORM_API void uform_index_free(uform_index_t index);
 
-/* Fills `description` (zeroed for a NULL index). */
-UFORM_API void uform_index_describe(uform_index_t index, uform_index_description_t *description);
+/* Fills `*description` (UFORM_INVALID_ARGUMENT for a NULL index or description; a non-NULL
+ * description is zeroed first). Thread-safe: an open index never changes. */
+UFORM_API uform_status_t uform_index_describe(uform_index_t index, uform_index_description_t *description);
 
 /* Item `item`'s modality and path (`*path` points at `*length` bytes inside the mapping, valid
  * while the index is open; not NUL-terminated). UFORM_INVALID_ARGUMENT for NULL arguments or an
@@ -1310,8 +1293,9 @@ typedef struct uform_index_ann_description_t {
     char recipe[128];     /* the index_factory string it was built from */
 } uform_index_ann_description_t;
 
-/* Fills `description` (zeroed for a NULL structure). */
-UFORM_API void uform_index_ann_describe(uform_index_ann_t ann, uform_index_ann_description_t *description);
+/* Fills `*description` (UFORM_INVALID_ARGUMENT for a NULL structure or description; a non-NULL
+ * description is zeroed first). Thread-safe: an open structure never changes. */
+UFORM_API uform_status_t uform_index_ann_describe(uform_index_ann_t ann, uform_index_ann_description_t *description);
 
 /*
  * Approximate top-K search: FAISS's structure proposes candidates, optionally rescored exactly
@@ -1369,6 +1353,409 @@ typedef struct uform_index_ann_search_t {
 } uform_index_ann_search_t;
 UFORM_API uform_status_t uform_index_ann_search(uform_index_ann_search_t *request);
 
+/* The trainer and mesh handles, declared ahead of their sections: a loader (below) feeds a trainer,
+ * and a trainer's config names its mesh. */
+typedef struct uform_trainer_s *uform_trainer_t;
+typedef struct uform_mesh_s *uform_mesh_t;
+
+/* ------------------------------------------------------------------------------------------ */
+/* Data — datasets, batches for a trainer, recall, the index pipeline (docs/data.md)           */
+/* ------------------------------------------------------------------------------------------ */
+/*
+ * A dataset is a source of samples opened once and read many times:
+ *
+ *   MANIFEST  a JSON-lines file, one object per line, paths relative to its folder:
+ *               {"text": "a red star", "image": "img/1.png"}        a pair ("video", "audio" too)
+ *               {"text": "is it red? ", "choices": "yn", "target": "y"}   a choice example
+ *               {"path": "a.jpg", "modality": "image"}               an item to index ("modality" optional)
+ *               {"text": "a caption", "id": "name"}                  a text item to index
+ *   FOLDER    a folder tree, walked recursively in byte order of names (hidden entries skipped unless
+ *             `hidden`, links to folders not followed); every file is an item, recognised by content;
+ *             for training, files that share a key (the path up to the first dot of the file name:
+ *             photos/17.jpg and photos/17.txt) are one sample, as in a shard
+ *   SHARDS    WebDataset tar shards, the layout of img2dataset and OpenCLIP: members grouped by key
+ *             (000012.jpg, 000012.txt, 000012.json are one sample); the text is the .txt member, else
+ *             the JSON member's "caption" or "text"; .jpg .jpeg .png .webp are images, .mp4 .webm .mkv
+ *             videos, .flac .wav .mp3 .ogg recordings; a sample with a text and one medium is a pair.
+ *             `path` lists shards as OpenCLIP does: brace ranges ("data/{00000..00099}.tar", zero
+ *             padding kept), several lists joined with "::", plain paths; .tar or .tar.gz (libarchive:
+ *             ustar, pax and GNU long names). Shards are streamed: a shard is never held whole, memory
+ *             holds the shuffle buffer's samples and one batch (docs/data.md states the bound).
+ *
+ * Two ways to read one:
+ *   - item by item, in stored order (uform_dataset_read): what an index is built from;
+ *   - in training batches for a trainer (uform_loader_*): an order reshuffled every epoch from the
+ *     seed, no sample twice in a batch, two samples with the same text kept apart (and said when
+ *     impossible), each mesh member its share, media decoded for batch n+1 while the trainer steps
+ *     batch n, and a cursor — text to store in the checkpoint — from which a later run continues the
+ *     exact same order.
+ *
+ * Where a failure is: every failure of a sample carries a uform_data_error_t (status, manifest line,
+ * shard, key, content index and the reason) in the request or result that failed, so no caller
+ * parses a message. The outcome's message says the same in words.
+ *
+ * Thread contract: a dataset is read by one caller at a time (a loader made over it is its reader
+ * while it lives); different datasets are independent. Every function here blocks the calling thread.
+ */
+typedef struct uform_dataset_s *uform_dataset_t;
+typedef struct uform_loader_s *uform_loader_t;
+
+typedef enum uform_dataset_source_t {
+    UFORM_DATASET_MANIFEST = 0,
+    UFORM_DATASET_FOLDER = 1,
+    UFORM_DATASET_SHARDS = 2
+} uform_dataset_source_t;
+
+/* The capacity of the text fields of a uform_data_error_t. */
+#define UFORM_DATA_ERROR_PATH_CAPACITY 512
+
+/*
+ * Where a sample failed and why. Fields that do not apply hold 0 (line), SIZE_MAX (shard, content)
+ * or "" (source, key). All text is NUL-terminated and fully initialised.
+ *   status   the failure (UFORM_FORMAT for a malformed line, member or medium; UFORM_IO for a file
+ *            that cannot be read; UFORM_UNSUPPORTED for a format this build cannot decode)
+ *   line     MANIFEST: the 1-based line of the manifest
+ *   shard    SHARDS: the shard's index in the expanded list
+ *   content  a batch's content index, when the failure was found decoding a batch
+ *   source   the manifest, the file (FOLDER, a manifest's media file) or the shard's path
+ *   key      SHARDS: the sample's key ("000012"), FOLDER: the sample's key; MANIFEST: the media path
+ *   message  the reason, without the location ("JPEG: premature end of data", "no text member")
+ */
+typedef struct uform_data_error_t {
+    uform_status_t status;
+    size_t line;
+    size_t shard;
+    size_t content;
+    char source[UFORM_DATA_ERROR_PATH_CAPACITY];
+    char key[UFORM_DATA_ERROR_PATH_CAPACITY];
+    char message[UFORM_OUTCOME_MESSAGE_CAPACITY];
+} uform_data_error_t;
+
+/*
+ * How to open a dataset. Zeroed fields take the defaults noted.
+ *   source, path       which kind, and its manifest file, folder (or file) or shard list
+ *   paths, path_count  several of them instead of `path`, read one after the other as one dataset
+ *                      (MANIFEST: manifests; FOLDER: folders and files; SHARDS: shard lists); `path`
+ *                      is then NULL. One of the two is required.
+ *   seed               the order of every epoch (shards and samples), and nothing else
+ *   shuffle_buffer     SHARDS: samples held to shuffle the stream (0: 2,000; 1: no sample shuffle,
+ *                      shards still reshuffled per epoch)
+ *   sequential         non-zero: batches in stored order, one pass, no shuffling (evaluation, tests)
+ *   partitions         SHARDS: the stream is split into this many partitions (0: the loader's mesh
+ *                      member count); see uform_loader_options_t
+ *   skip_bad           non-zero: a bad sample (a malformed line or member, a sample without text, an
+ *                      undecodable medium) is counted, listed (uform_loader_stats_t) and replaced
+ *                      instead of failing the batch
+ *   hidden             FOLDER: also walk hidden files and folders
+ *   max_sample_bytes   SHARDS and FOLDER: a member or file above this is a bad sample (0: 1 GiB)
+ * Everything is copied during the call.
+ */
+typedef struct uform_dataset_options_t {
+    uform_dataset_source_t source;
+    const char *path;
+    const char *const *paths;
+    size_t path_count;
+    uint64_t seed;
+    size_t shuffle_buffer;
+    int sequential;
+    size_t partitions;
+    int skip_bad;
+    int hidden;
+    size_t max_sample_bytes;
+} uform_dataset_options_t;
+
+/*
+ * Opens a dataset: reads and checks a manifest whole (every line; a malformed one is
+ * UFORM_FORMAT naming it, or with skip_bad counted and left out), walks a folder (and reads the
+ * texts of its samples), or expands a shard list and checks that every shard exists (shards are
+ * read later, streaming). Statuses: UFORM_OK; UFORM_INVALID_ARGUMENT (NULL `dataset` or path, an
+ * unknown source, a malformed shard list such as "{1..}", an empty result); UFORM_IO (a file or
+ * folder that cannot be read, naming it and the system's reason); UFORM_FORMAT (a malformed
+ * manifest line, with `error` filled when given); UFORM_OUT_OF_MEMORY. On failure `*dataset` is NULL.
+ * `error` may be NULL.
+ */
+UFORM_API uform_status_t uform_dataset_open(const uform_dataset_options_t *options, uform_dataset_t *dataset,
+                                            uform_data_error_t *error, uform_outcome_t *outcome);
+
+/* Frees a dataset (after every loader made over it). NULL is a no-op. */
+UFORM_API void uform_dataset_free(uform_dataset_t dataset);
+
+/* What a dataset holds as far as it is known without reading shards. */
+typedef struct uform_dataset_description_t {
+    uform_dataset_source_t source;
+    size_t shards;         /* SHARDS: shards in the expanded list */
+    size_t samples;        /* MANIFEST and FOLDER: usable samples (lines, files or keys); SHARDS: 0 until read */
+    size_t pairs[4];       /* MANIFEST and FOLDER: text-media pairs by uform_modality_t of the medium */
+    size_t choices;        /* MANIFEST: choice examples */
+    size_t items;          /* MANIFEST and FOLDER: what uform_dataset_read answers in one pass */
+    size_t bad;            /* lines or samples left out so far (skip_bad) */
+    char fingerprint[17];  /* 16 hex digits of the list of shards, files or lines: a cursor must match it */
+} uform_dataset_description_t;
+
+/* Fills `*description` (UFORM_INVALID_ARGUMENT for a NULL dataset or description; a non-NULL
+ * description is zeroed first). */
+UFORM_API uform_status_t uform_dataset_describe(uform_dataset_t dataset, uform_dataset_description_t *description);
+
+/* One item of a dataset read in stored order. */
+typedef struct uform_dataset_item_t {
+    uform_modality_t modality;  /* what `bytes` hold (decided by the manifest, the member's extension,
+                                   or uform_media_probe for files) */
+    const char *key;            /* how an index names it: the file's path, a manifest's "id" (else
+                                   "manifest.jsonl:LINE"), or "SHARD:MEMBER" for a shard's member */
+    size_t key_length;
+    const void *bytes;          /* the item: the file's or member's bytes, or the text */
+    size_t size;
+    const char *text;           /* its caption when the source pairs it with one, else NULL */
+    size_t text_length;
+    size_t ordinal;             /* 0, 1, 2 ... in stored order (a resumed read counts the skipped ones) */
+} uform_dataset_item_t;
+
+/*
+ * Reads the next item in stored order (every file of a folder; a manifest's media file or text per
+ * line; a shard sample's medium, or its text when it has none; choice examples are not items).
+ * `skip` items are passed over first without reading their bytes (cheap for plain .tar: headers
+ * only), so a build that stopped after n items continues with skip = n on a fresh dataset.
+ *   dataset   in
+ *   rewind    in: non-zero: start again from the first item (a read goes on where the last stopped)
+ *   skip      in: items to pass over first
+ *   outcome   out
+ *   done      out: 1 when no item was left (then `item` is zeroed)
+ *   item      out: valid until the next read or the dataset's free
+ *   error     out: when the item could not be read (status ≠ UFORM_OK), where and why; the item's
+ *             `key` and `ordinal` are still set and the next read goes on after it
+ * Statuses: UFORM_OK (also for done); UFORM_IO, UFORM_FORMAT, UFORM_UNSUPPORTED (this item: go on
+ * reading); UFORM_INVALID_ARGUMENT (NULL dataset, a dataset a loader is reading); UFORM_OUT_OF_MEMORY.
+ */
+typedef struct uform_dataset_read_t {
+    uform_dataset_t dataset;
+    int rewind;
+    size_t skip;
+    uform_outcome_t outcome;
+    int done;
+    uform_dataset_item_t item;
+    uform_data_error_t error;
+} uform_dataset_read_t;
+UFORM_API uform_status_t uform_dataset_read(uform_dataset_read_t *request);
+
+/*
+ * A loader: training batches of a dataset for one trainer, with decoding ahead.
+ *   dataset    borrowed: the loader is its only reader while it lives (it must outlive the loader)
+ *   trainer    the trainer the batches are for: its model's geometry and CPU class decide how media
+ *              are decoded, exactly as the trainer's own step would decode them
+ *   batch      samples per step, over every member of a mesh together (required)
+ *   member, members  this member's share of each batch (0 and 0: one process, the whole batch).
+ *              MANIFEST and FOLDER: every member draws the same global batch and keeps its contiguous
+ *              share [batch·m/k, batch·(m+1)/k), as uform_trainer_step's mesh expects. SHARDS: the
+ *              stream is split into `partitions` (the dataset's, else `members`): partition p reads
+ *              the shards at positions p, p + P, ... of every epoch's shard order (by sample when
+ *              there are fewer shards than partitions: every P-th sample of each), with its own
+ *              shuffle buffer; a global batch is the partitions' shares end to end, so k members
+ *              reading their own partitions and one process reading all k partitions give the same
+ *              batches. Each member reads only its own shards. skip_bad needs members ≤ 1.
+ *   ahead      batches decoded ahead of the one the trainer steps (0: 1)
+ *   decode_threads  threads that decode ahead (0: 1)
+ *   cursor     NULL, or the text of uform_loader_cursor from an earlier run over the same dataset,
+ *              seed, batch and partitions: the first batch is the one that run would have drawn next
+ * Everything is copied during the call. Statuses: UFORM_OK; UFORM_INVALID_ARGUMENT (NULL dataset,
+ * trainer or loader, batch 0, member not below members, skip_bad with several members, a dataset
+ * another loader reads, a malformed cursor); UFORM_CONFIG_MISMATCH (a cursor of another dataset,
+ * seed, batch or partitioning: its fingerprint, seed or sizes differ, both named); UFORM_IO;
+ * UFORM_OUT_OF_MEMORY. On failure `*loader` is NULL.
+ */
+typedef struct uform_loader_options_t {
+    uform_dataset_t dataset;
+    uform_trainer_t trainer;
+    size_t batch;
+    size_t member, members;
+    size_t ahead;
+    size_t decode_threads;
+    const char *cursor;
+} uform_loader_options_t;
+UFORM_API uform_status_t uform_loader_open(const uform_loader_options_t *options, uform_loader_t *loader,
+                                           uform_outcome_t *outcome);
+
+/* Stops the loader's thread and frees it; the last batch's inputs are invalid after it. NULL is a no-op. */
+UFORM_API void uform_loader_free(uform_loader_t loader);
+
+/*
+ * Hands over the next batch (blocking until it is decoded): sets `step`'s inputs — modalities,
+ * contents, bags, bag_count, sides, relations, choices, choice_targets and prepared — and leaves
+ * every other field (trainer, arena, progress, ...) as it was. A pair is two bags (its text on side
+ * 0, its medium on side 1) and one relation in temperature group modality − 1 (image 0, video 1,
+ * audio 2); a choice example is a text content after the bags, with its legal bytes and target. The
+ * inputs point into the loader's buffers and stay valid (and unchanged) until the next call of
+ * uform_loader_next or uform_loader_free: call it again only once the step that uses them is final.
+ *   loader, step   in
+ *   outcome        out
+ *   done           out: 1 when a sequential dataset has no sample left (then `step` is untouched)
+ *   samples        out: this member's samples in the batch (pairs and choice examples)
+ *   twins          out: 1 when some sample had to share the batch with another of the same text
+ *                  (the contrastive loss then counts the twin as a wrong match)
+ *   error          out: on failure, the sample that failed (UFORM_FORMAT, UFORM_IO, UFORM_UNSUPPORTED)
+ * Statuses: UFORM_OK; UFORM_FORMAT, UFORM_IO, UFORM_UNSUPPORTED (a bad sample without skip_bad: the
+ * loader is then finished, every later call answers the same); UFORM_INVALID_ARGUMENT (NULL
+ * arguments); UFORM_OUT_OF_MEMORY.
+ */
+typedef struct uform_loader_next_t {
+    uform_loader_t loader;
+    struct uform_trainer_step_t *step;
+    uform_outcome_t outcome;
+    int done;
+    size_t samples;
+    int twins;
+    uform_data_error_t error;
+} uform_loader_next_t;
+UFORM_API uform_status_t uform_loader_next(uform_loader_next_t *request);
+
+/*
+ * The cursor after the batches handed over so far: NUL-terminated JSON text (docs/data.md, "The
+ * cursor") that uform_loader_options_t.cursor takes back — store it in the checkpoint
+ * (uform_trainer_save_t.user_metadata) to resume exactly. Writes at most `capacity` bytes into
+ * `buffer` (always NUL-terminated when capacity > 0; `buffer` may be NULL when capacity is 0) and
+ * the length the whole text needs, without the NUL, into `*length` — call again with a larger
+ * buffer when it did not fit (the second call returns the same text without recomputing it). A
+ * shard cursor names the samples in the shuffle buffer: a few bytes each.
+ * Over a mesh with SHARDS, where each member reads its own partitions, the first call after a batch
+ * is collective: every member calls it after the same number of batches, and each gets the cursor
+ * of every partition (so member 0 can store it for all). Other sources exchange nothing.
+ * Statuses: UFORM_OK; UFORM_INVALID_ARGUMENT (NULL loader or length); UFORM_OUT_OF_MEMORY; over a
+ * mesh the collectives' UFORM_TIMEOUT and UFORM_PEER_LOST.
+ */
+UFORM_API uform_status_t uform_loader_cursor(uform_loader_t loader, char *buffer, size_t capacity, size_t *length,
+                                             uform_outcome_t *outcome);
+
+/* What a loader did so far. */
+typedef struct uform_loader_stats_t {
+    size_t batches;          /* handed over */
+    size_t samples;          /* this member's samples in them */
+    uint64_t epoch;          /* the epoch the next batch draws from (0 first) */
+    size_t skipped;          /* bad samples left out (skip_bad) */
+    double wait_seconds;     /* time uform_loader_next waited for a batch: the step's wait on data */
+    double read_seconds;     /* the loader thread reading files and shards */
+    double decode_seconds;   /* the loader thread decoding media */
+    uint64_t bytes_read;     /* bytes of files and shard members read */
+} uform_loader_stats_t;
+
+/* Fills `stats` (zeroed for a NULL loader); `errors`, when not NULL, receives up to `capacity` of
+ * the bad samples left out so far, oldest first, and `*count` (may be NULL) how many there were. */
+UFORM_API void uform_loader_stats(uform_loader_t loader, uform_loader_stats_t *stats, uform_data_error_t *errors,
+                                  size_t capacity, size_t *count);
+
+/*
+ * Recall@K of query embeddings against candidates, where a hit is any candidate whose label equals
+ * the query's (captions repeat, so a query may have several right answers: the demo's "scored by
+ * caption"). Scores are dot products in double precision; a candidate ranks above another when its
+ * score is higher, ties by the lower index; R@k counts the queries whose best-ranked hit is among the
+ * first k. A query without any hit counts as a miss.
+ *   queries, queries_count, columns        in: F32 rows, dense
+ *   candidates, candidates_count           in: F32 rows of the same columns
+ *   query_labels, candidate_labels         in: [queries_count], [candidates_count]
+ *   ks, ks_count                           in: up to 8 cut-offs (each ≥ 1)
+ *   recall                                 out: [ks_count] fractions in [0, 1]
+ * Statuses: UFORM_OK; UFORM_INVALID_ARGUMENT (NULL arrays with non-zero counts, columns 0, a k of 0,
+ * more than 8 ks); UFORM_OUT_OF_MEMORY. Thread-safe.
+ */
+typedef struct uform_recall_t {
+    const float *queries;
+    size_t queries_count;
+    size_t columns;
+    const float *candidates;
+    size_t candidates_count;
+    const uint64_t *query_labels;
+    const uint64_t *candidate_labels;
+    const size_t *ks;
+    size_t ks_count;
+    uform_outcome_t outcome;
+    double recall[8];
+} uform_recall_t;
+UFORM_API uform_status_t uform_recall(uform_recall_t *request);
+
+/* Held-out recall of one media modality, both ways. */
+typedef struct uform_evaluation_t {
+    size_t pairs;               /* held-out pairs of the modality (0: none, the rest is 0) */
+    double text_to_media[8];    /* recall@ks[i] of each caption against the media */
+    double media_to_text[8];    /* recall@ks[i] of each medium against the captions */
+} uform_evaluation_t;
+
+/*
+ * Held-out recall per modality (text→media and media→text, scored by caption: a hit is any item
+ * whose caption equals the query's) of a model on every pair of a dataset (choice examples and
+ * items without captions are passed over): each side encoded with the model in batches of `batch`
+ * (0: 32), then uform_recall per modality. Results by uform_modality_t of the medium (results[0]
+ * unused). `ks` as uform_recall's (ks_count 0: {1, 5}). Progress counts items encoded; cancelling
+ * stops between batches.
+ * Statuses: UFORM_OK; UFORM_CANCELLED; the encode verbs' (an undecodable medium: UFORM_FORMAT with
+ * `error` naming it); the dataset's; UFORM_INVALID_ARGUMENT (NULL model, dataset or arena).
+ */
+typedef struct uform_evaluate_t {
+    uform_model_t model;
+    uform_executor_t executor;
+    uform_dataset_t dataset;
+    uform_arena_t arena;
+    size_t batch;
+    const size_t *ks;
+    size_t ks_count;
+    uform_progress_t progress;
+    uform_outcome_t outcome;
+    uform_evaluation_t results[4];
+    uform_data_error_t error;
+} uform_evaluate_t;
+UFORM_API uform_status_t uform_evaluate(uform_evaluate_t *request);
+
+/*
+ * Builds an index file of every item of a dataset (uform_dataset_read's items) with a model: a
+ * reader thread reads and probes items into batches of one modality and hands them over through a
+ * bounded queue (so reading overlaps decoding and computing and memory holds a few batches), media
+ * batches are decoded (uform_media_prepare, on `decoder` ahead of compute when given) and encoded,
+ * and the embeddings added to a builder. Bad items never stop the build: each is appended to
+ * `errors_path` as a JSON line {"path", "status", "message"} and counted. Every `checkpoint` items,
+ * every partial batch is encoded and the index written atomically, its metadata recording the
+ * items consumed and the error lines so far (uform.build.consumed, uform.build.errors); `resume`
+ * reopens `out` (when it exists), keeps the recorded error lines, skips the consumed items and cuts
+ * the same batches an uninterrupted build cuts, so the final file is the same bytes.
+ *   model, executor     in: the checkpoint and where it computes
+ *   decoder             in: optional executor that decodes batch n+1 while `executor` computes batch n
+ *   datasets, dataset_count  in: read in stored order from their start, one after the other (the
+ *                       build is their only reader)
+ *   out                 in: the index file (written atomically)
+ *   errors_path         in: NULL takes out + ".errors.jsonl"
+ *   dimensions, scalar  in: as uform_index_builder_create
+ *   modalities          in: bits of the modalities to index (0: all the model has); others are skipped
+ *   batch               in: items per batch (0: 32)
+ *   checkpoint          in: items between checkpoints (0: only the end)
+ *   resume              in: non-zero: continue `out` as above
+ *   progress            in: items consumed of ... (the total when the dataset knows it, else 0);
+ *                       cancelling stops at the next batch: `out` keeps the last checkpoint
+ *   outcome             out
+ *   indexed, failed, skipped, duplicates, resumed   out: items added, bad items listed, items of
+ *                       other modalities, items whose key was already in the index, items a resume
+ *                       found done
+ *   error               out: the last bad item's (when failed > 0)
+ * Statuses: UFORM_OK (also when items failed: see `failed`); UFORM_CANCELLED; UFORM_IO (out or
+ * errors_path cannot be written); UFORM_CONFIG_MISMATCH (resume of an index of another checkpoint,
+ * width or scalar); the encode verbs' and the builder's; UFORM_INVALID_ARGUMENT; UFORM_OUT_OF_MEMORY.
+ */
+typedef struct uform_index_build_t {
+    uform_model_t model;
+    uform_executor_t executor;
+    uform_executor_t decoder;
+    const uform_dataset_t *datasets;
+    size_t dataset_count;
+    const char *out;
+    const char *errors_path;
+    size_t dimensions;
+    uform_scalar_kind_t scalar;
+    unsigned modalities;
+    size_t batch;
+    size_t checkpoint;
+    int resume;
+    uform_progress_t progress;
+    uform_outcome_t outcome;
+    size_t indexed, failed, skipped, duplicates, resumed;
+    uform_data_error_t error;
+} uform_index_build_t;
+UFORM_API uform_status_t uform_index_build(uform_index_build_t *request);
+
 /* ------------------------------------------------------------------------------------------ */
 /* Training (docs/training.md)                                                                 */
 /* ------------------------------------------------------------------------------------------ */
@@ -1399,275 +1786,6 @@ UFORM_API uform_status_t uform_index_ann_search(uform_index_ann_search_t *reques
  * weights (the kernels' reductions do not depend on timing; in this build not even on the
  * thread count).
  */
-typedef struct uform_trainer_s *uform_trainer_t;
-
-/*
- * A mesh joins the trainers of several processes, on one host or many, into one data-parallel run
- * (docs/mesh.md). Every process of a run is a *member* with an index in [0, count); a CPU process
- * counts as one member. The members meet at a *rendezvous*: a folder every member can read and
- * write (`directory`: local for one host, a shared file system such as NFS for several), a Redis
- * server (`rendezvous = "redis://HOST:PORT"`), or a small key–value store that member 0 hosts for
- * the bootstrap's duration (`rendezvous = "tcp://HOST:PORT"`, HOST naming member 0's host) — with
- * the same `job` name; then each makes its trainer over the mesh:
- *
- *     uform_mesh_options_t options = {0};
- *     options.host_domain_index = rank, options.host_domain_count = 4;  // this member, of 4
- *     options.rendezvous = "tcp://10.0.0.5:29501", options.job = "run-17";
- *     options.address = "10.0.0.7";        // where this member's collectives listen
- *     options.trainer_config = &config;    // compared between members at the bootstrap
- *     uform_mesh_t mesh = NULL;
- *     if (uform_mesh_bootstrap(executor, &options, &mesh, &outcome) != UFORM_OK) ...;
- *     config.mesh = mesh;
- *     uform_trainer_init_ram(executor, &config, &trainer, &outcome);   // member 0's weights everywhere
- *     ... every member steps with its own share of each global batch ...
- *     uform_trainer_free(trainer);
- *     uform_mesh_free(mesh);
- *
- * Started by a launcher (torchrun, Open MPI's or MPICH's mpirun, Slurm's srun), a member reads its
- * index, the count, its job and a default rendezvous from the launcher's variables: set
- * `options.launcher = UFORM_MESH_LAUNCHER_AUTO` and leave the index and count at 0 (see
- * uform_mesh_launch_read for the variables and the order they are read in).
- *
- * The bootstrap writes this member's facts (index, count, host name, process id, executor kind and
- * CPU class, the library version, the timeout, the address its collectives bind and, when given,
- * every field of `trainer_config` and the caller's `agreement` lines, with a fingerprint of all that
- * must agree) at the rendezvous — `directory/job/facts.{index}`, written atomically, or the key
- * `uform/{job}/facts.{index}` of the store, added only if absent — waits until every member's facts
- * are there (our own barrier, bounded by the timeout), checks that they agree, and only then
- * connects the collectives (Gloo, over TCP, rendezvous through `directory/job/store` or the same
- * store). A bootstrap that succeeded removes its facts and the collectives' keys again, so a
- * finished or running job leaves nothing; facts or a store left by a run that failed or crashed are
- * refused rather than joined (in a Redis server they also expire, after the timeout plus a minute).
- *
- * The collectives are not linked into libuform: they live in a module, libuform-gloo.so.4 (the only
- * binary that needs Gloo, hiredis and the C++ runtime), which the first bootstrap of more than one
- * member loads; a process that never joins a mesh of two or more maps none of it. Where from, the
- * first that exists: the path in the environment variable UFORM_MESH_MODULE when it is set (then
- * nothing else is tried); the folder of libuform.so (or of the program linked with libuform.a); the
- * install libdir (`make install` puts the module beside libuform); the build folder (for the tests
- * and tools of a build tree). When it cannot be loaded (not there, Gloo missing beneath it, a stale
- * module of another version), a bootstrap of more than one member answers UFORM_UNSUPPORTED naming
- * what is missing in the loader's words, and so does every later one; a mesh of one and everything
- * else work.
- *
- * A step's gradients are all-reduced in buckets (whole trunk blocks, last block first, then the
- * rest) while the backward is still running, as PyTorch's DDP does: each bucket as soon as the
- * backward has finished its blocks (`overlap`; UFORM_MESH_OVERLAP_NONE sends the same buckets after
- * the backward instead, with bit-identical results). The step's stats say how long the step waited
- * for them (uform_trainer_stats_t).
- *
- * Thread contract: bootstrap and free block the calling thread; describe may be called from any
- * thread. A mesh serves one trainer call at a time (a step of a second trainer over the same mesh
- * while one runs answers UFORM_CONTENDED); every member must make its trainers over the mesh, and
- * step them, in the same order. After a collective fails (a peer died, hung or was cut off) the mesh
- * is broken for good: every later step answers UFORM_PEER_LOST at once, naming the first failure;
- * restart the run (from the last checkpoint) with a fresh bootstrap.
- */
-typedef struct uform_mesh_s *uform_mesh_t;
-
-/*
- * Who started this process, as uform_mesh_launch_read finds it. Numbers are fixed.
- *   NONE      nobody we know: the options say everything (a member started by hand)
- *   AUTO      (options only) read the launcher's variables
- *   TORCHRUN  torchrun / torch.distributed.run: RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE;
- *             job TORCHELASTIC_RUN_ID; rendezvous tcp://MASTER_ADDR:(MASTER_PORT + 1), the port
- *             after the agent's own store
- *   OPEN_MPI  Open MPI's mpirun: OMPI_COMM_WORLD_RANK, _SIZE, _LOCAL_RANK, _LOCAL_SIZE; job
- *             OMPI_MCA_ess_base_jobid (else PMIX_NAMESPACE)
- *   MPICH     MPICH's and Intel MPI's mpiexec (Hydra): PMI_RANK, PMI_SIZE, MPI_LOCALRANKID,
- *             MPI_LOCALNRANKS
- *   SLURM     Slurm's srun: SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID, SLURM_NODEID with
- *             SLURM_STEP_TASKS_PER_NODE (or SLURM_TASKS_PER_NODE); job SLURM_JOB_ID; rendezvous
- *             tcp://FIRST_NODE:(20000 + SLURM_JOB_ID mod 10000), FIRST_NODE the first host of
- *             SLURM_STEP_NODELIST (or SLURM_JOB_NODELIST), where srun starts task 0
- */
-typedef enum uform_mesh_launcher_t {
-    UFORM_MESH_LAUNCHER_NONE = 0,
-    UFORM_MESH_LAUNCHER_AUTO = 1,
-    UFORM_MESH_LAUNCHER_TORCHRUN = 2,
-    UFORM_MESH_LAUNCHER_OPEN_MPI = 3,
-    UFORM_MESH_LAUNCHER_MPICH = 4,
-    UFORM_MESH_LAUNCHER_SLURM = 5,
-} uform_mesh_launcher_t;
-
-/* "none", "auto", "torchrun", "open-mpi", "mpich", "slurm"; "unknown" for other values. */
-UFORM_API const char *uform_mesh_launcher_name(uform_mesh_launcher_t launcher);
-
-/* What the launcher's variables say about this process (uform_mesh_launch_read). */
-typedef struct uform_mesh_launch_t {
-    uform_mesh_launcher_t launcher;  /* NONE when no launcher's variables are set */
-    size_t index, count;             /* this member, of `count` */
-    size_t local_index, local_count; /* this member among the members on this host */
-    size_t threads;                  /* compute threads for this member: the cores it may run on,
-                                        divided by local_count unless the launcher bound it to a
-                                        subset of them already; at least 1 */
-    char job[129];                   /* the launcher's job id made a job name ("" when it has none) */
-    char rendezvous[320];            /* the default rendezvous, "tcp://HOST:PORT", or "" */
-    char rendezvous_from[96];        /* what it came from ("MASTER_ADDR:MASTER_PORT+1", ...) */
-    char variables[96];              /* the variables read, for messages ("RANK, WORLD_SIZE, ...") */
-} uform_mesh_launch_t;
-
-/*
- * Reads the launcher's variables of this process's environment into `*launch` (zeroed first). The
- * launchers are tried in this order, and the first whose rank variable is set is the one: torchrun,
- * Open MPI, MPICH / Intel MPI, Slurm — an inner launcher first, since a launcher started by another
- * (torchrun under srun, mpirun inside an sbatch script) sees the outer one's variables too, and those
- * describe the outer launch. Where the launcher gives neither a local rank nor a local count, this
- * member is taken as the only one on its host (0 of 1: pass the threads yourself then).
- *
- * The default rendezvous: tcp://MASTER_ADDR:(MASTER_PORT + 1) whenever both are set (torchrun sets
- * them; export them under Slurm or mpirun to choose member 0's host and port); else Slurm's first
- * node (see SLURM above); else, when every member runs on this host (local_count == count), the
- * loopback tcp://127.0.0.1:(20000 + a hash of the job mod 10000); else "" (the members are on several
- * hosts and nothing says where member 0 is: name a rendezvous).
- *
- * Statuses: UFORM_OK (also when no launcher is found: launcher NONE); UFORM_INVALID_ARGUMENT when the
- * variables contradict each other or are not numbers, naming them ("RANK=5 is not below
- * WORLD_SIZE=4 (torchrun)", "RANK is set but WORLD_SIZE is not", "LOCAL_WORLD_SIZE=8 is above
- * WORLD_SIZE=4"); NULL `launch`. Reads the environment only (getenv); thread-safe as getenv is.
- */
-UFORM_API uform_status_t uform_mesh_launch_read(uform_mesh_launch_t *launch, uform_outcome_t *outcome);
-
-/* When a step's gradients are all-reduced (see "Mesh" above). Numbers are fixed. */
-typedef enum uform_mesh_overlap_t {
-    UFORM_MESH_OVERLAP_BACKWARD = 0, /* bucket by bucket while the backward runs (the default) */
-    UFORM_MESH_OVERLAP_NONE = 1,     /* the same buckets, after the backward */
-} uform_mesh_overlap_t;
-
-/*
- * How this process joins a mesh. Zeroed fields take the defaults noted.
- *   host_domain_index   this member's index, in [0, host_domain_count)
- *   host_domain_count   members of the run (0 derives 1: a run with no peers, which needs no
- *                       rendezvous and behaves exactly like a trainer without a mesh; with the
- *                       launcher AUTO, 0 takes the launcher's count)
- *   gpus_per_multimem_domain  GPUs sharing memory per domain; must be 0 in this build (no GPUs)
- *   directory, job      the run's folder is directory/job (directory must exist; job is one path
- *                       component of letters, digits, '.', '-' and '_'); the job names the run in a
- *                       store too. One rendezvous is required with peers: `directory` or `rendezvous`
- *   timeout_seconds     how long the bootstrap waits for every member, how long any wait on the
- *                       rendezvous takes at most, and how long any collective of a step waits for a
- *                       peer before the step fails with UFORM_TIMEOUT (0 derives 120; at most one day)
- *   address             the IPv4 or IPv6 address this member's collectives bind and peers connect to
- *                       (NULL: the first configured non-loopback IPv4 address of this host, else
- *                       127.0.0.1). Name the interface the peers reach: host names often resolve to
- *                       127.0.1.1, which other hosts cannot reach.
- *   trainer_config      optional: the config this member's trainer will use; its fields (not `resume`
- *                       nor `mesh`) go into the facts and must agree between members
- *   agreement           optional: the caller's own "key=value" lines (at most 4 KiB) that every member
- *                       must pass with the same keys and values, such as a command line's global batch
- *                       size; a disagreement is reported as "agreement.key"
- *   rendezvous          instead of a directory: "redis://HOST:PORT" (a Redis server every member
- *                       reaches, through Gloo's RedisStore) or "tcp://HOST:PORT" (member 0 hosts the
- *                       store on PORT of every interface of its host while it bootstraps; HOST names
- *                       that host for the others). HOST is a name or a numeric address ("[::1]" for
- *                       IPv6). The protocol is in docs/mesh.md.
- *   launcher            NONE: the fields above say everything; AUTO: the index, count, job (when `job`
- *                       is NULL) and rendezvous (when neither `directory` nor `rendezvous` is given)
- *                       come from the launcher's variables (uform_mesh_launch_read); an index or count
- *                       given as well must agree with them
- *   overlap             when a step's gradients are all-reduced (uform_mesh_overlap_t); agreed
- * Everything given is copied during the call.
- */
-typedef struct uform_mesh_options_t {
-    size_t host_domain_index;
-    size_t host_domain_count;
-    size_t gpus_per_multimem_domain;
-    const char *directory;
-    const char *job;
-    double timeout_seconds;
-    const char *address;
-    const struct uform_trainer_config_t *trainer_config;
-    const char *agreement;
-    const char *rendezvous;
-    uform_mesh_launcher_t launcher;
-    uform_mesh_overlap_t overlap;
-} uform_mesh_options_t;
-
-/*
- * Joins the run `options` describes as member `host_domain_index` (see above), recording the kind
- * and CPU class of `executor` (NULL: the calling thread) in its facts. Blocks until every member is
- * there and the collectives are connected, or fails within the timeout (plus a few seconds).
- * Statuses:
- *   UFORM_OK
- *   UFORM_INVALID_ARGUMENT  NULL `mesh`; an index not below the count; peers without a rendezvous or
- *                       job, or with both a directory and a rendezvous; a rendezvous that is not
- *                       redis://HOST:PORT or tcp://HOST:PORT; a job name that is not one path
- *                       component; a malformed agreement; a timeout out of range; the launcher AUTO
- *                       without a launcher's variables, with variables that contradict each other, or
- *                       with an index or count that disagrees with them, or with members on several
- *                       hosts and no rendezvous named; another live process already holding this index
- *                       ("index 1 of job 'j' is already claimed by process 4242 on host h: give
- *                       every member its own index"); a job left by an earlier run (facts of
- *                       processes that have gone, facts older than the timeout, or a store: "remove
- *                       it or choose another job name")
- *   UFORM_TIMEOUT       some member did not arrive within the timeout (the message lists the missing
- *                       indices); nobody answered at the rendezvous (a tcp:// store whose member 0
- *                       never came, a Redis server that does not answer)
- *   UFORM_CONFIG_MISMATCH  members disagree: the message names the field and both values ("count:
- *                       member 2 has 3, member 0 (this process) has 4"); compared are the protocol,
- *                       the library version, the count, gpus_per_multimem_domain, the timeout, the
- *                       overlap, the executor's memory and CPU class, the trainer config's fields and
- *                       the agreement lines — everything that fixes the size or order of what the
- *                       collectives exchange, because the collectives library cannot survive a size
- *                       mismatch. A store tells every member of the first disagreement any member saw
- *   UFORM_UNSUPPORTED   GPUs asked for (gpus_per_multimem_domain, a VRAM executor); more than one
- *                       member, and the collectives module cannot be loaded (see above)
- *   UFORM_IO            the job folder cannot be made or written; the address cannot be bound; member
- *                       0 cannot host a tcp:// store on its port (in use); a Redis server refuses a
- *                       command
- *   UFORM_PEER_LOST     a member left while the collectives connected; the host of a tcp:// store
- *                       (member 0) left during the bootstrap
- *   UFORM_OUT_OF_MEMORY (also when loading the collectives module ran out of memory; a later call
- *                       tries again)
- * On failure `*mesh` is NULL and this member's facts are removed again.
- */
-UFORM_API uform_status_t uform_mesh_bootstrap(uform_executor_t executor, const uform_mesh_options_t *options,
-                                              uform_mesh_t *mesh, uform_outcome_t *outcome);
-
-/* The shape of a mesh. The first seven fields are the design's (docs/mesh.md; GPU fields are 0 for CPU
- * processes); a CPU process counts as one member, so members_per_host_domain is 1 and a member's
- * index is its host_domain_index. The last four say how the run was launched. */
-typedef struct uform_mesh_description_t {
-    size_t gpus_per_host_domain;
-    size_t gpus_per_multimem_domain;
-    size_t gpus_per_colocated_domain;
-    size_t host_domain_index;
-    size_t first_gpu_index;
-    uform_multimem_tier_t multimem_tier;
-    uform_gpu_class_t gpu_class;
-    size_t members_per_host_domain;
-    size_t members_total;
-    size_t first_member_index;
-    uform_mesh_launcher_t launcher;  /* who started the members (NONE: by hand) */
-    size_t local_member_index;       /* this member among those on its host, as the launcher says */
-    size_t local_members;            /* (0 and 1 when started by hand: unknown) */
-    uform_mesh_overlap_t overlap;
-} uform_mesh_description_t;
-
-/* Fills `*description` (NULL arguments: UFORM_INVALID_ARGUMENT). Thread-safe: the shape never changes. */
-UFORM_API uform_status_t uform_mesh_describe(uform_mesh_t mesh, uform_mesh_description_t *description);
-
-/* Closes the collectives and frees the mesh; call it after freeing every trainer made over it. Peers
- * still stepping see UFORM_PEER_LOST. NULL is a no-op. */
-UFORM_API void uform_mesh_free(uform_mesh_t mesh);
-
-/*
- * One index built by the members of a mesh (docs/indexes.md, "Many members, one index"). Collective:
- * every member calls it, each with the builder of its own share of the corpus, and each gets in
- * `*gathered` a new builder holding member 0's items, then member 1's, and so on, rows, modalities
- * and paths as they were added; `builder` is left as it was. When every member built a contiguous
- * block of the inputs in input order, the gathered builder is the one a single process would have
- * made, and writes the same bytes. Every member receives every row (an all-gather), so each needs
- * memory for the whole index. A member whose own work failed calls it with `builder` NULL, so the
- * others fail at once rather than after the mesh's timeout.
- * Statuses: UFORM_OK; UFORM_INVALID_ARGUMENT (NULL mesh or gathered); UFORM_PEER_LOST (a member
- * called with NULL, or left); UFORM_TIMEOUT (a member did not answer within the mesh's timeout);
- * UFORM_CONFIG_MISMATCH (builders of other dimensions, scalars or fingerprints);
- * UFORM_OUT_OF_MEMORY (on any member: all fail); UFORM_CONTENDED (another call holds the mesh).
- * A failed exchange breaks the mesh, as a trainer's does. On failure `*gathered` is NULL.
- */
-UFORM_API uform_status_t uform_index_builder_gather(uform_index_builder_t builder, uform_mesh_t mesh,
-                                                    uform_index_builder_t *gathered, uform_outcome_t *outcome);
 
 /*
  * What a trainer is made of. A zeroed config is a fresh `tiny` model (docs/model.md) with
@@ -1766,7 +1884,8 @@ typedef struct uform_trainer_description_t {
     uint64_t seed;
 } uform_trainer_description_t;
 
-/* Fills `*description` (NULL arguments: UFORM_INVALID_ARGUMENT). Must not race a running step
+/* Fills `*description` (UFORM_INVALID_ARGUMENT for a NULL trainer or description; a non-NULL
+ * description is zeroed first). Must not race a running step
  * of the same trainer: call it between steps, from the thread that submits them. */
 UFORM_API uform_status_t uform_trainer_describe(uform_trainer_t trainer, uform_trainer_description_t *description);
 
@@ -1954,401 +2073,333 @@ UFORM_API uform_status_t uform_trainer_snapshot(uform_trainer_t trainer, const u
                                                 uform_model_t *model, uform_outcome_t *outcome);
 
 /* ------------------------------------------------------------------------------------------ */
-/* Data — datasets, batches for a trainer, recall, the index pipeline (docs/data.md)           */
+/* Mesh (docs/mesh.md)                                                                         */
 /* ------------------------------------------------------------------------------------------ */
 /*
- * A dataset is a source of samples opened once and read many times:
+ * The mesh itself is here: how members find each other (uform_mesh_launch_read), join
+ * (uform_mesh_bootstrap), describe the run (uform_mesh_describe) and leave (uform_mesh_free), and
+ * one index built by every member (uform_index_builder_gather). What runs over a mesh is documented
+ * where it belongs: a trainer's `config.mesh` and steps over it (Training: uform_trainer_config_t,
+ * uform_trainer_step), and a loader's share of each batch (Data: uform_loader_options_t).
+ */
+
+/*
+ * A mesh joins the trainers of several processes, on one host or many, into one data-parallel run
+ * (docs/mesh.md). Every process of a run is a *member* with an index in [0, count); a CPU process
+ * counts as one member. The members meet at a *rendezvous*: a folder every member can read and
+ * write (`directory`: local for one host, a shared file system such as NFS for several), a Redis
+ * server (`rendezvous = "redis://HOST:PORT"`), or a small key–value store that member 0 hosts for
+ * the bootstrap's duration (`rendezvous = "tcp://HOST:PORT"`, HOST naming member 0's host) — with
+ * the same `job` name; then each makes its trainer over the mesh:
  *
- *   MANIFEST  a JSON-lines file, one object per line, paths relative to its folder:
- *               {"text": "a red star", "image": "img/1.png"}        a pair ("video", "audio" too)
- *               {"text": "is it red? ", "choices": "yn", "target": "y"}   a choice example
- *               {"path": "a.jpg", "modality": "image"}               an item to index ("modality" optional)
- *               {"text": "a caption", "id": "name"}                  a text item to index
- *   FOLDER    a folder tree, walked recursively in byte order of names (hidden entries skipped unless
- *             `hidden`, links to folders not followed); every file is an item, recognised by content;
- *             for training, files that share a key (the path up to the first dot of the file name:
- *             photos/17.jpg and photos/17.txt) are one sample, as in a shard
- *   SHARDS    WebDataset tar shards, the layout of img2dataset and OpenCLIP: members grouped by key
- *             (000012.jpg, 000012.txt, 000012.json are one sample); the text is the .txt member, else
- *             the JSON member's "caption" or "text"; .jpg .jpeg .png .webp are images, .mp4 .webm .mkv
- *             videos, .flac .wav .mp3 .ogg recordings; a sample with a text and one medium is a pair.
- *             `path` lists shards as OpenCLIP does: brace ranges ("data/{00000..00099}.tar", zero
- *             padding kept), several lists joined with "::", plain paths; .tar or .tar.gz (libarchive:
- *             ustar, pax and GNU long names). Shards are streamed: a shard is never held whole, memory
- *             holds the shuffle buffer's samples and one batch (docs/data.md states the bound).
+ *     uform_mesh_options_t options = {0};
+ *     options.host_domain_index = rank, options.host_domain_count = 4;  // this member, of 4
+ *     options.rendezvous = "tcp://10.0.0.5:29501", options.job = "run-17";
+ *     options.address = "10.0.0.7";        // where this member's collectives listen
+ *     options.trainer_config = &config;    // compared between members at the bootstrap
+ *     uform_mesh_t mesh = NULL;
+ *     if (uform_mesh_bootstrap(executor, &options, &mesh, &outcome) != UFORM_OK) ...;
+ *     config.mesh = mesh;
+ *     uform_trainer_init_ram(executor, &config, &trainer, &outcome);   // member 0's weights everywhere
+ *     ... every member steps with its own share of each global batch ...
+ *     uform_trainer_free(trainer);
+ *     uform_mesh_free(mesh);
  *
- * Two ways to read one:
- *   - item by item, in stored order (uform_dataset_read): what an index is built from;
- *   - in training batches for a trainer (uform_loader_*): an order reshuffled every epoch from the
- *     seed, no sample twice in a batch, two samples with the same text kept apart (and said when
- *     impossible), each mesh member its share, media decoded for batch n+1 while the trainer steps
- *     batch n, and a cursor — text to store in the checkpoint — from which a later run continues the
- *     exact same order.
+ * Started by a launcher (torchrun, Open MPI's or MPICH's mpirun, Slurm's srun), a member reads its
+ * index, the count, its job and a default rendezvous from the launcher's variables: set
+ * `options.launcher = UFORM_MESH_LAUNCHER_AUTO` and leave the index and count at 0 (see
+ * uform_mesh_launch_read for the variables and the order they are read in).
  *
- * Where a failure is: every failure of a sample carries a uform_data_error_t (status, manifest line,
- * shard, key, content index and the reason) in the request or result that failed, so no caller
- * parses a message. The outcome's message says the same in words.
+ * The bootstrap writes this member's facts (index, count, host name, process id, executor kind and
+ * CPU class, the library version, the timeout, the address its collectives bind and, when given,
+ * every field of `trainer_config` and the caller's `agreement` lines, with a fingerprint of all that
+ * must agree) at the rendezvous — `directory/job/facts.{index}`, written atomically, or the key
+ * `uform/{job}/facts.{index}` of the store, added only if absent — waits until every member's facts
+ * are there (our own barrier, bounded by the timeout), checks that they agree, and only then
+ * connects the collectives (Gloo, over TCP, rendezvous through `directory/job/store` or the same
+ * store). A bootstrap that succeeded removes its facts and the collectives' keys again, so a
+ * finished or running job leaves nothing; facts or a store left by a run that failed or crashed are
+ * refused rather than joined (in a Redis server they also expire, after the timeout plus a minute).
  *
- * Thread contract: a dataset is read by one caller at a time (a loader made over it is its reader
- * while it lives); different datasets are independent. Every function here blocks the calling thread.
+ * The collectives are not linked into libuform: they live in a module, libuform-gloo.so.4 (the only
+ * binary that needs Gloo, hiredis and the C++ runtime), which the first bootstrap of more than one
+ * member loads; a process that never joins a mesh of two or more maps none of it. Where from, the
+ * first that exists: the path in the environment variable UFORM_MESH_MODULE when it is set (then
+ * nothing else is tried); the folder of libuform.so (or of the program linked with libuform.a); the
+ * install libdir (`make install` puts the module beside libuform); the build folder (for the tests
+ * and tools of a build tree). When it cannot be loaded (not there, Gloo missing beneath it, a stale
+ * module of another version), a bootstrap of more than one member answers UFORM_UNSUPPORTED naming
+ * what is missing in the loader's words, and so does every later one; a mesh of one and everything
+ * else work.
+ *
+ * A step's gradients are all-reduced in buckets (whole trunk blocks, last block first, then the
+ * rest) while the backward is still running, as PyTorch's DDP does: each bucket as soon as the
+ * backward has finished its blocks (`overlap`; UFORM_MESH_OVERLAP_NONE sends the same buckets after
+ * the backward instead, with bit-identical results). The step's stats say how long the step waited
+ * for them (uform_trainer_stats_t).
+ *
+ * Thread contract: bootstrap and free block the calling thread; describe may be called from any
+ * thread. A mesh serves one trainer call at a time (a step of a second trainer over the same mesh
+ * while one runs answers UFORM_CONTENDED); every member must make its trainers over the mesh, and
+ * step them, in the same order. After a collective fails (a peer died, hung or was cut off) the mesh
+ * is broken for good: every later step answers UFORM_PEER_LOST at once, naming the first failure;
+ * restart the run (from the last checkpoint) with a fresh bootstrap.
  */
-typedef struct uform_dataset_s *uform_dataset_t;
-typedef struct uform_loader_s *uform_loader_t;
-
-typedef enum uform_dataset_source_t {
-    UFORM_DATASET_MANIFEST = 0,
-    UFORM_DATASET_FOLDER = 1,
-    UFORM_DATASET_SHARDS = 2
-} uform_dataset_source_t;
-
-/* The capacity of the text fields of a uform_data_error_t. */
-#define UFORM_DATA_ERROR_PATH_CAPACITY 512
 
 /*
- * Where a sample failed and why. Fields that do not apply hold 0 (line), SIZE_MAX (shard, content)
- * or "" (source, key). All text is NUL-terminated and fully initialised.
- *   status   the failure (UFORM_FORMAT for a malformed line, member or medium; UFORM_IO for a file
- *            that cannot be read; UFORM_UNSUPPORTED for a format this build cannot decode)
- *   line     MANIFEST: the 1-based line of the manifest
- *   shard    SHARDS: the shard's index in the expanded list
- *   content  a batch's content index, when the failure was found decoding a batch
- *   source   the manifest, the file (FOLDER, a manifest's media file) or the shard's path
- *   key      SHARDS: the sample's key ("000012"), FOLDER: the sample's key; MANIFEST: the media path
- *   message  the reason, without the location ("JPEG: premature end of data", "no text member")
+ * Who started this process, as uform_mesh_launch_read finds it. Numbers are fixed.
+ *   NONE      nobody we know: the options say everything (a member started by hand)
+ *   AUTO      (options only) read the launcher's variables
+ *   TORCHRUN  torchrun / torch.distributed.run: RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE;
+ *             job TORCHELASTIC_RUN_ID; rendezvous tcp://MASTER_ADDR:(MASTER_PORT + 1), the port
+ *             after the agent's own store
+ *   OPEN_MPI  Open MPI's mpirun: OMPI_COMM_WORLD_RANK, _SIZE, _LOCAL_RANK, _LOCAL_SIZE; job
+ *             OMPI_MCA_ess_base_jobid (else PMIX_NAMESPACE)
+ *   MPICH     MPICH's and Intel MPI's mpiexec (Hydra): PMI_RANK, PMI_SIZE, MPI_LOCALRANKID,
+ *             MPI_LOCALNRANKS
+ *   SLURM     Slurm's srun: SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID, SLURM_NODEID with
+ *             SLURM_STEP_TASKS_PER_NODE (or SLURM_TASKS_PER_NODE); job SLURM_JOB_ID; rendezvous
+ *             tcp://FIRST_NODE:(20000 + SLURM_JOB_ID mod 10000), FIRST_NODE the first host of
+ *             SLURM_STEP_NODELIST (or SLURM_JOB_NODELIST), where srun starts task 0
  */
-typedef struct uform_data_error_t {
-    uform_status_t status;
-    size_t line;
-    size_t shard;
-    size_t content;
-    char source[UFORM_DATA_ERROR_PATH_CAPACITY];
-    char key[UFORM_DATA_ERROR_PATH_CAPACITY];
-    char message[UFORM_OUTCOME_MESSAGE_CAPACITY];
-} uform_data_error_t;
+typedef enum uform_mesh_launcher_t {
+    UFORM_MESH_LAUNCHER_NONE = 0,
+    UFORM_MESH_LAUNCHER_AUTO = 1,
+    UFORM_MESH_LAUNCHER_TORCHRUN = 2,
+    UFORM_MESH_LAUNCHER_OPEN_MPI = 3,
+    UFORM_MESH_LAUNCHER_MPICH = 4,
+    UFORM_MESH_LAUNCHER_SLURM = 5,
+} uform_mesh_launcher_t;
+
+/* "none", "auto", "torchrun", "open-mpi", "mpich", "slurm"; "unknown" for other values. */
+UFORM_API const char *uform_mesh_launcher_name(uform_mesh_launcher_t launcher);
+
+/* What the launcher's variables say about this process (uform_mesh_launch_read). */
+typedef struct uform_mesh_launch_t {
+    uform_mesh_launcher_t launcher;  /* NONE when no launcher's variables are set */
+    size_t index, count;             /* this member, of `count` */
+    size_t local_index, local_count; /* this member among the members on this host */
+    size_t threads;                  /* compute threads for this member: the cores it may run on,
+                                        divided by local_count unless the launcher bound it to a
+                                        subset of them already; at least 1 */
+    char job[129];                   /* the launcher's job id made a job name ("" when it has none) */
+    char rendezvous[320];            /* the default rendezvous, "tcp://HOST:PORT", or "" */
+    char rendezvous_from[96];        /* what it came from ("MASTER_ADDR:MASTER_PORT+1", ...) */
+    char variables[96];              /* the variables read, for messages ("RANK, WORLD_SIZE, ...") */
+} uform_mesh_launch_t;
 
 /*
- * How to open a dataset. Zeroed fields take the defaults noted.
- *   source, path       which kind, and its manifest file, folder (or file) or shard list
- *   paths, path_count  several of them instead of `path`, read one after the other as one dataset
- *                      (MANIFEST: manifests; FOLDER: folders and files; SHARDS: shard lists); `path`
- *                      is then NULL. One of the two is required.
- *   seed               the order of every epoch (shards and samples), and nothing else
- *   shuffle_buffer     SHARDS: samples held to shuffle the stream (0: 2,000; 1: no sample shuffle,
- *                      shards still reshuffled per epoch)
- *   sequential         non-zero: batches in stored order, one pass, no shuffling (evaluation, tests)
- *   partitions         SHARDS: the stream is split into this many partitions (0: the loader's mesh
- *                      member count); see uform_loader_options_t
- *   skip_bad           non-zero: a bad sample (a malformed line or member, a sample without text, an
- *                      undecodable medium) is counted, listed (uform_loader_stats_t) and replaced
- *                      instead of failing the batch
- *   hidden             FOLDER: also walk hidden files and folders
- *   max_sample_bytes   SHARDS and FOLDER: a member or file above this is a bad sample (0: 1 GiB)
- * Everything is copied during the call.
+ * Reads the launcher's variables of this process's environment into `*launch` (zeroed first). The
+ * launchers are tried in this order, and the first whose rank variable is set is the one: torchrun,
+ * Open MPI, MPICH / Intel MPI, Slurm — an inner launcher first, since a launcher started by another
+ * (torchrun under srun, mpirun inside an sbatch script) sees the outer one's variables too, and those
+ * describe the outer launch. Where the launcher gives neither a local rank nor a local count, this
+ * member is taken as the only one on its host (0 of 1: pass the threads yourself then).
+ *
+ * The default rendezvous: tcp://MASTER_ADDR:(MASTER_PORT + 1) whenever both are set (torchrun sets
+ * them; export them under Slurm or mpirun to choose member 0's host and port); else Slurm's first
+ * node (see SLURM above); else, when every member runs on this host (local_count == count), the
+ * loopback tcp://127.0.0.1:(20000 + a hash of the job mod 10000); else "" (the members are on several
+ * hosts and nothing says where member 0 is: name a rendezvous).
+ *
+ * Statuses: UFORM_OK (also when no launcher is found: launcher NONE); UFORM_INVALID_ARGUMENT when the
+ * variables contradict each other or are not numbers, naming them ("RANK=5 is not below
+ * WORLD_SIZE=4 (torchrun)", "RANK is set but WORLD_SIZE is not", "LOCAL_WORLD_SIZE=8 is above
+ * WORLD_SIZE=4"); NULL `launch`. Reads the environment only (getenv); thread-safe as getenv is.
  */
-typedef struct uform_dataset_options_t {
-    uform_dataset_source_t source;
-    const char *path;
-    const char *const *paths;
-    size_t path_count;
-    uint64_t seed;
-    size_t shuffle_buffer;
-    int sequential;
-    size_t partitions;
-    int skip_bad;
-    int hidden;
-    size_t max_sample_bytes;
-} uform_dataset_options_t;
+UFORM_API uform_status_t uform_mesh_launch_read(uform_mesh_launch_t *launch, uform_outcome_t *outcome);
+
+/* When a step's gradients are all-reduced (see "Mesh" above). Numbers are fixed. */
+typedef enum uform_mesh_overlap_t {
+    UFORM_MESH_OVERLAP_BACKWARD = 0, /* bucket by bucket while the backward runs (the default) */
+    UFORM_MESH_OVERLAP_NONE = 1,     /* the same buckets, after the backward */
+} uform_mesh_overlap_t;
 
 /*
- * Opens a dataset: reads and checks a manifest whole (every line; a malformed one is
- * UFORM_FORMAT naming it, or with skip_bad counted and left out), walks a folder (and reads the
- * texts of its samples), or expands a shard list and checks that every shard exists (shards are
- * read later, streaming). Statuses: UFORM_OK; UFORM_INVALID_ARGUMENT (NULL `dataset` or path, an
- * unknown source, a malformed shard list such as "{1..}", an empty result); UFORM_IO (a file or
- * folder that cannot be read, naming it and the system's reason); UFORM_FORMAT (a malformed
- * manifest line, with `error` filled when given); UFORM_OUT_OF_MEMORY. On failure `*dataset` is NULL.
- * `error` may be NULL.
+ * How this process joins a mesh. Zeroed fields take the defaults noted.
+ *   host_domain_index   this member's index, in [0, host_domain_count)
+ *   host_domain_count   members of the run (0 derives 1: a run with no peers, which needs no
+ *                       rendezvous and behaves exactly like a trainer without a mesh; with the
+ *                       launcher AUTO, 0 takes the launcher's count)
+ *   gpus_per_multimem_domain  GPUs sharing memory per domain; must be 0 in this build (no GPUs)
+ *   directory, job      the run's folder is directory/job (directory must exist; job is one path
+ *                       component of letters, digits, '.', '-' and '_'); the job names the run in a
+ *                       store too. One rendezvous is required with peers: `directory` or `rendezvous`
+ *   timeout_seconds     how long the bootstrap waits for every member, how long any wait on the
+ *                       rendezvous takes at most, and how long any collective of a step waits for a
+ *                       peer before the step fails with UFORM_TIMEOUT (0 derives 120; at most one day)
+ *   address             the IPv4 or IPv6 address this member's collectives bind and peers connect to
+ *                       (NULL: the first configured non-loopback IPv4 address of this host, else
+ *                       127.0.0.1). Name the interface the peers reach: host names often resolve to
+ *                       127.0.1.1, which other hosts cannot reach.
+ *   trainer_config      optional: the config this member's trainer will use; its fields (not `resume`
+ *                       nor `mesh`) go into the facts and must agree between members
+ *   agreement           optional: the caller's own "key=value" lines (at most 4 KiB) that every member
+ *                       must pass with the same keys and values, such as a command line's global batch
+ *                       size; a disagreement is reported as "agreement.key"
+ *   rendezvous          instead of a directory: "redis://HOST:PORT" (a Redis server every member
+ *                       reaches, through Gloo's RedisStore) or "tcp://HOST:PORT" (member 0 hosts the
+ *                       store on PORT of every interface of its host while it bootstraps; HOST names
+ *                       that host for the others). HOST is a name or a numeric address ("[::1]" for
+ *                       IPv6). The protocol is in docs/mesh.md.
+ *   launcher            NONE: the fields above say everything; AUTO: the index, count, job (when `job`
+ *                       is NULL) and rendezvous (when neither `directory` nor `rendezvous` is given)
+ *                       come from the launcher's variables (uform_mesh_launch_read); an index or count
+ *                       given as well must agree with them
+ *   overlap             when a step's gradients are all-reduced (uform_mesh_overlap_t); agreed
+ * Everything given is copied during the call.
  */
-UFORM_API uform_status_t uform_dataset_open(const uform_dataset_options_t *options, uform_dataset_t *dataset,
-                                            uform_data_error_t *error, uform_outcome_t *outcome);
-
-/* Frees a dataset (after every loader made over it). NULL is a no-op. */
-UFORM_API void uform_dataset_free(uform_dataset_t dataset);
-
-/* What a dataset holds as far as it is known without reading shards. */
-typedef struct uform_dataset_description_t {
-    uform_dataset_source_t source;
-    size_t shards;         /* SHARDS: shards in the expanded list */
-    size_t samples;        /* MANIFEST and FOLDER: usable samples (lines, files or keys); SHARDS: 0 until read */
-    size_t pairs[4];       /* MANIFEST and FOLDER: text-media pairs by uform_modality_t of the medium */
-    size_t choices;        /* MANIFEST: choice examples */
-    size_t items;          /* MANIFEST and FOLDER: what uform_dataset_read answers in one pass */
-    size_t bad;            /* lines or samples left out so far (skip_bad) */
-    char fingerprint[17];  /* 16 hex digits of the list of shards, files or lines: a cursor must match it */
-} uform_dataset_description_t;
-
-/* Fills `description` (zeroed for a NULL dataset). */
-UFORM_API void uform_dataset_describe(uform_dataset_t dataset, uform_dataset_description_t *description);
-
-/* One item of a dataset read in stored order. */
-typedef struct uform_dataset_item_t {
-    uform_modality_t modality;  /* what `bytes` hold (decided by the manifest, the member's extension,
-                                   or uform_media_probe for files) */
-    const char *key;            /* how an index names it: the file's path, a manifest's "id" (else
-                                   "manifest.jsonl:LINE"), or "SHARD:MEMBER" for a shard's member */
-    size_t key_length;
-    const void *bytes;          /* the item: the file's or member's bytes, or the text */
-    size_t size;
-    const char *text;           /* its caption when the source pairs it with one, else NULL */
-    size_t text_length;
-    size_t ordinal;             /* 0, 1, 2 ... in stored order (a resumed read counts the skipped ones) */
-} uform_dataset_item_t;
+typedef struct uform_mesh_options_t {
+    size_t host_domain_index;
+    size_t host_domain_count;
+    size_t gpus_per_multimem_domain;
+    const char *directory;
+    const char *job;
+    double timeout_seconds;
+    const char *address;
+    const struct uform_trainer_config_t *trainer_config;
+    const char *agreement;
+    const char *rendezvous;
+    uform_mesh_launcher_t launcher;
+    uform_mesh_overlap_t overlap;
+} uform_mesh_options_t;
 
 /*
- * Reads the next item in stored order (every file of a folder; a manifest's media file or text per
- * line; a shard sample's medium, or its text when it has none; choice examples are not items).
- * `skip` items are passed over first without reading their bytes (cheap for plain .tar: headers
- * only), so a build that stopped after n items continues with skip = n on a fresh dataset.
- *   dataset   in
- *   rewind    in: non-zero: start again from the first item (a read goes on where the last stopped)
- *   skip      in: items to pass over first
- *   outcome   out
- *   done      out: 1 when no item was left (then `item` is zeroed)
- *   item      out: valid until the next read or the dataset's free
- *   error     out: when the item could not be read (status ≠ UFORM_OK), where and why; the item's
- *             `key` and `ordinal` are still set and the next read goes on after it
- * Statuses: UFORM_OK (also for done); UFORM_IO, UFORM_FORMAT, UFORM_UNSUPPORTED (this item: go on
- * reading); UFORM_INVALID_ARGUMENT (NULL dataset, a dataset a loader is reading); UFORM_OUT_OF_MEMORY.
+ * Joins the run `options` describes as member `host_domain_index` (see above), recording the kind
+ * and CPU class of `executor` (NULL: the calling thread) in its facts. Blocks until every member is
+ * there and the collectives are connected, or fails within the timeout (plus a few seconds).
+ * Statuses:
+ *   UFORM_OK
+ *   UFORM_INVALID_ARGUMENT  NULL `mesh`; an index not below the count; peers without a rendezvous or
+ *                       job, or with both a directory and a rendezvous; a rendezvous that is not
+ *                       redis://HOST:PORT or tcp://HOST:PORT; a job name that is not one path
+ *                       component; a malformed agreement; a timeout out of range; the launcher AUTO
+ *                       without a launcher's variables, with variables that contradict each other, or
+ *                       with an index or count that disagrees with them, or with members on several
+ *                       hosts and no rendezvous named; another live process already holding this index
+ *                       ("index 1 of job 'j' is already claimed by process 4242 on host h: give
+ *                       every member its own index"); a job left by an earlier run (facts of
+ *                       processes that have gone, facts older than the timeout, or a store: "remove
+ *                       it or choose another job name")
+ *   UFORM_TIMEOUT       some member did not arrive within the timeout (the message lists the missing
+ *                       indices); nobody answered at the rendezvous (a tcp:// store whose member 0
+ *                       never came, a Redis server that does not answer)
+ *   UFORM_CONFIG_MISMATCH  members disagree: the message names the field and both values ("count:
+ *                       member 2 has 3, member 0 (this process) has 4"); compared are the protocol,
+ *                       the library version, the count, gpus_per_multimem_domain, the timeout, the
+ *                       overlap, the executor's memory and CPU class, the trainer config's fields and
+ *                       the agreement lines — everything that fixes the size or order of what the
+ *                       collectives exchange, because the collectives library cannot survive a size
+ *                       mismatch. A store tells every member of the first disagreement any member saw
+ *   UFORM_UNSUPPORTED   GPUs asked for (gpus_per_multimem_domain, a VRAM executor); more than one
+ *                       member, and the collectives module cannot be loaded (see above)
+ *   UFORM_IO            the job folder cannot be made or written; the address cannot be bound; member
+ *                       0 cannot host a tcp:// store on its port (in use); a Redis server refuses a
+ *                       command
+ *   UFORM_PEER_LOST     a member left while the collectives connected; the host of a tcp:// store
+ *                       (member 0) left during the bootstrap
+ *   UFORM_OUT_OF_MEMORY (also when loading the collectives module ran out of memory; a later call
+ *                       tries again)
+ * On failure `*mesh` is NULL and this member's facts are removed again.
  */
-typedef struct uform_dataset_read_t {
-    uform_dataset_t dataset;
-    int rewind;
-    size_t skip;
-    uform_outcome_t outcome;
-    int done;
-    uform_dataset_item_t item;
-    uform_data_error_t error;
-} uform_dataset_read_t;
-UFORM_API uform_status_t uform_dataset_read(uform_dataset_read_t *request);
+UFORM_API uform_status_t uform_mesh_bootstrap(uform_executor_t executor, const uform_mesh_options_t *options,
+                                              uform_mesh_t *mesh, uform_outcome_t *outcome);
+
+/* How GPUs of one multimem domain share memory (used by the mesh). */
+typedef enum uform_multimem_tier_t {
+    UFORM_MULTIMEM_TIER_SWITCH_REDUCED = 0,
+    UFORM_MULTIMEM_TIER_PEER_READ = 1
+} uform_multimem_tier_t;
+
+typedef enum uform_gpu_class_t {
+    UFORM_GPU_CLASS_UNKNOWN = 0,
+    UFORM_GPU_CLASS_NVIDIA_AMPERE = 1,
+    UFORM_GPU_CLASS_NVIDIA_ADA = 2,
+    UFORM_GPU_CLASS_NVIDIA_HOPPER = 3,
+    UFORM_GPU_CLASS_NVIDIA_BLACKWELL = 4,
+    UFORM_GPU_CLASS_NVIDIA_BLACKWELLRTX = 5,
+    UFORM_GPU_CLASS_NVIDIA_RUBIN = 6,
+    UFORM_GPU_CLASS_AMD_CDNA3 = 7,
+    UFORM_GPU_CLASS_AMD_CDNA4 = 8,
+    UFORM_GPU_CLASS_AMD_CDNA5 = 9,
+    UFORM_GPU_CLASS_APPLE_METAL7 = 10,
+    UFORM_GPU_CLASS_APPLE_METAL9 = 11,
+    UFORM_GPU_CLASS_APPLE_METAL10 = 12
+} uform_gpu_class_t;
+
+/* The shape of a mesh. The first seven fields are the design's (docs/mesh.md; GPU fields are 0 for CPU
+ * processes); a CPU process counts as one member, so members_per_host_domain is 1 and a member's
+ * index is its host_domain_index. The last four say how the run was launched. */
+typedef struct uform_mesh_description_t {
+    size_t gpus_per_host_domain;
+    size_t gpus_per_multimem_domain;
+    size_t gpus_per_colocated_domain;
+    size_t host_domain_index;
+    size_t first_gpu_index;
+    uform_multimem_tier_t multimem_tier;
+    uform_gpu_class_t gpu_class;
+    size_t members_per_host_domain;
+    size_t members_total;
+    size_t first_member_index;
+    uform_mesh_launcher_t launcher;  /* who started the members (NONE: by hand) */
+    size_t local_member_index;       /* this member among those on its host, as the launcher says */
+    size_t local_members;            /* (0 and 1 when started by hand: unknown) */
+    uform_mesh_overlap_t overlap;
+} uform_mesh_description_t;
+
+/* Fills `*description` (UFORM_INVALID_ARGUMENT for a NULL mesh or description; a non-NULL
+ * description is zeroed first). Thread-safe: the shape never changes. */
+UFORM_API uform_status_t uform_mesh_describe(uform_mesh_t mesh, uform_mesh_description_t *description);
+
+/* Closes the collectives and frees the mesh; call it after freeing every trainer made over it. Peers
+ * still stepping see UFORM_PEER_LOST. NULL is a no-op. */
+UFORM_API void uform_mesh_free(uform_mesh_t mesh);
 
 /*
- * A loader: training batches of a dataset for one trainer, with decoding ahead.
- *   dataset    borrowed: the loader is its only reader while it lives (it must outlive the loader)
- *   trainer    the trainer the batches are for: its model's geometry and CPU class decide how media
- *              are decoded, exactly as the trainer's own step would decode them
- *   batch      samples per step, over every member of a mesh together (required)
- *   member, members  this member's share of each batch (0 and 0: one process, the whole batch).
- *              MANIFEST and FOLDER: every member draws the same global batch and keeps its contiguous
- *              share [batch·m/k, batch·(m+1)/k), as uform_trainer_step's mesh expects. SHARDS: the
- *              stream is split into `partitions` (the dataset's, else `members`): partition p reads
- *              the shards at positions p, p + P, ... of every epoch's shard order (by sample when
- *              there are fewer shards than partitions: every P-th sample of each), with its own
- *              shuffle buffer; a global batch is the partitions' shares end to end, so k members
- *              reading their own partitions and one process reading all k partitions give the same
- *              batches. Each member reads only its own shards. skip_bad needs members ≤ 1.
- *   ahead      batches decoded ahead of the one the trainer steps (0: 1)
- *   decode_threads  threads that decode ahead (0: 1)
- *   cursor     NULL, or the text of uform_loader_cursor from an earlier run over the same dataset,
- *              seed, batch and partitions: the first batch is the one that run would have drawn next
- * Everything is copied during the call. Statuses: UFORM_OK; UFORM_INVALID_ARGUMENT (NULL dataset,
- * trainer or loader, batch 0, member not below members, skip_bad with several members, a dataset
- * another loader reads, a malformed cursor); UFORM_CONFIG_MISMATCH (a cursor of another dataset,
- * seed, batch or partitioning: its fingerprint, seed or sizes differ, both named); UFORM_IO;
- * UFORM_OUT_OF_MEMORY. On failure `*loader` is NULL.
+ * One index built by the members of a mesh (docs/indexes.md, "Many members, one index"). Collective:
+ * every member calls it, each with the builder of its own share of the corpus, and each gets in
+ * `*gathered` a new builder holding member 0's items, then member 1's, and so on, rows, modalities
+ * and paths as they were added; `builder` is left as it was. When every member built a contiguous
+ * block of the inputs in input order, the gathered builder is the one a single process would have
+ * made, and writes the same bytes. Every member receives every row (an all-gather), so each needs
+ * memory for the whole index. A member whose own work failed calls it with `builder` NULL, so the
+ * others fail at once rather than after the mesh's timeout.
+ * Statuses: UFORM_OK; UFORM_INVALID_ARGUMENT (NULL mesh or gathered); UFORM_PEER_LOST (a member
+ * called with NULL, or left); UFORM_TIMEOUT (a member did not answer within the mesh's timeout);
+ * UFORM_CONFIG_MISMATCH (builders of other dimensions, scalars or fingerprints);
+ * UFORM_OUT_OF_MEMORY (on any member: all fail); UFORM_CONTENDED (another call holds the mesh).
+ * A failed exchange breaks the mesh, as a trainer's does. On failure `*gathered` is NULL.
  */
-typedef struct uform_loader_options_t {
-    uform_dataset_t dataset;
-    uform_trainer_t trainer;
-    size_t batch;
-    size_t member, members;
-    size_t ahead;
-    size_t decode_threads;
-    const char *cursor;
-} uform_loader_options_t;
-UFORM_API uform_status_t uform_loader_open(const uform_loader_options_t *options, uform_loader_t *loader,
-                                           uform_outcome_t *outcome);
-
-/* Stops the loader's thread and frees it; the last batch's inputs are invalid after it. NULL is a no-op. */
-UFORM_API void uform_loader_free(uform_loader_t loader);
+UFORM_API uform_status_t uform_index_builder_gather(uform_index_builder_t builder, uform_mesh_t mesh,
+                                                    uform_index_builder_t *gathered, uform_outcome_t *outcome);
 
 /*
- * Hands over the next batch (blocking until it is decoded): sets `step`'s inputs — modalities,
- * contents, bags, bag_count, sides, relations, choices, choice_targets and prepared — and leaves
- * every other field (trainer, arena, progress, ...) as it was. A pair is two bags (its text on side
- * 0, its medium on side 1) and one relation in temperature group modality − 1 (image 0, video 1,
- * audio 2); a choice example is a text content after the bags, with its legal bytes and target. The
- * inputs point into the loader's buffers and stay valid (and unchanged) until the next call of
- * uform_loader_next or uform_loader_free: call it again only once the step that uses them is final.
- *   loader, step   in
- *   outcome        out
- *   done           out: 1 when a sequential dataset has no sample left (then `step` is untouched)
- *   samples        out: this member's samples in the batch (pairs and choice examples)
- *   twins          out: 1 when some sample had to share the batch with another of the same text
- *                  (the contrastive loss then counts the twin as a wrong match)
- *   error          out: on failure, the sample that failed (UFORM_FORMAT, UFORM_IO, UFORM_UNSUPPORTED)
- * Statuses: UFORM_OK; UFORM_FORMAT, UFORM_IO, UFORM_UNSUPPORTED (a bad sample without skip_bad: the
- * loader is then finished, every later call answers the same); UFORM_INVALID_ARGUMENT (NULL
- * arguments); UFORM_OUT_OF_MEMORY.
+ * Builds one approximate structure over an index whose items the members of `mesh` hold in
+ * contiguous blocks (docs/indexes.md, "Many members, one index"). Every member calls it with `own`,
+ * its block as a builder (member 0 the first items, member 1 the next …, as
+ * uform_index_builder_gather lays them end to end); member 0 also passes `index`, the whole index
+ * opened (written from the gathered builder), and `path`, where it writes the structure; the
+ * others' `index` and `path` are ignored. A member whose own work failed still calls it with
+ * `own` NULL, so the others fail at once instead of at the mesh's timeout.
+ *
+ * For recipes whose inverted lists FAISS merges (IVF…,Flat, IVF…,PQ…, with OPQ or other transforms
+ * in front): member 0 trains on a sample gathered from the members' blocks — the same items, in
+ * the same order, as uform_index_ann_build draws from the whole index —, broadcasts the trained
+ * empty structure, every member adds its block under the items' numbers, and member 0 merges the
+ * members' lists in member order (FAISS's merge_from) and writes the file with the index's
+ * pairing record. Other recipes (HNSW, refined or fast-scan IVFs) are built by member 0 alone from
+ * `index`, as uform_index_ann_build does. `options` are member 0's (the others' `threads` apply to
+ * their own adds). Every member answers the same status: member r's failure reaches the others as
+ * "member r of K failed …: its message". Long work (training, adds, the write, a graph built
+ * alone) runs on a thread of its own while the members answer a one-byte round every 100 ms, so
+ * the mesh's timeout bounds how long a dead member goes unnoticed, not how long the work may
+ * take. Statuses: those of uform_index_ann_build; UFORM_CONFIG_MISMATCH (blocks whose dims, scalar
+ * or total count differ from the index's); UFORM_PEER_LOST (a member that failed before, or left);
+ * UFORM_TIMEOUT (a member that stopped answering); UFORM_CONTENDED (the mesh serves another call).
  */
-typedef struct uform_loader_next_t {
-    uform_loader_t loader;
-    uform_trainer_step_t *step;
-    uform_outcome_t outcome;
-    int done;
-    size_t samples;
-    int twins;
-    uform_data_error_t error;
-} uform_loader_next_t;
-UFORM_API uform_status_t uform_loader_next(uform_loader_next_t *request);
-
-/*
- * The cursor after the batches handed over so far: NUL-terminated JSON text (docs/data.md, "The
- * cursor") that uform_loader_options_t.cursor takes back — store it in the checkpoint
- * (uform_trainer_save_t.user_metadata) to resume exactly. Writes at most `capacity` bytes into
- * `buffer` (always NUL-terminated when capacity > 0; `buffer` may be NULL when capacity is 0) and
- * the length the whole text needs, without the NUL, into `*length` — call again with a larger
- * buffer when it did not fit (the second call returns the same text without recomputing it). A
- * shard cursor names the samples in the shuffle buffer: a few bytes each.
- * Over a mesh with SHARDS, where each member reads its own partitions, the first call after a batch
- * is collective: every member calls it after the same number of batches, and each gets the cursor
- * of every partition (so member 0 can store it for all). Other sources exchange nothing.
- * Statuses: UFORM_OK; UFORM_INVALID_ARGUMENT (NULL loader or length); UFORM_OUT_OF_MEMORY; over a
- * mesh the collectives' UFORM_TIMEOUT and UFORM_PEER_LOST.
- */
-UFORM_API uform_status_t uform_loader_cursor(uform_loader_t loader, char *buffer, size_t capacity, size_t *length,
-                                             uform_outcome_t *outcome);
-
-/* What a loader did so far. */
-typedef struct uform_loader_stats_t {
-    size_t batches;          /* handed over */
-    size_t samples;          /* this member's samples in them */
-    uint64_t epoch;          /* the epoch the next batch draws from (0 first) */
-    size_t skipped;          /* bad samples left out (skip_bad) */
-    double wait_seconds;     /* time uform_loader_next waited for a batch: the step's wait on data */
-    double read_seconds;     /* the loader thread reading files and shards */
-    double decode_seconds;   /* the loader thread decoding media */
-    uint64_t bytes_read;     /* bytes of files and shard members read */
-} uform_loader_stats_t;
-
-/* Fills `stats` (zeroed for a NULL loader); `errors`, when not NULL, receives up to `capacity` of
- * the bad samples left out so far, oldest first, and `*count` (may be NULL) how many there were. */
-UFORM_API void uform_loader_stats(uform_loader_t loader, uform_loader_stats_t *stats, uform_data_error_t *errors,
-                                  size_t capacity, size_t *count);
-
-/*
- * Recall@K of query embeddings against candidates, where a hit is any candidate whose label equals
- * the query's (captions repeat, so a query may have several right answers: the demo's "scored by
- * caption"). Scores are dot products in double precision; a candidate ranks above another when its
- * score is higher, ties by the lower index; R@k counts the queries whose best-ranked hit is among the
- * first k. A query without any hit counts as a miss.
- *   queries, queries_count, columns        in: F32 rows, dense
- *   candidates, candidates_count           in: F32 rows of the same columns
- *   query_labels, candidate_labels         in: [queries_count], [candidates_count]
- *   ks, ks_count                           in: up to 8 cut-offs (each ≥ 1)
- *   recall                                 out: [ks_count] fractions in [0, 1]
- * Statuses: UFORM_OK; UFORM_INVALID_ARGUMENT (NULL arrays with non-zero counts, columns 0, a k of 0,
- * more than 8 ks); UFORM_OUT_OF_MEMORY. Thread-safe.
- */
-typedef struct uform_recall_t {
-    const float *queries;
-    size_t queries_count;
-    size_t columns;
-    const float *candidates;
-    size_t candidates_count;
-    const uint64_t *query_labels;
-    const uint64_t *candidate_labels;
-    const size_t *ks;
-    size_t ks_count;
-    uform_outcome_t outcome;
-    double recall[8];
-} uform_recall_t;
-UFORM_API uform_status_t uform_recall(uform_recall_t *request);
-
-/* Held-out recall of one media modality, both ways. */
-typedef struct uform_evaluation_t {
-    size_t pairs;               /* held-out pairs of the modality (0: none, the rest is 0) */
-    double text_to_media[8];    /* recall@ks[i] of each caption against the media */
-    double media_to_text[8];    /* recall@ks[i] of each medium against the captions */
-} uform_evaluation_t;
-
-/*
- * Held-out recall per modality (text→media and media→text, scored by caption: a hit is any item
- * whose caption equals the query's) of a model on every pair of a dataset (choice examples and
- * items without captions are passed over): each side encoded with the model in batches of `batch`
- * (0: 32), then uform_recall per modality. Results by uform_modality_t of the medium (results[0]
- * unused). `ks` as uform_recall's (ks_count 0: {1, 5}). Progress counts items encoded; cancelling
- * stops between batches.
- * Statuses: UFORM_OK; UFORM_CANCELLED; the encode verbs' (an undecodable medium: UFORM_FORMAT with
- * `error` naming it); the dataset's; UFORM_INVALID_ARGUMENT (NULL model, dataset or arena).
- */
-typedef struct uform_evaluate_t {
-    uform_model_t model;
-    uform_executor_t executor;
-    uform_dataset_t dataset;
-    uform_arena_t arena;
-    size_t batch;
-    const size_t *ks;
-    size_t ks_count;
-    uform_progress_t progress;
-    uform_outcome_t outcome;
-    uform_evaluation_t results[4];
-    uform_data_error_t error;
-} uform_evaluate_t;
-UFORM_API uform_status_t uform_evaluate(uform_evaluate_t *request);
-
-/*
- * Builds an index file of every item of a dataset (uform_dataset_read's items) with a model: a
- * reader thread reads and probes items into batches of one modality and hands them over through a
- * bounded queue (so reading overlaps decoding and computing and memory holds a few batches), media
- * batches are decoded (uform_media_prepare, on `decoder` ahead of compute when given) and encoded,
- * and the embeddings added to a builder. Bad items never stop the build: each is appended to
- * `errors_path` as a JSON line {"path", "status", "message"} and counted. Every `checkpoint` items,
- * every partial batch is encoded and the index written atomically, its metadata recording the
- * items consumed and the error lines so far (uform.build.consumed, uform.build.errors); `resume`
- * reopens `out` (when it exists), keeps the recorded error lines, skips the consumed items and cuts
- * the same batches an uninterrupted build cuts, so the final file is the same bytes.
- *   model, executor     in: the checkpoint and where it computes
- *   decoder             in: optional executor that decodes batch n+1 while `executor` computes batch n
- *   datasets, dataset_count  in: read in stored order from their start, one after the other (the
- *                       build is their only reader)
- *   out                 in: the index file (written atomically)
- *   errors_path         in: NULL takes out + ".errors.jsonl"
- *   dimensions, scalar  in: as uform_index_builder_create
- *   modalities          in: bits of the modalities to index (0: all the model has); others are skipped
- *   batch               in: items per batch (0: 32)
- *   checkpoint          in: items between checkpoints (0: only the end)
- *   resume              in: non-zero: continue `out` as above
- *   progress            in: items consumed of ... (the total when the dataset knows it, else 0);
- *                       cancelling stops at the next batch: `out` keeps the last checkpoint
- *   outcome             out
- *   indexed, failed, skipped, duplicates, resumed   out: items added, bad items listed, items of
- *                       other modalities, items whose key was already in the index, items a resume
- *                       found done
- *   error               out: the last bad item's (when failed > 0)
- * Statuses: UFORM_OK (also when items failed: see `failed`); UFORM_CANCELLED; UFORM_IO (out or
- * errors_path cannot be written); UFORM_CONFIG_MISMATCH (resume of an index of another checkpoint,
- * width or scalar); the encode verbs' and the builder's; UFORM_INVALID_ARGUMENT; UFORM_OUT_OF_MEMORY.
- */
-typedef struct uform_index_build_t {
-    uform_model_t model;
-    uform_executor_t executor;
-    uform_executor_t decoder;
-    const uform_dataset_t *datasets;
-    size_t dataset_count;
-    const char *out;
-    const char *errors_path;
-    size_t dimensions;
-    uform_scalar_kind_t scalar;
-    unsigned modalities;
-    size_t batch;
-    size_t checkpoint;
-    int resume;
-    uform_progress_t progress;
-    uform_outcome_t outcome;
-    size_t indexed, failed, skipped, duplicates, resumed;
-    uform_data_error_t error;
-} uform_index_build_t;
-UFORM_API uform_status_t uform_index_build(uform_index_build_t *request);
+UFORM_API uform_status_t uform_index_ann_build_members(uform_index_t index, uform_index_builder_t own, uform_mesh_t mesh,
+                                                       const char *path, const uform_index_ann_options_t *options,
+                                                       uform_outcome_t *outcome);
 
 /* ------------------------------------------------------------------------------------------ */
 /* Tensor-program session (docs/session.md)                                                    */
@@ -2677,6 +2728,39 @@ UFORM_API uform_session_status_t uform_program_builder_type(uform_program_builde
 /* Why the builder's latest call failed ("" when none). Owned by the builder. */
 UFORM_API const char *uform_program_builder_cause(uform_program_builder_t builder);
 /* END SESSION SECTION */
+
+/* ------------------------------------------------------------------------------------------ */
+/* Appendix: reserved numbers for devices this build does not have                             */
+/* ------------------------------------------------------------------------------------------ */
+/*
+ * UForm's design names GPU vendors and classes and CPU classes beyond x86; this build runs on x86
+ * CPUs only, so these numbers are reserved rather than used. Here: the GPU vendor enum and the GPU
+ * listing (which answers no devices). Elsewhere, because C needs them before their first use: the
+ * GPU class and multimem tier enums stand in the Mesh section before uform_mesh_description_t, and
+ * uform_cpu_class_t (Version and CPU classes) holds the Arm, RISC-V and WebAssembly classes 10 to 17,
+ * which this build reports unsupported. No number here or there ever changes.
+ */
+
+typedef enum uform_gpu_vendor_t {
+    UFORM_GPU_VENDOR_UNKNOWN = 0,
+    UFORM_GPU_VENDOR_NVIDIA = 1,
+    UFORM_GPU_VENDOR_AMD = 2,
+    UFORM_GPU_VENDOR_APPLE = 3
+} uform_gpu_vendor_t;
+
+/* One GPU as `uform_gpu_devices` lists it. */
+typedef struct uform_gpu_device_t {
+    uform_gpu_vendor_t vendor;
+    size_t vendor_ordinal;      /* the device's index in its vendor's runtime */
+    uform_gpu_class_t gpu_class;
+    size_t compute_units;       /* streaming multiprocessors or compute units */
+    uint64_t memory_bytes;
+    char name[64];              /* NUL-terminated */
+} uform_gpu_device_t;
+
+/* Lists up to `capacity` GPUs into `devices` and the number present into `count`. A build
+ * without GPU support answers UFORM_OK with count 0. `devices` may be NULL when capacity is 0. */
+UFORM_API uform_status_t uform_gpu_devices(uform_gpu_device_t *devices, size_t capacity, size_t *count);
 
 #ifdef __cplusplus
 } /* extern "C" */

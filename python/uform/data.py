@@ -171,7 +171,8 @@ class Dataset(Closing):
     def describe(self) -> DatasetDescription:
         """What the dataset holds as far as it is known without reading shards."""
         raw = D.DatasetDescription()
-        lib.uform_dataset_describe(self._use("Dataset.describe"), addressof(raw))
+        if lib.uform_dataset_describe(self._use("Dataset.describe"), addressof(raw)) != 0:
+            raise invalid("Dataset.describe", "uform_dataset_describe refused the dataset")
         return DatasetDescription(("manifest", "folder", "shards")[raw.source], raw.shards, raw.samples,
                                   {_MODALITY_NAMES[m]: raw.pairs[m] for m in range(1, 4)}, raw.choices, raw.items, raw.bad,
                                   raw.fingerprint.decode())

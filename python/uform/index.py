@@ -123,7 +123,8 @@ class Index(Closing):
     def describe(self) -> IndexDescription:
         """Its items (per modality), width, scalar and the checkpoint's fingerprint."""
         raw = D.IndexDescription()
-        lib.uform_index_describe(self._use("Index.describe"), addressof(raw))
+        if lib.uform_index_describe(self._use("Index.describe"), addressof(raw)) != 0:
+            raise invalid("Index.describe", "uform_index_describe refused the index")
         return IndexDescription(raw.count, {_MODALITY_NAMES[m]: raw.counts[m] for m in range(4)}, raw.dimensions,
                                 _SCALAR_NAMES[raw.scalar], raw.fingerprint.decode())
 
@@ -174,7 +175,8 @@ class Index(Closing):
         if self._ann is None:
             return None
         raw = D.IndexAnnDescription()
-        lib.uform_index_ann_describe(self._ann, addressof(raw))
+        if lib.uform_index_ann_describe(self._ann, addressof(raw)) != 0:
+            raise invalid("Index.describe_ann", "uform_index_ann_describe refused the structure")
         return AnnDescription(raw.count, raw.dimensions, raw.lists, raw.code_bytes, raw.train_rows, bool(raw.graph),
                               raw.recipe.decode())
 

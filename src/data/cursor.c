@@ -213,17 +213,9 @@ static uform_status_t restore_lines(reading_t *reading, const cJSON *object, ufo
                                  "the cursor names line %zu of %zu: it was made for other data",
                                  i < swap_count ? swaps[i] : bad[i - swap_count], n);
     if (status == UFORM_OK) {
-        /* The epoch's order again, with its swaps. */
-        sampler->epoch = epoch;
-        uform__lines_sampler_shuffle(sampler);
-        for (size_t i = 0; i + 1 < swap_count; i += 2) {
-            size_t a = swaps[i], b = swaps[i + 1], swap = sampler->order[a];
-            sampler->order[a] = sampler->order[b], sampler->order[b] = swap;
-        }
-        free(sampler->swaps);
-        sampler->swaps = swaps, sampler->swap_count = sampler->swap_capacity = swap_count, swaps = NULL;
-        sampler->position = position;
-        for (size_t i = 0; i < bad_count; ++i) sampler->bad[bad[i]] = 1;
+        /* The sampler rebuilds the epoch's order itself (the one definition, lines_sampler.c). */
+        uform__lines_sampler_restore(sampler, epoch, position, swaps, swap_count, bad, bad_count);
+        swaps = NULL;
     }
     free(swaps), free(bad);
     return status;

@@ -3,15 +3,14 @@
  * that draw training batches from them, the cursor that resumes a sampler exactly, the loader that
  * decodes batches ahead of the trainer, recall, and the index pipeline. Private to libuform.
  *
- *   dataset.c        open, describe, free; the sample handed between the sampler and the loader
- *   manifest.c       JSON-lines manifests into lines
- *   folder.c         folder walks into lines (files, and samples grouped by key)
- *   shard_list.c     shard lists: brace ranges, "::" lists
- *   shard_read.c     one shard streamed through libarchive, members grouped into samples by key
- *   lines_sampler.c  the epoch sampler of manifests and folders (every line in memory)
+ * The layers (source.h draws them): source.c at the bottom, the sources above it, then
+ *
+ *   dataset.c        open, describe, free: the sources through their tables (source.h)
+ *   read.c           uform_dataset_read: items in stored order
+ *   lines_sampler.c  the epoch sampler of manifests and folders (every line in memory), and the one
+ *                    definition of an epoch's order, which a cursor restores through it
  *   stream.c         the sampler of shards: per-epoch shard order, partitions, the shuffle buffer
  *   cursor.c         the cursor: the samplers' state as JSON text, and back
- *   read.c           uform_dataset_read: items in stored order
  *   loader.c         uform_loader_*: batches for a trainer, decoded on a thread of their own
  *   recall.c         uform_recall, uform_evaluate
  *   index_build.c    uform_index_build (with index_reader.c, its reader thread)
@@ -23,137 +22,24 @@
 #include <stdint.h>
 
 #include "uform/uform.h"
-#include "core/fnv.h"
 #include "core/random.h"
-
-#define UFORM__DATA_DEFAULT_BUFFER 2000
-#define UFORM__DATA_DEFAULT_MAX_BYTES ((size_t)1 << 30)
-
-/* ---- errors ---- */
-
-/* Fills `error` (may be NULL) with a failure's place and reason; zero-fills the text fields. */
-void uform__data_error_set(uform_data_error_t *error, uform_status_t status, size_t line, size_t shard,
-                           const char *source, const char *key, const char *format, ...)
-    __attribute__((format(printf, 7, 8)));
-/* A cleared error: status OK, no place. */
-void uform__data_error_clear(uform_data_error_t *error);
-/* "source:line", "shard 'x.tar', sample 'k'" ... : the place of an error in words, for messages. */
-void uform__data_error_place(const uform_data_error_t *error, char *buffer, size_t capacity);
-
-/* The start of the data layer's FNV-1a hashes (core/fnv.h) in fingerprints and cursors: not FNV's
- * offset basis (it lacks that number's last digit), and kept as it is, since every cursor written
- * so far carries hashes that start from it. */
-#define UFORM__DATA_HASH_SEED 1469598103934665603ull
-
-/* ---- lines: manifests and folders, held whole ---- */
-
-typedef enum uform__line_kind_t {
-    UFORM__LINE_PAIR = 0,   /* a text and one medium: a training pair (an item: the medium) */
-    UFORM__LINE_CHOICE = 1, /* a text with its legal next bytes and target (not an item) */
-    UFORM__LINE_FILE = 2,   /* a file to index ({"path"} or a folder's file); its modality may be unknown */
-    UFORM__LINE_TEXT = 3,   /* a text to index ({"text", "id"}) */
-    UFORM__LINE_BAD = 4     /* malformed (kept with skip_bad, so a read lists it in place) */
-} uform__line_kind_t;
-
-typedef struct uform__line_t {
-    uform__line_kind_t kind;
-    int modality;            /* PAIR: the medium's; FILE: the manifest's "modality", or -1 to probe */
-    char *text;              /* NUL-terminated; PAIR, CHOICE, TEXT */
-    size_t text_length;
-    uint64_t text_hash;
-    char *path;              /* PAIR and FILE: the file (joined with the manifest's folder) */
-    char *choices;           /* CHOICE */
-    size_t choices_length;
-    unsigned char target;
-    char *key;               /* how an index names the item */
-    size_t number;           /* MANIFEST: the 1-based line; 0 for folders */
-    const char *source;      /* the manifest or folder it came from (owned by the lines) */
-    char *message;           /* BAD: why */
-} uform__line_t;
-
-typedef struct uform__lines_t {
-    uform__line_t *items;
-    size_t count, capacity;
-    char **sources;          /* the manifests' or folders' paths */
-    size_t source_count;
-} uform__lines_t;
-
-void uform__lines_free(uform__lines_t *lines);
-/* Appends a zeroed line; NULL without memory. */
-uform__line_t *uform__lines_add(uform__lines_t *lines);
-
-/* Reads a manifest into `lines`. A malformed line becomes a BAD line (skip_bad) or fails the call
- * with UFORM_FORMAT and `error` filled. */
-uform_status_t uform__manifest_read(const char *path, int skip_bad, uform__lines_t *lines, uform_data_error_t *error,
-                                    uform_outcome_t *outcome, const char *function);
-
-/* Walks a folder (or takes a file) into FILE lines, names sorted byte-wise at each level. */
-uform_status_t uform__folder_walk(const char *path, int hidden, uform__lines_t *lines, uform_outcome_t *outcome,
-                                  const char *function);
-/* Groups a folder's FILE lines into training samples by key (photos/17.jpg + photos/17.txt): PAIR
- * lines in `samples` (texts read now); a key without text or with two media is a BAD line (skip_bad)
- * or fails. */
-uform_status_t uform__folder_samples(const uform__lines_t *files, int skip_bad, size_t max_bytes, uform__lines_t *samples,
-                                     uform_data_error_t *error, uform_outcome_t *outcome, const char *function);
-
-/* The medium's modality of a member or file name by its extension ("a/1.JPG" image), or -1. */
-int uform__data_modality_of_name(const char *name, size_t length);
-
-/* ---- shards ---- */
-
-/* Expands an OpenCLIP shard list ("a/{000..009}.tar::b.tar.gz") into paths, appended to *paths. */
-uform_status_t uform__shard_list_expand(const char *spec, char ***paths, size_t *count, uform_outcome_t *outcome,
-                                        const char *function);
-
-/* A sample read from a shard: its members grouped by key. */
-typedef struct uform__shard_sample_t {
-    size_t shard, ordinal;      /* the shard's index in the list; the sample's position in the shard */
-    char *key;                  /* owned */
-    char *member;               /* the medium member's name (or the text member's), owned */
-    int modality;               /* the medium's uform_modality_t, or -1 without one */
-    unsigned char *bytes;       /* the medium (owned), NULL when none or not read */
-    size_t size;
-    char *text;                 /* the caption, NUL-terminated (owned), or NULL */
-    size_t text_length;
-    uint64_t text_hash;
-    uform_status_t status;      /* UFORM_OK, or why the sample is bad (message) */
-    char *message;              /* owned, or NULL */
-} uform__shard_sample_t;
-
-void uform__shard_sample_free(uform__shard_sample_t *sample);
-
-typedef struct uform__shard_reader_t {
-    const struct uform__archive_t *api; /* libarchive's functions, loaded on first use (archive_api.h) */
-    void *archive;              /* struct archive * */
-    void *entry;                /* struct archive_entry *: our own, checked (see shard_read.c) */
-    int descriptor;             /* the shard's file, read through our own callbacks */
-    unsigned char *block;       /* the read callback's buffer */
-    const char *path;
-    size_t shard;
-    size_t next_ordinal;        /* of the next sample */
-    size_t max_bytes;
-    int pending;                /* a header is read whose member starts the next sample */
-    char *pending_name;
-    int ended;                  /* end of the archive, or broken */
-    uform_status_t broken;      /* UFORM_OK, or why the shard could not be read on (message) */
-    char message[UFORM_OUTCOME_MESSAGE_CAPACITY];
-    uint64_t bytes_read;
-    double seconds;             /* spent reading */
-} uform__shard_reader_t;
-
-/* Opens a shard for streaming; answers UFORM_IO (naming it) when it cannot be opened. */
-uform_status_t uform__shard_open(uform__shard_reader_t *reader, const char *path, size_t shard, size_t max_bytes,
-                                 uform_outcome_t *outcome, const char *function);
-/*
- * Reads the next sample (with its members' bytes when `with_bytes`, else only its key and member
- * names). Answers 1 with a sample (its own status says whether it is usable), 0 at the end, or -1
- * when the shard broke (truncated, corrupt: reader->broken and reader->message; the samples before
- * were whole). An allocation failure is -1 with broken UFORM_OUT_OF_MEMORY.
- */
-int uform__shard_next(uform__shard_reader_t *reader, int with_bytes, uform__shard_sample_t *sample);
-void uform__shard_close(uform__shard_reader_t *reader);
+#include "data/shard.h"
+#include "data/source.h"
 
 /* ---- samplers ---- */
+
+/* The one definition of an epoch's order, which both samplers draw from and a restored cursor
+ * rebuilds: the identity when sequential, else a Fisher–Yates shuffle (core/random.h) of 0..n-1
+ * seeded from the dataset's seed, the epoch and a salt of the sampler's own (so the lines' order
+ * and the shards' order of one seed differ). Every cursor written so far depends on these numbers. */
+static inline void uform__data_epoch_order(size_t *order, size_t n, uint64_t seed, uint64_t salt, uint64_t epoch,
+                                           int sequential) {
+    if (sequential) {
+        for (size_t i = 0; i < n; ++i) order[i] = i;
+        return;
+    }
+    uform__shuffle_order(order, n, seed ^ (salt * (epoch + 1)));
+}
 
 /* The sampler of lines (manifests, folders): a reshuffled order per epoch. */
 typedef struct uform__lines_sampler_t {
@@ -172,9 +58,11 @@ typedef struct uform__lines_sampler_t {
 uform_status_t uform__lines_sampler_init(uform__lines_sampler_t *sampler, const uform__lines_t *lines, uint64_t seed,
                                          int sequential);
 void uform__lines_sampler_free(uform__lines_sampler_t *sampler);
-/* Sets `order` to epoch `sampler->epoch`'s shuffle (the identity when sequential), at position 0
- * with no swaps: the one definition of an epoch's order, which a restored cursor rebuilds too. */
-void uform__lines_sampler_shuffle(uform__lines_sampler_t *sampler);
+/* Puts a fresh sampler where a cursor says: epoch `epoch`'s order with the first `swap_count / 2`
+ * recorded swaps (pairs of positions; the sampler takes `swaps`, malloc'ed, over), at `position`,
+ * the lines `bad[0..bad_count)` left out. The indices must have been checked against the lines. */
+void uform__lines_sampler_restore(uform__lines_sampler_t *sampler, uint64_t epoch, size_t position, size_t *swaps,
+                                  size_t swap_count, const size_t *bad, size_t bad_count);
 /* Draws up to `batch` usable line indices into `picked` (avoiding `taken[0..taken_count)` and text
  * twins while it can; *twins set when it could not). Sequential: the next ones in order, fewer at the
  * end. Answers how many; -1 without memory. */
@@ -259,11 +147,7 @@ uform_status_t uform__cursor_read(const char *text, const uform__cursor_head_t *
 
 struct uform_dataset_s {
     uform_dataset_options_t options;
-    char *path_copy;
-    uform__lines_t lines;       /* MANIFEST and FOLDER: items in stored order */
-    uform__lines_t samples;     /* FOLDER: the training samples by key; MANIFEST: unused (lines are samples) */
-    char **shards;              /* SHARDS: the expanded list */
-    size_t shard_count;
+    uform__data_items_t items; /* what the sources hold (source.h) */
     uint64_t fingerprint;
     size_t open_bad;            /* lines found bad at open */
     int busy;                   /* a loader or a build reads it */
@@ -283,17 +167,5 @@ void uform__dataset_rewind(struct uform_dataset_s *dataset);
 
 /* The lines a training sampler draws from: a folder's samples, else the lines. */
 const uform__lines_t *uform__dataset_training_lines(const struct uform_dataset_s *dataset);
-
-/* The shard order of `epoch` (a permutation of 0..count-1; identity when sequential). */
-void uform__stream_shard_order(const struct uform_dataset_s *dataset, uint64_t epoch, size_t *order);
-
-/* Opens a file and reads it whole into a malloc'ed buffer (at most max_bytes); on failure fills
- * `error` (IO or FORMAT) and answers NULL. */
-unsigned char *uform__data_read_file(const char *path, size_t max_bytes, size_t *size, uform_status_t *status,
-                                     char *message, size_t capacity);
-
-/* The "caption" (else "text") string of a JSON object's bytes (a shard's KEY.json, a folder's
- * KEY.json), malloc'ed; NULL when there is none, with *memory set when that is for lack of memory. */
-char *uform__data_json_caption(const unsigned char *bytes, size_t size, int *memory);
 
 #endif

@@ -8,20 +8,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/stat.h>
 
 #include "core/outcome.h"
-#include "data/data.h"
+#include "data/source.h"
 
 static int compare_names(const void *left, const void *right) { return strcmp(*(char *const *)left, *(char *const *)right); }
-
-static char *join(const char *folder, const char *name) {
-    size_t length = strlen(folder);
-    char *path = malloc(length + strlen(name) + 2);
-    if (path) sprintf(path, "%s%s%s", folder, length && folder[length - 1] == '/' ? "" : "/", name);
-    return path;
-}
 
 static uform_status_t add_line(uform__lines_t *lines, const char *source, const char *path, const char *problem,
                                uform_outcome_t *outcome, const char *function) {
@@ -68,7 +60,7 @@ static uform_status_t walk(uform__lines_t *lines, const char *source, const char
     closedir(directory);
     if (count) qsort(names, count, sizeof *names, compare_names);
     for (size_t i = 0; i < count; ++i) {
-        char *path = status == UFORM_OK ? join(folder, names[i]) : NULL;
+        char *path = status == UFORM_OK ? uform__data_path_join(folder, strlen(folder), names[i]) : NULL;
         struct stat link, target;
         if (status == UFORM_OK && !path) status = uform__fail(outcome, UFORM_OUT_OF_MEMORY, function, "cannot allocate the listing of '%s'", folder);
         if (path && lstat(path, &link) == 0) {
@@ -83,30 +75,17 @@ static uform_status_t walk(uform__lines_t *lines, const char *source, const char
     return status;
 }
 
-uform_status_t uform__folder_walk(const char *path, int hidden, uform__lines_t *lines, uform_outcome_t *outcome,
-                                  const char *function) {
-    char **sources = realloc(lines->sources, (lines->source_count + 1) * sizeof *sources);
-    if (!sources) return uform__fail(outcome, UFORM_OUT_OF_MEMORY, function, "cannot allocate the folder's name");
-    lines->sources = sources;
-    if (!(lines->sources[lines->source_count] = strdup(path)))
-        return uform__fail(outcome, UFORM_OUT_OF_MEMORY, function, "cannot allocate the folder's name");
-    const char *source = lines->sources[lines->source_count++];
+/* Walks a folder (or takes a file) into FILE lines, names sorted byte-wise at each level. */
+static uform_status_t add(const char *path, const uform_dataset_options_t *options, uform__data_items_t *items,
+                          uform_data_error_t *error, uform_outcome_t *outcome, const char *function) {
+    (void)error;
+    uform__lines_t *lines = &items->lines;
+    int hidden = options->hidden;
+    const char *source = uform__lines_add_source(lines, path);
+    if (!source) return uform__fail(outcome, UFORM_OUT_OF_MEMORY, function, "cannot allocate the folder's name");
     struct stat info;
     if (stat(path, &info) == 0 && S_ISDIR(info.st_mode)) return walk(lines, source, path, hidden, outcome, function);
     return add_line(lines, source, path, NULL, outcome, function); /* a file, or a missing one: its read says why */
-}
-
-/* The key of a file: its path up to the first dot of its name. */
-static size_t key_length(const char *path) {
-    const char *name = strrchr(path, '/');
-    name = name ? name + 1 : path;
-    const char *dot = strchr(name, '.');
-    return dot ? (size_t)(dot - path) : strlen(path);
-}
-
-static int has_extension(const char *path, size_t key, const char *extension) {
-    const char *last = strrchr(path + key, '.');
-    return last && strcasecmp(last + 1, extension) == 0;
 }
 
 /* The caption a .txt file holds (one trailing line break dropped), or a .json file's "caption" or
@@ -131,14 +110,22 @@ static char *caption_of(const char *path, int json, size_t max_bytes, size_t *le
     return text;
 }
 
-uform_status_t uform__folder_samples(const uform__lines_t *files, int skip_bad, size_t max_bytes, uform__lines_t *samples,
-                                     uform_data_error_t *error, uform_outcome_t *outcome, const char *function) {
-    (void)skip_bad, (void)error;
+/*
+ * Groups the folders' FILE lines into training samples by key (photos/17.jpg + photos/17.txt): PAIR
+ * lines in items->samples, their texts read now. A key without text or with two media is a BAD
+ * sample whether or not skip_bad is set: a loader opened on it refuses it then, or lists it (skip_bad).
+ */
+static uform_status_t finish(const uform_dataset_options_t *options, uform__data_items_t *items,
+                             uform_data_error_t *error, uform_outcome_t *outcome, const char *function) {
+    (void)error;
+    const uform__lines_t *files = &items->lines;
+    uform__lines_t *samples = &items->samples;
+    size_t max_bytes = options->max_sample_bytes;
     for (size_t first = 0; first < files->count;) {
         const uform__line_t *head = &files->items[first];
-        size_t key = head->kind == UFORM__LINE_FILE ? key_length(head->path) : 0, end = first + 1;
+        size_t key = head->kind == UFORM__LINE_FILE ? uform__data_key_length(head->path) : 0, end = first + 1;
         while (key && end < files->count && files->items[end].kind == UFORM__LINE_FILE &&
-               key_length(files->items[end].path) == key && strncmp(files->items[end].path, head->path, key) == 0)
+               uform__data_key_length(files->items[end].path) == key && strncmp(files->items[end].path, head->path, key) == 0)
             ++end;
         if (!key) { /* an unreadable folder: not a sample */
             first = end;
@@ -152,8 +139,8 @@ uform_status_t uform__folder_samples(const uform__lines_t *files, int skip_bad, 
             if (modality > 0 && medium && !why[0])
                 snprintf(why, sizeof why, "two media, '%s' and '%s' (a sample has one)", medium->path, file->path);
             if (modality > 0 && !medium) medium = file;
-            if (has_extension(file->path, key, "txt") && !text_file) text_file = file;
-            if (has_extension(file->path, key, "json") && !json_file) json_file = file;
+            if (uform__data_has_extension(file->path, key, "txt") && !text_file) text_file = file;
+            if (uform__data_has_extension(file->path, key, "json") && !json_file) json_file = file;
         }
         first = end;
         if (!medium) continue; /* notes, metadata: not a sample */
@@ -181,3 +168,5 @@ uform_status_t uform__folder_samples(const uform__lines_t *files, int skip_bad, 
     }
     return UFORM_OK;
 }
+
+const uform__data_source_t uform__data_source_folder = {add, finish};

@@ -10,15 +10,32 @@
 
 #include "data/data.h"
 
-void uform__lines_sampler_shuffle(uform__lines_sampler_t *sampler) {
-    size_t n = sampler->lines->count;
-    if (sampler->sequential) {
-        for (size_t i = 0; i < n; ++i) sampler->order[i] = i;
-    } else {
-        uform__shuffle_order(sampler->order, n, sampler->seed ^ (0xD1B54A32D192ED03ull * (sampler->epoch + 1)));
-    }
+/* The salt of the lines' order seed (data.h, uform__data_epoch_order), fixed by every cursor written. */
+#define LINES_ORDER_SALT 0xD1B54A32D192ED03ull
+
+/* Sets `order` to epoch `sampler->epoch`'s order, at position 0 with no swaps. */
+static void shuffle(uform__lines_sampler_t *sampler) {
+    uform__data_epoch_order(sampler->order, sampler->lines->count, sampler->seed, LINES_ORDER_SALT, sampler->epoch,
+                            sampler->sequential);
     sampler->position = 0;
     sampler->swap_count = 0;
+}
+
+/* Exchanges two positions of this epoch's order. */
+static void swap_positions(uform__lines_sampler_t *sampler, size_t a, size_t b) {
+    size_t swap = sampler->order[a];
+    sampler->order[a] = sampler->order[b], sampler->order[b] = swap;
+}
+
+void uform__lines_sampler_restore(uform__lines_sampler_t *sampler, uint64_t epoch, size_t position, size_t *swaps,
+                                  size_t swap_count, const size_t *bad, size_t bad_count) {
+    sampler->epoch = epoch;
+    shuffle(sampler);
+    for (size_t i = 0; i + 1 < swap_count; i += 2) swap_positions(sampler, swaps[i], swaps[i + 1]);
+    free(sampler->swaps);
+    sampler->swaps = swaps, sampler->swap_count = sampler->swap_capacity = swap_count;
+    sampler->position = position;
+    for (size_t i = 0; i < bad_count; ++i) sampler->bad[bad[i]] = 1;
 }
 
 uform_status_t uform__lines_sampler_init(uform__lines_sampler_t *sampler, const uform__lines_t *lines, uint64_t seed,
@@ -38,7 +55,7 @@ uform_status_t uform__lines_sampler_init(uform__lines_sampler_t *sampler, const 
         sampler->usable[i] = kind == UFORM__LINE_PAIR || kind == UFORM__LINE_CHOICE;
         sampler->usable_count += sampler->usable[i];
     }
-    uform__lines_sampler_shuffle(sampler);
+    shuffle(sampler);
     return UFORM_OK;
 }
 
@@ -111,7 +128,7 @@ long uform__lines_sampler_draw(uform__lines_sampler_t *sampler, size_t batch, co
     while (count < batch) {
         if (sampler->position == n) {
             sampler->epoch += 1;
-            uform__lines_sampler_shuffle(sampler);
+            shuffle(sampler);
             if (wrapped++ > 2) break; /* nothing fits in two whole epochs: the batch ends short */
         }
         /* The first line of the rest of this epoch that fits; a text twin only when nothing else does. */
@@ -130,8 +147,7 @@ long uform__lines_sampler_draw(uform__lines_sampler_t *sampler, size_t batch, co
         }
         if (pick != sampler->position) {
             if (record_swap(sampler, sampler->position, pick)) return -1;
-            size_t swap = sampler->order[sampler->position];
-            sampler->order[sampler->position] = sampler->order[pick], sampler->order[pick] = swap;
+            swap_positions(sampler, sampler->position, pick);
         }
         picked[count++] = sampler->order[sampler->position++];
     }

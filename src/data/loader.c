@@ -115,7 +115,7 @@ static void sample_error(uform_loader_t loader, const sample_t *sample, uform_st
         uform__data_error_set(error, status, line->number, SIZE_MAX, line->number ? line->source : line->path,
                               line->key ? line->key : line->path, "%s", message);
     } else {
-        uform__data_error_set(error, status, 0, sample->shard.shard, loader->dataset->shards[sample->shard.shard],
+        uform__data_error_set(error, status, 0, sample->shard.shard, loader->dataset->items.shards[sample->shard.shard],
                               sample->shard.key, "%s", message);
     }
     error->content = sample->content;

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "core/outcome.h"
-#include "data/data.h"
+#include "data/source.h"
 #include "io/json.h"
 
 static char *copy(const char *text, size_t length) {
@@ -19,16 +19,10 @@ static char *copy(const char *text, size_t length) {
     return result;
 }
 
-/* `relative` joined with the manifest's folder unless it is absolute. */
+/* `relative` under the manifest's folder unless it is absolute. */
 static char *join(const char *manifest_path, const char *relative) {
-    if (relative[0] == '/') return copy(relative, strlen(relative));
     const char *slash = strrchr(manifest_path, '/');
-    size_t folder = slash ? (size_t)(slash - manifest_path) + 1 : 0;
-    char *result = malloc(folder + strlen(relative) + 1);
-    if (!result) return NULL;
-    memcpy(result, manifest_path, folder);
-    strcpy(result + folder, relative);
-    return result;
+    return uform__data_path_join(manifest_path, slash ? (size_t)(slash - manifest_path) + 1 : 0, relative);
 }
 
 static const char *const media_keys[4] = {NULL, "image", "video", "audio"};
@@ -117,15 +111,9 @@ static int parse_object(const char *manifest, const cJSON *root, uform__line_t *
     return 0;
 }
 
-static void clear_line(uform__line_t *line) {
-    free(line->text), free(line->path), free(line->choices), free(line->key), free(line->message);
-    size_t number = line->number;
-    const char *source = line->source;
-    memset(line, 0, sizeof *line);
-    line->number = number, line->source = source, line->modality = -1;
-}
-
-uform_status_t uform__manifest_read(const char *path, int skip_bad, uform__lines_t *lines, uform_data_error_t *error,
+/* Reads the manifest at `path` into `lines`. A malformed line becomes a BAD line (skip_bad) or fails
+ * the call with UFORM_FORMAT and `error` filled. */
+static uform_status_t read_manifest(const char *path, int skip_bad, uform__lines_t *lines, uform_data_error_t *error,
                                     uform_outcome_t *outcome, const char *function) {
     FILE *file = fopen(path, "rb");
     if (!file) {
@@ -134,14 +122,11 @@ uform_status_t uform__manifest_read(const char *path, int skip_bad, uform__lines
         uform__data_error_set(error, status, 0, SIZE_MAX, path, NULL, "cannot open the manifest: %s", strerror(why));
         return uform__fail(outcome, status, function, "cannot open '%s': %s", path, strerror(why));
     }
-    char **sources = realloc(lines->sources, (lines->source_count + 1) * sizeof *sources);
-    char *source = sources ? copy(path, strlen(path)) : NULL;
-    if (sources) lines->sources = sources;
+    const char *source = uform__lines_add_source(lines, path);
     if (!source) {
         fclose(file);
         return uform__fail(outcome, UFORM_OUT_OF_MEMORY, function, "cannot allocate the manifest's name");
     }
-    lines->sources[lines->source_count++] = source;
     char *buffer = NULL;
     size_t buffer_capacity = 0, number = 0;
     ssize_t length;
@@ -177,7 +162,7 @@ uform_status_t uform__manifest_read(const char *path, int skip_bad, uform__lines
             status = uform__fail(outcome, UFORM_FORMAT, function, "%s:%zu: %s", path, number, why);
             break;
         }
-        clear_line(line);
+        uform__line_clear(line);
         line->kind = UFORM__LINE_BAD;
         line->message = copy(why, strlen(why));
         char key[4200];
@@ -193,3 +178,11 @@ uform_status_t uform__manifest_read(const char *path, int skip_bad, uform__lines
     fclose(file);
     return status;
 }
+
+static uform_status_t add(const char *path, const uform_dataset_options_t *options, uform__data_items_t *items,
+                          uform_data_error_t *error, uform_outcome_t *outcome, const char *function) {
+    return read_manifest(path, options->skip_bad, &items->lines, error, outcome, function);
+}
+
+/* A manifest's lines are its samples as they stand: nothing to finish. */
+const uform__data_source_t uform__data_source_manifest = {add, NULL};

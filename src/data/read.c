@@ -30,7 +30,7 @@ static int is_item(const uform__line_t *line) { return line->kind != UFORM__LINE
 
 static uform_status_t read_line(uform_dataset_read_t *request, const char *function) {
     uform_dataset_t dataset = request->dataset;
-    const uform__lines_t *lines = &dataset->lines;
+    const uform__lines_t *lines = &dataset->items.lines;
     while (dataset->read_line < lines->count && !is_item(&lines->items[dataset->read_line])) dataset->read_line += 1;
     if (dataset->read_line >= lines->count) {
         request->done = 1;
@@ -75,10 +75,10 @@ static int next_sample(uform_dataset_t dataset, int with_bytes, uform__shard_sam
                        uform_status_t *status, char *message, size_t capacity, const char *function) {
     for (;;) {
         if (!dataset->read_reading) {
-            if (dataset->read_shard >= dataset->shard_count) return 0;
+            if (dataset->read_shard >= dataset->items.shard_count) return 0;
             size_t shard = dataset->read_shard++;
             uform_outcome_t opened = {0};
-            if (uform__shard_open(&dataset->read_reader, dataset->shards[shard], shard, dataset->options.max_sample_bytes, &opened,
+            if (uform__shard_open(&dataset->read_reader, dataset->items.shards[shard], shard, dataset->options.max_sample_bytes, &opened,
                                   function) != UFORM_OK) {
                 *failed_shard = shard, *status = uform_outcome_status(&opened);
                 snprintf(message, capacity, "%s", opened.message);
@@ -117,11 +117,11 @@ static uform_status_t read_shard_item(uform_dataset_read_t *request, const char 
     free(dataset->read_key);
     dataset->read_key = NULL;
     if (got < 0) {
-        dataset->read_key = strdup(dataset->shards[shard]);
+        dataset->read_key = strdup(dataset->items.shards[shard]);
         set_key(dataset, item, dataset->read_key);
-        return item_failed(request, status, 0, shard, dataset->shards[shard], NULL, message, function);
+        return item_failed(request, status, 0, shard, dataset->items.shards[shard], NULL, message, function);
     }
-    const char *path = dataset->shards[sample->shard];
+    const char *path = dataset->items.shards[sample->shard];
     size_t length = strlen(path) + strlen(sample->member) + 2;
     dataset->read_key = malloc(length);
     if (!dataset->read_key) return uform__fail(&request->outcome, UFORM_OUT_OF_MEMORY, function, "cannot allocate an item's key");
@@ -145,7 +145,7 @@ static uform_status_t skip_items(uform_dataset_read_t *request, size_t count, co
     uform_dataset_t dataset = request->dataset;
     for (size_t k = 0; k < count; ++k) {
         if (dataset->options.source != UFORM_DATASET_SHARDS) {
-            const uform__lines_t *lines = &dataset->lines;
+            const uform__lines_t *lines = &dataset->items.lines;
             while (dataset->read_line < lines->count && !is_item(&lines->items[dataset->read_line])) dataset->read_line += 1;
             if (dataset->read_line >= lines->count) break;
             dataset->read_line += 1, dataset->read_next += 1;

@@ -3,12 +3,14 @@
  * brace groups — numeric ranges "{00000..00099}" (zero padding kept from the wider bound; a range
  * may descend) and alternatives "{train,val}" — expanded left to right, every combination in order.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "core/outcome.h"
-#include "data/data.h"
+#include "data/source.h"
 
 #define MAX_SHARDS ((size_t)10 << 20)
 
@@ -117,8 +119,9 @@ static uform_status_t expand(expansion_t *expansion, const char *prefix, size_t 
     return status;
 }
 
-uform_status_t uform__shard_list_expand(const char *spec, char ***paths, size_t *count, uform_outcome_t *outcome,
-                                        const char *function) {
+/* Expands an OpenCLIP shard list ("a/{000..009}.tar::b.tar.gz") into paths, appended to *paths. */
+static uform_status_t expand_list(const char *spec, char ***paths, size_t *count, uform_outcome_t *outcome,
+                                  const char *function) {
     expansion_t expansion = {paths, count, *count, outcome, function, spec};
     size_t before = *count;
     for (const char *at = spec;;) {
@@ -135,3 +138,21 @@ uform_status_t uform__shard_list_expand(const char *spec, char ***paths, size_t 
         return uform__fail(outcome, UFORM_INVALID_ARGUMENT, function, "the shard list '%s' names no shard", spec);
     return UFORM_OK;
 }
+
+/* Expands one list; every shard it names must exist now, so that a typo fails at open, not hours
+ * into a run (a shard that cannot be read later is the sampler's to report). */
+static uform_status_t add(const char *path, const uform_dataset_options_t *options, uform__data_items_t *items,
+                          uform_data_error_t *error, uform_outcome_t *outcome, const char *function) {
+    (void)options, (void)error;
+    size_t before = items->shard_count;
+    uform_status_t status = expand_list(path, &items->shards, &items->shard_count, outcome, function);
+    for (size_t i = before; status == UFORM_OK && i < items->shard_count; ++i) {
+        struct stat info;
+        if (stat(items->shards[i], &info) != 0)
+            status = uform__fail(outcome, UFORM_IO, function, "shard %zu of '%s': cannot open '%s': %s", i - before, path,
+                                 items->shards[i], strerror(errno));
+    }
+    return status;
+}
+
+const uform__data_source_t uform__data_source_shards = {add, NULL};

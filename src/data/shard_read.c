@@ -13,15 +13,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "core/outcome.h"
 #include "core/clock.h"
 #include "data/archive_api.h"
-#include "data/data.h"
-#include "io/json.h"
+#include "data/shard.h"
 
 void uform__shard_sample_free(uform__shard_sample_t *sample) {
     if (!sample) return;
@@ -130,14 +128,6 @@ uform_status_t uform__shard_open(uform__shard_reader_t *reader, const char *path
 
 void uform__shard_close(uform__shard_reader_t *reader) { release(reader); }
 
-/* The key of a member name: its path up to the first dot of its file name (the whole name without one). */
-static size_t key_length(const char *name) {
-    const char *slash = strrchr(name, '/');
-    const char *base = slash ? slash + 1 : name;
-    const char *dot = strchr(base, '.');
-    return dot ? (size_t)(dot - name) : strlen(name);
-}
-
 /* Marks the shard broken with libarchive's reason. */
 static int broken(uform__shard_reader_t *reader, const char *doing) {
     const uform__archive_t *api = reader->api;
@@ -234,30 +224,11 @@ static void bad(uform__shard_sample_t *sample, uform_status_t status, const char
     sample->message = strdup(message);
 }
 
-char *uform__data_json_caption(const unsigned char *bytes, size_t size, int *memory) {
-    cJSON *root = NULL;
-    char *text = NULL;
-    uform_status_t parsed = uform__json_parse((const char *)bytes, size, &root, NULL, NULL);
-    if (parsed == UFORM_OK) {
-        const cJSON *caption = cJSON_GetObjectItemCaseSensitive(root, "caption");
-        if (!cJSON_IsString(caption)) caption = cJSON_GetObjectItemCaseSensitive(root, "text");
-        if (cJSON_IsString(caption) && !(text = strdup(caption->valuestring))) parsed = UFORM_OUT_OF_MEMORY;
-    }
-    *memory = parsed == UFORM_OUT_OF_MEMORY;
-    cJSON_Delete(root);
-    return text;
-}
-
 /* A failed allocation: the sample cannot be read on (the reader is finished, saying what). */
 static int out_of_memory(uform__shard_reader_t *reader, const char *what) {
     reader->broken = UFORM_OUT_OF_MEMORY, reader->ended = 1;
     snprintf(reader->message, sizeof reader->message, "cannot allocate %s", what);
     return -1;
-}
-
-static int has_extension(const char *name, size_t key, const char *extension) {
-    const char *last = strrchr(name + key, '.');
-    return last && strcasecmp(last + 1, extension) == 0;
 }
 
 int uform__shard_next(uform__shard_reader_t *reader, int with_bytes, uform__shard_sample_t *sample) {
@@ -274,7 +245,7 @@ int uform__shard_next(uform__shard_reader_t *reader, int with_bytes, uform__shar
         }
     }
     sample->shard = reader->shard, sample->ordinal = reader->next_ordinal++;
-    size_t key = key_length(reader->pending_name);
+    size_t key = uform__data_key_length(reader->pending_name);
     sample->key = strndup(reader->pending_name, key);
     if (!sample->key) return out_of_memory(reader, "a sample's key");
     char *json = NULL;
@@ -282,10 +253,10 @@ int uform__shard_next(uform__shard_reader_t *reader, int with_bytes, uform__shar
     while (reader->pending) {
         const char *name = reader->pending_name;
         size_t length = strlen(name);
-        if (key_length(name) != key || strncmp(name, sample->key, key) != 0) break; /* the next sample's */
+        if (uform__data_key_length(name) != key || strncmp(name, sample->key, key) != 0) break; /* the next sample's */
         reader->pending = 0;
         int modality = uform__data_modality_of_name(name, length);
-        int is_text = has_extension(name, key, "txt"), is_json = has_extension(name, key, "json");
+        int is_text = uform__data_has_extension(name, key, "txt"), is_json = uform__data_has_extension(name, key, "json");
         int wanted = modality > 0 || is_text || is_json;
         if (modality > 0 && sample->modality > 0) bad(sample, UFORM_FORMAT, "two media, '%s' and '%s' (a sample has one)", sample->member, name);
         if (!wanted || (modality > 0 && sample->modality > 0) || (is_text && sample->text) || (is_json && json) ||

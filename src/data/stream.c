@@ -17,22 +17,16 @@
 #include "core/outcome.h"
 #include "data/data.h"
 
-void uform__stream_shard_order(const struct uform_dataset_s *dataset, uint64_t epoch, size_t *order) {
-    size_t n = dataset->shard_count;
-    if (dataset->options.sequential) {
-        for (size_t i = 0; i < n; ++i) order[i] = i;
-        return;
-    }
-    uform__shuffle_order(order, n, dataset->options.seed ^ (0x8CB92BA72F3D8DD7ull * (epoch + 1)));
-}
+/* The salt of the shard order's seed (data.h, uform__data_epoch_order), fixed by every cursor written. */
+#define SHARD_ORDER_SALT 0x8CB92BA72F3D8DD7ull
 
 /* This epoch's shard sequence of the partition. */
 static uform_status_t begin_epoch(uform__stream_t *stream) {
     const struct uform_dataset_s *dataset = stream->dataset;
-    size_t n = dataset->shard_count;
+    size_t n = dataset->items.shard_count;
     size_t *order = malloc((n + 1) * sizeof *order);
     if (!order) return UFORM_OUT_OF_MEMORY;
-    uform__stream_shard_order(dataset, stream->epoch, order);
+    uform__data_epoch_order(order, n, dataset->options.seed, SHARD_ORDER_SALT, stream->epoch, dataset->options.sequential);
     stream->by_sample = n < stream->partitions;
     stream->sequence_count = 0;
     for (size_t j = 0; j < n; ++j)
@@ -50,7 +44,7 @@ uform_status_t uform__stream_init(uform__stream_t *stream, const struct uform_da
     stream->rng = dataset->options.seed ^ (0x9E6C63D0676A9A99ull * (partition + 1));
     stream->buffer_capacity = dataset->options.sequential ? 1 : dataset->options.shuffle_buffer;
     stream->buffer = calloc(stream->buffer_capacity + 1, sizeof *stream->buffer);
-    stream->sequence = malloc((dataset->shard_count + 1) * sizeof *stream->sequence);
+    stream->sequence = malloc((dataset->items.shard_count + 1) * sizeof *stream->sequence);
     if (!stream->buffer || !stream->sequence || begin_epoch(stream) != UFORM_OK) {
         uform__stream_free(stream);
         return UFORM_OUT_OF_MEMORY;
@@ -70,7 +64,7 @@ static int bad(uform__stream_t *stream, uform_status_t status, size_t shard, con
                uform_data_error_t *error, uform_outcome_t *outcome, const char *function) {
     const struct uform_dataset_s *dataset = stream->dataset;
     uform_data_error_t found;
-    uform__data_error_set(&found, status, 0, shard, dataset->shards[shard], key, "%s", message);
+    uform__data_error_set(&found, status, 0, shard, dataset->items.shards[shard], key, "%s", message);
     if (dataset->options.skip_bad && status != UFORM_OUT_OF_MEMORY) {
         if (stream->on_bad) stream->on_bad(stream->bad_context, &found);
         return 0;
@@ -94,7 +88,7 @@ static int next_from_stream(uform__stream_t *stream, uform__shard_sample_t *samp
             }
             size_t shard = stream->sequence[stream->at];
             uform_outcome_t opened = {0};
-            if (uform__shard_open(&stream->reader, dataset->shards[shard], shard, dataset->options.max_sample_bytes, &opened,
+            if (uform__shard_open(&stream->reader, dataset->items.shards[shard], shard, dataset->options.max_sample_bytes, &opened,
                                   function) != UFORM_OK) {
                 stream->at += 1;
                 if (bad(stream, uform_outcome_status(&opened), shard, NULL, opened.message, error, outcome, function)) return -1;
@@ -162,10 +156,10 @@ int uform__stream_draw(uform__stream_t *stream, uform__shard_sample_t *const *pi
         /* The epoch is over: the buffer has drained. */
         if (dataset->options.sequential) return 0;
         if (stream->epoch_samples == 0 || epochs > 0) {
-            uform__data_error_set(error, UFORM_FORMAT, 0, SIZE_MAX, dataset->shards[0], NULL,
+            uform__data_error_set(error, UFORM_FORMAT, 0, SIZE_MAX, dataset->items.shards[0], NULL,
                                   "partition %zu of %zu holds no usable sample", stream->partition, stream->partitions);
             uform__fail(outcome, UFORM_FORMAT, function, "partition %zu of %zu of the %zu shards holds no usable sample",
-                        stream->partition, stream->partitions, dataset->shard_count);
+                        stream->partition, stream->partitions, dataset->items.shard_count);
             return -1;
         }
         stream->epoch += 1;
@@ -214,7 +208,7 @@ static uform_status_t read_again(const struct uform_dataset_s *dataset, uform__s
         if (*open_shard != SIZE_MAX) uform__shard_close(reader);
         *open_shard = SIZE_MAX;
         uform_status_t status =
-            uform__shard_open(reader, dataset->shards[shard], shard, dataset->options.max_sample_bytes, outcome, function);
+            uform__shard_open(reader, dataset->items.shards[shard], shard, dataset->options.max_sample_bytes, outcome, function);
         if (status != UFORM_OK) return status;
         *open_shard = shard;
     }
@@ -224,7 +218,7 @@ static uform_status_t read_again(const struct uform_dataset_s *dataset, uform__s
         if (got < 0 && reader->broken == UFORM_OUT_OF_MEMORY) return uform__fail(outcome, UFORM_OUT_OF_MEMORY, function, "%s", reader->message);
         if (got <= 0)
             return uform__fail(outcome, got < 0 ? reader->broken : UFORM_FORMAT, function,
-                               "the cursor names sample %zu of shard '%s', which %s", ordinal, dataset->shards[shard],
+                               "the cursor names sample %zu of shard '%s', which %s", ordinal, dataset->items.shards[shard],
                                got < 0 ? reader->message : "does not hold it");
         if (wanted) return UFORM_OK;
         uform__shard_sample_free(sample);
@@ -260,11 +254,11 @@ uform_status_t uform__stream_restore(uform__stream_t *stream, const uform__strea
     if (!sorted) return uform__fail(outcome, UFORM_OUT_OF_MEMORY, function, "cannot allocate the shuffle buffer's restoring");
     for (size_t i = 0; i < entry_count; ++i) {
         sorted[i] = (entry_t){entries[2 * i], entries[2 * i + 1], i};
-        if (sorted[i].shard >= dataset->shard_count) {
+        if (sorted[i].shard >= dataset->items.shard_count) {
             size_t named = sorted[i].shard;
             free(sorted);
             return uform__fail(outcome, UFORM_CONFIG_MISMATCH, function, "the cursor names shard %zu of %zu", named,
-                               dataset->shard_count);
+                               dataset->items.shard_count);
         }
     }
     qsort(sorted, entry_count, sizeof *sorted, compare_entries);
@@ -285,7 +279,7 @@ uform_status_t uform__stream_restore(uform__stream_t *stream, const uform__strea
     free(sorted);
     if (status == UFORM_OK && state->reading) {
         size_t shard = stream->sequence[stream->at];
-        status = uform__shard_open(&stream->reader, dataset->shards[shard], shard, dataset->options.max_sample_bytes, outcome,
+        status = uform__shard_open(&stream->reader, dataset->items.shards[shard], shard, dataset->options.max_sample_bytes, outcome,
                                    function);
         if (status == UFORM_OK) stream->reading = 1;
         while (status == UFORM_OK && stream->reader.next_ordinal < state->ordinal) {
@@ -296,7 +290,7 @@ uform_status_t uform__stream_restore(uform__stream_t *stream, const uform__strea
                 status = uform__fail(outcome, UFORM_OUT_OF_MEMORY, function, "%s", stream->reader.message);
             else if (got <= 0)
                 status = uform__fail(outcome, UFORM_CONFIG_MISMATCH, function, "the cursor is at sample %zu of shard '%s', which %s",
-                                     state->ordinal, dataset->shards[shard], got < 0 ? stream->reader.message : "ends before it");
+                                     state->ordinal, dataset->items.shards[shard], got < 0 ? stream->reader.message : "ends before it");
         }
     }
     return status;

@@ -97,12 +97,13 @@ UFORM_API void uform_index_ann_free(uform_index_ann_t ann) {
     free(ann);
 }
 
-UFORM_API void uform_index_ann_describe(uform_index_ann_t ann, uform_index_ann_description_t *description) {
-    if (!description) return;
+UFORM_API uform_status_t uform_index_ann_describe(uform_index_ann_t ann, uform_index_ann_description_t *description) {
+    if (!description) return UFORM_INVALID_ARGUMENT;
     memset(description, 0, sizeof *description);
-    if (!ann) return;
+    if (!ann) return UFORM_INVALID_ARGUMENT;
     description->count = (size_t)ann->facts.count, description->dimensions = (size_t)ann->facts.dimensions;
     description->lists = (size_t)ann->facts.lists, description->code_bytes = (size_t)ann->facts.code_bytes;
     description->train_rows = (size_t)ann->train_rows, description->graph = ann->facts.graph;
     memcpy(description->recipe, ann->recipe, sizeof description->recipe);
+    return UFORM_OK;
 }

@@ -215,15 +215,17 @@ UFORM_API uform_status_t uform_index_builder_write(uform_index_builder_t builder
     return uform__succeed(outcome, function);
 }
 
-UFORM_API void uform_index_builder_describe(uform_index_builder_t builder, uform_index_description_t *description) {
-    if (!description) return;
+UFORM_API uform_status_t uform_index_builder_describe(uform_index_builder_t builder,
+                                                      uform_index_description_t *description) {
+    if (!description) return UFORM_INVALID_ARGUMENT;
     memset(description, 0, sizeof *description);
-    if (!builder) return;
+    if (!builder) return UFORM_INVALID_ARGUMENT;
     description->count = builder->count;
     for (int m = 0; m < 4; ++m) description->counts[m] = builder->rows[m].size / builder->row_bytes;
     description->dimensions = builder->dims;
     description->scalar = builder->scalar;
     memcpy(description->fingerprint, builder->fingerprint, UFORM_FINGERPRINT_CAPACITY);
+    return UFORM_OK;
 }
 
 UFORM_API uform_status_t uform_index_builder_item(uform_index_builder_t builder, size_t item,

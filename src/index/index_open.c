@@ -266,15 +266,16 @@ uform_status_t uform__index_open_memory(const void *bytes, size_t size, uform_mo
     return uform__succeed(outcome, __func__);
 }
 
-UFORM_API void uform_index_describe(uform_index_t index, uform_index_description_t *description) {
-    if (!description) return;
+UFORM_API uform_status_t uform_index_describe(uform_index_t index, uform_index_description_t *description) {
+    if (!description) return UFORM_INVALID_ARGUMENT;
     memset(description, 0, sizeof *description);
-    if (!index) return;
+    if (!index) return UFORM_INVALID_ARGUMENT;
     description->count = index->count;
     for (int m = 0; m < 4; ++m) description->counts[m] = index->parts[m].rows;
     description->dimensions = index->dims;
     description->scalar = index->scalar;
     memcpy(description->fingerprint, index->fingerprint, UFORM_FINGERPRINT_CAPACITY);
+    return UFORM_OK;
 }
 
 UFORM_API uform_status_t uform_index_item(uform_index_t index, size_t item, uform_modality_t *modality,

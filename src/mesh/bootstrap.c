@@ -363,8 +363,9 @@ UFORM_API uform_status_t uform_mesh_bootstrap(uform_executor_t executor, const u
 }
 
 UFORM_API uform_status_t uform_mesh_describe(uform_mesh_t mesh, uform_mesh_description_t *description) {
-    if (!mesh || !description) return UFORM_INVALID_ARGUMENT;
+    if (!description) return UFORM_INVALID_ARGUMENT;
     memset(description, 0, sizeof *description);
+    if (!mesh) return UFORM_INVALID_ARGUMENT;
     description->host_domain_index = mesh->index;
     description->members_per_host_domain = 1;
     description->members_total = mesh->count;

@@ -216,8 +216,9 @@ UFORM_API void uform_trainer_free(uform_trainer_t trainer) {
 }
 
 UFORM_API uform_status_t uform_trainer_describe(uform_trainer_t trainer, uform_trainer_description_t *description) {
-    if (!trainer || !description) return UFORM_INVALID_ARGUMENT;
+    if (!description) return UFORM_INVALID_ARGUMENT;
     memset(description, 0, sizeof *description);
+    if (!trainer) return UFORM_INVALID_ARGUMENT;
     uform_model_description_t *model = &description->model;
     uform__model_config_describe(&trainer->config, model);
     for (size_t i = 0; i < trainer->param_count; ++i) {
