@@ -76,4 +76,18 @@ int uform__reader_start(uform__reader_t *reader, size_t capacity);
 uform__unit_t *uform__reader_next(uform__reader_t *reader);
 void uform__reader_stop(uform__reader_t *reader);
 
+/* ---- over a mesh (index_build_mesh.c) ---- */
+
+/* Member mesh->index's block (low, high] of the positions at which batches are handed over (the
+ * items consumed then), of `items` in all; without a mesh, (0, items]. */
+void uform__index_build_share(uform_mesh_t mesh, size_t items, size_t *low, size_t *high);
+/* Collective: gathers the members' builders (`mine` NULL when this member failed: every member then
+ * fails naming it) and their error lines, both in member order. *all_errors is malloc'ed. */
+uform_status_t uform__index_build_gather(uform_mesh_t mesh, uform_index_builder_t mine, const char *errors, size_t errors_length,
+                                         uform_index_builder_t *gathered, char **all_errors, size_t *all_length,
+                                         uform_outcome_t *outcome, const char *function);
+/* Writes `length` bytes of error lines to `path` (created or truncated) and makes them durable. */
+uform_status_t uform__index_build_write_errors(const char *path, const char *lines, size_t length, uform_outcome_t *outcome,
+                                               const char *function);
+
 #endif

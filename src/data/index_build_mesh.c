@@ -1,0 +1,108 @@
+/*
+ * uform_index_build over a mesh (uform.h, uform_index_build_t's `mesh`; docs/indexes.md, "Many
+ * members, one index"): which batches a member encodes, and the end, where the members' builders
+ * and error lines are gathered in member order and member 0 writes both files.
+ *
+ * Why batches are shared by where they are handed over: the reader cuts batches of one modality,
+ * so a mixed corpus's batches, and the order their items reach the builder, depend on every item
+ * before them. Each member therefore reads every item (reading and probing, no decoding) and cuts
+ * the very batches one process cuts; a batch belongs to the member whose block of item positions
+ * holds the position at which the reader handed it over. Those positions never decrease from one
+ * batch to the next, so each member's batches are a contiguous run of one process's batches, and
+ * the runs laid end to end in member order are that process's builder. The batches themselves are
+ * the same items in the same order, so the encodes give the same bits whatever batching does to
+ * rounding.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/outcome.h"
+#include "data/index_build.h"
+#include "mesh/mesh.h"
+
+void uform__index_build_share(uform_mesh_t mesh, size_t items, size_t *low, size_t *high) {
+    *low = 0, *high = items;
+    if (!mesh || !mesh->count) return;
+    *low = items * mesh->index / mesh->count, *high = items * (mesh->index + 1) / mesh->count;
+}
+
+/* Every member's error lines end to end in member order, into a malloc'ed *all (NUL-terminated). */
+static uform_status_t gather_errors(uform_mesh_t mesh, const char *mine, size_t length, char **all, size_t *all_length,
+                                    uform_outcome_t *outcome, const char *function) {
+    const size_t members = mesh->count;
+    uint64_t own = length, *lengths = calloc(members, sizeof *lengths);
+    size_t *sizes = calloc(members, sizeof *sizes);
+    unsigned char *sent = malloc(length + 1), *received = NULL;
+    uform_status_t status = lengths && sizes && sent
+                                ? UFORM_OK
+                                : uform__fail(outcome, UFORM_OUT_OF_MEMORY, function, "cannot allocate the error lines' exchange");
+    for (size_t r = 0; r < members && sizes; ++r) sizes[r] = sizeof own;
+    /* A member out of memory here cannot answer: the others wait out the mesh's timeout, as they do
+     * for a member that died. */
+    if (status == UFORM_OK) status = uform__mesh_allgather(mesh, &own, lengths, sizes, "the members' error line sizes", outcome, function);
+    size_t total = 0;
+    for (size_t r = 0; status == UFORM_OK && r < members; ++r) sizes[r] = (size_t)lengths[r] + 1, total += sizes[r];
+    if (status == UFORM_OK && !(received = malloc(total)))
+        status = uform__fail(outcome, UFORM_OUT_OF_MEMORY, function, "cannot allocate %zu bytes of error lines", total);
+    if (status == UFORM_OK) {
+        /* One byte more than the lines, so no member sends nothing (the collectives want bytes). */
+        if (length) memcpy(sent, mine, length);
+        sent[length] = 0;
+        status = uform__mesh_allgather(mesh, sent, received, sizes, "the members' error lines", outcome, function);
+    }
+    if (status == UFORM_OK) {
+        /* Drop each member's extra byte: the lines in member order, then one terminator. */
+        size_t at = 0, used = 0;
+        for (size_t r = 0; r < members; ++r) {
+            memmove(received + used, received + at, (size_t)lengths[r]);
+            used += (size_t)lengths[r], at += sizes[r];
+        }
+        received[used] = 0;
+        *all = (char *)received, *all_length = used, received = NULL;
+    }
+    free(lengths), free(sizes), free(sent), free(received);
+    return status;
+}
+
+uform_status_t uform__index_build_gather(uform_mesh_t mesh, uform_index_builder_t mine, const char *errors, size_t errors_length,
+                                         uform_index_builder_t *gathered, char **all_errors, size_t *all_length,
+                                         uform_outcome_t *outcome, const char *function) {
+    *gathered = NULL, *all_errors = NULL, *all_length = 0;
+    uform_outcome_t inner = {0};
+    /* The builders first: a member that failed calls with NULL, and the gather fails every member
+     * at once naming it, before anything else is exchanged. */
+    if (uform_index_builder_gather(mine, mesh, gathered, &inner) != UFORM_OK) {
+        uform__outcome_copy_text(outcome, &inner);
+        return uform__fail(outcome, uform_outcome_status(&inner), function, "%s", inner.message);
+    }
+    uform_status_t status = uform__mesh_acquire(mesh, outcome, function);
+    if (status == UFORM_OK) {
+        status = gather_errors(mesh, errors, errors_length, all_errors, all_length, outcome, function);
+        uform__mesh_release(mesh);
+    }
+    if (status != UFORM_OK) uform_index_builder_free(*gathered), *gathered = NULL;
+    return status;
+}
+
+uform_status_t uform__index_build_write_errors(const char *path, const char *lines, size_t length, uform_outcome_t *outcome,
+                                               const char *function) {
+    int file = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (file < 0)
+        return uform__fail(outcome, errno == ENOMEM ? UFORM_OUT_OF_MEMORY : UFORM_IO, function, "cannot write '%s': %s", path,
+                           strerror(errno));
+    int failure = 0;
+    for (size_t done = 0; done < length && !failure;) {
+        ssize_t wrote = write(file, lines + done, length - done);
+        if (wrote < 0 && errno == EINTR) continue;
+        if (wrote <= 0) failure = errno ? errno : EIO;
+        else done += (size_t)wrote;
+    }
+    if (!failure && fsync(file) != 0) failure = errno;
+    close(file);
+    if (failure) return uform__fail(outcome, UFORM_IO, function, "cannot write '%s': %s", path, strerror(failure));
+    return UFORM_OK;
+}
