@@ -219,7 +219,7 @@ static int run(void *raw, const cli_parsed_t *parsed) {
         return cli_usage_error(command, "--from builds the approximate structure of an existing index in one process: "
                                         "drop --processes / --mesh");
     /* Over a mesh nothing is written before the end, and shards do not say how many items they hold
-     * before they are read, which the sharing rule needs (docs/indexes.md, "Many members"). */
+     * before they are read, which the sharing rule needs (docs/indexes.md, "Many members, one index"). */
     if (members && !options.from_vectors.vectors && (options.resume || cli_given(parsed, "--checkpoint") || options.shards))
         return cli_usage_error(command, "%s is not supported with --processes / --mesh: members write one index at the end "
                                         "from folders, files and manifests (run it in one process)",
@@ -357,10 +357,9 @@ static int run(void *raw, const cli_parsed_t *parsed) {
     /* A member that failed before the build still meets the others at the gather, with nothing, so
      * they stop at once naming it (the build does the same for its own failures). */
     if (mesh && !attempted) {
-        uform_index_builder_t nothing = NULL;
-        uform_outcome_t ignored = {0};
-        uform_index_builder_gather(NULL, mesh->mesh, &nothing, &ignored);
-        uform_index_builder_free(nothing);
+        uform_index_build_t nothing = {0};
+        nothing.mesh = mesh->mesh; /* no model: it fails at once, after telling the others */
+        uform_index_build(&nothing);
     }
     if (mesh) train_mesh_free(mesh);
     free(errors_path);
@@ -384,8 +383,8 @@ const cli_command_t cli_index = {
                    "handed over once (N*r/K, N*(r+1)/K] of the N items are read. With --vectors, member r takes rows\n"
                    "[N*r/K, N*(r+1)/K), named by their numbers in the whole file. The members' items and error lines\n"
                    "are gathered in member order through the mesh and member 0 writes INDEX, INDEX.errors.jsonl\n"
-                   "and, with --ann, its .faiss from all rows: the same bytes as one process (docs/indexes.md,\n"
-                   "\"Many members\").\n",
+                   "and, with --ann, its .faiss from all rows: the same bytes as one process\n"
+                   "(docs/indexes.md, \"Many members, one index\").\n",
     .statuses = "0 every item indexed; 1 the run failed (the reason is printed); 2 usage error;\n"
                 "3 finished, but some items failed (listed in INDEX.errors.jsonl); 130 interrupted (INDEX keeps\n"
                 "the last checkpoint: run the same command with --resume to continue).",

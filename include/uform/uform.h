@@ -1722,8 +1722,12 @@ UFORM_API uform_status_t uform_evaluate(uform_evaluate_t *request);
  *                       and `errors_path`: the same bytes one process writes. Not with `resume`
  *                       (UFORM_INVALID_ARGUMENT) nor shards, whose item count is not known before
  *                       reading (UFORM_UNSUPPORTED); no checkpoint is written before the end (batches
- *                       are still cut every `checkpoint` items, as one process cuts them). A member
- *                       that fails makes every member fail (UFORM_PEER_LOST naming it)
+ *                       are still cut every `checkpoint` items, as one process cuts them). Members
+ *                       whose datasets differ from member 0's (fingerprints or item count) all fail
+ *                       (UFORM_CONFIG_MISMATCH). A member that fails makes every member fail at once
+ *                       (UFORM_PEER_LOST naming it); one that cannot even make its request (no
+ *                       model: its checkpoint failed to load) still calls with `mesh` set, and fails
+ *                       with UFORM_INVALID_ARGUMENT after telling the others
  *   outcome             out
  *   indexed, failed, skipped, duplicates, resumed   out: items added, bad items listed, items of
  *                       other modalities, items whose key was already in the index, items a resume

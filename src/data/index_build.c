@@ -360,6 +360,7 @@ static uform_status_t leave_mesh(uform_index_build_t *request, uform_status_t st
         char *lines = NULL;
         size_t length = 0;
         uform_outcome_t ignored = {0};
+        uform__index_build_agree(request->mesh, 0, NULL, 0, 0, &ignored, __func__);
         uform__index_build_gather(request->mesh, NULL, NULL, 0, &nothing, &lines, &length, &ignored, __func__);
         uform_index_builder_free(nothing);
         free(lines);
@@ -471,11 +472,17 @@ UFORM_API uform_status_t uform_index_build(uform_index_build_t *request) {
         build.total += description.items;
     }
     if (build.mesh) {
-        uform__index_build_share(build.mesh, build.total, &build.low, &build.high);
+        size_t items = build.total;
+        uform__index_build_share(build.mesh, items, &build.low, &build.high);
         build.total = build.high - build.low;
         /* The last member also takes any batch handed over past the count the datasets declared,
          * so every batch has exactly one owner whatever the count. */
         if (build.mesh->index + 1 == build.mesh->count) build.high = SIZE_MAX;
+        /* Members given other inputs would each contribute a share of another corpus. */
+        uform_outcome_t agreed = {0};
+        uform_status_t agreement = uform__index_build_agree(build.mesh, status == UFORM_OK, request->datasets,
+                                                            request->dataset_count, items, &agreed, function);
+        if (status == UFORM_OK && agreement != UFORM_OK) status = failed(&build, &agreed);
     }
     build.done = consumed;
     uform__reader_t reader;

@@ -81,6 +81,11 @@ void uform__reader_stop(uform__reader_t *reader);
 /* Member mesh->index's block (low, high] of the positions at which batches are handed over (the
  * items consumed then), of `items` in all; without a mesh, (0, items]. */
 void uform__index_build_share(uform_mesh_t mesh, size_t items, size_t *low, size_t *high);
+/* Collective, the first exchange of a shared build: whether every member could start (`ok`; one that
+ * could not makes all fail, UFORM_PEER_LOST naming it), and whether each reads the same datasets
+ * (fingerprints) and item count as member 0 (UFORM_CONFIG_MISMATCH naming the first that does not). */
+uform_status_t uform__index_build_agree(uform_mesh_t mesh, int ok, const uform_dataset_t *datasets, size_t count, uint64_t items,
+                                       uform_outcome_t *outcome, const char *function);
 /* Collective: gathers the members' builders (`mine` NULL when this member failed: every member then
  * fails naming it) and their error lines, both in member order. *all_errors is malloc'ed. */
 uform_status_t uform__index_build_gather(uform_mesh_t mesh, uform_index_builder_t mine, const char *errors, size_t errors_length,

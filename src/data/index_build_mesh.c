@@ -30,6 +30,37 @@ void uform__index_build_share(uform_mesh_t mesh, size_t items, size_t *low, size
     *low = items * mesh->index / mesh->count, *high = items * (mesh->index + 1) / mesh->count;
 }
 
+uform_status_t uform__index_build_agree(uform_mesh_t mesh, int ok, const uform_dataset_t *datasets, size_t count, uint64_t items,
+                                       uform_outcome_t *outcome, const char *function) {
+    /* Whether this member could start, and what it will read: the datasets' fingerprints (their
+     * sources, listed paths and lines) and the item count the shares are cut from. */
+    uint64_t mine[3] = {items, UFORM__DATA_HASH_SEED, (uint64_t)(ok != 0)};
+    for (size_t d = 0; d < count; ++d) mine[1] = uform__fnv1a64(&datasets[d]->fingerprint, sizeof datasets[d]->fingerprint, mine[1]);
+    uint64_t *all = calloc(mesh->count, sizeof mine);
+    size_t *sizes = calloc(mesh->count, sizeof *sizes);
+    uform_status_t status = all && sizes ? uform__mesh_acquire(mesh, outcome, function)
+                                         : uform__fail(outcome, UFORM_OUT_OF_MEMORY, function, "cannot allocate the members' inputs");
+    if (status == UFORM_OK) {
+        for (size_t r = 0; r < mesh->count; ++r) sizes[r] = sizeof mine;
+        status = uform__mesh_allgather(mesh, mine, all, sizes, "the members' inputs", outcome, function);
+        uform__mesh_release(mesh);
+    }
+    for (size_t r = 1; status == UFORM_OK && all[2] && r < mesh->count; ++r)
+        if (all[3 * r + 2] && (all[3 * r] != all[0] || all[3 * r + 1] != all[1]))
+            status = uform__fail(outcome, UFORM_CONFIG_MISMATCH, function,
+                                 "member %zu reads other inputs than member 0 (%llu items, fingerprint %016llx against %llu, "
+                                 "%016llx): every member must be given the same folders, files and manifests",
+                                 r, (unsigned long long)all[3 * r], (unsigned long long)all[3 * r + 1],
+                                 (unsigned long long)all[0], (unsigned long long)all[1]);
+    for (size_t r = 0; status == UFORM_OK && r < mesh->count; ++r)
+        if (!all[3 * r + 2])
+            status = uform__fail(outcome, UFORM_PEER_LOST, function,
+                                 "member %zu of %zu failed before the build (its own message says why); no index is written",
+                                 r, (size_t)mesh->count);
+    free(all), free(sizes);
+    return status;
+}
+
 /* Every member's error lines end to end in member order, into a malloc'ed *all (NUL-terminated). */
 static uform_status_t gather_errors(uform_mesh_t mesh, const char *mine, size_t length, char **all, size_t *all_length,
                                     uform_outcome_t *outcome, const char *function) {

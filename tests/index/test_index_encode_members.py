@@ -122,10 +122,26 @@ def test_member_that_fails_stops_the_others_at_once(corpus, tmp_path):
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for i in (0, 1)]
     finished = [m.communicate(timeout=90) for m in members]
     assert time.monotonic() - start < 30
-    assert members[0].returncode == 1 and "member 1 of 2 failed before the gather" in finished[0][1], finished[0]
+    assert members[0].returncode == 1 and "member 1 of 2 failed before the build" in finished[0][1], finished[0]
     assert members[1].returncode == 1 and "missing.safetensors" in finished[1][1], finished[1]
     assert not out.exists()
     assert not Path(str(out) + ".errors.jsonl").exists()
+
+
+def test_members_given_other_inputs_all_fail(corpus, tmp_path):
+    folder, _ = corpus
+    out = tmp_path / "other.index"
+    other = tmp_path / "other.jsonl"
+    other.write_text((folder / "corpus.jsonl").read_text().replace('"t2"', '"changed"'))
+    manifests = [folder / "corpus.jsonl", other]
+    members = [subprocess.Popen([CLI, "index", TINY, "--manifest", str(manifests[i]), "--out", str(out), "--mesh", str(tmp_path),
+                                 "--job", "other", "--index", str(i), "--count", "2", "--mesh-timeout", "60",
+                                 "--mesh-address", "127.0.0.1", "--quiet"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for i in (0, 1)]
+    finished = [m.communicate(timeout=90) for m in members]
+    for member, (_, err) in zip(members, finished):
+        assert member.returncode == 1 and "member 1 reads other inputs than member 0" in err, err
+    assert not out.exists()
 
 
 @pytest.mark.parametrize("flags, named", [
