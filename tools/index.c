@@ -172,17 +172,18 @@ static int resume_shape(options_t *options, const cli_parsed_t *parsed, uform_mo
     return 0;
 }
 
-/* Builds INDEX's approximate structure beside it (--ann); answers the exit status. */
-static int build_ann(const options_t *options, const char *index_path) {
+/* Builds INDEX's approximate structure beside it (--ann), or with `built` only reports the one the
+ * members of a mesh built (since `start`); answers the exit status. */
+static int build_ann(const options_t *options, const char *index_path, int built, double start) {
     char *ann_path = ann_choice_path(index_path);
     if (!ann_path) return cli_fail_errno(ENOMEM, "cannot start");
     uform_outcome_t outcome = {0};
     uform_index_t index = NULL;
     int status = 0;
-    double start = cli_now();
     if (uform_index_open(index_path, NULL, &index, &outcome) != UFORM_OK) status = cli_fail(&outcome, index_path);
     uform_index_ann_options_t ann = {options->ann, options->ann_train, options->ann_threads};
-    if (status == 0 && uform_index_ann_build(index, ann_path, &ann, &outcome) != UFORM_OK) status = cli_fail(&outcome, NULL);
+    if (status == 0 && !built && uform_index_ann_build(index, ann_path, &ann, &outcome) != UFORM_OK)
+        status = cli_fail(&outcome, NULL);
     uform_index_ann_t opened = NULL;
     if (status == 0 && uform_index_ann_open(index, ann_path, &opened, &outcome) != UFORM_OK) status = cli_fail(&outcome, NULL);
     if (status == 0) {
@@ -232,7 +233,7 @@ static int run(void *raw, const cli_parsed_t *parsed) {
         if (!options.ann) return cli_usage_error(command, "--from INDEX builds an approximate structure: add --ann[=RECIPE]");
         if (parsed->positional_count || options.out || options.manifests.count || options.shards)
             return cli_usage_error(command, "--from takes no CKPT, inputs or --out: it reads INDEX and writes its .faiss");
-        return build_ann(&options, options.from);
+        return build_ann(&options, options.from, 0, cli_now());
     }
     if (!options.out) return cli_usage_error(command, "missing --out INDEX");
     if (options.from_vectors.vectors) {
@@ -247,11 +248,20 @@ static int run(void *raw, const cli_parsed_t *parsed) {
         index_vectors_options_t from = options.from_vectors;
         from.out = options.out, from.scalar = options.scalar, from.json = options.json, from.quiet = options.quiet;
         from.threads = options.threads, from.mesh = &options.mesh;
-        int leads = !train_mesh_wanted(&options.mesh) || options.mesh.index == 0;
+        int meshed = train_mesh_wanted(&options.mesh), leads = !meshed || options.mesh.index == 0;
+        /* Over a mesh the members build the approximate structure together (IVF: each adds its own
+         * block and member 0 merges the lists; others: member 0 alone), docs/indexes.md, "Many
+         * members, one index"; member 0 then reports it. */
+        uform_index_ann_options_t ann = {options.ann, options.ann_train, options.ann_threads};
+        char *ann_path = NULL;
+        if (meshed && options.ann) {
+            if (!(ann_path = ann_choice_path(options.out))) return cli_fail_errno(ENOMEM, "cannot start");
+            from.ann = &ann, from.ann_path = ann_path;
+        }
+        double start = cli_now();
         int status = index_vectors_run(&from, command);
-        /* Over a mesh, member 0 holds every row once gathered and builds the approximate structure
-         * alone, as one process would (docs/indexes.md, "Many members, one index"). */
-        return status == 0 && options.ann && leads ? build_ann(&options, options.out) : status;
+        free(ann_path);
+        return status == 0 && options.ann && leads ? build_ann(&options, options.out, meshed, start) : status;
     }
     if (options.from_vectors.ids || options.from_vectors.paths || options.from_vectors.normalize ||
         options.from_vectors.modality || options.from_vectors.model)
@@ -340,11 +350,11 @@ static int run(void *raw, const cli_parsed_t *parsed) {
             /* Every member answers the whole index's counts; member 0 prints them and builds the
              * approximate structure from every row, as one process would. */
             if (leads) summary(&options, &build, errors_path, seconds);
-            if (leads && options.ann) status = build_ann(&options, options.out);
+            if (leads && options.ann) status = build_ann(&options, options.out, 0, cli_now());
             if (status == 0 && build.failed) status = 3;
         } else {
             summary(&options, &build, errors_path, seconds);
-            if (options.ann) status = build_ann(&options, options.out);
+            if (options.ann) status = build_ann(&options, options.out, 0, cli_now());
             if (status == 0 && (build.failed || build.resumed)) {
                 /* Bad items of this run, or listed by the run it resumed: exit 3 while the errors file lists any. */
                 FILE *listed = fopen(errors_path, "r");
@@ -380,11 +390,13 @@ const cli_command_t cli_index = {
                    "Folders are walked recursively and files recognised by content.\n"
                    "K members (--processes K, --mesh, or torchrun / mpirun / srun) build one index. Encoding: every\n"
                    "member reads every item and cuts the batches one process cuts; member r encodes the batches\n"
-                   "handed over once (N*r/K, N*(r+1)/K] of the N items are read. With --vectors, member r takes rows\n"
-                   "[N*r/K, N*(r+1)/K), named by their numbers in the whole file. The members' items and error lines\n"
-                   "are gathered in member order through the mesh and member 0 writes INDEX, INDEX.errors.jsonl\n"
-                   "and, with --ann, its .faiss from all rows: the same bytes as one process\n"
-                   "(docs/indexes.md, \"Many members, one index\").\n",
+                   "handed over once (N*r/K, N*(r+1)/K] of the N items are read; items and error lines are gathered\n"
+                   "in member order and member 0 writes INDEX, INDEX.errors.jsonl and, with --ann, the .faiss from\n"
+                   "all rows. With --vectors, member r takes rows [N*r/K, N*(r+1)/K), named by their numbers in the\n"
+                   "whole file; the blocks are gathered in member order and member 0 writes INDEX. With\n"
+                   "--ann=IVF..., member 0 trains on a sample gathered from every member, each adds its own rows and\n"
+                   "member 0 merges the lists (other recipes, HNSW among them: member 0 from all rows). Either way\n"
+                   "the same bytes as one process (docs/indexes.md, \"Many members, one index\").\n",
     .statuses = "0 every item indexed; 1 the run failed (the reason is printed); 2 usage error;\n"
                 "3 finished, but some items failed (listed in INDEX.errors.jsonl); 130 interrupted (INDEX keeps\n"
                 "the last checkpoint: run the same command with --resume to continue).",

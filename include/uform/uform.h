@@ -15,7 +15,8 @@
  *   Indexes: exact search, then approximate search (uform_index_ann_*)
  *   Data: datasets, loaders, recall, the index pipeline
  *   Training
- *   Mesh: many processes as one run (launch, bootstrap, describe, free, one index built together)
+ *   Mesh: many processes as one run (launch, bootstrap, describe, free, one index and its IVF
+ *   structure built together)
  *   Tensor-program session, with its program builder
  *   Appendix: reserved numbers for devices this build does not have
  *
@@ -2375,6 +2376,34 @@ UFORM_API void uform_mesh_free(uform_mesh_t mesh);
  */
 UFORM_API uform_status_t uform_index_builder_gather(uform_index_builder_t builder, uform_mesh_t mesh,
                                                     uform_index_builder_t *gathered, uform_outcome_t *outcome);
+
+/*
+ * Builds one approximate structure over an index whose items the members of `mesh` hold in
+ * contiguous blocks (docs/indexes.md, "Many members, one index"). Every member calls it with `own`,
+ * its block as a builder (member 0 the first items, member 1 the next …, as
+ * uform_index_builder_gather lays them end to end); member 0 also passes `index`, the whole index
+ * opened (written from the gathered builder), and `path`, where it writes the structure; the
+ * others' `index` and `path` are ignored. A member whose own work failed still calls it with
+ * `own` NULL, so the others fail at once instead of at the mesh's timeout.
+ *
+ * For recipes whose inverted lists FAISS merges (IVF…,Flat, IVF…,PQ…, with OPQ or other transforms
+ * in front): member 0 trains on a sample gathered from the members' blocks — the same items, in
+ * the same order, as uform_index_ann_build draws from the whole index —, broadcasts the trained
+ * empty structure, every member adds its block under the items' numbers, and member 0 merges the
+ * members' lists in member order (FAISS's merge_from) and writes the file with the index's
+ * pairing record. Other recipes (HNSW, refined or fast-scan IVFs) are built by member 0 alone from
+ * `index`, as uform_index_ann_build does. `options` are member 0's (the others' `threads` apply to
+ * their own adds). Every member answers the same status: member r's failure reaches the others as
+ * "member r of K failed …: its message". Long work (training, adds, the write, a graph built
+ * alone) runs on a thread of its own while the members answer a one-byte round every 100 ms, so
+ * the mesh's timeout bounds how long a dead member goes unnoticed, not how long the work may
+ * take. Statuses: those of uform_index_ann_build; UFORM_CONFIG_MISMATCH (blocks whose dims, scalar
+ * or total count differ from the index's); UFORM_PEER_LOST (a member that failed before, or left);
+ * UFORM_TIMEOUT (a member that stopped answering); UFORM_CONTENDED (the mesh serves another call).
+ */
+UFORM_API uform_status_t uform_index_ann_build_members(uform_index_t index, uform_index_builder_t own, uform_mesh_t mesh,
+                                                       const char *path, const uform_index_ann_options_t *options,
+                                                       uform_outcome_t *outcome);
 
 /* ------------------------------------------------------------------------------------------ */
 /* Tensor-program session (docs/session.md)                                                    */

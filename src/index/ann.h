@@ -84,5 +84,30 @@ void uform__ann_default_recipe(size_t count, size_t dims, char recipe[UFORM__ANN
 
 /* Item `item`'s row widened to F32 [dims] (F16, BF16 exactly, I8 as x/127). Not for B1. */
 void uform__ann_widen_row(uform_index_t index, size_t item, float *out);
+/* The same for a row of `scalar` held anywhere (a builder's, ann_members.c). */
+void uform__ann_widen(uform_scalar_kind_t scalar, size_t dims, const unsigned char *row, float *out);
+
+/* The training sample's items: `wanted` of items 0 … count − 1 by selection sampling (Knuth's
+ * Algorithm S) over a fixed splitmix64 stream, in ascending order. The choice of item i depends on
+ * count, wanted and the draws before it only — never on the rows — so members of a mesh that each
+ * run the whole walk and keep the items of their own block take together exactly the items one
+ * process takes (ann_members.c). */
+typedef struct uform__ann_sampler_t {
+    uint64_t state;
+    size_t count, wanted, item, taken;
+} uform__ann_sampler_t;
+void uform__ann_sampler_start(uform__ann_sampler_t *sampler, size_t count, size_t wanted);
+/* The next item taken, or SIZE_MAX once `wanted` are taken. */
+size_t uform__ann_sampler_next(uform__ann_sampler_t *sampler);
+
+/* The structure for `recipe` (NULL or "": the default rule for count × dims) made empty through
+ * the module, with its training-sample size: 0 when it needs no training, else options->train_rows
+ * (0: min(count, 256 per centroid), or PLAIN_SAMPLE rows for recipes without centroids) capped at
+ * count. The checks of uform_index_ann_build (recipe length, FAISS's refusal, OPQ's minimum) fail
+ * `outcome` on behalf of `function`; on failure `*faiss` is NULL. `recipe_out` receives the recipe. */
+uform_status_t uform__ann_prepare(const uform__faiss_api_t *api, size_t count, size_t dims,
+                                  const uform_index_ann_options_t *options, char recipe_out[UFORM__ANN_RECIPE_CAPACITY],
+                                  uform__faiss_t **faiss, size_t *train_rows, uform_outcome_t *outcome,
+                                  const char *function);
 
 #endif

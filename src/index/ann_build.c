@@ -42,19 +42,70 @@ void uform__ann_default_recipe(size_t count, size_t dims, char recipe[UFORM__ANN
     snprintf(recipe, UFORM__ANN_RECIPE_CAPACITY, "IVF%zu,PQ%zu" "np", lists, subquantizers);
 }
 
-/* `wanted` of `count` items by selection sampling (Knuth's Algorithm S), ascending, widened into
- * `rows` [wanted, dims]. */
-static void sample_rows(uform_index_t index, size_t wanted, float *rows) {
-    uint64_t state = 0x75666F726D414E4Eull; /* "uformANN" */
-    size_t taken = 0;
-    for (size_t item = 0; item < index->count && taken < wanted; ++item) {
+void uform__ann_sampler_start(uform__ann_sampler_t *sampler, size_t count, size_t wanted) {
+    sampler->state = 0x75666F726D414E4Eull; /* "uformANN" */
+    sampler->count = count, sampler->wanted = wanted < count ? wanted : count;
+    sampler->item = 0, sampler->taken = 0;
+}
+
+size_t uform__ann_sampler_next(uform__ann_sampler_t *sampler) {
+    while (sampler->item < sampler->count && sampler->taken < sampler->wanted) {
+        size_t item = sampler->item++;
         /* take item with probability (wanted − taken) / (count − item) */
-        double draw = (double)(uform__splitmix64(&state) >> 11) * (1.0 / 9007199254740992.0);
-        if ((double)(index->count - item) * draw < (double)(wanted - taken)) {
-            uform__ann_widen_row(index, item, rows + taken * index->dims);
-            taken += 1;
+        double draw = (double)(uform__splitmix64(&sampler->state) >> 11) * (1.0 / 9007199254740992.0);
+        if ((double)(sampler->count - item) * draw < (double)(sampler->wanted - sampler->taken)) {
+            sampler->taken += 1;
+            return item;
         }
     }
+    return SIZE_MAX;
+}
+
+/* `wanted` items of the sampler's choice, ascending, widened into `rows` [wanted, dims]. */
+static void sample_rows(uform_index_t index, size_t wanted, float *rows) {
+    uform__ann_sampler_t sampler;
+    uform__ann_sampler_start(&sampler, index->count, wanted);
+    size_t taken = 0;
+    for (size_t item; (item = uform__ann_sampler_next(&sampler)) != SIZE_MAX; ++taken)
+        uform__ann_widen_row(index, item, rows + taken * index->dims);
+}
+
+uform_status_t uform__ann_prepare(const uform__faiss_api_t *api, size_t count, size_t dims,
+                                  const uform_index_ann_options_t *options, char recipe[UFORM__ANN_RECIPE_CAPACITY],
+                                  uform__faiss_t **made, size_t *train_rows, uform_outcome_t *outcome,
+                                  const char *function) {
+    *made = NULL, *train_rows = 0;
+    if (options->recipe && options->recipe[0]) {
+        if (strlen(options->recipe) >= UFORM__ANN_RECIPE_CAPACITY)
+            return uform__fail(outcome, UFORM_INVALID_ARGUMENT, function, "the recipe has %zu bytes; at most %d",
+                               strlen(options->recipe), UFORM__ANN_RECIPE_CAPACITY - 1);
+        strcpy(recipe, options->recipe);
+    } else {
+        uform__ann_default_recipe(count, dims, recipe);
+    }
+    char message[UFORM_OUTCOME_MESSAGE_CAPACITY - 96];
+    uform__faiss_t *faiss = NULL;
+    uform_status_t status = api->create(recipe, dims, &faiss, message, sizeof message);
+    if (status != UFORM_OK)
+        return uform__fail(outcome, status, function, "FAISS refused the recipe '%s' for %zu dims: %s", recipe, dims, message);
+    uform__faiss_facts_t facts;
+    api->describe(faiss, &facts);
+    if (!facts.trained) {
+        uint64_t centroids = api->centroids(faiss);
+        size_t wanted = options->train_rows ? options->train_rows
+                        : centroids         ? (centroids > SIZE_MAX / ROWS_PER_CENTROID ? SIZE_MAX : (size_t)centroids * ROWS_PER_CENTROID)
+                                            : PLAIN_SAMPLE;
+        *train_rows = wanted < count ? wanted : count;
+        if (strstr(recipe, "OPQ") && *train_rows < 39 * 256) {
+            /* OPQ trains a PQ of its own inside FAISS, out of reach, which would print a warning. */
+            api->free(faiss);
+            return uform__fail(outcome, UFORM_INVALID_ARGUMENT, function,
+                               "'%s' trains an OPQ rotation, which needs at least 9,984 training rows; %zu available",
+                               recipe, *train_rows);
+        }
+    }
+    *made = faiss;
+    return UFORM_OK;
 }
 
 UFORM_API uform_status_t uform_index_ann_build(uform_index_t index, const char *path,
@@ -68,44 +119,18 @@ UFORM_API uform_status_t uform_index_ann_build(uform_index_t index, const char *
                            "the index holds b1 rows: approximate structures are built over f32, f16, bf16 or i8 "
                            "indexes (b1 search is already a Hamming pass and an exact rescoring)");
     if (index->count == 0) return uform__fail(outcome, UFORM_INVALID_ARGUMENT, function, "the index holds no items");
-    char recipe[UFORM__ANN_RECIPE_CAPACITY];
-    if (options->recipe && options->recipe[0]) {
-        if (strlen(options->recipe) >= sizeof recipe)
-            return uform__fail(outcome, UFORM_INVALID_ARGUMENT, function, "the recipe has %zu bytes; at most %zu",
-                               strlen(options->recipe), sizeof recipe - 1);
-        strcpy(recipe, options->recipe);
-    } else {
-        uform__ann_default_recipe(index->count, index->dims, recipe);
-    }
     const uform__faiss_api_t *api = NULL;
     uform_status_t status = uform__faiss_load(&api, outcome, function);
     if (status != UFORM_OK) return status;
 
+    char recipe[UFORM__ANN_RECIPE_CAPACITY];
     char message[UFORM_OUTCOME_MESSAGE_CAPACITY - 96];
     uform__faiss_t *faiss = NULL;
     float *rows = NULL;
-    status = api->create(recipe, index->dims, &faiss, message, sizeof message);
-    if (status != UFORM_OK) {
-        status = uform__fail(outcome, status, function, "FAISS refused the recipe '%s' for %zu dims: %s", recipe,
-                             index->dims, message);
-        goto done;
-    }
-    uform__faiss_facts_t facts;
-    api->describe(faiss, &facts);
     size_t train_rows = 0;
-    if (!facts.trained) {
-        uint64_t centroids = api->centroids(faiss);
-        size_t wanted = options->train_rows ? options->train_rows
-                        : centroids         ? (centroids > SIZE_MAX / ROWS_PER_CENTROID ? SIZE_MAX : (size_t)centroids * ROWS_PER_CENTROID)
-                                            : PLAIN_SAMPLE;
-        train_rows = wanted < index->count ? wanted : index->count;
-        if (strstr(recipe, "OPQ") && train_rows < 39 * 256) {
-            /* OPQ trains a PQ of its own inside FAISS, out of reach, which would print a warning. */
-            status = uform__fail(outcome, UFORM_INVALID_ARGUMENT, function,
-                                 "'%s' trains an OPQ rotation, which needs at least 9,984 training rows; %zu available",
-                                 recipe, train_rows);
-            goto done;
-        }
+    status = uform__ann_prepare(api, index->count, index->dims, options, recipe, &faiss, &train_rows, outcome, function);
+    if (status != UFORM_OK) return status;
+    if (train_rows) {
         if (train_rows > SIZE_MAX / sizeof(float) / index->dims || !(rows = malloc(train_rows * index->dims * sizeof(float)))) {
             status = uform__fail(outcome, UFORM_OUT_OF_MEMORY, function, "cannot allocate a training sample of %zu rows × %zu dims",
                                  train_rows, index->dims);

@@ -124,17 +124,20 @@ int uform__ann_identity_differs(const uform__ann_identity_t *index, const uform_
     return 0;
 }
 
+void uform__ann_widen(uform_scalar_kind_t scalar, size_t dims, const unsigned char *row, float *out) {
+    const uform__nn_kernels_t *nn = uform__nn_kernels(UFORM_CPU_CLASS_SERIAL);
+    switch (scalar) {
+    case UFORM_SCALAR_F32: memcpy(out, row, dims * sizeof(float)); break;
+    case UFORM_SCALAR_F16: nn->f16_to_f32(dims, (const uint16_t *)(const void *)row, out); break;
+    case UFORM_SCALAR_BF16: nn->bf16_to_f32(dims, (const uint16_t *)(const void *)row, out); break;
+    case UFORM_SCALAR_I8:
+        for (size_t c = 0; c < dims; ++c) out[c] = (float)((const int8_t *)row)[c] / 127.0f;
+        break;
+    default: memset(out, 0, dims * sizeof(float)); break;
+    }
+}
+
 void uform__ann_widen_row(uform_index_t index, size_t item, float *out) {
     const uform__index_part_t *part = &index->parts[index->modality[item]];
-    const unsigned char *row = part->data + index->rows_of[item] * index->row_bytes;
-    const uform__nn_kernels_t *nn = uform__nn_kernels(UFORM_CPU_CLASS_SERIAL);
-    switch (index->scalar) {
-    case UFORM_SCALAR_F32: memcpy(out, row, index->dims * sizeof(float)); break;
-    case UFORM_SCALAR_F16: nn->f16_to_f32(index->dims, (const uint16_t *)(const void *)row, out); break;
-    case UFORM_SCALAR_BF16: nn->bf16_to_f32(index->dims, (const uint16_t *)(const void *)row, out); break;
-    case UFORM_SCALAR_I8:
-        for (size_t c = 0; c < index->dims; ++c) out[c] = (float)((const int8_t *)row)[c] / 127.0f;
-        break;
-    default: memset(out, 0, index->dims * sizeof(float)); break;
-    }
+    uform__ann_widen(index->scalar, index->dims, part->data + index->rows_of[item] * index->row_bytes, out);
 }

@@ -22,16 +22,19 @@
 #include <string.h>
 
 #include <exception>
+#include <stdexcept>
 #include <memory>
 #include <new>
 #include <shared_mutex>
 #include <string>
+#include <vector>
 
 #include <faiss/Index.h>
 #include <faiss/IndexFlat.h>
 #include <faiss/IndexFlatCodes.h>
 #include <faiss/IndexHNSW.h>
 #include <faiss/IndexIVF.h>
+#include <faiss/IndexIVFFastScan.h>
 #include <faiss/IndexIVFFlat.h>
 #include <faiss/IndexIVFPQ.h>
 #include <faiss/IndexIVFPQFastScan.h>
@@ -452,6 +455,18 @@ struct modality_selector : faiss::IDSelector {
     }
 };
 
+/* The IVF whose lists a merge joins: the structure itself or the one under its transforms, with
+ * FAISS's array lists. Refined structures keep a second copy of the vectors outside the lists, and
+ * fast-scan lists hold codes packed in blocks of 32 that InvertedLists::merge_from (entry by
+ * entry) does not unpack; both are left to the single-process build. nullptr: not mergeable. */
+faiss::IndexIVF *mergeable_of(faiss::Index *index) {
+    while (auto *transformed = dynamic_cast<faiss::IndexPreTransform *>(index)) index = transformed->index;
+    auto *inverted = dynamic_cast<faiss::IndexIVF *>(index);
+    if (!inverted || dynamic_cast<faiss::IndexIVFFastScan *>(inverted)) return nullptr;
+    if (!dynamic_cast<faiss::ArrayInvertedLists *>(inverted->invlists)) return nullptr;
+    return inverted;
+}
+
 } // namespace
 
 extern "C" uint32_t uform__faiss_module_abi(void) { return UFORM__FAISS_ABI; }
@@ -486,6 +501,7 @@ extern "C" void uform__faiss_describe(const uform__faiss_t *index, uform__faiss_
     } else if (auto *codes = dynamic_cast<faiss::IndexFlatCodes *>(core)) {
         facts->code_bytes = codes->code_size;
     }
+    facts->mergeable = mergeable_of(const_cast<faiss::Index *>(top)) != nullptr;
 }
 
 extern "C" uint64_t uform__faiss_centroids(const uform__faiss_t *index) {
@@ -513,6 +529,27 @@ extern "C" uform_status_t uform__faiss_add(uform__faiss_t *index, size_t rows, c
     return guarded(UFORM_INVALID_ARGUMENT, message, capacity, [&] {
         omp_threads scope(threads);
         index->index->add((faiss::Index::idx_t)rows, vectors);
+    });
+}
+
+extern "C" uform_status_t uform__faiss_add_numbered(uform__faiss_t *index, size_t rows, const float *vectors,
+                                                    uint64_t first_id, size_t threads, char *message, size_t capacity) {
+    return guarded(UFORM_INVALID_ARGUMENT, message, capacity, [&] {
+        if (!mergeable_of(index->index.get())) throw std::runtime_error("numbered adds are for IVF structures with array lists");
+        std::vector<faiss::Index::idx_t> ids(rows);
+        for (size_t i = 0; i < rows; ++i) ids[i] = (faiss::Index::idx_t)(first_id + i);
+        omp_threads scope(threads);
+        index->index->add_with_ids((faiss::Index::idx_t)rows, vectors, ids.data());
+    });
+}
+
+extern "C" uform_status_t uform__faiss_merge(uform__faiss_t *into, uform__faiss_t *from, char *message, size_t capacity) {
+    return guarded(UFORM_INVALID_ARGUMENT, message, capacity, [&] {
+        if (!mergeable_of(into->index.get()) || !mergeable_of(from->index.get()))
+            throw std::runtime_error("only IVF structures with array lists are merged");
+        /* add_id 0: the ids are already the items' numbers in the whole index. IndexPreTransform's
+         * merge_from checks that the transforms are alike and merges the IVFs beneath. */
+        into->index->merge_from(*from->index, 0);
     });
 }
 

@@ -41,7 +41,7 @@ extern "C" {
 
 /* libuform's ABI major in the high 16 bits, a revision of this header in the low 16: bump it
  * whenever a declaration here changes, so a stale module left in a library folder is refused. */
-#define UFORM__FAISS_ABI ((UFORM_VERSION_MAJOR << 16) | 1)
+#define UFORM__FAISS_ABI ((UFORM_VERSION_MAJOR << 16) | 2)
 
 typedef struct uform__faiss_s uform__faiss_t;
 
@@ -55,6 +55,8 @@ typedef struct uform__faiss_facts_t {
     int graph;           /* an HNSW graph (the ef knob applies to it or to its IVF quantiser) */
     int inverted;        /* an IVF structure (the nprobe knob applies) */
     int metric_inner_product;
+    int mergeable;       /* inverted lists that FAISS's merge_from joins: an IVF with array lists, alone or
+                          * under transforms (OPQ, PCA …); not refined, not fast-scan (uform__faiss_merge) */
 } uform__faiss_facts_t;
 
 /* Answers the UFORM__FAISS_ABI the module was built with; looked up first. */
@@ -95,6 +97,23 @@ UFORM__FAISS_EXPORT uform_status_t uform__faiss_train(uform__faiss_t *index, siz
 /* Adds `rows` F32 vectors [rows, d]; they get the next numbers. Statuses as train. */
 UFORM__FAISS_EXPORT uform_status_t uform__faiss_add(uform__faiss_t *index, size_t rows, const float *vectors,
                                                     size_t threads, char *message, size_t capacity);
+
+/* Adds `rows` F32 vectors [rows, d] numbered first_id, first_id + 1 … (FAISS's add_with_ids), so
+ * a member of a mesh adds its block of the items under their numbers in the whole index. Only
+ * for mergeable structures (facts.mergeable); statuses as train. */
+UFORM__FAISS_EXPORT uform_status_t uform__faiss_add_numbered(uform__faiss_t *index, size_t rows, const float *vectors,
+                                                             uint64_t first_id, size_t threads, char *message,
+                                                             size_t capacity);
+
+/*
+ * Moves every vector of `from` into `into` with FAISS's merge_from (Index::merge_from, which for an
+ * IVF appends each of `from`'s inverted lists to the same list of `into`, ids unchanged, and empties
+ * `from`). Both must be mergeable structures trained alike — the same trained bytes — which FAISS
+ * checks (check_compatible_for_merge). UFORM_INVALID_ARGUMENT with FAISS's message when it refuses;
+ * UFORM_OUT_OF_MEMORY.
+ */
+UFORM__FAISS_EXPORT uform_status_t uform__faiss_merge(uform__faiss_t *into, uform__faiss_t *from, char *message,
+                                                      size_t capacity);
 
 /*
  * Serialises the structure in FAISS's own file format (write_index) through `write`, called with

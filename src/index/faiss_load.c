@@ -13,6 +13,8 @@ static const uform__on_demand_symbol_t symbols[] = {
     {0, "uform__faiss_centroids", SLOT(centroids)},
     {0, "uform__faiss_train", SLOT(train)},
     {0, "uform__faiss_add", SLOT(add)},
+    {0, "uform__faiss_add_numbered", SLOT(add_numbered)},
+    {0, "uform__faiss_merge", SLOT(merge)},
     {0, "uform__faiss_serialize", SLOT(serialize)},
     {0, "uform__faiss_deserialize", SLOT(deserialize)},
     {0, "uform__faiss_search", SLOT(search)},

@@ -24,6 +24,8 @@ typedef struct uform__faiss_api_t {
     __typeof__(uform__faiss_centroids) *centroids;
     __typeof__(uform__faiss_train) *train;
     __typeof__(uform__faiss_add) *add;
+    __typeof__(uform__faiss_add_numbered) *add_numbered;
+    __typeof__(uform__faiss_merge) *merge;
     __typeof__(uform__faiss_serialize) *serialize;
     __typeof__(uform__faiss_deserialize) *deserialize;
     __typeof__(uform__faiss_search) *search;

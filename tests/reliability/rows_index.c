@@ -304,6 +304,42 @@ void sweep_run_index_ann_build_lists(sweep_fixture_t *fixture, sweep_answer_t *a
     build_row(fixture, "IVF2,Flat", answer); /* k-means training, inverted lists */
 }
 
+/* uform_index_ann_build_members over a mesh of one (no collectives module; the same shapes, plan,
+ * sample, training, numbered adds, serialisations and write as with more members): the F32
+ * index's rows as this member's block (uform_index_builder_from), IVF2,Flat, then removed. */
+void sweep_run_index_ann_build_members(sweep_fixture_t *fixture, sweep_answer_t *answer) {
+    char file[300];
+    snprintf(file, sizeof file, "%s/members.faiss", fixture->scratch);
+    const char *path = index_file(fixture, UFORM_SCALAR_F32);
+    if (!path) {
+        sweep_answer_status(answer, UFORM_INTERNAL, NULL);
+        snprintf(answer->message, sizeof answer->message, "the index to build over could not be written");
+        return;
+    }
+    uform_index_t index = NULL;
+    uform_index_builder_t own = NULL;
+    uform_mesh_t mesh = NULL;
+    uform_outcome_t outcome = {0};
+    uform_mesh_options_t mesh_options;
+    memset(&mesh_options, 0, sizeof mesh_options);
+    mesh_options.host_domain_count = 1;
+    uform_index_ann_options_t options = {"IVF2,Flat", 0, 1};
+    uform_status_t status = uform_index_open(path, fixture->model, &index, &outcome);
+    if (status == UFORM_OK) status = uform_index_builder_from(index, &own, &outcome);
+    if (status == UFORM_OK) status = uform_mesh_bootstrap(NULL, &mesh_options, &mesh, &outcome);
+    if (status == UFORM_OK) status = uform_index_ann_build_members(index, own, mesh, file, &options, &outcome);
+    sweep_answer_status(answer, status, &outcome);
+    if (status == UFORM_OK) {
+        struct stat facts; /* stat allocates nothing: the digest must not depend on the failing allocator */
+        long long size = stat(file, &facts) == 0 ? (long long)facts.st_size : -1;
+        answer->digest = sweep_digest(0, &size, sizeof size);
+    }
+    uform_mesh_free(mesh);
+    uform_index_builder_free(own);
+    uform_index_free(index);
+    unlink(file);
+}
+
 /* Open a structure built once (unarmed), describe it, search two queries with a modality filter
  * and exact rescoring, free. */
 void sweep_run_index_ann_search(sweep_fixture_t *fixture, sweep_answer_t *answer) {
