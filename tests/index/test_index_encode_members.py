@@ -109,6 +109,32 @@ def test_encoded_index_same_bytes_for_1_2_3_members(corpus):
     assert len({row.tobytes() for row in images}) == IMAGES + FOLDER_IMAGES
 
 
+def test_approximate_structure_after_encoding(corpus, tmp_path):
+    """--ann over a mesh: member 0 builds the .faiss from every row, the same bytes as one process;
+    Debian's python3-faiss opens it and finds each stored row first (IVF4,Flat probing every list)."""
+    import faiss
+
+    folder, items = corpus
+    files = []
+    for members in (None, 2):
+        out = tmp_path / f"ann-{members}.index"
+        mesh = [] if members is None else ["--processes", members]
+        run("index", TINY, folder / "walked", "--manifest", folder / "corpus.jsonl", "--out", out, "--batch", 3,
+            "--threads", 1, "--ann=IVF4,Flat", "--ann-threads", 1, "--quiet", *mesh, expect=3)
+        files.append(out)
+    assert files[1].read_bytes() == files[0].read_bytes()
+    assert files[1].with_suffix(".faiss").read_bytes() == files[0].with_suffix(".faiss").read_bytes()
+    structure = faiss.read_index(str(files[1].with_suffix(".faiss")))
+    assert structure.ntotal == items - 1
+    faiss.extract_index_ivf(structure).nprobe = 4
+    modality = index_check.tensor(files[1], "items.modality")
+    images = index_check.tensor(files[1], "embeddings.image").astype(np.float32)
+    image_items = np.flatnonzero(modality == 1)
+    assert len(image_items) == len(images) == IMAGES + FOLDER_IMAGES
+    _, ids = structure.search(images, 1)
+    assert np.array_equal(ids[:, 0], image_items), (ids[:, 0], image_items)
+
+
 def test_member_that_fails_stops_the_others_at_once(corpus, tmp_path):
     folder, _ = corpus
     out = tmp_path / "failed.index"
