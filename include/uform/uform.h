@@ -1728,7 +1728,10 @@ UFORM_API uform_status_t uform_evaluate(uform_evaluate_t *request);
  *                       (UFORM_CONFIG_MISMATCH). A member that fails makes every member fail at once
  *                       (UFORM_PEER_LOST naming it); one that cannot even make its request (no
  *                       model: its checkpoint failed to load) still calls with `mesh` set, and fails
- *                       with UFORM_INVALID_ARGUMENT after telling the others
+ *                       with UFORM_INVALID_ARGUMENT after telling the others. The share is encoded
+ *                       on a thread of the build's own while the calling thread answers the members'
+ *                       rounds (every 100 ms), so members that finish early wait past the mesh's
+ *                       timeout for live ones; `progress` is called on that thread
  *   outcome             out
  *   indexed, failed, skipped, duplicates, resumed   out: items added, bad items listed, items of
  *                       other modalities, items whose key was already in the index, items a resume

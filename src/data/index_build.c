@@ -352,6 +352,36 @@ static uform_status_t resume(build_t *build, uform__key_set_t *seen, size_t *con
 
 /* ---- over a mesh ---- */
 
+/* The pipeline on a thread of its own, so the calling thread can answer the members' rounds. */
+typedef struct share_t {
+    build_t *build;
+    uform__reader_t *reader;
+    uform_status_t status;
+    uint32_t done; /* atomic */
+} share_t;
+
+static void *share_thread(void *raw) {
+    share_t *share = raw;
+    share->status = pipeline(share->build, share->reader);
+    __atomic_store_n(&share->done, 1, __ATOMIC_RELEASE);
+    return NULL;
+}
+
+/* Encodes this member's share while answering the rounds (uform__index_build_rounds); a failed
+ * round (a member died) fails the build once the share's work has ended. */
+static uform_status_t encode_share(build_t *build, uform__reader_t *reader) {
+    share_t share = {build, reader, UFORM_OK, 0};
+    pthread_t thread;
+    int threaded = pthread_create(&thread, NULL, share_thread, &share) == 0;
+    if (!threaded) share_thread(&share); /* no thread: the work first, the rounds after */
+    uform_outcome_t rounds = {0};
+    uform_status_t met = uform__index_build_rounds(build->mesh, &share.done, &rounds, build->function);
+    if (met != UFORM_OK) __atomic_store_n(&build->cancelled, 1, __ATOMIC_RELEASE); /* no one will take the rows */
+    if (threaded) pthread_join(thread, NULL);
+    if (share.status != UFORM_OK && met == UFORM_OK) return share.status;
+    return met == UFORM_OK ? UFORM_OK : failed(build, &rounds);
+}
+
 /* A member that fails before its share is done still takes part in the gather, with nothing, so
  * the others fail at once naming it instead of waiting out the mesh's timeout. */
 static uform_status_t leave_mesh(uform_index_build_t *request, uform_status_t status) {
@@ -499,7 +529,7 @@ UFORM_API uform_status_t uform_index_build(uform_index_build_t *request) {
         report(&build);
         if (uform__reader_start(&reader, 3) != 0) status = uform__fail(outcome, UFORM_OUT_OF_MEMORY, function, "cannot allocate the reader thread");
         else {
-            status = pipeline(&build, &reader);
+            status = build.mesh ? encode_share(&build, &reader) : pipeline(&build, &reader);
             uform__reader_stop(&reader);
             request->skipped = reader.skipped, request->duplicates = reader.duplicates;
         }

@@ -86,6 +86,11 @@ void uform__index_build_share(uform_mesh_t mesh, size_t items, size_t *low, size
  * (fingerprints) and item count as member 0 (UFORM_CONFIG_MISMATCH naming the first that does not). */
 uform_status_t uform__index_build_agree(uform_mesh_t mesh, int ok, const uform_dataset_t *datasets, size_t count, uint64_t items,
                                        uform_outcome_t *outcome, const char *function);
+/* Collective: while this member's share is encoded on another thread, answers a round every 100 ms
+ * saying whether it is done (*done, atomic), until every member's is; so a member that finishes
+ * early waits at most a round for a live member, and the mesh's timeout bounds only how long a dead
+ * one goes unnoticed. Answers the mesh's status. */
+uform_status_t uform__index_build_rounds(uform_mesh_t mesh, const uint32_t *done, uform_outcome_t *outcome, const char *function);
 /* Collective: gathers the members' builders (`mine` NULL when this member failed: every member then
  * fails naming it) and their error lines, both in member order. *all_errors is malloc'ed. */
 uform_status_t uform__index_build_gather(uform_mesh_t mesh, uform_index_builder_t mine, const char *errors, size_t errors_length,
