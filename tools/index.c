@@ -338,7 +338,10 @@ static int run(void *raw, const cli_parsed_t *parsed) {
         uform_status_t built = uform_index_build(&build);
         if (bar.drawn) fputc('\n', stderr);
         double seconds = cli_now() - bar.start;
-        if (built == UFORM_CANCELLED || (built == UFORM_OK && cli_interrupted)) {
+        if (mesh && (built == UFORM_CANCELLED || cli_interrupted)) {
+            fprintf(stderr, "uform: interrupted; nothing was written (members write the index only at the end)\n");
+            status = 130;
+        } else if (built == UFORM_CANCELLED || (built == UFORM_OK && cli_interrupted)) {
             if (access(options.out, F_OK) == 0)
                 fprintf(stderr, "uform: interrupted; '%s' keeps the last checkpoint; run the same command with --resume to continue\n",
                         options.out);
