@@ -86,7 +86,7 @@ static const cli_flag_t flags[] = {
     CLI_FLAG("--model", CLI_TEXT, options_t, from_vectors.model, "CKPT",
              "the checkpoint that made the vectors: record its fingerprint (default: none)"),
     CLI_HEADING("Many members, one index (encoding or --vectors; the same flags as uform train's mesh;\n"
-                "not with --shards, --resume, --checkpoint or --from):"),
+                "not with --resume, --checkpoint or --from):"),
     MESH_MEMBER_FLAGS(options_t, mesh),
     MESH_PROCESSES_FLAG(options_t, mesh),
     CLI_FLAGS_END,
@@ -219,12 +219,11 @@ static int run(void *raw, const cli_parsed_t *parsed) {
     if (members && options.from)
         return cli_usage_error(command, "--from builds the approximate structure of an existing index in one process: "
                                         "drop --processes / --mesh");
-    /* Over a mesh nothing is written before the end, and shards do not say how many items they hold
-     * before they are read, which the sharing rule needs (docs/indexes.md, "Many members, one index"). */
-    if (members && !options.from_vectors.vectors && (options.resume || cli_given(parsed, "--checkpoint") || options.shards))
+    /* Over a mesh nothing is written before the end (docs/indexes.md, "Many members, one index"). */
+    if (members && !options.from_vectors.vectors && (options.resume || cli_given(parsed, "--checkpoint")))
         return cli_usage_error(command, "%s is not supported with --processes / --mesh: members write one index at the end "
-                                        "from folders, files and manifests (run it in one process)",
-                               options.resume ? "--resume" : options.shards ? "--shards" : "--checkpoint");
+                                        "(run it in one process)",
+                               options.resume ? "--resume" : "--checkpoint");
     if (options.mesh.processes) {
         if (!options.out) return cli_usage_error(command, "missing --out INDEX");
         return train_mesh_launch(&options.mesh, parsed->argc, parsed->argv);
@@ -393,7 +392,8 @@ const cli_command_t cli_index = {
                    "Folders are walked recursively and files recognised by content.\n"
                    "K members (--processes K, --mesh, or torchrun / mpirun / srun) build one index. Encoding: every\n"
                    "member reads every item and cuts the batches one process cuts; member r encodes the batches\n"
-                   "handed over once (N*r/K, N*(r+1)/K] of the N items are read; items and error lines are gathered\n"
+                   "handed over at positions (W*r/K, W*(r+1)/K] of W (items read, or shards opened for --shards);\n"
+                   "items and error lines are gathered\n"
                    "in member order and member 0 writes INDEX, INDEX.errors.jsonl and, with --ann, the .faiss from\n"
                    "all rows. With --vectors, member r takes rows [N*r/K, N*(r+1)/K), named by their numbers in the\n"
                    "whole file; the blocks are gathered in member order and member 0 writes INDEX. With\n"

@@ -1713,25 +1713,27 @@ UFORM_API uform_status_t uform_evaluate(uform_evaluate_t *request);
  *   resume              in: non-zero: continue `out` as above
  *   progress            in: items consumed of ... (the total when the dataset knows it, else 0);
  *                       cancelling stops at the next batch: `out` keeps the last checkpoint. Over a
- *                       mesh: this member's items consumed of its share
+ *                       mesh: see `mesh`
  *   mesh                in: optional (NULL: one process). Collective: every member of the mesh calls
  *                       it with the same datasets and settings; every member reads every item (cheap:
- *                       no decoding) and cuts the same batches one process cuts, member r of K
- *                       decodes and encodes only the batches handed over once (N·r/K, N·(r+1)/K] of
- *                       the N items are consumed, the members' items and error lines are gathered in
- *                       member order (uform_index_builder_gather) and member 0 alone writes `out`
- *                       and `errors_path`: the same bytes one process writes. Not with `resume`
- *                       (UFORM_INVALID_ARGUMENT) nor shards, whose item count is not known before
- *                       reading (UFORM_UNSUPPORTED); no checkpoint is written before the end (batches
+ *                       no decoding) and cuts the same batches one process cuts, and member r of K
+ *                       decodes and encodes only the batches handed over at positions in
+ *                       (W·r/K, W·(r+1)/K] of W, a position counting the items read so far, or for
+ *                       shards the shards opened (docs/indexes.md, "Many members, one index"); the
+ *                       members' items and error lines are gathered in member order
+ *                       (uform_index_builder_gather) and member 0 alone writes `out` and
+ *                       `errors_path`: the same bytes one process writes. Not with `resume`
+ *                       (UFORM_INVALID_ARGUMENT); no checkpoint is written before the end (batches
  *                       are still cut every `checkpoint` items, as one process cuts them). Members
- *                       whose datasets differ from member 0's (fingerprints or item count) all fail
+ *                       whose datasets differ from member 0's (fingerprints or weights) all fail
  *                       (UFORM_CONFIG_MISMATCH). A member that fails makes every member fail at once
  *                       (UFORM_PEER_LOST naming it); one that cannot even make its request (no
  *                       model: its checkpoint failed to load) still calls with `mesh` set, and fails
  *                       with UFORM_INVALID_ARGUMENT after telling the others. The share is encoded
  *                       on a thread of the build's own while the calling thread answers the members'
  *                       rounds (every 100 ms), so members that finish early wait past the mesh's
- *                       timeout for live ones; `progress` is called on that thread
+ *                       timeout for live ones; `progress` is called on that thread and counts this
+ *                       member's positions of its share
  *   outcome             out
  *   indexed, failed, skipped, duplicates, resumed   out: items added, bad items listed, items of
  *                       other modalities, items whose key was already in the index, items a resume

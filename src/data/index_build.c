@@ -48,7 +48,7 @@ typedef struct build_t {
 
 /* Whether this member decodes and encodes `unit` (and lists its errors): always, without a mesh. */
 static int owns(const build_t *build, const uform__unit_t *unit) {
-    return !build->mesh || (unit->consumed > build->low && unit->consumed <= build->high);
+    return !build->mesh || (unit->position > build->low && unit->position <= build->high);
 }
 
 static uform_continuation_t check_cancel(size_t completed, size_t total, void *state) {
@@ -219,8 +219,10 @@ static uform_status_t process(build_t *build, uform__unit_t *unit) {
      * gathered (a checkpoint of one member's share could not be resumed by anyone). */
     if (status == UFORM_OK && unit->kind != UFORM__UNIT_BATCH && !build->mesh) status = write_index(build, unit->consumed);
     if (unit->kind == UFORM__UNIT_END) build->consumed = unit->consumed;
-    /* Progress over a mesh counts this member's share: (low, high] becomes 0 ... high - low. */
-    size_t position = unit->consumed < build->low ? build->low : unit->consumed > build->high ? build->high : unit->consumed;
+    /* Progress over a mesh counts this member's share of the positions (items, or shards for
+     * shards): (low, high] becomes 0 ... high - low. */
+    size_t at = build->mesh ? unit->position : unit->consumed;
+    size_t position = at < build->low ? build->low : at > build->high ? build->high : at;
     if (position - build->low > build->done) build->done = position - build->low;
     if (status == UFORM_OK) report(build);
     return status;
@@ -455,10 +457,6 @@ UFORM_API uform_status_t uform_index_build(uform_index_build_t *request) {
         if (request->datasets[d]->busy)
             return leave_mesh(request, uform__fail(outcome, UFORM_INVALID_ARGUMENT, function,
                                                    "datasets[%zu] is read by a loader or another build", d));
-        if (request->mesh && request->datasets[d]->options.source == UFORM_DATASET_SHARDS)
-            return leave_mesh(request, uform__fail(outcome, UFORM_UNSUPPORTED, function,
-                                                   "datasets[%zu] is shards, whose item count is not known before reading: "
-                                                   "over a mesh, index folders, files and manifests (or one process)", d));
     }
     if (request->mesh && request->resume)
         return leave_mesh(request, uform__fail(outcome, UFORM_INVALID_ARGUMENT, function,
@@ -502,7 +500,8 @@ UFORM_API uform_status_t uform_index_build(uform_index_build_t *request) {
         build.total += description.items;
     }
     if (build.mesh) {
-        size_t items = build.total;
+        size_t items = 0; /* the positions' total: items, or shards for shards */
+        for (size_t d = 0; d < request->dataset_count; ++d) items += uform__index_build_weight(request->datasets[d]);
         uform__index_build_share(build.mesh, items, &build.low, &build.high);
         build.total = build.high - build.low;
         /* The last member also takes any batch handed over past the count the datasets declared,

@@ -25,6 +25,13 @@
 #include "data/index_build.h"
 #include "mesh/mesh.h"
 
+size_t uform__index_build_weight(const uform_dataset_t dataset) {
+    if (dataset->options.source == UFORM_DATASET_SHARDS) return dataset->items.shard_count;
+    uform_dataset_description_t description;
+    uform_dataset_describe(dataset, &description);
+    return description.items;
+}
+
 void uform__index_build_share(uform_mesh_t mesh, size_t items, size_t *low, size_t *high) {
     *low = 0, *high = items;
     if (!mesh || !mesh->count) return;
@@ -50,7 +57,7 @@ uform_status_t uform__index_build_agree(uform_mesh_t mesh, int ok, const uform_d
         if (all[3 * r + 2] && (all[3 * r] != all[0] || all[3 * r + 1] != all[1]))
             status = uform__fail(outcome, UFORM_CONFIG_MISMATCH, function,
                                  "member %zu reads other inputs than member 0 (%llu items, fingerprint %016llx against %llu, "
-                                 "%016llx): every member must be given the same folders, files and manifests",
+                                 "%016llx): every member must be given the same inputs",
                                  r, (unsigned long long)all[3 * r], (unsigned long long)all[3 * r + 1],
                                  (unsigned long long)all[0], (unsigned long long)all[1]);
     for (size_t r = 0; status == UFORM_OK && r < mesh->count; ++r)
