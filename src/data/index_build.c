@@ -490,7 +490,9 @@ UFORM_API uform_status_t uform_index_build(uform_index_build_t *request) {
     }
     if (status == UFORM_OK && !build.builder) {
         status = uform_index_builder_create(request->model, request->dimensions, request->scalar, &build.builder, outcome);
-        if (status == UFORM_OK && !build.mesh && (build.errors = open(build.errors_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)) < 0)
+        /* Over a mesh the errors file is written by member 0 at the end (finish_mesh). */
+        if (status == UFORM_OK && !build.mesh &&
+            (build.errors = open(build.errors_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)) < 0)
             status = uform__fail(outcome, errno == ENOMEM ? UFORM_OUT_OF_MEMORY : UFORM_IO, function, "cannot write '%s': %s",
                                  build.errors_path, strerror(errno));
     }
