@@ -37,8 +37,9 @@ typedef enum cli_kind_t {
     CLI_VALUES,      /* every argument up to the next flag: appended to a cli_texts_t (`encode --text a b c`) */
     CLI_SCALAR,      /* uform_scalar_kind_t: f32, f16, bf16, i8, b1 */
     CLI_MODALITIES,  /* unsigned: bits (1 << uform_modality_t) of a list "text,image,video,audio" */
-    CLI_OPTIONAL_TEXT /* const char *: the bare flag stores "" (the default), `--flag=VALUE` stores VALUE; the
+    CLI_OPTIONAL_TEXT, /* const char *: the bare flag stores "" (the default), `--flag=VALUE` stores VALUE; the
                          next argument is never taken (it could be an input: `index --ann photos/`) */
+    CLI_BYTES        /* size_t: decimal digits with an optional K, M or G (powers of 1024) and an optional B */
 } cli_kind_t;
 
 typedef struct cli_texts_t {
@@ -134,6 +135,8 @@ int cli_usage_error(const cli_command_t *command, const char *format, ...) __att
 /* The parsers behind the kinds, for commands that validate a value themselves; each answers 0. */
 int cli_parse_size(const char *text, size_t *value);
 int cli_parse_number(const char *text, double *value);
+/* Bytes: digits, then optionally K, M or G (either case; powers of 1024) and B ("32M", "64KB"). */
+int cli_parse_bytes(const char *text, size_t *value);
 int cli_parse_scalar(const char *text, uform_scalar_kind_t *scalar);
 int cli_parse_modalities(const char *text, unsigned *bits);
 const char *cli_modality_name(uform_modality_t modality);

@@ -30,6 +30,22 @@ int cli_parse_number(const char *text, double *value) {
     return 0;
 }
 
+int cli_parse_bytes(const char *text, size_t *value) {
+    if (!text || *text < '0' || *text > '9') return -1;
+    char *end = NULL;
+    errno = 0;
+    unsigned long long parsed = strtoull(text, &end, 10);
+    if (!end || errno) return -1;
+    unsigned shift = 0;
+    if (*end == 'K' || *end == 'k') shift = 10, ++end;
+    else if (*end == 'M' || *end == 'm') shift = 20, ++end;
+    else if (*end == 'G' || *end == 'g') shift = 30, ++end;
+    if (*end == 'B' || *end == 'b') ++end;
+    if (*end || parsed > (SIZE_MAX >> shift)) return -1;
+    *value = (size_t)parsed << shift;
+    return 0;
+}
+
 int cli_parse_scalar(const char *text, uform_scalar_kind_t *scalar) {
     for (int i = 0; i < 5; ++i)
         if (text && strcmp(text, scalar_names[i]) == 0) {
@@ -123,6 +139,7 @@ static const char *expected_of(cli_kind_t kind) {
     case CLI_POSITIVE_NUMBER: return "a positive number";
     case CLI_SCALAR: return "f32, f16, bf16, i8 or b1";
     case CLI_MODALITIES: return "a list of text, image, video, audio";
+    case CLI_BYTES: return "bytes, with K, M or G";
     default: return "a value";
     }
 }
@@ -154,6 +171,7 @@ static int store(const cli_flag_t *flag, void *options, const char *value) {
     case CLI_TEXTS: return append_text(field, value) ? -2 : 0;
     case CLI_SCALAR: return cli_parse_scalar(value, field);
     case CLI_MODALITIES: return cli_parse_modalities(value, field);
+    case CLI_BYTES: return cli_parse_bytes(value, field);
     default: return -1;
     }
 }

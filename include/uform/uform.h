@@ -836,6 +836,19 @@ UFORM_API uform_status_t uform_text_choose(uform_text_choose_t *request);
 UFORM_API uform_status_t uform_text_tokenize(uform_model_t model, const char *text, size_t length, uint32_t *ids,
                                              size_t capacity, size_t *count, uform_outcome_t *outcome);
 
+/*
+ * A Matryoshka prefix of an embedding the library wrote: `prefix` [dimensions] receives the first
+ * `dimensions` columns of `embedding` [width], an L2-normalised F32 row, scaled back to unit length
+ * (the squares summed in double, each value divided by the root and rounded once). `dimensions`
+ * equal to `width` copies the row untouched: it is of unit length already. A prefix whose columns
+ * are all zero stays all zeros (there is no direction to keep). The same direction as an encode
+ * with config.dimensions = dimensions, within F32 rounding (~1e-7, not bit for bit: the encode
+ * normalises the unnormalised projection). `prefix` may be `embedding`. Runs on the calling thread;
+ * thread-safe. Statuses: UFORM_OK; UFORM_INVALID_ARGUMENT (NULL rows, dimensions 0 or above width).
+ */
+UFORM_API uform_status_t uform_embedding_truncate(const float *embedding, size_t width, size_t dimensions, float *prefix,
+                                                  uform_outcome_t *outcome);
+
 /* ------------------------------------------------------------------------------------------ */
 /* Media — probing files and preparing inputs ahead of an encode                               */
 /* ------------------------------------------------------------------------------------------ */

@@ -19,6 +19,7 @@
 #include "index/index.h"
 #include "kernels/nn.h"
 #include "model/heads.h"
+#include "model/truncate.h"
 
 /* Rows converted per chunk. */
 #define CHUNK_ROWS 256
@@ -103,12 +104,7 @@ static void widen_row(const unsigned char *row, uform_scalar_kind_t scalar, size
                       const uform__nn_kernels_t *nn) {
     if (scalar == UFORM_SCALAR_F32) memcpy(to, row, columns * sizeof(float));
     else nn->f16_to_f32(columns, (const uint16_t *)row, to);
-    if (!normalize) return;
-    double sum = 0;
-    for (size_t c = 0; c < columns; ++c) sum += (double)to[c] * to[c];
-    if (sum == 0) return;
-    const double norm = sqrt(sum);
-    for (size_t c = 0; c < columns; ++c) to[c] = (float)(to[c] / norm);
+    if (normalize) uform__row_normalize(to, columns);
 }
 
 UFORM_API uform_status_t uform_index_builder_add_vectors(uform_index_builder_t builder, uform_modality_t modality,

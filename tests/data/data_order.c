@@ -1,6 +1,6 @@
 /*
  * The order in which a loader hands out a dataset's samples, for test_data_order.py to compare with
- * its own computation of the documented epoch orders (docs/data.md, "Order and resume").
+ * its own computation of the documented epoch orders (docs/data.md, "The epoch orders, exactly").
  *
  * usage: data_order manifest|shards PATH SEED BATCH BATCHES [SHUFFLE_BUFFER]
  * Prints each batch's captions, one a line, and "--" after each batch. Exits 1 on any failure.

@@ -90,7 +90,7 @@ static void check_answer(const serve_request_t *request, unsigned status) {
         if (!ok) __builtin_trap();
         return;
     }
-    const serve_job_t *job = &request->job;
+    const serve_job_t *job = &request->call.job;
     if (job->count == 0 || job->count > server.options.max_queue || !job->items) __builtin_trap();
     for (size_t i = 0; i < job->count; ++i) {
         const serve_item_t *item = &job->items[i];
@@ -108,8 +108,8 @@ static unsigned run_route(int route, const uint8_t *data, size_t size) {
     request.body = (char *)data, request.length = size; /* http.c's body: `length` bytes, not terminated */
     unsigned status = routes[route](&request);
     check_answer(&request, status);
-    cJSON_Delete(request.json);
-    free(request.items), free(request.outputs), free(request.media), free(request.hits);
+    cJSON_Delete(request.call.json);
+    free(request.call.items), free(request.call.outputs), free(request.call.media), free(request.call.hits);
     serve_buffer_free(&request.answer);
     return status;
 }

@@ -335,6 +335,16 @@ void sweep_run_text_tokenize(sweep_fixture_t *fixture, sweep_answer_t *answer) {
     if (status == UFORM_OK) answer->digest = sweep_digest(0, ids, count * sizeof ids[0]);
 }
 
+/* uform_embedding_truncate: a prefix of a unit row renormalised, in place; nothing allocated. */
+void sweep_run_embedding_truncate(sweep_fixture_t *fixture, sweep_answer_t *answer) {
+    (void)fixture;
+    float row[8] = {0.5f, -0.5f, 0.5f, -0.5f, 0, 0, 0, 0};
+    uform_outcome_t outcome = {0};
+    uform_status_t status = uform_embedding_truncate(row, 8, 3, row, &outcome);
+    sweep_answer_status(answer, status, &outcome);
+    if (status == UFORM_OK) answer->digest = sweep_digest(0, row, 3 * sizeof row[0]);
+}
+
 /* A published folder's load: config.json, modules.json, the pooling config, tokenizer.json and the
  * weights (docs/checkpoints.md). */
 void sweep_run_published_load(sweep_fixture_t *fixture, sweep_answer_t *answer) {

@@ -1,7 +1,7 @@
 /*
  * A steady request loop allocates nothing on the batcher's compute path: after a warm-up that
- * grows every buffer to its batch (arenas, tapes, queries), rounds of text, choose and search jobs
- * make no allocation in the whole process (malloc family, mmap and thread creation, counted by
+ * grows every buffer to its batch (arenas, tapes), rounds of text and choose jobs make no
+ * allocation in the whole process (malloc family, mmap and thread creation, counted by
  * tests/reliability/failing_alloc.c, which interposes them). Media jobs are counted and printed:
  * their decoders (TurboJPEG, libspng) allocate inside the library's decode step.
  * Usage: test_serve_alloc CHECKPOINT
@@ -13,20 +13,19 @@
 static support_t support;
 
 /* One round: `jobs_count` jobs of `items` items each, taken in turn from the `count` inputs
- * (searches when `search`), all submitted, then all waited for. */
+ * all submitted, then all waited for. */
 static int round_of(serve_batcher_t *batcher, support_job_t *jobs, size_t jobs_count, size_t items,
-                    support_input_t *inputs, size_t count, int search) {
+                    support_input_t *inputs, size_t count) {
     for (size_t j = 0; j < jobs_count; ++j) {
         support_job_t *own = &jobs[j];
         own->job.count = 0, own->calls = 0;
         for (size_t i = 0; i < items; ++i) support_job_add(own, &inputs[(j * items + i) % count]);
-        own->job.search = search, own->job.top = SUPPORT_TOP;
-        if (serve_batcher_submit(batcher, &own->job) != SERVE_SUBMITTED) return -1;
+        if (serve_batcher_submit(batcher, &own->job) != UFORM_OK) return -1;
     }
     int failed = 0;
     for (size_t j = 0; j < jobs_count; ++j) {
         support_job_wait(&jobs[j]);
-        failed |= atomic_load(&jobs[j].job.failed) != 0;
+        failed |= atomic_load(&jobs[j].job.status) != UFORM_OK;
     }
     return failed ? -1 : 0;
 }
@@ -39,12 +38,11 @@ static int round_of(serve_batcher_t *batcher, support_job_t *jobs, size_t jobs_c
 enum { BATCH = 8 };
 _Static_assert((int)BATCH <= (int)SUPPORT_MAX_ITEMS, "a full batch fits one support job");
 
-static size_t counted_rounds(serve_batcher_t *batcher, support_job_t *jobs, support_input_t *inputs, size_t count, int search,
-                             int rounds) {
-    CHECK(round_of(batcher, jobs, 1, BATCH, inputs, count, search) == 0); /* warm-up: the largest batch, then rounds */
-    for (int r = 0; r < 3; ++r) CHECK(round_of(batcher, jobs, count, 1, inputs, count, search) == 0);
+static size_t counted_rounds(serve_batcher_t *batcher, support_job_t *jobs, support_input_t *inputs, size_t count, int rounds) {
+    CHECK(round_of(batcher, jobs, 1, BATCH, inputs, count) == 0); /* warm-up: the largest batch, then rounds */
+    for (int r = 0; r < 3; ++r) CHECK(round_of(batcher, jobs, count, 1, inputs, count) == 0);
     failing_alloc_arm(SIZE_MAX, FAILING_ALLOC_TRANSIENT);                                      /* count, never fail */
-    for (int r = 0; r < rounds; ++r) CHECK(round_of(batcher, jobs, count, 1, inputs, count, search) == 0);
+    for (int r = 0; r < rounds; ++r) CHECK(round_of(batcher, jobs, count, 1, inputs, count) == 0);
     size_t counted = failing_alloc_counted();
     failing_alloc_disarm();
     return counted;
@@ -56,20 +54,18 @@ int main(int argc, char **argv) {
         return 2;
     }
     if (support_open(&support, argv[1], 2) != 0) return 1;
-    serve_batcher_t *batcher = support_batcher(&support, BATCH, 0, 1024, 1, NULL);
+    serve_batcher_t *batcher = support_batcher(&support, BATCH, 0, 1024, NULL);
     CHECK(batcher != NULL);
     support_job_t *jobs = calloc(16, sizeof *jobs);
     for (int j = 0; j < 16; ++j) support_job_init(&jobs[j]);
     if (batcher) {
-        size_t texts = counted_rounds(batcher, jobs, support.texts, 16, 0, 20);
-        size_t searches = counted_rounds(batcher, jobs, support.texts + 16, 16, 1, 20);
-        size_t choices = counted_rounds(batcher, jobs, support.choices, SUPPORT_CHOICES, 0, 20);
-        size_t images = counted_rounds(batcher, jobs, support.images, SUPPORT_IMAGES, 0, 5);
-        size_t recordings = counted_rounds(batcher, jobs, support.recordings, SUPPORT_RECORDINGS, 0, 5);
-        printf("allocations in steady rounds: texts %zu (320 jobs), searches %zu (320), choices %zu (120), "
-               "pictures %zu (60), recordings %zu (20)\n", texts, searches, choices, images, recordings);
+        size_t texts = counted_rounds(batcher, jobs, support.texts, 16, 20);
+        size_t choices = counted_rounds(batcher, jobs, support.choices, SUPPORT_CHOICES, 20);
+        size_t images = counted_rounds(batcher, jobs, support.images, SUPPORT_IMAGES, 5);
+        size_t recordings = counted_rounds(batcher, jobs, support.recordings, SUPPORT_RECORDINGS, 5);
+        printf("allocations in steady rounds: texts %zu (320 jobs), choices %zu (120), pictures %zu (60), "
+               "recordings %zu (20)\n", texts, choices, images, recordings);
         CHECK_EQ_INT(texts, 0);
-        CHECK_EQ_INT(searches, 0);
         CHECK_EQ_INT(choices, 0);
         serve_batcher_free(batcher);
     }

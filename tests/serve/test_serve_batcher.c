@@ -1,17 +1,22 @@
 /*
  * The dynamic batcher of `uform serve` (tools/serve/batcher.h) on the tiny checkpoint, against
  * each input computed alone by direct calls on the calling thread:
- *   1. 16 threads submit 400 jobs mixing texts, JPEG pictures, WAV recordings, choices and
- *      searches: every item's result equals its own input's (cosine ≥ 0.99999, |Δ| ≤ 1e-4; choice
- *      probabilities within 1e-5; searches find their own text first, every hit's score equal to a
- *      double-precision dot product with the index row), so no row moved between requests;
- *      `done` is called exactly once per job;
- *   2. an undecodable picture fails its job with 422 naming input[1]; a passed deadline 504;
- *   3. limits: a full queue, a job larger than the queue, a search without an index, a stopped
- *      batcher; stopping runs what is queued without waiting for batches to fill;
+ *   1. 16 threads submit 400 jobs mixing single texts, texts, JPEG pictures, WAV recordings and
+ *      choices: every item's result equals its own input's (cosine ≥ 0.99999, |Δ| ≤ 1e-4; choice
+ *      probabilities within 1e-5), so no row moved between requests; `done` is called exactly
+ *      once per job (searches are the search route's, tested end to end by test_serve_api and
+ *      test_serve_ann against `uform search`);
+ *   2. an undecodable picture fails its job with UFORM_FORMAT naming input[1]; a passed deadline
+ *      UFORM_TIMEOUT (library statuses: the HTTP layer alone maps them to 422 and 504);
+ *   3. limits: a full queue (UFORM_CONTENDED), a job larger than the queue
+ *      (UFORM_INVALID_ARGUMENT), a stopped batcher (UFORM_CANCELLED); stopping runs what is queued
+ *      without waiting for batches to fill;
  *   4. batching: max-batch items coalesce into one batch (text and pictures), a request larger
  *      than a batch is split and answered in order, a lone item waits max-wait for company;
- *   5. stop with 60 jobs in flight: each answered once.
+ *   5. stop with 60 jobs in flight: each answered once;
+ *   6. follow-ups: a batch of 4 texts, 3 of whose jobs name one follow-up, runs it once with those 3
+ *      items (their outputs already written) before any of them resolves; a failure it records
+ *      ends that job alone.
  * Run under ThreadSanitizer by `make tsan` (label tsan).
  * Usage: test_serve_batcher CHECKPOINT [SEED]
  */
@@ -42,8 +47,8 @@ static void note(worker_t *worker, const char *format, double a, double b, size_
 static void verify(worker_t *worker, const support_job_t *own) {
     const serve_job_t *job = &own->job;
     if (own->calls != 1) worker->double_calls += 1;
-    if (atomic_load(&job->failed)) {
-        note(worker, "a job failed (%g %g) with %zu items", (double)atomic_load(&job->failed), 0, job->count);
+    if (atomic_load(&job->status) != UFORM_OK) {
+        note(worker, "a job failed (%g %g) with %zu items", (double)atomic_load(&job->status), 0, job->count);
         return;
     }
     for (size_t i = 0; i < job->count; ++i) {
@@ -64,23 +69,6 @@ static void verify(worker_t *worker, const support_job_t *own) {
         }
         if (dot < 0.99999 || worst > 1e-4) note(worker, "cosine %g, largest difference %g (item %zu)", dot, worst, i);
     }
-    if (job->search) {
-        const support_input_t *query = own->inputs[0];
-        size_t self = (size_t)(query - support.texts);
-        if (job->hits_count != SUPPORT_TOP || job->hits[0].item != self)
-            note(worker, "search found %g items, first %g (query %zu)", (double)job->hits_count,
-                 job->hits_count ? (double)job->hits[0].item : -1.0, self);
-        /* The query as the batcher searches it: the prefix of its own output, renormalised. */
-        double norm = 0;
-        for (size_t c = 0; c < SUPPORT_INDEX_DIMS; ++c) norm += (double)own->outputs[0][c] * own->outputs[0][c];
-        for (size_t h = 0; h < job->hits_count; ++h) {
-            double expected = 0;
-            for (size_t c = 0; c < SUPPORT_INDEX_DIMS; ++c)
-                expected += own->outputs[0][c] / sqrt(norm) * support.index_rows[job->hits[h].item][c];
-            if (fabs(expected - job->hits[h].score) > 1e-5 || (h && job->hits[h].score > job->hits[h - 1].score))
-                note(worker, "hit score %g, expected %g (hit %zu)", job->hits[h].score, expected, h);
-        }
-    }
 }
 
 static void *work(void *pointer) {
@@ -90,9 +78,8 @@ static void *work(void *pointer) {
         support_job_init(own);
         uint64_t draw = check_random_next(&worker->seed);
         int kind = (int)(draw % 10);
-        if (kind < 2) { /* a search for one of the texts */
+        if (kind < 2) { /* one text alone (what the search route queues) */
             support_job_add(own, &support.texts[(draw >> 8) % SUPPORT_TEXTS]);
-            own->job.search = 1, own->job.top = SUPPORT_TOP;
         } else if (kind == 2) {
             size_t count = 1 + (draw >> 8) % 3;
             for (size_t i = 0; i < count; ++i) support_job_add(own, &support.choices[(draw >> (12 + 4 * i)) % SUPPORT_CHOICES]);
@@ -105,8 +92,8 @@ static void *work(void *pointer) {
                 else support_job_add(own, &support.recordings[(pick >> 8) % SUPPORT_RECORDINGS]);
             }
         }
-        serve_submit_t submitted = serve_batcher_submit(shared, &own->job);
-        if (submitted != SERVE_SUBMITTED) {
+        uform_status_t submitted = serve_batcher_submit(shared, &own->job);
+        if (submitted != UFORM_OK) {
             note(worker, "submit answered %g %g (job %zu)", (double)submitted, 0, n);
         } else {
             support_job_wait(own);
@@ -121,7 +108,7 @@ static void *work(void *pointer) {
 
 static void test_concurrent(uint64_t seed) {
     serve_metrics_t *metrics = calloc(1, sizeof *metrics);
-    shared = support_batcher(&support, 16, 0, 4096, 1, metrics);
+    shared = support_batcher(&support, 16, 0, 4096, metrics);
     CHECK(shared != NULL);
     if (!shared) return;
     enum { WORKERS = 16 };
@@ -154,7 +141,7 @@ static void test_concurrent(uint64_t seed) {
 }
 
 static void test_failures(void) {
-    serve_batcher_t *batcher = support_batcher(&support, 8, 0, 64, 0, NULL);
+    serve_batcher_t *batcher = support_batcher(&support, 8, 0, 64, NULL);
     CHECK(batcher != NULL);
     if (!batcher) return;
     support_job_t *own = malloc(sizeof *own);
@@ -163,9 +150,9 @@ static void test_failures(void) {
     support_job_add(own, &support.texts[0]);
     support_job_add(own, &garbage);
     support_job_add(own, &support.images[1]);
-    CHECK_EQ_INT(serve_batcher_submit(batcher, &own->job), SERVE_SUBMITTED);
+    CHECK_EQ_INT(serve_batcher_submit(batcher, &own->job), UFORM_OK);
     support_job_wait(own);
-    CHECK_EQ_INT(atomic_load(&own->job.failed), 422);
+    CHECK_EQ_INT(atomic_load(&own->job.status), UFORM_FORMAT);
     CHECK_CONTAINS(own->job.message, "input[1]");
     CHECK_EQ_INT(own->calls, 1);
     support_job_destroy(own);
@@ -174,9 +161,9 @@ static void test_failures(void) {
     support_job_add(own, &support.texts[1]);
     support_job_add(own, &support.images[2]);
     own->job.deadline_ns = 1; /* long past */
-    CHECK_EQ_INT(serve_batcher_submit(batcher, &own->job), SERVE_SUBMITTED);
+    CHECK_EQ_INT(serve_batcher_submit(batcher, &own->job), UFORM_OK);
     support_job_wait(own);
-    CHECK_EQ_INT(atomic_load(&own->job.failed), 504);
+    CHECK_EQ_INT(atomic_load(&own->job.status), UFORM_TIMEOUT);
     CHECK_CONTAINS(own->job.message, "--timeout");
     CHECK_EQ_INT(own->calls, 1);
     support_job_destroy(own);
@@ -186,24 +173,23 @@ static void test_failures(void) {
 
 static void test_limits(void) {
     /* Batches of 64 that wait 60 s to fill: queued items stay queued, so the queue fills. */
-    serve_batcher_t *batcher = support_batcher(&support, 64, 60000000, 4, 0, NULL);
+    serve_batcher_t *batcher = support_batcher(&support, 64, 60000000, 4, NULL);
     CHECK(batcher != NULL);
     if (!batcher) return;
-    support_job_t *jobs = calloc(4, sizeof *jobs);
-    for (int j = 0; j < 4; ++j) support_job_init(&jobs[j]);
+    support_job_t *jobs = calloc(3, sizeof *jobs);
+    for (int j = 0; j < 3; ++j) support_job_init(&jobs[j]);
     for (int i = 0; i < 3; ++i) support_job_add(&jobs[0], &support.texts[i]);
     for (int i = 0; i < 2; ++i) support_job_add(&jobs[1], &support.texts[i]);
     for (int i = 0; i < 5; ++i) support_job_add(&jobs[2], &support.texts[i]);
-    support_job_add(&jobs[3], &support.texts[9]);
-    jobs[3].job.search = 1, jobs[3].job.top = 3;
     uint64_t started = serve_now_ns();
-    CHECK_EQ_INT(serve_batcher_submit(batcher, &jobs[0].job), SERVE_SUBMITTED);
-    CHECK_EQ_INT(serve_batcher_submit(batcher, &jobs[1].job), SERVE_QUEUE_FULL);
-    CHECK_EQ_INT(serve_batcher_submit(batcher, &jobs[2].job), SERVE_TOO_MANY);
-    CHECK_EQ_INT(serve_batcher_submit(batcher, &jobs[3].job), SERVE_NO_INDEX);
+    CHECK_EQ_INT(serve_batcher_submit(batcher, &jobs[0].job), UFORM_OK);
+    CHECK_EQ_INT(serve_batcher_submit(batcher, &jobs[1].job), UFORM_CONTENDED);
+    CHECK_CONTAINS(jobs[1].job.message, "full");
+    CHECK_EQ_INT(serve_batcher_submit(batcher, &jobs[2].job), UFORM_INVALID_ARGUMENT);
+    CHECK_CONTAINS(jobs[2].job.message, "5 items");
     serve_batcher_stop(batcher); /* runs the 3 queued texts now, without waiting 60 s */
     CHECK_EQ_INT(jobs[0].calls, 1);
-    CHECK_EQ_INT(atomic_load(&jobs[0].job.failed), 0);
+    CHECK_EQ_INT(atomic_load(&jobs[0].job.status), UFORM_OK);
     CHECK(serve_now_ns() - started < 30000000000ull);
     /* The three texts were computed at the stop: each output is its text's embedding alone (within
      * the batched product's F32 rounding, as verify() allows), not the zeroed buffer. */
@@ -216,10 +202,10 @@ static void test_limits(void) {
         CHECK_MSG(dot >= 0.99999 && worst <= 1e-4, "text %d computed at the stop: cosine %g with its embedding alone, "
                   "largest difference %g", i, dot, worst);
     }
-    CHECK_EQ_INT(serve_batcher_submit(batcher, &jobs[1].job), SERVE_STOPPING);
-    CHECK_EQ_INT(jobs[1].calls + jobs[2].calls + jobs[3].calls, 0);
+    CHECK_EQ_INT(serve_batcher_submit(batcher, &jobs[1].job), UFORM_CANCELLED);
+    CHECK_EQ_INT(jobs[1].calls + jobs[2].calls, 0);
     serve_batcher_free(batcher);
-    for (int j = 0; j < 4; ++j) support_job_destroy(&jobs[j]);
+    for (int j = 0; j < 3; ++j) support_job_destroy(&jobs[j]);
     free(jobs);
 }
 
@@ -228,14 +214,14 @@ static size_t batches_of(const serve_metrics_t *metrics, int queue, int bucket) 
 static void test_batching(void) {
     serve_metrics_t *metrics = calloc(1, sizeof *metrics);
     /* Batches of 4 that would wait 60 s: 4 single-item jobs make exactly one batch of 4. */
-    serve_batcher_t *batcher = support_batcher(&support, 4, 60000000, 64, 0, metrics);
+    serve_batcher_t *batcher = support_batcher(&support, 4, 60000000, 64, metrics);
     CHECK(batcher != NULL);
     if (!batcher) return;
     support_job_t *jobs = calloc(4, sizeof *jobs);
     for (int j = 0; j < 4; ++j) {
         support_job_init(&jobs[j]);
         support_job_add(&jobs[j], &support.texts[10 + j]);
-        CHECK_EQ_INT(serve_batcher_submit(batcher, &jobs[j].job), SERVE_SUBMITTED);
+        CHECK_EQ_INT(serve_batcher_submit(batcher, &jobs[j].job), UFORM_OK);
     }
     for (int j = 0; j < 4; ++j) support_job_wait(&jobs[j]);
     CHECK_EQ_INT(batches_of(metrics, UFORM_MODALITY_TEXT, 2), 1); /* the bucket "le 4" */
@@ -244,11 +230,11 @@ static void test_batching(void) {
         support_job_destroy(&jobs[j]);
         support_job_init(&jobs[j]);
         support_job_add(&jobs[j], &support.images[j]);
-        CHECK_EQ_INT(serve_batcher_submit(batcher, &jobs[j].job), SERVE_SUBMITTED);
+        CHECK_EQ_INT(serve_batcher_submit(batcher, &jobs[j].job), UFORM_OK);
     }
     for (int j = 0; j < 4; ++j) {
         support_job_wait(&jobs[j]);
-        CHECK_EQ_INT(atomic_load(&jobs[j].job.failed), 0);
+        CHECK_EQ_INT(atomic_load(&jobs[j].job.status), UFORM_OK);
         double dot = 0;
         for (size_t c = 0; c < support.width; ++c) dot += (double)jobs[j].outputs[0][c] * support.images[j].reference[c];
         CHECK_MSG(dot > 0.99999, "picture %d: cosine %g with itself alone", j, dot);
@@ -262,8 +248,8 @@ static void test_batching(void) {
     support_job_destroy(&jobs[1]);
     support_job_init(&jobs[1]);
     support_job_add(&jobs[1], &support.texts[30]);
-    CHECK_EQ_INT(serve_batcher_submit(batcher, &jobs[0].job), SERVE_SUBMITTED);
-    CHECK_EQ_INT(serve_batcher_submit(batcher, &jobs[1].job), SERVE_SUBMITTED);
+    CHECK_EQ_INT(serve_batcher_submit(batcher, &jobs[0].job), UFORM_OK);
+    CHECK_EQ_INT(serve_batcher_submit(batcher, &jobs[1].job), UFORM_OK);
     support_job_wait(&jobs[0]);
     support_job_wait(&jobs[1]);
     for (int i = 0; i < 7; ++i) {
@@ -275,12 +261,12 @@ static void test_batching(void) {
     serve_batcher_free(batcher);
 
     /* A lone item waits max-wait (here 50 ms) for others before its batch runs. */
-    batcher = support_batcher(&support, 64, 50000, 64, 0, NULL);
+    batcher = support_batcher(&support, 64, 50000, 64, NULL);
     support_job_destroy(&jobs[0]);
     support_job_init(&jobs[0]);
     support_job_add(&jobs[0], &support.texts[3]);
     uint64_t started = serve_now_ns();
-    CHECK_EQ_INT(serve_batcher_submit(batcher, &jobs[0].job), SERVE_SUBMITTED);
+    CHECK_EQ_INT(serve_batcher_submit(batcher, &jobs[0].job), UFORM_OK);
     support_job_wait(&jobs[0]);
     CHECK_MSG(serve_now_ns() - started >= 50000000ull, "answered after %.3f ms, before max-wait's 50",
               (double)(serve_now_ns() - started) * 1e-6);
@@ -291,7 +277,7 @@ static void test_batching(void) {
 }
 
 static void test_stop_in_flight(void) {
-    serve_batcher_t *batcher = support_batcher(&support, 8, 0, 4096, 1, NULL);
+    serve_batcher_t *batcher = support_batcher(&support, 8, 0, 4096, NULL);
     CHECK(batcher != NULL);
     if (!batcher) return;
     enum { JOBS = 60 };
@@ -299,12 +285,11 @@ static void test_stop_in_flight(void) {
     for (int j = 0; j < JOBS; ++j) {
         support_job_init(&jobs[j]);
         support_job_add(&jobs[j], j % 3 == 0 ? &support.images[j % SUPPORT_IMAGES] : &support.texts[j % SUPPORT_TEXTS]);
-        if (j % 5 == 1) jobs[j].job.search = 1, jobs[j].job.top = 2;
-        CHECK_EQ_INT(serve_batcher_submit(batcher, &jobs[j].job), SERVE_SUBMITTED);
+        CHECK_EQ_INT(serve_batcher_submit(batcher, &jobs[j].job), UFORM_OK);
     }
     serve_batcher_free(batcher);
     size_t answered = 0, ok = 0;
-    for (int j = 0; j < JOBS; ++j) answered += jobs[j].calls == 1, ok += atomic_load(&jobs[j].job.failed) == 0;
+    for (int j = 0; j < JOBS; ++j) answered += jobs[j].calls == 1, ok += atomic_load(&jobs[j].job.status) == UFORM_OK;
     CHECK_EQ_INT(answered, JOBS);
     CHECK_EQ_INT(ok, JOBS);
     for (int j = 0; j < JOBS; ++j) support_job_destroy(&jobs[j]);
@@ -316,17 +301,17 @@ static void test_stop_in_flight(void) {
  * (which must end it, not wait out the spin). */
 static void test_spin(void) {
     support.spin_us = 200000; /* 0.2 s: long enough that the stop below comes during it */
-    serve_batcher_t *batcher = support_batcher(&support, 8, 0, 64, 0, NULL);
+    serve_batcher_t *batcher = support_batcher(&support, 8, 0, 64, NULL);
     CHECK(batcher != NULL);
     if (!batcher) return;
     support_job_t *own = malloc(sizeof *own);
     for (int round = 0; round < 3; ++round) {
         support_job_init(own);
         support_job_add(own, &support.texts[30 + round]);
-        CHECK_EQ_INT(serve_batcher_submit(batcher, &own->job), SERVE_SUBMITTED);
+        CHECK_EQ_INT(serve_batcher_submit(batcher, &own->job), UFORM_OK);
         support_job_wait(own);
         CHECK_EQ_INT(own->calls, 1);
-        CHECK_EQ_INT(atomic_load(&own->job.failed), 0);
+        CHECK_EQ_INT(atomic_load(&own->job.status), UFORM_OK);
         double dot = 0;
         for (size_t c = 0; c < support.width; ++c) dot += (double)own->outputs[0][c] * support.texts[30 + round].reference[c];
         CHECK_MSG(dot > 0.99999, "round %d: cosine %g with its own input", round, dot);
@@ -348,6 +333,57 @@ static void test_spin(void) {
     support.spin_us = 0;
 }
 
+/* A follow-up that records what it was given and fails the job of one chosen text. */
+typedef struct recorder_t {
+    serve_followup_t followup; /* first */
+    int runs;
+    size_t items;
+    int outputs_ready, resolved_before;
+    const unsigned char *fail_bytes;
+} recorder_t;
+
+static void record(serve_followup_t *followup, serve_item_t **items, size_t count, uform_executor_t compute) {
+    recorder_t *recorder = (recorder_t *)followup;
+    (void)compute;
+    recorder->runs += 1, recorder->items += count;
+    for (size_t i = 0; i < count; ++i) {
+        const support_job_t *own = items[i]->job->context;
+        double dot = 0;
+        for (size_t c = 0; c < support.width; ++c) dot += (double)items[i]->output[c] * own->inputs[0]->reference[c];
+        recorder->outputs_ready += dot > 0.99999;
+        recorder->resolved_before += own->calls != 0;
+        if (items[i]->bytes == recorder->fail_bytes) serve_job_fail(items[i]->job, UFORM_IO, "the follow-up failed it");
+    }
+}
+
+static void test_followup(void) {
+    /* Batches of 4 that would wait 60 s: the 4 jobs make one batch. */
+    serve_batcher_t *batcher = support_batcher(&support, 4, 60000000, 64, NULL);
+    CHECK(batcher != NULL);
+    if (!batcher) return;
+    recorder_t recorder = {{record}, 0, 0, 0, 0, support.texts[2].bytes};
+    support_job_t *jobs = calloc(4, sizeof *jobs);
+    for (int j = 0; j < 4; ++j) {
+        support_job_init(&jobs[j]);
+        support_job_add(&jobs[j], &support.texts[j]);
+        if (j != 3) jobs[j].job.followup = &recorder.followup;
+        CHECK_EQ_INT(serve_batcher_submit(batcher, &jobs[j].job), UFORM_OK);
+    }
+    for (int j = 0; j < 4; ++j) support_job_wait(&jobs[j]);
+    CHECK_EQ_INT(recorder.runs, 1);
+    CHECK_EQ_INT(recorder.items, 3);
+    CHECK_EQ_INT(recorder.outputs_ready, 3);
+    CHECK_EQ_INT(recorder.resolved_before, 0);
+    for (int j = 0; j < 4; ++j) {
+        CHECK_EQ_INT(jobs[j].calls, 1);
+        CHECK_EQ_INT(atomic_load(&jobs[j].job.status), j == 2 ? UFORM_IO : UFORM_OK);
+    }
+    CHECK_CONTAINS(jobs[2].job.message, "the follow-up failed it");
+    serve_batcher_free(batcher);
+    for (int j = 0; j < 4; ++j) support_job_destroy(&jobs[j]);
+    free(jobs);
+}
+
 int main(int argc, char **argv) {
     if (argc < 2) {
         fprintf(stderr, "usage: test_serve_batcher CHECKPOINT [SEED]\n");
@@ -362,6 +398,7 @@ int main(int argc, char **argv) {
     test_limits();
     test_batching();
     test_stop_in_flight();
+    test_followup();
     test_spin();
     support.spin_us = 250; /* the server's default: the concurrent run again, with polling */
     test_concurrent(seed + 1);

@@ -1,51 +1,62 @@
 /*
- * One HTTP request as the routes see it (http.c owns its life), and the routes' entry points.
- * An API route parses the body, allocates the job with its items and outputs (the only
- * allocations a request makes; the batcher allocates nothing), queues it, and once the job is
- * done writes the answer on an HTTP thread.
+ * One HTTP request as the routes see it (http.c owns its life), and the routes' handlers (the
+ * table in routes.c names them). An API route parses the body, allocates the job with its items
+ * and outputs (the batcher allocates nothing), and once the job is done writes the answer on an
+ * HTTP thread.
  */
 #ifndef UFORM_TOOLS_SERVE_API_H
 #define UFORM_TOOLS_SERVE_API_H
 
 #include <cJSON.h>
 
+#include "routes.h"
 #include "serve.h"
 
-typedef struct serve_request_t {
-    serve_server_t *server;
-    struct MHD_Connection *connection;
-    serve_route_t route;
-    uint64_t started_ns;
-    unsigned status;            /* the answer's HTTP status, once known */
-    int early;                  /* answered before reading the body (auth, method, state, size) */
-    int waiting;                /* suspended while its job runs */
-    int queued;                 /* the job was queued (its `done` resumes the connection) */
-    char *body;                 /* the body read so far */
-    size_t length, capacity;
-    int too_large;              /* the body passed --max-body */
-    char tail[96];              /* the URL after a route's prefix (/media/ROW, /v1/models/NAME) */
-    serve_buffer_t answer;      /* the answer's body */
-    const char *content_type;   /* of `answer` (JSON when NULL) */
-    const char *allow;          /* a 405's Allow header */
-    /* The API call. */
+/* One API call's state, apart from the connection that carries it: what a route parsed, the job
+ * it queued with its items and results, and what its answer needs. Freed by serve_call_free. */
+typedef struct serve_call_t {
     cJSON *json;
     serve_job_t job;
     serve_item_t *items;
     float *outputs;
     unsigned char *media;       /* decoded data: URIs */
-    uform_index_hit_t *hits;
+    uform_index_hit_t *hits;    /* search: [top] */
+    size_t top, hits_count;     /* search: asked, found */
+    unsigned modalities;        /* search: the modality filter (bits; 0: all) */
     size_t tokens;              /* usage */
     int base64;                 /* embeddings: encoding_format "base64" */
     size_t dimensions;          /* embeddings: 0, or a Matryoshka prefix */
     int query_modality;         /* search */
-    int approximate;            /* search: through the index's .faiss (search.c runs it, not the batcher) */
+    int approximate;            /* search: through the index's .faiss, else exact */
     size_t nprobe, ef, rerank;  /* search: the approximate knobs (0: the library's defaults) */
-} serve_request_t;
+} serve_call_t;
+
+void serve_call_free(serve_call_t *call);
+
+/* What a route sees of one request. The connection's own state (the body being received, the key
+ * check, suspension, the response's headers) stays in http.c. */
+struct serve_request_t {
+    serve_server_t *server;
+    struct MHD_Connection *connection;  /* for a route that queues its own response (/media) */
+    const serve_route_t *route;         /* NULL: none matched */
+    const char *body;                   /* the whole body, `length` bytes (NUL after them) */
+    size_t length;
+    char tail[96];                      /* the URL after a prefix route's path (/media/ROW, /v1/models/NAME) */
+    unsigned status;                    /* the answer's HTTP status, once known */
+    serve_buffer_t answer;              /* the answer's body */
+    const char *content_type;           /* of `answer` (JSON when NULL) */
+    serve_call_t call;                  /* the API routes' state */
+};
 
 /* Writes an OpenAI-style error {"error": {"message", "type", "param", "code"}} into `out` and
  * answers `status` (the type follows from it). `param` may be NULL. */
 unsigned serve_error(serve_buffer_t *out, unsigned status, const char *code, const char *param, const char *format, ...)
     __attribute__((format(printf, 5, 6)));
+
+/* Writes the error a library status stands for (http_status.c: the one table from uform_status_t
+ * to HTTP status and error code) and answers that HTTP status. */
+unsigned serve_status_error(serve_buffer_t *out, uform_status_t status, const char *param, const char *format, ...)
+    __attribute__((format(printf, 4, 5)));
 
 /* API routes: `begin` parses the body and queues the job (answers 0: the request waits for its
  * `done`), or writes an error and answers its status; `answer` writes the finished job's answer
@@ -56,10 +67,6 @@ unsigned serve_search_begin(serve_request_t *request);
 unsigned serve_search_answer(serve_request_t *request);
 unsigned serve_choose_begin(serve_request_t *request);
 unsigned serve_choose_answer(serve_request_t *request);
-
-/* Queues the request's job (http.c: the connection is suspended first); answers 0 or the status
- * of the error it wrote (429, 413, 503, 404). */
-unsigned serve_request_submit(serve_request_t *request);
 
 /* Answers that need no batch (info.c): each writes `answer` (and `content_type`) and answers the
  * status. /media answers through its own response (a file): it answers 0 after queueing it. */
@@ -72,7 +79,7 @@ unsigned serve_media(serve_request_t *request);
 /* Inputs (inputs.c). */
 
 /* Parses the body as JSON (UTF-8, no NUL, one value and white space); answers 0 with
- * request->json set, or the status of the error it wrote. */
+ * request->call.json set, or the status of the error it wrote. */
 unsigned serve_parse_body(serve_request_t *request);
 
 /* One input: a JSON string (text) or an object with one of "text", "image", "audio", "video",

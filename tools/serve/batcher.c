@@ -19,9 +19,14 @@ uint64_t serve_now_ns(void) {
 
 /* ---- resolution ------------------------------------------------------------------------------ */
 
-void serve__fail(serve_job_t *job, int status, const char *format, ...) {
-    int expected = 0;
-    if (!atomic_compare_exchange_strong_explicit(&job->failed, &expected, status, memory_order_acq_rel,
+const char *serve_queue_name(int queue) {
+    static const char *const names[SERVE_QUEUE_COUNT] = {"text", "image", "video", "audio", "choose"};
+    return (unsigned)queue < SERVE_QUEUE_COUNT ? names[queue] : "unknown";
+}
+
+void serve_job_fail(serve_job_t *job, uform_status_t status, const char *format, ...) {
+    int expected = UFORM_OK;
+    if (!atomic_compare_exchange_strong_explicit(&job->status, &expected, (int)status, memory_order_acq_rel,
                                                  memory_order_relaxed))
         return;
     va_list arguments;
@@ -38,7 +43,7 @@ void serve__resolve(serve_job_t *job, size_t count) {
 void serve__resolve_expired(serve_batcher_t *batcher, serve_item_t *expired) {
     while (expired) {
         serve_item_t *next = expired->next;
-        serve__fail(expired->job, 504, "the request waited longer than --timeout before input[%zu] reached a batch",
+        serve_job_fail(expired->job, UFORM_TIMEOUT, "the request waited longer than --timeout before input[%zu] reached a batch",
                     expired->index);
         serve__resolve(expired->job, 1);
         expired = next;
@@ -87,7 +92,7 @@ size_t serve__take_locked(serve_batcher_t *batcher, int queue, serve_item_t **ou
     size_t taken = 0;
     while (taken < batcher->config.max_batch && batcher->queues[queue].head) {
         serve_item_t *item = pop_locked(batcher, queue);
-        if (atomic_load_explicit(&item->job->failed, memory_order_acquire)) {
+        if (atomic_load_explicit(&item->job->status, memory_order_acquire) != UFORM_OK) {
             item->next = *dropped;
             *dropped = item;
         } else {
@@ -122,19 +127,26 @@ void serve__wait_locked(serve_batcher_t *batcher, pthread_cond_t *condition, uin
 
 /* ---- the public side ------------------------------------------------------------------------- */
 
-serve_submit_t serve_batcher_submit(serve_batcher_t *batcher, serve_job_t *job) {
-    if (job->search && !batcher->config.index) return SERVE_NO_INDEX;
-    if (job->count > batcher->config.max_queue) return SERVE_TOO_MANY;
+uform_status_t serve_batcher_submit(serve_batcher_t *batcher, serve_job_t *job) {
+    if (job->count > batcher->config.max_queue) {
+        snprintf(job->message, sizeof job->message, "the job holds %zu items; the queues hold at most %zu", job->count,
+                 batcher->config.max_queue);
+        return UFORM_INVALID_ARGUMENT;
+    }
     atomic_store_explicit(&job->remaining, job->count, memory_order_relaxed);
-    atomic_store_explicit(&job->failed, 0, memory_order_relaxed);
+    atomic_store_explicit(&job->status, UFORM_OK, memory_order_relaxed);
     job->message[0] = 0;
-    job->hits_count = 0;
     uint64_t now = serve_now_ns();
     pthread_mutex_lock(&batcher->lock);
-    serve_submit_t answer = SERVE_SUBMITTED;
-    if (batcher->stopping) answer = SERVE_STOPPING;
-    else if (batcher->queued + job->count > batcher->config.max_queue) answer = SERVE_QUEUE_FULL;
-    if (answer != SERVE_SUBMITTED) {
+    uform_status_t answer = UFORM_OK;
+    if (batcher->stopping) {
+        answer = UFORM_CANCELLED;
+        snprintf(job->message, sizeof job->message, "the batcher is stopping");
+    } else if (batcher->queued + job->count > batcher->config.max_queue) {
+        answer = UFORM_CONTENDED;
+        snprintf(job->message, sizeof job->message, "the queues are full (%zu items)", batcher->config.max_queue);
+    }
+    if (answer != UFORM_OK) {
         pthread_mutex_unlock(&batcher->lock);
         return answer;
     }
@@ -154,7 +166,7 @@ serve_submit_t serve_batcher_submit(serve_batcher_t *batcher, serve_job_t *job) 
     if (direct) serve__wake_compute_locked(batcher);
     if (media) pthread_cond_signal(&batcher->prepare_wakeup);
     pthread_mutex_unlock(&batcher->lock);
-    return SERVE_SUBMITTED;
+    return UFORM_OK;
 }
 
 void serve_batcher_depths(serve_batcher_t *batcher, size_t depths[SERVE_QUEUE_COUNT]) {
@@ -172,9 +184,10 @@ static void release(serve_batcher_t *batcher) {
         free(batcher->slots[s].items), free(batcher->slots[s].data), free(batcher->slots[s].offsets);
         uform_arena_free(batcher->slots[s].arena);
     }
-    uform_arena_free(batcher->arena), uform_arena_free(batcher->search_arena);
+    uform_arena_free(batcher->arena);
     free(batcher->batch), free(batcher->tape), free(batcher->choices), free(batcher->offsets);
-    free(batcher->choice_offsets), free(batcher->groups), free(batcher->queries), free(batcher->query_items);
+    free(batcher->choice_offsets), free(batcher->groups), free(batcher->followed);
+    free(batcher->followup_items);
     pthread_mutex_destroy(&batcher->lock);
     pthread_cond_destroy(&batcher->compute_wakeup);
     pthread_cond_destroy(&batcher->prepare_wakeup);
@@ -203,15 +216,6 @@ int serve_batcher_start(const serve_batcher_config_t *config, serve_batcher_t **
     if (!batcher) return failure(error, capacity, NULL, "out of memory");
     batcher->config = *config;
     batcher->embedding = describe.description.embedding;
-    batcher->text_bytes = describe.description.text_bytes;
-    /* A native model reads a text's first text_bytes bytes; a published model's tokenizer reads the
-     * whole text and its tower keeps the first tokens (docs/checkpoints.md). */
-    batcher->whole_texts = strcmp(describe.description.family, "uform4") != 0;
-    if (config->index) {
-        uform_index_description_t index;
-        uform_index_describe(config->index, &index);
-        batcher->index_dims = index.dimensions;
-    }
     pthread_mutex_init(&batcher->lock, NULL);
     pthread_condattr_t attributes;
     pthread_condattr_init(&attributes);
@@ -221,15 +225,15 @@ int serve_batcher_start(const serve_batcher_config_t *config, serve_batcher_t **
     pthread_condattr_destroy(&attributes);
 
     size_t max_batch = config->max_batch;
-    size_t text_bytes = batcher->text_bytes ? batcher->text_bytes : 1;
-    batcher->tape_capacity = max_batch * (batcher->whole_texts ? 1024 : text_bytes);
+    /* Room for a batch of short texts at first; gather_texts grows it. */
+    batcher->tape_capacity = max_batch * 256;
     int failed = !(batcher->batch = calloc(max_batch, sizeof *batcher->batch)) ||
                  !(batcher->tape = malloc(batcher->tape_capacity)) || !(batcher->choices = malloc(max_batch * 256)) ||
                  !(batcher->offsets = calloc(max_batch + 1, sizeof(size_t))) ||
                  !(batcher->choice_offsets = calloc(max_batch + 1, sizeof(size_t))) ||
                  !(batcher->groups = calloc(max_batch, sizeof(size_t))) ||
-                 !(batcher->queries = calloc(max_batch * (batcher->index_dims ? batcher->index_dims : 1), sizeof(float))) ||
-                 !(batcher->query_items = calloc(max_batch, sizeof(size_t)));
+                 !(batcher->followed = calloc(max_batch, sizeof *batcher->followed)) ||
+                 !(batcher->followup_items = calloc(max_batch, sizeof *batcher->followup_items));
     for (int s = 0; s < 2 && !failed; ++s)
         failed = !(batcher->slots[s].items = calloc(max_batch, sizeof(serve_item_t *))) ||
                  !(batcher->slots[s].offsets = calloc(max_batch + 1, sizeof(size_t)));
@@ -239,7 +243,6 @@ int serve_batcher_start(const serve_batcher_config_t *config, serve_batcher_t **
     }
     uform_outcome_t outcome = {0};
     if (uform_arena_for_executor(config->compute, &batcher->arena, &outcome) != UFORM_OK ||
-        uform_arena_for_executor(config->compute, &batcher->search_arena, &outcome) != UFORM_OK ||
         uform_arena_for_executor(config->decode, &batcher->slots[0].arena, &outcome) != UFORM_OK ||
         uform_arena_for_executor(config->decode, &batcher->slots[1].arena, &outcome) != UFORM_OK) {
         release(batcher);

@@ -12,15 +12,22 @@
  * executor is free: items that arrive while a batch computes join the next one) and runs every
  * batch on the compute executor. The prepare thread takes media batches and decodes them on the
  * decode executor (uform_media_prepare) into one of two slots while the compute thread encodes the
- * other (uform_prepared_encode): decoding runs beside compute. Searches run on the compute
- * executor right after their query's batch (all queries of a batch in one uform_index_search).
+ * other (uform_prepared_encode): decoding runs beside compute. The batcher only encodes (and
+ * chooses): what a route does with an embedding, such as searching an index, is the route's. A
+ * route that wants its work to share the batch (one search call for every query of a batch, on
+ * the compute executor) gives its jobs a follow-up (serve_followup_t), which the compute thread
+ * runs right after the batch; the batcher knows nothing of what it does.
  *
- * Nothing on that path allocates once the buffers have grown to the largest batch: tapes, offsets,
- * queries and arenas belong to the batcher, outputs to the jobs, and queue links to the items.
+ * It speaks the library's statuses, never HTTP: a job ends with a uform_status_t and a message,
+ * and the HTTP layer alone turns those into answers (http_status.c).
+ *
+ * Nothing on that path allocates once the buffers have grown to the largest batch: tapes, offsets
+ * and arenas belong to the batcher (a follow-up's buffers to its route), outputs to the jobs, and
+ * queue links to the items.
  *
  * Why this lives in tools/ and not in libuform: it is a server's policy (how long to wait, how
  * deep to queue, when to give up), built entirely on the public ABI (blocking calls on executors,
- * arenas, prepare + prepared_encode, index search), so it needs nothing internal; in the library it
+ * arenas, prepare + prepared_encode), so it needs nothing internal; in the library it
  * would freeze an ABI for one caller and add threads that no executor owns. A C or Python program
  * that needs batching across its own threads calls the same verbs; `uform serve` is the batching
  * front end for everyone else.
@@ -35,11 +42,29 @@
 #include "metrics.h"
 #include "uform/uform.h"
 
+/* The batcher's queues: one per modality (numbered as uform_modality_t) and one for text_choose. */
+enum { SERVE_QUEUE_CHOOSE = 4, SERVE_QUEUE_COUNT = 5 };
+
+/* "text", "image", "video", "audio", "choose": a queue's name in messages and /metrics. */
+const char *serve_queue_name(int queue);
+
 typedef struct serve_job_t serve_job_t;
+typedef struct serve_item_t serve_item_t;
+
+/*
+ * Work a route runs on the compute thread right after a batch has encoded items of its jobs:
+ * `run` gets those items (their outputs written, none past its deadline) and the compute
+ * executor, and records a job's failure with serve_job_fail. It must not allocate on every call
+ * (its buffers are the route's, sized for max_batch items) nor block on anything but the executor.
+ */
+typedef struct serve_followup_t serve_followup_t;
+struct serve_followup_t {
+    void (*run)(serve_followup_t *followup, serve_item_t **items, size_t count, uform_executor_t compute);
+};
 
 /* One input of a job. The job's owner fills the fields marked "in" before submitting; the
  * batcher owns `next` and `queued_ns` while the item is queued. */
-typedef struct serve_item_t {
+struct serve_item_t {
     struct serve_item_t *next;   /* batcher: the queue's link */
     uint64_t queued_ns;          /* batcher: when it was queued (CLOCK_MONOTONIC) */
     serve_job_t *job;            /* in */
@@ -52,7 +77,7 @@ typedef struct serve_item_t {
     size_t group;                /* in, choose: the temperature group */
     float *output;               /* in: where the result goes: E floats (the full, normalised
                                     embedding), or `choices_size` probabilities */
-} serve_item_t;
+};
 
 /*
  * A request's work. The owner allocates it with its items and outputs, fills the "in" fields and
@@ -63,26 +88,21 @@ typedef struct serve_item_t {
 struct serve_job_t {
     serve_item_t *items;         /* in: [count] */
     size_t count;                /* in: at least 1 */
-    uint64_t deadline_ns;        /* in: CLOCK_MONOTONIC time after which it answers 504; 0: none */
-    /* Search (`search` non-zero): item 0's embedding is the query, searched over the index with
-     * the `top` best items of the `modalities` (bits; 0: all) written to `hits` (room for `top`). */
-    int search;                  /* in */
-    size_t top;                  /* in */
-    unsigned modalities;         /* in */
-    uform_index_hit_t *hits;     /* in: [top] */
-    size_t hits_count;           /* out */
+    uint64_t deadline_ns;        /* in: CLOCK_MONOTONIC time after which it fails UFORM_TIMEOUT; 0: none */
+    serve_followup_t *followup;  /* in: NULL, or the route's work to run after its items are encoded */
     void (*done)(serve_job_t *job); /* in */
     void *context;               /* in: the owner's */
     atomic_size_t remaining;     /* batcher: items not yet resolved */
-    atomic_int failed;           /* out: 0, or the HTTP status of the first failure (422, 500, 504) */
+    atomic_int status;           /* out: UFORM_OK, or the uform_status_t of the first failure: UFORM_TIMEOUT past
+                                    the deadline, UFORM_FORMAT or UFORM_UNSUPPORTED for an input that does not
+                                    decode, else what the library answered (UFORM_OUT_OF_MEMORY ...) */
     char message[480];           /* out: that failure's message, naming the input ("input[3]: ...") */
 };
 
 typedef struct serve_batcher_config_t {
     uform_model_t model;
-    uform_executor_t compute;    /* every encode, choose and search runs here */
+    uform_executor_t compute;    /* every encode and choose runs here */
     uform_executor_t decode;     /* media decoding; another executor than `compute` */
-    uform_index_t index;         /* may be NULL: no searches */
     size_t max_batch;            /* items per batch (≥ 1) */
     uint64_t max_wait_us;        /* how long a batch waits for more items after its oldest one */
     uint64_t spin_us;            /* how long the compute thread polls for work before it sleeps */
@@ -96,29 +116,27 @@ typedef struct serve_batcher_s serve_batcher_t;
  * with the largest files seen). Answers 0, or -1 with a message in `error`. */
 int serve_batcher_start(const serve_batcher_config_t *config, serve_batcher_t **batcher, char *error, size_t capacity);
 
-/* What `serve_batcher_submit` answers. */
-typedef enum serve_submit_t {
-    SERVE_SUBMITTED = 0,   /* queued: `done` will be called */
-    SERVE_QUEUE_FULL = 1,  /* the queues hold too many items now (429; try again later) */
-    SERVE_TOO_MANY = 2,    /* the job has more items than the queues ever hold (413) */
-    SERVE_STOPPING = 3,    /* the batcher is stopping (503) */
-    SERVE_NO_INDEX = 4     /* a search without an index */
-} serve_submit_t;
+/* Queues every item of `job` (all or none). Thread-safe. Never calls `done` itself. Answers
+ * UFORM_OK (queued: `done` will be called), or, with the reason in job->message:
+ * UFORM_CONTENDED (the queues hold too many items now; try again later), UFORM_INVALID_ARGUMENT
+ * (the job has more items than the queues ever hold), UFORM_CANCELLED (the batcher is stopping). */
+uform_status_t serve_batcher_submit(serve_batcher_t *batcher, serve_job_t *job);
 
-/* Queues every item of `job` (all or none). Thread-safe. Never calls `done` itself. */
-serve_submit_t serve_batcher_submit(serve_batcher_t *batcher, serve_job_t *job);
+/* Records the first failure of a job (later ones are dropped): a uform_status_t and its message.
+ * For a follow-up's failures; thread-safe. */
+void serve_job_fail(serve_job_t *job, uform_status_t status, const char *format, ...) __attribute__((format(printf, 3, 4)));
 
 /* Items queued now, per queue (a racy but exact-per-queue read, for /metrics). */
 void serve_batcher_depths(serve_batcher_t *batcher, size_t depths[SERVE_QUEUE_COUNT]);
 
-/* The embedding width E (every item's `output` holds E floats) and the index's dimensions. */
+/* The embedding width E (every item's `output` holds E floats). */
 size_t serve_batcher_embedding(const serve_batcher_t *batcher);
 
 /* From now on batches take what is queued without waiting for more (a draining server still
  * accepts the requests it is reading). Thread-safe. */
 void serve_batcher_flush(serve_batcher_t *batcher);
 
-/* Refuses new jobs (submit answers SERVE_STOPPING from now on), runs every queued item to the end
+/* Refuses new jobs (submit answers UFORM_CANCELLED from now on), runs every queued item to the end
  * without waiting for batches to fill, and joins the threads: every submitted job's `done` has
  * been called when it returns. The batcher stays valid (for late submits) until freed. */
 void serve_batcher_stop(serve_batcher_t *batcher);

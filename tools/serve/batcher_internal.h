@@ -29,7 +29,7 @@ typedef struct serve_slot_t {
 
 struct serve_batcher_s {
     serve_batcher_config_t config;
-    size_t embedding, text_bytes, index_dims;
+    size_t embedding;
 
     pthread_mutex_t lock;
     pthread_cond_t compute_wakeup;  /* text or choose items, a ready slot, stopping */
@@ -44,16 +44,14 @@ struct serve_batcher_s {
 
     /* The compute thread's own buffers. */
     uform_arena_t arena;            /* encode and choose outputs */
-    uform_arena_t search_arena;
     serve_item_t **batch;           /* [max_batch] */
-    unsigned char *tape;            /* [tape_capacity]: the texts of a batch */
-    size_t tape_capacity;           /* max_batch · text_bytes; grows for a published model's whole texts */
-    int whole_texts;                /* a published model tokenises each whole text (no byte limit here) */
+    unsigned char *tape;            /* [tape_capacity]: the texts of a batch, whole */
+    size_t tape_capacity;           /* grows to the largest batch of texts seen */
     unsigned char *choices;         /* [max_batch · 256]: their legal next bytes (choose) */
     size_t *offsets, *choice_offsets; /* [max_batch + 1] each */
     size_t *groups;                 /* [max_batch] */
-    float *queries;                 /* [max_batch · index_dims] */
-    size_t *query_items;            /* [max_batch]: which batch item each query row came from */
+    serve_item_t **followed;        /* [max_batch]: a batch's items whose jobs have a follow-up */
+    serve_item_t **followup_items;  /* [max_batch]: those of the follow-up being run */
 
     pthread_t compute_thread, prepare_thread;
     int threads_started;
@@ -77,11 +75,9 @@ void serve__wake_compute_locked(serve_batcher_t *batcher);
 void serve__wait_locked(serve_batcher_t *batcher, pthread_cond_t *condition, uint64_t until_ns);
 
 /* Resolution (no lock held). */
-/* Records the first failure of a job (later ones are dropped). */
-void serve__fail(serve_job_t *job, int status, const char *format, ...) __attribute__((format(printf, 3, 4)));
 /* Marks `count` items of the job resolved; the last one calls `done`. */
 void serve__resolve(serve_job_t *job, size_t count);
-/* Resolves a chain of expired items (504) or dropped ones (their job already failed). */
+/* Resolves a chain of expired items (UFORM_TIMEOUT) or dropped ones (their job already failed). */
 void serve__resolve_expired(serve_batcher_t *batcher, serve_item_t *expired);
 void serve__resolve_dropped(serve_item_t *dropped);
 

@@ -1,7 +1,7 @@
 /*
  * The batcher's two threads (batcher.h): the prepare thread decodes media batches into slots, the
- * compute thread runs text and choose batches and prepared media slots on the compute executor,
- * then searches, and hands every item's result to its job. Neither allocates once its buffers
+ * compute thread runs text and choose batches and prepared media slots on the compute executor
+ * and hands every item's result to its job. Neither allocates once its buffers
  * have grown to the largest batch.
  */
 #include <sched.h>
@@ -10,20 +10,19 @@
 #include <string.h>
 
 #include "batcher_internal.h"
-#include "query.h"
 
 /* ---- finishing a batch ------------------------------------------------------------------------ */
-
-/* The HTTP status of a failed call: the server's own trouble, never the client's (the inputs were
- * checked before they were queued). */
-static int status_of(uform_status_t status) { return status == UFORM_OUT_OF_MEMORY ? 503 : 500; }
 
 static void fail_all(serve_item_t **items, size_t count, const uform_outcome_t *outcome) {
     char line[600];
     uform_outcome_format(outcome, line, sizeof line);
     for (size_t i = 0; i < count; ++i) {
         if (!items[i]) continue;
-        serve__fail(items[i]->job, status_of(uform_outcome_status(outcome)), "input[%zu]: %s", items[i]->index, line);
+        /* The inputs were checked before they were queued: a whole batch failing is the server's
+         * trouble (the library's status says which), never an input's. */
+        uform_status_t status = uform_outcome_status(outcome);
+        serve_job_fail(items[i]->job, status == UFORM_FORMAT || status == UFORM_UNSUPPORTED ? UFORM_INTERNAL : status,
+                    "input[%zu]: %s", items[i]->index, line);
         serve__resolve(items[i]->job, 1);
     }
 }
@@ -38,96 +37,72 @@ static int scatter_rows(serve_batcher_t *batcher, const uform_matrix_t *view, se
     return 0;
 }
 
-/* Searches the index with the queries gathered in `batcher->queries` (rows of index_dims). */
-static void search(serve_batcher_t *batcher, serve_item_t **items, size_t queries) {
-    /* One call for the whole batch when the queries agree on their modality filter (K is the
-     * largest asked: a shorter top-K is a prefix of a longer one, ties being ordered by item);
-     * otherwise one call per query. */
-    int same = 1;
-    size_t top = 0;
-    for (size_t j = 0; j < queries; ++j) {
-        const serve_job_t *job = items[batcher->query_items[j]]->job;
-        same &= job->modalities == items[batcher->query_items[0]]->job->modalities;
-        if (job->top > top) top = job->top;
-    }
-    size_t calls = same ? 1 : queries, per_call = same ? queries : 1;
-    for (size_t c = 0; c < calls; ++c) {
-        const serve_job_t *first = items[batcher->query_items[c * per_call]]->job;
-        uform_index_search_t request = {0};
-        request.index = batcher->config.index, request.executor = batcher->config.compute;
-        request.queries = batcher->queries + c * per_call * batcher->index_dims;
-        request.queries_count = per_call, request.queries_columns = batcher->index_dims;
-        request.top = same ? top : first->top, request.modalities = first->modalities;
-        request.arena = batcher->search_arena;
-        uform_status_t status = uform_index_search(&request);
-        for (size_t j = c * per_call; j < (c + 1) * per_call; ++j) {
-            serve_item_t *item = items[batcher->query_items[j]];
-            serve_job_t *job = item->job;
-            if (status != UFORM_OK) {
-                char line[600];
-                uform_outcome_format(&request.outcome, line, sizeof line);
-                serve__fail(job, status_of(status), "search: %s", line);
-            } else {
-                size_t n = request.hits_per_query < job->top ? request.hits_per_query : job->top;
-                memcpy(job->hits, request.hits + (j - c * per_call) * request.hits_per_query, n * sizeof *job->hits);
-                job->hits_count = n;
-            }
-            serve__resolve(job, 1);
-        }
-    }
-}
-
-/* Every item of a computed batch (its output written): late ones answer 504, search queries are
- * searched, the rest resolve. NULL entries were resolved already. */
+/* Every item of a computed batch (its output written): late ones fail UFORM_TIMEOUT, items of
+ * jobs with a follow-up get it run (one call per follow-up for all its items of the batch), then
+ * everything resolves. NULL entries were resolved already. */
 static void finish(serve_batcher_t *batcher, serve_item_t **items, size_t count) {
     uint64_t now = serve_now_ns();
-    size_t queries = 0, dims = batcher->index_dims;
+    size_t pending = 0; /* items waiting for their follow-up, gathered in `followed` */
     for (size_t i = 0; i < count; ++i) {
         serve_item_t *item = items[i];
         if (!item) continue;
         serve_job_t *job = item->job;
         if (job->deadline_ns && now > job->deadline_ns) {
-            serve__fail(job, 504, "the request took longer than --timeout (input[%zu] was computed too late)", item->index);
+            serve_job_fail(job, UFORM_TIMEOUT, "the request took longer than --timeout (input[%zu] was computed too late)", item->index);
             serve__resolve(job, 1);
-        } else if (job->search) {
-            serve_search_query(item->output, batcher->embedding, dims, batcher->queries + queries * dims);
-            batcher->query_items[queries++] = i;
+        } else if (job->followup) {
+            batcher->followed[pending++] = item;
         } else {
             serve__resolve(job, 1);
         }
     }
-    if (queries) search(batcher, items, queries);
+    /* One run per distinct follow-up (a server has one: the search route's), in batch order. */
+    while (pending) {
+        serve_followup_t *followup = batcher->followed[0]->job->followup;
+        size_t same = 0, rest = 0;
+        for (size_t i = 0; i < pending; ++i) {
+            serve_item_t *item = batcher->followed[i];
+            if (item->job->followup == followup) batcher->followup_items[same++] = item;
+            else batcher->followed[rest++] = item;
+        }
+        followup->run(followup, batcher->followup_items, same, batcher->config.compute);
+        for (size_t i = 0; i < same; ++i) serve__resolve(batcher->followup_items[i]->job, 1);
+        pending = rest;
+    }
 }
 
 /* ---- the batches ------------------------------------------------------------------------------ */
 
-static void run_text(serve_batcher_t *batcher, size_t count) {
-    serve_item_t **items = batcher->batch;
-    size_t used = 0, needed = 0;
-    if (batcher->whole_texts) {
-        /* A published model tokenises whole texts: the tape grows to the largest batch seen. */
-        for (size_t i = 0; i < count; ++i) needed += items[i]->size;
-        if (needed > batcher->tape_capacity) {
-            unsigned char *grown = realloc(batcher->tape, needed);
-            if (!grown) {
-                uform_outcome_t outcome = {0};
-                snprintf(outcome.message, sizeof outcome.message, "out of memory for %zu bytes of texts", needed);
-                outcome.status = UFORM_OUT_OF_MEMORY;
-                fail_all(items, count, &outcome);
-                return;
-            }
-            batcher->tape = grown, batcher->tape_capacity = needed;
+/* The batch's texts end to end on the tape, whole: the library keeps what its model reads (a native
+ * model's first text_bytes bytes, a choice prefix's last ones, a tokenizer's first tokens), so the
+ * server never re-derives a truncation. The tape grows to the largest batch seen, then stays.
+ * Answers 0, or -1 after failing every item (out of memory). */
+static int gather_texts(serve_batcher_t *batcher, serve_item_t **items, size_t count) {
+    size_t needed = 0, used = 0;
+    for (size_t i = 0; i < count; ++i) needed += items[i]->size;
+    if (needed > batcher->tape_capacity) {
+        unsigned char *grown = realloc(batcher->tape, needed);
+        if (!grown) {
+            uform_outcome_t outcome = {0};
+            snprintf(outcome.message, sizeof outcome.message, "out of memory for %zu bytes of texts", needed);
+            outcome.status = UFORM_OUT_OF_MEMORY;
+            fail_all(items, count, &outcome);
+            return -1;
         }
+        batcher->tape = grown, batcher->tape_capacity = needed;
     }
     batcher->offsets[0] = 0;
     for (size_t i = 0; i < count; ++i) {
-        /* A native model reads a text's first text_bytes bytes: the rest never reaches it. */
-        size_t size = items[i]->size;
-        if (!batcher->whole_texts && size > batcher->text_bytes) size = batcher->text_bytes;
-        if (size) memcpy(batcher->tape + used, items[i]->bytes, size);
-        used += size;
+        if (items[i]->size) memcpy(batcher->tape + used, items[i]->bytes, items[i]->size);
+        used += items[i]->size;
         batcher->offsets[i + 1] = used;
     }
+    return 0;
+}
+
+static void run_text(serve_batcher_t *batcher, size_t count) {
+    serve_item_t **items = batcher->batch;
+    if (gather_texts(batcher, items, count)) return;
     uform_text_encode_t request = {0};
     request.model = batcher->config.model, request.executor = batcher->config.compute;
     request.texts = (uform_tape_t){batcher->tape, batcher->offsets, count};
@@ -144,14 +119,10 @@ static void run_text(serve_batcher_t *batcher, size_t count) {
 
 static void run_choose(serve_batcher_t *batcher, size_t count) {
     serve_item_t **items = batcher->batch;
-    size_t used = 0, chosen = 0;
-    batcher->offsets[0] = batcher->choice_offsets[0] = 0;
+    if (gather_texts(batcher, items, count)) return;
+    size_t chosen = 0;
+    batcher->choice_offsets[0] = 0;
     for (size_t i = 0; i < count; ++i) {
-        /* A prefix keeps its last text_bytes bytes, the ones next to the byte being chosen. */
-        size_t size = items[i]->size < batcher->text_bytes ? items[i]->size : batcher->text_bytes;
-        if (size) memcpy(batcher->tape + used, items[i]->bytes + items[i]->size - size, size);
-        used += size;
-        batcher->offsets[i + 1] = used;
         memcpy(batcher->choices + chosen, items[i]->choices, items[i]->choices_size);
         chosen += items[i]->choices_size;
         batcher->choice_offsets[i + 1] = chosen;
@@ -219,8 +190,7 @@ static size_t prepare_slot(serve_batcher_t *batcher, serve_slot_t *slot) {
         const uform_outcome_t *outcome = &prepare->prepared.item_outcomes[i];
         if (outcome->status == UFORM_OK) continue;
         serve_item_t *item = slot->items[i];
-        int http = outcome->status == UFORM_FORMAT || outcome->status == UFORM_UNSUPPORTED ? 422 : status_of(outcome->status);
-        serve__fail(item->job, http, "input[%zu]: cannot decode the %s: %s", item->index,
+        serve_job_fail(item->job, outcome->status, "input[%zu]: cannot decode the %s: %s", item->index,
                     serve_queue_name(slot->modality), outcome->message);
         serve__resolve(item->job, 1);
         slot->items[i] = NULL;

@@ -1,105 +1,142 @@
-/* Captions for indexed files from a manifest (captions.h). */
+/*
+ * Captions for indexed files from a manifest (captions.h), read through the library's dataset
+ * reader (uform_dataset_open / uform_dataset_read, docs/data.md): the manifest format, relative
+ * paths and malformed lines are the library's business, so `--captions` reads exactly what
+ * `uform train` and `uform index` read.
+ */
 #include "captions.h"
 
-#include <cJSON.h>
-#include <errno.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 typedef struct entry_t {
-    char *path;     /* resolved */
+    char *path;     /* resolved (realpath) */
     size_t text;    /* offset of its caption in the texts */
 } entry_t;
 
 static int by_path(const void *a, const void *b) { return strcmp(((const entry_t *)a)->path, ((const entry_t *)b)->path); }
 
-int serve_captions_load(const char *manifest, uform_index_t index, serve_captions_t *captions, char *error, size_t capacity) {
-    memset(captions, 0, sizeof *captions);
-    FILE *file = fopen(manifest, "r");
-    if (!file) return snprintf(error, capacity, "cannot read --captions '%s': %s", manifest, strerror(errno)), -1;
-    char folder[PATH_MAX];
-    snprintf(folder, sizeof folder, "%s", manifest);
-    char *slash = strrchr(folder, '/');
-    if (slash) *slash = 0;
-    else snprintf(folder, sizeof folder, ".");
-    entry_t *entries = NULL;
-    size_t count = 0, allocated = 0, texts_used = 0, texts_capacity = 0, line_number = 0;
-    char *texts = NULL, *line = NULL;
-    size_t line_capacity = 0;
+/* The growing list of (resolved path, caption) pairs read so far. */
+typedef struct pairs_t {
+    entry_t *entries;
+    size_t count, allocated;
+    char *texts;
+    size_t texts_used, texts_capacity;
+} pairs_t;
+
+static void pairs_free(pairs_t *pairs) {
+    for (size_t i = 0; i < pairs->count; ++i) free(pairs->entries[i].path);
+    free(pairs->entries);
+    free(pairs->texts);
+}
+
+/* Adds one pair (the caption NUL-terminated); answers 0, or -1 when memory ran out. */
+static int pairs_add(pairs_t *pairs, const char *resolved, const char *text, size_t length) {
+    if (pairs->count == pairs->allocated) {
+        size_t wanted = pairs->allocated ? 2 * pairs->allocated : 64;
+        entry_t *grown = realloc(pairs->entries, wanted * sizeof *grown);
+        if (!grown) return -1;
+        pairs->entries = grown, pairs->allocated = wanted;
+    }
+    if (pairs->texts_used + length + 1 > pairs->texts_capacity) {
+        size_t wanted = pairs->texts_capacity ? pairs->texts_capacity : 4096;
+        while (wanted < pairs->texts_used + length + 1) wanted *= 2;
+        char *grown = realloc(pairs->texts, wanted);
+        if (!grown) return -1;
+        pairs->texts = grown, pairs->texts_capacity = wanted;
+    }
+    char *path = strdup(resolved);
+    if (!path) return -1;
+    memcpy(pairs->texts + pairs->texts_used, text, length);
+    pairs->texts[pairs->texts_used + length] = 0;
+    pairs->entries[pairs->count++] = (entry_t){path, pairs->texts_used};
+    pairs->texts_used += length + 1;
+    return 0;
+}
+
+/* Reads every pair of the manifest: a medium with its caption. Items that are not pairs (texts,
+ * files without a caption) and items that cannot be read (a file that is not there) carry no
+ * caption and are passed over. Answers 0, or -1 with the reason in `error`. */
+static int read_pairs(const char *manifest, pairs_t *pairs, size_t *left_out, char *error, size_t capacity) {
+    uform_dataset_options_t options = {0};
+    options.source = UFORM_DATASET_MANIFEST, options.path = manifest;
+    /* A line that is not a pair (no caption, not JSON) names no caption: leave it out, counted. */
+    options.skip_bad = 1;
+    uform_dataset_t dataset = NULL;
+    uform_outcome_t outcome = {0};
+    char line[600];
+    if (uform_dataset_open(&options, &dataset, NULL, &outcome) != UFORM_OK) {
+        uform_outcome_format(&outcome, line, sizeof line);
+        snprintf(error, capacity, "cannot read --captions '%s': %s", manifest, line);
+        return -1;
+    }
+    uform_dataset_read_t read = {0};
+    read.dataset = dataset;
     int status = 0;
-    static const char *const keys[4] = {"image", "video", "audio", "path"};
-    while (getline(&line, &line_capacity, file) >= 0 && status == 0) {
-        ++line_number;
-        if (line[strspn(line, " \t\r\n")] == 0) continue;
-        cJSON *json = cJSON_Parse(line);
-        if (!json) {
-            snprintf(error, capacity, "--captions '%s': line %zu is not JSON", manifest, line_number);
+    for (;;) {
+        uform_status_t got = uform_dataset_read(&read);
+        if (got == UFORM_OUT_OF_MEMORY || got == UFORM_INVALID_ARGUMENT) {
+            uform_outcome_format(&read.outcome, line, sizeof line);
+            snprintf(error, capacity, "cannot read --captions '%s': %s", manifest, line);
             status = -1;
             break;
         }
-        const cJSON *text = cJSON_GetObjectItemCaseSensitive(json, "text"), *path = NULL;
-        for (int k = 0; k < 4 && !cJSON_IsString(path); ++k) path = cJSON_GetObjectItemCaseSensitive(json, keys[k]);
-        char joined[PATH_MAX], resolved[PATH_MAX];
-        if (cJSON_IsString(text) && cJSON_IsString(path) &&
-            snprintf(joined, sizeof joined, "%s%s%s", path->valuestring[0] == '/' ? "" : folder,
-                     path->valuestring[0] == '/' ? "" : "/", path->valuestring) < (int)sizeof joined &&
-            realpath(joined, resolved)) {
-            size_t length = strlen(text->valuestring) + 1;
-            if (count == allocated) {
-                allocated = allocated ? allocated * 2 : 256;
-                entry_t *grown = realloc(entries, allocated * sizeof *entries);
-                if (!grown) status = -1;
-                else entries = grown;
-            }
-            if (texts_used + length > texts_capacity) {
-                texts_capacity = (texts_used + length) * 2;
-                char *grown = realloc(texts, texts_capacity);
-                if (!grown) status = -1;
-                else texts = grown;
-            }
-            if (status == 0 && (entries[count].path = strdup(resolved))) {
-                memcpy(texts + texts_used, text->valuestring, length);
-                entries[count++].text = texts_used;
-                texts_used += length;
-            } else if (status == 0) {
-                status = -1;
-            }
-            if (status) snprintf(error, capacity, "out of memory reading --captions '%s'", manifest);
+        if (read.done) break;
+        char resolved[PATH_MAX], key[PATH_MAX];
+        const uform_dataset_item_t *item = &read.item;
+        if (got != UFORM_OK || !item->text || item->modality == UFORM_MODALITY_TEXT || item->key_length >= sizeof key) continue;
+        memcpy(key, item->key, item->key_length);
+        key[item->key_length] = 0;
+        if (!realpath(key, resolved)) continue;
+        if (pairs_add(pairs, resolved, item->text, item->text_length)) {
+            snprintf(error, capacity, "out of memory reading --captions '%s'", manifest);
+            status = -1;
+            break;
         }
-        cJSON_Delete(json);
     }
-    free(line);
-    fclose(file);
+    uform_dataset_description_t description;
+    uform_dataset_describe(dataset, &description);
+    *left_out = description.bad;
+    uform_dataset_free(dataset);
+    return status;
+}
+
+int serve_captions_load(const char *manifest, uform_index_t index, serve_captions_t *captions, char *error, size_t capacity) {
+    memset(captions, 0, sizeof *captions);
+    pairs_t pairs = {0};
+    if (read_pairs(manifest, &pairs, &captions->left_out, error, capacity)) {
+        pairs_free(&pairs);
+        return -1;
+    }
     uform_index_description_t description;
     uform_index_describe(index, &description);
-    if (status == 0 && !(captions->by_item = calloc(description.count ? description.count : 1, sizeof *captions->by_item))) {
+    if (!(captions->by_item = calloc(description.count ? description.count : 1, sizeof *captions->by_item))) {
+        pairs_free(&pairs);
         snprintf(error, capacity, "out of memory for the captions");
-        status = -1;
+        return -1;
     }
-    if (status == 0) {
-        qsort(entries, count, sizeof *entries, by_path);
-        captions->count = description.count, captions->texts = texts;
-        for (size_t item = 0; item < description.count; ++item) {
-            const char *stored = NULL;
-            size_t length = 0;
-            char path[PATH_MAX], resolved[PATH_MAX];
-            uform_modality_t modality;
-            if (uform_index_item(index, item, &modality, &stored, &length) != UFORM_OK || length >= sizeof path) continue;
-            memcpy(path, stored, length);
-            path[length] = 0;
-            if (!realpath(path, resolved)) continue;
-            entry_t key = {resolved, 0};
-            const entry_t *found = bsearch(&key, entries, count, sizeof *entries, by_path);
-            if (found) captions->by_item[item] = texts + found->text, captions->matched += 1;
-        }
-        texts = NULL;
+    qsort(pairs.entries, pairs.count, sizeof *pairs.entries, by_path);
+    captions->count = description.count;
+    for (size_t item = 0; item < description.count; ++item) {
+        const char *stored = NULL;
+        size_t length = 0;
+        char path[PATH_MAX], resolved[PATH_MAX];
+        uform_modality_t modality;
+        if (uform_index_item(index, item, &modality, &stored, &length) != UFORM_OK || length >= sizeof path) continue;
+        memcpy(path, stored, length);
+        path[length] = 0;
+        if (!realpath(path, resolved)) continue;
+        entry_t key = {resolved, 0};
+        const entry_t *found = bsearch(&key, pairs.entries, pairs.count, sizeof *pairs.entries, by_path);
+        if (found) captions->by_item[item] = pairs.texts + found->text, captions->matched += 1;
     }
-    for (size_t i = 0; i < count; ++i) free(entries[i].path);
-    free(entries);
-    free(texts);
-    return status;
+    /* The captions keep the texts; the paths were only for matching. */
+    captions->texts = pairs.texts;
+    pairs.texts = NULL;
+    pairs_free(&pairs);
+    return 0;
 }
 
 void serve_captions_free(serve_captions_t *captions) {

@@ -70,7 +70,8 @@ static unsigned read_one(serve_request_t *request, const cJSON *object, const ch
     item->queue = SERVE_QUEUE_CHOOSE;
     item->bytes = (const unsigned char *)text->valuestring, item->size = length;
     item->choices = bytes, item->choices_size = count, item->group = (size_t)group;
-    request->tokens += (length < model->description.text_bytes ? length : model->description.text_bytes) + 2;
+    /* The prefix's tokens as the library counts them, and the position of the byte being chosen. */
+    request->call.tokens += serve_model_tokens(model, UFORM_MODALITY_TEXT, item->bytes, item->size) + 1;
     return 0;
 }
 
@@ -83,7 +84,7 @@ unsigned serve_choose_begin(serve_request_t *request) {
     if (!(server->model.description.modalities & 1u))
         return serve_error(out, 400, "unsupported_input", NULL, "the model '%s' has no text encoder, so no choice head",
                            server->model.name);
-    const cJSON *json = request->json, *input = cJSON_GetObjectItemCaseSensitive(json, "input");
+    const cJSON *json = request->call.json, *input = cJSON_GetObjectItemCaseSensitive(json, "input");
     if (input && !cJSON_IsArray(input))
         return serve_error(out, 400, "invalid_type", "input", "\"input\" must be an array of {\"text\", \"choices\"} objects");
     size_t count = input ? (size_t)cJSON_GetArraySize(input) : 1;
@@ -91,23 +92,23 @@ unsigned serve_choose_begin(serve_request_t *request) {
     if (count > server->options.max_queue)
         return serve_error(out, 413, "too_many_inputs", "input", "the request holds %zu inputs; this server queues at most %zu (--max-queue)",
                            count, server->options.max_queue);
-    if (!(request->items = calloc(count, sizeof *request->items)) || !(request->media = malloc(count * 256)))
-        return serve_error(out, 503, "out_of_memory", NULL, "out of memory for %zu inputs", count);
+    if (!(request->call.items = calloc(count, sizeof *request->call.items)) || !(request->call.media = malloc(count * 256)))
+        return serve_status_error(out, UFORM_OUT_OF_MEMORY, NULL, "out of memory for %zu inputs", count);
     size_t i = 0, total = 0;
     char where[32];
     for (const cJSON *element = input ? input->child : json; element; element = input ? element->next : NULL, ++i) {
         if (input) snprintf(where, sizeof where, "input[%zu]", i);
         else snprintf(where, sizeof where, "the body");
-        serve_item_t *item = &request->items[i];
-        item->job = &request->job, item->index = i;
-        if ((status = read_one(request, element, where, item, request->media + i * 256))) return status;
+        serve_item_t *item = &request->call.items[i];
+        item->job = &request->call.job, item->index = i;
+        if ((status = read_one(request, element, where, item, request->call.media + i * 256))) return status;
         total += item->choices_size;
     }
-    if (!(request->outputs = malloc(total * sizeof(float))))
-        return serve_error(out, 503, "out_of_memory", NULL, "out of memory for %zu choices", total);
+    if (!(request->call.outputs = malloc(total * sizeof(float))))
+        return serve_status_error(out, UFORM_OUT_OF_MEMORY, NULL, "out of memory for %zu choices", total);
     total = 0;
-    for (i = 0; i < count; ++i) request->items[i].output = request->outputs + total, total += request->items[i].choices_size;
-    request->job.items = request->items, request->job.count = count;
+    for (i = 0; i < count; ++i) request->call.items[i].output = request->call.outputs + total, total += request->call.items[i].choices_size;
+    request->call.job.items = request->call.items, request->call.job.count = count;
     return 0;
 }
 
@@ -115,8 +116,8 @@ unsigned serve_choose_answer(serve_request_t *request) {
     const serve_model_t *model = &request->server->model;
     serve_buffer_t *out = &request->answer;
     serve_buffer_text(out, "{\"object\": \"list\", \"data\": [");
-    for (size_t i = 0; i < request->job.count; ++i) {
-        const serve_item_t *item = &request->items[i];
+    for (size_t i = 0; i < request->call.job.count; ++i) {
+        const serve_item_t *item = &request->call.items[i];
         serve_buffer_printf(out, "%s{\"index\": %zu, \"choices\": [", i ? ", " : "", i);
         for (size_t c = 0; c < item->choices_size; ++c) {
             unsigned byte = item->choices[c];
@@ -135,6 +136,6 @@ unsigned serve_choose_answer(serve_request_t *request) {
     }
     serve_buffer_text(out, "], \"model\": ");
     serve_buffer_json_string(out, model->name, strlen(model->name));
-    serve_buffer_printf(out, ", \"usage\": {\"prompt_tokens\": %zu, \"total_tokens\": %zu}}\n", request->tokens, request->tokens);
+    serve_buffer_printf(out, ", \"usage\": {\"prompt_tokens\": %zu, \"total_tokens\": %zu}}\n", request->call.tokens, request->call.tokens);
     return 200;
 }

@@ -5,7 +5,6 @@
  * was trained for}. Answers {"object": "list", "data": [{"object": "embedding", "index", "embedding"}],
  * "model", "usage": {"prompt_tokens", "total_tokens"}}.
  */
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,7 +19,7 @@ unsigned serve_embeddings_begin(serve_request_t *request) {
     serve_server_t *server = request->server;
     const serve_model_t *model = &server->model;
     serve_buffer_t *out = &request->answer;
-    const cJSON *json = request->json, *input = cJSON_GetObjectItemCaseSensitive(json, "input");
+    const cJSON *json = request->call.json, *input = cJSON_GetObjectItemCaseSensitive(json, "input");
     if (!input) return serve_error(out, 400, "missing_input", "input", "\"input\" is required: a string or an array of inputs");
     size_t count = cJSON_IsArray(input) ? (size_t)cJSON_GetArraySize(input) : 1;
     if (cJSON_IsArray(input) && count == 0) return serve_error(out, 400, "invalid_input", "input", "\"input\" is an empty array");
@@ -35,7 +34,7 @@ unsigned serve_embeddings_begin(serve_request_t *request) {
     if (format && !cJSON_IsNull(format)) {
         if (!cJSON_IsString(format) || (strcmp(format->valuestring, "float") && strcmp(format->valuestring, "base64")))
             return serve_error(out, 400, "invalid_value", "encoding_format", "\"encoding_format\" is \"float\" or \"base64\"");
-        request->base64 = strcmp(format->valuestring, "base64") == 0;
+        request->call.base64 = strcmp(format->valuestring, "base64") == 0;
     }
     size_t width = model->description.embedding;
     long long dimensions = 0;
@@ -50,11 +49,11 @@ unsigned serve_embeddings_begin(serve_request_t *request) {
         if (!advertised)
             return serve_error(out, 400, "invalid_dimensions", "dimensions",
                                "\"dimensions\" %lld is not a prefix the model was trained for: %s", dimensions, list);
-        request->dimensions = (size_t)dimensions;
+        request->call.dimensions = (size_t)dimensions;
     }
 
     serve_input_t *inputs = calloc(count, sizeof *inputs);
-    if (!inputs) return serve_error(out, 503, "out_of_memory", NULL, "out of memory reading %zu inputs", count);
+    if (!inputs) return serve_status_error(out, UFORM_OUT_OF_MEMORY, NULL, "out of memory reading %zu inputs", count);
     size_t media_bytes = 0, i = 0;
     char where[32];
     for (const cJSON *element = cJSON_IsArray(input) ? input->child : input; element && !status;
@@ -63,60 +62,53 @@ unsigned serve_embeddings_begin(serve_request_t *request) {
         status = serve_read_input(request, element, cJSON_IsArray(input) ? where : "input", &inputs[i]);
         if (!status) media_bytes += serve_media_bound(&inputs[i]);
     }
-    if (!status && (!(request->items = calloc(count, sizeof *request->items)) ||
-                    !(request->outputs = malloc(count * width * sizeof(float))) ||
-                    (media_bytes && !(request->media = malloc(media_bytes)))))
-        status = serve_error(out, 503, "out_of_memory", NULL, "out of memory for %zu inputs", count);
+    if (!status && (!(request->call.items = calloc(count, sizeof *request->call.items)) ||
+                    !(request->call.outputs = malloc(count * width * sizeof(float))) ||
+                    (media_bytes && !(request->call.media = malloc(media_bytes)))))
+        status = serve_status_error(out, UFORM_OUT_OF_MEMORY, NULL, "out of memory for %zu inputs", count);
     size_t used = 0;
     for (i = 0; i < count && !status; ++i) {
-        serve_item_t *item = &request->items[i];
-        item->job = &request->job, item->index = i, item->queue = inputs[i].modality;
-        item->output = request->outputs + i * width;
+        serve_item_t *item = &request->call.items[i];
+        item->job = &request->call.job, item->index = i, item->queue = inputs[i].modality;
+        item->output = request->call.outputs + i * width;
         if (inputs[i].modality == UFORM_MODALITY_TEXT) {
             item->bytes = (const unsigned char *)inputs[i].value->valuestring;
             item->size = strlen(inputs[i].value->valuestring);
         } else {
             snprintf(where, sizeof where, "input[%zu]", i);
             size_t size = 0;
-            if ((status = serve_decode_media(request, &inputs[i], cJSON_IsArray(input) ? where : "input", request->media + used,
+            if ((status = serve_decode_media(request, &inputs[i], cJSON_IsArray(input) ? where : "input", request->call.media + used,
                                              &size)))
                 break;
-            item->bytes = request->media + used, item->size = size;
+            item->bytes = request->call.media + used, item->size = size;
             used += size;
         }
-        request->tokens += serve_model_tokens(model, item->queue, item->bytes, item->size);
+        request->call.tokens += serve_model_tokens(model, item->queue, item->bytes, item->size);
     }
     free(inputs);
     if (status) return status;
-    request->job.items = request->items, request->job.count = count;
+    request->call.job.items = request->call.items, request->call.job.count = count;
     return 0;
 }
 
 unsigned serve_embeddings_answer(serve_request_t *request) {
     const serve_model_t *model = &request->server->model;
     serve_buffer_t *out = &request->answer;
-    size_t width = model->description.embedding, columns = request->dimensions ? request->dimensions : width;
-    size_t count = request->job.count;
-    serve_buffer_reserve(out, count * (request->base64 ? columns * 4 / 3 + 64 : columns * 13 + 64) + 256);
+    size_t width = model->description.embedding, columns = request->call.dimensions ? request->call.dimensions : width;
+    size_t count = request->call.job.count;
+    serve_buffer_reserve(out, count * (request->call.base64 ? columns * 4 / 3 + 64 : columns * 13 + 64) + 256);
     serve_buffer_text(out, "{\"object\": \"list\", \"data\": [");
     float row[columns > 0 ? columns : 1];
-    char *encoded = request->base64 ? malloc(serve_base64_encoded_length(columns * sizeof(float))) : NULL;
-    if (request->base64 && !encoded) out->failed = 1;
+    char *encoded = request->call.base64 ? malloc(serve_base64_encoded_length(columns * sizeof(float))) : NULL;
+    if (request->call.base64 && !encoded) out->failed = 1;
     for (size_t i = 0; i < count && !out->failed; ++i) {
-        const float *embedding = request->items[i].output;
-        /* A prefix is renormalised, as the model computes it for config.dimensions (a prefix of the
-         * normalised vector, scaled back to unit length: the same direction). */
-        double norm = 1;
-        if (columns < width) {
-            norm = 0;
-            for (size_t c = 0; c < columns; ++c) norm += (double)embedding[c] * embedding[c];
-            norm = norm > 0 ? sqrt(norm) : 1;
-        }
-        for (size_t c = 0; c < columns; ++c) row[c] = columns < width ? (float)(embedding[c] / norm) : embedding[c];
+        /* A prefix is renormalised by the library, as every caller of uform_embedding_truncate
+         * gets it (the whole width is copied as it is). */
+        if (uform_embedding_truncate(request->call.items[i].output, width, columns, row, NULL) != UFORM_OK) out->failed = 1;
         serve_buffer_text(out, i ? ", {\"object\": \"embedding\", \"index\": " : "{\"object\": \"embedding\", \"index\": ");
         serve_buffer_size(out, i);
         serve_buffer_text(out, ", \"embedding\": ");
-        if (request->base64) {
+        if (request->call.base64) {
             /* float32, little-endian: this machine's own order (x86-64 and ARM64 are little-endian). */
             size_t length = serve_base64_encode((const unsigned char *)row, columns * sizeof(float), encoded);
             serve_buffer_append(out, "\"", 1);
@@ -131,9 +123,9 @@ unsigned serve_embeddings_answer(serve_request_t *request) {
     serve_buffer_text(out, "], \"model\": ");
     serve_buffer_json_string(out, model->name, strlen(model->name));
     serve_buffer_text(out, ", \"usage\": {\"prompt_tokens\": ");
-    serve_buffer_size(out, request->tokens);
+    serve_buffer_size(out, request->call.tokens);
     serve_buffer_text(out, ", \"total_tokens\": ");
-    serve_buffer_size(out, request->tokens);
+    serve_buffer_size(out, request->call.tokens);
     serve_buffer_text(out, "}}\n");
     return 200;
 }

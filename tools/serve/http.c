@@ -1,7 +1,9 @@
 /*
  * The HTTP side of `uform serve` through libmicrohttpd: one listening socket bound here, the
- * daemon polling it with epoll on --http-threads threads, a request's life (headers, body, route,
- * queued job, answer), authentication, limits and errors. No HTTP is parsed here: the library
+ * daemon polling it with epoll on --http-threads threads, a connection's life with one request
+ * (headers, body, the route table's handler, queued job, answer), authentication and limits. The
+ * routes are routes.c's table; error bodies and status codes are http_status.c's. No HTTP is
+ * parsed here: the library
  * does it, within a per-connection memory limit (headers beyond it answer 431) and an idle timeout.
  *
  * A request whose job is queued suspends its connection before the job is submitted (so the
@@ -30,61 +32,24 @@
  * of saturated tiny texts; headers past it answer 431 (nginx allows 4 × 8 KiB by default). */
 enum { CONNECTION_MEMORY = 16 * 1024 };
 
-/* ---- errors ---------------------------------------------------------------------------------- */
-
-unsigned serve_error(serve_buffer_t *out, unsigned status, const char *code, const char *param, const char *format, ...) {
-    const char *type = status == 401   ? "authentication_error"
-                       : status == 429 ? "rate_limit_error"
-                       : status >= 500 ? "server_error"
-                                       : "invalid_request_error";
-    char message[1024];
-    va_list arguments;
-    va_start(arguments, format);
-    vsnprintf(message, sizeof message, format, arguments);
-    va_end(arguments);
-    out->length = 0;
-    serve_buffer_text(out, "{\"error\": {\"message\": ");
-    serve_buffer_json_string(out, message, strlen(message));
-    serve_buffer_text(out, ", \"type\": \"");
-    serve_buffer_text(out, type);
-    serve_buffer_text(out, "\", \"param\": ");
-    if (param) serve_buffer_json_string(out, param, strlen(param));
-    else serve_buffer_text(out, "null");
-    serve_buffer_text(out, ", \"code\": \"");
-    serve_buffer_text(out, code);
-    serve_buffer_text(out, "\"}}\n");
-    return status;
-}
-
 /* ---- routes ------------------------------------------------------------------------------------ */
 
-typedef struct route_t {
-    const char *path;   /* exact, or a prefix when it ends with '/' */
-    int post;           /* POST, else GET (and HEAD) */
-    serve_route_t route;
-    int open;           /* served without the API key */
-} route_t;
-
-static const route_t routes[] = {
-    {"/v1/embeddings", 1, SERVE_ROUTE_EMBEDDINGS, 0}, {"/v1/search", 1, SERVE_ROUTE_SEARCH, 0},
-    {"/v1/choose", 1, SERVE_ROUTE_CHOOSE, 0},         {"/health", 0, SERVE_ROUTE_HEALTH, 1},
-    {"/v1/models", 0, SERVE_ROUTE_MODELS, 0},         {"/v1/models/", 0, SERVE_ROUTE_MODELS, 0},
-    {"/metrics", 0, SERVE_ROUTE_METRICS, 1},          {"/", 0, SERVE_ROUTE_PAGE, 1},
-    {"/index.html", 0, SERVE_ROUTE_PAGE, 1},          {"/media/", 0, SERVE_ROUTE_MEDIA, 0},
-};
-
-static const route_t *find_route(const char *url, char *tail, size_t capacity) {
-    for (size_t i = 0; i < sizeof routes / sizeof *routes; ++i) {
-        size_t length = strlen(routes[i].path);
-        int prefix = length > 1 && routes[i].path[length - 1] == '/';
-        if (prefix ? strncmp(url, routes[i].path, length) == 0 && url[length] : strcmp(url, routes[i].path) == 0) {
-            if (prefix && strlen(url + length) >= capacity) return NULL; /* no row or model name is that long */
-            snprintf(tail, capacity, "%s", prefix ? url + length : "");
-            return &routes[i];
-        }
-    }
-    return NULL;
-}
+/*
+ * A connection's state while one request is on it: the route's view (first, so that a route's
+ * request pointer is its connection's), and what only the HTTP side tracks.
+ */
+typedef struct connection_t {
+    serve_request_t request;
+    uint64_t started_ns;
+    size_t metric;              /* the route's /metrics slot (unmatched: SERVE_ROUTE_UNMATCHED) */
+    int early;                  /* answered before reading the body (auth, method, state, size) */
+    int waiting;                /* suspended while its job runs */
+    int queued;                 /* the job was queued (its `done` resumes the connection) */
+    char *body;                 /* the body read so far (request.body points here) */
+    size_t capacity;
+    int too_large;              /* the body passed --max-body */
+    const char *allow;          /* a 405's Allow header */
+} connection_t;
 
 /* Compares the whole key whatever the first difference: the time depends on the key's length only. */
 static int same_key(const char *given, size_t given_length, const char *key) {
@@ -146,48 +111,50 @@ static unsigned check_host(serve_request_t *request) {
 }
 
 /* Decides what can be decided from the request line and headers alone. */
-static void begin(serve_request_t *request, const char *url, const char *method) {
+static void begin(connection_t *connection, const char *url, const char *method) {
+    serve_request_t *request = &connection->request;
     serve_server_t *server = request->server;
     int get = strcmp(method, MHD_HTTP_METHOD_GET) == 0 || strcmp(method, MHD_HTTP_METHOD_HEAD) == 0;
-    int post = strcmp(method, MHD_HTTP_METHOD_POST) == 0;
-    const route_t *route = find_route(url, request->tail, sizeof request->tail);
-    request->route = route ? route->route : SERVE_ROUTE_OTHER;
+    const serve_route_t *route = serve_route_find(url, request->tail, sizeof request->tail);
+    int takes_post = route && strcmp(route->method, MHD_HTTP_METHOD_POST) == 0;
+    request->route = route;
+    connection->metric = route ? route->metric : SERVE_ROUTE_UNMATCHED;
     int state = atomic_load_explicit(&server->state, memory_order_acquire);
     unsigned status = check_host(request);
     if (!status && !route) {
         status = serve_error(&request->answer, 404, "not_found", NULL,
                              "no route %s: the routes are POST /v1/embeddings, /v1/search, /v1/choose and GET /health, "
                              "/v1/models, /metrics, /, /media/ROW", url);
-    } else if (!status && (route->post ? !post : !get)) {
-        request->allow = route->post ? "POST" : "GET, HEAD";
+    } else if (!status && (takes_post ? strcmp(method, MHD_HTTP_METHOD_POST) != 0 : !get)) {
+        connection->allow = takes_post ? "POST" : "GET, HEAD";
         status = serve_error(&request->answer, 405, "method_not_allowed", NULL, "%s takes %s, not %s", route->path,
-                             route->post ? "POST" : "GET", method);
-    } else if (!status && state != SERVE_READY && request->route != SERVE_ROUTE_HEALTH &&
-               request->route != SERVE_ROUTE_METRICS) {
+                             route->method, method);
+    } else if (!status && state != SERVE_READY && !(route->access & SERVE_ROUTE_ALWAYS)) {
         status = state == SERVE_DRAINING
                      ? serve_error(&request->answer, 503, "shutting_down", NULL, "the server is shutting down")
                      : serve_error(&request->answer, 503, "loading", NULL, "the model is still loading; try again shortly");
-    } else if (!status && !route->open) {
+    } else if (!status && !(route->access & SERVE_ROUTE_OPEN)) {
         status = authenticate(request);
     }
-    if (!status && route && route->post) {
+    if (!status && takes_post) {
         const char *declared = MHD_lookup_connection_value(request->connection, MHD_HEADER_KIND,
                                                            MHD_HTTP_HEADER_CONTENT_LENGTH);
         char *end = NULL;
         unsigned long long length = declared ? strtoull(declared, &end, 10) : 0;
         if (declared && (length > server->options.max_body || (end && *end))) {
-            request->too_large = 1;
+            connection->too_large = 1;
             status = serve_error(&request->answer, 413, "request_too_large", NULL,
                                  "the body holds %s bytes; this server takes at most %zu (--max-body)", declared,
                                  server->options.max_body);
         }
     }
-    if (status) request->early = 1, request->status = status;
+    if (status) connection->early = 1, request->status = status;
 }
 
 /* ---- answering ----------------------------------------------------------------------------------- */
 
-static enum MHD_Result respond(serve_request_t *request) {
+static enum MHD_Result respond(connection_t *connection) {
+    serve_request_t *request = &connection->request;
     serve_server_t *server = request->server;
     if (request->answer.failed) {
         serve_buffer_free(&request->answer);
@@ -209,8 +176,8 @@ static enum MHD_Result respond(serve_request_t *request) {
     MHD_add_response_header(response, "X-Content-Type-Options", "nosniff");
     if (request->status == 401) MHD_add_response_header(response, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer");
     if (request->status == 429 || request->status == 503) MHD_add_response_header(response, MHD_HTTP_HEADER_RETRY_AFTER, "1");
-    if (request->status == 405 && request->allow) MHD_add_response_header(response, MHD_HTTP_HEADER_ALLOW, request->allow);
-    if (atomic_load_explicit(&server->state, memory_order_acquire) == SERVE_DRAINING || request->too_large)
+    if (request->status == 405 && connection->allow) MHD_add_response_header(response, MHD_HTTP_HEADER_ALLOW, connection->allow);
+    if (atomic_load_explicit(&server->state, memory_order_acquire) == SERVE_DRAINING || connection->too_large)
         MHD_add_response_header(response, MHD_HTTP_HEADER_CONNECTION, "close");
     enum MHD_Result queued = MHD_queue_response(request->connection, request->status, response);
     MHD_destroy_response(response);
@@ -218,54 +185,38 @@ static enum MHD_Result respond(serve_request_t *request) {
 }
 
 static void job_done(serve_job_t *job) {
-    serve_request_t *request = job->context;
-    MHD_resume_connection(request->connection);
+    connection_t *connection = job->context;
+    MHD_resume_connection(connection->request.connection);
 }
 
-unsigned serve_request_submit(serve_request_t *request) {
+/* Queues the request's job (the connection is suspended first); answers 0 or the status of the
+ * error it wrote for the batcher's refusal. */
+static unsigned submit(connection_t *connection) {
+    serve_request_t *request = &connection->request;
     serve_server_t *server = request->server;
-    serve_job_t *job = &request->job;
-    job->done = job_done, job->context = request;
-    job->deadline_ns = server->options.timeout > 0 ? request->started_ns + (uint64_t)(server->options.timeout * 1e9) : 0;
-    switch (serve_batcher_submit(server->batcher, job)) {
-    case SERVE_SUBMITTED: request->queued = 1; return 0;
-    case SERVE_QUEUE_FULL:
-        return serve_error(&request->answer, 429, "queue_full", NULL,
-                           "the server's queue is full (%zu items, --max-queue); retry after a moment",
-                           server->options.max_queue);
-    case SERVE_TOO_MANY:
-        return serve_error(&request->answer, 413, "too_many_inputs", "input",
-                           "the request holds %zu inputs; this server queues at most %zu (--max-queue)", job->count,
-                           server->options.max_queue);
-    case SERVE_NO_INDEX:
-        return serve_error(&request->answer, 404, "index_not_found", NULL,
-                           "this server has no index: start it with `uform serve CKPT --index INDEX` (make one with "
-                           "`uform index CKPT FOLDER --out INDEX`)");
-    default: return serve_error(&request->answer, 503, "shutting_down", NULL, "the server is shutting down");
+    serve_job_t *job = &request->call.job;
+    job->done = job_done, job->context = connection;
+    job->deadline_ns = server->options.timeout > 0 ? connection->started_ns + (uint64_t)(server->options.timeout * 1e9) : 0;
+    uform_status_t status = serve_batcher_submit(server->batcher, job);
+    if (status == UFORM_OK) {
+        connection->queued = 1;
+        return 0;
     }
+    /* The batcher's reason, said in the server's terms (its flags). */
+    if (status == UFORM_CONTENDED)
+        return serve_status_error(&request->answer, status, NULL,
+                                  "the server's queue is full (%zu items, --max-queue); retry after a moment",
+                                  server->options.max_queue);
+    if (status == UFORM_CANCELLED) return serve_status_error(&request->answer, status, NULL, "the server is shutting down");
+    return serve_status_error(&request->answer, status, "input", "%s (--max-queue)", job->message);
 }
 
-/* The API routes' two halves. */
-static unsigned api_begin(serve_request_t *request) {
-    switch (request->route) {
-    case SERVE_ROUTE_EMBEDDINGS: return serve_embeddings_begin(request);
-    case SERVE_ROUTE_SEARCH: return serve_search_begin(request);
-    default: return serve_choose_begin(request);
-    }
-}
-
-static unsigned api_answer(serve_request_t *request) {
-    serve_job_t *job = &request->job;
-    int failed = atomic_load_explicit(&job->failed, memory_order_acquire);
-    if (failed) {
-        const char *code = failed == 504 ? "timeout" : failed == 422 ? "undecodable_input" : "internal_error";
-        return serve_error(&request->answer, (unsigned)failed, code, NULL, "%s", job->message);
-    }
-    switch (request->route) {
-    case SERVE_ROUTE_EMBEDDINGS: return serve_embeddings_answer(request);
-    case SERVE_ROUTE_SEARCH: return serve_search_answer(request);
-    default: return serve_choose_answer(request);
-    }
+/* The answer of a route whose job is done: its failure, or what the route writes. */
+static unsigned answer_job(serve_request_t *request) {
+    serve_job_t *job = &request->call.job;
+    uform_status_t failed = (uform_status_t)atomic_load_explicit(&job->status, memory_order_acquire);
+    if (failed != UFORM_OK) return serve_status_error(&request->answer, failed, NULL, "%s", job->message);
+    return request->route->handler.answer(request);
 }
 
 /* Under load the HTTP threads run as SCHED_BATCH: a request or a resume that wakes one then does
@@ -285,106 +236,95 @@ static void http_thread_policy(const serve_server_t *server) {
     (void)pthread_setschedparam(pthread_self(), wanted ? SCHED_BATCH : SCHED_OTHER, &parameters);
 }
 
-static enum MHD_Result handle(void *context, struct MHD_Connection *connection, const char *url, const char *method,
+static enum MHD_Result handle(void *context, struct MHD_Connection *mhd, const char *url, const char *method,
                               const char *version, const char *upload_data, size_t *upload_data_size, void **state) {
     serve_server_t *server = context;
-    serve_request_t *request = *state;
+    connection_t *connection = *state;
     (void)version;
     http_thread_policy(server);
-    if (!request) { /* the headers are in */
-        if (!(request = calloc(1, sizeof *request))) return MHD_NO;
-        request->server = server, request->connection = connection, request->started_ns = serve_now_ns();
+    if (!connection) { /* the headers are in */
+        if (!(connection = calloc(1, sizeof *connection))) return MHD_NO;
+        connection->request.server = server, connection->request.connection = mhd;
+        connection->started_ns = serve_now_ns();
         atomic_fetch_add_explicit(&server->metrics.in_flight, 1, memory_order_relaxed);
-        *state = request;
-        begin(request, url, method);
+        *state = connection;
+        begin(connection, url, method);
         /* An oversized body is refused before it is read (a client that sent "Expect: 100-continue"
          * sends none of it); other refusals read the body first, so the connection stays usable. */
-        if (request->too_large) return respond(request);
+        if (connection->too_large) return respond(connection);
         return MHD_YES;
     }
+    serve_request_t *request = &connection->request;
     if (*upload_data_size) {
         size_t size = *upload_data_size;
         *upload_data_size = 0;
-        if (request->early) return MHD_YES; /* read and dropped */
+        if (connection->early) return MHD_YES; /* read and dropped */
         size_t limit = server->options.max_body;
         if (request->length + size > limit) {
             /* A chunked body that grew past the limit: the answer can only follow its end. */
-            if (!request->too_large)
-                request->too_large = 1, request->early = 1,
+            if (!connection->too_large)
+                connection->too_large = 1, connection->early = 1,
                 request->status = serve_error(&request->answer, 413, "request_too_large", NULL,
                                               "the body holds more than %zu bytes (--max-body)", limit);
             return MHD_YES;
         }
-        if (request->length + size + 1 > request->capacity) {
-            size_t wanted = request->capacity ? request->capacity : 4096;
+        if (request->length + size + 1 > connection->capacity) {
+            size_t wanted = connection->capacity ? connection->capacity : 4096;
             while (wanted < request->length + size + 1) wanted *= 2;
             if (wanted > limit + 1) wanted = limit + 1;
-            char *grown = realloc(request->body, wanted);
+            char *grown = realloc(connection->body, wanted);
             if (!grown) return MHD_NO;
-            request->body = grown, request->capacity = wanted;
+            connection->body = grown, connection->capacity = wanted, request->body = grown;
         }
-        memcpy(request->body + request->length, upload_data, size);
+        memcpy(connection->body + request->length, upload_data, size);
         request->length += size;
-        request->body[request->length] = 0;
+        connection->body[request->length] = 0;
         return MHD_YES;
     }
-    if (request->waiting) { /* resumed: the job is done, or it was never queued */
-        request->waiting = 0;
-        if (request->queued) request->status = api_answer(request);
-        return respond(request);
+    if (connection->waiting) { /* resumed: the job is done, or it was never queued */
+        connection->waiting = 0;
+        if (connection->queued) request->status = answer_job(request);
+        return respond(connection);
     }
-    if (request->early) return respond(request);
-    switch (request->route) {
-    case SERVE_ROUTE_EMBEDDINGS:
-    case SERVE_ROUTE_SEARCH:
-    case SERVE_ROUTE_CHOOSE: {
-        unsigned status = api_begin(request);
-        if (status) {
-            request->status = status;
-            return respond(request);
-        }
-        /* Suspend first: the job may be done before this returns. */
-        request->waiting = 1;
-        MHD_suspend_connection(connection);
-        status = serve_request_submit(request);
-        if (status) {
-            request->status = status;
-            MHD_resume_connection(connection); /* answered when the handler is called again */
-        }
-        return MHD_YES;
-    }
-    case SERVE_ROUTE_HEALTH: request->status = serve_health(request); break;
-    case SERVE_ROUTE_MODELS: request->status = serve_models(request); break;
-    case SERVE_ROUTE_METRICS: request->status = serve_metrics_page(request); break;
-    case SERVE_ROUTE_PAGE: request->status = serve_page(request); break;
-    case SERVE_ROUTE_MEDIA: {
-        unsigned status = serve_media(request);
-        if (status == 0) return MHD_YES; /* answered with the file */
+    if (connection->early) return respond(connection);
+    const serve_handler_t *handler = &request->route->handler;
+    unsigned status = handler->begin(request);
+    if (!handler->answer) {
+        if (status == 0) return MHD_YES; /* the route queued its own response */
         request->status = status;
-        break;
+        return respond(connection);
     }
-    default: request->status = serve_error(&request->answer, 404, "not_found", NULL, "no such route");
+    if (status) {
+        request->status = status;
+        return respond(connection);
     }
-    return respond(request);
+    /* Suspend first: the job may be done before this returns. */
+    connection->waiting = 1;
+    MHD_suspend_connection(mhd);
+    if ((status = submit(connection))) {
+        request->status = status;
+        MHD_resume_connection(mhd); /* answered when the handler is called again */
+    }
+    return MHD_YES;
 }
 
-static void completed(void *context, struct MHD_Connection *connection, void **state, enum MHD_RequestTerminationCode code) {
+static void completed(void *context, struct MHD_Connection *mhd, void **state, enum MHD_RequestTerminationCode code) {
     serve_server_t *server = context;
-    serve_request_t *request = *state;
-    (void)connection;
-    if (!request) return;
+    connection_t *connection = *state;
+    (void)mhd;
+    if (!connection) return;
     *state = NULL;
-    double seconds = (double)(serve_now_ns() - request->started_ns) * 1e-9;
+    serve_request_t *request = &connection->request;
+    double seconds = (double)(serve_now_ns() - connection->started_ns) * 1e-9;
     /* A request that ended without an answer (the client went away) counts as status 0 ("other"). */
-    serve_metrics_request(&server->metrics, request->route, code == MHD_REQUEST_TERMINATED_COMPLETED_OK ? request->status : 0,
+    serve_metrics_request(&server->metrics, connection->metric, code == MHD_REQUEST_TERMINATED_COMPLETED_OK ? request->status : 0,
                           seconds);
     atomic_fetch_sub_explicit(&server->metrics.in_flight, 1, memory_order_release);
     http_thread_policy(server); /* back to SCHED_OTHER as the load ends, before the next wakeup */
-    cJSON_Delete(request->json);
-    free(request->items), free(request->outputs), free(request->media), free(request->hits);
-    free(request->body);
+    serve_call_free(&request->call);
+    free(connection->body);
     serve_buffer_free(&request->answer);
-    free(request);
+    free(connection);
 }
 
 static void log_line(void *context, const char *format, va_list arguments) {
@@ -400,7 +340,7 @@ static int bind_socket(serve_server_t *server, char *error, size_t capacity) {
     struct addrinfo hints = {0}, *found = NULL;
     hints.ai_family = AF_UNSPEC, hints.ai_socktype = SOCK_STREAM, hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
     char port[8];
-    snprintf(port, sizeof port, "%u", server->options.port);
+    snprintf(port, sizeof port, "%zu", server->options.port);
     int code = getaddrinfo(server->options.host, port, &hints, &found);
     if (code != 0) {
         snprintf(error, capacity, "cannot resolve --host '%s': %s", server->options.host, gai_strerror(code));
@@ -420,7 +360,7 @@ static int bind_socket(serve_server_t *server, char *error, size_t capacity) {
     }
     freeaddrinfo(found);
     if (fd < 0) {
-        snprintf(error, capacity, "cannot listen on %s port %u: %s", server->options.host, server->options.port,
+        snprintf(error, capacity, "cannot listen on %s port %zu: %s", server->options.host, server->options.port,
                  strerror(saved ? saved : EADDRNOTAVAIL));
         return -1;
     }

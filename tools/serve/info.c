@@ -99,7 +99,10 @@ unsigned serve_metrics_page(serve_request_t *request) {
     int state = atomic_load_explicit(&server->state, memory_order_acquire), ready = state == SERVE_READY;
     /* The batcher is set before the state leaves LOADING (release), and freed only after the daemon stopped. */
     if (state != SERVE_LOADING && server->batcher) serve_batcher_depths(server->batcher, depths);
-    serve_metrics_render(&server->metrics, depths, ready, &request->answer);
+    const char *queues[SERVE_QUEUE_COUNT];
+    for (int q = 0; q < SERVE_QUEUE_COUNT; ++q) queues[q] = serve_queue_name(q);
+    serve_metrics_labels_t labels = {serve_route_labels, SERVE_ROUTE_SLOTS, queues, SERVE_QUEUE_COUNT, depths};
+    serve_metrics_render(&server->metrics, &labels, ready, &request->answer);
     request->content_type = "text/plain; version=0.0.4; charset=utf-8";
     return 200;
 }

@@ -2,6 +2,7 @@
 #include <ctype.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -44,8 +45,8 @@ unsigned serve_parse_body(serve_request_t *request) {
         if (at + 2 >= body + length) break; /* the escaped character is the last byte */
     }
     const char *end = NULL;
-    request->json = cJSON_ParseWithLengthOpts(body, length, &end, 0);
-    if (!request->json) {
+    request->call.json = cJSON_ParseWithLengthOpts(body, length, &end, 0);
+    if (!request->call.json) {
         size_t at = end && end >= body && end <= body + length ? (size_t)(end - body) : 0;
         return serve_error(out, 400, "invalid_json", NULL,
                            "the body is not valid JSON (or is nested deeper than %d levels): the parser stopped at byte %zu",
@@ -55,7 +56,7 @@ unsigned serve_parse_body(serve_request_t *request) {
     if (end && end < body + length)
         return serve_error(out, 400, "invalid_json", NULL, "the body holds more after its JSON value (byte %zu)",
                            (size_t)(end - body));
-    if (!cJSON_IsObject(request->json))
+    if (!cJSON_IsObject(request->call.json))
         return serve_error(out, 400, "invalid_json", NULL, "the body must be a JSON object");
     return 0;
 }
@@ -163,7 +164,7 @@ unsigned serve_read_integer(serve_request_t *request, const cJSON *object, const
 }
 
 unsigned serve_check_model(serve_request_t *request) {
-    const cJSON *model = cJSON_GetObjectItemCaseSensitive(request->json, "model");
+    const cJSON *model = cJSON_GetObjectItemCaseSensitive(request->call.json, "model");
     if (!model || cJSON_IsNull(model)) return 0;
     if (!cJSON_IsString(model))
         return serve_error(&request->answer, 400, "invalid_type", "model", "\"model\" must be a string");
@@ -173,4 +174,10 @@ unsigned serve_check_model(serve_request_t *request) {
                            "the model '%s' is not served here: this server serves '%s' (GET /v1/models)", model->valuestring,
                            name);
     return 0;
+}
+
+void serve_call_free(serve_call_t *call) {
+    cJSON_Delete(call->json);
+    free(call->items), free(call->outputs), free(call->media), free(call->hits);
+    memset(call, 0, sizeof *call);
 }

@@ -6,20 +6,8 @@ static const double latency_bounds[SERVE_LATENCY_BUCKETS] = {0.0001, 0.00025, 0.
                                                              0.05,   0.1,     0.25,   0.5,   1,      2.5,   5,     10};
 static const double batch_bounds[SERVE_BATCH_BUCKETS] = {1, 2, 4, 8, 16, 32, 64, 128, 256, 512};
 
-const char *serve_route_name(serve_route_t route) {
-    static const char *const names[SERVE_ROUTE_COUNT] = {"/v1/embeddings", "/v1/search", "/v1/choose", "/health",
-                                                         "/v1/models",     "/metrics",   "/",          "/media",
-                                                         "other"};
-    return (unsigned)route < SERVE_ROUTE_COUNT ? names[route] : "other";
-}
-
-const char *serve_queue_name(int queue) {
-    static const char *const names[SERVE_QUEUE_COUNT] = {"text", "image", "video", "audio", "choose"};
-    return (unsigned)queue < SERVE_QUEUE_COUNT ? names[queue] : "unknown";
-}
-
-void serve_metrics_request(serve_metrics_t *metrics, serve_route_t route, unsigned status, double seconds) {
-    if (!metrics || (unsigned)route >= SERVE_ROUTE_COUNT) return;
+void serve_metrics_request(serve_metrics_t *metrics, size_t route, unsigned status, double seconds) {
+    if (!metrics || route >= SERVE_METRIC_ROUTES) return;
     size_t slot = SERVE_STATUS_SLOTS - 1; /* "other" */
     for (size_t i = 0; i < SERVE_STATUS_SLOTS - 1; ++i)
         if (statuses[i] == status) slot = i;
@@ -31,7 +19,7 @@ void serve_metrics_request(serve_metrics_t *metrics, serve_route_t route, unsign
 }
 
 void serve_metrics_batch(serve_metrics_t *metrics, int queue, size_t items, double seconds) {
-    if (!metrics || (unsigned)queue >= SERVE_QUEUE_COUNT) return;
+    if (!metrics || (unsigned)queue >= SERVE_METRIC_QUEUES) return;
     size_t bucket = 0;
     while (bucket < SERVE_BATCH_BUCKETS && items > batch_bounds[bucket]) ++bucket;
     atomic_fetch_add_explicit(&metrics->batches[queue][bucket], 1, memory_order_relaxed);
@@ -60,48 +48,49 @@ static void histogram(serve_buffer_t *out, const char *name, const char *label, 
     serve_buffer_printf(out, "%s_count{%s=\"%s\"} %llu\n", name, label, value, (unsigned long long)total);
 }
 
-void serve_metrics_render(const serve_metrics_t *metrics, const size_t depths[SERVE_QUEUE_COUNT], int ready,
-                          serve_buffer_t *out) {
+void serve_metrics_render(const serve_metrics_t *metrics, const serve_metrics_labels_t *labels, int ready, serve_buffer_t *out) {
+    const size_t routes = labels->route_count < SERVE_METRIC_ROUTES ? labels->route_count : SERVE_METRIC_ROUTES;
+    const size_t queues = labels->queue_count < SERVE_METRIC_QUEUES ? labels->queue_count : SERVE_METRIC_QUEUES;
     serve_buffer_text(out, "# HELP uform_ready Whether the model is loaded and requests are served (0 while loading or draining).\n"
                            "# TYPE uform_ready gauge\n");
     serve_buffer_printf(out, "uform_ready %d\n", ready);
     serve_buffer_text(out, "# HELP uform_requests_total Requests answered, by route and HTTP status.\n"
                            "# TYPE uform_requests_total counter\n");
-    for (int route = 0; route < SERVE_ROUTE_COUNT; ++route)
+    for (size_t route = 0; route < routes; ++route)
         for (int slot = 0; slot < SERVE_STATUS_SLOTS; ++slot) {
             uint64_t count = load(&metrics->requests[route][slot]);
             if (!count) continue;
             if (slot < SERVE_STATUS_SLOTS - 1)
-                serve_buffer_printf(out, "uform_requests_total{route=\"%s\",status=\"%u\"} %llu\n", serve_route_name(route),
+                serve_buffer_printf(out, "uform_requests_total{route=\"%s\",status=\"%u\"} %llu\n", labels->routes[route],
                                     statuses[slot], (unsigned long long)count);
             else
                 serve_buffer_printf(out, "uform_requests_total{route=\"%s\",status=\"other\"} %llu\n",
-                                    serve_route_name(route), (unsigned long long)count);
+                                    labels->routes[route], (unsigned long long)count);
         }
     serve_buffer_text(out, "# HELP uform_request_duration_seconds Time from a request's headers to its answer, by route.\n"
                            "# TYPE uform_request_duration_seconds histogram\n");
-    for (int route = 0; route < SERVE_ROUTE_COUNT; ++route)
-        histogram(out, "uform_request_duration_seconds", "route", serve_route_name(route), metrics->latency[route],
+    for (size_t route = 0; route < routes; ++route)
+        histogram(out, "uform_request_duration_seconds", "route", labels->routes[route], metrics->latency[route],
                   latency_bounds, SERVE_LATENCY_BUCKETS, (double)load(&metrics->latency_us[route]) * 1e-6, 1);
     serve_buffer_text(out, "# HELP uform_items_total Inputs encoded (or chosen over), by queue.\n"
                            "# TYPE uform_items_total counter\n");
-    for (int queue = 0; queue < SERVE_QUEUE_COUNT; ++queue)
-        serve_buffer_printf(out, "uform_items_total{queue=\"%s\"} %llu\n", serve_queue_name(queue),
+    for (size_t queue = 0; queue < queues; ++queue)
+        serve_buffer_printf(out, "uform_items_total{queue=\"%s\"} %llu\n", labels->queues[queue],
                             (unsigned long long)load(&metrics->items[queue]));
     serve_buffer_text(out, "# HELP uform_batch_size Items per batch run on the executor, by queue.\n"
                            "# TYPE uform_batch_size histogram\n");
-    for (int queue = 0; queue < SERVE_QUEUE_COUNT; ++queue)
-        histogram(out, "uform_batch_size", "queue", serve_queue_name(queue), metrics->batches[queue], batch_bounds,
+    for (size_t queue = 0; queue < queues; ++queue)
+        histogram(out, "uform_batch_size", "queue", labels->queues[queue], metrics->batches[queue], batch_bounds,
                   SERVE_BATCH_BUCKETS, (double)load(&metrics->batch_items[queue]), 0);
     serve_buffer_text(out, "# HELP uform_batch_seconds_total Time batches spent on the executor, by queue.\n"
                            "# TYPE uform_batch_seconds_total counter\n");
-    for (int queue = 0; queue < SERVE_QUEUE_COUNT; ++queue)
-        serve_buffer_printf(out, "uform_batch_seconds_total{queue=\"%s\"} %.6f\n", serve_queue_name(queue),
+    for (size_t queue = 0; queue < queues; ++queue)
+        serve_buffer_printf(out, "uform_batch_seconds_total{queue=\"%s\"} %.6f\n", labels->queues[queue],
                             (double)load(&metrics->batch_us[queue]) * 1e-6);
     serve_buffer_text(out, "# HELP uform_queue_depth Items waiting for a batch, by queue.\n"
                            "# TYPE uform_queue_depth gauge\n");
-    for (int queue = 0; queue < SERVE_QUEUE_COUNT; ++queue)
-        serve_buffer_printf(out, "uform_queue_depth{queue=\"%s\"} %zu\n", serve_queue_name(queue), depths ? depths[queue] : 0);
+    for (size_t queue = 0; queue < queues; ++queue)
+        serve_buffer_printf(out, "uform_queue_depth{queue=\"%s\"} %zu\n", labels->queues[queue], labels->depths ? labels->depths[queue] : 0);
     serve_buffer_text(out, "# HELP uform_in_flight_requests Requests received and not yet answered.\n"
                            "# TYPE uform_in_flight_requests gauge\n");
     serve_buffer_printf(out, "uform_in_flight_requests %lld\n",

@@ -81,9 +81,10 @@ size_t serve_model_tokens(const serve_model_t *model, int modality, const unsign
     const uform_model_description_t *d = &model->description;
     switch (modality) {
     case UFORM_MODALITY_TEXT: {
+        /* The library counts what its text tower runs; it fails only when memory runs out, and then
+         * the usage counts nothing rather than a guess. */
         size_t count = 0;
-        if (uform_text_tokenize(model->model, (const char *)bytes, size, NULL, 0, &count, NULL) != UFORM_OK)
-            count = (size < d->text_bytes ? size : d->text_bytes) + 1; /* only out of memory gets here */
+        if (uform_text_tokenize(model->model, (const char *)bytes, size, NULL, 0, &count, NULL) != UFORM_OK) count = 0;
         return count;
     }
     case UFORM_MODALITY_IMAGE: {

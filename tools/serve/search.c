@@ -4,16 +4,17 @@
  * index with a .faiss beside it "nprobe", "ef", "rerank" (uform search's --nprobe, --ef, --rerank)
  * and "exact": true (--exact)}. Answers {"object": "list", "data": [{"rank", "item", "score",
  * "modality", "path", "caption" (with --captions, when known), "media"}], "model", "usage"}: the
- * top K by cosine, best first, ties by item number: exact (uform_index_search, in the batcher) or
- * through the approximate structure (uform_index_ann_search, here once the batcher has encoded the
- * query: the batcher knows nothing of approximate search).
+ * top K by cosine, best first, ties by item number: exact (uform_index_search, exact_search.c:
+ * the follow-up the batcher runs right after the batch that encoded the query, every query of the
+ * batch in one call on the compute executor) or through the approximate structure
+ * (uform_index_ann_search, here on the HTTP thread once the query is encoded, without an executor).
+ * The batcher only encodes: both searches are this route's.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "../ann_choice.h"
 #include "api.h"
-#include "query.h"
 
 enum { MAX_TOP = 1000 };
 /* The largest rerank a request may ask: each candidate costs the call 12 bytes of scratch and one
@@ -24,7 +25,7 @@ enum { MAX_RERANK = 100000 };
  * (tools/ann_choice.h): the same refusals, as 400s naming the field. */
 static unsigned read_knobs(serve_request_t *request) {
     const serve_model_t *model = &request->server->model;
-    const cJSON *json = request->json;
+    const cJSON *json = request->call.json;
     serve_buffer_t *out = &request->answer;
     static const char *const names[3] = {"nprobe", "ef", "rerank"};
     const long long low[3] = {1, 1, 0}, high[3] = {(long long)1 << 40, (long long)1 << 30, MAX_RERANK};
@@ -53,8 +54,8 @@ static unsigned read_knobs(serve_request_t *request) {
         if (approximate) param = (knobs & ANN_KNOB_NPROBE) && model->ann_description.lists == 0 ? "nprobe" : "ef";
         return serve_error(out, 400, "unsupported_parameter", param, "%s", why);
     }
-    request->approximate = approximate;
-    request->nprobe = (size_t)values[0], request->ef = (size_t)values[1], request->rerank = (size_t)values[2];
+    request->call.approximate = approximate;
+    request->call.nprobe = (size_t)values[0], request->call.ef = (size_t)values[1], request->call.rerank = (size_t)values[2];
     return 0;
 }
 
@@ -68,7 +69,7 @@ unsigned serve_search_begin(serve_request_t *request) {
     unsigned status = serve_parse_body(request);
     if (!status) status = serve_check_model(request);
     if (status) return status;
-    const cJSON *json = request->json, *query = cJSON_GetObjectItemCaseSensitive(json, "query");
+    const cJSON *json = request->call.json, *query = cJSON_GetObjectItemCaseSensitive(json, "query");
     if (!query)
         return serve_error(out, 400, "missing_query", "query",
                            "\"query\" is required: a text, or an object like {\"image\": \"data:image/png;base64,...\"}");
@@ -90,60 +91,60 @@ unsigned serve_search_begin(serve_request_t *request) {
     serve_input_t input;
     if ((status = serve_read_input(request, query, "query", &input))) return status;
     size_t width = server->model.description.embedding, bound = serve_media_bound(&input);
-    if (!(request->items = calloc(1, sizeof *request->items)) || !(request->outputs = malloc(width * sizeof(float))) ||
-        !(request->hits = malloc((size_t)top * sizeof *request->hits)) || (bound && !(request->media = malloc(bound))))
-        return serve_error(out, 503, "out_of_memory", NULL, "out of memory for a search");
-    serve_item_t *item = request->items;
-    item->job = &request->job, item->queue = input.modality, item->output = request->outputs;
+    if (!(request->call.items = calloc(1, sizeof *request->call.items)) || !(request->call.outputs = malloc(width * sizeof(float))) ||
+        !(request->call.hits = malloc((size_t)top * sizeof *request->call.hits)) || (bound && !(request->call.media = malloc(bound))))
+        return serve_status_error(out, UFORM_OUT_OF_MEMORY, NULL, "out of memory for a search");
+    serve_item_t *item = request->call.items;
+    item->job = &request->call.job, item->queue = input.modality, item->output = request->call.outputs;
     if (input.modality == UFORM_MODALITY_TEXT) {
         item->bytes = (const unsigned char *)input.value->valuestring, item->size = strlen(input.value->valuestring);
     } else {
         size_t size = 0;
-        if ((status = serve_decode_media(request, &input, "query", request->media, &size))) return status;
-        item->bytes = request->media, item->size = size;
+        if ((status = serve_decode_media(request, &input, "query", request->call.media, &size))) return status;
+        item->bytes = request->call.media, item->size = size;
     }
-    request->query_modality = input.modality;
-    request->tokens = serve_model_tokens(&server->model, input.modality, item->bytes, item->size);
-    serve_job_t *job = &request->job;
-    job->items = request->items, job->count = 1;
-    /* An approximate search leaves the batcher an encode only; serve_search_answer searches. */
-    job->search = !request->approximate, job->top = (size_t)top, job->modalities = modalities, job->hits = request->hits;
+    request->call.query_modality = input.modality;
+    request->call.tokens = serve_model_tokens(&server->model, input.modality, item->bytes, item->size);
+    request->call.top = (size_t)top, request->call.modalities = modalities;
+    /* The batcher encodes the query; an exact search follows in its batch, an approximate one in
+     * serve_search_answer. */
+    request->call.job.items = request->call.items, request->call.job.count = 1;
+    if (!request->call.approximate) request->call.job.followup = &server->search.followup;
     return 0;
 }
 
-/* The approximate search of the encoded query (request->outputs, the full embedding), on this
+/* The approximate search of the encoded query (request->call.outputs, the full embedding), on this
  * HTTP thread: FAISS runs inline (no executor), so the batcher's executor stays free. Answers 0, or
  * the status of the error it wrote. */
 static unsigned search_approximate(serve_request_t *request) {
     const serve_model_t *model = &request->server->model;
-    serve_job_t *job = &request->job;
     size_t dims = model->index_description.dimensions;
-    /* The query as the batcher makes it for an exact search, so both paths score the same query. */
-    float *query = request->outputs;
-    serve_search_query(query, model->description.embedding, dims, query);
-    uform_arena_t arena = NULL;
+    /* The query as the exact search makes it, so both paths score the same query. */
+    float *query = request->call.outputs;
     uform_outcome_t outcome = {0};
-    if (uform_arena_for_executor(NULL, &arena, &outcome) != UFORM_OK)
-        return serve_error(&request->answer, 503, "out_of_memory", NULL, "out of memory for a search");
+    uform_status_t status = uform_embedding_truncate(query, model->description.embedding, dims, query, &outcome);
+    uform_arena_t arena = NULL;
+    if (status == UFORM_OK) status = uform_arena_for_executor(NULL, &arena, &outcome);
     uform_index_ann_search_t search = {0};
-    search.ann = model->ann, search.arena = arena;
-    search.queries = query, search.queries_count = 1, search.queries_columns = dims;
-    search.top = job->top, search.modalities = job->modalities;
-    search.nprobe = request->nprobe, search.ef = request->ef, search.rerank = request->rerank;
-    uform_status_t status = uform_index_ann_search(&search);
+    if (status == UFORM_OK) {
+        search.ann = model->ann, search.arena = arena;
+        search.queries = query, search.queries_count = 1, search.queries_columns = dims;
+        search.top = request->call.top, search.modalities = request->call.modalities;
+        search.nprobe = request->call.nprobe, search.ef = request->call.ef, search.rerank = request->call.rerank;
+        status = uform_index_ann_search(&search);
+        outcome = search.outcome;
+    }
     if (status != UFORM_OK) {
         char line[600];
-        uform_outcome_format(&search.outcome, line, sizeof line);
+        uform_outcome_format(&outcome, line, sizeof line);
         uform_arena_free(arena);
-        unsigned http = status == UFORM_INVALID_ARGUMENT ? 400 : status == UFORM_OUT_OF_MEMORY ? 503 : 500;
-        return serve_error(&request->answer, http, http == 400 ? "invalid_value" : http == 503 ? "out_of_memory" : "internal_error",
-                           NULL, "approximate search: %s", line);
+        return serve_status_error(&request->answer, status, NULL, "approximate search: %s", line);
     }
     /* An IVF whose probed lists hold fewer eligible items ends the row early (item UINT64_MAX). */
     size_t count = 0;
-    while (count < search.hits_per_query && count < job->top && search.hits[count].item != UINT64_MAX) ++count;
-    memcpy(request->hits, search.hits, count * sizeof *request->hits);
-    job->hits_count = count;
+    while (count < search.hits_per_query && count < request->call.top && search.hits[count].item != UINT64_MAX) ++count;
+    memcpy(request->call.hits, search.hits, count * sizeof *request->call.hits);
+    request->call.hits_count = count;
     uform_arena_free(arena);
     return 0;
 }
@@ -152,13 +153,13 @@ unsigned serve_search_answer(serve_request_t *request) {
     const serve_model_t *model = &request->server->model;
     serve_buffer_t *out = &request->answer;
     static const char *const names[4] = {"text", "image", "video", "audio"};
-    if (request->approximate) {
+    if (request->call.approximate) {
         unsigned status = search_approximate(request);
         if (status) return status;
     }
     serve_buffer_text(out, "{\"object\": \"list\", \"data\": [");
-    for (size_t i = 0; i < request->job.hits_count; ++i) {
-        const uform_index_hit_t *hit = &request->hits[i];
+    for (size_t i = 0; i < request->call.hits_count; ++i) {
+        const uform_index_hit_t *hit = &request->call.hits[i];
         const char *path = NULL;
         size_t length = 0;
         uform_modality_t modality = hit->modality;
@@ -178,6 +179,6 @@ unsigned serve_search_answer(serve_request_t *request) {
     serve_buffer_text(out, "], \"model\": ");
     serve_buffer_json_string(out, model->name, strlen(model->name));
     serve_buffer_printf(out, ", \"query\": {\"modality\": \"%s\"}, \"usage\": {\"prompt_tokens\": %zu, \"total_tokens\": %zu}}\n",
-                        names[request->query_modality], request->tokens, request->tokens);
+                        names[request->call.query_modality], request->call.tokens, request->call.tokens);
     return 200;
 }

@@ -4,12 +4,14 @@
  * OpenAI-compatible embeddings, search, choices, health, models, Prometheus metrics, a search
  * page and the indexed media. docs/serve.md describes the API and the decisions behind it.
  *
- * Files: serve_main.c (the command: start, signals, drain), options.c (flags and --help),
+ * Files: serve_main.c (the command: start, signals, drain), serve_flags.c (the flag table),
  * model.c (executors, checkpoint, index: every model-loading option in one place), http.c (the
- * daemon, routing, authentication, limits, errors), inputs.c (JSON inputs, data: URIs),
- * embeddings.c, search.c, choose.c (the API routes), info.c (health, models, metrics, the page,
- * media), captions.c (--captions), batcher.c and batcher_run.c (dynamic batching), metrics.c,
- * buffer.c, base64.c.
+ * daemon, a connection's life, authentication, limits), routes.c (the route table: method, path,
+ * handler, per-route state), http_status.c (error answers; library statuses to HTTP, one table),
+ * inputs.c (JSON inputs, data: URIs), embeddings.c, search.c (the exact and approximate searches),
+ * choose.c (the API routes), info.c (health, models, metrics, the page, media), captions.c
+ * (--captions, through the library's dataset reader), batcher.c and batcher_run.c (dynamic
+ * batching: encodes only, library statuses), metrics.c, buffer.c, base64.c.
  */
 #ifndef UFORM_TOOLS_SERVE_SERVE_H
 #define UFORM_TOOLS_SERVE_SERVE_H
@@ -24,8 +26,8 @@
 #include "metrics.h"
 #include "uform/uform.h"
 
-/* How the checkpoint is loaded and computed: every such option lives here, parsed by
- * serve_model_flag and applied by serve_model_open (a new one, such as --int8, is added in
+/* How the checkpoint is loaded and computed: every such option lives here, named in the flag
+ * table (serve_flags.c) and applied by serve_model_open (a new one, such as --int8, is added in
  * those two places only). */
 typedef struct serve_model_options_t {
     const char *checkpoint;
@@ -40,28 +42,26 @@ typedef struct serve_options_t {
     const char *index;          /* --index, or NULL */
     const char *captions;       /* --captions, or NULL */
     const char *host;           /* --host (default 127.0.0.1) */
-    unsigned port;              /* --port (default 8080; 0: any free port) */
+    size_t port;                /* --port (default 8080; 0: any free port) */
     size_t max_batch;           /* --max-batch */
     uint64_t max_wait_us;       /* --max-wait-us */
     uint64_t spin_us;           /* --spin-us */
     size_t max_queue;           /* --max-queue */
     size_t max_body;            /* --max-body, bytes */
     double timeout;             /* --timeout, seconds (0: none) */
-    char *api_key;              /* --api-key or the first line of --api-key-file (owned), or NULL */
+    const char *key_flag;       /* --api-key as given (borrowed from argv) */
+    const char *key_file;       /* --api-key-file */
+    char *api_key;              /* either's key (owned), or NULL */
     size_t http_threads;        /* --http-threads */
     size_t max_connections;     /* --max-connections */
     int quiet;                  /* --quiet: no startup lines */
 } serve_options_t;
 
-/* Parses argv (argv[0] is "serve"); answers -1 to go on, or the exit status (0 after --help, 2 for
- * a usage error, whose line was printed). */
+/* Parses argv (argv[0] is "serve") through the `uform` commands' flag table and parser (tools/cli.h);
+ * answers -1 to go on, or the exit status (0 after --help, 2 for a usage error, whose line was
+ * printed, 1 when memory ran out). */
 int serve_options_parse(int argc, char **argv, serve_options_t *options);
 void serve_options_free(serve_options_t *options);
-
-/* Takes a model flag (`flag` with its `value`, which may be NULL when none follows); answers 1 when
- * it used the value too, 0 when the flag alone, -1 when the flag is not a model flag, -2 when its
- * value is bad (the reason printed). */
-int serve_model_flag(serve_model_options_t *options, const char *flag, const char *value);
 
 /* What the model side of a server holds once loaded. */
 typedef struct serve_model_t {
@@ -90,6 +90,22 @@ void serve_model_close(serve_model_t *model);
  * tokenizer's ids for a published folder), a medium's patch rows and class rows. */
 size_t serve_model_tokens(const serve_model_t *model, int modality, const unsigned char *bytes, size_t size);
 
+/* The exact search of /v1/search, run as a follow-up of the batch that encoded its queries
+ * (exact_search.c): one uform_index_search per batch on the compute executor. Its buffers are made
+ * once for batches of max_batch items. */
+typedef struct serve_exact_search_t {
+    serve_followup_t followup;  /* first: the batcher hands this pointer back to `run` */
+    uform_index_t index;        /* NULL without --index */
+    size_t width, dims;         /* the model's embedding, the index's columns */
+    float *queries;             /* [max_batch · dims] */
+    uform_arena_t arena;
+} serve_exact_search_t;
+
+/* Makes the buffers (nothing without an index); answers 0, or -1 with the reason in `error`. */
+int serve_exact_search_open(serve_exact_search_t *search, const serve_model_t *model, size_t max_batch, char *error,
+                            size_t capacity);
+void serve_exact_search_close(serve_exact_search_t *search);
+
 typedef enum serve_state_t { SERVE_LOADING = 0, SERVE_READY = 1, SERVE_DRAINING = 2 } serve_state_t;
 
 typedef struct serve_server_t {
@@ -102,6 +118,7 @@ typedef struct serve_server_t {
     serve_metrics_t metrics;
     serve_model_t model;               /* valid once READY */
     serve_batcher_t *batcher;          /* valid once READY */
+    serve_exact_search_t search;       /* valid once READY */
     serve_captions_t captions;         /* --captions (empty without) */
 } serve_server_t;
 

@@ -80,17 +80,21 @@ int uform_command_serve(int argc, char **argv) {
             fprintf(stderr, "uform serve: %s\n", error);
             status = 1;
         } else if (!options->quiet) {
-            fprintf(stderr, "uform serve: captions for %zu of %zu indexed items from %s\n", server->captions.matched,
+            fprintf(stderr, "uform serve: captions for %zu of %zu indexed items from %s", server->captions.matched,
                     server->captions.count, options->captions);
+            if (server->captions.left_out)
+                fprintf(stderr, " (%zu malformed lines left out)", server->captions.left_out);
+            fputc('\n', stderr);
         }
     }
     if (status == 0) {
         serve_batcher_config_t config = {0};
         config.model = server->model.model, config.compute = server->model.compute, config.decode = server->model.decode;
-        config.index = server->model.index, config.max_batch = options->max_batch, config.max_wait_us = options->max_wait_us;
+        config.max_batch = options->max_batch, config.max_wait_us = options->max_wait_us;
         config.spin_us = options->spin_us;
         config.max_queue = options->max_queue, config.metrics = &server->metrics;
-        if (serve_batcher_start(&config, &server->batcher, error, sizeof error) != 0) {
+        if (serve_exact_search_open(&server->search, &server->model, options->max_batch, error, sizeof error) != 0 ||
+            serve_batcher_start(&config, &server->batcher, error, sizeof error) != 0) {
             fprintf(stderr, "uform serve: %s\n", error);
             status = 1;
         }
@@ -98,6 +102,7 @@ int uform_command_serve(int argc, char **argv) {
     if (status != 0) {
         serve_http_quiesce(server);
         serve_http_stop(server);
+        serve_exact_search_close(&server->search);
         serve_captions_free(&server->captions);
         serve_model_close(&server->model);
         serve_options_free(&server->options);
@@ -133,10 +138,11 @@ int uform_command_serve(int argc, char **argv) {
     serve_http_stop(server);             /* no handler runs after this: the batcher can go */
     serve_batcher_free(server->batcher);
     server->batcher = NULL;
+    serve_exact_search_close(&server->search);
     serve_captions_free(&server->captions);
     serve_model_close(&server->model);
     long long answered = 0;
-    for (int route = 0; route < SERVE_ROUTE_COUNT; ++route)
+    for (int route = 0; route < SERVE_METRIC_ROUTES; ++route)
         for (int slot = 0; slot < SERVE_STATUS_SLOTS; ++slot) answered += (long long)server->metrics.requests[route][slot];
     if (!options->quiet) fprintf(stderr, "uform serve: stopped after %lld requests\n", answered);
     serve_options_free(&server->options);
