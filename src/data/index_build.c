@@ -224,6 +224,7 @@ static uform_status_t process(build_t *build, uform__unit_t *unit) {
     size_t at = build->mesh ? unit->position : unit->consumed;
     size_t position = at < build->low ? build->low : at > build->high ? build->high : at;
     if (position - build->low > build->done) build->done = position - build->low;
+    if (build->mesh && build->done > build->total) build->done = build->total; /* the last member's tail past W */
     if (status == UFORM_OK) report(build);
     return status;
 }
