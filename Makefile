@@ -6,7 +6,7 @@ JOBS ?= 2
 PREFIX ?= /usr/local
 CMAKE_FLAGS ?=
 
-.PHONY: all deps configure build test test-avx2 test-ann-members-opq demo install asan tsan fuzz fuzz-long bench sweep clean
+.PHONY: all deps configure build test test-avx2 test-ann-members-opq test-index-encode-members-slow demo install asan tsan fuzz fuzz-long bench sweep clean
 
 all: build
 
@@ -34,6 +34,13 @@ test-avx2: build
 # OPQ in front of an IVF built by 1 and 3 members (tests/index/test_index_members_opq.py): the same
 # .faiss bytes, searched with python3-faiss. Not in `test`: FAISS's OPQ training wants 9,984 rows and
 # takes 24-81 s here on two shared cores (the whole test).
+# A member of an encoded index that finishes early waits past a 1-second mesh timeout
+# (tests/index/test_index_encode_members_slow.py). Not in `test`: about 10 s here.
+test-index-encode-members-slow: configure
+	cmake --build $(BUILD) -j$(JOBS) --target uform_cli uform_tiny_checkpoint
+	UFORM_PYTEST_CLI=$(BUILD)/tools/uform PYTHONDONTWRITEBYTECODE=1 \
+	  /usr/bin/python3 -m pytest -q -p no:cacheprovider tests/index/test_index_encode_members_slow.py
+
 test-ann-members-opq: configure
 	cmake --build $(BUILD) -j$(JOBS) --target uform uform_cli uform_faiss uform_gloo
 	UFORM_PYTEST_CLI=$(BUILD)/tools/uform UFORM_LIBRARY=$(BUILD)/libuform.so PYTHONPATH=python PYTHONDONTWRITEBYTECODE=1 \

@@ -85,7 +85,8 @@ static const cli_flag_t flags[] = {
              "the items' modality: text, image, video or audio (default image)"),
     CLI_FLAG("--model", CLI_TEXT, options_t, from_vectors.model, "CKPT",
              "the checkpoint that made the vectors: record its fingerprint (default: none)"),
-    CLI_HEADING("Many members, one index (with --vectors; the same flags as uform train's mesh):"),
+    CLI_HEADING("Many members, one index (encoding or --vectors; the same flags as uform train's mesh;\n"
+                "not with --resume, --checkpoint or --from):"),
     MESH_MEMBER_FLAGS(options_t, mesh),
     MESH_PROCESSES_FLAG(options_t, mesh),
     CLI_FLAGS_END,
@@ -215,9 +216,14 @@ static int run(void *raw, const cli_parsed_t *parsed) {
     options.mesh.have_index = cli_given(parsed, "--index"), options.mesh.have_count = cli_given(parsed, "--count");
     if (train_mesh_check(&options.mesh, 0, why, sizeof why)) return cli_usage_error(command, "%s", why);
     int members = options.mesh.processes || train_mesh_wanted(&options.mesh);
-    if (members && (!options.from_vectors.vectors || options.from))
-        return cli_usage_error(command, "--processes and --mesh build an index from --vectors V.npy (files, manifests, "
-                                        "shards and --from are indexed by one process)");
+    if (members && options.from)
+        return cli_usage_error(command, "--from builds the approximate structure of an existing index in one process: "
+                                        "drop --processes / --mesh");
+    /* Over a mesh nothing is written before the end (docs/indexes.md, "Many members, one index"). */
+    if (members && !options.from_vectors.vectors && (options.resume || cli_given(parsed, "--checkpoint")))
+        return cli_usage_error(command, "%s is not supported with --processes / --mesh: members write one index at the end "
+                                        "(run it in one process)",
+                               options.resume ? "--resume" : "--checkpoint");
     if (options.mesh.processes) {
         if (!options.out) return cli_usage_error(command, "missing --out INDEX");
         return train_mesh_launch(&options.mesh, parsed->argc, parsed->argv);
@@ -267,6 +273,23 @@ static int run(void *raw, const cli_parsed_t *parsed) {
     uform_data_error_t error;
     uform_outcome_t outcome = {0};
     int status = 0;
+    uform_executor_t executor = NULL, decoder = NULL;
+    /* A member of a mesh meets the others first, so a member that never comes fails every one of
+     * them within the mesh's timeout before any work; the settings that cut batches must agree. */
+    train_mesh_t *mesh = train_mesh_wanted(&options.mesh) ? &options.mesh : NULL;
+    if (mesh) {
+        char agreement[256];
+        snprintf(agreement, sizeof agreement, "index.dims=%zu\nindex.scalar=%s\nindex.modalities=%u\nindex.batch=%zu\n"
+                 "index.checkpoint=%zu\nindex.hidden=%d\n", options.dims, cli_scalar_name(options.scalar), options.modalities,
+                 options.batch, options.checkpoint, options.hidden);
+        status = cli_executor(options.threads, &executor);
+        if (status == 0) status = train_mesh_join(mesh, executor, NULL, agreement, options.quiet);
+        if (status != 0) {
+            uform_executor_free(executor);
+            return status;
+        }
+    }
+    int leads = !mesh || mesh->index == 0;
     /* Folders and files, then manifests (bad lines are listed, not fatal), then shards. */
     uform_dataset_options_t kinds[3] = {{0}, {0}, {0}};
     kinds[0].source = UFORM_DATASET_FOLDER, kinds[0].paths = parsed->positional + 1, kinds[0].path_count = parsed->positional_count - 1;
@@ -279,9 +302,8 @@ static int run(void *raw, const cli_parsed_t *parsed) {
         if (uform_dataset_open(&kinds[k], &datasets[dataset_count], &error, &outcome) != UFORM_OK) status = cli_fail(&outcome, NULL);
         else dataset_count += 1;
     }
-    uform_executor_t executor = NULL, decoder = NULL;
     uform_model_t model = NULL;
-    if (status == 0) status = cli_executor(options.threads, &executor);
+    if (status == 0 && !executor) status = cli_executor(options.threads, &executor);
     if (status == 0 && options.decode_threads) status = cli_executor(options.decode_threads, &decoder);
     if (status == 0 && !(model = cli_load(parsed->positional[0], executor, cli_compute(options.compute)))) status = 1;
     if (status == 0) {
@@ -300,6 +322,7 @@ static int run(void *raw, const cli_parsed_t *parsed) {
     char *errors_path = malloc(strlen(options.out) + 16);
     if (status == 0 && !errors_path) status = cli_fail_errno(ENOMEM, "cannot start");
     if (errors_path) sprintf(errors_path, "%s.errors.jsonl", options.out);
+    int attempted = status == 0;
     if (status == 0) {
         cli_catch_interrupts(1);
         bar_t bar = {&options, cli_now(), 0, 0, isatty(2) && !options.quiet, 0};
@@ -310,10 +333,14 @@ static int run(void *raw, const cli_parsed_t *parsed) {
         build.dimensions = options.dims, build.scalar = options.scalar, build.modalities = options.modalities;
         build.batch = options.batch, build.checkpoint = options.checkpoint, build.resume = options.resume;
         build.progress = (uform_progress_t){progress, &bar, 0};
+        build.mesh = mesh ? mesh->mesh : NULL;
         uform_status_t built = uform_index_build(&build);
         if (bar.drawn) fputc('\n', stderr);
         double seconds = cli_now() - bar.start;
-        if (built == UFORM_CANCELLED || (built == UFORM_OK && cli_interrupted)) {
+        if (mesh && (built == UFORM_CANCELLED || cli_interrupted)) {
+            fprintf(stderr, "uform: interrupted; nothing was written (members write the index only at the end)\n");
+            status = 130;
+        } else if (built == UFORM_CANCELLED || (built == UFORM_OK && cli_interrupted)) {
             if (access(options.out, F_OK) == 0)
                 fprintf(stderr, "uform: interrupted; '%s' keeps the last checkpoint; run the same command with --resume to continue\n",
                         options.out);
@@ -321,6 +348,12 @@ static int run(void *raw, const cli_parsed_t *parsed) {
             status = 130;
         } else if (built != UFORM_OK) {
             status = cli_fail(&build.outcome, NULL);
+        } else if (mesh) {
+            /* Every member answers the whole index's counts; member 0 prints them and builds the
+             * approximate structure from every row, as one process would. */
+            if (leads) summary(&options, &build, errors_path, seconds);
+            if (leads && options.ann) status = build_ann(&options, options.out, 0, cli_now());
+            if (status == 0 && build.failed) status = 3;
         } else {
             summary(&options, &build, errors_path, seconds);
             if (options.ann) status = build_ann(&options, options.out, 0, cli_now());
@@ -333,6 +366,14 @@ static int run(void *raw, const cli_parsed_t *parsed) {
             }
         }
     }
+    /* A member that failed before the build still meets the others at the gather, with nothing, so
+     * they stop at once naming it (the build does the same for its own failures). */
+    if (mesh && !attempted) {
+        uform_index_build_t nothing = {0};
+        nothing.mesh = mesh->mesh; /* no model: it fails at once, after telling the others */
+        uform_index_build(&nothing);
+    }
+    if (mesh) train_mesh_free(mesh);
     free(errors_path);
     uform_model_free(model);
     for (size_t d = 0; d < dataset_count; ++d) uform_dataset_free(datasets[d]);
@@ -349,12 +390,16 @@ const cli_command_t cli_index = {
              "       uform index --ann[=RECIPE] --from INDEX",
     .description = "Embeds every item found into INDEX (one safetensors file) and lists bad items in INDEX.errors.jsonl.\n"
                    "Folders are walked recursively and files recognised by content.\n"
-                   "With --vectors, K members (--processes K, --mesh, or torchrun / mpirun / srun) build one index:\n"
-                   "member r takes rows [N*r/K, N*(r+1)/K), named by their numbers in the whole file; the blocks\n"
-                   "are gathered in member order through the mesh and member 0 writes INDEX. With --ann=IVF...,\n"
-                   "member 0 trains on a sample gathered from every member, each adds its own rows and member 0\n"
-                   "merges the lists (other recipes, HNSW among them: member 0 from all rows): the same bytes as\n"
-                   "one member (docs/indexes.md, \"Many members\").\n",
+                   "K members (--processes K, --mesh, or torchrun / mpirun / srun) build one index. Encoding: every\n"
+                   "member reads every item and cuts the batches one process cuts; member r encodes the batches\n"
+                   "handed over at positions (W*r/K, W*(r+1)/K] of W (items read, or shards opened for --shards);\n"
+                   "items and error lines are gathered\n"
+                   "in member order and member 0 writes INDEX, INDEX.errors.jsonl and, with --ann, the .faiss from\n"
+                   "all rows. With --vectors, member r takes rows [N*r/K, N*(r+1)/K), named by their numbers in the\n"
+                   "whole file; the blocks are gathered in member order and member 0 writes INDEX. With\n"
+                   "--ann=IVF..., member 0 trains on a sample gathered from every member, each adds its own rows and\n"
+                   "member 0 merges the lists (other recipes, HNSW among them: member 0 from all rows). Either way\n"
+                   "the same bytes as one process (docs/indexes.md, \"Many members, one index\").\n",
     .statuses = "0 every item indexed; 1 the run failed (the reason is printed); 2 usage error;\n"
                 "3 finished, but some items failed (listed in INDEX.errors.jsonl); 130 interrupted (INDEX keeps\n"
                 "the last checkpoint: run the same command with --resume to continue).",

@@ -247,7 +247,10 @@ int train_mesh_launch(const train_mesh_t *mesh, int argc, char **argv) {
             if (exits[i] != -1 || waitpid(pids[i], &wait_status, WNOHANG) != pids[i]) continue;
             exits[i] = WIFEXITED(wait_status) ? WEXITSTATUS(wait_status) : 128 + WTERMSIG(wait_status);
             running -= 1;
-            if (exits[i] != 0 && first_failure == K) {
+            /* Exit 3 is a finished run that listed bad inputs (train's --skip-bad, index's errors
+             * file): not a failure to stop the others for, but the run's status unless one fails. */
+            if (exits[i] == 3 && status == 0) status = 3;
+            if (exits[i] != 0 && exits[i] != 3 && first_failure == K) {
                 first_failure = i;
                 stop_at = cli_now() + 5.0;
             }

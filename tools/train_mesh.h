@@ -92,7 +92,8 @@ int train_mesh_check(train_mesh_t *mesh, int skip_bad, char *why, size_t capacit
 
 /* --processes K: runs K members of this same command line over a temporary folder on 127.0.0.1,
  * prefixing their output lines with "[i] ", and answers the run's exit status (the first failing
- * member's; the others are stopped a few seconds after it). `argv` is the command's (argv[0] its name:
+ * member's; the others are stopped a few seconds after it; 3 when none failed and one finished with
+ * bad inputs listed, which stops no one). `argv` is the command's (argv[0] its name:
  * train, index). */
 int train_mesh_launch(const train_mesh_t *mesh, int argc, char **argv);
 

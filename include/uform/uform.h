@@ -1725,11 +1725,32 @@ UFORM_API uform_status_t uform_evaluate(uform_evaluate_t *request);
  *   checkpoint          in: items between checkpoints (0: only the end)
  *   resume              in: non-zero: continue `out` as above
  *   progress            in: items consumed of ... (the total when the dataset knows it, else 0);
- *                       cancelling stops at the next batch: `out` keeps the last checkpoint
+ *                       cancelling stops at the next batch: `out` keeps the last checkpoint. Over a
+ *                       mesh: see `mesh`
+ *   mesh                in: optional (NULL: one process). Collective: every member of the mesh calls
+ *                       it with the same datasets and settings; every member reads every item (cheap:
+ *                       no decoding) and cuts the same batches one process cuts, and member r of K
+ *                       decodes and encodes only the batches handed over at positions in
+ *                       (W·r/K, W·(r+1)/K] of W, a position counting the items read so far, or for
+ *                       shards the shards opened (docs/indexes.md, "Many members, one index"); the
+ *                       members' items and error lines are gathered in member order
+ *                       (uform_index_builder_gather) and member 0 alone writes `out` and
+ *                       `errors_path`: the same bytes one process writes. Not with `resume`
+ *                       (UFORM_INVALID_ARGUMENT); no checkpoint is written before the end (batches
+ *                       are still cut every `checkpoint` items, as one process cuts them). Members
+ *                       whose datasets differ from member 0's (fingerprints or weights) all fail
+ *                       (UFORM_CONFIG_MISMATCH). A member that fails makes every member fail at once
+ *                       (UFORM_PEER_LOST naming it); one that cannot even make its request (no
+ *                       model: its checkpoint failed to load) still calls with `mesh` set, and fails
+ *                       with UFORM_INVALID_ARGUMENT after telling the others. The share is encoded
+ *                       on a thread of the build's own while the calling thread answers the members'
+ *                       rounds (every 100 ms), so members that finish early wait past the mesh's
+ *                       timeout for live ones; `progress` is called on that thread and counts this
+ *                       member's positions of its share
  *   outcome             out
  *   indexed, failed, skipped, duplicates, resumed   out: items added, bad items listed, items of
  *                       other modalities, items whose key was already in the index, items a resume
- *                       found done
+ *                       found done (over a mesh, every member answers the whole index's counts)
  *   error               out: the last bad item's (when failed > 0)
  * Statuses: UFORM_OK (also when items failed: see `failed`); UFORM_CANCELLED; UFORM_IO (out or
  * errors_path cannot be written); UFORM_CONFIG_MISMATCH (resume of an index of another checkpoint,
@@ -1750,6 +1771,7 @@ typedef struct uform_index_build_t {
     size_t checkpoint;
     int resume;
     uform_progress_t progress;
+    uform_mesh_t mesh;
     uform_outcome_t outcome;
     size_t indexed, failed, skipped, duplicates, resumed;
     uform_data_error_t error;

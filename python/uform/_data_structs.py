@@ -176,6 +176,7 @@ class IndexBuild(Structure):
         ("checkpoint", c_size_t),
         ("resume", c_int),
         ("progress", Progress),
+        ("mesh", c_void_p),
         ("outcome", Outcome),
         ("indexed", c_size_t),
         ("failed", c_size_t),

@@ -21,6 +21,7 @@
 #include "data/index_build.h"
 #include "index/index.h"
 #include "io/json.h"
+#include "mesh/mesh.h"
 
 #define CONSUMED_KEY "uform.build.consumed"
 #define ERRORS_KEY "uform.build.errors"
@@ -36,7 +37,19 @@ typedef struct build_t {
     size_t error_lines;          /* lines in the errors file (resumed ones included) */
     size_t total, done;
     volatile int cancelled;
+    /* Over a mesh (index_build_mesh.c): this member's block (low, high] of the positions at which
+     * batches are handed over, its error lines kept in memory for member 0 to write, and the items
+     * the reader consumed in all. */
+    uform_mesh_t mesh;
+    size_t low, high, consumed;
+    char *error_text;
+    size_t error_length, error_capacity;
 } build_t;
+
+/* Whether this member decodes and encodes `unit` (and lists its errors): always, without a mesh. */
+static int owns(const build_t *build, const uform__unit_t *unit) {
+    return !build->mesh || (unit->position > build->low && unit->position <= build->high);
+}
 
 static uform_continuation_t check_cancel(size_t completed, size_t total, void *state) {
     (void)completed, (void)total;
@@ -71,6 +84,20 @@ static void write_error(build_t *build, const char *path, size_t length, uform_s
     if (line) {
         int used = snprintf(line, capacity, "{\"path\": %s, \"status\": \"%s\", \"message\": %s}\n", quoted_path,
                             uform_status_name(status), quoted_message);
+        if (build->mesh && used > 0) {
+            /* Over a mesh the lines stay in memory until member 0 writes every member's. */
+            size_t needed = build->error_length + (size_t)used, wanted = build->error_capacity ? build->error_capacity : 4096;
+            while (wanted < needed) wanted *= 2;
+            char *grown = wanted > build->error_capacity ? realloc(build->error_text, wanted) : build->error_text;
+            if (grown) {
+                build->error_text = grown, build->error_capacity = wanted;
+                memcpy(build->error_text + build->error_length, line, (size_t)used);
+                build->error_length = needed;
+            } else {
+                build->errors_failed = ENOMEM;
+            }
+            used = 0;
+        }
         for (size_t done = 0; used > 0 && done < (size_t)used;) {
             ssize_t wrote = write(build->errors, line + done, (size_t)used - done);
             if (wrote < 0 && errno == EINTR) continue;
@@ -111,7 +138,8 @@ static uform_status_t write_index(build_t *build, size_t consumed) {
 
 /* Starts decoding a media batch: deferred on the decoder, or blocking on the compute executor. */
 static uform_status_t prepare_start(build_t *build, uform__unit_t *unit, int slot) {
-    if (unit->kind != UFORM__UNIT_BATCH || unit->modality == UFORM_MODALITY_TEXT || unit->preparing) return UFORM_OK;
+    if (unit->kind != UFORM__UNIT_BATCH || unit->modality == UFORM_MODALITY_TEXT || unit->preparing || !owns(build, unit))
+        return UFORM_OK;
     uform_index_build_t *request = build->request;
     uform_media_prepare_t *prepare = &unit->prepare;
     memset(prepare, 0, sizeof *prepare);
@@ -180,12 +208,23 @@ static uform_status_t encode_batch(build_t *build, uform__unit_t *unit) {
 }
 
 static uform_status_t process(build_t *build, uform__unit_t *unit) {
-    for (size_t i = 0; i < unit->error_count; ++i)
-        write_error(build, unit->errors[i].path, strlen(unit->errors[i].path), unit->errors[i].status, unit->errors[i].message,
-                    &unit->errors[i].where);
-    uform_status_t status = unit->kind == UFORM__UNIT_BATCH ? encode_batch(build, unit) : UFORM_OK;
-    if (status == UFORM_OK && unit->kind != UFORM__UNIT_BATCH) status = write_index(build, unit->consumed);
-    if (unit->consumed > build->done) build->done = unit->consumed;
+    uform_status_t status = UFORM_OK;
+    if (owns(build, unit)) {
+        for (size_t i = 0; i < unit->error_count; ++i)
+            write_error(build, unit->errors[i].path, strlen(unit->errors[i].path), unit->errors[i].status,
+                        unit->errors[i].message, &unit->errors[i].where);
+        if (unit->kind == UFORM__UNIT_BATCH) status = encode_batch(build, unit);
+    }
+    /* Over a mesh nothing is written before the end: member 0 writes once every member's items are
+     * gathered (a checkpoint of one member's share could not be resumed by anyone). */
+    if (status == UFORM_OK && unit->kind != UFORM__UNIT_BATCH && !build->mesh) status = write_index(build, unit->consumed);
+    if (unit->kind == UFORM__UNIT_END) build->consumed = unit->consumed;
+    /* Progress over a mesh counts this member's share of the positions (items, or shards for
+     * shards): (low, high] becomes 0 ... high - low. */
+    size_t at = build->mesh ? unit->position : unit->consumed;
+    size_t position = at < build->low ? build->low : at > build->high ? build->high : at;
+    if (position - build->low > build->done) build->done = position - build->low;
+    if (build->mesh && build->done > build->total) build->done = build->total; /* the last member's tail past W */
     if (status == UFORM_OK) report(build);
     return status;
 }
@@ -314,6 +353,94 @@ static uform_status_t resume(build_t *build, uform__key_set_t *seen, size_t *con
     return resume_errors(build, lines, seen);
 }
 
+/* ---- over a mesh ---- */
+
+/* The pipeline on a thread of its own, so the calling thread can answer the members' rounds. */
+typedef struct share_t {
+    build_t *build;
+    uform__reader_t *reader;
+    uform_status_t status;
+    uint32_t done; /* atomic */
+} share_t;
+
+static void *share_thread(void *raw) {
+    share_t *share = raw;
+    share->status = pipeline(share->build, share->reader);
+    __atomic_store_n(&share->done, 1, __ATOMIC_RELEASE);
+    return NULL;
+}
+
+/* Encodes this member's share while answering the rounds (uform__index_build_rounds); a failed
+ * round (a member died) fails the build once the share's work has ended. */
+static uform_status_t encode_share(build_t *build, uform__reader_t *reader) {
+    share_t share = {build, reader, UFORM_OK, 0};
+    pthread_t thread;
+    int threaded = pthread_create(&thread, NULL, share_thread, &share) == 0;
+    if (!threaded) share_thread(&share); /* no thread: the work first, the rounds after */
+    uform_outcome_t rounds = {0};
+    uform_status_t met = uform__index_build_rounds(build->mesh, &share.done, &rounds, build->function);
+    if (met != UFORM_OK) __atomic_store_n(&build->cancelled, 1, __ATOMIC_RELEASE); /* no one will take the rows */
+    if (threaded) pthread_join(thread, NULL);
+    if (share.status != UFORM_OK && met == UFORM_OK) return share.status;
+    return met == UFORM_OK ? UFORM_OK : failed(build, &rounds);
+}
+
+/* A member that fails before its share is done still takes part in the gather, with nothing, so
+ * the others fail at once naming it instead of waiting out the mesh's timeout. */
+static uform_status_t leave_mesh(uform_index_build_t *request, uform_status_t status) {
+    if (request->mesh) {
+        uform_index_builder_t nothing = NULL;
+        char *lines = NULL;
+        size_t length = 0;
+        uform_outcome_t ignored = {0};
+        uform__index_build_agree(request->mesh, 0, NULL, 0, 0, &ignored, __func__);
+        uform__index_build_gather(request->mesh, NULL, NULL, 0, &nothing, &lines, &length, &ignored, __func__);
+        uform_index_builder_free(nothing);
+        free(lines);
+    }
+    return status;
+}
+
+/* The end over a mesh: gathers every member's items and error lines (this member's builder NULL
+ * when it failed), and member 0 writes the errors file, then the index, as one process would. */
+static uform_status_t finish_mesh(build_t *build, uform_status_t status) {
+    uform_index_build_t *request = build->request;
+    uform_outcome_t gathered_outcome = {0};
+    uform_index_builder_t gathered = NULL;
+    char *lines = NULL;
+    size_t length = 0;
+    if (status == UFORM_OK && build->errors_failed == ENOMEM)
+        status = uform__fail(&request->outcome, UFORM_OUT_OF_MEMORY, build->function, "cannot allocate the error lines");
+    uform_status_t met = uform__index_build_gather(build->mesh, status == UFORM_OK ? build->builder : NULL, build->error_text,
+                                                   build->error_length, &gathered, &lines, &length, &gathered_outcome,
+                                                   build->function);
+    if (status != UFORM_OK) { /* this member's own failure says more than the gather's echo of it */
+        uform_index_builder_free(gathered);
+        free(lines);
+        return status;
+    }
+    if (met != UFORM_OK) return failed(build, &gathered_outcome);
+    uform_index_builder_free(build->builder);
+    build->builder = gathered;
+    size_t count = 0;
+    for (size_t i = 0; i < length; ++i) count += lines[i] == '\n';
+    uform__index_builder_view_t view;
+    uform__index_builder_view(gathered, &view);
+    request->indexed = view.count, request->failed = count;
+    if (build->mesh->index == 0) {
+        status = uform__index_build_write_errors(build->errors_path, lines, length, &request->outcome, build->function);
+        build->error_lines = count;
+        /* write_index checks and syncs the errors descriptor; here the file is already durable. */
+        if (status == UFORM_OK) build->errors = open(build->errors_path, O_RDONLY | O_CLOEXEC);
+        if (status == UFORM_OK && build->errors < 0)
+            status = uform__fail(&request->outcome, UFORM_IO, build->function, "cannot reopen '%s': %s", build->errors_path,
+                                 strerror(errno));
+        if (status == UFORM_OK) status = write_index(build, build->consumed);
+    }
+    free(lines);
+    return status;
+}
+
 /* ---- the verb ---- */
 
 UFORM_API uform_status_t uform_index_build(uform_index_build_t *request) {
@@ -323,23 +450,30 @@ UFORM_API uform_status_t uform_index_build(uform_index_build_t *request) {
     uform__data_error_clear(&request->error);
     uform_outcome_t *outcome = &request->outcome;
     if (!request->model || !request->out || !request->dataset_count || !request->datasets)
-        return uform__fail(outcome, UFORM_INVALID_ARGUMENT, function, "%s",
-                           !request->model ? "model is NULL" : !request->out ? "out is NULL" : "no datasets");
+        return leave_mesh(request, uform__fail(outcome, UFORM_INVALID_ARGUMENT, function, "%s",
+                                               !request->model ? "model is NULL" : !request->out ? "out is NULL" : "no datasets"));
     for (size_t d = 0; d < request->dataset_count; ++d) {
-        if (!request->datasets[d]) return uform__fail(outcome, UFORM_INVALID_ARGUMENT, function, "datasets[%zu] is NULL", d);
+        if (!request->datasets[d])
+            return leave_mesh(request, uform__fail(outcome, UFORM_INVALID_ARGUMENT, function, "datasets[%zu] is NULL", d));
         if (request->datasets[d]->busy)
-            return uform__fail(outcome, UFORM_INVALID_ARGUMENT, function, "datasets[%zu] is read by a loader or another build", d);
+            return leave_mesh(request, uform__fail(outcome, UFORM_INVALID_ARGUMENT, function,
+                                                   "datasets[%zu] is read by a loader or another build", d));
     }
+    if (request->mesh && request->resume)
+        return leave_mesh(request, uform__fail(outcome, UFORM_INVALID_ARGUMENT, function,
+                                               "resume over a mesh is not supported: nothing is written before the end"));
     uform_model_describe_t describe = {request->model};
     uform_model_describe(&describe);
     unsigned present = describe.description.modalities;
     unsigned modalities = request->modalities ? request->modalities : present;
     if (modalities & ~present)
-        return uform__fail(outcome, UFORM_INVALID_ARGUMENT, function, "modalities 0x%x asks for a modality the model lacks (it has 0x%x)",
-                           modalities, present);
+        return leave_mesh(request, uform__fail(outcome, UFORM_INVALID_ARGUMENT, function,
+                                               "modalities 0x%x asks for a modality the model lacks (it has 0x%x)", modalities,
+                                               present));
     build_t build;
     memset(&build, 0, sizeof build);
     build.request = request, build.function = function, build.errors = -1;
+    build.mesh = request->mesh, build.high = SIZE_MAX;
     size_t errors_length = request->errors_path ? strlen(request->errors_path) : strlen(request->out) + 14;
     build.errors_path = malloc(errors_length + 1);
     uform_status_t status = build.errors_path ? UFORM_OK : uform__fail(outcome, UFORM_OUT_OF_MEMORY, function, "cannot allocate a path");
@@ -357,7 +491,9 @@ UFORM_API uform_status_t uform_index_build(uform_index_build_t *request) {
     }
     if (status == UFORM_OK && !build.builder) {
         status = uform_index_builder_create(request->model, request->dimensions, request->scalar, &build.builder, outcome);
-        if (status == UFORM_OK && (build.errors = open(build.errors_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)) < 0)
+        /* Over a mesh the errors file is written by member 0 at the end (finish_mesh). */
+        if (status == UFORM_OK && !build.mesh &&
+            (build.errors = open(build.errors_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)) < 0)
             status = uform__fail(outcome, errno == ENOMEM ? UFORM_OUT_OF_MEMORY : UFORM_IO, function, "cannot write '%s': %s",
                                  build.errors_path, strerror(errno));
     }
@@ -365,6 +501,20 @@ UFORM_API uform_status_t uform_index_build(uform_index_build_t *request) {
         uform_dataset_description_t description;
         uform_dataset_describe(request->datasets[d], &description);
         build.total += description.items;
+    }
+    if (build.mesh) {
+        size_t items = 0; /* the positions' total: items, or shards for shards */
+        for (size_t d = 0; d < request->dataset_count; ++d) items += uform__index_build_weight(request->datasets[d]);
+        uform__index_build_share(build.mesh, items, &build.low, &build.high);
+        build.total = build.high - build.low;
+        /* The last member also takes any batch handed over past the count the datasets declared,
+         * so every batch has exactly one owner whatever the count. */
+        if (build.mesh->index + 1 == build.mesh->count) build.high = SIZE_MAX;
+        /* Members given other inputs would each contribute a share of another corpus. */
+        uform_outcome_t agreed = {0};
+        uform_status_t agreement = uform__index_build_agree(build.mesh, status == UFORM_OK, request->datasets,
+                                                            request->dataset_count, items, &agreed, function);
+        if (status == UFORM_OK && agreement != UFORM_OK) status = failed(&build, &agreed);
     }
     build.done = consumed;
     uform__reader_t reader;
@@ -381,13 +531,15 @@ UFORM_API uform_status_t uform_index_build(uform_index_build_t *request) {
         report(&build);
         if (uform__reader_start(&reader, 3) != 0) status = uform__fail(outcome, UFORM_OUT_OF_MEMORY, function, "cannot allocate the reader thread");
         else {
-            status = pipeline(&build, &reader);
+            status = build.mesh ? encode_share(&build, &reader) : pipeline(&build, &reader);
             uform__reader_stop(&reader);
             request->skipped = reader.skipped, request->duplicates = reader.duplicates;
         }
         for (size_t d = 0; d < request->dataset_count; ++d) request->datasets[d]->busy = 0, uform__dataset_rewind(request->datasets[d]);
     }
     free(own[0]), free(own[1]);
+    if (build.mesh) status = finish_mesh(&build, status);
+    free(build.error_text);
     uform__key_set_free(&seen);
     if (build.errors >= 0) close(build.errors);
     free(build.errors_path);

@@ -33,6 +33,8 @@ typedef struct uform__unit_t {
     uform__build_error_t *errors; /* items that failed before encoding, listed before this unit */
     size_t error_count, error_capacity;
     size_t consumed;             /* items consumed once this unit is done (checkpoints record it) */
+    size_t position;             /* where the reader was when it handed the unit over, in the weights
+                                    of index_build_mesh.c (an item, or a shard): members share by it */
     uform_media_prepare_t prepare; /* decoding ahead, owned by the build: must not move while deferred */
     int preparing;
 } uform__unit_t;
@@ -59,6 +61,7 @@ typedef struct uform__reader_t {
     size_t batch;                /* items per batch */
     size_t batch_bytes;          /* a batch is handed over once its bytes reach this */
     size_t checkpoint;           /* flush and mark a checkpoint every this many items */
+    size_t position;             /* the reader thread's own: see uform__unit_t's */
     volatile int *cancelled;
     pthread_mutex_t lock;
     pthread_cond_t changed;
@@ -75,5 +78,32 @@ int uform__reader_start(uform__reader_t *reader, size_t capacity);
 /* The next unit in order (blocking), or NULL when the reader stopped without an END unit. */
 uform__unit_t *uform__reader_next(uform__reader_t *reader);
 void uform__reader_stop(uform__reader_t *reader);
+
+/* ---- over a mesh (index_build_mesh.c) ---- */
+
+/* Member mesh->index's block (low, high] of the positions at which batches are handed over (the
+ * items consumed then), of `items` in all; without a mesh, (0, items]. */
+void uform__index_build_share(uform_mesh_t mesh, size_t items, size_t *low, size_t *high);
+/* A dataset's weight in the positions members share by: its shards for shards (whose item count is
+ * known only once read), else its items. */
+size_t uform__index_build_weight(const uform_dataset_t dataset);
+/* Collective, the first exchange of a shared build: whether every member could start (`ok`; one that
+ * could not makes all fail, UFORM_PEER_LOST naming it), and whether each reads the same datasets
+ * (fingerprints) and item count as member 0 (UFORM_CONFIG_MISMATCH naming the first that does not). */
+uform_status_t uform__index_build_agree(uform_mesh_t mesh, int ok, const uform_dataset_t *datasets, size_t count, uint64_t items,
+                                       uform_outcome_t *outcome, const char *function);
+/* Collective: while this member's share is encoded on another thread, answers a round every 100 ms
+ * saying whether it is done (*done, atomic), until every member's is; so a member that finishes
+ * early waits at most a round for a live member, and the mesh's timeout bounds only how long a dead
+ * one goes unnoticed. Answers the mesh's status. */
+uform_status_t uform__index_build_rounds(uform_mesh_t mesh, const uint32_t *done, uform_outcome_t *outcome, const char *function);
+/* Collective: gathers the members' builders (`mine` NULL when this member failed: every member then
+ * fails naming it) and their error lines, both in member order. *all_errors is malloc'ed. */
+uform_status_t uform__index_build_gather(uform_mesh_t mesh, uform_index_builder_t mine, const char *errors, size_t errors_length,
+                                         uform_index_builder_t *gathered, char **all_errors, size_t *all_length,
+                                         uform_outcome_t *outcome, const char *function);
+/* Writes `length` bytes of error lines to `path` (created or truncated) and makes them durable. */
+uform_status_t uform__index_build_write_errors(const char *path, const char *lines, size_t length, uform_outcome_t *outcome,
+                                               const char *function);
 
 #endif

@@ -124,6 +124,7 @@ static int add_error(reading_t *reading, const char *path, size_t length, uform_
 }
 
 static int hand_over(reading_t *reading, uform__unit_t *unit) {
+    unit->position = reading->reader->position;
     unit->errors = reading->pending, unit->error_count = reading->pending_count;
     unit->error_capacity = reading->pending_capacity;
     reading->pending = NULL, reading->pending_count = reading->pending_capacity = 0;
@@ -214,9 +215,14 @@ static void *reader_main(void *pointer) {
     memset(&reading, 0, sizeof reading);
     reading.reader = reader;
     int failed = 0, ended = 1;
-    size_t consumed = 0, to_skip = reader->skip;
+    size_t consumed = 0, to_skip = reader->skip, base = 0;
+    reader->position = 0;
     for (size_t d = 0; d < reader->dataset_count && !failed && ended; ++d) {
         uform__dataset_rewind(reader->datasets[d]);
+        /* Positions: the items (or, for shards, the shards opened) of the datasets read so far, so
+         * they never decrease and every member computes the same ones (index_build_mesh.c). */
+        size_t weight = uform__index_build_weight(reader->datasets[d]), first = consumed;
+        int shards = reader->datasets[d]->options.source == UFORM_DATASET_SHARDS;
         for (;;) {
             if (*reader->cancelled) {
                 ended = 0;
@@ -231,6 +237,8 @@ static void *reader_main(void *pointer) {
             size_t passed = read.dataset->read_next - before - (read.done ? 0 : 1);
             consumed += passed, to_skip -= passed < to_skip ? passed : to_skip;
             if (read.done) break;
+            size_t within = shards ? read.dataset->read_shard : consumed + 1 - first;
+            reader->position = base + (within < weight ? within : weight);
             if (read_one(&reading, &read, consumed + 1) < 0) {
                 failed = 1;
                 break;
@@ -246,6 +254,7 @@ static void *reader_main(void *pointer) {
                 if (failed) break;
             }
         }
+        base += weight, reader->position = base;
     }
     if (!failed && ended) {
         uform__unit_t *end = flush_batches(&reading, consumed) == 0 ? calloc(1, sizeof *end) : NULL;

@@ -1,0 +1,168 @@
+/*
+ * uform_index_build over a mesh (uform.h, uform_index_build_t's `mesh`; docs/indexes.md, "Many
+ * members, one index"): which batches a member encodes, and the end, where the members' builders
+ * and error lines are gathered in member order and member 0 writes both files.
+ *
+ * Why batches are shared by where they are handed over: the reader cuts batches of one modality,
+ * so a mixed corpus's batches, and the order their items reach the builder, depend on every item
+ * before them. Each member therefore reads every item (reading and probing, no decoding) and cuts
+ * the very batches one process cuts; a batch belongs to the member whose block of item positions
+ * holds the position at which the reader handed it over. Those positions never decrease from one
+ * batch to the next, so each member's batches are a contiguous run of one process's batches, and
+ * the runs laid end to end in member order are that process's builder. The batches themselves are
+ * the same items in the same order, so the encodes give the same bits whatever batching does to
+ * rounding.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/outcome.h"
+#include "data/index_build.h"
+#include "mesh/mesh.h"
+
+size_t uform__index_build_weight(const uform_dataset_t dataset) {
+    if (dataset->options.source == UFORM_DATASET_SHARDS) return dataset->items.shard_count;
+    uform_dataset_description_t description;
+    uform_dataset_describe(dataset, &description);
+    return description.items;
+}
+
+void uform__index_build_share(uform_mesh_t mesh, size_t items, size_t *low, size_t *high) {
+    *low = 0, *high = items;
+    if (!mesh || !mesh->count) return;
+    *low = items * mesh->index / mesh->count, *high = items * (mesh->index + 1) / mesh->count;
+}
+
+uform_status_t uform__index_build_agree(uform_mesh_t mesh, int ok, const uform_dataset_t *datasets, size_t count, uint64_t items,
+                                       uform_outcome_t *outcome, const char *function) {
+    /* Whether this member could start, and what it will read: the datasets' fingerprints (their
+     * sources, listed paths and lines) and the item count the shares are cut from. */
+    uint64_t mine[3] = {items, UFORM__DATA_HASH_SEED, (uint64_t)(ok != 0)};
+    for (size_t d = 0; d < count; ++d) mine[1] = uform__fnv1a64(&datasets[d]->fingerprint, sizeof datasets[d]->fingerprint, mine[1]);
+    uint64_t *all = calloc(mesh->count, sizeof mine);
+    size_t *sizes = calloc(mesh->count, sizeof *sizes);
+    uform_status_t status = all && sizes ? uform__mesh_acquire(mesh, outcome, function)
+                                         : uform__fail(outcome, UFORM_OUT_OF_MEMORY, function, "cannot allocate the members' inputs");
+    if (status == UFORM_OK) {
+        for (size_t r = 0; r < mesh->count; ++r) sizes[r] = sizeof mine;
+        status = uform__mesh_allgather(mesh, mine, all, sizes, "the members' inputs", outcome, function);
+        uform__mesh_release(mesh);
+    }
+    for (size_t r = 1; status == UFORM_OK && all[2] && r < mesh->count; ++r)
+        if (all[3 * r + 2] && (all[3 * r] != all[0] || all[3 * r + 1] != all[1]))
+            status = uform__fail(outcome, UFORM_CONFIG_MISMATCH, function,
+                                 "member %zu reads other inputs than member 0 (%llu items, fingerprint %016llx against %llu, "
+                                 "%016llx): every member must be given the same inputs",
+                                 r, (unsigned long long)all[3 * r], (unsigned long long)all[3 * r + 1],
+                                 (unsigned long long)all[0], (unsigned long long)all[1]);
+    for (size_t r = 0; status == UFORM_OK && r < mesh->count; ++r)
+        if (!all[3 * r + 2])
+            status = uform__fail(outcome, UFORM_PEER_LOST, function,
+                                 "member %zu of %zu failed before the build (its own message says why); no index is written",
+                                 r, (size_t)mesh->count);
+    free(all), free(sizes);
+    return status;
+}
+
+uform_status_t uform__index_build_rounds(uform_mesh_t mesh, const uint32_t *done, uform_outcome_t *outcome, const char *function) {
+    unsigned char *all = calloc(mesh->count, 1);
+    size_t *sizes = calloc(mesh->count, sizeof *sizes);
+    uform_status_t status = all && sizes ? uform__mesh_acquire(mesh, outcome, function)
+                                         : uform__fail(outcome, UFORM_OUT_OF_MEMORY, function, "cannot allocate the rounds' bytes");
+    int acquired = status == UFORM_OK;
+    for (size_t r = 0; status == UFORM_OK && r < mesh->count; ++r) sizes[r] = 1;
+    for (int finished = 0; !finished && status == UFORM_OK;) {
+        /* Wait for this member's work up to one round (100 ms), then say whether it is done. */
+        struct timespec step = {0, 5000000};
+        for (int slept = 0; slept < 20 && !__atomic_load_n(done, __ATOMIC_ACQUIRE); ++slept) nanosleep(&step, NULL);
+        unsigned char mine = __atomic_load_n(done, __ATOMIC_ACQUIRE) != 0;
+        status = uform__mesh_allgather(mesh, &mine, all, sizes, "whether every member's share is encoded", outcome, function);
+        finished = 1;
+        for (size_t r = 0; status == UFORM_OK && r < mesh->count; ++r) finished &= all[r];
+    }
+    if (acquired) uform__mesh_release(mesh);
+    free(all), free(sizes);
+    return status;
+}
+
+/* Every member's error lines end to end in member order, into a malloc'ed *all (NUL-terminated). */
+static uform_status_t gather_errors(uform_mesh_t mesh, const char *mine, size_t length, char **all, size_t *all_length,
+                                    uform_outcome_t *outcome, const char *function) {
+    const size_t members = mesh->count;
+    uint64_t own = length, *lengths = calloc(members, sizeof *lengths);
+    size_t *sizes = calloc(members, sizeof *sizes);
+    unsigned char *sent = malloc(length + 1), *received = NULL;
+    uform_status_t status = lengths && sizes && sent
+                                ? UFORM_OK
+                                : uform__fail(outcome, UFORM_OUT_OF_MEMORY, function, "cannot allocate the error lines' exchange");
+    for (size_t r = 0; r < members && sizes; ++r) sizes[r] = sizeof own;
+    /* A member out of memory here cannot answer: the others wait out the mesh's timeout, as they do
+     * for a member that died. */
+    if (status == UFORM_OK) status = uform__mesh_allgather(mesh, &own, lengths, sizes, "the members' error line sizes", outcome, function);
+    size_t total = 0;
+    for (size_t r = 0; status == UFORM_OK && r < members; ++r) sizes[r] = (size_t)lengths[r] + 1, total += sizes[r];
+    if (status == UFORM_OK && !(received = malloc(total)))
+        status = uform__fail(outcome, UFORM_OUT_OF_MEMORY, function, "cannot allocate %zu bytes of error lines", total);
+    if (status == UFORM_OK) {
+        /* One byte more than the lines, so no member sends nothing (the collectives want bytes). */
+        if (length) memcpy(sent, mine, length);
+        sent[length] = 0;
+        status = uform__mesh_allgather(mesh, sent, received, sizes, "the members' error lines", outcome, function);
+    }
+    if (status == UFORM_OK) {
+        /* Drop each member's extra byte: the lines in member order, then one terminator. */
+        size_t at = 0, used = 0;
+        for (size_t r = 0; r < members; ++r) {
+            memmove(received + used, received + at, (size_t)lengths[r]);
+            used += (size_t)lengths[r], at += sizes[r];
+        }
+        received[used] = 0;
+        *all = (char *)received, *all_length = used, received = NULL;
+    }
+    free(lengths), free(sizes), free(sent), free(received);
+    return status;
+}
+
+uform_status_t uform__index_build_gather(uform_mesh_t mesh, uform_index_builder_t mine, const char *errors, size_t errors_length,
+                                         uform_index_builder_t *gathered, char **all_errors, size_t *all_length,
+                                         uform_outcome_t *outcome, const char *function) {
+    *gathered = NULL, *all_errors = NULL, *all_length = 0;
+    uform_outcome_t inner = {0};
+    /* The builders first: a member that failed calls with NULL, and the gather fails every member
+     * at once naming it, before anything else is exchanged. */
+    if (uform_index_builder_gather(mine, mesh, gathered, &inner) != UFORM_OK) {
+        uform__outcome_copy_text(outcome, &inner);
+        return uform__fail(outcome, uform_outcome_status(&inner), function, "%s", inner.message);
+    }
+    uform_status_t status = uform__mesh_acquire(mesh, outcome, function);
+    if (status == UFORM_OK) {
+        status = gather_errors(mesh, errors, errors_length, all_errors, all_length, outcome, function);
+        uform__mesh_release(mesh);
+    }
+    if (status != UFORM_OK) uform_index_builder_free(*gathered), *gathered = NULL;
+    return status;
+}
+
+uform_status_t uform__index_build_write_errors(const char *path, const char *lines, size_t length, uform_outcome_t *outcome,
+                                               const char *function) {
+    int file = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (file < 0)
+        return uform__fail(outcome, errno == ENOMEM ? UFORM_OUT_OF_MEMORY : UFORM_IO, function, "cannot write '%s': %s", path,
+                           strerror(errno));
+    int failure = 0;
+    for (size_t done = 0; done < length && !failure;) {
+        ssize_t wrote = write(file, lines + done, length - done);
+        if (wrote < 0 && errno == EINTR) continue;
+        if (wrote <= 0) failure = errno ? errno : EIO;
+        else done += (size_t)wrote;
+    }
+    if (!failure && fsync(file) != 0) failure = errno;
+    close(file);
+    if (failure) return uform__fail(outcome, UFORM_IO, function, "cannot write '%s': %s", path, strerror(failure));
+    return UFORM_OK;
+}
