@@ -4,13 +4,15 @@
  * then one run per allocation number N with allocation N failing, each followed by a run with
  * memory that must give the reference digest again.
  *
- * usage: reliability_sweep CHECKPOINT FIXTURES [--quick] [--mode transient|persistent|both] [--only a,b] [--at N]
+ * usage: reliability_sweep CHECKPOINT FIXTURES [--quick] [--mode transient|persistent|both] [--only a,b] [--skip a,b] [--at N]
  *                          [--ffmpeg-stride K] [--long-stride K] [--long-persistent] [--no-cold]
  *                          [--ffmpeg-rows only|skip]
  *   --quick  N = 1..8, then about 24 numbers spread over the rest, then the last few (make test);
  *            without it every N (make asan, make sweep).
  *   --mode   transient: only allocation N fails; persistent: N and every later one fail (the
  *            error paths themselves run without memory); both (the default).
+ *   --skip   every row but these (`make asan` runs the longest rows as a test of their own, so that
+ *            the two cores share the sweep: --only there, --skip here).
  *   --at     only allocation N (to debug one failure).
  *   --long-stride K  the same for the SWEEP_LONG rows (Gloo's bootstrap) and for every row whose call
  *            makes more than 512 allocations (a model load, a checkpoint save); default every one.
@@ -506,7 +508,7 @@ static int listed(const char *list, const char *name) {
 }
 
 static int usage(void) {
-    fprintf(stderr, "usage: reliability_sweep CHECKPOINT FIXTURES [--quick] [--mode transient|persistent|both] [--only a,b] [--at N] [--ffmpeg-stride K] [--long-stride K] [--long-persistent] [--no-cold] [--ffmpeg-rows only|skip] [--published FOLDER]\n");
+    fprintf(stderr, "usage: reliability_sweep CHECKPOINT FIXTURES [--quick] [--mode transient|persistent|both] [--only a,b] [--skip a,b] [--at N] [--ffmpeg-stride K] [--long-stride K] [--long-persistent] [--no-cold] [--ffmpeg-rows only|skip] [--published FOLDER]\n");
     return 2;
 }
 
@@ -517,7 +519,7 @@ int main(int argc, char **argv) {
     fixture.checkpoint = argv[1];
     fixture.fixtures = argv[2];
     int quick = 0, modes = 3;
-    const char *only = NULL;
+    const char *only = NULL, *skip = NULL;
     size_t at = 0;
     int no_cold = 0;
     int ffmpeg_rows = 0; /* 0 all rows; 1 only the SWEEP_FFMPEG rows; 2 all but them */
@@ -528,6 +530,7 @@ int main(int argc, char **argv) {
             modes = !strcmp(mode, "transient") ? 1 : !strcmp(mode, "persistent") ? 2 : !strcmp(mode, "both") ? 3 : 0;
             if (!modes) return usage();
         } else if (!strcmp(argv[i], "--only") && i + 1 < argc) only = argv[++i];
+        else if (!strcmp(argv[i], "--skip") && i + 1 < argc) skip = argv[++i];
         else if (!strcmp(argv[i], "--at") && i + 1 < argc) at = strtoull(argv[++i], NULL, 10);
         else if (!strcmp(argv[i], "--ffmpeg-stride") && i + 1 < argc) ffmpeg_stride = strtoull(argv[++i], NULL, 10);
         else if (!strcmp(argv[i], "--long-stride") && i + 1 < argc) long_stride = strtoull(argv[++i], NULL, 10);
@@ -570,7 +573,7 @@ int main(int argc, char **argv) {
     double start = now();
     for (size_t r = 0; r < sweep_row_count; ++r) {
         const sweep_row_t *row = &sweep_rows[r];
-        if (!listed(only, row->name)) continue;
+        if (!listed(only, row->name) || (skip && listed(skip, row->name))) continue;
         if ((ffmpeg_rows == 1 && !(row->flags & SWEEP_FFMPEG)) || (ffmpeg_rows == 2 && (row->flags & SWEEP_FFMPEG)))
             continue; /* the other half of --ffmpeg-rows */
         if ((row->flags & SWEEP_COLD) && no_cold) {
