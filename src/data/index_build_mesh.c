@@ -18,7 +18,6 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "core/outcome.h"
@@ -74,18 +73,11 @@ uform_status_t uform__index_build_rounds(uform_mesh_t mesh, const uint32_t *done
     size_t *sizes = calloc(mesh->count, sizeof *sizes);
     uform_status_t status = all && sizes ? uform__mesh_acquire(mesh, outcome, function)
                                          : uform__fail(outcome, UFORM_OUT_OF_MEMORY, function, "cannot allocate the rounds' bytes");
-    int acquired = status == UFORM_OK;
-    for (size_t r = 0; status == UFORM_OK && r < mesh->count; ++r) sizes[r] = 1;
-    for (int finished = 0; !finished && status == UFORM_OK;) {
-        /* Wait for this member's work up to one round (100 ms), then say whether it is done. */
-        struct timespec step = {0, 5000000};
-        for (int slept = 0; slept < 20 && !__atomic_load_n(done, __ATOMIC_ACQUIRE); ++slept) nanosleep(&step, NULL);
-        unsigned char mine = __atomic_load_n(done, __ATOMIC_ACQUIRE) != 0;
-        status = uform__mesh_allgather(mesh, &mine, all, sizes, "whether every member's share is encoded", outcome, function);
-        finished = 1;
-        for (size_t r = 0; status == UFORM_OK && r < mesh->count; ++r) finished &= all[r];
+    if (status == UFORM_OK) {
+        status = uform__mesh_rounds_until_done(mesh, done, all, sizes, "whether every member's share is encoded", outcome,
+                                               function);
+        uform__mesh_release(mesh);
     }
-    if (acquired) uform__mesh_release(mesh);
     free(all), free(sizes);
     return status;
 }

@@ -33,7 +33,6 @@
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
-#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -44,9 +43,6 @@
 
 /* Rows widened to F32 per call to FAISS's add (as ann_build.c). */
 #define ADD_ROWS 65536
-/* While some member works (trains, adds, merges, writes), every member answers a one-byte round
- * this often, so no exchange waits longer than this for a member that is alive. */
-#define ROUND_NS 100000000L
 
 /* Step 1's record, all uint64 so it has the same layout on every member. */
 enum { SHAPE_OK, SHAPE_COUNT, SHAPE_DIMS, SHAPE_SCALAR, SHAPE_INDEX_COUNT, SHAPE_INDEX_DIMS, SHAPE_INDEX_SCALAR, SHAPE_WORDS };
@@ -332,8 +328,9 @@ static void *job_thread(void *raw) {
     return NULL;
 }
 
-/* Runs `job` (NULL when this member has nothing to do) while answering a round every ROUND_NS
- * until every member's work is done. Answers the mesh's status (UFORM_OK, or the failed exchange);
+/* Runs `job` (NULL when this member has nothing to do) while answering the mesh's rounds
+ * (uform__mesh_rounds_until_done) until every member's work is done. Answers the mesh's status
+ * (UFORM_OK, or the failed exchange);
  * the job's own status is job->status, its failure copied into m->outcome. Without a thread (none
  * could be started) the job runs here first and the rounds follow. */
 static uform_status_t wait_for(members_t *m, job_t *job) {
@@ -346,20 +343,8 @@ static uform_status_t wait_for(members_t *m, job_t *job) {
         threaded = pthread_create(&thread, NULL, job_thread, job) == 0;
         if (!threaded) job_thread(job);
     }
-    uform_status_t status = UFORM_OK;
-    for (int all = 0; !all && status == UFORM_OK;) {
-        /* A member with work waits for it up to one round; one without goes straight to the
-         * exchange, where it waits for the others. */
-        struct timespec step = {0, ROUND_NS / 20};
-        for (int slept = 0; job && slept < 20 && !__atomic_load_n(&job->done, __ATOMIC_ACQUIRE); ++slept)
-            nanosleep(&step, NULL);
-        unsigned char mine = !job || __atomic_load_n(&job->done, __ATOMIC_ACQUIRE);
-        for (size_t r = 0; r < m->count; ++r) m->sizes[r] = 1;
-        status = uform__mesh_allgather(m->mesh, &mine, m->bytes, m->sizes, "whether every member's work is done", m->outcome,
-                                       m->function);
-        all = 1;
-        for (size_t r = 0; r < m->count && status == UFORM_OK; ++r) all &= m->bytes[r];
-    }
+    uform_status_t status = uform__mesh_rounds_until_done(m->mesh, job ? &job->done : NULL, m->bytes, m->sizes,
+                                                          "whether every member's work is done", m->outcome, m->function);
     /* The work goes on to its end even when the mesh broke: it holds FAISS's structures. */
     if (threaded) pthread_join(thread, NULL);
     if (job && job->status != UFORM_OK && status == UFORM_OK)

@@ -6,6 +6,7 @@
  */
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "core/outcome.h"
 #include "mesh/mesh.h"
@@ -103,4 +104,21 @@ uform_status_t uform__mesh_broadcast(uform_mesh_t mesh, void *data, size_t bytes
     char said[256] = "";
     status = mesh->gloo_api->broadcast(mesh->gloo, data, bytes, root, said, sizeof said);
     return status == UFORM_OK ? status : failed(mesh, status, what, said, outcome, function);
+}
+
+uform_status_t uform__mesh_rounds_until_done(uform_mesh_t mesh, const uint32_t *done, unsigned char *flags, size_t *sizes,
+                                            const char *what, uform_outcome_t *outcome, const char *function) {
+    uform_status_t status = UFORM_OK;
+    for (size_t r = 0; r < mesh->count; ++r) sizes[r] = 1;
+    for (int all = 0; !all && status == UFORM_OK;) {
+        /* A member with work waits for it up to one round; one without goes straight to the exchange,
+         * where it waits for the others. */
+        struct timespec step = {0, 5000000L};
+        for (int slept = 0; done && slept < 20 && !__atomic_load_n(done, __ATOMIC_ACQUIRE); ++slept) nanosleep(&step, NULL);
+        unsigned char mine = !done || __atomic_load_n(done, __ATOMIC_ACQUIRE) != 0;
+        status = uform__mesh_allgather(mesh, &mine, flags, sizes, what, outcome, function);
+        all = 1;
+        for (size_t r = 0; r < mesh->count && status == UFORM_OK; ++r) all &= flags[r];
+    }
+    return status;
 }

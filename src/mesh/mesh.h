@@ -76,6 +76,14 @@ uform_status_t uform__mesh_allgather(uform_mesh_t mesh, const void *input, void 
 uform_status_t uform__mesh_broadcast(uform_mesh_t mesh, void *data, size_t bytes, size_t root, const char *what,
                                      uform_outcome_t *outcome, const char *function);
 
+/* Rounds until every member's work is done, so that long work can run on a thread of its own while
+ * the mesh's timeout bounds only how long a dead member goes unnoticed: each round, a member with
+ * work waits for `*done` (set with release order by the worker) up to 100 ms, then every member
+ * all-gathers one byte saying whether its own work is done. `done` NULL: this member has nothing to
+ * do. `flags` and `sizes` are scratch of one entry per member. The collectives' statuses. */
+uform_status_t uform__mesh_rounds_until_done(uform_mesh_t mesh, const uint32_t *done, unsigned char *flags, size_t *sizes,
+                                            const char *what, uform_outcome_t *outcome, const char *function);
+
 /* Largest all-reduce issued at once (the gradients go in buckets of this many bytes at most). */
 #define UFORM__MESH_BUCKET_BYTES ((size_t)64 << 20)
 
