@@ -12,6 +12,7 @@
 
 #include "core/clock.h"
 #include "core/outcome.h"
+#include "core/path.h"
 #include "data/data.h"
 #include "data/fit.h"
 #include "mesh/mesh.h"
@@ -47,13 +48,8 @@ static uform_status_t check_request(uform_trainer_fit_t *request) {
 static uform_status_t check_save_path(uform__fit_run_t *run) {
     const char *path = run->request->save_path;
     if (!path || !run->leads) return UFORM_OK;
-    const char *slash = strrchr(path, '/');
-    size_t length = slash ? (size_t)(slash - path) : 0;
-    char *folder = malloc(length + 2);
+    char *folder = uform__path_folder(path);
     if (!folder) return uform__fail(&run->request->outcome, UFORM_OUT_OF_MEMORY, function, "cannot allocate the name of save_path's folder");
-    if (!slash) strcpy(folder, ".");
-    else if (length == 0) strcpy(folder, "/");
-    else memcpy(folder, path, length), folder[length] = 0;
     int writable = access(folder, W_OK | X_OK) == 0, reason = errno;
     uform_status_t status = UFORM_OK;
     if (!writable)

@@ -14,6 +14,7 @@
 
 #include "core/hash128.h"
 #include "core/outcome.h"
+#include "core/path.h"
 #include "index/ann.h"
 #include "index/ann_write.h"
 
@@ -52,14 +53,11 @@ uform_status_t uform__ann_write(const uform__faiss_api_t *api, const uform__fais
     const char *slash = strrchr(path, '/');
     const char *base = slash ? slash + 1 : path;
     if (!*base) return uform__fail(outcome, UFORM_INVALID_ARGUMENT, function, "'%s' does not name a file", path);
-    size_t folder_length = slash ? (size_t)(slash - path) : 0;
-    char *temporary = malloc(length + 16), *folder = malloc(folder_length + 2);
+    char *temporary = malloc(length + 16), *folder = uform__path_folder(path);
     if (!temporary || !folder) {
         free(temporary), free(folder);
         return uform__fail(outcome, UFORM_OUT_OF_MEMORY, function, "cannot allocate a path");
     }
-    if (slash) memcpy(folder, path, folder_length ? folder_length : 1), folder[folder_length ? folder_length : 1] = 0;
-    else strcpy(folder, ".");
     sprintf(temporary, "%.*s.%s.XXXXXX", (int)(base - path), path, base);
     uform_status_t status = UFORM_OK;
     sink_t sink = {mkostemp(temporary, O_CLOEXEC), 0, {{0}}};

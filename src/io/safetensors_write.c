@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "core/outcome.h"
+#include "core/path.h"
 #include "io/safetensors_text.h"
 
 /* The most bytes written between two progress reports. */
@@ -334,15 +335,11 @@ static uform_status_t name_temporary(writing_t *writing, uform_outcome_t *outcom
     if (!*base || strcmp(base, ".") == 0 || strcmp(base, "..") == 0)
         return uform__fail(outcome, UFORM_INVALID_ARGUMENT, "uform__safetensors_write",
                            "%s does not name a file", writing->quoted);
-    size_t directory_length = slash ? (size_t)(slash - path) : 1;
-    if (slash && directory_length == 0) directory_length = 1; /* a file in "/" */
-    writing->directory = malloc(directory_length + 1);
+    writing->directory = uform__path_folder(path);
+    size_t directory_length = writing->directory ? strlen(writing->directory) : 0;
     writing->temporary = malloc(directory_length + strlen(base) + 10);
     if (!writing->directory || !writing->temporary)
         return uform__fail(outcome, UFORM_OUT_OF_MEMORY, "uform__safetensors_write", "cannot allocate a path");
-    if (slash) memcpy(writing->directory, path, directory_length);
-    else writing->directory[0] = '.';
-    writing->directory[directory_length] = 0;
     sprintf(writing->temporary, "%s/.%s.XXXXXX", writing->directory, base);
     return UFORM_OK;
 }
