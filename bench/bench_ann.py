@@ -136,6 +136,9 @@ def main():
                         help="IVF recipes: a second sweep with uform's rerank R against FAISS's IndexRefineFlat "
                              "(k_factor R/10); 0: none")
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--same-structure", action=argparse.BooleanOptionalAction, default=True,
+                        help="also time Python's FAISS on uform's own .faiss file (the same graph or lists), "
+                             "alternating with the other two sides")
     parser.add_argument("--work", default=None)
     parser.add_argument("--json", default="bench/results/ann.json")
     args = parser.parse_args()
@@ -195,6 +198,10 @@ def main():
                 index.add(vectors)
                 faiss_build = {"seconds": time.perf_counter() - start, "cpu_seconds": time.process_time() - start_cpu}
                 faiss_bytes = len(faiss.serialize_index(index))
+                # FAISS on uform's own structure (its .faiss file, FAISS's format): the two graphs built
+                # above differ (2-thread HNSW builds depend on timing), so this third column is the one
+                # that isolates what uform's call path adds around the same search.
+                same = faiss.read_index(os.path.join(work, "bench_ann.faiss")) if args.same_structure else None
                 loads.append(os.getloadavg()[0])
                 print(f"{recipe}: build uform {ours_build['seconds']:.1f} s, FAISS {faiss_build['seconds']:.1f} s "
                       f"({args.build_threads} threads, {train} training rows); bytes/vector uform "
@@ -206,12 +213,17 @@ def main():
                 # FAISS's own way to do it (IndexRefineFlat over the same F32 rows, k_factor R/10).
                 reranks = [0] + ([args.rerank] if args.rerank and knob == "nprobe" else [])
                 refine = None
+                same_refine = None
                 if len(reranks) > 1:
                     refine = faiss.IndexRefineFlat(index, faiss.swig_ptr(vectors))
                     refine.k_factor = args.rerank / TOP
+                    if same is not None:
+                        same_refine = faiss.IndexRefineFlat(same, faiss.swig_ptr(vectors))
+                        same_refine.k_factor = args.rerank / TOP
                 for rerank, threads, value in [(r, t, v) for r in reranks for t in threads_list for v in values]:
                     if True:
-                        ours_best = theirs_best = ours_cpu = theirs_cpu = math.inf
+                        ours_best = theirs_best = ours_cpu = theirs_cpu = same_best = same_cpu = math.inf
+                        same_ids = None
                         for _ in range(args.rounds):
                             answer = worker.ask(f"search {knob} {value} {threads} {rerank}")
                             ours_best, ours_cpu = min(ours_best, answer["seconds"]), min(ours_cpu, answer["cpu_seconds"])
@@ -222,6 +234,12 @@ def main():
                             _, theirs_ids = (refine if rerank else index).search(queries, TOP)
                             theirs_best = min(theirs_best, time.perf_counter() - start)
                             theirs_cpu = min(theirs_cpu, time.process_time() - start_cpu)
+                            if same is not None:
+                                params.set_index_parameter(same, "efSearch" if knob == "ef" else "nprobe", value)
+                                start, start_cpu = time.perf_counter(), time.process_time()
+                                _, same_ids = (same_refine if rerank else same).search(queries, TOP)
+                                same_best = min(same_best, time.perf_counter() - start)
+                                same_cpu = min(same_cpu, time.process_time() - start_cpu)
                         point = {"threads": threads, knob: value, "rerank": rerank,
                                  "recall_uform": recall(worker.ids(), truth), "recall_faiss": recall(theirs_ids, truth),
                                  "qps_uform": args.queries / ours_best, "qps_faiss": args.queries / theirs_best,
@@ -229,6 +247,14 @@ def main():
                                  "cpu_seconds_uform": ours_cpu, "cpu_seconds_faiss": theirs_cpu,
                                  "overhead_cpu": ours_cpu / theirs_cpu - 1.0,
                                  "speedup_over_exact": exact[threads]["seconds"] / ours_best}
+                        if same is not None:
+                            ours_ids = worker.ids()
+                            point.update({"qps_faiss_same": args.queries / same_best,
+                                          "overhead_same": ours_best / same_best - 1.0,
+                                          "cpu_seconds_faiss_same": same_cpu,
+                                          "overhead_cpu_same": ours_cpu / same_cpu - 1.0,
+                                          "recall_faiss_same": recall(same_ids, truth),
+                                          "ids_equal_same": float(np.mean(ours_ids == same_ids))})
                         points.append(point)
                         loads.append(os.getloadavg()[0])
                         print(f"  {threads:7} {value:6}{'+r' + str(rerank) if rerank else ''} |      {point['recall_uform']:.4f} {point['recall_faiss']:.4f} | "
@@ -236,6 +262,11 @@ def main():
                               f"{point['cpu_seconds_uform']:6.3f} {point['cpu_seconds_faiss']:6.3f} "
                               f"{point['overhead_cpu'] * 100:+6.1f}% | "
                               f"{point['speedup_over_exact']:7.1f}x")
+                        if same is not None:
+                            print(f"          same structure: FAISS {point['qps_faiss_same']:8.0f} queries/s, recall "
+                                  f"{point['recall_faiss_same']:.4f}, ids equal {point['ids_equal_same']:.4f} | "
+                                  f"overhead {point['overhead_same'] * 100:+6.1f}% wall, "
+                                  f"{point['overhead_cpu_same'] * 100:+6.1f}% CPU ({point['cpu_seconds_faiss_same']:.3f} s)")
                 at95 = {}
                 for threads in threads_list:
                     good = [p for p in points if p["threads"] == threads and p["recall_uform"] >= 0.95]
@@ -247,7 +278,7 @@ def main():
                                          "bytes_per_vector_uform": ours_build["bytes"] / args.rows,
                                          "bytes_per_vector_faiss": faiss_bytes / args.rows,
                                          "speedup_at_recall_095": at95, "points": points})
-                del refine, index
+                del refine, index, same_refine, same
             worker.close()
             report["sets"].append(block)
             del vectors
