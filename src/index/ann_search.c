@@ -2,11 +2,13 @@
  * Approximate search (uform.h, uform_index_ann_search): FAISS proposes `fetch` candidates per
  * query — top, or max(rerank, top) when reranking — through per-call SearchParameters (nprobe, ef,
  * and an IDSelector over the items' modality bytes when a filter excludes some), in batches so
- * progress can be reported and a cancel honoured. A batch starts at FIRST_BATCH queries and doubles
- * while batches take under BATCH_SECONDS (up to MOST_BATCH): every FAISS call is an OpenMP region
- * whose threads meet at a barrier, and on two shared cores 64-query calls cost 2–5 times the wall
- * time of one call for 1,000 queries (bench_ann, docs/indexes.md), while a cancel still waits for
- * one batch of about BATCH_SECONDS at most. With rerank, each candidate is
+ * progress can be reported and a cancel honoured. The first batch is FIRST_BATCH queries; each next
+ * one is as many as the last call's rate answers in BATCH_SECONDS (FIRST_BATCH to MOST_BATCH), and a
+ * tail shorter than half a batch joins it: every FAISS call is an OpenMP region whose threads meet
+ * at a barrier (and, with libgomp's default wait policy, spin there), and on two shared cores
+ * 64-query calls cost 2–5 times the wall time of one call for 1,000 queries (bench_ann,
+ * docs/indexes.md). Sizing by rate makes 1,000 queries two or three calls where doubling from 64
+ * made five to nine, while a cancel still waits for one batch of about BATCH_SECONDS at most. With rerank, each candidate is
  * rescored from the index's stored row by the exact search's own kernels (kernels/search.h): the
  * same code path and the same sums as uform_index_search's matrix-vector kernel, so scores equal
  * exact search's bit for bit when it runs that path (fewer than 8 queries). The candidates are
@@ -28,10 +30,10 @@
 #include "kernels/search.h"
 
 /* Queries per call into FAISS (and per progress report): the first call's, the most, and the
- * time under which the next call takes twice as many. */
+ * time each later call is sized to take at the rate the call before it measured. */
 #define FIRST_BATCH 64
 #define MOST_BATCH 8192
-#define BATCH_SECONDS 0.05
+#define BATCH_SECONDS 0.2
 
 static double seconds_now(void) {
     struct timespec now;
@@ -144,8 +146,13 @@ static uform_status_t search_run(void *pointer, uform__call_context_t *context) 
         if (status != UFORM_OK)
             return uform__fail(context->outcome, status, context->function, "FAISS's search (nprobe %zu, ef %zu): %s",
                                search.nprobe, search.ef, message);
-        if (seconds_now() - started < BATCH_SECONDS && batch < MOST_BATCH) batch *= 2;
+        /* The next batch: what this call's rate answers in BATCH_SECONDS, and the whole tail when
+         * what would be left after it is under half a batch (no short last call). */
+        double took = seconds_now() - started, rate = (double)count / (took > 1e-6 ? took : 1e-6);
+        double wanted = rate * BATCH_SECONDS;
+        batch = wanted < FIRST_BATCH ? FIRST_BATCH : wanted > MOST_BATCH ? MOST_BATCH : (size_t)wanted;
         first += count;
+        if (q - first > batch && q - first - batch < batch / 2) batch = q - first;
         if (uform__progress_advance(&context->progress, first) == UFORM_CANCEL && first < q)
             return uform__fail(context->outcome, UFORM_CANCELLED, context->function,
                                "cancelled by the progress handler after %zu of %zu queries", first, q);
