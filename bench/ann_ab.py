@@ -69,10 +69,12 @@ def main():
         before.ask("attach")
         same = faiss.read_index(os.path.join(after_dir, "bench_ann.faiss"))
         print(f"threads {args.knob:>6} | best s: before  after  FAISS | median s: before  after  FAISS | "
-              f"after/before best, median | ids equal")
+              f"after/before best, median | ids equal | "
+              f"CPU s median before after FAISS (after/before)")
         for threads in [int(t) for t in args.threads.split(",")]:
             for value in [int(v) for v in args.values.split(",")]:
                 times = {"before": [], "after": [], "faiss": []}
+                cpu = {"before": [], "after": [], "faiss": []}
                 ids = {}
                 for round_ in range(args.rounds):
                     sides = ["before", "after", "faiss"]
@@ -81,18 +83,22 @@ def main():
                             faiss.omp_set_num_threads(threads)
                             faiss.ParameterSpace().set_index_parameter(
                                 same, "efSearch" if args.knob == "ef" else "nprobe", value)
-                            start = time.perf_counter()
+                            start, start_cpu = time.perf_counter(), time.process_time()
                             _, ids["faiss"] = same.search(queries, TOP)
                             times["faiss"].append(time.perf_counter() - start)
+                            cpu["faiss"].append(time.process_time() - start_cpu)
                         else:
                             worker = after if side == "after" else before
-                            times[side].append(worker.ask(f"search {args.knob} {value} {threads} 0")["seconds"])
+                            answer = worker.ask(f"search {args.knob} {value} {threads} 0")
+                            times[side].append(answer["seconds"]), cpu[side].append(answer["cpu_seconds"])
                             ids[side] = worker.ids()
                 loads.append(os.getloadavg()[0])
                 best = {side: min(seconds) for side, seconds in times.items()}
                 median = {side: statistics.median(seconds) for side, seconds in times.items()}
+                cpu_median = {side: statistics.median(seconds) for side, seconds in cpu.items()}
                 equal = float(np.mean(ids["before"] == ids["after"]))
                 point = {"threads": threads, args.knob: value, "best": best, "median": median,
+                         "cpu_median": cpu_median, "cpu_after_over_before": cpu_median["after"] / cpu_median["before"],
                          "after_over_before_best": best["after"] / best["before"],
                          "after_over_before_median": median["after"] / median["before"],
                          "ids_equal_before_after": equal,
@@ -100,9 +106,12 @@ def main():
                 report["points"].append(point)
                 print(f"{threads:7} {value:6} | {best['before']:13.4f} {best['after']:6.4f} {best['faiss']:6.4f} | "
                       f"{median['before']:15.4f} {median['after']:6.4f} {median['faiss']:6.4f} | "
-                      f"{point['after_over_before_best']:10.3f} {point['after_over_before_median']:7.3f} | {equal:.4f}")
+                      f"{point['after_over_before_best']:10.3f} {point['after_over_before_median']:7.3f} | {equal:.4f} | "
+                      f"CPU s median {cpu_median['before']:.4f} {cpu_median['after']:.4f} {cpu_median['faiss']:.4f} "
+                      f"({point['cpu_after_over_before']:.3f})")
         after.close(), before.close()
     report["load_average"] = {"min": min(loads), "max": max(loads)}
+    report["timed_seconds_per_side"] = "best and median of --rounds; CPU seconds are each process's, every thread"
     print(f"load average (1 min): {min(loads):.1f} to {max(loads):.1f}")
     os.makedirs(os.path.dirname(args.json) or ".", exist_ok=True)
     with open(args.json, "w") as out:

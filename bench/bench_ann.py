@@ -142,6 +142,7 @@ def main():
     parser.add_argument("--work", default=None)
     parser.add_argument("--json", default="bench/results/ann.json")
     args = parser.parse_args()
+    sys.stdout.reconfigure(line_buffering=True)  # progress shows in a log while a 1 M-row run goes on
     threads_list = [int(t) for t in args.threads.split(",")]
     started = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
     loads = [os.getloadavg()[0]]
@@ -171,6 +172,7 @@ def main():
                 print(f"uform exact search, {threads} threads: {exact[threads]['qps']:.1f} queries/s, "
                       f"recall@10 {exact[threads]['recall']:.4f}")
             block = {"dims": dims, "index_bytes": made["bytes"], "exact": exact, "recipes": []}
+            report["sets"].append(block)
             for name in args.recipes.split(","):
                 lists = 0
                 if name == "hnsw":
@@ -279,16 +281,22 @@ def main():
                                          "bytes_per_vector_faiss": faiss_bytes / args.rows,
                                          "speedup_at_recall_095": at95, "points": points})
                 del refine, index, same_refine, same
+                save(args.json, report, loads, partial=True)  # a run stopped later keeps what it measured
             worker.close()
-            report["sets"].append(block)
             del vectors
-    report["load_average"] = {"min": min(loads), "max": max(loads)}
-    report["finished"] = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
     print(f"\nload average (1 min) during the run: {min(loads):.1f} to {max(loads):.1f} on {os.cpu_count()} cores")
-    os.makedirs(os.path.dirname(args.json) or ".", exist_ok=True)
-    with open(args.json, "w") as out:
-        json.dump(report, out, indent=1)
+    save(args.json, report, loads, partial=False)
     print(f"wrote {args.json}")
+
+
+def save(path, report, loads, partial):
+    """Writes the report so far; `partial` marks one written before the run's end."""
+    report["load_average"] = {"min": min(loads), "max": max(loads)}
+    report["partial"] = partial
+    report["finished"] = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    with open(path, "w") as out:
+        json.dump(report, out, indent=1)
 
 
 if __name__ == "__main__":
