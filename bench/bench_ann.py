@@ -11,7 +11,13 @@ writes JSON (bench/results/ann.json by default).
 
     bench_ann [--rows 1000000] [--dims 64,256] [--queries 1000] [--centres 1000] [--threads 2,1]
               [--recipes hnsw,ivfpq] [--ef 16,32,64,128,256] [--nprobe 1,2,4,8,16,32,64,128]
-              [--rounds 2] [--build-threads 2] [--work DIR] [--json PATH]
+              [--rounds 2] [--build-threads 2] [--train-rows N] [--rerank 100] [--spread 1.0]
+              [--no-faiss-build] [--no-same-structure] [--work DIR] [--json PATH]
+
+Beside FAISS's own structure, FAISS in Python also searches uform's structure (its .faiss file):
+the "same structure" line under each point is uform's overhead on the very same graph or lists,
+and whether the two answered the same ids. --no-faiss-build skips FAISS's own build (its columns
+then search uform's structure), for runs whose builds would not fit the time there is.
 
 `hnsw` is HNSW32; `ivfpq` is the recipe uform's default rule picks for a corpus above 1,000,000
 items, computed for --rows (IVF<n>,PQ<m>np: n the power of two nearest 4*sqrt(rows), m the largest
@@ -136,6 +142,9 @@ def main():
                         help="IVF recipes: a second sweep with uform's rerank R against FAISS's IndexRefineFlat "
                              "(k_factor R/10); 0: none")
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--faiss-build", action=argparse.BooleanOptionalAction, default=True,
+                        help="build FAISS's own structure in Python (off: its columns search uform's structure, "
+                             "halving a long run; no FAISS build time)")
     parser.add_argument("--same-structure", action=argparse.BooleanOptionalAction, default=True,
                         help="also time Python's FAISS on uform's own .faiss file (the same graph or lists), "
                              "alternating with the other two sides")
@@ -193,19 +202,25 @@ def main():
                 loads.append(os.getloadavg()[0])
                 faiss.omp_set_num_threads(args.build_threads)
                 start, start_cpu = time.perf_counter(), time.process_time()
-                index = faiss.index_factory(dims, recipe, faiss.METRIC_INNER_PRODUCT)
-                if train:
-                    sample = np.sort(np.random.default_rng(3).choice(args.rows, train, replace=False))
-                    index.train(vectors[sample])
-                index.add(vectors)
-                faiss_build = {"seconds": time.perf_counter() - start, "cpu_seconds": time.process_time() - start_cpu}
+                if args.faiss_build:
+                    index = faiss.index_factory(dims, recipe, faiss.METRIC_INNER_PRODUCT)
+                    if train:
+                        sample = np.sort(np.random.default_rng(3).choice(args.rows, train, replace=False))
+                        index.train(vectors[sample])
+                    index.add(vectors)
+                else:  # --no-faiss-build: FAISS searches uform's structure only (no build time of its own)
+                    index = faiss.read_index(os.path.join(work, "bench_ann.faiss"))
+                faiss_build = {"seconds": time.perf_counter() - start, "cpu_seconds": time.process_time() - start_cpu,
+                               "built": bool(args.faiss_build)}
                 faiss_bytes = len(faiss.serialize_index(index))
                 # FAISS on uform's own structure (its .faiss file, FAISS's format): the two graphs built
                 # above differ (2-thread HNSW builds depend on timing), so this third column is the one
                 # that isolates what uform's call path adds around the same search.
-                same = faiss.read_index(os.path.join(work, "bench_ann.faiss")) if args.same_structure else None
+                same = (faiss.read_index(os.path.join(work, "bench_ann.faiss"))
+                        if args.same_structure and args.faiss_build else None)
                 loads.append(os.getloadavg()[0])
-                print(f"{recipe}: build uform {ours_build['seconds']:.1f} s, FAISS {faiss_build['seconds']:.1f} s "
+                theirs = f"{faiss_build['seconds']:.1f} s" if args.faiss_build else "not built (searches uform's)"
+                print(f"{recipe}: build uform {ours_build['seconds']:.1f} s, FAISS {theirs} "
                       f"({args.build_threads} threads, {train} training rows); bytes/vector uform "
                       f"{ours_build['bytes'] / args.rows:.1f}, FAISS {faiss_bytes / args.rows:.1f}")
                 print(f"  threads {knob:>6} | recall uform  FAISS | queries/s uform    FAISS | overhead | "
