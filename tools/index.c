@@ -334,6 +334,13 @@ static int run(void *raw, const cli_parsed_t *parsed) {
         build.batch = options.batch, build.checkpoint = options.checkpoint, build.resume = options.resume;
         build.progress = (uform_progress_t){progress, &bar, 0};
         build.mesh = mesh ? mesh->mesh : NULL;
+        /* Over a mesh the members build the approximate structure inside the build, each adding the
+         * rows it encoded (IVF: member 0 trains and merges the lists; others: member 0 alone),
+         * docs/indexes.md, "Many members, one index"; member 0 reports it below. Without a mesh it is
+         * built afterwards from the written index (build_ann), as before. The library's default
+         * path is ann_choice_path's (X.index: X.faiss). */
+        uform_index_ann_options_t ann = {options.ann, options.ann_train, options.ann_threads};
+        if (mesh && options.ann) build.ann = &ann;
         uform_status_t built = uform_index_build(&build);
         if (bar.drawn) fputc('\n', stderr);
         double seconds = cli_now() - bar.start;
@@ -349,10 +356,10 @@ static int run(void *raw, const cli_parsed_t *parsed) {
         } else if (built != UFORM_OK) {
             status = cli_fail(&build.outcome, NULL);
         } else if (mesh) {
-            /* Every member answers the whole index's counts; member 0 prints them and builds the
-             * approximate structure from every row, as one process would. */
+            /* Every member answers the whole index's counts; member 0 prints them and reports the
+             * approximate structure the members built (its time is the whole build's). */
             if (leads) summary(&options, &build, errors_path, seconds);
-            if (leads && options.ann) status = build_ann(&options, options.out, 0, cli_now());
+            if (leads && options.ann) status = build_ann(&options, options.out, 1, bar.start);
             if (status == 0 && build.failed) status = 3;
         } else {
             summary(&options, &build, errors_path, seconds);
