@@ -98,11 +98,17 @@ class BuildResult:
     error: Optional[DataError]
 
 
-def _leave_mesh(mesh: Any) -> None:
-    """A member that failed before its build still meets the others, with nothing (a request with no
-    model fails at once after telling them), so they stop naming it instead of at the timeout."""
+def _leave_mesh(mesh: Any, vectors: bool = False) -> None:
+    """A member that failed before its build still meets the others, with nothing, so they stop
+    naming it instead of at the timeout: encoding, a request with no model (it fails at once after
+    telling them); from vectors, the gather of the members' blocks with none."""
     handle = getattr(mesh, "_handle", None)
     if handle is None:
+        return
+    if vectors:
+        gathered, outcome = c_void_p(), S.Outcome()
+        lib.uform_index_builder_gather(None, handle, byref(gathered), addressof(outcome))
+        lib.uform_index_builder_free(gathered.value)
         return
     nothing = D.IndexBuild()
     nothing.mesh = handle
@@ -286,21 +292,27 @@ class Index(Closing):
         from ._index_members import ann_options
         from .executor import calling_thread
 
-        structure = ann_options(ann, ann_train, ann_threads, function)
-        if ann_path is not None and structure is None:
-            raise invalid(function, "ann_path names where the approximate structure goes: give ann= too")
+        try:
+            structure = ann_options(ann, ann_train, ann_threads, function)
+            if ann_path is not None and structure is None:
+                raise invalid(function, "ann_path names where the approximate structure goes: give ann= too")
+            if vectors is not None:
+                if inputs or manifests or shards is not None or datasets or resume:
+                    raise invalid(function, "vectors= builds from the matrix alone: no inputs, manifests, shards, "
+                                            "datasets or resume")
+                if paths is not None and ids is not None:
+                    raise invalid(function, "paths= and ids= name the same thing: give one")
+                name = _inputs.path_bytes(out, function, "out")
+                target = _inputs.path_bytes(ann_path if ann_path is not None else _default_ann_path(out), function,
+                                            "ann_path")
+        except Exception:
+            if mesh is not None:  # the other members are waiting in the build's first exchange
+                _leave_mesh(mesh, vectors is not None)
+            raise
         if vectors is not None:
             from ._index_members import build_members_from_vectors
             from ._index_vectors import build_from_vectors
 
-            if inputs or manifests or shards is not None or datasets or resume:
-                raise invalid(function, "vectors= builds from the matrix alone: no inputs, manifests, shards, "
-                                        "datasets or resume")
-            if paths is not None and ids is not None:
-                raise invalid(function, "paths= and ids= name the same thing: give one")
-            name = _inputs.path_bytes(out, function, "out")
-            target = _inputs.path_bytes(ann_path if ann_path is not None else _default_ann_path(out), function,
-                                        "ann_path")
             if mesh is not None:
                 count = build_members_from_vectors(vectors, mesh=mesh, paths=paths if paths is not None else ids,
                                                    model=model, scalar=scalar, normalize=normalize, modality=modality,

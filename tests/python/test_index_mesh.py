@@ -8,8 +8,9 @@ part 3): two member processes on loopback against one process with no mesh.
   answers NumPy's (float64 products of the stored rows, computed here, not by the engine).
 * Encoded: a manifest of texts encoded with the tiny checkpoint in batches of 3, so each member
   encodes a different share; the index, errors file and .faiss are one process's bytes.
-* A member whose own part fails (a float64 matrix) still takes part with nothing, so the other
-  member fails at once naming it instead of at the mesh's 60-second timeout.
+* A member whose own part fails (a float64 matrix, or an argument refused before any exchange, from
+  vectors or encoding) still takes part with nothing, so the other member fails at once naming it
+  instead of at the mesh's 60-second timeout.
 
 Fixed seeds, loopback only, bounded waits.
 """
@@ -139,15 +140,24 @@ def test_encoded_two_members_equal_one_process(tmp_path):
         assert index.open_ann().count == 20
 
 
-def test_a_member_that_fails_stops_the_other(corpus):
+@pytest.mark.parametrize("kind, change, named", [
+    ("vectors", {"vectors": "wide.npy"}, "float64"),  # refused while making its block
+    ("vectors", {"ann_train": -1}, "ann_train"),       # refused before any exchange
+    ("encode", {"ann_train": -1}, "ann_train"),
+])
+def test_a_member_that_fails_stops_the_other(corpus, kind, change, named):
     folder, rows, _ = corpus
-    np.save(folder / "wide.npy", rows.astype(np.float64))  # refused by member 1: not float32 or float16
-    good = {"kind": "vectors", "vectors": str(folder / "rows.npy"), "out": str(folder / "failed.index"),
-            "ann": RECIPE, "ann_train": TRAIN}
-    bad = dict(good, vectors=str(folder / "wide.npy"))
+    np.save(folder / "wide.npy", rows.astype(np.float64))  # not float32 or float16
+    manifest = folder / "few.jsonl"
+    manifest.write_text("".join(json.dumps({"text": f"text {i}", "id": f"t{i}"}) + "\n" for i in range(6)))
+    job = f"failed-{kind}-{named}"
+    good = {"kind": kind, "vectors": str(folder / "rows.npy"), "out": str(folder / f"{job}.index"), "ann": RECIPE,
+            "ann_train": TRAIN, "checkpoint": os.environ.get("UFORM_TEST_CHECKPOINT") or os.environ["UFORM_PYTEST_TINY"],
+            "manifest": str(manifest), "batch": 2}
+    bad = dict(good, **{key: str(folder / value) if key == "vectors" else value for key, value in change.items()})
     start = time.monotonic()
-    first, second = run_members(folder, "failed", [good, bad])
+    first, second = run_members(folder, job, [good, bad])
     assert time.monotonic() - start < 30  # well inside the 60-second mesh timeout
-    assert second["error"]["class"] == "InvalidArgument" and "float64" in second["error"]["message"], second
+    assert second["error"]["class"] == "InvalidArgument" and named in second["error"]["message"], second
     assert first["error"]["class"] == "PeerLost" and "member 1" in first["error"]["message"], first
-    assert not (folder / "failed.index").exists() and not (folder / "failed.faiss").exists()
+    assert not (folder / f"{job}.index").exists() and not (folder / f"{job}.faiss").exists()
