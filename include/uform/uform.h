@@ -837,6 +837,22 @@ UFORM_API uform_status_t uform_text_tokenize(uform_model_t model, const char *te
                                              size_t capacity, size_t *count, uform_outcome_t *outcome);
 
 /*
+ * The positions a model's tower for `modality` runs for one item, as the encode verbs size it
+ * (their `stats.tokens` and the rows of an item's token_vectors and states): for text, the count
+ * uform_text_tokenize gives for `size` bytes at `bytes`; for an image, a video or a recording, the
+ * tower's class row (none for SigLIP), register rows (UForm 3 towers with `num_reg_tokens`) and
+ * patch, tubelet or audio-frame rows. Every media item is resized, sampled or cropped to the
+ * tower's fixed input, so a media count does not depend on the item: `bytes` is not read (it may be
+ * NULL) and a file that would not decode still gets the count. Use it to report usage per item.
+ * Runs on the calling thread; thread-safe; allocates only for a published folder's text tokenizer.
+ * Statuses: UFORM_OK; UFORM_INVALID_ARGUMENT (NULL model or count, a modality outside
+ * uform_modality_t or one the model has no tower for, NULL text bytes with a non-zero size);
+ * UFORM_OUT_OF_MEMORY (tokenizing a text).
+ */
+UFORM_API uform_status_t uform_model_tokens(uform_model_t model, uform_modality_t modality, const void *bytes,
+                                            size_t size, size_t *count, uform_outcome_t *outcome);
+
+/*
  * A Matryoshka prefix of an embedding the library wrote: `prefix` [dimensions] receives the first
  * `dimensions` columns of `embedding` [width], an L2-normalised F32 row, scaled back to unit length
  * (the squares summed in double, each value divided by the root and rounded once). `dimensions`
@@ -1749,6 +1765,18 @@ UFORM_API uform_status_t uform_evaluate(uform_evaluate_t *request);
  *                       rounds (every 100 ms), so members that finish early wait past the mesh's
  *                       timeout for live ones; `progress` is called on that thread and counts this
  *                       member's positions of its share
+ *   ann                 in: optional (NULL: no approximate structure). Once `out` is written, also
+ *                       builds an approximate structure over it into `ann_path` with these options
+ *                       (as uform_index_ann_build does); with `mesh`, every member takes part through
+ *                       uform_index_ann_build_members with the rows it encoded (member r's batches
+ *                       are the r-th contiguous block of the gathered index), so IVF recipes are
+ *                       trained on member 0, filled by every member and merged on member 0 — the
+ *                       same file as one process; other recipes are built by member 0 from every
+ *                       row. Over a mesh every member must pass `ann` alike (members that differ
+ *                       fail with UFORM_CONFIG_MISMATCH at the build's start). A failure here is the
+ *                       build's failure; `out` and `errors_path` stay written
+ *   ann_path            in: where the structure goes (NULL: `out` with ".index" replaced by
+ *                       ".faiss", or ".faiss" appended); only with `ann`
  *   outcome             out
  *   indexed, failed, skipped, duplicates, resumed   out: items added, bad items listed, items of
  *                       other modalities, items whose key was already in the index, items a resume
@@ -1774,6 +1802,8 @@ typedef struct uform_index_build_t {
     int resume;
     uform_progress_t progress;
     uform_mesh_t mesh;
+    const uform_index_ann_options_t *ann;
+    const char *ann_path;
     uform_outcome_t outcome;
     size_t indexed, failed, skipped, duplicates, resumed;
     uform_data_error_t error;

@@ -36,6 +36,7 @@ const sweep_row_t sweep_rows[] = {
     {"trainer_snapshot", sweep_run_trainer_snapshot, 0},
     {"text_choose", sweep_run_text_choose, 0},
     {"text_tokenize", sweep_run_text_tokenize, 0},
+    {"model_tokens", sweep_run_model_tokens, 0},
     {"embedding_truncate", sweep_run_embedding_truncate, 0},
     /* a published folder (tests/published's all-MiniLM fixture): its load (JSON files, tokenizer.json,
      * weights), then tokenize and encode with its tower */
@@ -121,6 +122,9 @@ const sweep_row_t sweep_rows[] = {
     {"data_evaluate", sweep_run_data_evaluate, 0},
     {"trainer_fit", sweep_run_trainer_fit, SWEEP_THREADS},
     {"data_index_build", sweep_run_data_index_build, SWEEP_THREADS},
+    /* Over a mesh of one with an IVF structure built by the members' path inside the build: FAISS
+     * and OpenMP allocate on their own threads (isolated, as the members' row above). */
+    {"data_index_build_members", sweep_run_data_index_build_members, SWEEP_ISOLATE | SWEEP_THREADS},
 };
 
 const size_t sweep_row_count = sizeof sweep_rows / sizeof sweep_rows[0];
