@@ -159,6 +159,7 @@ def main():
               "uform_cpu_class": os.environ.get("UFORM_CPU_CLASS", "(unset: the best this CPU runs)"),
               "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY", "(unset: libgomp spins, then sleeps)"),
               "faiss": faiss.__version__, "rows": args.rows, "queries": args.queries, "centres": args.centres,
+              "spread": args.spread,
               "rounds": args.rounds, "sets": []}
     print(f"bench_ann: {report['cpu']}, {report['cores']} cores, FAISS {faiss.__version__}, load {loads[0]:.1f}")
     with tempfile.TemporaryDirectory(dir=args.work) as work:
