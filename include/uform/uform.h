@@ -1244,6 +1244,21 @@ typedef struct uform_index_ann_options_t {
     /* OpenMP threads FAISS uses for this call; 0: OpenMP's default (OMP_NUM_THREADS or the cores).
      * HNSW graphs built on more than one thread depend on timing; 1 gives the same file every time. */
     size_t threads;
+    /* Nonzero: keep the inverted lists on disk, in FAISS's OnDiskInvertedLists file beside the
+     * structure — X.faiss's lists in X.ivfdata (another name gets ".ivfdata" appended), named in the
+     * .faiss without its folder, so the two can be moved together — for IVF recipes whose lists FAISS
+     * merges (IVF…,Flat, IVF…,PQ…, IVF…,SQ8, under OPQ or PCA too); others are UFORM_INVALID_ARGUMENT.
+     * The build writes each batch of 65,536 added rows' lists out as it goes (a members' build, each
+     * member's part), so it never holds all of them in memory; opening maps the lists file and
+     * searches read it through the page cache. Both files are written atomically (temporary names,
+     * fsync, the lists renamed just before the .faiss); the .faiss's pairing record holds the lists
+     * file's name, size and hash, and opening refuses a lists file that is missing (UFORM_IO) or of
+     * another size or hash (UFORM_FORMAT). Python's faiss opens the pair with
+     * faiss.read_index("X.faiss", faiss.IO_FLAG_ONDISK_SAME_DIR). Appended last: source that fills
+     * the first three fields and zeroes the rest builds unchanged and gets lists inside the .faiss,
+     * as before (a binary compiled against the three-field struct must be rebuilt: the library
+     * reads this field from the caller's struct). docs/indexes.md, "On-disk lists". */
+    int ondisk;
 } uform_index_ann_options_t;
 
 /*
