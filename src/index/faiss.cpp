@@ -16,6 +16,7 @@
  */
 #include "index/faiss.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <omp.h>
@@ -366,11 +367,32 @@ void take_ivf_header(memory_reader &reader, faiss::IndexIVF &inverted) {
     take_vector(reader, inverted.direct_map.array);
 }
 
+/* An OnDiskInvertedLists with no lists, no file and nothing mapped. FAISS 1.7.3's constructor
+ * makes its lock levels and its prefetcher with two plain `new`s in its member initialisers, so
+ * when the second fails the first is lost (the pointer member is not destroyed with the half-built
+ * object). It is built here in storage of our own, so that the first block can be found there and
+ * given back: the member was written before the second `new` ran, and nothing else touches the
+ * storage until it is freed. (The default constructor sizes no lists and names no file, so those
+ * two blocks are all it allocates.) */
+std::unique_ptr<faiss::OnDiskInvertedLists> empty_disk_lists() {
+    void *storage = ::operator new(sizeof(faiss::OnDiskInvertedLists));
+    memset(storage, 0, sizeof(faiss::OnDiskInvertedLists));
+    try {
+        return std::unique_ptr<faiss::OnDiskInvertedLists>(new (storage) faiss::OnDiskInvertedLists());
+    } catch (...) {
+        /* LockLevels is only declared in FAISS's header: its memory is given back without its
+         * destructor, which would only destroy an idle mutex, conditions and an empty set. */
+        ::operator delete(static_cast<void *>(static_cast<faiss::OnDiskInvertedLists *>(storage)->locks));
+        ::operator delete(storage);
+        throw;
+    }
+}
+
 /* FAISS's "ilod" section (OnDiskInvertedListsIOHook::write): nlist, code_size, the lists' (size,
  * capacity, offset) triples, the free slots, the lists file's name and its size. Read into lists
  * that are not mapped yet: map_lists (below) checks them against the file and maps it. */
 void take_disk_lists(memory_reader &reader, faiss::IndexIVF &inverted) {
-    std::unique_ptr<faiss::OnDiskInvertedLists> lists(new faiss::OnDiskInvertedLists());
+    std::unique_ptr<faiss::OnDiskInvertedLists> lists = empty_disk_lists();
     take(reader, lists->nlist), take(reader, lists->code_size);
     if (lists->nlist != inverted.nlist || lists->code_size != inverted.code_size) throw not_ours();
     take_vector(reader, lists->lists);
@@ -530,6 +552,7 @@ void map_lists(faiss::Index *top, const char *path, uint64_t bytes) {
     }
     void *mapping = bytes ? mmap(nullptr, (size_t)bytes, PROT_READ, MAP_SHARED, descriptor, 0) : nullptr;
     close(descriptor);
+    if (mapping == MAP_FAILED && errno == ENOMEM) throw std::bad_alloc(); /* address space, not the file */
     if (mapping == MAP_FAILED) bad_lists(path, strerror(errno));
     lists->ptr = (uint8_t *)mapping;
     lists->filename = path;
@@ -740,8 +763,10 @@ extern "C" uform_status_t uform__faiss_lists_describe(uform__faiss_t *index, con
     return guarded(UFORM_INVALID_ARGUMENT, message, capacity, [&] {
         faiss::IndexIVF *inverted = mergeable_of(index->index.get());
         if (!inverted) throw std::runtime_error("only IVF structures with array lists keep their lists on disk");
-        std::unique_ptr<faiss::OnDiskInvertedLists> lists(
-            new faiss::OnDiskInvertedLists(inverted->nlist, inverted->code_size, name));
+        std::unique_ptr<faiss::OnDiskInvertedLists> lists = empty_disk_lists();
+        lists->nlist = inverted->nlist, lists->code_size = inverted->code_size;
+        lists->filename = name;
+        lists->lists.resize(inverted->nlist);
         const size_t entry = inverted->code_size + sizeof(faiss::Index::idx_t);
         size_t offset = 0;
         uint64_t vectors = 0;
