@@ -699,8 +699,10 @@ extern "C" uform_status_t uform__faiss_deserialize(const void *bytes, size_t siz
         } catch (const not_ours &) {
             reader.at = 0;
             /* On-disk lists: FAISS reads their description without mapping the file it names
-             * (IO_FLAG_SKIP_IVF_DATA), and map_lists maps the file the caller resolved. */
-            made->index.reset(faiss::read_index(&reader, lists_path ? faiss::IO_FLAG_SKIP_IVF_DATA : 0));
+             * (IO_FLAG_SKIP_IVF_DATA), and map_lists maps the file the caller resolved. Without,
+             * IO_FLAG_READ_ONLY only matters to bytes that name a lists file anyway (refused
+             * below): FAISS then opens it for reading, never for writing. */
+            made->index.reset(faiss::read_index(&reader, lists_path ? faiss::IO_FLAG_SKIP_IVF_DATA : faiss::IO_FLAG_READ_ONLY));
         }
         if (lists_path) {
             map_lists(made->index.get(), lists_path, lists_bytes);

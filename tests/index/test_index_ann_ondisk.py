@@ -12,8 +12,10 @@ Checked here:
   the engine's ids and scores;
 * the folder can be moved (the .faiss names its lists file without a folder);
 * a lists file cut short, another build's lists of the same size, a damaged byte or a missing file
-  is refused (FormatError / IoError) with a message naming the lists file; a recipe without
-  inverted lists is refused.
+  is refused (FormatError / IoError) with a message naming the lists file; FAISS bytes naming a
+  lists file under a record that does not (version 1) are refused, a newer record is unsupported;
+  a recipe without inverted lists is refused;
+* Python's Index.build_ann(ondisk=True) writes the same pair as the command line.
 
 4,000 clustered rows × 32 dims, IVF64,Flat and IVF16,PQ8x4np (4-bit codes: quick to train), fixed seeds, loopback only. Run by
 CTest with UFORM_LIBRARY, PYTHONPATH and UFORM_PYTEST_CLI set.
@@ -182,6 +184,48 @@ def test_lists_that_do_not_belong_are_refused(corpus, tmp_path):
 
     lists.write_bytes(good)  # and back: the same pair opens again
     assert uform.Index.open(str(source / "X.index")).open_ann().count == ROWS
+
+
+def test_records_that_do_not_say_so_are_refused(corpus):
+    """The pairing record, not FAISS's bytes, decides whether a lists file is opened: an on-disk
+    structure whose lists block is cut out and whose record is made version 1 again (its hash of
+    FAISS's bytes still right) is refused, and a newer record version is unsupported."""
+    folder, _, _ = corpus
+    source = build(folder, "IVF64,Flat")
+    faiss_file = source / "X.faiss"
+    whole = faiss_file.read_bytes()
+    record = bytearray(whole[-256:])
+    assert record[:8] == b"UFORMANN" and record[8] == 2 and whole[-512:-504] == b"UFORMIVF"
+    try:
+        record[8] = 1
+        faiss_file.write_bytes(whole[:-512] + bytes(record))
+        here = os.getcwd()
+        os.chdir(source)  # where FAISS itself would look for the name in its bytes
+        try:
+            error = refusal(source)
+        finally:
+            os.chdir(here)
+        assert isinstance(error, uform.FormatError), error
+        assert "on-disk lists file that the pairing record does not" in str(error), error
+        record[8] = 3
+        faiss_file.write_bytes(whole[:-256] + bytes(record))
+        error = refusal(source)
+        assert isinstance(error, uform.Unsupported) and "version 3" in str(error), error
+    finally:
+        faiss_file.write_bytes(whole)
+    assert uform.Index.open(str(source / "X.index")).open_ann().count == ROWS
+
+
+def test_python_builds_ondisk(corpus, tmp_path):
+    """Index.build_ann(ondisk=True) writes the pair the command line writes (the same bytes)."""
+    folder, _, queries = corpus
+    reference = build(folder, "IVF64,Flat")
+    shutil.copyfile(reference / "X.index", tmp_path / "X.index")
+    index = uform.Index.open(str(tmp_path / "X.index"))
+    description = index.build_ann(recipe="IVF64,Flat", train_rows=TRAIN, threads=1, ondisk=True)
+    assert description.count == ROWS and description.lists == 64
+    for name in ("X.faiss", "X.ivfdata"):
+        assert (tmp_path / name).read_bytes() == (reference / name).read_bytes(), name
 
 
 def test_recipes_without_lists_are_refused(corpus, tmp_path):
