@@ -227,6 +227,8 @@ static int run(void *raw, const cli_parsed_t *parsed) {
         return cli_usage_error(command, "%s is not supported with --processes / --mesh: members write one index at the end "
                                         "(run it in one process)",
                                options.resume ? "--resume" : "--checkpoint");
+    if (options.ann_ondisk && !options.ann)
+        return cli_usage_error(command, "--ann-ondisk keeps an approximate structure's inverted lists on disk: add --ann=IVF...");
     if (options.mesh.processes) {
         if (!options.out) return cli_usage_error(command, "missing --out INDEX");
         return train_mesh_launch(&options.mesh, parsed->argc, parsed->argv);

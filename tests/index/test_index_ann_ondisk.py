@@ -238,4 +238,8 @@ def test_recipes_without_lists_are_refused(corpus, tmp_path):
     finished = run("index", "--vectors", folder / "rows.npy", "--out", tmp_path / "m.index", "--ann=HNSW16",
                    "--ann-ondisk", "--processes", 2, "--quiet", expect=1)
     assert "member 0 of 2 failed to make the structure" in finished.stderr, finished.stderr
+    # Without --ann there is no structure to keep on disk: a usage error.
+    finished = run("index", "--vectors", folder / "rows.npy", "--out", tmp_path / "u.index", "--ann-ondisk", "--quiet",
+                   expect=2)
+    assert "add --ann=IVF" in finished.stderr and not (tmp_path / "u.index").exists(), finished.stderr
     assert not list(tmp_path.glob("m.*ivfdata*")) and not list(tmp_path.glob(".m.*"))
