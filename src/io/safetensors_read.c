@@ -103,21 +103,10 @@ static uform_status_t prescan_header(const char *header, size_t length, size_t *
     return UFORM_OK;
 }
 
-/* "a string", "an array" ... for messages. */
-static const char *json_kind(const cJSON *item) {
-    if (cJSON_IsString(item)) return "a string";
-    if (cJSON_IsNumber(item)) return "a number";
-    if (cJSON_IsArray(item)) return "an array";
-    if (cJSON_IsObject(item)) return "an object";
-    if (cJSON_IsBool(item)) return "a boolean";
-    if (cJSON_IsNull(item)) return "null";
-    return "an invalid value";
-}
-
 /* Describes a value that should have been a non-negative integer: the number, or its kind. */
 static const char *describe_value(char buffer[64], const cJSON *item) {
     if (!cJSON_IsNumber(item)) {
-        snprintf(buffer, 64, "%s", json_kind(item));
+        snprintf(buffer, 64, "%s", uform__json_kind(item));
         return buffer;
     }
     /* The shortest form that reads back as the same double, as the file most likely spelled it. */
@@ -167,7 +156,7 @@ static uform_status_t parse_tensor(const cJSON *entry, uint64_t data_size, uform
     if (!cJSON_IsObject(entry))
         return uform__fail(outcome, UFORM_FORMAT, function,
                            "tensor %s: the entry is %s, expected an object with dtype, shape and data_offsets", name,
-                           json_kind(entry));
+                           uform__json_kind(entry));
     const cJSON *dtype = NULL, *shape = NULL, *offsets = NULL;
     for (const cJSON *field = entry->child; field; field = field->next) {
         const cJSON **slot = NULL;
@@ -191,7 +180,7 @@ static uform_status_t parse_tensor(const cJSON *entry, uint64_t data_size, uform
 
     if (!cJSON_IsString(dtype))
         return uform__fail(outcome, UFORM_FORMAT, function, "tensor %s: dtype is %s, expected a string such as \"F32\"",
-                           name, json_kind(dtype));
+                           name, uform__json_kind(dtype));
     if (!uform__safetensors_dtype_parse(dtype->valuestring, &tensor->dtype)) {
         char spelled[UFORM__SAFETENSORS_QUOTE_CAPACITY];
         return uform__fail(outcome, UFORM_FORMAT, function, "tensor %s: dtype %s is not one of %s", name,
@@ -200,7 +189,7 @@ static uform_status_t parse_tensor(const cJSON *entry, uint64_t data_size, uform
 
     if (!cJSON_IsArray(shape))
         return uform__fail(outcome, UFORM_FORMAT, function, "tensor %s: shape is %s, expected an array of integers",
-                           name, json_kind(shape));
+                           name, uform__json_kind(shape));
     uint32_t rank = 0;
     uint64_t element_count = 1;
     for (const cJSON *dimension = shape->child; dimension; dimension = dimension->next, ++rank) {
@@ -223,7 +212,7 @@ static uform_status_t parse_tensor(const cJSON *entry, uint64_t data_size, uform
 
     if (!cJSON_IsArray(offsets) || cJSON_GetArraySize(offsets) != 2)
         return uform__fail(outcome, UFORM_FORMAT, function,
-                           "tensor %s: data_offsets is %s%s, expected an array [begin, end]", name, json_kind(offsets),
+                           "tensor %s: data_offsets is %s%s, expected an array [begin, end]", name, uform__json_kind(offsets),
                            cJSON_IsArray(offsets) ? " without exactly 2 items" : "");
     uint64_t bounds[2];
     const cJSON *bound = offsets->child;
@@ -382,7 +371,7 @@ static uform_status_t parse_file(void *record, uform_outcome_t *outcome) {
         metadata = entry;
         if (!cJSON_IsObject(entry)) {
             status = uform__fail(outcome, UFORM_FORMAT, function, "__metadata__ is %s, expected an object of strings",
-                                 json_kind(entry));
+                                 uform__json_kind(entry));
             goto done;
         }
         for (const cJSON *pair = entry->child; pair; pair = pair->next) {
@@ -390,7 +379,7 @@ static uform_status_t parse_file(void *record, uform_outcome_t *outcome) {
             if (!cJSON_IsString(pair)) {
                 status = uform__fail(outcome, UFORM_FORMAT, function,
                                      "__metadata__ key %s: the value is %s, expected a string",
-                                     uform__safetensors_quote(key, pair->string), json_kind(pair));
+                                     uform__safetensors_quote(key, pair->string), uform__json_kind(pair));
                 goto done;
             }
             string_bytes += strlen(pair->string) + strlen(pair->valuestring) + 2;

@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "io/json.h"
 #include "text/text.h"
 #include "text/tokenizer.h"
 #include "uform/uform.h"
@@ -177,7 +178,6 @@ int uform__text_normalize_form(const char *text, size_t length, uform__text_form
 
 /* ---- JSON access with paths in messages (tokenizer_json.c) ------------------------------------ */
 
-const char *uform__text_json_kind(const cJSON *item);
 /* Writes "parent.key" or "parent[index]" into `path` (cut short if it does not fit). */
 void uform__text_path(char path[UFORM__TEXT_PATH], const char *parent, const char *key);
 void uform__text_path_index(char path[UFORM__TEXT_PATH], const char *parent, size_t index);

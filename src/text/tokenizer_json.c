@@ -11,17 +11,6 @@
 
 const char uform__text_function[] = "uform__tokenizer_from_json";
 
-const char *uform__text_json_kind(const cJSON *item) {
-    if (!item) return "missing";
-    if (cJSON_IsString(item)) return "a string";
-    if (cJSON_IsNumber(item)) return "a number";
-    if (cJSON_IsArray(item)) return "an array";
-    if (cJSON_IsObject(item)) return "an object";
-    if (cJSON_IsBool(item)) return "a boolean";
-    if (cJSON_IsNull(item)) return "null";
-    return "an invalid value";
-}
-
 void uform__text_path(char path[UFORM__TEXT_PATH], const char *parent, const char *key) {
     if (!parent || !*parent) snprintf(path, UFORM__TEXT_PATH, "%s", key);
     else snprintf(path, UFORM__TEXT_PATH, "%s.%s", parent, key);
@@ -55,7 +44,7 @@ uform_status_t uform__text_json_bool(const cJSON *object, const char *key, const
         char where[UFORM__TEXT_PATH];
         uform__text_path(where, path, key);
         return uform__fail(outcome, UFORM_FORMAT, uform__text_function, "%s is %s, expected true or false", where,
-                           uform__text_json_kind(item));
+                           uform__json_kind(item));
     }
     *value = cJSON_IsTrue(item);
     return UFORM_OK;
@@ -77,7 +66,7 @@ uform_status_t uform__text_json_string(const cJSON *object, const char *key, con
     if (!cJSON_IsString(item) || !item->valuestring) {
         uform__text_path(where, path, key);
         return uform__fail(outcome, UFORM_FORMAT, uform__text_function, "%s is %s, expected a string", where,
-                           uform__text_json_kind(item));
+                           uform__json_kind(item));
     }
     *value = item->valuestring;
     return UFORM_OK;
@@ -87,7 +76,7 @@ uform_status_t uform__text_json_uint_value(const cJSON *item, const char *path, 
                                            uform_outcome_t *outcome) {
     if (!cJSON_IsNumber(item))
         return uform__fail(outcome, UFORM_FORMAT, uform__text_function, "%s is %s, expected a non-negative integer",
-                           path, uform__text_json_kind(item));
+                           path, uform__json_kind(item));
     double number = item->valuedouble;
     if (!isfinite(number) || number < 0 || number != floor(number) || number > (double)largest)
         return uform__fail(outcome, UFORM_FORMAT, uform__text_function,
@@ -116,7 +105,7 @@ uform_status_t uform__text_json_type(const cJSON *object, const char *path, cons
                                      uform_outcome_t *outcome) {
     if (!cJSON_IsObject(object))
         return uform__fail(outcome, UFORM_FORMAT, uform__text_function, "%s is %s, expected an object with a \"type\"",
-                           path, uform__text_json_kind(object));
+                           path, uform__json_kind(object));
     return uform__text_json_string(object, "type", path, 1, type, outcome);
 }
 

@@ -29,7 +29,7 @@ static uform_status_t parse_pattern(const cJSON *json, const char *path, uform__
     if (!cJSON_IsObject(pattern))
         return uform__fail(outcome, UFORM_FORMAT, uform__text_function,
                            "%s is %s, expected {\"String\": ...} or {\"Regex\": ...}", where,
-                           uform__text_json_kind(pattern));
+                           uform__json_kind(pattern));
     const char *text;
     uform_status_t status = uform__text_json_string(pattern, "Regex", where, 0, &text, outcome);
     if (status != UFORM_OK) return status;
@@ -94,7 +94,7 @@ uform_status_t uform__text_normalizer_parse(const cJSON *json, const char *path,
         const cJSON *list = uform__text_json_member(json, "normalizers");
         if (!cJSON_IsArray(list))
             return uform__fail(outcome, UFORM_FORMAT, uform__text_function, "%s is %s, expected an array", where,
-                               uform__text_json_kind(list));
+                               uform__json_kind(list));
         size_t count = (size_t)cJSON_GetArraySize(list);
         normalizer->kind = UFORM__TEXT_NORMALIZER_SEQUENCE;
         normalizer->children = calloc(count ? count : 1, sizeof *normalizer->children);

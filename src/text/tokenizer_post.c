@@ -28,7 +28,7 @@ static uform_status_t token_pair(const cJSON *json, const char *key, const char 
     const cJSON *pair = uform__text_json_member(json, key);
     if (!cJSON_IsArray(pair) || cJSON_GetArraySize(pair) != 2 || !cJSON_IsString(pair->child))
         return uform__fail(outcome, UFORM_FORMAT, uform__text_function, "%s is %s, expected [\"token\", id]", where,
-                           cJSON_IsArray(pair) ? "an array of another shape" : uform__text_json_kind(pair));
+                           cJSON_IsArray(pair) ? "an array of another shape" : uform__json_kind(pair));
     char id_path[UFORM__TEXT_PATH];
     uint64_t value;
     uform__text_path_index(id_path, where, 1);
@@ -53,7 +53,7 @@ static uform_status_t template_special(const cJSON *json, const char *path, cons
     const cJSON *list = uform__text_json_member(entry, "ids");
     if (!cJSON_IsArray(list))
         return uform__fail(outcome, UFORM_FORMAT, uform__text_function, "%s is %s, expected an array of ids",
-                           list_path, uform__text_json_kind(list));
+                           list_path, uform__json_kind(list));
     size_t index = 0;
     for (const cJSON *item = list->child; item; item = item->next, ++index) {
         char item_path[UFORM__TEXT_PATH];
@@ -108,7 +108,7 @@ static uform_status_t template_piece(const cJSON *piece, const char *path, char 
     }
     return uform__fail(outcome, UFORM_FORMAT, uform__text_function,
                        "%s is %s, expected {\"SpecialToken\": ...} or {\"Sequence\": ...}", path,
-                       uform__text_json_kind(piece));
+                       uform__json_kind(piece));
 }
 
 static uform_status_t parse(const cJSON *json, const char *path, specials_t *specials, uform_outcome_t *outcome) {
@@ -160,7 +160,7 @@ static uform_status_t parse(const cJSON *json, const char *path, specials_t *spe
         }
         if (!cJSON_IsArray(single))
             return uform__fail(outcome, UFORM_FORMAT, uform__text_function, "%s is %s, expected an array", where,
-                               uform__text_json_kind(single));
+                               uform__json_kind(single));
         int seen_sequence = 0;
         size_t index = 0;
         for (const cJSON *piece = single->child; piece; piece = piece->next, ++index) {
@@ -190,7 +190,7 @@ static uform_status_t parse(const cJSON *json, const char *path, specials_t *spe
         const cJSON *list = uform__text_json_member(json, "processors");
         if (!cJSON_IsArray(list))
             return uform__fail(outcome, UFORM_FORMAT, uform__text_function, "%s is %s, expected an array", where,
-                               uform__text_json_kind(list));
+                               uform__json_kind(list));
         size_t index = 0;
         for (const cJSON *child = list->child; child; child = child->next, ++index) {
             char child_path[UFORM__TEXT_PATH];

@@ -64,7 +64,7 @@ uform_status_t uform__text_pretokenizer_parse(const cJSON *json, const char *pat
         if (!cJSON_IsObject(pattern))
             return uform__fail(outcome, UFORM_FORMAT, uform__text_function,
                                "%s is %s, expected {\"String\": ...} or {\"Regex\": ...}", where,
-                               uform__text_json_kind(pattern));
+                               uform__json_kind(pattern));
         if ((status = uform__text_json_string(pattern, "Regex", where, 0, &text, outcome)) != UFORM_OK) return status;
         if (text) return uform__text_regex_compile(&pretokenizer->regex, text, 0, where, outcome);
         if ((status = uform__text_json_string(pattern, "String", where, 0, &text, outcome)) != UFORM_OK) return status;
@@ -93,7 +93,7 @@ uform_status_t uform__text_pretokenizer_parse(const cJSON *json, const char *pat
         const cJSON *list = uform__text_json_member(json, "pretokenizers");
         if (!cJSON_IsArray(list))
             return uform__fail(outcome, UFORM_FORMAT, uform__text_function, "%s is %s, expected an array", where,
-                               uform__text_json_kind(list));
+                               uform__json_kind(list));
         size_t count = (size_t)cJSON_GetArraySize(list);
         pretokenizer->kind = UFORM__TEXT_PRE_SEQUENCE;
         pretokenizer->children = calloc(count ? count : 1, sizeof *pretokenizer->children);
