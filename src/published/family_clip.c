@@ -98,6 +98,18 @@ void uform__published_clip_block_names(uform__block_names_t *names, char storage
     names->up = storage[12], names->up_bias = storage[13], names->down = storage[14], names->down_bias = storage[15];
 }
 
+void uform__published_clip_text_trunk(uform__tower_builder_t *builder, uform__stem_t *stem, size_t vocabulary,
+                                      size_t positions, size_t d) {
+    uform__tower_token_table(builder, "text_model.embeddings.token_embedding.weight", vocabulary);
+    stem->positions = uform__tower_floats(builder, "text_model.embeddings.position_embedding.weight", positions, d);
+    stem->position_rows = positions;
+    char storage[18][128];
+    uform__block_names_t names;
+    uform__published_clip_block_names(&names, storage, "text_model");
+    uform__tower_blocks(builder, &names);
+    uform__tower_norm(builder, &stem->norm, "text_model.final_layer_norm.weight", "text_model.final_layer_norm.bias", d);
+}
+
 static uform_status_t clip_text(uform__family_context_t *context, const tower_shape_t *shape, size_t embedding,
                                 const uform__tensor_set_t *set) {
     uform__tower_builder_t builder;
@@ -114,14 +126,7 @@ static uform_status_t clip_text(uform__family_context_t *context, const tower_sh
     tower->arch.pool_token = (uint32_t)shape->eos;
     tower->arch.pool_argmax = shape->argmax;
     tower->config.norm_eps = shape->eps;
-    uform__tower_token_table(&builder, "text_model.embeddings.token_embedding.weight", shape->vocabulary);
-    stem->positions = uform__tower_floats(&builder, "text_model.embeddings.position_embedding.weight", shape->positions, d);
-    stem->position_rows = shape->positions;
-    char storage[18][128];
-    uform__block_names_t names;
-    uform__published_clip_block_names(&names, storage, "text_model");
-    uform__tower_blocks(&builder, &names);
-    uform__tower_norm(&builder, &stem->norm, "text_model.final_layer_norm.weight", "text_model.final_layer_norm.bias", d);
+    uform__published_clip_text_trunk(&builder, stem, shape->vocabulary, shape->positions, d);
     uform__tower_linear(&builder, &stem->projection, "text_projection.weight", embedding, d, NULL, 0);
     if (builder.status != UFORM_OK) return builder.status;
     uform_status_t status = uform__published_tokenizer(context, "", NULL);

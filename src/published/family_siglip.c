@@ -133,14 +133,7 @@ static uform_status_t siglip_text(uform__family_context_t *context, const siglip
     tower->arch.eps = (float)shape->eps;
     tower->arch.pooling = UFORM__POOLING_LAST;
     tower->config.norm_eps = shape->eps;
-    uform__tower_token_table(&builder, "text_model.embeddings.token_embedding.weight", shape->vocabulary);
-    stem->positions = uform__tower_floats(&builder, "text_model.embeddings.position_embedding.weight", shape->positions, d);
-    stem->position_rows = shape->positions;
-    char storage[18][128];
-    uform__block_names_t names;
-    uform__published_clip_block_names(&names, storage, "text_model");
-    uform__tower_blocks(&builder, &names);
-    uform__tower_norm(&builder, &stem->norm, "text_model.final_layer_norm.weight", "text_model.final_layer_norm.bias", d);
+    uform__published_clip_text_trunk(&builder, stem, shape->vocabulary, shape->positions, d);
     uform__tower_linear(&builder, &stem->projection, "text_model.head.weight", shape->projection, d,
                         "text_model.head.bias", 0);
     if (builder.status != UFORM_OK) return builder.status;

@@ -257,4 +257,10 @@ uform_status_t uform__published_processor_check(uform__family_context_t *context
  * written into `storage`. */
 void uform__published_clip_block_names(uform__block_names_t *names, char storage[18][128], const char *tower);
 
+/* The text trunk of transformers' CLIPTextTransformer, which SigLIP's text model shares: the token
+ * table [vocabulary, d], learned positions [positions, d], the encoder's blocks and the final
+ * LayerNorm, all under "text_model.". The caller sets the pooling and the head. */
+void uform__published_clip_text_trunk(uform__tower_builder_t *builder, uform__stem_t *stem, size_t vocabulary,
+                                      size_t positions, size_t d);
+
 #endif
