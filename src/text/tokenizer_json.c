@@ -27,6 +27,28 @@ const cJSON *uform__text_json_member(const cJSON *object, const char *key) {
     return NULL;
 }
 
+uform_status_t uform__text_json_array(const cJSON *object, const char *path, const char *key, char where[UFORM__TEXT_PATH],
+                                      const cJSON **list, uform_outcome_t *outcome) {
+    uform__text_path(where, path, key);
+    *list = uform__text_json_member(object, key);
+    if (!cJSON_IsArray(*list))
+        return uform__fail(outcome, UFORM_FORMAT, uform__text_function, "%s is %s, expected an array", where,
+                           uform__json_kind(*list));
+    return UFORM_OK;
+}
+
+uform_status_t uform__text_json_each(const cJSON *list, const char *where, uform__text_item_fn item, void *context,
+                                     uform_outcome_t *outcome) {
+    size_t index = 0;
+    for (const cJSON *child = list->child; child; child = child->next, ++index) {
+        char child_path[UFORM__TEXT_PATH];
+        uform__text_path_index(child_path, where, index);
+        uform_status_t status = item(context, index, child, child_path, outcome);
+        if (status != UFORM_OK) return status;
+    }
+    return UFORM_OK;
+}
+
 uform_status_t uform__text_json_bool(const cJSON *object, const char *key, const char *path, int fallback, int *value,
                                      uform_outcome_t *outcome) {
     const cJSON *item = uform__text_json_member(object, key);
