@@ -837,6 +837,22 @@ UFORM_API uform_status_t uform_text_tokenize(uform_model_t model, const char *te
                                              size_t capacity, size_t *count, uform_outcome_t *outcome);
 
 /*
+ * The positions a model's tower for `modality` runs for one item, as the encode verbs size it
+ * (their `stats.tokens` and the rows of an item's token_vectors and states): for text, the count
+ * uform_text_tokenize gives for `size` bytes at `bytes`; for an image, a video or a recording, the
+ * tower's class row (none for SigLIP), register rows (UForm 3 towers with `num_reg_tokens`) and
+ * patch, tubelet or audio-frame rows. Every media item is resized, sampled or cropped to the
+ * tower's fixed input, so a media count does not depend on the item: `bytes` is not read (it may be
+ * NULL) and a file that would not decode still gets the count. Use it to report usage per item.
+ * Runs on the calling thread; thread-safe; allocates only for a published folder's text tokenizer.
+ * Statuses: UFORM_OK; UFORM_INVALID_ARGUMENT (NULL model or count, a modality outside
+ * uform_modality_t or one the model has no tower for, NULL text bytes with a non-zero size);
+ * UFORM_OUT_OF_MEMORY (tokenizing a text).
+ */
+UFORM_API uform_status_t uform_model_tokens(uform_model_t model, uform_modality_t modality, const void *bytes,
+                                            size_t size, size_t *count, uform_outcome_t *outcome);
+
+/*
  * A Matryoshka prefix of an embedding the library wrote: `prefix` [dimensions] receives the first
  * `dimensions` columns of `embedding` [width], an L2-normalised F32 row, scaled back to unit length
  * (the squares summed in double, each value divided by the root and rounded once). `dimensions`

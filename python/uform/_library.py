@@ -83,6 +83,7 @@ _declare("uform_model_load_ram", c_int, _P, c_char_p, _P, POINTER(c_void_p), _P)
 _declare("uform_model_free", None, _P)
 _declare("uform_model_quantize", c_int, c_char_p, c_char_p, _P)
 _declare("uform_text_tokenize", c_int, _P, c_char_p, c_size_t, POINTER(c_uint32), c_size_t, POINTER(c_size_t), _P)
+_declare("uform_model_tokens", c_int, _P, c_int, c_char_p, c_size_t, POINTER(c_size_t), _P)
 for _verb in (
     "uform_model_describe",
     "uform_text_encode",

@@ -213,6 +213,26 @@ class Model(Verbs[Encoded, Chosen], Closing):
             raise from_outcome(outcome)
         return ids
 
+    def tokens(self, modality: Union[str, int, Modality], data: Union[None, str, bytes, bytearray, memoryview] = None) -> int:
+        """The positions the model's tower for ``modality`` runs for one item (``uform_model_tokens``):
+        for a text (``str``, or UTF-8 bytes) as many as ``tokenize`` gives; for an image, video or
+        recording the tower's class, register and patch rows, which do not depend on the item, so
+        ``data`` may be left out. ``InvalidArgument`` for a modality the model has no tower for."""
+        function = "Model.tokens"
+        kind = parse_enum(Modality, modality, function, "modality")
+        if data is None:
+            payload = b""
+        elif isinstance(data, str):
+            payload = data.encode("utf-8")
+        elif isinstance(data, (bytes, bytearray, memoryview)):
+            payload = bytes(data)
+        else:
+            raise invalid(function, f"data: expected str or bytes, got {type(data).__name__}")
+        count, outcome = c_size_t(), S.Outcome()
+        if lib.uform_model_tokens(self._use(function), int(kind), payload, len(payload), byref(count), byref(outcome)) != 0:
+            raise from_outcome(outcome)
+        return count.value
+
     def close(self) -> None:
         """Waits for this model's unfinished Deferred calls, then frees it. Closing twice is a no-op."""
         if getattr(self, "_handle", None) is None:

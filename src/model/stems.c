@@ -49,6 +49,10 @@ size_t uform__stem_patch_rows(const uform_model_t model, uform_modality_t modali
     }
 }
 
+size_t uform__stem_media_tokens(const uform_model_t model, uform_modality_t modality) {
+    return uform__stem_patch_rows(model, modality) + uform__stem_extra_rows(model, modality);
+}
+
 size_t uform__stem_item_tokens(const uform__encode_job_t *job, size_t item) {
     const uform__model_config_t *config = &job->model->config;
     switch (job->source) {
@@ -59,8 +63,7 @@ size_t uform__stem_item_tokens(const uform__encode_job_t *job, size_t item) {
         if (length > config->text_bytes) length = config->text_bytes;
         return 1 + length + (job->source == UFORM__SOURCE_CHOOSE);
     }
-    default:
-        return uform__stem_patch_rows(job->model, job->modality) + uform__stem_extra_rows(job->model, job->modality);
+    default: return uform__stem_media_tokens(job->model, job->modality);
     }
 }
 

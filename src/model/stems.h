@@ -13,6 +13,11 @@ size_t uform__stem_extra_rows(const uform_model_t model, uform_modality_t modali
 /* Patch rows of one media item (the rows uform__stem_decode_item writes). */
 size_t uform__stem_patch_rows(const uform_model_t model, uform_modality_t modality);
 
+/* Positions one media item runs through `model`'s trunk (`model` the modality's tower): its patch
+ * rows and its class and register rows. The one count the stems size an item's rows by, and the
+ * one uform_model_tokens answers (tokens.c), so the two cannot differ. */
+size_t uform__stem_media_tokens(const uform_model_t model, uform_modality_t modality);
+
 /* Values per patch row of a media modality (3·p·p, 3·t·p·p, 4·M); 0 for text. */
 size_t uform__stem_patch_width(const uform__model_config_t *config, uform_modality_t modality);
 

@@ -3,6 +3,7 @@ and a CLIP folder written at test time (tests/published/bert_write.py, clip_writ
 ``Model.load_ram``, describe what they are, tokenize as their text tower runs, and encode exactly what
 the ``uform`` command line encodes for the same folder (another client of the same ABI)."""
 
+import json
 import subprocess
 
 import numpy as np
@@ -50,6 +51,31 @@ def test_tokenize_counts_the_rows_the_tower_runs(minilm, clip, executor):
             assert len(long_ids) == model.describe().text_tokens, len(long_ids)
             assert long_ids[0] == model.tokenize("")[0] and long_ids[-1] == model.tokenize("")[-1]
 
+
+def test_tokens_are_the_towers_positions(minilm, clip, model, executor):
+    """Model.tokens (uform_model_tokens) against counts made here: the architecture's, from the
+    description (native) or config.json (CLIP: (image_size / patch_size)^2 patches and a class
+    token), and the rows the text tower returns for each text."""
+    d = model.describe()
+    assert model.tokens("image") == (d.image_size // d.image_patch) ** 2 + 1
+    assert model.tokens(uform.Modality.AUDIO, b"not read") == d.audio_rate * d.audio_seconds // 160 // 4 + 1
+    assert model.tokens("text", "a photo") == len("a photo") + 1 and model.tokens("text") == 1
+    with open(f"{clip}/config.json") as file:
+        vision = json.load(file)["vision_config"]
+    for folder in (minilm, clip):
+        with uform.Model.load_ram(executor, folder) as published:
+            encoded = published.on(executor).text_encode(TEXTS, outputs=["states"])
+            offsets = encoded.states.offsets
+            assert len(offsets) == len(TEXTS) + 1
+            for i, text in enumerate(TEXTS):
+                assert published.tokens("text", text) == offsets[i + 1] - offsets[i], (folder, text)
+            if folder == clip:
+                assert published.tokens("image") == (vision["image_size"] // vision["patch_size"]) ** 2 + 1
+            else:
+                with pytest.raises(uform.InvalidArgument, match="the model has no image tower"):
+                    published.tokens("image")
+    with pytest.raises(uform.InvalidArgument, match="modality"):
+        model.tokens("smell")
 
 def test_embeddings_equal_the_command_line(minilm, clip, executor, media, tmp_path):
     """Texts with no compute named on either side: one default compute (docs/abi.md) gives the same

@@ -36,6 +36,7 @@ const sweep_row_t sweep_rows[] = {
     {"trainer_snapshot", sweep_run_trainer_snapshot, 0},
     {"text_choose", sweep_run_text_choose, 0},
     {"text_tokenize", sweep_run_text_tokenize, 0},
+    {"model_tokens", sweep_run_model_tokens, 0},
     {"embedding_truncate", sweep_run_embedding_truncate, 0},
     /* a published folder (tests/published's all-MiniLM fixture): its load (JSON files, tokenizer.json,
      * weights), then tokenize and encode with its tower */

@@ -31,6 +31,7 @@ void sweep_run_text_encode_deferred(sweep_fixture_t *fixture, sweep_answer_t *an
 void sweep_run_text_encode_fresh_arena(sweep_fixture_t *fixture, sweep_answer_t *answer);
 void sweep_run_text_choose(sweep_fixture_t *fixture, sweep_answer_t *answer);
 void sweep_run_text_tokenize(sweep_fixture_t *fixture, sweep_answer_t *answer);
+void sweep_run_model_tokens(sweep_fixture_t *fixture, sweep_answer_t *answer);
 void sweep_run_embedding_truncate(sweep_fixture_t *fixture, sweep_answer_t *answer);
 void sweep_run_published_load(sweep_fixture_t *fixture, sweep_answer_t *answer);
 void sweep_run_published_text(sweep_fixture_t *fixture, sweep_answer_t *answer);

@@ -335,6 +335,27 @@ void sweep_run_text_tokenize(sweep_fixture_t *fixture, sweep_answer_t *answer) {
     if (status == UFORM_OK) answer->digest = sweep_digest(0, ids, count * sizeof ids[0]);
 }
 
+/* uform_model_tokens: the native checkpoint's text and image counts (nothing allocated), then a
+ * published folder's text count, which runs its tokenizer; the folder's load runs held, as in
+ * published_text (published_load sweeps it). */
+void sweep_run_model_tokens(sweep_fixture_t *fixture, sweep_answer_t *answer) {
+    size_t counts[3] = {0, 0, 0};
+    uform_outcome_t outcome = {0};
+    uform_status_t status = uform_model_tokens(fixture->model, UFORM_MODALITY_TEXT, "a photo", 7, &counts[0], &outcome);
+    if (status == UFORM_OK) status = uform_model_tokens(fixture->model, UFORM_MODALITY_IMAGE, NULL, 0, &counts[1], &outcome);
+    uform_model_t model = NULL;
+    if (status == UFORM_OK && fixture->published) {
+        failing_alloc_hold(1);
+        status = uform_model_load_ram(NULL, fixture->published, NULL, &model, &outcome);
+        failing_alloc_hold(0);
+        if (status == UFORM_OK)
+            status = uform_model_tokens(model, UFORM_MODALITY_TEXT, "a photo of a catnaïve café", 28, &counts[2], &outcome);
+    }
+    sweep_answer_status(answer, status, &outcome);
+    if (status == UFORM_OK) answer->digest = sweep_digest(0, counts, sizeof counts);
+    uform_model_free(model);
+}
+
 /* uform_embedding_truncate: a prefix of a unit row renormalised, in place; nothing allocated. */
 void sweep_run_embedding_truncate(sweep_fixture_t *fixture, sweep_answer_t *answer) {
     (void)fixture;

@@ -78,25 +78,11 @@ void serve_model_close(serve_model_t *model) {
 }
 
 size_t serve_model_tokens(const serve_model_t *model, int modality, const unsigned char *bytes, size_t size) {
-    const uform_model_description_t *d = &model->description;
-    switch (modality) {
-    case UFORM_MODALITY_TEXT: {
-        /* The library counts what its text tower runs; it fails only when memory runs out, and then
-         * the usage counts nothing rather than a guess. */
-        size_t count = 0;
-        if (uform_text_tokenize(model->model, (const char *)bytes, size, NULL, 0, &count, NULL) != UFORM_OK) count = 0;
-        return count;
-    }
-    case UFORM_MODALITY_IMAGE: {
-        size_t grid = d->image_patch ? d->image_size / d->image_patch : 0;
-        return grid * grid + 1;
-    }
-    case UFORM_MODALITY_VIDEO: {
-        size_t grid = d->video_patch ? d->video_size / d->video_patch : 0;
-        return (d->video_tubelet ? d->video_frames / d->video_tubelet : 0) * grid * grid + 1;
-    }
-    case UFORM_MODALITY_AUDIO: /* 100 mel frames a second (hop 160 at 16 kHz), 4 frames a token */
-        return d->audio_seconds * 100 / 4 + 1;
-    default: return 0;
-    }
+    /* The library's count of what the tower runs for this item (uform_model_tokens): the text
+     * tower's tokens, or a media item's class, register and patch rows. It fails only for memory
+     * (the modality was checked when the request was read), and then the usage counts nothing
+     * rather than a guess. */
+    size_t count = 0;
+    if (uform_model_tokens(model->model, (uform_modality_t)modality, bytes, size, &count, NULL) != UFORM_OK) count = 0;
+    return count;
 }

@@ -85,9 +85,9 @@ int serve_model_open(const serve_model_options_t *options, const char *index_pat
                      size_t capacity);
 void serve_model_close(serve_model_t *model);
 
-/* Tokens one input costs, as the model counts them: a text's tokens as its text tower runs them
- * (uform_text_tokenize: [CLS] and its first text_bytes bytes for a UForm checkpoint, the
- * tokenizer's ids for a published folder), a medium's patch rows and class rows. */
+/* Tokens one input costs, as the library counts them (uform_model_tokens): a text's tokens as its
+ * text tower runs them ([CLS] and its first text_bytes bytes for a UForm checkpoint, the
+ * tokenizer's ids for a published folder), a media item's patch, class and register rows. */
 size_t serve_model_tokens(const serve_model_t *model, int modality, const unsigned char *bytes, size_t size);
 
 /* The exact search of /v1/search, run as a follow-up of the batch that encoded its queries
