@@ -2,10 +2,24 @@
 #include "io/open_mapped.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #include "core/map_file.h"
 #include "core/outcome.h"
 #include "io/safetensors_text.h"
+
+/* Tells a failed parse's message again under the reader's function, after the quoted path when
+ * there is one, so that a message from a lower layer (the archive, the pickle machine) reads like
+ * the reader's own. */
+static uform_status_t restamp(const uform__io_reader_t *reader, uform_outcome_t *outcome, uform_status_t status,
+                              const char *path) {
+    if (!outcome) return status;
+    char message[UFORM_OUTCOME_MESSAGE_CAPACITY], quoted[UFORM__SAFETENSORS_PATH_CAPACITY];
+    memcpy(message, outcome->message, sizeof message);
+    message[sizeof message - 1] = 0;
+    if (!path) return uform__fail(outcome, status, reader->function, "%s", message);
+    return uform__fail(outcome, status, reader->function, "%s: %s", uform__safetensors_quote_path(quoted, path), message);
+}
 
 /* Allocates the record over `source` and parses it; owns the mapping from here on, also when the
  * record cannot be allocated. */
@@ -20,7 +34,7 @@ static uform_status_t adopt(const uform__io_reader_t *reader, uform__io_source_t
     uform_status_t status = reader->parse(result, outcome);
     if (status != UFORM_OK) {
         reader->close(result);
-        return reader->restamp(outcome, status, path);
+        return restamp(reader, outcome, status, path);
     }
     *record = result;
     return uform__succeed(outcome, function);

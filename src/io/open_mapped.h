@@ -8,8 +8,8 @@
  * By path: maps the file read-only (core/map_file.h; an empty file maps to no bytes and each
  * parser refuses it in its own words). From memory: borrows the caller's bytes, which must outlive
  * the record. Either way the record is allocated zeroed with the reader's size, its `source` is
- * filled in, and the reader's parse runs; a failed parse closes the record (which unmaps) and the
- * reader's restamp rewrites the message with the path (NULL for borrowed bytes).
+ * filled in, and the reader's parse runs; a failed parse closes the record (which unmaps) and its
+ * message is told again under the reader's `function`, after the quoted path when there is one.
  *
  * Statuses: UFORM_INVALID_ARGUMENT ("`file` is NULL", "`path` is NULL", "`bytes` is NULL but
  * `size` is N"), the mapping's UFORM_IO / UFORM_OUT_OF_MEMORY, UFORM_OUT_OF_MEMORY "cannot
@@ -37,8 +37,9 @@ typedef struct uform__io_reader_t {
     uform_status_t (*parse)(void *record, uform_outcome_t *outcome);
     /* Frees the record and what it holds, and unmaps its source's mapping. */
     void (*close)(void *record);
-    /* Rewrites a failed parse's message, knowing the path (NULL when opened from memory). */
-    uform_status_t (*restamp)(uform_outcome_t *outcome, uform_status_t status, const char *path);
+    /* The function a failed parse's message is told under ("uform__torch_open"), whichever layer
+     * wrote it, and whether the file was opened by path or from memory. */
+    const char *function;
 } uform__io_reader_t;
 
 /* Maps `path` and parses it into `*record` (NULL on failure); errors on behalf of `function`. */

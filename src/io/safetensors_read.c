@@ -431,21 +431,11 @@ void uform__safetensors_close(uform__safetensors_t *file) {
 
 static void close_record(void *record) { uform__safetensors_close(record); }
 
-/* Puts the file's path in front of a message parse_file wrote; from memory, the message stays. */
-static uform_status_t prefix_path(uform_outcome_t *outcome, uform_status_t status, const char *path) {
-    if (!outcome || !path) return status;
-    char quoted[UFORM__SAFETENSORS_PATH_CAPACITY], message[UFORM_OUTCOME_MESSAGE_CAPACITY];
-    memcpy(message, outcome->message, sizeof message);
-    message[sizeof message - 1] = 0;
-    return uform__fail(outcome, status, "uform__safetensors_open", "%s: %s", uform__safetensors_quote_path(quoted, path),
-                       message);
-}
-
 static const uform__io_reader_t opener = {
     .record_size = sizeof(uform__safetensors_t),
     .parse = parse_file,
     .close = close_record,
-    .restamp = prefix_path,
+    .function = "uform__safetensors_open", /* parse_file's own name for every failure */
 };
 
 uform_status_t uform__safetensors_open_memory(const void *bytes, size_t size, uform__safetensors_t **file,

@@ -363,24 +363,13 @@ void uform__torch_close(uform__torch_file_t *file) {
     free(file);
 }
 
-/* Rewrites a failure's message under this reader's name, after the path when there is one, so
- * a message from the archive or pickle layers reads like the rest. */
-static uform_status_t restamp(uform_outcome_t *outcome, uform_status_t status, const char *path) {
-    if (!outcome) return status;
-    char message[UFORM_OUTCOME_MESSAGE_CAPACITY], quoted[UFORM__SAFETENSORS_PATH_CAPACITY];
-    memcpy(message, outcome->message, sizeof message);
-    message[sizeof message - 1] = 0;
-    if (!path) return uform__fail(outcome, status, function, "%s", message);
-    return uform__fail(outcome, status, function, "%s: %s", uform__safetensors_quote_path(quoted, path), message);
-}
-
 static void close_record(void *record) { uform__torch_close(record); }
 
 static const uform__io_reader_t opener = {
     .record_size = sizeof(uform__torch_file_t),
     .parse = parse_file,
     .close = close_record,
-    .restamp = restamp,
+    .function = function, /* also for the archive's and the pickle machine's failures */
 };
 
 uform_status_t uform__torch_open_memory(const void *bytes, size_t size, uform__torch_file_t **file,
