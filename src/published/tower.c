@@ -250,6 +250,13 @@ uform_status_t uform__tower_finish(uform__tower_builder_t *builder, const uform_
     return builder->status;
 }
 
+void uform__tower_trunk(uform_model_t tower, uform__activation_t activation, double eps, uform__pooling_t pooling) {
+    tower->arch.activation = activation;
+    tower->arch.eps = (float)eps;
+    tower->arch.pooling = pooling;
+    tower->config.norm_eps = eps;
+}
+
 uform_model_t uform__tower_begin(uform__tower_builder_t *builder, const uform__family_context_t *context,
                                  const uform__tensor_set_t *set, uform_modality_t modality, size_t hidden, size_t depth,
                                  size_t heads, size_t mlp, size_t embedding) {
@@ -260,6 +267,7 @@ uform_model_t uform__tower_begin(uform__tower_builder_t *builder, const uform__f
     if (!tower) return NULL;
     tower->cpu_class = context->cpu_class;
     tower->compute = context->compute;
+    context->model->towers[modality] = tower; /* the model owns it from here, also when building fails */
     return tower;
 }
 
