@@ -334,6 +334,13 @@ static int run(void *raw, const cli_parsed_t *parsed) {
         build.batch = options.batch, build.checkpoint = options.checkpoint, build.resume = options.resume;
         build.progress = (uform_progress_t){progress, &bar, 0};
         build.mesh = mesh ? mesh->mesh : NULL;
+        /* Over a mesh the members build the approximate structure inside the build, each adding the
+         * rows it encoded (IVF: member 0 trains and merges the lists; others: member 0 alone),
+         * docs/indexes.md, "Many members, one index"; member 0 reports it below. Without a mesh it is
+         * built afterwards from the written index (build_ann), as before. The library's default
+         * path is ann_choice_path's (X.index: X.faiss). */
+        uform_index_ann_options_t ann = {options.ann, options.ann_train, options.ann_threads};
+        if (mesh && options.ann) build.ann = &ann;
         uform_status_t built = uform_index_build(&build);
         if (bar.drawn) fputc('\n', stderr);
         double seconds = cli_now() - bar.start;
@@ -349,10 +356,10 @@ static int run(void *raw, const cli_parsed_t *parsed) {
         } else if (built != UFORM_OK) {
             status = cli_fail(&build.outcome, NULL);
         } else if (mesh) {
-            /* Every member answers the whole index's counts; member 0 prints them and builds the
-             * approximate structure from every row, as one process would. */
+            /* Every member answers the whole index's counts; member 0 prints them and reports the
+             * approximate structure the members built (its time is the whole build's). */
             if (leads) summary(&options, &build, errors_path, seconds);
-            if (leads && options.ann) status = build_ann(&options, options.out, 0, cli_now());
+            if (leads && options.ann) status = build_ann(&options, options.out, 1, bar.start);
             if (status == 0 && build.failed) status = 3;
         } else {
             summary(&options, &build, errors_path, seconds);
@@ -394,11 +401,11 @@ const cli_command_t cli_index = {
                    "member reads every item and cuts the batches one process cuts; member r encodes the batches\n"
                    "handed over at positions (W*r/K, W*(r+1)/K] of W (items read, or shards opened for --shards);\n"
                    "items and error lines are gathered\n"
-                   "in member order and member 0 writes INDEX, INDEX.errors.jsonl and, with --ann, the .faiss from\n"
-                   "all rows. With --vectors, member r takes rows [N*r/K, N*(r+1)/K), named by their numbers in the\n"
-                   "whole file; the blocks are gathered in member order and member 0 writes INDEX. With\n"
-                   "--ann=IVF..., member 0 trains on a sample gathered from every member, each adds its own rows and\n"
-                   "member 0 merges the lists (other recipes, HNSW among them: member 0 from all rows). Either way\n"
+                   "in member order and member 0 writes INDEX and INDEX.errors.jsonl. With --vectors, member r\n"
+                   "takes rows [N*r/K, N*(r+1)/K), named by their numbers in the whole file; the blocks are\n"
+                   "gathered in member order and member 0 writes INDEX. Either way, with --ann=IVF..., member 0\n"
+                   "trains on a sample gathered from every member, each adds the rows it encoded or took and\n"
+                   "member 0 merges the lists (other recipes, HNSW among them: member 0 from all rows). Always\n"
                    "the same bytes as one process (docs/indexes.md, \"Many members, one index\").\n",
     .statuses = "0 every item indexed; 1 the run failed (the reason is printed); 2 usage error;\n"
                 "3 finished, but some items failed (listed in INDEX.errors.jsonl); 130 interrupted (INDEX keeps\n"

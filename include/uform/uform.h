@@ -1763,6 +1763,18 @@ UFORM_API uform_status_t uform_evaluate(uform_evaluate_t *request);
  *                       rounds (every 100 ms), so members that finish early wait past the mesh's
  *                       timeout for live ones; `progress` is called on that thread and counts this
  *                       member's positions of its share
+ *   ann                 in: optional (NULL: no approximate structure). Once `out` is written, also
+ *                       builds an approximate structure over it into `ann_path` with these options
+ *                       (as uform_index_ann_build does); with `mesh`, every member takes part through
+ *                       uform_index_ann_build_members with the rows it encoded (member r's batches
+ *                       are the r-th contiguous block of the gathered index), so IVF recipes are
+ *                       trained on member 0, filled by every member and merged on member 0 — the
+ *                       same file as one process; other recipes are built by member 0 from every
+ *                       row. Over a mesh every member must pass `ann` alike (members that differ
+ *                       fail with UFORM_CONFIG_MISMATCH at the build's start). A failure here is the
+ *                       build's failure; `out` and `errors_path` stay written
+ *   ann_path            in: where the structure goes (NULL: `out` with ".index" replaced by
+ *                       ".faiss", or ".faiss" appended); only with `ann`
  *   outcome             out
  *   indexed, failed, skipped, duplicates, resumed   out: items added, bad items listed, items of
  *                       other modalities, items whose key was already in the index, items a resume
@@ -1788,6 +1800,8 @@ typedef struct uform_index_build_t {
     int resume;
     uform_progress_t progress;
     uform_mesh_t mesh;
+    const uform_index_ann_options_t *ann;
+    const char *ann_path;
     uform_outcome_t outcome;
     size_t indexed, failed, skipped, duplicates, resumed;
     uform_data_error_t error;

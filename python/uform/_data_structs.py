@@ -177,6 +177,8 @@ class IndexBuild(Structure):
         ("resume", c_int),
         ("progress", Progress),
         ("mesh", c_void_p),
+        ("ann", c_void_p),
+        ("ann_path", c_char_p),
         ("outcome", Outcome),
         ("indexed", c_size_t),
         ("failed", c_size_t),

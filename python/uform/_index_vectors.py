@@ -36,18 +36,24 @@ def _name_tape(names: Sequence[Any], rows: int, function: str):
     return data, offsets
 
 
-def build_from_vectors(vectors: Any, out: Any, *, paths: Optional[Sequence[Any]], model: Any, scalar: Any,
-                       normalize: bool, modality: str, function: str, out_bytes: bytes) -> int:
-    """Writes ``out`` from ``vectors`` and answers the number of items."""
+def checked_matrix(vectors: Any, modality: str, function: str) -> np.ndarray:
+    """``vectors`` as a contiguous 2-D float32 or float16 matrix (refusing anything else)."""
     matrix = np.asarray(vectors)
     if matrix.dtype not in (np.float32, np.float16):
         raise invalid(function, f"vectors: dtype {matrix.dtype} — give float32 or float16 rows "
                                 "(vectors.astype(numpy.float32))")
     if matrix.ndim != 2:
         raise invalid(function, f"vectors: {matrix.ndim} dimensions — give a 2-D [rows, columns] matrix")
-    matrix = np.ascontiguousarray(matrix)
     if modality not in _MODALITY_NAMES:
         raise invalid(function, f"modality: {modality!r} is not one of text, image, video, audio")
+    return matrix
+
+
+def fill_builder(matrix: np.ndarray, *, paths: Optional[Sequence[Any]], model: Any, scalar: Any, normalize: bool,
+                 modality: str, function: str) -> int:
+    """A new builder (its handle) holding the rows of ``matrix`` named by ``paths`` (None: a lone
+    builder numbers them from 0). The caller frees it with uform_index_builder_free."""
+    matrix = np.ascontiguousarray(matrix)
     rows, columns = matrix.shape
     fingerprint = None
     if model is not None:
@@ -76,8 +82,22 @@ def build_from_vectors(vectors: Any, out: Any, *, paths: Optional[Sequence[Any]]
                                                addressof(outcome)) != 0:
             _raise(outcome)
         del keep
-        if lib.uform_index_builder_write(handle.value, out_bytes, None, 0, addressof(outcome)) != 0:
+    except BaseException:
+        lib.uform_index_builder_free(handle.value)
+        raise
+    return handle.value
+
+
+def build_from_vectors(vectors: Any, out: Any, *, paths: Optional[Sequence[Any]], model: Any, scalar: Any,
+                       normalize: bool, modality: str, function: str, out_bytes: bytes) -> int:
+    """Writes ``out`` from ``vectors`` and answers the number of items."""
+    matrix = checked_matrix(vectors, modality, function)
+    handle = fill_builder(matrix, paths=paths, model=model, scalar=scalar, normalize=normalize, modality=modality,
+                          function=function)
+    try:
+        outcome = S.Outcome()
+        if lib.uform_index_builder_write(handle, out_bytes, None, 0, addressof(outcome)) != 0:
             _raise(outcome)
     finally:
-        lib.uform_index_builder_free(handle.value)
-    return rows
+        lib.uform_index_builder_free(handle)
+    return matrix.shape[0]

@@ -69,6 +69,9 @@ def ann_path(index_path: Any) -> str:
     return (name[:-6] if name.endswith(".index") else name) + ".faiss"
 
 
+_default_ann_path = ann_path  # Index.build's argument of the same name hides the function
+
+
 @dataclass(frozen=True)
 class Hits:
     """Search results, best first: ``items`` [queries, k] (item numbers), ``scores`` [queries, k],
@@ -93,6 +96,23 @@ class BuildResult:
     resumed: int
     errors_path: str
     error: Optional[DataError]
+
+
+def _leave_mesh(mesh: Any, vectors: bool = False) -> None:
+    """A member that failed before its build still meets the others, with nothing, so they stop
+    naming it instead of at the timeout: encoding, a request with no model (it fails at once after
+    telling them); from vectors, the gather of the members' blocks with none."""
+    handle = getattr(mesh, "_handle", None)
+    if handle is None:
+        return
+    if vectors:
+        gathered, outcome = c_void_p(), S.Outcome()
+        lib.uform_index_builder_gather(None, handle, byref(gathered), addressof(outcome))
+        lib.uform_index_builder_free(gathered.value)
+        return
+    nothing = D.IndexBuild()
+    nothing.mesh = handle
+    lib.uform_index_build(addressof(nothing))
 
 
 class Index(Closing):
@@ -242,7 +262,8 @@ class Index(Closing):
               resume: bool = False, hidden: bool = False, errors_path: Any = None,
               progress: Optional[Callable[[int, int], Any]] = None, vectors: Any = None,
               paths: Optional[Sequence[Any]] = None, ids: Optional[Sequence[Any]] = None, normalize: bool = False,
-              modality: str = "image") -> BuildResult:
+              modality: str = "image", mesh: Any = None, ann: Any = None, ann_path: Any = None, ann_train: int = 0,
+              ann_threads: int = 0) -> BuildResult:
         """Embeds every item of the folders and files ``inputs``, the ``manifests``, the ``shards``
         and any ``datasets`` into ``out`` (``uform_index_build``: a reader thread, decoding on
         ``decoder`` a batch ahead, bad items listed in ``out.errors.jsonl``, a checkpoint every
@@ -252,28 +273,67 @@ class Index(Closing):
         index of those rows with no encoding (docs/indexes.md, "Indexes from vectors"): named by
         ``paths`` (or ``ids``, the same: one string per row; default the row numbers), stored in
         ``scalar``, L2-normalised first when ``normalize``, all of ``modality``; with a ``model``,
-        stamped with its fingerprint (the vectors are its embeddings), else with none."""
+        stamped with its fingerprint (the vectors are its embeddings), else with none.
+
+        ``ann`` (True for the default recipe, or a FAISS recipe such as "IVF1024,PQ16np") also builds
+        an approximate structure over the index into ``ann_path`` (default: ``out``'s .faiss), trained
+        on ``ann_train`` rows (0: min(count, 256 per centroid)) with ``ann_threads`` OpenMP threads
+        (0: OpenMP's; 1 builds the same file every time); open it with ``Index.open(out).open_ann()``.
+
+        ``mesh`` (a ``uform.Mesh``) makes the call collective: every member of the mesh calls it with
+        the same arguments and together they build the one index a single process would (the same
+        bytes; docs/indexes.md, "Many members, one index"). Encoding: each member reads every item
+        and encodes its share of the batches. ``vectors``: each member is given the whole matrix
+        (``numpy.load(..., mmap_mode="r")`` maps it) and stores its block of rows [N·r/K, N·(r+1)/K).
+        Member 0 writes ``out``; with ``ann``, IVF recipes are trained on member 0, every member adds
+        the rows it holds, and member 0 merges the lists (other recipes: member 0 from every row).
+        Not with ``resume``; no checkpoint is written before the end."""
         function = "Index.build"
+        from ._index_members import ann_options
         from .executor import calling_thread
 
+        try:
+            structure = ann_options(ann, ann_train, ann_threads, function)
+            if ann_path is not None and structure is None:
+                raise invalid(function, "ann_path names where the approximate structure goes: give ann= too")
+            if vectors is not None:
+                if inputs or manifests or shards is not None or datasets or resume:
+                    raise invalid(function, "vectors= builds from the matrix alone: no inputs, manifests, shards, "
+                                            "datasets or resume")
+                if paths is not None and ids is not None:
+                    raise invalid(function, "paths= and ids= name the same thing: give one")
+                name = _inputs.path_bytes(out, function, "out")
+                target = _inputs.path_bytes(ann_path if ann_path is not None else _default_ann_path(out), function,
+                                            "ann_path")
+        except Exception:
+            if mesh is not None:  # the other members are waiting in the build's first exchange
+                _leave_mesh(mesh, vectors is not None)
+            raise
         if vectors is not None:
+            from ._index_members import build_members_from_vectors
             from ._index_vectors import build_from_vectors
 
-            if inputs or manifests or shards is not None or datasets or resume:
-                raise invalid(function, "vectors= builds from the matrix alone: no inputs, manifests, shards, "
-                                        "datasets or resume")
-            if paths is not None and ids is not None:
-                raise invalid(function, "paths= and ids= name the same thing: give one")
-            name = _inputs.path_bytes(out, function, "out")
+            if mesh is not None:
+                count = build_members_from_vectors(vectors, mesh=mesh, paths=paths if paths is not None else ids,
+                                                   model=model, scalar=scalar, normalize=normalize, modality=modality,
+                                                   out_bytes=name, ann=structure, ann_path_bytes=target,
+                                                   function=function)
+                return BuildResult(count, 0, 0, 0, 0, "", None)
             count = build_from_vectors(vectors, out, paths=paths if paths is not None else ids, model=model,
                                        scalar=scalar, normalize=normalize, modality=modality, function=function,
                                        out_bytes=name)
+            if structure is not None:
+                with Index.open(out) as written:
+                    outcome = S.Outcome()
+                    if lib.uform_index_ann_build(written._use(function), target, addressof(structure),
+                                                 addressof(outcome)) != 0:
+                        _raise(outcome)
             return BuildResult(count, 0, 0, 0, 0, "", None)
-        if model is None:
-            raise invalid(function, "model is None: give the checkpoint that encodes the inputs, or vectors=")
-
+        attempted = False
         opened = []
         try:
+            if model is None:
+                raise invalid(function, "model is None: give the checkpoint that encodes the inputs, or vectors=")
             if inputs:
                 opened.append(Dataset.open(list(inputs), source="folder", sequential=True, skip_bad=True, hidden=hidden))
             if manifests:
@@ -296,11 +356,21 @@ class Index(Closing):
             request.scalar = int(parse_enum(Scalar, scalar, function, "scalar"))
             request.modalities = _modality_bits(modalities, function)
             request.batch, request.checkpoint, request.resume = batch, checkpoint, int(bool(resume))
+            if mesh is not None:
+                from ._index_members import mesh_place
+
+                request.mesh = mesh_place(mesh, function)[0]
+            if structure is not None:
+                request.ann = addressof(structure)
+                request.ann_path = _inputs.path_bytes(ann_path, function, "ann_path") if ann_path is not None else None
+            attempted = True
             _run_blocking(lib.uform_index_build, request, progress)
             path = (errors or name + b".errors.jsonl").decode()
             return BuildResult(request.indexed, request.failed, request.skipped, request.duplicates, request.resumed, path,
                                _error_of(request.error) if request.failed else None)
         finally:
+            if mesh is not None and not attempted:
+                _leave_mesh(mesh)
             for dataset in opened:
                 dataset.close()
 

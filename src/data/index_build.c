@@ -17,6 +17,7 @@
 
 #include <cJSON.h>
 
+#include "core/fnv.h"
 #include "core/outcome.h"
 #include "data/index_build.h"
 #include "index/index.h"
@@ -353,6 +354,67 @@ static uform_status_t resume(build_t *build, uform__key_set_t *seen, size_t *con
     return resume_errors(build, lines, seen);
 }
 
+/* ---- the approximate structure (`ann`) ---- */
+
+/* What members must agree on about `ann` (uform__index_build_agree): 0 for none, else a hash of the
+ * recipe and the training rows. Threads are left out: each member's apply to its own adds. */
+static uint64_t ann_settings(const uform_index_ann_options_t *ann) {
+    if (!ann) return 0;
+    uint64_t hash = uform__fnv1a64_text(ann->recipe ? ann->recipe : "", UFORM__DATA_HASH_SEED);
+    uint64_t rows = ann->train_rows;
+    hash = uform__fnv1a64(&rows, sizeof rows, hash);
+    return hash ? hash : 1;
+}
+
+/* `ann_path`, or `out` with ".index" replaced by ".faiss" (else ".faiss" appended); malloc'ed. */
+static char *ann_target(const uform_index_build_t *request) {
+    if (request->ann_path) return strdup(request->ann_path);
+    size_t length = strlen(request->out);
+    char *path = malloc(length + 7);
+    if (!path) return NULL;
+    if (length > 6 && strcmp(request->out + length - 6, ".index") == 0) length -= 6;
+    snprintf(path, length + 7, "%.*s.faiss", (int)length, request->out);
+    return path;
+}
+
+/* One process: the structure over the index just written, as uform_index_ann_build makes it. */
+static uform_status_t ann_alone(build_t *build) {
+    uform_index_build_t *request = build->request;
+    char *path = ann_target(request);
+    if (!path) return uform__fail(&request->outcome, UFORM_OUT_OF_MEMORY, build->function, "cannot allocate a path");
+    uform_index_t index = NULL;
+    uform_outcome_t outcome = {0};
+    uform_status_t status = uform_index_open(request->out, NULL, &index, &outcome);
+    if (status == UFORM_OK) status = uform_index_ann_build(index, path, request->ann, &outcome);
+    if (status != UFORM_OK) status = failed(build, &outcome);
+    uform_index_free(index);
+    free(path);
+    return status;
+}
+
+/* Over a mesh, once member 0 has written `out` (`status`: this member's so far): every member takes
+ * part in uform_index_ann_build_members with its own rows (NULL when it failed, so the others stop
+ * at once), member 0 with the whole index reopened from `out`. The gathered rows are dropped first:
+ * the structure needs each member's block and, on member 0, the mapped file. */
+static uform_status_t ann_members(build_t *build, uform_index_builder_t own, uform_status_t status) {
+    uform_index_build_t *request = build->request;
+    uform_index_builder_free(build->builder);
+    build->builder = NULL;
+    char *path = ann_target(request);
+    if (status == UFORM_OK && !path)
+        status = uform__fail(&request->outcome, UFORM_OUT_OF_MEMORY, build->function, "cannot allocate a path");
+    uform_index_t whole = NULL;
+    uform_outcome_t outcome = {0};
+    if (status == UFORM_OK && build->mesh->index == 0 && uform_index_open(request->out, NULL, &whole, &outcome) != UFORM_OK)
+        status = failed(build, &outcome);
+    uform_status_t made = uform_index_ann_build_members(whole, status == UFORM_OK ? own : NULL, build->mesh, path, request->ann,
+                                                        &outcome);
+    if (status == UFORM_OK && made != UFORM_OK) status = failed(build, &outcome);
+    uform_index_free(whole);
+    free(path);
+    return status;
+}
+
 /* ---- over a mesh ---- */
 
 /* The pipeline on a thread of its own, so the calling thread can answer the members' rounds. */
@@ -393,7 +455,7 @@ static uform_status_t leave_mesh(uform_index_build_t *request, uform_status_t st
         char *lines = NULL;
         size_t length = 0;
         uform_outcome_t ignored = {0};
-        uform__index_build_agree(request->mesh, 0, NULL, 0, 0, &ignored, __func__);
+        uform__index_build_agree(request->mesh, 0, NULL, 0, 0, 0, &ignored, __func__);
         uform__index_build_gather(request->mesh, NULL, NULL, 0, &nothing, &lines, &length, &ignored, __func__);
         uform_index_builder_free(nothing);
         free(lines);
@@ -420,7 +482,9 @@ static uform_status_t finish_mesh(build_t *build, uform_status_t status) {
         return status;
     }
     if (met != UFORM_OK) return failed(build, &gathered_outcome);
-    uform_index_builder_free(build->builder);
+    /* This member's own rows stay for the approximate structure: they are the member's contiguous
+     * block of the gathered index (its batches are a contiguous run of one process's). */
+    uform_index_builder_t own = build->builder;
     build->builder = gathered;
     size_t count = 0;
     for (size_t i = 0; i < length; ++i) count += lines[i] == '\n';
@@ -438,6 +502,8 @@ static uform_status_t finish_mesh(build_t *build, uform_status_t status) {
         if (status == UFORM_OK) status = write_index(build, build->consumed);
     }
     free(lines);
+    if (request->ann) status = ann_members(build, own, status);
+    uform_index_builder_free(own);
     return status;
 }
 
@@ -513,7 +579,8 @@ UFORM_API uform_status_t uform_index_build(uform_index_build_t *request) {
         /* Members given other inputs would each contribute a share of another corpus. */
         uform_outcome_t agreed = {0};
         uform_status_t agreement = uform__index_build_agree(build.mesh, status == UFORM_OK, request->datasets,
-                                                            request->dataset_count, items, &agreed, function);
+                                                            request->dataset_count, items, ann_settings(request->ann), &agreed,
+                                                            function);
         if (status == UFORM_OK && agreement != UFORM_OK) status = failed(&build, &agreed);
     }
     build.done = consumed;
@@ -539,6 +606,7 @@ UFORM_API uform_status_t uform_index_build(uform_index_build_t *request) {
     }
     free(own[0]), free(own[1]);
     if (build.mesh) status = finish_mesh(&build, status);
+    else if (status == UFORM_OK && request->ann) status = ann_alone(&build);
     free(build.error_text);
     uform__key_set_free(&seen);
     if (build.errors >= 0) close(build.errors);

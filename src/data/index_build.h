@@ -89,9 +89,10 @@ void uform__index_build_share(uform_mesh_t mesh, size_t items, size_t *low, size
 size_t uform__index_build_weight(const uform_dataset_t dataset);
 /* Collective, the first exchange of a shared build: whether every member could start (`ok`; one that
  * could not makes all fail, UFORM_PEER_LOST naming it), and whether each reads the same datasets
- * (fingerprints) and item count as member 0 (UFORM_CONFIG_MISMATCH naming the first that does not). */
+ * (fingerprints) and item count, and asks for the same approximate structure (`ann`: 0 for none,
+ * else a hash of its settings), as member 0 (UFORM_CONFIG_MISMATCH naming the first that does not). */
 uform_status_t uform__index_build_agree(uform_mesh_t mesh, int ok, const uform_dataset_t *datasets, size_t count, uint64_t items,
-                                       uform_outcome_t *outcome, const char *function);
+                                       uint64_t ann, uform_outcome_t *outcome, const char *function);
 /* Collective: while this member's share is encoded on another thread, answers a round every 100 ms
  * saying whether it is done (*done, atomic), until every member's is; so a member that finishes
  * early waits at most a round for a live member, and the mesh's timeout bounds only how long a dead

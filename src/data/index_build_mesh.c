@@ -38,11 +38,15 @@ void uform__index_build_share(uform_mesh_t mesh, size_t items, size_t *low, size
 }
 
 uform_status_t uform__index_build_agree(uform_mesh_t mesh, int ok, const uform_dataset_t *datasets, size_t count, uint64_t items,
-                                       uform_outcome_t *outcome, const char *function) {
-    /* Whether this member could start, and what it will read: the datasets' fingerprints (their
-     * sources, listed paths and lines) and the item count the shares are cut from. */
-    uint64_t mine[3] = {items, UFORM__DATA_HASH_SEED, (uint64_t)(ok != 0)};
-    for (size_t d = 0; d < count; ++d) mine[1] = uform__fnv1a64(&datasets[d]->fingerprint, sizeof datasets[d]->fingerprint, mine[1]);
+                                       uint64_t ann, uform_outcome_t *outcome, const char *function) {
+    /* Whether this member could start, what it will read (the datasets' fingerprints: their sources,
+     * listed paths and lines; the item count the shares are cut from) and which approximate
+     * structure it will build afterwards: a member that skipped it would leave the others waiting in
+     * the structure's first exchange until the mesh's timeout. */
+    enum { ITEMS, FINGERPRINT, OK, ANN, WORDS };
+    uint64_t mine[WORDS] = {items, UFORM__DATA_HASH_SEED, (uint64_t)(ok != 0), ann};
+    for (size_t d = 0; d < count; ++d)
+        mine[FINGERPRINT] = uform__fnv1a64(&datasets[d]->fingerprint, sizeof datasets[d]->fingerprint, mine[FINGERPRINT]);
     uint64_t *all = calloc(mesh->count, sizeof mine);
     size_t *sizes = calloc(mesh->count, sizeof *sizes);
     uform_status_t status = all && sizes ? uform__mesh_acquire(mesh, outcome, function)
@@ -52,15 +56,22 @@ uform_status_t uform__index_build_agree(uform_mesh_t mesh, int ok, const uform_d
         status = uform__mesh_allgather(mesh, mine, all, sizes, "the members' inputs", outcome, function);
         uform__mesh_release(mesh);
     }
-    for (size_t r = 1; status == UFORM_OK && all[2] && r < mesh->count; ++r)
-        if (all[3 * r + 2] && (all[3 * r] != all[0] || all[3 * r + 1] != all[1]))
+    for (size_t r = 1; status == UFORM_OK && all[OK] && r < mesh->count; ++r) {
+        const uint64_t *theirs = all + WORDS * r;
+        if (theirs[OK] && (theirs[ITEMS] != all[ITEMS] || theirs[FINGERPRINT] != all[FINGERPRINT]))
             status = uform__fail(outcome, UFORM_CONFIG_MISMATCH, function,
                                  "member %zu reads other inputs than member 0 (%llu items, fingerprint %016llx against %llu, "
                                  "%016llx): every member must be given the same inputs",
-                                 r, (unsigned long long)all[3 * r], (unsigned long long)all[3 * r + 1],
-                                 (unsigned long long)all[0], (unsigned long long)all[1]);
+                                 r, (unsigned long long)theirs[ITEMS], (unsigned long long)theirs[FINGERPRINT],
+                                 (unsigned long long)all[ITEMS], (unsigned long long)all[FINGERPRINT]);
+        else if (theirs[OK] && theirs[ANN] != all[ANN])
+            status = uform__fail(outcome, UFORM_CONFIG_MISMATCH, function,
+                                 "member %zu asks for %s approximate structure than member 0 (`ann`: its recipe and training "
+                                 "rows): every member must pass the same",
+                                 r, theirs[ANN] && all[ANN] ? "another" : theirs[ANN] ? "an" : "no");
+    }
     for (size_t r = 0; status == UFORM_OK && r < mesh->count; ++r)
-        if (!all[3 * r + 2])
+        if (!all[WORDS * r + OK])
             status = uform__fail(outcome, UFORM_PEER_LOST, function,
                                  "member %zu of %zu failed before the build (its own message says why); no index is written",
                                  r, (size_t)mesh->count);

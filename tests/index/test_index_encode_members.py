@@ -27,6 +27,7 @@ import index_check  # noqa: E402  (tests/index/index_check.py)
 
 CLI = os.environ.get("UFORM_PYTEST_CLI", "")
 TINY = os.environ.get("UFORM_PYTEST_TINY", "")
+FAILING_MODULE = os.environ.get("UFORM_TEST_FAILING_FAISS", "")
 TEXTS, IMAGES, FOLDER_IMAGES = 11, 9, 3  # with the broken image, 24 items: never split evenly by 5
 
 
@@ -155,29 +156,73 @@ def test_shards_same_bytes_for_1_2_3_members(tmp_path):
 
 
 def test_approximate_structure_after_encoding(corpus, tmp_path):
-    """--ann over a mesh: member 0 builds the .faiss from every row, the same bytes as one process;
-    Debian's python3-faiss opens it and finds each stored row first (IVF4,Flat probing every list)."""
+    """--ann over a mesh: the members build the .faiss together (uform_index_ann_build_members inside
+    uform_index_build: member 0 trains, each member adds the rows it encoded, member 0 merges), and
+    K = 1, 2 write the same bytes as one process. A 15-row training sample of the 23 items, so the
+    members' blocks hold different shares of it. Debian's python3-faiss opens the file and finds each
+    stored row first (IVF4,Flat probing every list)."""
     import faiss
 
     folder, items = corpus
     files = []
-    for members in (None, 2):
+    for members in (None, 1, 2):
         out = tmp_path / f"ann-{members}.index"
         mesh = [] if members is None else ["--processes", members]
         run("index", TINY, folder / "walked", "--manifest", folder / "corpus.jsonl", "--out", out, "--batch", 3,
-            "--threads", 1, "--ann=IVF4,Flat", "--ann-threads", 1, "--quiet", *mesh, expect=3)
+            "--threads", 1, "--ann=IVF4,Flat", "--ann-threads", 1, "--ann-train", 15, "--quiet", *mesh, expect=3)
         files.append(out)
-    assert files[1].read_bytes() == files[0].read_bytes()
-    assert files[1].with_suffix(".faiss").read_bytes() == files[0].with_suffix(".faiss").read_bytes()
-    structure = faiss.read_index(str(files[1].with_suffix(".faiss")))
+    reference = files[0].with_suffix(".faiss").read_bytes()
+    assert len(reference) > (items - 1) * 4  # a structure holding the rows, not an empty file
+    for other in files[1:]:
+        assert other.read_bytes() == files[0].read_bytes(), other
+        assert other.with_suffix(".faiss").read_bytes() == reference, f"{other.with_suffix('.faiss')} differs"
+    structure = faiss.read_index(str(files[2].with_suffix(".faiss")))
     assert structure.ntotal == items - 1
     faiss.extract_index_ivf(structure).nprobe = 4
-    modality = index_check.tensor(files[1], "items.modality")
-    images = index_check.tensor(files[1], "embeddings.image").astype(np.float32)
+    modality = index_check.tensor(files[2], "items.modality")
+    images = index_check.tensor(files[2], "embeddings.image").astype(np.float32)
     image_items = np.flatnonzero(modality == 1)
     assert len(image_items) == len(images) == IMAGES + FOLDER_IMAGES
     _, ids = structure.search(images, 1)
     assert np.array_equal(ids[:, 0], image_items), (ids[:, 0], image_items)
+
+
+def test_every_member_adds_the_rows_it_encoded(corpus, tmp_path):
+    """Which member adds: member 1's FAISS module (tests/index/faiss_failing_add.c) refuses every add,
+    so the run fails with member 1's message on both members exactly when member 1 adds its own rows
+    (a structure built by member 0 alone from every row would never ask member 1's module)."""
+    assert FAILING_MODULE and Path(FAILING_MODULE).exists(), "UFORM_TEST_FAILING_FAISS names no module"
+    folder, _ = corpus
+    out = tmp_path / "adds.index"
+    members = []
+    for rank in (0, 1):
+        environment = dict(os.environ)
+        if rank == 1:
+            environment["UFORM_FAISS_MODULE"] = FAILING_MODULE
+        members.append(subprocess.Popen(
+            [CLI, "index", TINY, str(folder / "walked"), "--manifest", str(folder / "corpus.jsonl"), "--out", str(out),
+             "--batch", "3", "--threads", "1", "--ann=IVF4,Flat", "--mesh", str(tmp_path), "--job", "adds", "--index",
+             str(rank), "--count", "2", "--mesh-timeout", "60", "--mesh-address", "127.0.0.1", "--quiet"],
+            env=environment, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+    finished = [m.communicate(timeout=90) for m in members]
+    assert [m.returncode for m in members] == [1, 1], finished
+    assert "member 1 of 2 failed while adding its rows" in finished[0][1], finished[0]
+    assert "injected add failure" in finished[1][1], finished[1]
+    assert out.exists() and not out.with_suffix(".faiss").exists()  # the index stays written; no structure
+
+
+def test_members_asking_for_other_structures_all_fail(corpus, tmp_path):
+    folder, _ = corpus
+    out = tmp_path / "recipes.index"
+    recipes = ["--ann=IVF4,Flat", "--ann=IVF2,Flat"]
+    members = [subprocess.Popen([CLI, "index", TINY, "--manifest", str(folder / "corpus.jsonl"), "--out", str(out),
+                                 recipes[i], "--mesh", str(tmp_path), "--job", "recipes", "--index", str(i), "--count", "2",
+                                 "--mesh-timeout", "60", "--mesh-address", "127.0.0.1", "--quiet"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for i in (0, 1)]
+    finished = [m.communicate(timeout=90) for m in members]
+    for member, (_, err) in zip(members, finished):
+        assert member.returncode == 1 and "member 1 asks for another approximate structure than member 0" in err, err
+    assert not out.exists()
 
 
 def test_member_that_fails_stops_the_others_at_once(corpus, tmp_path):

@@ -122,6 +122,9 @@ const sweep_row_t sweep_rows[] = {
     {"data_evaluate", sweep_run_data_evaluate, 0},
     {"trainer_fit", sweep_run_trainer_fit, SWEEP_THREADS},
     {"data_index_build", sweep_run_data_index_build, SWEEP_THREADS},
+    /* Over a mesh of one with an IVF structure built by the members' path inside the build: FAISS
+     * and OpenMP allocate on their own threads (isolated, as the members' row above). */
+    {"data_index_build_members", sweep_run_data_index_build_members, SWEEP_ISOLATE | SWEEP_THREADS},
 };
 
 const size_t sweep_row_count = sizeof sweep_rows / sizeof sweep_rows[0];

@@ -103,5 +103,6 @@ void sweep_run_data_recall(sweep_fixture_t *fixture, sweep_answer_t *answer);
 void sweep_run_data_evaluate(sweep_fixture_t *fixture, sweep_answer_t *answer);
 void sweep_run_trainer_fit(sweep_fixture_t *fixture, sweep_answer_t *answer);
 void sweep_run_data_index_build(sweep_fixture_t *fixture, sweep_answer_t *answer);
+void sweep_run_data_index_build_members(sweep_fixture_t *fixture, sweep_answer_t *answer);
 
 #endif
