@@ -10,9 +10,9 @@
  * batch is FIRST_BATCH queries and each next one is as many as the last call's rate answers in
  * BATCH_SECONDS (FIRST_BATCH to MOST_BATCH), a tail under half a batch joining it: two or three
  * calls for 1,000 queries where doubling from 64 while under 50 ms made five to sixteen (a slow
- * first call stopped the doubling), while a cancel waits for one batch of about BATCH_SECONDS. With rerank, each candidate is
- * rescored from the index's stored row by the exact search's own kernels (kernels/search.h): the
- * same code path and the same sums as uform_index_search's matrix-vector kernel, so scores equal
+ * first call stopped the doubling), while a cancel waits for one batch of about BATCH_SECONDS.
+ * With rerank, each candidate is rescored from the index's stored row by the exact search's own
+ * kernels (kernels/search.h): the same code path and the same sums as uform_index_search's matrix-vector kernel, so scores equal
  * exact search's bit for bit when it runs that path (fewer than 8 queries). The candidates are
  * then ordered by (score descending, item ascending), the order exact search answers in.
  *
