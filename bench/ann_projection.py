@@ -5,8 +5,8 @@ Reads the JSON that bench_ann wrote (bench/results/), takes each measured figure
 scales it by a stated model; prints docs/indexes.md's table with, beside each number, the figure it
 scales from. Nothing here is measured at 100 M or 1 B rows.
 
-    ann_projection.py --ivf64 bench/results/ann_1m_64_ivfpq.json --ivf256 bench/results/ann_1m_256.json
-                      --hnsw64 bench/results/ann_1m_64_hnsw_ef512.json [--threads 2]
+    ann_projection.py --ivf64 bench/results/ann_1m_64_ivfpq_onecall.json --ivf256 bench/results/ann_1m_256.json
+                      --hnsw64 bench/results/ann_1m_64_hnsw_ef512.json [--threads 2] [--nprobe 16]
 
 Models (N rows, d dims, 1 M = the measured size):
 - memory: HNSW32 = the measured bytes per vector × N (4·d F32 rows + the graph); IVF-PQ = (m code
@@ -61,9 +61,10 @@ def human_seconds(value):
     return f"{value:.3g} s"
 
 
-def best_at(recipe, threads, target=0.95):
-    """The fastest point at recall ≥ target for `threads`: (point, rate), or (None, None)."""
-    good = [p for p in recipe["points"] if p["threads"] == threads and p["recall_uform"] >= target]
+def best_at(recipe, threads, nprobe=0, target=0.95):
+    """The fastest point at recall ≥ target for `threads` (at `nprobe` if given): (point, rate), or (None, None)."""
+    good = [p for p in recipe["points"] if p["threads"] == threads and p["recall_uform"] >= target
+            and (not nprobe or p.get("nprobe") == nprobe)]
     if not good:
         return None, None
     point = max(good, key=lambda p: p["qps_uform"])
@@ -76,6 +77,7 @@ def main():
     parser.add_argument("--ivf256")
     parser.add_argument("--hnsw64")
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--nprobe", type=int, default=0, help="IVF: the point at this nprobe (0: the fastest at recall 0.95)")
     args = parser.parse_args()
     sizes = [100 * MILLION, 1000 * MILLION]
     for path in (args.ivf64, args.ivf256, args.hnsw64):
@@ -90,7 +92,7 @@ def main():
                 print(f"\n{name} at {rows} x {dims} ({path}; {args.threads} threads)")
                 seconds = recipe["build_uform"]["seconds"]
                 per_vector = recipe["bytes_per_vector_uform"]
-                point, rate = best_at(recipe, args.threads)
+                point, rate = best_at(recipe, args.threads, 0 if "HNSW" in name else args.nprobe)
                 for n in sizes:
                     line = [f"{n // MILLION} M:"]
                     if "HNSW" in name:
