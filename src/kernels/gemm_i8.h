@@ -171,6 +171,11 @@ typedef struct uform__gemm_i8_tile_out_t {
     const float *w_scale;   /* [cols] */
     const float *bias;      /* [cols] or NULL */
     int accumulate, gelu;
+    /* The tile's share of the prong's next panel, to prefetch into L2 during its K loop (NULL and
+     * 0: none; tiles may ignore it). At batch 1 a panel has a few tiles only, and the next one would
+     * otherwise arrive from L3 or memory when its first tile starts (gemm.h's tile_ahead). */
+    const void *ahead;
+    size_t ahead_bytes;
 } uform__gemm_i8_tile_out_t;
 
 /* An MR×NR tile over k_padded/4 quads: A is `out->rows` ≤ MR rows of quantized activations read in
