@@ -505,6 +505,10 @@ static uform_status_t gemm_run(const gemm_problem_t *problem, const uform__paral
         step.groups = 1;
         if (threads > 1 && row_blocks < 4 * threads) {
             step.groups = (4 * threads + row_blocks - 1) / row_blocks;
+            /* One block of rows (batch 1): two runs of panels a thread, not four, so each prong has
+             * panels enough for its tiles to prefetch the next one (tile_ahead); two still let a
+             * thread that finds its partner late take over half of the partner's share. */
+            if (one_block) step.groups = 2 * threads;
             if (step.groups > step.panels) step.groups = step.panels;
         }
         step.pack_prongs = step.panels < 4 * threads ? step.panels : 4 * threads;

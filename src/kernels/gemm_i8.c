@@ -327,6 +327,9 @@ uform_status_t uform__gemm_i8_forward_drive(const uform__gemm_i8_micro_t *micro,
     size_t groups = 1;
     if (threads > 1 && row_blocks < 4 * threads) {
         groups = (4 * threads + row_blocks - 1) / row_blocks;
+        /* One block of rows: two runs of panels a thread, long enough for the next-panel prefetch
+         * (gemm_driver.c says why). */
+        if (row_blocks == 1 && panels >= 2 * threads) groups = 2 * threads;
         if (groups > panels) groups = panels;
     }
     forward_job_t job = {micro, args, mc, row_blocks, groups, panels, NULL, 0};
