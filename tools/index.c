@@ -29,7 +29,7 @@ typedef struct options_t {
     unsigned modalities;
     size_t batch, threads, decode_threads, dims, checkpoint;
     uform_scalar_kind_t scalar;
-    int compute, resume, hidden, json, progress, quiet;
+    int compute, resume, hidden, json, progress, quiet, ann_ondisk;
     index_vectors_options_t from_vectors; /* --vectors and its flags (index_vectors.c) */
     train_mesh_t mesh;                    /* --processes K, --mesh ..., or a launcher (train_mesh.h) */
 } options_t;
@@ -69,6 +69,9 @@ static const cli_flag_t flags[] = {
              "with --ann: rows the quantisers train on (default: min(count, 256 per centroid))"),
     CLI_FLAG("--ann-threads", CLI_SIZE, options_t, ann_threads, "N",
              "with --ann: FAISS's OpenMP threads (default 0: OpenMP's; 1 builds the same file every time)"),
+    CLI_SWITCH_FLAG("--ann-ondisk", options_t, ann_ondisk,
+                    "with --ann=IVF...: keep the inverted lists on disk in X.ivfdata beside X.faiss (FAISS's\n"
+                    "OnDiskInvertedLists; built a batch, or a member's part, at a time; move the two together)"),
     CLI_SWITCH_FLAG("--resume", options_t, resume, "continue from INDEX (a checkpoint or a finished index): skip what it holds"),
     CLI_SWITCH_FLAG("--hidden", options_t, hidden, "also walk hidden files and folders"),
     CLI_SWITCH_FLAG("--json", options_t, json, "print the summary as one JSON object on stdout"),
@@ -181,7 +184,7 @@ static int build_ann(const options_t *options, const char *index_path, int built
     uform_index_t index = NULL;
     int status = 0;
     if (uform_index_open(index_path, NULL, &index, &outcome) != UFORM_OK) status = cli_fail(&outcome, index_path);
-    uform_index_ann_options_t ann = {options->ann, options->ann_train, options->ann_threads};
+    uform_index_ann_options_t ann = {options->ann, options->ann_train, options->ann_threads, options->ann_ondisk};
     if (status == 0 && !built && uform_index_ann_build(index, ann_path, &ann, &outcome) != UFORM_OK)
         status = cli_fail(&outcome, NULL);
     uform_index_ann_t opened = NULL;
@@ -224,6 +227,8 @@ static int run(void *raw, const cli_parsed_t *parsed) {
         return cli_usage_error(command, "%s is not supported with --processes / --mesh: members write one index at the end "
                                         "(run it in one process)",
                                options.resume ? "--resume" : "--checkpoint");
+    if (options.ann_ondisk && !options.ann)
+        return cli_usage_error(command, "--ann-ondisk keeps an approximate structure's inverted lists on disk: add --ann=IVF...");
     if (options.mesh.processes) {
         if (!options.out) return cli_usage_error(command, "missing --out INDEX");
         return train_mesh_launch(&options.mesh, parsed->argc, parsed->argv);
@@ -251,7 +256,7 @@ static int run(void *raw, const cli_parsed_t *parsed) {
         /* Over a mesh the members build the approximate structure together (IVF: each adds its own
          * block and member 0 merges the lists; others: member 0 alone), docs/indexes.md, "Many
          * members, one index"; member 0 then reports it. */
-        uform_index_ann_options_t ann = {options.ann, options.ann_train, options.ann_threads};
+        uform_index_ann_options_t ann = {options.ann, options.ann_train, options.ann_threads, options.ann_ondisk};
         char *ann_path = NULL;
         if (meshed && options.ann) {
             if (!(ann_path = ann_choice_path(options.out))) return cli_fail_errno(ENOMEM, "cannot start");

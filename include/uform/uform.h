@@ -1260,6 +1260,21 @@ typedef struct uform_index_ann_options_t {
     /* OpenMP threads FAISS uses for this call; 0: OpenMP's default (OMP_NUM_THREADS or the cores).
      * HNSW graphs built on more than one thread depend on timing; 1 gives the same file every time. */
     size_t threads;
+    /* Nonzero: keep the inverted lists on disk, in FAISS's OnDiskInvertedLists file beside the
+     * structure — X.faiss's lists in X.ivfdata (another name gets ".ivfdata" appended), named in the
+     * .faiss without its folder, so the two can be moved together — for IVF recipes whose lists FAISS
+     * merges (IVF…,Flat, IVF…,PQ…, IVF…,SQ8, under OPQ or PCA too); others are UFORM_INVALID_ARGUMENT.
+     * The build writes each batch of 65,536 added rows' lists out as it goes (a members' build, each
+     * member's part), so it never holds all of them in memory; opening maps the lists file and
+     * searches read it through the page cache. Both files are written atomically (temporary names,
+     * fsync, the lists renamed just before the .faiss); the .faiss's pairing record holds the lists
+     * file's name, size and hash, and opening refuses a lists file that is missing (UFORM_IO) or of
+     * another size or hash (UFORM_FORMAT). Python's faiss opens the pair with
+     * faiss.read_index("X.faiss", faiss.IO_FLAG_ONDISK_SAME_DIR). Appended last: source that fills
+     * the first three fields and zeroes the rest builds unchanged and gets lists inside the .faiss,
+     * as before (a binary compiled against the three-field struct must be rebuilt: the library
+     * reads this field from the caller's struct). docs/indexes.md, "On-disk lists". */
+    int ondisk;
 } uform_index_ann_options_t;
 
 /*
@@ -1284,9 +1299,14 @@ UFORM_API uform_status_t uform_index_ann_build(uform_index_t index, const char *
  * used) and checks that it belongs to it: the pairing record must name the index's fingerprint,
  * count, dims, scalar and row hash (hashing the rows streams the index once), and FAISS's part must
  * hash as recorded, parse entirely and hold `count` vectors of `dims` for inner products.
- * Statuses: UFORM_OK; UFORM_IO (cannot open or read, with the path and the system's reason);
+ * A structure built with `ondisk` also needs its lists file, found beside `path` under the name
+ * its pairing record gives (X.ivfdata), which must have the recorded size and hash (read once) and
+ * is then mapped read-only for the structure's life.
+ * Statuses: UFORM_OK; UFORM_IO (cannot open or read, with the path and the system's reason; also a
+ * missing lists file);
  * UFORM_FORMAT (no pairing record — a file cut short, not written by UForm, or re-saved by FAISS —,
- * FAISS bytes that do not hash as recorded, or that FAISS cannot read: its message); UFORM_CONFIG_MISMATCH
+ * FAISS bytes that do not hash as recorded, or that FAISS cannot read: its message; a lists file of
+ * another size or hash, or lists its record does not mention); UFORM_CONFIG_MISMATCH
  * (built from another index: the message names what differs, both values);
  * UFORM_UNSUPPORTED (a newer pairing record, a missing FAISS module); UFORM_INVALID_ARGUMENT (NULL
  * arguments); UFORM_OUT_OF_MEMORY. On failure `*ann` is NULL. An open structure is immutable: any
@@ -2575,7 +2595,9 @@ UFORM_API uform_status_t uform_index_builder_gather(uform_index_builder_t builde
  * the same order, as uform_index_ann_build draws from the whole index —, broadcasts the trained
  * empty structure, every member adds its block under the items' numbers, and member 0 merges the
  * members' lists in member order (FAISS's merge_from) and writes the file with the index's
- * pairing record. Other recipes (HNSW, refined or fast-scan IVFs) are built by member 0 alone from
+ * pairing record — or, with options->ondisk, writes its own adds a batch at a time and each
+ * member's part as it arrives to the lists file instead of merging them in memory (the same files
+ * as one process writes). Other recipes (HNSW, refined or fast-scan IVFs) are built by member 0 alone from
  * `index`, as uform_index_ann_build does. `options` are member 0's (the others' `threads` apply to
  * their own adds). Every member answers the same status: member r's failure reaches the others as
  * "member r of K failed …: its message". Long work (training, adds, the write, a graph built

@@ -224,7 +224,7 @@ class IndexSearch(Structure):
 
 
 class IndexAnnOptions(Structure):
-    _fields_ = [("recipe", c_char_p), ("train_rows", c_size_t), ("threads", c_size_t)]
+    _fields_ = [("recipe", c_char_p), ("train_rows", c_size_t), ("threads", c_size_t), ("ondisk", c_int)]
 
 
 class IndexAnnDescription(Structure):

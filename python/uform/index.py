@@ -164,16 +164,18 @@ class Index(Closing):
         return None if value is None else value.decode()
 
     def build_ann(self, path: Any = None, recipe: Optional[str] = None, *, train_rows: int = 0,
-                  threads: int = 0) -> AnnDescription:
+                  threads: int = 0, ondisk: bool = False) -> AnnDescription:
         """Builds an approximate structure over every item (``uform_index_ann_build``: a FAISS
         index_factory ``recipe``, None for the default rule), writes it to ``path`` (default: the
-        index's .faiss) and searches through it from now on."""
+        index's .faiss) and searches through it from now on. ``ondisk=True`` keeps an IVF recipe's
+        inverted lists in X.ivfdata beside X.faiss (docs/indexes.md, "On-disk lists")."""
         function = "Index.build_ann"
         target = _inputs.path_bytes(path if path is not None else ann_path(self._path), function, "path")
         options, outcome = D.IndexAnnOptions(), S.Outcome()
         options.recipe = recipe.encode() if recipe else None
         options.train_rows = _inputs.non_negative(train_rows, function, "train_rows")
         options.threads = _inputs.non_negative(threads, function, "threads")
+        options.ondisk = 1 if ondisk else 0
         if lib.uform_index_ann_build(self._use(function), target, addressof(options), addressof(outcome)) != 0:
             _raise(outcome)
         return self.open_ann(target.decode(errors="surrogateescape"))

@@ -23,6 +23,21 @@
  *
  * FAISS's reader stops at the end of its own bytes, so Python's faiss.read_index opens the file
  * as it is; libuform checks the record and the hash before FAISS parses anything.
+ *
+ * Record version 2: the structure's inverted lists are in a file of their own beside the .faiss
+ * (FAISS's OnDiskInvertedLists, ann_ondisk.c), and a 256-byte lists block stands between FAISS's
+ * bytes and the record (which then says FAISS's bytes are the file's size − 512):
+ *
+ *   offset  bytes  field
+ *        0      8  "UFORMIVF"
+ *        8      8  the lists file's size
+ *       16     16  hash128 of the lists file's bytes
+ *       32    216  the lists file's name, NUL-padded (at most 215 bytes, no '/'): it lies in the
+ *                  .faiss's folder, so the folder can be moved
+ *      248      8  "UFORMIVF"
+ *
+ * A libuform that reads only version 1 refuses such a file (UFORM_UNSUPPORTED), rather than let
+ * FAISS map the lists file by the name in its bytes, relative to the working folder.
  */
 #ifndef UFORM_INDEX_ANN_H
 #define UFORM_INDEX_ANN_H
@@ -31,8 +46,10 @@
 #include "index/index.h"
 
 #define UFORM__ANN_RECORD_BYTES 256
-#define UFORM__ANN_RECORD_VERSION 1
+#define UFORM__ANN_RECORD_VERSION 2 /* the newest this libuform reads and writes (1: lists inside) */
 #define UFORM__ANN_RECIPE_CAPACITY 128
+#define UFORM__ANN_LISTS_BYTES 256 /* version 2's lists block */
+#define UFORM__ANN_LISTS_NAME_CAPACITY 216
 
 /* What pairs a structure with its index. */
 typedef struct uform__ann_identity_t {
@@ -49,6 +66,10 @@ typedef struct uform__ann_record_t {
     uform__ann_identity_t identity;
     uint64_t train_rows;
     char recipe[UFORM__ANN_RECIPE_CAPACITY];
+    /* Version 2: the lists file beside the .faiss ("" for version 1, lists inside FAISS's bytes). */
+    char lists_name[UFORM__ANN_LISTS_NAME_CAPACITY];
+    uint64_t lists_bytes;
+    unsigned char lists_hash[16];
 } uform__ann_record_t;
 
 struct uform_index_ann_s {
@@ -65,8 +86,14 @@ struct uform_index_ann_s {
  * the rows once. */
 void uform__ann_identity_of(uform_index_t index, uform__ann_identity_t *identity);
 
-/* The record's 256 bytes. */
+/* The record's 256 bytes: version 2 when record->lists_name is set, else 1. */
 void uform__ann_record_encode(const uform__ann_record_t *record, unsigned char bytes[UFORM__ANN_RECORD_BYTES]);
+
+/* Version 2's lists block (its 256 bytes) from record->lists_*, and back: UFORM_FORMAT (no magic at
+ * either end, an unterminated or empty name, a name with '/' or that is "." or ".."), `why` says which. */
+void uform__ann_lists_encode(const uform__ann_record_t *record, unsigned char bytes[UFORM__ANN_LISTS_BYTES]);
+uform_status_t uform__ann_lists_decode(const unsigned char bytes[UFORM__ANN_LISTS_BYTES], uform__ann_record_t *record,
+                                       char *why, size_t capacity);
 
 /* Reads a record: UFORM_OK; UFORM_FORMAT (no magic at either end, a wrong size, an unterminated
  * recipe or fingerprint); UFORM_UNSUPPORTED (a newer version). `why` says which. */

@@ -12,6 +12,7 @@
 #include "core/outcome.h"
 #include "core/random.h"
 #include "index/ann.h"
+#include "index/ann_ondisk.h"
 #include "index/ann_write.h"
 
 /* Rows widened to F32 per call to FAISS's add: bounds the widened copy at 65,536 · dims · 4 bytes. */
@@ -90,6 +91,13 @@ uform_status_t uform__ann_prepare(const uform__faiss_api_t *api, size_t count, s
         return uform__fail(outcome, status, function, "FAISS refused the recipe '%s' for %zu dims: %s", recipe, dims, message);
     uform__faiss_facts_t facts;
     api->describe(faiss, &facts);
+    if (options->ondisk && !facts.mergeable) {
+        api->free(faiss);
+        return uform__fail(outcome, UFORM_INVALID_ARGUMENT, function,
+                           "'%s' has no inverted lists to keep on disk: on-disk lists are for IVF recipes with FAISS's "
+                           "array lists (IVF…,Flat, IVF…,PQ…, IVF…,SQ8, under OPQ or PCA too; not HNSW, refined or fast-scan)",
+                           recipe);
+    }
     if (!facts.trained) {
         uint64_t centroids = api->centroids(faiss);
         size_t wanted = options->train_rows ? options->train_rows
@@ -128,6 +136,9 @@ UFORM_API uform_status_t uform_index_ann_build(uform_index_t index, const char *
     uform__faiss_t *faiss = NULL;
     float *rows = NULL;
     size_t train_rows = 0;
+    uform__ann_ondisk_t ondisk = {0};
+    uform__ann_record_t record;
+    memset(&record, 0, sizeof record);
     status = uform__ann_prepare(api, index->count, index->dims, options, recipe, &faiss, &train_rows, outcome, function);
     if (status != UFORM_OK) return status;
     if (train_rows) {
@@ -146,6 +157,8 @@ UFORM_API uform_status_t uform_index_ann_build(uform_index_t index, const char *
         free(rows);
         rows = NULL;
     }
+    if (options->ondisk && (status = uform__ann_ondisk_start(&ondisk, api, faiss, path, outcome, function)) != UFORM_OK)
+        goto done;
     size_t chunk = index->count < ADD_ROWS ? index->count : ADD_ROWS;
     if (!(rows = malloc(chunk * index->dims * sizeof(float)))) {
         status = uform__fail(outcome, UFORM_OUT_OF_MEMORY, function, "cannot allocate %zu rows widened to f32", chunk);
@@ -160,18 +173,22 @@ UFORM_API uform_status_t uform_index_ann_build(uform_index_t index, const char *
                                  first + count - 1, recipe, message);
             goto done;
         }
+        /* On disk: each batch's lists leave memory as soon as they are made. */
+        if (options->ondisk && (status = uform__ann_ondisk_take(&ondisk, faiss, faiss, outcome, function)) != UFORM_OK)
+            goto done;
     }
     free(rows);
     rows = NULL;
-    uform__ann_record_t record;
-    memset(&record, 0, sizeof record);
-    record.version = UFORM__ANN_RECORD_VERSION;
     uform__ann_identity_of(index, &record.identity);
     record.train_rows = train_rows;
     memcpy(record.recipe, recipe, sizeof recipe);
-    status = uform__ann_write(api, faiss, path, &record, outcome, function);
+    if (options->ondisk && (status = uform__ann_ondisk_finish(&ondisk, faiss, &record, outcome, function)) != UFORM_OK)
+        goto done;
+    uform__ann_before_rename_t lists_first = {uform__ann_ondisk_commit, &ondisk};
+    status = uform__ann_write(api, faiss, path, &record, options->ondisk ? &lists_first : NULL, outcome, function);
     if (status == UFORM_OK) status = uform__succeed(outcome, function);
 done:
+    uform__ann_ondisk_end(&ondisk);
     free(rows);
     if (faiss) api->free(faiss);
     return status;

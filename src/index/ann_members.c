@@ -19,6 +19,11 @@
  *      items in item order, as one process's adds leave them;
  *   7. member 0 writes the file with the index's pairing record and broadcasts its status.
  *
+ * With on-disk lists (options->ondisk, ann_ondisk.h), member 0 writes each batch of its own adds
+ * and then each member's part out to its lists' runs instead of merging them in memory, and lays
+ * them out as X.ivfdata before the .faiss is written: the same lists in the same order, so the
+ * same files for any K; member 0 then holds one batch's or one member's lists at a time.
+ *
  * Recipes whose lists do not merge (HNSW graphs, refined or fast-scan IVFs, flat PQ) are built by
  * member 0 alone from the whole index, as uform_index_ann_build does; the others wait for step 7.
  *
@@ -38,6 +43,7 @@
 
 #include "core/outcome.h"
 #include "index/ann.h"
+#include "index/ann_ondisk.h"
 #include "index/ann_write.h"
 #include "mesh/mesh.h"
 
@@ -154,7 +160,7 @@ static uform_status_t serialize(members_t *m, const uform__faiss_t *faiss, buffe
 
 static uform_status_t deserialize(members_t *m, const void *bytes, size_t size, uform__faiss_t **faiss, const char *what) {
     char message[UFORM_OUTCOME_MESSAGE_CAPACITY - 96];
-    uform_status_t status = m->api->deserialize(bytes, size, faiss, message, sizeof message);
+    uform_status_t status = m->api->deserialize(bytes, size, NULL, 0, faiss, message, sizeof message);
     if (status != UFORM_OK) return uform__fail(m->outcome, status, m->function, "FAISS could not read %s: %s", what, message);
     return UFORM_OK;
 }
@@ -244,9 +250,10 @@ static uform_status_t gather_sample(members_t *m, uform_index_builder_t own, con
     return status;
 }
 
-/* Step 5 on this member: its block added to `faiss` under the items' numbers, then serialised. */
+/* Step 5 on this member: its block added to `faiss` under the items' numbers, then serialised —
+ * or, with `ondisk` (member 0), each batch's lists written out to the runs as it is added. */
 static uform_status_t add_block(members_t *m, uform__faiss_t *faiss, uform_index_builder_t own, size_t first,
-                                size_t threads, buffer_t *lists) {
+                                size_t threads, buffer_t *lists, uform__ann_ondisk_t *ondisk) {
     walker_t walker = {0};
     uform__index_builder_view(own, &walker.view);
     size_t count = walker.view.count, dims = walker.view.dims;
@@ -262,6 +269,8 @@ static uform_status_t add_block(members_t *m, uform__faiss_t *faiss, uform_index
         if (status != UFORM_OK)
             status = uform__fail(m->outcome, status, m->function, "FAISS could not add items %zu..%zu: %s", first + done,
                                  first + done + n - 1, message);
+        else if (ondisk)
+            status = uform__ann_ondisk_take(ondisk, faiss, faiss, m->outcome, m->function);
     }
     free(rows);
     if (status == UFORM_OK && m->self != 0) status = serialize(m, faiss, lists, "this member's inverted lists");
@@ -271,7 +280,8 @@ static uform_status_t add_block(members_t *m, uform__faiss_t *faiss, uform_index
 /* Step 6: member r's lists broadcast from r in member order; member 0 merges each into `faiss`.
  * Every member takes part in every broadcast (each holds a buffer of the largest part), also after
  * member 0's merge failed, so the exchanges stay in step; member 0 then reports the failure. */
-static uform_status_t merge_parts(members_t *m, uform__faiss_t *faiss, buffer_t *lists, const said_t *sizes, said_t *result) {
+static uform_status_t merge_parts(members_t *m, uform__faiss_t *faiss, buffer_t *lists, const said_t *sizes, said_t *result,
+                                  uform__ann_ondisk_t *ondisk) {
     size_t largest = 0;
     for (size_t r = 1; r < m->count; ++r)
         if (sizes[r].value > largest) largest = (size_t)sizes[r].value;
@@ -287,7 +297,10 @@ static uform_status_t merge_parts(members_t *m, uform__faiss_t *faiss, buffer_t 
         members_t quiet = *m;
         quiet.outcome = &local;
         uform_status_t merged = deserialize(&quiet, bytes, (size_t)sizes[r].value, &other, "a member's inverted lists");
-        if (merged == UFORM_OK) {
+        if (merged == UFORM_OK && ondisk) {
+            /* On disk: the part's lists go to the runs after member 0's own, member by member. */
+            merged = uform__ann_ondisk_take(ondisk, faiss, other, &local, m->function);
+        } else if (merged == UFORM_OK) {
             char message[UFORM_OUTCOME_MESSAGE_CAPACITY - 96];
             merged = m->api->merge(faiss, other, message, sizeof message);
             if (merged != UFORM_OK) uform__fail(&local, merged, m->function, "FAISS could not merge member %zu's lists: %s", r, message);
@@ -319,6 +332,7 @@ struct job_t {
     buffer_t *lists;
     const uform_index_ann_options_t *options;
     uform__ann_record_t *record;
+    uform__ann_ondisk_t *ondisk; /* member 0 with on-disk lists, else NULL */
 };
 
 static void *job_thread(void *raw) {
@@ -366,14 +380,21 @@ static uform_status_t train_job(job_t *job) {
 static uform_status_t add_job(job_t *job) {
     uform_status_t status = UFORM_OK;
     if (!job->faiss) status = deserialize(&job->m, job->bytes, job->rows, &job->faiss, "the trained structure");
-    if (status == UFORM_OK) status = add_block(&job->m, job->faiss, job->own, job->first, job->threads, job->lists);
+    if (status == UFORM_OK && job->ondisk)
+        status = uform__ann_ondisk_start(job->ondisk, job->m.api, job->faiss, job->path, job->m.outcome, job->m.function);
+    if (status == UFORM_OK) status = add_block(&job->m, job->faiss, job->own, job->first, job->threads, job->lists, job->ondisk);
     return status;
 }
 
 /* Step 7 on member 0: the file, with the whole index's pairing record. */
 static uform_status_t write_job(job_t *job) {
     uform__ann_identity_of(job->index, &job->record->identity);
-    return uform__ann_write(job->m.api, job->faiss, job->path, job->record, job->m.outcome, job->m.function);
+    if (!job->ondisk) return uform__ann_write(job->m.api, job->faiss, job->path, job->record, NULL, job->m.outcome, job->m.function);
+    uform_status_t status = uform__ann_ondisk_finish(job->ondisk, job->faiss, job->record, job->m.outcome, job->m.function);
+    uform__ann_before_rename_t lists_first = {uform__ann_ondisk_commit, job->ondisk};
+    if (status == UFORM_OK)
+        status = uform__ann_write(job->m.api, job->faiss, job->path, job->record, &lists_first, job->m.outcome, job->m.function);
+    return status;
 }
 
 /* Recipes whose lists do not merge, on member 0: built from the whole index as one process does. */
@@ -404,6 +425,7 @@ UFORM_API uform_status_t uform_index_ann_build_members(uform_index_t index, ufor
     memset(&said, 0, sizeof said);
     job_t job;
     memset(&job, 0, sizeof job);
+    uform__ann_ondisk_t ondisk = {0};
     if (!m.sizes || !m.saids || !m.bytes || !shapes) {
         /* Without its records this member cannot answer: the others wait out the mesh's timeout. */
         status = uform__fail(outcome, UFORM_OUT_OF_MEMORY, function, "cannot allocate the records of %zu members", m.count);
@@ -493,6 +515,7 @@ UFORM_API uform_status_t uform_index_ann_build_members(uform_index_t index, ufor
     buffer_t trained = lists;
     lists = (buffer_t){0};
     job.run = add_job, job.faiss = m.self == 0 ? faiss : NULL, job.bytes = trained.bytes, job.rows = trained.size;
+    job.ondisk = m.self == 0 && options->ondisk ? &ondisk : NULL;
     job.own = own, job.first = first, job.lists = &lists;
     status = wait_for(&m, &job);
     free(trained.bytes);
@@ -511,7 +534,7 @@ UFORM_API uform_status_t uform_index_ann_build_members(uform_index_t index, ufor
     }
     memcpy(sizes, m.saids, m.count * sizeof *sizes);
     memset(&said, 0, sizeof said);
-    status = merge_parts(&m, faiss, &lists, sizes, &said);
+    status = merge_parts(&m, faiss, &lists, sizes, &said, job.ondisk);
     free(sizes);
     if (status != UFORM_OK) goto done;
     uform__ann_record_t record;
@@ -525,6 +548,7 @@ UFORM_API uform_status_t uform_index_ann_build_members(uform_index_t index, ufor
     else if (m.self == 0) uform__fail(outcome, (uform_status_t)said.status, function, "%s", said.message);
     status = hear(&m, &said, "to merge and write the structure");
 done:
+    uform__ann_ondisk_end(&ondisk);
     if (faiss) m.api->free(faiss);
     free(sample), free(lists.bytes), free(shapes), free(m.sizes), free(m.saids), free(m.bytes);
     uform__mesh_release(mesh);

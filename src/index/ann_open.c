@@ -5,14 +5,77 @@
  * its own copy). Hostile bytes therefore reach FAISS's reader only when they hash as the record
  * says, which a damaged or foreign file does not.
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "core/hash128.h"
 #include "core/map_file.h"
 #include "core/outcome.h"
+#include "core/path.h"
 #include "index/ann.h"
+
+/* Version 2: the lists file named by the record, in the .faiss's folder, must be there, as long
+ * as recorded and hash as recorded — the structure's own lists, not another build's or a damaged
+ * copy — before FAISS maps it. Hashing reads it once, through a 1 MiB buffer rather than a mapping,
+ * so the pages it reads stay in the page cache and out of the process's resident memory (the cost
+ * of opening grows with the file, as with the index's rows). On success its path is in `*lists`
+ * (the caller frees it). */
+#define HASH_PIECE ((size_t)1 << 20)
+static uform_status_t check_lists(const char *path, const uform__ann_record_t *record, char **lists,
+                                  uform_outcome_t *outcome, const char *function) {
+    *lists = NULL;
+    char *folder = uform__path_folder(path);
+    char *joined = folder ? malloc(strlen(folder) + strlen(record->lists_name) + 2) : NULL;
+    unsigned char *piece = joined ? malloc(HASH_PIECE) : NULL;
+    if (!piece) {
+        free(folder), free(joined);
+        return uform__fail(outcome, UFORM_OUT_OF_MEMORY, function, "cannot allocate a path and a read buffer");
+    }
+    sprintf(joined, "%s/%s", folder, record->lists_name);
+    free(folder);
+    uform_status_t status = UFORM_OK;
+    struct stat facts;
+    int descriptor = open(joined, O_RDONLY | O_CLOEXEC);
+    if (descriptor < 0 || fstat(descriptor, &facts) != 0) {
+        status = uform__fail(outcome, UFORM_IO, function, "cannot open the lists file '%s' of '%s': %s", joined, path,
+                             strerror(errno));
+    } else if (!S_ISREG(facts.st_mode)) {
+        status = uform__fail(outcome, UFORM_IO, function, "the lists file '%s' of '%s' is not a regular file", joined, path);
+    } else if ((uint64_t)facts.st_size != record->lists_bytes) {
+        status = uform__fail(outcome, UFORM_FORMAT, function,
+                             "the lists file '%s' has %lld bytes, the pairing record of '%s' says %llu (cut short, or "
+                             "another structure's lists: rebuild it)", joined, (long long)facts.st_size, path,
+                             (unsigned long long)record->lists_bytes);
+    } else {
+        uform__hash128_t hasher;
+        uform__hash128_init(&hasher);
+        for (uint64_t at = 0; status == UFORM_OK && at < record->lists_bytes;) {
+            size_t wanted = record->lists_bytes - at < HASH_PIECE ? (size_t)(record->lists_bytes - at) : HASH_PIECE;
+            ssize_t got = pread(descriptor, piece, wanted, (off_t)at);
+            if (got < 0 && errno == EINTR) continue;
+            if (got <= 0)
+                status = uform__fail(outcome, UFORM_IO, function, "cannot read the lists file '%s' of '%s': %s", joined, path,
+                                     got < 0 ? strerror(errno) : "it ended early");
+            else uform__hash128_update(&hasher, piece, (size_t)got), at += (uint64_t)got;
+        }
+        unsigned char digest[16];
+        uform__hash128_digest(&hasher, digest);
+        if (status == UFORM_OK && memcmp(digest, record->lists_hash, sizeof digest) != 0)
+            status = uform__fail(outcome, UFORM_FORMAT, function,
+                                 "the lists file '%s' does not hash as the pairing record of '%s' says (another "
+                                 "structure's lists of the same size, or damaged: rebuild it)", joined, path);
+    }
+    if (descriptor >= 0) close(descriptor);
+    free(piece);
+    if (status != UFORM_OK) free(joined);
+    else *lists = joined;
+    return status;
+}
 
 /* Checks the mapped file against `index`; on success FAISS's structure is in `*faiss`. */
 static uform_status_t check_and_read(const unsigned char *bytes, size_t size, uform_index_t index, const char *path,
@@ -28,9 +91,18 @@ static uform_status_t check_and_read(const unsigned char *bytes, size_t size, uf
         return uform__fail(outcome, status, function, "'%s': %s%s", path, why,
                            status == UFORM_FORMAT ? " (cut short, not written by UForm, or saved again by FAISS: "
                                                     "rebuild it with uform_index_ann_build)" : "");
-    if (record->faiss_bytes != size - UFORM__ANN_RECORD_BYTES)
+    size_t trailer = UFORM__ANN_RECORD_BYTES;
+    if (record->version == 2) {
+        trailer += UFORM__ANN_LISTS_BYTES;
+        if (size < trailer)
+            return uform__fail(outcome, UFORM_FORMAT, function, "'%s' has %zu bytes, fewer than a pairing record and lists block's %zu",
+                               path, size, trailer);
+        status = uform__ann_lists_decode(bytes + size - trailer, record, why, sizeof why);
+        if (status != UFORM_OK) return uform__fail(outcome, status, function, "'%s': %s", path, why);
+    }
+    if (record->faiss_bytes != size - trailer)
         return uform__fail(outcome, UFORM_FORMAT, function, "'%s': its record says %llu bytes of FAISS, the file holds %zu",
-                           path, (unsigned long long)record->faiss_bytes, size - UFORM__ANN_RECORD_BYTES);
+                           path, (unsigned long long)record->faiss_bytes, size - trailer);
     uform__ann_identity_t mine;
     uform__ann_identity_of(index, &mine);
     if (uform__ann_identity_differs(&mine, &record->identity, why, sizeof why))
@@ -44,10 +116,15 @@ static uform_status_t check_and_read(const unsigned char *bytes, size_t size, uf
         return uform__fail(outcome, UFORM_FORMAT, function,
                            "'%s': FAISS's %llu bytes do not hash as its record says (the file is damaged)", path,
                            (unsigned long long)record->faiss_bytes);
+    char *lists = NULL;
+    if (record->version == 2 && (status = check_lists(path, record, &lists, outcome, function)) != UFORM_OK) return status;
     status = uform__faiss_load(api, outcome, function);
+    if (status == UFORM_OK) {
+        status = (*api)->deserialize(bytes, (size_t)record->faiss_bytes, lists, record->lists_bytes, faiss, why, sizeof why);
+        if (status != UFORM_OK) uform__fail(outcome, status, function, "'%s': FAISS cannot read it: %s", path, why);
+    }
+    free(lists);
     if (status != UFORM_OK) return status;
-    status = (*api)->deserialize(bytes, (size_t)record->faiss_bytes, faiss, why, sizeof why);
-    if (status != UFORM_OK) return uform__fail(outcome, status, function, "'%s': FAISS cannot read it: %s", path, why);
     uform__faiss_facts_t facts;
     (*api)->describe(*faiss, &facts);
     if (facts.count != index->count || facts.dimensions != index->dims || !facts.metric_inner_product)

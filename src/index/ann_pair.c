@@ -7,6 +7,7 @@
 #include "kernels/nn.h"
 
 static const char magic[8] = {'U', 'F', 'O', 'R', 'M', 'A', 'N', 'N'};
+static const char lists_magic[8] = {'U', 'F', 'O', 'R', 'M', 'I', 'V', 'F'};
 
 static void put64(unsigned char *at, uint64_t value) {
     for (int i = 0; i < 8; ++i) at[i] = (unsigned char)(value >> (8 * i));
@@ -38,7 +39,7 @@ void uform__ann_identity_of(uform_index_t index, uform__ann_identity_t *identity
 void uform__ann_record_encode(const uform__ann_record_t *record, unsigned char bytes[UFORM__ANN_RECORD_BYTES]) {
     memset(bytes, 0, UFORM__ANN_RECORD_BYTES);
     memcpy(bytes, magic, 8);
-    put32(bytes + 8, UFORM__ANN_RECORD_VERSION);
+    put32(bytes + 8, record->lists_name[0] ? 2 : 1);
     put32(bytes + 12, UFORM__ANN_RECORD_BYTES);
     put64(bytes + 16, record->faiss_bytes);
     memcpy(bytes + 24, record->faiss_hash, 16);
@@ -66,7 +67,7 @@ uform_status_t uform__ann_record_decode(const unsigned char bytes[UFORM__ANN_REC
         return UFORM_UNSUPPORTED;
     }
     if (record->version == 0 || get32(bytes + 12) != UFORM__ANN_RECORD_BYTES) {
-        snprintf(why, capacity, "its pairing record says version %u, %u bytes (expected 1, %d)", record->version,
+        snprintf(why, capacity, "its pairing record says version %u, %u bytes (expected 1 or 2, %d)", record->version,
                  get32(bytes + 12), UFORM__ANN_RECORD_BYTES);
         return UFORM_FORMAT;
     }
@@ -89,6 +90,34 @@ uform_status_t uform__ann_record_decode(const unsigned char bytes[UFORM__ANN_REC
     memcpy(record->recipe, bytes + 120, UFORM__ANN_RECIPE_CAPACITY);
     if (record->recipe[UFORM__ANN_RECIPE_CAPACITY - 1] != 0) {
         snprintf(why, capacity, "its pairing record's recipe is not terminated");
+        return UFORM_FORMAT;
+    }
+    return UFORM_OK;
+}
+
+void uform__ann_lists_encode(const uform__ann_record_t *record, unsigned char bytes[UFORM__ANN_LISTS_BYTES]) {
+    memset(bytes, 0, UFORM__ANN_LISTS_BYTES);
+    memcpy(bytes, lists_magic, 8);
+    put64(bytes + 8, record->lists_bytes);
+    memcpy(bytes + 16, record->lists_hash, 16);
+    memcpy(bytes + 32, record->lists_name, strnlen(record->lists_name, UFORM__ANN_LISTS_NAME_CAPACITY - 1));
+    memcpy(bytes + 248, lists_magic, 8);
+}
+
+uform_status_t uform__ann_lists_decode(const unsigned char bytes[UFORM__ANN_LISTS_BYTES], uform__ann_record_t *record,
+                                       char *why, size_t capacity) {
+    if (memcmp(bytes, lists_magic, 8) != 0 || memcmp(bytes + 248, lists_magic, 8) != 0) {
+        snprintf(why, capacity, "its pairing record says its lists are on disk, but no lists block precedes it");
+        return UFORM_FORMAT;
+    }
+    record->lists_bytes = get64(bytes + 8);
+    memcpy(record->lists_hash, bytes + 16, 16);
+    memcpy(record->lists_name, bytes + 32, UFORM__ANN_LISTS_NAME_CAPACITY);
+    const char *name = record->lists_name;
+    /* Only a plain name in the .faiss's own folder: never a path that leads elsewhere. */
+    if (name[UFORM__ANN_LISTS_NAME_CAPACITY - 1] != 0 || !name[0] || strchr(name, '/') || !strcmp(name, ".") ||
+        !strcmp(name, "..")) {
+        snprintf(why, capacity, "its lists block does not name a file in its own folder");
         return UFORM_FORMAT;
     }
     return UFORM_OK;

@@ -48,7 +48,8 @@ static int sink_write(void *state, const void *bytes, size_t size) {
 }
 
 uform_status_t uform__ann_write(const uform__faiss_api_t *api, const uform__faiss_t *faiss, const char *path,
-                                uform__ann_record_t *record, uform_outcome_t *outcome, const char *function) {
+                                uform__ann_record_t *record, const uform__ann_before_rename_t *before_rename,
+                                uform_outcome_t *outcome, const char *function) {
     size_t length = strlen(path);
     const char *slash = strrchr(path, '/');
     const char *base = slash ? slash + 1 : path;
@@ -83,9 +84,11 @@ uform_status_t uform__ann_write(const uform__faiss_api_t *api, const uform__fais
     }
     record->faiss_bytes = sink.written;
     uform__hash128_digest(&sink.hasher, record->faiss_hash);
-    unsigned char bytes[UFORM__ANN_RECORD_BYTES];
+    unsigned char bytes[UFORM__ANN_RECORD_BYTES], lists[UFORM__ANN_LISTS_BYTES];
     uform__ann_record_encode(record, bytes);
-    if ((error = write_all(sink.descriptor, bytes, sizeof bytes)) != 0 || (fsync(sink.descriptor) != 0 && (error = errno))) {
+    if (record->lists_name[0]) uform__ann_lists_encode(record, lists);
+    if ((record->lists_name[0] && (error = write_all(sink.descriptor, lists, sizeof lists)) != 0) ||
+        (error = write_all(sink.descriptor, bytes, sizeof bytes)) != 0 || (fsync(sink.descriptor) != 0 && (error = errno))) {
         status = uform__fail(outcome, UFORM_IO, function, "cannot write '%s': %s", path, strerror(error));
         goto abandon;
     }
@@ -95,6 +98,7 @@ uform_status_t uform__ann_write(const uform__faiss_api_t *api, const uform__fais
         status = uform__fail(outcome, UFORM_IO, function, "cannot close the temporary file for '%s': %s", path, strerror(errno));
         goto abandon;
     }
+    if (before_rename && (status = before_rename->run(before_rename->state, outcome, function)) != UFORM_OK) goto abandon;
     if (rename(temporary, path) != 0) {
         status = uform__fail(outcome, UFORM_IO, function, "cannot rename the temporary file over '%s': %s", path, strerror(errno));
         goto abandon;

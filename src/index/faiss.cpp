@@ -16,10 +16,15 @@
  */
 #include "index/faiss.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <omp.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <exception>
 #include <stdexcept>
@@ -48,6 +53,7 @@
 #include <faiss/impl/io.h>
 #include <faiss/invlists/DirectMap.h>
 #include <faiss/invlists/InvertedLists.h>
+#include <faiss/invlists/OnDiskInvertedLists.h>
 #include <faiss/index_factory.h>
 #include <faiss/index_io.h>
 
@@ -213,6 +219,7 @@ struct callback_writer : faiss::IOWriter {
 struct memory_reader : faiss::IOReader {
     const unsigned char *bytes;
     size_t size, at = 0;
+    bool lists_on_disk = false; /* may the bytes name an on-disk lists file ("ilod")? */
     size_t operator()(void *pointer, size_t size_each, size_t items) override {
         if (size_each == 0 || items == 0) return 0;
         size_t whole = (size - at) / size_each;
@@ -360,10 +367,52 @@ void take_ivf_header(memory_reader &reader, faiss::IndexIVF &inverted) {
     take_vector(reader, inverted.direct_map.array);
 }
 
+/* An OnDiskInvertedLists with no lists, no file and nothing mapped. FAISS 1.7.3's constructor
+ * makes its lock levels and its prefetcher with two plain `new`s in its member initialisers, so
+ * when the second fails the first is lost (the pointer member is not destroyed with the half-built
+ * object). It is built here in storage of our own, so that the first block can be found there and
+ * given back: the member was written before the second `new` ran, and nothing else touches the
+ * storage until it is freed. (The default constructor sizes no lists and names no file, so those
+ * two blocks are all it allocates.) */
+std::unique_ptr<faiss::OnDiskInvertedLists> empty_disk_lists() {
+    void *storage = ::operator new(sizeof(faiss::OnDiskInvertedLists));
+    memset(storage, 0, sizeof(faiss::OnDiskInvertedLists));
+    try {
+        return std::unique_ptr<faiss::OnDiskInvertedLists>(new (storage) faiss::OnDiskInvertedLists());
+    } catch (...) {
+        /* LockLevels is only declared in FAISS's header: its memory is given back without its
+         * destructor, which would only destroy an idle mutex, conditions and an empty set. */
+        ::operator delete(static_cast<void *>(static_cast<faiss::OnDiskInvertedLists *>(storage)->locks));
+        ::operator delete(storage);
+        throw;
+    }
+}
+
+/* FAISS's "ilod" section (OnDiskInvertedListsIOHook::write): nlist, code_size, the lists' (size,
+ * capacity, offset) triples, the free slots, the lists file's name and its size. Read into lists
+ * that are not mapped yet: map_lists (below) checks them against the file and maps it. */
+void take_disk_lists(memory_reader &reader, faiss::IndexIVF &inverted) {
+    std::unique_ptr<faiss::OnDiskInvertedLists> lists = empty_disk_lists();
+    take(reader, lists->nlist), take(reader, lists->code_size);
+    if (lists->nlist != inverted.nlist || lists->code_size != inverted.code_size) throw not_ours();
+    take_vector(reader, lists->lists);
+    std::vector<faiss::OnDiskInvertedLists::Slot> slots;
+    take_vector(reader, slots);
+    lists->slots.assign(slots.begin(), slots.end());
+    std::vector<char> name;
+    take_vector(reader, name);
+    lists->filename.assign(name.begin(), name.end());
+    take(reader, lists->totsize);
+    lists->read_only = true;
+    inverted.invlists = lists.release();
+    inverted.own_invlists = true;
+}
+
 void take_lists(memory_reader &reader, faiss::IndexIVF &inverted) {
     uint32_t code, kind;
     size_t nlist, code_size;
     take(reader, code);
+    if (code == fourcc("ilod") && reader.lists_on_disk) return take_disk_lists(reader, inverted);
     if (code != fourcc("ilar")) throw not_ours();
     take(reader, nlist), take(reader, code_size);
     if (nlist != inverted.nlist || code_size != inverted.code_size) throw not_ours();
@@ -443,6 +492,74 @@ faiss::Index *read_owned(memory_reader &reader) {
     }
     reader.at -= sizeof code;
     return take_flat(reader).release();
+}
+
+/* The IVF structure under any transforms, whatever its lists; nullptr for other structures. */
+faiss::IndexIVF *inverted_of(faiss::Index *index) {
+    while (auto *transformed = dynamic_cast<faiss::IndexPreTransform *>(index)) index = transformed->index;
+    return dynamic_cast<faiss::IndexIVF *>(index);
+}
+
+/* Adds `count` vectors to the counts of the structure and of every transform above its IVF: the
+ * vectors a member's lists bring when they are written to disk instead of merged (merge_from would
+ * count them the same way). */
+void count_more(faiss::Index *index, faiss::Index::idx_t count) {
+    for (;;) {
+        index->ntotal += count;
+        auto *transformed = dynamic_cast<faiss::IndexPreTransform *>(index);
+        if (!transformed) return;
+        index = transformed->index;
+    }
+}
+
+/* A refusal of an on-disk lists file, with the reason (UFORM_FORMAT through guarded's refusal). */
+[[noreturn]] void bad_lists(const char *path, const char *why) {
+    char text[512];
+    snprintf(text, sizeof text, "the lists file '%s' %s", path, why);
+    throw std::runtime_error(text);
+}
+
+/* Checks the on-disk lists FAISS's bytes describe against the structure and the file at `path`
+ * (whose size the pairing record says: `bytes`), then maps it read-only. Every list must lie inside
+ * the file, no free slots (UForm writes compact files), the sizes must add up to the structure's
+ * count — so no read through the mapping can fall outside it — and the file must be exactly as long
+ * as recorded (a shorter one would end a search in SIGBUS). The name FAISS's bytes carry is replaced
+ * by `path`, resolved by the caller beside the .faiss. */
+void map_lists(faiss::Index *top, const char *path, uint64_t bytes) {
+    faiss::IndexIVF *inverted = inverted_of(top);
+    auto *lists = inverted ? dynamic_cast<faiss::OnDiskInvertedLists *>(inverted->invlists) : nullptr;
+    if (!lists) throw std::runtime_error("the pairing record names a lists file, but FAISS's bytes hold no on-disk lists");
+    if (lists->nlist != inverted->nlist || lists->code_size != inverted->code_size || lists->lists.size() != lists->nlist)
+        bad_lists(path, "is described with another shape than the structure's lists");
+    if (!lists->slots.empty()) bad_lists(path, "is described with free slots (UForm writes compact lists)");
+    if (lists->totsize != bytes) bad_lists(path, "is described with another size than its pairing record says");
+    const size_t entry = lists->code_size + sizeof(faiss::Index::idx_t);
+    uint64_t vectors = 0;
+    for (const auto &list : lists->lists) {
+        if (list.size > list.capacity) bad_lists(path, "has a list larger than its capacity");
+        if (list.capacity == 0) continue;
+        if (list.capacity > bytes / entry || list.offset > bytes - list.capacity * entry)
+            bad_lists(path, "has a list beyond its end");
+        vectors += list.size;
+    }
+    if (vectors != (uint64_t)inverted->ntotal) bad_lists(path, "holds another number of vectors than the structure");
+    int descriptor = open(path, O_RDONLY | O_CLOEXEC);
+    if (descriptor < 0) bad_lists(path, strerror(errno));
+    struct stat facts;
+    if (fstat(descriptor, &facts) != 0 || (uint64_t)facts.st_size != bytes) {
+        close(descriptor);
+        bad_lists(path, "changed size since it was checked");
+    }
+    void *mapping = bytes ? mmap(nullptr, (size_t)bytes, PROT_READ, MAP_SHARED, descriptor, 0) : nullptr;
+    close(descriptor);
+    if (mapping == MAP_FAILED && errno == ENOMEM) throw std::bad_alloc(); /* address space, not the file */
+    if (mapping == MAP_FAILED) bad_lists(path, strerror(errno));
+    lists->ptr = (uint8_t *)mapping;
+    lists->filename = path;
+    lists->read_only = true;
+    /* IndexIVF's search asks the lists to prefetch the probed ones, which FAISS does with up to 32
+     * threads of its own per call; the scan reads the mapped pages anyway, so none are started. */
+    lists->prefetch_nthread = 0;
 }
 
 /* Vectors whose modality byte has its bit in `mask`. */
@@ -568,11 +685,12 @@ extern "C" uform_status_t uform__faiss_serialize(const uform__faiss_t *index,
     return status;
 }
 
-extern "C" uform_status_t uform__faiss_deserialize(const void *bytes, size_t size, uform__faiss_t **index,
-                                                   char *message, size_t capacity) {
+extern "C" uform_status_t uform__faiss_deserialize(const void *bytes, size_t size, const char *lists_path,
+                                                   uint64_t lists_bytes, uform__faiss_t **index, char *message,
+                                                   size_t capacity) {
     *index = nullptr;
     memory_reader reader;
-    reader.bytes = (const unsigned char *)bytes, reader.size = size;
+    reader.bytes = (const unsigned char *)bytes, reader.size = size, reader.lists_on_disk = lists_path != nullptr;
     std::unique_ptr<uform__faiss_t> made;
     uform_status_t status = guarded(UFORM_FORMAT, message, capacity, [&] {
         made.reset(new uform__faiss_t);
@@ -580,7 +698,19 @@ extern "C" uform_status_t uform__faiss_deserialize(const void *bytes, size_t siz
             made->index.reset(read_owned(reader));
         } catch (const not_ours &) {
             reader.at = 0;
-            made->index.reset(faiss::read_index(&reader));
+            /* On-disk lists: FAISS reads their description without mapping the file it names
+             * (IO_FLAG_SKIP_IVF_DATA), and map_lists maps the file the caller resolved. Without,
+             * IO_FLAG_READ_ONLY only matters to bytes that name a lists file anyway (refused
+             * below): FAISS then opens it for reading, never for writing. */
+            made->index.reset(faiss::read_index(&reader, lists_path ? faiss::IO_FLAG_SKIP_IVF_DATA : faiss::IO_FLAG_READ_ONLY));
+        }
+        if (lists_path) {
+            map_lists(made->index.get(), lists_path, lists_bytes);
+        } else if (faiss::IndexIVF *inverted = inverted_of(made->index.get())) {
+            /* Lists on disk that the pairing record does not mention: FAISS would have mapped a
+             * file by the name in its bytes, relative to the working folder. Refused unread. */
+            if (dynamic_cast<faiss::OnDiskInvertedLists *>(inverted->invlists))
+                throw std::runtime_error("FAISS's bytes name an on-disk lists file that the pairing record does not");
         }
     });
     if (status != UFORM_OK) return status;
@@ -591,6 +721,68 @@ extern "C" uform_status_t uform__faiss_deserialize(const void *bytes, size_t siz
     }
     *index = made.release();
     return UFORM_OK;
+}
+
+extern "C" uform_status_t uform__faiss_lists_take(uform__faiss_t *into, uform__faiss_t *from,
+                                                  int (*write)(void *state, const void *bytes, size_t size), void *state,
+                                                  uint64_t *sizes, int *error, char *message, size_t capacity) {
+    *error = 0;
+    struct stopped {};
+    uform_status_t status = guarded(UFORM_INVALID_ARGUMENT, message, capacity, [&] {
+        faiss::IndexIVF *target = mergeable_of(into->index.get()), *source = mergeable_of(from->index.get());
+        if (!target || !source) throw std::runtime_error("only IVF structures with array lists keep their lists on disk");
+        /* The same checks merge_from makes: the same trained quantisers, transforms and codes. */
+        if (from != into) into->index->check_compatible_for_merge(*from->index);
+        auto *lists = static_cast<faiss::ArrayInvertedLists *>(source->invlists);
+        for (size_t j = 0; j < lists->nlist; ++j) {
+            size_t count = lists->ids[j].size();
+            sizes[j] = count;
+            if (!count) continue;
+            if ((*error = write(state, lists->codes[j].data(), count * lists->code_size)) != 0 ||
+                (*error = write(state, lists->ids[j].data(), count * sizeof(faiss::Index::idx_t))) != 0)
+                throw stopped();
+        }
+        /* Written: the memory goes back now (clear() alone would keep the vectors' capacity). */
+        for (size_t j = 0; j < lists->nlist; ++j) {
+            std::vector<uint8_t>().swap(lists->codes[j]);
+            std::vector<faiss::Index::idx_t>().swap(lists->ids[j]);
+        }
+        if (from != into) {
+            faiss::Index::idx_t moved = from->index->ntotal;
+            count_more(into->index.get(), moved);
+            count_more(from->index.get(), -moved);
+        }
+    });
+    if (*error) {
+        say(message, capacity, "the write failed");
+        return UFORM_IO;
+    }
+    return status;
+}
+
+extern "C" uform_status_t uform__faiss_lists_describe(uform__faiss_t *index, const uint64_t *sizes, const char *name,
+                                                      char *message, size_t capacity) {
+    return guarded(UFORM_INVALID_ARGUMENT, message, capacity, [&] {
+        faiss::IndexIVF *inverted = mergeable_of(index->index.get());
+        if (!inverted) throw std::runtime_error("only IVF structures with array lists keep their lists on disk");
+        std::unique_ptr<faiss::OnDiskInvertedLists> lists = empty_disk_lists();
+        lists->nlist = inverted->nlist, lists->code_size = inverted->code_size;
+        lists->filename = name;
+        lists->lists.resize(inverted->nlist);
+        const size_t entry = inverted->code_size + sizeof(faiss::Index::idx_t);
+        size_t offset = 0;
+        uint64_t vectors = 0;
+        for (size_t j = 0; j < inverted->nlist; ++j) {
+            if (inverted->invlists->list_size(j)) throw std::runtime_error("the lists are not all written out");
+            lists->lists[j].size = lists->lists[j].capacity = (size_t)sizes[j];
+            lists->lists[j].offset = offset;
+            offset += (size_t)sizes[j] * entry, vectors += sizes[j];
+        }
+        if (vectors != (uint64_t)inverted->ntotal) throw std::runtime_error("the lists' sizes do not add up to the vectors added");
+        lists->totsize = offset;
+        lists->read_only = true;
+        inverted->replace_invlists(lists.release(), true);
+    });
 }
 
 extern "C" uform_status_t uform__faiss_search(const uform__faiss_t *index, const uform__faiss_search_t *search,

@@ -41,7 +41,7 @@ extern "C" {
 
 /* libuform's ABI major in the high 16 bits, a revision of this header in the low 16: bump it
  * whenever a declaration here changes, so a stale module left in a library folder is refused. */
-#define UFORM__FAISS_ABI ((UFORM_VERSION_MAJOR << 16) | 2)
+#define UFORM__FAISS_ABI ((UFORM_VERSION_MAJOR << 16) | 3)
 
 typedef struct uform__faiss_s uform__faiss_t;
 
@@ -126,11 +126,42 @@ UFORM__FAISS_EXPORT uform_status_t uform__faiss_serialize(const uform__faiss_t *
 
 /*
  * Reads a structure from `size` bytes in FAISS's format (read_index), which must be consumed
- * exactly. UFORM_FORMAT with FAISS's message when they are not a FAISS index, are cut short or
- * leave bytes over; UFORM_OUT_OF_MEMORY.
+ * exactly. With `lists_path` NULL the lists must be in the bytes: a structure whose bytes name an
+ * on-disk lists file ("ilod") is refused unread. With `lists_path`, they must name one: its
+ * description (every list inside the file, no free slots, sizes adding up to the count, a size of
+ * `lists_bytes`) is checked against the file at `lists_path` — not the name FAISS's bytes carry —,
+ * which is then mapped read-only for the structure's life. UFORM_FORMAT with FAISS's message (or
+ * the check's) when they are not a FAISS index, are cut short, leave bytes over or describe lists
+ * the file does not hold; UFORM_OUT_OF_MEMORY.
  */
-UFORM__FAISS_EXPORT uform_status_t uform__faiss_deserialize(const void *bytes, size_t size, uform__faiss_t **index,
-                                                            char *message, size_t capacity);
+UFORM__FAISS_EXPORT uform_status_t uform__faiss_deserialize(const void *bytes, size_t size, const char *lists_path,
+                                                            uint64_t lists_bytes, uform__faiss_t **index, char *message,
+                                                            size_t capacity);
+
+/*
+ * On-disk lists, step 1 (ann_ondisk.c): writes every non-empty inverted list of `from` through
+ * `write`, list by list in list order — the list's codes [size, code_size] then its ids [size] —,
+ * sets sizes[list] (nlist of them) to its entries, and empties `from`'s lists, giving their memory
+ * back. `into` is the structure the file is for: `from` itself (a build spilling its own adds), or
+ * one it must be compatible with as for uform__faiss_merge (a member's part), whose vectors then
+ * count in `into` and no longer in `from`. Only mergeable structures. UFORM_IO with the errno
+ * `write` answered in `*error` (nothing emptied); UFORM_INVALID_ARGUMENT with FAISS's message;
+ * UFORM_OUT_OF_MEMORY.
+ */
+UFORM__FAISS_EXPORT uform_status_t uform__faiss_lists_take(uform__faiss_t *into, uform__faiss_t *from,
+                                                           int (*write)(void *state, const void *bytes, size_t size),
+                                                           void *state, uint64_t *sizes, int *error, char *message,
+                                                           size_t capacity);
+
+/*
+ * On-disk lists, step 2: replaces the structure's (emptied) lists by a description of FAISS's
+ * OnDiskInvertedLists for a compact file named `name` whose list j holds sizes[j] entries at offset
+ * Σ_{i<j} sizes[i]·(code_size + 8): its codes, then its ids. Nothing is mapped: the structure can be
+ * serialised (FAISS's "ilod" section) but not searched. The sizes must add up to the vectors
+ * added. UFORM_INVALID_ARGUMENT; UFORM_OUT_OF_MEMORY.
+ */
+UFORM__FAISS_EXPORT uform_status_t uform__faiss_lists_describe(uform__faiss_t *index, const uint64_t *sizes,
+                                                               const char *name, char *message, size_t capacity);
 
 /* One search: `queries` F32 rows [queries, d]; `k` results each into distances[queries, k] (inner
  * products) and labels[queries, k] (−1 where fewer were found), FAISS's order. `nprobe` and `ef`

@@ -176,3 +176,14 @@ uform_status_t uform__json_parse(const char *text, size_t length, cJSON **root, 
     if (error == ENOMEM && uform__json_check(text, length, NULL)) return UFORM_OUT_OF_MEMORY;
     return UFORM_FORMAT;
 }
+
+const char *uform__json_kind(const cJSON *item) {
+    if (!item) return "missing";
+    if (cJSON_IsString(item)) return "a string";
+    if (cJSON_IsNumber(item)) return "a number";
+    if (cJSON_IsArray(item)) return "an array";
+    if (cJSON_IsObject(item)) return "an object";
+    if (cJSON_IsBool(item)) return "a boolean";
+    if (cJSON_IsNull(item)) return "null";
+    return "an invalid value";
+}

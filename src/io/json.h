@@ -34,4 +34,8 @@ uform_status_t uform__json_parse(const char *text, size_t length, cJSON **root, 
  */
 int uform__json_check(const char *text, size_t length, size_t *bad_at);
 
+/* What a value is, for messages that say what was found instead of what was expected: "a string",
+ * "a number", "an array", "an object", "a boolean", "null", "an invalid value"; "missing" for NULL. */
+const char *uform__json_kind(const cJSON *item);
+
 #endif

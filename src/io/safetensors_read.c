@@ -21,6 +21,7 @@
 #include "core/map_file.h"
 #include "core/outcome.h"
 #include "io/json.h"
+#include "io/open_mapped.h"
 #include "io/safetensors_text.h"
 
 typedef struct metadata_entry_t {
@@ -28,10 +29,8 @@ typedef struct metadata_entry_t {
 } metadata_entry_t;
 
 struct uform__safetensors_t {
-    const uint8_t *bytes;           /* the whole file or borrowed buffer */
-    size_t size;
+    uform__io_source_t source;      /* the whole file or borrowed buffer; first (open_mapped.h) */
     size_t data_start;              /* 8 + header length */
-    void *mapping;                  /* non-NULL when opened by path: munmap(mapping, size) */
     uform__safetensors_tensor_t *tensors; /* `count`, sorted by name */
     size_t count;
     metadata_entry_t *metadata;     /* `metadata_count`, sorted by key */
@@ -104,21 +103,10 @@ static uform_status_t prescan_header(const char *header, size_t length, size_t *
     return UFORM_OK;
 }
 
-/* "a string", "an array" ... for messages. */
-static const char *json_kind(const cJSON *item) {
-    if (cJSON_IsString(item)) return "a string";
-    if (cJSON_IsNumber(item)) return "a number";
-    if (cJSON_IsArray(item)) return "an array";
-    if (cJSON_IsObject(item)) return "an object";
-    if (cJSON_IsBool(item)) return "a boolean";
-    if (cJSON_IsNull(item)) return "null";
-    return "an invalid value";
-}
-
 /* Describes a value that should have been a non-negative integer: the number, or its kind. */
 static const char *describe_value(char buffer[64], const cJSON *item) {
     if (!cJSON_IsNumber(item)) {
-        snprintf(buffer, 64, "%s", json_kind(item));
+        snprintf(buffer, 64, "%s", uform__json_kind(item));
         return buffer;
     }
     /* The shortest form that reads back as the same double, as the file most likely spelled it. */
@@ -168,7 +156,7 @@ static uform_status_t parse_tensor(const cJSON *entry, uint64_t data_size, uform
     if (!cJSON_IsObject(entry))
         return uform__fail(outcome, UFORM_FORMAT, function,
                            "tensor %s: the entry is %s, expected an object with dtype, shape and data_offsets", name,
-                           json_kind(entry));
+                           uform__json_kind(entry));
     const cJSON *dtype = NULL, *shape = NULL, *offsets = NULL;
     for (const cJSON *field = entry->child; field; field = field->next) {
         const cJSON **slot = NULL;
@@ -192,7 +180,7 @@ static uform_status_t parse_tensor(const cJSON *entry, uint64_t data_size, uform
 
     if (!cJSON_IsString(dtype))
         return uform__fail(outcome, UFORM_FORMAT, function, "tensor %s: dtype is %s, expected a string such as \"F32\"",
-                           name, json_kind(dtype));
+                           name, uform__json_kind(dtype));
     if (!uform__safetensors_dtype_parse(dtype->valuestring, &tensor->dtype)) {
         char spelled[UFORM__SAFETENSORS_QUOTE_CAPACITY];
         return uform__fail(outcome, UFORM_FORMAT, function, "tensor %s: dtype %s is not one of %s", name,
@@ -201,7 +189,7 @@ static uform_status_t parse_tensor(const cJSON *entry, uint64_t data_size, uform
 
     if (!cJSON_IsArray(shape))
         return uform__fail(outcome, UFORM_FORMAT, function, "tensor %s: shape is %s, expected an array of integers",
-                           name, json_kind(shape));
+                           name, uform__json_kind(shape));
     uint32_t rank = 0;
     uint64_t element_count = 1;
     for (const cJSON *dimension = shape->child; dimension; dimension = dimension->next, ++rank) {
@@ -224,7 +212,7 @@ static uform_status_t parse_tensor(const cJSON *entry, uint64_t data_size, uform
 
     if (!cJSON_IsArray(offsets) || cJSON_GetArraySize(offsets) != 2)
         return uform__fail(outcome, UFORM_FORMAT, function,
-                           "tensor %s: data_offsets is %s%s, expected an array [begin, end]", name, json_kind(offsets),
+                           "tensor %s: data_offsets is %s%s, expected an array [begin, end]", name, uform__json_kind(offsets),
                            cJSON_IsArray(offsets) ? " without exactly 2 items" : "");
     uint64_t bounds[2];
     const cJSON *bound = offsets->child;
@@ -327,28 +315,29 @@ static uform_status_t check_sorted(uform__safetensors_t *file, uform_outcome_t *
     return status;
 }
 
-/* Validates `file->bytes[0..size)` and fills the tables. On failure the caller closes `file`. */
-static uform_status_t parse_file(uform__safetensors_t *file, uform_outcome_t *outcome) {
+/* Validates `file->source.bytes[0..size)` and fills the tables. On failure the caller closes `file`. */
+static uform_status_t parse_file(void *record, uform_outcome_t *outcome) {
+    uform__safetensors_t *file = record;
     static const char function[] = "uform__safetensors_open";
-    if (file->size < 8)
+    if (file->source.size < 8)
         return uform__fail(outcome, UFORM_FORMAT, function,
-                           "the file is %zu bytes, shorter than the 8-byte header length that starts it", file->size);
+                           "the file is %zu bytes, shorter than the 8-byte header length that starts it", file->source.size);
     uint64_t header_length = 0;
-    for (int byte = 7; byte >= 0; --byte) header_length = header_length << 8 | file->bytes[byte];
+    for (int byte = 7; byte >= 0; --byte) header_length = header_length << 8 | file->source.bytes[byte];
     if (header_length > UFORM__SAFETENSORS_MAX_HEADER)
         return uform__fail(outcome, UFORM_FORMAT, function,
                            "the header length %" PRIu64 " exceeds the limit of %" PRIu64 " bytes (100 MiB)", header_length,
                            UFORM__SAFETENSORS_MAX_HEADER);
-    if (header_length > file->size - 8)
+    if (header_length > file->source.size - 8)
         return uform__fail(outcome, UFORM_FORMAT, function,
                            "the header length %" PRIu64 " runs past the end of the %zu-byte file", header_length,
-                           file->size);
+                           file->source.size);
     if (header_length < 2)
         return uform__fail(outcome, UFORM_FORMAT, function,
                            "the header length %" PRIu64 " is too short for a JSON object", header_length);
-    const char *header = (const char *)file->bytes + 8;
+    const char *header = (const char *)file->source.bytes + 8;
     file->data_start = 8 + (size_t)header_length;
-    uint64_t data_size = file->size - file->data_start;
+    uint64_t data_size = file->source.size - file->data_start;
 
     size_t object_end = 0;
     uform_status_t status = prescan_header(header, (size_t)header_length, &object_end, outcome);
@@ -382,7 +371,7 @@ static uform_status_t parse_file(uform__safetensors_t *file, uform_outcome_t *ou
         metadata = entry;
         if (!cJSON_IsObject(entry)) {
             status = uform__fail(outcome, UFORM_FORMAT, function, "__metadata__ is %s, expected an object of strings",
-                                 json_kind(entry));
+                                 uform__json_kind(entry));
             goto done;
         }
         for (const cJSON *pair = entry->child; pair; pair = pair->next) {
@@ -390,7 +379,7 @@ static uform_status_t parse_file(uform__safetensors_t *file, uform_outcome_t *ou
             if (!cJSON_IsString(pair)) {
                 status = uform__fail(outcome, UFORM_FORMAT, function,
                                      "__metadata__ key %s: the value is %s, expected a string",
-                                     uform__safetensors_quote(key, pair->string), json_kind(pair));
+                                     uform__safetensors_quote(key, pair->string), uform__json_kind(pair));
                 goto done;
             }
             string_bytes += strlen(pair->string) + strlen(pair->valuestring) + 2;
@@ -415,7 +404,7 @@ static uform_status_t parse_file(uform__safetensors_t *file, uform_outcome_t *ou
         status = parse_tensor(entry, data_size, tensor, outcome);
         if (status != UFORM_OK) goto done;
         tensor->name = keep_string(&cursor, entry->string);
-        tensor->data = file->bytes + file->data_start + tensor->offset;
+        tensor->data = file->source.bytes + file->data_start + tensor->offset;
         ++file->count;
     }
     if (metadata) {
@@ -433,67 +422,35 @@ done:
 
 void uform__safetensors_close(uform__safetensors_t *file) {
     if (!file) return;
-    uform__unmap_file(file->mapping, file->size);
+    uform__unmap_file(file->source.mapping, file->source.size);
     free(file->tensors);
     free(file->metadata);
     free(file->strings);
     free(file);
 }
 
+static void close_record(void *record) { uform__safetensors_close(record); }
+
+static const uform__io_reader_t opener = {
+    .record_size = sizeof(uform__safetensors_t),
+    .parse = parse_file,
+    .close = close_record,
+    .function = "uform__safetensors_open", /* parse_file's own name for every failure */
+};
+
 uform_status_t uform__safetensors_open_memory(const void *bytes, size_t size, uform__safetensors_t **file,
                                              uform_outcome_t *outcome) {
-    if (!file) return uform__fail(outcome, UFORM_INVALID_ARGUMENT, __func__, "`file` is NULL");
-    *file = NULL;
-    if (!bytes && size)
-        return uform__fail(outcome, UFORM_INVALID_ARGUMENT, __func__, "`bytes` is NULL but `size` is %zu", size);
-    uform__safetensors_t *result = calloc(1, sizeof *result);
-    if (!result) return uform__fail(outcome, UFORM_OUT_OF_MEMORY, __func__, "cannot allocate a file record");
-    result->bytes = bytes;
-    result->size = size;
-    uform_status_t status = parse_file(result, outcome);
-    if (status != UFORM_OK) {
-        uform__safetensors_close(result);
-        return status;
-    }
-    *file = result;
-    return uform__succeed(outcome, __func__);
-}
-
-/* Puts the file's path in front of a message parse_file wrote. */
-static uform_status_t prefix_path(uform_outcome_t *outcome, uform_status_t status, const char *path) {
-    if (!outcome) return status;
-    char quoted[UFORM__SAFETENSORS_PATH_CAPACITY], message[UFORM_OUTCOME_MESSAGE_CAPACITY];
-    memcpy(message, outcome->message, sizeof message);
-    message[sizeof message - 1] = 0;
-    return uform__fail(outcome, status, "uform__safetensors_open", "%s: %s", uform__safetensors_quote_path(quoted, path),
-                       message);
+    void *record = NULL;
+    uform_status_t status = uform__io_open_bytes(&opener, bytes, size, file ? &record : NULL, outcome, __func__);
+    if (file) *file = record;
+    return status;
 }
 
 uform_status_t uform__safetensors_open(const char *path, uform__safetensors_t **file, uform_outcome_t *outcome) {
-    if (!file) return uform__fail(outcome, UFORM_INVALID_ARGUMENT, __func__, "`file` is NULL");
-    *file = NULL;
-    if (!path) return uform__fail(outcome, UFORM_INVALID_ARGUMENT, __func__, "`path` is NULL");
-    char quoted[UFORM__SAFETENSORS_PATH_CAPACITY];
-    uform__safetensors_quote_path(quoted, path);
-    const void *bytes = NULL;
-    size_t size = 0;
-    uform_status_t mapped = uform__map_file(path, quoted, &bytes, &size, outcome, __func__);
-    if (mapped != UFORM_OK) return mapped;
-    uform__safetensors_t *result = calloc(1, sizeof *result);
-    if (!result) {
-        uform__unmap_file(bytes, size);
-        return uform__fail(outcome, UFORM_OUT_OF_MEMORY, __func__, "cannot allocate a file record");
-    }
-    result->size = size;
-    result->mapping = (void *)bytes;
-    result->bytes = bytes;
-    uform_status_t status = parse_file(result, outcome);
-    if (status != UFORM_OK) {
-        uform__safetensors_close(result);
-        return prefix_path(outcome, status, path);
-    }
-    *file = result;
-    return uform__succeed(outcome, __func__);
+    void *record = NULL;
+    uform_status_t status = uform__io_open_path(&opener, path, file ? &record : NULL, outcome, __func__);
+    if (file) *file = record;
+    return status;
 }
 
 size_t uform__safetensors_count(const uform__safetensors_t *file) { return file ? file->count : 0; }
@@ -545,7 +502,7 @@ const char *uform__safetensors_metadata_find(const uform__safetensors_t *file, c
 }
 
 const uint8_t *uform__safetensors_bytes(const uform__safetensors_t *file, size_t *size, size_t *data_start) {
-    if (size) *size = file ? file->size : 0;
+    if (size) *size = file ? file->source.size : 0;
     if (data_start) *data_start = file ? file->data_start : 0;
-    return file ? file->bytes : NULL;
+    return file ? file->source.bytes : NULL;
 }

@@ -15,14 +15,13 @@
 
 #include "core/map_file.h"
 #include "core/outcome.h"
+#include "io/open_mapped.h"
 #include "io/safetensors_text.h"
 #include "io/torch_pickle.h"
 #include "io/zip.h"
 
 struct uform__torch_file_t {
-    const uint8_t *bytes;  /* the whole file or borrowed buffer */
-    size_t size;
-    void *mapping;         /* non-NULL when opened by path: munmap(mapping, size) */
+    uform__io_source_t source; /* the whole file or borrowed buffer; first (open_mapped.h) */
     uform__safetensors_tensor_t *tensors; /* `count`, sorted by name */
     size_t count;
     char *names;           /* every name, NUL-terminated, one allocation */
@@ -313,26 +312,27 @@ static uform_status_t build_table(reader_t *reader, uform__torch_file_t *file) {
     return UFORM_OK;
 }
 
-/* Validates `file->bytes[0..size)` and fills its table. On failure the caller closes `file`. */
-static uform_status_t parse_file(uform__torch_file_t *file, uform_outcome_t *outcome) {
+/* Validates `file->source.bytes[0..size)` and fills its table. On failure the caller closes `file`. */
+static uform_status_t parse_file(void *record, uform_outcome_t *outcome) {
+    uform__torch_file_t *file = record;
     reader_t reader;
     memset(&reader, 0, sizeof reader);
-    reader.bytes = file->bytes;
-    reader.size = file->size;
+    reader.bytes = file->source.bytes;
+    reader.size = file->source.size;
     reader.outcome = outcome;
     const uform__zip_entry_t *pickle = NULL;
     int legacy = 0;
-    uform_status_t status = recognise_legacy(file->bytes, file->size, &legacy, outcome);
+    uform_status_t status = recognise_legacy(file->source.bytes, file->source.size, &legacy, outcome);
     if (status == UFORM_OK && legacy) {
-        status = uform__torch_legacy_read(file->bytes, file->size, &reader.machine, &reader.storage_data, outcome);
+        status = uform__torch_legacy_read(file->source.bytes, file->source.size, &reader.machine, &reader.storage_data, outcome);
     } else if (status == UFORM_OK) {
-        status = uform__zip_open(file->bytes, file->size, &reader.zip, outcome);
+        status = uform__zip_open(file->source.bytes, file->source.size, &reader.zip, outcome);
         if (status == UFORM_OK) status = read_archive(&reader, &pickle);
         if (status == UFORM_OK) {
             char quoted[UFORM__SAFETENSORS_QUOTE_CAPACITY];
             snprintf(reader.source, sizeof reader.source, "entry %s", uform__safetensors_quote(quoted, pickle->name));
             reader.machine.origin = (size_t)pickle->data_offset;
-            status = uform__torch_pickle_run(&reader.machine, file->bytes + pickle->data_offset, (size_t)pickle->size,
+            status = uform__torch_pickle_run(&reader.machine, file->source.bytes + pickle->data_offset, (size_t)pickle->size,
                                              reader.source, outcome);
         }
         if (status == UFORM_OK) status = resolve_storages(&reader);
@@ -356,68 +356,35 @@ static uform_status_t parse_file(uform__torch_file_t *file, uform_outcome_t *out
 
 void uform__torch_close(uform__torch_file_t *file) {
     if (!file) return;
-    uform__unmap_file(file->mapping, file->size);
+    uform__unmap_file(file->source.mapping, file->source.size);
     free(file->tensors);
     free(file->names);
     free(file->copies);
     free(file);
 }
 
-/* Rewrites a failure's message under this reader's name, after the path when there is one, so
- * a message from the archive or pickle layers reads like the rest. */
-static uform_status_t restamp(uform_outcome_t *outcome, uform_status_t status, const char *path) {
-    if (!outcome) return status;
-    char message[UFORM_OUTCOME_MESSAGE_CAPACITY], quoted[UFORM__SAFETENSORS_PATH_CAPACITY];
-    memcpy(message, outcome->message, sizeof message);
-    message[sizeof message - 1] = 0;
-    if (!path) return uform__fail(outcome, status, function, "%s", message);
-    return uform__fail(outcome, status, function, "%s: %s", uform__safetensors_quote_path(quoted, path), message);
-}
+static void close_record(void *record) { uform__torch_close(record); }
+
+static const uform__io_reader_t opener = {
+    .record_size = sizeof(uform__torch_file_t),
+    .parse = parse_file,
+    .close = close_record,
+    .function = function, /* also for the archive's and the pickle machine's failures */
+};
 
 uform_status_t uform__torch_open_memory(const void *bytes, size_t size, uform__torch_file_t **file,
                                         uform_outcome_t *outcome) {
-    if (!file) return uform__fail(outcome, UFORM_INVALID_ARGUMENT, __func__, "`file` is NULL");
-    *file = NULL;
-    if (!bytes && size)
-        return uform__fail(outcome, UFORM_INVALID_ARGUMENT, __func__, "`bytes` is NULL but `size` is %zu", size);
-    uform__torch_file_t *result = calloc(1, sizeof *result);
-    if (!result) return uform__fail(outcome, UFORM_OUT_OF_MEMORY, __func__, "cannot allocate a file record");
-    result->bytes = bytes;
-    result->size = size;
-    uform_status_t status = parse_file(result, outcome);
-    if (status != UFORM_OK) {
-        uform__torch_close(result);
-        return restamp(outcome, status, NULL);
-    }
-    *file = result;
-    return uform__succeed(outcome, __func__);
+    void *record = NULL;
+    uform_status_t status = uform__io_open_bytes(&opener, bytes, size, file ? &record : NULL, outcome, __func__);
+    if (file) *file = record;
+    return status;
 }
 
 uform_status_t uform__torch_open(const char *path, uform__torch_file_t **file, uform_outcome_t *outcome) {
-    if (!file) return uform__fail(outcome, UFORM_INVALID_ARGUMENT, __func__, "`file` is NULL");
-    *file = NULL;
-    if (!path) return uform__fail(outcome, UFORM_INVALID_ARGUMENT, __func__, "`path` is NULL");
-    char quoted[UFORM__SAFETENSORS_PATH_CAPACITY];
-    uform__safetensors_quote_path(quoted, path);
-    const void *bytes = NULL;
-    size_t size = 0;
-    uform_status_t mapped = uform__map_file(path, quoted, &bytes, &size, outcome, __func__);
-    if (mapped != UFORM_OK) return mapped;
-    uform__torch_file_t *result = calloc(1, sizeof *result);
-    if (!result) {
-        uform__unmap_file(bytes, size);
-        return uform__fail(outcome, UFORM_OUT_OF_MEMORY, __func__, "cannot allocate a file record");
-    }
-    result->size = size;
-    result->mapping = (void *)bytes;
-    result->bytes = bytes;
-    uform_status_t status = parse_file(result, outcome);
-    if (status != UFORM_OK) {
-        uform__torch_close(result);
-        return restamp(outcome, status, path);
-    }
-    *file = result;
-    return uform__succeed(outcome, __func__);
+    void *record = NULL;
+    uform_status_t status = uform__io_open_path(&opener, path, file ? &record : NULL, outcome, __func__);
+    if (file) *file = record;
+    return status;
 }
 
 size_t uform__torch_count(const uform__torch_file_t *file) { return file ? file->count : 0; }
@@ -437,6 +404,6 @@ int uform__torch_mapped(const uform__torch_file_t *file, const uform__safetensor
 }
 
 const uint8_t *uform__torch_bytes(const uform__torch_file_t *file, size_t *size) {
-    if (size) *size = file ? file->size : 0;
-    return file ? file->bytes : NULL;
+    if (size) *size = file ? file->source.size : 0;
+    return file ? file->source.bytes : NULL;
 }

@@ -111,13 +111,7 @@ static void default_address(char *address, size_t capacity) {
 static int job_name_valid(const char *job) {
     size_t length = strlen(job);
     if (length == 0 || length > 128 || strcmp(job, ".") == 0 || strcmp(job, "..") == 0) return 0;
-    for (size_t i = 0; i < length; ++i) {
-        char c = job[i];
-        int fine = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
-                   c == '_' || c == '-';
-        if (!fine) return 0;
-    }
-    return 1;
+    return uform__facts_plain_name(job);
 }
 
 /* Binds a socket to `address` (port 0) and lets it go: an address this host does not have is

@@ -15,16 +15,19 @@ void uform__facts_free(uform__facts_t *facts) {
     memset(facts, 0, sizeof *facts);
 }
 
-static int key_valid(const char *key) {
-    size_t length = strlen(key);
-    if (length == 0 || length >= UFORM__FACT_KEY_CAPACITY) return 0;
-    for (size_t i = 0; i < length; ++i) {
-        char c = key[i];
+int uform__facts_plain_name(const char *text) {
+    for (const char *at = text; *at; ++at) {
+        char c = *at;
         int fine = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
                    c == '_' || c == '-';
         if (!fine) return 0;
     }
     return 1;
+}
+
+static int key_valid(const char *key) {
+    size_t length = strlen(key);
+    return length > 0 && length < UFORM__FACT_KEY_CAPACITY && uform__facts_plain_name(key);
 }
 
 static uform_status_t set_value(uform__facts_t *facts, const char *key, const char *value) {

@@ -28,6 +28,11 @@ typedef struct uform__facts_t {
 
 void uform__facts_free(uform__facts_t *facts);
 
+/* 1 when `text` holds only ASCII letters, digits, '.', '_' and '-' (or nothing): the characters a
+ * fact's key and a job's name (a folder of the rendezvous) may use, so neither can reach outside
+ * its folder nor break a "key=value" line. Each caller checks its own length limits. */
+int uform__facts_plain_name(const char *text);
+
 /* Appends (or replaces) `key` with a printf-formatted value. Answers UFORM_OK, UFORM_OUT_OF_MEMORY, or
  * UFORM_INVALID_ARGUMENT for a key or value that does not fit or holds a newline or '='-less key. */
 uform_status_t uform__facts_set(uform__facts_t *facts, const char *key, const char *format, ...) UFORM__PRINTF(3, 4);

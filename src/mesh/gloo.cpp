@@ -126,6 +126,21 @@ bool out_of_memory(const std::string &text, int saved_errno) {
     return saved_errno == ENOMEM || text.find("Cannot allocate memory") != std::string::npos;
 }
 
+/* One of Gloo's own exceptions (an IoException or a failed GLOO_ENFORCE), whose `raw` text says
+ * what happened: memory when the text or `saved_errno` says so, a timeout when the text does, else
+ * `otherwise`, which depends on the exception and on whom the step blames. */
+uform_status_t gloo_failure(const char *what, const char *raw, int saved_errno, uform_status_t otherwise, char *message,
+                            size_t capacity) {
+    std::string text = words_of(raw);
+    if (out_of_memory(text, saved_errno)) {
+        write_message(message, capacity, std::string(what) + ": out of memory (" + text + ")");
+        return UFORM_OUT_OF_MEMORY;
+    }
+    write_message(message, capacity, std::string(what) + ": " + text);
+    if (mentions_timeout(text)) return UFORM_TIMEOUT;
+    return otherwise;
+}
+
 /* Runs `body`, translating whatever it throws. */
 template <typename Body>
 uform_status_t guarded(const char *what, blame about, char *message, size_t capacity, Body body) {
@@ -139,24 +154,10 @@ uform_status_t guarded(const char *what, blame about, char *message, size_t capa
         return error.status;
     } catch (const gloo::IoException &error) {
         const int saved = errno;
-        std::string text = words_of(error.what());
-        if (out_of_memory(text, saved)) {
-            write_message(message, capacity, std::string(what) + ": out of memory (" + text + ")");
-            return UFORM_OUT_OF_MEMORY;
-        }
-        write_message(message, capacity, std::string(what) + ": " + text);
-        if (mentions_timeout(text)) return UFORM_TIMEOUT;
-        return about == blame::host ? UFORM_IO : UFORM_PEER_LOST;
+        return gloo_failure(what, error.what(), saved, about == blame::host ? UFORM_IO : UFORM_PEER_LOST, message, capacity);
     } catch (const gloo::EnforceNotMet &error) {
         const int saved = errno;
-        std::string text = words_of(error.what());
-        if (out_of_memory(text, saved)) {
-            write_message(message, capacity, std::string(what) + ": out of memory (" + text + ")");
-            return UFORM_OUT_OF_MEMORY;
-        }
-        write_message(message, capacity, std::string(what) + ": " + text);
-        if (mentions_timeout(text)) return UFORM_TIMEOUT;
-        return about == blame::peers ? UFORM_PEER_LOST : UFORM_IO;
+        return gloo_failure(what, error.what(), saved, about == blame::peers ? UFORM_PEER_LOST : UFORM_IO, message, capacity);
     } catch (const std::bad_alloc &) {
         write_message(message, capacity, std::string(what) + ": out of memory");
         return UFORM_OUT_OF_MEMORY;

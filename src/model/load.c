@@ -140,16 +140,7 @@ static const float *widen(loader_t *loader, const char *name, uint32_t rank, siz
                                      "cannot allocate %zu floats for '%s'", count, name);
         return NULL;
     }
-    const unsigned char *bytes = tensor->data;
-    for (size_t i = 0; i < count; ++i) {
-        if (tensor->dtype == UFORM__SAFETENSORS_F32) {
-            memcpy(&values[i], bytes + 4 * i, 4);
-        } else {
-            uint16_t half;
-            memcpy(&half, bytes + 2 * i, 2);
-            values[i] = tensor->dtype == UFORM__SAFETENSORS_BF16 ? uform__nn_bf16_to_f32_one(half) : uform__nn_f16_to_f32_one(half);
-        }
-    }
+    uform__model_widen(tensor->dtype, tensor->data, count, values);
     return values;
 }
 

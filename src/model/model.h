@@ -212,6 +212,11 @@ static inline uform_model_t uform__model_tower(uform_model_t model, uform_modali
 /* Memory the model owns, 64-byte aligned, freed with it (load.c); NULL when it cannot be had. */
 void *uform__model_own(uform_model_t model, size_t bytes);
 
+/* `count` elements of a checkpoint's float dtype (F32, BF16 or F16) at `bytes`, which need not be
+ * aligned, widened to F32 into `values` (widen.c): what every loader does with a tensor it cannot
+ * use in place (the native loader, the published towers, the trainer's checkpoints). */
+void uform__model_widen(uform__safetensors_dtype_t dtype, const void *bytes, size_t count, float *values);
+
 /* Packs `layer` once for the model's CPU class and compute (BF16 or F32 panels; nothing for a
  * layer I8 compute runs in int8), in memory the model owns. */
 uform_status_t uform__model_pack(uform_model_t model, uform__linear_t *layer, const char *name, uform_outcome_t *outcome,

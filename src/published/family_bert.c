@@ -96,7 +96,6 @@ static uform_status_t build_encoder(uform__family_context_t *context, const cJSO
     uform__tower_builder_t builder;
     uform_model_t tower = uform__tower_begin(&builder, context, set, UFORM_MODALITY_TEXT, d, depth, heads, mlp, embedding);
     if (!tower) return builder.status;
-    context->model->towers[UFORM_MODALITY_TEXT] = tower;
     uform__stem_t *stem = &tower->stems[UFORM_MODALITY_TEXT];
     tower->arch.post_norm = 1;
     tower->arch.activation = activation;

@@ -98,30 +98,31 @@ void uform__published_clip_block_names(uform__block_names_t *names, char storage
     names->up = storage[12], names->up_bias = storage[13], names->down = storage[14], names->down_bias = storage[15];
 }
 
+void uform__published_clip_text_trunk(uform__tower_builder_t *builder, uform__stem_t *stem, size_t vocabulary,
+                                      size_t positions, size_t d) {
+    uform__tower_token_table(builder, "text_model.embeddings.token_embedding.weight", vocabulary);
+    stem->positions = uform__tower_floats(builder, "text_model.embeddings.position_embedding.weight", positions, d);
+    stem->position_rows = positions;
+    char storage[18][128];
+    uform__block_names_t names;
+    uform__published_clip_block_names(&names, storage, "text_model");
+    uform__tower_blocks(builder, &names);
+    uform__tower_norm(builder, &stem->norm, "text_model.final_layer_norm.weight", "text_model.final_layer_norm.bias", d);
+}
+
 static uform_status_t clip_text(uform__family_context_t *context, const tower_shape_t *shape, size_t embedding,
                                 const uform__tensor_set_t *set) {
     uform__tower_builder_t builder;
     uform_model_t tower = uform__tower_begin(&builder, context, set, UFORM_MODALITY_TEXT, shape->hidden, shape->depth,
                                              shape->heads, shape->mlp, embedding);
     if (!tower) return builder.status;
-    context->model->towers[UFORM_MODALITY_TEXT] = tower;
     size_t d = shape->hidden;
     uform__stem_t *stem = &tower->stems[UFORM_MODALITY_TEXT];
+    uform__tower_trunk(tower, shape->activation, shape->eps, UFORM__POOLING_TOKEN);
     tower->arch.causal = 1;
-    tower->arch.activation = shape->activation;
-    tower->arch.eps = (float)shape->eps;
-    tower->arch.pooling = UFORM__POOLING_TOKEN;
     tower->arch.pool_token = (uint32_t)shape->eos;
     tower->arch.pool_argmax = shape->argmax;
-    tower->config.norm_eps = shape->eps;
-    uform__tower_token_table(&builder, "text_model.embeddings.token_embedding.weight", shape->vocabulary);
-    stem->positions = uform__tower_floats(&builder, "text_model.embeddings.position_embedding.weight", shape->positions, d);
-    stem->position_rows = shape->positions;
-    char storage[18][128];
-    uform__block_names_t names;
-    uform__published_clip_block_names(&names, storage, "text_model");
-    uform__tower_blocks(&builder, &names);
-    uform__tower_norm(&builder, &stem->norm, "text_model.final_layer_norm.weight", "text_model.final_layer_norm.bias", d);
+    uform__published_clip_text_trunk(&builder, stem, shape->vocabulary, shape->positions, d);
     uform__tower_linear(&builder, &stem->projection, "text_projection.weight", embedding, d, NULL, 0);
     if (builder.status != UFORM_OK) return builder.status;
     uform_status_t status = uform__published_tokenizer(context, "", NULL);
@@ -138,13 +139,9 @@ static uform_status_t clip_vision(uform__family_context_t *context, const tower_
     uform_model_t tower = uform__tower_begin(&builder, context, set, UFORM_MODALITY_IMAGE, shape->hidden, shape->depth,
                                              shape->heads, shape->mlp, embedding);
     if (!tower) return builder.status;
-    context->model->towers[UFORM_MODALITY_IMAGE] = tower;
     size_t d = shape->hidden, p = shape->patch, patches = (shape->image / p) * (shape->image / p);
     uform__stem_t *stem = &tower->stems[UFORM_MODALITY_IMAGE];
-    tower->arch.activation = shape->activation;
-    tower->arch.eps = (float)shape->eps;
-    tower->arch.pooling = UFORM__POOLING_FIRST;
-    tower->config.norm_eps = shape->eps;
+    uform__tower_trunk(tower, shape->activation, shape->eps, UFORM__POOLING_FIRST);
     tower->config.image_size = shape->image, tower->config.image_patch = p;
     stem->cls = uform__tower_floats(&builder, "vision_model.embeddings.class_embedding", d, 0);
     stem->cls_positioned = 1;
@@ -347,11 +344,10 @@ uform_status_t uform__family_open_clip(uform__family_context_t *context, const c
     uform_model_t tower = uform__tower_begin(&builder, context, set, UFORM_MODALITY_IMAGE, vision.hidden, vision.depth,
                                              vision.heads, vision.mlp, embedding);
     if (!tower) return builder.status;
-    context->model->towers[UFORM_MODALITY_IMAGE] = tower;
     size_t d = vision.hidden, p = vision.patch, patches = (vision.image / p) * (vision.image / p);
     uform__stem_t *stem = &tower->stems[UFORM_MODALITY_IMAGE];
-    tower->arch.activation = vision.activation, tower->arch.eps = 1e-5f, tower->arch.pooling = UFORM__POOLING_FIRST;
-    tower->config.norm_eps = 1e-5, tower->config.image_size = vision.image, tower->config.image_patch = p;
+    uform__tower_trunk(tower, vision.activation, 1e-5, UFORM__POOLING_FIRST);
+    tower->config.image_size = vision.image, tower->config.image_patch = p;
     stem->cls = uform__tower_floats(&builder, "visual.class_embedding", d, 0);
     stem->cls_positioned = 1;
     stem->positions = uform__tower_floats(&builder, "visual.positional_embedding", patches + 1, d);
@@ -383,12 +379,10 @@ uform_status_t uform__family_open_clip(uform__family_context_t *context, const c
     tower = uform__tower_begin(&builder, context, set, UFORM_MODALITY_TEXT, text.hidden, text.depth, text.heads, text.mlp,
                                embedding);
     if (!tower) return builder.status;
-    context->model->towers[UFORM_MODALITY_TEXT] = tower;
     d = text.hidden;
     stem = &tower->stems[UFORM_MODALITY_TEXT];
-    tower->arch.causal = 1, tower->arch.activation = text.activation, tower->arch.eps = 1e-5f;
-    tower->arch.pooling = UFORM__POOLING_TOKEN, tower->arch.pool_argmax = 1;
-    tower->config.norm_eps = 1e-5;
+    uform__tower_trunk(tower, text.activation, 1e-5, UFORM__POOLING_TOKEN);
+    tower->arch.causal = 1, tower->arch.pool_argmax = 1;
     uform__tower_token_table(&builder, "token_embedding.weight", text.vocabulary);
     stem->positions = uform__tower_floats(&builder, "positional_embedding", text.positions, d);
     stem->position_rows = text.positions;

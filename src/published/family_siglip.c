@@ -62,12 +62,8 @@ static uform_status_t siglip_vision(uform__family_context_t *context, const sigl
     uform_model_t tower =
         uform__tower_begin(&builder, context, set, UFORM_MODALITY_IMAGE, d, shape->depth, shape->heads, shape->mlp, d);
     if (!tower) return builder.status;
-    context->model->towers[UFORM_MODALITY_IMAGE] = tower;
     uform__stem_t *stem = &tower->stems[UFORM_MODALITY_IMAGE];
-    tower->arch.activation = shape->activation;
-    tower->arch.eps = (float)shape->eps;
-    tower->arch.pooling = UFORM__POOLING_ATTENTION;
-    tower->config.norm_eps = shape->eps;
+    uform__tower_trunk(tower, shape->activation, shape->eps, UFORM__POOLING_ATTENTION);
     tower->config.image_size = shape->image, tower->config.image_patch = p;
     stem->positions = uform__tower_floats(&builder, "vision_model.embeddings.position_embedding.weight", patches, d);
     stem->position_rows = patches;
@@ -127,20 +123,9 @@ static uform_status_t siglip_text(uform__family_context_t *context, const siglip
     uform_model_t tower = uform__tower_begin(&builder, context, set, UFORM_MODALITY_TEXT, d, shape->depth, shape->heads,
                                              shape->mlp, shape->projection);
     if (!tower) return builder.status;
-    context->model->towers[UFORM_MODALITY_TEXT] = tower;
     uform__stem_t *stem = &tower->stems[UFORM_MODALITY_TEXT];
-    tower->arch.activation = shape->activation;
-    tower->arch.eps = (float)shape->eps;
-    tower->arch.pooling = UFORM__POOLING_LAST;
-    tower->config.norm_eps = shape->eps;
-    uform__tower_token_table(&builder, "text_model.embeddings.token_embedding.weight", shape->vocabulary);
-    stem->positions = uform__tower_floats(&builder, "text_model.embeddings.position_embedding.weight", shape->positions, d);
-    stem->position_rows = shape->positions;
-    char storage[18][128];
-    uform__block_names_t names;
-    uform__published_clip_block_names(&names, storage, "text_model");
-    uform__tower_blocks(&builder, &names);
-    uform__tower_norm(&builder, &stem->norm, "text_model.final_layer_norm.weight", "text_model.final_layer_norm.bias", d);
+    uform__tower_trunk(tower, shape->activation, shape->eps, UFORM__POOLING_LAST);
+    uform__published_clip_text_trunk(&builder, stem, shape->vocabulary, shape->positions, d);
     uform__tower_linear(&builder, &stem->projection, "text_model.head.weight", shape->projection, d,
                         "text_model.head.bias", 0);
     if (builder.status != UFORM_OK) return builder.status;

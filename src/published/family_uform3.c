@@ -95,12 +95,11 @@ static uform_status_t image_tower(uform__family_context_t *context, const cJSON 
     uform__tower_builder_t builder;
     uform_model_t tower = uform__tower_begin(&builder, context, set, UFORM_MODALITY_IMAGE, d, depth, heads, 4 * d, embedding);
     if (!tower) return builder.status;
-    context->model->towers[UFORM_MODALITY_IMAGE] = tower;
     size_t patches = (size / p) * (size / p);
     uform__stem_t *stem = &tower->stems[UFORM_MODALITY_IMAGE];
-    tower->arch.activation = UFORM__ACTIVATION_GELU, tower->arch.eps = 1e-6f;
-    tower->arch.pooling = strcmp(pooling, "cls") == 0 ? UFORM__POOLING_FIRST : UFORM__POOLING_MEAN;
-    tower->config.norm_eps = 1e-6, tower->config.image_size = size, tower->config.image_patch = p;
+    uform__tower_trunk(tower, UFORM__ACTIVATION_GELU, 1e-6,
+                       strcmp(pooling, "cls") == 0 ? UFORM__POOLING_FIRST : UFORM__POOLING_MEAN);
+    tower->config.image_size = size, tower->config.image_patch = p;
     matryoshka(tower);
     uform__tower_linear(&builder, &stem->patch, "patch_embed.weight", d, 3 * p * p, "patch_embed.bias", 0);
     stem->positions = uform__tower_floats(&builder, "pos_embed", patches, d);
@@ -174,7 +173,6 @@ static uform_status_t text_tower(uform__family_context_t *context, const cJSON *
         return builder.status;
     }
     builder.layers = layers;
-    context->model->towers[UFORM_MODALITY_TEXT] = tower;
     uform__stem_t *stem = &tower->stems[UFORM_MODALITY_TEXT];
     tower->arch.post_norm = 1, tower->arch.activation = UFORM__ACTIVATION_GELU, tower->arch.eps = 1e-12f;
     tower->arch.pooling = strcmp(pooling, "cls") == 0 ? UFORM__POOLING_FIRST : UFORM__POOLING_MEAN;

@@ -187,8 +187,14 @@ void uform__tower_token_table(uform__tower_builder_t *builder, const char *name,
  * gamma folded into the product it scales (UForm 3). */
 void uform__tower_scale_rows(uform__tower_builder_t *builder, uform__linear_t *layer, const float *scale);
 
+/* The trunk's activation and pooling, and the LayerNorm epsilon of the trunk (as F32) and of the
+ * heads (config.norm_eps): what every family but BERT and UForm 3's text tower sets the same way
+ * (those two keep the heads' default epsilon). */
+void uform__tower_trunk(uform_model_t tower, uform__activation_t activation, double eps, uform__pooling_t pooling);
+
 /* Starts a tower of `modality` of the family's folder, reading tensors from `set`: the builder is
- * ready and the tower holds the load's class and compute. NULL on memory failure. */
+ * ready, the tower holds the load's class and compute, and the model holds the tower in its slot
+ * for `modality` (and frees it with itself). NULL on memory failure. */
 uform_model_t uform__tower_begin(uform__tower_builder_t *builder, const struct uform__family_context_t *context,
                                  const uform__tensor_set_t *set, uform_modality_t modality, size_t hidden, size_t depth,
                                  size_t heads, size_t mlp, size_t embedding);
@@ -256,5 +262,11 @@ uform_status_t uform__published_processor_check(uform__family_context_t *context
 /* transformers' CLIP and SigLIP encoder block names under `tower` ("text_model", "vision_model"),
  * written into `storage`. */
 void uform__published_clip_block_names(uform__block_names_t *names, char storage[18][128], const char *tower);
+
+/* The text trunk of transformers' CLIPTextTransformer, which SigLIP's text model shares: the token
+ * table [vocabulary, d], learned positions [positions, d], the encoder's blocks and the final
+ * LayerNorm, all under "text_model.". The caller sets the pooling and the head. */
+void uform__published_clip_text_trunk(uform__tower_builder_t *builder, uform__stem_t *stem, size_t vocabulary,
+                                      size_t positions, size_t d);
 
 #endif

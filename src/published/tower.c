@@ -103,22 +103,6 @@ const uform__safetensors_tensor_t *uform__tower_tensor(uform__tower_builder_t *b
     return tensor;
 }
 
-/* Every element of `tensor` as F32 into `values`. */
-static void widen_into(const uform__safetensors_tensor_t *tensor, float *values) {
-    const unsigned char *bytes = tensor->data;
-    size_t count = (size_t)tensor->element_count;
-    for (size_t i = 0; i < count; ++i) {
-        if (tensor->dtype == UFORM__SAFETENSORS_F32) {
-            memcpy(&values[i], bytes + 4 * i, 4);
-        } else {
-            uint16_t half;
-            memcpy(&half, bytes + 2 * i, 2);
-            values[i] = tensor->dtype == UFORM__SAFETENSORS_BF16 ? uform__nn_bf16_to_f32_one(half)
-                                                                 : uform__nn_f16_to_f32_one(half);
-        }
-    }
-}
-
 static void shape_of(char *buffer, size_t capacity, size_t rows, size_t columns) {
     if (columns) snprintf(buffer, capacity, "[%zu, %zu]", rows, columns);
     else snprintf(buffer, capacity, "[%zu]", rows);
@@ -130,7 +114,7 @@ const float *uform__tower_floats(uform__tower_builder_t *builder, const char *na
     const uform__safetensors_tensor_t *tensor = uform__tower_tensor(builder, name, rows, columns, shape);
     if (!tensor) return NULL;
     float *values = uform__tower_own(builder, (size_t)tensor->element_count * sizeof(float));
-    if (values) widen_into(tensor, values);
+    if (values) uform__model_widen(tensor->dtype, tensor->data, (size_t)tensor->element_count, values);
     return values;
 }
 
@@ -146,16 +130,7 @@ static void matrix(uform__tower_builder_t *builder, uform__linear_t *layer, cons
     }
     float *values = uform__tower_own(builder, rows * columns * sizeof(float));
     if (!values) return;
-    for (size_t i = 0; i < rows * columns; ++i) {
-        if (tensor->dtype == UFORM__SAFETENSORS_F32) {
-            memcpy(&values[i], data + 4 * i, 4);
-        } else {
-            uint16_t half;
-            memcpy(&half, data + 2 * i, 2);
-            values[i] = tensor->dtype == UFORM__SAFETENSORS_BF16 ? uform__nn_bf16_to_f32_one(half)
-                                                                 : uform__nn_f16_to_f32_one(half);
-        }
-    }
+    uform__model_widen(tensor->dtype, data, rows * columns, values);
     layer->weight = values, layer->dtype = UFORM__GEMM_F32;
 }
 
@@ -173,7 +148,7 @@ void uform__tower_linear(uform__tower_builder_t *builder, uform__linear_t *layer
         float *all = uform__tower_own(builder, rows * columns * sizeof(float));
         float *laid = uform__tower_own(builder, rows * columns * sizeof(float));
         if (!all || !laid) return;
-        widen_into(tensor, all);
+        uform__model_widen(tensor->dtype, tensor->data, (size_t)tensor->element_count, all);
         for (size_t r = 0; r < rows; ++r)
             for (size_t c = 0; c < columns; ++c) laid[r * columns + c] = all[c * rows + r];
         layer->weight = laid, layer->dtype = UFORM__GEMM_F32, layer->rows = rows, layer->columns = columns;
@@ -275,6 +250,13 @@ uform_status_t uform__tower_finish(uform__tower_builder_t *builder, const uform_
     return builder->status;
 }
 
+void uform__tower_trunk(uform_model_t tower, uform__activation_t activation, double eps, uform__pooling_t pooling) {
+    tower->arch.activation = activation;
+    tower->arch.eps = (float)eps;
+    tower->arch.pooling = pooling;
+    tower->config.norm_eps = eps;
+}
+
 uform_model_t uform__tower_begin(uform__tower_builder_t *builder, const uform__family_context_t *context,
                                  const uform__tensor_set_t *set, uform_modality_t modality, size_t hidden, size_t depth,
                                  size_t heads, size_t mlp, size_t embedding) {
@@ -285,6 +267,7 @@ uform_model_t uform__tower_begin(uform__tower_builder_t *builder, const uform__f
     if (!tower) return NULL;
     tower->cpu_class = context->cpu_class;
     tower->compute = context->compute;
+    context->model->towers[modality] = tower; /* the model owns it from here, also when building fails */
     return tower;
 }
 

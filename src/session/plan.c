@@ -125,6 +125,16 @@ static int epilogue(uform__session_plan_t *plan, uint32_t i, const uint32_t *use
     return 1;
 }
 
+/* What a caller is told about an input or output: its type's dtype, shape and bytes, aligned to
+ * its element. The dims point into the program's own types. */
+static void describe(const uform__session_type_t *type, uform_descriptor_t *d) {
+    d->dtype = (uform_session_dtype_t)type->dtype;
+    d->rank = type->rank;
+    d->dims = type->dims;
+    d->byte_size = type->bytes;
+    d->alignment = uform__session_dtype_size(type->dtype);
+}
+
 static uform_session_status_t plan_program(uform__session_plan_t *plan, uform__session_error_t *error) {
     const uform__session_ir_t *ir = &plan->ir;
     uint32_t V = ir->value_count, O = ir->operation_count, P = ir->parameter_count, Q = ir->output_count;
@@ -316,24 +326,8 @@ static uform_session_status_t plan_program(uform__session_plan_t *plan, uform__s
         goto done;
     }
 
-    for (uint32_t i = 0; i < P; ++i) {
-        const uform__session_type_t *type = &ir->types[ir->parameters[i].value];
-        uform_descriptor_t *d = &plan->input_descriptors[i];
-        d->dtype = (uform_session_dtype_t)type->dtype;
-        d->rank = type->rank;
-        d->dims = type->dims;
-        d->byte_size = type->bytes;
-        d->alignment = uform__session_dtype_size(type->dtype);
-    }
-    for (uint32_t k = 0; k < Q; ++k) {
-        const uform__session_type_t *type = &ir->types[ir->outputs[k].value];
-        uform_descriptor_t *d = &plan->output_descriptors[k];
-        d->dtype = (uform_session_dtype_t)type->dtype;
-        d->rank = type->rank;
-        d->dims = type->dims;
-        d->byte_size = type->bytes;
-        d->alignment = uform__session_dtype_size(type->dtype);
-    }
+    for (uint32_t i = 0; i < P; ++i) describe(&ir->types[ir->parameters[i].value], &plan->input_descriptors[i]);
+    for (uint32_t k = 0; k < Q; ++k) describe(&ir->types[ir->outputs[k].value], &plan->output_descriptors[k]);
     uform__session_kernels_bind(&plan->kernels, uform_cpu_class_detect(), 0);
 
 done:

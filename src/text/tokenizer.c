@@ -38,12 +38,12 @@ static int is_json_space(char c) { return c == ' ' || c == '\t' || c == '\n' || 
 static uform_status_t load(const cJSON *root, uform__tokenizer_t *tokenizer, uform_outcome_t *outcome) {
     if (!cJSON_IsObject(root))
         return uform__fail(outcome, UFORM_FORMAT, uform__text_function, "the file holds %s, expected an object",
-                           uform__text_json_kind(root));
+                           uform__json_kind(root));
     const cJSON *version = uform__text_json_member(root, "version");
     if (version && !cJSON_IsNull(version)) {
         if (!cJSON_IsString(version))
             return uform__fail(outcome, UFORM_FORMAT, uform__text_function, "version is %s, expected \"1.0\"",
-                               uform__text_json_kind(version));
+                               uform__json_kind(version));
         if (strcmp(version->valuestring, "1.0") != 0)
             return uform__fail(outcome, UFORM_UNSUPPORTED, uform__text_function,
                                "tokenizer.json version \"%.32s\" is not supported (only \"1.0\" exists)",

@@ -70,7 +70,7 @@ uform_status_t uform__text_added_parse(const cJSON *json, const uform__text_mode
     if (!json || cJSON_IsNull(json)) return UFORM_OK;
     if (!cJSON_IsArray(json))
         return uform__fail(outcome, UFORM_FORMAT, uform__text_function, "added_tokens is %s, expected an array",
-                           uform__text_json_kind(json));
+                           uform__json_kind(json));
     size_t count = (size_t)cJSON_GetArraySize(json);
     added->tokens = calloc(count ? count : 1, sizeof *added->tokens);
     if (!added->tokens) goto out_of_memory;
@@ -84,7 +84,7 @@ uform_status_t uform__text_added_parse(const cJSON *json, const uform__text_mode
         uform__text_path_index(path, "added_tokens", index);
         if (!cJSON_IsObject(entry)) {
             status = uform__fail(outcome, UFORM_FORMAT, uform__text_function, "%s is %s, expected an object", path,
-                                 uform__text_json_kind(entry));
+                                 uform__json_kind(entry));
             break;
         }
         const char *content;

@@ -86,7 +86,7 @@ static uform_status_t parse_merges(const cJSON *merges, const char *path, uform_
                                    uform_outcome_t *outcome) {
     if (!cJSON_IsArray(merges))
         return uform__fail(outcome, UFORM_FORMAT, uform__text_function, "%s is %s, expected an array", path,
-                           uform__text_json_kind(merges));
+                           uform__json_kind(merges));
     size_t count = (size_t)cJSON_GetArraySize(merges), capacity = 16;
     while (capacity < count * 2) capacity *= 2;
     model->merges = malloc(capacity * sizeof *model->merges);
@@ -112,7 +112,7 @@ static uform_status_t parse_merges(const cJSON *merges, const char *path, uform_
             status = uform__fail(outcome, UFORM_FORMAT, uform__text_function,
                                  "%s is %s, expected \"left right\" (one space) or [\"left\", \"right\"]", WHERE,
                                  cJSON_IsString(entry) ? "a string without exactly one space"
-                                                       : uform__text_json_kind(entry));
+                                                       : uform__json_kind(entry));
             break;
         }
         uint32_t left_id, right_id, merged_id;

@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "io/json.h"
 #include "text/text.h"
 #include "text/tokenizer.h"
 #include "uform/uform.h"
@@ -177,12 +178,22 @@ int uform__text_normalize_form(const char *text, size_t length, uform__text_form
 
 /* ---- JSON access with paths in messages (tokenizer_json.c) ------------------------------------ */
 
-const char *uform__text_json_kind(const cJSON *item);
 /* Writes "parent.key" or "parent[index]" into `path` (cut short if it does not fit). */
 void uform__text_path(char path[UFORM__TEXT_PATH], const char *parent, const char *key);
 void uform__text_path_index(char path[UFORM__TEXT_PATH], const char *parent, size_t index);
 /* The member `key` of an object (case-sensitive), NULL when absent. */
 const cJSON *uform__text_json_member(const cJSON *object, const char *key);
+/* The array `key` of `object` at `path` (its own path written into `where`); UFORM_FORMAT "<where>
+ * is <kind>, expected an array" when it is anything else or missing. */
+uform_status_t uform__text_json_array(const cJSON *object, const char *path, const char *key, char where[UFORM__TEXT_PATH],
+                                      const cJSON **list, uform_outcome_t *outcome);
+/* One element of a list: `item` is element `index`, whose path is `path`. */
+typedef uform_status_t (*uform__text_item_fn)(void *context, size_t index, const cJSON *item, const char *path,
+                                              uform_outcome_t *outcome);
+/* Calls `item` on every element of `list` (at `where`) in order, stopping at the first failure,
+ * whose status it answers. */
+uform_status_t uform__text_json_each(const cJSON *list, const char *where, uform__text_item_fn item, void *context,
+                                     uform_outcome_t *outcome);
 /* Reads an optional boolean (absent or null: `fallback`). */
 uform_status_t uform__text_json_bool(const cJSON *object, const char *key, const char *path, int fallback, int *value,
                                      uform_outcome_t *outcome);

@@ -11,17 +11,6 @@
 
 const char uform__text_function[] = "uform__tokenizer_from_json";
 
-const char *uform__text_json_kind(const cJSON *item) {
-    if (!item) return "missing";
-    if (cJSON_IsString(item)) return "a string";
-    if (cJSON_IsNumber(item)) return "a number";
-    if (cJSON_IsArray(item)) return "an array";
-    if (cJSON_IsObject(item)) return "an object";
-    if (cJSON_IsBool(item)) return "a boolean";
-    if (cJSON_IsNull(item)) return "null";
-    return "an invalid value";
-}
-
 void uform__text_path(char path[UFORM__TEXT_PATH], const char *parent, const char *key) {
     if (!parent || !*parent) snprintf(path, UFORM__TEXT_PATH, "%s", key);
     else snprintf(path, UFORM__TEXT_PATH, "%s.%s", parent, key);
@@ -36,6 +25,28 @@ const cJSON *uform__text_json_member(const cJSON *object, const char *key) {
     for (const cJSON *child = object->child; child; child = child->next)
         if (child->string && strcmp(child->string, key) == 0) return child;
     return NULL;
+}
+
+uform_status_t uform__text_json_array(const cJSON *object, const char *path, const char *key, char where[UFORM__TEXT_PATH],
+                                      const cJSON **list, uform_outcome_t *outcome) {
+    uform__text_path(where, path, key);
+    *list = uform__text_json_member(object, key);
+    if (!cJSON_IsArray(*list))
+        return uform__fail(outcome, UFORM_FORMAT, uform__text_function, "%s is %s, expected an array", where,
+                           uform__json_kind(*list));
+    return UFORM_OK;
+}
+
+uform_status_t uform__text_json_each(const cJSON *list, const char *where, uform__text_item_fn item, void *context,
+                                     uform_outcome_t *outcome) {
+    size_t index = 0;
+    for (const cJSON *child = list->child; child; child = child->next, ++index) {
+        char child_path[UFORM__TEXT_PATH];
+        uform__text_path_index(child_path, where, index);
+        uform_status_t status = item(context, index, child, child_path, outcome);
+        if (status != UFORM_OK) return status;
+    }
+    return UFORM_OK;
 }
 
 uform_status_t uform__text_json_bool(const cJSON *object, const char *key, const char *path, int fallback, int *value,
@@ -55,7 +66,7 @@ uform_status_t uform__text_json_bool(const cJSON *object, const char *key, const
         char where[UFORM__TEXT_PATH];
         uform__text_path(where, path, key);
         return uform__fail(outcome, UFORM_FORMAT, uform__text_function, "%s is %s, expected true or false", where,
-                           uform__text_json_kind(item));
+                           uform__json_kind(item));
     }
     *value = cJSON_IsTrue(item);
     return UFORM_OK;
@@ -77,7 +88,7 @@ uform_status_t uform__text_json_string(const cJSON *object, const char *key, con
     if (!cJSON_IsString(item) || !item->valuestring) {
         uform__text_path(where, path, key);
         return uform__fail(outcome, UFORM_FORMAT, uform__text_function, "%s is %s, expected a string", where,
-                           uform__text_json_kind(item));
+                           uform__json_kind(item));
     }
     *value = item->valuestring;
     return UFORM_OK;
@@ -87,7 +98,7 @@ uform_status_t uform__text_json_uint_value(const cJSON *item, const char *path, 
                                            uform_outcome_t *outcome) {
     if (!cJSON_IsNumber(item))
         return uform__fail(outcome, UFORM_FORMAT, uform__text_function, "%s is %s, expected a non-negative integer",
-                           path, uform__text_json_kind(item));
+                           path, uform__json_kind(item));
     double number = item->valuedouble;
     if (!isfinite(number) || number < 0 || number != floor(number) || number > (double)largest)
         return uform__fail(outcome, UFORM_FORMAT, uform__text_function,
@@ -116,7 +127,7 @@ uform_status_t uform__text_json_type(const cJSON *object, const char *path, cons
                                      uform_outcome_t *outcome) {
     if (!cJSON_IsObject(object))
         return uform__fail(outcome, UFORM_FORMAT, uform__text_function, "%s is %s, expected an object with a \"type\"",
-                           path, uform__text_json_kind(object));
+                           path, uform__json_kind(object));
     return uform__text_json_string(object, "type", path, 1, type, outcome);
 }
 

@@ -20,7 +20,7 @@ uform_status_t uform__text_vocab_parse(const cJSON *json, const char *path, ufor
                                        uform_outcome_t *outcome) {
     if (!cJSON_IsObject(json))
         return uform__fail(outcome, UFORM_FORMAT, uform__text_function,
-                           "%s is %s, expected an object of token strings to ids", path, uform__text_json_kind(json));
+                           "%s is %s, expected an object of token strings to ids", path, uform__json_kind(json));
     for (const cJSON *entry = json->child; entry; entry = entry->next) {
         uint64_t id;
         double value = cJSON_IsNumber(entry) ? entry->valuedouble : -1.0;
@@ -56,7 +56,7 @@ uform_status_t uform__text_model_parse(const cJSON *json, const char *path, ufor
     memset(model, 0, sizeof *model);
     if (!cJSON_IsObject(json))
         return uform__fail(outcome, UFORM_FORMAT, uform__text_function, "%s is %s, expected an object", path,
-                           uform__text_json_kind(json));
+                           uform__json_kind(json));
     const char *type;
     uform_status_t status = uform__text_json_string(json, "type", path, 0, &type, outcome);
     if (status != UFORM_OK) return status;

@@ -29,7 +29,7 @@ static uform_status_t parse_pattern(const cJSON *json, const char *path, uform__
     if (!cJSON_IsObject(pattern))
         return uform__fail(outcome, UFORM_FORMAT, uform__text_function,
                            "%s is %s, expected {\"String\": ...} or {\"Regex\": ...}", where,
-                           uform__text_json_kind(pattern));
+                           uform__json_kind(pattern));
     const char *text;
     uform_status_t status = uform__text_json_string(pattern, "Regex", where, 0, &text, outcome);
     if (status != UFORM_OK) return status;
@@ -38,6 +38,14 @@ static uform_status_t parse_pattern(const cJSON *json, const char *path, uform__
     if (status != UFORM_OK) return status;
     if (text) return uform__text_regex_compile(regex, text, 1, where, outcome);
     return uform__fail(outcome, UFORM_FORMAT, uform__text_function, "%s has neither \"String\" nor \"Regex\"", where);
+}
+
+/* One element of a Sequence's list, parsed into its slot; the count covers it once it parsed. */
+static uform_status_t parse_child(void *context, size_t index, const cJSON *item, const char *path, uform_outcome_t *outcome) {
+    uform__text_normalizer_t *normalizer = context;
+    uform_status_t status = uform__text_normalizer_parse(item, path, &normalizer->children[index], outcome);
+    if (status == UFORM_OK) normalizer->child_count = index + 1;
+    return status;
 }
 
 uform_status_t uform__text_normalizer_parse(const cJSON *json, const char *path, uform__text_normalizer_t *normalizer,
@@ -90,26 +98,16 @@ uform_status_t uform__text_normalizer_parse(const cJSON *json, const char *path,
         }
     } else if (strcmp(type, "Sequence") == 0) {
         char where[UFORM__TEXT_PATH];
-        uform__text_path(where, path, "normalizers");
-        const cJSON *list = uform__text_json_member(json, "normalizers");
-        if (!cJSON_IsArray(list))
-            return uform__fail(outcome, UFORM_FORMAT, uform__text_function, "%s is %s, expected an array", where,
-                               uform__text_json_kind(list));
+        const cJSON *list = NULL;
+        if ((status = uform__text_json_array(json, path, "normalizers", where, &list, outcome)) != UFORM_OK) return status;
         size_t count = (size_t)cJSON_GetArraySize(list);
         normalizer->kind = UFORM__TEXT_NORMALIZER_SEQUENCE;
         normalizer->children = calloc(count ? count : 1, sizeof *normalizer->children);
         if (!normalizer->children)
             return uform__fail(outcome, UFORM_OUT_OF_MEMORY, uform__text_function, "out of memory reading %s", where);
-        size_t index = 0;
-        for (const cJSON *child = list->child; child; child = child->next, ++index) {
-            char child_path[UFORM__TEXT_PATH];
-            uform__text_path_index(child_path, where, index);
-            status = uform__text_normalizer_parse(child, child_path, &normalizer->children[index], outcome);
-            if (status != UFORM_OK) {
-                uform__text_normalizer_free(normalizer);
-                return status;
-            }
-            normalizer->child_count = index + 1;
+        if ((status = uform__text_json_each(list, where, parse_child, normalizer, outcome)) != UFORM_OK) {
+            uform__text_normalizer_free(normalizer);
+            return status;
         }
     } else if (strcmp(type, "Precompiled") == 0) {
         normalizer->kind = UFORM__TEXT_NORMALIZER_EXTERNAL;

@@ -28,7 +28,7 @@ static uform_status_t token_pair(const cJSON *json, const char *key, const char 
     const cJSON *pair = uform__text_json_member(json, key);
     if (!cJSON_IsArray(pair) || cJSON_GetArraySize(pair) != 2 || !cJSON_IsString(pair->child))
         return uform__fail(outcome, UFORM_FORMAT, uform__text_function, "%s is %s, expected [\"token\", id]", where,
-                           cJSON_IsArray(pair) ? "an array of another shape" : uform__text_json_kind(pair));
+                           cJSON_IsArray(pair) ? "an array of another shape" : uform__json_kind(pair));
     char id_path[UFORM__TEXT_PATH];
     uint64_t value;
     uform__text_path_index(id_path, where, 1);
@@ -53,7 +53,7 @@ static uform_status_t template_special(const cJSON *json, const char *path, cons
     const cJSON *list = uform__text_json_member(entry, "ids");
     if (!cJSON_IsArray(list))
         return uform__fail(outcome, UFORM_FORMAT, uform__text_function, "%s is %s, expected an array of ids",
-                           list_path, uform__text_json_kind(list));
+                           list_path, uform__json_kind(list));
     size_t index = 0;
     for (const cJSON *item = list->child; item; item = item->next, ++index) {
         char item_path[UFORM__TEXT_PATH];
@@ -108,7 +108,36 @@ static uform_status_t template_piece(const cJSON *piece, const char *path, char 
     }
     return uform__fail(outcome, UFORM_FORMAT, uform__text_function,
                        "%s is %s, expected {\"SpecialToken\": ...} or {\"Sequence\": ...}", path,
-                       uform__text_json_kind(piece));
+                       uform__json_kind(piece));
+}
+
+static uform_status_t parse(const cJSON *json, const char *path, specials_t *specials, uform_outcome_t *outcome);
+
+/* A Sequence of processors being read: what they add so far, and the Sequence's path for messages. */
+typedef struct sequence_t {
+    specials_t *specials;
+    const char *path;
+} sequence_t;
+
+/* One processor of a Sequence. Each wraps what the ones before it produced: its own tokens go
+ * before theirs and after theirs. */
+static uform_status_t parse_wrapping(void *context, size_t index, const cJSON *item, const char *item_path,
+                                     uform_outcome_t *outcome) {
+    (void)index;
+    sequence_t *sequence = context;
+    specials_t *specials = sequence->specials;
+    specials_t inner = {{0}, {0}};
+    uform_status_t status = parse(item, item_path, &inner, outcome);
+    for (size_t i = 0; status == UFORM_OK && i < specials->before.count; ++i)
+        if (uform__text_ids_append(&inner.before, specials->before.data[i]) != 0)
+            status = out_of_memory(sequence->path, outcome);
+    for (size_t i = 0; status == UFORM_OK && i < inner.after.count; ++i)
+        if (uform__text_ids_append(&specials->after, inner.after.data[i]) != 0)
+            status = out_of_memory(sequence->path, outcome);
+    uform__text_ids_free(&specials->before);
+    specials->before = inner.before;
+    uform__text_ids_free(&inner.after);
+    return status;
 }
 
 static uform_status_t parse(const cJSON *json, const char *path, specials_t *specials, uform_outcome_t *outcome) {
@@ -160,7 +189,7 @@ static uform_status_t parse(const cJSON *json, const char *path, specials_t *spe
         }
         if (!cJSON_IsArray(single))
             return uform__fail(outcome, UFORM_FORMAT, uform__text_function, "%s is %s, expected an array", where,
-                               uform__text_json_kind(single));
+                               uform__json_kind(single));
         int seen_sequence = 0;
         size_t index = 0;
         for (const cJSON *piece = single->child; piece; piece = piece->next, ++index) {
@@ -186,30 +215,10 @@ static uform_status_t parse(const cJSON *json, const char *path, specials_t *spe
     }
     if (strcmp(type, "Sequence") == 0) {
         char where[UFORM__TEXT_PATH];
-        uform__text_path(where, path, "processors");
-        const cJSON *list = uform__text_json_member(json, "processors");
-        if (!cJSON_IsArray(list))
-            return uform__fail(outcome, UFORM_FORMAT, uform__text_function, "%s is %s, expected an array", where,
-                               uform__text_json_kind(list));
-        size_t index = 0;
-        for (const cJSON *child = list->child; child; child = child->next, ++index) {
-            char child_path[UFORM__TEXT_PATH];
-            uform__text_path_index(child_path, where, index);
-            /* Each processor wraps what the ones before it produced. */
-            specials_t inner = {{0}, {0}};
-            status = parse(child, child_path, &inner, outcome);
-            for (size_t i = 0; status == UFORM_OK && i < specials->before.count; ++i)
-                if (uform__text_ids_append(&inner.before, specials->before.data[i]) != 0)
-                    status = out_of_memory(path, outcome);
-            for (size_t i = 0; status == UFORM_OK && i < inner.after.count; ++i)
-                if (uform__text_ids_append(&specials->after, inner.after.data[i]) != 0)
-                    status = out_of_memory(path, outcome);
-            uform__text_ids_free(&specials->before);
-            specials->before = inner.before;
-            uform__text_ids_free(&inner.after);
-            if (status != UFORM_OK) return status;
-        }
-        return UFORM_OK;
+        const cJSON *list = NULL;
+        if ((status = uform__text_json_array(json, path, "processors", where, &list, outcome)) != UFORM_OK) return status;
+        sequence_t sequence = {specials, path};
+        return uform__text_json_each(list, where, parse_wrapping, &sequence, outcome);
     }
     return uform__fail(outcome, UFORM_UNSUPPORTED, uform__text_function,
                        "%s: post-processor type \"%.64s\" is not supported (BertProcessing, RobertaProcessing, "

@@ -24,6 +24,14 @@
 /* GPT-2's pattern, as `tokenizers`' ByteLevel compiles it. */
 static const char gpt2_pattern[] = "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+";
 
+/* One element of a Sequence's list, parsed into its slot; the count covers it once it parsed. */
+static uform_status_t parse_child(void *context, size_t index, const cJSON *item, const char *path, uform_outcome_t *outcome) {
+    uform__text_pretokenizer_t *pretokenizer = context;
+    uform_status_t status = uform__text_pretokenizer_parse(item, path, &pretokenizer->children[index], outcome);
+    if (status == UFORM_OK) pretokenizer->child_count = index + 1;
+    return status;
+}
+
 uform_status_t uform__text_pretokenizer_parse(const cJSON *json, const char *path,
                                               uform__text_pretokenizer_t *pretokenizer, uform_outcome_t *outcome) {
     memset(pretokenizer, 0, sizeof *pretokenizer);
@@ -64,7 +72,7 @@ uform_status_t uform__text_pretokenizer_parse(const cJSON *json, const char *pat
         if (!cJSON_IsObject(pattern))
             return uform__fail(outcome, UFORM_FORMAT, uform__text_function,
                                "%s is %s, expected {\"String\": ...} or {\"Regex\": ...}", where,
-                               uform__text_json_kind(pattern));
+                               uform__json_kind(pattern));
         if ((status = uform__text_json_string(pattern, "Regex", where, 0, &text, outcome)) != UFORM_OK) return status;
         if (text) return uform__text_regex_compile(&pretokenizer->regex, text, 0, where, outcome);
         if ((status = uform__text_json_string(pattern, "String", where, 0, &text, outcome)) != UFORM_OK) return status;
@@ -89,26 +97,16 @@ uform_status_t uform__text_pretokenizer_parse(const cJSON *json, const char *pat
         pretokenizer->delimiter = c;
     } else if (strcmp(type, "Sequence") == 0) {
         char where[UFORM__TEXT_PATH];
-        uform__text_path(where, path, "pretokenizers");
-        const cJSON *list = uform__text_json_member(json, "pretokenizers");
-        if (!cJSON_IsArray(list))
-            return uform__fail(outcome, UFORM_FORMAT, uform__text_function, "%s is %s, expected an array", where,
-                               uform__text_json_kind(list));
+        const cJSON *list = NULL;
+        if ((status = uform__text_json_array(json, path, "pretokenizers", where, &list, outcome)) != UFORM_OK) return status;
         size_t count = (size_t)cJSON_GetArraySize(list);
         pretokenizer->kind = UFORM__TEXT_PRE_SEQUENCE;
         pretokenizer->children = calloc(count ? count : 1, sizeof *pretokenizer->children);
         if (!pretokenizer->children)
             return uform__fail(outcome, UFORM_OUT_OF_MEMORY, uform__text_function, "out of memory reading %s", where);
-        size_t index = 0;
-        for (const cJSON *child = list->child; child; child = child->next, ++index) {
-            char child_path[UFORM__TEXT_PATH];
-            uform__text_path_index(child_path, where, index);
-            status = uform__text_pretokenizer_parse(child, child_path, &pretokenizer->children[index], outcome);
-            if (status != UFORM_OK) {
-                uform__text_pretokenizer_free(pretokenizer);
-                return status;
-            }
-            pretokenizer->child_count = index + 1;
+        if ((status = uform__text_json_each(list, where, parse_child, pretokenizer, outcome)) != UFORM_OK) {
+            uform__text_pretokenizer_free(pretokenizer);
+            return status;
         }
     } else if (strcmp(type, "Metaspace") == 0) {
         pretokenizer->kind = UFORM__TEXT_PRE_EXTERNAL;

@@ -198,17 +198,7 @@ static int read_floats(const uform__safetensors_t *file, const char *name, const
     if (tensor->dtype != UFORM__SAFETENSORS_F32 &&
         (f32_only || (tensor->dtype != UFORM__SAFETENSORS_BF16 && tensor->dtype != UFORM__SAFETENSORS_F16)))
         return -1;
-    const unsigned char *bytes = tensor->data;
-    for (size_t e = 0; e < param->count; ++e) {
-        if (tensor->dtype == UFORM__SAFETENSORS_F32) {
-            memcpy(&target[e], bytes + 4 * e, 4);
-        } else {
-            uint16_t half;
-            memcpy(&half, bytes + 2 * e, 2);
-            target[e] = tensor->dtype == UFORM__SAFETENSORS_BF16 ? uform__nn_bf16_to_f32_one(half)
-                                                                 : uform__nn_f16_to_f32_one(half);
-        }
-    }
+    uform__model_widen(tensor->dtype, tensor->data, param->count, target);
     return 1;
 }
 

@@ -83,9 +83,19 @@ uform_status_t uform__faiss_serialize(const uform__faiss_t *index, int (*write)(
     return FORWARD(uform__faiss_serialize)(index, write, state, error, message, capacity);
 }
 
-uform_status_t uform__faiss_deserialize(const void *bytes, size_t size, uform__faiss_t **index, char *message,
-                                        size_t capacity) {
-    return FORWARD(uform__faiss_deserialize)(bytes, size, index, message, capacity);
+uform_status_t uform__faiss_deserialize(const void *bytes, size_t size, const char *lists_path, uint64_t lists_bytes,
+                                        uform__faiss_t **index, char *message, size_t capacity) {
+    return FORWARD(uform__faiss_deserialize)(bytes, size, lists_path, lists_bytes, index, message, capacity);
+}
+
+uform_status_t uform__faiss_lists_take(uform__faiss_t *into, uform__faiss_t *from, int (*write)(void *, const void *, size_t),
+                                       void *state, uint64_t *sizes, int *error, char *message, size_t capacity) {
+    return FORWARD(uform__faiss_lists_take)(into, from, write, state, sizes, error, message, capacity);
+}
+
+uform_status_t uform__faiss_lists_describe(uform__faiss_t *index, const uint64_t *sizes, const char *name, char *message,
+                                           size_t capacity) {
+    return FORWARD(uform__faiss_lists_describe)(index, sizes, name, message, capacity);
 }
 
 uform_status_t uform__faiss_search(const uform__faiss_t *index, const uform__faiss_search_t *search, char *message,

@@ -252,6 +252,19 @@ static void test_bad_options(void) {
     options.directory = folder, options.job = "a/b";
     CHECK_STATUS(uform_mesh_bootstrap(NULL, &options, &mesh, &outcome), UFORM_INVALID_ARGUMENT);
     CHECK_CONTAINS(outcome.message, "options.job 'a/b'");
+    /* Only letters, digits, '.', '_' and '-', at most 128 of them, and not "." or "..". */
+    static const char *const bad_jobs[] = {"..", "a b", "caf\xc3\xa9", "x:y", ""};
+    for (size_t i = 0; i < sizeof bad_jobs / sizeof bad_jobs[0]; ++i) {
+        options.job = bad_jobs[i];
+        CHECK_STATUS(uform_mesh_bootstrap(NULL, &options, &mesh, &outcome), UFORM_INVALID_ARGUMENT);
+        CHECK_CONTAINS(outcome.message, "options.job '");
+    }
+    char long_job[130];
+    memset(long_job, 'j', 129);
+    long_job[129] = 0;
+    options.job = long_job;
+    CHECK_STATUS(uform_mesh_bootstrap(NULL, &options, &mesh, &outcome), UFORM_INVALID_ARGUMENT);
+    CHECK_CONTAINS(outcome.message, "options.job '");
     options.job = "x", options.address = "localhost";
     CHECK_STATUS(uform_mesh_bootstrap(NULL, &options, &mesh, &outcome), UFORM_INVALID_ARGUMENT);
     CHECK_CONTAINS(outcome.message, "options.address 'localhost'");

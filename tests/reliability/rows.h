@@ -85,6 +85,8 @@ void sweep_run_index_search_gemm(sweep_fixture_t *fixture, sweep_answer_t *answe
 void sweep_run_index_search_b1(sweep_fixture_t *fixture, sweep_answer_t *answer);
 void sweep_run_index_ann_build_graph(sweep_fixture_t *fixture, sweep_answer_t *answer);
 void sweep_run_index_ann_build_lists(sweep_fixture_t *fixture, sweep_answer_t *answer);
+void sweep_run_index_ann_build_ondisk(sweep_fixture_t *fixture, sweep_answer_t *answer);
+void sweep_run_index_ann_search_ondisk(sweep_fixture_t *fixture, sweep_answer_t *answer);
 void sweep_run_index_ann_build_members(sweep_fixture_t *fixture, sweep_answer_t *answer);
 void sweep_run_index_ann_search(sweep_fixture_t *fixture, sweep_answer_t *answer);
 

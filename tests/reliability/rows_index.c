@@ -265,43 +265,51 @@ void sweep_run_index_builder_vectors(sweep_fixture_t *fixture, sweep_answer_t *a
 
 /* ---- approximate structures (the FAISS module) ---- */
 
-/* `recipe` built over the F32 index on one OpenMP thread (the same file every time) to `file`. */
-static uform_status_t build_ann(sweep_fixture_t *fixture, const char *recipe, const char *file, uform_index_t *index,
-                                uform_outcome_t *outcome) {
+/* `recipe` built over the F32 index on one OpenMP thread (the same file every time) to `file`,
+ * its inverted lists on disk beside it with `ondisk`. */
+static uform_status_t build_ann(sweep_fixture_t *fixture, const char *recipe, int ondisk, const char *file,
+                                uform_index_t *index, uform_outcome_t *outcome) {
     const char *path = index_file(fixture, UFORM_SCALAR_F32);
     if (!path) {
         snprintf(outcome->message, sizeof outcome->message, "the index to build over could not be written");
         return UFORM_INTERNAL;
     }
     uform_status_t status = uform_index_open(path, fixture->model, index, outcome);
-    uform_index_ann_options_t options = {recipe, 0, 1};
+    uform_index_ann_options_t options = {recipe, 0, 1, ondisk};
     if (status == UFORM_OK) status = uform_index_ann_build(*index, file, &options, outcome);
     return status;
 }
 
-/* Open, build `recipe` and write it (atomically: a failure leaves no file), then remove it. */
-static void build_row(sweep_fixture_t *fixture, const char *recipe, sweep_answer_t *answer) {
-    char file[300];
+/* Open, build `recipe` and write it (atomically: a failure leaves no file), then remove it; with
+ * `ondisk` the lists file too (built.ivfdata, whose size joins the digest). */
+static void build_row(sweep_fixture_t *fixture, const char *recipe, int ondisk, sweep_answer_t *answer) {
+    char file[300], lists[300];
     snprintf(file, sizeof file, "%s/built.faiss", fixture->scratch);
+    snprintf(lists, sizeof lists, "%s/built.ivfdata", fixture->scratch);
     uform_index_t index = NULL;
     uform_outcome_t outcome = {0};
-    uform_status_t status = build_ann(fixture, recipe, file, &index, &outcome);
+    uform_status_t status = build_ann(fixture, recipe, ondisk, file, &index, &outcome);
     sweep_answer_status(answer, status, &outcome);
     if (status == UFORM_OK) {
         struct stat facts; /* stat allocates nothing: the digest must not depend on the failing allocator */
-        long long size = stat(file, &facts) == 0 ? (long long)facts.st_size : -1;
-        answer->digest = sweep_digest(0, &size, sizeof size);
+        long long size[2] = {stat(file, &facts) == 0 ? (long long)facts.st_size : -1,
+                             stat(lists, &facts) == 0 ? (long long)facts.st_size : -1};
+        answer->digest = sweep_digest(0, size, sizeof size);
     }
     uform_index_free(index);
-    unlink(file);
+    unlink(file), unlink(lists);
 }
 
 void sweep_run_index_ann_build_graph(sweep_fixture_t *fixture, sweep_answer_t *answer) {
-    build_row(fixture, NULL, answer); /* the default recipe at nine items: HNSW32 */
+    build_row(fixture, NULL, 0, answer); /* the default recipe at nine items: HNSW32 */
 }
 
 void sweep_run_index_ann_build_lists(sweep_fixture_t *fixture, sweep_answer_t *answer) {
-    build_row(fixture, "IVF2,Flat", answer); /* k-means training, inverted lists */
+    build_row(fixture, "IVF2,Flat", 0, answer); /* k-means training, inverted lists */
+}
+
+void sweep_run_index_ann_build_ondisk(sweep_fixture_t *fixture, sweep_answer_t *answer) {
+    build_row(fixture, "IVF2,Flat", 1, answer); /* the lists' runs, their layout and the two renames */
 }
 
 /* uform_index_ann_build_members over a mesh of one (no collectives module; the same shapes, plan,
@@ -341,16 +349,18 @@ void sweep_run_index_ann_build_members(sweep_fixture_t *fixture, sweep_answer_t 
 }
 
 /* Open a structure built once (unarmed), describe it, search two queries with a modality filter
- * and exact rescoring, free. */
-void sweep_run_index_ann_search(sweep_fixture_t *fixture, sweep_answer_t *answer) {
-    static char file[300];
+ * and exact rescoring, free; with `ondisk`, one whose lists are on disk (the lists file checked,
+ * hashed and mapped). */
+static void search_row(sweep_fixture_t *fixture, sweep_answer_t *answer, int ondisk) {
+    static char files[2][300];
+    char *file = files[ondisk ? 1 : 0];
     const uform_matrix_t *rows = embeddings(fixture);
     uform_index_t index = NULL;
     uform_outcome_t outcome = {0};
     uform_status_t status = UFORM_OK;
     if (!file[0]) {
-        snprintf(file, sizeof file, "%s/search.faiss", fixture->scratch);
-        status = build_ann(fixture, "IVF2,Flat", file, &index, &outcome);
+        snprintf(file, sizeof files[0], "%s/search%s.faiss", fixture->scratch, ondisk ? "_ondisk" : "");
+        status = build_ann(fixture, "IVF2,Flat", ondisk, file, &index, &outcome);
         uform_index_free(index);
         index = NULL;
         if (status != UFORM_OK) file[0] = 0;
@@ -394,6 +404,10 @@ void sweep_run_index_ann_search(sweep_fixture_t *fixture, sweep_answer_t *answer
     uform_index_ann_free(ann);
     uform_index_free(index);
 }
+
+void sweep_run_index_ann_search(sweep_fixture_t *fixture, sweep_answer_t *answer) { search_row(fixture, answer, 0); }
+
+void sweep_run_index_ann_search_ondisk(sweep_fixture_t *fixture, sweep_answer_t *answer) { search_row(fixture, answer, 1); }
 
 /* uform_index_builder_gather over a mesh of one (no collectives module; the same records, checks,
  * allocations and unpacking as with more members): 40 image rows, 9 text rows with paths, 40

@@ -86,6 +86,18 @@ static void file_errors(void) {
     expect("sequence child", "{\"normalizer\": {\"type\": \"Sequence\", \"normalizers\": [{\"type\": \"NFC\"}, "
            "{\"type\": \"Magic\"}]}, \"model\": " WORDPIECE_MODEL "}", UFORM_UNSUPPORTED,
            "normalizer.normalizers[1]: normalizer type \"Magic\"");
+    /* The three Sequence lists: not a list, and a child's path (text/tokenizer_json.c's array and each). */
+    expect("normalizers object", "{\"normalizer\": {\"type\": \"Sequence\", \"normalizers\": {}}, \"model\": "
+           WORDPIECE_MODEL "}", UFORM_FORMAT, "normalizer.normalizers is an object, expected an array");
+    expect("normalizers missing", "{\"normalizer\": {\"type\": \"Sequence\"}, \"model\": " WORDPIECE_MODEL "}",
+           UFORM_FORMAT, "normalizer.normalizers is missing, expected an array");
+    expect("pretokenizers number", "{\"pre_tokenizer\": {\"type\": \"Sequence\", \"pretokenizers\": 3}, \"model\": "
+           WORDPIECE_MODEL "}", UFORM_FORMAT, "pre_tokenizer.pretokenizers is a number, expected an array");
+    expect("processors string", "{\"post_processor\": {\"type\": \"Sequence\", \"processors\": \"x\"}, \"model\": "
+           WORDPIECE_MODEL "}", UFORM_FORMAT, "post_processor.processors is a string, expected an array");
+    expect("processors child", "{\"post_processor\": {\"type\": \"Sequence\", \"processors\": [{\"type\": "
+           "\"ByteLevel\"}, {\"type\": \"Fancy\"}]}, \"model\": " WORDPIECE_MODEL "}", UFORM_UNSUPPORTED,
+           "post_processor.processors[1]");
     expect("bert flag type", "{\"normalizer\": {\"type\": \"BertNormalizer\", \"lowercase\": \"yes\"}, \"model\": "
            WORDPIECE_MODEL "}", UFORM_FORMAT, "normalizer.lowercase is a string");
     expect("replace regex", "{\"normalizer\": {\"type\": \"Replace\", \"pattern\": {\"Regex\": \"(\"}, \"content\": "
