@@ -179,8 +179,8 @@ typedef struct uform__gemm_i8_tile_out_t {
 } uform__gemm_i8_tile_out_t;
 
 /* An MR×NR tile over k_padded/4 quads: A is `out->rows` ≤ MR rows of quantized activations read in
- * place (row stride `lda`; the tile repeats the last one for rows past them, whose sums it does
- * not store), B one panel [k_padded/4][NR][4]. */
+ * place (row stride `lda`; a tile either runs only those rows, as ICELAKE's does, or repeats the
+ * last one for rows past them, whose sums it does not store), B one panel [k_padded/4][NR][4]. */
 typedef void (*uform__gemm_i8_tile_fn)(size_t quads, const int8_t *a, size_t lda, const int8_t *b_panel,
                                        const uform__gemm_i8_tile_out_t *out);
 /* Starts fetching the Y lines a tile writes after its K loop (as gemm.h's float tiles do: Y is
