@@ -12,9 +12,11 @@
  * AVX-512: status dnnl_unimplemented), its F32 matmul runs in its place, labelled "f32*", and says so.
  *
  * Usage: bench_gemm [--json PATH] [--threads 1,2] [--classes serial,haswell,skylake,icelake,genoa]
- *                   [--rounds R] [--quick] [--shape M,K,N] [--epilogue bias|gelu|gelu-fast|quick|gelu-tanh] [--y-bf16]
- *                   [--backward | --int8]
- * --shape replaces the shape list with one shape. --epilogue measures the cost of the bias (and GELU,
+ *                   [--rounds R] [--quick] [--shape M,K,N[;M,K,N...]] [--no-peaks]
+ *                   [--epilogue bias|gelu|gelu-fast|quick|gelu-tanh] [--y-bf16] [--backward | --int8]
+ * --shape replaces the shape list with one shape, or with several separated by ';' (at most 64:
+ * batch-1 products, M = 8–50, run in one process). --no-peaks skips the instruction peaks
+ * (≈10 s a thread count; the rows then print no fraction of peak). --epilogue measures the cost of the bias (and GELU,
  * exact or fast, QuickGELU or the tanh GELU) folded into our products: each class then runs its
  * packed variants twice, without and with the epilogue ("+bias", "+gelu", "+gelu-fast", "+quick",
  * "+gelu-tanh"), with F32 activations as the model passes
@@ -772,9 +774,27 @@ static void run_int8_shape(const bench_shape_t *shape, size_t index, size_t thre
     free(qx_plain), free(qw_plain), free(sums);
 }
 
+enum { BENCH_SHAPES_MAX = 64 };
+
+/* --shape's list, "M,K,N" or "M,K,N;M,K,N;...": answers how many, or 0 when malformed. */
+static size_t parse_shapes(const char *text, bench_shape_t *shapes) {
+    size_t count = 0;
+    for (const char *at = text; *at; ++count) {
+        int used = 0;
+        if (count == BENCH_SHAPES_MAX ||
+            sscanf(at, "%zu,%zu,%zu%n", &shapes[count].m, &shapes[count].k, &shapes[count].n, &used) != 3 ||
+            !shapes[count].m || !shapes[count].k || !shapes[count].n)
+            return 0;
+        at += used;
+        if (*at == ';') ++at;
+        else if (*at) return 0;
+    }
+    return count;
+}
+
 static int parse_arguments(int argc, char **argv, const char **json_path, char *threads_list, size_t threads_capacity,
                            char *classes_list, size_t classes_capacity, int *rounds, int *quick, bench_shape_t *shape,
-                           int *epilogue, int *y_bf16, int *backward, int *int8) {
+                           size_t *shape_count, int *no_peaks, int *epilogue, int *y_bf16, int *backward, int *int8) {
     for (int i = 1; i < argc; ++i) {
         if (!strcmp(argv[i], "--json") && i + 1 < argc) *json_path = argv[++i];
         else if (!strcmp(argv[i], "--threads") && i + 1 < argc) snprintf(threads_list, threads_capacity, "%s", argv[++i]);
@@ -784,9 +804,9 @@ static int parse_arguments(int argc, char **argv, const char **json_path, char *
         else if (!strcmp(argv[i], "--y-bf16")) *y_bf16 = 1;
         else if (!strcmp(argv[i], "--backward")) *backward = 1;
         else if (!strcmp(argv[i], "--int8")) *int8 = 1;
+        else if (!strcmp(argv[i], "--no-peaks")) *no_peaks = 1;
         else if (!strcmp(argv[i], "--shape") && i + 1 < argc) {
-            if (sscanf(argv[++i], "%zu,%zu,%zu", &shape->m, &shape->k, &shape->n) != 3 || !shape->m || !shape->k || !shape->n)
-                return -1;
+            if ((*shape_count = parse_shapes(argv[++i], shape)) == 0) return -1;
         } else if (!strcmp(argv[i], "--epilogue") && i + 1 < argc) {
             ++i;
             *epilogue = -1;
@@ -810,13 +830,17 @@ int main(int argc, char **argv) {
     const char *json_path = "bench/results/gemm.json";
     char threads_list[64] = "1,2", classes_list[256] = "serial,haswell,skylake,icelake,genoa";
     int rounds = 5, quick = 0, epilogue = 0, y_bf16 = 0, backward = 0, int8 = 0;
-    bench_shape_t one_shape = {0, 0, 0};
+    bench_shape_t given_shapes[BENCH_SHAPES_MAX];
+    size_t given_count = 0;
+    int no_peaks = 0;
     if (parse_arguments(argc, argv, &json_path, threads_list, sizeof threads_list, classes_list, sizeof classes_list,
-                        &rounds, &quick, &one_shape, &epilogue, &y_bf16, &backward, &int8) != 0 || (y_bf16 && !epilogue) ||
+                        &rounds, &quick, given_shapes, &given_count, &no_peaks, &epilogue, &y_bf16, &backward, &int8) != 0 ||
+        (y_bf16 && !epilogue) ||
         (backward + (epilogue != 0) + int8 > 1)) {
         fprintf(stderr,
                 "usage: %s [--json PATH] [--threads 1,2] [--classes serial,...,genoa] [--rounds R] [--quick]\n"
-                "          [--shape M,K,N] [--epilogue bias|gelu|gelu-fast|quick|gelu-tanh] [--y-bf16 (with --epilogue)]\n"
+                "          [--shape M,K,N[;M,K,N...]] [--no-peaks]\n"
+                "          [--epilogue bias|gelu|gelu-fast|quick|gelu-tanh] [--y-bf16 (with --epilogue)]\n"
                 "          [--backward | --int8]\n",
                 argv[0]);
         return 2;
@@ -838,10 +862,10 @@ int main(int argc, char **argv) {
             "  \"results\": [",
             uform_cpu_class_name(uform_cpu_class_detect()), rounds);
     int first_record = 1;
-    size_t shape_count = one_shape.m ? 1 : quick ? 2 : backward ? sizeof bench_backward_shapes / sizeof bench_backward_shapes[0]
+    size_t shape_count = given_count ? given_count : quick ? 2 : backward ? sizeof bench_backward_shapes / sizeof bench_backward_shapes[0]
                                                       : int8 ? sizeof bench_int8_shapes / sizeof bench_int8_shapes[0]
                                                              : sizeof bench_shapes / sizeof bench_shapes[0];
-    const bench_shape_t *shapes = one_shape.m ? &one_shape : backward ? bench_backward_shapes : int8 ? bench_int8_shapes : bench_shapes;
+    const bench_shape_t *shapes = given_count ? given_shapes : backward ? bench_backward_shapes : int8 ? bench_int8_shapes : bench_shapes;
     for (const char *threads_text = threads_list; *threads_text;) {
         size_t threads = strtoul(threads_text, NULL, 10);
         const char *comma = strchr(threads_text, ',');
@@ -865,7 +889,7 @@ int main(int argc, char **argv) {
         double probes[BENCH_PROBE_KINDS] = {0}, loops[BENCH_PROBE_KINDS][BENCH_PROBE_LOOPS] = {{0}};
         printf("\n%zu thread%s (%s time): instruction peaks, G operations/s (an FMA lane is 2)\n", threads,
                threads > 1 ? "s" : "", threads > 1 ? "wall-clock" : "thread CPU");
-        for (int kind = 0; kind < BENCH_PROBE_KINDS; ++kind) {
+        for (int kind = 0; kind < BENCH_PROBE_KINDS && !no_peaks; ++kind) {
             probes[kind] = bench_probe_peak((bench_probe_kind_t)kind, parallel, threads, rounds, bench_clock, loops[kind]);
             if (probes[kind] <= 0) {
                 printf("  %-20s not on this CPU (needs %s)\n", bench_probe_names[kind], uform_cpu_class_name(bench_probe_class[kind]));

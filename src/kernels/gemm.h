@@ -351,6 +351,15 @@ typedef void (*uform__gemm_epilogue_fn)(float *c, size_t ldc, size_t rows, size_
  * registers before the one store. The result must equal tile followed by epilogue bit for bit. */
 typedef void (*uform__gemm_tile_epilogue_fn)(size_t kc, const void *a, size_t lda, const void *b, float *c, size_t ldc,
                                              size_t rows, size_t cols, int accumulate, const float *bias, int gelu);
+/* tile_epilogue that also prefetches `ahead_bytes` from `ahead` into L2, spread over its K loop:
+ * its share of the B panel the prong runs next. At a few dozen rows (a text or an image at batch
+ * 1) every panel is used by a handful of tiles only, so its first tile would otherwise wait on
+ * the weights coming from L3 or memory with nothing to overlap them with; with this the next
+ * panel arrives while the current one is computed. A prefetch changes no value: the result must
+ * equal tile_epilogue's bit for bit (bias NULL and gelu 0 give tile's). */
+typedef void (*uform__gemm_tile_ahead_fn)(size_t kc, const void *a, size_t lda, const void *b, float *c, size_t ldc,
+                                          size_t rows, size_t cols, int accumulate, const float *bias, int gelu,
+                                          const void *ahead, size_t ahead_bytes);
 /* The tile for a BF16 C (forward's y_dtype, one K slice, overwriting): the sums, then bias and
  * GELU as tile_epilogue, each result rounded to BF16 (nearest even) and stored; `ldc` in elements. */
 typedef void (*uform__gemm_tile_bf16_out_fn)(size_t kc, const void *a, size_t lda, const void *b, uform__bf16_t *c,
@@ -386,6 +395,7 @@ typedef struct uform__gemm_micro_t {
     uform__gemm_pack_transposed_fn pack_transposed; /* NULL: the driver's portable loop */
     uform__gemm_pack_pairs_fn pack_pairs;           /* BF16 panels only; NULL: the portable loop */
     uform__gemm_pack_pairs16_fn pack_pairs16;       /* BF16 panels only; NULL: the portable loop */
+    uform__gemm_tile_ahead_fn tile_ahead;           /* F32 C only; NULL: tile / tile_epilogue, no prefetch */
 } uform__gemm_micro_t;
 
 /* The products through a class's micro-kernel: validate, pack, split, run. */

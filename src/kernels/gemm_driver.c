@@ -372,6 +372,10 @@ static void compute_prong(void *context, size_t thread, size_t prong) {
     int epilogue = last && (problem->bias || problem->gelu);
     const float *bias_chunk = problem->bias ? problem->bias + step->j0 : NULL;
     _Alignas(64) float staging[STAGING_FLOATS]; /* one MR×NR tile, row stride NR (BF16 C only) */
+    /* The next panel of this prong, prefetched in equal shares by the tiles of the current one
+     * (classes with tile_ahead, F32 C): at a few dozen rows a panel has only a few tiles. */
+    size_t tiles = (rows + mr - 1) / mr, ahead_panel_bytes = step->kc_padded * nr * elem;
+    size_t ahead_share = round_up((ahead_panel_bytes + tiles - 1) / tiles, 64);
     for (size_t q = q_begin; q < q_end; ++q) {
         size_t j = q * nr, cols = step->chunk_cols - j < nr ? step->chunk_cols - j : nr;
         const unsigned char *b_panel = step->b_panels + q * step->b_panel_stride;
@@ -389,6 +393,18 @@ static void compute_prong(void *context, size_t thread, size_t prong) {
              * is rounded into C once (nearest even, as pack_a would round it for the next product). */
             float *c = problem->c16 ? staging : problem->c + (i0 + r) * problem->ldc + step->j0 + j;
             size_t ldc = problem->c16 ? nr : problem->ldc;
+            if (!problem->c16 && micro->tile_ahead) {
+                size_t begin = (r / mr) * ahead_share, bytes = 0;
+                const unsigned char *ahead = NULL;
+                if (q + 1 < q_end && begin < ahead_panel_bytes) {
+                    ahead = b_panel + step->b_panel_stride + begin;
+                    bytes = ahead_panel_bytes - begin < ahead_share ? ahead_panel_bytes - begin : ahead_share;
+                }
+                micro->tile_ahead(step->kc_padded, a_tile, lda, b_panel, c, ldc, tile_rows, cols, accumulate,
+                                  epilogue && bias_chunk ? bias_chunk + j : NULL, epilogue ? problem->gelu : 0, ahead,
+                                  bytes);
+                continue;
+            }
             if (epilogue && micro->tile_epilogue) {
                 micro->tile_epilogue(step->kc_padded, a_tile, lda, b_panel, c, ldc, tile_rows, cols, accumulate,
                                      bias_chunk ? bias_chunk + j : NULL, problem->gelu);
@@ -489,6 +505,10 @@ static uform_status_t gemm_run(const gemm_problem_t *problem, const uform__paral
         step.groups = 1;
         if (threads > 1 && row_blocks < 4 * threads) {
             step.groups = (4 * threads + row_blocks - 1) / row_blocks;
+            /* One block of rows (batch 1): two runs of panels a thread, not four, so each prong has
+             * panels enough for its tiles to prefetch the next one (tile_ahead); two still let a
+             * thread that finds its partner late take over half of the partner's share. */
+            if (one_block) step.groups = 2 * threads;
             if (step.groups > step.panels) step.groups = step.panels;
         }
         step.pack_prongs = step.panels < 4 * threads ? step.panels : 4 * threads;

@@ -249,16 +249,22 @@ static void forward_prong(void *context, size_t thread, size_t prong) {
             for (size_t p = 0; p < packed->k_padded; ++p) wide[(i - i_begin) * packed->k_padded + p] = args->x.q[i * args->x.ld + p];
         a = (const int8_t *)wide, lda = packed->k_padded;
     }
+    /* The tiles of a panel prefetch the prong's next panel in equal shares (gemm_i8.h). */
+    size_t panel_bytes = nr * packed->k_padded * (micro->wide ? 2 : 1), tiles = (i_end - i_begin + mr - 1) / mr;
+    size_t ahead_share = round_up((panel_bytes + tiles - 1) / tiles, 64);
     for (size_t p = p_begin; p < p_end; ++p) {
         size_t j0 = p * nr, cols = args->n - j0 < nr ? args->n - j0 : nr;
-        const int8_t *panel = packed->data + p * nr * packed->k_padded * (micro->wide ? 2 : 1);
+        const int8_t *panel = packed->data + p * panel_bytes;
         for (size_t i0 = i_begin; i0 < i_end; i0 += mr) {
-            size_t rows = i_end - i0 < mr ? i_end - i0 : mr;
+            size_t rows = i_end - i0 < mr ? i_end - i0 : mr, ahead_begin = (i0 - i_begin) / mr * ahead_share;
+            int ahead = p + 1 < p_end && ahead_begin < panel_bytes;
             uform__gemm_i8_tile_out_t out = {
                 .y = (unsigned char *)args->y + (i0 * args->ldy + j0) * element, .ldy = args->ldy,
                 .output = args->output, .rows = rows, .cols = cols, .x_scale = args->x.scale + i0,
                 .x_sums = args->x.sums + i0, .w_scale = packed->scale + j0, .bias = args->bias ? args->bias + j0 : NULL,
-                .accumulate = args->accumulate, .gelu = args->gelu};
+                .accumulate = args->accumulate, .gelu = args->gelu,
+                .ahead = ahead ? panel + panel_bytes + ahead_begin : NULL,
+                .ahead_bytes = !ahead ? 0 : panel_bytes - ahead_begin < ahead_share ? panel_bytes - ahead_begin : ahead_share};
             micro->tile(quads, a + (i0 - i_begin) * lda * (micro->wide ? 2 : 1), lda, panel, &out);
         }
     }
@@ -321,6 +327,9 @@ uform_status_t uform__gemm_i8_forward_drive(const uform__gemm_i8_micro_t *micro,
     size_t groups = 1;
     if (threads > 1 && row_blocks < 4 * threads) {
         groups = (4 * threads + row_blocks - 1) / row_blocks;
+        /* One block of rows: two runs of panels a thread, long enough for the next-panel prefetch
+         * (gemm_driver.c says why). */
+        if (row_blocks == 1 && panels >= 2 * threads) groups = 2 * threads;
         if (groups > panels) groups = panels;
     }
     forward_job_t job = {micro, args, mc, row_blocks, groups, panels, NULL, 0};

@@ -171,11 +171,16 @@ typedef struct uform__gemm_i8_tile_out_t {
     const float *w_scale;   /* [cols] */
     const float *bias;      /* [cols] or NULL */
     int accumulate, gelu;
+    /* The tile's share of the prong's next panel, to prefetch into L2 during its K loop (NULL and
+     * 0: none; tiles may ignore it). At batch 1 a panel has a few tiles only, and the next one would
+     * otherwise arrive from L3 or memory when its first tile starts (gemm.h's tile_ahead). */
+    const void *ahead;
+    size_t ahead_bytes;
 } uform__gemm_i8_tile_out_t;
 
 /* An MR×NR tile over k_padded/4 quads: A is `out->rows` ≤ MR rows of quantized activations read in
- * place (row stride `lda`; the tile repeats the last one for rows past them, whose sums it does
- * not store), B one panel [k_padded/4][NR][4]. */
+ * place (row stride `lda`; a tile either runs only those rows, as ICELAKE's does, or repeats the
+ * last one for rows past them, whose sums it does not store), B one panel [k_padded/4][NR][4]. */
 typedef void (*uform__gemm_i8_tile_fn)(size_t quads, const int8_t *a, size_t lda, const int8_t *b_panel,
                                        const uform__gemm_i8_tile_out_t *out);
 /* Starts fetching the Y lines a tile writes after its K loop (as gemm.h's float tiles do: Y is

@@ -13,24 +13,31 @@
 
 enum { ICELAKE_MR = 6, ICELAKE_NR = 64 };
 
-/* sums [6][64] = Σ_t (qw + 128)·qx over the quads: per quad four panel vectors, one broadcast per
- * row, 24 vpdpbusd; the accumulators stay in registers (stored once at the end). */
+/* sums [ROWS][64] = Σ_t (qw + 128)·qx over the quads, for a constant ROWS ≤ 6: per quad four
+ * panel vectors, one broadcast per row, 4·ROWS vpdpbusd; the accumulators stay in registers
+ * (stored once at the end). A tail of fewer than 6 rows runs only its rows (gemm_skylake.c says
+ * why). `ahead`: `ahead_bytes` of the next panel prefetched into L2, at most four lines a quad. */
 ICELAKE_TARGET static inline __attribute__((always_inline)) void
-sums_i8_icelake(size_t quads, const int8_t *a_block, size_t lda, size_t rows, const int8_t *b_panel, int32_t *sums) {
+sums_i8_icelake(const int rows, size_t quads, const int8_t *a_block, size_t lda, const int8_t *b_panel, int32_t *sums,
+                const char *ahead, size_t ahead_bytes) {
     __m512i sum_i32x16[ICELAKE_MR][4];
 #pragma GCC unroll 6
-    for (int r = 0; r < ICELAKE_MR; ++r)
+    for (int r = 0; r < rows; ++r)
 #pragma GCC unroll 4
         for (int v = 0; v < 4; ++v) sum_i32x16[r][v] = _mm512_setzero_si512();
     const int8_t *a[ICELAKE_MR];
-    for (int r = 0; r < ICELAKE_MR; ++r) a[r] = uform__gemm_i8_row(a_block, lda, rows, (size_t)r);
+    for (int r = 0; r < rows; ++r) a[r] = a_block + (size_t)r * lda;
+    size_t ahead_step = ahead_bytes ? ((ahead_bytes + 63) / 64 + quads - 1) / quads * 64 : 0, ahead_done = 0;
     for (size_t t = 0; t < quads; ++t) {
+        for (size_t offset = ahead_done; offset < ahead_done + ahead_step && offset < ahead_bytes; offset += 64)
+            _mm_prefetch(ahead + offset, _MM_HINT_T1);
+        ahead_done += ahead_step;
         const int8_t *b = b_panel + t * ICELAKE_NR * 4;
         __m512i b_u8x64[4];
 #pragma GCC unroll 4
         for (int v = 0; v < 4; ++v) b_u8x64[v] = _mm512_loadu_si512(b + 64 * v);
 #pragma GCC unroll 6
-        for (int r = 0; r < ICELAKE_MR; ++r) {
+        for (int r = 0; r < rows; ++r) {
             int32_t quad;
             __builtin_memcpy(&quad, a[r] + 4 * t, sizeof quad);
             __m512i a_i8x64 = _mm512_set1_epi32(quad);
@@ -39,7 +46,7 @@ sums_i8_icelake(size_t quads, const int8_t *a_block, size_t lda, size_t rows, co
         }
     }
 #pragma GCC unroll 6
-    for (int r = 0; r < ICELAKE_MR; ++r)
+    for (int r = 0; r < rows; ++r)
 #pragma GCC unroll 4
         for (int v = 0; v < 4; ++v) _mm512_store_si512(sums + r * 64 + 16 * v, sum_i32x16[r][v]);
 }
@@ -48,7 +55,18 @@ ICELAKE_TARGET static void tile_i8_icelake(size_t quads, const int8_t *a_block, 
                                            const uform__gemm_i8_tile_out_t *out) {
     int32_t sums[ICELAKE_MR * 64] __attribute__((aligned(64)));
     uform__gemm_i8_prefetch_y(out);
-    sums_i8_icelake(quads, a_block, lda, out->rows, b_panel, sums);
+    const char *ahead = out->ahead;
+    switch (out->rows) {
+#define ICELAKE_ROWS_CASE(count)                                                                       \
+    case count: sums_i8_icelake(count, quads, a_block, lda, b_panel, sums, ahead, out->ahead_bytes); break;
+        ICELAKE_ROWS_CASE(1)
+        ICELAKE_ROWS_CASE(2)
+        ICELAKE_ROWS_CASE(3)
+        ICELAKE_ROWS_CASE(4)
+        ICELAKE_ROWS_CASE(5)
+#undef ICELAKE_ROWS_CASE
+    default: sums_i8_icelake(ICELAKE_MR, quads, a_block, lda, b_panel, sums, ahead, out->ahead_bytes);
+    }
     gemm_i8_finish_tile_avx512(sums, ICELAKE_MR, 1, out, UFORM_CPU_CLASS_INTEL_ICELAKE);
 }
 

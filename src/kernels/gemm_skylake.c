@@ -12,28 +12,39 @@
 enum { SKYLAKE_MR = 6, SKYLAKE_NR = 64 };
 
 /*
- * C[rows, cols] (+)= A[6][kc] · B[kc][64]: per K step four zmm of B, one broadcast per row, 24
- * FMAs into 24 accumulators; then, with `bias` or `gelu` (the last K slice only), the bias and
- * GELU on the registers before the one store (gemm_finish_f32x16); the sigmoid activations run
- * over the stored tile (gemm_gelu_folds says why).
+ * C[rows, cols] (+)= A[ROWS][kc] · B[kc][64] for a constant ROWS ≤ 6: per K step four zmm of B,
+ * one broadcast per row, 4·ROWS FMAs into as many accumulators; then, with `bias` or `gelu` (the
+ * last K slice only), the bias and GELU on the registers before the one store
+ * (gemm_finish_f32x16); the sigmoid activations run over the stored tile (gemm_gelu_folds says
+ * why). A tail of fewer than 6 rows runs only its rows: a 35-row product is 5 tiles of 6 and one
+ * of 5, an 8-row one 6 + 2, where the 2-row tile used to cost a whole 6-row one (the rows are
+ * independent, so every element's operations are the same whichever variant computes it).
+ * `ahead`: `ahead_bytes` of the next B panel prefetched into L2, at most four lines a K step
+ * (uform__gemm_tile_ahead_fn says why).
  */
 SKYLAKE_TARGET static inline __attribute__((always_inline)) void
-tile_f32_skylake_body(size_t kc, const void *a_block, size_t lda, const void *b_panel, float *c, size_t ldc, size_t rows,
-                      size_t cols, int accumulate, const float *bias, int gelu) {
+tile_f32_skylake_body(const int rows, size_t kc, const void *a_block, size_t lda, const void *b_panel, float *c,
+                      size_t ldc, size_t cols, int accumulate, const float *bias, int gelu, const char *ahead,
+                      size_t ahead_bytes) {
     const float *a = a_block, *b = b_panel;
     __m512 sum_f32x16[SKYLAKE_MR][4];
 #pragma GCC unroll 6
-    for (int r = 0; r < SKYLAKE_MR; ++r)
+    for (int r = 0; r < rows; ++r)
         for (int v = 0; v < 4; ++v) sum_f32x16[r][v] = _mm512_setzero_ps();
     /* The C tile is read (or written) after the K loop: start fetching its lines now. */
-    for (size_t r = 0; r < rows; ++r)
+    for (int r = 0; r < rows; ++r)
         for (int v = 0; v < 4; ++v) _mm_prefetch((const char *)(c + r * ldc + 16 * v), _MM_HINT_T0);
+    /* Lines of the next panel per K step: ⌈lines / kc⌉, 1 for a share of up to kc lines. */
+    size_t ahead_step = ahead_bytes ? ((ahead_bytes + 63) / 64 + kc - 1) / kc * 64 : 0, ahead_done = 0;
     for (size_t p = 0; p < kc; ++p) {
+        for (size_t offset = ahead_done; offset < ahead_done + ahead_step && offset < ahead_bytes; offset += 64)
+            _mm_prefetch(ahead + offset, _MM_HINT_T1);
+        ahead_done += ahead_step;
         __m512 b_f32x16[4];
 #pragma GCC unroll 4
         for (int v = 0; v < 4; ++v) b_f32x16[v] = _mm512_loadu_ps(b + p * SKYLAKE_NR + 16 * v);
 #pragma GCC unroll 6
-        for (int r = 0; r < SKYLAKE_MR; ++r) {
+        for (int r = 0; r < rows; ++r) {
             __m512 a_f32x16 = _mm512_set1_ps(a[r * lda + p]);
 #pragma GCC unroll 4
             for (int v = 0; v < 4; ++v) sum_f32x16[r][v] = _mm512_fmadd_ps(a_f32x16, b_f32x16[v], sum_f32x16[r][v]);
@@ -43,25 +54,45 @@ tile_f32_skylake_body(size_t kc, const void *a_block, size_t lda, const void *b_
     for (int v = 0; v < 4; ++v) mask[v] = cols > (size_t)(16 * v) ? gemm_columns_mask(cols - 16 * v) : 0;
     int folded = gemm_gelu_folds(gelu) ? gelu : 0; /* the sigmoid forms: after the store (gemm_avx512.h) */
 #pragma GCC unroll 6
-    for (int r = 0; r < SKYLAKE_MR; ++r) {
-        if ((size_t)r >= rows) break;
+    for (int r = 0; r < rows; ++r) {
 #pragma GCC unroll 4
         for (int v = 0; v < 4; ++v)
             gemm_finish_f32x16(c + r * ldc + 16 * v, mask[v], sum_f32x16[r][v], accumulate, bias ? bias + 16 * v : NULL,
                                folded);
     }
-    if (gelu != folded) uform__gemm_epilogue_skylake(c, ldc, rows, cols, NULL, gelu);
+    if (gelu != folded) uform__gemm_epilogue_skylake(c, ldc, (size_t)rows, cols, NULL, gelu);
+}
+
+/* Every tile of this class: the body specialised for the tile's row count. */
+SKYLAKE_TARGET static void tile_ahead_f32_skylake(size_t kc, const void *a_block, size_t lda, const void *b_panel,
+                                                  float *c, size_t ldc, size_t rows, size_t cols, int accumulate,
+                                                  const float *bias, int gelu, const void *ahead, size_t ahead_bytes) {
+    switch (rows) {
+#define SKYLAKE_ROWS_CASE(count)                                                                                       \
+    case count:                                                                                                        \
+        tile_f32_skylake_body(count, kc, a_block, lda, b_panel, c, ldc, cols, accumulate, bias, gelu, ahead, ahead_bytes); \
+        return;
+        SKYLAKE_ROWS_CASE(1)
+        SKYLAKE_ROWS_CASE(2)
+        SKYLAKE_ROWS_CASE(3)
+        SKYLAKE_ROWS_CASE(4)
+        SKYLAKE_ROWS_CASE(5)
+#undef SKYLAKE_ROWS_CASE
+    default:
+        tile_f32_skylake_body(SKYLAKE_MR, kc, a_block, lda, b_panel, c, ldc, cols, accumulate, bias, gelu, ahead,
+                              ahead_bytes);
+    }
 }
 
 SKYLAKE_TARGET static void tile_f32_skylake(size_t kc, const void *a_block, size_t lda, const void *b_panel, float *c,
                                             size_t ldc, size_t rows, size_t cols, int accumulate) {
-    tile_f32_skylake_body(kc, a_block, lda, b_panel, c, ldc, rows, cols, accumulate, NULL, 0);
+    tile_ahead_f32_skylake(kc, a_block, lda, b_panel, c, ldc, rows, cols, accumulate, NULL, 0, NULL, 0);
 }
 
 SKYLAKE_TARGET static void tile_epilogue_f32_skylake(size_t kc, const void *a_block, size_t lda, const void *b_panel,
                                                      float *c, size_t ldc, size_t rows, size_t cols, int accumulate,
                                                      const float *bias, int gelu) {
-    tile_f32_skylake_body(kc, a_block, lda, b_panel, c, ldc, rows, cols, accumulate, bias, gelu);
+    tile_ahead_f32_skylake(kc, a_block, lda, b_panel, c, ldc, rows, cols, accumulate, bias, gelu, NULL, 0);
 }
 
 /* The separate bias + activation pass (an empty K, classes whose tile has no folded form, and the
@@ -122,7 +153,8 @@ SKYLAKE_TARGET static void pack_transposed_f32_skylake(const float *source, size
 const uform__gemm_micro_t uform__gemm_micro_f32_skylake = {
     .panel_dtype = UFORM__GEMM_F32, .mr = SKYLAKE_MR, .nr = SKYLAKE_NR, .kc = 768, .mc = 168, .nc = 1536,
     .layout = 6, .tile = tile_f32_skylake, .tile_epilogue = tile_epilogue_f32_skylake,
-    .epilogue = uform__gemm_epilogue_skylake, .pack_transposed = pack_transposed_f32_skylake};
+    .epilogue = uform__gemm_epilogue_skylake, .pack_transposed = pack_transposed_f32_skylake,
+    .tile_ahead = tile_ahead_f32_skylake};
 
 static uform_status_t gemm_f32_skylake(const uform__gemm_forward_t *args, const uform__parallel_t *parallel,
                                        uform_outcome_t *outcome) {

@@ -36,6 +36,7 @@ static const shape_t shapes[] = {
     {1, 1, 1},     {1, 7, 13},    {7, 13, 97},    {13, 97, 257},  {14, 32, 2},   {15, 33, 3},
     {6, 16, 512},  {29, 65, 513}, {97, 31, 300},  {170, 47, 1025}, {3, 1601, 19}, {257, 257, 7},
     {9, 70, 1601}, /* K beyond GENOA's 1536-long slices: two slices of 801 and 800 */
+    {10, 130, 70}, /* a 4-row tail (6 + 4; the AVX-512 tile has one variant per row count) over 3 panels */
 };
 
 static float *random_floats(size_t count) {
