@@ -12,6 +12,8 @@
  *   index                          builds DIR/bench_ann.index from V (F32 rows, as `uform index --vectors`)
  *   build RECIPE THREADS TRAIN     uform_index_ann_build into DIR/bench_ann.faiss, then opens it
  *                                  → {"seconds", "cpu_seconds", "bytes", "train_rows", "lists"}
+ *   attach                         opens an existing DIR/bench_ann.index and DIR/bench_ann.faiss (another
+ *                                  worker's, copied there) → {"bytes"}; bench/ann_ab.py uses it
  *   search KNOB VALUE THREADS [R]  every query at once, top 10, rerank R (0 if absent); KNOB is ef or nprobe;
  *                                  the ids go to DIR/ours.ids (int64 [Q, 10]) → {"seconds", "cpu_seconds"}
  *   exact THREADS                  uform_index_search of every query → {"seconds", "cpu_seconds"}, ids as above
@@ -130,6 +132,22 @@ static void command_build(worker_t *worker, const char *recipe, size_t threads, 
     fflush(stdout);
 }
 
+/* The structure another worker built: the same graph or lists, so two builds of libuform can be
+ * timed on it side by side (bench/ann_ab.py). */
+static void command_attach(worker_t *worker) {
+    uform_outcome_t outcome = {0};
+    uform_index_ann_free(worker->ann), worker->ann = NULL;
+    uform_index_free(worker->index), worker->index = NULL;
+    if (uform_index_open(worker->index_path, NULL, &worker->index, &outcome) != UFORM_OK)
+        return answer_error("uform_index_open", outcome.message);
+    if (uform_index_ann_open(worker->index, worker->faiss_path, &worker->ann, &outcome) != UFORM_OK)
+        return answer_error("uform_index_ann_open", outcome.message);
+    struct stat info;
+    long long bytes = stat(worker->faiss_path, &info) == 0 ? (long long)info.st_size : -1;
+    printf("{\"bytes\": %lld}\n", bytes);
+    fflush(stdout);
+}
+
 static void command_search(worker_t *worker, const char *knob, size_t value, size_t threads, size_t rerank) {
     if (!worker->ann) return answer_error("search", "no structure yet: send 'build' first");
     if (use_threads(worker, threads) != 0) return;
@@ -194,6 +212,7 @@ int main(int argc, char **argv) {
         size_t a = 0, b = 0, c = 0, d = 0;
         if (strncmp(line, "quit", 4) == 0) break;
         else if (strncmp(line, "index", 5) == 0) command_index(&worker);
+        else if (strncmp(line, "attach", 6) == 0) command_attach(&worker);
         else if (sscanf(line, "build %159s %zu %zu", recipe, &a, &b) == 3) command_build(&worker, recipe, a, b);
         else if (sscanf(line, "search %63s %zu %zu %zu", word, &c, &a, &d) >= 3) command_search(&worker, word, c, a, d);
         else if (sscanf(line, "exact %zu", &a) == 1) command_exact(&worker, a);

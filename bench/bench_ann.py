@@ -11,7 +11,13 @@ writes JSON (bench/results/ann.json by default).
 
     bench_ann [--rows 1000000] [--dims 64,256] [--queries 1000] [--centres 1000] [--threads 2,1]
               [--recipes hnsw,ivfpq] [--ef 16,32,64,128,256] [--nprobe 1,2,4,8,16,32,64,128]
-              [--rounds 2] [--build-threads 2] [--work DIR] [--json PATH]
+              [--rounds 2] [--build-threads 2] [--train-rows N] [--rerank 100] [--spread 1.0]
+              [--no-faiss-build] [--no-same-structure] [--work DIR] [--json PATH]
+
+Beside FAISS's own structure, FAISS in Python also searches uform's structure (its .faiss file):
+the "same structure" line under each point is uform's overhead on the very same graph or lists,
+and whether the two answered the same ids. --no-faiss-build skips FAISS's own build (its columns
+then search uform's structure), for runs whose builds would not fit the time there is.
 
 `hnsw` is HNSW32; `ivfpq` is the recipe uform's default rule picks for a corpus above 1,000,000
 items, computed for --rows (IVF<n>,PQ<m>np: n the power of two nearest 4*sqrt(rows), m the largest
@@ -136,9 +142,16 @@ def main():
                         help="IVF recipes: a second sweep with uform's rerank R against FAISS's IndexRefineFlat "
                              "(k_factor R/10); 0: none")
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--faiss-build", action=argparse.BooleanOptionalAction, default=True,
+                        help="build FAISS's own structure in Python (off: its columns search uform's structure, "
+                             "halving a long run; no FAISS build time)")
+    parser.add_argument("--same-structure", action=argparse.BooleanOptionalAction, default=True,
+                        help="also time Python's FAISS on uform's own .faiss file (the same graph or lists), "
+                             "alternating with the other two sides")
     parser.add_argument("--work", default=None)
     parser.add_argument("--json", default="bench/results/ann.json")
     args = parser.parse_args()
+    sys.stdout.reconfigure(line_buffering=True)  # progress shows in a log while a 1 M-row run goes on
     threads_list = [int(t) for t in args.threads.split(",")]
     started = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
     loads = [os.getloadavg()[0]]
@@ -146,6 +159,7 @@ def main():
               "uform_cpu_class": os.environ.get("UFORM_CPU_CLASS", "(unset: the best this CPU runs)"),
               "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY", "(unset: libgomp spins, then sleeps)"),
               "faiss": faiss.__version__, "rows": args.rows, "queries": args.queries, "centres": args.centres,
+              "spread": args.spread,
               "rounds": args.rounds, "sets": []}
     print(f"bench_ann: {report['cpu']}, {report['cores']} cores, FAISS {faiss.__version__}, load {loads[0]:.1f}")
     with tempfile.TemporaryDirectory(dir=args.work) as work:
@@ -168,6 +182,7 @@ def main():
                 print(f"uform exact search, {threads} threads: {exact[threads]['qps']:.1f} queries/s, "
                       f"recall@10 {exact[threads]['recall']:.4f}")
             block = {"dims": dims, "index_bytes": made["bytes"], "exact": exact, "recipes": []}
+            report["sets"].append(block)
             for name in args.recipes.split(","):
                 lists = 0
                 if name == "hnsw":
@@ -188,15 +203,25 @@ def main():
                 loads.append(os.getloadavg()[0])
                 faiss.omp_set_num_threads(args.build_threads)
                 start, start_cpu = time.perf_counter(), time.process_time()
-                index = faiss.index_factory(dims, recipe, faiss.METRIC_INNER_PRODUCT)
-                if train:
-                    sample = np.sort(np.random.default_rng(3).choice(args.rows, train, replace=False))
-                    index.train(vectors[sample])
-                index.add(vectors)
-                faiss_build = {"seconds": time.perf_counter() - start, "cpu_seconds": time.process_time() - start_cpu}
+                if args.faiss_build:
+                    index = faiss.index_factory(dims, recipe, faiss.METRIC_INNER_PRODUCT)
+                    if train:
+                        sample = np.sort(np.random.default_rng(3).choice(args.rows, train, replace=False))
+                        index.train(vectors[sample])
+                    index.add(vectors)
+                else:  # --no-faiss-build: FAISS searches uform's structure only (no build time of its own)
+                    index = faiss.read_index(os.path.join(work, "bench_ann.faiss"))
+                faiss_build = {"seconds": time.perf_counter() - start, "cpu_seconds": time.process_time() - start_cpu,
+                               "built": bool(args.faiss_build)}
                 faiss_bytes = len(faiss.serialize_index(index))
+                # FAISS on uform's own structure (its .faiss file, FAISS's format): the two graphs built
+                # above differ (2-thread HNSW builds depend on timing), so this third column is the one
+                # that isolates what uform's call path adds around the same search.
+                same = (faiss.read_index(os.path.join(work, "bench_ann.faiss"))
+                        if args.same_structure and args.faiss_build else None)
                 loads.append(os.getloadavg()[0])
-                print(f"{recipe}: build uform {ours_build['seconds']:.1f} s, FAISS {faiss_build['seconds']:.1f} s "
+                theirs = f"{faiss_build['seconds']:.1f} s" if args.faiss_build else "not built (searches uform's)"
+                print(f"{recipe}: build uform {ours_build['seconds']:.1f} s, FAISS {theirs} "
                       f"({args.build_threads} threads, {train} training rows); bytes/vector uform "
                       f"{ours_build['bytes'] / args.rows:.1f}, FAISS {faiss_bytes / args.rows:.1f}")
                 print(f"  threads {knob:>6} | recall uform  FAISS | queries/s uform    FAISS | overhead | "
@@ -206,12 +231,17 @@ def main():
                 # FAISS's own way to do it (IndexRefineFlat over the same F32 rows, k_factor R/10).
                 reranks = [0] + ([args.rerank] if args.rerank and knob == "nprobe" else [])
                 refine = None
+                same_refine = None
                 if len(reranks) > 1:
                     refine = faiss.IndexRefineFlat(index, faiss.swig_ptr(vectors))
                     refine.k_factor = args.rerank / TOP
+                    if same is not None:
+                        same_refine = faiss.IndexRefineFlat(same, faiss.swig_ptr(vectors))
+                        same_refine.k_factor = args.rerank / TOP
                 for rerank, threads, value in [(r, t, v) for r in reranks for t in threads_list for v in values]:
                     if True:
-                        ours_best = theirs_best = ours_cpu = theirs_cpu = math.inf
+                        ours_best = theirs_best = ours_cpu = theirs_cpu = same_best = same_cpu = math.inf
+                        same_ids = None
                         for _ in range(args.rounds):
                             answer = worker.ask(f"search {knob} {value} {threads} {rerank}")
                             ours_best, ours_cpu = min(ours_best, answer["seconds"]), min(ours_cpu, answer["cpu_seconds"])
@@ -222,6 +252,12 @@ def main():
                             _, theirs_ids = (refine if rerank else index).search(queries, TOP)
                             theirs_best = min(theirs_best, time.perf_counter() - start)
                             theirs_cpu = min(theirs_cpu, time.process_time() - start_cpu)
+                            if same is not None:
+                                params.set_index_parameter(same, "efSearch" if knob == "ef" else "nprobe", value)
+                                start, start_cpu = time.perf_counter(), time.process_time()
+                                _, same_ids = (same_refine if rerank else same).search(queries, TOP)
+                                same_best = min(same_best, time.perf_counter() - start)
+                                same_cpu = min(same_cpu, time.process_time() - start_cpu)
                         point = {"threads": threads, knob: value, "rerank": rerank,
                                  "recall_uform": recall(worker.ids(), truth), "recall_faiss": recall(theirs_ids, truth),
                                  "qps_uform": args.queries / ours_best, "qps_faiss": args.queries / theirs_best,
@@ -229,35 +265,62 @@ def main():
                                  "cpu_seconds_uform": ours_cpu, "cpu_seconds_faiss": theirs_cpu,
                                  "overhead_cpu": ours_cpu / theirs_cpu - 1.0,
                                  "speedup_over_exact": exact[threads]["seconds"] / ours_best}
+                        if same is not None:
+                            ours_ids = worker.ids()
+                            point.update({"qps_faiss_same": args.queries / same_best,
+                                          "overhead_same": ours_best / same_best - 1.0,
+                                          "cpu_seconds_faiss_same": same_cpu,
+                                          "overhead_cpu_same": ours_cpu / same_cpu - 1.0,
+                                          "recall_faiss_same": recall(same_ids, truth),
+                                          "ids_equal_same": float(np.mean(ours_ids == same_ids))})
                         points.append(point)
+                        if not block["recipes"] or block["recipes"][-1].get("points") is not points:
+                            block["recipes"].append({"recipe": recipe, "knob": knob, "train_rows": train,
+                                                     "build_uform": ours_build, "build_faiss": faiss_build,
+                                                     "bytes_per_vector_uform": ours_build["bytes"] / args.rows,
+                                                     "bytes_per_vector_faiss": faiss_bytes / args.rows,
+                                                     "points": points})
+                        save(args.json, report, loads, partial=True)  # every point kept, for a run stopped early
                         loads.append(os.getloadavg()[0])
                         print(f"  {threads:7} {value:6}{'+r' + str(rerank) if rerank else ''} |      {point['recall_uform']:.4f} {point['recall_faiss']:.4f} | "
                               f"{point['qps_uform']:15.0f} {point['qps_faiss']:8.0f} | {point['overhead'] * 100:+7.1f}% | "
                               f"{point['cpu_seconds_uform']:6.3f} {point['cpu_seconds_faiss']:6.3f} "
                               f"{point['overhead_cpu'] * 100:+6.1f}% | "
                               f"{point['speedup_over_exact']:7.1f}x")
+                        if same is not None:
+                            print(f"          same structure: FAISS {point['qps_faiss_same']:8.0f} queries/s, recall "
+                                  f"{point['recall_faiss_same']:.4f}, ids equal {point['ids_equal_same']:.4f} | "
+                                  f"overhead {point['overhead_same'] * 100:+6.1f}% wall, "
+                                  f"{point['overhead_cpu_same'] * 100:+6.1f}% CPU ({point['cpu_seconds_faiss_same']:.3f} s)")
                 at95 = {}
                 for threads in threads_list:
                     good = [p for p in points if p["threads"] == threads and p["recall_uform"] >= 0.95]
                     at95[threads] = max((p["speedup_over_exact"] for p in good), default=None)
                     print(f"  speed-up over exact at recall >= 0.95, {threads} threads: "
                           + (f"{at95[threads]:.1f}x" if at95[threads] else "not reached"))
-                block["recipes"].append({"recipe": recipe, "knob": knob, "train_rows": train,
-                                         "build_uform": ours_build, "build_faiss": faiss_build,
-                                         "bytes_per_vector_uform": ours_build["bytes"] / args.rows,
-                                         "bytes_per_vector_faiss": faiss_bytes / args.rows,
-                                         "speedup_at_recall_095": at95, "points": points})
-                del refine, index
+                if not block["recipes"] or block["recipes"][-1].get("points") is not points:  # no points at all
+                    block["recipes"].append({"recipe": recipe, "knob": knob, "train_rows": train,
+                                             "build_uform": ours_build, "build_faiss": faiss_build,
+                                             "bytes_per_vector_uform": ours_build["bytes"] / args.rows,
+                                             "bytes_per_vector_faiss": faiss_bytes / args.rows, "points": points})
+                block["recipes"][-1]["speedup_at_recall_095"] = at95
+                del refine, index, same_refine, same
+                save(args.json, report, loads, partial=True)  # a run stopped later keeps what it measured
             worker.close()
-            report["sets"].append(block)
             del vectors
-    report["load_average"] = {"min": min(loads), "max": max(loads)}
-    report["finished"] = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
     print(f"\nload average (1 min) during the run: {min(loads):.1f} to {max(loads):.1f} on {os.cpu_count()} cores")
-    os.makedirs(os.path.dirname(args.json) or ".", exist_ok=True)
-    with open(args.json, "w") as out:
-        json.dump(report, out, indent=1)
+    save(args.json, report, loads, partial=False)
     print(f"wrote {args.json}")
+
+
+def save(path, report, loads, partial):
+    """Writes the report so far; `partial` marks one written before the run's end."""
+    report["load_average"] = {"min": min(loads), "max": max(loads)}
+    report["partial"] = partial
+    report["finished"] = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    with open(path, "w") as out:
+        json.dump(report, out, indent=1)
 
 
 if __name__ == "__main__":

@@ -1354,8 +1354,10 @@ UFORM_API uform_status_t uform_index_ann_describe(uform_index_ann_t ann, uform_i
  *                                 max(R, top) candidates, each is rescored exactly as
  *                                 uform_index_search scores it (the same kernels, bit for bit for
  *                                 fewer than 8 queries) and the best `top` are answered
- *   progress                      in: counts queries, reported per batch (64 queries first, doubling
- *                                 while a batch takes under 50 ms); cancelling stops between batches
+ *   progress                      in: counts queries, reported per batch (64 queries first, then as
+ *                                 many as the last batch's rate answers in 0.2 s); cancelling stops
+ *                                 between batches. Without a handler every query goes to FAISS in
+ *                                 one call
  *   arena                         in: the hits and the call's scratch (queries·candidates·12 bytes)
  *   outcome                       out
  *   hits                          out: [queries_count][hits_per_query], best first, ties by item;

@@ -2,13 +2,17 @@
  * Approximate search (uform.h, uform_index_ann_search): FAISS proposes `fetch` candidates per
  * query — top, or max(rerank, top) when reranking — through per-call SearchParameters (nprobe, ef,
  * and an IDSelector over the items' modality bytes when a filter excludes some), in batches so
- * progress can be reported and a cancel honoured. A batch starts at FIRST_BATCH queries and doubles
- * while batches take under BATCH_SECONDS (up to MOST_BATCH): every FAISS call is an OpenMP region
- * whose threads meet at a barrier, and on two shared cores 64-query calls cost 2–5 times the wall
- * time of one call for 1,000 queries (bench_ann, docs/indexes.md), while a cancel still waits for
- * one batch of about BATCH_SECONDS at most. With rerank, each candidate is
- * rescored from the index's stored row by the exact search's own kernels (kernels/search.h): the
- * same code path and the same sums as uform_index_search's matrix-vector kernel, so scores equal
+ * progress can be reported and a cancel honoured — and in one call when the request has no progress
+ * handler (nothing to report, nothing can cancel it), as Python's FAISS is called. Every FAISS call
+ * is one or more OpenMP regions whose threads meet at a barrier, and on two loaded cores each costs
+ * a wake-up and a scheduling delay: 1,000 IVF-PQ queries at 1 M rows took 3–6 times the wall time
+ * of one call when sent as 64-query calls (bench_ann, bench/README.md). With a handler, the first
+ * batch is FIRST_BATCH queries and each next one is as many as the last call's rate answers in
+ * BATCH_SECONDS (FIRST_BATCH to MOST_BATCH), a tail under half a batch joining it: two or three
+ * calls for 1,000 queries where doubling from 64 while under 50 ms made five to sixteen (a slow
+ * first call stopped the doubling), while a cancel waits for one batch of about BATCH_SECONDS.
+ * With rerank, each candidate is rescored from the index's stored row by the exact search's own
+ * kernels (kernels/search.h): the same code path and the same sums as uform_index_search's matrix-vector kernel, so scores equal
  * exact search's bit for bit when it runs that path (fewer than 8 queries). The candidates are
  * then ordered by (score descending, item ascending), the order exact search answers in.
  *
@@ -28,10 +32,10 @@
 #include "kernels/search.h"
 
 /* Queries per call into FAISS (and per progress report): the first call's, the most, and the
- * time under which the next call takes twice as many. */
+ * time each later call is sized to take at the rate the call before it measured. */
 #define FIRST_BATCH 64
 #define MOST_BATCH 8192
-#define BATCH_SECONDS 0.05
+#define BATCH_SECONDS 0.2
 
 static double seconds_now(void) {
     struct timespec now;
@@ -134,7 +138,7 @@ static uform_status_t search_run(void *pointer, uform__call_context_t *context) 
     /* Progress counts queries: the batches' sizes depend on their times. */
     uform__progress_begin(&context->progress, context->progress_options, q);
     char message[UFORM_OUTCOME_MESSAGE_CAPACITY - 96];
-    size_t batch = FIRST_BATCH;
+    size_t batch = context->progress.callback ? FIRST_BATCH : q;
     for (size_t first = 0; first < q && fetch;) {
         size_t count = q - first < batch ? q - first : batch;
         double started = seconds_now();
@@ -144,8 +148,14 @@ static uform_status_t search_run(void *pointer, uform__call_context_t *context) 
         if (status != UFORM_OK)
             return uform__fail(context->outcome, status, context->function, "FAISS's search (nprobe %zu, ef %zu): %s",
                                search.nprobe, search.ef, message);
-        if (seconds_now() - started < BATCH_SECONDS && batch < MOST_BATCH) batch *= 2;
+        /* The next batch: what this call's rate answers in BATCH_SECONDS, and the whole tail when
+         * what would be left after it is under half a batch (no short last call). */
+        double took = seconds_now() - started, rate = (double)count / (took > 1e-6 ? took : 1e-6);
+        double wanted = rate * BATCH_SECONDS;
+        if (context->progress.callback)
+            batch = wanted < FIRST_BATCH ? FIRST_BATCH : wanted > MOST_BATCH ? MOST_BATCH : (size_t)wanted;
         first += count;
+        if (q - first > batch && q - first - batch < batch / 2) batch = q - first;
         if (uform__progress_advance(&context->progress, first) == UFORM_CANCEL && first < q)
             return uform__fail(context->outcome, UFORM_CANCELLED, context->function,
                                "cancelled by the progress handler after %zu of %zu queries", first, q);

@@ -159,6 +159,31 @@ static int approximate(uform_index_ann_t ann, const float *queries, knobs_t knob
     return 0;
 }
 
+/* A progress handler that counts its reports and may cancel at the first: with a handler the
+ * queries go to FAISS in batches (64 first), without one in a single call. */
+typedef struct progress_seen_t {
+    size_t reports, last, total;
+    int cancel;
+} progress_seen_t;
+
+static uform_continuation_t on_progress(size_t completed, size_t total, void *state) {
+    progress_seen_t *seen = state;
+    seen->reports += 1, seen->last = completed, seen->total = total;
+    return seen->cancel ? UFORM_CANCEL : UFORM_CONTINUE;
+}
+
+static uform_status_t approximate_reported(uform_index_ann_t ann, const float *queries, size_t ef, progress_seen_t *seen,
+                                          uint64_t *items) {
+    uform_index_ann_search_t search = {0};
+    search.ann = ann, search.arena = arena, search.queries = queries, search.queries_count = QUERIES;
+    search.queries_columns = DIMS, search.top = TOP, search.ef = ef;
+    search.progress.callback = on_progress, search.progress.state = seen;
+    uform_status_t status = uform_index_ann_search(&search);
+    if (status == UFORM_OK && search.hits_per_query == TOP)
+        for (size_t i = 0; i < QUERIES * TOP; ++i) items[i] = search.hits[i].item;
+    return status;
+}
+
 static double recall(const uint64_t *found, const uint64_t *truth) {
     size_t hit = 0;
     for (size_t j = 0; j < QUERIES; ++j)
@@ -332,6 +357,25 @@ int main(int argc, char **argv) {
         compare_with_python(python, script, hnsw_path, queries, (knobs_t){0, 10, 0, 0}, found, "HNSW32 ef 10");
     if (hnsw && approximate(hnsw, queries, (knobs_t){0, 200, 0, 0}, found, scores, NULL) == 0 && python)
         compare_with_python(python, script, hnsw_path, queries, (knobs_t){0, 200, 0, 0}, found, "HNSW32 ef 200");
+    /* With a progress handler the 100 queries go to FAISS in batches (64, then 36): the same ids as
+     * the one call just above (which python3-faiss's ids were compared with; no second Python run,
+     * to keep the test's time), reports up to the total, and a cancel at the first report stops
+     * after the first batch. */
+    if (hnsw && python) {
+        progress_seen_t seen = {0};
+        static uint64_t batched[QUERIES * TOP];
+        CHECK_STATUS(approximate_reported(hnsw, queries, 200, &seen, batched), UFORM_OK);
+        CHECK_MSG(seen.reports >= 2 && seen.last == QUERIES && seen.total == QUERIES,
+                  "progress: %zu reports, last %zu of %zu", seen.reports, seen.last, seen.total);
+        size_t differ = 0;
+        for (size_t i = 0; i < QUERIES * TOP; ++i) differ += batched[i] != found[i];
+        CHECK_MSG(differ == 0, "HNSW32 ef 200 in batches: %zu of %d ids differ from the one call's (python3-faiss's)",
+                  differ, QUERIES * TOP);
+        progress_seen_t cancelling = {0, 0, 0, 1};
+        CHECK_STATUS(approximate_reported(hnsw, queries, 200, &cancelling, batched), UFORM_CANCELLED);
+        CHECK_MSG(cancelling.reports == 1 && cancelling.last == 64, "cancel: %zu reports, last %zu", cancelling.reports,
+                  cancelling.last);
+    }
     /* Modality filter: only images, and the filtered answer still matches exact filtered search. */
     if (hnsw && approximate(hnsw, queries, (knobs_t){0, 0, 0, 1u << UFORM_MODALITY_IMAGE}, found, scores, kinds) == 0) {
         size_t wrong = 0;
