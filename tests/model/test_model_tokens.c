@@ -168,9 +168,10 @@ static void check_published(const char *folder, family_t family, const media_t *
     printf("%s\n", folder);
     char path[4096];
     snprintf(path, sizeof path, "%s/config.json", folder);
-    char *text = test_read_file(path, NULL);
+    size_t length = 0;
+    char *text = test_read_file(path, &length); /* not NUL-terminated: parse by length */
     CHECK_MSG(text != NULL, "cannot read %s", path);
-    cJSON *root = text ? cJSON_Parse(text) : NULL;
+    cJSON *root = text ? cJSON_ParseWithLength(text, length) : NULL;
     free(text);
     CHECK_MSG(root != NULL, "%s is not JSON", path);
     uform_model_t model = NULL;
