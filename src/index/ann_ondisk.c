@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/write_whole.h"
 #include "core/hash128.h"
 #include "core/outcome.h"
 #include "core/path.h"
@@ -21,19 +22,6 @@
 
 /* Bytes copied per read: runs are copied and the finished file hashed through one such buffer. */
 #define COPY_BYTES ((size_t)1 << 20)
-
-static int write_all(int descriptor, const void *bytes, size_t size) {
-    const unsigned char *at = bytes;
-    while (size) {
-        ssize_t done = write(descriptor, at, size);
-        if (done < 0) {
-            if (errno == EINTR) continue;
-            return errno;
-        }
-        at += done, size -= (size_t)done;
-    }
-    return 0;
-}
 
 /* pread or pwrite of exactly `size` bytes; a read that meets the end answers EIO (the scratch file
  * was cut under us). */
@@ -120,7 +108,7 @@ uform_status_t uform__ann_ondisk_start(uform__ann_ondisk_t *ondisk, const uform_
 static int runs_write(void *state, const void *bytes, size_t size) {
     uform__ann_ondisk_t *ondisk = state;
     if (!size) return 0;
-    int error = write_all(ondisk->runs, bytes, size);
+    int error = uform__write_whole(ondisk->runs, bytes, size);
     if (!error) ondisk->runs_bytes += size;
     return error;
 }

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/write_whole.h"
 #include "core/hash128.h"
 #include "core/outcome.h"
 #include "core/path.h"
@@ -24,23 +25,10 @@ typedef struct sink_t {
     uform__hash128_t hasher;
 } sink_t;
 
-static int write_all(int descriptor, const void *bytes, size_t size) {
-    const unsigned char *at = bytes;
-    while (size) {
-        ssize_t done = write(descriptor, at, size);
-        if (done < 0) {
-            if (errno == EINTR) continue;
-            return errno;
-        }
-        at += done, size -= (size_t)done;
-    }
-    return 0;
-}
-
 static int sink_write(void *state, const void *bytes, size_t size) {
     sink_t *sink = state;
     if (!size) return 0; /* FAISS writes an empty vector as (NULL, 0): nothing to write or hash */
-    int error = write_all(sink->descriptor, bytes, size);
+    int error = uform__write_whole(sink->descriptor, bytes, size);
     if (error) return error;
     uform__hash128_update(&sink->hasher, bytes, size);
     sink->written += size;
@@ -87,8 +75,8 @@ uform_status_t uform__ann_write(const uform__faiss_api_t *api, const uform__fais
     unsigned char bytes[UFORM__ANN_RECORD_BYTES], lists[UFORM__ANN_LISTS_BYTES];
     uform__ann_record_encode(record, bytes);
     if (record->lists_name[0]) uform__ann_lists_encode(record, lists);
-    if ((record->lists_name[0] && (error = write_all(sink.descriptor, lists, sizeof lists)) != 0) ||
-        (error = write_all(sink.descriptor, bytes, sizeof bytes)) != 0 || (fsync(sink.descriptor) != 0 && (error = errno))) {
+    if ((record->lists_name[0] && (error = uform__write_whole(sink.descriptor, lists, sizeof lists)) != 0) ||
+        (error = uform__write_whole(sink.descriptor, bytes, sizeof bytes)) != 0 || (fsync(sink.descriptor) != 0 && (error = errno))) {
         status = uform__fail(outcome, UFORM_IO, function, "cannot write '%s': %s", path, strerror(error));
         goto abandon;
     }

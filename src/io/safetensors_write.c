@@ -4,6 +4,7 @@
  * and replaces the target atomically: temporary file in the same directory, write, fsync,
  * rename over the target, fsync of the directory. Until the rename the target is untouched.
  */
+#include "core/write_whole.h"
 #include "io/safetensors.h"
 
 #include <errno.h>
@@ -291,21 +292,6 @@ uform_status_t uform__safetensors_encode(const uform__safetensors_write_t *reque
 }
 
 /* Writes all `length` bytes, retrying after signals and short writes; answers 0 or an errno. */
-static int write_all(int descriptor, const void *bytes, size_t length) {
-    const uint8_t *at = bytes;
-    while (length) {
-        ssize_t written = write(descriptor, at, length);
-        if (written < 0) {
-            if (errno == EINTR) continue;
-            return errno;
-        }
-        if (written == 0) return EIO;
-        at += written;
-        length -= (size_t)written;
-    }
-    return 0;
-}
-
 /* State of one write to a temporary file, so every failure path cleans up the same way. */
 typedef struct writing_t {
     const char *path;
@@ -349,8 +335,8 @@ static uform_status_t write_contents(writing_t *writing, const plan_t *plan, con
                                      uform_outcome_t *outcome) {
     uint8_t prefix[8];
     store_length(prefix, plan->header.length);
-    int error = write_all(writing->descriptor, prefix, 8);
-    if (!error) error = write_all(writing->descriptor, plan->header.bytes, plan->header.length);
+    int error = uform__write_whole(writing->descriptor, prefix, 8);
+    if (!error) error = uform__write_whole(writing->descriptor, plan->header.bytes, plan->header.length);
     if (error) return abandon(writing, outcome, UFORM_IO, "cannot write %s: %s", error);
     uint64_t written = 8 + plan->header.length;
     if (request->progress && request->progress(request->progress_state, written, plan->total))
@@ -360,7 +346,7 @@ static uform_status_t write_contents(writing_t *writing, const plan_t *plan, con
         uint64_t left = plan->lengths[index];
         while (left) {
             size_t chunk = left < WRITE_CHUNK ? (size_t)left : WRITE_CHUNK;
-            error = write_all(writing->descriptor, data, chunk);
+            error = uform__write_whole(writing->descriptor, data, chunk);
             if (error) return abandon(writing, outcome, UFORM_IO, "cannot write %s: %s", error);
             data += chunk;
             left -= chunk;
