@@ -17,8 +17,6 @@ Fixed seeds, loopback only, bounded waits.
 
 import json
 import os
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -27,34 +25,18 @@ import pytest
 
 import uform
 
+import members
+
 MEMBER = Path(__file__).with_name("index_member.py")
 ROWS, DIMS, QUERIES, TOP, NPROBE, TRAIN, RECIPE = 3000, 32, 16, 10, 8, 900, "IVF32,Flat"
-LAUNCHERS = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
-             "TORCHELASTIC_RUN_ID", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "PMI_RANK", "PMI_SIZE",
-             "SLURM_PROCID", "SLURM_NTASKS", "SLURM_JOB_ID")
 
 
 def run_members(folder: Path, job: str, specs, timeout=60):
     """Starts one process per spec (member i of len(specs)) and answers what each printed."""
-    environment = {key: value for key, value in os.environ.items() if key not in LAUNCHERS}
-    processes = []
-    for index, spec in enumerate(specs):
-        spec = dict(spec, index=index, count=len(specs), directory=str(folder), job=job, timeout=timeout)
-        path = folder / f"{job}.member{index}.json"
-        path.write_text(json.dumps(spec))
-        processes.append(subprocess.Popen([sys.executable, str(MEMBER), str(path)], stdout=subprocess.PIPE,
-                                          stderr=subprocess.PIPE, text=True, env=environment))
-    answers = []
-    for process in processes:
-        try:
-            out, err = process.communicate(timeout=timeout + 30)
-        except subprocess.TimeoutExpired:
-            for other in processes:
-                other.kill()
-                other.wait()
-            pytest.fail("a member did not finish")
-        assert process.returncode == 0, err
-        answers.append(json.loads(out.strip().splitlines()[-1]))
+    environment = members.clean_environment()
+    specs = [dict(spec, index=index, count=len(specs), directory=str(folder), job=job, timeout=timeout)
+             for index, spec in enumerate(specs)]
+    answers = members.run(MEMBER, folder, job, [(spec, environment) for spec in specs], timeout + 30, "a member")
     assert len(answers) == len(specs)
     return answers
 

@@ -3,11 +3,7 @@ shares equal one process with the whole batch and each other (by hand in a folde
 torchrun would start them, meeting at a tcp:// store), a launcher's variables read, a batch in chunks
 equal to the batch at once, and refusals name what was wrong."""
 
-import json
-import os
 import socket
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -26,9 +22,7 @@ def share(pairs):
     return contents, [0, 1] * len(pairs), [(2 * i, 2 * i + 1) for i in range(len(pairs))]
 
 
-LAUNCHERS = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
-             "TORCHELASTIC_RUN_ID", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "PMI_RANK", "PMI_SIZE",
-             "SLURM_PROCID", "SLURM_NTASKS", "SLURM_JOB_ID")
+from members import LAUNCHERS, clean_environment, run as run_processes
 
 
 def free_port():
@@ -47,28 +41,14 @@ def run_members(tmp_path, job, configs, shares, steps=2, timeout=60, count=None,
         spec = {"index": index, "count": count or len(configs), "directory": str(tmp_path), "job": job,
                 "timeout": timeout, "config": config, "contents": contents, "sides": sides, "relations": relations,
                 "steps": steps, "save": str(tmp_path / f"{job}.member{index}.safetensors"), "agreement": {"pairs": 4}}
-        environment = {key: value for key, value in os.environ.items() if key not in LAUNCHERS}
+        environment = clean_environment()
         if torchrun:
             spec["launcher"] = "auto"
             environment.update(RANK=str(index), WORLD_SIZE=str(len(configs)), LOCAL_RANK=str(index),
                                LOCAL_WORLD_SIZE=str(len(configs)), MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port),
                                TORCHELASTIC_RUN_ID=job)
-        path = tmp_path / f"{job}.member{index}.json"
-        path.write_text(json.dumps(spec))
-        processes.append(subprocess.Popen([sys.executable, str(MEMBER), str(path)], stdout=subprocess.PIPE,
-                                          stderr=subprocess.PIPE, text=True, env=environment))
-    answers = []
-    for process in processes:
-        try:
-            out, err = process.communicate(timeout=timeout + 60)
-        except subprocess.TimeoutExpired:
-            for other in processes:
-                other.kill()
-                other.wait()
-            pytest.fail("a mesh member did not finish")
-        assert process.returncode == 0, err
-        answers.append(json.loads(out.strip().splitlines()[-1]))
-    return answers
+        processes.append((spec, environment))
+    return run_processes(MEMBER, tmp_path, job, processes, timeout + 60, "a mesh member")
 
 
 def test_a_mesh_of_one_is_no_mesh():
