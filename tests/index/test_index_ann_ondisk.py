@@ -24,12 +24,16 @@ CTest with UFORM_LIBRARY, PYTHONPATH and UFORM_PYTEST_CLI set.
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 import uform
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from test_index_members_ivf import clustered  # noqa: E402  (the same mixture: 40 centres, QUERIES queries)
 
 CLI = os.environ.get("UFORM_PYTEST_CLI", "")
 ROWS, DIMS, QUERIES, TOP, NPROBE, TRAIN = 4000, 32, 24, 10, 8, 1100
@@ -42,20 +46,11 @@ def run(*arguments, expect=0):
     return finished
 
 
-def clustered(seed):
-    generator = np.random.default_rng(seed)
-    middle = generator.standard_normal((40, DIMS))
-    matrix = middle[generator.integers(0, 40, ROWS)] + 0.3 * generator.standard_normal((ROWS, DIMS))
-    matrix = (matrix / np.linalg.norm(matrix, axis=1, keepdims=True)).astype(np.float32)
-    queries = matrix[generator.integers(0, ROWS, QUERIES)] + 0.05 * generator.standard_normal((QUERIES, DIMS))
-    return matrix, (queries / np.linalg.norm(queries, axis=1, keepdims=True)).astype(np.float32)
-
-
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory):
     folder = tmp_path_factory.mktemp("ondisk")
-    rows, queries = clustered(42)
-    other, _ = clustered(43)
+    rows, queries = clustered(42, ROWS, DIMS, 40)
+    other, _ = clustered(43, ROWS, DIMS, 40)
     np.save(folder / "rows.npy", rows)
     np.save(folder / "other.npy", other)
     return folder, rows, queries
