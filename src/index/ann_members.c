@@ -40,6 +40,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef __GLIBC__
+#include <malloc.h> /* malloc_trim */
+#endif
 
 #include "core/outcome.h"
 #include "index/ann.h"
@@ -418,6 +421,8 @@ static uform_status_t batch_job(job_t *job) {
     if (status != UFORM_OK)
         return uform__fail(m->outcome, status, m->function, "FAISS could not add items %zu..%zu: %s", first, first + n - 1,
                            message);
+    /* The block's last batch: its widened rows are not needed while the other members finish. */
+    if (done + n == count) free(job->widened), job->widened = NULL;
     if (job->ondisk) return uform__ann_ondisk_take(job->ondisk, job->faiss, job->faiss, (uint64_t)first, m->outcome, m->function);
     return uform__ann_ondisk_pack(m->api, job->faiss, job->list_count, job->list_sizes, buffer_write, job->lists, m->outcome,
                                   m->function);
@@ -480,6 +485,13 @@ static uform_status_t stream_parts(members_t *m, job_t *job, const uint64_t *sha
         }
     }
     free(firsts), free(sizes), free(part);
+#ifdef __GLIBC__
+    /* The batches' buffers were freed into glibc's heap, which keeps them (its mmap threshold rises
+     * after each large free); the write that follows maps and hashes the whole index, so they are
+     * handed back first (measured: member 0's peak during the build 157 → 127 MiB at 400,000 × 64,
+     * IVF256,Flat, two members; bench/README.md). */
+    malloc_trim(0);
+#endif
     return status;
 }
 
