@@ -158,9 +158,11 @@ uform_status_t uform__ann_ondisk_pack(const uform__faiss_api_t *api, uform__fais
     int error = 0;
     uform_status_t status = api->lists_take(faiss, faiss, write, state, sizes, &error, message, sizeof message);
     if (status == UFORM_OK && (error = write(state, sizes, lists * sizeof *sizes)) != 0) status = UFORM_IO;
+    if (status == UFORM_IO && error == ENOMEM)
+        return uform__fail(outcome, UFORM_OUT_OF_MEMORY, function, "cannot allocate a buffer for a batch of %zu inverted lists",
+                           lists);
     if (status == UFORM_IO)
-        return uform__fail(outcome, error == ENOMEM ? UFORM_OUT_OF_MEMORY : UFORM_IO, function,
-                           "cannot hold a batch of inverted lists to send: %s", strerror(error));
+        return uform__fail(outcome, UFORM_IO, function, "cannot write a batch of inverted lists: %s", strerror(error));
     if (status != UFORM_OK) return uform__fail(outcome, status, function, "FAISS could not hand over its lists: %s", message);
     return UFORM_OK;
 }

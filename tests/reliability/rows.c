@@ -110,6 +110,9 @@ const sweep_row_t sweep_rows[] = {
      * caches then differ from the first run's, so the live-block count is not compared (a block
      * or two in 56 of 574 runs without SWEEP_THREADS, 2026-12-06). */
     {"index_ann_build_members", sweep_run_index_ann_build_members, SWEEP_ISOLATE | SWEEP_THREADS},
+    /* The on-disk lists' exchange of a members' build (another member's packed batch appended by
+     * member 0, uform__ann_ondisk_pack / _append), which a mesh of one never makes; called directly. */
+    {"index_ann_ondisk_exchange", sweep_run_index_ann_ondisk_exchange, SWEEP_ISOLATE},
     {"index_ann_search", sweep_run_index_ann_search, SWEEP_ISOLATE},
     {"index_ann_search_ondisk", sweep_run_index_ann_search_ondisk, SWEEP_ISOLATE},
     /* the tensor-program session */
