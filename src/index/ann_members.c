@@ -19,16 +19,22 @@
  *      items in item order, as one process's adds leave them;
  *   7. member 0 writes the file with the index's pairing record and broadcasts its status.
  *
- * With on-disk lists (options->ondisk, ann_ondisk.h), member 0 writes each batch of its own adds
- * and then each member's part out to its lists' runs instead of merging them in memory, and lays
- * them out as X.ivfdata before the .faiss is written: the same lists in the same order, so the
- * same files for any K; member 0 then holds one batch's or one member's lists at a time.
+ * With on-disk lists (options->ondisk, ann_ondisk.h), steps 5 and 6 go in rounds instead
+ * (stream_parts): in round b every member adds its b-th batch of ADD_ROWS rows; member 0 writes its
+ * batch's lists out to its runs, every other member packs its batch's lists into a buffer (the
+ * runs' layout) and broadcasts it, in member order, and member 0 appends it to its runs. The number
+ * of rounds is the largest block's number of batches, known to every member from step 1's shapes;
+ * a member whose block has no such batch sends nothing that round. Member 0 lays the runs out by
+ * their first items (item order) as X.ivfdata before the .faiss is written: the same lists in the
+ * same order, so the same files for any K. Every member holds one batch's lists at a time (and the
+ * batch of the member now broadcasting), whatever the size of its block.
  *
  * Recipes whose lists do not merge (HNSW graphs, refined or fast-scan IVFs, flat PQ) are built by
  * member 0 alone from the whole index, as uform_index_ann_build does; the others wait for step 7.
  *
  * The mesh offers all-gathers and broadcasts only (no gather to one member), so the sample and each
- * member's serialised lists pass through every member's memory on the way to member 0.
+ * member's serialised lists (or, on disk, each batch of them) pass through every member's memory on
+ * the way to member 0.
  *
  * Long work (training, adding, writing, a graph built alone) runs on a thread of its own while the
  * calling thread all-gathers one byte per member every 100 ms saying whether its work is done

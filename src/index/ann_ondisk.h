@@ -1,8 +1,8 @@
 /*
  * Inverted lists kept on disk (uform_index_ann_options_t.ondisk; docs/indexes.md, "On-disk lists"):
  * an IVF build writes its lists out as it goes, so the process never holds more than one batch of
- * adds (or one member's part) of them, and at the end lays them out as FAISS's OnDiskInvertedLists
- * file beside the .faiss. Private to src/index/.
+ * adds of them (its own, or one another member sent), and at the end lays them out as FAISS's
+ * OnDiskInvertedLists file beside the .faiss. Private to src/index/.
  *
  *   start    names the files (X.faiss → X.ivfdata), opens a scratch file of runs beside them
  *            (unlinked at once: nothing is left behind by a crash);
