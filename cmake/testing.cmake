@@ -19,9 +19,9 @@ endfunction()
 # are `make test`'s native ones (the stage reuses build/), where test_model takes 0.09 s and
 # test_gemm 1.7 s, so the emulated long poles started last and ran on alone at the end of the stage.
 set(UFORM_EMULATED_COSTS
-    test_gemm_gelu=127 test_nn_attention=177 test_gemm=193 test_nn_attention_backward_bf16=243
-    test_model=128 test_nn_attention_bf16=110 test_gemm_i8=94 test_gemm_output=78 test_gemm_pack=78
-    test_index_vectors=54)
+    test_gemm_gelu=127 test_nn_attention=177 test_gemm=193 test_nn_attention_backward_bf16=187
+    test_model=128 test_nn_attention_bf16=58 test_gemm_i8=90 test_gemm_output=46 test_gemm_pack=72
+    test_index_vectors=64)
 
 function(uform_add_test)
   cmake_parse_arguments(T "" "NAME;TIMEOUT" "SOURCES;LABELS;LIBRARIES;ARGS" ${ARGN})
