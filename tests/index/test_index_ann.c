@@ -422,6 +422,21 @@ int main(int argc, char **argv) {
         CHECK_MSG(missed == 0, "with rerank 200, %zu top-1s differ from exact search", missed);
         CHECK_MSG(unequal == 0, "with rerank 200, %zu top-1 scores differ from exact search's bits", unequal);
     }
+    /* Every rank, not only the first: with 2,000 candidates (a tenth of the items) each query's exact
+     * top 10 is among them, so the kept best 10 must be exact search's answer in its order — ids and
+     * score bits at all ten ranks. This is what the selection of the best `top` candidates (ann_search.c,
+     * keep_best) must get right: order, ties by item, and no better candidate dropped. */
+    if (coarse && approximate(coarse, queries, (knobs_t){64, 0, 2000, 0}, found, scores, NULL) == 0) {
+        size_t wrong = 0, unequal = 0;
+        for (size_t i = 0; i < QUERIES * TOP; ++i) {
+            if (found[i] != truth[i] && wrong++ < 3)
+                fprintf(stderr, "  rerank 2000: query %zu rank %zu: item %llu, exact search %llu\n", i / TOP, i % TOP,
+                        (unsigned long long)found[i], (unsigned long long)truth[i]);
+            unequal += memcmp(&scores[i], &truth_scores[i], sizeof(float)) != 0;
+        }
+        CHECK_MSG(wrong == 0, "with rerank 2000, %zu of %d hits differ from exact search's", wrong, QUERIES * TOP);
+        CHECK_MSG(unequal == 0, "with rerank 2000, %zu scores differ from exact search's bits", unequal);
+    }
 
     refusals(index, other, hnsw_path);
     uform_index_ann_options_t options = {"HNSW32", 0, 1};
