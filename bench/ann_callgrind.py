@@ -42,7 +42,7 @@ CASES = [
 
 def faiss_side(argv):
     """Runs inside callgrind: FAISS's search of the first `count` queries, as Python calls it."""
-    path, queries_path, vectors_path, dims, count, knob, value, rerank = argv
+    path, queries_path, vectors_path, dims, count, knob, value, rerank, ids_path = argv
     import faiss
     dims, count, value, rerank = int(dims), int(count), int(value), int(rerank)
     faiss.omp_set_num_threads(1)
@@ -55,7 +55,7 @@ def faiss_side(argv):
         searched = faiss.IndexRefineFlat(index, faiss.swig_ptr(vectors))
         searched.k_factor = rerank / TOP
     _, ids = searched.search(queries, TOP)
-    np.asarray(ids, dtype=np.int64).tofile(path + f".faiss_ids_{count}")
+    np.asarray(ids, dtype=np.int64).tofile(ids_path)
 
 
 def instructions(out_path):
@@ -154,13 +154,14 @@ def main():
                                      args.library_path)
             ours_ids = np.fromfile(os.path.join(folder, "ours.ids"), dtype=np.int64).reshape(count, TOP)
             theirs_out = os.path.join(args.work, f"callgrind.out.faiss.{name}.{count}")
+            theirs_ids_path = theirs_out + ".ids"  # per case: two cases may search one structure
             if args.skip_faiss and os.path.exists(theirs_out):  # Python's side does not change with uform's build
                 theirs, theirs_s = instructions(theirs_out), 0.0
             else:
                 theirs, theirs_s = callgrind(["/usr/bin/python3", os.path.abspath(__file__), "--faiss-side", faiss_path,
                                               queries_path, vectors_path, str(args.dims), str(count), knob, str(value),
-                                              str(rerank)], theirs_out)
-            theirs_ids = np.fromfile(faiss_path + f".faiss_ids_{count}", dtype=np.int64).reshape(count, TOP)
+                                              str(rerank), theirs_ids_path], theirs_out)
+            theirs_ids = np.fromfile(theirs_ids_path, dtype=np.int64).reshape(count, TOP)
             counts[count] = {"uform": ours, "faiss": theirs, "uform_out": ours_out, "faiss_out": theirs_out,
                              "uform_functions": inclusive(ours_out), "faiss_functions": inclusive(theirs_out),
                              "ids_equal": float(np.mean(ours_ids == theirs_ids)),

@@ -8,7 +8,7 @@ both searches, alternating within each round (exact first on even rounds, approx
 ones), so each round's ratio compares two searches a few seconds apart; the table gives the median
 ratio of the rounds, their range, the median rates and the load average of every round.
 
-For each recipe: a sweep of nprobe (one search per value, at the first --threads count) finds the
+For each recipe: a sweep of nprobe (ef for HNSW recipes; one search per value, at the first --threads count) finds the
 first value whose recall@10 (against NumPy's exact top 10) reaches each --targets recall, with and
 without --rerank; those points are then timed against exact search for every --threads count.
 
@@ -63,6 +63,7 @@ def main():
     parser.add_argument("--spread", type=float, default=1.0)
     parser.add_argument("--recipe", action="append", help="a FAISS index_factory string (repeat the flag)")
     parser.add_argument("--nprobe", default="1,2,4,8,16,32,64")
+    parser.add_argument("--ef", default="16,32,64,128,256,512", help="the sweep for HNSW recipes (their knob)")
     parser.add_argument("--rerank", default="0,100")
     parser.add_argument("--targets", default="0.95,0.99")
     parser.add_argument("--threads", default="2,1")
@@ -118,45 +119,48 @@ def main():
                  "sweep": [], "points": []}
         report["recipes"].append(entry)
         print(f"  {build['bytes'] / args.rows:.1f} bytes per vector")
-        # The sweep: recall only (one search each), to find the first nprobe reaching each target.
+        # The sweep: recall only (one search each), to find the first knob value reaching each target.
         chosen = []
+        graph = recipe.startswith("HNSW")  # a graph's knob is ef; everything else here is an IVF's nprobe
+        knob, values = ("ef", args.ef) if graph else ("nprobe", args.nprobe)
+        entry["knob"] = knob
         for rerank in [int(r) for r in args.rerank.split(",")]:
-            if rerank and recipe.endswith(",Flat"):
-                continue  # flat lists already score exactly: rescoring cannot raise recall
+            if rerank and (recipe.endswith(",Flat") or graph):
+                continue  # full F32 vectors already score exactly: rescoring cannot raise recall
             reached = {}
-            for nprobe in [int(v) for v in args.nprobe.split(",")]:
-                worker.ask(f"search nprobe {nprobe} {threads_list[0]} {rerank}")
+            for setting in [int(v) for v in values.split(",")]:
+                worker.ask(f"search {knob} {setting} {threads_list[0]} {rerank}")
                 value = recall(worker.ids(), truth)
-                entry["sweep"].append({"nprobe": nprobe, "rerank": rerank, "recall": value})
-                print(f"  sweep: nprobe {nprobe:4} rerank {rerank:4}: recall@10 {value:.4f}")
+                entry["sweep"].append({knob: setting, "rerank": rerank, "recall": value})
+                print(f"  sweep: {knob} {setting:4} rerank {rerank:4}: recall@10 {value:.4f}")
                 for target in targets:
                     if value >= target and target not in reached:
-                        reached[target] = (nprobe, value)
+                        reached[target] = (setting, value)
                 if len(reached) == len(targets):
                     break
-            for target, (nprobe, value) in sorted(reached.items()):
-                if (nprobe, rerank) not in [(c[0], c[1]) for c in chosen]:
-                    chosen.append((nprobe, rerank, value, target))
+            for target, (setting, value) in sorted(reached.items()):
+                if (setting, rerank) not in [(c[0], c[1]) for c in chosen]:
+                    chosen.append((setting, rerank, value, target))
         # The timed points: exact and approximate alternating in every round.
-        for nprobe, rerank, value, target in chosen:
+        for setting, rerank, value, target in chosen:
             for threads in threads_list:
                 exact_s, ann_s, ratios, loads = [], [], [], []
                 for round_ in range(args.rounds):
                     order = ["exact", "ann"] if round_ % 2 == 0 else ["ann", "exact"]
                     seconds = {}
                     for side in order:
-                        line = f"exact {threads}" if side == "exact" else f"search nprobe {nprobe} {threads} {rerank}"
+                        line = f"exact {threads}" if side == "exact" else f"search {knob} {setting} {threads} {rerank}"
                         seconds[side] = worker.ask(line)["seconds"]
                     exact_s.append(seconds["exact"]), ann_s.append(seconds["ann"])
                     ratios.append(seconds["exact"] / seconds["ann"])
                     loads.append(os.getloadavg()[0])
-                point = {"nprobe": nprobe, "rerank": rerank, "recall": value, "target": target, "threads": threads,
+                point = {knob: setting, "rerank": rerank, "recall": value, "target": target, "threads": threads,
                          "exact_seconds": exact_s, "ann_seconds": ann_s, "ratios": ratios, "loads": loads,
                          "median_ratio": statistics.median(ratios),
                          "qps_exact_median": args.queries / statistics.median(exact_s),
                          "qps_ann_median": args.queries / statistics.median(ann_s)}
                 entry["points"].append(point)
-                print(f"  nprobe {nprobe:4} rerank {rerank:4} recall {value:.4f} threads {threads}: "
+                print(f"  {knob} {setting:4} rerank {rerank:4} recall {value:.4f} threads {threads}: "
                       f"exact {point['qps_exact_median']:7.0f} q/s, approximate {point['qps_ann_median']:7.0f} q/s, "
                       f"speed-up median {point['median_ratio']:5.1f}x (rounds {min(ratios):.1f}-{max(ratios):.1f}), "
                       f"load {min(loads):.1f}-{max(loads):.1f}")
