@@ -31,8 +31,8 @@
  * sub-quantisers (8 bits each).
  *
  * Why flat lists from 100,000 items: on bench_ann's clustered mixture (bench/ann_vs_exact.py, exact
- * and approximate search alternating in one worker) HNSW32 was 1.0–1.5 times exact search's rate at
- * recall@10 0.95 at 100,000, 300,000 and 1,000,000 × 64 rows (its recall flattens: ef 512 for 0.958 at
+ * and approximate search alternating in one worker) HNSW32 was 0.7–1.5 times exact search's rate at
+ * recall@10 0.95 at 100,000, 300,000 and 1,000,000 × 64 rows (its recall flattens: ef 512 for 0.960 at
  * 1 M), while IVF<n>,Flat was 10–17 times it (nprobe 1–4), in half the memory (4·dims + 8 bytes a
  * vector against 4·dims + 272) and a quarter of the build time. Below 100,000 items exact search
  * answers thousands of queries a second anyway, and a graph needs no training. Above FLAT_LIMIT the
