@@ -8,11 +8,21 @@
 # first); "--from" is `uform index --from` (the build, then the command line's open of the result);
 # "--vectors K=k" the whole `uform index --vectors --ann` run with --processes k (0: no mesh), whose
 # peak is the largest member's.
+#
+# bench/ann_ondisk_memory.sh members [ROWS] [RECIPE...] (default 400000 IVF256,Flat IVF1024,PQ16np)
+# measures each member of a K = 2 build of the structure alone instead (bench/ann_members_memory.py:
+# uform_index_ann_build_members with the peak resident size reset just before it, so the encoding
+# and the all-gather of the rows, which hold the whole index on every member, do not hide it), with
+# the lists in memory and on disk; the line for member 1 is a member other than 0's. BUILD=folder
+# (default build-h) loads another build's library, such as one of an older commit (before/after).
 set -e
 root=$(cd "$(dirname "$0")/.." && pwd)
-U=$root/build-h/tools/uform
-export UFORM_LIBRARY=$root/build-h/libuform.so.4 PYTHONPATH=$root/python
-rows=${1:-200000}
+build=${BUILD:-$root/build-h}
+U=$build/tools/uform
+export UFORM_LIBRARY=$build/libuform.so.4 PYTHONPATH=$root/python
+members=0
+if [ "${1:-}" = members ]; then members=1; shift; fi
+rows=${1:-$([ $members = 1 ] && echo 400000 || echo 200000)}
 shift || true
 recipes=${*:-IVF256,Flat IVF1024,PQ16np}
 work=$(mktemp -d)
@@ -23,6 +33,23 @@ T="/usr/bin/time -f %e_s_%M_KiB"
 import numpy as np
 g = np.random.default_rng(7); c = g.standard_normal((500, 64)); x = c[g.integers(0, 500, $rows)] + 0.3 * g.standard_normal(($rows, 64))
 x /= np.linalg.norm(x, axis=1, keepdims=True); np.save('big.npy', x.astype(np.float32))"
+if [ $members = 1 ]; then
+  "$U" index --vectors big.npy --out base.index --quiet
+  echo "$rows x 64, K = 2 members, the structure's build alone (bench/ann_members_memory.py), $build"
+  for recipe in $recipes; do
+    for on in 0 1; do
+      pids=""
+      for r in 0 1; do
+        /usr/bin/python3 "$root/bench/ann_members_memory.py" $r 2 "$work" "$recipe" $on > member$r.txt &
+        pids="$pids $!"
+      done
+      wait $pids
+      cat member0.txt member1.txt
+    done
+  done
+  uptime
+  exit 0
+fi
 cat > build_only.py <<'PY'
 import sys
 from ctypes import addressof

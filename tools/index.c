@@ -72,7 +72,8 @@ static const cli_flag_t flags[] = {
              "with --ann: FAISS's OpenMP threads (default 0: OpenMP's; 1 builds the same file every time)"),
     CLI_SWITCH_FLAG("--ann-ondisk", options_t, ann_ondisk,
                     "with --ann=IVF...: keep the inverted lists on disk in X.ivfdata beside X.faiss (FAISS's\n"
-                    "OnDiskInvertedLists; built a batch, or a member's part, at a time; move the two together)"),
+                    "OnDiskInvertedLists; built 65,536 rows at a time, each member's batches sent to member 0;\n"
+                    "move the two together)"),
     CLI_SWITCH_FLAG("--resume", options_t, resume, "continue from INDEX (a checkpoint or a finished index): skip what it holds"),
     CLI_SWITCH_FLAG("--hidden", options_t, hidden, "also walk hidden files and folders"),
     CLI_SWITCH_FLAG("--json", options_t, json, "print the summary as one JSON object on stdout"),

@@ -1265,8 +1265,9 @@ typedef struct uform_index_ann_options_t {
      * structure — X.faiss's lists in X.ivfdata (another name gets ".ivfdata" appended), named in the
      * .faiss without its folder, so the two can be moved together — for IVF recipes whose lists FAISS
      * merges (IVF…,Flat, IVF…,PQ…, IVF…,SQ8, under OPQ or PCA too); others are UFORM_INVALID_ARGUMENT.
-     * The build writes each batch of 65,536 added rows' lists out as it goes (a members' build, each
-     * member's part), so it never holds all of them in memory; opening maps the lists file and
+     * The build writes each batch of 65,536 added rows' lists out as it goes (in a members' build,
+     * every member adds 65,536 rows at a time and sends each batch's lists to member 0, which
+     * writes them), so no process holds all of them in memory; opening maps the lists file and
      * searches read it through the page cache. Both files are written atomically (temporary names,
      * fsync, the lists renamed just before the .faiss); the .faiss's pairing record holds the lists
      * file's name, size and hash, and opening refuses a lists file that is missing (UFORM_IO) or of
@@ -2598,9 +2599,10 @@ UFORM_API uform_status_t uform_index_builder_gather(uform_index_builder_t builde
  * the same order, as uform_index_ann_build draws from the whole index —, broadcasts the trained
  * empty structure, every member adds its block under the items' numbers, and member 0 merges the
  * members' lists in member order (FAISS's merge_from) and writes the file with the index's
- * pairing record — or, with options->ondisk, writes its own adds a batch at a time and each
- * member's part as it arrives to the lists file instead of merging them in memory (the same files
- * as one process writes). Other recipes (HNSW, refined or fast-scan IVFs) are built by member 0 alone from
+ * pairing record — or, with options->ondisk (member 0's), the members add their blocks in rounds
+ * of 65,536 rows, each round's lists sent to member 0 (every member holds one batch's lists at a
+ * time, not its block's) and written by it to the lists file instead of merged in memory (the same
+ * files as one process writes). Other recipes (HNSW, refined or fast-scan IVFs) are built by member 0 alone from
  * `index`, as uform_index_ann_build does. `options` are member 0's (the others' `threads` apply to
  * their own adds). Every member answers the same status: member r's failure reaches the others as
  * "member r of K failed …: its message". Long work (training, adds, the write, a graph built

@@ -21,13 +21,17 @@ from ._library import lib
 from .errors import from_outcome, invalid
 
 
-def ann_options(ann: Any, ann_train: int, ann_threads: int, function: str) -> Optional[D.IndexAnnOptions]:
+def ann_options(ann: Any, ann_train: int, ann_threads: int, function: str,
+                ann_ondisk: bool = False) -> Optional[D.IndexAnnOptions]:
     """``uform_index_ann_options_t`` for ``ann`` (True: the default recipe; a str: a FAISS
-    index_factory recipe), or None for no structure (None or False)."""
+    index_factory recipe), or None for no structure (None or False). ``ann_ondisk`` is the struct's
+    ``ondisk`` (``Index.build_ann``'s ``ondisk``, the command line's ``--ann-ondisk``)."""
     if ann is None or ann is False:
-        if ann_train or ann_threads:
-            raise invalid(function, "ann_train and ann_threads tune the approximate structure: give ann= too")
+        if ann_train or ann_threads or ann_ondisk:
+            raise invalid(function, "ann_train, ann_threads and ann_ondisk tune the approximate structure: give ann= too")
         return None
+    if not isinstance(ann_ondisk, bool):
+        raise invalid(function, f"ann_ondisk = {ann_ondisk!r}: expected True or False")
     options = D.IndexAnnOptions()
     if ann is True:
         options.recipe = None
@@ -37,6 +41,7 @@ def ann_options(ann: Any, ann_train: int, ann_threads: int, function: str) -> Op
         raise invalid(function, f"ann = {ann!r}: expected True (the default recipe) or a FAISS recipe such as 'IVF1024,PQ16np'")
     options.train_rows = _inputs.non_negative(ann_train, function, "ann_train")
     options.threads = _inputs.non_negative(ann_threads, function, "ann_threads")
+    options.ondisk = 1 if ann_ondisk else 0
     return options
 
 

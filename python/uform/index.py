@@ -265,7 +265,7 @@ class Index(Closing):
               progress: Optional[Callable[[int, int], Any]] = None, vectors: Any = None,
               paths: Optional[Sequence[Any]] = None, ids: Optional[Sequence[Any]] = None, normalize: bool = False,
               modality: str = "image", mesh: Any = None, ann: Any = None, ann_path: Any = None, ann_train: int = 0,
-              ann_threads: int = 0) -> BuildResult:
+              ann_threads: int = 0, ann_ondisk: bool = False) -> BuildResult:
         """Embeds every item of the folders and files ``inputs``, the ``manifests``, the ``shards``
         and any ``datasets`` into ``out`` (``uform_index_build``: a reader thread, decoding on
         ``decoder`` a batch ahead, bad items listed in ``out.errors.jsonl``, a checkpoint every
@@ -281,6 +281,9 @@ class Index(Closing):
         an approximate structure over the index into ``ann_path`` (default: ``out``'s .faiss), trained
         on ``ann_train`` rows (0: min(count, 256 per centroid)) with ``ann_threads`` OpenMP threads
         (0: OpenMP's; 1 builds the same file every time); open it with ``Index.open(out).open_ann()``.
+        ``ann_ondisk=True`` keeps an IVF recipe's inverted lists on disk beside it (X.faiss's in
+        X.ivfdata), as ``Index.build_ann(ondisk=True)`` and ``--ann-ondisk`` do; the name is
+        ``build_ann``'s ``ondisk`` with the ``ann_`` prefix this call's other structure settings have.
 
         ``mesh`` (a ``uform.Mesh``) makes the call collective: every member of the mesh calls it with
         the same arguments and together they build the one index a single process would (the same
@@ -288,14 +291,17 @@ class Index(Closing):
         and encodes its share of the batches. ``vectors``: each member is given the whole matrix
         (``numpy.load(..., mmap_mode="r")`` maps it) and stores its block of rows [N·r/K, N·(r+1)/K).
         Member 0 writes ``out``; with ``ann``, IVF recipes are trained on member 0, every member adds
-        the rows it holds, and member 0 merges the lists (other recipes: member 0 from every row).
+        the rows it holds, and member 0 merges the lists (other recipes: member 0 from every row);
+        with ``ann_ondisk`` too, every member adds its rows 65,536 at a time and sends each batch's
+        lists to member 0, which writes them to the lists file, so no member holds its whole share
+        of the lists in memory.
         Not with ``resume``; no checkpoint is written before the end."""
         function = "Index.build"
         from ._index_members import ann_options
         from .executor import calling_thread
 
         try:
-            structure = ann_options(ann, ann_train, ann_threads, function)
+            structure = ann_options(ann, ann_train, ann_threads, function, ann_ondisk)
             if ann_path is not None and structure is None:
                 raise invalid(function, "ann_path names where the approximate structure goes: give ann= too")
             if vectors is not None:

@@ -190,7 +190,7 @@ UFORM_API uform_status_t uform_index_ann_build(uform_index_t index, const char *
             goto done;
         }
         /* On disk: each batch's lists leave memory as soon as they are made. */
-        if (options->ondisk && (status = uform__ann_ondisk_take(&ondisk, faiss, faiss, outcome, function)) != UFORM_OK)
+        if (options->ondisk && (status = uform__ann_ondisk_take(&ondisk, faiss, faiss, (uint64_t)first, outcome, function)) != UFORM_OK)
             goto done;
     }
     free(rows);

@@ -19,16 +19,22 @@
  *      items in item order, as one process's adds leave them;
  *   7. member 0 writes the file with the index's pairing record and broadcasts its status.
  *
- * With on-disk lists (options->ondisk, ann_ondisk.h), member 0 writes each batch of its own adds
- * and then each member's part out to its lists' runs instead of merging them in memory, and lays
- * them out as X.ivfdata before the .faiss is written: the same lists in the same order, so the
- * same files for any K; member 0 then holds one batch's or one member's lists at a time.
+ * With on-disk lists (options->ondisk, ann_ondisk.h), steps 5 and 6 go in rounds instead
+ * (stream_parts): in round b every member adds its b-th batch of ADD_ROWS rows; member 0 writes its
+ * batch's lists out to its runs, every other member packs its batch's lists into a buffer (the
+ * runs' layout) and broadcasts it, in member order, and member 0 appends it to its runs. The number
+ * of rounds is the largest block's number of batches, known to every member from step 1's shapes;
+ * a member whose block has no such batch sends nothing that round. Member 0 lays the runs out by
+ * their first items (item order) as X.ivfdata before the .faiss is written: the same lists in the
+ * same order, so the same files for any K. Every member holds one batch's lists at a time (and the
+ * batch of the member now broadcasting), whatever the size of its block.
  *
  * Recipes whose lists do not merge (HNSW graphs, refined or fast-scan IVFs, flat PQ) are built by
  * member 0 alone from the whole index, as uform_index_ann_build does; the others wait for step 7.
  *
  * The mesh offers all-gathers and broadcasts only (no gather to one member), so the sample and each
- * member's serialised lists pass through every member's memory on the way to member 0.
+ * member's serialised lists (or, on disk, each batch of them) pass through every member's memory on
+ * the way to member 0.
  *
  * Long work (training, adding, writing, a graph built alone) runs on a thread of its own while the
  * calling thread all-gathers one byte per member every 100 ms saying whether its work is done
@@ -40,6 +46,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef __GLIBC__
+#include <malloc.h> /* malloc_trim */
+#endif
 
 #include "core/outcome.h"
 #include "index/ann.h"
@@ -250,10 +259,10 @@ static uform_status_t gather_sample(members_t *m, uform_index_builder_t own, con
     return status;
 }
 
-/* Step 5 on this member: its block added to `faiss` under the items' numbers, then serialised —
- * or, with `ondisk` (member 0), each batch's lists written out to the runs as it is added. */
+/* Step 5 on this member (lists in memory): its block added to `faiss` under the items' numbers,
+ * then serialised (members other than 0). */
 static uform_status_t add_block(members_t *m, uform__faiss_t *faiss, uform_index_builder_t own, size_t first,
-                                size_t threads, buffer_t *lists, uform__ann_ondisk_t *ondisk) {
+                                size_t threads, buffer_t *lists) {
     walker_t walker = {0};
     uform__index_builder_view(own, &walker.view);
     size_t count = walker.view.count, dims = walker.view.dims;
@@ -269,8 +278,6 @@ static uform_status_t add_block(members_t *m, uform__faiss_t *faiss, uform_index
         if (status != UFORM_OK)
             status = uform__fail(m->outcome, status, m->function, "FAISS could not add items %zu..%zu: %s", first + done,
                                  first + done + n - 1, message);
-        else if (ondisk)
-            status = uform__ann_ondisk_take(ondisk, faiss, faiss, m->outcome, m->function);
     }
     free(rows);
     if (status == UFORM_OK && m->self != 0) status = serialize(m, faiss, lists, "this member's inverted lists");
@@ -280,8 +287,7 @@ static uform_status_t add_block(members_t *m, uform__faiss_t *faiss, uform_index
 /* Step 6: member r's lists broadcast from r in member order; member 0 merges each into `faiss`.
  * Every member takes part in every broadcast (each holds a buffer of the largest part), also after
  * member 0's merge failed, so the exchanges stay in step; member 0 then reports the failure. */
-static uform_status_t merge_parts(members_t *m, uform__faiss_t *faiss, buffer_t *lists, const said_t *sizes, said_t *result,
-                                  uform__ann_ondisk_t *ondisk) {
+static uform_status_t merge_parts(members_t *m, uform__faiss_t *faiss, buffer_t *lists, const said_t *sizes, said_t *result) {
     size_t largest = 0;
     for (size_t r = 1; r < m->count; ++r)
         if (sizes[r].value > largest) largest = (size_t)sizes[r].value;
@@ -297,10 +303,7 @@ static uform_status_t merge_parts(members_t *m, uform__faiss_t *faiss, buffer_t 
         members_t quiet = *m;
         quiet.outcome = &local;
         uform_status_t merged = deserialize(&quiet, bytes, (size_t)sizes[r].value, &other, "a member's inverted lists");
-        if (merged == UFORM_OK && ondisk) {
-            /* On disk: the part's lists go to the runs after member 0's own, member by member. */
-            merged = uform__ann_ondisk_take(ondisk, faiss, other, &local, m->function);
-        } else if (merged == UFORM_OK) {
+        if (merged == UFORM_OK) {
             char message[UFORM_OUTCOME_MESSAGE_CAPACITY - 96];
             merged = m->api->merge(faiss, other, message, sizeof message);
             if (merged != UFORM_OK) uform__fail(&local, merged, m->function, "FAISS could not merge member %zu's lists: %s", r, message);
@@ -333,6 +336,12 @@ struct job_t {
     const uform_index_ann_options_t *options;
     uform__ann_record_t *record;
     uform__ann_ondisk_t *ondisk; /* member 0 with on-disk lists, else NULL */
+    /* on-disk lists' rounds (batch_job) */
+    size_t batch;          /* the round: this member's batch of ADD_ROWS rows */
+    walker_t walker;       /* over `own`, from round to round */
+    float *widened;        /* [ADD_ROWS, dims] a batch widened to F32 */
+    uint64_t *list_sizes;  /* [lists] scratch for packing */
+    size_t list_count;     /* the structure's lists */
 };
 
 static void *job_thread(void *raw) {
@@ -380,9 +389,115 @@ static uform_status_t train_job(job_t *job) {
 static uform_status_t add_job(job_t *job) {
     uform_status_t status = UFORM_OK;
     if (!job->faiss) status = deserialize(&job->m, job->bytes, job->rows, &job->faiss, "the trained structure");
-    if (status == UFORM_OK && job->ondisk)
-        status = uform__ann_ondisk_start(job->ondisk, job->m.api, job->faiss, job->path, job->m.outcome, job->m.function);
-    if (status == UFORM_OK) status = add_block(&job->m, job->faiss, job->own, job->first, job->threads, job->lists, job->ondisk);
+    if (status == UFORM_OK) status = add_block(&job->m, job->faiss, job->own, job->first, job->threads, job->lists);
+    return status;
+}
+
+/* Steps 5 and 6 with on-disk lists, one round on one member: its batch `job->batch` added under the
+ * items' numbers; member 0 moves the batch's lists to its runs, the others pack them into
+ * job->lists to be sent (an empty buffer when the block has no such batch). The first round also
+ * reads the trained bytes (members other than 0) or starts the runs (member 0). */
+static uform_status_t batch_job(job_t *job) {
+    members_t *m = &job->m;
+    uform_status_t status = UFORM_OK;
+    job->lists->size = 0;
+    if (job->batch == 0) {
+        if (!job->faiss) status = deserialize(m, job->bytes, job->rows, &job->faiss, "the trained structure");
+        if (status == UFORM_OK) {
+            uform__faiss_facts_t facts;
+            m->api->describe(job->faiss, &facts);
+            job->list_count = (size_t)facts.lists;
+            uform__index_builder_view(job->own, &job->walker.view);
+            size_t count = job->walker.view.count, chunk = count < ADD_ROWS ? count : ADD_ROWS;
+            job->list_sizes = calloc(job->list_count ? job->list_count : 1, sizeof *job->list_sizes);
+            job->widened = malloc((chunk ? chunk : 1) * job->walker.view.dims * sizeof(float));
+            if (!job->list_sizes || !job->widened)
+                status = uform__fail(m->outcome, UFORM_OUT_OF_MEMORY, m->function,
+                                     "cannot allocate %zu rows widened to f32 and %zu lists' sizes", chunk, job->list_count);
+        }
+        if (status == UFORM_OK && job->ondisk)
+            status = uform__ann_ondisk_start(job->ondisk, m->api, job->faiss, job->path, m->outcome, m->function);
+    }
+    size_t count = job->walker.view.count, dims = job->walker.view.dims, done = job->batch * (size_t)ADD_ROWS;
+    if (status != UFORM_OK || done >= count) return status;
+    size_t n = count - done < ADD_ROWS ? count - done : ADD_ROWS, first = job->first + done;
+    for (size_t k = 0; k < n; ++k) walk_to(&job->walker, done + k, job->widened + k * dims);
+    char message[UFORM_OUTCOME_MESSAGE_CAPACITY - 96];
+    status = m->api->add_numbered(job->faiss, n, job->widened, (uint64_t)first, job->threads, message, sizeof message);
+    if (status != UFORM_OK)
+        return uform__fail(m->outcome, status, m->function, "FAISS could not add items %zu..%zu: %s", first, first + n - 1,
+                           message);
+    /* The block's last batch: its widened rows are not needed while the other members finish. */
+    if (done + n == count) free(job->widened), job->widened = NULL;
+    if (job->ondisk) return uform__ann_ondisk_take(job->ondisk, job->faiss, job->faiss, (uint64_t)first, m->outcome, m->function);
+    return uform__ann_ondisk_pack(m->api, job->faiss, job->list_count, job->list_sizes, buffer_write, job->lists, m->outcome,
+                                  m->function);
+}
+
+/* Steps 5 and 6 with on-disk lists: as many rounds as the largest block has batches of ADD_ROWS
+ * rows (the same count on every member, from the shapes). In round b every member adds its batch b
+ * (batch_job); the statuses and the packed sizes are all-gathered; then each member r > 0 with a
+ * batch broadcasts it, in member order, and member 0 appends it to its runs as the run of its
+ * first item. So a member holds one batch's lists at a time (and one other member's batch on the
+ * way to member 0), whatever its block's size; the runs are put in item order when laid out. A
+ * failure of member 0's append goes into `result` and reaches the others at the next round's
+ * all-gather, or at step 7 after the last round. *faiss follows the job's structure. */
+static uform_status_t stream_parts(members_t *m, job_t *job, const uint64_t *shapes, said_t *result, uform__faiss_t **faiss) {
+    uint64_t *firsts = calloc(m->count, sizeof *firsts), *sizes = calloc(m->count, sizeof *sizes);
+    unsigned char *part = NULL;
+    size_t part_capacity = 0, rounds = 0;
+    uform_status_t status = can_hold(m, firsts && sizes, "the records of the members' batches");
+    for (size_t r = 0, at = 0; r < m->count && status == UFORM_OK; ++r) {
+        size_t block = (size_t)shapes[r * SHAPE_WORDS + SHAPE_COUNT], batches = block / ADD_ROWS + (block % ADD_ROWS != 0);
+        firsts[r] = at, at += block;
+        if (batches > rounds) rounds = batches;
+    }
+    for (size_t b = 0; b < rounds && status == UFORM_OK; ++b) {
+        job->batch = b;
+        status = wait_for(m, job);
+        *faiss = job->faiss;
+        if (status != UFORM_OK) break;
+        said_t said;
+        memset(&said, 0, sizeof said);
+        if (job->status == UFORM_OK && result->status != UFORM_OK) {
+            /* Member 0's append failed in the last round: its message, as its own failure. */
+            uform__fail(m->outcome, (uform_status_t)result->status, m->function, "%s", result->message);
+            said = *result;
+        } else {
+            say(&said, job->status, m->outcome);
+        }
+        said.value = job->lists->size;
+        if ((status = agree(m, &said, "while adding its rows")) != UFORM_OK) break;
+        size_t largest = 0;
+        for (size_t r = 1; r < m->count; ++r) {
+            sizes[r] = m->saids[r].value;
+            if (r != m->self && sizes[r] > largest) largest = (size_t)sizes[r];
+        }
+        if (largest > part_capacity) {
+            unsigned char *grown = realloc(part, largest);
+            if (grown) part = grown, part_capacity = largest;
+        }
+        status = can_hold(m, largest <= part_capacity, "a buffer for a batch of a member's inverted lists");
+        for (size_t r = 1; r < m->count && status == UFORM_OK; ++r) {
+            if (!sizes[r]) continue;
+            unsigned char *bytes = r == m->self ? job->lists->bytes : part;
+            status = uform__mesh_broadcast(m->mesh, bytes, (size_t)sizes[r], r, "a batch of a member's inverted lists", m->outcome,
+                                           m->function);
+            if (status != UFORM_OK || m->self != 0 || result->status != UFORM_OK) continue;
+            uform_outcome_t local = {0};
+            uform_status_t taken = uform__ann_ondisk_append(job->ondisk, *faiss, bytes, (size_t)sizes[r],
+                                                            firsts[r] + (uint64_t)b * ADD_ROWS, &local, m->function);
+            if (taken != UFORM_OK) say(result, taken, &local);
+        }
+    }
+    free(firsts), free(sizes), free(part);
+#ifdef __GLIBC__
+    /* The batches' buffers were freed into glibc's heap, which keeps them (its mmap threshold rises
+     * after each large free); the write that follows maps and hashes the whole index, so they are
+     * handed back first (measured: member 0's peak during the build 157 → 127 MiB at 400,000 × 64,
+     * IVF256,Flat, two members; bench/README.md). */
+    malloc_trim(0);
+#endif
     return status;
 }
 
@@ -468,17 +583,19 @@ UFORM_API uform_status_t uform_index_ann_build_members(uform_index_t index, ufor
         if (made == UFORM_OK) {
             uform__faiss_facts_t facts;
             m.api->describe(faiss, &facts);
-            said.value = (uint64_t)facts.mergeable, said.extra = train_rows;
+            /* Bit 0: the lists merge; bit 1: they go to disk, streamed in rounds (stream_parts). */
+            said.value = (uint64_t)(facts.mergeable ? 1 | (options->ondisk ? 2 : 0) : 0), said.extra = train_rows;
         }
     }
     if ((status = hear(&m, &said, "to make the structure")) != UFORM_OK) goto done;
     size_t train_rows = (size_t)said.extra;
+    int streamed = (said.value & 2) != 0;
     char recipe[UFORM__ANN_RECIPE_CAPACITY];
     memcpy(recipe, said.text, sizeof recipe);
     recipe[sizeof recipe - 1] = 0;
     job.recipe = recipe, job.path = path, job.index = index, job.options = options, job.threads = options->threads;
 
-    if (!said.value) {
+    if (!(said.value & 1)) {
         /* Not mergeable: member 0 builds it from the whole index, as one process does. */
         if (m.self == 0) m.api->free(faiss), faiss = NULL, job.run = alone_job;
         if ((status = wait_for(&m, m.self == 0 ? &job : NULL)) != UFORM_OK) goto done;
@@ -514,29 +631,40 @@ UFORM_API uform_status_t uform_index_ann_build_members(uform_index_t index, ufor
     /* 5. every member adds its block; the statuses and the sizes of the serialised lists. */
     buffer_t trained = lists;
     lists = (buffer_t){0};
-    job.run = add_job, job.faiss = m.self == 0 ? faiss : NULL, job.bytes = trained.bytes, job.rows = trained.size;
-    job.ondisk = m.self == 0 && options->ondisk ? &ondisk : NULL;
+    job.faiss = m.self == 0 ? faiss : NULL, job.bytes = trained.bytes, job.rows = trained.size;
+    job.ondisk = m.self == 0 && streamed ? &ondisk : NULL;
     job.own = own, job.first = first, job.lists = &lists;
-    status = wait_for(&m, &job);
-    free(trained.bytes);
-    faiss = job.faiss; /* made by the job on members other than 0 */
-    if (status != UFORM_OK) goto done;
-    memset(&said, 0, sizeof said);
-    say(&said, job.status, outcome);
-    said.value = lists.size;
-    if ((status = agree(&m, &said, "while adding its rows")) != UFORM_OK) goto done;
+    if (streamed) {
+        /* 5 and 6 in rounds, each member's lists to member 0's runs a batch at a time. */
+        job.run = batch_job;
+        memset(&said, 0, sizeof said);
+        status = stream_parts(&m, &job, shapes, &said, &faiss);
+        free(trained.bytes);
+        if (status != UFORM_OK) goto done;
+    } else {
+        job.run = add_job;
+        status = wait_for(&m, &job);
+        free(trained.bytes);
+        faiss = job.faiss; /* made by the job on members other than 0 */
+        if (status != UFORM_OK) goto done;
+        memset(&said, 0, sizeof said);
+        say(&said, job.status, outcome);
+        said.value = lists.size;
+        if ((status = agree(&m, &said, "while adding its rows")) != UFORM_OK) goto done;
 
-    /* 6. the merge on member 0, 7. the file, and member 0's word to everyone. */
-    said_t *sizes = calloc(m.count, sizeof *sizes);
-    if (!sizes) {
-        status = uform__fail(outcome, UFORM_OUT_OF_MEMORY, function, "cannot allocate %zu records", m.count);
-        goto done;
+        /* 6. the merge on member 0. */
+        said_t *sizes = calloc(m.count, sizeof *sizes);
+        if (!sizes) {
+            status = uform__fail(outcome, UFORM_OUT_OF_MEMORY, function, "cannot allocate %zu records", m.count);
+            goto done;
+        }
+        memcpy(sizes, m.saids, m.count * sizeof *sizes);
+        memset(&said, 0, sizeof said);
+        status = merge_parts(&m, faiss, &lists, sizes, &said);
+        free(sizes);
+        if (status != UFORM_OK) goto done;
     }
-    memcpy(sizes, m.saids, m.count * sizeof *sizes);
-    memset(&said, 0, sizeof said);
-    status = merge_parts(&m, faiss, &lists, sizes, &said, job.ondisk);
-    free(sizes);
-    if (status != UFORM_OK) goto done;
+    /* 7. the file, and member 0's word to everyone. */
     uform__ann_record_t record;
     memset(&record, 0, sizeof record);
     record.version = UFORM__ANN_RECORD_VERSION, record.train_rows = train_rows;
@@ -549,6 +677,7 @@ UFORM_API uform_status_t uform_index_ann_build_members(uform_index_t index, ufor
     status = hear(&m, &said, "to merge and write the structure");
 done:
     uform__ann_ondisk_end(&ondisk);
+    free(job.widened), free(job.list_sizes);
     if (faiss) m.api->free(faiss);
     free(sample), free(lists.bytes), free(shapes), free(m.sizes), free(m.saids), free(m.bytes);
     uform__mesh_release(mesh);

@@ -8,6 +8,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -113,18 +114,31 @@ static int runs_write(void *state, const void *bytes, size_t size) {
     return error;
 }
 
-uform_status_t uform__ann_ondisk_take(uform__ann_ondisk_t *ondisk, uform__faiss_t *into, uform__faiss_t *from,
+/* Room for one more run's record, made before the run is written so that a record that cannot be
+ * kept never leaves an unrecorded run behind. */
+static uform_status_t room_for_a_run(uform__ann_ondisk_t *ondisk, uform_outcome_t *outcome, const char *function) {
+    if (ondisk->run_count < ondisk->run_capacity) return UFORM_OK;
+    size_t capacity = ondisk->run_capacity ? 2 * ondisk->run_capacity : 16;
+    struct uform__ann_run_t *grown = realloc(ondisk->run_list, capacity * sizeof *grown);
+    if (!grown) return uform__fail(outcome, UFORM_OUT_OF_MEMORY, function, "cannot allocate %zu runs' records", capacity);
+    ondisk->run_list = grown, ondisk->run_capacity = capacity;
+    return UFORM_OK;
+}
+
+/* The run just written (from `start` to the scratch file's end, its sizes in ondisk->sizes). */
+static void close_run(uform__ann_ondisk_t *ondisk, uint64_t first, uint64_t start) {
+    for (size_t j = 0; j < ondisk->lists; ++j) ondisk->totals[j] += ondisk->sizes[j];
+    ondisk->run_list[ondisk->run_count++] = (struct uform__ann_run_t){first, start, ondisk->runs_bytes};
+}
+
+uform_status_t uform__ann_ondisk_take(uform__ann_ondisk_t *ondisk, uform__faiss_t *into, uform__faiss_t *from, uint64_t first,
                                       uform_outcome_t *outcome, const char *function) {
-    if (ondisk->run_count == ondisk->run_capacity) {
-        size_t capacity = ondisk->run_capacity ? 2 * ondisk->run_capacity : 16;
-        uint64_t *grown = realloc(ondisk->run_ends, capacity * sizeof *grown);
-        if (!grown) return uform__fail(outcome, UFORM_OUT_OF_MEMORY, function, "cannot allocate %zu runs' records", capacity);
-        ondisk->run_ends = grown, ondisk->run_capacity = capacity;
-    }
+    uform_status_t status = room_for_a_run(ondisk, outcome, function);
+    if (status != UFORM_OK) return status;
+    uint64_t start = ondisk->runs_bytes;
     char message[UFORM_OUTCOME_MESSAGE_CAPACITY - 96];
     int error = 0;
-    uform_status_t status =
-        ondisk->api->lists_take(into, from, runs_write, ondisk, ondisk->sizes, &error, message, sizeof message);
+    status = ondisk->api->lists_take(into, from, runs_write, ondisk, ondisk->sizes, &error, message, sizeof message);
     if (status == UFORM_IO)
         return uform__fail(outcome, UFORM_IO, function, "cannot write the lists' scratch file next to '%s': %s", ondisk->path,
                            strerror(error));
@@ -133,16 +147,70 @@ uform_status_t uform__ann_ondisk_take(uform__ann_ondisk_t *ondisk, uform__faiss_
     if ((error = runs_write(ondisk, ondisk->sizes, ondisk->lists * sizeof *ondisk->sizes)) != 0)
         return uform__fail(outcome, UFORM_IO, function, "cannot write the lists' scratch file next to '%s': %s", ondisk->path,
                            strerror(error));
-    for (size_t j = 0; j < ondisk->lists; ++j) ondisk->totals[j] += ondisk->sizes[j];
-    ondisk->run_ends[ondisk->run_count++] = ondisk->runs_bytes;
+    close_run(ondisk, first, start);
     return UFORM_OK;
+}
+
+uform_status_t uform__ann_ondisk_pack(const uform__faiss_api_t *api, uform__faiss_t *faiss, size_t lists, uint64_t *sizes,
+                                      int (*write)(void *state, const void *bytes, size_t size), void *state,
+                                      uform_outcome_t *outcome, const char *function) {
+    char message[UFORM_OUTCOME_MESSAGE_CAPACITY - 96];
+    int error = 0;
+    uform_status_t status = api->lists_take(faiss, faiss, write, state, sizes, &error, message, sizeof message);
+    if (status == UFORM_OK && (error = write(state, sizes, lists * sizeof *sizes)) != 0) status = UFORM_IO;
+    if (status == UFORM_IO && error == ENOMEM)
+        return uform__fail(outcome, UFORM_OUT_OF_MEMORY, function, "cannot allocate a buffer for a batch of %zu inverted lists",
+                           lists);
+    if (status == UFORM_IO)
+        return uform__fail(outcome, UFORM_IO, function, "cannot write a batch of inverted lists: %s", strerror(error));
+    if (status != UFORM_OK) return uform__fail(outcome, status, function, "FAISS could not hand over its lists: %s", message);
+    return UFORM_OK;
+}
+
+uform_status_t uform__ann_ondisk_append(uform__ann_ondisk_t *ondisk, uform__faiss_t *into, const unsigned char *bytes,
+                                        size_t size, uint64_t first, uform_outcome_t *outcome, const char *function) {
+    /* The run's own sizes must account for every byte before it: codes and an id per entry. */
+    const uint64_t sizes_bytes = (uint64_t)ondisk->lists * sizeof *ondisk->sizes, entry = ondisk->code_size + 8;
+    uint64_t entries = 0, body = 0;
+    int fits = size >= sizes_bytes;
+    if (fits) memcpy(ondisk->sizes, bytes + size - sizes_bytes, (size_t)sizes_bytes);
+    for (size_t j = 0; fits && j < ondisk->lists; ++j) {
+        uint64_t n = ondisk->sizes[j];
+        if (n > (UINT64_MAX - body) / entry) fits = 0;
+        else entries += n, body += n * entry;
+    }
+    if (!fits || body != size - sizes_bytes)
+        return uform__fail(outcome, UFORM_FORMAT, function,
+                           "a member's batch of inverted lists (%zu bytes) is not what this build sends: its sizes do not "
+                           "account for its length", size);
+    uform_status_t status = room_for_a_run(ondisk, outcome, function);
+    if (status != UFORM_OK) return status;
+    uint64_t start = ondisk->runs_bytes;
+    int error = runs_write(ondisk, bytes, size);
+    if (error)
+        return uform__fail(outcome, UFORM_IO, function, "cannot write the lists' scratch file next to '%s': %s", ondisk->path,
+                           strerror(error));
+    char message[UFORM_OUTCOME_MESSAGE_CAPACITY - 96];
+    status = ondisk->api->lists_count(into, entries, message, sizeof message);
+    if (status != UFORM_OK)
+        return uform__fail(outcome, status, function, "FAISS could not count a member's %llu vectors: %s",
+                           (unsigned long long)entries, message);
+    close_run(ondisk, first, start);
+    return UFORM_OK;
+}
+
+static int by_first_item(const void *a, const void *b) {
+    uint64_t x = ((const struct uform__ann_run_t *)a)->first, y = ((const struct uform__ann_run_t *)b)->first;
+    return (x > y) - (x < y);
 }
 
 /* Copies every run into `out` at its lists' places; `offsets` and `cursors` are [lists] scratch. */
 static int lay_out(uform__ann_ondisk_t *ondisk, int out, uint64_t *offsets, uint64_t *cursors, unsigned char *buffer) {
     const uint64_t code = ondisk->code_size, sizes_bytes = (uint64_t)ondisk->lists * sizeof *ondisk->sizes;
+    /* Runs hold disjoint ranges of items, so their order by first item is item order. */
+    qsort(ondisk->run_list, ondisk->run_count, sizeof *ondisk->run_list, by_first_item);
     for (size_t r = 0; r < ondisk->run_count; ++r) {
-        uint64_t at = r ? ondisk->run_ends[r - 1] : 0, end = ondisk->run_ends[r] - sizes_bytes;
+        uint64_t at = ondisk->run_list[r].start, end = ondisk->run_list[r].end - sizes_bytes;
         int error = whole(ondisk->runs, ondisk->sizes, (size_t)sizes_bytes, end, 0);
         if (error) return error;
         for (size_t j = 0; j < ondisk->lists; ++j) {
@@ -224,6 +292,6 @@ uform_status_t uform__ann_ondisk_commit(void *state, uform_outcome_t *outcome, c
 void uform__ann_ondisk_end(uform__ann_ondisk_t *ondisk) {
     if (ondisk->api && ondisk->runs >= 0) close(ondisk->runs);
     if (ondisk->temporary) unlink(ondisk->temporary);
-    free(ondisk->temporary), free(ondisk->path), free(ondisk->sizes), free(ondisk->totals), free(ondisk->run_ends);
+    free(ondisk->temporary), free(ondisk->path), free(ondisk->sizes), free(ondisk->totals), free(ondisk->run_list);
     memset(ondisk, 0, sizeof *ondisk);
 }

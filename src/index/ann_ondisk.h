@@ -1,17 +1,20 @@
 /*
  * Inverted lists kept on disk (uform_index_ann_options_t.ondisk; docs/indexes.md, "On-disk lists"):
  * an IVF build writes its lists out as it goes, so the process never holds more than one batch of
- * adds (or one member's part) of them, and at the end lays them out as FAISS's OnDiskInvertedLists
- * file beside the .faiss. Private to src/index/.
+ * adds of them (its own, or one another member sent), and at the end lays them out as FAISS's
+ * OnDiskInvertedLists file beside the .faiss. Private to src/index/.
  *
  *   start    names the files (X.faiss → X.ivfdata), opens a scratch file of runs beside them
  *            (unlinked at once: nothing is left behind by a crash);
  *   take     appends the lists FAISS holds in memory (of the structure itself, or of a member's
  *            part) to the runs as one run, each run followed by its nlist list sizes, and empties
  *            them;
+ *   append   appends one run made by another process (a member's batch, in the same layout:
+ *            uform__ann_ondisk_pack) from its bytes, and counts its vectors in the structure;
  *   finish   copies the runs into the lists file under a temporary name — list by list, each list's
- *            codes then its ids, the runs in the order they were taken, which is item order — while
- *            it is hashed, syncs it, and gives the structure FAISS's description of it;
+ *            codes then its ids, the runs in the order of their first items, which is item order
+ *            (a members' build takes them round by round, not in that order) — while it is
+ *            hashed, syncs it, and gives the structure FAISS's description of it;
  *   commit   renames it over X.ivfdata (uform__ann_write runs it just before its own rename);
  *   end      frees everything and removes the temporary file if it was not committed.
  */
@@ -30,7 +33,10 @@ typedef struct uform__ann_ondisk_t {
     size_t lists, code_size;
     uint64_t *sizes;  /* [lists] the run being taken, then scratch */
     uint64_t *totals; /* [lists] entries of every list over all runs */
-    uint64_t *run_ends; /* [runs] where each run's sizes end in the scratch file */
+    struct uform__ann_run_t {
+        uint64_t first;      /* the number of the run's first item: runs are laid out in this order */
+        uint64_t start, end; /* where the run begins and its sizes end in the scratch file */
+    } *run_list;             /* [run_capacity] */
     size_t run_count, run_capacity;
 } uform__ann_ondisk_t;
 
@@ -42,9 +48,23 @@ uform_status_t uform__ann_ondisk_start(uform__ann_ondisk_t *ondisk, const uform_
                                        const char *function);
 
 /* Moves the lists of `from` (the structure itself, or a member's part to be counted in `into`) to
- * the runs. UFORM_IO; FAISS's refusal (incompatible parts); UFORM_OUT_OF_MEMORY. */
-uform_status_t uform__ann_ondisk_take(uform__ann_ondisk_t *ondisk, uform__faiss_t *into, uform__faiss_t *from,
+ * the runs, as the run of items first, first + 1, ... UFORM_IO; FAISS's refusal (incompatible
+ * parts); UFORM_OUT_OF_MEMORY. */
+uform_status_t uform__ann_ondisk_take(uform__ann_ondisk_t *ondisk, uform__faiss_t *into, uform__faiss_t *from, uint64_t first,
                                       uform_outcome_t *outcome, const char *function);
+
+/* Another process's side of take: writes the lists of `faiss` (a copy of the same trained structure)
+ * through `write` as one run — each list's codes then its ids, then the `lists` sizes as uint64 —
+ * and empties them. `sizes` is [lists] scratch. UFORM_IO (the errno in the message); FAISS's refusal. */
+uform_status_t uform__ann_ondisk_pack(const uform__faiss_api_t *api, uform__faiss_t *faiss, size_t lists, uint64_t *sizes,
+                                      int (*write)(void *state, const void *bytes, size_t size), void *state,
+                                      uform_outcome_t *outcome, const char *function);
+
+/* Appends a run that pack made elsewhere, `size` bytes, as the run of items first, first + 1, ...,
+ * and counts its vectors in `into`. UFORM_FORMAT (bytes that are not such a run: its sizes do not
+ * account for its length); UFORM_IO; UFORM_OUT_OF_MEMORY; FAISS's refusal. */
+uform_status_t uform__ann_ondisk_append(uform__ann_ondisk_t *ondisk, uform__faiss_t *into, const unsigned char *bytes,
+                                        size_t size, uint64_t first, uform_outcome_t *outcome, const char *function);
 
 /* Writes the lists file (temporary name), fills record->lists_name, lists_bytes and lists_hash, and
  * gives `faiss` its on-disk description. UFORM_IO; UFORM_OUT_OF_MEMORY; FAISS's refusal. */

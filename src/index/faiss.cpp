@@ -760,6 +760,14 @@ extern "C" uform_status_t uform__faiss_lists_take(uform__faiss_t *into, uform__f
     return status;
 }
 
+extern "C" uform_status_t uform__faiss_lists_count(uform__faiss_t *index, uint64_t count, char *message, size_t capacity) {
+    return guarded(UFORM_INVALID_ARGUMENT, message, capacity, [&] {
+        if (!mergeable_of(index->index.get())) throw std::runtime_error("only IVF structures with array lists keep their lists on disk");
+        if (count > (uint64_t)INT64_MAX - (uint64_t)index->index->ntotal) throw std::runtime_error("too many vectors to count");
+        count_more(index->index.get(), (faiss::Index::idx_t)count);
+    });
+}
+
 extern "C" uform_status_t uform__faiss_lists_describe(uform__faiss_t *index, const uint64_t *sizes, const char *name,
                                                       char *message, size_t capacity) {
     return guarded(UFORM_INVALID_ARGUMENT, message, capacity, [&] {

@@ -41,7 +41,7 @@ extern "C" {
 
 /* libuform's ABI major in the high 16 bits, a revision of this header in the low 16: bump it
  * whenever a declaration here changes, so a stale module left in a library folder is refused. */
-#define UFORM__FAISS_ABI ((UFORM_VERSION_MAJOR << 16) | 3)
+#define UFORM__FAISS_ABI ((UFORM_VERSION_MAJOR << 16) | 4)
 
 typedef struct uform__faiss_s uform__faiss_t;
 
@@ -152,6 +152,15 @@ UFORM__FAISS_EXPORT uform_status_t uform__faiss_lists_take(uform__faiss_t *into,
                                                            int (*write)(void *state, const void *bytes, size_t size),
                                                            void *state, uint64_t *sizes, int *error, char *message,
                                                            size_t capacity);
+
+/*
+ * On-disk lists of a members' build, step 1b: `count` vectors that another copy of the same trained
+ * structure (a member's, in another process) added and wrote out with uform__faiss_lists_take, and
+ * whose bytes this process laid into its runs, now count in `index` as if it had added them — so
+ * that step 2's sizes add up. Only mergeable structures; `count` below 2^63. UFORM_INVALID_ARGUMENT.
+ */
+UFORM__FAISS_EXPORT uform_status_t uform__faiss_lists_count(uform__faiss_t *index, uint64_t count, char *message,
+                                                            size_t capacity);
 
 /*
  * On-disk lists, step 2: replaces the structure's (emptied) lists by a description of FAISS's

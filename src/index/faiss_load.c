@@ -19,6 +19,7 @@ static const uform__on_demand_symbol_t symbols[] = {
     {0, "uform__faiss_deserialize", SLOT(deserialize)},
     {0, "uform__faiss_lists_take", SLOT(lists_take)},
     {0, "uform__faiss_lists_describe", SLOT(lists_describe)},
+    {0, "uform__faiss_lists_count", SLOT(lists_count)},
     {0, "uform__faiss_search", SLOT(search)},
     {0, "uform__faiss_free", SLOT(free)},
 };

@@ -30,6 +30,7 @@ typedef struct uform__faiss_api_t {
     __typeof__(uform__faiss_deserialize) *deserialize;
     __typeof__(uform__faiss_lists_take) *lists_take;
     __typeof__(uform__faiss_lists_describe) *lists_describe;
+    __typeof__(uform__faiss_lists_count) *lists_count;
     __typeof__(uform__faiss_search) *search;
     __typeof__(uform__faiss_free) *free;
 } uform__faiss_api_t;

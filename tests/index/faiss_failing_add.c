@@ -93,6 +93,10 @@ uform_status_t uform__faiss_lists_take(uform__faiss_t *into, uform__faiss_t *fro
     return FORWARD(uform__faiss_lists_take)(into, from, write, state, sizes, error, message, capacity);
 }
 
+uform_status_t uform__faiss_lists_count(uform__faiss_t *index, uint64_t count, char *message, size_t capacity) {
+    return FORWARD(uform__faiss_lists_count)(index, count, message, capacity);
+}
+
 uform_status_t uform__faiss_lists_describe(uform__faiss_t *index, const uint64_t *sizes, const char *name, char *message,
                                            size_t capacity) {
     return FORWARD(uform__faiss_lists_describe)(index, sizes, name, message, capacity);

@@ -38,6 +38,9 @@ from test_index_members_ivf import clustered  # noqa: E402  (the same mixture: 4
 CLI = os.environ.get("UFORM_PYTEST_CLI", "")
 ROWS, DIMS, QUERIES, TOP, NPROBE, TRAIN = 4000, 32, 24, 10, 8, 1100
 RECIPES = ["IVF64,Flat", "IVF16,PQ8x4np"]
+# Three batches of 65,536 adds and two rows, in few dims (cheap to build): split among three
+# members, the blocks hold 65,536, 65,537 and 65,537 rows; between two, 98,305 each.
+BIG_ROWS, BIG_DIMS = 3 * 65536 + 2, 8
 
 
 def run(*arguments, expect=0):
@@ -80,12 +83,13 @@ def check_lists_with_faiss(target, rows, flat):
     """python3-faiss opens the pair; every item once, under its number, in item order; Flat codes exact."""
     import faiss
 
+    count, dims = rows.shape
     structure = faiss.read_index(str(target / "X.faiss"), faiss.IO_FLAG_ONDISK_SAME_DIR | faiss.IO_FLAG_READ_ONLY)
-    assert structure.ntotal == ROWS and structure.d == DIMS
+    assert structure.ntotal == count and structure.d == dims
     ivf = faiss.extract_index_ivf(structure)
     invlists = faiss.downcast_InvertedLists(ivf.invlists)
     assert isinstance(invlists, faiss.OnDiskInvertedLists), type(invlists)
-    seen = np.zeros(ROWS, dtype=np.int64)
+    seen = np.zeros(count, dtype=np.int64)
     for number in range(ivf.nlist):
         size = invlists.list_size(number)
         if size == 0:
@@ -95,7 +99,7 @@ def check_lists_with_faiss(target, rows, flat):
         seen[ids] += 1
         if flat:
             codes = faiss.rev_swig_ptr(invlists.get_codes(number), size * ivf.code_size).copy()
-            assert np.array_equal(codes.view(np.float32).reshape(size, DIMS), rows[ids])
+            assert np.array_equal(codes.view(np.float32).reshape(size, dims), rows[ids])
     assert (seen == 1).all(), f"{(seen == 0).sum()} items missing, {(seen > 1).sum()} repeated"
     return structure
 
@@ -238,3 +242,29 @@ def test_recipes_without_lists_are_refused(corpus, tmp_path):
                    expect=2)
     assert "add --ann=IVF" in finished.stderr and not (tmp_path / "u.index").exists(), finished.stderr
     assert not list(tmp_path.glob("m.*ivfdata*")) and not list(tmp_path.glob(".m.*"))
+
+
+def test_members_send_their_lists_in_batches(tmp_path):
+    """More rows than one batch of adds (65,536), so the members trade their lists over two rounds:
+    with K = 3 member 0's block is one batch and the others' two (member 0 sits out the second
+    round, whose runs come after member 2's first in the scratch file but before it in item order);
+    with K = 2 both blocks are two batches, the runs interleaved. The pair is one process's bytes
+    for each K, and python3-faiss finds every item once, under its number, in item order, its row
+    bit for bit."""
+    rows, _ = clustered(44, BIG_ROWS, BIG_DIMS, 16)
+    np.save(tmp_path / "big.npy", rows)
+    built = {}
+    for members in (0, 2, 3):
+        target = tmp_path / f"k{members}"
+        target.mkdir()
+        mesh = ["--processes", members] if members else []
+        run("index", "--vectors", tmp_path / "big.npy", "--out", target / "X.index", "--ann=IVF16,Flat", "--ann-train",
+            4096, "--ann-threads", 1, "--ann-ondisk", "--quiet", *mesh)
+        built[members] = target
+    assert (built[0] / "X.ivfdata").stat().st_size == BIG_ROWS * (BIG_DIMS * 4 + 8)
+    for name in ("X.faiss", "X.ivfdata"):
+        reference = (built[0] / name).read_bytes()
+        for members in (2, 3):
+            assert (built[members] / name).read_bytes() == reference, (members, name)
+    check_lists_with_faiss(built[3], rows, True)
+    assert not list(tmp_path.glob("k*/.*")), "a temporary file was left behind"

@@ -145,7 +145,10 @@ def test_members_build_the_same_structure(corpus, recipe):
     assert np.mean([exact_best[q] in items[q] for q in range(QUERIES)]) >= 0.9
 
 
-def test_member_whose_add_fails_fails_every_member(corpus, tmp_path):
+# With --ann-ondisk the members add in rounds and send member 0 each batch's lists (the same
+# failures must stop everyone, and leave neither the lists file nor a temporary one behind).
+@pytest.mark.parametrize("ondisk", [[], ["--ann-ondisk"]], ids=["memory", "ondisk"])
+def test_member_whose_add_fails_fails_every_member(corpus, tmp_path, ondisk):
     folder, _, _ = corpus
     assert FAILING_MODULE and Path(FAILING_MODULE).exists(), "UFORM_TEST_FAILING_FAISS names no module"
     out = tmp_path / "failed.index"
@@ -158,7 +161,7 @@ def test_member_whose_add_fails_fails_every_member(corpus, tmp_path):
         members.append(subprocess.Popen(
             [CLI, "index", "--vectors", str(folder / "rows.npy"), "--out", str(out), "--ann=IVF64,Flat", "--mesh",
              str(tmp_path), "--job", "add", "--index", str(rank), "--count", "3", "--mesh-timeout", "60",
-             "--mesh-address", "127.0.0.1", "--quiet"], env=environment, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+             "--mesh-address", "127.0.0.1", "--quiet", *ondisk], env=environment, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
             text=True))
     finished = [m.communicate(timeout=90) for m in members]
     # Well inside the 60-second mesh timeout: the failure travels with the members' statuses.
@@ -169,9 +172,11 @@ def test_member_whose_add_fails_fails_every_member(corpus, tmp_path):
         if rank != 1:
             assert "member 1 of 3 failed while adding its rows" in err, (rank, err)
     assert not out.with_suffix(".faiss").exists()
+    assert not list(tmp_path.glob("*ivfdata*")) and not list(tmp_path.glob(".*")), list(tmp_path.iterdir())
 
 
-def test_member_that_dies_while_adding_fails_the_others(corpus, tmp_path):
+@pytest.mark.parametrize("ondisk", [[], ["--ann-ondisk"]], ids=["memory", "ondisk"])
+def test_member_that_dies_while_adding_fails_the_others(corpus, tmp_path, ondisk):
     folder, _, _ = corpus
     out = tmp_path / "died.index"
     start = time.monotonic()
@@ -184,7 +189,7 @@ def test_member_that_dies_while_adding_fails_the_others(corpus, tmp_path):
         members.append(subprocess.Popen(
             [CLI, "index", "--vectors", str(folder / "rows.npy"), "--out", str(out), "--ann=IVF64,Flat", "--mesh",
              str(tmp_path), "--job", "die", "--index", str(rank), "--count", "2", "--mesh-timeout", "5",
-             "--mesh-address", "127.0.0.1", "--quiet"], env=environment, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+             "--mesh-address", "127.0.0.1", "--quiet", *ondisk], env=environment, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
             text=True))
     finished = [m.communicate(timeout=60) for m in members]
     assert time.monotonic() - start < 30, finished
@@ -192,6 +197,7 @@ def test_member_that_dies_while_adding_fails_the_others(corpus, tmp_path):
     assert members[0].returncode == 1, finished[0]
     assert "left" in finished[0][1] or "within 5 s" in finished[0][1], finished[0][1]
     assert not out.with_suffix(".faiss").exists()
+    assert not list(tmp_path.glob("*ivfdata*")) and not list(tmp_path.glob(".*")), list(tmp_path.iterdir())
 
 
 @pytest.mark.parametrize("recipe,shared", [("PCA16,IVF64,Flat", True), ("IVF64,Flat,RFlat", False)])

@@ -22,7 +22,8 @@ def main(spec_path: str) -> int:
         with uform.Executor.for_ram(threads=1) as executor:
             with uform.Mesh.bootstrap(executor, spec["index"], spec["count"], directory=spec["directory"],
                                       job=spec["job"], timeout=spec["timeout"], address="127.0.0.1") as mesh:
-                settings = dict(out=spec["out"], mesh=mesh, ann=spec["ann"], ann_train=spec["ann_train"], ann_threads=1)
+                settings = dict(out=spec["out"], mesh=mesh, ann=spec["ann"], ann_train=spec["ann_train"], ann_threads=1,
+                                ann_ondisk=spec.get("ann_ondisk", False))
                 if spec["kind"] == "vectors":
                     rows = np.load(spec["vectors"], mmap_mode="r")  # every member maps the whole matrix
                     result = uform.Index.build(vectors=rows, **settings)

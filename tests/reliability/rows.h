@@ -88,6 +88,7 @@ void sweep_run_index_ann_build_lists(sweep_fixture_t *fixture, sweep_answer_t *a
 void sweep_run_index_ann_build_ondisk(sweep_fixture_t *fixture, sweep_answer_t *answer);
 void sweep_run_index_ann_search_ondisk(sweep_fixture_t *fixture, sweep_answer_t *answer);
 void sweep_run_index_ann_build_members(sweep_fixture_t *fixture, sweep_answer_t *answer);
+void sweep_run_index_ann_ondisk_exchange(sweep_fixture_t *fixture, sweep_answer_t *answer);
 void sweep_run_index_ann_search(sweep_fixture_t *fixture, sweep_answer_t *answer);
 
 /* rows_session.c */

@@ -301,14 +301,17 @@ void sweep_run_data_index_build(sweep_fixture_t *fixture, sweep_answer_t *answer
 
 /* uform_index_build over a mesh of one with `ann` (no collectives module; the same agreement,
  * shares, gather, write and members' structure build as with more members): the manifest's items,
- * then IVF2,Flat over the rows this member encoded, one FAISS thread; both files removed. */
+ * then IVF2,Flat over the rows this member encoded, one FAISS thread, its lists on disk (the
+ * members' rounds of batches, ann_members.c's stream_parts; index_ann_build_members sweeps the
+ * in-memory merge); the three files removed. */
 void sweep_run_data_index_build_members(sweep_fixture_t *fixture, sweep_answer_t *answer) {
     uform_dataset_t dataset = open_dataset(fixture, UFORM_DATASET_MANIFEST, "manifest.jsonl", 1, answer);
     if (!dataset) return;
-    char out[512], errors[560], structure[512];
+    char out[512], errors[560], structure[512], lists[512];
     snprintf(out, sizeof out, "%s/members.index", fixture->scratch);
     snprintf(errors, sizeof errors, "%s.errors.jsonl", out);
     snprintf(structure, sizeof structure, "%s/members.faiss", fixture->scratch);
+    snprintf(lists, sizeof lists, "%s/members.ivfdata", fixture->scratch);
     uform_mesh_options_t mesh_options;
     memset(&mesh_options, 0, sizeof mesh_options);
     mesh_options.host_domain_count = 1;
@@ -316,7 +319,7 @@ void sweep_run_data_index_build_members(sweep_fixture_t *fixture, sweep_answer_t
     uform_outcome_t outcome = {0};
     uform_status_t status = uform_mesh_bootstrap(NULL, &mesh_options, &mesh, &outcome);
     if (status != UFORM_OK) sweep_answer_status(answer, status, &outcome);
-    uform_index_ann_options_t ann = {"IVF2,Flat", 0, 1};
+    uform_index_ann_options_t ann = {"IVF2,Flat", 0, 1, 1};
     uform_index_build_t build;
     memset(&build, 0, sizeof build);
     build.model = fixture->model, build.datasets = &dataset, build.dataset_count = 1, build.out = out;
@@ -327,12 +330,13 @@ void sweep_run_data_index_build_members(sweep_fixture_t *fixture, sweep_answer_t
     }
     if (status == UFORM_OK) {
         struct stat facts; /* stat allocates nothing: the digest must not depend on the failing allocator */
-        long long size = stat(structure, &facts) == 0 ? (long long)facts.st_size : -1;
+        long long size[2] = {stat(structure, &facts) == 0 ? (long long)facts.st_size : -1,
+                             stat(lists, &facts) == 0 ? (long long)facts.st_size : -1};
         answer->digest = sweep_digest(answer->digest, &build.indexed, sizeof build.indexed);
-        answer->digest = sweep_digest(answer->digest, &size, sizeof size);
+        answer->digest = sweep_digest(answer->digest, size, sizeof size);
     }
     uform_mesh_free(mesh);
-    unlink(out), unlink(errors), unlink(structure);
+    unlink(out), unlink(errors), unlink(structure), unlink(lists);
     uform_dataset_free(dataset);
 }
 

@@ -6,10 +6,14 @@
  * the index calls alone; the files the rows read are written the same way.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/outcome.h"
+#include "index/ann.h"
+#include "index/ann_ondisk.h"
 #include "rows.h"
 
 enum { texts_count = 9 };
@@ -453,4 +457,94 @@ void sweep_run_index_builder_gather(sweep_fixture_t *fixture, sweep_answer_t *an
     uform_index_builder_free(gathered);
     uform_index_builder_free(builder);
     uform_mesh_free(mesh);
+}
+
+/* ---- the on-disk lists' exchange between members ---- */
+
+enum { exchange_rows = 48, exchange_dims = 8 };
+
+typedef struct exchange_buffer_t {
+    unsigned char *bytes;
+    size_t size, capacity;
+} exchange_buffer_t;
+
+/* A growing buffer for the packed run (a member's side of uform__ann_ondisk_pack); ENOMEM, as the
+ * members' own buffer answers, when it cannot grow. */
+static int exchange_write(void *state, const void *bytes, size_t size) {
+    exchange_buffer_t *buffer = state;
+    if (!size) return 0; /* FAISS writes empty vectors with a null pointer */
+    if (size > buffer->capacity - buffer->size) {
+        size_t capacity = 2 * (buffer->size + size);
+        unsigned char *grown = realloc(buffer->bytes, capacity);
+        if (!grown) return 12; /* ENOMEM */
+        buffer->bytes = grown, buffer->capacity = capacity;
+    }
+    memcpy(buffer->bytes + buffer->size, bytes, size);
+    buffer->size += size;
+    return 0;
+}
+
+/* FAISS's bytes of `faiss` into `buffer`: a write that fails there is ENOMEM (UFORM_IO from the
+ * shim), as in the members' own buffer. */
+static uform_status_t exchange_serialize(const uform__faiss_api_t *api, const uform__faiss_t *faiss, exchange_buffer_t *buffer,
+                                         char *message, size_t capacity) {
+    int error = 0;
+    uform_status_t status = api->serialize(faiss, exchange_write, buffer, &error, message, capacity);
+    return status == UFORM_IO ? UFORM_OUT_OF_MEMORY : status;
+}
+
+/* What ann_members.c does between member 0 and another member with on-disk lists, which a mesh of
+ * one never reaches (the members' rows over a mesh of one take member 0's runs only): IVF2,Flat over
+ * 48 rows × 8 dims of a fixed pattern, trained, then copied through FAISS's bytes as the other
+ * member reads the trained structure; items 24..47 added to the copy and packed into memory (the
+ * other member's batch), items 0..23 added to the original and taken to its runs (member 0's
+ * batch), the pack appended as the run of item 24, the runs laid out in item order, described and
+ * committed; the lists file's size in the digest; both files removed. */
+void sweep_run_index_ann_ondisk_exchange(sweep_fixture_t *fixture, sweep_answer_t *answer) {
+    static float rows[exchange_rows * exchange_dims];
+    for (size_t k = 0; k < exchange_rows * exchange_dims; ++k) rows[k] = (float)((k * 37 % 101) - 50) / 50.0f;
+    char path[300], lists[300], message[256];
+    snprintf(path, sizeof path, "%s/exchange.faiss", fixture->scratch);
+    snprintf(lists, sizeof lists, "%s/exchange.ivfdata", fixture->scratch);
+    const char *function = "sweep_run_index_ann_ondisk_exchange";
+    uform_outcome_t outcome = {0};
+    const uform__faiss_api_t *api = NULL;
+    uform__faiss_t *faiss = NULL, *copy = NULL;
+    uform__ann_ondisk_t ondisk = {0};
+    exchange_buffer_t trained = {0}, packed = {0};
+    uint64_t sizes[2];
+    uform__ann_record_t record;
+    memset(&record, 0, sizeof record);
+    char recipe[UFORM__ANN_RECIPE_CAPACITY];
+    size_t train_rows = 0;
+    uform_index_ann_options_t options = {"IVF2,Flat", 0, 1, 1};
+    uform_status_t status = uform__faiss_load(&api, &outcome, function);
+    if (status == UFORM_OK)
+        status = uform__ann_prepare(api, exchange_rows, exchange_dims, &options, recipe, &faiss, &train_rows, &outcome, function);
+#define EXCHANGE_STEP(call, what)                                                                                         \
+    if (status == UFORM_OK && (status = (call)) != UFORM_OK) uform__fail(&outcome, status, function, "%s: %s", what, message)
+    EXCHANGE_STEP(api->train(faiss, exchange_rows, rows, 1, message, sizeof message), "train");
+    EXCHANGE_STEP(exchange_serialize(api, faiss, &trained, message, sizeof message),
+                  "cannot allocate memory for the trained structure's bytes");
+    EXCHANGE_STEP(api->deserialize(trained.bytes, trained.size, NULL, 0, &copy, message, sizeof message), "deserialise");
+    EXCHANGE_STEP(api->add_numbered(copy, 24, rows + 24 * exchange_dims, 24, 1, message, sizeof message), "add to the copy");
+    EXCHANGE_STEP(api->add_numbered(faiss, 24, rows, 0, 1, message, sizeof message), "add");
+#undef EXCHANGE_STEP
+    if (status == UFORM_OK) status = uform__ann_ondisk_pack(api, copy, 2, sizes, exchange_write, &packed, &outcome, function);
+    if (status == UFORM_OK) status = uform__ann_ondisk_start(&ondisk, api, faiss, path, &outcome, function);
+    if (status == UFORM_OK) status = uform__ann_ondisk_take(&ondisk, faiss, faiss, 0, &outcome, function);
+    if (status == UFORM_OK) status = uform__ann_ondisk_append(&ondisk, faiss, packed.bytes, packed.size, 24, &outcome, function);
+    if (status == UFORM_OK) status = uform__ann_ondisk_finish(&ondisk, faiss, &record, &outcome, function);
+    if (status == UFORM_OK) status = uform__ann_ondisk_commit(&ondisk, &outcome, function);
+    sweep_answer_status(answer, status, &outcome);
+    if (status == UFORM_OK) {
+        struct stat facts; /* stat allocates nothing: the digest must not depend on the failing allocator */
+        long long size = stat(lists, &facts) == 0 ? (long long)facts.st_size : -1;
+        answer->digest = sweep_digest(0, &size, sizeof size);
+    }
+    uform__ann_ondisk_end(&ondisk);
+    if (faiss) api->free(faiss);
+    if (copy) api->free(copy);
+    free(trained.bytes), free(packed.bytes);
+    unlink(lists), unlink(path);
 }
