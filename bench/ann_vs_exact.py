@@ -31,7 +31,7 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_ann import TOP, Worker, clustered, cpu_model, exact_top, recall  # noqa: E402
+from bench_ann import Worker, clustered, cpu_model, exact_top, recall  # noqa: E402
 
 
 def cached_data(cache, rows, dims, queries_count, spread):
