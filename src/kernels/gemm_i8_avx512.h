@@ -113,16 +113,22 @@ GEMM_I8_AVX512_TARGET static inline void gemm_i8_finish_f32x16(__m512i acc_i32x1
     else _mm512_mask_storeu_ps(target, mask, y_f32x16);
 }
 
-/* The end of a whole F32 tile without GELU (the common case): the columns' scales and biases
- * loaded once, every field of `out` read once into locals (a store through Y could alias them,
- * so the compiler would otherwise reload them after every store), the loops fully unrolled. The
- * same operations as gemm_i8_finish_f32x16 in the same order. */
+/* The end of an F32 tile of 64 whole columns (the common case: every tile of a product whose N is
+ * a multiple of 64, the short last one of its rows included), with no GELU or with a folded erf
+ * form (`gelu` NONE, EXACT or FAST, a constant at each call below, so each form is its own
+ * unrolled copy with the activation inlined): the columns' scales and biases loaded once, every
+ * field of `out` read once into locals (a store through Y could alias them, so the compiler would
+ * otherwise reload them after every store). The same operations as gemm_i8_finish_f32x16 in the
+ * same order, so the same bits. With GELU this path is worth a quarter of an mlp.up product at
+ * K = 384: the general path below, with the form chosen per vector and masks per vector, took
+ * ~60% longer than the product without GELU (bench/README.md, batch-1 texts). */
 GEMM_I8_AVX512_TARGET static inline __attribute__((always_inline)) void
-gemm_i8_finish_whole_avx512(const int32_t *sums, size_t mr, int biased, const uform__gemm_i8_tile_out_t *out) {
+gemm_i8_finish_whole_avx512(const int32_t *sums, size_t mr, int biased, const uform__gemm_i8_tile_out_t *out,
+                            const int gelu) {
     const float *x_scale = out->x_scale, *w_scale = out->w_scale, *bias = out->bias;
     const int32_t *x_sums = out->x_sums;
     float *y = out->y;
-    size_t ldy = out->ldy;
+    size_t ldy = out->ldy, rows = out->rows;
     int accumulate = out->accumulate;
     __m512 w_scale_f32x16[4], bias_f32x16[4];
 #pragma GCC unroll 4
@@ -132,6 +138,7 @@ gemm_i8_finish_whole_avx512(const int32_t *sums, size_t mr, int biased, const uf
     }
 #pragma GCC unroll 6
     for (size_t r = 0; r < mr; ++r) {
+        if (r >= rows) break;
         __m512 x_scale_f32x16 = _mm512_set1_ps(x_scale[r]);
         __m512i correction_i32x16 = _mm512_set1_epi32(biased ? (int32_t)((uint32_t)x_sums[r] << 7) : 0);
 #pragma GCC unroll 4
@@ -141,6 +148,7 @@ gemm_i8_finish_whole_avx512(const int32_t *sums, size_t mr, int biased, const uf
                                               bias_f32x16[v]);
             float *target = y + r * ldy + 16 * v;
             if (accumulate) y_f32x16 = _mm512_add_ps(_mm512_loadu_ps(target), y_f32x16);
+            if (gelu) y_f32x16 = gemm_gelu_erf_f32x16(y_f32x16, gelu);
             _mm512_storeu_ps(target, y_f32x16);
         }
     }
@@ -153,9 +161,13 @@ gemm_i8_finish_whole_avx512(const int32_t *sums, size_t mr, int biased, const uf
 GEMM_I8_AVX512_TARGET static inline __attribute__((always_inline)) void
 gemm_i8_finish_tile_avx512(int32_t *sums, size_t mr, int biased, const uform__gemm_i8_tile_out_t *out,
                            uform_cpu_class_t cpu_class) {
-    if (out->output == UFORM__GEMM_I8_F32 && !out->gelu && out->rows == mr && out->cols == 64) {
-        gemm_i8_finish_whole_avx512(sums, mr, biased, out);
-        return;
+    if (out->output == UFORM__GEMM_I8_F32 && out->cols == 64 && out->rows <= mr) {
+        switch (out->gelu) {
+        case UFORM__GEMM_GELU_NONE: gemm_i8_finish_whole_avx512(sums, mr, biased, out, UFORM__GEMM_GELU_NONE); return;
+        case UFORM__GEMM_GELU_FAST: gemm_i8_finish_whole_avx512(sums, mr, biased, out, UFORM__GEMM_GELU_FAST); return;
+        case UFORM__GEMM_GELU_EXACT: gemm_i8_finish_whole_avx512(sums, mr, biased, out, UFORM__GEMM_GELU_EXACT); return;
+        default: break; /* the sigmoid forms: the general path */
+        }
     }
     __mmask16 mask[4];
     for (int v = 0; v < 4; ++v) mask[v] = out->cols > (size_t)(16 * v) ? gemm_columns_mask(out->cols - 16 * v) : 0;

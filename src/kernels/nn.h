@@ -339,7 +339,12 @@ typedef struct uform__attention_unit_t {
      * holds them; otherwise causal is 0, position 0 and keys = length. */
     int causal;
     size_t position, keys;
+    /* Set when all of the shape's Q, K and V rows together are at most
+     * UFORM__NN_ATTENTION_RESIDENT_BYTES (a batch-1 text): the product that wrote them just now
+     * left them in L2, so a unit may skip its prefetch hints, which then only cost instructions. */
+    int resident;
 } uform__attention_unit_t;
+#define UFORM__NN_ATTENTION_RESIDENT_BYTES (512 * 1024)
 #define UFORM__NN_ATTENTION_UNIT_SCRATCH (128 * 1024)
 typedef void (*uform__nn_attention_unit_fn)(const void *context, const uform__attention_unit_t *unit);
 /* Runs `unit_fn` over the forward's units (item, head, query block; or item, head with

@@ -156,6 +156,7 @@ static uform__attention_unit_t unit_geometry(const attention_context_t *context,
         .causal = shape->causal != 0,
         .position = position,
         .keys = shape->causal ? position + rows : length,
+        .resident = shape->tokens * qkv_stride * sizeof(float) <= UFORM__NN_ATTENTION_RESIDENT_BYTES,
     };
     return unit;
 }
