@@ -11,7 +11,7 @@ best and the median round per side, and whether the two builds returned the same
 
     ann_ab.py --worker build-h/bench/peer_ann_worker --before DIR [--rows 100000] [--dims 64]
               [--recipe HNSW32] [--knob ef] [--values 64,128] [--threads 2,1] [--rounds 15]
-              [--queries 1000] [--json bench/results/ann_ab.json]
+              [--queries 1000] [--rerank 0] [--json bench/results/ann_ab.json]
 """
 import argparse
 import json
@@ -41,6 +41,9 @@ def main():
     parser.add_argument("--values", default="64,128")
     parser.add_argument("--threads", default="2,1")
     parser.add_argument("--rounds", type=int, default=15)
+    parser.add_argument("--rerank", type=int, default=0,
+                        help="uform's rerank R; FAISS's side then searches IndexRefineFlat over the same rows "
+                             "(k_factor R/10)")
     parser.add_argument("--json", default="bench/results/ann_ab.json")
     args = parser.parse_args()
     report = {"command": " ".join(sys.argv), "started": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
@@ -68,6 +71,10 @@ def main():
             os.environ["LD_LIBRARY_PATH"] = saved
         before.ask("attach")
         same = faiss.read_index(os.path.join(after_dir, "bench_ann.faiss"))
+        searched = same
+        if args.rerank:  # FAISS's own exact rescoring of R candidates, the counterpart of uform's rerank
+            searched = faiss.IndexRefineFlat(same, faiss.swig_ptr(vectors))
+            searched.k_factor = args.rerank / TOP
         print(f"threads {args.knob:>6} | best s: before  after  FAISS | median s: before  after  FAISS | "
               f"after/before best, median | ids equal | "
               f"CPU s median before after FAISS (after/before)")
@@ -84,12 +91,12 @@ def main():
                             faiss.ParameterSpace().set_index_parameter(
                                 same, "efSearch" if args.knob == "ef" else "nprobe", value)
                             start, start_cpu = time.perf_counter(), time.process_time()
-                            _, ids["faiss"] = same.search(queries, TOP)
+                            _, ids["faiss"] = searched.search(queries, TOP)
                             times["faiss"].append(time.perf_counter() - start)
                             cpu["faiss"].append(time.process_time() - start_cpu)
                         else:
                             worker = after if side == "after" else before
-                            answer = worker.ask(f"search {args.knob} {value} {threads} 0")
+                            answer = worker.ask(f"search {args.knob} {value} {threads} {args.rerank}")
                             times[side].append(answer["seconds"]), cpu[side].append(answer["cpu_seconds"])
                             ids[side] = worker.ids()
                 loads.append(os.getloadavg()[0])

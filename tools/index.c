@@ -62,7 +62,8 @@ static const cli_flag_t flags[] = {
     CLI_FLAG("--ann", CLI_OPTIONAL_TEXT, options_t, ann, "[=RECIPE]",
              "also build an approximate structure into INDEX's .faiss (X.index: X.faiss): a FAISS\n"
              "index_factory RECIPE (HNSW32, IVF4096,PQ32np ...; note the '='), or bare for the default:\n"
-             "HNSW32 up to 1,000,000 items, else IVF<4·sqrt(count)>,PQ<dims/4>np"),
+             "HNSW32 below 100,000 items, IVF<4·sqrt(count)>,Flat up to 1,000,000,\n"
+             "else IVF<4·sqrt(count)>,PQ<dims/4>np"),
     CLI_FLAG("--from", CLI_TEXT, options_t, from, "INDEX",
              "with --ann: build the approximate structure of an existing INDEX (no CKPT, no inputs)"),
     CLI_FLAG("--ann-train", CLI_SIZE, options_t, ann_train, "N",

@@ -1247,10 +1247,11 @@ typedef struct uform_index_ann_s *uform_index_ann_t;
 /* How uform_index_ann_build makes the structure; all zero for the defaults. */
 typedef struct uform_index_ann_options_t {
     /* A FAISS index_factory string ("HNSW32", "IVF4096,PQ32", "OPQ32_128,IVF65536_HNSW32,PQ32" …),
-     * built for inner products, at most 127 bytes. NULL or "": the default rule — "HNSW32" up to
-     * 1,000,000 items, above that "IVF<n>,PQ<m>np" with n the power of two nearest 4·√count and
-     * m the largest divisor of dims at most dims/4 ("np": without FAISS's polysemous training,
-     * which the search does not use; docs/indexes.md has the measurements). */
+     * built for inner products, at most 127 bytes. NULL or "": the default rule — "HNSW32" below
+     * 100,000 items, "IVF<n>,Flat" from 100,000 up to 1,000,000, above that "IVF<n>,PQ<m>np"; n the
+     * power of two nearest 4·√count and m the largest divisor of dims at most dims/4 ("np": without
+     * FAISS's polysemous training, which the search does not use; docs/indexes.md has the
+     * measurements). */
     const char *recipe;
     /* Rows the quantisers are trained on. 0: min(count, 256·C) where C is the most centroids any
      * of the recipe's k-means has (IVF lists, 256 per 8-bit PQ; FAISS's k-means uses at most 256

@@ -17,20 +17,32 @@
 
 /* Rows widened to F32 per call to FAISS's add: bounds the widened copy at 65,536 · dims · 4 bytes. */
 #define ADD_ROWS 65536
-/* Up to this many items the default recipe is a graph (docs/indexes.md, "Approximate search"). */
-#define GRAPH_LIMIT 1000000
+/* Below this many items the default recipe is a graph (docs/indexes.md, "Approximate search"). */
+#define GRAPH_BELOW 100000
+/* From GRAPH_BELOW up to this many items it is inverted lists of full F32 rows; above, of PQ codes. */
+#define FLAT_LIMIT 1000000
 /* FAISS's k-means uses at most this many rows per centroid (ClusteringParameters' default). */
 #define ROWS_PER_CENTROID 256
 /* Training sample when the recipe trains but names no centroids (PCA, scalar quantisers …). */
 #define PLAIN_SAMPLE 65536
 
-/* The default rule: HNSW32 up to GRAPH_LIMIT items; then IVF with the power of two nearest 4·√count
- * lists and PQ with the largest divisor of dims at most dims/4 sub-quantisers (8 bits each). "np"
- * skips FAISS's polysemous training, which index_factory otherwise asks for with IVF-PQ: it reorders
- * the codes for Hamming filtering that the search does not use, and costs minutes (20,000 × 64 rows:
- * 147 s against 5.6 s for IVF64,PQ16 on this machine). */
+/* The default rule: HNSW32 below GRAPH_BELOW items; IVF<n>,Flat from there up to FLAT_LIMIT; then
+ * IVF<n>,PQ<m>np. n is the power of two nearest 4·√count, m the largest divisor of dims at most dims/4
+ * sub-quantisers (8 bits each).
+ *
+ * Why flat lists from 100,000 items: on bench_ann's clustered mixture (bench/ann_vs_exact.py, exact
+ * and approximate search alternating in one worker) HNSW32 was 0.7–1.5 times exact search's rate at
+ * recall@10 0.95 at 100,000, 300,000 and 1,000,000 × 64 rows (its recall flattens: ef 512 for 0.960 at
+ * 1 M), while IVF<n>,Flat was 10–17 times it (nprobe 1–4), in half the memory (4·dims + 8 bytes a
+ * vector against 4·dims + 272) and a quarter of the build time. Below 100,000 items exact search
+ * answers thousands of queries a second anyway, and a graph needs no training. Above FLAT_LIMIT the
+ * F32 lists stop fitting beside the rows, and PQ codes take dims/4 bytes a vector.
+ *
+ * "np" skips FAISS's polysemous training, which index_factory otherwise asks for with IVF-PQ: it
+ * reorders the codes for Hamming filtering that the search does not use, and costs minutes (20,000 ×
+ * 64 rows: 147 s against 5.6 s for IVF64,PQ16 on this machine). */
 void uform__ann_default_recipe(size_t count, size_t dims, char recipe[UFORM__ANN_RECIPE_CAPACITY]) {
-    if (count <= GRAPH_LIMIT) {
+    if (count < GRAPH_BELOW) {
         snprintf(recipe, UFORM__ANN_RECIPE_CAPACITY, "HNSW32");
         return;
     }
@@ -38,6 +50,10 @@ void uform__ann_default_recipe(size_t count, size_t dims, char recipe[UFORM__ANN
     size_t lists = 1;
     while ((double)(lists * 2) <= target) lists *= 2;
     if (target - (double)lists > (double)(lists * 2) - target) lists *= 2;
+    if (count <= FLAT_LIMIT) {
+        snprintf(recipe, UFORM__ANN_RECIPE_CAPACITY, "IVF%zu,Flat", lists);
+        return;
+    }
     size_t subquantizers = dims / 4 ? dims / 4 : 1;
     while (dims % subquantizers) --subquantizers;
     snprintf(recipe, UFORM__ANN_RECIPE_CAPACITY, "IVF%zu,PQ%zu" "np", lists, subquantizers);

@@ -13,8 +13,8 @@
  * first call stopped the doubling), while a cancel waits for one batch of about BATCH_SECONDS.
  * With rerank, each candidate is rescored from the index's stored row by the exact search's own
  * kernels (kernels/search.h): the same code path and the same sums as uform_index_search's matrix-vector kernel, so scores equal
- * exact search's bit for bit when it runs that path (fewer than 8 queries). The candidates are
- * then ordered by (score descending, item ascending), the order exact search answers in.
+ * exact search's bit for bit when it runs that path (fewer than 8 queries). The best `top` of the
+ * candidates are then kept in the order exact search answers in: score descending, item ascending.
  *
  * Memory (the call's arena): dense queries [q, dims], FAISS's distances and labels [q, fetch],
  * the hits [q, hits_per_query], and for rerank the query in the scalar's form and a widened row.
@@ -85,6 +85,19 @@ static float rescore(const rescorer_t *rescorer, const float *query, uint64_t it
     }
 }
 
+/* Keeps the best `top` hits seen so far in best[0, kept), in the order exact search answers in
+ * (uform__index_compare_hits: score descending, item ascending, a total order), and returns the new
+ * count. Only the top of the candidates is wanted, so a hit below the bar costs one comparison: with
+ * rerank 100 and top 10, sorting all 100 rescored candidates with qsort took a fifth of uform's
+ * instructions in the search call (callgrind, bench/README.md), more than the rescoring itself. */
+static size_t keep_best(uform_index_hit_t *best, size_t kept, size_t top, uform_index_hit_t hit) {
+    if (kept == top && uform__index_compare_hits(&hit, &best[top - 1]) >= 0) return kept;
+    size_t at = kept < top ? kept : top - 1;
+    for (; at > 0 && uform__index_compare_hits(&hit, &best[at - 1]) < 0; --at) best[at] = best[at - 1];
+    best[at] = hit;
+    return kept < top ? kept + 1 : kept;
+}
+
 static void *take(uform_arena_t arena, size_t bytes, int *failed) {
     void *memory = uform__arena_alloc(arena, bytes ? bytes : 1, 64);
     if (!memory) *failed = 1;
@@ -112,7 +125,6 @@ static uform_status_t search_run(void *pointer, uform__call_context_t *context) 
     float *queries = take(arena, q * dims * sizeof(float), &failed);
     float *distances = take(arena, q * fetch * sizeof(float), &failed);
     int64_t *labels = take(arena, q * fetch * sizeof(int64_t), &failed);
-    uform_index_hit_t *candidates = take(arena, fetch * sizeof *candidates, &failed);
     uform_index_hit_t *hits = take(arena, q * top * sizeof *hits, &failed);
     rescorer_t rescorer = {index, uform__search_kernels(context->cpu_class), uform__nn_kernels(context->cpu_class), NULL,
                            NULL, NULL};
@@ -165,18 +177,17 @@ static uform_status_t search_run(void *pointer, uform__call_context_t *context) 
     for (size_t j = 0; j < q; ++j) {
         const float *query = queries + j * dims;
         if (request->rerank) rescorer_query(&rescorer, query);
-        size_t found = 0;
-        for (size_t k = 0; k < fetch; ++k) {
+        uform_index_hit_t *best = hits + j * top;
+        size_t kept = 0;
+        for (size_t k = 0; k < fetch && top; ++k) {
             int64_t label = labels[j * fetch + k];
             if (label < 0 || (uint64_t)label >= index->count) continue; /* FAISS found fewer */
             uint64_t item = (uint64_t)label;
             float score = request->rerank ? rescore(&rescorer, query, item) : distances[j * fetch + k];
-            candidates[found++] = (uform_index_hit_t){item, isnan(score) ? -INFINITY : score,
-                                                      (uform_modality_t)index->modality[item]};
+            uform_index_hit_t hit = {item, isnan(score) ? -INFINITY : score, (uform_modality_t)index->modality[item]};
+            kept = keep_best(best, kept, top, hit);
         }
-        qsort(candidates, found, sizeof *candidates, uform__index_compare_hits);
-        for (size_t k = 0; k < top; ++k)
-            hits[j * top + k] = k < found ? candidates[k] : (uform_index_hit_t){UINT64_MAX, -INFINITY, UFORM_MODALITY_TEXT};
+        for (size_t k = kept; k < top; ++k) best[k] = (uform_index_hit_t){UINT64_MAX, -INFINITY, UFORM_MODALITY_TEXT};
     }
     request->hits = hits;
     request->hits_per_query = top;

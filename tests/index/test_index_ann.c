@@ -2,13 +2,15 @@
  * Approximate search (uform.h, "Approximate search") on generated clustered vectors: 20,000 items
  * × 64 dims around 200 centres (fixed seed), half text and half image, 100 queries near the data.
  *
- *   - HNSW32 (the default recipe at this size) and IVF64,PQ16np reach a stated recall@10 against
+ *   - HNSW32 (the default recipe at this size), IVF512,Flat (the default rule's kind of recipe from
+ *     100,000 items, at the default nprobe) and IVF64,PQ16np reach a stated recall@10 against
  *     exact search (uform_index_search) — exact search is the reference, FAISS is not compared
  *     with itself;
  *   - the same .faiss file opened by Debian's python3-faiss (tests/index/ann_faiss_reference.py)
  *     answers the same ids for the same nprobe / ef;
  *   - rerank: with IVF64,PQ4np (4 bytes a vector) FAISS's own top-1 misses exact search's for some
  *     queries, and with 200 candidates rescored every top-1 equals exact search's, score bit for bit;
+ *     with 2,000, every rank's id and score;
  *   - a modality filter answers only that modality and still matches exact filtered search;
  *   - refusals: another index's .faiss (CONFIG_MISMATCH), a cut, damaged or foreign file (FORMAT),
  *     recipes FAISS refuses (INVALID_ARGUMENT with FAISS's words), a B1 index (UNSUPPORTED);
@@ -405,6 +407,22 @@ int main(int argc, char **argv) {
         CHECK_MSG(r >= 0.95, "IVF64,PQ16np reranked recall@10 %.4f < 0.95", r);
     }
 
+    /* IVF512,Flat: the kind of recipe the default rule builds from 100,000 items (IVF<n>,Flat, n the
+     * power of two nearest 4·√count: 512 for these 20,000), at the default nprobe (lists / 32 = 16).
+     * A corpus of 100,000 rows would take this test ten seconds more; the lists per row are what the
+     * rule's recipe has there (about 100 rows a list against 39 here). */
+    char *flat_path = scratch("ivfflat.faiss");
+    uform_index_ann_t flat = build_and_open(index, "IVF512,Flat", flat_path);
+    uform_index_ann_describe(flat, &description);
+    CHECK_EQ_INT(description.lists, 512);
+    if (flat && approximate(flat, queries, (knobs_t){0, 0, 0, 0}, found, scores, NULL) == 0) {
+        double r = recall(found, truth);
+        fprintf(stderr, "IVF512,Flat at the default nprobe: recall@10 %.4f\n", r);
+        CHECK_MSG(r >= 0.95, "IVF512,Flat recall@10 %.4f < 0.95 at the default nprobe", r);
+        if (python) compare_with_python(python, script, flat_path, queries, (knobs_t){16, 0, 0, 0}, found, "IVF512,Flat nprobe 16");
+    }
+    uform_index_ann_free(flat);
+
     /* Rerank: a coarse PQ4 misses some exact top-1s; 200 rescored candidates find every one. */
     uform_index_ann_t coarse = build_and_open(index, "IVF64,PQ4np", scratch("coarse.faiss"));
     if (coarse && approximate(coarse, queries, (knobs_t){64, 0, 0, 0}, found, scores, NULL) == 0) {
@@ -421,6 +439,21 @@ int main(int argc, char **argv) {
         }
         CHECK_MSG(missed == 0, "with rerank 200, %zu top-1s differ from exact search", missed);
         CHECK_MSG(unequal == 0, "with rerank 200, %zu top-1 scores differ from exact search's bits", unequal);
+    }
+    /* Every rank, not only the first: with 2,000 candidates (a tenth of the items) each query's exact
+     * top 10 is among them, so the kept best 10 must be exact search's answer in its order — ids and
+     * score bits at all ten ranks. This is what the selection of the best `top` candidates (ann_search.c,
+     * keep_best) must get right: order, ties by item, and no better candidate dropped. */
+    if (coarse && approximate(coarse, queries, (knobs_t){64, 0, 2000, 0}, found, scores, NULL) == 0) {
+        size_t wrong = 0, unequal = 0;
+        for (size_t i = 0; i < QUERIES * TOP; ++i) {
+            if (found[i] != truth[i] && wrong++ < 3)
+                fprintf(stderr, "  rerank 2000: query %zu rank %zu: item %llu, exact search %llu\n", i / TOP, i % TOP,
+                        (unsigned long long)found[i], (unsigned long long)truth[i]);
+            unequal += memcmp(&scores[i], &truth_scores[i], sizeof(float)) != 0;
+        }
+        CHECK_MSG(wrong == 0, "with rerank 2000, %zu of %d hits differ from exact search's", wrong, QUERIES * TOP);
+        CHECK_MSG(unequal == 0, "with rerank 2000, %zu scores differ from exact search's bits", unequal);
     }
 
     refusals(index, other, hnsw_path);

@@ -1,10 +1,10 @@
 /*
  * The default recipe rule of uform_index_ann_build (ann_build.c, docs/indexes.md "Approximate
- * search"): HNSW32 up to 1,000,000 items; above, IVF<n>,PQ<m>np with n the power of two nearest
- * 4·√count and m the largest divisor of dims at most dims/4. The expected strings are worked out
- * by hand below, at and around the switch and for dims whose quarter does or does not divide them.
- * A format slip in the rule (it once said "%zn", which stores instead of printing) fails here
- * without building anything.
+ * search"): HNSW32 below 100,000 items; IVF<n>,Flat from 100,000 up to 1,000,000; above,
+ * IVF<n>,PQ<m>np; n the power of two nearest 4·√count and m the largest divisor of dims at most
+ * dims/4. The expected strings are worked out by hand below, at and around the switches and for
+ * dims whose quarter does or does not divide them. A format slip in the rule (it once said "%zn",
+ * which stores instead of printing) fails here without building anything.
  */
 #include <string.h>
 
@@ -18,8 +18,11 @@ typedef struct case_t {
 
 static const case_t cases[] = {
     {1, 64, "HNSW32"},
-    {999999, 256, "HNSW32"},
-    {1000000, 256, "HNSW32"},      /* the switch is inclusive */
+    {99999, 256, "HNSW32"},
+    {100000, 64, "IVF1024,Flat"},  /* the graph's switch is exclusive: 4·√100,000 ≈ 1,265, 1,024 nearer than 2,048 */
+    {300000, 64, "IVF2048,Flat"},  /* 2,191: 2,048 */
+    {999999, 256, "IVF4096,Flat"},
+    {1000000, 256, "IVF4096,Flat"}, /* the flat lists' switch is inclusive */
     {1000001, 256, "IVF4096,PQ64np"}, /* 4·√1,000,001 ≈ 4,000: 4,096 is nearer than 2,048 */
     {1000001, 768, "IVF4096,PQ192np"},
     {1000001, 64, "IVF4096,PQ16np"},
