@@ -15,8 +15,8 @@ endfunction()
 # CPU seconds of the longest tests of `make test-avx2` under QEMU (UFORM_TEST_EMULATED=1, one at a
 # time beside other work on a shared 2-core machine, 2026-12-07: `/usr/bin/time -f %U+%S qemu-x86_64
 # -cpu max ./test_x`; docs/testing.md, "Running", its paragraph on CI time). When the build is
-# configured for the emulator they become the tests' COST, which CTest orders by and which outranks its recorded timings: in CI those
-# are `make test`'s native ones (the stage reuses build/), where test_model takes 0.09 s and
+# configured for the emulator they become the tests' COST, which CTest orders by and which outranks
+# its recorded timings: in CI those are `make test`'s native ones (the stage reuses build/), where test_model takes 0.09 s and
 # test_gemm 1.7 s, so the emulated long poles started last and ran on alone at the end of the stage.
 set(UFORM_EMULATED_COSTS
     test_gemm_gelu=127 test_nn_attention=177 test_gemm=193 test_nn_attention_backward_bf16=187
