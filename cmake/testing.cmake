@@ -23,6 +23,12 @@ set(UFORM_EMULATED_COSTS
     test_model=128 test_nn_attention_bf16=58 test_gemm_i8=90 test_gemm_output=46 test_gemm_pack=72
     test_index_vectors=64)
 
+# How long each libFuzzer target runs in `make fuzz` (label fuzz): CI's short runs, on top of the
+# replay of every seed, which each target's replay test does in full. 12 s each since 2026-12-07
+# (was 20: the eleven timed targets took 220 CPU-seconds of a CI already at its 45 minutes);
+# `make fuzz-long` runs each for FUZZ_SECONDS (an hour by default).
+set(UFORM_FUZZ_SHORT_SECONDS 12 CACHE STRING "Seconds each libFuzzer target runs in make fuzz")
+
 function(uform_add_test)
   cmake_parse_arguments(T "" "NAME;TIMEOUT" "SOURCES;LABELS;LIBRARIES;ARGS" ${ARGN})
   add_executable(${T_NAME} ${T_SOURCES})
