@@ -261,6 +261,20 @@ static uform_status_t gather_sample(members_t *m, uform_index_builder_t own, con
 
 /* Step 5 on this member (lists in memory): its block added to `faiss` under the items' numbers,
  * then serialised (members other than 0). */
+/* Rows done..done + n - 1 of the walker's block widened into `rows` [n, dims] and added to `faiss`
+ * under the items' numbers (first + done …): one batch of step 5. */
+static uform_status_t add_batch(members_t *m, uform__faiss_t *faiss, walker_t *walker, float *rows, size_t done, size_t n,
+                                size_t first, size_t threads) {
+    const size_t dims = walker->view.dims;
+    for (size_t k = 0; k < n; ++k) walk_to(walker, done + k, rows + k * dims);
+    char message[UFORM_OUTCOME_MESSAGE_CAPACITY - 96];
+    uform_status_t status = m->api->add_numbered(faiss, n, rows, (uint64_t)(first + done), threads, message, sizeof message);
+    if (status != UFORM_OK)
+        return uform__fail(m->outcome, status, m->function, "FAISS could not add items %zu..%zu: %s", first + done,
+                           first + done + n - 1, message);
+    return UFORM_OK;
+}
+
 static uform_status_t add_block(members_t *m, uform__faiss_t *faiss, uform_index_builder_t own, size_t first,
                                 size_t threads, buffer_t *lists) {
     walker_t walker = {0};
@@ -269,16 +283,9 @@ static uform_status_t add_block(members_t *m, uform__faiss_t *faiss, uform_index
     size_t chunk = count < ADD_ROWS ? count : ADD_ROWS;
     float *rows = malloc((chunk ? chunk : 1) * dims * sizeof(float));
     if (!rows) return uform__fail(m->outcome, UFORM_OUT_OF_MEMORY, m->function, "cannot allocate %zu rows widened to f32", chunk);
-    char message[UFORM_OUTCOME_MESSAGE_CAPACITY - 96];
     uform_status_t status = UFORM_OK;
-    for (size_t done = 0; done < count && status == UFORM_OK; done += chunk) {
-        size_t n = count - done < chunk ? count - done : chunk;
-        for (size_t k = 0; k < n; ++k) walk_to(&walker, done + k, rows + k * dims);
-        status = m->api->add_numbered(faiss, n, rows, (uint64_t)(first + done), threads, message, sizeof message);
-        if (status != UFORM_OK)
-            status = uform__fail(m->outcome, status, m->function, "FAISS could not add items %zu..%zu: %s", first + done,
-                                 first + done + n - 1, message);
-    }
+    for (size_t done = 0; done < count && status == UFORM_OK; done += chunk)
+        status = add_batch(m, faiss, &walker, rows, done, count - done < chunk ? count - done : chunk, first, threads);
     free(rows);
     if (status == UFORM_OK && m->self != 0) status = serialize(m, faiss, lists, "this member's inverted lists");
     return status;
@@ -418,15 +425,11 @@ static uform_status_t batch_job(job_t *job) {
         if (status == UFORM_OK && job->ondisk)
             status = uform__ann_ondisk_start(job->ondisk, m->api, job->faiss, job->path, m->outcome, m->function);
     }
-    size_t count = job->walker.view.count, dims = job->walker.view.dims, done = job->batch * (size_t)ADD_ROWS;
+    size_t count = job->walker.view.count, done = job->batch * (size_t)ADD_ROWS;
     if (status != UFORM_OK || done >= count) return status;
     size_t n = count - done < ADD_ROWS ? count - done : ADD_ROWS, first = job->first + done;
-    for (size_t k = 0; k < n; ++k) walk_to(&job->walker, done + k, job->widened + k * dims);
-    char message[UFORM_OUTCOME_MESSAGE_CAPACITY - 96];
-    status = m->api->add_numbered(job->faiss, n, job->widened, (uint64_t)first, job->threads, message, sizeof message);
-    if (status != UFORM_OK)
-        return uform__fail(m->outcome, status, m->function, "FAISS could not add items %zu..%zu: %s", first, first + n - 1,
-                           message);
+    status = add_batch(m, job->faiss, &job->walker, job->widened, done, n, job->first, job->threads);
+    if (status != UFORM_OK) return status;
     /* The block's last batch: its widened rows are not needed while the other members finish. */
     if (done + n == count) free(job->widened), job->widened = NULL;
     if (job->ondisk) return uform__ann_ondisk_take(job->ondisk, job->faiss, job->faiss, (uint64_t)first, m->outcome, m->function);
