@@ -138,35 +138,30 @@ int index_vectors_run(const index_vectors_options_t *options, const cli_command_
                                         options->normalize ? UFORM_INDEX_NORMALIZE : 0, &outcome) != UFORM_OK)
         status = cli_fail(&outcome, options->vectors);
     free(numbers), free(number_offsets);
-    /* Every member takes part in the gather, also one that failed (with no builder), so the others
-     * stop at once; member 0 alone writes. */
+    /* Every member takes part in the write, also one that failed (with no builder), so the others
+     * stop at once; member 0 alone writes, the others stream their rows to it. */
     int writes = !mesh || mesh->index == 0;
-    uform_index_builder_t own = NULL; /* this member's block, kept for the approximate structure */
     if (mesh) {
-        uform_index_builder_t gathered = NULL;
-        if (uform_index_builder_gather(status == 0 ? builder : NULL, mesh->mesh, &gathered, &outcome) != UFORM_OK &&
+        if (uform_index_builder_write_members(status == 0 ? builder : NULL, mesh->mesh, options->out, NULL, 0, &outcome) !=
+                UFORM_OK &&
             status == 0)
-            status = cli_fail(&outcome, NULL);
-        own = builder;
-        builder = gathered;
-    }
-    if (status == 0 && writes && uform_index_builder_write(builder, options->out, NULL, 0, &outcome) != UFORM_OK)
+            status = cli_fail(&outcome, writes ? options->out : NULL);
+    } else if (status == 0 && uform_index_builder_write(builder, options->out, NULL, 0, &outcome) != UFORM_OK) {
         status = cli_fail(&outcome, options->out);
+    }
     if (mesh && options->ann) {
-        /* Every member adds its own block to the structure; member 0 also needs the whole index (the
-         * pairing record names its rows). A member that failed still takes part, with no block. */
-        uform_index_builder_free(builder);
-        builder = NULL;
+        /* Every member adds its own block (its builder) to the structure; member 0 also needs the
+         * whole index (the pairing record names its rows). A member that failed still takes part,
+         * with no block. */
         uform_index_t whole = NULL;
         if (status == 0 && writes && uform_index_open(options->out, NULL, &whole, &outcome) != UFORM_OK)
             status = cli_fail(&outcome, options->out);
-        if (uform_index_ann_build_members(whole, status == 0 ? own : NULL, mesh->mesh, options->ann_path, options->ann,
+        if (uform_index_ann_build_members(whole, status == 0 ? builder : NULL, mesh->mesh, options->ann_path, options->ann,
                                           &outcome) != UFORM_OK &&
             status == 0)
             status = cli_fail(&outcome, NULL);
         uform_index_free(whole);
     }
-    uform_index_builder_free(own);
     double seconds = cli_now() - start;
     if (status == 0 && writes && options->json) {
         printf("{\"indexed\": %zu, \"dims\": %zu, \"scalar\": \"%s\", \"modality\": \"%s\", \"normalized\": %s, "

@@ -20,8 +20,8 @@ typedef struct index_vectors_options_t {
 } index_vectors_options_t;
 
 /* Builds options->out from options->vectors; answers the exit status (docs/cli.md). As a member of
- * a mesh, it indexes its contiguous block of the rows, the blocks are gathered in member order
- * (uform_index_builder_gather) and member 0 writes the index; with options->ann every member then
+ * a mesh, it indexes its contiguous block of the rows, and the blocks stream to member 0 in member
+ * order, which writes the index (uform_index_builder_write_members); with options->ann every member then
  * takes part in building its approximate structure (member 0 writes it, the caller reports it). */
 int index_vectors_run(const index_vectors_options_t *options, const cli_command_t *command);
 

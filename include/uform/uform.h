@@ -1068,7 +1068,8 @@ UFORM_API uform_status_t uform_index_builder_item(uform_index_builder_t builder,
 /* Frees a builder. NULL is a no-op. */
 UFORM_API void uform_index_builder_free(uform_index_builder_t builder);
 
-/* The members of a mesh build one index together with uform_index_builder_gather (Mesh section). */
+/* The members of a mesh build one index together with uform_index_builder_write_members or
+ * uform_index_builder_gather (Mesh section). */
 
 /*
  * Indexes from vectors: embeddings made elsewhere (another model, another library), with no
@@ -1773,9 +1774,10 @@ UFORM_API uform_status_t uform_evaluate(uform_evaluate_t *request);
  *                       decodes and encodes only the batches handed over at positions in
  *                       (W·r/K, W·(r+1)/K] of W, a position counting the items read so far, or for
  *                       shards the shards opened (docs/indexes.md, "Many members, one index"); the
- *                       members' items and error lines are gathered in member order
- *                       (uform_index_builder_gather) and member 0 alone writes `out` and
- *                       `errors_path`: the same bytes one process writes. Not with `resume`
+ *                       members' error lines are gathered in member order, member 0 writes
+ *                       `errors_path`, and the members' items stream to member 0, which writes `out`
+ *                       (uform_index_builder_write_members: no member holds more than its own
+ *                       items): the same bytes one process writes. Not with `resume`
  *                       (UFORM_INVALID_ARGUMENT); no checkpoint is written before the end (batches
  *                       are still cut every `checkpoint` items, as one process cuts them). Members
  *                       whose datasets differ from member 0's (fingerprints or weights) all fail
@@ -2290,7 +2292,8 @@ UFORM_API uform_status_t uform_trainer_fit(uform_trainer_fit_t *request);
 /*
  * The mesh itself is here: how members find each other (uform_mesh_launch_read), join
  * (uform_mesh_bootstrap), describe the run (uform_mesh_describe) and leave (uform_mesh_free), and
- * one index built by every member (uform_index_builder_gather). What runs over a mesh is documented
+ * one index built by every member (uform_index_builder_write_members, uform_index_builder_gather).
+ * What runs over a mesh is documented
  * where it belongs: a trainer's `config.mesh` and steps over it (Training: uform_trainer_config_t,
  * uform_trainer_step), and a loader's share of each batch (Data: uform_loader_options_t).
  */
@@ -2574,7 +2577,8 @@ UFORM_API void uform_mesh_free(uform_mesh_t mesh);
  * and paths as they were added; `builder` is left as it was. When every member built a contiguous
  * block of the inputs in input order, the gathered builder is the one a single process would have
  * made, and writes the same bytes. Every member receives every row (an all-gather), so each needs
- * memory for the whole index. A member whose own work failed calls it with `builder` NULL, so the
+ * memory for the whole index; to write the index without that, use
+ * uform_index_builder_write_members. A member whose own work failed calls it with `builder` NULL, so the
  * others fail at once rather than after the mesh's timeout.
  * Statuses: UFORM_OK; UFORM_INVALID_ARGUMENT (NULL mesh or gathered); UFORM_PEER_LOST (a member
  * called with NULL, or left); UFORM_TIMEOUT (a member did not answer within the mesh's timeout);
@@ -2584,6 +2588,30 @@ UFORM_API void uform_mesh_free(uform_mesh_t mesh);
  */
 UFORM_API uform_status_t uform_index_builder_gather(uform_index_builder_t builder, uform_mesh_t mesh,
                                                     uform_index_builder_t *gathered, uform_outcome_t *outcome);
+
+/*
+ * Writes one index from the builders of the members of a mesh (docs/indexes.md, "Many members, one
+ * index"). Collective: every member calls it with the builder of its own share, and member 0 writes
+ * at `path` (with `metadata`, as uform_index_builder_write takes it) the very file that
+ * uform_index_builder_gather followed by uform_index_builder_write would: member 0's items, then
+ * member 1's, and so on. Unlike the gather, no member holds the whole index: the items stream to
+ * member 0 in pieces of 1 MiB, tensor by tensor in the file's order, and it writes them as they come,
+ * so each member needs memory for its own builder, two pieces, and on member 0 the writer's 8 MiB
+ * chunk. Each piece is broadcast from its member, so with more than two members every member also
+ * receives (and drops) the others' pieces. The other members' `path` and `metadata` are ignored and
+ * may be NULL. A member whose own work failed calls it with `builder` NULL, so the others fail at
+ * once rather than after the mesh's timeout. Every member answers the same status; member 0's
+ * failure to write reaches the others as "member 0 of K could not write the index: its message".
+ * Statuses: UFORM_OK; UFORM_INVALID_ARGUMENT (NULL mesh; on member 0 a NULL path or a reserved
+ * metadata key); UFORM_PEER_LOST (a member called with NULL, or left); UFORM_TIMEOUT (a member did not
+ * answer within the mesh's timeout); UFORM_CONFIG_MISMATCH (builders of other dimensions, scalars or
+ * fingerprints); UFORM_OUT_OF_MEMORY (on any member: all fail); UFORM_IO (member 0's write; the
+ * target is then untouched); UFORM_CONTENDED (another call holds the mesh). A failed exchange breaks
+ * the mesh, as a trainer's does.
+ */
+UFORM_API uform_status_t uform_index_builder_write_members(uform_index_builder_t builder, uform_mesh_t mesh, const char *path,
+                                                           const char *const *metadata, size_t metadata_count,
+                                                           uform_outcome_t *outcome);
 
 /*
  * Builds one approximate structure over an index whose items the members of `mesh` hold in

@@ -82,17 +82,12 @@ def build_members_from_vectors(vectors: Any, *, mesh: Any, paths: Optional[Seque
                            modality=modality, function=function)
     except Exception as error:  # still takes part below, with nothing, so the others stop at once
         failure = error
-    gathered, outcome = c_void_p(), S.Outcome()
+    outcome = S.Outcome()
     try:
-        if lib.uform_index_builder_gather(own if failure is None else None, handle, byref(gathered),
-                                          addressof(outcome)) != 0 and failure is None:
+        # Member 0 writes; the others stream their rows to it (no member holds the whole index).
+        if lib.uform_index_builder_write_members(own if failure is None else None, handle, out_bytes, None, 0,
+                                                 addressof(outcome)) != 0 and failure is None:
             failure = from_outcome(outcome)
-        if failure is None and rank == 0:
-            written = S.Outcome()
-            if lib.uform_index_builder_write(gathered.value, out_bytes, None, 0, addressof(written)) != 0:
-                failure = from_outcome(written)
-        lib.uform_index_builder_free(gathered.value)
-        gathered = c_void_p()
         if ann is not None:
             whole, opened = c_void_p(), S.Outcome()
             if failure is None and rank == 0 and lib.uform_index_open(out_bytes, None, byref(whole),
@@ -107,7 +102,6 @@ def build_members_from_vectors(vectors: Any, *, mesh: Any, paths: Optional[Seque
             finally:
                 lib.uform_index_free(whole.value)
     finally:
-        lib.uform_index_builder_free(gathered.value)
         lib.uform_index_builder_free(own)
     if failure is not None:
         raise failure

@@ -135,6 +135,7 @@ _declare("uform_index_builder_add_vectors", c_int, _P, c_int, _P, c_int, c_size_
 _declare("uform_index_builder_write", c_int, _P, c_char_p, _P, c_size_t, _P)
 _declare("uform_index_builder_free", None, _P)
 _declare("uform_index_builder_gather", c_int, _P, _P, POINTER(c_void_p), _P)
+_declare("uform_index_builder_write_members", c_int, _P, _P, c_char_p, _P, c_size_t, _P)
 _declare("uform_index_ann_build_members", c_int, _P, _P, _P, c_char_p, _P, _P)
 _declare("uform_model_fingerprint", c_int, _P, _P, _P)
 _declare("uform_dataset_open", c_int, _P, POINTER(c_void_p), _P, _P)

@@ -101,14 +101,13 @@ class BuildResult:
 def _leave_mesh(mesh: Any, vectors: bool = False) -> None:
     """A member that failed before its build still meets the others, with nothing, so they stop
     naming it instead of at the timeout: encoding, a request with no model (it fails at once after
-    telling them); from vectors, the gather of the members' blocks with none."""
+    telling them); from vectors, the write of the members' blocks with none."""
     handle = getattr(mesh, "_handle", None)
     if handle is None:
         return
     if vectors:
-        gathered, outcome = c_void_p(), S.Outcome()
-        lib.uform_index_builder_gather(None, handle, byref(gathered), addressof(outcome))
-        lib.uform_index_builder_free(gathered.value)
+        outcome = S.Outcome()
+        lib.uform_index_builder_write_members(None, handle, None, None, 0, addressof(outcome))
         return
     nothing = D.IndexBuild()
     nothing.mesh = handle

@@ -117,24 +117,38 @@ static void write_error(build_t *build, const char *path, size_t length, uform_s
     else uform__data_error_set(&build->request->error, status, 0, SIZE_MAX, NULL, path, "%s", message);
 }
 
-/* Writes the index (and makes the errors it mentions durable first). */
-static uform_status_t write_index(build_t *build, size_t consumed) {
+static uform_status_t failed(build_t *build, const uform_outcome_t *outcome);
+
+/* Checks that the errors file is whole and durable, before the index that counts its lines. */
+static uform_status_t errors_durable(build_t *build) {
     uform_index_build_t *request = build->request;
     if (build->errors_failed == ENOMEM)
         return uform__fail(&request->outcome, UFORM_OUT_OF_MEMORY, build->function, "cannot allocate a line of '%s'", build->errors_path);
     if (build->errors_failed || fsync(build->errors) != 0)
         return uform__fail(&request->outcome, UFORM_IO, build->function, "cannot write '%s': %s", build->errors_path,
                            strerror(build->errors_failed ? build->errors_failed : errno));
+    return UFORM_OK;
+}
+
+/* Writes the index (and makes the errors it mentions durable first). Over a mesh every member
+ * calls it (collective), member 0 after its errors file is written, and `status` is this member's
+ * own so far: a member that failed takes part with nothing, so the others stop at once. */
+static uform_status_t write_index(build_t *build, size_t consumed, uform_status_t status) {
+    uform_index_build_t *request = build->request;
+    int writes = !build->mesh || build->mesh->index == 0;
+    if (status == UFORM_OK && writes) status = errors_durable(build);
     char consumed_text[24], errors_text[24];
     snprintf(consumed_text, sizeof consumed_text, "%zu", consumed);
     snprintf(errors_text, sizeof errors_text, "%zu", build->error_lines);
     const char *metadata[] = {CONSUMED_KEY, consumed_text, ERRORS_KEY, errors_text};
     uform_outcome_t outcome = {0};
-    if (uform_index_builder_write(build->builder, request->out, metadata, 2, &outcome) != UFORM_OK) {
-        uform__outcome_copy_text(&request->outcome, &outcome);
-        return uform__fail(&request->outcome, uform_outcome_status(&outcome), build->function, "%s", outcome.message);
-    }
-    return UFORM_OK;
+    uform_status_t written =
+        build->mesh ? uform_index_builder_write_members(status == UFORM_OK ? build->builder : NULL, build->mesh, request->out,
+                                                        metadata, 2, &outcome)
+        : status == UFORM_OK ? uform_index_builder_write(build->builder, request->out, metadata, 2, &outcome)
+                             : status;
+    if (status == UFORM_OK && written != UFORM_OK) status = failed(build, &outcome);
+    return status;
 }
 
 /* Starts decoding a media batch: deferred on the decoder, or blocking on the compute executor. */
@@ -218,7 +232,7 @@ static uform_status_t process(build_t *build, uform__unit_t *unit) {
     }
     /* Over a mesh nothing is written before the end: member 0 writes once every member's items are
      * gathered (a checkpoint of one member's share could not be resumed by anyone). */
-    if (status == UFORM_OK && unit->kind != UFORM__UNIT_BATCH && !build->mesh) status = write_index(build, unit->consumed);
+    if (status == UFORM_OK && unit->kind != UFORM__UNIT_BATCH && !build->mesh) status = write_index(build, unit->consumed, UFORM_OK);
     if (unit->kind == UFORM__UNIT_END) build->consumed = unit->consumed;
     /* Progress over a mesh counts this member's share of the positions (items, or shards for
      * shards): (low, high] becomes 0 ... high - low. */
@@ -394,12 +408,10 @@ static uform_status_t ann_alone(build_t *build) {
 
 /* Over a mesh, once member 0 has written `out` (`status`: this member's so far): every member takes
  * part in uform_index_ann_build_members with its own rows (NULL when it failed, so the others stop
- * at once), member 0 with the whole index reopened from `out`. The gathered rows are dropped first:
- * the structure needs each member's block and, on member 0, the mapped file. */
-static uform_status_t ann_members(build_t *build, uform_index_builder_t own, uform_status_t status) {
+ * at once), member 0 with the whole index reopened from `out` (mapped). */
+static uform_status_t ann_members(build_t *build, uform_status_t status) {
     uform_index_build_t *request = build->request;
-    uform_index_builder_free(build->builder);
-    build->builder = NULL;
+    uform_index_builder_t own = build->builder;
     char *path = ann_target(request);
     if (status == UFORM_OK && !path)
         status = uform__fail(&request->outcome, UFORM_OUT_OF_MEMORY, build->function, "cannot allocate a path");
@@ -451,46 +463,41 @@ static uform_status_t encode_share(build_t *build, uform__reader_t *reader) {
  * the others fail at once naming it instead of waiting out the mesh's timeout. */
 static uform_status_t leave_mesh(uform_index_build_t *request, uform_status_t status) {
     if (request->mesh) {
-        uform_index_builder_t nothing = NULL;
         char *lines = NULL;
-        size_t length = 0;
+        size_t length = 0, items = 0;
         uform_outcome_t ignored = {0};
         uform__index_build_agree(request->mesh, 0, NULL, 0, 0, 0, &ignored, __func__);
-        uform__index_build_gather(request->mesh, NULL, NULL, 0, &nothing, &lines, &length, &ignored, __func__);
-        uform_index_builder_free(nothing);
+        uform__index_build_gather(request->mesh, 0, 0, NULL, 0, &items, &lines, &length, &ignored, __func__);
         free(lines);
     }
     return status;
 }
 
-/* The end over a mesh: gathers every member's items and error lines (this member's builder NULL
- * when it failed), and member 0 writes the errors file, then the index, as one process would. */
+/* The end over a mesh: gathers every member's item count and error lines (this member's marked
+ * failed when it did), member 0 writes the errors file, and the members' items stream to member 0,
+ * which writes the index: the files one process writes. */
 static uform_status_t finish_mesh(build_t *build, uform_status_t status) {
     uform_index_build_t *request = build->request;
     uform_outcome_t gathered_outcome = {0};
-    uform_index_builder_t gathered = NULL;
     char *lines = NULL;
-    size_t length = 0;
+    size_t length = 0, items = 0;
     if (status == UFORM_OK && build->errors_failed == ENOMEM)
         status = uform__fail(&request->outcome, UFORM_OUT_OF_MEMORY, build->function, "cannot allocate the error lines");
-    uform_status_t met = uform__index_build_gather(build->mesh, status == UFORM_OK ? build->builder : NULL, build->error_text,
-                                                   build->error_length, &gathered, &lines, &length, &gathered_outcome,
+    uform__index_builder_view_t view = {0};
+    if (build->builder) uform__index_builder_view(build->builder, &view);
+    uform_status_t met = uform__index_build_gather(build->mesh, status == UFORM_OK && build->builder, view.count, build->error_text,
+                                                   build->error_length, &items, &lines, &length, &gathered_outcome,
                                                    build->function);
     if (status != UFORM_OK) { /* this member's own failure says more than the gather's echo of it */
-        uform_index_builder_free(gathered);
         free(lines);
         return status;
     }
     if (met != UFORM_OK) return failed(build, &gathered_outcome);
     /* This member's own rows stay for the approximate structure: they are the member's contiguous
-     * block of the gathered index (its batches are a contiguous run of one process's). */
-    uform_index_builder_t own = build->builder;
-    build->builder = gathered;
+     * block of the index (its batches are a contiguous run of one process's). */
     size_t count = 0;
     for (size_t i = 0; i < length; ++i) count += lines[i] == '\n';
-    uform__index_builder_view_t view;
-    uform__index_builder_view(gathered, &view);
-    request->indexed = view.count, request->failed = count;
+    request->indexed = items, request->failed = count;
     if (build->mesh->index == 0) {
         status = uform__index_build_write_errors(build->errors_path, lines, length, &request->outcome, build->function);
         build->error_lines = count;
@@ -499,11 +506,10 @@ static uform_status_t finish_mesh(build_t *build, uform_status_t status) {
         if (status == UFORM_OK && build->errors < 0)
             status = uform__fail(&request->outcome, UFORM_IO, build->function, "cannot reopen '%s': %s", build->errors_path,
                                  strerror(errno));
-        if (status == UFORM_OK) status = write_index(build, build->consumed);
     }
     free(lines);
-    if (request->ann) status = ann_members(build, own, status);
-    uform_index_builder_free(own);
+    status = write_index(build, build->consumed, status);
+    if (request->ann) status = ann_members(build, status);
     return status;
 }
 

@@ -98,11 +98,12 @@ uform_status_t uform__index_build_agree(uform_mesh_t mesh, int ok, const uform_d
  * early waits at most a round for a live member, and the mesh's timeout bounds only how long a dead
  * one goes unnoticed. Answers the mesh's status. */
 uform_status_t uform__index_build_rounds(uform_mesh_t mesh, const uint32_t *done, uform_outcome_t *outcome, const char *function);
-/* Collective: gathers the members' builders (`mine` NULL when this member failed: every member then
- * fails naming it) and their error lines, both in member order. *all_errors is malloc'ed. */
-uform_status_t uform__index_build_gather(uform_mesh_t mesh, uform_index_builder_t mine, const char *errors, size_t errors_length,
-                                         uform_index_builder_t *gathered, char **all_errors, size_t *all_length,
-                                         uform_outcome_t *outcome, const char *function);
+/* Collective: gathers whether each member's share is done (`ok`; one not done makes every member
+ * fail naming it), the members' item counts (their sum in *items) and their error lines, end to end
+ * in member order, into a malloc'ed, NUL-terminated *all_errors. */
+uform_status_t uform__index_build_gather(uform_mesh_t mesh, int ok, size_t count, const char *errors, size_t errors_length,
+                                         size_t *items, char **all_errors, size_t *all_length, uform_outcome_t *outcome,
+                                         const char *function);
 /* Writes `length` bytes of error lines to `path` (created or truncated) and makes them durable. */
 uform_status_t uform__index_build_write_errors(const char *path, const char *lines, size_t length, uform_outcome_t *outcome,
                                                const char *function);

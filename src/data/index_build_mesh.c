@@ -1,7 +1,8 @@
 /*
  * uform_index_build over a mesh (uform.h, uform_index_build_t's `mesh`; docs/indexes.md, "Many
- * members, one index"): which batches a member encodes, and the end, where the members' builders
- * and error lines are gathered in member order and member 0 writes both files.
+ * members, one index"): which batches a member encodes, and the end, where the members' item
+ * counts and error lines are gathered in member order, member 0 writes the errors file, and the
+ * members' items stream to member 0, which writes the index (uform_index_builder_write_members).
  *
  * Why batches are shared by where they are handed over: the reader cuts batches of one modality,
  * so a mixed corpus's batches, and the order their items reach the builder, depend on every item
@@ -93,22 +94,34 @@ uform_status_t uform__index_build_rounds(uform_mesh_t mesh, const uint32_t *done
     return status;
 }
 
-/* Every member's error lines end to end in member order, into a malloc'ed *all (NUL-terminated). */
-static uform_status_t gather_errors(uform_mesh_t mesh, const char *mine, size_t length, char **all, size_t *all_length,
-                                    uform_outcome_t *outcome, const char *function) {
+uform_status_t uform__index_build_gather(uform_mesh_t mesh, int ok, size_t count, const char *mine, size_t length, size_t *items,
+                                         char **all, size_t *all_length, uform_outcome_t *outcome, const char *function) {
+    *items = 0, *all = NULL, *all_length = 0;
     const size_t members = mesh->count;
-    uint64_t own = length, *lengths = calloc(members, sizeof *lengths);
+    /* Per member: whether its share is done, its items, the bytes of its error lines. */
+    enum { OK, ITEMS, LENGTH, WORDS };
+    uint64_t own[WORDS] = {(uint64_t)(ok != 0), count, length}, *records = calloc(members, sizeof own);
     size_t *sizes = calloc(members, sizeof *sizes);
     unsigned char *sent = malloc(length + 1), *received = NULL;
-    uform_status_t status = lengths && sizes && sent
-                                ? UFORM_OK
+    uform_status_t status = records && sizes && sent
+                                ? uform__mesh_acquire(mesh, outcome, function)
                                 : uform__fail(outcome, UFORM_OUT_OF_MEMORY, function, "cannot allocate the error lines' exchange");
-    for (size_t r = 0; r < members && sizes; ++r) sizes[r] = sizeof own;
-    /* A member out of memory here cannot answer: the others wait out the mesh's timeout, as they do
-     * for a member that died. */
-    if (status == UFORM_OK) status = uform__mesh_allgather(mesh, &own, lengths, sizes, "the members' error line sizes", outcome, function);
+    if (status != UFORM_OK) {
+        /* A member out of memory here cannot answer: the others wait out the mesh's timeout, as they
+         * do for a member that died. */
+        free(records), free(sizes), free(sent);
+        return status;
+    }
+    for (size_t r = 0; r < members; ++r) sizes[r] = sizeof own;
+    status = uform__mesh_allgather(mesh, own, records, sizes, "the members' items and error line sizes", outcome, function);
+    for (size_t r = 0; status == UFORM_OK && r < members; ++r)
+        if (!records[r * WORDS + OK])
+            status = uform__fail(outcome, UFORM_PEER_LOST, function,
+                                 "member %zu of %zu failed before the gather (its own message says why); no index is written",
+                                 r, members);
     size_t total = 0;
-    for (size_t r = 0; status == UFORM_OK && r < members; ++r) sizes[r] = (size_t)lengths[r] + 1, total += sizes[r];
+    for (size_t r = 0; status == UFORM_OK && r < members; ++r)
+        sizes[r] = (size_t)records[r * WORDS + LENGTH] + 1, total += sizes[r], *items += (size_t)records[r * WORDS + ITEMS];
     if (status == UFORM_OK && !(received = malloc(total)))
         status = uform__fail(outcome, UFORM_OUT_OF_MEMORY, function, "cannot allocate %zu bytes of error lines", total);
     if (status == UFORM_OK) {
@@ -121,33 +134,14 @@ static uform_status_t gather_errors(uform_mesh_t mesh, const char *mine, size_t 
         /* Drop each member's extra byte: the lines in member order, then one terminator. */
         size_t at = 0, used = 0;
         for (size_t r = 0; r < members; ++r) {
-            memmove(received + used, received + at, (size_t)lengths[r]);
-            used += (size_t)lengths[r], at += sizes[r];
+            memmove(received + used, received + at, (size_t)records[r * WORDS + LENGTH]);
+            used += (size_t)records[r * WORDS + LENGTH], at += sizes[r];
         }
         received[used] = 0;
         *all = (char *)received, *all_length = used, received = NULL;
     }
-    free(lengths), free(sizes), free(sent), free(received);
-    return status;
-}
-
-uform_status_t uform__index_build_gather(uform_mesh_t mesh, uform_index_builder_t mine, const char *errors, size_t errors_length,
-                                         uform_index_builder_t *gathered, char **all_errors, size_t *all_length,
-                                         uform_outcome_t *outcome, const char *function) {
-    *gathered = NULL, *all_errors = NULL, *all_length = 0;
-    uform_outcome_t inner = {0};
-    /* The builders first: a member that failed calls with NULL, and the gather fails every member
-     * at once naming it, before anything else is exchanged. */
-    if (uform_index_builder_gather(mine, mesh, gathered, &inner) != UFORM_OK) {
-        uform__outcome_copy_text(outcome, &inner);
-        return uform__fail(outcome, uform_outcome_status(&inner), function, "%s", inner.message);
-    }
-    uform_status_t status = uform__mesh_acquire(mesh, outcome, function);
-    if (status == UFORM_OK) {
-        status = gather_errors(mesh, errors, errors_length, all_errors, all_length, outcome, function);
-        uform__mesh_release(mesh);
-    }
-    if (status != UFORM_OK) uform_index_builder_free(*gathered), *gathered = NULL;
+    uform__mesh_release(mesh);
+    free(records), free(sizes), free(sent), free(received);
     return status;
 }
 

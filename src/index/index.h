@@ -72,6 +72,27 @@ int uform__index_builder_reserve(uform_index_builder_t builder, uform_modality_t
 void uform__index_builder_append(uform_index_builder_t builder, uform_modality_t modality, const void *rows,
                                  size_t row_stride, const uform_tape_t *paths);
 
+/* An index file's contents for the writer (index_build.c): the shapes of index.h's seven tensors and
+ * their bytes, data[m] for embeddings of modality m, then the items' three tensors; a NULL entry
+ * with bytes is filled through the writer's hook (uform__index_write's `fill`). */
+enum { UFORM__INDEX_MODALITY = 4, UFORM__INDEX_OFFSETS = 5, UFORM__INDEX_PATHS = 6, UFORM__INDEX_TENSORS = 7 };
+typedef struct uform__index_layout_t {
+    size_t dims, row_bytes;
+    uform_scalar_kind_t scalar;
+    const char *fingerprint;
+    uint64_t rows[4];     /* rows per modality */
+    uint64_t count, paths_bytes;
+    const void *data[UFORM__INDEX_TENSORS];
+} uform__index_layout_t;
+/* Writes an index file atomically (uform_index_builder_write's checks of `metadata` and its
+ * statuses; failures name `function`); `fill` may be NULL when every tensor's data is there. */
+uform_status_t uform__index_write(const char *path, const uform__index_layout_t *layout, const char *const *metadata,
+                                  size_t metadata_count, uform__safetensors_fill_t fill, void *fill_state, uform_outcome_t *outcome,
+                                  const char *function);
+/* The positions (0-6, as in the layout's `data`) of an index's tensors in the order the file lays
+ * their data out, which depends on the scalar alone. */
+void uform__index_data_order(uform_scalar_kind_t scalar, size_t order[7]);
+
 /* A builder's arrays as they stand (index_build.c), for the gather (index_gather.c): borrowed until
  * the builder's next add or free. */
 typedef struct uform__index_builder_view_t {

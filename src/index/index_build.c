@@ -163,13 +163,36 @@ void uform__index_builder_append(uform_index_builder_t builder, uform_modality_t
     builder->count += count;
 }
 
-UFORM_API uform_status_t uform_index_builder_write(uform_index_builder_t builder, const char *path,
-                                                   const char *const *metadata, size_t metadata_count,
-                                                   uform_outcome_t *outcome) {
-    const char *function = __func__;
-    if (!builder || !path || (metadata_count && !metadata))
-        return uform__fail(outcome, UFORM_INVALID_ARGUMENT, function, "%s is NULL",
-                           !builder ? "builder" : !path ? "path" : "metadata");
+/* The seven tensors of an index file (index.h's layout) in `tensors`, with the shapes in `shapes`. */
+static void index_tensors(const uform__index_layout_t *layout, uint64_t shapes[7][2], uform__safetensors_source_t tensors[7]) {
+    uint64_t columns = layout->scalar == UFORM_SCALAR_B1 ? layout->row_bytes : layout->dims;
+    for (int m = 0; m < 4; ++m) {
+        shapes[m][0] = layout->rows[m], shapes[m][1] = columns;
+        tensors[m] = (uform__safetensors_source_t){uform__index_tensor_name((uform_modality_t)m),
+                                                   uform__index_scalar_dtype(layout->scalar), 2, shapes[m], layout->data[m]};
+    }
+    shapes[4][0] = layout->count, shapes[5][0] = layout->count + 1, shapes[6][0] = layout->paths_bytes;
+    tensors[UFORM__INDEX_MODALITY] = (uform__safetensors_source_t){"items.modality", UFORM__SAFETENSORS_U8, 1, shapes[4],
+                                                                   layout->data[UFORM__INDEX_MODALITY]};
+    tensors[UFORM__INDEX_OFFSETS] = (uform__safetensors_source_t){"items.path_offsets", UFORM__SAFETENSORS_I64, 1, shapes[5],
+                                                                  layout->data[UFORM__INDEX_OFFSETS]};
+    tensors[UFORM__INDEX_PATHS] = (uform__safetensors_source_t){"items.paths", UFORM__SAFETENSORS_U8, 1, shapes[6],
+                                                                layout->data[UFORM__INDEX_PATHS]};
+}
+
+void uform__index_data_order(uform_scalar_kind_t scalar, size_t order[7]) {
+    uform__index_layout_t layout = {.dims = 1, .row_bytes = 1, .scalar = scalar};
+    uint64_t shapes[7][2];
+    uform__safetensors_source_t tensors[7];
+    index_tensors(&layout, shapes, tensors);
+    uform__safetensors_data_order(tensors, 7, order);
+}
+
+uform_status_t uform__index_write(const char *path, const uform__index_layout_t *layout, const char *const *metadata,
+                                  size_t metadata_count, uform__safetensors_fill_t fill, void *fill_state, uform_outcome_t *outcome,
+                                  const char *function) {
+    if (!path || (metadata_count && !metadata))
+        return uform__fail(outcome, UFORM_INVALID_ARGUMENT, function, "%s is NULL", !path ? "path" : "metadata");
     for (size_t i = 0; i < metadata_count; ++i) {
         if (!metadata[2 * i] || !metadata[2 * i + 1])
             return uform__fail(outcome, UFORM_INVALID_ARGUMENT, function, "metadata pair %zu holds a NULL string", i);
@@ -181,30 +204,19 @@ UFORM_API uform_status_t uform_index_builder_write(uform_index_builder_t builder
     uform__safetensors_pair_t *pairs = calloc(metadata_count + 5, sizeof *pairs);
     if (!pairs) return uform__fail(outcome, UFORM_OUT_OF_MEMORY, function, "cannot allocate the metadata");
     char dims[24], count[24];
-    snprintf(dims, sizeof dims, "%zu", builder->dims);
-    snprintf(count, sizeof count, "%zu", builder->count);
+    snprintf(dims, sizeof dims, "%zu", layout->dims);
+    snprintf(count, sizeof count, "%llu", (unsigned long long)layout->count);
     pairs[0] = (uform__safetensors_pair_t){UFORM__INDEX_KEY_FORMAT, UFORM__INDEX_FORMAT};
-    pairs[1] = (uform__safetensors_pair_t){UFORM__INDEX_KEY_FINGERPRINT, builder->fingerprint};
+    pairs[1] = (uform__safetensors_pair_t){UFORM__INDEX_KEY_FINGERPRINT, layout->fingerprint};
     pairs[2] = (uform__safetensors_pair_t){UFORM__INDEX_KEY_DIMS, dims};
-    pairs[3] = (uform__safetensors_pair_t){UFORM__INDEX_KEY_SCALAR, uform__index_scalar_name(builder->scalar)};
+    pairs[3] = (uform__safetensors_pair_t){UFORM__INDEX_KEY_SCALAR, uform__index_scalar_name(layout->scalar)};
     pairs[4] = (uform__safetensors_pair_t){UFORM__INDEX_KEY_COUNT, count};
     for (size_t i = 0; i < metadata_count; ++i) pairs[5 + i] = (uform__safetensors_pair_t){metadata[2 * i], metadata[2 * i + 1]};
 
     uint64_t shapes[7][2];
     uform__safetensors_source_t tensors[7];
-    uint64_t columns = builder->scalar == UFORM_SCALAR_B1 ? builder->row_bytes : builder->dims;
-    for (int m = 0; m < 4; ++m) {
-        shapes[m][0] = builder->rows[m].size / builder->row_bytes, shapes[m][1] = columns;
-        tensors[m] = (uform__safetensors_source_t){uform__index_tensor_name((uform_modality_t)m),
-                                                   uform__index_scalar_dtype(builder->scalar), 2, shapes[m],
-                                                   builder->rows[m].data};
-    }
-    shapes[4][0] = builder->count, shapes[5][0] = builder->count + 1, shapes[6][0] = builder->paths.size;
-    tensors[4] = (uform__safetensors_source_t){"items.modality", UFORM__SAFETENSORS_U8, 1, shapes[4], builder->modality.data};
-    tensors[5] = (uform__safetensors_source_t){"items.path_offsets", UFORM__SAFETENSORS_I64, 1, shapes[5],
-                                               builder->path_offsets.data};
-    tensors[6] = (uform__safetensors_source_t){"items.paths", UFORM__SAFETENSORS_U8, 1, shapes[6], builder->paths.data};
-    uform__safetensors_write_t request = {tensors, 7, pairs, metadata_count + 5, NULL, NULL};
+    index_tensors(layout, shapes, tensors);
+    uform__safetensors_write_t request = {tensors, 7, pairs, metadata_count + 5, NULL, NULL, fill, fill_state};
     uform_status_t status = uform__safetensors_write(path, &request, outcome);
     free(pairs);
     if (status != UFORM_OK && outcome) {
@@ -213,6 +225,21 @@ UFORM_API uform_status_t uform_index_builder_write(uform_index_builder_t builder
         return status;
     }
     return uform__succeed(outcome, function);
+}
+
+UFORM_API uform_status_t uform_index_builder_write(uform_index_builder_t builder, const char *path,
+                                                   const char *const *metadata, size_t metadata_count,
+                                                   uform_outcome_t *outcome) {
+    const char *function = __func__;
+    if (!builder || !path || (metadata_count && !metadata))
+        return uform__fail(outcome, UFORM_INVALID_ARGUMENT, function, "%s is NULL",
+                           !builder ? "builder" : !path ? "path" : "metadata");
+    uform__index_layout_t layout = {builder->dims, builder->row_bytes, builder->scalar, builder->fingerprint};
+    for (int m = 0; m < 4; ++m) layout.rows[m] = builder->rows[m].size / builder->row_bytes, layout.data[m] = builder->rows[m].data;
+    layout.count = builder->count, layout.paths_bytes = builder->paths.size;
+    layout.data[UFORM__INDEX_MODALITY] = builder->modality.data, layout.data[UFORM__INDEX_OFFSETS] = builder->path_offsets.data;
+    layout.data[UFORM__INDEX_PATHS] = builder->paths.data;
+    return uform__index_write(path, &layout, metadata, metadata_count, NULL, NULL, outcome, function);
 }
 
 UFORM_API uform_status_t uform_index_builder_describe(uform_index_builder_t builder,

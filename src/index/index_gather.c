@@ -19,50 +19,47 @@
 
 #include "core/outcome.h"
 #include "index/index.h"
+#include "index/index_members.h"
 #include "mesh/mesh.h"
-
-/* The fixed record of exchange 1, all uint64 so its layout is the same on every member. */
-enum { RECORD_HAS, RECORD_DIMS, RECORD_SCALAR, RECORD_COUNT, RECORD_ROWS, RECORD_PATHS = RECORD_ROWS + 4,
-       RECORD_FINGERPRINT, RECORD_WORDS = RECORD_FINGERPRINT + UFORM_FINGERPRINT_CAPACITY / 8 + 1 };
 
 /* Bytes member `record` sends in exchange 3: modality [count], offsets [count + 1] uint64, paths, rows. */
 static size_t payload_bytes(const uint64_t *record) {
-    size_t bytes = (size_t)record[RECORD_COUNT] + ((size_t)record[RECORD_COUNT] + 1) * sizeof(uint64_t) +
-                   (size_t)record[RECORD_PATHS];
-    for (int m = 0; m < 4; ++m) bytes += (size_t)record[RECORD_ROWS + m];
+    size_t bytes = (size_t)record[UFORM__MEMBER_COUNT] + ((size_t)record[UFORM__MEMBER_COUNT] + 1) * sizeof(uint64_t) +
+                   (size_t)record[UFORM__MEMBER_PATHS];
+    for (int m = 0; m < 4; ++m) bytes += (size_t)record[UFORM__MEMBER_ROWS + m];
     return bytes;
 }
 
-static void fill_record(uform_index_builder_t builder, uint64_t *record) {
-    memset(record, 0, RECORD_WORDS * sizeof *record);
+void uform__index_member_record(uform_index_builder_t builder, uint64_t *record) {
+    memset(record, 0, UFORM__MEMBER_WORDS * sizeof *record);
     if (!builder) return;
     uform__index_builder_view_t view;
     uform__index_builder_view(builder, &view);
-    record[RECORD_HAS] = 1, record[RECORD_DIMS] = view.dims, record[RECORD_SCALAR] = (uint64_t)view.scalar;
-    record[RECORD_COUNT] = view.count, record[RECORD_PATHS] = view.paths_bytes;
-    for (int m = 0; m < 4; ++m) record[RECORD_ROWS + m] = view.rows_bytes[m];
-    memcpy(&record[RECORD_FINGERPRINT], view.fingerprint, UFORM_FINGERPRINT_CAPACITY);
+    record[UFORM__MEMBER_HAS] = 1, record[UFORM__MEMBER_DIMS] = view.dims, record[UFORM__MEMBER_SCALAR] = (uint64_t)view.scalar;
+    record[UFORM__MEMBER_COUNT] = view.count, record[UFORM__MEMBER_PATHS] = view.paths_bytes;
+    for (int m = 0; m < 4; ++m) record[UFORM__MEMBER_ROWS + m] = view.rows_bytes[m];
+    memcpy(&record[UFORM__MEMBER_FINGERPRINT], view.fingerprint, UFORM_FINGERPRINT_CAPACITY);
 }
 
-/* Checks every member's record against member 0's: each must have a builder of the same shape. */
-static uform_status_t check_records(const uint64_t *records, size_t members, uform_outcome_t *outcome, const char *function) {
+uform_status_t uform__index_members_check(const uint64_t *records, size_t members, const char *when, uform_outcome_t *outcome,
+                                          const char *function) {
     for (size_t r = 0; r < members; ++r)
-        if (!records[r * RECORD_WORDS + RECORD_HAS])
+        if (!records[r * UFORM__MEMBER_WORDS + UFORM__MEMBER_HAS])
             return uform__fail(outcome, UFORM_PEER_LOST, function,
-                               "member %zu of %zu failed before the gather (its own message says why); no index is written",
-                               r, members);
+                               "member %zu of %zu failed before %s (its own message says why); no index is written", r,
+                               members, when);
     for (size_t r = 1; r < members; ++r) {
-        const uint64_t *first = records, *other = records + r * RECORD_WORDS;
-        if (other[RECORD_DIMS] != first[RECORD_DIMS] || other[RECORD_SCALAR] != first[RECORD_SCALAR] ||
-            memcmp(&other[RECORD_FINGERPRINT], &first[RECORD_FINGERPRINT], UFORM_FINGERPRINT_CAPACITY) != 0)
+        const uint64_t *first = records, *other = records + r * UFORM__MEMBER_WORDS;
+        if (other[UFORM__MEMBER_DIMS] != first[UFORM__MEMBER_DIMS] || other[UFORM__MEMBER_SCALAR] != first[UFORM__MEMBER_SCALAR] ||
+            memcmp(&other[UFORM__MEMBER_FINGERPRINT], &first[UFORM__MEMBER_FINGERPRINT], UFORM_FINGERPRINT_CAPACITY) != 0)
             return uform__fail(outcome, UFORM_CONFIG_MISMATCH, function,
                                "member %zu's builder holds %llu dims of %s (fingerprint %.32s), member 0's %llu dims of %s "
                                "(fingerprint %.32s): every member must build the same kind of index",
-                               r, (unsigned long long)other[RECORD_DIMS],
-                               uform__index_scalar_name((uform_scalar_kind_t)other[RECORD_SCALAR]),
-                               (const char *)&other[RECORD_FINGERPRINT], (unsigned long long)first[RECORD_DIMS],
-                               uform__index_scalar_name((uform_scalar_kind_t)first[RECORD_SCALAR]),
-                               (const char *)&first[RECORD_FINGERPRINT]);
+                               r, (unsigned long long)other[UFORM__MEMBER_DIMS],
+                               uform__index_scalar_name((uform_scalar_kind_t)other[UFORM__MEMBER_SCALAR]),
+                               (const char *)&other[UFORM__MEMBER_FINGERPRINT], (unsigned long long)first[UFORM__MEMBER_DIMS],
+                               uform__index_scalar_name((uform_scalar_kind_t)first[UFORM__MEMBER_SCALAR]),
+                               (const char *)&first[UFORM__MEMBER_FINGERPRINT]);
     }
     return UFORM_OK;
 }
@@ -88,18 +85,18 @@ static void pack(uform_index_builder_t builder, unsigned char *out) {
  * `offsets` is scratch for count + 1 size_t. Answers 0 when out of memory. */
 static int unpack(uform_index_builder_t into, const uint64_t *record, const unsigned char *packed, size_t row_bytes,
                   size_t *offsets) {
-    size_t count = (size_t)record[RECORD_COUNT];
+    size_t count = (size_t)record[UFORM__MEMBER_COUNT];
     const unsigned char *modality = packed, *raw_offsets = packed + count;
     const unsigned char *paths = raw_offsets + (count + 1) * sizeof(uint64_t);
     const unsigned char *rows[4];
-    rows[0] = paths + record[RECORD_PATHS];
-    for (int m = 1; m < 4; ++m) rows[m] = rows[m - 1] + record[RECORD_ROWS + m - 1];
+    rows[0] = paths + record[UFORM__MEMBER_PATHS];
+    for (int m = 1; m < 4; ++m) rows[m] = rows[m - 1] + record[UFORM__MEMBER_ROWS + m - 1];
     for (size_t i = 0; i <= count; ++i) {
         uint64_t offset;
         memcpy(&offset, raw_offsets + i * sizeof offset, sizeof offset);
         offsets[i] = (size_t)offset;
     }
-    if (!uform__index_builder_reserve(into, UFORM_MODALITY_TEXT, 0, (size_t)record[RECORD_PATHS])) return 0;
+    if (!uform__index_builder_reserve(into, UFORM_MODALITY_TEXT, 0, (size_t)record[UFORM__MEMBER_PATHS])) return 0;
     size_t next_row[4] = {0, 0, 0, 0};
     for (size_t first = 0; first < count;) {
         size_t end = first + 1;
@@ -122,12 +119,12 @@ UFORM_API uform_status_t uform_index_builder_gather(uform_index_builder_t builde
     uform_status_t status = uform__mesh_acquire(mesh, outcome, function);
     if (status != UFORM_OK) return status;
     const size_t members = mesh->count, self = mesh->index;
-    uint64_t *records = calloc(members, RECORD_WORDS * sizeof *records);
+    uint64_t *records = calloc(members, UFORM__MEMBER_WORDS * sizeof *records);
     size_t *sizes = calloc(members, sizeof *sizes), *ones = calloc(members, sizeof *ones), *offsets = NULL;
     unsigned char *mine = NULL, *all = NULL, *allocated = calloc(members, 1), ok = 0;
-    uint64_t record[RECORD_WORDS];
+    uint64_t record[UFORM__MEMBER_WORDS];
     int held = records && sizes && ones && allocated;
-    fill_record(held ? builder : NULL, record);
+    uform__index_member_record(held ? builder : NULL, record);
     if (!held) {
         /* This member cannot even take part: the others see it as a member that failed before the
          * gather only if it answers, and it has nothing to answer with, so they wait out the mesh's
@@ -136,15 +133,15 @@ UFORM_API uform_status_t uform_index_builder_gather(uform_index_builder_t builde
                              members);
         goto done;
     }
-    for (size_t r = 0; r < members; ++r) sizes[r] = RECORD_WORDS * sizeof *records, ones[r] = 1;
+    for (size_t r = 0; r < members; ++r) sizes[r] = UFORM__MEMBER_WORDS * sizeof *records, ones[r] = 1;
     status = uform__mesh_allgather(mesh, record, records, sizes, "the members' index shapes", outcome, function);
-    if (status == UFORM_OK) status = check_records(records, members, outcome, function);
+    if (status == UFORM_OK) status = uform__index_members_check(records, members, "the gather", outcome, function);
     if (status != UFORM_OK) goto done;
     size_t total = 0, largest = 0;
     for (size_t r = 0; r < members; ++r) {
-        sizes[r] = payload_bytes(records + r * RECORD_WORDS);
+        sizes[r] = payload_bytes(records + r * UFORM__MEMBER_WORDS);
         total += sizes[r];
-        if (records[r * RECORD_WORDS + RECORD_COUNT] > largest) largest = (size_t)records[r * RECORD_WORDS + RECORD_COUNT];
+        if (records[r * UFORM__MEMBER_WORDS + UFORM__MEMBER_COUNT] > largest) largest = (size_t)records[r * UFORM__MEMBER_WORDS + UFORM__MEMBER_COUNT];
     }
     mine = malloc(sizes[self] ? sizes[self] : 1);
     all = malloc(total ? total : 1);
@@ -175,7 +172,7 @@ UFORM_API uform_status_t uform_index_builder_gather(uform_index_builder_t builde
     status = uform__index_builder_make(view.dims, view.scalar, view.fingerprint, &made, outcome, function);
     const unsigned char *packed = all;
     for (size_t r = 0; r < members && status == UFORM_OK; ++r) {
-        if (!unpack(made, records + r * RECORD_WORDS, packed, view.row_bytes, offsets))
+        if (!unpack(made, records + r * UFORM__MEMBER_WORDS, packed, view.row_bytes, offsets))
             status = uform__fail(outcome, UFORM_OUT_OF_MEMORY, function, "cannot allocate the gathered index (%zu bytes)", total);
         packed += sizes[r];
     }

@@ -162,6 +162,16 @@ typedef struct uform__safetensors_pair_t {
  */
 typedef int (*uform__safetensors_progress_t)(void *state, uint64_t written, uint64_t total);
 
+/*
+ * Data that is not in memory: a tensor whose `data` is NULL (and whose length is not 0) is filled
+ * through this hook, which copies the tensor's bytes [offset, offset + bytes) into `buffer`. It is
+ * called from the writing thread in data order (uform__safetensors_data_order), chunk after chunk
+ * of at most 8 MiB, each tensor from its first byte to its last; `tensor` is the tensor's position
+ * in the request. Answering non-zero stops the write as the progress hook's cancel does
+ * (UFORM_CANCELLED, nothing left behind); the hook keeps its own reason. `state` is the caller's.
+ */
+typedef int (*uform__safetensors_fill_t)(void *state, size_t tensor, uint64_t offset, void *buffer, size_t bytes);
+
 typedef struct uform__safetensors_write_t {
     const uform__safetensors_source_t *tensors;
     size_t tensor_count;
@@ -169,7 +179,14 @@ typedef struct uform__safetensors_write_t {
     size_t metadata_count;           /* 0 writes no `__metadata__` entry */
     uform__safetensors_progress_t progress; /* may be NULL */
     void *progress_state;
+    uform__safetensors_fill_t fill;         /* may be NULL: then every tensor with bytes has data */
+    void *fill_state;
 } uform__safetensors_write_t;
+
+/* The order the writer lays tensors' data out in: `order[i]` is the position in `tensors` of the
+ * i-th tensor written (element size descending, then name, as the writer sorts them). Names are
+ * not checked here; a request the writer accepts has them unique. */
+void uform__safetensors_data_order(const uform__safetensors_source_t *tensors, size_t count, size_t *order);
 
 /*
  * Writes the file to `path` atomically: a temporary file `.<name>.XXXXXX` in the same directory
@@ -180,7 +197,7 @@ typedef struct uform__safetensors_write_t {
  * multiple of 8 every tensor starts at a multiple of its element size from an 8-aligned data
  * section. Identical requests produce identical bytes.
  * Statuses: UFORM_OK; UFORM_INVALID_ARGUMENT for a malformed request (NULL or duplicate names,
- * invalid UTF-8, rank over 8, a dimension of 2^53 or more, missing data, an unknown dtype; the
+ * invalid UTF-8, rank over 8, a dimension of 2^53 or more, missing data and no fill hook, an unknown dtype; the
  * message names the tensor or key); UFORM_IO with the path and strerror when the system refuses
  * (nothing is left behind and `path` is untouched, except that a failing fsync of the directory
  * after the rename is reported while the new file is in place); UFORM_CANCELLED from the

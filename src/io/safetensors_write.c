@@ -108,6 +108,17 @@ static int compare_data_order(const void *left, const void *right) {
     return strcmp(a->name, b->name);
 }
 
+void uform__safetensors_data_order(const uform__safetensors_source_t *tensors, size_t count, size_t *order) {
+    /* Insertion sort by the writer's own comparison: requests hold a handful of tensors. */
+    for (size_t i = 0; i < count; ++i) {
+        size_t at = i;
+        const uform__safetensors_source_t *mine = &tensors[i];
+        while (at && compare_data_order(&mine, &(const uform__safetensors_source_t *){&tensors[order[at - 1]]}) < 0)
+            order[at] = order[at - 1], --at;
+        order[at] = i;
+    }
+}
+
 static int compare_pair_keys(const void *left, const void *right) {
     return strcmp((*(const uform__safetensors_pair_t *const *)left)->key,
                   (*(const uform__safetensors_pair_t *const *)right)->key);
@@ -119,7 +130,7 @@ static int compare_source_names(const void *left, const void *right) {
 }
 
 /* Checks one tensor of the request and answers its byte length in `*length`. */
-static uform_status_t check_source(const uform__safetensors_source_t *source, size_t index, uint64_t *length,
+static uform_status_t check_source(const uform__safetensors_source_t *source, size_t index, int filled, uint64_t *length,
                                    const char *function, uform_outcome_t *outcome) {
     char name[UFORM__SAFETENSORS_QUOTE_CAPACITY];
     if (!source->name)
@@ -148,7 +159,7 @@ static uform_status_t check_source(const uform__safetensors_source_t *source, si
         if (__builtin_mul_overflow(bytes, source->shape[axis], &bytes) || bytes >= UFORM__SAFETENSORS_MAX_INTEGER)
             return uform__fail(outcome, UFORM_INVALID_ARGUMENT, function, "tensor %s: holds 2^53 bytes or more", name);
     }
-    if (bytes && !source->data)
+    if (bytes && !source->data && !filled)
         return uform__fail(outcome, UFORM_INVALID_ARGUMENT, function, "tensor %s: %" PRIu64 " bytes but data is NULL",
                            name, bytes);
     *length = bytes;
@@ -176,7 +187,8 @@ static uform_status_t plan_build(const uform__safetensors_write_t *request, plan
     char first[UFORM__SAFETENSORS_QUOTE_CAPACITY];
     for (size_t index = 0; index < count; ++index) {
         uint64_t length;
-        uform_status_t status = check_source(&request->tensors[index], index, &length, function, outcome);
+        uform_status_t status = check_source(&request->tensors[index], index, request->fill != NULL, &length, function,
+                                             outcome);
         if (status != UFORM_OK) return status;
         plan->order[index] = &request->tensors[index];
     }
@@ -282,8 +294,17 @@ uform_status_t uform__safetensors_encode(const uform__safetensors_write_t *reque
     memcpy(result + 8, plan.header.bytes, plan.header.length);
     size_t at = 8 + plan.header.length;
     for (size_t index = 0; index < request->tensor_count; ++index) {
-        if (plan.lengths[index]) memcpy(result + at, plan.order[index]->data, (size_t)plan.lengths[index]);
-        at += (size_t)plan.lengths[index];
+        const uform__safetensors_source_t *source = plan.order[index];
+        for (uint64_t offset = 0; offset < plan.lengths[index];) {
+            size_t chunk = plan.lengths[index] - offset < WRITE_CHUNK ? (size_t)(plan.lengths[index] - offset) : WRITE_CHUNK;
+            if (source->data) memcpy(result + at, (const uint8_t *)source->data + offset, chunk);
+            else if (request->fill(request->fill_state, (size_t)(source - request->tensors), offset, result + at, chunk)) {
+                free(result);
+                plan_free(&plan);
+                return uform__fail(outcome, UFORM_CANCELLED, __func__, "the fill hook stopped the encoding");
+            }
+            at += chunk, offset += chunk;
+        }
     }
     *bytes = result;
     *size = (size_t)plan.total;
@@ -308,7 +329,7 @@ static uform_status_t abandon(writing_t *writing, uform_outcome_t *outcome, ufor
     writing->descriptor = -1;
     unlink(writing->temporary);
     if (status == UFORM_CANCELLED)
-        return uform__fail(outcome, status, "uform__safetensors_write", "writing %s was cancelled by the progress hook",
+        return uform__fail(outcome, status, "uform__safetensors_write", "writing %s was cancelled by its progress or fill hook",
                            writing->quoted);
     return uform__fail(outcome, status, "uform__safetensors_write", format, writing->quoted, strerror(error));
 }
@@ -330,9 +351,10 @@ static uform_status_t name_temporary(writing_t *writing, uform_outcome_t *outcom
     return UFORM_OK;
 }
 
-/* Writes the planned bytes to the open temporary file, reporting progress. */
+/* Writes the planned bytes to the open temporary file, reporting progress; `chunk_buffer` holds
+ * WRITE_CHUNK bytes for tensors filled through the request's hook (NULL when there are none). */
 static uform_status_t write_contents(writing_t *writing, const plan_t *plan, const uform__safetensors_write_t *request,
-                                     uform_outcome_t *outcome) {
+                                     uint8_t *chunk_buffer, uform_outcome_t *outcome) {
     uint8_t prefix[8];
     store_length(prefix, plan->header.length);
     int error = uform__write_whole(writing->descriptor, prefix, 8);
@@ -343,12 +365,15 @@ static uform_status_t write_contents(writing_t *writing, const plan_t *plan, con
         return abandon(writing, outcome, UFORM_CANCELLED, NULL, 0);
     for (size_t index = 0; index < request->tensor_count; ++index) {
         const uint8_t *data = plan->order[index]->data;
-        uint64_t left = plan->lengths[index];
+        size_t position = (size_t)(plan->order[index] - request->tensors);
+        uint64_t left = plan->lengths[index], offset = 0;
         while (left) {
             size_t chunk = left < WRITE_CHUNK ? (size_t)left : WRITE_CHUNK;
-            error = uform__write_whole(writing->descriptor, data, chunk);
+            if (!data && request->fill(request->fill_state, position, offset, chunk_buffer, chunk))
+                return abandon(writing, outcome, UFORM_CANCELLED, NULL, 0);
+            error = uform__write_whole(writing->descriptor, data ? data + offset : chunk_buffer, chunk);
             if (error) return abandon(writing, outcome, UFORM_IO, "cannot write %s: %s", error);
-            data += chunk;
+            offset += chunk;
             left -= chunk;
             written += chunk;
             if (request->progress && request->progress(request->progress_state, written, plan->total))
@@ -358,11 +383,19 @@ static uform_status_t write_contents(writing_t *writing, const plan_t *plan, con
     return UFORM_OK;
 }
 
+/* Whether any tensor of the plan is filled through the request's hook. */
+static int plan_fills(const plan_t *plan, const uform__safetensors_write_t *request) {
+    for (size_t index = 0; index < request->tensor_count; ++index)
+        if (!plan->order[index]->data && plan->lengths[index]) return 1;
+    return 0;
+}
+
 uform_status_t uform__safetensors_write(const char *path, const uform__safetensors_write_t *request,
                                        uform_outcome_t *outcome) {
     static const char function[] = "uform__safetensors_write";
     if (!path) return uform__fail(outcome, UFORM_INVALID_ARGUMENT, function, "`path` is NULL");
     writing_t writing = {.path = path, .descriptor = -1};
+    uint8_t *chunk_buffer = NULL;
     uform__safetensors_quote_path(writing.quoted, path);
     plan_t plan;
     uform_status_t status = plan_build(request, &plan, function, outcome);
@@ -382,7 +415,11 @@ uform_status_t uform__safetensors_write(const char *path, const uform__safetenso
         status = abandon(&writing, outcome, UFORM_IO, "cannot set the mode of the temporary file for %s: %s", errno);
         goto done;
     }
-    status = write_contents(&writing, &plan, request, outcome);
+    if (plan_fills(&plan, request) && !(chunk_buffer = malloc(WRITE_CHUNK))) {
+        status = abandon(&writing, outcome, UFORM_OUT_OF_MEMORY, "cannot allocate a chunk to write %s: %s", ENOMEM);
+        goto done;
+    }
+    status = write_contents(&writing, &plan, request, chunk_buffer, outcome);
     if (status != UFORM_OK) goto done;
     if (fsync(writing.descriptor) != 0) {
         status = abandon(&writing, outcome, UFORM_IO, "cannot flush %s to disk: %s", errno);
@@ -413,6 +450,7 @@ uform_status_t uform__safetensors_write(const char *path, const uform__safetenso
     status = uform__succeed(outcome, function);
 done:
     plan_free(&plan);
+    free(chunk_buffer);
     free(writing.temporary);
     free(writing.directory);
     return status;
