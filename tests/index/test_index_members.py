@@ -1,7 +1,9 @@
 """`uform index --vectors` built by K members (--processes K, --mesh) against one member and NumPy/FAISS.
 
-Issue 35, part 3. Every member indexes its contiguous block of the rows, the blocks are gathered
-in member order and member 0 writes, so K = 1, 2, 3 must write the same bytes. What the file
+Issue 35, part 3. Every member indexes its contiguous block of the rows, the blocks stream to
+member 0 in member order and it writes them (uform_index_builder_write_members), so K = 1, 2, 3 must
+write the same bytes, also when every member's part of every tensor takes several 1-MiB pieces, and
+no member other than 0 may hold more than its own block (its peak memory is measured). What the file
 holds is checked independently of the library: its tensors are read with NumPy from the
 safetensors layout and compared with the generated rows, exact answers with a float64 NumPy
 top-K, and the approximate structures are opened with Debian's python3-faiss (not the engine's
@@ -157,6 +159,92 @@ def test_member_that_fails_stops_the_others_at_once(corpus, tmp_path):
     assert members[0].returncode != 0 and "member 1 of 2 failed before the gather" in finished[0][1], finished[0]
     assert members[1].returncode != 0 and "missing.npy" in finished[1][1], finished[1]
     assert not out.exists()
+
+
+@pytest.mark.parametrize("scalar", ["f32", "i8"])
+def test_many_pieces_same_bytes_for_1_2_3_members(tmp_path, scalar):
+    """Parts of several 1-MiB pieces in every tensor: 300,001 rows x 4 with names of 14 bytes give
+    each member of 2 or 3 over 1 MiB of path offsets, names and (F32) rows; I8 changes the order of
+    the file's tensors (rows of 1-byte elements sort among the items' U8 tensors)."""
+    rows_count, dims = 300_001, 4
+    generator = np.random.default_rng(7)
+    rows = generator.standard_normal((rows_count, dims)).astype(np.float32)
+    rows /= np.linalg.norm(rows, axis=1, keepdims=True)
+    np.save(tmp_path / "many.npy", rows)
+    names = [f"row-{i:07d}-{'ab'[i % 2] * (i % 5)}" for i in range(rows_count)]  # 12 to 16 bytes
+    (tmp_path / "names.txt").write_text("".join(name + "\n" for name in names))
+    files = []
+    for members in (1, 2, 3):
+        out = tmp_path / f"many-{scalar}-k{members}.index"
+        run("index", "--vectors", tmp_path / "many.npy", "--ids", tmp_path / "names.txt", "--scalar", scalar, "--out", out,
+            "--processes", members, "--quiet", timeout=120)
+        files.append(out)
+    one = files[0].read_bytes()
+    for other in files[1:]:
+        assert other.read_bytes() == one, f"{other} differs from {files[0]}"
+    offsets = stored(files[0], "items.path_offsets")
+    paths = stored(files[0], "items.paths").tobytes()
+    assert len(offsets) == rows_count + 1 and offsets[0] == 0 and offsets[-1] == len(paths)
+    lengths = np.diff(offsets)
+    assert np.array_equal(lengths, [len(name) for name in names])
+    for i in (0, 1, 150_000, 150_001, 200_000, rows_count - 1):
+        assert paths[offsets[i]:offsets[i + 1]].decode() == names[i]
+    assert np.array_equal(stored(files[0], "items.modality"), np.full(rows_count, 1, np.uint8))
+    image = stored(files[0], "embeddings.image")
+    assert image.shape == (rows_count, dims)
+    if scalar == "f32":
+        assert np.array_equal(image, rows)
+    else:  # I8 is 127 x rounded half to even (docs/indexes.md); NumPy's rint rounds the same way
+        assert np.array_equal(image, np.clip(np.rint(rows.astype(np.float64) * 127), -127, 127).astype(np.int8))
+
+
+def test_member_0_that_cannot_write_fails_every_member(corpus, tmp_path):
+    folder, _, _ = corpus
+    out = tmp_path / "missing-folder" / "x.index"
+    members = [subprocess.Popen([CLI, "index", "--vectors", str(folder / "rows.npy"), "--out", str(out), "--mesh",
+                                 str(tmp_path), "--job", "nowrite", "--index", str(i), "--count", "2", "--mesh-timeout",
+                                 "60", "--mesh-address", "127.0.0.1", "--quiet"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for i in (0, 1)]
+    start = time.monotonic()
+    finished = [m.communicate(timeout=60) for m in members]
+    assert time.monotonic() - start < 20
+    assert members[0].returncode != 0 and "missing-folder" in finished[0][1], finished[0]
+    assert members[1].returncode != 0 and "member 0 of 2 could not write the index" in finished[1][1], finished[1]
+    assert "missing-folder" in finished[1][1], finished[1]
+    assert not out.parent.exists()
+
+
+# Runs argv[1:] and prints its peak resident memory (KiB). The measured process must be forked from a
+# small one: Linux carries a parent's resident size at fork into the child's peak across exec, so
+# measured from this test's process every member would report at least the test's own size.
+PEAK = ("import os, sys\npid = os.fork()\nif pid == 0:\n    os.execv(sys.argv[1], sys.argv[1:])\n"
+        "_, status, usage = os.wait4(pid, 0)\nprint(usage.ru_maxrss)\nsys.exit(os.waitstatus_to_exitcode(status))\n")
+
+
+def test_members_other_than_0_hold_only_their_block(tmp_path):
+    """200,001 rows x 64 F32 (51 MB) over 3 members: member 1's peak above a one-process run on 3 rows
+    stays under 1.2 times the index. Measured here: 39 MB (its block, its mapped third of the input,
+    the mesh). Gathering the index into every member, as uform_index_builder_gather does, adds the
+    gathered bytes and the builder made from them: over 2 times the index."""
+    rows_count, dims = 200_001, 64
+    rows = np.random.default_rng(11).standard_normal((rows_count, dims)).astype(np.float32)
+    np.save(tmp_path / "big.npy", rows)
+    np.save(tmp_path / "tiny.npy", rows[:3])
+    tiny = subprocess.run([sys.executable, "-c", PEAK, CLI, "index", "--vectors", str(tmp_path / "tiny.npy"), "--out",
+                           str(tmp_path / "tiny.index"), "--quiet"], capture_output=True, text=True, timeout=60)
+    assert tiny.returncode == 0, tiny.stderr
+    base = int(tiny.stdout)
+    out = tmp_path / "big.index"
+    processes = [subprocess.Popen([sys.executable, "-c", PEAK, CLI, "index", "--vectors", str(tmp_path / "big.npy"), "--out",
+                                   str(out), "--mesh", str(tmp_path), "--job", "peak", "--index", str(i), "--count", "3",
+                                   "--mesh-timeout", "60", "--mesh-address", "127.0.0.1", "--quiet"],
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for i in range(3)]
+    finished = [process.communicate(timeout=120) for process in processes]
+    assert [process.returncode for process in processes] == [0, 0, 0], finished
+    peaks = [int(stdout) for stdout, _ in finished]
+    index_kib = rows.nbytes / 1024
+    assert peaks[1] - base < 1.2 * index_kib, (peaks, base, index_kib)
+    assert np.array_equal(stored(out, "embeddings.image"), rows)
 
 
 def test_refused_combinations(corpus, tmp_path):
