@@ -244,7 +244,7 @@ UFORM_API uform_status_t uform_index_builder_write_members(uform_index_builder_t
         pthread_cond_init(&writer->handoff.changed, NULL);
         threaded = pthread_create(&thread, NULL, writer_main, writer) == 0;
         if (!threaded) {
-            writer->status = uform__fail(&writer->outcome, UFORM_OUT_OF_MEMORY, function, "cannot start the thread that writes %s",
+            writer->status = uform__fail(&writer->outcome, UFORM_OUT_OF_MEMORY, function, "cannot allocate the thread that writes %s",
                                          path ? path : "the index");
             writer->handoff.writer_gone = 1, writer->done = 1;
         }

@@ -63,6 +63,28 @@ static int cancel_progress(void *state, uint64_t written, uint64_t total) {
     return ++cancel->calls == cancel->cancel_at;
 }
 
+/* A fill hook over the sample's own buffers, checking that it is asked in data order, each tensor
+ * from its first byte to its last; `stop_at` > 0 answers non-zero at that call. */
+typedef struct filling_t {
+    const sample_t *sample;
+    size_t order[SAMPLE_TENSORS], next; /* next: position in `order` of the tensor being filled */
+    uint64_t offset;                    /* bytes of it filled so far */
+    int calls, stop_at, out_of_order;
+} filling_t;
+
+static int fill_from_sample(void *state, size_t tensor, uint64_t offset, void *buffer, size_t bytes) {
+    filling_t *filling = state;
+    if (++filling->calls == filling->stop_at) return 1;
+    while (filling->next < SAMPLE_TENSORS && filling->offset == filling->sample->lengths[filling->order[filling->next]])
+        ++filling->next, filling->offset = 0;
+    if (filling->next >= SAMPLE_TENSORS || tensor != filling->order[filling->next] || offset != filling->offset ||
+        bytes > 8u << 20 || offset + bytes > filling->sample->lengths[tensor])
+        filling->out_of_order += 1;
+    else
+        memcpy(buffer, filling->sample->buffers[tensor] + offset, bytes), filling->offset += bytes;
+    return 0;
+}
+
 int main(void) {
     snprintf(directory, sizeof directory, "/tmp/uform_io_atomic_XXXXXX");
     if (!mkdtemp(directory)) {
@@ -99,6 +121,44 @@ int main(void) {
         CHECK_CONTAINS(outcome.message, "model.safetensors' was cancelled");
         CHECK_EQ_INT(cancel.calls, at);
         check_untouched("cancelled", 1);
+    }
+
+    /* The same tensors through the fill hook (no data in memory): the same bytes, written and
+     * encoded, asked for in data order in chunks of at most 8 MiB; a hook that answers non-zero
+     * cancels and keeps the old file. */
+    uform__safetensors_source_t empty[SAMPLE_TENSORS];
+    for (size_t t = 0; t < SAMPLE_TENSORS; ++t) empty[t] = new_sample.sources[t], empty[t].data = NULL;
+    uform__safetensors_write_t filled = new_sample.request;
+    filled.tensors = empty;
+    filled.fill = fill_from_sample;
+    filling_t filling = {.sample = &new_sample};
+    uform__safetensors_data_order(new_sample.sources, SAMPLE_TENSORS, filling.order);
+    filled.fill_state = &filling;
+    char through_fill[400];
+    snprintf(through_fill, sizeof through_fill, "%s/filled.safetensors", directory);
+    CHECK_STATUS(uform__safetensors_write(scratch, &new_sample.request, &outcome), UFORM_OK);
+    CHECK_STATUS(uform__safetensors_write(through_fill, &filled, &outcome), UFORM_OK);
+    CHECK_EQ_INT(filling.out_of_order, 0);
+    CHECK(filling.calls >= 3); /* 24 MiB in chunks of 8 MiB at most */
+    size_t plain_size = 0, filled_size = 0;
+    uint8_t *plain = slurp(scratch, &plain_size), *through = slurp(through_fill, &filled_size);
+    CHECK(plain && through && plain_size == filled_size && memcmp(plain, through, plain_size) == 0);
+    free(through);
+    uint8_t *encoded = NULL;
+    size_t encoded_size = 0;
+    filling = (filling_t){.sample = &new_sample};
+    uform__safetensors_data_order(new_sample.sources, SAMPLE_TENSORS, filling.order);
+    CHECK_STATUS(uform__safetensors_encode(&filled, &encoded, &encoded_size, &outcome), UFORM_OK);
+    CHECK(encoded && plain && encoded_size == plain_size && memcmp(encoded, plain, plain_size) == 0);
+    CHECK_EQ_INT(filling.out_of_order, 0);
+    free(encoded), free(plain);
+    unlink(scratch), unlink(through_fill);
+    for (int at = 1; at <= 3; ++at) {
+        filling = (filling_t){.sample = &new_sample, .stop_at = at};
+        uform__safetensors_data_order(new_sample.sources, SAMPLE_TENSORS, filling.order);
+        CHECK_STATUS(uform__safetensors_write(target, &filled, &outcome), UFORM_CANCELLED);
+        CHECK_CONTAINS(outcome.message, "model.safetensors' was cancelled by its progress or fill hook");
+        check_untouched("fill stopped", 1);
     }
 
     /* The file size limit stops the write half way: EFBIG, old file kept, temporary removed. */

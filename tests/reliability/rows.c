@@ -83,6 +83,7 @@ const sweep_row_t sweep_rows[] = {
     {"index_builder_from", sweep_run_index_builder_from, 0},
     {"index_builder_vectors", sweep_run_index_builder_vectors, 0},
     {"index_builder_gather", sweep_run_index_builder_gather, 0},
+    {"index_builder_write_members", sweep_run_index_builder_write_members, 0},
     {"index_search_f32", sweep_run_index_search_f32, 0},
     {"index_search_gemm", sweep_run_index_search_gemm, 0},
     {"index_search_b1", sweep_run_index_search_b1, 0},

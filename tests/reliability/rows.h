@@ -80,6 +80,7 @@ void sweep_run_index_builder(sweep_fixture_t *fixture, sweep_answer_t *answer);
 void sweep_run_index_builder_from(sweep_fixture_t *fixture, sweep_answer_t *answer);
 void sweep_run_index_builder_vectors(sweep_fixture_t *fixture, sweep_answer_t *answer);
 void sweep_run_index_builder_gather(sweep_fixture_t *fixture, sweep_answer_t *answer);
+void sweep_run_index_builder_write_members(sweep_fixture_t *fixture, sweep_answer_t *answer);
 void sweep_run_index_search_f32(sweep_fixture_t *fixture, sweep_answer_t *answer);
 void sweep_run_index_search_gemm(sweep_fixture_t *fixture, sweep_answer_t *answer);
 void sweep_run_index_search_b1(sweep_fixture_t *fixture, sweep_answer_t *answer);

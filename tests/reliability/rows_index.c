@@ -413,34 +413,45 @@ void sweep_run_index_ann_search(sweep_fixture_t *fixture, sweep_answer_t *answer
 
 void sweep_run_index_ann_search_ondisk(sweep_fixture_t *fixture, sweep_answer_t *answer) { search_row(fixture, answer, 1); }
 
-/* uform_index_builder_gather over a mesh of one (no collectives module; the same records, checks,
- * allocations and unpacking as with more members): 40 image rows, 9 text rows with paths, 40
- * image rows more, so the unpacking meets three runs of modalities; the gathered builder's
- * description and last path are digested. */
-void sweep_run_index_builder_gather(sweep_fixture_t *fixture, sweep_answer_t *answer) {
-    (void)fixture;
-    enum { rows = 40, dims = 16 };
-    static float floats[rows * dims];
-    for (size_t i = 0; i < rows * dims; ++i) floats[i] = (float)((int)(i * 13 % 17) - 8) / 8.0f;
-    uform_index_builder_t builder = NULL, gathered = NULL;
-    uform_mesh_t mesh = NULL;
-    uform_outcome_t outcome = {0};
-    uform_mesh_options_t options;
-    memset(&options, 0, sizeof options);
-    options.host_domain_count = 1;
-    uform_status_t status = uform_index_builder_create_vectors(dims, UFORM_SCALAR_F16, NULL, &builder, &outcome);
+/* The builder the members' rows share: 40 image rows, 9 text rows with paths, 40 image rows more,
+ * so an index made from it meets three runs of modalities. */
+enum { members_rows = 40, members_dims = 16 };
+
+static uform_status_t members_builder(uform_index_builder_t *builder, uform_outcome_t *outcome) {
+    static float floats[members_rows * members_dims];
+    for (size_t i = 0; i < members_rows * members_dims; ++i) floats[i] = (float)((int)(i * 13 % 17) - 8) / 8.0f;
+    uform_status_t status = uform_index_builder_create_vectors(members_dims, UFORM_SCALAR_F16, NULL, builder, outcome);
     if (status == UFORM_OK)
-        status = uform_index_builder_add_vectors(builder, UFORM_MODALITY_IMAGE, floats, UFORM_SCALAR_F32, rows, dims, 0, NULL,
-                                                 0, &outcome);
+        status = uform_index_builder_add_vectors(*builder, UFORM_MODALITY_IMAGE, floats, UFORM_SCALAR_F32, members_rows,
+                                                 members_dims, 0, NULL, 0, outcome);
     size_t offsets[texts_count + 1];
     uform_tape_t paths = item_paths(offsets);
     if (status == UFORM_OK)
-        status = uform_index_builder_add_vectors(builder, UFORM_MODALITY_TEXT, floats, UFORM_SCALAR_F32, texts_count, dims, 0,
-                                                 &paths, 0, &outcome);
+        status = uform_index_builder_add_vectors(*builder, UFORM_MODALITY_TEXT, floats, UFORM_SCALAR_F32, texts_count,
+                                                 members_dims, 0, &paths, 0, outcome);
     if (status == UFORM_OK)
-        status = uform_index_builder_add_vectors(builder, UFORM_MODALITY_IMAGE, floats, UFORM_SCALAR_F32, rows, dims, 0, NULL,
-                                                 0, &outcome);
-    if (status == UFORM_OK) status = uform_mesh_bootstrap(NULL, &options, &mesh, &outcome);
+        status = uform_index_builder_add_vectors(*builder, UFORM_MODALITY_IMAGE, floats, UFORM_SCALAR_F32, members_rows,
+                                                 members_dims, 0, NULL, 0, outcome);
+    return status;
+}
+
+static uform_status_t mesh_of_one(uform_mesh_t *mesh, uform_outcome_t *outcome) {
+    uform_mesh_options_t options;
+    memset(&options, 0, sizeof options);
+    options.host_domain_count = 1;
+    return uform_mesh_bootstrap(NULL, &options, mesh, outcome);
+}
+
+/* uform_index_builder_gather over a mesh of one (no collectives module; the same records, checks,
+ * allocations and unpacking as with more members); the gathered builder's description and last
+ * path are digested. */
+void sweep_run_index_builder_gather(sweep_fixture_t *fixture, sweep_answer_t *answer) {
+    (void)fixture;
+    uform_index_builder_t builder = NULL, gathered = NULL;
+    uform_mesh_t mesh = NULL;
+    uform_outcome_t outcome = {0};
+    uform_status_t status = members_builder(&builder, &outcome);
+    if (status == UFORM_OK) status = mesh_of_one(&mesh, &outcome);
     if (status == UFORM_OK) status = uform_index_builder_gather(builder, mesh, &gathered, &outcome);
     uint64_t digest = 0;
     if (status == UFORM_OK) {
@@ -449,12 +460,44 @@ void sweep_run_index_builder_gather(sweep_fixture_t *fixture, sweep_answer_t *an
         digest = digest_description(0, &description);
         const char *path = NULL;
         size_t length = 0;
-        uform_index_builder_item(gathered, 2 * rows + texts_count - 1, NULL, &path, &length);
+        uform_index_builder_item(gathered, 2 * members_rows + texts_count - 1, NULL, &path, &length);
         digest = sweep_digest(digest, path, length);
     }
     sweep_answer_status(answer, status, &outcome);
     if (status == UFORM_OK) answer->digest = digest;
     uform_index_builder_free(gathered);
+    uform_index_builder_free(builder);
+    uform_mesh_free(mesh);
+}
+
+/* uform_index_builder_write_members over a mesh of one (the records, the pieces, the writer's
+ * thread and fill hook, the rounds and member 0's word, as with more members; no piece is sent):
+ * the written file, opened, gives the digest: its description and last path. */
+void sweep_run_index_builder_write_members(sweep_fixture_t *fixture, sweep_answer_t *answer) {
+    uform_index_builder_t builder = NULL;
+    uform_index_t index = NULL;
+    uform_mesh_t mesh = NULL;
+    uform_outcome_t outcome = {0};
+    char file[300];
+    snprintf(file, sizeof file, "%s/members.index", fixture->scratch);
+    const char *metadata[] = {"sweep.row", "write_members"};
+    uform_status_t status = members_builder(&builder, &outcome);
+    if (status == UFORM_OK) status = mesh_of_one(&mesh, &outcome);
+    if (status == UFORM_OK) status = uform_index_builder_write_members(builder, mesh, file, metadata, 1, &outcome);
+    if (status == UFORM_OK) status = uform_index_open(file, NULL, &index, &outcome);
+    uint64_t digest = 0;
+    if (status == UFORM_OK) {
+        uform_index_description_t description;
+        uform_index_describe(index, &description);
+        digest = digest_description(0, &description);
+        const char *path = NULL;
+        size_t length = 0;
+        uform_index_item(index, 2 * members_rows + texts_count - 1, NULL, &path, &length);
+        digest = sweep_digest(digest, path, length);
+    }
+    sweep_answer_status(answer, status, &outcome);
+    if (status == UFORM_OK) answer->digest = digest;
+    uform_index_free(index);
     uform_index_builder_free(builder);
     uform_mesh_free(mesh);
 }
