@@ -5,8 +5,9 @@ passes to the library.
 Vectors over a mesh mirror ``uform index --vectors V.npy --processes K``: every member is given the
 whole matrix (``numpy.load(path, mmap_mode="r")`` maps it, so only the member's block is read),
 member r of K takes the contiguous block of rows [N·r/K, N·(r+1)/K) and names each by its number in
-the whole matrix (or by its entry of ``paths``); ``uform_index_builder_gather`` lays the blocks end
-to end in member order, member 0 writes the file, and with ``ann`` every member adds its own block to
+the whole matrix (or by its entry of ``paths``); ``uform_index_builder_write_members`` streams the
+blocks to member 0 in member order, which writes the file (no member holds the whole index), and
+with ``ann`` every member adds its own block to
 the structure (``uform_index_ann_build_members``). Every member takes part in every exchange, also
 one whose own part failed (with nothing), so the others fail at once naming it instead of waiting
 out the mesh's timeout.

@@ -222,8 +222,8 @@ PEAK = ("import os, sys\npid = os.fork()\nif pid == 0:\n    os.execv(sys.argv[1]
 
 
 def test_members_other_than_0_hold_only_their_block(tmp_path):
-    """200,001 rows x 64 F32 (51 MB) over 3 members: member 1's peak above a one-process run on 3 rows
-    stays under 1.2 times the index. Measured here: 39 MB (its block, its mapped third of the input,
+    """200,001 rows x 64 F32 (49 MiB) over 3 members: member 1's peak above a one-process run on 3 rows
+    stays under 1.2 times the index. Measured here: 38 MiB (its block, its mapped third of the input,
     the mesh). Gathering the index into every member, as uform_index_builder_gather does, adds the
     gathered bytes and the builder made from them: over 2 times the index."""
     rows_count, dims = 200_001, 64
