@@ -7,7 +7,10 @@
  * best over its thread counts. Then checks the top-10 ids are the same query by query.
  *
  *   bench_search_batch [--rows N] [--dims D] [--batches 32,1024] [--threads T] [--faiss-threads 1,2]
- *                      [--no-faiss] [--rounds R] [--top K] [--work DIR] [--json PATH]
+ *                      [--no-faiss] [--rounds R] [--top K] [--work DIR] [--json PATH] [--class NAME]
+ *
+ * --class runs the engine under another CPU class than the detected one (intel_haswell: the AVX2
+ * kernels a Zen 3 runs, here on this CPU, which is not a Zen 3).
  *
  * Besides wall-clock time, each side's best process CPU time (every thread) is printed: on a
  * shared machine, where two threads do not always get two cores, CPU seconds per search say how
@@ -80,6 +83,7 @@ int main(int argc, char **argv) {
     size_t rows = 1000000, dims = 256, threads = 2, top = 10, rounds = 3;
     size_t batches[MAX_LIST] = {32, 1024}, batch_count = 2, faiss_threads[MAX_LIST] = {1, 2}, faiss_count = 2;
     const char *work = "/tmp", *json_path = "bench/results/search_batch.json";
+    uform_ram_options_t ram = {0}; /* --class NAME: another CPU class than the detected one */
     for (int i = 1; i < argc; ++i) {
         if (strcmp(argv[i], "--rows") == 0 && i + 1 < argc) rows = strtoull(argv[++i], NULL, 10);
         else if (strcmp(argv[i], "--dims") == 0 && i + 1 < argc) dims = strtoull(argv[++i], NULL, 10);
@@ -91,9 +95,18 @@ int main(int argc, char **argv) {
         else if (strcmp(argv[i], "--no-faiss") == 0) faiss_count = 0;
         else if (strcmp(argv[i], "--work") == 0 && i + 1 < argc) work = argv[++i];
         else if (strcmp(argv[i], "--json") == 0 && i + 1 < argc) json_path = argv[++i];
-        else {
+        else if (strcmp(argv[i], "--class") == 0 && i + 1 < argc) {
+            const char *name = argv[++i];
+            for (int c = 1; c < 64 && !ram.cpu_class; ++c)
+                if (uform_cpu_class_name((uform_cpu_class_t)c) && strcmp(uform_cpu_class_name((uform_cpu_class_t)c), name) == 0)
+                    ram.cpu_class = (uform_cpu_class_t)c;
+            if (!ram.cpu_class) {
+                fprintf(stderr, "bench_search_batch: --class %s is not a CPU class name (intel_haswell, amd_genoa, ...)\n", name);
+                return 2;
+            }
+        } else {
             fprintf(stderr, "usage: bench_search_batch [--rows N] [--dims D] [--batches 32,1024] [--threads T] "
-                            "[--faiss-threads 1,2 | --no-faiss] [--rounds R] [--top K] [--work DIR] [--json PATH]\n");
+                            "[--faiss-threads 1,2 | --no-faiss] [--rounds R] [--top K] [--work DIR] [--json PATH] [--class NAME]\n");
             return 2;
         }
     }
@@ -127,7 +140,7 @@ int main(int argc, char **argv) {
     uform_executor_t executor = NULL;
     uform_arena_t arena = NULL;
     if (uform_index_open(path, NULL, &index, &outcome) != UFORM_OK) return fail(path, &outcome);
-    if (uform_executor_for_ram(NULL, threads, 0, &executor, &outcome) != UFORM_OK ||
+    if (uform_executor_for_ram(&ram, threads, 0, &executor, &outcome) != UFORM_OK ||
         uform_arena_for_executor(executor, &arena, &outcome) != UFORM_OK)
         return fail("making the executor", &outcome);
 
