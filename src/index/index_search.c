@@ -135,6 +135,8 @@ typedef struct search_t {
     const int8_t *queries_i8;
     const uint8_t *queries_b1;
     int use_gemm;
+    int rows_as_x;                /* one group of F32 queries: the block is the product's X, unpacked */
+    uform__gemm_packed_t queries_packed; /* with rows_as_x: every query, packed once as the product's W */
     uform__gemm_packed_t *packed; /* [threads] the block being scored, packed as the GEMM's weights */
     void **packed_memory;         /* [threads] packed_bytes each */
     size_t packed_bytes;
@@ -256,6 +258,22 @@ static void score_block(search_t *search, size_t thread, const block_t *block) {
     if (scalar == UFORM_SCALAR_F16) { /* widened once per block, shared by every query group */
         search->nn->f16_to_f32(block->rows * dims, (const uint16_t *)rows, search->widened[thread]);
         f32_rows = search->widened[thread];
+    }
+    if (search->rows_as_x) {
+        /* scores [rows, queries] = block [rows, dims] · queriesᵀ, the queries packed once per search:
+         * with a single group of queries, packing the block would cost about as much as the product
+         * it feeds (the AVX2 kernels' transposing pack above all), and the rows stream unpacked. */
+        uform__gemm_forward_t args;
+        memset(&args, 0, sizeof args);
+        args.m = block->rows, args.n = search->queries, args.k = dims;
+        args.x_dtype = UFORM__GEMM_F32, args.x = f32_rows, args.ldx = dims;
+        args.w_dtype = UFORM__GEMM_F32, args.ldw = dims, args.packed = &search->queries_packed;
+        args.y = scores, args.ldy = search->queries;
+        args.scratch = search->gemm_scratch[thread], args.scratch_capacity = search->gemm_scratch_bytes;
+        uform_status_t status = search->gemm->forward_f32(&args, NULL, NULL);
+        if (status != UFORM_OK) search->failures[thread] = status;
+        else offer_block(search, thread, block, 0, search->queries, scores, 1);
+        return;
     }
     if (search->use_gemm) { /* the block as the product's W, packed once for every group of queries */
         const int bf16 = scalar == UFORM_SCALAR_BF16;
@@ -455,7 +473,17 @@ static uform_status_t search_run(void *pointer, uform__call_context_t *context) 
             search.nn->f32_to_b1(dims, queries_f32 + j * dims, converted + j * index->row_bytes);
         search.queries_b1 = converted;
     }
-    if (search.use_gemm) {
+    search.rows_as_x = search.use_gemm && q <= UFORM__SEARCH_MAX_QUERIES && index->scalar != UFORM_SCALAR_BF16;
+    if (search.rows_as_x) {
+        size_t bytes = search.gemm->packed_size_f32(q, dims, UFORM__GEMM_F32);
+        void *memory = take(arena, bytes, &failed);
+        search.gemm_scratch_bytes = search.gemm->scratch_bytes(1);
+        for (size_t t = 0; t < search.threads && !failed; ++t) search.gemm_scratch[t] = take(arena, search.gemm_scratch_bytes, &failed);
+        if (!failed &&
+            search.gemm->pack_f32(queries_f32, dims, UFORM__GEMM_F32, q, dims, memory, bytes, &search.queries_packed, NULL) !=
+                UFORM_OK)
+            return uform__fail(context->outcome, UFORM_INTERNAL, context->function, "the GEMM refused to pack %zu queries", q);
+    } else if (search.use_gemm) {
         int bf16 = index->scalar == UFORM_SCALAR_BF16;
         search.packed_bytes = bf16 ? search.gemm->packed_size_bf16(widest, dims, UFORM__GEMM_BF16)
                                    : search.gemm->packed_size_f32(widest, dims, UFORM__GEMM_F32);
