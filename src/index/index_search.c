@@ -16,6 +16,14 @@
  * are full, its blocks go through hamming_b1_within, which marks the few rows that can still
  * enter instead of storing a million distances to compare afterwards.
  *
+ * One group of queries that fills the GEMM's panels (32 queries on the AVX2 kernels' 16 columns) goes
+ * the other way: the queries packed once per search as W, each block read in place as X, the scores
+ * [row][query] (offer_block's strided column). There, packing every block cost about as much as the
+ * product it fed: 32 queries over 1 M × 256 F32 on intel_haswell took 0.32-0.33 CPU s a search with
+ * the block packed, 0.23-0.27 with the queries packed (bench_search_batch, alternating, this Zen 4
+ * loaded). The AVX-512 kernels' 64 columns keep the block packed (32 queries would fill half a
+ * tile; on amd_genoa the two ways measured the same here).
+ *
  * Why this orientation (issue 35). The queries as W and the rows as X (as before) left a 64-column
  * tile half empty at 32 queries and wrote the scores [row][query], which the heaps then read one
  * strided column per query; packing the rows instead fills the 6-row tiles with queries and lets
@@ -483,7 +491,12 @@ static uform_status_t search_run(void *pointer, uform__call_context_t *context) 
             search.gemm->pack_f32(queries_f32, dims, UFORM__GEMM_F32, q, dims, memory, bytes, &search.queries_packed, NULL) !=
                 UFORM_OK)
             return uform__fail(context->outcome, UFORM_INTERNAL, context->function, "the GEMM refused to pack %zu queries", q);
-    } else if (search.use_gemm) {
+        /* Only on panels of 16 columns or fewer (the AVX2 and serial kernels: where it was measured)
+         * that the queries fill to at least 3/4; the AVX-512 kernels' 64 columns keep the block packed. */
+        size_t nr = search.queries_packed.nr ? search.queries_packed.nr : 1, columns = (q + nr - 1) / nr * nr;
+        search.rows_as_x = !failed && nr <= 16 && 4 * q >= 3 * columns;
+    }
+    if (!search.rows_as_x && search.use_gemm) {
         int bf16 = index->scalar == UFORM_SCALAR_BF16;
         search.packed_bytes = bf16 ? search.gemm->packed_size_bf16(widest, dims, UFORM__GEMM_BF16)
                                    : search.gemm->packed_size_f32(widest, dims, UFORM__GEMM_F32);
