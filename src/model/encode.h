@@ -110,7 +110,9 @@ enum {
     UFORM__LINEAR_QUICK_GELU = 32, /* x·σ(1.702x) after the bias (CLIP); not with ACCUMULATE */
     UFORM__LINEAR_GELU_TANH = 64,  /* GELU's tanh form after the bias (SigLIP); not with ACCUMULATE */
     UFORM__LINEAR_RELU = 128,
-    UFORM__LINEAR_TANH = 256       /* sentence-transformers' Dense default */
+    UFORM__LINEAR_TANH = 256,      /* sentence-transformers' Dense default */
+    UFORM__LINEAR_X_QUANTIZED = 512 /* I8: x's rows are already quantized in the call's I8 scratch
+                                     * (uform__norm_quantize_i8); the product reads them there */
 };
 
 /* The epilogue flag of an activation (UFORM__LINEAR_GELU ... ; 0 for the identity). */
@@ -166,6 +168,16 @@ void uform__i8_scratch_carve(const uform_model_t model, uform__compute_t *comput
 uform_status_t uform__linear_forward_i8(uform__compute_t *compute, const uform__linear_t *layer, size_t rows,
                                         const void *x, size_t ldx, float *y, size_t ldy, int epilogue,
                                         uform_outcome_t *outcome);
+
+/* I8 compute: LayerNorm of x [rows, d] in place (the class's layernorm_forward, statistics into
+ * mean and rstd [rows]), each row then quantized into the call's I8 scratch as the next int8
+ * product's input, both on the same thread, one prong a range of rows. A post-norm block's norm
+ * is followed by an int8 product of its rows (mlp.up; the next block's qkv), which then runs with
+ * UFORM__LINEAR_X_QUANTIZED: one parallel loop and one pass over the rows instead of two each.
+ * Norm and quantizer are the ones the unfused steps call, row by row, so the results are the same
+ * bits. Answers 0 (and only normalises) when the scratch cannot hold the rows. */
+int uform__norm_quantize_i8(uform__compute_t *compute, const uform__norm_t *norm, size_t rows, size_t d, float *x,
+                            float *mean, float *rstd, float eps);
 
 /* BF16 compute: rounds activations entering a product to BF16 values (nearest even, NaN kept), in
  * place, so the product sees exactly BF16 operands on a class whose BF16 kernels widen instead of

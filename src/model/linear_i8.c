@@ -84,8 +84,9 @@ uform_status_t uform__linear_forward_i8(uform__compute_t *compute, const uform__
         if (status != UFORM_OK) return status;
         packed = &repacked;
     }
-    compute->i8->quantize(rows, k, x, ldx, (epilogue & UFORM__LINEAR_X_BF16) ? UFORM__GEMM_BF16 : UFORM__GEMM_F32,
-                          scratch->rows, k_padded, scratch->scales, scratch->sums, compute->parallel);
+    if (!(epilogue & UFORM__LINEAR_X_QUANTIZED))
+        compute->i8->quantize(rows, k, x, ldx, (epilogue & UFORM__LINEAR_X_BF16) ? UFORM__GEMM_BF16 : UFORM__GEMM_F32,
+                              scratch->rows, k_padded, scratch->scales, scratch->sums, compute->parallel);
     uform__gemm_i8_forward_t args = {
         .m = rows, .n = layer->rows, .k = k, .x = {scratch->rows, k_padded, scratch->scales, scratch->sums},
         .packed = packed, .bias = layer->bias, .gelu = uform__linear_i8_gelu(epilogue),
@@ -93,4 +94,42 @@ uform_status_t uform__linear_forward_i8(uform__compute_t *compute, const uform__
         .scratch = scratch->gemm, .scratch_capacity = scratch->gemm_bytes};
     compute->flops += 2.0 * (double)rows * (double)layer->rows * (double)k;
     return compute->i8->forward(&args, compute->parallel, outcome);
+}
+
+typedef struct norm_quantize_job_t {
+    uform__compute_t *compute;
+    const uform__norm_t *norm;
+    size_t rows, d, prongs;
+    float *x, *mean, *rstd;
+    float eps;
+} norm_quantize_job_t;
+
+static void norm_quantize_prong(void *context, size_t thread, size_t prong) {
+    (void)thread;
+    const norm_quantize_job_t *job = context;
+    size_t begin, end, d = job->d, k_padded = uform__gemm_i8_k_padded(d);
+    uform__split_range(job->rows, job->prongs, prong, &begin, &end);
+    if (begin == end) return;
+    const uform__compute_t *compute = job->compute;
+    const uform__i8_scratch_t *scratch = &compute->i8_scratch;
+    float *x = job->x + begin * d;
+    compute->nn->layernorm_forward(end - begin, d, x, d, job->norm->weight, job->norm->bias, job->eps, x, d,
+                                   job->mean + begin, job->rstd + begin, NULL);
+    compute->i8->quantize(end - begin, d, x, d, UFORM__GEMM_F32, scratch->rows + begin * k_padded, k_padded,
+                          scratch->scales + begin, scratch->sums + begin, NULL);
+}
+
+int uform__norm_quantize_i8(uform__compute_t *compute, const uform__norm_t *norm, size_t rows, size_t d, float *x,
+                            float *mean, float *rstd, float eps) {
+    const uform__i8_scratch_t *scratch = &compute->i8_scratch;
+    if (rows > scratch->capacity || uform__gemm_i8_k_padded(d) > scratch->width) {
+        compute->nn->layernorm_forward(rows, d, x, d, norm->weight, norm->bias, eps, x, d, mean, rstd, compute->parallel);
+        return 0;
+    }
+    /* A range a thread for a few rows (a batch-1 text); a few ranges a thread for balance beyond. */
+    size_t threads = uform__parallel_threads(compute->parallel), prongs = rows < 64 * threads ? threads : 4 * threads;
+    if (prongs > rows) prongs = rows;
+    norm_quantize_job_t job = {compute, norm, rows, d, prongs, x, mean, rstd, eps};
+    uform__parallel_for(compute->parallel, prongs, norm_quantize_prong, &job);
+    return 1;
 }

@@ -35,9 +35,14 @@ void uform__i8_scale_name(const char *name, char *buffer, size_t capacity) {
     snprintf(buffer, capacity, "%s_scale", name);
 }
 
-/* One layer's work: its rows quantized (or taken from the checkpoint) and packed. */
+/* One layer's work: its rows quantized (or taken from the checkpoint) and packed. `parts` (NULL when
+ * the layer is its own source) are a published tower's queries, keys and values stored apart, whose
+ * rows are quantized in turn into one matrix and packed as the block's one qkv product (see
+ * each_layer). */
 typedef struct prepare_layer_t {
     uform__linear_t *layer;
+    const uform__linear_t *parts[3];
+    int joined; /* parts[] are the sources */
     void *memory;
     size_t bytes;
     uform_status_t status;
@@ -59,7 +64,7 @@ static void prepare_prong(void *context, size_t thread, size_t prong) {
     const float *scale = layer->q_scale;
     int8_t *quantized = NULL;
     size_t ldq = columns;
-    if (!q) {
+    if (!q || work->joined) {
         ldq = uform__gemm_i8_k_padded(columns);
         quantized = malloc(rows * ldq + rows * sizeof(float));
         if (!quantized) {
@@ -67,16 +72,37 @@ static void prepare_prong(void *context, size_t thread, size_t prong) {
             return;
         }
         float *scales = (float *)(quantized + rows * ldq);
-        /* Each row of W is quantized exactly as activation rows are (gemm_i8.h). */
-        job->i8->quantize(rows, columns, layer->weight, columns, layer->dtype, quantized, ldq, scales, NULL, NULL);
+        const uform__linear_t *const alone[1] = {layer}, *const *sources = work->joined ? work->parts : alone;
+        for (size_t s = 0, row = 0; s < (work->joined ? 3u : 1u); row += sources[s]->rows, ++s) {
+            const uform__linear_t *source = sources[s];
+            if (source->q) { /* rows quantized in the checkpoint */
+                for (size_t r = 0; r < source->rows; ++r) memcpy(quantized + (row + r) * ldq, source->q + r * columns, columns);
+                memcpy(scales + row, source->q_scale, source->rows * sizeof(float));
+            } else { /* each row of W quantized exactly as activation rows are (gemm_i8.h) */
+                job->i8->quantize(source->rows, columns, source->weight, columns, source->dtype, quantized + row * ldq, ldq,
+                                  scales + row, NULL, NULL);
+            }
+        }
         q = quantized, scale = scales;
     }
     work->status = job->i8->pack(q, ldq, scale, rows, columns, work->memory, work->bytes, &layer->i8, NULL);
     free(quantized);
 }
 
-/* Every linear layer of the model with its checkpoint name, for `visit`. */
-typedef void (*layer_visit_fn)(void *state, uform__linear_t *layer, const char *name);
+/* Every linear layer of the model with its checkpoint name, for `visit`; `parts` (NULL, or three) as
+ * in prepare_layer_t. */
+typedef void (*layer_visit_fn)(void *state, uform__linear_t *layer, const char *name, const uform__linear_t *const *parts);
+
+static int has_rows(const uform__linear_t *layer) { return layer->weight || layer->q; }
+
+/* Whether block `block`'s queries, keys and values, stored apart, can run as one qkv product: all
+ * three present with the same columns, and a bias on all or none (a missing one is not made 0). */
+static int qkv_joins(const uform__block_t *block) {
+    const uform__linear_t *q = &block->q, *k = &block->k, *v = &block->v;
+    if (has_rows(&block->qkv) || !has_rows(q) || !has_rows(k) || !has_rows(v)) return 0;
+    if (k->columns != q->columns || v->columns != q->columns) return 0;
+    return (q->bias && k->bias && v->bias) || (!q->bias && !k->bias && !v->bias);
+}
 
 static void each_layer(uform_model_t model, layer_visit_fn visit, void *state) {
     static const char *const modalities[4] = {"text", "image", "video", "audio"};
@@ -87,24 +113,31 @@ static void each_layer(uform_model_t model, layer_visit_fn visit, void *state) {
         uform__linear_t *four[4] = {&block->qkv, &block->out, &block->up, &block->down};
         for (int j = 0; j < 4; ++j) {
             snprintf(name, sizeof name, "trunk.%zu.%s", i, products[j]);
-            visit(state, four[j], name);
+            visit(state, four[j], name, NULL);
         }
-        /* A published tower's queries, keys and values stored apart are the attn.qkv product too. */
+        /* A published tower's queries, keys and values stored apart are the attn.qkv product too,
+         * and run as one: the block's qkv layer, packed from the three (rows [q; k; v]). Its
+         * input is quantized once instead of three times, and one product instead of three
+         * splits its 3d columns over the threads; each output column is computed as before, so
+         * the results are the same bits (trunk.c's qkv_forward takes the qkv layer when it has
+         * int8 panels). */
         uform__linear_t *parts[3] = {&block->q, &block->k, &block->v};
         snprintf(name, sizeof name, "trunk.%zu.%s", i, products[0]);
-        for (int j = 0; j < 3; ++j) visit(state, parts[j], name);
+        if (qkv_joins(block)) visit(state, &block->qkv, name, (const uform__linear_t *const *)parts);
+        else
+            for (int j = 0; j < 3; ++j) visit(state, parts[j], name, NULL);
     }
     for (int m = 0; m < 4; ++m) {
         if (!model->stems[m].present) continue;
         if (m != UFORM_MODALITY_TEXT) {
             snprintf(name, sizeof name, "%s.patch.weight", modalities[m]);
-            visit(state, &model->stems[m].patch, name);
+            visit(state, &model->stems[m].patch, name, NULL);
         }
         snprintf(name, sizeof name, "%s.projection", modalities[m]);
-        visit(state, &model->stems[m].projection, name);
+        visit(state, &model->stems[m].projection, name, NULL);
     }
     if (model->stems[UFORM_MODALITY_TEXT].present && !model->arch.published)
-        visit(state, &model->choose_head, "choose.head.weight");
+        visit(state, &model->choose_head, "choose.head.weight", NULL);
 }
 
 typedef struct plan_t {
@@ -112,10 +145,14 @@ typedef struct plan_t {
     size_t count, capacity;
 } plan_t;
 
-static void plan_layer(void *state, uform__linear_t *layer, const char *name) {
+static void plan_layer(void *state, uform__linear_t *layer, const char *name, const uform__linear_t *const *parts) {
     plan_t *plan = state;
-    if (!uform__i8_quantizes(name) || (!layer->weight && !layer->q)) return;
-    if (plan->count < plan->capacity) plan->layers[plan->count].layer = layer;
+    if (!uform__i8_quantizes(name) || (!parts && !has_rows(layer))) return;
+    if (plan->count < plan->capacity) {
+        prepare_layer_t *work = &plan->layers[plan->count];
+        work->layer = layer;
+        if (parts) work->joined = 1, memcpy(work->parts, parts, sizeof work->parts);
+    }
     plan->count += 1;
 }
 
@@ -130,6 +167,20 @@ uform_status_t uform__i8_prepare(uform_model_t model, const uform__parallel_t *p
     each_layer(model, plan_layer, &plan);
     for (size_t i = 0; i < plan.count; ++i) {
         uform__linear_t *layer = plan.layers[i].layer;
+        if (plan.layers[i].joined) { /* the qkv layer takes the three parts' rows and biases, in order */
+            const uform__linear_t *const *parts = plan.layers[i].parts;
+            layer->rows = parts[0]->rows + parts[1]->rows + parts[2]->rows, layer->columns = parts[0]->columns;
+            layer->dtype = UFORM__GEMM_F32;
+            float *bias = parts[0]->bias ? allocate(state, layer->rows * sizeof(float)) : NULL;
+            if (parts[0]->bias && !bias) {
+                free(plan.layers);
+                return uform__fail(outcome, UFORM_OUT_OF_MEMORY, function, "cannot allocate a qkv bias of %zu floats",
+                                   layer->rows);
+            }
+            for (size_t p = 0, row = 0; bias && p < 3; row += parts[p]->rows, ++p)
+                memcpy(bias + row, parts[p]->bias, parts[p]->rows * sizeof(float));
+            layer->bias = bias;
+        }
         plan.layers[i].bytes = i8->packed_size(layer->rows, layer->columns);
         plan.layers[i].memory = allocate(state, plan.layers[i].bytes);
         if (!plan.layers[i].memory) {

@@ -171,26 +171,39 @@ static const float *residual_input(const float *x, float *a, size_t rows, size_t
 
 /* A post-norm block's second half over `rows` rows (BERT's order, which the transformer of
  * torch.nn.TransformerEncoderLayer(norm_first=False) also follows):
- *   x = norm1(x + attn.out(att));  x = norm2(x + mlp.down(act(mlp.up(x)))). */
+ *   x = norm1(x + attn.out(att));  x = norm2(x + mlp.down(act(mlp.up(x)))).
+ * Under I8 compute a norm whose rows go to an int8 product next is fused with that product's
+ * quantizer (uform__norm_quantize_i8): norm1's with mlp.up's, and norm2's with the next block's
+ * qkv when `quantize_next` (*quantized then says that x's rows wait in the I8 scratch). */
 static uform_status_t post_norm_tail(uform__compute_t *compute, const uform__block_t *block, size_t d, size_t mlp,
                                      size_t rows, const float *att, float *x, float *a, float *hidden, float *mean,
-                                     float *rstd, float eps, int activation, int bf16, uform_outcome_t *outcome) {
+                                     float *rstd, float eps, int activation, int bf16, int quantize_next,
+                                     int *quantized, uform_outcome_t *outcome) {
     const uform__nn_kernels_t *nn = compute->nn;
+    *quantized = 0;
     uform_status_t status =
         uform__linear_forward(compute, &block->out, rows, att, d, x, d, d, UFORM__LINEAR_ACCUMULATE, outcome);
     if (status != UFORM_OK) return status;
     /* LayerNorm in place: each row's statistics are taken before the row is written. */
-    nn->layernorm_forward(rows, d, x, d, block->norm1.weight, block->norm1.bias, eps, x, d, mean, rstd,
-                          compute->parallel);
-    int i8_up = uform__linear_is_i8(compute, &block->up);
+    int i8_up = uform__linear_is_i8(compute, &block->up), up_read = 0;
+    if (i8_up)
+        up_read = uform__norm_quantize_i8(compute, &block->norm1, rows, d, x, mean, rstd, eps)
+                      ? UFORM__LINEAR_X_QUANTIZED
+                      : 0;
+    else
+        nn->layernorm_forward(rows, d, x, d, block->norm1.weight, block->norm1.bias, eps, x, d, mean, rstd,
+                              compute->parallel);
     const float *input = residual_input(x, a, rows, d, bf16 && !i8_up);
-    status = uform__linear_forward(compute, &block->up, rows, input, d, hidden, mlp, mlp, activation, outcome);
+    status = uform__linear_forward(compute, &block->up, rows, input, d, hidden, mlp, mlp, activation | up_read, outcome);
     if (status != UFORM_OK) return status;
     if (bf16 && !uform__linear_is_i8(compute, &block->down)) uform__round_to_bf16(hidden, rows * mlp);
     status = uform__linear_forward(compute, &block->down, rows, hidden, mlp, x, d, d, UFORM__LINEAR_ACCUMULATE, outcome);
     if (status != UFORM_OK) return status;
-    nn->layernorm_forward(rows, d, x, d, block->norm2.weight, block->norm2.bias, eps, x, d, mean, rstd,
-                          compute->parallel);
+    if (quantize_next)
+        *quantized = uform__norm_quantize_i8(compute, &block->norm2, rows, d, x, mean, rstd, eps);
+    else
+        nn->layernorm_forward(rows, d, x, d, block->norm2.weight, block->norm2.bias, eps, x, d, mean, rstd,
+                              compute->parallel);
     return UFORM_OK;
 }
 
@@ -221,8 +234,16 @@ uform_status_t uform__trunk_forward(const uform_model_t model, uform__compute_t 
         compute->compute == UFORM_COMPUTE_BF16 ? nn->attention_forward_bf16 : nn->attention_forward;
     uform__attention_shape_t shape = {tokens, config->heads, d / config->heads, offsets, items, NULL,
                                       arch->published && arch->causal};
+    int x_quantized = 0; /* post-norm under I8: the previous block's norm2 left x's rows quantized */
     for (size_t i = 0; i < config->depth; ++i) {
         const uform__block_t *block = &model->blocks[i];
+        /* Whether this block's norm2 may also quantize x for the next block's int8 qkv (which
+         * takes every token's row, also in the pruned last block). */
+        const uform__block_t *next = i + 1 < config->depth ? &model->blocks[i + 1] : NULL;
+        int quantize_next = next &&
+                            uform__linear_is_i8(compute, next->qkv.weight || next->qkv.i8.data ? &next->qkv : &next->q);
+        int x_read = x_quantized ? UFORM__LINEAR_X_QUANTIZED : 0;
+        x_quantized = 0;
         /* The last block computes only the kept rows past its K and V (see encode.h). */
         int pruned = keep && i + 1 == config->depth;
         /* h = x + attn.out(attention(norm1(x))) */
@@ -239,7 +260,7 @@ uform_status_t uform__trunk_forward(const uform_model_t model, uform__compute_t 
             } else if (post_norm) {
                 int i8_qkv = uform__linear_is_i8(compute, block->qkv.weight || block->qkv.i8.data ? &block->qkv : &block->q);
                 const float *input = residual_input(x, scratch->a, tokens, d, bf16 && !i8_qkv);
-                status = qkv_forward(compute, block, tokens, d, input, 0, scratch->qkv, context->outcome);
+                status = qkv_forward(compute, block, tokens, d, input, i8_qkv ? x_read : 0, scratch->qkv, context->outcome);
             } else {
                 const uform__linear_t *first = block->qkv.weight || block->qkv.i8.data ? &block->qkv : &block->q;
                 int a_read = norm_into(compute, &block->norm1, first, tokens, d, x, scratch->a, scratch->mean,
@@ -255,9 +276,10 @@ uform_status_t uform__trunk_forward(const uform_model_t model, uform__compute_t 
                  * rest of the block and back to their places in x. */
                 float *kept = scratch->a;
                 for (size_t item = 0; item < items; ++item) memcpy(kept + item * d, x + keep[item] * d, d * sizeof(float));
+                int quantized_unused;
                 status = post_norm ? post_norm_tail(compute, block, d, mlp, items, scratch->att, kept, scratch->qkv,
                                                     scratch->hidden, scratch->mean, scratch->rstd, eps, activation,
-                                                    bf16, context->outcome)
+                                                    bf16, 0, &quantized_unused, context->outcome)
                                    : block_tail(compute, block, d, mlp, items, scratch->att, kept, scratch->qkv,
                                                 scratch->hidden, scratch->mean, scratch->rstd, eps, activation, bf16,
                                                 native_bf16, context->outcome);
@@ -266,7 +288,8 @@ uform_status_t uform__trunk_forward(const uform_model_t model, uform__compute_t 
                 status = uform__trunk_i8_tail(compute, config, block, tokens, scratch->att, x, eps, context->outcome);
             } else if (post_norm) {
                 status = post_norm_tail(compute, block, d, mlp, tokens, scratch->att, x, scratch->a, scratch->hidden,
-                                        scratch->mean, scratch->rstd, eps, activation, bf16, context->outcome);
+                                        scratch->mean, scratch->rstd, eps, activation, bf16, quantize_next,
+                                        &x_quantized, context->outcome);
             } else {
                 status = block_tail(compute, block, d, mlp, tokens, scratch->att, x, scratch->a, scratch->hidden,
                                     scratch->mean, scratch->rstd, eps, activation, bf16, native_bf16, context->outcome);
