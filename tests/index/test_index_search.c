@@ -2,10 +2,12 @@
  * Search against a NumPy brute force (index_search_reference.py, run by Debian's python3) for every
  * scalar kind: random unit vectors of 100 dimensions (ragged for every kernel's vector width) in
  * 2,500 items spread over the four modalities, written by a builder; queries in batches of 1 (the
- * matrix-vector kernels), 9 (the GEMM for float rows) and 70 (two query groups), top 10, all
- * modalities and images only. Items 100, 700 and 1,500 are copies of item 42 and query 0 is item
- * 42's vector, so the first four hits tie exactly and must come in item order. Every search runs
- * on executors of 1 and 3 threads, which must answer the same bytes. Skips (77) without NumPy.
+ * matrix-vector kernels), 9 (the GEMM for float rows), 32 (on 16-column GEMM panels, the queries
+ * packed instead of the block) and 70 (two query groups), top 10, all modalities and images only.
+ * Items 100, 700 and 1,500 are copies of item 42 and query 0 is item 42's vector, so the first four
+ * hits tie exactly and must come in item order. Every search runs on executors of 1 and 3 threads
+ * of the detected class, which must answer the same bytes, and on one thread of the HASWELL and
+ * SERIAL classes where the CPU runs them, each checked against NumPy. Skips (77) without NumPy.
  *
  *   test_index_search WORK_DIR PYTHON SCRIPT
  */
@@ -91,9 +93,19 @@ int main(int argc, char **argv) {
         fprintf(stderr, "cannot write and load %s\n", path);
         return 1;
     }
-    uform_executor_t executors[2] = {NULL, NULL};
+    /* The detected class on 1 and 3 threads (the same answers, byte for byte), and the HASWELL and
+     * SERIAL classes on one thread where this CPU runs them and they are not the detected one: each
+     * of their answers goes to the NumPy comparison too (the classes differ in F32 rounding). */
+    uform_executor_t executors[4] = {NULL, NULL, NULL, NULL};
     uform_executor_for_ram(NULL, 1, 0, &executors[0], NULL);
     uform_executor_for_ram(NULL, 3, 0, &executors[1], NULL);
+    const uform_cpu_class_t detected = uform_executor_cpu_class(executors[0]);
+    const uform_cpu_class_t others[2] = {UFORM_CPU_CLASS_INTEL_HASWELL, UFORM_CPU_CLASS_SERIAL};
+    for (int c = 0; c < 2; ++c) {
+        uform_ram_options_t forced = {.cpu_class = others[c]};
+        if (others[c] != detected && uform_executor_for_ram(&forced, 1, 0, &executors[2 + c], NULL) != UFORM_OK)
+            printf("note: this CPU does not run the %s class; its search is not compared here\n", uform_cpu_class_name(others[c]));
+    }
     const uform__nn_kernels_t *nn = uform__nn_kernels(UFORM_CPU_CLASS_SERIAL);
     uform_arena_t arena = NULL;
     uform_arena_for_host(&arena, NULL);
@@ -131,21 +143,28 @@ int main(int argc, char **argv) {
         CHECK_STATUS(uform_index_builder_write(builder, path, NULL, 0, &outcome), UFORM_OK);
         uform_index_t index = NULL;
         CHECK_STATUS(uform_index_open(path, NULL, &index, &outcome), UFORM_OK);
-        const size_t batches[3] = {1, 9, 70};
-        for (int b = 0; b < 4; ++b) {
-            size_t count = b < 3 ? batches[b] : 1;
+        /* 1 query: the search kernels; 9 and 70: the GEMM with the block packed; 32: on a class whose
+         * GEMM panels have 16 columns (AVX2, serial), the GEMM with the queries packed instead. */
+        const size_t batches[4] = {1, 9, 32, 70};
+        for (int b = 0; b < 5; ++b) {
+            size_t count = b < 4 ? batches[b] : 1;
             uform_index_hit_t *first = NULL;
             size_t first_count = 0;
-            for (int e = 0; e < 2; ++e) {
+            for (int e = 0; e < 4; ++e) {
+                if (!executors[e]) continue;
                 uform_index_search_t search = {0};
                 search.index = index, search.executor = executors[e], search.arena = arena;
                 search.queries = queries, search.queries_count = count, search.queries_columns = DIMS, search.top = 10;
-                search.modalities = b == 3 ? 1u << UFORM_MODALITY_IMAGE : 0;
+                search.modalities = b == 4 ? 1u << UFORM_MODALITY_IMAGE : 0;
                 CHECK_STATUS(uform_index_search(&search), UFORM_OK);
                 size_t total = search.queries_count * search.hits_per_query;
-                if (e == 0) {
+                if (e >= 2) { /* another class: its own answers, checked by the NumPy comparison alone */
                     char label[64];
-                    snprintf(label, sizeof label, "%s %s", scalar_names[s], b == 3 ? "image" : "all");
+                    snprintf(label, sizeof label, "%s %s", scalar_names[s], b == 4 ? "image" : "all");
+                    dump(hits, label, &search);
+                } else if (e == 0) {
+                    char label[64];
+                    snprintf(label, sizeof label, "%s %s", scalar_names[s], b == 4 ? "image" : "all");
                     dump(hits, label, &search);
                     first = malloc(total * sizeof *first + 1);
                     memcpy(first, search.hits, total * sizeof *first);
@@ -167,7 +186,7 @@ int main(int argc, char **argv) {
     int status = system(command);
     CHECK_MSG(status == 0, "the NumPy comparison failed (exit status %d)", status);
     uform_arena_free(arena);
-    uform_executor_free(executors[0]), uform_executor_free(executors[1]);
+    for (int e = 0; e < 4; ++e) uform_executor_free(executors[e]);
     uform_model_free(model);
     free(vectors), free(queries);
     return check_finish();
