@@ -9,6 +9,10 @@
  *   bench_search_batch [--rows N] [--dims D] [--batches 32,1024] [--threads T] [--faiss-threads 1,2]
  *                      [--no-faiss] [--rounds R] [--top K] [--work DIR] [--json PATH] [--class NAME]
  *
+ * --pause MS idles that long before every timed search of either side: each round runs our search
+ * of a batch right after FAISS's searches of the previous one, and on the Zen 5 of bench/README.md a
+ * 32-query search took 0.24 CPU s after idling and 0.30-0.50 right after seconds of full load.
+ *
  * --class runs the engine under another CPU class than the detected one (intel_haswell: the AVX2
  * kernels a Zen 3 runs, here on this CPU, which is not a Zen 3).
  *
@@ -24,6 +28,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <time.h>
 
 #include "bench_clock.h"
 #include "uform/uform.h"
@@ -79,11 +85,20 @@ typedef struct side_t {
     size_t threads[MAX_LIST]; /* FAISS: the thread count of the best */
 } side_t;
 
+/* Sleeps `ms` milliseconds (none when 0). */
+static void pause_for(long ms) {
+    if (ms <= 0) return;
+    struct timespec wait = {ms / 1000, (ms % 1000) * 1000000L};
+    while (nanosleep(&wait, &wait) != 0) {
+    }
+}
+
 int main(int argc, char **argv) {
     size_t rows = 1000000, dims = 256, threads = 2, top = 10, rounds = 3;
     size_t batches[MAX_LIST] = {32, 1024}, batch_count = 2, faiss_threads[MAX_LIST] = {1, 2}, faiss_count = 2;
     const char *work = "/tmp", *json_path = "bench/results/search_batch.json";
     uform_ram_options_t ram = {0}; /* --class NAME: another CPU class than the detected one */
+    long pause_ms = 0;              /* --pause MS: idle before every timed search, either side */
     for (int i = 1; i < argc; ++i) {
         if (strcmp(argv[i], "--rows") == 0 && i + 1 < argc) rows = strtoull(argv[++i], NULL, 10);
         else if (strcmp(argv[i], "--dims") == 0 && i + 1 < argc) dims = strtoull(argv[++i], NULL, 10);
@@ -95,6 +110,7 @@ int main(int argc, char **argv) {
         else if (strcmp(argv[i], "--no-faiss") == 0) faiss_count = 0;
         else if (strcmp(argv[i], "--work") == 0 && i + 1 < argc) work = argv[++i];
         else if (strcmp(argv[i], "--json") == 0 && i + 1 < argc) json_path = argv[++i];
+        else if (strcmp(argv[i], "--pause") == 0 && i + 1 < argc) pause_ms = strtol(argv[++i], NULL, 10);
         else if (strcmp(argv[i], "--class") == 0 && i + 1 < argc) {
             const char *name = argv[++i];
             for (int c = 1; c < 64 && !ram.cpu_class; ++c)
@@ -106,7 +122,7 @@ int main(int argc, char **argv) {
             }
         } else {
             fprintf(stderr, "usage: bench_search_batch [--rows N] [--dims D] [--batches 32,1024] [--threads T] "
-                            "[--faiss-threads 1,2 | --no-faiss] [--rounds R] [--top K] [--work DIR] [--json PATH] [--class NAME]\n");
+                            "[--faiss-threads 1,2 | --no-faiss] [--rounds R] [--top K] [--work DIR] [--json PATH] [--class NAME] [--pause MS]\n");
             return 2;
         }
     }
@@ -164,6 +180,7 @@ int main(int argc, char **argv) {
             uform_index_search_t search = {0};
             search.index = index, search.executor = executor, search.arena = arena;
             search.queries = queries, search.queries_count = batches[b], search.queries_columns = dims, search.top = top;
+            pause_for(pause_ms);
             double start = bench_seconds(), start_cpu = bench_cpu_seconds();
             if (uform_index_search(&search) != UFORM_OK) return fail("uform_index_search", &search.outcome);
             double seconds = bench_seconds() - start, cpu = bench_cpu_seconds() - start_cpu;
@@ -173,6 +190,7 @@ int main(int argc, char **argv) {
 #ifdef BENCH_WITH_FAISS
             for (size_t t = 0; t < faiss_count; ++t) {
                 bench_faiss_threads((int)faiss_threads[t]);
+                pause_for(pause_ms);
                 start = bench_seconds(), start_cpu = bench_cpu_seconds();
                 if (bench_faiss_search(faiss, queries, batches[b], top, faiss_scores, faiss_ids, error, sizeof error) != 0) {
                     fprintf(stderr, "bench_search_batch: FAISS search: %s\n", error);
