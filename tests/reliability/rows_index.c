@@ -442,6 +442,11 @@ static uform_status_t mesh_of_one(uform_mesh_t *mesh, uform_outcome_t *outcome) 
     return uform_mesh_bootstrap(NULL, &options, mesh, outcome);
 }
 
+/* The members' rows' digest: an index's description and its last item's path. */
+static uint64_t members_digest(const uform_index_description_t *description, const char *path, size_t length) {
+    return sweep_digest(digest_description(0, description), path, length);
+}
+
 /* uform_index_builder_gather over a mesh of one (no collectives module; the same records, checks,
  * allocations and unpacking as with more members); the gathered builder's description and last
  * path are digested. */
@@ -456,12 +461,11 @@ void sweep_run_index_builder_gather(sweep_fixture_t *fixture, sweep_answer_t *an
     uint64_t digest = 0;
     if (status == UFORM_OK) {
         uform_index_description_t description;
-        uform_index_builder_describe(gathered, &description);
-        digest = digest_description(0, &description);
         const char *path = NULL;
         size_t length = 0;
+        uform_index_builder_describe(gathered, &description);
         uform_index_builder_item(gathered, 2 * members_rows + texts_count - 1, NULL, &path, &length);
-        digest = sweep_digest(digest, path, length);
+        digest = members_digest(&description, path, length);
     }
     sweep_answer_status(answer, status, &outcome);
     if (status == UFORM_OK) answer->digest = digest;
@@ -488,12 +492,11 @@ void sweep_run_index_builder_write_members(sweep_fixture_t *fixture, sweep_answe
     uint64_t digest = 0;
     if (status == UFORM_OK) {
         uform_index_description_t description;
-        uform_index_describe(index, &description);
-        digest = digest_description(0, &description);
         const char *path = NULL;
         size_t length = 0;
+        uform_index_describe(index, &description);
         uform_index_item(index, 2 * members_rows + texts_count - 1, NULL, &path, &length);
-        digest = sweep_digest(digest, path, length);
+        digest = members_digest(&description, path, length);
     }
     sweep_answer_status(answer, status, &outcome);
     if (status == UFORM_OK) answer->digest = digest;
