@@ -1,17 +1,24 @@
 /*
  * Batched exact search against FAISS's IndexFlatIP in the same run (issue 35): an index built from
  * generated unit vectors (default 1,000,000 × 256 F32, through uform_index_builder_add_vectors),
- * queried with batches of 32 and 1,024 unit vectors for the top 10. Each round times, one after
- * the other, uform_index_search on T threads and FAISS on every thread count of --faiss-threads
- * (OpenMP and OpenBLAS set alike); the best round of each side counts, and FAISS's best is the
- * best over its thread counts. Then checks the top-10 ids are the same query by query.
+ * queried with batches of 32 and 1,024 unit vectors for the top 10. The two sides run one after the
+ * other, never interleaved: first uform_index_search on T threads (round 0 of each batch warms up,
+ * then R timed rounds), then the index is closed, FAISS's copy of the rows is built and searched the
+ * same way at every thread count of --faiss-threads (OpenMP and OpenBLAS set alike). The best round
+ * of each side counts, and FAISS's best is the best over its thread counts. Then checks the top-10
+ * ids are the same query by query.
  *
  *   bench_search_batch [--rows N] [--dims D] [--batches 32,1024] [--threads T] [--faiss-threads 1,2]
  *                      [--no-faiss] [--rounds R] [--top K] [--work DIR] [--json PATH] [--class NAME]
+ *                      [--pause MS] [--interleave]
  *
- * --pause MS idles that long before every timed search of either side: each round runs our search
- * of a batch right after FAISS's searches of the previous one, and on the Zen 5 of bench/README.md a
- * 32-query search took 0.24 CPU s after idling and 0.30-0.50 right after seconds of full load.
+ * Why one side at a time: on the PVM guests of bench/README.md, a search that streams 1 GB of rows
+ * slows down by half once the process has touched some 3 GB since its previous pass (the host's
+ * shadow page tables, inferred: no guest fault shows it), so rounds that alternated the two sides,
+ * each with its own 1 GB copy, charged the second side for the first one's pages. --interleave
+ * brings back the alternating order (our search of each batch, then FAISS's) to show the effect.
+ *
+ * --pause MS idles that long before every timed search of either side.
  *
  * --class runs the engine under another CPU class than the detected one (intel_haswell: the AVX2
  * kernels a Zen 3 runs, here on this CPU, which is not a Zen 3).
@@ -99,6 +106,7 @@ int main(int argc, char **argv) {
     const char *work = "/tmp", *json_path = "bench/results/search_batch.json";
     uform_ram_options_t ram = {0}; /* --class NAME: another CPU class than the detected one */
     long pause_ms = 0;              /* --pause MS: idle before every timed search, either side */
+    int interleave = 0;             /* --interleave: rounds alternate the sides (the old order) */
     for (int i = 1; i < argc; ++i) {
         if (strcmp(argv[i], "--rows") == 0 && i + 1 < argc) rows = strtoull(argv[++i], NULL, 10);
         else if (strcmp(argv[i], "--dims") == 0 && i + 1 < argc) dims = strtoull(argv[++i], NULL, 10);
@@ -111,6 +119,7 @@ int main(int argc, char **argv) {
         else if (strcmp(argv[i], "--work") == 0 && i + 1 < argc) work = argv[++i];
         else if (strcmp(argv[i], "--json") == 0 && i + 1 < argc) json_path = argv[++i];
         else if (strcmp(argv[i], "--pause") == 0 && i + 1 < argc) pause_ms = strtol(argv[++i], NULL, 10);
+        else if (strcmp(argv[i], "--interleave") == 0) interleave = 1;
         else if (strcmp(argv[i], "--class") == 0 && i + 1 < argc) {
             const char *name = argv[++i];
             for (int c = 1; c < 64 && !ram.cpu_class; ++c)
@@ -122,7 +131,8 @@ int main(int argc, char **argv) {
             }
         } else {
             fprintf(stderr, "usage: bench_search_batch [--rows N] [--dims D] [--batches 32,1024] [--threads T] "
-                            "[--faiss-threads 1,2 | --no-faiss] [--rounds R] [--top K] [--work DIR] [--json PATH] [--class NAME] [--pause MS]\n");
+                            "[--faiss-threads 1,2 | --no-faiss] [--rounds R] [--top K] [--work DIR] [--json PATH] [--class NAME] [--pause MS] "
+                            "[--interleave]\n");
             return 2;
         }
     }
@@ -130,10 +140,10 @@ int main(int argc, char **argv) {
         fprintf(stderr, "bench_search_batch: rows, dims, top, rounds and batches must be positive, top ≤ rows\n");
         return 2;
     }
-    size_t most = 0;
-    for (size_t b = 0; b < batch_count; ++b) most = batches[b] > most ? batches[b] : most;
+    size_t most = 0, all = 0;
+    for (size_t b = 0; b < batch_count; ++b) most = batches[b] > most ? batches[b] : most, all += batches[b];
     float *data = unit_rows(rows, dims), *queries = unit_rows(most, dims);
-    uint64_t *our_ids = malloc(most * top * sizeof *our_ids);
+    uint64_t *our_ids = malloc(all * top * sizeof *our_ids); /* every batch's answers, batch after batch */
     int64_t *faiss_ids = malloc(most * top * sizeof *faiss_ids);
     float *faiss_scores = malloc(most * top * sizeof *faiss_scores);
     if (!data || !queries || !our_ids || !faiss_ids || !faiss_scores) {
@@ -159,64 +169,89 @@ int main(int argc, char **argv) {
     if (uform_executor_for_ram(&ram, threads, 0, &executor, &outcome) != UFORM_OK ||
         uform_arena_for_executor(executor, &arena, &outcome) != UFORM_OK)
         return fail("making the executor", &outcome);
-
-#ifdef BENCH_WITH_FAISS
-    void *faiss = NULL;
-    char error[512] = "";
-    if (bench_faiss_create(data, rows, dims, &faiss, error, sizeof error) != 0) {
-        fprintf(stderr, "bench_search_batch: FAISS: %s\n", error);
-        return 1;
-    }
-    int blas_threads_set = bench_faiss_threads(1);
-#endif
-    free(data);
+    const char *class_name = uform_cpu_class_name(uform_executor_cpu_class(executor));
 
     side_t ours, theirs;
     for (size_t b = 0; b < MAX_LIST; ++b)
         ours.best[b] = theirs.best[b] = ours.cpu[b] = theirs.cpu[b] = INFINITY, theirs.threads[b] = 0;
     size_t same[MAX_LIST] = {0};
-    for (size_t round = 0; round <= rounds; ++round) { /* round 0 warms up (faults the mapping in) */
-        for (size_t b = 0; b < batch_count; ++b) {
-            uform_index_search_t search = {0};
-            search.index = index, search.executor = executor, search.arena = arena;
-            search.queries = queries, search.queries_count = batches[b], search.queries_columns = dims, search.top = top;
-            pause_for(pause_ms);
-            double start = bench_seconds(), start_cpu = bench_cpu_seconds();
-            if (uform_index_search(&search) != UFORM_OK) return fail("uform_index_search", &search.outcome);
-            double seconds = bench_seconds() - start, cpu = bench_cpu_seconds() - start_cpu;
-            if (round && seconds < ours.best[b]) ours.best[b] = seconds;
-            if (round && cpu < ours.cpu[b]) ours.cpu[b] = cpu;
-            for (size_t i = 0; i < batches[b] * top; ++i) our_ids[i] = search.hits[i].item;
 #ifdef BENCH_WITH_FAISS
-            for (size_t t = 0; t < faiss_count; ++t) {
-                bench_faiss_threads((int)faiss_threads[t]);
-                pause_for(pause_ms);
-                start = bench_seconds(), start_cpu = bench_cpu_seconds();
-                if (bench_faiss_search(faiss, queries, batches[b], top, faiss_scores, faiss_ids, error, sizeof error) != 0) {
-                    fprintf(stderr, "bench_search_batch: FAISS search: %s\n", error);
-                    return 1;
-                }
-                seconds = bench_seconds() - start, cpu = bench_cpu_seconds() - start_cpu;
-                if (round && seconds < theirs.best[b]) theirs.best[b] = seconds, theirs.threads[b] = faiss_threads[t];
-                if (round && cpu < theirs.cpu[b]) theirs.cpu[b] = cpu;
-            }
-            same[b] = 0;
-            for (size_t q = 0; faiss_count && q < batches[b]; ++q) {
-                int equal = 1;
-                for (size_t k = 0; k < top; ++k) equal &= our_ids[q * top + k] == (uint64_t)faiss_ids[q * top + k];
-                same[b] += (size_t)equal;
-            }
+    void *faiss = NULL;
+    char error[512] = "";
+    int blas_threads_set = 1;
 #endif
+    /* Phase by phase: ours alone (every batch), then FAISS alone; --interleave: one phase of both. */
+    for (int phase = 0; phase < 2; ++phase) {
+        int run_ours = phase == 0, run_faiss = interleave || phase == 1;
+        if (interleave && phase == 1) break;
+#ifdef BENCH_WITH_FAISS
+        if (run_faiss && faiss_count && !faiss) {
+            if (!interleave) { /* our side is done: its mapping and threads go before FAISS's rows come */
+                uform_arena_free(arena), arena = NULL;
+                uform_executor_free(executor), executor = NULL;
+                uform_index_free(index), index = NULL;
+            }
+            if (bench_faiss_create(data, rows, dims, &faiss, error, sizeof error) != 0) {
+                fprintf(stderr, "bench_search_batch: FAISS: %s\n", error);
+                return 1;
+            }
+            blas_threads_set = bench_faiss_threads(1);
+            free(data), data = NULL;
+        }
+#else
+        run_faiss = 0;
+#endif
+        if (!run_ours && (!run_faiss || !faiss_count)) break;
+        for (size_t b = 0, answered = 0; b < batch_count; answered += batches[b], ++b) {
+            uint64_t *ids = our_ids + answered * top;
+            for (size_t round = 0; round <= rounds; ++round) { /* round 0 warms up (faults the mapping in) */
+                if (run_ours) {
+                    uform_index_search_t search = {0};
+                    search.index = index, search.executor = executor, search.arena = arena;
+                    search.queries = queries, search.queries_count = batches[b], search.queries_columns = dims;
+                    search.top = top;
+                    pause_for(pause_ms);
+                    double start = bench_seconds(), start_cpu = bench_cpu_seconds();
+                    if (uform_index_search(&search) != UFORM_OK) return fail("uform_index_search", &search.outcome);
+                    double seconds = bench_seconds() - start, cpu = bench_cpu_seconds() - start_cpu;
+                    if (round && seconds < ours.best[b]) ours.best[b] = seconds;
+                    if (round && cpu < ours.cpu[b]) ours.cpu[b] = cpu;
+                    for (size_t i = 0; i < batches[b] * top; ++i) ids[i] = search.hits[i].item;
+                }
+#ifdef BENCH_WITH_FAISS
+                for (size_t t = 0; run_faiss && t < faiss_count; ++t) {
+                    bench_faiss_threads((int)faiss_threads[t]);
+                    pause_for(pause_ms);
+                    double start = bench_seconds(), start_cpu = bench_cpu_seconds();
+                    if (bench_faiss_search(faiss, queries, batches[b], top, faiss_scores, faiss_ids, error, sizeof error) != 0) {
+                        fprintf(stderr, "bench_search_batch: FAISS search: %s\n", error);
+                        return 1;
+                    }
+                    double seconds = bench_seconds() - start, cpu = bench_cpu_seconds() - start_cpu;
+                    if (round && seconds < theirs.best[b]) theirs.best[b] = seconds, theirs.threads[b] = faiss_threads[t];
+                    if (round && cpu < theirs.cpu[b]) theirs.cpu[b] = cpu;
+                }
+                if (run_faiss && faiss_count) {
+                    same[b] = 0;
+                    for (size_t q = 0; q < batches[b]; ++q) {
+                        int equal = 1;
+                        for (size_t k = 0; k < top; ++k) equal &= ids[q * top + k] == (uint64_t)faiss_ids[q * top + k];
+                        same[b] += (size_t)equal;
+                    }
+                }
+#endif
+            }
         }
     }
+    free(data);
 
-    printf("%zu x %zu F32, top %zu, uform on %zu threads (%s), best of %zu rounds after a warm-up\n", rows, dims, top,
-           threads, uform_cpu_class_name(uform_executor_cpu_class(executor)), rounds);
+    printf("%zu x %zu F32, top %zu, uform on %zu threads (%s), best of %zu rounds after a warm-up, %s\n", rows, dims, top,
+           threads, class_name, rounds, interleave ? "sides alternating" : "one side after the other");
     printf("queries |  uform ms  GFLOP/s |  FAISS ms (threads) | FAISS / uform | CPU s: uform  FAISS  FAISS / uform | "
            "queries with the same top-%zu ids\n", top);
     FILE *json = fopen(json_path, "w");
-    if (json) fprintf(json, "{\"rows\": %zu, \"dims\": %zu, \"top\": %zu, \"threads\": %zu, \"rounds\": %zu, \"results\": [", rows, dims,
-                      top, threads, rounds);
+    if (json) fprintf(json, "{\"rows\": %zu, \"dims\": %zu, \"top\": %zu, \"threads\": %zu, \"rounds\": %zu, \"interleave\": %d, \"results\": [", rows, dims,
+                      top, threads, rounds, interleave);
     for (size_t b = 0; b < batch_count; ++b) {
         double flop = 2.0 * (double)rows * (double)dims * (double)batches[b];
         double ratio = theirs.best[b] / ours.best[b];
