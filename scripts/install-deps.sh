@@ -24,6 +24,8 @@ packages=(
   libcmocka-dev python3 python3-numpy python3-sentencepiece python3-protobuf perl python3-pytest python3-pil python3-torch python3-torchvision python3-torchaudio
   # benchmark peers (bench/ only, never linked into libuform)
   libopenblas-dev libdnnl-dev libfaiss-dev
+  # ONNX Runtime's INT8 graphs for bench_published (bench/published_export.py writes them with the onnx module)
+  python3-onnx
   # WebDataset shards (src/data: tar, pax and GNU long names, .tar.gz through libarchive)
   libarchive-dev
   # uform serve: HTTP (libmicrohttpd), the page's test in a real browser, the load generator and

@@ -26,6 +26,7 @@
 #include <time.h>
 
 #include "common/check.h"
+#include "common/gaussian.h"
 #include "index/index.h"
 #include "io/safetensors.h"
 #include "uform/uform.h"
@@ -37,13 +38,7 @@
 #define TOP 10
 
 static uint64_t seed = 0xA11A11;
-static double gaussian(void) { /* Box–Muller over a 64-bit LCG */
-    seed = seed * 6364136223846793005ull + 1442695040888963407ull;
-    double u = ((double)(seed >> 11) + 0.5) / 9007199254740992.0;
-    seed = seed * 6364136223846793005ull + 1442695040888963407ull;
-    double v = (double)(seed >> 11) / 9007199254740992.0;
-    return sqrt(-2.0 * log(u)) * cos(6.283185307179586 * v);
-}
+static double gaussian(void) { return test_gaussian(&seed); }
 
 static void normalise(float *row) {
     double sum = 0;
