@@ -134,7 +134,9 @@ def main():
     parser.add_argument("--spread", type=float, default=1.0, help="noise norm around a centre (centres are unit)")
     parser.add_argument("--threads", default="2,1")
     parser.add_argument("--build-threads", type=int, default=2)
-    parser.add_argument("--recipes", default="hnsw,ivfpq")
+    parser.add_argument("--recipes", default="hnsw,ivfpq",
+                        help="hnsw, ivfpq or index_factory strings, comma-separated; with a ';' anywhere, "
+                             "';'-separated instead, so factory strings keep their commas ('IVF4096,Flat;ivfpq')")
     parser.add_argument("--ef", default="16,32,64,128,256")
     parser.add_argument("--nprobe", default="1,2,4,8,16,32,64,128")
     parser.add_argument("--train-rows", type=int, default=0)
@@ -183,7 +185,7 @@ def main():
                       f"recall@10 {exact[threads]['recall']:.4f}")
             block = {"dims": dims, "index_bytes": made["bytes"], "exact": exact, "recipes": []}
             report["sets"].append(block)
-            for name in args.recipes.split(","):
+            for name in [n for n in args.recipes.split(";" if ";" in args.recipes else ",") if n]:
                 lists = 0
                 if name == "hnsw":
                     recipe, knob, values = "HNSW32", "ef", [int(v) for v in args.ef.split(",")]
