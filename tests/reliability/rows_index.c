@@ -158,10 +158,12 @@ static void open_and_search(sweep_fixture_t *fixture, uform_scalar_kind_t scalar
     uint64_t digest = digest_description(0, &description);
     const char *format = uform_index_metadata(index, "uform.index.format");
     if (format) digest = sweep_digest(digest, format, strlen(format));
-    /* Queries: the first rows of the embeddings (F32, normalised), repeated to fill a GEMM batch. */
-    static float query_rows[16][1024];
+    /* Queries: the first rows of the embeddings (F32, normalised), repeated to fill a GEMM batch (or
+     * the 256 of the BF16 screen). */
+    static float query_rows[256][1024];
     const size_t columns = rows->columns < 1024 ? rows->columns : 1024;
-    for (size_t q = 0; q < queries && q < 16; ++q) {
+    if (queries > 256) queries = 256;
+    for (size_t q = 0; q < queries; ++q) {
         const void *row = NULL;
         if (uform_matrix_row(rows, q % rows->rows, &row) == UFORM_OK) memcpy(query_rows[q], row, columns * sizeof(float));
     }
@@ -191,6 +193,12 @@ void sweep_run_index_search_f32(sweep_fixture_t *fixture, sweep_answer_t *answer
 
 void sweep_run_index_search_gemm(sweep_fixture_t *fixture, sweep_answer_t *answer) {
     open_and_search(fixture, UFORM_SCALAR_F32, 9, answer);
+}
+
+/* 256 queries over F32 rows: the BF16 screen where the detected class has native BF16 (GENOA and
+ * later; elsewhere the GEMM path again, with more queries). */
+void sweep_run_index_search_screen(sweep_fixture_t *fixture, sweep_answer_t *answer) {
+    open_and_search(fixture, UFORM_SCALAR_F32, 256, answer);
 }
 
 void sweep_run_index_search_b1(sweep_fixture_t *fixture, sweep_answer_t *answer) {
