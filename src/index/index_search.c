@@ -66,6 +66,7 @@
 /* F32 rows are screened by BF16 products from this many queries on, where the class has native BF16
  * dot products (GENOA's table): there the product, not the rows' stream, bounds the search. */
 #define SCREEN_QUERIES 256
+_Static_assert(SCREEN_QUERIES > UFORM__SEARCH_MAX_QUERIES, "a screened search has more than one group of queries");
 /* Prongs per thread and wave: consecutive blocks go together (see search_prong). */
 #define PRONGS_PER_THREAD 16
 /* Blocks scored between two progress reports (only when a progress handler is set). */
@@ -245,6 +246,12 @@ static void offer_block(search_t *search, size_t thread, const block_t *block, s
     }
 }
 
+/* The queries of the group starting at `group_first`: UFORM__SEARCH_MAX_QUERIES, fewer in the last. */
+static size_t group_size(const search_t *search, size_t group_first) {
+    const size_t left = search->queries - group_first;
+    return left < UFORM__SEARCH_MAX_QUERIES ? left : UFORM__SEARCH_MAX_QUERIES;
+}
+
 /* The BF16 screen of F32 rows (index_screen.h): `approx` [group][BLOCK_ROWS] holds the block's BF16
  * products. A row goes on only where s' + δ does not fall below the query's bar, 16 rows at a time as
  * offer_block tests; there dot_f32 scores it exactly (the score every heap entry of a screened search
@@ -317,8 +324,7 @@ static void screen_or_score(search_t *search, size_t thread, const block_t *bloc
     for (size_t j = 0; j < search->queries && full; ++j) full = heaps[j].size == heaps[j].capacity;
     float *scores = search->scores[thread];
     for (size_t group_first = 0; !full && group_first < search->queries; group_first += UFORM__SEARCH_MAX_QUERIES) {
-        size_t group = search->queries - group_first < UFORM__SEARCH_MAX_QUERIES ? search->queries - group_first
-                                                                                 : UFORM__SEARCH_MAX_QUERIES;
+        const size_t group = group_size(search, group_first);
         search->kernels->dot_f32(rows, dims, f32_rows, dims, group, search->queries_f32 + group_first * dims, dims, scores,
                                  BLOCK_ROWS);
         offer_block(search, thread, block, group_first, group, scores, 0);
@@ -337,8 +343,7 @@ static void screen_or_score(search_t *search, size_t thread, const block_t *bloc
     uform__screen_row_norms(rows, dims, f32_rows, norms);
     for (size_t r = rows; r < BLOCK_ROWS && r % 16; ++r) norms[r] = 0.0f; /* the 16-row test reads to a multiple of 16 */
     for (size_t group_first = 0; group_first < search->queries; group_first += UFORM__SEARCH_MAX_QUERIES) {
-        size_t group = search->queries - group_first < UFORM__SEARCH_MAX_QUERIES ? search->queries - group_first
-                                                                                 : UFORM__SEARCH_MAX_QUERIES;
+        const size_t group = group_size(search, group_first);
         /* approx [group, rows] = queries [group, dims] · blockᵀ, both rounded to BF16, summed in F32 */
         uform__gemm_forward_t args;
         memset(&args, 0, sizeof args);
@@ -400,8 +405,7 @@ static void score_block(search_t *search, size_t thread, const block_t *block) {
         }
     }
     for (size_t group_first = 0; group_first < search->queries; group_first += UFORM__SEARCH_MAX_QUERIES) {
-        size_t group = search->queries - group_first < UFORM__SEARCH_MAX_QUERIES ? search->queries - group_first
-                                                                                 : UFORM__SEARCH_MAX_QUERIES;
+        const size_t group = group_size(search, group_first);
         if (search->use_gemm) {
             /* scores [group, rows] = queries [group, dims] · blockᵀ, the block packed once above as the
              * product's W: the queries fill the 6-row tiles, the scores land row by query. */
@@ -534,6 +538,10 @@ static uform_status_t search_run(void *pointer, uform__call_context_t *context) 
     if (candidates < request->top) candidates = request->top;
     search.keep = binary ? (candidates < eligible ? candidates : eligible) : top;
     search.use_gemm = search.queries >= GEMM_QUERIES && index->scalar != UFORM_SCALAR_I8 && !binary;
+    /* The BF16 screen: F32 rows, many queries, a class whose GEMM multiplies BF16 natively. So many
+     * queries always take the GEMM with the block packed (rows_as_x needs one group of them). */
+    search.screen = index->scalar == UFORM_SCALAR_F32 && search.queries >= SCREEN_QUERIES &&
+                    search.gemm->cpu_class == UFORM_CPU_CLASS_AMD_GENOA;
 
     int failed = 0;
     size_t q = search.queries, dims = search.dims;
@@ -571,7 +579,7 @@ static uform_status_t search_run(void *pointer, uform__call_context_t *context) 
         memcpy(queries_f32 + j * dims, (const unsigned char *)request->queries + j * stride, dims * sizeof(float));
     }
     search.queries_f32 = queries_f32;
-    if (index->scalar == UFORM_SCALAR_BF16) {
+    if (index->scalar == UFORM_SCALAR_BF16 || search.screen) { /* the screen's queries too */
         uint16_t *converted = take(arena, q * dims * sizeof(uint16_t), &failed);
         if (converted) search.nn->f32_to_bf16(q * dims, queries_f32, converted);
         search.queries_bf16 = converted;
@@ -600,14 +608,8 @@ static uform_status_t search_run(void *pointer, uform__call_context_t *context) 
         size_t nr = search.queries_packed.nr ? search.queries_packed.nr : 1, columns = (q + nr - 1) / nr * nr;
         search.rows_as_x = !failed && nr <= 16 && 4 * q >= 3 * columns;
     }
-    /* The BF16 screen: F32 rows, many queries, a class whose GEMM multiplies BF16 natively. */
-    search.screen = !search.rows_as_x && search.use_gemm && index->scalar == UFORM_SCALAR_F32 && q >= SCREEN_QUERIES &&
-                    search.gemm->cpu_class == UFORM_CPU_CLASS_AMD_GENOA;
     if (search.screen) {
         float *reach = take(arena, 2 * q * sizeof(float), &failed);
-        uint16_t *converted = take(arena, q * dims * sizeof(uint16_t), &failed);
-        if (converted) search.nn->f32_to_bf16(q * dims, queries_f32, converted);
-        search.queries_bf16 = converted;
         search.row_norms = take(arena, search.threads * sizeof(float *), &failed);
         search.rounded = take(arena, search.threads * sizeof(uint16_t *), &failed);
         for (size_t t = 0; t < search.threads && !failed; ++t) {
