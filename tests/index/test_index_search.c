@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 
 #include "common/check.h"
+#include "common/other_classes.h"
 #include "common/skip.h"
 #include "core/arena.h"
 #include "kernels/nn.h"
@@ -100,12 +101,7 @@ int main(int argc, char **argv) {
     uform_executor_for_ram(NULL, 1, 0, &executors[0], NULL);
     uform_executor_for_ram(NULL, 3, 0, &executors[1], NULL);
     const uform_cpu_class_t detected = uform_executor_cpu_class(executors[0]);
-    const uform_cpu_class_t others[2] = {UFORM_CPU_CLASS_INTEL_HASWELL, UFORM_CPU_CLASS_SERIAL};
-    for (int c = 0; c < 2; ++c) {
-        uform_ram_options_t forced = {.cpu_class = others[c]};
-        if (others[c] != detected && uform_executor_for_ram(&forced, 1, 0, &executors[2 + c], NULL) != UFORM_OK)
-            printf("note: this CPU does not run the %s class; its search is not compared here\n", uform_cpu_class_name(others[c]));
-    }
+    test_other_class_executors(detected, &executors[2]);
     const uform__nn_kernels_t *nn = uform__nn_kernels(UFORM_CPU_CLASS_SERIAL);
     uform_arena_t arena = NULL;
     uform_arena_for_host(&arena, NULL);

@@ -28,6 +28,7 @@
 #include <sys/stat.h>
 
 #include "common/check.h"
+#include "common/other_classes.h"
 #include "common/gaussian.h"
 #include "common/skip.h"
 #include "uform/uform.h"
@@ -110,12 +111,7 @@ int main(int argc, char **argv) {
     uform_executor_for_ram(NULL, 2, 0, &executors[1], NULL);
     uform_executor_for_ram(NULL, 3, 0, &executors[2], NULL);
     const uform_cpu_class_t detected = uform_executor_cpu_class(executors[0]);
-    const uform_cpu_class_t others[2] = {UFORM_CPU_CLASS_INTEL_HASWELL, UFORM_CPU_CLASS_SERIAL};
-    for (int c = 0; c < 2; ++c) {
-        uform_ram_options_t forced = {.cpu_class = others[c]};
-        if (others[c] != detected && uform_executor_for_ram(&forced, 1, 0, &executors[3 + c], NULL) != UFORM_OK)
-            printf("note: this CPU does not run the %s class; its search is not compared here\n", uform_cpu_class_name(others[c]));
-    }
+    test_other_class_executors(detected, &executors[3]);
     printf("detected class %s: %s\n", uform_cpu_class_name(detected),
            detected >= UFORM_CPU_CLASS_AMD_GENOA && detected <= UFORM_CPU_CLASS_INTEL_DIAMOND
                ? "its searches of 300 queries run the BF16 screen"
