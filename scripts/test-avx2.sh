@@ -37,7 +37,7 @@ tests+='|test_nn_attention|test_nn_attention_bf16|test_nn_attention_backward_bf1
 tests+='|test_nn_softmax|test_nn_exp|test_search_kernels|test_signal_resize|test_signal_fft|test_signal_mel'
 tests+='|test_signal_resample|media_image|media_audio|test_model|test_session_random_serial|test_session_random_haswell'
 tests+='|test_session_random_skylake|test_session_random_genoa|test_index_api|test_index_search_b1'
-tests+='|test_signal_pil|test_gemm_activation|test_published_errors|test_index_vectors'
+tests+='|test_signal_pil|test_gemm_activation|test_published_errors|test_index_vectors|test_index_search_screen'
 # Not here: test_serve_batcher. Its batching logic does not depend on the class and its encodes are
 # test_model's; under the emulator, where every multiply-add is a QEMU helper call, it took over
 # 7 minutes of the stage even with a sixth of its jobs (2026-12-06).

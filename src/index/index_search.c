@@ -24,16 +24,16 @@
  * loaded). The AVX-512 kernels' 64 columns keep the block packed (32 queries would fill half a
  * tile; on amd_genoa the two ways measured the same here).
  *
- * From 256 queries over F32 rows, on a class whose GEMM multiplies BF16 natively (GENOA's table),
- * rows are screened instead (screen_or_score): the block rounded to BF16 and packed, its rows'
- * norms taken, and each group's BF16 product compared with the heaps' bars widened by a proven
- * bound on the BF16 error (index_screen.h); only rows that could still enter are scored exactly by
- * dot_f32 and offered, so every heap entry's score is dot_f32's and equal rows still tie exactly.
- * A thread's first block (heaps not yet full) is scored by dot_f32 outright. There the product,
- * not the rows' stream, bounds the search, and BF16 products run at twice F32's rate: 1,024
- * queries over 1 M × 256 F32 on a Zen 5 took 0.70 CPU s per 200,000 rows unscreened, 0.40
- * screened (bench_search_batch). The answer is the same as the unscreened path's up to F32
- * rounding (dot_f32's sums against the GEMM's).
+ * From 256 queries over F32 rows (index_screen.h: BF16 products on GENOA's table, INT8 products on
+ * HASWELL's, SKYLAKE's and ICELAKE's), rows are screened instead (screen_or_score): the block rounded
+ * or quantized and packed, its rows' norms (and scales) taken, and each group's cheap product
+ * compared with the heaps' bars widened by a proven bound on its error; only rows that could still
+ * enter are scored exactly by dot_f32 and offered, so every heap entry's score is dot_f32's and
+ * equal rows still tie exactly. A thread's first block (heaps not yet full) is scored by dot_f32
+ * outright. There the product, not the rows' stream, bounds the search: 1,024 queries over
+ * 1 M × 256 F32 on a Zen 5 took 0.70 CPU s per 200,000 rows unscreened, 0.40 screened by BF16
+ * (bench_search_batch; the INT8 screen's figures per class are in index_screen.h). The answer is
+ * the same as the unscreened path's up to F32 rounding (dot_f32's sums against the GEMM's).
  *
  * Why this orientation (issue 35). The queries as W and the rows as X (as before) left a 64-column
  * tile half empty at 32 queries and wrote the scores [row][query], which the heaps then read one
@@ -63,10 +63,7 @@
 #define BLOCK_ROWS 1024
 /* Float rows go through the GEMM from this many queries on (its 6×64 tiles fill from there). */
 #define GEMM_QUERIES 8
-/* F32 rows are screened by BF16 products from this many queries on, where the class has native BF16
- * dot products (GENOA's table): there the product, not the rows' stream, bounds the search. */
-#define SCREEN_QUERIES 256
-_Static_assert(SCREEN_QUERIES > UFORM__SEARCH_MAX_QUERIES, "a screened search has more than one group of queries");
+_Static_assert(UFORM__SCREEN_QUERIES > UFORM__SEARCH_MAX_QUERIES, "a screened search has more than one group of queries");
 /* Prongs per thread and wave: consecutive blocks go together (see search_prong). */
 #define PRONGS_PER_THREAD 16
 /* Blocks scored between two progress reports (only when a progress handler is set). */
@@ -172,10 +169,7 @@ typedef struct search_t {
     void **scores;                /* [threads] [queries_in_group, BLOCK_ROWS] float / int32 / uint32 */
     float **widened;              /* [threads] [BLOCK_ROWS, dims] F16 rows as F32 */
     heap_t *heaps;                /* [threads][queries] */
-    int screen;                   /* F32 rows screened by BF16 products (SCREEN_QUERIES, GENOA's table) */
-    float **row_norms;            /* with screen: [threads] [BLOCK_ROWS] ‖row‖, rounded up */
-    uint16_t **rounded;           /* with screen: [threads] [BLOCK_ROWS, dims] the block in BF16 */
-    const float *reach, *slack;   /* with screen: [queries] δ = ‖row‖·reach + slack (index_screen.h) */
+    uform__screen_t screen;       /* F32 rows screened by BF16 or INT8 products (index_screen.h); kind NONE: not */
     uform_status_t *failures;     /* [threads] a GEMM refusal (never expected) */
 } search_t;
 
@@ -252,29 +246,32 @@ static size_t group_size(const search_t *search, size_t group_first) {
     return left < UFORM__SEARCH_MAX_QUERIES ? left : UFORM__SEARCH_MAX_QUERIES;
 }
 
-/* The BF16 screen of F32 rows (index_screen.h): `approx` [group][BLOCK_ROWS] holds the block's BF16
- * products. A row goes on only where s' + δ does not fall below the query's bar, 16 rows at a time as
- * offer_block tests; there dot_f32 scores it exactly (the score every heap entry of a screened search
- * comes from, so equal rows tie wherever they are) and it is offered. Needs every heap of the group
- * full (the bar finite): score_block scores a block exactly until then. */
+/* The screen of F32 rows (index_screen.h): `approx` [group][BLOCK_ROWS] holds the block's BF16 or
+ * INT8 products. A row goes on only where s' + δ does not fall below the query's bar, 16 rows at a
+ * time as offer_block tests; there dot_f32 scores it exactly (the score every heap entry of a
+ * screened search comes from, so equal rows tie wherever they are) and it is offered. Needs every
+ * heap of the group full (the bar finite): screen_or_score scores a block exactly until then. */
 static void screen_block(search_t *search, size_t thread, const block_t *block, size_t group_first, size_t group,
                          const float *approx, const float *f32_rows) {
     heap_t *heaps = search->heaps + thread * search->queries + group_first;
-    const float *norms = search->row_norms[thread];
+    const uform__screen_t *screen = &search->screen;
+    const float *norms = screen->norms[thread], *spreads = screen->spreads[thread];
     const size_t rows = block->rows, dims = search->dims;
     for (size_t j = 0; j < group; ++j) {
         heap_t *heap = &heaps[j];
-        const float reach = search->reach[group_first + j], slack = search->slack[group_first + j];
+        const float reach = screen->reach[group_first + j], spread = screen->spread[group_first + j],
+                    slack = screen->slack[group_first + j];
         const float *query = search->queries_f32 + (group_first + j) * dims, *values = approx + j * BLOCK_ROWS;
         for (size_t first = 0; first < rows; first += 16) {
             size_t count = rows - first < 16 ? rows - first : 16;
             const float bar = heap_bar(heap);
             int any = 0;
-            for (size_t k = 0; k < 16; ++k) any |= !(values[first + k] + norms[first + k] * reach + slack < bar);
+            for (size_t k = 0; k < 16; ++k)
+                any |= !(values[first + k] + norms[first + k] * reach + spreads[first + k] * spread + slack < bar);
             if (!any) continue;
             for (size_t k = 0; k < count; ++k) {
                 const size_t r = first + k;
-                if (values[r] + norms[r] * reach + slack < heap_bar(heap)) continue;
+                if (values[r] + norms[r] * reach + spreads[r] * spread + slack < heap_bar(heap)) continue;
                 float exact;
                 search->kernels->dot_f32(1, dims, f32_rows + r * dims, dims, 1, query, dims, &exact, 1);
                 if (exact >= heap_bar(heap)) heap_offer(heap, exact, block->first + r, (uform_modality_t)block->modality);
@@ -313,8 +310,8 @@ static int offer_near_b1(search_t *search, size_t thread, const block_t *block, 
     return 1;
 }
 
-/* A block of F32 rows under the BF16 screen: the block packed once as BF16 (rounded to nearest even)
- * and its row norms taken, then per group of queries the BF16 product and screen_block. Until every
+/* A block of F32 rows under the screen: the block rounded or quantized and packed once, its row norms
+ * (and scales) taken, then per group of queries the screen's product and screen_block. Until every
  * heap of this thread is full (its first block or so), the block is scored exactly by dot_f32 instead
  * (a bar of −∞ would let every row through, one exact score at a time). */
 static void screen_or_score(search_t *search, size_t thread, const block_t *block, const float *f32_rows) {
@@ -330,35 +327,13 @@ static void screen_or_score(search_t *search, size_t thread, const block_t *bloc
         offer_block(search, thread, block, group_first, group, scores, 0);
     }
     if (!full) return;
-    /* Rounded to BF16 by the vector converter first: the GEMM's pack from F32 rows is a scalar loop. */
-    uint16_t *rounded = search->rounded[thread];
-    search->nn->f32_to_bf16(rows * dims, f32_rows, rounded);
-    uform_status_t status = search->gemm->pack_bf16(rounded, dims, UFORM__GEMM_BF16, rows, dims, search->packed_memory[thread],
-                                                    search->packed_bytes, &search->packed[thread], NULL);
-    if (status != UFORM_OK) {
-        search->failures[thread] = status;
-        return;
-    }
-    float *norms = search->row_norms[thread];
-    uform__screen_row_norms(rows, dims, f32_rows, norms);
-    for (size_t r = rows; r < BLOCK_ROWS && r % 16; ++r) norms[r] = 0.0f; /* the 16-row test reads to a multiple of 16 */
-    for (size_t group_first = 0; group_first < search->queries; group_first += UFORM__SEARCH_MAX_QUERIES) {
+    uform_status_t status = uform__screen_block(&search->screen, thread, rows, f32_rows);
+    for (size_t group_first = 0; status == UFORM_OK && group_first < search->queries; group_first += UFORM__SEARCH_MAX_QUERIES) {
         const size_t group = group_size(search, group_first);
-        /* approx [group, rows] = queries [group, dims] · blockᵀ, both rounded to BF16, summed in F32 */
-        uform__gemm_forward_t args;
-        memset(&args, 0, sizeof args);
-        args.m = group, args.n = rows, args.k = dims;
-        args.x_dtype = UFORM__GEMM_BF16, args.x = search->queries_bf16 + group_first * dims, args.ldx = dims;
-        args.w_dtype = UFORM__GEMM_BF16, args.ldw = dims, args.packed = &search->packed[thread];
-        args.y = scores, args.ldy = BLOCK_ROWS;
-        args.scratch = search->gemm_scratch[thread], args.scratch_capacity = search->gemm_scratch_bytes;
-        status = search->gemm->forward_bf16(&args, NULL, NULL);
-        if (status != UFORM_OK) {
-            search->failures[thread] = status;
-            return;
-        }
-        screen_block(search, thread, block, group_first, group, scores, f32_rows);
+        status = uform__screen_product(&search->screen, thread, rows, group_first, group, scores, BLOCK_ROWS);
+        if (status == UFORM_OK) screen_block(search, thread, block, group_first, group, scores, f32_rows);
     }
+    if (status != UFORM_OK) search->failures[thread] = status;
 }
 
 static void score_block(search_t *search, size_t thread, const block_t *block) {
@@ -388,7 +363,7 @@ static void score_block(search_t *search, size_t thread, const block_t *block) {
         else offer_block(search, thread, block, 0, search->queries, scores, 1);
         return;
     }
-    if (search->screen) {
+    if (search->screen.kind != UFORM__SCREEN_NONE) {
         screen_or_score(search, thread, block, f32_rows);
         return;
     }
@@ -538,10 +513,9 @@ static uform_status_t search_run(void *pointer, uform__call_context_t *context) 
     if (candidates < request->top) candidates = request->top;
     search.keep = binary ? (candidates < eligible ? candidates : eligible) : top;
     search.use_gemm = search.queries >= GEMM_QUERIES && index->scalar != UFORM_SCALAR_I8 && !binary;
-    /* The BF16 screen: F32 rows, many queries, a class whose GEMM multiplies BF16 natively. So many
-     * queries always take the GEMM with the block packed (rows_as_x needs one group of them). */
-    search.screen = index->scalar == UFORM_SCALAR_F32 && search.queries >= SCREEN_QUERIES &&
-                    search.gemm->cpu_class == UFORM_CPU_CLASS_AMD_GENOA;
+    /* The screen: F32 rows, many queries, a class with a faster product than F32's (index_screen.h).
+     * So many queries never take rows_as_x (it needs one group of them). */
+    const uform__screen_kind_t screen = uform__screen_choose(context->cpu_class, index->scalar, search.queries, index->dims);
 
     int failed = 0;
     size_t q = search.queries, dims = search.dims;
@@ -579,7 +553,7 @@ static uform_status_t search_run(void *pointer, uform__call_context_t *context) 
         memcpy(queries_f32 + j * dims, (const unsigned char *)request->queries + j * stride, dims * sizeof(float));
     }
     search.queries_f32 = queries_f32;
-    if (index->scalar == UFORM_SCALAR_BF16 || search.screen) { /* the screen's queries too */
+    if (index->scalar == UFORM_SCALAR_BF16) {
         uint16_t *converted = take(arena, q * dims * sizeof(uint16_t), &failed);
         if (converted) search.nn->f32_to_bf16(q * dims, queries_f32, converted);
         search.queries_bf16 = converted;
@@ -608,19 +582,12 @@ static uform_status_t search_run(void *pointer, uform__call_context_t *context) 
         size_t nr = search.queries_packed.nr ? search.queries_packed.nr : 1, columns = (q + nr - 1) / nr * nr;
         search.rows_as_x = !failed && nr <= 16 && 4 * q >= 3 * columns;
     }
-    if (search.screen) {
-        float *reach = take(arena, 2 * q * sizeof(float), &failed);
-        search.row_norms = take(arena, search.threads * sizeof(float *), &failed);
-        search.rounded = take(arena, search.threads * sizeof(uint16_t *), &failed);
-        for (size_t t = 0; t < search.threads && !failed; ++t) {
-            search.row_norms[t] = take(arena, BLOCK_ROWS * sizeof(float), &failed);
-            search.rounded[t] = take(arena, widest * dims * sizeof(uint16_t), &failed);
-        }
-        for (size_t j = 0; !failed && j < q; ++j) uform__screen_query_terms(dims, queries_f32 + j * dims, &reach[j], &reach[q + j]);
-        search.reach = reach, search.slack = reach ? reach + q : NULL;
-    }
-    if (!search.rows_as_x && search.use_gemm) {
-        int bf16 = index->scalar == UFORM_SCALAR_BF16 || search.screen;
+    if (screen != UFORM__SCREEN_NONE && !failed &&
+        uform__screen_setup(&search.screen, screen, context->cpu_class, arena, queries_f32, q, dims, search.threads, widest,
+                            BLOCK_ROWS) != UFORM_OK)
+        failed = 1;
+    if (!search.rows_as_x && search.use_gemm && screen == UFORM__SCREEN_NONE) {
+        int bf16 = index->scalar == UFORM_SCALAR_BF16;
         search.packed_bytes = bf16 ? search.gemm->packed_size_bf16(widest, dims, UFORM__GEMM_BF16)
                                    : search.gemm->packed_size_f32(widest, dims, UFORM__GEMM_F32);
         search.packed = take(arena, search.threads * sizeof *search.packed, &failed);

@@ -12,7 +12,7 @@ checks each answer of 10 hits:
     both tolerances is among the hits, and every hit is within both tolerances of the reference's
     10th score;
   - the rank of every reference hit whose score is apart from its neighbours' by more than their
-    tolerances is the engine's rank too (the planted rows: 1e-4 apart);
+    tolerances is the engine's rank too (the planted rows: 1e-4 or 2e-5 apart);
   - query 0 (whose best planted row is copied to items 0 and 11999) ties three ways, in item
     order; the zero query answers items 0-9.
 Exit status 0 when everything holds; every failure is printed with both values.
@@ -26,7 +26,7 @@ import numpy as np
 TOP = 10
 ROWS = 12000
 QUERIES = 300
-PLANTED_BEST_QUERY0 = (0 * 12 + 11) * 23 + 7  # query 0's best planted row, also at items 0 and 11999
+PLANTED_BEST_QUERY0 = (0 * 12 + 11) * 11 + 7  # query 0's best planted row, also at items 0 and 11999
 failures = 0
 
 

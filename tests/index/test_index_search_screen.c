@@ -1,23 +1,27 @@
 /*
- * Many queries over F32 rows, where a class with native BF16 products screens the rows by BF16
- * scores before scoring the survivors exactly (index_search.c, index_screen.h): checked against a
- * NumPy brute force in float64 (index_screen_reference.py, run by Debian's python3).
+ * Many queries over F32 rows, where classes screen the rows by BF16 scores (GENOA and later) or INT8
+ * scores (HASWELL, SKYLAKE, ICELAKE) before scoring the survivors exactly (index_search.c,
+ * index_screen.h): checked against a NumPy brute force in float64 (index_screen_reference.py, run by
+ * Debian's python3).
  *
  * 12,000 rows (11 full blocks and a partial one) of 64 and of 37 dimensions (an odd K: the BF16
  * pack's portable path), 300 queries (the screen starts at 256), top 10. The rows are made to
  * catch a screen that drops a row it must keep:
- *   - for each of the first 40 queries, 12 planted rows α_k·q + n with n ⟂ q (|n| = 0.05) and
- *     α_k = 0.95 + k·10⁻⁴: their scores differ by 10⁻⁴, far below BF16's resolution (2⁻⁸ near 1),
- *     far above F32's, so BF16 scores cannot order them and the answer must hold the top 10 of
- *     the 12 in order;
+ *   - for each of the first 80 queries, 12 planted rows α_k·q + n with n ⟂ q (|n| = 0.05), in
+ *     ascending order of α_k = 0.95 + k·10⁻⁴ (queries 0–39) or 0.95 + k·2·10⁻⁵ (40–79): their
+ *     scores differ by far less than BF16's resolution (2⁻⁸ near 1) and INT8's, far more than
+ *     F32's, so the screens' scores cannot order them and the answer must hold the top 10 of the
+ *     12 in order. Queries 40–79 are ternary (entries −c, 0 and c, about a third each), which INT8 quantizes with
+ *     no error: their screen's margin is then all the rows' quantization (a bound without that
+ *     term drops planted rows there);
  *   - the best planted row of query 0 copied to the first and last rows (ties, in item order);
  *   - rows of norm 0.5, 1 and 2; two of norm 10¹⁹ (past the screen's 2⁶⁰, where it scores every
  *     row exactly); two of norm 10⁻³⁰; one zero row;
  *   - queries of norm 1, one of 10⁻³, one of 10³ and a zero query (every score 0: items 0-9).
  * Every search runs on the detected class with 1, 2 and 3 threads (the same bytes), and on one
- * thread of the HASWELL and SERIAL classes where the CPU runs them, each answer checked against
- * NumPy. The screen itself runs only where the detected class is GENOA or later; elsewhere the
- * same searches take the unscreened path, and the test says so. Skips (77) without NumPy.
+ * thread of the HASWELL, SKYLAKE, ICELAKE and SERIAL classes where the CPU runs them, each answer
+ * checked against NumPy; the test prints which screen each class ran (SERIAL none: its searches
+ * take the unscreened path). Skips (77) without NumPy.
  *
  *   test_index_search_screen WORK_DIR PYTHON SCRIPT
  */
@@ -35,9 +39,21 @@
 
 #define ROWS 12000
 #define QUERIES 300
-#define PLANTED_QUERIES 40
+#define PLANTED_QUERIES 80
+#define TERNARY_FIRST 40 /* queries 40-79: entries −c, 0 and c, planted rows 2·10⁻⁵ apart */
 #define PLANTED 12
+#define PLANTED_STRIDE 11 /* planted row (j·PLANTED + k)·PLANTED_STRIDE + 7 */
 #define TOP 10
+
+/* The detected class on 1, 2 and 3 threads, then HASWELL, SKYLAKE, ICELAKE and SERIAL on one. */
+#define EXECUTORS 7
+
+/* Which screen a class runs (index_screen.h's rule, stated here for the log). */
+static const char *screen_name(uform_cpu_class_t cpu_class) {
+    if (cpu_class >= UFORM_CPU_CLASS_AMD_GENOA && cpu_class <= UFORM_CPU_CLASS_INTEL_DIAMOND) return "the BF16 screen";
+    if (cpu_class >= UFORM_CPU_CLASS_INTEL_HASWELL && cpu_class <= UFORM_CPU_CLASS_INTEL_ICELAKE) return "the INT8 screen";
+    return "no screen (the unscreened path)";
+}
 
 static uint64_t seed = 0x5C2EE11;
 static double gaussian(void) { return test_gaussian(&seed); }
@@ -60,6 +76,11 @@ static void make_case(size_t dims, float *rows, float *queries) {
     for (size_t j = 0; j < QUERIES; ++j) {
         random_vector(v, dims, j == QUERIES - 3 ? 1e-3 : j == QUERIES - 2 ? 1e3 : 1.0);
         if (j == QUERIES - 1) memset(v, 0, sizeof v); /* the zero query */
+        if (j >= TERNARY_FIRST && j < PLANTED_QUERIES) { /* −c, 0 or c, about a third each, norm 1 */
+            size_t nonzero = 0;
+            for (size_t c = 0; c < dims; ++c) v[c] = v[c] > 0.054 ? 1.0 : v[c] < -0.054 ? -1.0 : 0.0, nonzero += v[c] != 0.0;
+            for (size_t c = 0; c < dims; ++c) v[c] /= sqrt((double)(nonzero ? nonzero : 1));
+        }
         store(queries + j * dims, v, dims);
     }
     for (size_t i = 0; i < ROWS; ++i) {
@@ -73,15 +94,16 @@ static void make_case(size_t dims, float *rows, float *queries) {
             double along = 0.0, qq = 0.0, sum = 0.0;
             for (size_t c = 0; c < dims; ++c) along += n[c] * q[c], qq += (double)q[c] * q[c];
             for (size_t c = 0; c < dims; ++c) n[c] -= along / qq * q[c], sum += n[c] * n[c];
-            const double alpha = 0.95 + (double)k * 1e-4;
+            const double alpha = 0.95 + (double)k * (j < TERNARY_FIRST ? 1e-4 : 2e-5);
             for (size_t c = 0; c < dims; ++c) v[c] = alpha * q[c] + 0.05 * n[c] / sqrt(sum);
-            store(rows + ((j * PLANTED + k) * 23 + 7) * dims, v, dims);
+            store(rows + ((j * PLANTED + k) * PLANTED_STRIDE + 7) * dims, v, dims);
         }
     }
-    const size_t best = (0 * PLANTED + PLANTED - 1) * 23 + 7; /* query 0's best planted row */
+    const size_t best = (0 * PLANTED + PLANTED - 1) * PLANTED_STRIDE + 7; /* query 0's best planted row */
     memcpy(rows, rows + best * dims, dims * sizeof(float));
     memcpy(rows + (ROWS - 1) * dims, rows + best * dims, dims * sizeof(float));
-    const size_t odd[5] = {2001, 6007, 4003, 9001, 11003}; /* none of them planted: (r − 7) % 23 ≠ 0 */
+    /* None of them planted: (r − 7) % PLANTED_STRIDE ≠ 0 or r past the last planted row (10,567). */
+    const size_t odd[5] = {2001, 6007, 4003, 9001, 11003};
     for (int k = 0; k < 5; ++k) {
         random_vector(v, dims, k < 2 ? 1e19 : k < 4 ? 1e-30 : 0.0);
         store(rows + odd[k] * dims, v, dims);
@@ -106,16 +128,21 @@ int main(int argc, char **argv) {
     snprintf(command, sizeof command, "%s -c 'import numpy' 2>/dev/null", argv[2]);
     if (system(command) != 0) return check_skip_missing("%s has no NumPy (python3-numpy)", argv[2]);
 
-    uform_executor_t executors[5] = {NULL};
+    uform_executor_t executors[EXECUTORS] = {NULL};
     uform_executor_for_ram(NULL, 1, 0, &executors[0], NULL);
     uform_executor_for_ram(NULL, 2, 0, &executors[1], NULL);
     uform_executor_for_ram(NULL, 3, 0, &executors[2], NULL);
     const uform_cpu_class_t detected = uform_executor_cpu_class(executors[0]);
-    test_other_class_executors(detected, &executors[3]);
-    printf("detected class %s: %s\n", uform_cpu_class_name(detected),
-           detected >= UFORM_CPU_CLASS_AMD_GENOA && detected <= UFORM_CPU_CLASS_INTEL_DIAMOND
-               ? "its searches of 300 queries run the BF16 screen"
-               : "no BF16 screen on this CPU: the unscreened path is checked instead");
+    const uform_cpu_class_t others[EXECUTORS - 3] = {UFORM_CPU_CLASS_INTEL_HASWELL, UFORM_CPU_CLASS_INTEL_SKYLAKE,
+                                                     UFORM_CPU_CLASS_INTEL_ICELAKE, UFORM_CPU_CLASS_SERIAL};
+    test_class_executors(detected, others, EXECUTORS - 3, &executors[3]);
+    for (int e = 0; e < EXECUTORS; ++e)
+        if (executors[e] && e != 1 && e != 2) {
+            const uform_cpu_class_t cpu_class = uform_executor_cpu_class(executors[e]);
+            printf("class %s%s: its searches of 300 queries run %s\n", uform_cpu_class_name(cpu_class),
+                   e == 0 ? " (detected)" : "", screen_name(cpu_class));
+            printf("exercised: %s\n", uform_cpu_class_name(cpu_class));
+        }
     uform_arena_t arena = NULL;
     uform_arena_for_host(&arena, NULL);
 
@@ -149,7 +176,7 @@ int main(int argc, char **argv) {
         if (!index) break;
 
         uform_index_hit_t *first = NULL;
-        for (int e = 0; e < 5; ++e) {
+        for (int e = 0; e < EXECUTORS; ++e) {
             if (!executors[e]) continue;
             uform_index_search_t search = {0};
             search.index = index, search.executor = executors[e], search.arena = arena;
@@ -180,7 +207,7 @@ int main(int argc, char **argv) {
     int status = system(command);
     CHECK_MSG(status == 0, "the NumPy comparison failed (exit status %d)", status);
     uform_arena_free(arena);
-    for (int e = 0; e < 5; ++e) uform_executor_free(executors[e]);
+    for (int e = 0; e < EXECUTORS; ++e) uform_executor_free(executors[e]);
     free(rows), free(queries);
     return check_finish();
 }

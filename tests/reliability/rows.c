@@ -87,6 +87,7 @@ const sweep_row_t sweep_rows[] = {
     {"index_search_f32", sweep_run_index_search_f32, 0},
     {"index_search_gemm", sweep_run_index_search_gemm, 0},
     {"index_search_screen", sweep_run_index_search_screen, 0},
+    {"index_search_screen_i8", sweep_run_index_search_screen_i8, 0},
     {"index_search_b1", sweep_run_index_search_b1, 0},
     /* FAISS's OpenMP runtime (libgomp) prints and exits when its own allocations fail ("libgomp: Out
      * of memory allocating N bytes"), and glibc aborts when it cannot allocate a thread's block of a

@@ -84,6 +84,7 @@ void sweep_run_index_builder_write_members(sweep_fixture_t *fixture, sweep_answe
 void sweep_run_index_search_f32(sweep_fixture_t *fixture, sweep_answer_t *answer);
 void sweep_run_index_search_gemm(sweep_fixture_t *fixture, sweep_answer_t *answer);
 void sweep_run_index_search_screen(sweep_fixture_t *fixture, sweep_answer_t *answer);
+void sweep_run_index_search_screen_i8(sweep_fixture_t *fixture, sweep_answer_t *answer);
 void sweep_run_index_search_b1(sweep_fixture_t *fixture, sweep_answer_t *answer);
 void sweep_run_index_ann_build_graph(sweep_fixture_t *fixture, sweep_answer_t *answer);
 void sweep_run_index_ann_build_lists(sweep_fixture_t *fixture, sweep_answer_t *answer);

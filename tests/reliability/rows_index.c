@@ -139,8 +139,10 @@ static const char *index_file(sweep_fixture_t *fixture, uform_scalar_kind_t scal
     return path[0] ? path : NULL;
 }
 
-/* Open (fingerprint checked), describe, metadata, item, a search of `queries` queries, free. */
-static void open_and_search(sweep_fixture_t *fixture, uform_scalar_kind_t scalar, size_t queries, sweep_answer_t *answer) {
+/* Open (fingerprint checked), describe, metadata, item, a search of `queries` queries, free. With
+ * `cpu_class` other than UNKNOWN, the search runs on a one-thread executor of that class. */
+static void open_and_search(sweep_fixture_t *fixture, uform_scalar_kind_t scalar, size_t queries,
+                            uform_cpu_class_t cpu_class, sweep_answer_t *answer) {
     const char *path = index_file(fixture, scalar);
     const uform_matrix_t *rows = embeddings(fixture);
     if (!path || !rows) {
@@ -167,9 +169,19 @@ static void open_and_search(sweep_fixture_t *fixture, uform_scalar_kind_t scalar
         const void *row = NULL;
         if (uform_matrix_row(rows, q % rows->rows, &row) == UFORM_OK) memcpy(query_rows[q], row, columns * sizeof(float));
     }
+    uform_executor_t executor = NULL;
+    if (cpu_class != UFORM_CPU_CLASS_UNKNOWN) {
+        uform_ram_options_t forced = {.cpu_class = cpu_class};
+        status = uform_executor_for_ram(&forced, 1, 0, &executor, &outcome);
+        if (status != UFORM_OK) {
+            sweep_answer_status(answer, status, &outcome);
+            uform_index_free(index);
+            return;
+        }
+    }
     uform_index_search_t search;
     memset(&search, 0, sizeof search);
-    search.index = index, search.arena = fixture->arena;
+    search.index = index, search.arena = fixture->arena, search.executor = executor;
     search.queries = &query_rows[0][0], search.queries_count = queries, search.queries_columns = columns;
     search.queries_stride = sizeof query_rows[0], search.top = 3;
     status = uform_index_search(&search);
@@ -184,25 +196,31 @@ static void open_and_search(sweep_fixture_t *fixture, uform_scalar_kind_t scalar
             digest = sweep_digest(digest, item_path, length);
         answer->digest = digest;
     }
+    uform_executor_free(executor);
     uform_index_free(index);
 }
 
 void sweep_run_index_search_f32(sweep_fixture_t *fixture, sweep_answer_t *answer) {
-    open_and_search(fixture, UFORM_SCALAR_F32, 2, answer);
+    open_and_search(fixture, UFORM_SCALAR_F32, 2, UFORM_CPU_CLASS_UNKNOWN, answer);
 }
 
 void sweep_run_index_search_gemm(sweep_fixture_t *fixture, sweep_answer_t *answer) {
-    open_and_search(fixture, UFORM_SCALAR_F32, 9, answer);
+    open_and_search(fixture, UFORM_SCALAR_F32, 9, UFORM_CPU_CLASS_UNKNOWN, answer);
 }
 
-/* 256 queries over F32 rows: the BF16 screen where the detected class has native BF16 (GENOA and
- * later; elsewhere the GEMM path again, with more queries). */
+/* 256 queries over F32 rows: the detected class's screen (index_screen.h: BF16 on GENOA and later,
+ * INT8 on HASWELL to ICELAKE, none on SERIAL). */
 void sweep_run_index_search_screen(sweep_fixture_t *fixture, sweep_answer_t *answer) {
-    open_and_search(fixture, UFORM_SCALAR_F32, 256, answer);
+    open_and_search(fixture, UFORM_SCALAR_F32, 256, UFORM_CPU_CLASS_UNKNOWN, answer);
+}
+
+/* The same on one thread of the HASWELL class: the INT8 screen wherever the CPU runs AVX2. */
+void sweep_run_index_search_screen_i8(sweep_fixture_t *fixture, sweep_answer_t *answer) {
+    open_and_search(fixture, UFORM_SCALAR_F32, 256, UFORM_CPU_CLASS_INTEL_HASWELL, answer);
 }
 
 void sweep_run_index_search_b1(sweep_fixture_t *fixture, sweep_answer_t *answer) {
-    open_and_search(fixture, UFORM_SCALAR_B1, 2, answer);
+    open_and_search(fixture, UFORM_SCALAR_B1, 2, UFORM_CPU_CLASS_UNKNOWN, answer);
 }
 
 /* Resuming: a builder holding an open index's items, extended by the same rows again and written. */
