@@ -256,6 +256,11 @@ typedef struct uform__gemm_forward_t {
     /* F32 (0, the default) or BF16: each result, after bias and GELU, rounded once to BF16 (nearest
      * even), so the next product can read it in place as BF16 X. Not with `accumulate`. */
     uform__gemm_dtype_t y_dtype;
+    /* Optional: `ahead_bytes` from `ahead`, memory the caller reads next (the next block of an index
+     * search), prefetched into L2 in equal shares by the tiles of the first K slice, each tile its
+     * share over its K loop (classes with tile_ahead, F32 y; elsewhere ignored). Then those tiles do
+     * not prefetch their next panel. A prefetch changes no value. */
+    const void *ahead; size_t ahead_bytes;
 } uform__gemm_forward_t;
 
 /* dX[M,K] = dY[M,N] · W[N,K] (overwrites dX). dY is F32; W is F32 or BF16 (row-major). */

@@ -44,6 +44,8 @@ typedef struct gemm_problem_t {
     float *column_sums; /* backward_w's db: each row of A (a column of dY) summed over all of K, or NULL */
     void *scratch; /* caller's, or NULL */
     size_t scratch_capacity;
+    const unsigned char *ahead; /* forward's caller-named prefetch (gemm.h), or NULL */
+    size_t ahead_bytes;
 } gemm_problem_t;
 
 /* Fitted for this project with /usr/bin/python3 + numpy: P(t) = log(erfc(z)/t) + z² on
@@ -376,6 +378,8 @@ static void compute_prong(void *context, size_t thread, size_t prong) {
      * (classes with tile_ahead, F32 C): at a few dozen rows a panel has only a few tiles. */
     size_t tiles = (rows + mr - 1) / mr, ahead_panel_bytes = step->kc_padded * nr * elem;
     size_t ahead_share = round_up((ahead_panel_bytes + tiles - 1) / tiles, 64);
+    /* With the caller's prefetch: every (panel, row tile) pair of the product takes one share. */
+    size_t row_tiles = (problem->m + mr - 1) / mr, caller_tiles = row_tiles * ((problem->n + nr - 1) / nr);
     for (size_t q = q_begin; q < q_end; ++q) {
         size_t j = q * nr, cols = step->chunk_cols - j < nr ? step->chunk_cols - j : nr;
         const unsigned char *b_panel = step->b_panels + q * step->b_panel_stride;
@@ -396,7 +400,14 @@ static void compute_prong(void *context, size_t thread, size_t prong) {
             if (!problem->c16 && micro->tile_ahead) {
                 size_t begin = (r / mr) * ahead_share, bytes = 0;
                 const unsigned char *ahead = NULL;
-                if (q + 1 < q_end && begin < ahead_panel_bytes) {
+                if (problem->ahead) { /* the caller's next data: this (panel, row tile)'s share, first K slice only */
+                    size_t share = round_up((problem->ahead_bytes + caller_tiles - 1) / caller_tiles, 64);
+                    size_t at = (((step->j0 / nr + q) * row_tiles) + (i0 + r) / mr) * share;
+                    if (step->p0 == 0 && at < problem->ahead_bytes) {
+                        ahead = problem->ahead + at;
+                        bytes = problem->ahead_bytes - at < share ? problem->ahead_bytes - at : share;
+                    }
+                } else if (q + 1 < q_end && begin < ahead_panel_bytes) {
                     ahead = b_panel + step->b_panel_stride + begin;
                     bytes = ahead_panel_bytes - begin < ahead_share ? ahead_panel_bytes - begin : ahead_share;
                 }
@@ -576,7 +587,8 @@ uform_status_t uform__gemm_forward_drive(const uform__gemm_micro_t *micro, const
     gemm_problem_t problem = {.micro = micro, .m = args->m, .n = args->n, .k = args->k,
                               .c = y_bf16 ? NULL : args->y, .c16 = y_bf16 ? args->y : NULL, .ldc = args->ldy,
                               .bias = args->bias, .gelu = args->gelu, .scratch = args->scratch,
-                              .scratch_capacity = args->scratch_capacity, .accumulate = args->accumulate != 0};
+                              .scratch_capacity = args->scratch_capacity, .accumulate = args->accumulate != 0,
+                              .ahead = args->ahead_bytes ? args->ahead : NULL, .ahead_bytes = args->ahead ? args->ahead_bytes : 0};
     if (!uform__gemm_gelu_known(args->gelu))
         return uform__fail(outcome, UFORM_INVALID_ARGUMENT, function, "'gelu' is %d; expected " UFORM__GEMM_GELU_CHOICES,
                            args->gelu);

@@ -12,3 +12,5 @@ uform_add_test(NAME test_gemm_rounding SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_ge
 # epilogue, products against SERIAL (F32 and BF16 Y), the int8 products' epilogue.
 uform_add_test(NAME test_gemm_activation SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_gemm_activation.c LABELS kernels tsan
                TIMEOUT 120)
+# The forward product's caller-named prefetch (`ahead`: an index search's next block) changes no bit.
+uform_add_test(NAME test_gemm_ahead SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_gemm_ahead.c LABELS kernels TIMEOUT 120)
