@@ -17,6 +17,11 @@
  *   search KNOB VALUE THREADS [R]  every query at once, top 10, rerank R (0 if absent); KNOB is ef or nprobe;
  *                                  the ids go to DIR/ours.ids (int64 [Q, 10]) → {"seconds", "cpu_seconds"}
  *   exact THREADS                  uform_index_search of every query → {"seconds", "cpu_seconds"}, ids as above
+ *   direct KNOB VALUE THREADS      FAISS itself in this process (built with libfaiss-dev): DIR/bench_ann.faiss
+ *                                  read once with faiss::read_index, every query searched at once with
+ *                                  the knob set as Python's side sets it; ids to DIR/direct.ids → as search.
+ *                                  The same structure and process as `search`, so the two differ by
+ *                                  uform's call path alone, not by where each process's memory sits
  *   quit
  * A failure answers {"error": "..."} and the worker goes on; the driver stops at the first one.
  */
@@ -28,6 +33,9 @@
 
 #include "bench_clock.h"
 #include "uform/uform.h"
+#ifdef BENCH_WITH_FAISS
+#include "bench_ann_faiss.h"
+#endif
 
 #define TOP 10
 
@@ -42,6 +50,7 @@ typedef struct worker_t {
     uform_executor_t executor;  /* made for `threads`, remade when a command asks for another count */
     uform_arena_t arena;
     size_t threads;
+    void *direct;               /* FAISS's own copy of DIR/bench_ann.faiss (direct), or NULL */
 } worker_t;
 
 static void answer_error(const char *what, const char *message) {
@@ -166,6 +175,32 @@ static void command_search(worker_t *worker, const char *knob, size_t value, siz
     fflush(stdout);
 }
 
+static void command_direct(worker_t *worker, const char *knob, size_t value, size_t threads) {
+#ifdef BENCH_WITH_FAISS
+    char error[512], path[4200];
+    if (!worker->direct && bench_ann_faiss_open(worker->faiss_path, &worker->direct, error, sizeof error) != 0)
+        return answer_error("faiss::read_index", error);
+    float *scores = malloc(worker->count * TOP * sizeof *scores);
+    if (!scores) return answer_error("direct", "cannot allocate the scores");
+    const char *name = strcmp(knob, "ef") == 0 ? "efSearch" : knob;
+    double start = bench_seconds(), start_cpu = bench_cpu_seconds();
+    int failed = bench_ann_faiss_search(worker->direct, name, value, (int)threads, worker->queries, worker->count, TOP,
+                                        scores, worker->ids, error, sizeof error);
+    double seconds = bench_seconds() - start, cpu = bench_cpu_seconds() - start_cpu;
+    free(scores);
+    if (failed) return answer_error("faiss search", error);
+    snprintf(path, sizeof path, "%s/direct.ids", worker->work);
+    FILE *file = fopen(path, "wb");
+    size_t written = file ? fwrite(worker->ids, sizeof *worker->ids, worker->count * TOP, file) : 0;
+    if (!file || fclose(file) != 0 || written != worker->count * TOP) return answer_error("direct", "cannot write direct.ids");
+    printf("{\"seconds\": %.6f, \"cpu_seconds\": %.6f}\n", seconds, cpu);
+    fflush(stdout);
+#else
+    (void)worker, (void)knob, (void)value, (void)threads;
+    answer_error("direct", "this worker was built without FAISS (apt-get install libfaiss-dev)");
+#endif
+}
+
 static void command_exact(worker_t *worker, size_t threads) {
     if (!worker->index) return answer_error("exact", "no index yet: send 'index' first");
     if (use_threads(worker, threads) != 0) return;
@@ -216,8 +251,12 @@ int main(int argc, char **argv) {
         else if (sscanf(line, "build %159s %zu %zu", recipe, &a, &b) == 3) command_build(&worker, recipe, a, b);
         else if (sscanf(line, "search %63s %zu %zu %zu", word, &c, &a, &d) >= 3) command_search(&worker, word, c, a, d);
         else if (sscanf(line, "exact %zu", &a) == 1) command_exact(&worker, a);
+        else if (sscanf(line, "direct %63s %zu %zu", word, &c, &a) == 3) command_direct(&worker, word, c, a);
         else answer_error("command", line);
     }
+#ifdef BENCH_WITH_FAISS
+    if (worker.direct) bench_ann_faiss_free(worker.direct);
+#endif
     uform_index_ann_free(worker.ann);
     uform_arena_free(worker.arena);
     uform_executor_free(worker.executor);

@@ -12,12 +12,18 @@ writes JSON (bench/results/ann.json by default).
     bench_ann [--rows 1000000] [--dims 64,256] [--queries 1000] [--centres 1000] [--threads 2,1]
               [--recipes hnsw,ivfpq] [--ef 16,32,64,128,256] [--nprobe 1,2,4,8,16,32,64,128]
               [--rounds 2] [--build-threads 2] [--train-rows N] [--rerank 100] [--spread 1.0]
-              [--no-faiss-build] [--no-same-structure] [--work DIR] [--json PATH]
+              [--no-faiss-build] [--no-same-structure] [--direct] [--work DIR] [--json PATH]
 
 Beside FAISS's own structure, FAISS in Python also searches uform's structure (its .faiss file):
 the "same structure" line under each point is uform's overhead on the very same graph or lists,
 and whether the two answered the same ids. --no-faiss-build skips FAISS's own build (its columns
 then search uform's structure), for runs whose builds would not fit the time there is.
+
+--direct adds FAISS in the worker's own process (its `direct` command: faiss::read_index of the
+same .faiss, the same knob, every query in one call), timed right after uform's search in every
+round: the "in process" line under each point is then uform's overhead with everything but the
+call path equal, including where the process's memory sits, which on a hypervisor such as this
+project's PVM hosts moves a search by more than the call path could.
 
 `hnsw` is HNSW32; `ivfpq` is the recipe uform's default rule picks for a corpus above 1,000,000
 items, computed for --rows (IVF<n>,PQ<m>np: n the power of two nearest 4*sqrt(rows), m the largest
@@ -150,6 +156,9 @@ def main():
     parser.add_argument("--same-structure", action=argparse.BooleanOptionalAction, default=True,
                         help="also time Python's FAISS on uform's own .faiss file (the same graph or lists), "
                              "alternating with the other two sides")
+    parser.add_argument("--direct", action="store_true",
+                        help="also time FAISS itself inside the worker's process on the same .faiss (its "
+                             "'direct' command), alternating with uform's search")
     parser.add_argument("--work", default=None)
     parser.add_argument("--json", default="bench/results/ann.json")
     args = parser.parse_args()
@@ -243,10 +252,16 @@ def main():
                 for rerank, threads, value in [(r, t, v) for r in reranks for t in threads_list for v in values]:
                     if True:
                         ours_best = theirs_best = ours_cpu = theirs_cpu = same_best = same_cpu = math.inf
+                        direct_best = direct_cpu = math.inf
                         same_ids = None
+                        direct = args.direct and not rerank
                         for _ in range(args.rounds):
                             answer = worker.ask(f"search {knob} {value} {threads} {rerank}")
                             ours_best, ours_cpu = min(ours_best, answer["seconds"]), min(ours_cpu, answer["cpu_seconds"])
+                            if direct:
+                                answer = worker.ask(f"direct {knob} {value} {threads}")
+                                direct_best = min(direct_best, answer["seconds"])
+                                direct_cpu = min(direct_cpu, answer["cpu_seconds"])
                             faiss.omp_set_num_threads(threads)
                             params = faiss.ParameterSpace()
                             params.set_index_parameter(index, "efSearch" if knob == "ef" else "nprobe", value)
@@ -267,6 +282,13 @@ def main():
                                  "cpu_seconds_uform": ours_cpu, "cpu_seconds_faiss": theirs_cpu,
                                  "overhead_cpu": ours_cpu / theirs_cpu - 1.0,
                                  "speedup_over_exact": exact[threads]["seconds"] / ours_best}
+                        if direct:
+                            direct_ids = np.fromfile(os.path.join(work, "direct.ids"), dtype=np.int64)
+                            point.update({"qps_direct": args.queries / direct_best,
+                                          "overhead_direct": ours_best / direct_best - 1.0,
+                                          "cpu_seconds_direct": direct_cpu,
+                                          "overhead_cpu_direct": ours_cpu / direct_cpu - 1.0,
+                                          "ids_equal_direct": float(np.mean(worker.ids().reshape(-1) == direct_ids))})
                         if same is not None:
                             ours_ids = worker.ids()
                             point.update({"qps_faiss_same": args.queries / same_best,
@@ -289,6 +311,10 @@ def main():
                               f"{point['cpu_seconds_uform']:6.3f} {point['cpu_seconds_faiss']:6.3f} "
                               f"{point['overhead_cpu'] * 100:+6.1f}% | "
                               f"{point['speedup_over_exact']:7.1f}x")
+                        if direct:
+                            print(f"          in process: FAISS {point['qps_direct']:8.0f} queries/s, ids equal "
+                                  f"{point['ids_equal_direct']:.4f} | overhead {point['overhead_direct'] * 100:+6.1f}% wall, "
+                                  f"{point['overhead_cpu_direct'] * 100:+6.1f}% CPU ({point['cpu_seconds_direct']:.3f} s)")
                         if same is not None:
                             print(f"          same structure: FAISS {point['qps_faiss_same']:8.0f} queries/s, recall "
                                   f"{point['recall_faiss_same']:.4f}, ids equal {point['ids_equal_same']:.4f} | "
