@@ -5,9 +5,11 @@
 
 #include <cstdio>
 #include <exception>
+#include <string>
 
 #include <faiss/AutoTune.h>
 #include <faiss/Index.h>
+#include <faiss/IndexHNSW.h>
 #include <faiss/index_io.h>
 
 #include "bench_ann_faiss.h"
@@ -27,7 +29,11 @@ extern "C" int bench_ann_faiss_search(void *index, const char *knob, size_t valu
                                       size_t error_size) {
     try {
         faiss::Index *made = static_cast<faiss::Index *>(index);
-        faiss::ParameterSpace().set_index_parameter(made, knob, (double)value); // as Python's side sets it
+        // As Python's side sets it; ParameterSpace refuses efSearch on this worker's HNSW (FAISS 1.7.3's
+        // dynamic_cast there fails across the two FAISS copies in this process), so that one is set directly.
+        faiss::IndexHNSW *graph = dynamic_cast<faiss::IndexHNSW *>(made);
+        if (graph && std::string(knob) == "efSearch") graph->hnsw.efSearch = (int)value;
+        else faiss::ParameterSpace().set_index_parameter(made, knob, (double)value);
         omp_set_num_threads(threads);
         made->search((faiss::Index::idx_t)count, queries, (faiss::Index::idx_t)top, scores,
                      reinterpret_cast<faiss::Index::idx_t *>(ids));
