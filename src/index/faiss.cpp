@@ -143,11 +143,13 @@ uform_status_t guarded(uform_status_t refused, char *message, size_t capacity, B
  * OpenBLAS kept to one thread, and 0.27 s of wall time against 0.17. Looked up by name, so any other
  * BLAS is left alone. Concurrent calls asking for other counts overlap on the last one set (a speed
  * matter only). */
+extern "C" void sgemm_(); /* the BLAS FAISS calls; only its address is taken, to find its library */
+
 class blas_threads {
   public:
     explicit blas_threads(size_t threads) {
-        static set_fn *set = reinterpret_cast<set_fn *>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"));
-        static get_fn *get = reinterpret_cast<get_fn *>(dlsym(RTLD_DEFAULT, "openblas_get_num_threads"));
+        static set_fn *set = reinterpret_cast<set_fn *>(blas_symbol("openblas_set_num_threads"));
+        static get_fn *get = reinterpret_cast<get_fn *>(blas_symbol("openblas_get_num_threads"));
         set_ = threads && set && get ? set : nullptr;
         if (!set_) return;
         std::lock_guard<std::mutex> hold(lock());
@@ -163,6 +165,17 @@ class blas_threads {
   private:
     typedef void set_fn(int);
     typedef int get_fn(void);
+    /* `name` in the library that holds the sgemm_ this module calls: libuform loads the module with
+     * RTLD_LOCAL, so its BLAS is not in the global scope that RTLD_DEFAULT searches. */
+    static void *blas_symbol(const char *name) {
+        Dl_info info;
+        if (!dladdr(reinterpret_cast<void *>(&sgemm_), &info) || !info.dli_fname) return nullptr;
+        void *library = dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
+        if (!library) return nullptr;
+        void *symbol = dlsym(library, name);
+        dlclose(library); /* the module's own dependency stays loaded, and the symbol with it */
+        return symbol;
+    }
     static std::mutex &lock() {
         static std::mutex shared;
         return shared;

@@ -19,6 +19,9 @@
  * argv[1]: a scratch folder; argv[2], argv[3]: Debian's python3 and the reference script (the
  * comparison is skipped, said so, when that python lacks faiss).
  */
+#include <dlfcn.h>
+#include <link.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -303,6 +306,71 @@ static int missing_module(const char *path) {
     return check_finish();
 }
 
+/* ---- OpenBLAS's thread count during a one-thread search (faiss.cpp's blas_threads) ----
+ *
+ * The module sets OpenBLAS's count to the executor's for each FAISS call and gives the old one back
+ * after. libuform loads the module RTLD_LOCAL, so OpenBLAS is found by walking the loaded objects.
+ * A watcher thread polls the count while the searches run (its reads race with the module's writes
+ * by design: a plain int read, which is all the observation needs); the lowest count it saw must be
+ * the executor's 1, and the count after the searches the one from before. */
+typedef int blas_count_fn(void);
+
+static int find_blas_count(struct dl_phdr_info *info, size_t size, void *found) {
+    (void)size;
+    if (!info->dlpi_name || !info->dlpi_name[0]) return 0;
+    void *library = dlopen(info->dlpi_name, RTLD_LAZY | RTLD_NOLOAD);
+    if (!library) return 0;
+    void *symbol = dlsym(library, "openblas_get_num_threads");
+    dlclose(library);
+    if (symbol) *(void **)found = symbol;
+    return symbol != NULL;
+}
+
+typedef struct blas_watch_t {
+    blas_count_fn *count;
+    volatile int stop;
+    int lowest;
+} blas_watch_t;
+
+static void *watch_blas(void *state) {
+    blas_watch_t *watch = state;
+    for (size_t polls = 0; !watch->stop && polls < 200000000; ++polls) {
+        int now = watch->count();
+        if (now < watch->lowest) watch->lowest = now;
+    }
+    return NULL;
+}
+
+static void check_blas_threads(uform_index_ann_t ann, const float *queries) {
+    void *found = NULL;
+    dl_iterate_phdr(find_blas_count, &found);
+    CHECK_MSG(found != NULL, "no OpenBLAS among the loaded objects (scripts/install-deps.sh installs libopenblas-dev)");
+    if (!found) return;
+    blas_watch_t watch = {(blas_count_fn *)found, 0, 1 << 30};
+    const int before = watch.count();
+    uform_executor_t one = NULL;
+    uform_arena_t one_arena = NULL;
+    CHECK_STATUS(uform_executor_for_ram(NULL, 1, 0, &one, NULL), UFORM_OK);
+    CHECK_STATUS(uform_arena_for_executor(one, &one_arena, NULL), UFORM_OK);
+    pthread_t watcher;
+    CHECK(pthread_create(&watcher, NULL, watch_blas, &watch) == 0);
+    for (int round = 0; round < 20; ++round) {
+        uform_index_ann_search_t search = {0};
+        search.ann = ann, search.executor = one, search.arena = one_arena, search.queries = queries;
+        search.queries_count = QUERIES, search.queries_columns = DIMS, search.top = TOP, search.nprobe = 64;
+        CHECK_STATUS(uform_index_ann_search(&search), UFORM_OK);
+    }
+    watch.stop = 1;
+    pthread_join(watcher, NULL);
+    const int after = watch.count();
+    printf("OpenBLAS threads: %d before, lowest %d during one-thread searches, %d after\n", before, watch.lowest, after);
+    CHECK_MSG(watch.lowest == 1, "OpenBLAS ran on %d threads during a one-thread search (lowest seen)", watch.lowest);
+    CHECK_MSG(after == before, "OpenBLAS's thread count %d after the searches, %d before", after, before);
+    if (before == 1) printf("note: OpenBLAS had one thread before the searches: the count set during them is not told apart\n");
+    uform_arena_free(one_arena);
+    uform_executor_free(one);
+}
+
 int main(int argc, char **argv) {
     if (argc < 2) {
         fprintf(stderr, "usage: test_index_ann SCRATCH [PYTHON SCRIPT | --missing-module]\n");
@@ -416,6 +484,7 @@ int main(int argc, char **argv) {
         CHECK_MSG(r >= 0.95, "IVF512,Flat recall@10 %.4f < 0.95 at the default nprobe", r);
         if (python) compare_with_python(python, script, flat_path, queries, (knobs_t){16, 0, 0, 0}, found, "IVF512,Flat nprobe 16");
     }
+    if (flat) check_blas_threads(flat, queries);
     uform_index_ann_free(flat);
 
     /* Rerank: a coarse PQ4 misses some exact top-1s; 200 rescored candidates find every one. */
