@@ -142,7 +142,7 @@ uform_status_t guarded(uform_status_t refused, char *message, size_t capacity, B
  * over 1 M × 64 on one thread of a 2-vCPU Zen 5 used 0.43 CPU s a search of 3,000 queries, 0.17 with
  * OpenBLAS kept to one thread, and 0.27 s of wall time against 0.17. Looked up by name, so any other
  * BLAS is left alone. Concurrent calls asking for other counts overlap on the last one set (a speed
- * matter only). */
+ * matter only). Never starts OpenBLAS's pool (see the constructor). */
 extern "C" void sgemm_(); /* the BLAS FAISS calls; only its address is taken, to find its library */
 
 class blas_threads {
@@ -150,7 +150,11 @@ class blas_threads {
     explicit blas_threads(size_t threads) {
         static set_fn *set = reinterpret_cast<set_fn *>(blas_symbol("openblas_set_num_threads"));
         static get_fn *get = reinterpret_cast<get_fn *>(blas_symbol("openblas_get_num_threads"));
-        set_ = threads && set && get ? set : nullptr;
+        static const volatile int *running = reinterpret_cast<const volatile int *>(blas_symbol("blas_server_avail"));
+        /* Only while OpenBLAS's pool runs: setting the count starts a pool that is down (after a fork,
+         * OpenBLAS stops it in the child), and when it cannot start a thread OpenBLAS raises SIGINT.
+         * A pool that is down has no thread to yield beside the call either. */
+        set_ = threads && set && get && running && *running ? set : nullptr;
         if (!set_) return;
         std::lock_guard<std::mutex> hold(lock());
         if (active()++ == 0) saved() = get();
