@@ -52,6 +52,14 @@ uform_status_t uform__arena_reserve(uform_arena_t arena, size_t bytes, uform_out
 /* `bytes` aligned to `alignment` (a power of two, at most 4096); NULL when memory runs out. */
 void *uform__arena_alloc(uform_arena_t arena, size_t bytes, size_t alignment);
 
+/* uform__arena_alloc of `bytes` (at least 1), 64-byte aligned, for a run of allocations checked once:
+ * a failure sets *failed and answers NULL. */
+static inline void *uform__arena_take(uform_arena_t arena, size_t bytes, int *failed) {
+    void *memory = uform__arena_alloc(arena, bytes ? bytes : 1, 64);
+    if (!memory) *failed = 1;
+    return memory;
+}
+
 /* A view of `rows` × `columns` of `scalar` in a fresh allocation of the arena, rows 64-byte aligned
  * apart (stride rounded up to 64 bytes). Answers UFORM_OUT_OF_MEMORY with a message on failure. */
 uform_status_t uform__arena_matrix(uform_arena_t arena, size_t rows, size_t columns, uform_scalar_kind_t scalar,

@@ -98,12 +98,6 @@ static size_t keep_best(uform_index_hit_t *best, size_t kept, size_t top, uform_
     return kept < top ? kept + 1 : kept;
 }
 
-static void *take(uform_arena_t arena, size_t bytes, int *failed) {
-    void *memory = uform__arena_alloc(arena, bytes ? bytes : 1, 64);
-    if (!memory) *failed = 1;
-    return memory;
-}
-
 static uform_status_t search_run(void *pointer, uform__call_context_t *context) {
     uform_index_ann_search_t *request = pointer;
     uform_index_ann_t ann = request->ann;
@@ -122,16 +116,16 @@ static uform_status_t search_run(void *pointer, uform__call_context_t *context) 
     if (fetch > eligible) fetch = eligible;
 
     int failed = 0;
-    float *queries = take(arena, q * dims * sizeof(float), &failed);
-    float *distances = take(arena, q * fetch * sizeof(float), &failed);
-    int64_t *labels = take(arena, q * fetch * sizeof(int64_t), &failed);
-    uform_index_hit_t *hits = take(arena, q * top * sizeof *hits, &failed);
+    float *queries = uform__arena_take(arena, q * dims * sizeof(float), &failed);
+    float *distances = uform__arena_take(arena, q * fetch * sizeof(float), &failed);
+    int64_t *labels = uform__arena_take(arena, q * fetch * sizeof(int64_t), &failed);
+    uform_index_hit_t *hits = uform__arena_take(arena, q * top * sizeof *hits, &failed);
     rescorer_t rescorer = {index, uform__search_kernels(context->cpu_class), uform__nn_kernels(context->cpu_class), NULL,
                            NULL, NULL};
     if (request->rerank) {
-        rescorer.query_bf16 = take(arena, dims * sizeof(uint16_t), &failed);
-        rescorer.query_i8 = take(arena, dims, &failed);
-        rescorer.widened = take(arena, dims * sizeof(float), &failed);
+        rescorer.query_bf16 = uform__arena_take(arena, dims * sizeof(uint16_t), &failed);
+        rescorer.query_i8 = uform__arena_take(arena, dims, &failed);
+        rescorer.widened = uform__arena_take(arena, dims * sizeof(float), &failed);
     }
     if (failed)
         return uform__fail(context->outcome, UFORM_OUT_OF_MEMORY, context->function,

@@ -77,12 +77,6 @@ static void i8_terms(size_t dims, const float *q, const int8_t *quantized, float
     *slack = round_up(ldexp(1.0, -53) * both + ldexp(1.0, -100));
 }
 
-static void *take(uform_arena_t arena, size_t bytes, int *failed) {
-    void *memory = uform__arena_alloc(arena, bytes ? bytes : 1, 64);
-    if (!memory) *failed = 1;
-    return memory;
-}
-
 uform_status_t uform__screen_setup(uform__screen_t *screen, uform__screen_kind_t kind, uform_cpu_class_t cpu_class,
                                    uform_arena_t arena, const float *queries, size_t count, size_t dims, size_t threads,
                                    size_t block_rows, size_t block) {
@@ -94,18 +88,18 @@ uform_status_t uform__screen_setup(uform__screen_t *screen, uform__screen_kind_t
     const int i8 = kind == UFORM__SCREEN_I8;
     const size_t k_padded = uform__gemm_i8_k_padded(dims);
     int failed = 0;
-    float *terms = take(arena, 3 * count * sizeof(float), &failed);
+    float *terms = uform__arena_take(arena, 3 * count * sizeof(float), &failed);
     if (i8) {
-        int8_t *q = take(arena, count * k_padded, &failed);
-        float *scale = take(arena, count * sizeof(float), &failed);
-        int32_t *sums = take(arena, count * sizeof(int32_t), &failed);
+        int8_t *q = uform__arena_take(arena, count * k_padded, &failed);
+        float *scale = uform__arena_take(arena, count * sizeof(float), &failed);
+        int32_t *sums = uform__arena_take(arena, count * sizeof(int32_t), &failed);
         if (failed) return UFORM_OUT_OF_MEMORY;
         screen->i8->quantize(count, dims, queries, dims, UFORM__GEMM_F32, q, k_padded, scale, sums, NULL);
         screen->queries_i8 = (uform__gemm_i8_rows_t){q, k_padded, scale, sums};
         for (size_t j = 0; j < count; ++j)
             i8_terms(dims, queries + j * dims, q + j * k_padded, scale[j], &terms[j], &terms[count + j], &terms[2 * count + j]);
     } else {
-        uint16_t *converted = take(arena, count * dims * sizeof(uint16_t), &failed);
+        uint16_t *converted = uform__arena_take(arena, count * dims * sizeof(uint16_t), &failed);
         if (failed) return UFORM_OUT_OF_MEMORY;
         screen->nn->f32_to_bf16(count * dims, queries, converted);
         screen->queries_bf16 = converted;
@@ -118,19 +112,19 @@ uform_status_t uform__screen_setup(uform__screen_t *screen, uform__screen_kind_t
                               : screen->gemm->packed_size_bf16(block_rows, dims, UFORM__GEMM_BF16);
     screen->scratch_bytes = i8 ? screen->i8->scratch_bytes(1) : screen->gemm->scratch_bytes(1);
     const size_t row_bytes = i8 ? k_padded : dims * sizeof(uint16_t);
-    screen->norms = take(arena, threads * sizeof(float *), &failed);
-    screen->spreads = take(arena, threads * sizeof(float *), &failed);
-    screen->rows = take(arena, threads * sizeof(void *), &failed);
-    screen->packed_memory = take(arena, threads * sizeof(void *), &failed);
-    screen->scratch = take(arena, threads * sizeof(void *), &failed);
-    screen->packed = take(arena, threads * sizeof *screen->packed, &failed);
-    screen->packed_i8 = take(arena, threads * sizeof *screen->packed_i8, &failed);
+    screen->norms = uform__arena_take(arena, threads * sizeof(float *), &failed);
+    screen->spreads = uform__arena_take(arena, threads * sizeof(float *), &failed);
+    screen->rows = uform__arena_take(arena, threads * sizeof(void *), &failed);
+    screen->packed_memory = uform__arena_take(arena, threads * sizeof(void *), &failed);
+    screen->scratch = uform__arena_take(arena, threads * sizeof(void *), &failed);
+    screen->packed = uform__arena_take(arena, threads * sizeof *screen->packed, &failed);
+    screen->packed_i8 = uform__arena_take(arena, threads * sizeof *screen->packed_i8, &failed);
     for (size_t t = 0; t < threads && !failed; ++t) {
-        screen->norms[t] = take(arena, block * sizeof(float), &failed);
-        screen->spreads[t] = take(arena, block * sizeof(float), &failed);
-        screen->rows[t] = take(arena, block_rows * row_bytes, &failed);
-        screen->packed_memory[t] = take(arena, screen->packed_bytes, &failed);
-        screen->scratch[t] = screen->scratch_bytes ? take(arena, screen->scratch_bytes, &failed) : NULL;
+        screen->norms[t] = uform__arena_take(arena, block * sizeof(float), &failed);
+        screen->spreads[t] = uform__arena_take(arena, block * sizeof(float), &failed);
+        screen->rows[t] = uform__arena_take(arena, block_rows * row_bytes, &failed);
+        screen->packed_memory[t] = uform__arena_take(arena, screen->packed_bytes, &failed);
+        screen->scratch[t] = screen->scratch_bytes ? uform__arena_take(arena, screen->scratch_bytes, &failed) : NULL;
         if (!failed) memset(screen->spreads[t], 0, block * sizeof(float)); /* BF16's s_x, and past the rows */
     }
     return failed ? UFORM_OUT_OF_MEMORY : UFORM_OK;

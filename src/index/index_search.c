@@ -493,12 +493,6 @@ static void rescore_b1(const search_t *search, uform_index_hit_t *hits, size_t c
     }
 }
 
-static void *take(uform_arena_t arena, size_t bytes, int *failed) {
-    void *memory = uform__arena_alloc(arena, bytes ? bytes : 1, 64);
-    if (!memory) *failed = 1;
-    return memory;
-}
-
 static uform_status_t search_run(void *pointer, uform__call_context_t *context) {
     uform_index_search_t *request = pointer;
     uform_index_t index = request->index;
@@ -530,28 +524,30 @@ static uform_status_t search_run(void *pointer, uform__call_context_t *context) 
 
     int failed = 0;
     size_t q = search.queries, dims = search.dims;
-    float *queries_f32 = take(arena, q * dims * sizeof(float), &failed);
-    uform_index_hit_t *hits = take(arena, q * (top ? top : 1) * sizeof *hits, &failed);
-    block_t *blocks = take(arena, block_count * sizeof *blocks, &failed);
-    search.scores = take(arena, search.threads * sizeof(void *), &failed);
-    search.widened = take(arena, search.threads * sizeof(float *), &failed);
-    search.heaps = take(arena, search.threads * q * sizeof(heap_t), &failed);
-    search.failures = take(arena, search.threads * sizeof(uform_status_t), &failed);
-    search.gemm_scratch = take(arena, search.threads * sizeof(void *), &failed);
-    uform_index_hit_t *merged = take(arena, search.threads * (search.keep ? search.keep : 1) * sizeof *merged, &failed);
+    float *queries_f32 = uform__arena_take(arena, q * dims * sizeof(float), &failed);
+    uform_index_hit_t *hits = uform__arena_take(arena, q * (top ? top : 1) * sizeof *hits, &failed);
+    block_t *blocks = uform__arena_take(arena, block_count * sizeof *blocks, &failed);
+    search.scores = uform__arena_take(arena, search.threads * sizeof(void *), &failed);
+    search.widened = uform__arena_take(arena, search.threads * sizeof(float *), &failed);
+    search.heaps = uform__arena_take(arena, search.threads * q * sizeof(heap_t), &failed);
+    search.failures = uform__arena_take(arena, search.threads * sizeof(uform_status_t), &failed);
+    search.gemm_scratch = uform__arena_take(arena, search.threads * sizeof(void *), &failed);
+    uform_index_hit_t *merged =
+        uform__arena_take(arena, search.threads * (search.keep ? search.keep : 1) * sizeof *merged, &failed);
     if (failed) return uform__fail(context->outcome, UFORM_OUT_OF_MEMORY, context->function, "cannot allocate search state");
     size_t group = q < UFORM__SEARCH_MAX_QUERIES ? q : UFORM__SEARCH_MAX_QUERIES, widest = 0;
     for (int m = 0; m < 4; ++m)
         if ((modalities & (1u << m)) && index->parts[m].rows > widest) widest = index->parts[m].rows;
     if (widest > BLOCK_ROWS) widest = BLOCK_ROWS; /* a block never holds more rows than its part */
     for (size_t t = 0; t < search.threads && !failed; ++t) {
-        search.scores[t] = take(arena, group * BLOCK_ROWS * sizeof(float), &failed);
-        search.widened[t] = index->scalar == UFORM_SCALAR_F16 ? take(arena, widest * dims * sizeof(float), &failed) : NULL;
+        search.scores[t] = uform__arena_take(arena, group * BLOCK_ROWS * sizeof(float), &failed);
+        search.widened[t] =
+            index->scalar == UFORM_SCALAR_F16 ? uform__arena_take(arena, widest * dims * sizeof(float), &failed) : NULL;
         search.failures[t] = UFORM_OK;
         for (size_t j = 0; j < q && !failed; ++j) {
             heap_t *heap = &search.heaps[t * q + j];
             heap->size = 0, heap->capacity = search.keep, heap->parts = index->parts;
-            heap->entries = take(arena, search.keep * sizeof(entry_t), &failed);
+            heap->entries = uform__arena_take(arena, search.keep * sizeof(entry_t), &failed);
         }
     }
     if (failed)
@@ -565,15 +561,15 @@ static uform_status_t search_run(void *pointer, uform__call_context_t *context) 
     }
     search.queries_f32 = queries_f32;
     if (index->scalar == UFORM_SCALAR_BF16) {
-        uint16_t *converted = take(arena, q * dims * sizeof(uint16_t), &failed);
+        uint16_t *converted = uform__arena_take(arena, q * dims * sizeof(uint16_t), &failed);
         if (converted) search.nn->f32_to_bf16(q * dims, queries_f32, converted);
         search.queries_bf16 = converted;
     } else if (index->scalar == UFORM_SCALAR_I8) {
-        int8_t *converted = take(arena, q * dims, &failed);
+        int8_t *converted = uform__arena_take(arena, q * dims, &failed);
         if (converted) search.nn->f32_to_i8(q * dims, queries_f32, converted);
         search.queries_i8 = converted;
     } else if (binary) {
-        uint8_t *converted = take(arena, q * index->row_bytes, &failed);
+        uint8_t *converted = uform__arena_take(arena, q * index->row_bytes, &failed);
         for (size_t j = 0; converted && j < q; ++j)
             search.nn->f32_to_b1(dims, queries_f32 + j * dims, converted + j * index->row_bytes);
         search.queries_b1 = converted;
@@ -581,9 +577,10 @@ static uform_status_t search_run(void *pointer, uform__call_context_t *context) 
     search.rows_as_x = search.use_gemm && q <= UFORM__SEARCH_MAX_QUERIES && index->scalar != UFORM_SCALAR_BF16;
     if (search.rows_as_x) {
         size_t bytes = search.gemm->packed_size_f32(q, dims, UFORM__GEMM_F32);
-        void *memory = take(arena, bytes, &failed);
+        void *memory = uform__arena_take(arena, bytes, &failed);
         search.gemm_scratch_bytes = search.gemm->scratch_bytes(1);
-        for (size_t t = 0; t < search.threads && !failed; ++t) search.gemm_scratch[t] = take(arena, search.gemm_scratch_bytes, &failed);
+        for (size_t t = 0; t < search.threads && !failed; ++t)
+            search.gemm_scratch[t] = uform__arena_take(arena, search.gemm_scratch_bytes, &failed);
         if (!failed &&
             search.gemm->pack_f32(queries_f32, dims, UFORM__GEMM_F32, q, dims, memory, bytes, &search.queries_packed, NULL) !=
                 UFORM_OK)
@@ -601,12 +598,12 @@ static uform_status_t search_run(void *pointer, uform__call_context_t *context) 
         int bf16 = index->scalar == UFORM_SCALAR_BF16;
         search.packed_bytes = bf16 ? search.gemm->packed_size_bf16(widest, dims, UFORM__GEMM_BF16)
                                    : search.gemm->packed_size_f32(widest, dims, UFORM__GEMM_F32);
-        search.packed = take(arena, search.threads * sizeof *search.packed, &failed);
-        search.packed_memory = take(arena, search.threads * sizeof(void *), &failed);
+        search.packed = uform__arena_take(arena, search.threads * sizeof *search.packed, &failed);
+        search.packed_memory = uform__arena_take(arena, search.threads * sizeof(void *), &failed);
         search.gemm_scratch_bytes = search.gemm->scratch_bytes(1);
         for (size_t t = 0; t < search.threads && !failed; ++t) {
-            search.packed_memory[t] = take(arena, search.packed_bytes, &failed);
-            search.gemm_scratch[t] = take(arena, search.gemm_scratch_bytes, &failed);
+            search.packed_memory[t] = uform__arena_take(arena, search.packed_bytes, &failed);
+            search.gemm_scratch[t] = uform__arena_take(arena, search.gemm_scratch_bytes, &failed);
         }
     }
     if (failed) return uform__fail(context->outcome, UFORM_OUT_OF_MEMORY, context->function, "cannot allocate the queries");
