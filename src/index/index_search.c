@@ -257,6 +257,12 @@ static size_t group_size(const search_t *search, size_t group_first) {
  * time as offer_block tests; there dot_f32 scores it exactly (the score every heap entry of a
  * screened search comes from, so equal rows tie wherever they are) and it is offered. Needs every
  * heap of the group full (the bar finite): screen_or_score scores a block exactly until then. */
+/* s' + δ of row r (index_screen.h): the most the row's exact score can be. */
+static inline float screen_reach(const float *values, const float *norms, const float *spreads, size_t r, float reach,
+                                 float spread, float slack) {
+    return values[r] + norms[r] * reach + spreads[r] * spread + slack;
+}
+
 static void screen_block(search_t *search, size_t thread, const block_t *block, size_t group_first, size_t group,
                          const float *approx, const float *f32_rows) {
     heap_t *heaps = search->heaps + thread * search->queries + group_first;
@@ -273,11 +279,11 @@ static void screen_block(search_t *search, size_t thread, const block_t *block, 
             const float bar = heap_bar(heap);
             int any = 0;
             for (size_t k = 0; k < 16; ++k)
-                any |= !(values[first + k] + norms[first + k] * reach + spreads[first + k] * spread + slack < bar);
+                any |= !(screen_reach(values, norms, spreads, first + k, reach, spread, slack) < bar);
             if (!any) continue;
             for (size_t k = 0; k < count; ++k) {
                 const size_t r = first + k;
-                if (values[r] + norms[r] * reach + spreads[r] * spread + slack < heap_bar(heap)) continue;
+                if (screen_reach(values, norms, spreads, r, reach, spread, slack) < heap_bar(heap)) continue;
                 float exact;
                 search->kernels->dot_f32(1, dims, f32_rows + r * dims, dims, 1, query, dims, &exact, 1);
                 if (exact >= heap_bar(heap)) heap_offer(heap, exact, block->first + r, (uform_modality_t)block->modality);
