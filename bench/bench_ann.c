@@ -84,19 +84,24 @@ static int use_threads(worker_t *worker, size_t threads) {
     return 0;
 }
 
+/* worker->ids [count, TOP] to `path` (int64); answers the error and -1 when the write fails. */
+static int write_ids(worker_t *worker, const char *path) {
+    FILE *file = fopen(path, "wb");
+    size_t wrote = file ? fwrite(worker->ids, sizeof *worker->ids, worker->count * TOP, file) : 0;
+    if (file && fclose(file) != 0) wrote = 0;
+    if (wrote != worker->count * TOP) {
+        answer_error("ids", path);
+        return -1;
+    }
+    return 0;
+}
+
 static int save_ids(worker_t *worker, const uform_index_hit_t *hits, size_t per_query) {
     for (size_t q = 0; q < worker->count; ++q)
         for (size_t k = 0; k < TOP; ++k)
             worker->ids[q * TOP + k] = k < per_query && hits[q * per_query + k].item != UINT64_MAX
                                            ? (int64_t)hits[q * per_query + k].item : -1;
-    FILE *file = fopen(worker->ids_path, "wb");
-    size_t wrote = file ? fwrite(worker->ids, sizeof *worker->ids, worker->count * TOP, file) : 0;
-    if (file && fclose(file) != 0) wrote = 0;
-    if (wrote != worker->count * TOP) {
-        answer_error("ids", worker->ids_path);
-        return -1;
-    }
-    return 0;
+    return write_ids(worker, worker->ids_path);
 }
 
 static void command_index(worker_t *worker) {
@@ -190,9 +195,7 @@ static void command_direct(worker_t *worker, const char *knob, size_t value, siz
     free(scores);
     if (failed) return answer_error("faiss search", error);
     snprintf(path, sizeof path, "%s/direct.ids", worker->work);
-    FILE *file = fopen(path, "wb");
-    size_t written = file ? fwrite(worker->ids, sizeof *worker->ids, worker->count * TOP, file) : 0;
-    if (!file || fclose(file) != 0 || written != worker->count * TOP) return answer_error("direct", "cannot write direct.ids");
+    if (write_ids(worker, path) != 0) return;
     printf("{\"seconds\": %.6f, \"cpu_seconds\": %.6f}\n", seconds, cpu);
     fflush(stdout);
 #else
