@@ -26,7 +26,8 @@ static float round_up(double value) {
     return (double)rounded < value ? nextafterf(rounded, INFINITY) : rounded;
 }
 
-void uform__screen_row_norms(size_t rows, size_t dims, const float *x, float *norms) {
+/* norms[r] = ‖x_r‖ of rows [rows, dims] (row stride `dims`), rounded up to F32 (index_screen.h). */
+static void row_norms(size_t rows, size_t dims, const float *x, float *norms) {
     for (size_t r = 0; r < rows; ++r, x += dims) {
         float lanes[SCREEN_LANES] = {0}; /* independent sums the compiler keeps in vector registers */
         size_t c = 0;
@@ -133,7 +134,7 @@ uform_status_t uform__screen_setup(uform__screen_t *screen, uform__screen_kind_t
 uform_status_t uform__screen_block(const uform__screen_t *screen, size_t thread, size_t rows, const float *f32_rows) {
     const size_t dims = screen->dims;
     float *norms = screen->norms[thread];
-    uform__screen_row_norms(rows, dims, f32_rows, norms);
+    row_norms(rows, dims, f32_rows, norms);
     for (size_t r = rows; r % 16; ++r) norms[r] = 0.0f; /* the 16-row test reads to a multiple of 16 */
     if (screen->kind == UFORM__SCREEN_I8) {
         const size_t k_padded = uform__gemm_i8_k_padded(dims);

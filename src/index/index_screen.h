@@ -114,7 +114,4 @@ uform_status_t uform__screen_block(const uform__screen_t *screen, size_t thread,
 uform_status_t uform__screen_product(const uform__screen_t *screen, size_t thread, size_t rows, size_t group_first,
                                      size_t group, float *approx, size_t ld);
 
-/* norms[r] = ‖x_r‖ of rows [rows, dims] (row stride `dims`), rounded up to F32 (see above). */
-void uform__screen_row_norms(size_t rows, size_t dims, const float *x, float *norms);
-
 #endif
