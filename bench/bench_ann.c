@@ -14,7 +14,9 @@
  *                                  → {"seconds", "cpu_seconds", "bytes", "train_rows", "lists"}
  *   attach                         opens an existing DIR/bench_ann.index and DIR/bench_ann.faiss (another
  *                                  worker's, copied there) → {"bytes"}; bench/ann_ab.py uses it
- *   search KNOB VALUE THREADS [R]  every query at once, top 10, rerank R (0 if absent); KNOB is ef or nprobe;
+ *   search KNOB VALUE THREADS [R]  every query at once, top 10, R candidates rescored (0 or absent: none,
+ *                                  FAISS's scores, which the drivers compare with FAISS's plain search —
+ *                                  not the library's default of 0); KNOB is ef or nprobe;
  *                                  the ids go to DIR/ours.ids (int64 [Q, 10]) → {"seconds", "cpu_seconds"}
  *   exact THREADS                  uform_index_search of every query → {"seconds", "cpu_seconds"}, ids as above
  *   direct KNOB VALUE THREADS      FAISS itself in this process (built with libfaiss-dev): DIR/bench_ann.faiss
@@ -168,7 +170,7 @@ static void command_search(worker_t *worker, const char *knob, size_t value, siz
     uform_index_ann_search_t search = {0};
     search.ann = worker->ann, search.executor = worker->executor, search.arena = worker->arena;
     search.queries = worker->queries, search.queries_count = worker->count, search.queries_columns = worker->dims;
-    search.top = TOP, search.rerank = rerank;
+    search.top = TOP, search.rerank = rerank ? rerank : UFORM_INDEX_ANN_RERANK_NONE;
     if (strcmp(knob, "ef") == 0) search.ef = value;
     else if (strcmp(knob, "nprobe") == 0) search.nprobe = value;
     else return answer_error("search", "the knob is ef or nprobe");

@@ -46,8 +46,9 @@ static const cli_flag_t flags[] = {
     CLI_FLAG("--ef", CLI_POSITIVE, search_options_t, ef, "N",
              "approximate (HNSW): the graph search's candidate list, efSearch (default max(64, candidates))"),
     CLI_FLAG("--rerank", CLI_SIZE, search_options_t, rerank, "N",
-             "approximate: rescore N candidates exactly from the index's rows, answer the best K\n"
-             "(default 0: FAISS's own scores)"),
+             "approximate: rescore N candidates exactly from the index's rows, answer the best K;\n"
+             "0: FAISS's own scores (default: max(1000, 10 K) for codes that approximate the rows,\n"
+             "such as PQ and SQ; none for full rows)"),
     CLI_SWITCH_FLAG("--exact", search_options_t, exact, "scan every row even when INDEX has a .faiss beside it"),
     CLI_JSON(search_options_t, json),
     CLI_THREADS(search_options_t, threads),
@@ -145,6 +146,7 @@ static int run(void *raw, const cli_parsed_t *parsed) {
             search.queries = query, search.queries_count = 1, search.queries_columns = description.dimensions;
             search.top = options->top, search.modalities = options->modalities;
             search.nprobe = options->nprobe, search.ef = options->ef, search.rerank = options->rerank;
+            if (cli_given(parsed, "--rerank") && options->rerank == 0) search.rerank = UFORM_INDEX_ANN_RERANK_NONE;
             if (uform_index_ann_search(&search) != UFORM_OK) status = cli_fail(&search.outcome, NULL);
             hits = search.hits, count = search.hits_per_query;
         } else {

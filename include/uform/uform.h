@@ -1359,26 +1359,36 @@ UFORM_API uform_status_t uform_index_ann_describe(uform_index_ann_t ann, uform_i
  *   nprobe                        in: IVF lists visited per query; 0: max(1, lists / 32)
  *   ef                            in: HNSW efSearch (of the graph, or of an IVF's HNSW quantiser);
  *                                 0: max(64, candidates fetched)
- *   rerank                        in: 0: FAISS's scores, FAISS's candidates; R > 0: FAISS proposes
- *                                 max(R, top) candidates, each is rescored exactly as
- *                                 uform_index_search scores it (the same kernels, bit for bit for
- *                                 fewer than 8 queries) and the best `top` are answered
+ *   rerank                        in: R > 0: FAISS proposes max(R, top) candidates, each is
+ *                                 rescored exactly as uform_index_search scores it (the same
+ *                                 kernels, bit for bit for fewer than 8 queries) and the best `top`
+ *                                 are answered; 0: the structure's default, as nprobe's and ef's —
+ *                                 where its codes approximate the rows (code_bytes < 4·dims: PQ,
+ *                                 SQ, a PCA …) max(1000, 10·top) rescored, since FAISS's scores
+ *                                 alone cap recall (0.42 at 10 M × 64 with the default recipe's
+ *                                 16-byte codes), and none over full rows (flat lists, HNSW over
+ *                                 F32), whose scores are exact; UFORM_INDEX_ANN_RERANK_NONE:
+ *                                 FAISS's candidates and scores as they are
  *   progress                      in: counts queries, reported per batch (64 queries first, then as
  *                                 many as the last batch's rate answers in 0.2 s); cancelling stops
  *                                 between batches. Without a handler every query goes to FAISS in
  *                                 one call
- *   arena                         in: the hits and the call's scratch (queries·candidates·12 bytes)
+ *   arena                         in: the hits and the call's scratch (FAISS's candidates,
+ *                                 12 bytes each, for at most 64 MiB of them at a time: a larger
+ *                                 batch goes to FAISS in parts)
  *   outcome                       out
  *   hits                          out: [queries_count][hits_per_query], best first, ties by item;
  *                                 a query that found fewer (an IVF whose probed lists hold fewer
  *                                 eligible items) ends its row with item UINT64_MAX, score −inf
  *   hits_per_query                out: min(top, eligible items)
- * Scores without rerank are FAISS's inner products over the rows it holds (the widened rows, or
- * their PQ codes' approximation). Statuses: UFORM_OK; UFORM_DEFERRED; UFORM_CONTENDED;
+ * Scores without rescoring are FAISS's inner products over the rows it holds (the widened rows,
+ * or their codes' approximation). Statuses: UFORM_OK; UFORM_DEFERRED; UFORM_CONTENDED;
  * UFORM_CANCELLED; UFORM_INVALID_ARGUMENT (NULL ann, arena or queries, top 0, columns other than
  * the index's dims, a short stride, unknown modality bits, knobs FAISS refuses: its message);
  * UFORM_OUT_OF_MEMORY.
  */
+/* uform_index_ann_search_t.rerank: answer FAISS's candidates and scores without rescoring any. */
+#define UFORM_INDEX_ANN_RERANK_NONE ((size_t)-1)
 typedef struct uform_index_ann_search_t {
     uform_index_ann_t ann;
     uform_executor_t executor;

@@ -27,6 +27,7 @@ from .errors import invalid
 
 _MODALITY_NAMES = ("text", "image", "video", "audio")
 _SCALAR_NAMES = ("f32", "f16", "bf16", "i8", "b1")
+_RERANK_NONE = (1 << 64) - 1  # UFORM_INDEX_ANN_RERANK_NONE: (size_t)-1
 
 
 def _modality_bits(modalities: Optional[Sequence[str]], function: str) -> int:
@@ -207,18 +208,20 @@ class Index(Closing):
             lib.uform_index_ann_free(handle)
 
     def search(self, queries: Any, top: int = 10, *, modalities: Optional[Sequence[str]] = None, candidates: int = 0,
-               nprobe: int = 0, ef: int = 0, rerank: int = 0, exact: bool = False, executor: Any = None) -> Hits:
+               nprobe: int = 0, ef: int = 0, rerank: Optional[int] = None, exact: bool = False,
+               executor: Any = None) -> Hits:
         """The ``top`` items closest to each query (float32 rows of the index's width, unit length:
         an ``Encoded.embeddings``, or a [queries, dims] matrix of query vectors, searched as one
         batch), best first, ties by item number. Through the attached approximate structure unless
-        ``exact`` (knobs ``nprobe``, ``ef``, ``rerank``: uform_index_ann_search_t), else by exact
-        search (a matrix product for a batch; ``candidates``: B1's rescored candidates).
+        ``exact`` (knobs ``nprobe``, ``ef``, ``rerank``: uform_index_ann_search_t; ``rerank`` None is
+        the structure's default, 0 FAISS's own scores), else by exact search (a matrix product for a
+        batch; ``candidates``: B1's rescored candidates).
         ``Hits.items`` and ``Hits.scores`` are [queries, top] NumPy arrays."""
         function = "Index.search"
         from .executor import calling_thread
 
         approximate = self._ann is not None and not exact
-        if not approximate and (nprobe or ef or rerank):
+        if not approximate and (nprobe or ef or rerank is not None):
             raise invalid(function, "nprobe, ef and rerank tune approximate search: build_ann or open_ann first")
         rows = np.ascontiguousarray(queries, dtype=np.float32)
         if rows.ndim == 1:
@@ -230,7 +233,8 @@ class Index(Closing):
             request.ann = self._ann
             request.nprobe = _inputs.non_negative(nprobe, function, "nprobe")
             request.ef = _inputs.non_negative(ef, function, "ef")
-            request.rerank = _inputs.non_negative(rerank, function, "rerank")
+            if rerank is not None:  # 0 asks for FAISS's scores: UFORM_INDEX_ANN_RERANK_NONE
+                request.rerank = _inputs.non_negative(rerank, function, "rerank") or _RERANK_NONE
         else:
             request = D.IndexSearch()
             request.index = self._use(function)

@@ -11,13 +11,18 @@
  * BATCH_SECONDS (FIRST_BATCH to MOST_BATCH), a tail under half a batch joining it: two or three
  * calls for 1,000 queries where doubling from 64 while under 50 ms made five to sixteen (a slow
  * first call stopped the doubling), while a cancel waits for one batch of about BATCH_SECONDS.
+ * Rescoring (uform__ann_rerank): asked for by the request's rerank, or by default where the
+ * structure's codes approximate its rows (DEFAULT_RERANK below).
  * With rerank, each candidate is rescored from the index's stored row by the exact search's own
  * kernels (kernels/search.h): the same code path and the same sums as uform_index_search's matrix-vector kernel, so scores equal
  * exact search's bit for bit when it runs that path (fewer than 8 queries). The best `top` of the
  * candidates are then kept in the order exact search answers in: score descending, item ascending.
  *
- * Memory (the call's arena): dense queries [q, dims], FAISS's distances and labels [q, fetch],
- * the hits [q, hits_per_query], and for rerank the query in the scalar's form and a widened row.
+ * Memory (the call's arena): dense queries [q, dims], FAISS's distances and labels [chunk, fetch],
+ * the hits [q, hits_per_query], and for rerank the query in the scalar's form and a widened row. The
+ * candidates of at most `chunk` queries are held at once (CANDIDATE_BYTES): each FAISS call's
+ * candidates are rescored and reduced to the hits before the next call, so a batch of many queries
+ * with many candidates each needs no more scratch than one chunk.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -36,6 +41,29 @@
 #define FIRST_BATCH 64
 #define MOST_BATCH 8192
 #define BATCH_SECONDS 0.2
+/* The most bytes of FAISS candidates (a float distance and an int64 label each) held at once. */
+#define CANDIDATE_BYTES ((size_t)64 << 20)
+
+/* The default rescoring, for structures whose codes approximate the rows (code_bytes < 4·dims:
+ * PQ, SQ, a PCA in front …): max(DEFAULT_RERANK, RERANK_PER_TOP · top) candidates. Full-row
+ * structures (flat lists, an HNSW over F32 rows) score exactly already and are not rescored.
+ * Measured (docs/indexes.md, "Rescoring by default"; bench/ann_rerank_curve.py): the default recipe
+ * above 1 M items, IVF<n>,PQ<dims/4>np at the default nprobe, answers recall@10 0.54 at 1 M × 64 and
+ * 0.42 at 10 M × 64 on FAISS's scores alone; with R rescored, 0.992 / 0.925 at R = 100, 0.999 / 0.980
+ * at 200, 1.000 / 0.997 at 400 and 1.000 / 1.000 at 1,000. The needed R grows with the corpus, so
+ * the default keeps a margin past 10 M rows; there the scan of the default nprobe's lists costs
+ * FAISS more than a heap of 1,000 candidates does. */
+#define DEFAULT_RERANK 1000
+#define RERANK_PER_TOP 10
+
+size_t uform__ann_rerank(const uform__faiss_facts_t *facts, size_t rerank, size_t top) {
+    if (rerank == UFORM_INDEX_ANN_RERANK_NONE) return 0;
+    if (rerank == 0) {
+        if (facts->code_bytes >= 4 * facts->dimensions) return 0;
+        rerank = top > DEFAULT_RERANK / RERANK_PER_TOP ? top * RERANK_PER_TOP : DEFAULT_RERANK;
+    }
+    return rerank > top ? rerank : top;
+}
 
 static double seconds_now(void) {
     struct timespec now;
@@ -112,24 +140,28 @@ static uform_status_t search_run(void *pointer, uform__call_context_t *context) 
             if (modalities & (1u << m)) eligible += index->parts[m].rows;
         }
     const size_t top = request->top < eligible ? request->top : eligible;
-    size_t fetch = request->rerank > request->top ? request->rerank : request->top;
+    const size_t rerank = uform__ann_rerank(&ann->facts, request->rerank, request->top);
+    size_t fetch = rerank > request->top ? rerank : request->top;
     if (fetch > eligible) fetch = eligible;
+    size_t chunk = CANDIDATE_BYTES / ((fetch ? fetch : 1) * (sizeof(float) + sizeof(int64_t)));
+    if (chunk < 1) chunk = 1;
+    if (chunk > q) chunk = q;
 
     int failed = 0;
     float *queries = uform__arena_take(arena, q * dims * sizeof(float), &failed);
-    float *distances = uform__arena_take(arena, q * fetch * sizeof(float), &failed);
-    int64_t *labels = uform__arena_take(arena, q * fetch * sizeof(int64_t), &failed);
+    float *distances = uform__arena_take(arena, chunk * fetch * sizeof(float), &failed);
+    int64_t *labels = uform__arena_take(arena, chunk * fetch * sizeof(int64_t), &failed);
     uform_index_hit_t *hits = uform__arena_take(arena, q * top * sizeof *hits, &failed);
     rescorer_t rescorer = {index, uform__search_kernels(context->cpu_class), uform__nn_kernels(context->cpu_class), NULL,
                            NULL, NULL};
-    if (request->rerank) {
+    if (rerank) {
         rescorer.query_bf16 = uform__arena_take(arena, dims * sizeof(uint16_t), &failed);
         rescorer.query_i8 = uform__arena_take(arena, dims, &failed);
         rescorer.widened = uform__arena_take(arena, dims * sizeof(float), &failed);
     }
     if (failed)
         return uform__fail(context->outcome, UFORM_OUT_OF_MEMORY, context->function,
-                           "cannot allocate %zu queries × %zu candidates", q, fetch);
+                           "cannot allocate %zu queries × %zu candidates", chunk, fetch);
     const size_t stride = request->queries_stride ? request->queries_stride : dims * sizeof(float);
     for (size_t j = 0; j < q; ++j)
         memcpy(queries + j * dims, (const unsigned char *)request->queries + j * stride, dims * sizeof(float));
@@ -147,13 +179,29 @@ static uform_status_t search_run(void *pointer, uform__call_context_t *context) 
     size_t batch = context->progress.callback ? FIRST_BATCH : q;
     for (size_t first = 0; first < q && fetch;) {
         size_t count = q - first < batch ? q - first : batch;
+        if (count > chunk) count = chunk;
         double started = seconds_now();
         search.queries = count, search.vectors = queries + first * dims;
-        search.distances = distances + first * fetch, search.labels = labels + first * fetch;
+        search.distances = distances, search.labels = labels;
         uform_status_t status = ann->api->search(ann->faiss, &search, message, sizeof message);
         if (status != UFORM_OK)
             return uform__fail(context->outcome, status, context->function, "FAISS's search (nprobe %zu, ef %zu): %s",
                                search.nprobe, search.ef, message);
+        for (size_t j = 0; j < count; ++j) {
+            const float *query = queries + (first + j) * dims;
+            if (rerank) rescorer_query(&rescorer, query);
+            uform_index_hit_t *best = hits + (first + j) * top;
+            size_t kept = 0;
+            for (size_t k = 0; k < fetch && top; ++k) {
+                int64_t label = labels[j * fetch + k];
+                if (label < 0 || (uint64_t)label >= index->count) continue; /* FAISS found fewer */
+                uint64_t item = (uint64_t)label;
+                float score = rerank ? rescore(&rescorer, query, item) : distances[j * fetch + k];
+                uform_index_hit_t hit = {item, isnan(score) ? -INFINITY : score, (uform_modality_t)index->modality[item]};
+                kept = keep_best(best, kept, top, hit);
+            }
+            for (size_t k = kept; k < top; ++k) best[k] = (uform_index_hit_t){UINT64_MAX, -INFINITY, UFORM_MODALITY_TEXT};
+        }
         /* The next batch: what this call's rate answers in BATCH_SECONDS, and the whole tail when
          * what would be left after it is under half a batch (no short last call). */
         double took = seconds_now() - started, rate = (double)count / (took > 1e-6 ? took : 1e-6);
@@ -167,22 +215,6 @@ static uform_status_t search_run(void *pointer, uform__call_context_t *context) 
                                "cancelled by the progress handler after %zu of %zu queries", first, q);
     }
     if (!fetch) uform__progress_advance(&context->progress, q);
-
-    for (size_t j = 0; j < q; ++j) {
-        const float *query = queries + j * dims;
-        if (request->rerank) rescorer_query(&rescorer, query);
-        uform_index_hit_t *best = hits + j * top;
-        size_t kept = 0;
-        for (size_t k = 0; k < fetch && top; ++k) {
-            int64_t label = labels[j * fetch + k];
-            if (label < 0 || (uint64_t)label >= index->count) continue; /* FAISS found fewer */
-            uint64_t item = (uint64_t)label;
-            float score = request->rerank ? rescore(&rescorer, query, item) : distances[j * fetch + k];
-            uform_index_hit_t hit = {item, isnan(score) ? -INFINITY : score, (uform_modality_t)index->modality[item]};
-            kept = keep_best(best, kept, top, hit);
-        }
-        for (size_t k = kept; k < top; ++k) best[k] = (uform_index_hit_t){UINT64_MAX, -INFINITY, UFORM_MODALITY_TEXT};
-    }
     request->hits = hits;
     request->hits_per_query = top;
     return UFORM_OK;

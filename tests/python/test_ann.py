@@ -84,7 +84,15 @@ def test_python_faiss_reads_the_same_file(corpus):
     folder, queries = corpus
     with uform.Index.open(folder / "corpus.index") as index:
         index.build_ann(folder / "ivf.faiss", recipe="IVF16,PQ8np", threads=1)
-        ours = index.search(queries, TOP, nprobe=4)
+        ours = index.search(queries, TOP, nprobe=4, rerank=0)  # rerank 0: FAISS's own PQ scores
+        # rerank None (the default): PQ codes are rescored, so a hit's score is exact search's bits
+        # (exact search one query at a time: its matrix-vector path, the rescoring's kernel)
+        rescored = index.search(queries, TOP, nprobe=4)
+        exact = [index.search(queries[j], TOP, exact=True) for j in range(QUERIES)]
+        same = np.array([rescored.items[j] == exact[j].items[0] for j in range(QUERIES)])
+        assert same.mean() >= 0.5
+        assert all(np.array_equal(rescored.scores[j][same[j]], exact[j].scores[0][same[j]]) for j in range(QUERIES))
+        assert not np.array_equal(ours.scores, rescored.scores)
     faiss.omp_set_num_threads(1)
     theirs = faiss.read_index(str(folder / "ivf.faiss"))
     scores, ids = theirs.search(queries, TOP, params=faiss.SearchParametersIVF(nprobe=4))

@@ -3,7 +3,7 @@
 
 Argument: the uform CLI, the tiny checkpoint, a work folder. Indexes are built here from vectors
 drawn with NumPy from a fixed seed (`uform index --vectors --model CKPT`, then `--ann` for HNSW32,
-the default, and IVF16,Flat on 2,000 rows, enough to train 16 lists): no binary fixtures. Each
+the default, and IVF16,PQ8np on 2,000 rows, enough to train 16 lists and 8 codebooks): no binary fixtures. Each
 search's hits must be the CLI's: the same items in the same order, and the same float32 scores bit for
 bit (both print 9 significant digits, which give a float32 back exactly); the hit count is checked
 first, so an empty answer fails. Refusals: a knob the structure cannot take, a knob without a structure, bad values, and a
@@ -82,7 +82,7 @@ def main():
     os.makedirs(work)
     t = Tally()
     hnsw = build(uform, checkpoint, work, "hnsw", 1, DIMS, "")
-    ivf = build(uform, checkpoint, work, "ivf", 2, DIMS, "IVF16,Flat")
+    ivf = build(uform, checkpoint, work, "ivf", 2, DIMS, "IVF16,PQ8np")
     exact = build(uform, checkpoint, work, "exact", 3, DIMS, None)
     prefix = build(uform, checkpoint, work, "prefix", 4, DIMS // 2, "")  # a Matryoshka prefix: 32 of 64
 
@@ -110,13 +110,25 @@ def main():
     try:
         _, _, body = server.get("/v1/models")
         index = json.loads(body)["data"][0]["index"]
-        t.check(index["kind"] == "approximate" and index["recipe"] == "IVF16,Flat" and index["lists"] == 16
+        t.check(index["kind"] == "approximate" and index["recipe"] == "IVF16,PQ8np" and index["lists"] == 16
                 and index["graph"] is False and index["dimensions"] == DIMS, f"/v1/models {index}")
         same_as_cli(t, server, uform, checkpoint, ivf, {}, [], "IVF")
         same_as_cli(t, server, uform, checkpoint, ivf, {"nprobe": 3}, ["--nprobe", "3"], "IVF nprobe 3")
         same_as_cli(t, server, uform, checkpoint, ivf, {"nprobe": 16, "rerank": 25}, ["--nprobe", "16", "--rerank", "25"],
                     "IVF nprobe 16 rerank 25")
-        refused(t, server, {"query": "x", "ef": 8}, "ef", ["ef", "IVF16,Flat"], "ef on a flat IVF")
+        # PQ codes: rescored by default (max(1000, 10·top) candidates), FAISS's own scores with 0 on both sides.
+        same_as_cli(t, server, uform, checkpoint, ivf, {"rerank": 0}, ["--rerank", "0"], "IVF rerank 0")
+        for query in QUERIES:
+            rescored = server.post("/v1/search", {"query": query, "top_k": TOP})[1]["data"]
+            exact_hits = server.post("/v1/search", {"query": query, "top_k": TOP, "exact": True})[1]["data"]
+            faiss_hits = server.post("/v1/search", {"query": query, "top_k": TOP, "rerank": 0})[1]["data"]
+            t.check(len(rescored) == TOP and rescored[0]["item"] == exact_hits[0]["item"]
+                    and as_float32(rescored[0]["score"]) == as_float32(exact_hits[0]["score"]),
+                    f"'{query}': the default's best {rescored[:1]}, exact search's {exact_hits[:1]}")
+            t.check(len(faiss_hits) == TOP and all(as_float32(f["score"]) != as_float32(e["score"])
+                                                   for f in faiss_hits for e in exact_hits if f["item"] == e["item"]),
+                    f"'{query}': rerank 0 should answer PQ scores, not exact ones: {faiss_hits[:2]} {exact_hits[:2]}")
+        refused(t, server, {"query": "x", "ef": 8}, "ef", ["ef", "IVF16,PQ8np"], "ef on an IVF without a graph")
         refused(t, server, {"query": "x", "nprobe": 0}, "nprobe", ["nprobe"], "nprobe 0")
     finally:
         t.check(server.stop() == 0, "the IVF server stops cleanly")

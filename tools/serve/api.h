@@ -28,7 +28,8 @@ typedef struct serve_call_t {
     size_t dimensions;          /* embeddings: 0, or a Matryoshka prefix */
     int query_modality;         /* search */
     int approximate;            /* search: through the index's .faiss, else exact */
-    size_t nprobe, ef, rerank;  /* search: the approximate knobs (0: the library's defaults) */
+    size_t nprobe, ef, rerank;  /* search: the approximate knobs (0: the library's defaults; a
+                                * request's "rerank": 0 is UFORM_INDEX_ANN_RERANK_NONE) */
 } serve_call_t;
 
 void serve_call_free(serve_call_t *call);
