@@ -47,8 +47,8 @@ static const cli_flag_t flags[] = {
              "approximate (HNSW): the graph search's candidate list, efSearch (default max(64, candidates))"),
     CLI_FLAG("--rerank", CLI_SIZE, search_options_t, rerank, "N",
              "approximate: rescore N candidates exactly from the index's rows, answer the best K;\n"
-             "0: FAISS's own scores (default: max(1000, 10 K) for codes that approximate the rows,\n"
-             "such as PQ and SQ; none for full rows)"),
+             "0: FAISS's own scores (default, for codes that approximate the rows such as PQ and SQ:\n"
+             "max(10 K, min(1000, codes scanned / 4)); none for full rows)"),
     CLI_SWITCH_FLAG("--exact", search_options_t, exact, "scan every row even when INDEX has a .faiss beside it"),
     CLI_JSON(search_options_t, json),
     CLI_THREADS(search_options_t, threads),

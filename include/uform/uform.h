@@ -1364,10 +1364,12 @@ UFORM_API uform_status_t uform_index_ann_describe(uform_index_ann_t ann, uform_i
  *                                 kernels, bit for bit for fewer than 8 queries) and the best `top`
  *                                 are answered; 0: the structure's default, as nprobe's and ef's —
  *                                 where its codes approximate the rows (code_bytes < 4·dims: PQ,
- *                                 SQ, a PCA …) max(1000, 10·top) rescored, since FAISS's scores
- *                                 alone cap recall (0.42 at 10 M × 64 with the default recipe's
- *                                 16-byte codes), and none over full rows (flat lists, HNSW over
- *                                 F32), whose scores are exact; UFORM_INDEX_ANN_RERANK_NONE:
+ *                                 SQ, a PCA …) max(10·top, min(1000, scanned / 4)) rescored,
+ *                                 `scanned` the codes a query visits (count·nprobe/lists for an
+ *                                 IVF, count otherwise), since FAISS's scores alone cap recall
+ *                                 (0.42 at 10 M × 64 with the default recipe's 16-byte codes); none
+ *                                 over full rows (flat lists, HNSW over F32), whose scores are
+ *                                 exact; UFORM_INDEX_ANN_RERANK_NONE:
  *                                 FAISS's candidates and scores as they are
  *   progress                      in: counts queries, reported per batch (64 queries first, then as
  *                                 many as the last batch's rate answers in 0.2 s); cancelling stops

@@ -109,10 +109,11 @@ int uform__ann_identity_differs(const uform__ann_identity_t *index, const uform_
  * says the rule; tests/index/test_index_ann_recipe.c checks it around the switch at 1,000,000). */
 void uform__ann_default_recipe(size_t count, size_t dims, char recipe[UFORM__ANN_RECIPE_CAPACITY]);
 
-/* Candidates that uform_index_ann_search rescores for a request's `rerank` and `top` (uform.h): R > 0
- * as asked, UFORM_INDEX_ANN_RERANK_NONE none, 0 the structure's default — ann_search.c says the rule
- * and the measurements behind it. Answers 0 for "no rescoring"; otherwise at least `top`. */
-size_t uform__ann_rerank(const uform__faiss_facts_t *facts, size_t rerank, size_t top);
+/* Candidates that uform_index_ann_search rescores for a request's `rerank` and `top` at `nprobe`
+ * (uform.h): R > 0 as asked, UFORM_INDEX_ANN_RERANK_NONE none, 0 the structure's default —
+ * ann_search.c says the rule and the measurements behind it. Answers 0 for "no rescoring";
+ * otherwise at least `top`. */
+size_t uform__ann_rerank(const uform__faiss_facts_t *facts, size_t rerank, size_t top, size_t nprobe);
 
 /* Item `item`'s row widened to F32 [dims] (F16, BF16 exactly, I8 as x/127). Not for B1. */
 void uform__ann_widen_row(uform_index_t index, size_t item, float *out);

@@ -45,22 +45,30 @@
 #define CANDIDATE_BYTES ((size_t)64 << 20)
 
 /* The default rescoring, for structures whose codes approximate the rows (code_bytes < 4·dims:
- * PQ, SQ, a PCA in front …): max(DEFAULT_RERANK, RERANK_PER_TOP · top) candidates. Full-row
- * structures (flat lists, an HNSW over F32 rows) score exactly already and are not rescored.
+ * PQ, SQ, a PCA in front …): R = max(RERANK_PER_TOP · top, min(DEFAULT_RERANK, visited / 4))
+ * candidates, `visited` the codes a query scans (count · nprobe / lists for an IVF, count for
+ * others). Full-row structures (flat lists, an HNSW over F32 rows) score exactly already and are
+ * not rescored.
+ *
  * Measured (docs/indexes.md, "Rescoring by default"; bench/ann_rerank_curve.py): the default recipe
  * above 1 M items, IVF<n>,PQ<dims/4>np at the default nprobe, answers recall@10 0.54 at 1 M × 64 and
  * 0.42 at 10 M × 64 on FAISS's scores alone; with R rescored, 0.992 / 0.925 at R = 100, 0.999 / 0.980
- * at 200, 1.000 / 0.997 at 400 and 1.000 / 1.000 at 1,000. The needed R grows with the corpus, so
- * the default keeps a margin past 10 M rows; there the scan of the default nprobe's lists costs
- * FAISS more than a heap of 1,000 candidates does. */
+ * at 200, 1.000 / 0.997 at 400 and 1.000 / 1.000 at 1,000: the needed R grows with the corpus, and
+ * DEFAULT_RERANK keeps a margin past 10 M rows. A query cannot gain from more candidates than it
+ * scans, while each costs a row read, a dot product and FAISS's heap: at 1 M × 64 and nprobe 4 (977
+ * codes scanned) R = 1,000 took 0.39 s for 1,000 queries and R = 244 (visited / 4) 0.18 s, for
+ * recall 0.943 both (0.936 at R = 100). */
 #define DEFAULT_RERANK 1000
 #define RERANK_PER_TOP 10
 
-size_t uform__ann_rerank(const uform__faiss_facts_t *facts, size_t rerank, size_t top) {
+size_t uform__ann_rerank(const uform__faiss_facts_t *facts, size_t rerank, size_t top, size_t nprobe) {
     if (rerank == UFORM_INDEX_ANN_RERANK_NONE) return 0;
     if (rerank == 0) {
         if (facts->code_bytes >= 4 * facts->dimensions) return 0;
-        rerank = top > DEFAULT_RERANK / RERANK_PER_TOP ? top * RERANK_PER_TOP : DEFAULT_RERANK;
+        double visited = facts->lists ? (double)facts->count * (double)nprobe / (double)facts->lists : (double)facts->count;
+        double wanted = visited / 4 < DEFAULT_RERANK ? visited / 4 : DEFAULT_RERANK;
+        if ((double)top * RERANK_PER_TOP > wanted) wanted = (double)top * RERANK_PER_TOP;
+        rerank = wanted < (double)(SIZE_MAX / 2) ? (size_t)wanted : SIZE_MAX / 2; /* FAISS gets at most the items */
     }
     return rerank > top ? rerank : top;
 }
@@ -140,7 +148,8 @@ static uform_status_t search_run(void *pointer, uform__call_context_t *context) 
             if (modalities & (1u << m)) eligible += index->parts[m].rows;
         }
     const size_t top = request->top < eligible ? request->top : eligible;
-    const size_t rerank = uform__ann_rerank(&ann->facts, request->rerank, request->top);
+    const size_t nprobe = request->nprobe ? request->nprobe : (ann->facts.lists / 32 ? (size_t)ann->facts.lists / 32 : 1);
+    const size_t rerank = uform__ann_rerank(&ann->facts, request->rerank, request->top, nprobe);
     size_t fetch = rerank > request->top ? rerank : request->top;
     if (fetch > eligible) fetch = eligible;
     size_t chunk = CANDIDATE_BYTES / ((fetch ? fetch : 1) * (sizeof(float) + sizeof(int64_t)));
@@ -168,7 +177,7 @@ static uform_status_t search_run(void *pointer, uform__call_context_t *context) 
 
     uform__faiss_search_t search = {0};
     search.k = fetch;
-    search.nprobe = request->nprobe ? request->nprobe : (ann->facts.lists / 32 ? (size_t)ann->facts.lists / 32 : 1);
+    search.nprobe = nprobe;
     search.ef = request->ef ? request->ef : (fetch > 64 ? fetch : 64);
     search.allowed = (modalities & present) != present ? index->modality : NULL;
     search.mask = modalities;

@@ -116,7 +116,7 @@ def main():
         same_as_cli(t, server, uform, checkpoint, ivf, {"nprobe": 3}, ["--nprobe", "3"], "IVF nprobe 3")
         same_as_cli(t, server, uform, checkpoint, ivf, {"nprobe": 16, "rerank": 25}, ["--nprobe", "16", "--rerank", "25"],
                     "IVF nprobe 16 rerank 25")
-        # PQ codes: rescored by default (max(1000, 10·top) candidates), FAISS's own scores with 0 on both sides.
+        # PQ codes: rescored by default (max(10·top, min(1000, codes scanned / 4))), FAISS's own scores with 0 on both sides.
         same_as_cli(t, server, uform, checkpoint, ivf, {"rerank": 0}, ["--rerank", "0"], "IVF rerank 0")
         for query in QUERIES:
             rescored = server.post("/v1/search", {"query": query, "top_k": TOP})[1]["data"]
