@@ -134,6 +134,45 @@ static size_t keep_best(uform_index_hit_t *best, size_t kept, size_t top, uform_
     return kept < top ? kept + 1 : kept;
 }
 
+/* One FAISS call's candidates reduced to the hits: queries [first, first + count) of the call, their
+ * candidates [count, fetch] in `labels` / `distances`, split into prongs of contiguous queries over
+ * the executor's threads (each thread rescoring with its own scratch, rescorers[thread]). Queries
+ * are independent, so the hits do not depend on the split. */
+typedef struct reduce_t {
+    uform_index_t index;
+    rescorer_t *rescorers; /* [threads] */
+    const float *queries;  /* [q, dims] */
+    const float *distances;
+    const int64_t *labels;
+    uform_index_hit_t *hits; /* [q, top] */
+    size_t first, count, fetch, top, prongs;
+    int rerank;
+} reduce_t;
+
+static void reduce_prong(void *context, size_t thread, size_t prong) {
+    const reduce_t *reduce = context;
+    uform_index_t index = reduce->index;
+    rescorer_t *rescorer = &reduce->rescorers[thread];
+    const size_t fetch = reduce->fetch, top = reduce->top;
+    size_t begin, end;
+    uform__split_range(reduce->count, reduce->prongs, prong, &begin, &end);
+    for (size_t j = begin; j < end; ++j) {
+        const float *query = reduce->queries + (reduce->first + j) * index->dims;
+        if (reduce->rerank) rescorer_query(rescorer, query);
+        uform_index_hit_t *best = reduce->hits + (reduce->first + j) * top;
+        size_t kept = 0;
+        for (size_t k = 0; k < fetch && top; ++k) {
+            int64_t label = reduce->labels[j * fetch + k];
+            if (label < 0 || (uint64_t)label >= index->count) continue; /* FAISS found fewer */
+            uint64_t item = (uint64_t)label;
+            float score = reduce->rerank ? rescore(rescorer, query, item) : reduce->distances[j * fetch + k];
+            uform_index_hit_t hit = {item, isnan(score) ? -INFINITY : score, (uform_modality_t)index->modality[item]};
+            kept = keep_best(best, kept, top, hit);
+        }
+        for (size_t k = kept; k < top; ++k) best[k] = (uform_index_hit_t){UINT64_MAX, -INFINITY, UFORM_MODALITY_TEXT};
+    }
+}
+
 static uform_status_t search_run(void *pointer, uform__call_context_t *context) {
     uform_index_ann_search_t *request = pointer;
     uform_index_ann_t ann = request->ann;
@@ -161,12 +200,17 @@ static uform_status_t search_run(void *pointer, uform__call_context_t *context) 
     float *distances = uform__arena_take(arena, chunk * fetch * sizeof(float), &failed);
     int64_t *labels = uform__arena_take(arena, chunk * fetch * sizeof(int64_t), &failed);
     uform_index_hit_t *hits = uform__arena_take(arena, q * top * sizeof *hits, &failed);
-    rescorer_t rescorer = {index, uform__search_kernels(context->cpu_class), uform__nn_kernels(context->cpu_class), NULL,
-                           NULL, NULL};
-    if (rerank) {
-        rescorer.query_bf16 = uform__arena_take(arena, dims * sizeof(uint16_t), &failed);
-        rescorer.query_i8 = uform__arena_take(arena, dims, &failed);
-        rescorer.widened = uform__arena_take(arena, dims * sizeof(float), &failed);
+    const size_t threads = uform__parallel_threads(context->parallel);
+    rescorer_t *rescorers = uform__arena_take(arena, threads * sizeof *rescorers, &failed);
+    for (size_t t = 0; rescorers && t < threads; ++t) {
+        rescorer_t *rescorer = &rescorers[t];
+        *rescorer = (rescorer_t){index, uform__search_kernels(context->cpu_class), uform__nn_kernels(context->cpu_class),
+                                 NULL, NULL, NULL};
+        if (rerank) {
+            rescorer->query_bf16 = uform__arena_take(arena, dims * sizeof(uint16_t), &failed);
+            rescorer->query_i8 = uform__arena_take(arena, dims, &failed);
+            rescorer->widened = uform__arena_take(arena, dims * sizeof(float), &failed);
+        }
     }
     if (failed)
         return uform__fail(context->outcome, UFORM_OUT_OF_MEMORY, context->function,
@@ -181,7 +225,7 @@ static uform_status_t search_run(void *pointer, uform__call_context_t *context) 
     search.ef = request->ef ? request->ef : (fetch > 64 ? fetch : 64);
     search.allowed = (modalities & present) != present ? index->modality : NULL;
     search.mask = modalities;
-    search.threads = uform__parallel_threads(context->parallel);
+    search.threads = threads;
     /* Progress counts queries: the batches' sizes depend on their times. */
     uform__progress_begin(&context->progress, context->progress_options, q);
     char message[UFORM_OUTCOME_MESSAGE_CAPACITY - 96];
@@ -196,21 +240,10 @@ static uform_status_t search_run(void *pointer, uform__call_context_t *context) 
         if (status != UFORM_OK)
             return uform__fail(context->outcome, status, context->function, "FAISS's search (nprobe %zu, ef %zu): %s",
                                search.nprobe, search.ef, message);
-        for (size_t j = 0; j < count; ++j) {
-            const float *query = queries + (first + j) * dims;
-            if (rerank) rescorer_query(&rescorer, query);
-            uform_index_hit_t *best = hits + (first + j) * top;
-            size_t kept = 0;
-            for (size_t k = 0; k < fetch && top; ++k) {
-                int64_t label = labels[j * fetch + k];
-                if (label < 0 || (uint64_t)label >= index->count) continue; /* FAISS found fewer */
-                uint64_t item = (uint64_t)label;
-                float score = rerank ? rescore(&rescorer, query, item) : distances[j * fetch + k];
-                uform_index_hit_t hit = {item, isnan(score) ? -INFINITY : score, (uform_modality_t)index->modality[item]};
-                kept = keep_best(best, kept, top, hit);
-            }
-            for (size_t k = kept; k < top; ++k) best[k] = (uform_index_hit_t){UINT64_MAX, -INFINITY, UFORM_MODALITY_TEXT};
-        }
+        reduce_t reduce = {index, rescorers, queries, distances, labels, hits, first, count, fetch, top, 0, rerank != 0};
+        /* Rescoring is worth the threads; FAISS's own scores only need sorting into place. */
+        reduce.prongs = rerank ? (count < threads ? count : threads) : 1;
+        uform__parallel_for(rerank ? context->parallel : NULL, reduce.prongs, reduce_prong, &reduce);
         /* The next batch: what this call's rate answers in BATCH_SECONDS, and the whole tail when
          * what would be left after it is under half a batch (no short last call). */
         double took = seconds_now() - started, rate = (double)count / (took > 1e-6 ? took : 1e-6);

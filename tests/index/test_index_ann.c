@@ -165,13 +165,22 @@ static int approximate(uform_index_ann_t ann, const float *queries, knobs_t knob
 
 /* More candidates than one part of the call's scratch holds (64 MiB: 2,796 queries of 2,000
  * candidates, 279 of 20,000): 600 queries (the 100 six times) with every item rescored and every
- * list probed go to FAISS in three parts, and each answer is exact search's, ids and score bits. */
-static void every_item_rescored(uform_index_ann_t ann, const float *queries, const uint64_t *truth, const float *truth_scores) {
+ * list probed go to FAISS in three parts, and each answer is exact search's, ids and score bits —
+ * on the calling thread, and on an executor of 3 threads (the rescoring split over its threads). */
+static void every_item_rescored(uform_index_ann_t ann, const float *queries, const uint64_t *truth, const float *truth_scores,
+                                size_t threads) {
     enum { REPEATS = 6 };
     float *many = malloc(REPEATS * QUERIES * DIMS * sizeof(float));
     for (int r = 0; r < REPEATS; ++r) memcpy(many + r * QUERIES * DIMS, queries, QUERIES * DIMS * sizeof(float));
+    uform_executor_t executor = NULL;
+    uform_arena_t own_arena = NULL;
+    if (threads > 1) {
+        CHECK_STATUS(uform_executor_for_ram(NULL, threads, 0, &executor, NULL), UFORM_OK);
+        CHECK_STATUS(uform_arena_for_executor(executor, &own_arena, NULL), UFORM_OK);
+    }
     uform_index_ann_search_t search = {0};
-    search.ann = ann, search.arena = arena, search.queries = many, search.queries_count = REPEATS * QUERIES;
+    search.ann = ann, search.executor = executor, search.arena = executor ? own_arena : arena;
+    search.queries = many, search.queries_count = REPEATS * QUERIES;
     search.queries_columns = DIMS, search.top = TOP, search.nprobe = 64, search.rerank = ITEMS;
     CHECK_STATUS(uform_index_ann_search(&search), UFORM_OK);
     CHECK_EQ_INT(search.hits_per_query, TOP);
@@ -180,9 +189,12 @@ static void every_item_rescored(uform_index_ann_t ann, const float *queries, con
         wrong += search.hits[i].item != truth[i % (QUERIES * TOP)];
         unequal += memcmp(&search.hits[i].score, &truth_scores[i % (QUERIES * TOP)], sizeof(float)) != 0;
     }
-    fprintf(stderr, "%d queries, every item rescored: %zu ids and %zu score bits differ from exact search\n",
-            REPEATS * QUERIES, wrong, unequal);
-    CHECK_MSG(search.hits && wrong == 0 && unequal == 0, "%zu ids, %zu scores differ from exact search's", wrong, unequal);
+    fprintf(stderr, "%d queries, every item rescored, %zu threads: %zu ids and %zu score bits differ from exact search\n",
+            REPEATS * QUERIES, threads, wrong, unequal);
+    CHECK_MSG(search.hits && wrong == 0 && unequal == 0, "%zu threads: %zu ids, %zu scores differ from exact search's",
+              threads, wrong, unequal);
+    uform_arena_free(own_arena);
+    uform_executor_free(executor);
     free(many);
 }
 
@@ -574,7 +586,8 @@ int main(int argc, char **argv) {
         CHECK_MSG(unequal == 0, "with rerank 2000, %zu scores differ from exact search's bits", unequal);
     }
 
-    if (coarse) every_item_rescored(coarse, queries, truth, truth_scores);
+    if (coarse) every_item_rescored(coarse, queries, truth, truth_scores, 1);
+    if (coarse) every_item_rescored(coarse, queries, truth, truth_scores, 3);
 
     refusals(index, other, hnsw_path);
     uform_index_ann_options_t options = {"HNSW32", 0, 1};
