@@ -23,7 +23,7 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from ann_vs_exact import cached_data  # noqa: E402
+from ann_vs_exact import cached_data, data_arguments  # noqa: E402
 from bench_ann import TOP, default_ivfpq, recall  # noqa: E402
 
 
@@ -39,14 +39,10 @@ def rescored_top(vectors, queries, candidates):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--rows", type=int, default=1000000)
-    parser.add_argument("--dims", type=int, default=64)
-    parser.add_argument("--queries", type=int, default=1000)
-    parser.add_argument("--spread", type=float, default=1.0)
+    data_arguments(parser)
     parser.add_argument("--train-rows", type=int, default=1048576)
     parser.add_argument("--nprobe-divisors", default="32,128", help="nprobe = lists / each (uform's default: 32)")
     parser.add_argument("--reranks", default="10,100,200,400,1000,2000")
-    parser.add_argument("--cache", default="build-h/ann_cache")
     args = parser.parse_args()
     sys.stdout.reconfigure(line_buffering=True)
     import faiss

@@ -21,7 +21,7 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from ann_vs_exact import cached_data  # noqa: E402
+from ann_vs_exact import cached_data, data_arguments  # noqa: E402
 from bench_ann import TOP, default_ivfpq, recall  # noqa: E402
 
 
@@ -36,15 +36,11 @@ def best_time(rounds, search):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--rows", type=int, default=1000000)
-    parser.add_argument("--dims", type=int, default=64)
-    parser.add_argument("--queries", type=int, default=1000)
-    parser.add_argument("--spread", type=float, default=1.0)
+    data_arguments(parser)
     parser.add_argument("--nprobe", default="4,8,16,128")
     parser.add_argument("--reranks", default="0,50,100,200,400,1000,default")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--cache", default="build-h/ann_cache")
     parser.add_argument("--work", default="build-h/ann_rerank_speed")
     args = parser.parse_args()
     sys.stdout.reconfigure(line_buffering=True)

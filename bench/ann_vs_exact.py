@@ -50,6 +50,15 @@ def cached_data(cache, rows, dims, queries_count, spread):
     return paths, np.load(paths["truth"])
 
 
+def data_arguments(parser):
+    """The data set's flags, shared by the scripts that read cached_data: shape, noise, cache."""
+    parser.add_argument("--rows", type=int, default=1000000)
+    parser.add_argument("--dims", type=int, default=64)
+    parser.add_argument("--queries", type=int, default=1000)
+    parser.add_argument("--spread", type=float, default=1.0, help="noise norm around a centre (centres are unit)")
+    parser.add_argument("--cache", default="build-h/ann_cache", help="vectors, queries and ground truth, kept")
+
+
 def slug(recipe):
     return "".join(c if c.isalnum() else "_" for c in recipe)
 
@@ -57,10 +66,7 @@ def slug(recipe):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--worker", required=True)
-    parser.add_argument("--rows", type=int, default=1000000)
-    parser.add_argument("--dims", type=int, default=64)
-    parser.add_argument("--queries", type=int, default=1000)
-    parser.add_argument("--spread", type=float, default=1.0)
+    data_arguments(parser)
     parser.add_argument("--recipe", action="append", help="a FAISS index_factory string (repeat the flag)")
     parser.add_argument("--nprobe", default="1,2,4,8,16,32,64")
     parser.add_argument("--ef", default="16,32,64,128,256,512", help="the sweep for HNSW recipes (their knob)")
@@ -70,7 +76,6 @@ def main():
     parser.add_argument("--build-threads", type=int, default=2)
     parser.add_argument("--train-rows", type=int, default=0, help="0: 64 per IVF list, at most rows")
     parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--cache", default="build-h/ann_cache")
     parser.add_argument("--json", default="bench/results/ann_vs_exact.json")
     args = parser.parse_args()
     sys.stdout.reconfigure(line_buffering=True)
