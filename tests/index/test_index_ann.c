@@ -26,6 +26,7 @@
 #include <dlfcn.h>
 #include <link.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -367,13 +368,13 @@ static int find_blas_count(struct dl_phdr_info *info, size_t size, void *found) 
 
 typedef struct blas_watch_t {
     blas_count_fn *count;
-    volatile int stop;
+    atomic_int stop; /* set by the searching thread, polled by the watcher */
     int lowest;
 } blas_watch_t;
 
 static void *watch_blas(void *state) {
     blas_watch_t *watch = state;
-    for (size_t polls = 0; !watch->stop && polls < 200000000; ++polls) {
+    for (size_t polls = 0; !atomic_load(&watch->stop) && polls < 200000000; ++polls) {
         int now = watch->count();
         if (now < watch->lowest) watch->lowest = now;
     }
@@ -399,7 +400,7 @@ static void check_blas_threads(uform_index_ann_t ann, const float *queries) {
         search.queries_count = QUERIES, search.queries_columns = DIMS, search.top = TOP, search.nprobe = 64;
         CHECK_STATUS(uform_index_ann_search(&search), UFORM_OK);
     }
-    watch.stop = 1;
+    atomic_store(&watch.stop, 1);
     pthread_join(watcher, NULL);
     const int after = watch.count();
     printf("OpenBLAS threads: %d before, lowest %d during one-thread searches, %d after\n", before, watch.lowest, after);
