@@ -47,3 +47,7 @@ int ann_choice_check_kind(unsigned knobs, const uform_index_ann_description_t *d
     }
     return 0;
 }
+
+size_t ann_choice_rerank(unsigned knobs, size_t rerank) {
+    return (knobs & ANN_KNOB_RERANK) && rerank == 0 ? UFORM_INDEX_ANN_RERANK_NONE : rerank;
+}

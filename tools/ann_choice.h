@@ -32,4 +32,8 @@ int ann_choice_check_path(unsigned knobs, int approximate, int exact, const char
 int ann_choice_check_kind(unsigned knobs, const uform_index_ann_description_t *description, const char *prefix, char *why,
                           size_t capacity);
 
+/* The library's rerank for a given value: an explicit 0 (`--rerank 0`, "rerank": 0) asks for FAISS's own
+ * scores, UFORM_INDEX_ANN_RERANK_NONE; a knob not given stays 0, the structure's default. */
+size_t ann_choice_rerank(unsigned knobs, size_t rerank);
+
 #endif

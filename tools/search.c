@@ -145,8 +145,8 @@ static int run(void *raw, const cli_parsed_t *parsed) {
             search.ann = ann, search.executor = executor, search.arena = hits_arena;
             search.queries = query, search.queries_count = 1, search.queries_columns = description.dimensions;
             search.top = options->top, search.modalities = options->modalities;
-            search.nprobe = options->nprobe, search.ef = options->ef, search.rerank = options->rerank;
-            if (cli_given(parsed, "--rerank") && options->rerank == 0) search.rerank = UFORM_INDEX_ANN_RERANK_NONE;
+            search.nprobe = options->nprobe, search.ef = options->ef;
+            search.rerank = ann_choice_rerank(knobs, options->rerank);
             if (uform_index_ann_search(&search) != UFORM_OK) status = cli_fail(&search.outcome, NULL);
             hits = search.hits, count = search.hits_per_query;
         } else {

@@ -189,7 +189,7 @@ static uform_status_t search_run(void *pointer, uform__call_context_t *context) 
     const size_t top = request->top < eligible ? request->top : eligible;
     const size_t nprobe = request->nprobe ? request->nprobe : (ann->facts.lists / 32 ? (size_t)ann->facts.lists / 32 : 1);
     const size_t rerank = uform__ann_rerank(&ann->facts, request->rerank, request->top, nprobe);
-    size_t fetch = rerank > request->top ? rerank : request->top;
+    size_t fetch = rerank ? rerank : request->top; /* a rerank is at least top */
     if (fetch > eligible) fetch = eligible;
     size_t chunk = CANDIDATE_BYTES / ((fetch ? fetch : 1) * (sizeof(float) + sizeof(int64_t)));
     if (chunk < 1) chunk = 1;

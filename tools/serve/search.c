@@ -55,8 +55,8 @@ static unsigned read_knobs(serve_request_t *request) {
         return serve_error(out, 400, "unsupported_parameter", param, "%s", why);
     }
     request->call.approximate = approximate;
-    request->call.nprobe = (size_t)values[0], request->call.ef = (size_t)values[1], request->call.rerank = (size_t)values[2];
-    if ((knobs & ANN_KNOB_RERANK) && values[2] == 0) request->call.rerank = UFORM_INDEX_ANN_RERANK_NONE; /* as --rerank 0 */
+    request->call.nprobe = (size_t)values[0], request->call.ef = (size_t)values[1];
+    request->call.rerank = ann_choice_rerank(knobs, (size_t)values[2]);
     return 0;
 }
 
