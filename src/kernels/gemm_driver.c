@@ -516,10 +516,12 @@ static uform_status_t gemm_run(const gemm_problem_t *problem, const uform__paral
         step.groups = 1;
         if (threads > 1 && row_blocks < 4 * threads) {
             step.groups = (4 * threads + row_blocks - 1) / row_blocks;
-            /* One block of rows (batch 1): two runs of panels a thread, not four, so each prong has
-             * panels enough for its tiles to prefetch the next one (tile_ahead); two still let a
-             * thread that finds its partner late take over half of the partner's share. */
-            if (one_block) step.groups = 2 * threads;
+            /* One block of rows (batch 1): one run of consecutive panels a thread, so each prong
+             * has panels enough for its tiles to prefetch the next one (tile_ahead) and the
+             * prefetchers stream it unbroken. Two runs a thread (which let a thread that finds its
+             * partner late take over half of the partner's share) measured 4-8% slower for batch-1
+             * texts under F32 and BF16 (bench/README.md, "Batch-1 texts: one run of panels a thread"). */
+            if (one_block) step.groups = threads;
             if (step.groups > step.panels) step.groups = step.panels;
         }
         step.pack_prongs = step.panels < 4 * threads ? step.panels : 4 * threads;

@@ -327,9 +327,11 @@ uform_status_t uform__gemm_i8_forward_drive(const uform__gemm_i8_micro_t *micro,
     size_t groups = 1;
     if (threads > 1 && row_blocks < 4 * threads) {
         groups = (4 * threads + row_blocks - 1) / row_blocks;
-        /* One block of rows: two runs of panels a thread, long enough for the next-panel prefetch
-         * (gemm_driver.c says why). */
-        if (row_blocks == 1 && panels >= 2 * threads) groups = 2 * threads;
+        /* One block of rows (a text at batch 1): one run of consecutive panels a thread, which the
+         * prefetchers stream best. Measured against two runs a thread (which let a thread take over
+         * half of a late partner's share): batch-1 texts 3% faster on two threads, BERT-base and
+         * MiniLM-L6 alike (bench/ab_text, bench/README.md "Batch-1 texts: one run of panels a thread"). */
+        if (row_blocks == 1 && panels >= 2 * threads) groups = threads;
         if (groups > panels) groups = panels;
     }
     forward_job_t job = {micro, args, mc, row_blocks, groups, panels, NULL, 0};
