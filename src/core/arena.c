@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "core/futex.h"
+#include "core/huge_pages.h"
 #include "core/numa.h"
 #include "core/outcome.h"
 
@@ -29,11 +30,9 @@ static size_t page_size(void) {
 static void *map_pages(const struct uform_arena_s *arena, size_t bytes) {
     void *pages = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (pages == MAP_FAILED) return NULL;
-#if defined(MADV_HUGEPAGE)
     /* Arenas are reused call after call: 2 MiB pages fault once per 2 MiB and cost fewer TLB
-     * misses. Advice only: refused where transparent huge pages are off. */
-    if (bytes >= ((size_t)2 << 20)) (void)madvise(pages, bytes, MADV_HUGEPAGE);
-#endif
+     * misses. */
+    if (bytes >= ((size_t)2 << 20)) uform__advise_huge_pages(pages, bytes);
     uform__numa_place(pages, bytes, arena->node_mask);
     return pages;
 }

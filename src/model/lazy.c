@@ -11,6 +11,7 @@
  */
 #include <stdlib.h>
 
+#include "core/huge_pages.h"
 #include "model/encode.h"
 
 typedef struct uform__lazy_packed_t {
@@ -30,7 +31,10 @@ const uform__gemm_packed_t *uform__linear_lazy_packed(const uform__compute_t *co
     size_t bytes = bf16 ? gemm->packed_size_bf16(layer->rows, layer->columns, layer->dtype)
                         : gemm->packed_size_f32(layer->rows, layer->columns, layer->dtype);
     uform__lazy_packed_t *made = calloc(1, sizeof *made);
-    void *memory = made ? aligned_alloc(64, (bytes + 63) / 64 * 64) : NULL;
+    /* Panels of 2 MiB or more on 2 MiB pages (advice; quantize.c says why) */
+    size_t huge = (size_t)2 << 20, alignment = bytes >= huge ? huge : 64;
+    void *memory = made ? aligned_alloc(alignment, (bytes + 63) / 64 * 64) : NULL;
+    if (memory && alignment == huge) uform__advise_huge_pages(memory, bytes / huge * huge);
     uform_status_t status = UFORM_OUT_OF_MEMORY;
     if (memory)
         status = (bf16 ? gemm->pack_bf16 : gemm->pack_f32)(layer->weight, layer->columns, layer->dtype, layer->rows,

@@ -10,8 +10,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 
+#include "core/huge_pages.h"
 #include "core/outcome.h"
 #include "model/stems.h"
 #include "train/work.h"
@@ -194,9 +194,7 @@ uform_status_t uform__train_step_memory(uform_trainer_t trainer, size_t bytes, u
     const size_t huge = (size_t)2 << 20;
     size_t rounded = (bytes + huge - 1) / huge * huge;
     trainer->memory.base = aligned_alloc(huge, rounded);
-#if defined(MADV_HUGEPAGE)
-    if (trainer->memory.base) (void)madvise(trainer->memory.base, rounded, MADV_HUGEPAGE); /* advice only */
-#endif
+    uform__advise_huge_pages(trainer->memory.base, rounded);
     trainer->memory.bytes = trainer->memory.base ? bytes : 0;
     if (!trainer->memory.base)
         return uform__fail(context->outcome, UFORM_OUT_OF_MEMORY, context->function,
