@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/outcome.h"
 #include "core/huge_pages.h"
+#include "core/outcome.h"
 #include "kernels/nn.h"
 #include "model/model.h"
 
