@@ -520,7 +520,8 @@ static uform_status_t gemm_run(const gemm_problem_t *problem, const uform__paral
              * has panels enough for its tiles to prefetch the next one (tile_ahead) and the
              * prefetchers stream it unbroken. Two runs a thread (which let a thread that finds its
              * partner late take over half of the partner's share) measured 4-8% slower for batch-1
-             * texts under F32 and BF16 (bench/README.md, "Batch-1 texts: INT8 panels on 2 MiB pages"). */
+             * texts under F32 and BF16, builds taking turns in one process (bench/README.md,
+             * "Batch-1 texts: INT8 panels on 2 MiB pages"). */
             if (one_block) step.groups = threads;
             if (step.groups > step.panels) step.groups = step.panels;
         }

@@ -330,7 +330,8 @@ uform_status_t uform__gemm_i8_forward_drive(const uform__gemm_i8_micro_t *micro,
         /* One block of rows (a text at batch 1): one run of consecutive panels a thread, which the
          * prefetchers stream best. Measured against two runs a thread (which let a thread take over
          * half of a late partner's share): batch-1 texts 3% faster on two threads, BERT-base and
-         * MiniLM-L6 alike (bench/ab_text, bench/README.md "Batch-1 texts: INT8 panels on 2 MiB pages"). */
+         * MiniLM-L6 alike, with builds taking turns in one process; run alone, less, within the
+         * host's drift (bench/README.md "Batch-1 texts: INT8 panels on 2 MiB pages"). */
         if (row_blocks == 1 && panels >= 2 * threads) groups = threads;
         if (groups > panels) groups = panels;
     }
