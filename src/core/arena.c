@@ -32,7 +32,7 @@ static void *map_pages(const struct uform_arena_s *arena, size_t bytes) {
     if (pages == MAP_FAILED) return NULL;
     /* Arenas are reused call after call: 2 MiB pages fault once per 2 MiB and cost fewer TLB
      * misses. */
-    if (bytes >= ((size_t)2 << 20)) uform__advise_huge_pages(pages, bytes);
+    if (bytes >= UFORM__HUGE_PAGE) uform__advise_huge_pages(pages, bytes);
     uform__numa_place(pages, bytes, arena->node_mask);
     return pages;
 }

@@ -10,6 +10,9 @@
 #include <stddef.h>
 #include <sys/mman.h>
 
+/* The bytes of one such page: the alignment and the multiple that advice pays off for. */
+#define UFORM__HUGE_PAGE ((size_t)2 << 20)
+
 static inline void uform__advise_huge_pages(void *memory, size_t bytes) {
 #if defined(MADV_HUGEPAGE)
     if (memory && bytes) (void)madvise(memory, bytes, MADV_HUGEPAGE);

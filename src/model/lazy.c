@@ -32,7 +32,7 @@ const uform__gemm_packed_t *uform__linear_lazy_packed(const uform__compute_t *co
                         : gemm->packed_size_f32(layer->rows, layer->columns, layer->dtype);
     uform__lazy_packed_t *made = calloc(1, sizeof *made);
     /* Panels of 2 MiB or more on 2 MiB pages (advice; quantize.c says why) */
-    size_t huge = (size_t)2 << 20, alignment = bytes >= huge ? huge : 64;
+    size_t huge = UFORM__HUGE_PAGE, alignment = bytes >= huge ? huge : 64;
     void *memory = made ? aligned_alloc(alignment, (bytes + 63) / 64 * 64) : NULL;
     if (memory && alignment == huge) uform__advise_huge_pages(memory, bytes / huge * huge);
     uform_status_t status = UFORM_OUT_OF_MEMORY;

@@ -188,7 +188,7 @@ uform_status_t uform__i8_prepare(uform_model_t model, const uform__parallel_t *p
      * batch 1 the panels stream from memory once a call, and on 4 KiB pages every 16 quads of a
      * panel cost a TLB miss and restart the hardware prefetcher's stream (bench/README.md,
      * "Batch-1 texts: INT8 panels on 2 MiB pages"). */
-    size_t total = 0, huge = (size_t)2 << 20;
+    size_t total = 0, huge = UFORM__HUGE_PAGE;
     for (size_t i = 0; i < plan.count; ++i) total += plan.layers[i].bytes;
     size_t slack = total >= huge ? huge : 0;
     unsigned char *block = total ? allocate(state, total + slack) : NULL;

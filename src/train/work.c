@@ -191,7 +191,7 @@ void uform__train_work_carve(uform__train_work_t *work, uform__train_pieces_t pi
 uform_status_t uform__train_step_memory(uform_trainer_t trainer, size_t bytes, uform__call_context_t *context) {
     if (trainer->memory.bytes >= bytes) return UFORM_OK;
     free(trainer->memory.base);
-    const size_t huge = (size_t)2 << 20;
+    const size_t huge = UFORM__HUGE_PAGE;
     size_t rounded = (bytes + huge - 1) / huge * huge;
     trainer->memory.base = aligned_alloc(huge, rounded);
     uform__advise_huge_pages(trainer->memory.base, rounded);
