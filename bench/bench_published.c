@@ -493,11 +493,13 @@ static const char *class_label(uform_cpu_class_t cpu_class) {
     return strncmp(name, "intel_", 6) == 0 ? name + 6 : strncmp(name, "amd_", 4) == 0 ? name + 4 : name;
 }
 
-static double best_of(const config_t *configs, int count, const char *prefix, const char *exclude, double *const medians) {
+/* The highest of `rates` (one per configuration: medians, or one round's rates) among the
+ * configurations whose label starts with `prefix` and does not contain `exclude`; 0 when none. */
+static double best_of(const config_t *configs, int count, const char *prefix, const char *exclude, const double *rates) {
     double best = 0;
     for (int i = 0; i < count; ++i)
         if (strncmp(configs[i].label, prefix, strlen(prefix)) == 0 && (!exclude || !strstr(configs[i].label, exclude)))
-            if (medians[i] > best) best = medians[i];
+            if (rates[i] > best) best = rates[i];
     return best;
 }
 
@@ -510,12 +512,9 @@ static double paired_ratio(const config_t *configs, int count, const char *prefi
     int paired = 0;
     *low = *high = 0;
     for (int r = 0; r < rounds; ++r) {
-        double ours = 0, ort = 0;
-        for (int i = 0; i < count; ++i) {
-            double rate = configs[i].rates[r];
-            if (strncmp(configs[i].label, prefix, strlen(prefix)) == 0 && rate > ours) ours = rate;
-            if (strncmp(configs[i].label, "ort", 3) == 0 && rate > ort) ort = rate;
-        }
+        double round_rates[max_configs];
+        for (int i = 0; i < count; ++i) round_rates[i] = configs[i].rates[r];
+        double ours = best_of(configs, count, prefix, NULL, round_rates), ort = best_of(configs, count, "ort", NULL, round_rates);
         if (ours <= 0 || ort <= 0) continue;
         ratios[paired] = ours / ort;
         if (!paired || ratios[paired] < *low) *low = ratios[paired];
