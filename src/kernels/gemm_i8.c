@@ -246,7 +246,7 @@ static void forward_prong(void *context, size_t thread, size_t prong) {
     if (micro->wide) { /* sign-extend the block's rows once; every panel of the prong reads them */
         int16_t *wide = (int16_t *)(job->scratch + thread * job->scratch_stride);
         for (size_t i = i_begin; i < i_end; ++i)
-            for (size_t p = 0; p < packed->k_padded; ++p) wide[(i - i_begin) * packed->k_padded + p] = args->x.q[i * args->x.ld + p];
+            micro->widen_row(packed->k_padded, args->x.q + i * args->x.ld, wide + (i - i_begin) * packed->k_padded);
         a = (const int8_t *)wide, lda = packed->k_padded;
     }
     /* The tiles of a panel prefetch the prong's next panel in equal shares (gemm_i8.h). */

@@ -210,6 +210,9 @@ typedef struct uform__gemm_i8_micro_t {
      * each prong sign-extends its block of activation rows once into its share of the scratch,
      * [rows][k_padded] int16, which the tile reads (its `a` then points to int16 values). */
     int wide;
+    /* Wide classes: target[0, count) = q[0, count) sign-extended, in the class's instructions
+     * (the driver's code is built for the baseline CPU, where GCC's -O2 leaves this loop scalar). */
+    void (*widen_row)(size_t count, const int8_t *q, int16_t *target);
     uform__gemm_i8_tile_fn tile;
     uform__gemm_i8_quantize_row_fn quantize_row;
 } uform__gemm_i8_micro_t;
